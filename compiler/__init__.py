@@ -1,0 +1,1 @@
+"""The harnessc compiler: resolve, check, analyse, emit, and the command line."""

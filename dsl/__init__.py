@@ -1,0 +1,1 @@
+"""The .harness language front end: grammar, parser, syntax tree, formatter, diagnostics."""

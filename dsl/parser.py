@@ -1,0 +1,576 @@
+"""Parse `.harness` text into a syntax tree, building nodes inline in the LALR parse.
+
+``parse_source`` never raises for bad input: it returns the module it could build and the
+diagnostics for everything it could not, recovering at the next declaration after an error.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token
+
+from . import syntax as s
+from .diagnostics import Diagnostic
+from .source import Source, Span
+
+GRAMMAR_FILE = "harness.lark"
+MAX_NESTING = 64
+
+_VALUE_TOKENS = {"NAME", "DOTTED", "MCP_ID", "KEY"}
+
+
+def grammar_text() -> str:
+    return resources.files("harnessc.dsl").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
+
+
+class _Builder:
+    """Lark callbacks, one per rule or alias: children in, syntax node out.
+
+    Every token is kept (``keep_all_tokens``), so callbacks see keywords and punctuation; they
+    read what they need and drop the rest. ``source`` is set for each parse.
+    """
+
+    def __init__(self) -> None:
+        self.source: Source = Source("<none>", "")
+        self.diagnostics: list[Diagnostic] = []
+        self.comments: list[Token] = []
+
+    def on_comment(self, tok: Token) -> None:
+        self.comments.append(tok)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _tok_span(self, tok: Token) -> Span:
+        return Span(self.source, tok.start_pos, tok.end_pos)
+
+    def _span(self, children: list[Any]) -> Span:
+        first = last = None
+        for child in children:
+            if child is None:
+                continue
+            first = child
+            break
+        for child in reversed(children):
+            if child is None:
+                continue
+            last = child
+            break
+        return Span(self.source, _start(first), _end(last))
+
+    def _name(self, tok: Token) -> s.Name:
+        return s.Name(str(tok), span=self._tok_span(tok))
+
+    def _value(self, child: Any) -> Any:
+        """Turn a token that carries a value into a node; None for keywords and punctuation."""
+        if not isinstance(child, Token):
+            return child
+        kind = child.type
+        if kind in _VALUE_TOKENS:
+            return self._name(child)
+        if kind == "INT":
+            return s.Int(int(child), span=self._tok_span(child))
+        if kind == "FLOAT":
+            return s.Float(str(child), span=self._tok_span(child))
+        if kind == "DURATION":
+            return s.Duration(str(child), span=self._tok_span(child))
+        return None
+
+    def _values(self, children: list[Any]) -> tuple[Any, ...]:
+        out = []
+        for child in children:
+            if child is None:
+                continue
+            value = self._value(child)
+            if value is not None:
+                out.append(value)
+        return tuple(out)
+
+    @staticmethod
+    def _nodes(children: list[Any]) -> tuple[Any, ...]:
+        return tuple(c for c in children if c is not None and not isinstance(c, Token))
+
+    def _block(self, children: list[Any], cls: type, name_index: int = 1) -> Any:
+        return cls(
+            self._name(children[name_index]),
+            self._nodes(children[name_index + 1 :]),
+            span=self._span(children),
+        )
+
+    # -- module, header, imports, facts ----------------------------------------------------
+
+    def start(self, c):
+        return s.Module(tuple(c), span=Span(self.source, 0, len(self.source.text)))
+
+    def header(self, c):
+        return self._block(c, s.Header)
+
+    def attr(self, c):
+        return s.Attr(str(c[0]), self._values(c[1:]), span=self._span(c))
+
+    def import_(self, c):
+        target = c[1]
+        alias = self._name(c[3]) if len(c) > 3 else None
+        if isinstance(target, s.Str):
+            return s.Import(target.value, True, alias, span=self._span(c), target_span=target.span)
+        return s.Import(
+            str(target), False, alias, span=self._span(c), target_span=self._tok_span(target)
+        )
+
+    def connection(self, c):
+        return s.Connection(self._name(c[1]), c[2] if len(c) > 2 else None, span=self._span(c))
+
+    def runtime_(self, c):
+        return s.Runtime(self._name(c[1]), c[2] if len(c) > 2 else None, span=self._span(c))
+
+    def fact(self, c):
+        description = c[4] if len(c) > 4 else None
+        return s.Fact(self._name(c[1]), c[3], description, span=self._span(c))
+
+    # -- tools and schemas -----------------------------------------------------------------
+
+    def tool(self, c):
+        name_tok = c[1]
+        quoted = name_tok.type == "STRING"
+        text = self._decode(name_tok) if quoted else str(name_tok)
+        name = s.Name(text, span=self._tok_span(name_tok))
+        return s.Tool(name, self._nodes(c[2:]), quoted, span=self._span(c))
+
+    def tool_name(self, c):
+        return c[0]
+
+    def requires(self, c):
+        return s.Requires(c[1], span=self._span(c))
+
+    def schema_attr(self, c):
+        return s.SchemaAttr(str(c[0]), c[1], span=self._span(c))
+
+    def operation(self, c):
+        return self._block(c, s.Operation)
+
+    def schema(self, c):
+        return s.Schema(self._nodes(c), span=self._span(c))
+
+    def field(self, c):
+        return s.Field(self._name(c[0]), c[2], self._nodes(c[3:]), span=self._span(c))
+
+    def type(self, c):
+        core = c[0]
+        if len(c) > 1:
+            return replace(core, optional=True, span=self._span(c))
+        return core
+
+    def type_name(self, c):
+        return s.TypeRef(str(c[0]), span=self._span(c))
+
+    def type_list(self, c):
+        return s.TypeRef("list", (c[2],), span=self._span(c))
+
+    def type_map(self, c):
+        return s.TypeRef("map", (c[2],), span=self._span(c))
+
+    def type_enum(self, c):
+        return s.TypeRef("enum", values=self._nodes(c), span=self._span(c))
+
+    def type_object(self, c):
+        return s.TypeRef("object", fields=c[0].fields, span=self._span(c))
+
+    def constraint(self, c):
+        value = self._values(c[1:])
+        return s.Constraint(str(c[0]), value[0] if value else None, span=self._span(c))
+
+    # -- surfaces --------------------------------------------------------------------------
+
+    def surface(self, c):
+        return self._block(c, s.Surface)
+
+    def pattern(self, c):
+        return s.Pattern(str(c[0]), span=self._span(c))
+
+    def expose(self, c):
+        return s.Expose(self._nodes(c), span=self._span(c))
+
+    def hide(self, c):
+        return s.Hide(self._nodes(c), span=self._span(c))
+
+    def rank(self, c):
+        return s.Rank(self._nodes(c), span=self._span(c))
+
+    # -- policies --------------------------------------------------------------------------
+
+    def policy(self, c):
+        return self._block(c, s.Policy)
+
+    def effect(self, c):
+        return c[0]
+
+    default_effect = effect
+
+    def default(self, c):
+        target = c[1]
+        options = c[2] if len(c) > 2 else None
+        if target.type in ("ALLOW", "DENY", "ASK"):
+            return s.Default(str(target), None, options, span=self._span(c))
+        return s.Default(None, self._name(target), options, span=self._span(c))
+
+    def include(self, c):
+        return s.Include(self._name(c[1]), span=self._span(c))
+
+    def rule(self, c):
+        label = None
+        i = 0
+        if c[0].type == "KEY":
+            label = self._name(c[0])
+            i = 2
+        effect_tok = c[i]
+        selectors = []
+        when = None
+        options = None
+        j = i + 1
+        while j < len(c):
+            child = c[j]
+            if isinstance(child, Token):
+                if child.type == "WHEN":
+                    when = c[j + 1]
+                    j += 2
+                    continue
+            elif isinstance(child, tuple):
+                options = child
+            elif child is not None:
+                selectors.append(child)
+            j += 1
+        return s.Rule(
+            label,
+            str(effect_tok),
+            tuple(selectors),
+            when,
+            options,
+            span=self._span(c),
+            effect_span=self._tok_span(effect_tok),
+        )
+
+    def risk_selector(self, c):
+        return s.RiskSelector(str(c[1]), self._name(c[2]), span=self._span(c))
+
+    def effects_selector(self, c):
+        return s.EffectsSelector(self._name(c[2]), span=self._span(c))
+
+    def options(self, c):
+        return _Options(self._nodes(c))
+
+    def approver(self, c):
+        return s.Approver(str(c[1]), c[2], span=self._span(c))
+
+    def grant(self, c):
+        scope, selector, when = c[1]
+        return s.Grant(scope, self._value(c[3]), selector, when, span=self._span(c))
+
+    def grant_scope(self, c):
+        selector = c[1] if len(c) > 1 else None
+        when = c[3] if len(c) > 3 else None
+        return (str(c[0]), selector, when)
+
+    def risk_table(self, c):
+        return s.RiskTable(self._name(c[1]), self._nodes(c[2:]), span=self._span(c))
+
+    def risk_entry(self, c):
+        options = c[2] if len(c) > 2 else None
+        return s.RiskEntry(self._name(c[0]), str(c[1]), options, span=self._span(c))
+
+    # -- conditions and values -------------------------------------------------------------
+
+    def or_(self, c):
+        return s.Or(self._nodes(c), span=self._span(c))
+
+    def and_(self, c):
+        return s.And(self._nodes(c), span=self._span(c))
+
+    def not_(self, c):
+        return s.Not(c[1], span=self._span(c))
+
+    def paren(self, c):
+        return c[1]
+
+    def compare(self, c):
+        return s.Compare(c[0], str(c[1]), c[2], span=self._span(c))
+
+    def compare_op(self, c):
+        return c[0]
+
+    def int_(self, c):
+        return s.Int(int(c[0]), span=self._span(c))
+
+    def float_(self, c):
+        return s.Float(str(c[0]), span=self._span(c))
+
+    def duration(self, c):
+        return s.Duration(str(c[0]), span=self._span(c))
+
+    def true(self, c):
+        return s.Bool(True, span=self._span(c))
+
+    def false(self, c):
+        return s.Bool(False, span=self._span(c))
+
+    def path(self, c):
+        return s.Path(str(c[0]), span=self._span(c))
+
+    def func_call(self, c):
+        return s.FuncCall(self._name(c[0]), self._nodes(c[2:]), span=self._span(c))
+
+    def list_(self, c):
+        return s.ListLit(self._nodes(c), span=self._span(c))
+
+    def record(self, c):
+        return s.Record(self._nodes(c), span=self._span(c))
+
+    def entry(self, c):
+        return s.Entry(self._name(c[0]), c[2], span=self._span(c))
+
+    def string(self, c):
+        return s.Str(tuple(self._decode(tok) for tok in c), span=self._span(c))
+
+    def _decode(self, tok: Token) -> str:
+        try:
+            value = json.loads(tok)
+        except ValueError:
+            self.diagnostics.append(_bad_escape(self._tok_span(tok)))
+            return str(tok)[1:-1]
+        if not isinstance(value, str):  # pragma: no cover - the token is always a JSON string
+            return str(tok)[1:-1]
+        return value
+
+    # -- MCP, skills, agents ---------------------------------------------------------------
+
+    def mcp(self, c):
+        return self._block(c, s.Mcp)
+
+    def skill(self, c):
+        return self._block(c, s.Skill)
+
+    def private_tool(self, c):
+        return s.PrivateTool(c[1], span=self._span(c))
+
+    def subagent(self, c):
+        return self._block(c, s.Subagent)
+
+    def agent(self, c):
+        return self._block(c, s.Agent)
+
+    # -- workflows -------------------------------------------------------------------------
+
+    def workflow(self, c):
+        return self._block(c, s.Workflow)
+
+    def step(self, c):
+        after: tuple[s.Name, ...] = ()
+        when = None
+        compensation = False
+        options = None
+        for tail in c[4:]:
+            kind, value = tail
+            if kind == "after":
+                after = after + value
+            elif kind == "when":
+                when = value
+            elif kind == "compensation":
+                compensation = True
+            else:
+                options = value
+        return s.Step(
+            self._name(c[1]), c[3], after, when, compensation, options, span=self._span(c)
+        )
+
+    def call_action(self, c):
+        return s.CallAction(self._name(c[1]), self._nodes(c[2:]), span=self._span(c))
+
+    def delegate_action(self, c):
+        return s.DelegateAction(self._name(c[1]), c[2], span=self._span(c))
+
+    def decide_action(self, c):
+        return s.DecideAction(c[1], span=self._span(c))
+
+    def gate_action(self, c):
+        return s.GateAction(c[1], span=self._span(c))
+
+    def after(self, c):
+        return _Tail("after", self._values(c[1:]), self._span(c))
+
+    def when(self, c):
+        return _Tail("when", c[1], self._span(c))
+
+    def compensation(self, c):
+        return _Tail("compensation", True, self._span(c))
+
+    def step_block(self, c):
+        return _Tail("block", self._nodes(c), self._span(c))
+
+    def arg(self, c):
+        return s.Arg(self._name(c[0]), c[2], span=self._span(c))
+
+    def by(self, c):
+        return s.By(str(c[1]), c[2], span=self._span(c))
+
+    def timeout(self, c):
+        default = self._name(c[3]) if len(c) > 3 else None
+        return s.Timeout(self._value(c[1]), default, span=self._span(c))
+
+    def context(self, c):
+        return s.Context(self._nodes(c), span=self._span(c))
+
+    def on_failure(self, c):
+        return s.OnFailure(self._nodes(c), span=self._span(c))
+
+    def failure_action(self, c):
+        kind = str(c[0])
+        span = self._span(c)
+        if kind == "retry":
+            backoff = self._value(c[3]) if len(c) > 3 else None
+            return s.FailureAction(kind, count=self._value(c[1]), backoff=backoff, span=span)
+        if kind == "compensate":
+            return s.FailureAction(kind, target=self._name(c[1]), span=span)
+        return s.FailureAction(kind, principal=str(c[1]), who=c[2], span=span)
+
+    # -- tests -----------------------------------------------------------------------------
+
+    def test(self, c):
+        return s.Test(c[1], self._nodes(c[2:]), span=self._span(c))
+
+    def test_call(self, c):
+        return s.TestCall(self._name(c[1]), self._nodes(c[2:]), span=self._span(c))
+
+    def test_record(self, c):
+        key = str(c[1]) if str(c[0]) == "as" else str(c[0])
+        return s.TestRecord(key, c[-1], span=self._span(c))
+
+    def expect(self, c):
+        return s.Expect(str(c[1]), self._nodes(c[2:]), span=self._span(c))
+
+
+class _Options(tuple):
+    """An option block `{ … }` while it travels up to its rule (a tuple, but marked)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Tail:
+    kind: str
+    value: Any
+    span: Span
+
+    def __iter__(self):
+        return iter((self.kind, self.value))
+
+
+def _start(node: Any) -> int:
+    if isinstance(node, Token):
+        return node.start_pos or 0
+    if isinstance(node, tuple):
+        return _start(node[0]) if node else 0
+    return node.span.start
+
+
+def _end(node: Any) -> int:
+    if isinstance(node, Token):
+        return node.end_pos or 0
+    if isinstance(node, _Options | tuple):
+        return _end(node[-1]) if node else 0
+    return node.span.end
+
+
+def _bad_escape(span: Span) -> Diagnostic:
+    return Diagnostic.make(
+        "H105",
+        "invalid escape in string",
+        span,
+        "not a JSON escape",
+        help=r"use JSON escapes such as `\"`, `\\`, `\n` or `\u00e9`",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The parser object
+
+
+@dataclass
+class _Parser:
+    lark: Lark
+    builder: _Builder
+    lock: threading.Lock
+
+
+@cache
+def _parser() -> _Parser:
+    builder = _Builder()
+    lark = Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        keep_all_tokens=True,
+        maybe_placeholders=True,
+        transformer=builder,
+        propagate_positions=False,
+        lexer_callbacks={"COMMENT": builder.on_comment},
+    )
+    return _Parser(lark, builder, threading.Lock())
+
+
+def build_lark(strict: bool = False, **options: Any) -> Lark:
+    """A plain Lark parser over the grammar (for tests, `debug tokens` and error matching)."""
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        keep_all_tokens=True,
+        strict=strict,
+        **options,
+    )
+
+
+def parse_text(source: Source) -> tuple[s.Module, list[Token], list[Diagnostic]]:
+    """Parse one whole text or raise Lark's error.
+
+    Returns the module, its comment tokens (for the formatter) and the diagnostics found
+    while building nodes (bad string escapes).
+    """
+    p = _parser()
+    with p.lock:
+        builder = p.builder
+        builder.source = source
+        builder.diagnostics = []
+        builder.comments = []
+        try:
+            module = p.lark.parse(source.text)
+        finally:
+            comments, extra = builder.comments, builder.diagnostics
+            builder.comments, builder.diagnostics = [], []
+    return module, comments, extra
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """A module (possibly partial, when there were errors) and the diagnostics of parsing."""
+
+    module: s.Module
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity == "error" for d in self.diagnostics)
+
+
+def parse_source(source: Source) -> ParseResult:
+    """Parse a source into a module; never raises for bad input.
+
+    >>> from harnessc.dsl.source import Source
+    >>> result = parse_source(Source("a.harness", 'connection github "GitHub"'))
+    >>> result.module.items[0].name.text
+    'github'
+    """
+    from .recovery import parse_with_recovery  # the error path lives in its own module
+
+    return parse_with_recovery(source)

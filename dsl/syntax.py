@@ -1,0 +1,629 @@
+"""Syntax tree nodes: frozen, each with a span that never takes part in equality.
+
+The tree keeps what a user wrote and nothing more: block items stay in source order (so the
+formatter can keep them), closed vocabularies stay plain names (checked by the compiler), and
+parentheses are not nodes (the printer puts them back where precedence needs them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .source import NO_SPAN, Span
+
+
+def _span() -> Span:
+    return field(default=NO_SPAN, compare=False, repr=False, kw_only=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Leaves and values
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """A word or dotted path used as a name or a reference: `change.create`, `std.risk`."""
+
+    text: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A tool selector: an id, a glob (`change.*`, `*`), `pack:NAME`, `kind:NAME`, an MCP id."""
+
+    text: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Str:
+    """A string literal; adjacent literals are joined, and the parts are kept for printing."""
+
+    parts: tuple[str, ...]
+    span: Span = _span()
+
+    @property
+    def value(self) -> str:
+        return "".join(self.parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Int:
+    value: int
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Float:
+    text: str
+    span: Span = _span()
+
+    @property
+    def value(self) -> float:
+        return float(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Duration:
+    """A duration as written (`1h30m`); `ms` is its value in milliseconds."""
+
+    text: str
+    span: Span = _span()
+
+    @property
+    def ms(self) -> int:
+        return duration_ms(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Bool:
+    value: bool
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """A value read in a condition: `args.path`, `actor.role`, `review`, `scan.report`."""
+
+    text: str
+    span: Span = _span()
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(self.text.split("."))
+
+
+@dataclass(frozen=True, slots=True)
+class FuncCall:
+    """A fact function: `connected(github)`, `running(calendar_app)`."""
+
+    name: Name
+    args: tuple[Expr, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class ListLit:
+    items: tuple[Value, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    key: Name
+    value: Value
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    entries: tuple[Entry, ...]
+    span: Span = _span()
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    left: Expr
+    op: str
+    right: Expr
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    items: tuple[Cond, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    items: tuple[Cond, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    item: Cond
+    span: Span = _span()
+
+
+Expr = Str | Int | Float | Duration | Bool | Path | FuncCall | ListLit
+Value = Expr | Record
+Cond = Compare | And | Or | Not | Expr
+
+
+# ---------------------------------------------------------------------------------------------
+# Block items shared by many declarations
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    """A keyword attribute and its values: `summary "…"`, `effects read write`, `limit 20`.
+
+    A few keywords carry a second keyword in the source that the key implies: `legacy
+    [replaced_by X]`, `dynamic provided_by X`, `recall MODE [top N]`, `transport KIND [CMD]`.
+    """
+
+    key: str
+    values: tuple[Value | Name, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaAttr:
+    """`input { … }` or `output { … }` (tools, workflows, delegate steps)."""
+
+    key: str
+    schema: Schema
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class TypeRef:
+    """A schema type: `name` is a type name, or `list`, `map`, `enum`, `object`."""
+
+    name: str
+    args: tuple[TypeRef, ...] = ()
+    values: tuple[Str, ...] = ()
+    fields: tuple[Field, ...] = ()
+    optional: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """`min N`, `max N`, `pattern "re"`, `default V`, `secret`."""
+
+    kind: str
+    value: Value | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: Name
+    type: TypeRef
+    constraints: tuple[Constraint, ...] = ()
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    fields: tuple[Field, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Approver:
+    """`approver role "…"` / `approver user "…"` (and `expect ask approver …` in tests)."""
+
+    kind: str
+    value: Str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """`grant once|task|class SELECTOR [when COND] ttl D`."""
+
+    scope: str
+    ttl: Duration
+    selector: Pattern | None = None
+    when: Cond | None = None
+    span: Span = _span()
+
+
+Option = Approver | Grant | Attr
+
+
+# ---------------------------------------------------------------------------------------------
+# Declarations
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    name: Name
+    items: tuple[Attr, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """`import std.risk`, or `import "./x.harness" as x` (`is_file`)."""
+
+    target: str
+    is_file: bool
+    alias: Name | None = None
+    span: Span = _span()
+    target_span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    name: Name
+    description: Str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    name: Name
+    description: Str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    name: Name
+    type: TypeRef
+    description: Str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Requires:
+    cond: Cond
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    name: Name
+    items: tuple[ToolItem, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A tool; `quoted` when its name was written as a string (MCP names with `-`)."""
+
+    name: Name
+    items: tuple[ToolItem, ...]
+    quoted: bool = False
+    span: Span = _span()
+
+
+ToolItem = Attr | SchemaAttr | Requires | Operation
+
+
+@dataclass(frozen=True, slots=True)
+class Expose:
+    patterns: tuple[Pattern, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Hide:
+    patterns: tuple[Pattern, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Rank:
+    items: tuple[Attr, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Surface:
+    name: Name
+    items: tuple[Expose | Hide | Rank | Attr, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class RiskSelector:
+    """The sugar `risk >= high` ≡ `* when tool.risk >= high`."""
+
+    op: str
+    level: Name
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class EffectsSelector:
+    """The sugar `effects has external` ≡ `* when tool.effects has external`."""
+
+    effect: Name
+    span: Span = _span()
+
+
+Selector = Pattern | RiskSelector | EffectsSelector
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    label: Name | None
+    effect: str
+    selectors: tuple[Selector, ...]
+    when: Cond | None = None
+    options: tuple[Option, ...] | None = None
+    span: Span = _span()
+    effect_span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Default:
+    """`default allow|deny|ask [{…}]` or `default RISK_TABLE`."""
+
+    effect: str | None
+    table: Name | None
+    options: tuple[Option, ...] | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Include:
+    policy: Name
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: Name
+    items: tuple[Default | Include | Rule | Attr, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class RiskEntry:
+    level: Name
+    effect: str
+    options: tuple[Option, ...] | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class RiskTable:
+    name: Name
+    entries: tuple[RiskEntry, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Mcp:
+    name: Name
+    items: tuple[Attr | Tool, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class PrivateTool:
+    tool: Tool
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Subagent:
+    name: Name
+    items: tuple[Attr, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    name: Name
+    items: tuple[Attr | PrivateTool | Subagent, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    name: Name
+    items: tuple[Attr, ...]
+    span: Span = _span()
+
+
+# Workflows
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    name: Name
+    value: Value
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class CallAction:
+    tool: Name
+    args: tuple[Arg, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DelegateAction:
+    agent: Name
+    goal: Str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DecideAction:
+    question: Str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class GateAction:
+    cond: Cond
+    span: Span = _span()
+
+
+Action = CallAction | DelegateAction | DecideAction | GateAction
+
+
+@dataclass(frozen=True, slots=True)
+class By:
+    kind: str
+    value: Str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Timeout:
+    duration: Duration
+    default: Name | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    values: tuple[Expr, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class FailureAction:
+    """`retry N [backoff D]`, `compensate STEP`, `escalate role|user "…"`."""
+
+    kind: str
+    count: Int | None = None
+    backoff: Duration | None = None
+    target: Name | None = None
+    principal: str | None = None
+    who: Str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class OnFailure:
+    actions: tuple[FailureAction, ...]
+    span: Span = _span()
+
+
+StepOption = Attr | By | Timeout | Context | SchemaAttr | OnFailure
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    name: Name
+    action: Action
+    after: tuple[Name, ...] = ()
+    when: Cond | None = None
+    compensation: bool = False
+    options: tuple[StepOption, ...] | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Workflow:
+    name: Name
+    items: tuple[Attr | SchemaAttr | Step, ...]
+    span: Span = _span()
+
+
+# Tests
+
+
+@dataclass(frozen=True, slots=True)
+class TestCall:
+    tool: Name
+    args: tuple[Arg, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class TestRecord:
+    """`as actor {…}`, `resource {…}`, `facts {…}`, `task {…}`, `env {…}`, `execution {…}`."""
+
+    key: str
+    record: Record
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    effect: str
+    details: tuple[Approver | Attr, ...] = ()
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Test:
+    __test__ = False  # not a pytest class
+
+    name: Str
+    items: tuple[Attr | TestCall | TestRecord | Expect, ...]
+    span: Span = _span()
+
+
+Declaration = (
+    Header
+    | Import
+    | Connection
+    | Runtime
+    | Fact
+    | Tool
+    | Surface
+    | Policy
+    | RiskTable
+    | Mcp
+    | Skill
+    | Agent
+    | Workflow
+    | Test
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    text: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """One parsed file: its declarations in source order, and its comments (for `fmt`)."""
+
+    items: tuple[Declaration, ...]
+    comments: tuple[Comment, ...] = field(default=(), compare=False)
+    span: Span = _span()
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def duration_ms(text: str) -> int:
+    total = 0
+    number = ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch.isdigit():
+            number += ch
+            i += 1
+            continue
+        unit = "ms" if text.startswith("ms", i) else ch
+        total += int(number) * DURATION_UNITS[unit]
+        number = ""
+        i += len(unit)
+    return total

@@ -1,0 +1,1 @@
+"""The governed runtime that generated packages import; it imports no compiler dependency."""

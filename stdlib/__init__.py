@@ -1,0 +1,1 @@
+"""Standard library modules (``std.*``) shipped with harnessc as ``.harness`` files."""
