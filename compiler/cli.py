@@ -1,5 +1,171 @@
-"""The ``harnessc`` command line."""
+"""The ``harnessc`` command line: a thin layer over the pipeline's stages.
+
+Exit codes: 0 clean, 1 the spec has errors (or `fmt --check` found files to reformat), 2 a usage
+or I/O problem (bad arguments, a missing or unreadable file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harnessc.dsl.codes import BY_SLUG, CODES
+from harnessc.dsl.diagnostics import Diagnostic, has_errors, print_diagnostics
+from harnessc.dsl.files import display_path, read_source
+
+from harnessc import __version__
+
+from . import pipeline
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+_IO_CODES = {"H001", "H002", "H007"}
+FORMATS = ("human", "plain", "json")
 
 
-def main(argv=None):
-    return 0
+def _exit_code(diagnostics: Sequence[Diagnostic]) -> int:
+    if any(d.code in _IO_CODES for d in diagnostics):
+        return EXIT_USAGE
+    return EXIT_ERRORS if has_errors(diagnostics) else EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    result = pipeline.check(args.files)
+    print_diagnostics(
+        result.diagnostics, args.format, sys.stdout if args.format == "json" else None
+    )
+    code = _exit_code(result.diagnostics)
+    if code == EXIT_OK and args.format != "json" and not args.quiet:
+        checked = len(result.files)
+        sys.stderr.write(f"checked {checked} file{'s' if checked != 1 else ''}: no errors\n")
+    return code
+
+
+def cmd_fmt(args: argparse.Namespace) -> int:
+    from harnessc.dsl.printer import format_source
+
+    diagnostics: list[Diagnostic] = []
+    changed: list[str] = []
+    for name in args.files:
+        source, problems = read_source(name, display_path(name))
+        diagnostics.extend(problems)
+        if source is None:
+            continue
+        result = format_source(source)
+        diagnostics.extend(result.diagnostics)
+        if result.text is None or not result.changed:
+            continue
+        changed.append(source.path)
+        if args.diff:
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    source.text.splitlines(keepends=True),
+                    result.text.splitlines(keepends=True),
+                    f"a/{source.path}",
+                    f"b/{source.path}",
+                )
+            )
+        elif args.check:
+            print(f"would reformat {source.path}")
+        else:
+            Path(name).write_text(result.text, encoding="utf-8")
+            print(f"reformatted {source.path}")
+    print_diagnostics(diagnostics, args.format)
+    code = _exit_code(diagnostics)
+    if code != EXIT_OK:
+        return code
+    if (args.check or args.diff) and changed:
+        return EXIT_ERRORS
+    return EXIT_OK
+
+
+def cmd_debug(args: argparse.Namespace) -> int:
+    from harnessc.dsl.parser import debug_tokens, parse_source
+
+    source, problems = read_source(args.file, display_path(args.file))
+    if source is None:
+        print_diagnostics(problems)
+        return _exit_code(problems)
+    if args.stage == "tokens":
+        for tok in debug_tokens(source):
+            line, column = source.location(tok.start_pos)
+            print(f"{line}:{column}\t{tok.type}\t{json.dumps(str(tok), ensure_ascii=False)}")
+        return EXIT_OK
+    parsed = parse_source(source)
+    print_diagnostics(parsed.diagnostics)
+    if args.stage == "tree":
+        from harnessc.dsl.syntax import dump
+
+        print(dump(parsed.module))
+    return _exit_code(parsed.diagnostics)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    key = args.code.upper() if args.code.upper() in CODES else args.code
+    code = CODES.get(key) or BY_SLUG.get(args.code)
+    if code is None:
+        near = difflib.get_close_matches(args.code, [*CODES, *BY_SLUG], n=1)
+        hint = f"; did you mean `{near[0]}`?" if near else ""
+        sys.stderr.write(f"harnessc: unknown diagnostic code `{args.code}`{hint}\n")
+        return EXIT_USAGE
+    print(f"{code.code} {code.slug} ({code.severity})\n\n{code.summary}.\n\n{code.explanation}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harnessc",
+        description="Check, format and compile .harness specs that govern what AI agents may do.",
+    )
+    parser.add_argument("--version", action="version", version=f"harnessc {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = sub.add_parser("check", help="parse and check specs; report diagnostics")
+    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("--format", choices=FORMATS, default="human")
+    check.add_argument("-q", "--quiet", action="store_true", help="print nothing when clean")
+    check.set_defaults(run=cmd_check)
+
+    fmt = sub.add_parser("fmt", help="rewrite specs in the canonical layout")
+    fmt.add_argument("files", nargs="+", metavar="FILE")
+    mode = fmt.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="list files that would change; exit 1")
+    mode.add_argument("--diff", action="store_true", help="print a diff instead of writing")
+    fmt.add_argument("--format", choices=FORMATS, default="human", help="diagnostics format")
+    fmt.set_defaults(run=cmd_fmt)
+
+    debug = sub.add_parser("debug", help="print the output of a compiler stage")
+    debug.add_argument("stage", choices=("tokens", "tree"))
+    debug.add_argument("file", metavar="FILE")
+    debug.set_defaults(run=cmd_debug)
+
+    explain = sub.add_parser("explain", help="explain a diagnostic code (`H201` or `unknown-name`)")
+    explain.add_argument("code", metavar="CODE")
+    explain.set_defaults(run=cmd_explain)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as error:  # a bug in harnessc: say so, never show a raw traceback
+        if os.environ.get("HARNESSC_DEBUG"):
+            raise
+        internal = Diagnostic.make(
+            "H901",
+            f"internal error: {type(error).__name__}: {error}",
+            None,
+            help="this is a bug in harnessc, not in your spec; rerun with HARNESSC_DEBUG=1 "
+            "for the traceback and report it",
+        )
+        print_diagnostics([internal])
+        return EXIT_ERRORS

@@ -153,12 +153,14 @@ def render_human(diagnostic: Diagnostic, colour: bool = False) -> str:
                 out.append(f"{pad}{paint('blue', '::: ')}{label.span}")
                 previous_source = source
             line, column = source.location(label.span.start)
-            text = source.line_text(line).replace("\t", " ")
+            text = _printable(source.line_text(line))
             end_line, _ = source.location(max(label.span.start, label.span.end - 1))
             if end_line == line:
                 length = max(1, label.span.end - label.span.start)
             else:
                 length = max(1, len(text) - column + 1)
+            length = min(length, max(1, len(text) - column + 1))
+            text, column = _window(text, column, length)
             length = min(length, max(1, len(text) - column + 1))
             mark = "^" if label.primary else "-"
             underline = " " * (column - 1) + mark * length
@@ -175,6 +177,25 @@ def render_human(diagnostic: Diagnostic, colour: bool = False) -> str:
     if diagnostic.help:
         out.append(f"{paint('bold', 'help')}: {diagnostic.help}")
     return "\n".join(out)
+
+
+_WINDOW = 100
+
+
+def _printable(text: str) -> str:
+    """A source line safe to print: tabs as spaces, control characters as U+FFFD."""
+    return "".join(" " if ch == "\t" else (ch if ch.isprintable() else "\ufffd") for ch in text)
+
+
+def _window(text: str, column: int, length: int) -> tuple[str, int]:
+    """Cut a very long line to a window around the label; returns the text and new column."""
+    if len(text) <= _WINDOW:
+        return text, column
+    start = max(0, column - 1 - _WINDOW // 3)
+    end = start + _WINDOW
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(text) else ""
+    return prefix + text[start:end] + suffix, column - start + len(prefix)
 
 
 def diagnostic_to_json(diagnostic: Diagnostic) -> dict:

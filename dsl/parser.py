@@ -6,6 +6,7 @@ diagnostics for everything it could not, recovering at the next declaration afte
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 from dataclasses import dataclass, replace
@@ -13,10 +14,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from lark import Lark, Token
+from lark import Lark, Tree
 
 from . import syntax as s
 from .diagnostics import Diagnostic
+from .lexer import Engine, ParseFailure, Tok
 from .source import Source, Span
 
 GRAMMAR_FILE = "harness.lark"
@@ -39,14 +41,14 @@ class _Builder:
     def __init__(self) -> None:
         self.source: Source = Source("<none>", "")
         self.diagnostics: list[Diagnostic] = []
-        self.comments: list[Token] = []
+        self.comments: list[Tok] = []
 
-    def on_comment(self, tok: Token) -> None:
+    def on_comment(self, tok: Tok) -> None:
         self.comments.append(tok)
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _tok_span(self, tok: Token) -> Span:
+    def _tok_span(self, tok: Tok) -> Span:
         return Span(self.source, tok.start_pos, tok.end_pos)
 
     def _span(self, children: list[Any]) -> Span:
@@ -63,12 +65,12 @@ class _Builder:
             break
         return Span(self.source, _start(first), _end(last))
 
-    def _name(self, tok: Token) -> s.Name:
+    def _name(self, tok: Tok) -> s.Name:
         return s.Name(str(tok), span=self._tok_span(tok))
 
     def _value(self, child: Any) -> Any:
         """Turn a token that carries a value into a node; None for keywords and punctuation."""
-        if not isinstance(child, Token):
+        if not isinstance(child, Tok):
             return child
         kind = child.type
         if kind in _VALUE_TOKENS:
@@ -93,7 +95,7 @@ class _Builder:
 
     @staticmethod
     def _nodes(children: list[Any]) -> tuple[Any, ...]:
-        return tuple(c for c in children if c is not None and not isinstance(c, Token))
+        return tuple(c for c in children if c is not None and not isinstance(c, Tok))
 
     def _block(self, children: list[Any], cls: type, name_index: int = 1) -> Any:
         return cls(
@@ -106,6 +108,18 @@ class _Builder:
 
     def start(self, c):
         return s.Module(tuple(c), span=Span(self.source, 0, len(self.source.text)))
+
+    def partial_items(self, value_stack: list[Any]) -> list[Any]:
+        """The declarations completed before a syntax error, from the parser's value stack."""
+        items: list[Any] = []
+        for value in value_stack:
+            if isinstance(value, Tree) and value.data.startswith("__start_star"):
+                items.extend(value.children)
+            elif isinstance(value, _DECLARATIONS):
+                items.append(value)
+            else:
+                break
+        return items
 
     def header(self, c):
         return self._block(c, s.Header)
@@ -234,7 +248,7 @@ class _Builder:
         j = i + 1
         while j < len(c):
             child = c[j]
-            if isinstance(child, Token):
+            if isinstance(child, Tok):
                 if child.type == "WHEN":
                     when = c[j + 1]
                     j += 2
@@ -335,7 +349,7 @@ class _Builder:
     def string(self, c):
         return s.Str(tuple(self._decode(tok) for tok in c), span=self._span(c))
 
-    def _decode(self, tok: Token) -> str:
+    def _decode(self, tok: Tok) -> str:
         try:
             value = json.loads(tok)
         except ValueError:
@@ -452,6 +466,24 @@ class _Builder:
         return s.Expect(str(c[1]), self._nodes(c[2:]), span=self._span(c))
 
 
+_DECLARATIONS = (
+    s.Header,
+    s.Import,
+    s.Connection,
+    s.Runtime,
+    s.Fact,
+    s.Tool,
+    s.Surface,
+    s.Policy,
+    s.RiskTable,
+    s.Mcp,
+    s.Skill,
+    s.Agent,
+    s.Workflow,
+    s.Test,
+)
+
+
 class _Options(tuple):
     """An option block `{ … }` while it travels up to its rule (a tuple, but marked)."""
 
@@ -467,7 +499,7 @@ class _Tail:
 
 
 def _start(node: Any) -> int:
-    if isinstance(node, Token):
+    if isinstance(node, Tok):
         return node.start_pos or 0
     if isinstance(node, tuple):
         return _start(node[0]) if node else 0
@@ -475,7 +507,7 @@ def _start(node: Any) -> int:
 
 
 def _end(node: Any) -> int:
-    if isinstance(node, Token):
+    if isinstance(node, Tok):
         return node.end_pos or 0
     if isinstance(node, _Options | tuple):
         return _end(node[-1]) if node else 0
@@ -499,6 +531,7 @@ def _bad_escape(span: Span) -> Diagnostic:
 @dataclass
 class _Parser:
     lark: Lark
+    engine: Engine
     builder: _Builder
     lock: threading.Lock
 
@@ -514,9 +547,8 @@ def _parser() -> _Parser:
         maybe_placeholders=True,
         transformer=builder,
         propagate_positions=False,
-        lexer_callbacks={"COMMENT": builder.on_comment},
     )
-    return _Parser(lark, builder, threading.Lock())
+    return _Parser(lark, Engine(lark), builder, threading.Lock())
 
 
 def build_lark(strict: bool = False, **options: Any) -> Lark:
@@ -531,24 +563,62 @@ def build_lark(strict: bool = False, **options: Any) -> Lark:
     )
 
 
-def parse_text(source: Source) -> tuple[s.Module, list[Token], list[Diagnostic]]:
-    """Parse one whole text or raise Lark's error.
-
-    Returns the module, its comment tokens (for the formatter) and the diagnostics found
-    while building nodes (bad string escapes).
+@dataclass
+class Chunk:
+    """What one run of the parser from ``pos`` produced: declarations, comments, diagnostics
+    found while building nodes (bad string escapes), and the failure that stopped it, if any.
     """
+
+    items: list[Any]
+    comments: list[Tok]
+    diagnostics: list[Diagnostic]
+    failure: ParseFailure | None
+
+
+def parse_chunk(source: Source, pos: int = 0) -> Chunk:
+    """Parse ``source`` from offset ``pos``; never raises for bad input."""
     p = _parser()
     with p.lock:
         builder = p.builder
         builder.source = source
         builder.diagnostics = []
         builder.comments = []
+        failure = None
+        items: list[Any] = []
+        # The parse allocates many small objects that all survive it: the cyclic collector
+        # would only rescan them (about a sixth of the parse time).
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         try:
-            module = p.lark.parse(source.text)
+            items = list(p.engine.parse(source.text, builder.on_comment, pos=pos).items)
+        except ParseFailure as error:
+            failure = error
+            items = builder.partial_items(error.value_stack)
         finally:
+            if gc_was_enabled:
+                gc.enable()
             comments, extra = builder.comments, builder.diagnostics
             builder.comments, builder.diagnostics = [], []
-    return module, comments, extra
+    return Chunk(items, comments, extra, failure)
+
+
+def debug_tokens(source: Source) -> list[Tok]:
+    """The tokens the parser reads, in order, up to the first syntax error (`debug tokens`)."""
+    tokens: list[Tok] = []
+    p = _parser()
+    with p.lock:
+        p.builder.source = source
+        try:
+            p.engine.parse(source.text, tokens.append, tokens.append)
+        except ParseFailure:
+            pass
+        finally:
+            p.builder.diagnostics, p.builder.comments = [], []
+    return sorted(tokens, key=lambda t: t.start_pos)
+
+
+def engine() -> Engine:
+    return _parser().engine
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,30 +1,421 @@
-"""Syntax errors: recover at the next declaration and explain each error in a user's words."""
+"""Syntax errors: recover at the next declaration and explain each error in a user's words.
+
+An error is explained, in order of preference, by a known-bad example (a table of snippets, as
+Lark's ``match_examples`` does: the parser state and token at the failure identify the
+mistake), by a misspelled keyword ("did you mean"), by an unclosed block (naming the innermost
+open block and where it was opened), or by what was found and what could come there instead.
+After an error the parser starts again at the next line that begins a top-level declaration.
+"""
 
 from __future__ import annotations
 
-from lark.exceptions import UnexpectedInput
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import cache
+
+from lark.lexer import PatternStr
 
 from . import syntax as s
 from .diagnostics import Diagnostic
+from .lexer import ParseFailure, Tok
+from .parser import ParseResult, engine, parse_chunk
 from .source import Source, Span
 
+MAX_NESTING = 64
+MAX_SYNTAX_ERRORS = 50
 
-def _comments(source: Source, tokens) -> tuple[s.Comment, ...]:
-    return tuple(
-        s.Comment(str(tok), span=Span(source, tok.start_pos, tok.end_pos)) for tok in tokens
+TOP_LEVEL = [
+    "harness",
+    "import",
+    "connection",
+    "runtime",
+    "fact",
+    "tool",
+    "surface",
+    "policy",
+    "risk_table",
+    "mcp",
+    "skill",
+    "agent",
+    "workflow",
+    "test",
+]
+_DECL_START = re.compile(r"^(?:" + "|".join(TOP_LEVEL) + r")\b", re.M)
+_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|[\[\](){}]')
+_OPEN = {"{": "}", "(": ")", "[": "]"}
+
+# Terminals that are not written literally, in the words a user would use.
+_DESCRIBED = {
+    "NAME": "a name",
+    "DOTTED": "a dotted name",
+    "KEY": "a key (`name:`)",
+    "STRING": "a string",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "DURATION": "a duration such as `30s`",
+    "GLOB": "a pattern such as `change.*`",
+    "MCP_ID": "an MCP id such as `mcp:server:tool:name`",
+    "CLASS_SEL": "`pack:NAME` or `kind:NAME`",
+}
+
+_BLOCK_WORDS = {
+    "harness": "the header",
+    "tool": "tool",
+    "operation": "operation",
+    "surface": "surface",
+    "policy": "policy",
+    "risk_table": "risk table",
+    "mcp": "MCP server",
+    "skill": "skill",
+    "subagent": "subagent",
+    "agent": "agent",
+    "workflow": "workflow",
+    "test": "test",
+    "step": "step",
+    "rank": "`rank` block",
+    "input": "`input` schema",
+    "output": "`output` schema",
+}
+
+
+def parse_with_recovery(source: Source) -> ParseResult:
+    text = source.text
+    empty_span = Span(source, 0, len(text))
+    deep = _check_nesting(source)
+    if deep is not None:
+        return ParseResult(s.Module((), span=empty_span), (deep,))
+    items: list[object] = []
+    comments: list[Tok] = []
+    diagnostics: list[Diagnostic] = []
+    starts = [m.start() for m in _DECL_START.finditer(text)]
+    pos = 0
+    while True:
+        chunk = parse_chunk(source, pos)
+        items.extend(chunk.items)
+        comments.extend(chunk.comments)
+        diagnostics.extend(chunk.diagnostics)
+        failure = chunk.failure
+        if failure is None:
+            break
+        diagnostics.append(explain(source, failure))
+        if len(diagnostics) >= MAX_SYNTAX_ERRORS:
+            break
+        resume = _resume_point(starts, failure, pos)
+        if resume is None:
+            break
+        pos = resume
+    if not diagnostics and not items:
+        diagnostics.append(
+            Diagnostic.make(
+                "H006",
+                f"`{source.path}` declares nothing",
+                None,
+                path=source.path,
+                help="add a declaration, or remove the file from the build",
+            )
+        )
+    module = s.Module(
+        tuple(items),  # type: ignore[arg-type]
+        tuple(s.Comment(str(t), span=Span(source, t.start_pos, t.end_pos)) for t in comments),
+        span=empty_span,
+    )
+    return ParseResult(module, tuple(diagnostics))
+
+
+def _resume_point(starts: list[int], failure: ParseFailure, chunk_start: int) -> int | None:
+    """The next top-level declaration after the one that failed."""
+    if failure.at_end:
+        return None
+    pos = failure.pos
+    for start in starts:
+        if start > chunk_start and (start > pos or (start == pos and _opened_before(failure))):
+            return start
+    return None
+
+
+def _opened_before(failure: ParseFailure) -> bool:
+    """Whether the failing token came while a declaration was still open."""
+    return any(isinstance(v, Tok) for v in failure.value_stack)
+
+
+def _check_nesting(source: Source) -> Diagnostic | None:
+    depth = 0
+    for m in _BRACKETS.finditer(source.text):
+        ch = m.group()
+        if ch in _OPEN:
+            depth += 1
+            if depth > MAX_NESTING:
+                span = Span(source, m.start(), m.end())
+                return Diagnostic.make(
+                    "H108",
+                    f"brackets nest more than {MAX_NESTING} levels deep",
+                    span,
+                    f"level {depth} opens here",
+                    help="split the condition or schema into named parts",
+                )
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Explaining one failure
+
+
+@dataclass(frozen=True)
+class _Example:
+    code: str
+    message: str
+    label: str
+    help: str | None
+    snippets: tuple[str, ...]
+
+
+# Known mistakes, each identified by the parser state and the token where its snippets fail.
+_EXAMPLES = (
+    _Example(
+        "H107",
+        "`=` is not a comparison",
+        "use `==` here",
+        "conditions compare with `==`; `=` only binds a workflow step",
+        (
+            'policy p { allow t when args.a = "x" }',
+            'policy p { allow t when actor.role = "x" and args.b == 1 }',
+            "tool t { requires workspace.open = true }",
+            "workflow w { step a = gate env.x = 1 }",
+        ),
+    ),
+    _Example(
+        "H101",
+        "arguments are written `name: value`",
+        "expected `:` here",
+        "write call arguments as `name: value`, separated by `,`",
+        ("workflow w { step a = call t(x = 1) }", 'test "t" { call t(x = 1) }'),
+    ),
+    _Example(
+        "H101",
+        "a rule's condition starts with `when`",
+        "expected `when` before this",
+        "write `allow TOOL when CONDITION`",
+        ("policy p { allow t args.a == 1 }", "policy p { deny t actor.role == 1 }"),
+    ),
+    _Example(
+        "H101",
+        "patterns are separated by `,`",
+        "expected `,` before this",
+        "write the patterns as a list: `expose a, b`",
+        ("surface s { expose a b }", "surface s { hide a b }", "policy p { allow a b }"),
+    ),
+    _Example(
+        "H101",
+        "a rule starts with `allow`, `deny` or `ask`",
+        "not an effect",
+        "write `allow`, `deny` or `ask`, optionally after a label `name:`",
+        ("policy p { permit t }", "policy p { label: permit t }"),
+    ),
+    _Example(
+        "H111",
+        "a duration is written without spaces",
+        "the unit must follow the number",
+        "write durations such as `30s`, `15m`, `1h30m` or `7d`",
+        ("tool t { timeout 30 }", "policy p { ask t { grant once ttl 15 } }"),
+    ),
+)
+
+
+@cache
+def _example_table() -> dict[tuple[int, str], _Example]:
+    table: dict[tuple[int, str], _Example] = {}
+    for example in _EXAMPLES:
+        for snippet in example.snippets:
+            chunk = parse_chunk(Source("<example>", snippet))
+            failure = chunk.failure
+            if failure is None or failure.token is None:  # pragma: no cover - table is checked
+                raise AssertionError(f"example does not fail at a token: {snippet!r}")
+            table.setdefault((failure.state_stack[-1], failure.token.type), example)
+    return table
+
+
+def explain(source: Source, failure: ParseFailure) -> Diagnostic:
+    """One diagnostic for one parse failure, in the user's words."""
+    text = source.text
+    token = failure.token
+    open_block = _innermost_open(failure)
+    if failure.at_end:
+        last = len(text.rstrip())
+        end = Span(source, last, last)
+        return _unclosed(source, failure, open_block, end, at_end=True)
+    if token is None:
+        return _bad_character(source, failure.pos)
+    span = Span(source, token.start_pos, token.end_pos)
+    if open_block is not None and token.type.lower() in TOP_LEVEL and _at_line_start(text, token):
+        return _unclosed(source, failure, open_block, span, at_end=False)
+    example = _example_table().get((failure.state_stack[-1], token.type))
+    if example is not None:
+        return Diagnostic.make(
+            example.code, example.message, span, example.label, help=example.help
+        )
+    found = _describe_token(token)
+    where = f" in {_block_name(failure, open_block)}" if open_block is not None else ""
+    keyword = _near_keyword(str(token), failure.expected) if token.type == "NAME" else None
+    if keyword is not None:
+        return Diagnostic.make(
+            "H106",
+            f"unknown keyword `{token}`{where}",
+            span,
+            "not a keyword here",
+            help=f"did you mean `{keyword}`?",
+        )
+    expected = _describe_expected(failure.expected)
+    return Diagnostic.make(
+        "H101",
+        f"unexpected {found}{where}",
+        span,
+        f"expected {expected}",
     )
 
 
-def parse_with_recovery(source: Source):
-    from .parser import ParseResult, parse_text
+def _at_line_start(text: str, token: Tok) -> bool:
+    line_start = text.rfind("\n", 0, token.start_pos) + 1
+    return token.start_pos == line_start
 
-    try:
-        module, comments, extra = parse_text(source)
-    except UnexpectedInput as error:
-        offset = getattr(error, "pos_in_stream", None) or 0
-        span = Span(source, offset, offset + 1)
-        diag = Diagnostic.make("H101", "unexpected input", span, "not expected here")
-        empty = s.Module((), span=Span(source, 0, len(source.text)))
-        return ParseResult(empty, (diag,))
-    module = s.Module(module.items, _comments(source, comments), span=module.span)
-    return ParseResult(module, tuple(extra))
+
+def _innermost_open(failure: ParseFailure) -> tuple[int, Tok] | None:
+    """The last bracket still open on the parser's stack, with its index."""
+    stack: list[tuple[int, Tok]] = []
+    for index, value in enumerate(failure.value_stack):
+        if isinstance(value, Tok):
+            if value in _OPEN:
+                stack.append((index, value))
+            elif value in (")", "]", "}") and stack:
+                stack.pop()
+    return stack[-1] if stack else None
+
+
+def _block_name(failure: ParseFailure, open_block: tuple[int, Tok] | None) -> str:
+    """Name an open bracket by what stands before it on the parser's stack: "tool `x`"."""
+    if open_block is None:
+        return "the file"
+    index, bracket = open_block
+    if bracket == "[":
+        return "this list"
+    before = failure.value_stack[max(0, index - 4) : index]
+    if bracket == "(":
+        callee = before[-1] if before else None
+        if isinstance(callee, Tok) and callee.type in ("NAME", "DOTTED", "MCP_ID"):
+            return f"the arguments of `{callee}`"
+        return "these parentheses"
+    for offset in range(len(before) - 1, -1, -1):
+        value = before[offset]
+        if isinstance(value, Tok) and str(value) in _BLOCK_WORDS:
+            word = _BLOCK_WORDS[str(value)]
+            name = before[offset + 1] if offset + 1 < len(before) else None
+            if isinstance(name, Tok) and name.type in ("NAME", "DOTTED", "STRING"):
+                return f"{word} `{str(name).strip(chr(34))}`"
+            if isinstance(name, s.Str):
+                return f"{word} `{name.value}`"
+            return word if word.startswith("`") or word.startswith("the") else f"this {word}"
+    return "this block"
+
+
+def _unclosed(source: Source, failure: ParseFailure, open_block, span: Span, *, at_end: bool):
+    if open_block is None:
+        return Diagnostic.make("H101", "unexpected end of file", span, "the file ends here")
+    _index, bracket = open_block
+    close = _OPEN[str(bracket)]
+    name = _block_name(failure, open_block)
+    opened = Span(source, bracket.start_pos, bracket.end_pos)
+    where = "the file ends" if at_end else "a new declaration begins"
+    return Diagnostic.make(
+        "H102",
+        f"{name} is never closed",
+        opened,
+        f"this `{bracket}` has no matching `{close}`",
+        secondary=[(span, f"{where} here")],
+        help=f"add `{close}` where {name} ends",
+    )
+
+
+def _bad_character(source: Source, pos: int) -> Diagnostic:
+    text = source.text
+    ch = text[pos]
+    if ch == '"':
+        line_end = text.find("\n", pos)
+        line_end = len(text) if line_end == -1 else line_end
+        return Diagnostic.make(
+            "H103",
+            "unterminated string",
+            Span(source, pos, line_end),
+            'this string has no closing `"` on its line',
+            help="close the string on the same line; join long text with adjacent strings: "
+            '`"first part " "second part"`',
+        )
+    two = text[pos : pos + 2]
+    hints = {
+        "&&": "write `and`",
+        "||": "write `or`",
+        "!": "write `not`, or `!=` to compare",
+        "'": 'strings use double quotes: `"…"`',
+        "&": "write `and`",
+        "|": "write `or`",
+    }
+    hint = hints.get(two) or hints.get(ch)
+    shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
+    length = 2 if two in ("&&", "||") else 1
+    return Diagnostic.make(
+        "H104",
+        f"unexpected character `{shown}`",
+        Span(source, pos, pos + length),
+        "no token starts with this character",
+        help=hint,
+    )
+
+
+def _describe_token(token: Tok) -> str:
+    kind = token.type
+    if kind in ("STRING",):
+        return f"string {token}"
+    if kind in _DESCRIBED:
+        return f"`{token}`"
+    return f"`{token}`"
+
+
+@cache
+def _terminal_words() -> dict[str, str]:
+    words = {}
+    for name, pattern in engine().terminal_patterns.items():
+        if isinstance(pattern, PatternStr):
+            words[name] = f"`{pattern.value}`"
+    words.update(_DESCRIBED)
+    return words
+
+
+def _describe_expected(expected: frozenset[str]) -> str:
+    words = _terminal_words()
+    literal = sorted(words[t] for t in expected if t in words and t not in _DESCRIBED)
+    described = sorted(words[t] for t in expected if t in _DESCRIBED)
+    items = described + literal
+    if not items:
+        return "the end of the file"
+    if len(items) > 8:
+        items = [*items[:7], f"{len(items) - 7} more"]
+    if len(items) == 1:
+        return items[0]
+    return "one of " + ", ".join(items)
+
+
+def _near_keyword(word: str, expected: frozenset[str]) -> str | None:
+    words = _terminal_words()
+    best = None
+    best_ratio = 0.0
+    for t in expected:
+        if t in _DESCRIBED or t not in words:
+            continue
+        candidate = words[t].strip("`")
+        if not candidate.replace("_", "").isalpha():
+            continue
+        ratio = SequenceMatcher(None, word, candidate).ratio()
+        if ratio > best_ratio:
+            best, best_ratio = candidate, ratio
+    return best if best_ratio >= 0.75 else None

@@ -627,3 +627,31 @@ def duration_ms(text: str) -> int:
         number = ""
         i += len(unit)
     return total
+
+
+def dump(node: object, indent: int = 0) -> str:
+    """An indented, readable rendering of a tree with each node's location (`debug tree`)."""
+    pad = "  " * indent
+    if isinstance(node, tuple):
+        if not node:
+            return "()"
+        return "\n".join(f"{pad}- {dump(item, indent + 1).lstrip()}" for item in node)
+    if not hasattr(node, "__dataclass_fields__"):
+        return repr(node)
+    cls = type(node).__name__
+    span = getattr(node, "span", NO_SPAN)
+    where = f" @{span.line}:{span.column}" if span is not NO_SPAN else ""
+    lines = [f"{pad}{cls}{where}"]
+    for name, spec in node.__dataclass_fields__.items():  # type: ignore[attr-defined]
+        if not spec.compare or name == "span":
+            continue
+        value = getattr(node, name)
+        nested = hasattr(value, "__dataclass_fields__") or (
+            isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__")
+        )
+        if nested:
+            lines.append(f"{pad}  {name}:")
+            lines.append(dump(value, indent + 2))
+        elif value is not None and value != () and value is not False:
+            lines.append(f"{pad}  {name}: {value!r}")
+    return "\n".join(lines)

@@ -1,0 +1,62 @@
+"""The compiler's table of contents: each command runs a prefix of these stages, in order.
+
+read → parse → resolve → (validate → analyse → lint → plan → render → write, later stages)
+
+A stage that reports errors ends the run, so later stages may assume valid input; inside a
+stage every error is collected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harnessc.dsl.diagnostics import Diagnostic, has_errors
+from harnessc.dsl.files import display_path, read_source
+from harnessc.dsl.parser import parse_source
+from harnessc.dsl.source import Source
+from harnessc.dsl.syntax import Module
+
+from . import resolve
+
+
+@dataclass(frozen=True)
+class LoadedFile:
+    """One file read and parsed; `module` is None when the file could not be read."""
+
+    path: Path
+    source: Source | None
+    module: Module | None
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def load_file(path: str | Path, shown_as: str | None = None) -> LoadedFile:
+    """Stages read + parse for one file."""
+    source, diagnostics = read_source(path, shown_as)
+    if source is None:
+        return LoadedFile(Path(path), None, None, tuple(diagnostics))
+    parsed = parse_source(source)
+    return LoadedFile(Path(path), source, parsed.module, parsed.diagnostics)
+
+
+@dataclass
+class CheckResult:
+    files: list[LoadedFile]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    resolution: resolve.Resolution | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+
+def check(paths: list[str | Path]) -> CheckResult:
+    """`harnessc check`: read, parse and resolve every root file and what it imports."""
+    files = [load_file(p, display_path(p)) for p in paths]
+    result = CheckResult(files, [d for f in files for d in f.diagnostics])
+    if not result.ok:
+        return result
+    # needs every root parsed: resolve loads imported modules through the same load_file
+    result.resolution = resolve.resolve_program(files, load_file)
+    result.diagnostics.extend(result.resolution.diagnostics)
+    return result

@@ -1,0 +1,103 @@
+"""Read spec files: every way a file can be unusable becomes a diagnostic, never a traceback."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .diagnostics import Diagnostic
+from .source import Source, Span
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """A path as diagnostics show it: relative to the working directory when inside it."""
+    p = Path(path)
+    try:
+        rel = os.path.relpath(p)
+    except ValueError:
+        return str(p)
+    return rel if not rel.startswith("..") else str(p)
+
+
+def read_source(
+    path: str | os.PathLike[str], shown_as: str | None = None
+) -> tuple[Source | None, list[Diagnostic]]:
+    """Read one `.harness` file as UTF-8 text.
+
+    Returns the source, or None and an H0xx diagnostic (missing, a directory, unreadable, too
+    large, not UTF-8, NUL bytes).
+    """
+    shown = shown_as or display_path(path)
+    p = Path(path)
+    try:
+        if p.is_dir():
+            return None, [
+                Diagnostic.make(
+                    "H002",
+                    f"`{shown}` is a directory, not a file",
+                    None,
+                    path=shown,
+                    help="pass the `.harness` files themselves",
+                )
+            ]
+        if not p.exists():
+            return None, [Diagnostic.make("H001", f"no such file `{shown}`", None, path=shown)]
+        if not p.is_file():
+            return None, [
+                Diagnostic.make("H002", f"`{shown}` is not a regular file", None, path=shown)
+            ]
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, [
+                Diagnostic.make(
+                    "H005",
+                    f"`{shown}` is {size / 1048576:.1f} MiB, over the 8 MiB limit",
+                    None,
+                    path=shown,
+                    help="split the spec into modules joined by `import`",
+                )
+            ]
+        data = p.read_bytes()
+    except OSError as error:
+        reason = error.strerror or str(error)
+        return None, [
+            Diagnostic.make("H007", f"cannot read `{shown}`: {reason.lower()}", None, path=shown)
+        ]
+    return decode_source(data, shown)
+
+
+def decode_source(data: bytes, shown: str) -> tuple[Source | None, list[Diagnostic]]:
+    """Decode bytes as a source, reporting invalid UTF-8 and NUL bytes at their position."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        good = data[: error.start].decode("utf-8", errors="replace")
+        rest = data[error.start :].decode("utf-8", errors="replace")
+        source = Source(shown, good + rest)
+        span = Span(source, len(good), len(good) + 1)
+        return None, [
+            Diagnostic.make(
+                "H003",
+                f"`{shown}` is not valid UTF-8",
+                span,
+                f"byte 0x{data[error.start]:02x} at offset {error.start}",
+                help="re-save the file as UTF-8",
+            )
+        ]
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    nul = text.find("\x00")
+    if nul != -1:
+        source = Source(shown, text.replace("\x00", " "))
+        return None, [
+            Diagnostic.make(
+                "H004",
+                f"`{shown}` contains a NUL byte",
+                Span(source, nul, nul + 1),
+                "NUL byte here",
+                help="spec files are plain text; is this the right file?",
+            )
+        ]
+    return Source(shown, text), []
