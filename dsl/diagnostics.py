@@ -147,12 +147,17 @@ def render_human(diagnostic: Diagnostic, colour: bool = False) -> str:
         out.append(f"{pad}{paint('blue', '--> ')}{primary.span}")
         out.append(f"{pad} {paint('blue', '|')}")
         previous_source = primary.span.source
+        previous_line = None
         for label in labels:
             source = label.span.source
             if source is not previous_source:
                 out.append(f"{pad}{paint('blue', '::: ')}{label.span}")
                 previous_source = source
+                previous_line = None
             line, column = source.location(label.span.start)
+            if previous_line is not None and abs(line - previous_line) > 1:
+                out.append(paint("blue", "..."))
+            previous_line = line
             text = _printable(source.line_text(line))
             end_line, _ = source.location(max(label.span.start, label.span.end - 1))
             if end_line == line:

@@ -118,12 +118,19 @@ class Engine:
         self.start_state = table.start_states[start]
         self.end_state = table.end_states[start]
         callbacks = parser.parser.callbacks
-        # INVARIANT: every reduction is looked up once here, not per token.
-        self.reductions = {
-            rule: (len(rule.expansion), rule.origin.name, callbacks[rule])
-            for state in self.states.values()
-            for action, rule in state.values()
-            if action is not Shift
+        # INVARIANT: the per-token loop never hashes a grammar rule: each action is either
+        # (True, next_state) for a shift or (False, (size, rule_name, callback)) for a reduce.
+        reductions = {}
+        for state in self.states.values():
+            for action, rule in state.values():
+                if action is not Shift and rule not in reductions:
+                    reductions[rule] = (len(rule.expansion), rule.origin.name, callbacks[rule])
+        self.actions: dict[int, dict[str, tuple[bool, Any]]] = {
+            idx: {
+                key: (True, arg) if action is Shift else (False, reductions[arg])
+                for key, (action, arg) in table.items()
+            }
+            for idx, table in self.states.items()
         }
         self.state_accepts = {
             idx: frozenset(k for k in table if k.isupper()) for idx, table in self.states.items()
@@ -157,8 +164,7 @@ class Engine:
         pos: int = 0,
     ) -> Any:
         """Parse ``text`` from offset ``pos`` to its end; offsets in tokens are into ``text``."""
-        states = self.states
-        reductions = self.reductions
+        actions = self.actions
         state_accepts = self.state_accepts
         scanners = self._scanners
         skip = _SKIP.match
@@ -195,16 +201,16 @@ class Engine:
             if on_token is not None:
                 on_token(token)
             while True:
-                entry = states[state_stack[-1]].get(kind)
+                entry = actions[state_stack[-1]].get(kind)
                 if entry is None:
                     expected = state_accepts[state_stack[-1]]
                     raise ParseFailure(pos, token, expected, state_stack, value_stack)
-                action, arg = entry
-                if action is Shift:
+                shift, arg = entry
+                if shift:
                     state_stack.append(arg)
                     value_stack.append(token)
                     break
-                size, origin, callback = reductions[arg]
+                size, origin, callback = arg
                 if size:
                     children = value_stack[-size:]
                     del state_stack[-size:]
@@ -212,15 +218,15 @@ class Engine:
                 else:
                     children = []
                 value_stack.append(callback(children))
-                state_stack.append(states[state_stack[-1]][origin][1])
+                state_stack.append(actions[state_stack[-1]][origin][1])
             pos = new_pos
         end_state = self.end_state
         while True:
-            entry = states[state_stack[-1]].get("$END")
+            entry = actions[state_stack[-1]].get("$END")
             if entry is None:
                 expected = state_accepts[state_stack[-1]]
                 raise ParseFailure(end, None, expected, state_stack, value_stack, at_end=True)
-            size, origin, callback = reductions[entry[1]]
+            size, origin, callback = entry[1]
             if size:
                 children = value_stack[-size:]
                 del state_stack[-size:]
@@ -228,6 +234,6 @@ class Engine:
             else:
                 children = []
             value_stack.append(callback(children))
-            state_stack.append(states[state_stack[-1]][origin][1])
+            state_stack.append(actions[state_stack[-1]][origin][1])
             if state_stack[-1] == end_state:
                 return value_stack[-1]

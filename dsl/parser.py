@@ -7,7 +7,9 @@ diagnostics for everything it could not, recovering at the next declaration afte
 from __future__ import annotations
 
 import gc
+import itertools
 import json
+import re
 import threading
 from dataclasses import dataclass, replace
 from functools import cache
@@ -25,6 +27,10 @@ GRAMMAR_FILE = "harness.lark"
 MAX_NESTING = 64
 
 _VALUE_TOKENS = {"NAME", "DOTTED", "MCP_ID", "KEY"}
+_DURATION_PART = re.compile(r"([0-9]+)(ms|[smhd])")
+_UNIT_RANK = {"d": 5, "h": 4, "m": 3, "s": 2, "ms": 1}
+# `mcp:*`, `mcp:SERVER:*`, `mcp:SERVER:tool:NAME`, `mcp:SERVER:tool:PREFIX*`
+_MCP_PATTERN = re.compile(r"mcp:(?:\*|[A-Za-z0-9_-]+:(?:\*|tool:[A-Za-z0-9_./-]*\*?))")
 
 
 def grammar_text() -> str:
@@ -52,17 +58,12 @@ class _Builder:
         return Span(self.source, tok.start_pos, tok.end_pos)
 
     def _span(self, children: list[Any]) -> Span:
-        first = last = None
-        for child in children:
-            if child is None:
-                continue
-            first = child
-            break
-        for child in reversed(children):
-            if child is None:
-                continue
-            last = child
-            break
+        first = children[0]
+        if first is None:
+            first = next(c for c in children if c is not None)
+        last = children[-1]
+        if last is None:
+            last = next(c for c in reversed(children) if c is not None)
         return Span(self.source, _start(first), _end(last))
 
     def _name(self, tok: Tok) -> s.Name:
@@ -80,8 +81,46 @@ class _Builder:
         if kind == "FLOAT":
             return s.Float(str(child), span=self._tok_span(child))
         if kind == "DURATION":
-            return s.Duration(str(child), span=self._tok_span(child))
+            return self._duration(child)
         return None
+
+    def _duration(self, tok: Tok) -> s.Duration:
+        node = s.Duration(str(tok), span=self._tok_span(tok))
+        units = _DURATION_PART.findall(str(tok))
+        ranks = [_UNIT_RANK[unit] for _number, unit in units]
+        if any(a <= b for a, b in itertools.pairwise(ranks)):
+            self.diagnostics.append(
+                Diagnostic.make(
+                    "H111",
+                    f"the units of duration `{tok}` are out of order",
+                    node.span,
+                    "each unit must be smaller than the one before it",
+                    help="write compound durations from the largest unit down, such as `1h30m`",
+                )
+            )
+        return node
+
+    def _check_pattern(self, tok: Tok, span: Span, *, allow_glob: bool) -> None:
+        text = str(tok)
+        problem = None
+        if "*" in text and (not allow_glob or text.count("*") > 1 or not text.endswith("*")):
+            problem = (
+                "`*` may appear only once, at the end of a pattern"
+                if allow_glob
+                else "a call names one tool: patterns are not allowed here"
+            )
+        elif tok.type == "MCP_ID" and not _MCP_PATTERN.fullmatch(text):
+            problem = "an MCP tool id has the form `mcp:<server>:tool:<name>`"
+        if problem is not None:
+            self.diagnostics.append(
+                Diagnostic.make(
+                    "H110",
+                    f"malformed pattern `{text}`",
+                    span,
+                    problem,
+                    help="write `change.*`, `mcp:scanner:*` or `mcp:scanner:tool:scan`",
+                )
+            )
 
     def _values(self, children: list[Any]) -> tuple[Any, ...]:
         out = []
@@ -204,7 +243,10 @@ class _Builder:
         return self._block(c, s.Surface)
 
     def pattern(self, c):
-        return s.Pattern(str(c[0]), span=self._span(c))
+        span = self._span(c)
+        if c[0].type in ("GLOB", "MCP_ID"):
+            self._check_pattern(c[0], span, allow_glob=True)
+        return s.Pattern(str(c[0]), span=span)
 
     def expose(self, c):
         return s.Expose(self._nodes(c), span=self._span(c))
@@ -323,7 +365,7 @@ class _Builder:
         return s.Float(str(c[0]), span=self._span(c))
 
     def duration(self, c):
-        return s.Duration(str(c[0]), span=self._span(c))
+        return self._duration(c[0])
 
     def true(self, c):
         return s.Bool(True, span=self._span(c))
@@ -400,8 +442,14 @@ class _Builder:
             self._name(c[1]), c[3], after, when, compensation, options, span=self._span(c)
         )
 
+    def _call_target(self, tok: Tok) -> s.Name:
+        name = self._name(tok)
+        if tok.type == "MCP_ID":
+            self._check_pattern(tok, name.span, allow_glob=False)
+        return name
+
     def call_action(self, c):
-        return s.CallAction(self._name(c[1]), self._nodes(c[2:]), span=self._span(c))
+        return s.CallAction(self._call_target(c[1]), self._nodes(c[2:]), span=self._span(c))
 
     def delegate_action(self, c):
         return s.DelegateAction(self._name(c[1]), c[2], span=self._span(c))
@@ -456,7 +504,7 @@ class _Builder:
         return s.Test(c[1], self._nodes(c[2:]), span=self._span(c))
 
     def test_call(self, c):
-        return s.TestCall(self._name(c[1]), self._nodes(c[2:]), span=self._span(c))
+        return s.TestCall(self._call_target(c[1]), self._nodes(c[2:]), span=self._span(c))
 
     def test_record(self, c):
         key = str(c[1]) if str(c[0]) == "as" else str(c[0])

@@ -374,10 +374,8 @@ def _bad_character(source: Source, pos: int) -> Diagnostic:
 
 def _describe_token(token: Tok) -> str:
     kind = token.type
-    if kind in ("STRING",):
-        return f"string {token}"
-    if kind in _DESCRIBED:
-        return f"`{token}`"
+    if kind == "STRING":
+        return f"string `{token}`"
     return f"`{token}`"
 
 

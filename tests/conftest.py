@@ -1,0 +1,34 @@
+"""Shared test setup: the golden-file switch and paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite golden files (diagnostics, formatter output) from the current behaviour",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--update-goldens"):
+        os.environ["HARNESSC_UPDATE_GOLDENS"] = "1"
+
+
+def update_goldens() -> bool:
+    return os.environ.get("HARNESSC_UPDATE_GOLDENS") == "1"
+
+
+@pytest.fixture
+def in_root(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run from the repository root, so that diagnostics show repository-relative paths."""
+    monkeypatch.chdir(ROOT)
+    return ROOT

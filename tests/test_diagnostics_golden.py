@@ -1,0 +1,54 @@
+"""Golden diagnostics: every case under tests/diagnostics/cases renders exactly as recorded.
+
+A case is `CODE-slug.harness` (or a folder `CODE-slug/` whose entry is `main.harness`), and its
+expected output is `CODE-slug.diagnostics` beside it: `harnessc check --format plain` run from
+the repository root. `pytest --update-goldens` rewrites the expected files.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from harnessc.compiler.pipeline import check
+from harnessc.dsl.codes import CODES
+from harnessc.dsl.diagnostics import render
+
+from .conftest import ROOT, update_goldens
+
+CASES = ROOT / "tests" / "diagnostics" / "cases"
+_CASE_NAME = re.compile(r"^([HL][0-9]{3})-([a-z0-9-]+)")
+
+
+def _cases() -> list[tuple[str, Path, Path]]:
+    found = []
+    for path in sorted(CASES.iterdir()):
+        if path.suffix == ".harness":
+            found.append((path.stem, path, path.with_suffix(".diagnostics")))
+        elif path.is_dir() and (path / "main.harness").exists():
+            found.append((path.name, path / "main.harness", CASES / f"{path.name}.diagnostics"))
+    return found
+
+
+@pytest.mark.parametrize(("name", "entry", "expected"), _cases(), ids=lambda v: str(v))
+def test_case_renders_as_recorded(name: str, entry: Path, expected: Path, in_root: Path) -> None:
+    result = check([entry.relative_to(ROOT)])
+    rendered = render(result.diagnostics, "plain", limit=None) + "\n"
+    code = _CASE_NAME.match(name)
+    assert code, f"case name {name!r} must start with CODE-slug"
+    assert any(d.code == code.group(1) for d in result.diagnostics), (
+        f"{name} does not trigger {code.group(1)}:\n{rendered}"
+    )
+    assert CODES[code.group(1)].slug == code.group(2), f"{name}: slug does not match the registry"
+    if update_goldens():
+        expected.write_text(rendered, encoding="utf-8")
+    assert expected.exists(), f"no golden {expected.name}; run pytest --update-goldens"
+    assert rendered == expected.read_text(encoding="utf-8")
+
+
+def test_every_source_code_has_a_case() -> None:
+    """Each syntax and name code has a fixture (file codes are tested in test_files.py)."""
+    covered = {_CASE_NAME.match(name).group(1) for name, _, _ in _cases()}  # type: ignore[union-attr]
+    wanted = {code for code in CODES if code[:2] in ("H1", "H2")}
+    assert sorted(wanted - covered) == []
