@@ -135,12 +135,17 @@ def render_human(diagnostic: Diagnostic, colour: bool = False) -> str:
 
     sev = diagnostic.severity.value
     out = [paint(sev, f"{sev}[{diagnostic.code}]") + paint("bold", f": {diagnostic.message}")]
-    labels = sorted(diagnostic.labels, key=lambda label: (not label.primary, label.span.start))
+    main_source = diagnostic.primary.span.source if diagnostic.primary else None
+    # Labels in the primary label's file come first, in source order; other files after.
+    labels = sorted(
+        diagnostic.labels,
+        key=lambda label: (label.span.source is not main_source, label.span.start),
+    )
     if not labels:
         if diagnostic.path:
             out.append(paint("blue", "  --> ") + diagnostic.path)
     else:
-        primary = labels[0]
+        primary = diagnostic.primary or labels[0]
         lines = [label.span.source.location(label.span.start)[0] for label in labels]
         width = len(str(max(lines)))
         pad = " " * width

@@ -1,0 +1,447 @@
+"""Load the module graph: every root, every module it imports (each once), in dependency order.
+
+Reports what is wrong with the imports themselves: unknown modules (H203), cycles (H204),
+two imports binding one name (H208), a header or an import out of place (H109, H112).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Protocol
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.diagnostics import Diagnostic, has_errors
+from harnessc.dsl.source import Source, Span
+
+from .suggest import did_you_mean
+
+STD_PACKAGE = "harnessc.stdlib"
+STD_PREFIX = "std."
+
+
+class LoadedFileLike(Protocol):
+    """What `pipeline.load_file` returns (kept structural: resolve never imports the pipeline)."""
+
+    path: Path
+    source: Source | None
+    module: s.Module | None
+    diagnostics: tuple[Diagnostic, ...]
+
+
+LoadFile = Callable[[Path, str], LoadedFileLike]
+
+
+@dataclass(eq=False)
+class ImportBinding:
+    """One `import` of a module: the name it binds and the module it loaded."""
+
+    node: s.Import
+    name: str | None
+    """The bound name (`as` name, last segment of `std.x`, or the file stem)."""
+    target: Module | None
+    """None when the module does not exist (H203 was reported)."""
+    used: bool = False
+
+
+@dataclass(eq=False)
+class Module:
+    """One module of the build: a file read, parsed, and its imports bound."""
+
+    key: str
+    """The resolved real path: a file imported from several modules is loaded once."""
+    path: Path
+    name: str
+    """As diagnostics show it: `std/risk.harness`, `examples/remediation/scanner.harness`."""
+    source: Source | None
+    syntax: s.Module
+    module_path: str | None = None
+    """`std.risk` for a standard-library module, None for a file."""
+    is_root: bool = False
+    broken: bool = False
+    """The file could not be read or parsed; names in it may be missing."""
+    imports: list[ImportBinding] = field(default_factory=list)
+    bindings: dict[str, ImportBinding] = field(default_factory=dict)
+    """Every name under which this module may refer to an import: the bound name, and for
+    a standard module also its full path (`risk` and `std.risk`)."""
+    rebound: set[str] = field(default_factory=set)
+    """Names that a second import tried to bind again (H208): references through them may
+    have meant either module, so a miss is not reported again."""
+
+    @property
+    def is_std(self) -> bool:
+        return self.module_path is not None
+
+    @property
+    def imported(self) -> list[Module]:
+        return [b.target for b in self.imports if b.target is not None]
+
+    def __repr__(self) -> str:
+        return f"Module({self.name!r})"
+
+
+@dataclass
+class ModuleGraph:
+    modules: list[Module]
+    """Every module, each after the modules it imports (roots last, in command-line order)."""
+    diagnostics: list[Diagnostic]
+    complete: bool
+    """False when an import failed or a module could not be read or parsed."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The standard library
+
+
+def _std_root() -> Traversable:
+    return resources.files(STD_PACKAGE)
+
+
+@cache
+def std_module_names() -> tuple[str, ...]:
+    """Every `std.*` module shipped with harnessc, as written in an import."""
+    names: list[str] = []
+
+    def walk(folder: Traversable, prefix: str) -> None:
+        for entry in folder.iterdir():
+            if entry.is_dir() and not entry.name.startswith(("_", ".")):
+                walk(entry, f"{prefix}{entry.name}.")
+            elif entry.name.endswith(".harness"):
+                names.append(f"{STD_PREFIX}{prefix}{entry.name[: -len('.harness')]}")
+
+    walk(_std_root(), "")
+    return tuple(sorted(names))
+
+
+def std_display_name(module_path: str) -> str:
+    return "std/" + module_path[len(STD_PREFIX) :].replace(".", "/") + ".harness"
+
+
+def _std_file(module_path: str) -> Traversable:
+    node = _std_root()
+    parts = module_path[len(STD_PREFIX) :].split(".")
+    for part in parts[:-1]:
+        node = node.joinpath(part)
+    return node.joinpath(parts[-1] + ".harness")
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def head_span(item: object) -> Span:
+    """The span of a declaration's head: from its keyword to the end of its name."""
+    span: Span = item.span  # type: ignore[attr-defined]
+    name = getattr(item, "name", None)
+    name_span = getattr(name, "span", None)
+    if isinstance(name_span, Span) and name_span.source is span.source:
+        return Span(span.source, span.start, max(name_span.end, span.start))
+    if isinstance(item, s.Import):
+        return span
+    line_end = span.source.text.find("\n", span.start)
+    end = span.end if line_end == -1 else min(span.end, line_end)
+    return Span(span.source, span.start, end)
+
+
+class _Loader:
+    def __init__(self, load_file: LoadFile) -> None:
+        self.load_file = load_file
+        self.by_key: dict[str, Module] = {}
+        self.diagnostics: list[Diagnostic] = []
+        self.complete = True
+
+    def report(self, diagnostic: Diagnostic) -> None:
+        self.diagnostics.append(diagnostic)
+
+    # -- creating modules ------------------------------------------------------------------
+
+    def add(self, loaded: LoadedFileLike, *, is_root: bool, module_path: str | None) -> Module:
+        key = os.path.realpath(loaded.path)
+        existing = self.by_key.get(key)
+        if existing is not None:
+            existing.is_root = existing.is_root or is_root
+            return existing
+        source = loaded.source
+        syntax = loaded.module
+        if syntax is None:
+            empty = source or Source(str(loaded.path), "")
+            syntax = s.Module((), span=Span(empty, 0, 0))
+        broken = loaded.module is None or has_errors(loaded.diagnostics)
+        name = source.path if source is not None else str(loaded.path)
+        module = Module(key, Path(loaded.path), name, source, syntax, module_path, is_root, broken)
+        self.by_key[key] = module
+        if broken:
+            self.complete = False
+        if not is_root:
+            # a root's own read and parse diagnostics are reported by the pipeline
+            self.diagnostics.extend(loaded.diagnostics)
+        return module
+
+    def load_std(self, module_path: str) -> Module:
+        shown = std_display_name(module_path)
+        with resources.as_file(_std_file(module_path)) as path:
+            key = os.path.realpath(path)
+            if key in self.by_key:
+                return self.by_key[key]
+            loaded = self.load_file(path, shown)
+            return self.add(loaded, is_root=False, module_path=module_path)
+
+    def load_path(self, path: Path, shown: str) -> Module:
+        key = os.path.realpath(path)
+        if key in self.by_key:
+            return self.by_key[key]
+        return self.add(self.load_file(path, shown), is_root=False, module_path=None)
+
+    # -- one module's imports --------------------------------------------------------------
+
+    def prepare(self, module: Module) -> None:
+        """Check the order of header, imports and declarations, and bind every import."""
+        first_header: s.Header | None = None
+        first_other: object | None = None
+        first_declaration: object | None = None
+        for item in module.syntax.items:
+            if isinstance(item, s.Header):
+                self.check_header(module, item, first_header, first_other)
+                first_header = first_header or item
+                first_other = first_other or item
+                continue
+            first_other = first_other or item
+            if isinstance(item, s.Import):
+                if first_declaration is not None:
+                    self.report(
+                        Diagnostic.make(
+                            "H109",
+                            "imports must come before declarations",
+                            item.span,
+                            "import after a declaration",
+                            secondary=[(head_span(first_declaration), "first declaration here")],
+                            help="move the import up, under the header",
+                        )
+                    )
+                self.bind(module, item)
+            else:
+                first_declaration = first_declaration or item
+
+    def check_header(
+        self,
+        module: Module,
+        header: s.Header,
+        first_header: s.Header | None,
+        first_other: object | None,
+    ) -> None:
+        span = head_span(header)
+        if first_header is not None:
+            self.report(
+                Diagnostic.make(
+                    "H112",
+                    "a module has at most one `harness` header",
+                    span,
+                    "second header",
+                    secondary=[(head_span(first_header), "first header here")],
+                    help="merge the two headers into one",
+                )
+            )
+        elif not module.is_root:
+            self.report(
+                Diagnostic.make(
+                    "H109",
+                    "only the root module may have a `harness` header",
+                    span,
+                    "header in an imported module",
+                    help="remove the header, or check this file on its own",
+                )
+            )
+        elif first_other is not None:
+            self.report(
+                Diagnostic.make(
+                    "H109",
+                    "the `harness` header must come first in the module",
+                    span,
+                    "header after other items",
+                    secondary=[(head_span(first_other), "first item here")],
+                    help="move the header to the top of the file",
+                )
+            )
+
+    def bind(self, module: Module, node: s.Import) -> None:
+        target = self.resolve_import(module, node)
+        if target is None:
+            self.complete = False
+        name: str | None
+        if node.alias is not None:
+            name = node.alias.text
+        elif node.is_file:
+            name = Path(node.target).stem
+        else:
+            name = node.target.rsplit(".", 1)[-1]
+        binding = ImportBinding(node, name, target)
+        module.imports.append(binding)
+        name_span = node.alias.span if node.alias is not None else node.target_span
+        if name == "std":
+            binding.used = True
+            module.rebound.add(name)
+            self.report(
+                Diagnostic.make(
+                    "H206",
+                    "the name `std` is reserved for the standard library",
+                    name_span,
+                    "binds `std`",
+                    help="give the import another name with `as`",
+                )
+            )
+            return
+        first = module.bindings.get(name)
+        if first is not None:
+            binding.used = True  # H208 says enough about this import
+            module.rebound.add(name)
+            self.report(
+                Diagnostic.make(
+                    "H208",
+                    f"two imports bind the name `{name}`",
+                    name_span,
+                    f"binds `{name}` again",
+                    secondary=[(first.node.span, "first bound here")],
+                    help="give one of them another name with `as`",
+                )
+            )
+            return
+        module.bindings[name] = binding
+        if not node.is_file and target is not None:
+            module.bindings.setdefault(node.target, binding)
+
+    def resolve_import(self, module: Module, node: s.Import) -> Module | None:
+        if node.is_file:
+            return self.resolve_file_import(module, node)
+        target = node.target
+        known = std_module_names()
+        if target in known:
+            return self.load_std(target)
+        help_line: str | None
+        if not target.startswith(STD_PREFIX):
+            guess = STD_PREFIX + target
+            help_line = (
+                f"did you mean `{guess}`?"
+                if guess in known
+                else 'import a standard module as `std.NAME`, a file as `"./file.harness"`'
+            )
+            label = "not a standard module or a file"
+        else:
+            help_line = did_you_mean(target, known)
+            label = "no such module in the standard library"
+        self.report(
+            Diagnostic.make(
+                "H203",
+                f"unknown module `{target}`",
+                node.target_span,
+                label,
+                notes=[f"the standard library has {', '.join(f'`{n}`' for n in known)}"]
+                if not help_line
+                else [],
+                help=help_line,
+            )
+        )
+        return None
+
+    def resolve_file_import(self, module: Module, node: s.Import) -> Module | None:
+        folder = module.path.parent
+        path = folder / node.target
+        shown = os.path.normpath(os.path.join(os.path.dirname(module.name), node.target))
+        if path.is_file():
+            return self.load_path(path, shown)
+        if path.exists():
+            what = "a folder" if path.is_dir() else "not a regular file"
+            self.report(
+                Diagnostic.make(
+                    "H203",
+                    f"unknown module `{node.target}`",
+                    node.target_span,
+                    f"`{shown}` is {what}",
+                    help="import a `.harness` file",
+                )
+            )
+            return None
+        siblings: list[str] = []
+        prefix = os.path.dirname(node.target)
+        try:
+            if path.parent.is_dir():
+                siblings = [
+                    os.path.join(prefix, p.name)
+                    for p in sorted(path.parent.iterdir())
+                    if p.suffix == ".harness"
+                ]
+        except OSError:
+            siblings = []
+        self.report(
+            Diagnostic.make(
+                "H203",
+                f"unknown module `{node.target}`",
+                node.target_span,
+                f"no file `{shown}`",
+                help=did_you_mean(node.target, siblings),
+            )
+        )
+        return None
+
+
+def _cycle_names(cycle: list[Module]) -> list[str]:
+    """Base names when they tell the modules apart, shown paths otherwise."""
+    bases = [os.path.basename(m.name) for m in cycle[:-1]]
+    if len(set(bases)) == len(bases):
+        return [*bases, bases[0]]
+    return [m.name for m in cycle]
+
+
+def load_modules(roots: list[LoadedFileLike], load_file: LoadFile) -> ModuleGraph:
+    """Load every root and what it imports; each module after the modules it imports."""
+    loader = _Loader(load_file)
+    root_modules: list[Module] = []
+    for loaded in roots:
+        added = loader.add(loaded, is_root=True, module_path=None)
+        if added not in root_modules:
+            root_modules.append(added)
+
+    order: list[Module] = []
+    done: set[str] = set()
+    on_stack: dict[str, int] = {}
+    for root in root_modules:
+        if root.key in done:
+            continue
+        # iterative depth-first search, so a long chain of imports cannot exhaust the stack
+        loader.prepare(root)
+        stack: list[tuple[Module, Iterator[ImportBinding]]] = [(root, iter(root.imports))]
+        on_stack[root.key] = 0
+        while stack:
+            module, pending = stack[-1]
+            binding = next(pending, None)
+            if binding is None:
+                stack.pop()
+                del on_stack[module.key]
+                done.add(module.key)
+                order.append(module)
+                continue
+            target = binding.target
+            if target is None or target.key in done:
+                continue
+            if target.key in on_stack:
+                cycle = [m for m, _ in stack[on_stack[target.key] :]] + [target]
+                names = _cycle_names(cycle)
+                loader.report(
+                    Diagnostic.make(
+                        "H204",
+                        f"import cycle `{' → '.join(names)}`",
+                        binding.node.target_span,
+                        "this import closes the cycle",
+                        help="move the declarations both modules need into a module they both "
+                        "import",
+                    )
+                )
+                continue
+            loader.prepare(target)
+            on_stack[target.key] = len(stack)
+            stack.append((target, iter(target.imports)))
+    return ModuleGraph(order, loader.diagnostics, loader.complete)
