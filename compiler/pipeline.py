@@ -1,6 +1,6 @@
 """The compiler's table of contents: each command runs a prefix of these stages, in order.
 
-read → parse → resolve → (validate → analyse → lint → plan → render → write, later stages)
+read → parse → resolve → lower → (validate → analyse → lint → plan → render → write, later stages)
 
 A stage that reports errors ends the run, so later stages may assume valid input; inside a
 stage every error is collected.
@@ -16,8 +16,9 @@ from harnessc.dsl.files import display_path, read_source
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
 from harnessc.dsl.syntax import Module
+from harnessc.runtime.model import Spec
 
-from . import resolve
+from . import lower, resolve
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class CheckResult:
     files: list[LoadedFile]
     diagnostics: list[Diagnostic] = field(default_factory=list)
     resolution: resolve.Resolution | None = None
+    model: Spec | None = None
 
     @property
     def ok(self) -> bool:
@@ -59,4 +61,10 @@ def check(paths: list[str | Path]) -> CheckResult:
     # needs every root parsed: resolve loads imported modules through the same load_file
     result.resolution = resolve.resolve_program(files, load_file)
     result.diagnostics.extend(result.resolution.diagnostics)
+    if not result.ok:
+        return result
+    # needs every name resolved: the model keys references by their declarations
+    lowered = lower.lower_program(result.resolution)
+    result.model = lowered.spec
+    result.diagnostics.extend(lowered.diagnostics)
     return result

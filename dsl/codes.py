@@ -166,6 +166,23 @@ _CODES = [
         "a module has more than one `harness` header",
         "Only the root module may have a header, and only one.",
     ),
+    Code(
+        "H113",
+        "duplicate-clause",
+        "error",
+        "a step has the same clause twice",
+        "A workflow step takes at most one `when`, one option block `{ … }` and one "
+        "`compensation`; `after` may repeat and its names are joined. Combine the conditions "
+        "with `and` and the options into one block.",
+    ),
+    Code(
+        "H114",
+        "invalid-name",
+        "error",
+        "a quoted name contains characters a name may not have",
+        'A quoted tool name (used for MCP tools such as `"create-issue"`) may contain letters, '
+        "digits and `_ - . /`, and no spaces.",
+    ),
     # H2 — names and modules
     Code(
         "H201",
@@ -232,6 +249,107 @@ _CODES = [
         "two imports bind the same name",
         "Each import binds a name (the module's last segment, the file stem, or its `as` "
         "name). Use `as` to give one of them another name.",
+    ),
+    # H3 — validation
+    Code(
+        "H301",
+        "unknown-word",
+        "error",
+        "a word of a closed vocabulary is not one of its words",
+        "Effects (`read write external reversible idempotent preview`), risk levels (`low medium "
+        "high critical`), transports (`stdio http sse websocket`), rank modes (`recall embedding|"
+        "lexical`, `rerank hybrid|dense|lexical`, `prefer packs`) and type names (`string int "
+        "float bool path url duration`) are plain names checked after parsing; the help "
+        "suggests the nearest word.",
+    ),
+    Code(
+        "H302",
+        "duplicate-attribute",
+        "error",
+        "an attribute is given twice in one block",
+        "Each attribute of a block (`summary`, `effects`, `risk`, `input`, `limit`, `grant`, "
+        "`default`, a risk table's level, …) is written at most once; merge the two.",
+    ),
+    Code(
+        "H303",
+        "attribute-not-allowed",
+        "error",
+        "an attribute is not allowed in this block",
+        "Some attributes only make sense in some blocks: `options`, `by` and `timeout … "
+        "default` belong to a `decide` step, `context` and `output` to a `delegate` step, "
+        "`approver` and `grant` to an `ask`, and an operation declares only its summaries, "
+        "effects, risk, timeout and input. A tool with operations declares effects and risk per "
+        "operation; an MCP or private tool has no kind attribute.",
+    ),
+    Code(
+        "H304",
+        "missing-attribute",
+        "error",
+        "a block lacks an attribute it needs",
+        "A tool needs `effects` (or operations that have them), and a dynamic tool an `input` "
+        "schema; a `decide` step needs `options`; an MCP server needs a `transport`; a risk "
+        "table maps every level; a `test` needs a `call`.",
+    ),
+    Code(
+        "H305",
+        "invalid-schema",
+        "error",
+        "a schema type or constraint is malformed",
+        "Enum values are distinct; `min` and `max` apply to numbers (value), strings and paths "
+        "(length), lists (items) and maps (entries), with `min <= max`; `pattern` applies to "
+        "strings; fields of one schema have distinct names; a tool with operations has the "
+        "discriminator `op`, and if it declares it, as exactly the enum of operation names.",
+    ),
+    Code(
+        "H306",
+        "invalid-regex",
+        "error",
+        "a regular expression does not compile",
+        "`pattern` and `matches` take a regular expression in the subset on which ECMA-262 "
+        "(JSON Schema) and Python agree. This one is not valid; the message carries the reason.",
+    ),
+    Code(
+        "H307",
+        "invalid-default",
+        "error",
+        "a field's default does not fit its type or constraints",
+        "A `default` is a value of the field's type (a string for `string`, a member for "
+        "`enum`, a duration for `duration`, …) and satisfies its `min`, `max` and `pattern`.",
+    ),
+    Code(
+        "H308",
+        "invalid-value",
+        "error",
+        "an attribute's value is out of range",
+        "Durations such as `ttl` and `timeout` are positive; `limit`, `top`, a tool's `version` "
+        "and a retry count are at least 1; a surface's recall `top` is at least its `limit`; "
+        "a `wire_name` matches `[A-Za-z0-9_-]{1,64}`; a decide's `default` is one of its "
+        "options.",
+    ),
+    Code(
+        "H309",
+        "grant-without-ask",
+        "error",
+        "a `grant` or `approver` on a rule that does not ask",
+        "Grants and approvers only mean something on an ASK: a grant turns an approved ASK "
+        "into ALLOW for a bounded scope and time.",
+    ),
+    Code(
+        "H310",
+        "wire-name-collision",
+        "error",
+        "two tools have the same wire name",
+        "Model APIs accept tool names matching `[A-Za-z0-9_-]{1,64}`, so `change.create` is "
+        "sent as `change_create`. Two ids that map to one wire name cannot be told apart; give "
+        "one of them a `wire_name`.",
+    ),
+    Code(
+        "H311",
+        "include-cycle",
+        "error",
+        "policies include each other in a cycle",
+        "`include` expands a policy's rules in place, so a policy cannot include itself, "
+        "directly or through others.",
     ),
     # H9 — internal
     Code(

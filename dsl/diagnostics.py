@@ -160,6 +160,7 @@ def render_human(diagnostic: Diagnostic, colour: bool = False) -> str:
                 previous_source = source
                 previous_line = None
             line, column = source.location(label.span.start)
+            same_line = previous_line == line
             if previous_line is not None and abs(line - previous_line) > 1:
                 out.append(paint("blue", "..."))
             previous_line = line
@@ -176,8 +177,9 @@ def render_human(diagnostic: Diagnostic, colour: bool = False) -> str:
             underline = " " * (column - 1) + mark * length
             if label.message:
                 underline += " " + label.message
-            gutter = paint("blue", f"{line:>{width}} |")
-            out.append(f"{gutter} {text}".rstrip())
+            if not same_line:  # two labels on one line share the printed source line
+                gutter = paint("blue", f"{line:>{width}} |")
+                out.append(f"{gutter} {text}".rstrip())
             out.append(
                 f"{pad} {paint('blue', '|')} " + paint(sev if label.primary else "blue", underline)
             )

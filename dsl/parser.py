@@ -27,6 +27,7 @@ GRAMMAR_FILE = "harness.lark"
 MAX_NESTING = 64
 
 _VALUE_TOKENS = {"NAME", "DOTTED", "MCP_ID", "KEY"}
+_QUOTED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 _DURATION_PART = re.compile(r"([0-9]+)(ms|[smhd])")
 _UNIT_RANK = {"d": 5, "h": 4, "m": 3, "s": 2, "ms": 1}
 # `mcp:*`, `mcp:SERVER:*`, `mcp:SERVER:tool:NAME`, `mcp:SERVER:tool:PREFIX*`
@@ -192,6 +193,16 @@ class _Builder:
         quoted = name_tok.type == "STRING"
         text = self._decode(name_tok) if quoted else str(name_tok)
         name = s.Name(text, span=self._tok_span(name_tok))
+        if quoted and not _QUOTED_NAME.fullmatch(text):
+            self.diagnostics.append(
+                Diagnostic.make(
+                    "H114",
+                    f"`{text}` is not a valid tool name",
+                    name.span,
+                    "only letters, digits and `_ - . /` are allowed",
+                    help="MCP tool names may contain `-`, `.` and `/`, but no spaces",
+                )
+            )
         return s.Tool(name, self._nodes(c[2:]), quoted, span=self._span(c))
 
     def tool_name(self, c):
@@ -265,7 +276,7 @@ class _Builder:
     def effect(self, c):
         return c[0]
 
-    default_effect = effect
+    default_effect = risk_effect = expect_effect = effect
 
     def default(self, c):
         target = c[1]
@@ -428,8 +439,22 @@ class _Builder:
         when = None
         compensation = False
         options = None
+        seen: dict[str, _Tail] = {}
         for tail in c[4:]:
             kind, value = tail
+            if kind in seen and kind != "after":
+                word = {"when": "`when`", "block": "option block", "compensation": "`compensation`"}
+                self.diagnostics.append(
+                    Diagnostic.make(
+                        "H113",
+                        f"step `{c[1]}` has a second {word[kind]}",
+                        tail.span,
+                        "repeated here",
+                        secondary=[(seen[kind].span, "first here")],
+                        help="combine conditions with `and`, and options into one block",
+                    )
+                )
+            seen.setdefault(kind, tail)
             if kind == "after":
                 after = after + value
             elif kind == "when":

@@ -1,0 +1,1105 @@
+"""Print syntax trees as canonical `.harness` text: the engine of `harnessc fmt`.
+
+The canonical style. Every choice depends only on the tree, on where its comments sit and on
+where the source had blank lines, so formatting is idempotent and never changes the tree.
+
+- Two spaces per block level; `{` ends the line that opens a block and `}` closes it on a line
+  of its own; no `;`; one declaration, attribute, field, rule, step or test item per line.
+  Empty blocks print `{}`.
+- One blank line between top-level declarations, except that consecutive one-line declarations
+  (`import`, `connection`, `runtime`, `fact`) stay together unless the source separated them.
+  Inside a block, one blank line is kept where the source had at least one (never after `{`).
+- Lines aim at 100 columns. A construct that does not fit breaks at its natural points:
+  adjacent string parts go one per continuation line, one level deeper; lists of names and
+  patterns (`expose`, `packs`, `delegate`, `after`, …) fill each line and continue one level
+  deeper; a rule's `when` moves to a continuation line two levels deeper (so it stands apart from
+  the rule's options); a condition that still does not fit puts each `or` operand (then each
+  `and` operand) on its own line; call arguments, list items and enum values go one per line
+  with a trailing comma; records and object types go one entry per line without commas.
+  A step keeps its tails (`after`, `when`, `compensation`) on its first line when it fits, on
+  continuation lines two levels deeper when only its action fits, and otherwise breaks the
+  call's arguments and keeps the tails after the closing `)`.
+- Option blocks (rule and `default` options, risk table entries, `operation`, step blocks,
+  `rank`, `subagent`) print on one line as `{ a; b }` exactly when they hold at most two items,
+  each a simple attribute (no nested block: not a schema, operation or tool), no comment is
+  attached inside, and the whole line fits in 100 columns. An `input`/`output` schema prints
+  as `{ name: type }` under the same rule with one field. Object types and records print inline
+  (`{ a: int, b: string }`) whenever they fit and hold no comment. Other blocks never do.
+- Conditions get the fewest parentheses that keep the tree: `not` binds tighter than `and`,
+  `and` tighter than `or`; an `and` inside an `and` (an `or` inside an `or`) keeps its
+  parentheses, because the parser keeps that nesting as written.
+- Strings print with JSON escapes, non-ASCII characters as themselves; adjacent string parts
+  stay as written. Comma lists print with `, `; `effects` names with spaces.
+- Comments are never lost. A comment on a line of its own leads the next item of its block, or
+  stays at the end of the block when no item follows; a comment after an item on the same line
+  trails it, two spaces after it; a comment inside a construct that cannot hold it (a condition,
+  call arguments, a block header) moves to a line of its own before that construct's item.
+  A comment's trailing whitespace is dropped.
+
+`format_source` proves each result: it parses the output again and refuses (H901) unless the
+tree and the comments are unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import syntax as s
+from .diagnostics import Diagnostic
+from .parser import parse_source
+from .source import Source
+
+WIDTH = 100
+INDENT = 2
+
+# ---------------------------------------------------------------------------------------------
+# A small Wadler-style document algebra. A group prints flat (its lines as spaces) when it fits
+# in the rest of the line, else broken (its lines as newlines); inner groups decide again.
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    text: str
+    width: int  # a comment counts 0: it may overhang the line
+
+
+@dataclass(frozen=True, slots=True)
+class _Trailing:
+    """A comment after the code of a line; trailing comments of neighbouring lines align."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    flat: str  # what the line prints when its group is flat: " " or ""
+    hard: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Concat:
+    parts: tuple[Doc, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Nest:
+    indent: int
+    doc: Doc
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    doc: Doc
+    broken: bool  # contains a hard line, so it can never be flat
+
+
+@dataclass(frozen=True, slots=True)
+class _Flat:
+    """A doc printed flat whatever its width."""
+
+    doc: Doc
+
+
+@dataclass(frozen=True, slots=True)
+class _IfBreak:
+    broken: Doc
+    flat: Doc
+
+
+@dataclass(frozen=True, slots=True)
+class _Fill:
+    """Words joined by `, `; a line breaks after a comma only where the next word does not fit."""
+
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    """Layouts tried in order: the first whose lines all fit wins; the last one always does."""
+
+    options: tuple[Doc, ...]
+
+
+Doc = _Text | _Trailing | _Line | _Concat | _Nest | _Group | _Flat | _IfBreak | _Fill | _Choice
+Part = Doc | str | None
+
+LINE = _Line(" ")
+SOFT = _Line("")
+HARD = _Line("", hard=True)
+EMPTY = _Concat(())
+
+
+def _cat(*parts: Part) -> Doc:
+    docs = tuple(_Text(p, len(p)) if isinstance(p, str) else p for p in parts if p is not None)
+    return docs[0] if len(docs) == 1 else _Concat(docs)
+
+
+def _nest(indent: int, *parts: Part) -> Doc:
+    return _Nest(indent, _cat(*parts))
+
+
+def _group(*parts: Part) -> Doc:
+    doc = _cat(*parts)
+    return _Group(doc, _is_hard(doc))
+
+
+def _join(sep: Sequence[Part], docs: Iterable[Part]) -> list[Part]:
+    out: list[Part] = []
+    for i, doc in enumerate(docs):
+        if i:
+            out.extend(sep)
+        out.append(doc)
+    return out
+
+
+def _is_hard(doc: Doc) -> bool:
+    if isinstance(doc, _Line):
+        return doc.hard
+    if isinstance(doc, _Concat):
+        return any(_is_hard(p) for p in doc.parts)
+    if isinstance(doc, _Nest | _Flat):
+        return _is_hard(doc.doc)
+    if isinstance(doc, _Group):
+        return doc.broken
+    if isinstance(doc, _IfBreak):
+        return _is_hard(doc.broken)
+    if isinstance(doc, _Choice):
+        return any(_is_hard(o) for o in doc.options)
+    return False
+
+
+_FLAT, _BREAK = 0, 1
+_Cmd = tuple[int, int, Doc]  # indentation, mode, doc
+
+
+class _Renderer:
+    def __init__(self, width: int = WIDTH) -> None:
+        self.width = width
+
+    def render(self, doc: Doc) -> str:
+        out: list[str | _Trailing] = []
+        self._run(doc, 0, 0, out, ())
+        lines: list[list[Any]] = [["", None]]
+        for piece in out:
+            if isinstance(piece, _Trailing):
+                lines[-1][1] = piece.text
+                continue
+            first, *rest = piece.split("\n")
+            lines[-1][0] += first
+            lines.extend([line, None] for line in rest)
+        return "\n".join(_align_trailing(lines))
+
+    def _run(
+        self,
+        doc: Doc,
+        indent: int,
+        col: int,
+        out: list[str | _Trailing],
+        rests: tuple[list[_Cmd], ...],
+    ) -> int:
+        """Print `doc` into `out` from column `col`; `rests` is what follows it, innermost first."""
+        stack: list[_Cmd] = [(indent, _BREAK, doc)]
+        while stack:
+            ind, mode, d = stack.pop()
+            if isinstance(d, _Text):
+                out.append(d.text)
+                col += len(d.text)
+            elif isinstance(d, _Trailing):
+                out.append(d)
+            elif isinstance(d, _Concat):
+                stack.extend((ind, mode, p) for p in reversed(d.parts))
+            elif isinstance(d, _Nest):
+                stack.append((ind + d.indent, mode, d.doc))
+            elif isinstance(d, _Group):
+                flat = mode == _FLAT or (
+                    not d.broken
+                    and self._width_to_break((ind, _FLAT, d.doc), (stack, *rests))
+                    <= self.width - col
+                )
+                stack.append((ind, _FLAT if flat else _BREAK, d.doc))
+            elif isinstance(d, _Flat):
+                stack.append((ind, _FLAT, d.doc))
+            elif isinstance(d, _Line):
+                if mode == _FLAT and not d.hard:
+                    out.append(d.flat)
+                    col += len(d.flat)
+                else:
+                    out.append("\n" + " " * ind)
+                    col = ind
+            elif isinstance(d, _IfBreak):
+                stack.append((ind, mode, d.broken if mode == _BREAK else d.flat))
+            elif isinstance(d, _Fill):
+                col = self._fill(d, ind, mode, col, out, (stack, *rests))
+            elif isinstance(d, _Choice):
+                if mode == _FLAT:
+                    stack.append((ind, mode, d.options[0]))
+                    continue
+                for option in d.options[:-1]:
+                    trial: list[str | _Trailing] = []
+                    end = self._run(option, ind, col, trial, (stack, *rests))
+                    lines = "".join(p for p in trial if isinstance(p, str)).split("\n")
+                    widths = [col + len(lines[0]), *(len(line) for line in lines[1:])]
+                    widths[-1] = end + self._width_to_break(None, (stack, *rests))
+                    if max(widths) <= self.width:
+                        out.extend(trial)
+                        col = end
+                        break
+                else:
+                    stack.append((ind, mode, d.options[-1]))
+        return col
+
+    def _fill(
+        self,
+        d: _Fill,
+        ind: int,
+        mode: int,
+        col: int,
+        out: list[str | _Trailing],
+        rests: tuple[list[_Cmd], ...],
+    ) -> int:
+        for i, item in enumerate(d.items):
+            if i == 0:
+                out.append(item)
+                col += len(item)
+                continue
+            out.append(",")
+            col += 1
+            last = i == len(d.items) - 1
+            need = 1 + len(item) + (self._width_to_break(None, rests) if last else 1)
+            if mode == _FLAT or col + need <= self.width:
+                out.append(" " + item)
+                col += 1 + len(item)
+            else:
+                out.append("\n" + " " * ind + item)
+                col = ind + len(item)
+        return col
+
+    def _width_to_break(self, first: _Cmd | None, rests: tuple[list[_Cmd], ...]) -> int:
+        """The width printed before the next possible line break, `first` printed first."""
+        limit = self.width + 1
+        width = 0
+        local: list[_Cmd] = [first] if first else []
+        pending: Iterator[_Cmd] = (cmd for rest in rests for cmd in reversed(rest))
+        while width < limit:
+            if not local:
+                nxt = next(pending, None)
+                if nxt is None:
+                    return width
+                local.append(nxt)
+                continue
+            ind, mode, d = local.pop()
+            if isinstance(d, _Text):
+                width += d.width
+            elif isinstance(d, _Concat):
+                local.extend((ind, mode, p) for p in reversed(d.parts))
+            elif isinstance(d, _Nest):
+                local.append((ind, mode, d.doc))
+            elif isinstance(d, _Group):
+                local.append((ind, _BREAK if d.broken else mode, d.doc))
+            elif isinstance(d, _Flat):
+                local.append((ind, _FLAT, d.doc))
+            elif isinstance(d, _Line):
+                if mode == _BREAK or d.hard:
+                    return width
+                width += len(d.flat)
+            elif isinstance(d, _IfBreak):
+                local.append((ind, mode, d.broken if mode == _BREAK else d.flat))
+            elif isinstance(d, _Fill):
+                if mode == _BREAK:
+                    return width + len(d.items[0])
+                width += sum(len(item) for item in d.items) + 2 * (len(d.items) - 1)
+            elif isinstance(d, _Choice):
+                local.append((ind, mode, d.options[0]))
+        return width
+
+
+def _align_trailing(lines: list[list[Any]]) -> Iterator[str]:
+    """Lines without trailing spaces; trailing comments of consecutive lines at one indentation
+    start in one column, two spaces after the longest code among them."""
+    i = 0
+    while i < len(lines):
+        code, comment = lines[i]
+        code = code.rstrip()
+        if comment is None:
+            yield code
+            i += 1
+            continue
+        indent = len(code) - len(code.lstrip())
+        j = i + 1
+        while j < len(lines) and lines[j][1] is not None:
+            other = lines[j][0].rstrip()
+            if len(other) - len(other.lstrip()) != indent:
+                break
+            j += 1
+        column = max(len(line[0].rstrip()) for line in lines[i:j]) + 2
+        for line_code, line_comment in lines[i:j]:
+            yield line_code.rstrip().ljust(column) + line_comment
+        i = j
+
+
+# ---------------------------------------------------------------------------------------------
+# Comments: attached to the items (units) of blocks by position, then printed with them.
+
+
+@dataclass
+class _Note:
+    leading: list[tuple[s.Comment, bool]] = field(default_factory=list)  # (comment, blank before)
+    inner: list[s.Comment] = field(default_factory=list)  # moved out of the item's inside
+    trailing: s.Comment | None = None
+    blank: bool = False  # a blank line between the item and what precedes it
+
+    @property
+    def empty(self) -> bool:
+        return not (self.leading or self.inner or self.trailing)
+
+
+_NO_NOTE = _Note()
+_BLANK_LINE = re.compile(r"\n[ \t\r\f;]*\n")
+
+
+class _Comments:
+    """Where each comment of a module goes, and where the source had blank lines."""
+
+    def __init__(self, module: s.Module) -> None:
+        self.source = module.span.source
+        self.text = self.source.text
+        self.notes: dict[int, _Note] = {}
+        self.ends: dict[int, list[tuple[s.Comment, bool]]] = {}
+        comments = sorted(module.comments, key=lambda c: c.span.start)
+        self.comment_starts = {c.span.end: c.span.start for c in comments}  # by end offset
+        self._attach(module, module.items, comments, 0)
+
+    def note(self, node: Any) -> _Note:
+        return self.notes.get(id(node), _NO_NOTE)
+
+    def end(self, container: Any) -> list[tuple[s.Comment, bool]]:
+        return self.ends.get(id(container), [])
+
+    # -- positions -------------------------------------------------------------------------
+
+    def _line(self, offset: int) -> int:
+        return self.source.location(max(offset, 0))[0]
+
+    def _blank(self, start: int, end: int) -> bool:
+        return start < end and _BLANK_LINE.search(self.text, start, end) is not None
+
+    def _skip(self, pos: int) -> int:
+        """The offset of the next token at or after `pos` (skipping spaces, `;` and comments)."""
+        text = self.text
+        while pos < len(text):
+            ch = text[pos]
+            if ch == "#":
+                newline = text.find("\n", pos)
+                pos = len(text) if newline == -1 else newline
+            elif ch.isspace() or ch == ";":
+                pos += 1
+            else:
+                break
+        return pos
+
+    def _after_open_brace(self, pos: int) -> bool:
+        """Whether the last token before `pos` (a comment's start) is `{`."""
+        i = pos  # the end of what is looked at
+        while i > 0:
+            if i in self.comment_starts:
+                i = self.comment_starts[i]
+                continue
+            ch = self.text[i - 1]
+            if not (ch.isspace() or ch == ";"):
+                return ch == "{"
+            i -= 1
+        return False
+
+    def extent(self, node: Any) -> tuple[int, int]:
+        """Start and end offsets of a unit, its closing `}` included.
+
+        Rules, defaults and risk entries end their span at their last option (and at offset 0
+        when the option block is empty), so the end is found in the text.
+        """
+        span = node.span
+        if isinstance(node, s.Rule | s.Default | s.RiskEntry) and node.options is not None:
+            if node.options:
+                base = max(span.end, self.extent(node.options[-1])[1])
+            elif isinstance(node, s.Rule):
+                ends = [sel.span.end for sel in node.selectors]
+                if node.when is not None:
+                    ends.append(node.when.span.end)
+                base = max([span.start, *ends])
+            elif isinstance(node, s.Default):
+                if node.table is not None:
+                    base = node.table.span.end
+                else:
+                    base = self._word_end(self._skip(span.start + len("default")))
+            else:
+                base = self._word_end(self._skip(node.level.span.end))
+            if not node.options:
+                pos = self._skip(base)
+                if pos < len(self.text) and self.text[pos] == "{":
+                    base = pos + 1
+            pos = self._skip(base)
+            if pos < len(self.text) and self.text[pos] == "}":
+                return span.start, pos + 1
+            return span.start, max(span.start, base)
+        return span.start, max(span.start, span.end)
+
+    def _word_end(self, pos: int) -> int:
+        while pos < len(self.text) and (self.text[pos].isalnum() or self.text[pos] in "_."):
+            pos += 1
+        return pos
+
+    # -- attachment ------------------------------------------------------------------------
+
+    def _attach(
+        self, container: Any, units: Sequence[Any], comments: list[s.Comment], start: int
+    ) -> None:
+        """Attach the comments of one block (`start` is where the block opens)."""
+        extents = [self.extent(u) for u in units]
+        inner: dict[int, list[s.Comment]] = {}
+        leading: dict[int, list[s.Comment]] = {}
+        ends: list[s.Comment] = []
+        i = 0
+        for comment in comments:
+            pos = comment.span.start
+            while i < len(units) and extents[i][1] <= pos:
+                i += 1
+            if i < len(units) and extents[i][0] <= pos:
+                inner.setdefault(i, []).append(comment)
+                continue
+            if i > 0 and self._line(extents[i - 1][1] - 1) == self._line(pos):
+                self._note(units[i - 1]).trailing = comment
+            elif i < len(units):
+                leading.setdefault(i, []).append(comment)
+            else:
+                ends.append(comment)
+
+        anchor = start
+        for index, unit in enumerate(units):
+            for comment in leading.get(index, ()):
+                blank = self._blank(anchor, comment.span.start)
+                self._note(unit).leading.append((comment, blank))
+                anchor = comment.span.end
+            if self._blank(anchor, extents[index][0]):
+                self._note(unit).blank = True
+            self._attach_inside(unit, inner.get(index, []))
+            anchor = extents[index][1]
+        for comment in ends:
+            blank = self._blank(anchor, comment.span.start)
+            self.ends.setdefault(id(container), []).append((comment, blank))
+            anchor = comment.span.end
+
+    def _attach_inside(self, unit: Any, comments: list[s.Comment]) -> None:
+        block = _block_of(unit)
+        if block is None:
+            if comments:
+                self._note(unit).inner.extend(comments)
+            return
+        container, children = block
+        first = self.extent(children[0])[0] if children else None
+        inside: list[s.Comment] = []
+        for comment in comments:
+            pos = comment.span.start
+            if (first is not None and pos >= first) or self._after_open_brace(pos):
+                inside.append(comment)
+            else:
+                self._note(unit).inner.append(comment)
+        self._attach(container, children, inside, unit.span.start)
+
+    def _note(self, node: Any) -> _Note:
+        note = self.notes.get(id(node))
+        if note is None:
+            note = self.notes[id(node)] = _Note()
+        return note
+
+
+def _object_type(t: s.TypeRef) -> s.TypeRef | None:
+    if t.name == "object":
+        return t
+    for arg in t.args:
+        found = _object_type(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _block_of(node: Any) -> tuple[Any, tuple[Any, ...]] | None:
+    """The block whose items are units of their own: (the node that keys it, its items)."""
+    if isinstance(
+        node,
+        s.Header
+        | s.Tool
+        | s.Operation
+        | s.Surface
+        | s.Rank
+        | s.Policy
+        | s.Mcp
+        | s.Skill
+        | s.Subagent
+        | s.Agent
+        | s.Workflow
+        | s.Test,
+    ):
+        return node, node.items
+    if isinstance(node, s.RiskTable):
+        return node, node.entries
+    if isinstance(node, s.PrivateTool):
+        return node.tool, node.tool.items
+    if isinstance(node, s.SchemaAttr):
+        return node.schema, node.schema.fields
+    if isinstance(node, s.Field | s.Fact):
+        obj = _object_type(node.type)
+        return (obj, obj.fields) if obj is not None else None
+    if isinstance(node, s.Rule | s.Default | s.RiskEntry | s.Step):
+        return (node, node.options) if node.options is not None else None
+    if isinstance(node, s.TestRecord):
+        return node.record, node.record.entries
+    if isinstance(node, s.Entry) and isinstance(node.value, s.Record):
+        return node.value, node.value.entries
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The printer: one doc per node
+
+
+_COMMA_LISTS = {"packs", "tags", "options", "delegate", "tools", "skills"}
+_ONE_LINE_DECLS = (s.Import, s.Connection, s.Runtime, s.Fact)
+_SIMPLE_OPTIONS = (
+    s.Attr,
+    s.Approver,
+    s.Grant,
+    s.Requires,
+    s.By,
+    s.Timeout,
+    s.Context,
+    s.OnFailure,
+)
+_MAX_INLINE_OPTIONS = 2
+_HEADER_INDENT = 2 * INDENT  # continuation lines of a header that opens a block
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _inline_options(items: Sequence[Any]) -> bool:
+    return len(items) <= _MAX_INLINE_OPTIONS and all(
+        isinstance(item, _SIMPLE_OPTIONS) for item in items
+    )
+
+
+class _Printer:
+    def __init__(self, module: s.Module) -> None:
+        self.module = module
+        self.comments = _Comments(module)
+
+    # -- blocks and comments ---------------------------------------------------------------
+
+    def print_module(self) -> str:
+        lines: list[tuple[bool, Doc]] = []
+        previous: Any = None
+        for item in self.module.items:
+            first = len(lines)
+            lines.extend(self._unit_lines(item, self._decl(item)))
+            if previous is not None and not (
+                isinstance(previous, _ONE_LINE_DECLS) and isinstance(item, _ONE_LINE_DECLS)
+            ):
+                lines[first] = (True, lines[first][1])
+            previous = item
+        lines.extend((blank, self._comment(c)) for c, blank in self.comments.end(self.module))
+        if not lines:
+            return ""
+        parts: list[Part] = []
+        for i, (blank, doc) in enumerate(lines):
+            if i:
+                parts.append(HARD)
+                if blank:
+                    parts.append(HARD)
+            parts.append(doc)
+        return _Renderer().render(_cat(*parts)) + "\n"
+
+    @staticmethod
+    def _comment(comment: s.Comment) -> Doc:
+        return _Text(comment.text.rstrip(), 0)
+
+    def _unit_lines(self, unit: Any, doc: Doc) -> list[tuple[bool, Doc]]:
+        """A unit's lines: its leading comments, then itself with its trailing comment."""
+        note = self.comments.note(unit)
+        lines = [(blank, self._comment(c)) for c, blank in note.leading]
+        blank = note.blank
+        for comment in note.inner:
+            lines.append((blank, self._comment(comment)))
+            blank = False
+        if note.trailing is not None:
+            doc = _cat(doc, _Trailing(note.trailing.text.rstrip()))
+        lines.append((blank, doc))
+        return lines
+
+    def _has_comments(self, container: Any, items: Sequence[Any]) -> bool:
+        return bool(self.comments.end(container)) or any(
+            not self.comments.note(item).empty or self._nested_comments(item) for item in items
+        )
+
+    def _nested_comments(self, item: Any) -> bool:
+        block = _block_of(item)
+        return block is not None and self._has_comments(*block)
+
+    def _block(
+        self, container: Any, items: Sequence[Any], doc_of: Any, *, inline: bool, sep: str = ";"
+    ) -> Doc:
+        ends = self.comments.end(container)
+        if not items and not ends:
+            return _cat("{}")
+        if inline and not self._has_comments(container, items):
+            docs = [doc_of(item) for item in items]
+            return _group(
+                "{",
+                _nest(INDENT, LINE, *_join([_IfBreak(EMPTY, _cat(sep)), LINE], docs)),
+                LINE,
+                "}",
+            )
+        lines: list[tuple[bool, Doc]] = []
+        for item in items:
+            lines.extend(self._unit_lines(item, doc_of(item)))
+        lines.extend((blank, self._comment(c)) for c, blank in ends)
+        body: list[Part] = []
+        for i, (blank, doc) in enumerate(lines):
+            body.append(HARD)
+            if blank and i:
+                body.append(HARD)
+            body.append(doc)
+        return _cat("{", _nest(INDENT, *body), HARD, "}")
+
+    def _items(self, node: Any) -> Doc:
+        return self._block(node, node.items, self._item, inline=False)
+
+    def _options(self, node: Any) -> Doc:
+        return self._block(node, node.options, self._item, inline=_inline_options(node.options))
+
+    # -- declarations ----------------------------------------------------------------------
+
+    def _decl(self, node: Any) -> Doc:
+        if isinstance(node, s.Header):
+            return _cat("harness ", node.name.text, " ", self._items(node))
+        if isinstance(node, s.Import):
+            target = _quote(node.target) if node.is_file else node.target
+            alias = f" as {node.alias.text}" if node.alias is not None else None
+            return _cat("import ", target, alias)
+        if isinstance(node, s.Connection | s.Runtime):
+            keyword = "connection" if isinstance(node, s.Connection) else "runtime"
+            return self._described(f"{keyword} {node.name.text}", node.description)
+        if isinstance(node, s.Fact):
+            head = _cat("fact ", node.name.text, ": ", self._type(node.type))
+            return self._described(head, node.description)
+        if isinstance(node, s.Tool):
+            return self._tool(node)
+        if isinstance(node, s.Surface):
+            return _cat("surface ", node.name.text, " ", self._items(node))
+        if isinstance(node, s.Policy):
+            return _cat("policy ", node.name.text, " ", self._items(node))
+        if isinstance(node, s.RiskTable):
+            block = self._block(node, node.entries, self._item, inline=False)
+            return _cat("risk_table ", node.name.text, " ", block)
+        if isinstance(node, s.Mcp):
+            return _cat("mcp ", node.name.text, " ", self._items(node))
+        if isinstance(node, s.Skill):
+            return _cat("skill ", node.name.text, " ", self._items(node))
+        if isinstance(node, s.Agent):
+            return _cat("agent ", node.name.text, " ", self._items(node))
+        if isinstance(node, s.Workflow):
+            return _cat("workflow ", node.name.text, " ", self._items(node))
+        if isinstance(node, s.Test):
+            name = _nest(INDENT, self._str(node.name))  # continuation parts stand apart
+            return _cat("test ", name, " ", self._items(node))
+        raise TypeError(f"not a declaration: {type(node).__name__}")
+
+    def _described(self, head: Part, description: s.Str | None) -> Doc:
+        if description is None:
+            return _cat(head)
+        return _cat(head, " ", self._str(description))
+
+    def _tool(self, node: s.Tool) -> Doc:
+        name = _quote(node.name.text) if node.quoted else node.name.text
+        return _cat("tool ", name, " ", self._items(node))
+
+    # -- block items -----------------------------------------------------------------------
+
+    def _item(self, node: Any) -> Doc:
+        if isinstance(node, s.Attr):
+            return self._attr(node)
+        if isinstance(node, s.SchemaAttr):
+            schema = node.schema
+            inline = len(schema.fields) <= 1
+            block = self._block(schema, schema.fields, self._field, inline=inline, sep=",")
+            return _cat(node.key, " ", block)
+        if isinstance(node, s.Requires):
+            return _cat("requires ", self._cond(node.cond))
+        if isinstance(node, s.Operation):
+            block = self._block(node, node.items, self._item, inline=_inline_options(node.items))
+            return _cat("operation ", node.name.text, " ", block)
+        if isinstance(node, s.Tool):
+            return self._tool(node)
+        if isinstance(node, s.PrivateTool):
+            return _cat("private ", self._tool(node.tool))
+        if isinstance(node, s.Subagent):
+            block = self._block(node, node.items, self._item, inline=_inline_options(node.items))
+            return _cat("subagent ", node.name.text, " ", block)
+        if isinstance(node, s.Expose | s.Hide):
+            keyword = "expose" if isinstance(node, s.Expose) else "hide"
+            return _cat(keyword, " ", _nest(INDENT, _Fill(tuple(p.text for p in node.patterns))))
+        if isinstance(node, s.Rank):
+            block = self._block(node, node.items, self._item, inline=_inline_options(node.items))
+            return _cat("rank ", block)
+        if isinstance(node, s.Default):
+            target = node.effect if node.effect is not None else _name(node.table)
+            if node.options is None:
+                return _cat("default ", target)
+            return _cat("default ", target, " ", self._options(node))
+        if isinstance(node, s.Include):
+            return _cat("include ", node.policy.text)
+        if isinstance(node, s.Rule):
+            return self._rule(node)
+        if isinstance(node, s.RiskEntry):
+            head = f"{node.level.text} {node.effect}"
+            if node.options is None:
+                return _cat(head)
+            return _cat(head, " ", self._options(node))
+        if isinstance(node, s.Approver):
+            return _cat("approver ", node.kind, " ", self._str(node.value))
+        if isinstance(node, s.Grant):
+            return self._grant(node)
+        if isinstance(node, s.Step):
+            return self._step(node)
+        if isinstance(node, s.By):
+            return _cat("by ", node.kind, " ", self._str(node.value))
+        if isinstance(node, s.Timeout):
+            default = f" default {node.default.text}" if node.default is not None else None
+            return _cat("timeout ", node.duration.text, default)
+        if isinstance(node, s.Context):
+            values = [self._value(v) for v in node.values]
+            return _cat("context ", _group(_nest(INDENT, *_join([",", LINE], values))))
+        if isinstance(node, s.OnFailure):
+            actions = [self._failure(a) for a in node.actions]
+            rest = [_cat(LINE, "then ", a) for a in actions[1:]]
+            return _cat("on_failure ", _group(actions[0], _nest(INDENT, *rest)))
+        if isinstance(node, s.TestCall):
+            return _cat("call ", node.tool.text, self._args(node.args))
+        if isinstance(node, s.TestRecord):
+            key = "as actor" if node.key == "actor" else node.key
+            return _cat(key, " ", self._record(node.record))
+        if isinstance(node, s.Expect):
+            details = [_cat(" ", self._item(d)) for d in node.details]
+            return _cat("expect ", node.effect, *details)
+        if isinstance(node, s.Field):
+            return self._field(node)
+        if isinstance(node, s.Entry):
+            return self._entry(node)
+        raise TypeError(f"not a block item: {type(node).__name__}")
+
+    def _attr(self, node: s.Attr) -> Doc:
+        key, values = node.key, node.values
+        if key == "legacy":
+            return _cat("legacy", *(f" replaced_by {_name(v)}" for v in values))
+        if key == "dynamic":
+            return _cat("dynamic provided_by ", *(_name(v) for v in values))
+        if key == "recall":
+            mode = f"recall {_name(values[0])}"
+            return _cat(mode, *(f" top {_name(v)}" for v in values[1:]))
+        if key in _COMMA_LISTS:
+            return _cat(key, " ", _nest(INDENT, _Fill(tuple(_name(v) for v in values))))
+        parts: list[Part] = [key]
+        for value in values:
+            parts.extend((" ", self._value(value)))
+        return _cat(*parts)
+
+    def _rule(self, node: s.Rule) -> Doc:
+        head = f"{node.label.text}: {node.effect} " if node.label else f"{node.effect} "
+        selectors = _Fill(tuple(_selector(sel) for sel in node.selectors))
+        when = None
+        if node.when is not None:
+            when = _nest(_HEADER_INDENT, LINE, "when ", self._cond(node.when))
+        header = _group(head, _nest(_HEADER_INDENT, selectors), when)
+        if node.options is None:
+            return header
+        return _cat(header, " ", self._options(node))
+
+    def _grant(self, node: s.Grant) -> Doc:
+        parts: list[Part] = ["grant ", node.scope]
+        if node.selector is not None:
+            parts.append(f" {node.selector.text}")
+        if node.when is not None:
+            parts.extend((" when ", self._cond(node.when)))
+        parts.append(f" ttl {node.ttl.text}")
+        return _cat(*parts)
+
+    def _failure(self, node: s.FailureAction) -> Doc:
+        if node.kind == "retry":
+            backoff = f" backoff {node.backoff.text}" if node.backoff is not None else None
+            return _cat("retry ", _name(node.count), backoff)
+        if node.kind == "compensate":
+            return _cat("compensate ", _name(node.target))
+        assert node.who is not None
+        return _cat("escalate ", str(node.principal), " ", self._str(node.who))
+
+    def _step(self, node: s.Step) -> Doc:
+        head = f"step {node.name.text} = "
+        action = node.action
+        if isinstance(action, s.CallAction):
+            action_doc = _cat("call ", action.tool.text, self._args(action.args))
+        # Other actions continue two levels deeper, apart from the step's block; a call's broken
+        # arguments go one level deeper and its `)` closes them at the step's level.
+        elif isinstance(action, s.DelegateAction):
+            goal = _nest(INDENT, self._str(action.goal))
+            action_doc = _cat("delegate ", action.agent.text, " ", goal)
+        elif isinstance(action, s.DecideAction):
+            action_doc = _cat("decide ", _nest(INDENT, self._str(action.question)))
+        else:
+            action_doc = _cat("gate ", _nest(INDENT, self._cond(action.cond)))
+        tails: list[Doc] = []
+        if node.after:
+            tails.append(_cat("after ", _nest(INDENT, _Fill(tuple(n.text for n in node.after)))))
+        if node.when is not None:
+            tails.append(_cat("when ", self._cond(node.when)))
+        if node.compensation:
+            tails.append(_cat("compensation"))
+        if not tails:
+            header = _cat(head, action_doc)
+        else:
+            options: list[Doc] = [
+                _Flat(_cat(head, action_doc, *(_cat(" ", t) for t in tails))),
+                _cat(
+                    head,
+                    _Flat(action_doc),
+                    _nest(_HEADER_INDENT, *(_cat(HARD, t) for t in tails)),
+                ),
+            ]
+            if isinstance(action, s.CallAction) and action.args:
+                options.append(_cat(head, action_doc, *(_cat(" ", t) for t in tails)))
+            else:
+                options.append(
+                    _cat(head, action_doc, _nest(_HEADER_INDENT, *(_cat(HARD, t) for t in tails)))
+                )
+            header = _Choice(tuple(options))
+        if node.options is None:
+            return header
+        return _cat(header, " ", self._options(node))
+
+    def _args(self, args: Sequence[s.Arg]) -> Doc:
+        if not args:
+            return _cat("()")
+        docs = [_cat(arg.name.text, ": ", self._value(arg.value)) for arg in args]
+        return _group(
+            "(",
+            _nest(INDENT, SOFT, *_join([",", LINE], docs)),
+            _IfBreak(_cat(","), EMPTY),
+            SOFT,
+            ")",
+        )
+
+    # -- schemas ---------------------------------------------------------------------------
+
+    def _field(self, node: s.Field) -> Doc:
+        parts: list[Part] = [node.name.text, ": ", self._type(node.type)]
+        for constraint in node.constraints:
+            parts.append(f" {constraint.kind}")
+            if constraint.value is not None:
+                parts.extend((" ", self._value(constraint.value)))
+        return _cat(*parts)
+
+    def _type(self, t: s.TypeRef) -> Doc:
+        mark = "?" if t.optional else None
+        if t.name in ("list", "map") and len(t.args) == 1:
+            return _cat(t.name, "<", self._type(t.args[0]), ">", mark)
+        if t.name == "enum" and t.values:
+            values = [self._str(v) for v in t.values]
+            return _cat(
+                _group(
+                    "enum(",
+                    _nest(INDENT, SOFT, *_join([",", LINE], values)),
+                    _IfBreak(_cat(","), EMPTY),
+                    SOFT,
+                    ")",
+                ),
+                mark,
+            )
+        if t.name == "object":
+            return _cat(self._block(t, t.fields, self._field, inline=True, sep=","), mark)
+        return _cat(t.name, mark)
+
+    # -- conditions and values -------------------------------------------------------------
+
+    def _cond(self, c: Any) -> Doc:
+        if isinstance(c, s.Or | s.And):
+            word = "or " if isinstance(c, s.Or) else "and "
+            items = [self._operand_cond(item, c) for item in c.items]
+            rest = [_cat(LINE, word, item) for item in items[1:]]
+            return _group(items[0], _nest(INDENT, *rest))
+        if isinstance(c, s.Not):
+            return _cat("not ", self._operand_cond(c.item, c))
+        if isinstance(c, s.Compare):
+            return _cat(self._value(c.left), f" {c.op} ", self._value(c.right))
+        return self._value(c)
+
+    def _operand_cond(self, child: Any, parent: Any) -> Doc:
+        # `not` takes a `not` or an atom; `and` takes those; `or` takes an `and` too. A same-kind
+        # child came from parentheses (the parser flattens chains), so it keeps them.
+        if isinstance(child, s.Or) or (isinstance(child, s.And) and not isinstance(parent, s.Or)):
+            return _cat("(", self._cond(child), ")")
+        return self._cond(child)
+
+    def _value(self, v: Any) -> Doc:
+        if isinstance(v, s.Str):
+            return self._str(v)
+        if isinstance(v, s.Name | s.Path | s.Pattern | s.Float | s.Duration):
+            return _cat(v.text)
+        if isinstance(v, s.Int):
+            return _cat(str(v.value))
+        if isinstance(v, s.Bool):
+            return _cat("true" if v.value else "false")
+        if isinstance(v, s.FuncCall):
+            if not v.args:
+                return _cat(v.name.text, "()")
+            args = [self._value(a) for a in v.args]
+            return _group(
+                v.name.text, "(", _nest(INDENT, SOFT, *_join([",", LINE], args)), SOFT, ")"
+            )
+        if isinstance(v, s.ListLit):
+            if not v.items:
+                return _cat("[]")
+            items = [self._value(item) for item in v.items]
+            return _group(
+                "[",
+                _nest(INDENT, SOFT, *_join([",", LINE], items)),
+                _IfBreak(_cat(","), EMPTY),
+                SOFT,
+                "]",
+            )
+        if isinstance(v, s.Record):
+            return self._record(v)
+        raise TypeError(f"not a value: {type(v).__name__}")
+
+    def _record(self, record: s.Record) -> Doc:
+        return self._block(record, record.entries, self._entry, inline=True, sep=",")
+
+    def _entry(self, entry: s.Entry) -> Doc:
+        return _cat(entry.key.text, ": ", self._value(entry.value))
+
+    def _str(self, v: s.Str) -> Doc:
+        parts = [_quote(p) for p in v.parts] or ['""']
+        if len(parts) == 1:
+            return _cat(parts[0])
+        return _group(parts[0], _nest(INDENT, *(_cat(LINE, p) for p in parts[1:])))
+
+
+def _name(v: Any) -> str:
+    if isinstance(v, s.Int):
+        return str(v.value)
+    return str(v.text)
+
+
+def _selector(sel: Any) -> str:
+    if isinstance(sel, s.RiskSelector):
+        return f"risk {sel.op} {sel.level.text}"
+    if isinstance(sel, s.EffectsSelector):
+        return f"effects has {sel.effect.text}"
+    return str(sel.text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+def format_module(module: s.Module) -> str:
+    """The canonical text of a module, its comments included.
+
+    >>> from harnessc.dsl.parser import parse_source
+    >>> from harnessc.dsl.source import Source
+    >>> print(format_module(parse_source(Source("a.harness", "agent a{policy p;}")).module), end="")
+    agent a {
+      policy p
+    }
+    """
+    return _Printer(module).print_module()
+
+
+@dataclass(frozen=True, slots=True)
+class FormatResult:
+    """The formatted text (None when the source does not parse or formatting was refused)."""
+
+    text: str | None
+    changed: bool
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+def comment_texts(module: s.Module) -> Counter[str]:
+    """The multiset of a module's comments, as the formatter keeps them."""
+    return Counter(c.text.rstrip() for c in module.comments)
+
+
+def format_source(source: Source) -> FormatResult:
+    """Parse, format, and prove the result: it must parse to an equal tree with the same comments.
+
+    >>> from harnessc.dsl.source import Source
+    >>> result = format_source(Source("a.harness", "connection  github"))
+    >>> result.text, result.changed
+    ('connection github\\n', True)
+    """
+    parsed = parse_source(source)
+    if not parsed.ok:
+        return FormatResult(None, False, parsed.diagnostics)
+    try:
+        text = format_module(parsed.module)
+    except Exception as error:  # a crash here is our bug: report it, never a traceback
+        return FormatResult(None, False, (*parsed.diagnostics, _crashed(source, error)))
+    again = parse_source(Source(source.path, text))
+    if (
+        not again.ok
+        or again.module != parsed.module
+        or comment_texts(again.module) != comment_texts(parsed.module)
+    ):
+        return FormatResult(None, False, (*parsed.diagnostics, _changed(source, parsed, again)))
+    return FormatResult(text, text != source.text, parsed.diagnostics)
+
+
+_REPORT = "please report this with the file; until it is fixed, leave the file as it is"
+
+
+def _changed(source: Source, before: Any, after: Any) -> Diagnostic:
+    span = None
+    what = "comments"
+    if not after.ok:
+        what = "syntax"
+    else:
+        old, new = before.module.items, after.module.items
+        for i, item in enumerate(old):
+            if i >= len(new) or new[i] != item:
+                span = item.span
+                what = "declaration"
+                break
+        else:
+            if len(new) != len(old):
+                what = "declarations"
+    return Diagnostic.make(
+        "H901",
+        f"the formatter changed the meaning of `{source.path}`; this is a bug in harnessc",
+        span,
+        "formatting changes this declaration" if span is not None else "",
+        notes=(f"the formatted text differs from the original in its {what}",),
+        help=_REPORT,
+        path=source.path,
+    )
+
+
+def _crashed(source: Source, error: Exception) -> Diagnostic:
+    return Diagnostic.make(
+        "H901",
+        f"the formatter failed on `{source.path}`; this is a bug in harnessc",
+        None,
+        notes=(f"internal error: {type(error).__name__}: {error}",),
+        help=_REPORT,
+        path=source.path,
+    )

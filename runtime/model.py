@@ -1,0 +1,644 @@
+"""The typed model (IR) of a checked spec: the contract between the compiler and the runtime.
+
+Every class is a frozen pydantic model that forbids unknown fields, so a generated package can
+load a spec from JSON and get back exactly what the compiler built (`Spec.from_json(s.to_json())
+== s`). Everything that came from a source line carries `origin`, so a runtime error can name the
+spec line. This module imports only pydantic and the standard library.
+
+>>> spec = Spec(name="demo", root_module="demo")
+>>> Spec.from_json(spec.to_json()) == spec
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import typing as t
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import Field as _Field
+
+__all__ = [
+    "EFFECTS",
+    "PATH_ROOTS",
+    "RISK_LEVELS",
+    "TOOL_KINDS",
+    "Agent",
+    "And",
+    "Approver",
+    "Compare",
+    "Condition",
+    "Connection",
+    "DefaultDecision",
+    "Effect",
+    "EnumMember",
+    "Expectation",
+    "Fact",
+    "FactCall",
+    "FailureAction",
+    "Field",
+    "Grant",
+    "ListValue",
+    "Literal",
+    "McpServer",
+    "Not",
+    "Operation",
+    "Or",
+    "Path",
+    "Policy",
+    "Rank",
+    "RecordValue",
+    "RiskEntry",
+    "RiskTable",
+    "Rule",
+    "Runtime",
+    "Schema",
+    "Selector",
+    "Skill",
+    "SourceRef",
+    "Spec",
+    "SpecTest",
+    "Step",
+    "Subagent",
+    "Surface",
+    "Tool",
+    "Type",
+    "Value",
+    "Workflow",
+    "risk_rank",
+]
+
+RISK_LEVELS: tuple[str, ...] = ("low", "medium", "high", "critical")
+EFFECTS: tuple[str, ...] = ("read", "write", "external", "reversible", "idempotent", "preview")
+TOOL_KINDS: tuple[str, ...] = ("public", "primitive", "legacy", "dynamic", "mcp", "private")
+PATH_ROOTS: tuple[str, ...] = (
+    "actor",
+    "task",
+    "env",
+    "resource",
+    "tool",
+    "args",
+    "call",
+    "input",
+    "step",
+    "fact",
+)
+
+Risk = t.Literal["low", "medium", "high", "critical"]
+EffectWord = t.Literal["read", "write", "external", "reversible", "idempotent", "preview"]
+ToolKind = t.Literal["public", "primitive", "legacy", "dynamic", "mcp", "private"]
+Effect = t.Literal["allow", "deny", "ask"]
+
+
+def risk_rank(level: str) -> int:
+    """The order of risk levels: `low` < `medium` < `high` < `critical`.
+
+    >>> risk_rank("high") > risk_rank("medium")
+    True
+    """
+    return RISK_LEVELS.index(level)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceRef(_Model):
+    """Where a model object was declared: the file as diagnostics show it, 1-based line/column."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas
+
+TypeName = t.Literal[
+    "string", "int", "float", "bool", "path", "url", "duration", "enum", "list", "map", "object"
+]
+DURATION_PATTERN = "^(?:[0-9]+(?:ms|[smhd]))+$"
+
+
+class Type(_Model):
+    """A schema type: a scalar, `enum(values)`, `list<item>`, `map<item>` or `object{fields}`."""
+
+    name: TypeName
+    item: Type | None = None
+    values: tuple[str, ...] = ()
+    fields: tuple[Field, ...] = ()
+    optional: bool = False
+
+    def to_json_schema(self) -> dict[str, t.Any]:
+        out: dict[str, t.Any]
+        if self.name in ("string", "path"):
+            out = {"type": "string"}
+        elif self.name == "url":
+            out = {"type": "string", "format": "uri"}
+        elif self.name == "duration":
+            out = {"type": "string", "pattern": DURATION_PATTERN}
+        elif self.name == "int":
+            out = {"type": "integer"}
+        elif self.name == "float":
+            out = {"type": "number"}
+        elif self.name == "bool":
+            out = {"type": "boolean"}
+        elif self.name == "enum":
+            out = {"type": "string", "enum": list(self.values)}
+        elif self.name == "list":
+            assert self.item is not None
+            out = {"type": "array", "items": self.item.to_json_schema()}
+        elif self.name == "map":
+            assert self.item is not None
+            out = {"type": "object", "additionalProperties": self.item.to_json_schema()}
+        else:
+            out = _object_schema(self.fields)
+        return out
+
+
+class Field(_Model):
+    """One field of a schema with its constraints; `default` is a JSON value or None."""
+
+    name: str
+    type: Type
+    min: int | float | None = None
+    max: int | float | None = None
+    pattern: str | None = None
+    default: JsonValue = None
+    secret: bool = False
+    origin: SourceRef | None = None
+
+    @property
+    def optional(self) -> bool:
+        return self.type.optional
+
+    @property
+    def required(self) -> bool:
+        """Required: not optional and without a default."""
+        return not self.type.optional and self.default is None
+
+    def to_json_schema(self) -> dict[str, t.Any]:
+        out = self.type.to_json_schema()
+        name = self.type.name
+        if self.min is not None or self.max is not None:
+            words = {
+                "list": ("minItems", "maxItems"),
+                "map": ("minProperties", "maxProperties"),
+                "string": ("minLength", "maxLength"),
+                "path": ("minLength", "maxLength"),
+                "url": ("minLength", "maxLength"),
+            }.get(name, ("minimum", "maximum"))
+            if self.min is not None:
+                out[words[0]] = self.min
+            if self.max is not None:
+                out[words[1]] = self.max
+        if self.pattern is not None:
+            out["pattern"] = self.pattern
+        if self.default is not None:
+            out["default"] = self.default
+        if self.secret:
+            out["writeOnly"] = True
+        return out
+
+
+def _object_schema(fields: tuple[Field, ...]) -> dict[str, t.Any]:
+    return {
+        "type": "object",
+        "properties": {f.name: f.to_json_schema() for f in fields},
+        "required": [f.name for f in fields if f.required],
+        "additionalProperties": False,
+    }
+
+
+class Schema(_Model):
+    """The fields of an `input` or `output` block, in the order written."""
+
+    fields: tuple[Field, ...] = ()
+    origin: SourceRef | None = None
+
+    def field(self, name: str) -> Field | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+    def to_json_schema(self) -> dict[str, t.Any]:
+        """Draft 2020-12 JSON Schema: required = non-optional fields without a default."""
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            **_object_schema(self.fields),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions and values
+
+Scalar = bool | int | float | str
+
+
+class Literal(_Model):
+    """A literal; `type` says how it was written (a duration's value is in milliseconds)."""
+
+    kind: t.Literal["literal"] = "literal"
+    value: Scalar
+    type: t.Literal["string", "int", "float", "bool", "duration"]
+
+
+class Path(_Model):
+    """A value read at run time: `root` is a built-in root, `input`, `step` or `fact`.
+
+    For `step` the first part is the step name; for `fact` it is the declared fact (`workspace.
+    root`), the remaining parts read inside it.
+    """
+
+    kind: t.Literal["path"] = "path"
+    root: t.Literal[
+        "actor", "task", "env", "resource", "tool", "args", "call", "input", "step", "fact"
+    ]
+    parts: tuple[str, ...] = ()
+
+
+class EnumMember(_Model):
+    """A bare name compared with an enum-typed operand (`high`, `external`, `approve`)."""
+
+    kind: t.Literal["enum_member"] = "enum_member"
+    name: str
+
+
+class FactCall(_Model):
+    """`connected(connection)` or `running(runtime)`."""
+
+    kind: t.Literal["fact_call"] = "fact_call"
+    func: t.Literal["connected", "running"]
+    name: str
+
+
+class ListValue(_Model):
+    kind: t.Literal["list"] = "list"
+    items: tuple[Value, ...] = ()
+
+
+class RecordValue(_Model):
+    kind: t.Literal["record"] = "record"
+    fields: dict[str, Value] = _Field(default_factory=dict)
+
+
+class Compare(_Model):
+    kind: t.Literal["compare"] = "compare"
+    op: t.Literal["==", "!=", "<", "<=", ">", ">=", "in", "has", "matches", "startswith", "within"]
+    left: Value
+    right: Value
+
+
+class And(_Model):
+    kind: t.Literal["and"] = "and"
+    items: tuple[Condition, ...]
+
+
+class Or(_Model):
+    kind: t.Literal["or"] = "or"
+    items: tuple[Condition, ...]
+
+
+class Not(_Model):
+    kind: t.Literal["not"] = "not"
+    item: Condition
+
+
+Value = Annotated[
+    Literal | Path | EnumMember | FactCall | ListValue | RecordValue,
+    _Field(discriminator="kind"),
+]
+Condition = Annotated[
+    Compare | And | Or | Not | Literal | Path | EnumMember | FactCall | ListValue | RecordValue,
+    _Field(discriminator="kind"),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+
+
+class Operation(_Model):
+    """One operation of a tool: a call's `tool.risk` and `tool.effects` are its operation's."""
+
+    name: str
+    summary: str | None = None
+    use_when: str | None = None
+    not_for: str | None = None
+    effects: tuple[EffectWord, ...] = ()
+    risk: Risk = "low"
+    timeout_ms: int | None = None
+    input: Schema | None = None
+    """Fields this operation adds (also merged into the tool's input as optional fields)."""
+    origin: SourceRef | None = None
+
+
+class Tool(_Model):
+    id: str
+    kind: ToolKind = "public"
+    wire_name: str
+    version: int = 1
+    summary: str | None = None
+    use_when: str | None = None
+    not_for: str | None = None
+    effects: tuple[EffectWord, ...] = ()
+    """Sorted; for a tool with operations, the union of theirs."""
+    risk: Risk = "low"
+    """Declared, defaulted (low when nothing is written or sent, medium otherwise), or for a
+    tool with operations the highest operation risk."""
+    timeout_ms: int | None = None
+    packs: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    replaced_by: str | None = None
+    provided_by: str | None = None
+    mcp_server: str | None = None
+    skill: str | None = None
+    input: Schema = _Field(default_factory=Schema)
+    output: Schema | None = None
+    requires: Condition | None = None
+    operations: dict[str, Operation] = _Field(default_factory=dict)
+    module: str = ""
+    origin: SourceRef | None = None
+
+
+class McpServer(_Model):
+    id: str
+    transport: t.Literal["stdio", "http", "sse", "websocket"]
+    command: str | None = None
+    """The command (stdio) or the URL (http, sse, websocket)."""
+    summary: str | None = None
+    tools: tuple[str, ...] = ()
+    origin: SourceRef | None = None
+
+
+class Connection(_Model):
+    name: str
+    description: str | None = None
+    origin: SourceRef | None = None
+
+
+class Runtime(_Model):
+    name: str
+    description: str | None = None
+    origin: SourceRef | None = None
+
+
+class Fact(_Model):
+    name: str
+    type: Type
+    description: str | None = None
+    origin: SourceRef | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Surfaces and policies
+
+
+class Selector(_Model):
+    """A tool selector.
+
+    `id` (value: a tool id), `glob` (value: the prefix before `*`), `all`, `module` (value: the
+    module; `tools`: its public tools), `pack`, `kind`, `risk` (`op` and a level), `effects`
+    (an effect the tool has).
+    """
+
+    kind: t.Literal["id", "glob", "all", "module", "pack", "kind", "risk", "effects"]
+    value: str = ""
+    op: str | None = None
+    tools: tuple[str, ...] = ()
+    text: str = ""
+    """As written, for traces and messages."""
+
+
+class Rank(_Model):
+    recall: t.Literal["embedding", "lexical"] = "embedding"
+    top: int = 60
+    rerank: t.Literal["hybrid", "dense", "lexical"] = "hybrid"
+    prefer: tuple[str, ...] = ()
+
+
+class Surface(_Model):
+    name: str
+    summary: str | None = None
+    expose: tuple[Selector, ...] = ()
+    hide: tuple[Selector, ...] = ()
+    limit: int = 20
+    rank: Rank = _Field(default_factory=Rank)
+    origin: SourceRef | None = None
+
+
+class Approver(_Model):
+    kind: t.Literal["role", "user"]
+    value: str
+
+
+class Grant(_Model):
+    scope: t.Literal["once", "task", "class"]
+    ttl_ms: int
+    selector: Selector | None = None
+    condition: Condition | None = None
+
+
+class Rule(_Model):
+    label: str
+    """`policy.label`, or `policy#N` for an unlabeled rule (N: its position in its policy)."""
+    policy: str
+    """The qualified name of the policy that declares it (an included one, after expansion)."""
+    effect: Effect
+    selectors: tuple[Selector, ...]
+    condition: Condition | None = None
+    approvers: tuple[Approver, ...] = ()
+    grant: Grant | None = None
+    reason: str | None = None
+    instead: str | None = None
+    origin: SourceRef | None = None
+
+
+class DefaultDecision(_Model):
+    """A policy's `default`: an effect with its options, or a risk table (qualified name)."""
+
+    effect: Effect | None = None
+    table: str | None = None
+    approvers: tuple[Approver, ...] = ()
+    grant: Grant | None = None
+    reason: str | None = None
+    instead: str | None = None
+    origin: SourceRef | None = None
+
+
+class Policy(_Model):
+    name: str
+    summary: str | None = None
+    default: DefaultDecision | None = None
+    includes: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    """In text order, each `include` expanded in place."""
+    origin: SourceRef | None = None
+
+
+class RiskEntry(_Model):
+    effect: Effect
+    approvers: tuple[Approver, ...] = ()
+    grant: Grant | None = None
+    reason: str | None = None
+    instead: str | None = None
+    origin: SourceRef | None = None
+
+
+class RiskTable(_Model):
+    name: str
+    entries: dict[Risk, RiskEntry] = _Field(default_factory=dict)
+    origin: SourceRef | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Skills, agents, workflows, tests
+
+
+class Subagent(_Model):
+    name: str
+    tools: tuple[str, ...] = ()
+    persona: str | None = None
+    summary: str | None = None
+    origin: SourceRef | None = None
+
+
+class Skill(_Model):
+    name: str
+    summary: str | None = None
+    use_when: str | None = None
+    profile: str | None = None
+    private_tools: tuple[str, ...] = ()
+    subagents: dict[str, Subagent] = _Field(default_factory=dict)
+    origin: SourceRef | None = None
+
+
+class Agent(_Model):
+    name: str
+    persona: str | None = None
+    summary: str | None = None
+    surface: str | None = None
+    policy: str | None = None
+    delegates: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()
+    origin: SourceRef | None = None
+
+
+class FailureAction(_Model):
+    kind: t.Literal["retry", "compensate", "escalate"]
+    count: int | None = None
+    backoff_ms: int | None = None
+    step: str | None = None
+    approver: Approver | None = None
+
+
+class Step(_Model):
+    name: str
+    kind: t.Literal["call", "delegate", "decide", "gate"]
+    tool: str | None = None
+    args: dict[str, Value] = _Field(default_factory=dict)
+    agent: str | None = None
+    goal: str | None = None
+    context: tuple[Value, ...] = ()
+    output: Schema | None = None
+    question: str | None = None
+    options: tuple[str, ...] = ()
+    by: Approver | None = None
+    timeout_ms: int | None = None
+    default: str | None = None
+    condition: Condition | None = None
+    after: tuple[str, ...] = ()
+    """Steps named in `after`."""
+    depends_on: tuple[str, ...] = ()
+    """Sorted: `after` plus the steps read in arguments, context, `when` and a gate condition."""
+    when: Condition | None = None
+    compensation: bool = False
+    on_failure: tuple[FailureAction, ...] = ()
+    origin: SourceRef | None = None
+
+
+class Workflow(_Model):
+    name: str
+    summary: str | None = None
+    agent: str | None = None
+    policy: str | None = None
+    input: Schema | None = None
+    steps: tuple[Step, ...] = ()
+    origin: SourceRef | None = None
+
+
+class Expectation(_Model):
+    effect: Effect
+    approver: Approver | None = None
+    rule: str | None = None
+    reason: str | None = None
+
+
+class SpecTest(_Model):
+    name: str
+    policy: str | None = None
+    agent: str | None = None
+    tool: str | None = None
+    args: dict[str, JsonValue] = _Field(default_factory=dict)
+    actor: dict[str, JsonValue] | None = None
+    resource: dict[str, JsonValue] | None = None
+    facts: dict[str, JsonValue] | None = None
+    task: dict[str, JsonValue] | None = None
+    env: dict[str, JsonValue] | None = None
+    execution: dict[str, JsonValue] | None = None
+    expect: Expectation | None = None
+    origin: SourceRef | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec
+
+
+class Spec(_Model):
+    """A whole checked build. Module-scoped kinds are keyed `module.name` (`std.risk.defaults`);
+    names of the root module (`root_module`) may also be referenced unqualified."""
+
+    name: str
+    root_module: str
+    version: str | None = None
+    summary: str | None = None
+    tools: dict[str, Tool] = _Field(default_factory=dict)
+    mcp_servers: dict[str, McpServer] = _Field(default_factory=dict)
+    connections: dict[str, Connection] = _Field(default_factory=dict)
+    runtimes: dict[str, Runtime] = _Field(default_factory=dict)
+    facts: dict[str, Fact] = _Field(default_factory=dict)
+    surfaces: dict[str, Surface] = _Field(default_factory=dict)
+    policies: dict[str, Policy] = _Field(default_factory=dict)
+    risk_tables: dict[str, RiskTable] = _Field(default_factory=dict)
+    skills: dict[str, Skill] = _Field(default_factory=dict)
+    agents: dict[str, Agent] = _Field(default_factory=dict)
+    workflows: dict[str, Workflow] = _Field(default_factory=dict)
+    tests: dict[str, SpecTest] = _Field(default_factory=dict)
+
+    def qualified(self, name: str) -> str:
+        """`name` as a key: a root-module name written unqualified gets its module prefix."""
+        return name if "." in name else f"{self.root_module}.{name}"
+
+    def policy(self, name: str) -> Policy | None:
+        return self.policies.get(name) or self.policies.get(self.qualified(name))
+
+    def to_json(self) -> str:
+        """Canonical JSON: sorted keys, no whitespace, UTF-8 text kept as is."""
+        return json.dumps(
+            self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Spec:
+        return cls.model_validate_json(text)
+
+    def content_hash(self) -> str:
+        """SHA-256 of the canonical JSON: the policy version recorded in decision logs."""
+        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+
+
+for _cls in (Type, ListValue, RecordValue, Compare, And, Or, Not, Grant, Tool, Step, Spec):
+    _cls.model_rebuild()
