@@ -230,7 +230,19 @@ class _Builder:
         return core
 
     def type_name(self, c):
-        return s.TypeRef(str(c[0]), span=self._span(c))
+        node = s.TypeRef(str(c[0]), span=self._span(c))
+        if node.name == "object":
+            # `{ … }` is the object type; the word would read as an object with no fields
+            self.diagnostics.append(
+                Diagnostic.make(
+                    "H301",
+                    "unknown type `object`",
+                    node.span,
+                    "not a type name",
+                    help="write the object's fields inline: `{ name: string, count: int }`",
+                )
+            )
+        return node
 
     def type_list(self, c):
         return s.TypeRef("list", (c[2],), span=self._span(c))
@@ -328,7 +340,9 @@ class _Builder:
         return s.EffectsSelector(self._name(c[2]), span=self._span(c))
 
     def options(self, c):
-        return _Options(self._nodes(c))
+        block = _Options(self._nodes(c))
+        block.span = self._span(c)  # from `{` to `}`: the rule's span ends at the brace
+        return block
 
     def approver(self, c):
         return s.Approver(str(c[1]), c[2], span=self._span(c))
@@ -560,6 +574,8 @@ _DECLARATIONS = (
 class _Options(tuple):
     """An option block `{ … }` while it travels up to its rule (a tuple, but marked)."""
 
+    span: Span
+
 
 @dataclass(frozen=True, slots=True)
 class _Tail:
@@ -574,6 +590,8 @@ class _Tail:
 def _start(node: Any) -> int:
     if isinstance(node, Tok):
         return node.start_pos or 0
+    if isinstance(node, _Options):
+        return node.span.start
     if isinstance(node, tuple):
         return _start(node[0]) if node else 0
     return node.span.start
@@ -582,7 +600,9 @@ def _start(node: Any) -> int:
 def _end(node: Any) -> int:
     if isinstance(node, Tok):
         return node.end_pos or 0
-    if isinstance(node, _Options | tuple):
+    if isinstance(node, _Options):
+        return node.span.end
+    if isinstance(node, tuple):
         return _end(node[-1]) if node else 0
     return node.span.end
 

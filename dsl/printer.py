@@ -18,7 +18,8 @@ where the source had blank lines, so formatting is idempotent and never changes 
   with a trailing comma; records and object types go one entry per line without commas.
   A step keeps its tails (`after`, `when`, `compensation`) on its first line when it fits, on
   continuation lines two levels deeper when only its action fits, and otherwise breaks the
-  call's arguments and keeps the tails after the closing `)`.
+  call's arguments and keeps the tails after the closing `)`. Continuation lines of a `gate`
+  condition, a `delegate` goal, a `decide` question and a test's name are two levels deeper.
 - Option blocks (rule and `default` options, risk table entries, `operation`, step blocks,
   `rank`, `subagent`) print on one line as `{ a; b }` exactly when they hold at most two items,
   each a simple attribute (no nested block: not a schema, operation or tool), no comment is
@@ -32,9 +33,10 @@ where the source had blank lines, so formatting is idempotent and never changes 
   stay as written. Comma lists print with `, `; `effects` names with spaces.
 - Comments are never lost. A comment on a line of its own leads the next item of its block, or
   stays at the end of the block when no item follows; a comment after an item on the same line
-  trails it, two spaces after it; a comment inside a construct that cannot hold it (a condition,
-  call arguments, a block header) moves to a line of its own before that construct's item.
-  A comment's trailing whitespace is dropped.
+  trails it, two spaces after it (trailing comments of consecutive lines at one indentation
+  start in one column, two spaces after the longest of those lines); a comment inside a
+  construct that cannot hold it (a condition, call arguments, a block header) moves to a line
+  of its own before that construct's item. A comment's trailing whitespace is dropped.
 
 `format_source` proves each result: it parses the output again and refuses (H901) unless the
 tree and the comments are unchanged.
@@ -388,20 +390,6 @@ class _Comments:
     def _blank(self, start: int, end: int) -> bool:
         return start < end and _BLANK_LINE.search(self.text, start, end) is not None
 
-    def _skip(self, pos: int) -> int:
-        """The offset of the next token at or after `pos` (skipping spaces, `;` and comments)."""
-        text = self.text
-        while pos < len(text):
-            ch = text[pos]
-            if ch == "#":
-                newline = text.find("\n", pos)
-                pos = len(text) if newline == -1 else newline
-            elif ch.isspace() or ch == ";":
-                pos += 1
-            else:
-                break
-        return pos
-
     def _after_open_brace(self, pos: int) -> bool:
         """Whether the last token before `pos` (a comment's start) is `{`."""
         i = pos  # the end of what is looked at
@@ -416,43 +404,9 @@ class _Comments:
         return False
 
     def extent(self, node: Any) -> tuple[int, int]:
-        """Start and end offsets of a unit, its closing `}` included.
-
-        Rules, defaults and risk entries end their span at their last option (and at offset 0
-        when the option block is empty), so the end is found in the text.
-        """
+        """Start and end offsets of a unit (a block's span includes its closing `}`)."""
         span = node.span
-        if isinstance(node, s.Rule | s.Default | s.RiskEntry) and node.options is not None:
-            if node.options:
-                base = max(span.end, self.extent(node.options[-1])[1])
-            elif isinstance(node, s.Rule):
-                ends = [sel.span.end for sel in node.selectors]
-                if node.when is not None:
-                    ends.append(node.when.span.end)
-                base = max([span.start, *ends])
-            elif isinstance(node, s.Default):
-                if node.table is not None:
-                    base = node.table.span.end
-                else:
-                    base = self._word_end(self._skip(span.start + len("default")))
-            else:
-                base = self._word_end(self._skip(node.level.span.end))
-            if not node.options:
-                pos = self._skip(base)
-                if pos < len(self.text) and self.text[pos] == "{":
-                    base = pos + 1
-            pos = self._skip(base)
-            if pos < len(self.text) and self.text[pos] == "}":
-                return span.start, pos + 1
-            return span.start, max(span.start, base)
         return span.start, max(span.start, span.end)
-
-    def _word_end(self, pos: int) -> int:
-        while pos < len(self.text) and (self.text[pos].isalnum() or self.text[pos] in "_."):
-            pos += 1
-        return pos
-
-    # -- attachment ------------------------------------------------------------------------
 
     def _attach(
         self, container: Any, units: Sequence[Any], comments: list[s.Comment], start: int
