@@ -1,6 +1,6 @@
 """The compiler's table of contents: each command runs a prefix of these stages, in order.
 
-read → parse → resolve → lower → (validate → analyse → lint → plan → render → write, later stages)
+read → parse → resolve → lower → validate → graph → analyse → (lint → plan → render → write)
 
 A stage that reports errors ends the run, so later stages may assume valid input; inside a
 stage every error is collected.
@@ -18,7 +18,8 @@ from harnessc.dsl.source import Source
 from harnessc.dsl.syntax import Module
 from harnessc.runtime.model import Spec
 
-from . import lower, resolve
+from . import graph, lower, resolve, validate
+from .analysis.policy import PolicyAnalysis, analyse_policies
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class CheckResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     resolution: resolve.Resolution | None = None
     model: Spec | None = None
+    analysis: PolicyAnalysis | None = None
 
     @property
     def ok(self) -> bool:
@@ -67,4 +69,13 @@ def check(paths: list[str | Path]) -> CheckResult:
     lowered = lower.lower_program(result.resolution)
     result.model = lowered.spec
     result.diagnostics.extend(lowered.diagnostics)
+    if result.model is None or not result.ok:
+        return result
+    # needs the typed model: both stages read it, neither changes it
+    result.diagnostics.extend(validate.validate_spec(result.model, result.resolution))
+    result.diagnostics.extend(graph.check_workflows(result.model, result.resolution))
+    if not result.ok:
+        return result
+    # needs a valid model: analysis reasons about conditions that type-check
+    result.analysis = analyse_policies(result.model)
     return result

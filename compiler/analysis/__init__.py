@@ -1,0 +1,1 @@
+"""Policy reasoning: exact analysis of rules (shadowing, satisfiability, overlap, witnesses)."""
