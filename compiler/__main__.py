@@ -1,0 +1,7 @@
+"""`python -m harnessc.compiler`: the `harnessc` command line."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

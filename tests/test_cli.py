@@ -1,0 +1,112 @@
+"""The command line as a user runs it: outputs, files written, exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from harnessc.compiler import cli, pipeline
+from harnessc.compiler.cli import main
+
+MESSY = 'tool   change.create {summary "Create a change."; effects write;input{service:string}}\n'
+CANONICAL = (
+    "tool change.create {\n"
+    '  summary "Create a change."\n'
+    "  effects write\n"
+    "  input { service: string }\n"
+    "}\n"
+)
+
+
+def spec(tmp_path: Path, text: str, name: str = "spec.harness") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_check_clean_spec_exits_0(tmp_path: Path, capsys) -> None:
+    assert main(["check", str(spec(tmp_path, CANONICAL))]) == 0
+    assert "checked 1 file: no errors" in capsys.readouterr().err
+    assert main(["check", "-q", str(spec(tmp_path, CANONICAL))]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_fmt_rewrites_in_place(tmp_path: Path, capsys) -> None:
+    path = spec(tmp_path, MESSY)
+    assert main(["fmt", str(path)]) == 0
+    assert path.read_text(encoding="utf-8") == CANONICAL
+    assert "reformatted" in capsys.readouterr().out
+    assert main(["fmt", str(path)]) == 0  # idempotent: nothing to do the second time
+    assert "reformatted" not in capsys.readouterr().out
+
+
+def test_fmt_check_lists_files_and_exits_1_without_writing(tmp_path: Path, capsys) -> None:
+    messy, clean = spec(tmp_path, MESSY, "a.harness"), spec(tmp_path, CANONICAL, "b.harness")
+    assert main(["fmt", "--check", str(messy), str(clean)]) == 1
+    out = capsys.readouterr().out
+    assert "would reformat" in out and "a.harness" in out and "b.harness" not in out
+    assert messy.read_text(encoding="utf-8") == MESSY
+    assert main(["fmt", "--check", str(clean)]) == 0
+
+
+def test_fmt_diff_prints_a_unified_diff(tmp_path: Path, capsys) -> None:
+    path = spec(tmp_path, MESSY)
+    assert main(["fmt", "--diff", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("--- a/") and "+  effects write" in out
+    assert path.read_text(encoding="utf-8") == MESSY
+
+
+def test_fmt_refuses_a_file_with_syntax_errors(tmp_path: Path, capsys) -> None:
+    path = spec(tmp_path, 'tool t {\n  sumary "x"\n}\n')
+    assert main(["fmt", str(path)]) == 1
+    assert "error[H106]" in capsys.readouterr().err
+    assert path.read_text(encoding="utf-8") == 'tool t {\n  sumary "x"\n}\n'
+
+
+def test_debug_tokens_and_tree(tmp_path: Path, capsys) -> None:
+    path = spec(tmp_path, 'connection github "GitHub"  # linked\n')
+    assert main(["debug", "tokens", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == '1:1\tCONNECTION\t"connection"'
+    assert lines[1] == '1:12\tNAME\t"github"'
+    assert lines[-1] == '1:29\tCOMMENT\t"# linked"'
+    assert main(["debug", "tree", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Connection @1:1" in out and "text: 'github'" in out
+
+
+def test_explain_by_code_and_slug(capsys) -> None:
+    assert main(["explain", "H102"]) == 0
+    assert capsys.readouterr().out.startswith("H102 unclosed-block (error)")
+    assert main(["explain", "unknown-name"]) == 0
+    assert capsys.readouterr().out.startswith("H201 unknown-name")
+    assert main(["explain", "H1O2"]) == 2
+    assert "unknown diagnostic code `H1O2`" in capsys.readouterr().err
+
+
+def test_an_internal_error_is_a_diagnostic_not_a_traceback(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(paths):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "check", broken)
+    monkeypatch.delenv("HARNESSC_DEBUG", raising=False)
+    assert cli.main(["check", str(spec(tmp_path, CANONICAL))]) == 1
+    err = capsys.readouterr().err
+    assert "error[H901]: internal error: RuntimeError: boom" in err
+    assert "Traceback" not in err
+
+
+def test_console_script_runs(tmp_path: Path) -> None:
+    path = spec(tmp_path, CANONICAL)
+    done = subprocess.run(
+        [sys.executable, "-m", "harnessc.compiler", "check", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
