@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harnessc.dsl.codes import BY_SLUG, CODES
-from harnessc.dsl.diagnostics import Diagnostic, has_errors, print_diagnostics
+from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors, print_diagnostics
 from harnessc.dsl.files import display_path, read_source
 
 from harnessc import __version__
@@ -25,6 +25,9 @@ from . import pipeline
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 _IO_CODES = {"H001", "H002", "H007"}
 FORMATS = ("human", "plain", "json")
+# check and lint also speak the CI formats; they go to standard output, like json
+REPORT_FORMATS = (*FORMATS, "sarif", "github")
+MACHINE_FORMATS = ("json", "sarif", "github")
 
 
 def _exit_code(diagnostics: Sequence[Diagnostic]) -> int:
@@ -36,12 +39,33 @@ def _exit_code(diagnostics: Sequence[Diagnostic]) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     result = pipeline.check(args.files)
     print_diagnostics(
-        result.diagnostics, args.format, sys.stdout if args.format == "json" else None
+        result.diagnostics, args.format, sys.stdout if args.format in MACHINE_FORMATS else None
     )
     code = _exit_code(result.diagnostics)
-    if code == EXIT_OK and args.format != "json" and not args.quiet:
+    if code == EXIT_OK and args.format not in MACHINE_FORMATS and not args.quiet:
         checked = len(result.files)
         sys.stderr.write(f"checked {checked} file{'s' if checked != 1 else ''}: no errors\n")
+    return code
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from .config import ConfigError, load_config
+
+    try:
+        config = load_config(args.files).extended(args.select, args.ignore)
+    except ConfigError as error:
+        sys.stderr.write(f"harnessc: {error}\n")
+        return EXIT_USAGE
+    result = pipeline.lint(args.files, config)
+    machine = args.format in MACHINE_FORMATS
+    print_diagnostics(result.diagnostics, args.format, sys.stdout if machine else None)
+    code = _exit_code(result.diagnostics)
+    warnings = sum(d.severity is Severity.WARNING for d in result.diagnostics)
+    if code == EXIT_OK and args.strict and warnings:
+        code = EXIT_ERRORS
+    if not result.diagnostics and not machine and not args.quiet:
+        linted = len(result.files)
+        sys.stderr.write(f"linted {linted} file{'s' if linted != 1 else ''}: no findings\n")
     return code
 
 
@@ -116,6 +140,26 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_test(args: argparse.Namespace) -> int:
+    from .testing import print_run, run_test_files
+
+    runs = run_test_files(args.files, args.k)
+    diagnostics = [d for run in runs for d in run.diagnostics]
+    if diagnostics or args.format != "json":
+        print_diagnostics(diagnostics, args.format)
+    code = _exit_code(diagnostics)
+    if code == EXIT_USAGE:
+        return code
+    ran = [run for run in runs if run.outcomes or run.incomplete]
+    if args.k is not None and not ran:
+        sys.stderr.write(f"harnessc: no test matches `{args.k}`\n")
+        return EXIT_ERRORS
+    if ran or code == EXIT_OK:
+        print_run(ran, args.format)
+    failed = any(run.failed for run in runs)
+    return EXIT_ERRORS if failed or code != EXIT_OK else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harnessc",
@@ -126,9 +170,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="parse and check specs; report diagnostics")
     check.add_argument("files", nargs="+", metavar="FILE")
-    check.add_argument("--format", choices=FORMATS, default="human")
+    check.add_argument("--format", choices=REPORT_FORMATS, default="human")
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing when clean")
     check.set_defaults(run=cmd_check)
+
+    lint = sub.add_parser("lint", help="check specs, then report lint warnings and notes")
+    lint.add_argument("files", nargs="+", metavar="FILE")
+    lint.add_argument("--format", choices=REPORT_FORMATS, default="human")
+    lint.add_argument(
+        "--strict", action="store_true", help="exit 1 on warnings too (notes never fail)"
+    )
+    lint.add_argument(
+        "--select",
+        action="append",
+        metavar="CODES",
+        help="report only these codes or prefixes (comma-separated; replaces the config's)",
+    )
+    lint.add_argument(
+        "--ignore",
+        action="append",
+        metavar="CODES",
+        help="never report these codes or prefixes (comma-separated; adds to the config's)",
+    )
+    lint.add_argument("-q", "--quiet", action="store_true", help="print nothing when clean")
+    lint.set_defaults(run=cmd_lint)
 
     fmt = sub.add_parser("fmt", help="rewrite specs in the canonical layout")
     fmt.add_argument("files", nargs="+", metavar="FILE")
@@ -146,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="explain a diagnostic code (`H201` or `unknown-name`)")
     explain.add_argument("code", metavar="CODE")
     explain.set_defaults(run=cmd_explain)
+
+    test = sub.add_parser("test", help="run the `test` blocks of specs against their policies")
+    test.add_argument("files", nargs="+", metavar="FILE")
+    test.add_argument("-k", metavar="PATTERN", help="run only tests whose name contains PATTERN")
+    test.add_argument("--format", choices=FORMATS, default="human")
+    test.set_defaults(run=cmd_test)
     return parser
 
 

@@ -1,13 +1,1273 @@
-"""Stage validate: the cross-layer errors of language.md §12 over the typed model."""
+"""Stage validate: the cross-layer errors of language.md §12 over the typed model.
+
+Runs on a build that lowered without errors. The model says what each tool is (kind, schema,
+risk, packs, skill); the syntax trees, reached through the resolution, say where each use was
+written, so every diagnostic underlines the text a user wrote. Checks, by layer:
+
+- surfaces: legacy, primitive and private tools named by id (H320), MCP globs over servers the
+  build does not declare (H321), `expose` selectors that select no public tool (H322);
+- availability: `requires` reading `args` or `call` (H323);
+- conditions: unknown fields of roots and facts (H324), incompatible operand types (H325),
+  operators applied to values they do not take (H326), arguments no selected tool has (H327),
+  bare names and strings that are not members of the enum beside them (H328);
+- policies: ASK without approver (H329), DENY without reason (H330);
+- delegation and skills: chains deeper than one (H331), private tools used outside their skill
+  (H332), subagents listing tools they may not call (H333).
+
+`delegate_task` on a surface and a grant without `ttl` never get here: resolve (H206) and the
+parser (H101) reject them. Work is linear in the spec: tools are indexed by id, pack, kind,
+effect, module and argument name once, each distinct selector is compiled once, and a rule's
+selection is computed only when its condition reads `args`.
+"""
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
-from harnessc.runtime.model import Spec
+from harnessc.dsl.source import Span
+from harnessc.runtime import model as m
 
-from .resolve import Resolution
+from .lower import module_name
+from .modules import head_span
+from .resolve import BUILTIN_ROOTS, Module, Resolution
+from .suggest import did_you_mean
+
+__all__ = ["validate_spec"]
+
+PUBLIC_KINDS = frozenset({"public", "dynamic", "mcp"})
+KIND_WORDS = {
+    "legacy": "legacy tool",
+    "primitive": "primitive tool",
+    "private": "skill-private tool",
+    "public": "public tool",
+    "dynamic": "dynamic tool",
+    "mcp": "MCP tool",
+}
+ORDER_OPS = frozenset({"<", "<=", ">", ">="})
+SHOWN_VALUES = 8
 
 
-def validate_spec(spec: Spec, resolution: Resolution) -> list[Diagnostic]:
+# =============================================================================================
+# Types of condition operands
+
+
+@dataclass(frozen=True, slots=True)
+class Ty:
+    """The type of an operand.
+
+    `name` is a schema type name, `set` (of effects), `any` (open or unknown: never an error),
+    `bare` (a bare name, `lit` holding it) or `union` (an argument whose type differs between
+    the selected tools). An `object` with `open` reads unknown fields as `any`.
+    """
+
+    name: str
+    item: Ty | None = None
+    values: tuple[str, ...] = ()
+    fields: tuple[tuple[str, Ty], ...] = ()
+    open: bool = False
+    lit: str | None = None
+    owner: str = ""
+    """For an enum: what a member is, as a message says it (`a risk level`)."""
+    options: tuple[Ty, ...] = ()
+
+    def field(self, name: str) -> Ty | None:
+        for key, ty in self.fields:
+            if key == name:
+                return ty
+        return None
+
+
+ANY = Ty("any")
+STRING = Ty("string")
+BOOL = Ty("bool")
+STRINGISH = frozenset({"string", "path", "url", "enum"})
+NUMBERS = frozenset({"int", "float"})
+COLLECTIONS = frozenset({"object", "map", "list", "set"})
+
+
+def _object(fields: dict[str, Ty], open: bool = False) -> Ty:
+    return Ty("object", fields=tuple(fields.items()), open=open)
+
+
+RISK = Ty("enum", values=m.RISK_LEVELS, owner="a risk level")
+EFFECT = Ty("enum", values=m.EFFECTS, owner="an effect")
+ROOT_TYPES: dict[str, Ty] = {
+    "actor": _object(
+        {
+            "user": STRING,
+            "role": STRING,
+            "roles": Ty("list", item=STRING),
+            "tenant": STRING,
+            "agent": STRING,
+            "session": STRING,
+        }
+    ),
+    "task": _object({"id": STRING, "stage": STRING, "purpose": STRING}, open=True),
+    "env": _object({}, open=True),
+    "resource": _object({}, open=True),
+    "tool": _object(
+        {
+            "id": STRING,
+            "kind": Ty("enum", values=m.TOOL_KINDS, owner="a tool kind"),
+            "version": Ty("int"),
+            "risk": RISK,
+            "effects": Ty("set", item=EFFECT),
+            "tags": Ty("list", item=STRING),
+        }
+    ),
+    "call": _object(
+        {
+            "tool_call_id": STRING,
+            "cwd": Ty("path"),
+            "env": Ty("map", item=STRING),
+            "timeout": Ty("duration"),
+            "target": STRING,
+            "provenance": STRING,
+        }
+    ),
+}
+
+
+def type_of(t: m.Type, owner: str = "") -> Ty:
+    """The operand type of a schema type (optional or not: absence is a lint, not a type)."""
+    if t.name == "enum":
+        return Ty("enum", values=t.values, owner=owner)
+    if t.name in ("list", "map"):
+        return Ty(t.name, item=type_of(t.item) if t.item else ANY)
+    if t.name == "object":
+        return _object({f.name: type_of(f.type) for f in t.fields})
+    return Ty(t.name)
+
+
+def schema_type(schema: m.Schema | None) -> Ty:
+    """A step's value: its schema's fields (unknown ones are the workflow checks' concern)."""
+    if schema is None:
+        return ANY
+    return _object({f.name: type_of(f.type) for f in schema.fields}, open=True)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _type_name(ty: Ty) -> str:
+    if ty.name in ("list", "map"):
+        return f"{ty.name}<{_type_name(ty.item or ANY)}>"
+    return ty.name
+
+
+def describe(ty: Ty) -> str:
+    """`an \\`int\\``, `a risk level`, `a string`: how a message names a type."""
+    if ty.name == "any":
+        return "a value"
+    if ty.name == "union":
+        return " or ".join(dict.fromkeys(describe(o) for o in ty.options))
+    if ty.name == "string" and ty.lit is not None:
+        return "a string"
+    if ty.name == "enum":
+        return ty.owner or "an enum value"
+    if ty.name == "set":
+        return "a set of effects"
+    if ty.name == "object":
+        return "an object"
+    if ty.name == "bare":
+        return "a bare name"
+    name = _type_name(ty)
+    return f"{_article(name)} `{name}`"
+
+
+def _values(values: Sequence[str]) -> str:
+    shown = ", ".join(f"`{v}`" for v in values[:SHOWN_VALUES])
+    return shown + (f" and {len(values) - SHOWN_VALUES} more" if len(values) > SHOWN_VALUES else "")
+
+
+# =============================================================================================
+# Selections of tools
+
+
+class _All:
+    """Every tool of the build (`*`): kept symbolic so a wildcard costs nothing to select."""
+
+    def __repr__(self) -> str:
+        return "ALL"
+
+
+ALL = _All()
+Selection = frozenset[str] | _All
+
+
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    """A finding about one comparison, before we know it is not excused by another option."""
+
+    code: str
+    message: str
+    span: Span
+    label: str
+    help: str | None = None
+
+
+@dataclass
+class _Operand:
+    node: object
+    ty: Ty
+    span: Span
+    text: str
+
+
+@dataclass
+class _Context:
+    """Where a condition is read: what `args` selects, and in a workflow its steps and input."""
+
+    module: Module
+    kind: str
+    """`rule`, `grant`, `requires` or `workflow`."""
+    selectors: tuple[s.Selector, ...] | None = None
+    """What `args` reads from; None where there is no call (`requires`, workflows)."""
+    what: str = "rule"
+    """How a message names the selection's owner (`rule`, `grant`)."""
+    steps: dict[str, m.Step] = field(default_factory=dict)
+    input: m.Schema | None = None
+
+
+class _Validator:
+    def __init__(self, spec: m.Spec, resolution: Resolution) -> None:
+        self.spec = spec
+        self.res = resolution
+        self.diagnostics: list[Diagnostic] = []
+        self.names = {mod.key: module_name(mod) for mod in resolution.modules}
+        self.root = spec.root_module
+        tools = spec.tools
+        self.ids = sorted(tools)
+        self.by_pack: dict[str, set[str]] = {}
+        self.by_kind: dict[str, set[str]] = {}
+        self.by_effect: dict[str, set[str]] = {}
+        self.by_module: dict[str, set[str]] = {}
+        self.risks: dict[str, frozenset[str]] = {}
+        for tool_id, tool in tools.items():
+            for pack in tool.packs:
+                self.by_pack.setdefault(pack, set()).add(tool_id)
+            self.by_kind.setdefault(tool.kind, set()).add(tool_id)
+            for effect in tool.effects:
+                self.by_effect.setdefault(effect, set()).add(tool_id)
+            self.by_module.setdefault(tool.module, set()).add(tool_id)
+            self.risks[tool_id] = frozenset(
+                [op.risk for op in tool.operations.values()] or [tool.risk]
+            )
+        self._arguments: dict[str, dict[str, Ty]] | None = None
+        self.selectors: dict[tuple[object, ...], Selection] = {}
+        self.argument_cache: dict[tuple[object, ...], tuple[Ty, ...]] = {}
+        self.public: dict[tuple[object, ...], bool] = {}
+
+    # =========================================================================================
+    # Reporting
+
+    def report(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        label: str = "",
+        *,
+        secondary: Sequence[tuple[Span, str]] = (),
+        notes: Sequence[str] = (),
+        help: str | None = None,
+    ) -> None:
+        self.diagnostics.append(
+            Diagnostic.make(code, message, span, label, secondary=secondary, notes=notes, help=help)
+        )
+
+    def shown(self, qualified: str) -> str:
+        """A module-scoped name as a user of the root module writes it."""
+        return qualified.removeprefix(f"{self.root}.")
+
+    def qualified(self, module: Module, name: str) -> str:
+        return f"{self.names[module.key]}.{name}"
+
+    def symbol_name(self, name: s.Name | s.Pattern) -> str | None:
+        symbol = self.res.references.get(name.span)
+        if symbol is None:
+            return None
+        if symbol.kind in ("tool", "fact", "mcp", "connection", "runtime"):
+            return symbol.name
+        return self.qualified(symbol.module, symbol.name)
+
+    # =========================================================================================
+    # The program
+
+    def run(self) -> list[Diagnostic]:
+        self.profile_users = self.profiles()
+        for module in self.res.modules:
+            for item in module.syntax.items:
+                if isinstance(item, s.Tool):
+                    self.check_tool(module, item)
+                elif isinstance(item, s.Mcp):
+                    for child in item.items:
+                        if isinstance(child, s.Tool):
+                            self.check_tool(module, child)
+                elif isinstance(item, s.Skill):
+                    self.check_skill(module, item)
+                elif isinstance(item, s.Surface):
+                    self.check_surface(module, item)
+                elif isinstance(item, s.Policy):
+                    self.check_policy(module, item)
+                elif isinstance(item, s.RiskTable):
+                    self.check_risk_table(item)
+                elif isinstance(item, s.Agent):
+                    self.check_agent(item)
+                elif isinstance(item, s.Workflow):
+                    self.check_workflow(module, item)
+        return self.diagnostics
+
+    def profiles(self) -> dict[str, set[str]]:
+        """Policy → the skills whose profile is it or includes it."""
+        users: dict[str, set[str]] = {}
+        for skill in self.spec.skills.values():
+            stack = [skill.profile] if skill.profile else []
+            while stack:
+                name = stack.pop()
+                seen = users.setdefault(name, set())
+                if skill.name in seen:
+                    continue
+                seen.add(skill.name)
+                policy = self.spec.policies.get(name)
+                if policy is not None:
+                    stack.extend(policy.includes)
+        return users
+
+    # =========================================================================================
+    # Selectors
+
+    @staticmethod
+    def key(selector: s.Selector, module: Module) -> tuple[object, ...]:
+        if isinstance(selector, s.RiskSelector):
+            return ("risk", selector.op, selector.level.text)
+        if isinstance(selector, s.EffectsSelector):
+            return ("effects", selector.effect.text)
+        return ("pattern", selector.text, module.key)
+
+    def select(self, selector: s.Selector, module: Module) -> Selection:
+        """The tools a selector names (all kinds: policies judge every call); compiled once."""
+        key = self.key(selector, module)
+        found = self.selectors.get(key)
+        if found is None:
+            found = self.selectors[key] = self.compile(selector, module)
+        return found
+
+    def compile(self, selector: s.Selector, module: Module) -> Selection:
+        if isinstance(selector, s.RiskSelector):
+            level = m.risk_rank(selector.level.text)
+            test = {
+                "==": lambda r: r == level,
+                "!=": lambda r: r != level,
+                "<": lambda r: r < level,
+                "<=": lambda r: r <= level,
+                ">": lambda r: r > level,
+                ">=": lambda r: r >= level,
+            }.get(selector.op, lambda r: True)
+            return frozenset(
+                t for t, risks in self.risks.items() if any(test(m.risk_rank(r)) for r in risks)
+            )
+        if isinstance(selector, s.EffectsSelector):
+            return frozenset(self.by_effect.get(selector.effect.text, ()))
+        text = selector.text
+        if text == "*":
+            return ALL
+        if text.startswith("pack:"):
+            return frozenset(self.by_pack.get(text[5:], ()))
+        if text.startswith("kind:"):
+            return frozenset(self.by_kind.get(text[5:], ()))
+        target = self.res.module_globs.get(selector.span)
+        if target is not None:
+            return frozenset(self.by_module.get(self.names[target.key], ()))
+        if "*" in text:
+            prefix = text[: text.index("*")]
+            start = bisect_left(self.ids, prefix)
+            end = start
+            while end < len(self.ids) and self.ids[end].startswith(prefix):
+                end += 1
+            return frozenset(self.ids[start:end])
+        name = self.symbol_name(s.Name(text, span=selector.span))
+        return frozenset([name]) if name in self.spec.tools else frozenset()
+
+    def union(self, selectors: Iterable[s.Selector], module: Module) -> Selection:
+        found: set[str] = set()
+        for selector in selectors:
+            selection = self.select(selector, module)
+            if isinstance(selection, _All):
+                return ALL
+            found |= selection
+        return frozenset(found)
+
+    def public_in(self, selection: Selection) -> bool:
+        tools = self.spec.tools
+        if isinstance(selection, _All):
+            return any(t.kind in PUBLIC_KINDS for t in tools.values())
+        return any(tools[t].kind in PUBLIC_KINDS for t in selection)
+
+    # =========================================================================================
+    # Surfaces
+
+    def check_surface(self, module: Module, node: s.Surface) -> None:
+        for item in node.items:
+            if isinstance(item, s.Expose):
+                for pattern in item.patterns:
+                    if not self.named_tool(pattern, "expose"):
+                        self.check_exposed(pattern, module)
+            elif isinstance(item, s.Hide):
+                for pattern in item.patterns:
+                    self.named_tool(pattern, "hide")
+
+    def named_tool(self, pattern: s.Pattern, where: str) -> bool:
+        """H320 for a non-public tool named by id; True when the pattern is an id."""
+        symbol = self.res.references.get(pattern.span)
+        if symbol is None or symbol.kind != "tool":
+            return False
+        tool = self.spec.tools.get(symbol.name)
+        if tool is None or tool.kind in PUBLIC_KINDS:
+            return True
+        word = KIND_WORDS[tool.kind]
+        if tool.kind == "legacy":
+            if tool.replaced_by and where == "expose":
+                help = f"expose its replacement `{tool.replaced_by}`"
+            elif tool.replaced_by:
+                help = (
+                    "remove it: a legacy tool is never public, so there is nothing to hide "
+                    f"(its replacement is `{tool.replaced_by}`)"
+                )
+            else:
+                help = "remove it: a legacy tool stays registered for old sessions only"
+        elif tool.kind == "primitive":
+            help = "remove it: a primitive tool is called by the runtime, never by a planner"
+        else:
+            help = (
+                f"remove it: only the subagents of skill `{self.shown(tool.skill or '')}` call it"
+            )
+        self.report(
+            "H320",
+            f"{word} `{tool.id}` cannot be named on a surface",
+            pattern.span,
+            f"{_article(word)} {word}, never public",
+            secondary=[(symbol.span, f"declared as {_article(word)} {word} here")],
+            help=help,
+        )
+        return True
+
+    def check_exposed(self, pattern: s.Pattern, module: Module) -> None:
+        text = pattern.text
+        if text.startswith("mcp:") and "*" in text:
+            server = text[4:].split(":", 1)[0]
+            if server and "*" not in server and server not in self.spec.mcp_servers:
+                self.report(
+                    "H321",
+                    f"MCP server `{server}` is not declared in this build",
+                    pattern.span,
+                    "no such MCP server",
+                    help=did_you_mean(server, self.spec.mcp_servers)
+                    or "declare it with `mcp NAME { … }`, or import the module that does",
+                )
+                return
+        selection = self.select(pattern, module)
+        key = self.key(pattern, module)
+        if key not in self.public:
+            self.public[key] = self.public_in(selection)
+        if self.public[key]:
+            return
+        notes: list[str] = []
+        help: str | None = None
+        if text.startswith("kind:") and text[5:] not in PUBLIC_KINDS:
+            help = f"{text[5:]} tools are never public; select public, dynamic or MCP tools"
+        elif text.startswith("pack:"):
+            packs = {
+                p
+                for p, ids in self.by_pack.items()
+                if any(self.spec.tools[t].kind in PUBLIC_KINDS for t in ids)
+            }
+            help = did_you_mean(text[5:], sorted(packs))
+        if isinstance(selection, frozenset) and selection and not text.startswith("kind:"):
+            hidden = sorted(selection)
+            notes.append(
+                "it matches only tools that are never public: "
+                + ", ".join(f"`{t}` ({self.spec.tools[t].kind})" for t in hidden[:SHOWN_VALUES])
+                + (" and more" if len(hidden) > SHOWN_VALUES else "")
+            )
+        self.report(
+            "H322",
+            f"`{text}` selects no public tool",
+            pattern.span,
+            "matches no public tool",
+            notes=notes,
+            help=help or "check the pattern, or remove it",
+        )
+
+    # =========================================================================================
+    # Tools and availability
+
+    def check_tool(self, module: Module, node: s.Tool) -> None:
+        for item in node.items:
+            if isinstance(item, s.Requires):
+                self.check_cond(item.cond, _Context(module, "requires"))
+
+    # =========================================================================================
+    # Policies and risk tables
+
+    def check_policy(self, module: Module, node: s.Policy) -> None:
+        qualified = self.qualified(module, node.name.text)
+        users = self.profile_users.get(qualified, set())
+        for item in node.items:
+            if isinstance(item, s.Default):
+                if item.effect == "ask" and not _has_approver(item.options):
+                    self.report(
+                        "H329",
+                        f"`default ask` of policy `{node.name.text}` names no approver",
+                        head_span(item),
+                        "asks nobody",
+                        help='add `{ approver role "…" }`: someone must be able to approve',
+                    )
+            elif isinstance(item, s.Rule):
+                self.check_rule(module, node, item, users)
+
+    def check_rule(self, module: Module, policy: s.Policy, rule: s.Rule, users: set[str]) -> None:
+        head = Span(
+            rule.span.source,
+            rule.span.start,
+            max(sel.span.end for sel in rule.selectors) if rule.selectors else rule.span.end,
+        )
+        label = (
+            f"`{policy.name.text}.{rule.label.text}`"
+            if rule.label is not None
+            else f"in policy `{policy.name.text}`"
+        )
+        if rule.effect == "ask" and not _has_approver(rule.options):
+            self.report(
+                "H329",
+                f"`ask` rule {label} names no approver",
+                head,
+                "asks nobody",
+                help='add `{ approver role "…" }` (or `approver user "…"`) to the rule',
+            )
+        if rule.effect == "deny" and not _has_option(rule.options, "reason"):
+            self.report(
+                "H330",
+                f"`deny` rule {label} gives no reason",
+                head,
+                "no `reason`",
+                help='add `{ reason "…" }`: the agent and the trace are told why the call was '
+                "refused",
+            )
+        for selector in rule.selectors:
+            if isinstance(selector, s.Pattern):
+                self.private_in_profile(selector, users, policy)
+        if rule.when is not None:
+            self.check_cond(rule.when, _Context(module, "rule", rule.selectors))
+        for option in rule.options or ():
+            if not isinstance(option, s.Grant):
+                continue
+            grant = option
+            if grant.selector is not None:
+                self.private_in_profile(grant.selector, users, policy)
+            if grant.when is None:
+                continue
+            if grant.selector is not None:
+                context = _Context(module, "grant", (grant.selector,), what="grant")
+            else:
+                context = _Context(module, "grant", rule.selectors)
+            self.check_cond(grant.when, context)
+
+    def private_in_profile(self, pattern: s.Pattern, users: set[str], policy: s.Policy) -> None:
+        """H332 for another skill's private tool named in a skill's profile."""
+        if not users:
+            return
+        tool = self.named_private(pattern)
+        if tool is None or tool.skill in users:
+            return
+        other = sorted(users)[0]
+        self.report(
+            "H332",
+            f"`{tool.id}` is private to skill `{self.shown(tool.skill or '')}`",
+            pattern.span,
+            f"named in policy `{policy.name.text}`, the profile of skill `{self.shown(other)}`",
+            help="a private tool is called only inside its own skill; judge it in that skill's "
+            "profile",
+        )
+
+    def named_private(self, name: s.Name | s.Pattern) -> m.Tool | None:
+        symbol = self.res.references.get(name.span)
+        if symbol is None or symbol.kind != "tool":
+            return None
+        tool = self.spec.tools.get(symbol.name)
+        return tool if tool is not None and tool.kind == "private" else None
+
+    def check_risk_table(self, node: s.RiskTable) -> None:
+        for entry in node.entries:
+            level = entry.level.text
+            if entry.effect == "ask" and not _has_approver(entry.options):
+                self.report(
+                    "H329",
+                    f"`{level} ask` of risk table `{node.name.text}` names no approver",
+                    head_span(entry),
+                    "asks nobody",
+                    help='add `{ approver role "…" }` to the entry',
+                )
+            if entry.effect == "deny" and not _has_option(entry.options, "reason"):
+                self.report(
+                    "H330",
+                    f"`{level} deny` of risk table `{node.name.text}` gives no reason",
+                    head_span(entry),
+                    "no `reason`",
+                    help='add `{ reason "…" }`: the agent and the trace are told why the call '
+                    "was refused",
+                )
+
+    # =========================================================================================
+    # Agents, skills, workflows
+
+    def agent_node(self, name: s.Name) -> tuple[str, s.Agent] | None:
+        symbol = self.res.references.get(name.span)
+        if symbol is None or symbol.kind != "agent" or not isinstance(symbol.node, s.Agent):
+            return None
+        return self.qualified(symbol.module, symbol.name), symbol.node
+
+    def delegation(self, target: s.Name) -> tuple[str, s.Name] | None:
+        """When `target` is an agent that delegates itself: its name and its first target."""
+        found = self.agent_node(target)
+        if found is None:
+            return None
+        qualified, node = found
+        for attr in node.items:
+            if attr.key == "delegate":
+                names = [v for v in attr.values if isinstance(v, s.Name)]
+                if names:
+                    return qualified, names[0]
+        return None
+
+    def check_agent(self, node: s.Agent) -> None:
+        for attr in node.items:
+            if attr.key != "delegate":
+                continue
+            for target in (v for v in attr.values if isinstance(v, s.Name)):
+                deeper = self.delegation(target)
+                if deeper is None:
+                    continue
+                _, next_name = deeper
+                self.report(
+                    "H331",
+                    f"delegation chain `{node.name.text}` → `{target.text}` → "
+                    f"`{next_name.text}` is deeper than one level",
+                    target.span,
+                    f"`{target.text}` delegates too",
+                    secondary=[(next_name.span, f"`{target.text}` delegates to here")],
+                    help=f"remove `delegate` from agent `{target.text}`, or let "
+                    f"`{node.name.text}` delegate to an agent that does not delegate",
+                )
+
+    def check_skill(self, module: Module, node: s.Skill) -> None:
+        qualified = self.qualified(module, node.name.text)
+        for item in node.items:
+            if isinstance(item, s.PrivateTool):
+                self.check_tool(module, item.tool)
+            elif isinstance(item, s.Subagent):
+                for attr in item.items:
+                    if attr.key != "tools":
+                        continue
+                    for name in (v for v in attr.values if isinstance(v, s.Name)):
+                        self.check_subagent_tool(qualified, node, item, name)
+
+    def check_subagent_tool(self, skill: str, node: s.Skill, sub: s.Subagent, name: s.Name) -> None:
+        symbol = self.res.references.get(name.span)
+        if symbol is None or symbol.kind != "tool":
+            return
+        tool = self.spec.tools.get(symbol.name)
+        if tool is None or tool.kind in PUBLIC_KINDS or tool.skill == skill:
+            return
+        where = f"listed by subagent `{sub.name.text}` of skill `{node.name.text}`"
+        if tool.kind == "private":
+            self.report(
+                "H332",
+                f"`{tool.id}` is private to skill `{self.shown(tool.skill or '')}`",
+                name.span,
+                where,
+                secondary=[(symbol.span, "declared private here")],
+                help="a private tool is called only by the subagents of its own skill",
+            )
+            return
+        word = KIND_WORDS[tool.kind]
+        self.report(
+            "H333",
+            f"subagent `{sub.name.text}` lists {word} `{tool.id}`",
+            name.span,
+            f"neither private to skill `{node.name.text}` nor public",
+            secondary=[(symbol.span, f"declared as {_article(word)} {word} here")],
+            help=f"list its replacement `{tool.replaced_by}`"
+            if tool.kind == "legacy" and tool.replaced_by
+            else "a subagent calls its skill's private tools and public tools; remove it",
+        )
+
+    def check_workflow(self, module: Module, node: s.Workflow) -> None:
+        workflow = self.spec.workflows.get(self.qualified(module, node.name.text))
+        steps = {st.name: st for st in workflow.steps} if workflow is not None else {}
+        context = _Context(
+            module, "workflow", steps=steps, input=workflow.input if workflow else None
+        )
+        for step in node.items:
+            if not isinstance(step, s.Step):
+                continue
+            action = step.action
+            if isinstance(action, s.CallAction):
+                tool = self.named_private(action.tool)
+                if tool is not None:
+                    self.report(
+                        "H332",
+                        f"`{tool.id}` is private to skill `{self.shown(tool.skill or '')}`",
+                        action.tool.span,
+                        f"called by workflow `{node.name.text}`",
+                        help="a workflow calls public tools; a private tool is called only "
+                        "inside its own skill",
+                    )
+            elif isinstance(action, s.DelegateAction):
+                deeper = self.delegation(action.agent)
+                if deeper is not None:
+                    _, next_name = deeper
+                    self.report(
+                        "H331",
+                        f"delegation chain `{node.name.text}.{step.name.text}` → "
+                        f"`{action.agent.text}` → `{next_name.text}` is deeper than one level",
+                        action.agent.span,
+                        f"`{action.agent.text}` delegates too",
+                        secondary=[(next_name.span, f"`{action.agent.text}` delegates to here")],
+                        help=f"delegate to an agent that does not delegate, or remove "
+                        f"`delegate` from agent `{action.agent.text}`",
+                    )
+            elif isinstance(action, s.GateAction):
+                self.check_cond(action.cond, context)
+            if step.when is not None:
+                self.check_cond(step.when, context)
+
+    # =========================================================================================
+    # Conditions
+
+    def check_cond(self, cond: object, ctx: _Context) -> None:
+        if isinstance(cond, s.And | s.Or):
+            for item in cond.items:
+                self.check_cond(item, ctx)
+        elif isinstance(cond, s.Not):
+            self.check_cond(cond.item, ctx)
+        elif isinstance(cond, s.Compare):
+            self.check_compare(cond, ctx)
+        else:
+            operand = self.operand(cond, ctx)
+            if operand is None:
+                return
+            ty = operand.ty
+            if ty.name in ("bool", "any") or (
+                ty.name == "union" and any(o.name in ("bool", "any") for o in ty.options)
+            ):
+                return
+            self.report(
+                "H325",
+                f"`{operand.text}` is {describe(ty)}, not a condition",
+                operand.span,
+                "not true or false",
+                help="compare it with a value, such as `… == …`",
+            )
+
+    def operand(self, node: object, ctx: _Context) -> _Operand | None:
+        span: Span = node.span  # type: ignore[attr-defined]
+        ty: Ty | None
+        if isinstance(node, s.Str):
+            ty = Ty("string", lit=node.value)
+        elif isinstance(node, s.Int):
+            ty = Ty("int")
+        elif isinstance(node, s.Float):
+            ty = Ty("float")
+        elif isinstance(node, s.Duration):
+            ty = Ty("duration")
+        elif isinstance(node, s.Bool | s.FuncCall):
+            ty = BOOL
+        elif isinstance(node, s.Path):
+            ty = self.path_type(node, ctx)
+        elif isinstance(node, s.ListLit):
+            items = [self.operand(i, ctx) for i in node.items]
+            if any(i is None for i in items):
+                return None
+            ty = Ty("list", item=_join([i.ty for i in items if i is not None]))
+        else:
+            ty = ANY
+        if ty is None:
+            return None
+        return _Operand(node, ty, span, span.text)
+
+    # -- paths ---------------------------------------------------------------------------------
+
+    def path_type(self, node: s.Path, ctx: _Context) -> Ty | None:
+        """The type of a path, or None after reporting why it cannot be read."""
+        parts = node.parts
+        root = parts[0]
+        if root in BUILTIN_ROOTS:
+            if root in ("args", "call") and ctx.kind == "requires":
+                self.report(
+                    "H323",
+                    f"`requires` reads `{node.text}`, but availability is decided before any "
+                    "call exists",
+                    node.span,
+                    f"no `{root}` yet",
+                    help="availability may read facts, `actor`, `task`, `env`, `tool` and fact "
+                    "functions; test a call's "
+                    + ("arguments" if root == "args" else "execution parameters")
+                    + " in a policy rule instead",
+                )
+                return None
+            if root == "args":
+                if ctx.selectors is None:
+                    return ANY
+                if len(parts) == 1:
+                    return _object({}, open=True)
+                ty = self.argument(parts[1], node, ctx)
+                return None if ty is None else self.navigate(ty, parts, 2, node)
+            return self.navigate(ROOT_TYPES.get(root, ANY), parts, 1, node)
+        symbol = self.res.references.get(node.span)
+        if symbol is not None and symbol.kind == "fact":
+            fact = self.spec.facts.get(symbol.name)
+            if fact is None:
+                return ANY
+            depth = symbol.name.count(".") + 1
+            return self.navigate(type_of(fact.type), parts, depth, node)
+        if symbol is not None and symbol.kind == "step":
+            step = ctx.steps.get(symbol.name)
+            return self.navigate(self.step_type(step), parts, 1, node, strict=False)
+        if root == "input" and ctx.kind == "workflow" and len(parts) > 1:
+            return self.navigate(schema_type(ctx.input), parts, 1, node, strict=False)
+        return Ty("bare", lit=node.text)
+
+    def step_type(self, step: m.Step | None) -> Ty:
+        if step is None:
+            return ANY
+        if step.kind == "decide":
+            # its options are checked with the workflow graph (H405)
+            return ANY
+        if step.kind == "call":
+            tool = self.spec.tools.get(step.tool or "")
+            return schema_type(tool.output if tool else None)
+        if step.kind == "delegate":
+            return schema_type(step.output)
+        return ANY
+
+    def navigate(
+        self, ty: Ty, parts: tuple[str, ...], start: int, node: s.Path, strict: bool = True
+    ) -> Ty | None:
+        """Read `parts[start:]` inside `ty`; H324 when a part is not there."""
+        for index in range(start, len(parts)):
+            name = parts[index]
+            found = _field_of(ty, name)
+            if found is not None:
+                ty = found
+                continue
+            if not strict:
+                return ANY
+            owner = ".".join(parts[:index])
+            if ty.name == "object" or (ty.name == "union" and ty.options):
+                fields = [k for k, _ in ty.fields] or [k for o in ty.options for k, _ in o.fields]
+                self.report(
+                    "H324",
+                    f"`{owner}` has no field `{name}`",
+                    node.span,
+                    f"not a field of `{owner}`",
+                    notes=[f"its fields are {_values(sorted(set(fields)))}"] if fields else [],
+                    help=did_you_mean(name, fields),
+                )
+            else:
+                self.report(
+                    "H324",
+                    f"`{owner}` is {describe(ty)} and has no field `{name}`",
+                    node.span,
+                    f"{describe(ty)} has no fields",
+                    help=f"read `{owner}` itself",
+                )
+            return None
+        return ty
+
+    # -- arguments -----------------------------------------------------------------------------
+
+    def arguments(self) -> dict[str, dict[str, Ty]]:
+        """Argument name → tool id → its type; built on the first read of `args`."""
+        if self._arguments is None:
+            index: dict[str, dict[str, Ty]] = {}
+            for tool_id, tool in self.spec.tools.items():
+                for f in tool.input.fields:
+                    owner = f"a value of `args.{f.name}`"
+                    index.setdefault(f.name, {})[tool_id] = type_of(f.type, owner)
+            self._arguments = index
+        return self._arguments
+
+    def argument_types(self, selector: s.Selector, module: Module, name: str) -> tuple[Ty, ...]:
+        """The types of argument `name` among a selector's tools; once per selector and name."""
+        key = (self.key(selector, module), name)
+        found = self.argument_cache.get(key)
+        if found is not None:
+            return found
+        selection = self.select(selector, module)
+        having = self.arguments().get(name, {})
+        if isinstance(selection, _All):
+            types = list(having.values())
+        elif len(selection) < len(having):
+            types = [having[t] for t in sorted(selection) if t in having]
+        else:
+            types = [ty for t, ty in having.items() if t in selection]
+        found = self.argument_cache[key] = tuple(dict.fromkeys(types))
+        return found
+
+    def argument(self, name: str, node: s.Path | None, ctx: _Context, span: Span | None = None):
+        """The type of argument `name` over the selected tools, or None after H327."""
+        assert ctx.selectors is not None
+        types: list[Ty] = []
+        for selector in ctx.selectors:
+            types.extend(self.argument_types(selector, ctx.module, name))
+        if types:
+            return _join(types)
+        # only on an error: the selection itself, for the label and the suggestion
+        selection = self.union(ctx.selectors, ctx.module)
+        if not self.spec.tools or (isinstance(selection, frozenset) and not selection):
+            return ANY
+        where = span or (node.span if node is not None else None)
+        assert where is not None
+        if isinstance(selection, _All):
+            candidates: Iterable[str] = self.arguments()
+            label = "no tool has this argument"
+        else:
+            candidates = {f.name for t in selection for f in self.spec.tools[t].input.fields}
+            label = (
+                f"not an argument of `{next(iter(selection))}`"
+                if len(selection) == 1
+                else f"not an argument of any of the {len(selection)} selected tools"
+            )
+        self.report(
+            "H327",
+            f"no tool selected by this {ctx.what} has an argument `{name}`",
+            where,
+            label,
+            help=did_you_mean(name, sorted(candidates)),
+        )
+        return None
+
+    # -- comparisons ---------------------------------------------------------------------------
+
+    def check_compare(self, node: s.Compare, ctx: _Context) -> None:
+        if node.op == "has":
+            self.check_has(node, ctx)
+            return
+        left = self.operand(node.left, ctx)
+        right = self.operand(node.right, ctx)
+        if left is None or right is None:
+            return
+        op = node.op
+        if op == "in":
+            self.check_in(node, left, right, ctx)
+            return
+        problems: list[_Problem] = []
+        for lt in _options(left.ty):
+            for rt in _options(right.ty):
+                a = _Operand(left.node, lt, left.span, left.text)
+                b = _Operand(right.node, rt, right.span, right.text)
+                if op in ("==", "!="):
+                    found = _equality(a, b, node)
+                elif op in ORDER_OPS:
+                    found = _order(a, b, node)
+                else:
+                    found = _text_op(op, a, b, node)
+                if found is None:
+                    return
+                problems.append(found)
+        if problems:
+            self.emit(problems[0])
+
+    def emit(self, problem: _Problem) -> None:
+        self.report(problem.code, problem.message, problem.span, problem.label, help=problem.help)
+
+    def check_in(self, node: s.Compare, left: _Operand, right: _Operand, ctx: _Context) -> None:
+        rights = _options(right.ty)
+        if not any(r.name in ("list", "set", "any") for r in rights):
+            self.report(
+                "H326",
+                f"the right side of `in` is {describe(right.ty)}, not a list",
+                right.span,
+                "not a list",
+                help='write a list, such as `["a", "b"]`, or compare with `==`',
+            )
+            return
+        if isinstance(right.node, s.ListLit):
+            for item in right.node.items:
+                item_operand = self.operand(item, ctx)
+                if item_operand is None:
+                    continue
+                problems = []
+                for lt in _options(left.ty):
+                    a = _Operand(left.node, lt, left.span, left.text)
+                    found = _equality(a, item_operand, node)
+                    if found is None:
+                        break
+                    problems.append(found)
+                else:
+                    if problems:
+                        self.emit(problems[0])
+            return
+        items = [r.item or ANY for r in rights if r.name in ("list", "set")]
+        item = _join(items) if items else ANY
+        problems = []
+        for lt in _options(left.ty):
+            for it in _options(item):
+                a = _Operand(left.node, lt, left.span, left.text)
+                b = _Operand(right.node, it, right.span, right.text)
+                found = _equality(a, b, node)
+                if found is None:
+                    return
+                problems.append(found)
+        if problems:
+            self.emit(problems[0])
+
+    def check_has(self, node: s.Compare, ctx: _Context) -> None:
+        left_node = node.left
+        right = node.right
+        name = (
+            right.text
+            if isinstance(right, s.Path)
+            else right.value
+            if isinstance(right, s.Str)
+            else None
+        )
+        if isinstance(left_node, s.Path) and left_node.text == "args":
+            if ctx.kind == "requires":
+                self.path_type(left_node, ctx)
+            elif ctx.selectors is not None and name is not None:
+                self.argument(name, None, ctx, span=right.span)  # type: ignore[union-attr]
+            return
+        left = self.operand(left_node, ctx)
+        if left is None:
+            return
+        problems: list[_Problem] = []
+        for lt in _options(left.ty):
+            found = self.has_problem(lt, left, right, name)
+            if found is None:
+                return
+            problems.append(found)
+        if problems:
+            self.emit(problems[0])
+
+    def has_problem(
+        self, lt: Ty, left: _Operand, right: object, name: str | None
+    ) -> _Problem | None:
+        right_span: Span = right.span  # type: ignore[attr-defined]
+        if lt.name in ("any", "map"):
+            return None
+        if lt.name == "object":
+            if lt.open or name is None or lt.field(name) is not None:
+                return None
+            fields = [k for k, _ in lt.fields]
+            return _Problem(
+                "H324",
+                f"`{left.text}` has no field `{name}`",
+                right_span,
+                f"not a field of `{left.text}`",
+                did_you_mean(name, fields) or f"its fields are {_values(fields)}",
+            )
+        if lt.name in ("list", "set"):
+            item = lt.item or ANY
+            if name is not None and item.name == "enum" and name not in item.values:
+                return _Problem(
+                    "H328",
+                    f"`{name}` is not {item.owner or 'a value of the list'}",
+                    right_span,
+                    f"not one of {_values(item.values)}",
+                    did_you_mean(name, item.values),
+                )
+            return None
+        return _Problem(
+            "H326",
+            f"`has` needs an object, a map or a list on its left, not {describe(lt)}",
+            left.span,
+            f"{describe(lt)}",
+            "`has` tests a field of an object or map, or an element of a list; compare "
+            "values with `==`",
+        )
+
+
+# =============================================================================================
+# Comparison rules
+
+
+def _has_option(options: Sequence[object] | None, key: str) -> bool:
+    return any(isinstance(o, s.Attr) and o.key == key for o in options or ())
+
+
+def _has_approver(options: Sequence[object] | None) -> bool:
+    return any(isinstance(o, s.Approver) for o in options or ())
+
+
+def _options(ty: Ty) -> tuple[Ty, ...]:
+    return ty.options if ty.name == "union" else (ty,)
+
+
+def _join(types: Sequence[Ty]) -> Ty:
+    unique = tuple(dict.fromkeys(types))
+    if not unique:
+        return ANY
+    if len(unique) == 1:
+        return unique[0]
+    if any(t.name == "any" for t in unique):
+        return ANY
+    return Ty("union", options=unique)
+
+
+def _field_of(ty: Ty, name: str) -> Ty | None:
+    if ty.name == "any":
+        return ANY
+    if ty.name == "object":
+        found = ty.field(name)
+        return found if found is not None else (ANY if ty.open else None)
+    if ty.name == "map":
+        return ty.item or ANY
+    if ty.name == "union":
+        found_types = [f for f in (_field_of(o, name) for o in ty.options) if f is not None]
+        return _join(found_types) if found_types else None
+    return None
+
+
+def _compatible(a: Ty, b: Ty) -> bool:
+    if a.name == "any" or b.name == "any":
+        return True
+    if a.name in NUMBERS and b.name in NUMBERS:
+        return True
+    if a.name in STRINGISH and b.name in STRINGISH:
+        if a.name == "enum" and b.name == "enum":
+            return bool(set(a.values) & set(b.values))
+        return True
+    if a.name in ("list", "set") and b.name in ("list", "set"):
+        return _compatible(a.item or ANY, b.item or ANY)
+    return a.name == b.name
+
+
+def _member(member: _Operand, other: _Operand) -> _Problem | None:
+    """A bare name or a string literal beside an enum must be one of its values."""
+    word = member.ty.lit or ""
+    enum = other.ty
+    if enum.name == "any" or (enum.name == "enum" and word in enum.values):
+        return None
+    if enum.name == "enum":
+        owner = enum.owner or f"a value of `{other.text}`"
+        return _Problem(
+            "H328",
+            f"`{word}` is not {owner}",
+            member.span,
+            f"not one of {_values(enum.values)}",
+            did_you_mean(word, enum.values) or f"the values are {_values(enum.values)}",
+        )
+    if member.ty.name != "bare":
+        return None
+    help = f'write it as a string: `"{word}"`' if enum.name in STRINGISH else None
+    return _Problem(
+        "H328",
+        f"bare name `{word}` is compared with {describe(enum)}, which has no named values",
+        member.span,
+        "not a value",
+        help,
+    )
+
+
+def _mismatch(a: _Operand, b: _Operand, node: s.Compare) -> _Problem:
+    help = "compare values of the same type"
+    for quoted, typed in ((b, a), (a, b)):
+        if quoted.ty.lit is not None and typed.ty.name in NUMBERS | {"bool", "duration"}:
+            help = f"write the value without quotes: `{quoted.ty.lit}`"
+            break
+    return _Problem(
+        "H325",
+        f"`{node.op}` compares {describe(a.ty)} with {describe(b.ty)}",
+        node.span,
+        f"`{a.text}` is {describe(a.ty)}, `{b.text}` is {describe(b.ty)}",
+        help,
+    )
+
+
+def _enum_side(a: _Operand, b: _Operand) -> tuple[_Operand, _Operand] | None:
+    """(member, enum) when one side is a bare name, or a string literal beside an enum."""
+    if a.ty.name == "bare":
+        return a, b
+    if b.ty.name == "bare":
+        return b, a
+    if a.ty.lit is not None and b.ty.name == "enum":
+        return a, b
+    if b.ty.lit is not None and a.ty.name == "enum":
+        return b, a
+    return None
+
+
+def _equality(a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
+    if a.ty.name == "any" or b.ty.name == "any":
+        return None
+    sides = _enum_side(a, b)
+    if sides is not None:
+        return _member(*sides)
+    return None if _compatible(a.ty, b.ty) else _mismatch(a, b, node)
+
+
+ORDERED = NUMBERS | {"duration", "enum"}
+
+
+def _order(a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
+    if a.ty.name == "any" or b.ty.name == "any":
+        return None
+    sides = _enum_side(a, b)
+    if sides is not None:
+        return _member(*sides)
+    for side in (a, b):
+        if side.ty.name not in ORDERED:
+            return _Problem(
+                "H326",
+                f"`{node.op}` does not apply to {describe(side.ty)}",
+                side.span,
+                f"{describe(side.ty)} has no order",
+                "`<`, `<=`, `>` and `>=` order numbers, durations, risk levels and enum "
+                "values; compare strings with `==`, `startswith` or `matches`",
+            )
+    same = (a.ty.name in NUMBERS and b.ty.name in NUMBERS) or a.ty.name == b.ty.name
+    if same and a.ty.name == "enum":
+        same = set(a.ty.values) == set(b.ty.values)
+    return None if same else _mismatch(a, b, node)
+
+
+TEXT_OPS = {
+    "matches": ({"string", "path", "url", "enum"}, "a string", {"string"}),
+    "startswith": ({"string", "path", "url"}, "a string or a path", {"string", "path", "url"}),
+    "within": ({"string", "path"}, "a path", {"string", "path"}),
+}
+
+
+def _text_op(op: str, a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
+    lefts, wanted, rights = TEXT_OPS[op]
+    for side, allowed, where in ((a, lefts, "left"), (b, rights, "right")):
+        if side.ty.name == "any" or side.ty.name in allowed:
+            continue
+        if op == "matches" and where == "right":
+            return _Problem(
+                "H326",
+                "`matches` takes a regular expression string on its right",
+                side.span,
+                f"{describe(side.ty)}, not a string",
+                'write the pattern as a string, such as `matches "^release/"`',
+            )
+        return _Problem(
+            "H326",
+            f"`{op}` needs {wanted} on its {where}, not {describe(side.ty)}",
+            side.span,
+            f"{describe(side.ty)}",
+            "`startswith` and `within` compare paths and strings; `matches` tests a string",
+        )
+    return None
+
+
+def validate_spec(spec: m.Spec, resolution: Resolution) -> list[Diagnostic]:
     """Errors across layers: surfaces, availability, conditions, policies, delegation, skills."""
-    return []
+    return _Validator(spec, resolution).run()

@@ -1,7 +1,7 @@
 """The registry of diagnostic codes: one table feeds messages, `harnessc explain` and the docs.
 
 Codes are numbered by stage: H0 files, H1 syntax, H2 names and modules, H3 validation,
-H4 graphs, H5 build, H9 internal ("this is a bug in harnessc"); L for lints.
+H4 graphs, H5 build, H6 spec tests, H9 internal ("this is a bug in harnessc"); L for lints.
 """
 
 from __future__ import annotations
@@ -351,6 +351,212 @@ _CODES = [
         "`include` expands a policy's rules in place, so a policy cannot include itself, "
         "directly or through others.",
     ),
+    # H3 — cross-layer validation
+    Code(
+        "H320",
+        "hidden-tool-on-surface",
+        "error",
+        "a legacy, primitive or skill-private tool is named on a surface",
+        "Registered does not mean public. A legacy tool stays registered for old sessions, a "
+        "primitive is called by the runtime, and a private tool only inside its skill; none of "
+        "them is ever on a planner's surface, so naming one in `expose` or `hide` is a mistake. "
+        "Expose the tool that replaces a legacy one.",
+    ),
+    Code(
+        "H321",
+        "unknown-mcp-server",
+        "error",
+        "a surface exposes MCP tools of a server the build does not declare",
+        "`mcp:SERVER:*` selects the projected tools of an `mcp SERVER { … }` block. Declare the "
+        "server, or import the module that declares it.",
+    ),
+    Code(
+        "H322",
+        "selector-matches-nothing",
+        "error",
+        "an `expose` pattern selects no public tool",
+        "Patterns on a surface select public tools only (public, dynamic and MCP-projected); "
+        "a glob, `M.*`, `pack:` or `kind:` pattern that selects none is as wrong as an unknown "
+        "name. A pattern that matches only legacy, primitive or private tools selects nothing.",
+    ),
+    Code(
+        "H323",
+        "call-in-availability",
+        "error",
+        "a `requires` condition reads `args` or `call`",
+        "Availability is decided before the planner sees a tool, so no call and no arguments "
+        "exist yet. `requires` may read facts, `actor`, `task`, `env`, `tool` and fact "
+        "functions; test arguments and execution parameters in a policy rule.",
+    ),
+    Code(
+        "H324",
+        "unknown-field",
+        "error",
+        "a condition reads a field that its root or fact does not have",
+        "`actor`, `tool` and `call` have fixed fields, a fact has its declared type, and a "
+        "scalar has no fields at all. `task`, `env` and `resource` are open.",
+    ),
+    Code(
+        "H325",
+        "incompatible-types",
+        "error",
+        "a comparison mixes values of different types, or a value is used as a condition",
+        'Values are typed: `args.count == "3"` compares an `int` with a string and is never '
+        "true. Numbers compare with numbers, strings, paths and enums with each other, "
+        "durations with durations. A condition on its own must be a `bool`.",
+    ),
+    Code(
+        "H326",
+        "operator-not-applicable",
+        "error",
+        "an operator is applied to a value it does not take",
+        "`<` `<=` `>` `>=` order numbers, durations, risk levels and enum values; `matches` "
+        "tests a string against a regular expression; `startswith` and `within` take strings "
+        "and paths; the right side of `in` is a list; `has` tests a field of an object or map, "
+        "or an element of a list.",
+    ),
+    Code(
+        "H327",
+        "unknown-argument",
+        "error",
+        "a condition reads an argument that no selected tool has",
+        "`args.NAME` reads the call's argument NAME, so at least one tool the rule (or grant) "
+        "selects must declare it in its `input`. When only some of them do, the value is "
+        "absent for the others; lint reports that case.",
+    ),
+    Code(
+        "H328",
+        "not-an-enum-member",
+        "error",
+        "a name or string compared with an enum is not one of its values",
+        "A bare name beside an enum-typed operand (a risk level, an effect, a tool kind, a "
+        "schema enum) is a member of that enum, and a string literal must be one of its values "
+        "too. A bare name beside anything else is not a value: write a string.",
+    ),
+    Code(
+        "H329",
+        "ask-without-approver",
+        "error",
+        "an ASK names no approver",
+        "An `ask` rule, a `default ask` and a risk table's `ask` entry wait for a person; "
+        'without `approver role "…"` or `approver user "…"` nobody could ever approve.',
+    ),
+    Code(
+        "H330",
+        "deny-without-reason",
+        "error",
+        "a DENY gives no reason",
+        "A refusal is explained to the agent, in the trace and in test failures by its "
+        '`reason "…"`. `default deny` has a reason of its own ("no rule allows this call").',
+    ),
+    Code(
+        "H331",
+        "delegation-too-deep",
+        "error",
+        "a delegation target delegates itself",
+        "Delegation is exactly one level deep: a planner (an agent with `delegate`) starts "
+        "sub-agents, and a sub-agent never delegates. The same holds for a workflow's "
+        "`delegate` step.",
+    ),
+    Code(
+        "H332",
+        "private-tool-outside-skill",
+        "error",
+        "a skill-private tool is used outside its skill",
+        "A private tool is called only inside its skill: by the skill's subagents, judged by "
+        "the parent's policy and the skill's profile. Another skill's profile or subagents and "
+        "workflows cannot name it.",
+    ),
+    Code(
+        "H333",
+        "subagent-tool-not-allowed",
+        "error",
+        "a subagent lists a tool that is neither its skill's private tool nor public",
+        "A subagent calls its skill's private tools and public tools. Legacy tools are kept "
+        "for old sessions and primitives for the runtime; list the tool that replaces them.",
+    ),
+    # H4 — graphs
+    Code(
+        "H401",
+        "step-cycle",
+        "error",
+        "workflow steps wait for each other in a cycle",
+        "A step runs after every step named in its `after` and every step it reads in its "
+        "arguments, `context`, `when` or gate condition. When those references form a cycle, "
+        "none of the steps in it can ever start. Remove one reference of the cycle.",
+    ),
+    Code(
+        "H402",
+        "unreachable-step",
+        "error",
+        "a workflow step can never run",
+        "Steps on the main path start from the workflow's entry; a `compensation` step runs "
+        "only when a step's `on_failure … compensate` triggers it. A compensation step that no "
+        "step compensates with never runs.",
+    ),
+    Code(
+        "H403",
+        "compensation-on-main-path",
+        "error",
+        "a main-path step depends on a compensation step",
+        "A `compensation` step is off the main path: it runs only when an `on_failure` triggers "
+        "it. A main-path step that names it in `after` or reads its value would wait for it "
+        "forever.",
+    ),
+    Code(
+        "H404",
+        "unbound-value",
+        "error",
+        "a workflow reads a value that no step or input provides",
+        "Step values are typed: a `call` yields its tool's `output`, a `delegate` its declared "
+        "`output`, a `decide` its chosen option and a `gate` nothing; `input.NAME` reads a field "
+        "of the workflow's `input`. Reading a field that is not there, or the value of a gate, "
+        "is an error. To wait for a step without reading it, use `after`.",
+    ),
+    Code(
+        "H405",
+        "unknown-option",
+        "error",
+        "a decide step is compared with a word that is not one of its options",
+        "A `decide` step's value is the option a person chose, so `review == approve` must name "
+        "one of `review`'s `options`.",
+    ),
+    Code(
+        "H406",
+        "unbound-in-compensation",
+        "error",
+        "a compensation step reads a value that is not bound where it is triggered",
+        "A `compensation` step runs when a step's `on_failure` triggers it, so it may only read "
+        "the values of steps that always run before EVERY step that compensates with it (steps "
+        "those steps wait for, directly or through others). The failing step itself has no value.",
+    ),
+    Code(
+        "H407",
+        "not-a-compensation",
+        "error",
+        "`on_failure … compensate` names a step that is not a compensation step",
+        "`compensate STEP` runs a step marked `compensation`; a main-path step already runs on "
+        "its own. Mark the target `compensation`, or name the right step.",
+    ),
+    Code(
+        "H408",
+        "step-when-reads-facts",
+        "error",
+        "a step's `when` reads something other than `input` and step values",
+        "A step's `when` selects work; it never authorises. It may read only the workflow's "
+        "`input` and the values of other steps. Put authorisation (`actor.role`, …) in a policy "
+        "rule, and wait for facts (`env.*`, declared facts) with a `gate` step.",
+    ),
+    # H6 — spec tests (`harnessc test`)
+    Code(
+        "H601",
+        "test-without-policy",
+        "error",
+        "a test does not say which policy judges its call",
+        "A test judges its call under the policy it names with `policy NAME`, under its "
+        "agent's policy (`agent NAME`), or, when it names neither, under the only policy of its "
+        "module. Name the policy when the module declares several, or none.",
+    ),
     # H9 — internal
     Code(
         "H901",
@@ -360,6 +566,16 @@ _CODES = [
         "This is a bug in harnessc, not in your spec. Please report it with the spec that "
         "triggered it.",
     ),
+    # L1 — lints about workflows
+    Code(
+        "L101",
+        "decide-option-ends-run",
+        "note",
+        "a decide option that no step depends on ends the run",
+        "When no step's `when` compares a `decide` step with one of its options, choosing that "
+        "option leads nowhere: the run ends with that outcome. That is often intended (`reject`); "
+        "if it is not, add a step with `when STEP == OPTION`.",
+    ),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _CODES}
@@ -368,3 +584,14 @@ BY_SLUG: dict[str, Code] = {c.slug: c for c in _CODES}
 
 def lookup(code: str) -> Code:
     return CODES[code]
+
+
+def register(code: Code) -> Code:
+    """Add a code defined elsewhere (a lint rule's `Lxxx`); registering the same code again with
+    the same metadata is a no-op, so a module may be reloaded."""
+    known = CODES.get(code.code)
+    if known is not None and known != code:
+        raise ValueError(f"diagnostic code {code.code} is already registered")
+    CODES[code.code] = code
+    BY_SLUG[code.slug] = code
+    return code

@@ -254,10 +254,18 @@ def render(
     colour: bool = False,
     limit: int | None = MAX_SHOWN,
 ) -> str:
-    """Render sorted, de-duplicated diagnostics; human output is capped at ``limit``."""
+    """Render sorted, de-duplicated diagnostics; human output is capped at ``limit``.
+
+    ``fmt`` is ``human``, ``plain``, ``json``, ``sarif`` (SARIF 2.1.0) or ``github`` (workflow
+    annotations); the machine formats are never capped.
+    """
     ordered = sort_diagnostics(diagnostics)
     if fmt == "json":
         return json.dumps([diagnostic_to_json(d) for d in ordered], indent=2)
+    if fmt in ("sarif", "github"):
+        from .render_formats import render_github, render_sarif  # they import this module
+
+        return render_sarif(ordered) if fmt == "sarif" else render_github(ordered)
     shown = ordered if limit is None else ordered[:limit]
     blocks = [render_human(d, colour=colour and fmt == "human") for d in shown]
     hidden = len(ordered) - len(shown)

@@ -1,8 +1,9 @@
 """Golden diagnostics: every case under tests/diagnostics/cases renders exactly as recorded.
 
 A case is `CODE-slug.harness` (or a folder `CODE-slug/` whose entry is `main.harness`), and its
-expected output is `CODE-slug.diagnostics` beside it: `harnessc check --format plain` run from
-the repository root. `pytest --update-goldens` rewrites the expected files.
+expected output is `CODE-slug.diagnostics` beside it: `harnessc check --format plain` (`harnessc
+lint` for a lint rule's code) run from the repository root. `pytest --update-goldens` rewrites
+the expected files.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-from harnessc.compiler.pipeline import check
+from harnessc.compiler.lints import RULES
+from harnessc.compiler.pipeline import check, lint
 from harnessc.dsl.codes import CODES
 from harnessc.dsl.diagnostics import render
 
@@ -33,7 +35,9 @@ def _cases() -> list[tuple[str, Path, Path]]:
 
 @pytest.mark.parametrize(("name", "entry", "expected"), _cases(), ids=lambda v: str(v))
 def test_case_renders_as_recorded(name: str, entry: Path, expected: Path, in_root: Path) -> None:
-    result = check([entry.relative_to(ROOT)])
+    # a lint rule's code is reported by `harnessc lint` (check + lints), the others by `check`
+    run = lint if name[:4] in RULES else check
+    result = run([entry.relative_to(ROOT)])
     rendered = render(result.diagnostics, "plain", limit=None) + "\n"
     code = _CASE_NAME.match(name)
     assert code, f"case name {name!r} must start with CODE-slug"

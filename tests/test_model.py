@@ -185,7 +185,7 @@ def test_rules_in_text_order_after_include_expansion(spec: m.Spec) -> None:
 def test_unlabeled_rules_are_numbered_in_their_policy(tmp_path: Path) -> None:
     spec = build_text(
         tmp_path,
-        'tool a { summary "a"; effects read }\n'
+        'tool a { summary "a"; effects read; input { n: int } }\n'
         "policy q { allow a }\n"
         "policy p {\n  allow a\n  include q\n  x: allow a\n  allow a when args.n > 1\n}\n",
     )

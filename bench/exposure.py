@@ -1,0 +1,313 @@
+"""Exposure ranker: retrieval quality on public BFCL data, and the speed of the top-20 rule.
+
+    .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[embed]'   # MiniLM
+    .venv/bin/pip install --no-deps bfcl-eval faiss-cpu     # bench only: never a dependency
+    .venv/bin/python bench/exposure.py [--quality] [--speed] [--tune] [--repeat 200]
+
+Quality: every distinct function of BFCL_v4_multiple, simple_python, simple_java,
+simple_javascript and live_simple is pooled into one registry (one definition per name: BFCL
+rewords a function's description between questions). Each question of BFCL_v4_multiple and
+BFCL_v4_simple_python is a query whose expected tool is its `possible_answer/` function; a hit is
+counted by tool name. The table gives Recall@1/5/20 and MRR@20 for lexical (BM25 recall and
+rank), dense (MiniLM recall and rank) and hybrid (dense recall top 60, fused rerank), each run
+through `ExposureIndex.expose` over the whole pool with limit 20. `--tune` sweeps the hybrid
+weight and prints every setting, per BFCL file, so the choice can be checked.
+
+Speed: top-20 over 1,000 / 10,000 / 100,000 random unit vectors (dim 384), one query and a
+batch of 64, numpy (product + argpartition + sort of the 20) against faiss-cpu `IndexFlatIP`,
+median and best of --repeat; then the end-to-end exposure of a 1,000-tool surface (MiniLM query
+embedding + ranking + trace) over BFCL questions. Tool embeddings are cached (compiler.embed)
+under $HARNESSC_CACHE_DIR or ~/.cache/harnessc, so only the first run embeds the pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from harnessc.runtime import exposure as exposure_mod
+from harnessc.runtime.exposure import ExposureIndex, ToolDoc
+from harnessc.runtime.model import Rank
+
+POOL_FILES = (
+    "BFCL_v4_multiple.json",
+    "BFCL_v4_simple_python.json",
+    "BFCL_v4_simple_java.json",
+    "BFCL_v4_simple_javascript.json",
+    "BFCL_v4_live_simple.json",
+)
+QUESTION_FILES = ("BFCL_v4_multiple.json", "BFCL_v4_simple_python.json")
+MODES = {
+    "lexical": Rank(recall="lexical", rerank="lexical"),
+    "dense": Rank(recall="embedding", rerank="dense"),
+    "hybrid": Rank(),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+
+
+def bfcl_data_dir() -> Path:
+    try:
+        import bfcl_eval
+    except ImportError:
+        sys.exit(
+            "bench/exposure.py needs the BFCL data: .venv/bin/pip install --no-deps bfcl-eval "
+            "(a benchmark input only, not a harnessc dependency)"
+        )
+    return Path(bfcl_eval.__file__).parent / "data"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def function_doc(fn: dict) -> ToolDoc:
+    props = (fn.get("parameters") or {}).get("properties") or {}
+    arg_text = " ".join(f"{name}: {p.get('description', '')}".strip() for name, p in props.items())
+    return ToolDoc(
+        id=fn["name"],
+        row=fn["name"],
+        summary=fn.get("description", ""),
+        args=tuple(props),
+        arg_text=arg_text,
+    )
+
+
+def load_pool(data: Path) -> list[ToolDoc]:
+    pool: dict[str, ToolDoc] = {}
+    for name in POOL_FILES:
+        for item in read_jsonl(data / name):
+            for fn in item["function"]:
+                pool.setdefault(fn["name"], function_doc(fn))
+    return list(pool.values())
+
+
+def load_questions(data: Path) -> list[tuple[str, str, str]]:
+    """(file, query, expected tool) for every question of QUESTION_FILES."""
+    out = []
+    for name in QUESTION_FILES:
+        answers = {a["id"]: a for a in read_jsonl(data / "possible_answer" / name)}
+        for item in read_jsonl(data / name):
+            turns = item["question"]
+            query = " ".join(m["content"] for turn in turns for m in turn if m["role"] == "user")
+            expected = next(iter(answers[item["id"]]["ground_truth"][0]))
+            out.append((name, query, expected))
+    return out
+
+
+def pool_embeddings(docs: list[ToolDoc]) -> tuple[np.ndarray, list[str]]:
+    from harnessc.compiler.embed import compute_doc_embeddings
+
+    started = time.perf_counter()
+    matrix, ids = compute_doc_embeddings(docs)
+    print(
+        f"tool embeddings: {matrix.shape[0]} x {matrix.shape[1]} in "
+        f"{time.perf_counter() - started:.1f} s (cached by text hash)"
+    )
+    return matrix, ids
+
+
+# ---------------------------------------------------------------------------------------------
+# Quality
+
+
+def evaluate(
+    index: ExposureIndex,
+    questions: list[tuple[str, str, str]],
+    qvecs: np.ndarray,
+    rank: Rank,
+) -> dict[str, dict[str, float]]:
+    ids = list(index.tool_ids)
+    per_file: dict[str, list[int | None]] = {}
+    for (name, query, expected), qv in zip(questions, qvecs, strict=True):
+        tools = index.expose(ids, query, limit=20, rank=rank, query_vector=qv).tools
+        pos = tools.index(expected) + 1 if expected in tools else None
+        per_file.setdefault(name, []).append(pos)
+        per_file.setdefault("all", []).append(pos)
+    out = {}
+    for name, positions in per_file.items():
+        n = len(positions)
+        out[name] = {
+            "n": n,
+            "R@1": sum(p == 1 for p in positions) / n,
+            "R@5": sum(p is not None and p <= 5 for p in positions) / n,
+            "R@20": sum(p is not None for p in positions) / n,
+            "MRR@20": sum(1 / p for p in positions if p is not None) / n,
+        }
+    return out
+
+
+def print_table(rows: list[tuple[str, dict[str, float]]]) -> None:
+    print(f"{'method':<28}{'n':>6}{'R@1':>8}{'R@5':>8}{'R@20':>8}{'MRR@20':>8}")
+    for label, m in rows:
+        print(
+            f"{label:<28}{int(m['n']):>6}{m['R@1']:>8.3f}{m['R@5']:>8.3f}"
+            f"{m['R@20']:>8.3f}{m['MRR@20']:>8.3f}"
+        )
+
+
+State = tuple[ExposureIndex, list[tuple[str, str, str]], np.ndarray]
+
+
+def setup() -> State:
+    """The BFCL pool's index (with its cached embeddings), the questions and their vectors."""
+    from harnessc.runtime.embedding import load_query_embedder
+
+    data = bfcl_data_dir()
+    docs = load_pool(data)
+    questions = load_questions(data)
+    matrix, ids = pool_embeddings(docs)
+    embedder = load_query_embedder()
+    qvecs = embedder.embed([q for _, q, _ in questions])
+    index = ExposureIndex(docs, matrix, ids, embedder=embedder)
+    return index, questions, qvecs
+
+
+def quality(tune: bool) -> State:
+    index, questions, qvecs = state = setup()
+    missing = sum(expected not in index._tool_pos for _, _, expected in questions)
+    print(
+        f"\nBFCL pool: {len(index.docs)} distinct functions from {len(POOL_FILES)} files; "
+        f"{len(questions)} questions ({missing} expected tools missing from the pool)"
+    )
+    print("each method: ExposureIndex.expose over the whole pool, limit 20\n")
+    rows = []
+    for mode, rank in MODES.items():
+        result = evaluate(index, questions, qvecs, rank)
+        rows.append((mode, result["all"]))
+    print_table(rows)
+    if tune:
+        print("\nhybrid weight sweep (dense weight; lexical gets the rest), per file:")
+        chosen = exposure_mod.HYBRID_DENSE_WEIGHT
+        sweep = []
+        for w in (0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
+            exposure_mod.HYBRID_DENSE_WEIGHT = w
+            result = evaluate(index, questions, qvecs, MODES["hybrid"])
+            for name in ("all", *QUESTION_FILES):
+                sweep.append((f"w={w} {name.removeprefix('BFCL_v4_')}", result[name]))
+        exposure_mod.HYBRID_DENSE_WEIGHT = chosen
+        print_table(sweep)
+    return state
+
+
+# ---------------------------------------------------------------------------------------------
+# Speed
+
+
+def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """(median, best) in microseconds."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1e6, min(times) * 1e6
+
+
+def top20_one(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+    scores = matrix @ q
+    idx = np.argpartition(-scores, 19)[:20]
+    return idx[np.argsort(-scores[idx], kind="stable")]
+
+
+def top20_batch(matrix: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    scores = queries @ matrix.T
+    idx = np.argpartition(-scores, 19, axis=1)[:, :20]
+    part = np.take_along_axis(scores, idx, axis=1)
+    return np.take_along_axis(idx, np.argsort(-part, axis=1, kind="stable"), axis=1)
+
+
+def speed(repeat: int, quality_state: State | None) -> None:
+    try:
+        import faiss
+    except ImportError:
+        faiss = None
+        print("faiss-cpu is not installed: .venv/bin/pip install --no-deps faiss-cpu")
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = [
+            (i["internal_api"], i.get("architecture"), i["num_threads"]) for i in threadpool_info()
+        ]
+    except ImportError:
+        blas = []
+    print(f"\nspeed: top-20 of random unit vectors, dim 384, median (best) of {repeat} runs, µs")
+    print(
+        f"BLAS {blas}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    rng = np.random.default_rng(0)
+    print(f"{'tools':>8}{'numpy 1':>18}{'faiss 1':>18}{'numpy 64':>20}{'faiss 64':>20}")
+    for n in (1_000, 10_000, 100_000):
+        matrix = rng.standard_normal((n, 384), dtype=np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        queries = rng.standard_normal((64, 384), dtype=np.float32)
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        q = queries[0].copy()
+        reps = max(5, repeat // (10 if n >= 100_000 else 1))
+        np_one = timed(lambda m=matrix, v=q: top20_one(m, v), reps)
+        np_batch = timed(lambda m=matrix, v=queries: top20_batch(m, v), max(5, reps // 4))
+        cells = [np_one, None, np_batch, None]
+        if faiss is not None:
+            flat = faiss.IndexFlatIP(384)
+            flat.add(matrix)
+            cells[1] = timed(lambda f=flat, v=q[None, :]: f.search(v, 20), reps)
+            cells[3] = timed(lambda f=flat, v=queries: f.search(v, 20), max(5, reps // 4))
+            same = set(flat.search(q[None, :], 20)[1][0]) == set(top20_one(matrix, q).tolist())
+            assert same, "numpy and faiss disagree on the top 20"
+        text = [f"{c[0]:,.0f} ({c[1]:,.0f})" if c else "-" for c in cells]
+        print(f"{n:>8,}{text[0]:>18}{text[1]:>18}{text[2]:>20}{text[3]:>20}")
+
+    index, questions, _ = quality_state or setup()
+    from harnessc.runtime.embedding import load_query_embedder
+
+    embedder = load_query_embedder()
+    surface = list(index.tool_ids[:1000])
+    queries_text = [q for _, q, _ in questions][: max(50, min(repeat, len(questions)))]
+    for text in queries_text[:5]:
+        embedder(text)  # warm up
+    embed_t, rank_t, total_t = [], [], []
+    for text in queries_text:
+        t0 = time.perf_counter()
+        qv = embedder(text)
+        t1 = time.perf_counter()
+        index.expose(surface, text, limit=20, query_vector=qv)
+        t2 = time.perf_counter()
+        embed_t.append(t1 - t0)
+        rank_t.append(t2 - t1)
+        total_t.append(t2 - t0)
+    ms = [statistics.median(x) * 1e3 for x in (embed_t, rank_t, total_t)]
+    print(
+        f"\nend-to-end exposure, 1,000-tool BFCL surface, {len(queries_text)} questions "
+        f"(median ms): query embedding {ms[0]:.2f} + ranking and trace {ms[1]:.2f} "
+        f"= {ms[2]:.2f}"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quality", action="store_true", help="only the BFCL quality table")
+    parser.add_argument("--speed", action="store_true", help="only the speed tables")
+    parser.add_argument("--tune", action="store_true", help="sweep the hybrid weight")
+    parser.add_argument("--repeat", type=int, default=200)
+    args = parser.parse_args(argv)
+    both = not (args.quality or args.speed)
+    state = None
+    if args.quality or args.tune or both:
+        state = quality(args.tune)
+    if args.speed or both:
+        speed(args.repeat, state)
+
+
+if __name__ == "__main__":
+    main()

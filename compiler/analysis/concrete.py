@@ -1,0 +1,442 @@
+"""Concrete calls, decisions and witnesses, and a reference evaluator of policies over them.
+
+The analysis proves things symbolically; this module re-judges every witness call the plain way
+(language.md §6 and §7.5), so a witness that z3 only approximated is marked inexact instead of
+reaching a generated test wrong. Everything here is plain JSON-able data.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from harnessc.runtime import model as m
+
+__all__ = [
+    "ABSENT",
+    "Call",
+    "Decision",
+    "Witness",
+    "decide",
+    "default_decision",
+    "format_duration",
+    "holds",
+    "parse_duration",
+    "rule_matches",
+    "schema_problems",
+]
+
+STRENGTH = {"allow": 0, "ask": 1, "deny": 2}
+NO_RULE_REASON = "no rule allows this call"
+_DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+@dataclass
+class Call:
+    """One frozen call as a test would write it (`args` as JSON, durations as `"15m"`)."""
+
+    tool: str
+    args: dict[str, Any] = field(default_factory=dict)
+    actor: dict[str, Any] = field(default_factory=dict)
+    resource: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+    task: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+    execution: dict[str, Any] = field(default_factory=dict)
+    connections: dict[str, bool] = field(default_factory=dict)
+    """`connected(c)` by connection; a connection left out is not connected."""
+    runtimes: dict[str, bool] = field(default_factory=dict)
+    """`running(r)` by runtime; a runtime left out is not running."""
+
+
+@dataclass
+class Decision:
+    """What the policy decides: the effect, the winning rule's label (None: the default)."""
+
+    effect: str
+    rule: str | None = None
+    approvers: list[dict[str, str]] = field(default_factory=list)
+    reason: str | None = None
+
+
+@dataclass
+class Witness:
+    """A call for which `decision` is the policy's answer; `exact` when re-judging agrees."""
+
+    policy: str
+    rule: str | None
+    call: Call
+    decision: Decision
+    exact: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_spec_test(self, name: str) -> m.SpecTest:
+        """The witness as a `test` block of the model (for generated tests)."""
+        c = self.call
+        approver = None
+        if self.decision.approvers:
+            first = self.decision.approvers[0]
+            approver = m.Approver(kind=first["kind"], value=first["value"])  # type: ignore[arg-type]
+        return m.SpecTest(
+            name=name,
+            policy=self.policy,
+            tool=c.tool,
+            args=c.args,
+            actor=c.actor or None,
+            resource=c.resource or None,
+            facts=c.facts or None,
+            task=c.task or None,
+            env=c.env or None,
+            execution=c.execution or None,
+            expect=m.Expectation(
+                effect=self.decision.effect,  # type: ignore[arg-type]
+                approver=approver,
+                rule=self.decision.rule,
+            ),
+        )
+
+
+def parse_duration(text: Any) -> Any:
+    """`"1h30m"` → 5400000; an int is already milliseconds; anything else is ABSENT."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    if not isinstance(text, str) or not text or _DURATION.sub("", text):
+        return ABSENT
+    return sum(int(n) * _UNITS[u] for n, u in _DURATION.findall(text))
+
+
+def format_duration(ms: int) -> str:
+    """5400000 → `"1h30m"`."""
+    if ms <= 0:
+        return "0ms"
+    out = []
+    for unit in ("d", "h", "m", "s", "ms"):
+        n, ms = divmod(ms, _UNITS[unit])
+        if n:
+            out.append(f"{n}{unit}")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalization: what the policy sees of a call
+
+
+def _normalize(value: Any, type_: m.Type) -> Any:
+    if type_.name == "duration":
+        return parse_duration(value)
+    if type_.name == "path" and isinstance(value, str):
+        return posixpath.normpath(value)
+    if type_.name == "object" and isinstance(value, dict):
+        return _normalize_fields(value, type_.fields)
+    if type_.name == "map" and isinstance(value, dict) and type_.item is not None:
+        return {k: _normalize(v, type_.item) for k, v in value.items()}
+    if type_.name == "list" and isinstance(value, list) and type_.item is not None:
+        return [_normalize(v, type_.item) for v in value]
+    return value
+
+
+def _normalize_fields(values: dict[str, Any], fields: tuple[m.Field, ...]) -> dict[str, Any]:
+    out = dict(values)
+    for f in fields:
+        if f.name not in out and f.default is not None:
+            out[f.name] = f.default
+        if f.name in out:
+            out[f.name] = _normalize(out[f.name], f.type)
+    return out
+
+
+@dataclass
+class _Context:
+    spec: m.Spec
+    tool: m.Tool
+    call: Call
+    args: dict[str, Any]
+
+    @classmethod
+    def of(cls, spec: m.Spec, call: Call) -> _Context:
+        tool = spec.tools[call.tool]
+        return cls(spec, tool, call, _normalize_fields(call.args, tool.input.fields))
+
+    def operation(self) -> m.Operation | None:
+        return self.tool.operations.get(str(self.args.get("op", "")))
+
+    def risk(self) -> str:
+        op = self.operation()
+        return op.risk if op is not None else self.tool.risk
+
+    def effects(self) -> tuple[str, ...]:
+        op = self.operation()
+        return op.effects if op is not None else self.tool.effects
+
+    def root(self, root: str) -> Any:
+        c = self.call
+        if root == "args":
+            return self.args
+        if root == "actor":
+            actor = dict(c.actor)
+            roles = list(actor.get("roles") or [])
+            if "role" in actor and actor["role"] not in roles:
+                roles.append(actor["role"])
+            actor["roles"] = roles
+            return actor
+        if root == "tool":
+            return {
+                "id": self.tool.id,
+                "kind": self.tool.kind,
+                "version": self.tool.version,
+                "risk": self.risk(),
+                "effects": list(self.effects()),
+                "tags": list(self.tool.tags),
+                "packs": list(self.tool.packs),
+            }
+        return {"resource": c.resource, "task": c.task, "env": c.env, "call": c.execution}.get(
+            root, ABSENT
+        )
+
+    def read(self, path: m.Path) -> Any:
+        if path.root == "fact":
+            name, *rest = path.parts
+            value = self.call.facts.get(name, ABSENT)
+            fact = self.spec.facts.get(name)
+            if value is not ABSENT and fact is not None:
+                value = _normalize(value, fact.type)
+            parts: list[str] = rest
+        else:
+            value = self.root(path.root)
+            parts = list(path.parts)
+        for part in parts:
+            value = value.get(part, ABSENT) if isinstance(value, dict) else ABSENT
+        if path.root == "call" and path.parts == ("timeout",):
+            value = parse_duration(value) if value is not ABSENT else ABSENT
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions
+
+
+class _Name(str):
+    """A bare enum member: equal to the string of its name."""
+
+
+def _value(node: object, ctx: _Context) -> Any:
+    if isinstance(node, m.Literal):
+        return node.value
+    if isinstance(node, m.EnumMember):
+        return _Name(node.name)
+    if isinstance(node, m.ListValue):
+        return [_value(i, ctx) for i in node.items]
+    if isinstance(node, m.FactCall):
+        table = ctx.call.connections if node.func == "connected" else ctx.call.runtimes
+        return bool(table.get(node.name, False))
+    if isinstance(node, m.Path):
+        return ctx.read(node)
+    return ABSENT
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _number(a) and _number(b):
+        return a == b
+    if isinstance(a, str) and isinstance(b, str):
+        return str(a) == str(b)
+    return False
+
+
+def _is_risk(node: object) -> bool:
+    return isinstance(node, m.Path) and node.root == "tool" and node.parts == ("risk",)
+
+
+def _compare(c: m.Compare, ctx: _Context) -> bool:
+    if c.op == "has":
+        left = _value(c.left, ctx)
+        word = _value(c.right, ctx)
+        if isinstance(left, dict):
+            return isinstance(c.right, m.EnumMember | m.Literal) and str(word) in left
+        if isinstance(left, list):
+            return any(_equal(i, word) for i in left)
+        return False
+    left, right = _value(c.left, ctx), _value(c.right, ctx)
+    if c.op == "in":
+        if left is ABSENT or not isinstance(right, list):
+            return False
+        return any(_equal(left, i) for i in right)
+    if left is ABSENT or right is ABSENT:
+        return False
+    if c.op == "==":
+        return _equal(left, right)
+    if c.op == "!=":
+        return not _equal(left, right)
+    if c.op in ("<", "<=", ">", ">="):
+        if _is_risk(c.left) or _is_risk(c.right):
+            if left not in m.RISK_LEVELS or right not in m.RISK_LEVELS:
+                return False
+            left, right = m.risk_rank(left), m.risk_rank(right)
+        elif not (_number(left) and _number(right)):
+            return False
+        return {
+            "<": left < right,
+            "<=": left <= right,
+            ">": left > right,
+            ">=": left >= right,
+        }[c.op]
+    if not (isinstance(left, str) and isinstance(right, str)):
+        return False
+    if c.op == "matches":
+        return re.search(right, left) is not None
+    if c.op == "startswith":
+        return left.startswith(right)
+    if c.op == "within":
+        return left == right or left.startswith(right.rstrip("/") + "/")
+    return False
+
+
+def holds(cond: object, ctx: _Context) -> bool:
+    if isinstance(cond, m.Compare):
+        return _compare(cond, ctx)
+    if isinstance(cond, m.And):
+        return all(holds(i, ctx) for i in cond.items)
+    if isinstance(cond, m.Or):
+        return any(holds(i, ctx) for i in cond.items)
+    if isinstance(cond, m.Not):
+        return not holds(cond.item, ctx)
+    return _value(cond, ctx) is True
+
+
+def _selects(sel: m.Selector, ctx: _Context) -> bool:
+    tool = ctx.tool
+    if sel.kind == "id":
+        return tool.id == sel.value
+    if sel.kind == "glob":
+        return tool.id.startswith(sel.value)
+    if sel.kind == "all":
+        return True
+    if sel.kind == "module":
+        return tool.id in sel.tools
+    if sel.kind == "pack":
+        return sel.value in tool.packs
+    if sel.kind == "kind":
+        return tool.kind == sel.value
+    if sel.kind == "risk":
+        cond = m.Compare(
+            op=sel.op or ">=",  # type: ignore[arg-type]
+            left=m.Path(root="tool", parts=("risk",)),
+            right=m.EnumMember(name=sel.value),
+        )
+        return _compare(cond, ctx)
+    if sel.kind == "effects":
+        return sel.value in ctx.effects()
+    return False
+
+
+def rule_matches(spec: m.Spec, rule: m.Rule, call: Call) -> bool:
+    ctx = _Context.of(spec, call)
+    return _matches(rule, ctx)
+
+
+def _matches(rule: m.Rule, ctx: _Context) -> bool:
+    if not any(_selects(s, ctx) for s in rule.selectors):
+        return False
+    return rule.condition is None or holds(rule.condition, ctx)
+
+
+def _approvers(items: tuple[m.Approver, ...]) -> list[dict[str, str]]:
+    return [{"kind": a.kind, "value": a.value} for a in items]
+
+
+def default_decision(spec: m.Spec, policy: m.Policy, call: Call) -> Decision:
+    d = policy.default
+    if d is None:
+        return Decision("deny", None, [], NO_RULE_REASON)
+    if d.table is not None:
+        table = spec.risk_tables.get(d.table)
+        entry = table.entries.get(_Context.of(spec, call).risk()) if table else None  # type: ignore[call-overload]
+        if entry is None:
+            return Decision("deny", None, [], NO_RULE_REASON)
+        return Decision(entry.effect, None, _approvers(entry.approvers), entry.reason)
+    return Decision(d.effect or "deny", None, _approvers(d.approvers), d.reason)
+
+
+def decide(spec: m.Spec, policy: m.Policy, call: Call) -> Decision:
+    """DENY beats ASK beats ALLOW; the first matching rule of that effect wins (§6)."""
+    ctx = _Context.of(spec, call)
+    matched = [r for r in policy.rules if _matches(r, ctx)]
+    if not matched:
+        return default_decision(spec, policy, call)
+    strongest = max(STRENGTH[r.effect] for r in matched)
+    winner = next(r for r in matched if STRENGTH[r.effect] == strongest)
+    return Decision(winner.effect, winner.label, _approvers(winner.approvers), winner.reason)
+
+
+def schema_problems(spec: m.Spec, call: Call) -> list[str]:
+    """Where the call's arguments break the tool's input schema (types, enums, patterns)."""
+    tool = spec.tools[call.tool]
+    problems: list[str] = []
+    _check_fields(call.args, tool.input.fields, "args", problems)
+    return problems
+
+
+def _check_fields(
+    values: dict[str, Any], fields: tuple[m.Field, ...], where: str, out: list[str]
+) -> None:
+    known = {f.name for f in fields}
+    out += [f"{where}.{k} is not in the schema" for k in values if k not in known]
+    for f in fields:
+        if f.name not in values:
+            if f.required:
+                out.append(f"{where}.{f.name} is missing")
+            continue
+        _check_value(values[f.name], f, f.type, f"{where}.{f.name}", out)
+
+
+def _check_value(v: Any, f: m.Field | None, t: m.Type, where: str, out: list[str]) -> None:
+    name = t.name
+    ok = {
+        "string": isinstance(v, str),
+        "path": isinstance(v, str),
+        "url": isinstance(v, str),
+        "duration": parse_duration(v) is not ABSENT,
+        "int": isinstance(v, int) and not isinstance(v, bool),
+        "float": _number(v),
+        "bool": isinstance(v, bool),
+        "enum": v in t.values,
+        "list": isinstance(v, list),
+        "map": isinstance(v, dict),
+        "object": isinstance(v, dict),
+    }[name]
+    if not ok:
+        out.append(f"{where} has the wrong type")
+        return
+    if f is not None:
+        size = len(v) if isinstance(v, str | list | dict) and name not in ("int", "float") else v
+        if f.min is not None and size < f.min:
+            out.append(f"{where} is below its minimum")
+        if f.max is not None and size > f.max:
+            out.append(f"{where} is above its maximum")
+        if f.pattern is not None and isinstance(v, str) and not re.search(f.pattern, v):
+            out.append(f"{where} does not match its pattern")
+    if name == "object":
+        _check_fields(v, t.fields, where, out)
+    elif name in ("list", "map") and t.item is not None:
+        items = v if isinstance(v, list) else list(v.values())
+        for i in items:
+            _check_value(i, None, t.item, where, out)

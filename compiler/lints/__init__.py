@@ -1,0 +1,72 @@
+"""Lint rules over a checked spec: warnings and notes with a code `Lxxx`, each with its own docs.
+
+A rule is a function registered with `@lint_rule(...)` (see `framework.py`); it receives a
+`LintContext` (the typed model, the resolution for spans, the policy analysis) and yields
+diagnostics. Importing this package registers every rule's code in `dsl/codes.py`, so
+`Diagnostic.make`, `harnessc explain` and the generated docs know it.
+
+To add a rule: pick the next free code, write the check in the module of its topic with a `bad`
+and a `good` example, add a fixture `tests/diagnostics/cases/Lxxx-slug.harness`, record its
+golden and run `python tools/gen_docs.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from harnessc.dsl.diagnostics import Diagnostic, Severity
+
+from ..analysis.policy import PolicyAnalysis
+from ..config import LintConfig
+from ..resolve import Resolution
+
+# importing the rule modules registers their rules
+from . import analysis as _analysis_rules  # noqa: F401
+from . import descriptions, policies, surfaces, unused  # noqa: F401
+from .framework import RULES, LintContext, LintRule, lint_rule
+from .suppress import Suppression, is_suppressed, lint_suppressions, suppression_index
+
+__all__ = [
+    "RULES",
+    "LintContext",
+    "LintRule",
+    "Suppression",
+    "filter_findings",
+    "lint_rule",
+    "lint_suppressions",
+    "run_lints",
+]
+
+
+def run_lints(
+    spec, resolution: Resolution, analysis: PolicyAnalysis | None, config: LintConfig | None = None
+) -> list[Diagnostic]:
+    """Every enabled rule over a valid model; findings in `std.*` modules are left out (a
+    spec cannot change them; lint the standard library's files directly to see them)."""
+    config = config or LintConfig()
+    context = LintContext(spec, resolution, analysis)
+    found: list[Diagnostic] = []
+    for code in sorted(RULES):
+        if not config.enabled(code):
+            continue
+        for diagnostic in RULES[code].check(context):
+            primary = diagnostic.primary
+            if primary is not None and context.is_std(primary.span):
+                continue
+            found.append(diagnostic)
+    return found
+
+
+def filter_findings(
+    diagnostics: Iterable[Diagnostic], resolution: Resolution | None, config: LintConfig
+) -> list[Diagnostic]:
+    """Drop warnings and notes that the configuration or an inline comment silences."""
+    index = suppression_index(lint_suppressions(resolution)) if resolution is not None else {}
+    kept = []
+    for d in diagnostics:
+        if d.severity is not Severity.ERROR and (
+            not config.enabled(d.code) or is_suppressed(d, index)
+        ):
+            continue
+        kept.append(d)
+    return kept

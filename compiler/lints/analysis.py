@@ -1,0 +1,326 @@
+"""L001–L005: the policy analysis's findings (compiler/analysis/policy.py) as lint warnings.
+
+The analysis is exact (SMT) and gives each finding an example call; these rules only place the
+finding in the source and say what to do about it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.source import Span
+
+from .framework import LintContext, lint_rule, rule_head
+
+_DEPLOY = """\
+tool deploy {
+  summary "Deploy a service to an environment."
+  use_when "A change is approved and ready to ship."
+  effects external
+  risk high
+  input {
+    service: string
+    environment: enum("staging", "production")
+    ticket: string?
+  }
+}
+"""
+
+
+_RECORDS = ("actor", "resource", "facts", "task", "env", "execution")
+
+
+def format_example(example: Any) -> str | None:
+    """A witness call as a test would write it: `tool(arg: value, …) as actor { … } …`.
+
+    Takes the analysis's `Witness` (its `call`), a `Call`, a mapping with `tool` and `args`, or
+    text; records that are empty are left out.
+    """
+    if example is None:
+        return None
+    if isinstance(example, str):
+        return example
+    call = getattr(example, "call", example)
+    get = call.get if isinstance(call, dict) else lambda key: getattr(call, key, None)
+    tool = get("tool") or get("tool_id")
+    if tool is None:
+        return str(example)
+    args = ", ".join(f"{k}: {_value(v)}" for k, v in sorted((get("args") or {}).items()))
+    parts = [f"{tool}({args})"]
+    for key in _RECORDS:
+        record = get(key) or {}
+        if record:
+            parts.append(f"{'as actor' if key == 'actor' else key} {_value(record)}")
+    for key, word in (("connections", "connected"), ("runtimes", "running")):
+        on = sorted(name for name, value in (get(key) or {}).items() if value)
+        if on:
+            parts.append(f"{word}: {', '.join(on)}")
+    return " ".join(parts)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k}: {_value(v)}" for k, v in sorted(value.items()))
+        return f"{{ {inner} }}" if inner else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _findings(ctx: LintContext, kind: str) -> Iterator[Any]:
+    if ctx.analysis is None:
+        return
+    for finding in ctx.analysis.findings:
+        if getattr(finding, "kind", None) == kind:
+            yield finding
+
+
+def _place(ctx: LintContext, finding: Any, part: str) -> tuple[Span | None, s.Rule | None]:
+    """The span to underline for a finding: a rule's head or condition, or a `default`."""
+    node = ctx.node_at(finding.origin, s.Rule)
+    if node is not None:
+        if part == "condition" and node.when is not None:
+            return node.when.span, node
+        return rule_head(node), node
+    default = ctx.node_at(finding.origin, s.Default)
+    if default is not None:
+        return default.span, None
+    return ctx.span(finding.origin), None
+
+
+def _other(ctx: LintContext, finding: Any, label: str) -> list[tuple[Span, str]]:
+    other = ctx.rule_by_label(
+        getattr(finding, "other_rule", None), getattr(finding, "policy", None)
+    )
+    if other is None:
+        return []
+    node = ctx.node_at(other.origin, s.Rule)
+    return [(rule_head(node), label)] if node is not None else []
+
+
+def _adapt(
+    ctx: LintContext, code: str, kind: str, part: str, label: str, other: str, help: str
+) -> Iterator[Diagnostic]:
+    for finding in _findings(ctx, kind):
+        span, _ = _place(ctx, finding, part)
+        example = format_example(getattr(finding, "example", None))
+        notes = [f"for example, the call `{example}`"] if example else []
+        if example and getattr(finding, "exact", True) is False:
+            notes.append("the analysis approximated part of a condition; check the example")
+        yield Diagnostic.make(
+            code,
+            finding.message,
+            span,
+            label,
+            secondary=_other(ctx, finding, other),
+            notes=notes,
+            help=help,
+        )
+
+
+@lint_rule(
+    "L001",
+    "never-wins",
+    "warning",
+    "a policy rule can never decide a call",
+    "A rule decides a call only when it is the first matching rule of the strongest matching "
+    "effect (DENY beats ASK beats ALLOW). This rule is always beaten: every call it matches is "
+    "also matched by a stronger rule, or by an earlier rule of the same effect, which the "
+    "warning names. Its options (approver, reason) are never used, and whoever reads the policy "
+    "is misled. Remove it, narrow the rule that beats it, or move it before that rule.",
+    bad=_DEPLOY
+    + """
+policy release {
+  default deny
+
+  any_staging: allow deploy when args.environment == "staging"
+  # never wins: every call it matches is already allowed by `any_staging`
+  web_staging: allow deploy when args.environment == "staging" and args.service == "web"
+}
+""",
+    good=_DEPLOY
+    + """
+policy release {
+  default deny
+
+  web_staging: allow deploy when args.environment == "staging" and args.service == "web"
+  any_staging: allow deploy when args.environment == "staging"
+}
+""",
+)
+def never_wins(ctx: LintContext) -> Iterator[Diagnostic]:
+    yield from _adapt(
+        ctx,
+        "L001",
+        "never-wins",
+        "head",
+        "this rule never decides a call",
+        "every call it matches is decided by this rule",
+        "remove the rule, or move it before the rule that beats it",
+    )
+
+
+@lint_rule(
+    "L002",
+    "unsatisfiable-condition",
+    "warning",
+    "a rule's condition can never be true",
+    "No call satisfies the condition, so the rule never matches: usually `and` where `or` was "
+    "meant, or two comparisons of one value with different constants. A DENY or ASK that never "
+    "matches protects nothing.",
+    bad=_DEPLOY
+    + """
+policy release {
+  default deny
+
+  both: allow deploy when args.environment == "staging" and args.environment == "production"
+}
+""",
+    good=_DEPLOY
+    + """
+policy release {
+  default deny
+
+  either: allow deploy when args.environment == "staging" or args.environment == "production"
+}
+""",
+)
+def unsatisfiable_condition(ctx: LintContext) -> Iterator[Diagnostic]:
+    yield from _adapt(
+        ctx,
+        "L002",
+        "unsatisfiable",
+        "condition",
+        "no call makes this true",
+        "",
+        "check for `and` where `or` was meant, or remove the rule",
+    )
+
+
+@lint_rule(
+    "L003",
+    "opposite-effects",
+    "warning",
+    "two rules with the same scope have opposite effects",
+    "Two rules select the same calls under equivalent conditions, one allowing and one denying "
+    "or asking. The stronger effect always wins, so the weaker rule is dead and the policy says "
+    "two things at once. Keep the one you mean. (An ALLOW with a narrower DENY or ASK inside it "
+    "is the normal shape of a policy and is not reported.)",
+    bad=_DEPLOY
+    + """
+policy release {
+  default deny
+
+  ship: allow deploy when args.environment == "production"
+  hold: deny deploy when args.environment == "production" {
+    reason "Production is frozen."
+  }
+}
+""",
+    good=_DEPLOY
+    + """
+policy release {
+  default deny
+
+  ship: allow deploy when args.environment == "staging"
+  hold: deny deploy when args.environment == "production" {
+    reason "Production is frozen."
+  }
+}
+""",
+)
+def opposite_effects(ctx: LintContext) -> Iterator[Diagnostic]:
+    yield from _adapt(
+        ctx,
+        "L003",
+        "opposite-effects",
+        "head",
+        "this rule",
+        "has the same scope and the opposite effect",
+        "keep one of the two rules",
+    )
+
+
+@lint_rule(
+    "L004",
+    "absent-value-fails-open",
+    "warning",
+    "a DENY or ASK reads a value that may be absent, without a `has` guard",
+    "Reading a value that is not there (an optional argument not given, a fact the application "
+    "did not supply) makes a comparison false, `!=` included. So a DENY or ASK whose condition "
+    "needs the value fails open: the call is not denied, not asked. Test presence with `has` "
+    "and write the condition so that an absent value denies (`not actor.tenant == "
+    "resource.tenant` rather than `resource.tenant != actor.tenant`).",
+    bad=_DEPLOY
+    + """
+policy release {
+  default deny
+
+  cross_tenant: deny * when resource.tenant != actor.tenant {
+    reason "Cross-tenant access is never allowed."
+  }
+}
+""",
+    good=_DEPLOY
+    + """
+policy release {
+  default deny
+
+  cross_tenant: deny * when resource has tenant and not actor.tenant == resource.tenant {
+    reason "Cross-tenant access is never allowed."
+  }
+}
+""",
+)
+def absent_value_fails_open(ctx: LintContext) -> Iterator[Diagnostic]:
+    yield from _adapt(
+        ctx,
+        "L004",
+        "absent-value",
+        "condition",
+        "false when the value is absent, so the rule does not apply",
+        "",
+        "guard the read with `has`, or write the condition so that an absent value matches",
+    )
+
+
+@lint_rule(
+    "L005",
+    "default-allow",
+    "warning",
+    "a policy allows every call no rule matches",
+    "`default allow` turns every tool added later, and every call no rule foresaw, into an "
+    "allowed call. Use `default deny`, `default ask { approver … }` or a risk table such as "
+    "`std.risk.defaults`, and allow what is meant with rules.",
+    bad=_DEPLOY
+    + """
+policy release {
+  default allow
+}
+""",
+    good="import std.risk\n\n"
+    + _DEPLOY
+    + """
+policy release {
+  default std.risk.defaults
+}
+""",
+)
+def default_allow(ctx: LintContext) -> Iterator[Diagnostic]:
+    yield from _adapt(
+        ctx,
+        "L005",
+        "default-allow",
+        "head",
+        "every call no rule matches is allowed",
+        "",
+        "use `default deny`, `default ask` or a risk table such as `std.risk.defaults`",
+    )

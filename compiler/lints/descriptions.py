@@ -1,0 +1,177 @@
+"""L013, L014, L018: the descriptions a planner ranks and chooses tools by."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.runtime import model as m
+
+from .framework import PUBLIC_KINDS, LintContext, lint_rule
+
+NEAR_DUPLICATE = 0.8
+"""Token Jaccard similarity of summary + use_when at or above which two tools are reported."""
+MIN_TOKENS = 4
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _declared_order(ctx: LintContext, tools: list[m.Tool]) -> list[m.Tool]:
+    def key(tool: m.Tool) -> tuple[str, int, str]:
+        span = ctx.tool_span(tool.id)
+        return (span.source.path, span.start, tool.id) if span else ("", 0, tool.id)
+
+    return sorted(tools, key=key)
+
+
+@lint_rule(
+    "L013",
+    "missing-summary",
+    "warning",
+    "a tool has no `summary`",
+    "The summary is what a planner reads to choose a tool, what ranking embeds when more tools "
+    "are public than a surface's `limit`, and what traces and generated docs show. A tool "
+    "without one is chosen by its name alone.",
+    bad="""\
+tool read_report {
+  use_when "Looking at the findings of a scan."
+  effects read
+  input { path: path }
+}
+""",
+    good="""\
+tool read_report {
+  summary "Read a scan report."
+  use_when "Looking at the findings of a scan."
+  effects read
+  input { path: path }
+}
+""",
+)
+def missing_summary(ctx: LintContext) -> Iterator[Diagnostic]:
+    for tool in _declared_order(ctx, list(ctx.spec.tools.values())):
+        if tool.summary:
+            continue
+        yield Diagnostic.make(
+            "L013",
+            f"tool `{tool.id}` has no `summary`",
+            ctx.tool_span(tool.id),
+            "no summary",
+            help='add `summary "…"`: one sentence on what the tool does',
+        )
+
+
+@lint_rule(
+    "L014",
+    "missing-use-when",
+    "note",
+    "a tool a planner can see has no `use_when`",
+    "`use_when` tells a planner when to pick a tool rather than its neighbours, and ranking "
+    "reads it with the summary. Public, dynamic and MCP tools are the ones a planner sees; "
+    "legacy, primitive and skill-private tools are not reported.",
+    bad="""\
+tool read_report {
+  summary "Read a scan report."
+  effects read
+  input { path: path }
+}
+""",
+    good="""\
+tool read_report {
+  summary "Read a scan report."
+  use_when "Looking at the findings of a scan."
+  effects read
+  input { path: path }
+}
+""",
+)
+def missing_use_when(ctx: LintContext) -> Iterator[Diagnostic]:
+    tools = [t for t in ctx.spec.tools.values() if t.kind in PUBLIC_KINDS and not t.use_when]
+    for tool in _declared_order(ctx, tools):
+        yield Diagnostic.make(
+            "L014",
+            f"tool `{tool.id}` has no `use_when`",
+            ctx.tool_span(tool.id),
+            "a planner sees it",
+            help='add `use_when "…"`: the situation in which a planner should pick this tool',
+        )
+
+
+def _tokens(tool: m.Tool) -> frozenset[str]:
+    return frozenset(_WORD.findall(f"{tool.summary or ''} {tool.use_when or ''}".lower()))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+@lint_rule(
+    "L018",
+    "near-duplicate-description",
+    "warning",
+    "two tools have nearly the same `summary` and `use_when`",
+    "A planner, and the ranking that picks which tools it sees, tell tools apart by their "
+    "descriptions. When two tools share 80% or more of the words of their `summary` and "
+    "`use_when`, the planner picks between them at random. Say what sets each apart, and "
+    "point from one to the other with `not_for`.",
+    bad="""\
+tool read_report {
+  summary "Read a scan report from the workspace."
+  use_when "Looking at the findings of a scan."
+  effects read
+  input { path: path }
+}
+
+tool open_report {
+  summary "Read a scan report in the workspace."
+  use_when "Looking at the findings of a scan."
+  effects read
+  input { path: path }
+}
+""",
+    good="""\
+tool read_report {
+  summary "Read a scan report from the workspace."
+  use_when "Looking at the findings of a scan."
+  effects read
+  input { path: path }
+}
+
+tool compare_reports {
+  summary "Compare two scan reports and list the findings that changed."
+  use_when "Checking that a patch fixed what it meant to fix."
+  not_for "Reading one report (read_report)."
+  effects read
+  input {
+    before: path
+    after: path
+  }
+}
+""",
+)
+def near_duplicate_description(ctx: LintContext) -> Iterator[Diagnostic]:
+    tools = [t for t in ctx.spec.tools.values() if t.kind in PUBLIC_KINDS]
+    order = {t.id: i for i, t in enumerate(_declared_order(ctx, tools))}
+    words = [(t, _tokens(t)) for t in tools]
+    words = [(t, w) for t, w in words if len(w) >= MIN_TOKENS]
+    # INVARIANT: sorted by size, so once a set is too small to reach the threshold against a
+    # later (larger) one, it is too small against all of them (Jaccard <= |small| / |large|).
+    words.sort(key=lambda tw: (len(tw[1]), tw[0].id))
+    for i, (tool, mine) in enumerate(words):
+        for other, theirs in words[i + 1 :]:
+            if len(mine) < NEAR_DUPLICATE * len(theirs):
+                break
+            score = jaccard(mine, theirs)
+            if score < NEAR_DUPLICATE:
+                continue
+            first, second = sorted((tool, other), key=lambda t: order[t.id])
+            earlier = ctx.tool_span(first.id)
+            yield Diagnostic.make(
+                "L018",
+                f"tools `{first.id}` and `{second.id}` have nearly the same description",
+                ctx.tool_span(second.id),
+                f"{round(score * 100)}% of the words of its summary and use_when are shared",
+                secondary=[(earlier, "with this tool")] if earlier else [],
+                help="say in `summary` and `use_when` what sets each tool apart, and point "
+                "from one to the other with `not_for`",
+            )

@@ -1,0 +1,192 @@
+"""L010–L012: policy rules whose shape is a known way to get governance wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.source import Span
+from harnessc.runtime import model as m
+
+from .framework import LintContext, lint_rule
+
+_TOOLS = """\
+tool read_report {
+  summary "Read a scan report."
+  use_when "Looking at the findings of a scan."
+  effects read
+  risk low
+  input { path: path }
+}
+
+tool deploy {
+  summary "Deploy a service to an environment."
+  use_when "A change is approved and ready to ship."
+  effects external
+  risk high
+  input {
+    service: string
+    environment: enum("staging", "production")
+  }
+}
+"""
+
+READ_ONLY_EFFECTS = frozenset({"read", "idempotent", "preview"})
+WILDCARD_SELECTORS = ("all", "glob", "module")
+
+
+def _selector_span(node: object, index: int) -> Span | None:
+    selectors = getattr(node, "selectors", ())
+    return selectors[index].span if index < len(selectors) else None
+
+
+def _read_only(tool: m.Tool) -> bool:
+    return "read" in tool.effects and set(tool.effects) <= READ_ONLY_EFFECTS
+
+
+@lint_rule(
+    "L010",
+    "ask-on-read-only",
+    "warning",
+    "an `ask` without a condition on a read-only, low-risk tool",
+    "Asking a person to approve every call of a tool that only reads and is low risk teaches "
+    "people to click yes without reading, and then the approvals that matter are clicked "
+    "through too. Allow such a tool (the usual risk table already allows low risk), or ask "
+    "only when a condition makes the call sensitive.",
+    bad=_TOOLS
+    + """
+policy review {
+  default deny
+  allow deploy when args.environment == "staging"
+
+  reports: ask read_report {
+    approver role "user"
+    grant once ttl 10m
+  }
+}
+""",
+    good=_TOOLS
+    + """
+policy review {
+  default deny
+  allow deploy when args.environment == "staging"
+
+  reports: allow read_report
+}
+""",
+)
+def ask_on_read_only(ctx: LintContext) -> Iterator[Diagnostic]:
+    for rule, node in ctx.rules():
+        if rule.effect != "ask" or rule.condition is not None or node is None:
+            continue
+        for index, selector in enumerate(rule.selectors):
+            if selector.kind != "id":
+                continue
+            tool = ctx.spec.tools.get(selector.value)
+            if tool is None or tool.risk != "low" or not _read_only(tool):
+                continue
+            declared = ctx.tool_span(tool.id)
+            yield Diagnostic.make(
+                "L010",
+                f"`{rule.label}` asks for approval of every call of the read-only tool `{tool.id}`",
+                _selector_span(node, index),
+                "read-only and low risk",
+                secondary=[(declared, "declared here")] if declared else [],
+                notes=["asking for what cannot do harm trains people to approve without reading"],
+                help="allow the tool, or ask only `when` a condition makes the call sensitive",
+            )
+
+
+@lint_rule(
+    "L011",
+    "high-risk-allowed-unconditionally",
+    "warning",
+    "an `allow` without a condition selects a high- or critical-risk tool",
+    "A high- or critical-risk tool sends, publishes, pays, deletes or changes production. An "
+    "ALLOW with no `when` lets every call of it run, whatever its arguments, without a person "
+    "seeing it. Narrow the rule with a condition on the arguments or the actor, or `ask`.",
+    bad=_TOOLS
+    + """
+policy release {
+  default deny
+  allow deploy
+}
+""",
+    good=_TOOLS
+    + """
+policy release {
+  default deny
+  allow deploy when args.environment == "staging"
+  ask deploy when args.environment == "production" {
+    approver role "release-manager"
+    grant once ttl 15m
+  }
+}
+""",
+)
+def high_risk_allowed_unconditionally(ctx: LintContext) -> Iterator[Diagnostic]:
+    for rule, node in ctx.rules():
+        if rule.effect != "allow" or rule.condition is not None or node is None:
+            continue
+        for index, selector in enumerate(rule.selectors):
+            risky = [
+                t
+                for t in ctx.selected_tools(selector)
+                if m.risk_rank(t.risk) >= m.risk_rank("high")
+            ]
+            if not risky:
+                continue
+            first = risky[0]
+            others = f" and {len(risky) - 1} more" if len(risky) > 1 else ""
+            declared = ctx.tool_span(first.id)
+            yield Diagnostic.make(
+                "L011",
+                f"`{rule.label}` allows every call of the {first.risk}-risk tool "
+                f"`{first.id}`{others} without a condition",
+                _selector_span(node, index),
+                "allowed whatever the arguments",
+                secondary=[(declared, f"declared {first.risk} risk")] if declared else [],
+                help="add a `when` condition that narrows the calls, or `ask` for approval",
+            )
+
+
+@lint_rule(
+    "L012",
+    "wildcard-allow",
+    "warning",
+    "an `allow` selects tools by `*` or a glob",
+    "An ALLOW written with `*`, a glob (`change.*`) or a module glob (`std.github.*`) also "
+    "allows every tool that is added later under that name, without anyone deciding so. Name "
+    "the tools the rule is meant for; write wildcards in DENY and ASK rules, where growing "
+    "the match is the safe direction.",
+    bad=_TOOLS
+    + """
+policy release {
+  default deny
+  allow * when actor.role == "engineer"
+}
+""",
+    good=_TOOLS
+    + """
+policy release {
+  default deny
+  allow read_report when actor.role == "engineer"
+}
+""",
+)
+def wildcard_allow(ctx: LintContext) -> Iterator[Diagnostic]:
+    for rule, node in ctx.rules():
+        if rule.effect != "allow" or node is None:
+            continue
+        for index, selector in enumerate(rule.selectors):
+            if selector.kind not in WILDCARD_SELECTORS:
+                continue
+            count = len(ctx.selected_tools(selector))
+            yield Diagnostic.make(
+                "L012",
+                f"`{rule.label}` allows `{selector.text}`, which also matches every tool "
+                "added later",
+                _selector_span(node, index),
+                f"matches {count} tool{'s' if count != 1 else ''} today",
+                help="name the tools this rule is meant for",
+            )

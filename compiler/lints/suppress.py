@@ -1,0 +1,76 @@
+"""Inline suppressions: `# harnessc: ignore[L012]` or `# harnessc: ignore[L012, L013] why`.
+
+The marker may follow other text in the comment (`# reject ends the run; harnessc:
+ignore[L101]`).
+
+A suppression silences the listed codes for a finding reported on the comment's own line (a
+trailing comment) or, when the comment stands alone on its line, on the next line. Text after
+the bracket is the justification; the generated docs of a build list every suppression with it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from harnessc.dsl.diagnostics import Diagnostic, Severity
+from harnessc.dsl.source import Span
+
+from ..resolve import Resolution
+
+_SUPPRESSION = re.compile(
+    r"\bharnessc:\s*ignore\[(?P<codes>[^\]]*)\](?P<reason>.*)$", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """One `# harnessc: ignore[…]` comment and the source line it applies to."""
+
+    file: str
+    line: int
+    """The line whose findings it silences (1-based)."""
+    codes: tuple[str, ...]
+    reason: str
+    """The justification: the text after the bracket, or else before the marker."""
+    span: Span
+    """The comment itself."""
+
+
+def lint_suppressions(resolution: Resolution) -> list[Suppression]:
+    """Every inline suppression of the build's modules, sorted by file and line."""
+    found: list[Suppression] = []
+    for module in resolution.modules:
+        source = module.source
+        if source is None:
+            continue
+        for comment in module.syntax.comments:
+            match = _SUPPRESSION.search(comment.text)
+            if match is None:
+                continue
+            codes = tuple(c.strip().upper() for c in match.group("codes").split(",") if c.strip())
+            line, column = source.location(comment.span.start)
+            alone = not source.line_text(line)[: column - 1].strip()
+            reason = match.group("reason").strip().lstrip("—–-:;,. ").strip()
+            if not reason:  # the justification may come before the marker instead
+                reason = comment.text[: match.start()].lstrip("# ").rstrip("—–-:;,. ")
+            found.append(
+                Suppression(source.path, line + 1 if alone else line, codes, reason, comment.span)
+            )
+    return sorted(found, key=lambda sup: (sup.file, sup.line))
+
+
+def is_suppressed(diagnostic: Diagnostic, by_line: dict[tuple[str, int], set[str]]) -> bool:
+    """Whether a warning or note is silenced (errors never are)."""
+    primary = diagnostic.primary
+    if diagnostic.severity is Severity.ERROR or primary is None:
+        return False
+    key = (primary.span.source.path, primary.span.line)
+    return diagnostic.code in by_line.get(key, ())
+
+
+def suppression_index(suppressions: list[Suppression]) -> dict[tuple[str, int], set[str]]:
+    index: dict[tuple[str, int], set[str]] = {}
+    for sup in suppressions:
+        index.setdefault((sup.file, sup.line), set()).update(sup.codes)
+    return index

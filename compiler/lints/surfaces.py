@@ -1,0 +1,87 @@
+"""L017: surfaces whose exposure depends on ranking that nobody wrote down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.runtime import model as m
+
+from .framework import PUBLIC_KINDS, LintContext, lint_rule, selects
+
+
+def surface_tools(spec: m.Spec, surface: m.Surface) -> list[str]:
+    """The public tools a surface can show: exposed, not hidden (hide wins), sorted."""
+    found = []
+    for tool in spec.tools.values():
+        if tool.kind not in PUBLIC_KINDS:
+            continue
+        if any(selects(sel, tool) for sel in surface.expose) and not any(
+            selects(sel, tool) for sel in surface.hide
+        ):
+            found.append(tool.id)
+    return sorted(found)
+
+
+def _tools(count: int, prefix: str) -> str:
+    return "\n".join(
+        f'tool {prefix}{i} {{ summary "Report number {i}."; use_when "Asked for report {i}."; '
+        f"effects read; input {{ id: string }} }}"
+        for i in range(1, count + 1)
+    )
+
+
+@lint_rule(
+    "L017",
+    "surface-over-limit-without-rank",
+    "warning",
+    "a surface can have more public tools than its `limit` and has no `rank` block",
+    "When more tools are public and available than a surface's `limit`, ranking decides which "
+    "ones the planner sees in a turn (language.md §5). Without a `rank` block that choice is "
+    "made by defaults nobody reviewed. Write the `rank` block (recall, rerank, preferences), "
+    "raise the `limit`, or expose fewer tools. Ranking serves the context budget only; it is "
+    "never a permission.",
+    bad=_tools(3, "report.r")
+    + """
+
+surface reports {
+  expose report.*
+  limit 2
+}
+""",
+    good=_tools(3, "report.r")
+    + """
+
+surface reports {
+  expose report.*
+  limit 2
+  rank {
+    recall lexical top 60
+    rerank lexical
+  }
+}
+""",
+)
+def surface_over_limit_without_rank(ctx: LintContext) -> Iterator[Diagnostic]:
+    for surface in ctx.spec.surfaces.values():
+        node = ctx.node_at(surface.origin, s.Surface)
+        if node is None or any(isinstance(item, s.Rank) for item in node.items):
+            continue
+        count = len(surface_tools(ctx.spec, surface))
+        if count <= surface.limit:
+            continue
+        limit = next((i for i in node.items if isinstance(i, s.Attr) and i.key == "limit"), None)
+        secondary = [(limit.span, "the limit")] if limit is not None else []
+        written = (
+            f"`limit {surface.limit}`" if limit is not None else f"default limit of {surface.limit}"
+        )
+        yield Diagnostic.make(
+            "L017",
+            f"surface `{node.name.text}` can show {count} public tools, more than its "
+            f"{written}, and has no `rank` block",
+            node.name.span,
+            f"{count} public tools",
+            secondary=secondary,
+            help="add a `rank` block, raise the `limit`, or expose fewer tools",
+        )

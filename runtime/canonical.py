@@ -1,0 +1,291 @@
+"""Canonical JSON (RFC 8785, JCS) and the input hash that identifies one exact tool invocation.
+
+Two values that mean the same JSON give the same bytes: keys sorted by UTF-16 code units, no
+whitespace, numbers written as ECMAScript writes them (`1.0` and `1` are both `1`, `-0` is `0`,
+`1e21` is `1e+21`), strings with the minimal JSON escapes and every other character kept as is.
+What JSON cannot say is refused with a `CanonicalError` rather than guessed: NaN and the
+infinities, keys that are not strings, lone surrogates, values of other types, and integers
+outside ±(2**53 - 1) (I-JSON, RFC 7493: beyond that a double no longer tells integers apart, so
+two different arguments could hash alike — send such numbers as strings).
+
+>>> canonical_json({"b": [1.0, -0.0, 1e21], "a": "é\\n"})
+'{"a":"é\\\\n","b":[1,0,1e+21]}'
+>>> input_hash("fs.read", 1, {"path": "a"}) == input_hash("fs.read", 1, {"path": "a"}, {})
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "EXECUTION_FIELDS",
+    "MAX_SAFE_INTEGER",
+    "CanonicalError",
+    "Execution",
+    "canonical_bytes",
+    "canonical_json",
+    "canonicalize_text",
+    "format_number",
+    "input_hash",
+    "json_string",
+    "parse_json",
+    "sha256_hex",
+]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+EXECUTION_FIELDS: tuple[str, ...] = ("command", "cwd", "env", "timeout_ms", "target")
+
+
+class CanonicalError(ValueError):
+    """A value that has no canonical JSON form; `location` says where (`$.args.items[2]`)."""
+
+    def __init__(self, reason: str, location: str = "$") -> None:
+        self.reason = reason
+        self.location = location
+        super().__init__(f"{reason} at `{location}`")
+
+    def inside(self, step: str) -> CanonicalError:
+        return CanonicalError(self.reason, "$" + step + self.location[1:])
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of a JSON-like value (dicts, lists, tuples, str, int, float, bool,
+    None).
+
+    >>> canonical_json({"z": 1, "a": [True, None, 0.5]})
+    '{"a":[true,null,0.5],"z":1}'
+    """
+    text = _serialize(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise CanonicalError("a string contains a lone surrogate") from err
+    return text
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """`canonical_json(value)` as UTF-8 bytes: what hashes are computed over."""
+    try:
+        return _serialize(value).encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise CanonicalError("a string contains a lone surrogate") from err
+
+
+def sha256_hex(value: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of `value`.
+
+    >>> sha256_hex({"a": 1}) == sha256_hex({"a": 1.0})
+    True
+    """
+    return hashlib.sha256(canonical_bytes(value)).hexdigest()
+
+
+def canonicalize_text(text: str | bytes) -> str:
+    """Parse JSON text and return its canonical form (see `parse_json`).
+
+    >>> canonicalize_text('{ "b" : 2.50, "a" : [ 1E2 ] }')
+    '{"a":[100],"b":2.5}'
+    """
+    return canonical_json(parse_json(text))
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Parse JSON text as JCS reads it: every number is a double (integers within ±(2**53 - 1)
+    come back as `int`, larger ones as `float`); duplicate keys and NaN/Infinity are refused.
+
+    >>> parse_json('[1, 2.0, 35092012105990630]')
+    [1, 2.0, 3.509201210599063e+16]
+    """
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise CanonicalError(f"duplicate key `{key}`")
+            out[key] = value
+        return out
+
+    def constant(name: str) -> Any:
+        raise CanonicalError(f"`{name}` is not a JSON number")
+
+    def integer(digits: str) -> int | float:
+        value = int(digits)
+        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else float(digits)
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_int=integer)
+    except json.JSONDecodeError as err:
+        where = f"line {err.lineno}, column {err.colno}"
+        raise CanonicalError(f"not JSON: {err.msg} ({where})") from err
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The execution parameters that change what a call does, and so are part of its identity.
+
+    `command` is a string or an argument list, `env` a mapping of strings; fields left `None` are
+    not part of the hash, so adding a new optional parameter does not change existing hashes.
+    """
+
+    command: str | tuple[str, ...] | None = None
+    cwd: str | None = None
+    env: Mapping[str, str] | None = field(default=None, hash=False)
+    timeout_ms: int | None = None
+    target: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in EXECUTION_FIELDS}
+
+
+def input_hash(
+    tool_id: str,
+    tool_version: int,
+    args: Mapping[str, Any],
+    execution: Execution | Mapping[str, Any] | None = None,
+) -> str:
+    """SHA-256 (hex) of the canonical JSON of `{"tool", "version", "args", "execution"}`.
+
+    A grant binds `tool id + tool_call_id + input_hash`, so any change to the arguments, the
+    command, cwd, environment, timeout or target makes a new call that is judged again. Unknown
+    execution parameters are refused rather than silently left out of the hash.
+
+    >>> a = input_hash("shell.run", 2, {"cmd": "ls"}, {"cwd": "/repo"})
+    >>> a == input_hash("shell.run", 2, {"cmd": "ls"}, Execution(cwd="/repo"))
+    True
+    >>> a == input_hash("shell.run", 2, {"cmd": "ls"}, {"cwd": "/tmp"})
+    False
+    """
+    params = execution.as_dict() if isinstance(execution, Execution) else dict(execution or {})
+    unknown = sorted(set(params) - set(EXECUTION_FIELDS))
+    if unknown:
+        raise CanonicalError(f"unknown execution parameter `{unknown[0]}`", "$.execution")
+    document = {
+        "tool": tool_id,
+        "version": tool_version,
+        "args": args,
+        "execution": {k: v for k, v in params.items() if v is not None},
+    }
+    return sha256_hex(document)
+
+
+# ---------------------------------------------------------------------------------------------
+# Serialization
+
+
+def _serialize(value: Any) -> str:
+    out: list[str] = []
+    _write(value, out)
+    return "".join(out)
+
+
+def _write(value: Any, out: list[str]) -> None:
+    # bool before int: True is an int in Python
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(_string(value))
+    elif isinstance(value, int):
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            out.append(str(int(value)))
+        else:
+            raise CanonicalError(
+                "integer outside ±(2**53 - 1) cannot be told apart from its neighbours"
+            )
+    elif isinstance(value, float):
+        out.append(format_number(value))
+    elif isinstance(value, Mapping):
+        _write_object(value, out)
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            try:
+                _write(item, out)
+            except CanonicalError as err:
+                raise err.inside(f"[{i}]") from None
+        out.append("]")
+    else:
+        raise CanonicalError(f"a value of type `{type(value).__name__}` is not JSON")
+
+
+def _write_object(value: Mapping[Any, Any], out: list[str]) -> None:
+    for key in value:
+        if not isinstance(key, str):
+            raise CanonicalError(f"object key `{key!r}` is not a string")
+    # INVARIANT: JCS orders keys by UTF-16 code units; big-endian UTF-16 bytes compare the same way
+    # (code point order differs once a key holds both U+E000..U+FFFF and astral characters).
+    keys = sorted(value, key=_utf16) if any(not k.isascii() for k in value) else sorted(value)
+    out.append("{")
+    for i, key in enumerate(keys):
+        if i:
+            out.append(",")
+        out.append(_string(key))
+        out.append(":")
+        try:
+            _write(value[key], out)
+        except CanonicalError as err:
+            raise err.inside(f".{key}") from None
+    out.append("}")
+
+
+def _utf16(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+# json's encoder (what json.dumps uses with ensure_ascii=False) escapes exactly what JCS escapes:
+# `"`, `\`, and the C0 controls (\b \t \n \f \r by name, the rest as lowercase \u00xx); DEL and
+# everything beyond are kept.
+_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def json_string(value: str) -> str:
+    """One string as canonical JSON (the caller ensures it holds no lone surrogate).
+
+    >>> json_string("ü ok") == '"ü ok"'
+    True
+    """
+    return _string(value)
+
+
+def format_number(value: float) -> str:
+    """A double as ECMAScript's Number.prototype.toString writes it (JCS §3.2.2.3).
+
+    >>> [format_number(x) for x in (1.0, -0.0, 0.1, 1e21, 1e-7, 123456789012345680000.0)]
+    ['1', '0', '0.1', '1e+21', '1e-7', '123456789012345680000']
+    """
+    if math.isnan(value) or math.isinf(value):
+        raise CanonicalError(f"`{value}` is not a JSON number")
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    # repr gives the shortest digits that round-trip, choosing the closest when several do:
+    # the same digits ECMAScript chooses.
+    mantissa, _, exp = repr(abs(float(value))).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    stripped = digits.lstrip("0")
+    # n: the decimal point sits n digits after the start of `s` (value = 0.s × 10^n)
+    n = len(whole) + (int(exp) if exp else 0) - (len(digits) - len(stripped))
+    s = stripped.rstrip("0")
+    k = len(s)
+    if k <= n <= 21:
+        text = s + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = s[:n] + "." + s[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + s
+    else:
+        e = n - 1
+        text = (s if k == 1 else s[0] + "." + s[1:]) + ("e+" if e >= 0 else "e-") + str(abs(e))
+    return sign + text

@@ -1,0 +1,368 @@
+"""Events, the runtime's source of truth: their shape, their hash chain, the event vocabulary and
+the redaction of secret arguments before anything is stored.
+
+An event is appended to a stream (a session id, a workflow run) and gets three numbers from the
+store: `seq` (1, 2, 3 … within its stream), `position` (1, 2, 3 … across the whole log) and a
+`hash`: SHA-256 over the canonical JSON of the event without its hash, whose `prev_hash` is the
+hash of the event at `position - 1` (64 zeros for the first). One chain covers the whole log, so
+removing, reordering or editing any event breaks every later link.
+
+>>> e = NewEvent("session-1", "State", "session.started", {"agent": "planner"})
+>>> e.kind, e.type
+('State', 'session.started')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any
+
+from .canonical import CanonicalError, canonical_json, json_string
+from .model import Schema, Tool, Type
+
+__all__ = [
+    "GENESIS_HASH",
+    "KINDS",
+    "REDACTED",
+    "Clock",
+    "Event",
+    "EventError",
+    "NewEvent",
+    "approval_requested",
+    "approval_resolved",
+    "decision",
+    "event_hash",
+    "format_time",
+    "grant_issued",
+    "grant_revoked",
+    "grant_used",
+    "redact",
+    "redact_args",
+    "session_ended",
+    "session_started",
+    "system_clock",
+]
+
+KINDS: tuple[str, ...] = (
+    "Text",
+    "Progress",
+    "Tool",
+    "State",
+    "Approval",
+    "Artifact",
+    "Error",
+    "Usage",
+)
+GENESIS_HASH = "0" * 64
+REDACTED = "[REDACTED]"
+
+Clock = Callable[[], datetime]
+"""Returns the current time, timezone-aware; injected so tests and replays are deterministic."""
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC with microseconds: `2026-05-09T07:35:25.000000Z`."""
+    if moment.tzinfo is None:
+        raise EventError("the clock returned a time without a timezone")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class EventError(ValueError):
+    """An event that cannot be appended (unknown kind, missing decision id, …)."""
+
+
+_SHA256_HEX = frozenset("0123456789abcdef")
+
+
+def _is_sha256(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and set(value) <= _SHA256_HEX
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event before the store numbers it. `payload` is a JSON object.
+
+    A `decision` event must carry `decision_id` and `policy_version` (the spec's content hash),
+    so every decision names the policy that made it.
+    """
+
+    stream: str
+    kind: str
+    type: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stream, str) or not self.stream:
+            raise EventError("an event needs a non-empty stream")
+        if self.kind not in KINDS:
+            raise EventError(
+                f"unknown event kind `{self.kind}`; expected one of {', '.join(KINDS)}"
+            )
+        if not isinstance(self.type, str) or not self.type:
+            raise EventError("an event needs a non-empty type")
+        try:
+            canonical_json([self.stream, self.type])
+        except CanonicalError as err:
+            raise EventError(f"an event's stream or type is not JSON text: {err}") from None
+        if not isinstance(self.payload, Mapping):
+            raise EventError("an event payload must be a JSON object")
+        if self.type == "decision":
+            if not self.payload.get("decision_id"):
+                raise EventError("a decision event needs a `decision_id`")
+            version = self.payload.get("policy_version")
+            if not (
+                isinstance(version, str) and len(version) == 64 and set(version) <= _SHA256_HEX
+            ):
+                raise EventError(
+                    "a decision event needs the spec's content hash as `policy_version`"
+                )
+
+
+@dataclass(frozen=True)
+class Event:
+    """A stored event. `payload_json` is the canonical JSON the hash covers; `payload` parses it."""
+
+    position: int
+    stream: str
+    seq: int
+    kind: str
+    type: str
+    payload_json: str
+    time: str
+    prev_hash: str
+    hash: str
+
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.payload_json)
+        return value
+
+    def body(self) -> dict[str, Any]:
+        """The event without its hash: what the hash is computed over."""
+        return {
+            "position": self.position,
+            "stream": self.stream,
+            "seq": self.seq,
+            "kind": self.kind,
+            "type": self.type,
+            "payload": self.payload,
+            "time": self.time,
+            "prev_hash": self.prev_hash,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.body(), "hash": self.hash}
+
+
+def event_hash(
+    *,
+    position: int,
+    stream: str,
+    seq: int,
+    kind: str,
+    type: str,
+    payload_json: str,
+    time: str,
+    prev_hash: str,
+) -> str:
+    """SHA-256 over the canonical JSON of the event without its hash.
+
+    The text is assembled around the stored payload text (keys in canonical order), so a
+    verifier hashes exactly the bytes on disk; for a canonical payload it equals
+    `sha256_hex(event.body())`.
+    """
+    text = (
+        '{"kind":'
+        + json_string(kind)
+        + ',"payload":'
+        + payload_json
+        + ',"position":'
+        + str(position)
+        + ',"prev_hash":'
+        + json_string(prev_hash)
+        + ',"seq":'
+        + str(seq)
+        + ',"stream":'
+        + json_string(stream)
+        + ',"time":'
+        + json_string(time)
+        + ',"type":'
+        + json_string(type)
+        + "}"
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Secret redaction
+
+
+def redact(schema: Schema | None, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `args` with every value of a `secret` field replaced by `"[REDACTED]"`.
+
+    Nested objects, lists of objects and maps of objects are walked; a secret field is redacted
+    whole whatever its type. Keys the schema does not declare are kept (validation refuses them
+    before a call gets this far).
+
+    >>> from harnessc.runtime.model import Field, Type
+    >>> s = Schema(fields=(Field(name="token", type=Type(name="string"), secret=True),))
+    >>> redact(s, {"token": "hunter2", "user": "ana"})
+    {'token': '[REDACTED]', 'user': 'ana'}
+    """
+    if schema is None:
+        return dict(args)
+    return _redact_fields(schema.fields, args)
+
+
+def redact_args(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:
+    """`redact` with the tool's input schema (which includes its operations' fields)."""
+    out = redact(tool.input, args)
+    for operation in tool.operations.values():
+        if operation.input is not None:
+            out = redact(operation.input, out)
+    return out
+
+
+def _redact_fields(fields: tuple[Any, ...], value: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(value)
+    for f in fields:
+        if f.name not in out:
+            continue
+        out[f.name] = REDACTED if f.secret else _redact_value(f.type, out[f.name])
+    return out
+
+
+def _redact_value(type_: Type, value: Any) -> Any:
+    if type_.name == "object" and isinstance(value, Mapping):
+        return _redact_fields(type_.fields, value)
+    if type_.name == "list" and type_.item is not None and isinstance(value, list | tuple):
+        return [_redact_value(type_.item, item) for item in value]
+    if type_.name == "map" and type_.item is not None and isinstance(value, Mapping):
+        return {k: _redact_value(type_.item, v) for k, v in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The event vocabulary the projections fold (runtime/projections.py). Every helper returns a
+# NewEvent; `extra` keys are kept in the payload for traces.
+
+
+def decision(
+    stream: str,
+    *,
+    decision_id: str,
+    policy_version: str,
+    tool_id: str,
+    tool_call_id: str,
+    input_hash: str,
+    effect: str,
+    rule: str | None = None,
+    reason: str | None = None,
+    **extra: Any,
+) -> NewEvent:
+    """A policy decision on one frozen call; `policy_version` is `Spec.content_hash()`."""
+    payload = {
+        "decision_id": decision_id,
+        "policy_version": policy_version,
+        "tool_id": tool_id,
+        "tool_call_id": tool_call_id,
+        "input_hash": input_hash,
+        "effect": effect,
+        "rule": rule,
+        "reason": reason,
+        **extra,
+    }
+    return NewEvent(stream, "Tool", "decision", payload)
+
+
+def approval_requested(
+    stream: str,
+    *,
+    approval_id: str,
+    tool_id: str,
+    tool_call_id: str,
+    input_hash: str,
+    approvers: list[dict[str, str]],
+    decision_id: str | None = None,
+    **extra: Any,
+) -> NewEvent:
+    payload = {
+        "approval_id": approval_id,
+        "tool_id": tool_id,
+        "tool_call_id": tool_call_id,
+        "input_hash": input_hash,
+        "approvers": approvers,
+        "decision_id": decision_id,
+        **extra,
+    }
+    return NewEvent(stream, "Approval", "approval.requested", payload)
+
+
+def approval_resolved(
+    stream: str, *, approval_id: str, outcome: str, by: str | None = None, **extra: Any
+) -> NewEvent:
+    """`outcome`: `approved`, `rejected`, `expired` or `withdrawn`."""
+    if outcome not in ("approved", "rejected", "expired", "withdrawn"):
+        raise EventError(f"unknown approval outcome `{outcome}`")
+    payload = {"approval_id": approval_id, "outcome": outcome, "by": by, **extra}
+    return NewEvent(stream, "Approval", "approval.resolved", payload)
+
+
+def grant_issued(
+    stream: str,
+    *,
+    grant_id: str,
+    scope: str,
+    tool_id: str,
+    expires_at: datetime,
+    tool_call_id: str | None = None,
+    input_hash: str | None = None,
+    task_id: str | None = None,
+    approval_id: str | None = None,
+    **extra: Any,
+) -> NewEvent:
+    """A grant until `expires_at`: `once` binds tool id + tool_call_id + input_hash, `task` a
+    task id, `class` the rule's own scope."""
+    if scope not in ("once", "task", "class"):
+        raise EventError(f"unknown grant scope `{scope}`")
+    if scope == "once" and not (tool_call_id and input_hash):
+        raise EventError("a `once` grant binds a tool_call_id and an input_hash")
+    payload = {
+        "grant_id": grant_id,
+        "scope": scope,
+        "tool_id": tool_id,
+        "tool_call_id": tool_call_id,
+        "input_hash": input_hash,
+        "task_id": task_id,
+        "expires_at": format_time(expires_at),
+        "approval_id": approval_id,
+        **extra,
+    }
+    return NewEvent(stream, "Approval", "grant.issued", payload)
+
+
+def grant_used(stream: str, *, grant_id: str, tool_call_id: str) -> NewEvent:
+    return NewEvent(
+        stream, "Approval", "grant.used", {"grant_id": grant_id, "tool_call_id": tool_call_id}
+    )
+
+
+def grant_revoked(stream: str, *, grant_id: str, reason: str | None = None) -> NewEvent:
+    return NewEvent(stream, "Approval", "grant.revoked", {"grant_id": grant_id, "reason": reason})
+
+
+def session_started(stream: str, *, agent: str, **extra: Any) -> NewEvent:
+    return NewEvent(stream, "State", "session.started", {"agent": agent, **extra})
+
+
+def session_ended(stream: str, *, outcome: str, **extra: Any) -> NewEvent:
+    return NewEvent(stream, "State", "session.ended", {"outcome": outcome, **extra})

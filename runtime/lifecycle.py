@@ -1,0 +1,247 @@
+"""The action lifecycle: the states a tool call moves through, the transitions allowed between
+them, and an `Action` that records every transition as an event.
+
+    REQUESTED → VALIDATED → AUTHORIZED | WAITING_APPROVAL
+    WAITING_APPROVAL → AUTHORIZED → RUNNING → SUCCEEDED | FAILED
+    RUNNING → ACCEPTED → WAITING_RESULT → SUCCEEDED | FAILED      (asynchronous work)
+    any state that is not terminal → CANCELLED
+
+Invalid input fails at REQUESTED → FAILED; a DENY fails at VALIDATED → FAILED (reason `denied`);
+an approval that is rejected, expires or is withdrawn ends WAITING_APPROVAL → CANCELLED. A call
+never runs without passing AUTHORIZED. ACCEPTED and WAITING_RESULT are for asynchronous work: an
+external system took the request (ACCEPTED) and the result will come later (WAITING_RESULT).
+
+>>> from harnessc.runtime.model import Tool
+>>> from harnessc.runtime.store import MemoryStore
+>>> store = MemoryStore()
+>>> a = Action.request(store, "s-1", Tool(id="fs.read", wire_name="fs_read"), "call-1", {"p": 1})
+>>> for state in ("VALIDATED", "AUTHORIZED", "RUNNING", "SUCCEEDED"):
+...     _ = a.transition(state)
+>>> a.state, a.terminal
+(<ActionState.SUCCEEDED: 'SUCCEEDED'>, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from .canonical import Execution, input_hash
+from .events import Event, NewEvent, redact, redact_args
+from .model import Tool
+from .store import EventStore
+
+__all__ = [
+    "TERMINAL",
+    "TRANSITIONS",
+    "Action",
+    "ActionState",
+    "IllegalTransitionError",
+    "can_transition",
+    "check_transition",
+]
+
+
+class ActionState(StrEnum):
+    REQUESTED = "REQUESTED"
+    VALIDATED = "VALIDATED"
+    AUTHORIZED = "AUTHORIZED"
+    WAITING_APPROVAL = "WAITING_APPROVAL"
+    RUNNING = "RUNNING"
+    ACCEPTED = "ACCEPTED"
+    WAITING_RESULT = "WAITING_RESULT"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+_S = ActionState
+TERMINAL: frozenset[ActionState] = frozenset({_S.SUCCEEDED, _S.FAILED, _S.CANCELLED})
+
+# INVARIANT: every non-terminal state may go to CANCELLED; terminal states go nowhere; RUNNING is
+# reachable only through AUTHORIZED.
+TRANSITIONS: Mapping[ActionState, frozenset[ActionState]] = {
+    _S.REQUESTED: frozenset({_S.VALIDATED, _S.FAILED, _S.CANCELLED}),
+    _S.VALIDATED: frozenset({_S.AUTHORIZED, _S.WAITING_APPROVAL, _S.FAILED, _S.CANCELLED}),
+    _S.WAITING_APPROVAL: frozenset({_S.AUTHORIZED, _S.CANCELLED}),
+    _S.AUTHORIZED: frozenset({_S.RUNNING, _S.CANCELLED}),
+    _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.ACCEPTED, _S.CANCELLED}),
+    _S.ACCEPTED: frozenset({_S.WAITING_RESULT, _S.FAILED, _S.CANCELLED}),
+    _S.WAITING_RESULT: frozenset({_S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
+    _S.SUCCEEDED: frozenset(),
+    _S.FAILED: frozenset(),
+    _S.CANCELLED: frozenset(),
+}
+
+
+class IllegalTransitionError(Exception):
+    """A transition the lifecycle does not allow; nothing was recorded.
+
+    `code` is stable (`illegal-transition`) for programs; `from_state`, `to_state` and `allowed`
+    say what was attempted and what would have been legal.
+    """
+
+    code = "illegal-transition"
+
+    def __init__(self, tool_call_id: str, from_state: ActionState, to_state: ActionState) -> None:
+        self.tool_call_id = tool_call_id
+        self.from_state = from_state
+        self.to_state = to_state
+        self.allowed: tuple[ActionState, ...] = tuple(
+            sorted(TRANSITIONS[from_state], key=list(ActionState).index)
+        )
+        after = (
+            f"one of {', '.join(s.value for s in self.allowed)}"
+            if self.allowed
+            else "nothing: it is terminal"
+        )
+        super().__init__(
+            f"call `{tool_call_id}` cannot go from {from_state.value} to {to_state.value}; "
+            f"from {from_state.value} it may go to {after}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "tool_call_id": self.tool_call_id,
+            "from": self.from_state.value,
+            "to": self.to_state.value,
+            "allowed": [s.value for s in self.allowed],
+        }
+
+
+def can_transition(from_state: ActionState | str, to_state: ActionState | str) -> bool:
+    """Whether the lifecycle allows `from_state` → `to_state`.
+
+    >>> can_transition("WAITING_APPROVAL", "RUNNING")
+    False
+    """
+    return ActionState(to_state) in TRANSITIONS[ActionState(from_state)]
+
+
+def check_transition(
+    tool_call_id: str, from_state: ActionState | str, to_state: ActionState | str
+) -> None:
+    """Raise `IllegalTransitionError` unless the transition is allowed."""
+    a, b = ActionState(from_state), ActionState(to_state)
+    if b not in TRANSITIONS[a]:
+        raise IllegalTransitionError(tool_call_id, a, b)
+
+
+class Action:
+    """One tool call's lifecycle, recorded in an event store as `action.transition` events.
+
+    Every transition is checked first and appended second, so the log never holds an illegal
+    move. One owner drives an action at a time (the runtime that holds the call); `load` picks it
+    up again from the log after a restart.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        stream: str,
+        tool_call_id: str,
+        tool_id: str,
+        state: ActionState,
+        *,
+        tool: Tool | None = None,
+        position: int = 0,
+    ) -> None:
+        self.store = store
+        self.stream = stream
+        self.tool_call_id = tool_call_id
+        self.tool_id = tool_id
+        self.state = state
+        self.tool = tool
+        self.position = position
+
+    @classmethod
+    def request(
+        cls,
+        store: EventStore,
+        stream: str,
+        tool: Tool,
+        tool_call_id: str,
+        args: Mapping[str, Any],
+        *,
+        execution: Execution | Mapping[str, Any] | None = None,
+        digest: str | None = None,
+        **details: Any,
+    ) -> Action:
+        """Record a new call as REQUESTED. The event carries the input hash (computed over the
+        real arguments unless `digest` is given) and the arguments with secret fields redacted."""
+        digest = digest or input_hash(tool.id, tool.version, args, execution)
+        action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
+        event = store.append(
+            NewEvent(
+                stream,
+                "Tool",
+                "action.transition",
+                {
+                    "tool_call_id": tool_call_id,
+                    "tool_id": tool.id,
+                    "tool_version": tool.version,
+                    "input_hash": digest,
+                    "args": redact_args(tool, args),
+                    "from": None,
+                    "to": ActionState.REQUESTED.value,
+                    **details,
+                },
+            )
+        )
+        action.position = event.position
+        return action
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    def transition(
+        self, to: ActionState | str, *, reason: str | None = None, **details: Any
+    ) -> Event:
+        """Move to `to` and append the event; an illegal move raises and records nothing.
+
+        `details` go into the event (a decision id, an approval id, an external job id); a
+        `result` is redacted with the tool's output schema.
+        """
+        target = ActionState(to)
+        check_transition(self.tool_call_id, self.state, target)
+        if "result" in details and isinstance(details["result"], Mapping) and self.tool:
+            details["result"] = redact(self.tool.output, details["result"])
+        payload: dict[str, Any] = {
+            "tool_call_id": self.tool_call_id,
+            "tool_id": self.tool_id,
+            "from": self.state.value,
+            "to": target.value,
+            **details,
+        }
+        if reason is not None:
+            payload["reason"] = reason
+        event = self.store.append(NewEvent(self.stream, "Tool", "action.transition", payload))
+        self.state = target
+        self.position = event.position
+        return event
+
+    def cancel(self, reason: str) -> Event:
+        return self.transition(ActionState.CANCELLED, reason=reason)
+
+    @classmethod
+    def load(
+        cls, store: EventStore, stream: str, tool_call_id: str, *, tool: Tool | None = None
+    ) -> Action | None:
+        """The action as its stream's events leave it, or None if it was never requested."""
+        action: Action | None = None
+        for event in store.read(stream):
+            if event.type != "action.transition":
+                continue
+            p = event.payload
+            if p.get("tool_call_id") != tool_call_id:
+                continue
+            if action is None:
+                action = cls(
+                    store, stream, tool_call_id, p["tool_id"], ActionState(p["to"]), tool=tool
+                )
+            action.state = ActionState(p["to"])
+            action.position = event.position
+        return action

@@ -1,0 +1,225 @@
+"""Projections: current views (calls, approvals, grants, sessions) folded from the event log.
+
+A projection is never the source of truth: it can be thrown away and rebuilt from the events at
+any time, and `catch_up` brings it forward from its last position, so it can be kept in memory
+and refreshed cheaply.
+
+>>> from harnessc.runtime.events import session_started
+>>> from harnessc.runtime.store import MemoryStore
+>>> store = MemoryStore()
+>>> _ = store.append(session_started("s-1", agent="planner"))
+>>> Projections.rebuild(store.read()).sessions["s-1"].agent
+'planner'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .events import Event
+from .store import EventStore
+
+__all__ = ["ApprovalView", "CallView", "GrantView", "Projections", "SessionView"]
+
+
+@dataclass
+class CallView:
+    """One tool call: its latest lifecycle state and what decided it."""
+
+    tool_call_id: str
+    tool_id: str | None
+    stream: str
+    state: str
+    input_hash: str | None = None
+    decision_id: str | None = None
+    policy_version: str | None = None
+    effect: str | None = None
+    position: int = 0
+    """The position of the last event that changed this view."""
+    history: list[tuple[str | None, str, int]] = field(default_factory=list)
+    """`(from, to, position)` for every transition, in order."""
+
+
+@dataclass
+class ApprovalView:
+    approval_id: str
+    tool_call_id: str | None
+    tool_id: str | None
+    input_hash: str | None
+    approvers: list[Any]
+    status: str = "pending"
+    """`pending`, `approved`, `rejected`, `expired` or `withdrawn`."""
+    by: str | None = None
+    stream: str = ""
+    position: int = 0
+
+
+@dataclass
+class GrantView:
+    grant_id: str
+    scope: str
+    tool_id: str
+    tool_call_id: str | None
+    input_hash: str | None
+    task_id: str | None
+    expires_at: str
+    status: str = "active"
+    """`active`, `used` (a `once` grant after its call) or `revoked`."""
+    stream: str = ""
+    position: int = 0
+
+    def active_at(self, now: datetime) -> bool:
+        """Neither used nor revoked, and not expired at `now` (timezone-aware)."""
+        return self.status == "active" and now < datetime.fromisoformat(self.expires_at)
+
+
+@dataclass
+class SessionView:
+    session_id: str
+    agent: str | None = None
+    status: str = "open"
+    outcome: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    events: int = 0
+    position: int = 0
+
+
+@dataclass
+class Projections:
+    """All views at once, folded in one pass; `position` is the last event applied."""
+
+    calls: dict[str, CallView] = field(default_factory=dict)
+    approvals: dict[str, ApprovalView] = field(default_factory=dict)
+    grants: dict[str, GrantView] = field(default_factory=dict)
+    sessions: dict[str, SessionView] = field(default_factory=dict)
+    position: int = 0
+
+    @classmethod
+    def rebuild(cls, events: Iterable[Event]) -> Projections:
+        views = cls()
+        for event in events:
+            views.apply(event)
+        return views
+
+    def catch_up(self, store: EventStore, *, batch: int = 1000) -> int:
+        """Apply every event after `position`; returns how many were applied."""
+        applied = 0
+        while True:
+            page = store.read(after=self.position, limit=batch)
+            for event in page:
+                self.apply(event)
+            applied += len(page)
+            if len(page) < batch:
+                return applied
+
+    def apply(self, event: Event) -> None:
+        if event.position <= self.position:
+            return  # already folded: catching up twice is harmless
+        self.position = event.position
+        session = self.sessions.get(event.stream)
+        if session is None:
+            session = self.sessions[event.stream] = SessionView(event.stream)
+        session.events += 1
+        session.position = event.position
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            handler(self, event, event.payload)
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    def _transition(self, event: Event, p: dict[str, Any]) -> None:
+        call_id = p["tool_call_id"]
+        call = self.calls.get(call_id)
+        if call is None:
+            call = self.calls[call_id] = CallView(
+                call_id, p.get("tool_id"), event.stream, p["to"], p.get("input_hash")
+            )
+        call.state = p["to"]
+        call.tool_id = call.tool_id or p.get("tool_id")
+        call.input_hash = call.input_hash or p.get("input_hash")
+        call.position = event.position
+        call.history.append((p.get("from"), p["to"], event.position))
+
+    def _decision(self, event: Event, p: dict[str, Any]) -> None:
+        call_id = p["tool_call_id"]
+        call = self.calls.get(call_id)
+        if call is None:
+            call = self.calls[call_id] = CallView(
+                call_id, p.get("tool_id"), event.stream, "REQUESTED", p.get("input_hash")
+            )
+        call.decision_id = p["decision_id"]
+        call.policy_version = p["policy_version"]
+        call.effect = p.get("effect")
+        call.position = event.position
+
+    def _approval_requested(self, event: Event, p: dict[str, Any]) -> None:
+        self.approvals[p["approval_id"]] = ApprovalView(
+            p["approval_id"],
+            p.get("tool_call_id"),
+            p.get("tool_id"),
+            p.get("input_hash"),
+            list(p.get("approvers") or []),
+            stream=event.stream,
+            position=event.position,
+        )
+
+    def _approval_resolved(self, event: Event, p: dict[str, Any]) -> None:
+        approval = self.approvals.get(p["approval_id"])
+        if approval is not None and approval.status == "pending":
+            approval.status = p["outcome"]
+            approval.by = p.get("by")
+            approval.position = event.position
+
+    def _grant_issued(self, event: Event, p: dict[str, Any]) -> None:
+        self.grants[p["grant_id"]] = GrantView(
+            p["grant_id"],
+            p["scope"],
+            p["tool_id"],
+            p.get("tool_call_id"),
+            p.get("input_hash"),
+            p.get("task_id"),
+            p["expires_at"],
+            stream=event.stream,
+            position=event.position,
+        )
+
+    def _grant_used(self, event: Event, p: dict[str, Any]) -> None:
+        grant = self.grants.get(p["grant_id"])
+        # only a `once` grant is spent by its use; task and class grants stay until they expire
+        if grant is not None and grant.scope == "once" and grant.status == "active":
+            grant.status = "used"
+            grant.position = event.position
+
+    def _grant_revoked(self, event: Event, p: dict[str, Any]) -> None:
+        grant = self.grants.get(p["grant_id"])
+        if grant is not None:
+            grant.status = "revoked"
+            grant.position = event.position
+
+    def _session_started(self, event: Event, p: dict[str, Any]) -> None:
+        session = self.sessions[event.stream]
+        session.agent = p.get("agent")
+        session.started_at = event.time
+
+    def _session_ended(self, event: Event, p: dict[str, Any]) -> None:
+        session = self.sessions[event.stream]
+        session.status = "ended"
+        session.outcome = p.get("outcome")
+        session.ended_at = event.time
+
+
+_HANDLERS = {
+    "action.transition": Projections._transition,
+    "decision": Projections._decision,
+    "approval.requested": Projections._approval_requested,
+    "approval.resolved": Projections._approval_resolved,
+    "grant.issued": Projections._grant_issued,
+    "grant.used": Projections._grant_used,
+    "grant.revoked": Projections._grant_revoked,
+    "session.started": Projections._session_started,
+    "session.ended": Projections._session_ended,
+}

@@ -1,0 +1,80 @@
+"""Dense ranking with the real all-MiniLM-L6-v2 model, loaded offline (the `embed` extra).
+
+CI installs the extra (scripts/setup.sh), so these run there; without it they are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from harnessc.compiler.embed import compute_tool_embeddings
+from harnessc.runtime.embedding import QueryEmbedder, embedding_status, load_query_embedder
+from harnessc.runtime.exposure import ExposureIndex, tool_docs
+from harnessc.runtime.model import Rank
+
+from .test_exposure import IDS, TOOLS
+
+_ok, _why = embedding_status()
+pytestmark = pytest.mark.skipif(not _ok, reason=f"the embed extra is not installed ({_why})")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> QueryEmbedder:
+    return load_query_embedder()
+
+
+@pytest.fixture(scope="module")
+def built(
+    embedder: QueryEmbedder, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[np.ndarray, list[str]]:
+    return compute_tool_embeddings(TOOLS, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def test_model_loads_offline_on_one_torch_thread(embedder: QueryEmbedder) -> None:
+    import torch
+
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert torch.get_num_threads() == 1
+    vector = embedder("open a pull request")
+    assert vector.shape == (384,) and vector.dtype == np.float32
+    assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_build_embeddings_are_normalised_and_deterministic(
+    built: tuple[np.ndarray, list[str]], tmp_path: Path
+) -> None:
+    matrix, ids = built
+    assert matrix.shape == (len(tool_docs(TOOLS)), 384) and matrix.dtype == np.float32
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+    fresh, fresh_ids = compute_tool_embeddings(TOOLS, cache_dir=tmp_path)  # no cache: recomputed
+    assert fresh_ids == ids
+    assert fresh.tobytes() == matrix.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("ship the release to the prod environment", "production.deploy"),
+        ("what will the weather be like in Paris tomorrow", "weather.forecast"),
+        ("write an e-mail to my manager", "mail.send"),
+        ("how much is a share of AAPL right now", "stock.price"),
+        ("look for known CVEs in this repo", "scanner.scan"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_dense_ranking_finds_paraphrased_requests(
+    embedder: QueryEmbedder,
+    built: tuple[np.ndarray, list[str]],
+    query: str,
+    expected: str,
+    mode: str,
+) -> None:
+    index = ExposureIndex.from_tools(TOOLS, *built, embedder=embedder)
+    result = index.expose(IDS, query, limit=3, rank=Rank(rerank=mode))
+    assert result.tools[0] == expected
+    assert result.trace.recall == "embedding" and result.trace.rerank == mode
+    assert result.trace.notes == ()
+    assert result.trace.candidates[0].dense is not None
