@@ -244,6 +244,9 @@ def summary_line(diagnostics: Sequence[Diagnostic]) -> str:
         parts.append(f"{errors} error{'s' if errors != 1 else ''}")
     if warnings:
         parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    notes = sum(d.severity is Severity.NOTE for d in diagnostics)
+    if notes:
+        parts.append(f"{notes} note{'s' if notes != 1 else ''}")
     return ", ".join(parts)
 
 

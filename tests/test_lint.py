@@ -434,3 +434,22 @@ def test_findings_in_std_modules_are_not_reported(tmp_path: Path) -> None:
         "allow read_report", "allow github.search_code, read_report"
     )
     assert lint_text(tmp_path, text) == []
+
+
+def test_near_duplicate_pairs_agree_with_all_pairs() -> None:
+    import itertools
+    import random
+
+    from harnessc.compiler.lints.descriptions import jaccard, similar_pairs
+
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(30)]
+    sets = [frozenset(rng.sample(vocabulary, rng.randint(4, 10))) for _ in range(150)]
+    sets += [frozenset(list(s)[:-1]) for s in sets[:20]]  # near copies
+    brute = [
+        (i, j, jaccard(a, b))
+        for (i, a), (j, b) in itertools.combinations(enumerate(sets), 2)
+        if jaccard(a, b) >= 0.8
+    ]
+    assert list(similar_pairs(sets, 0.8)) == brute
+    assert brute  # the near copies are found

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterator
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
 
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.runtime import model as m
@@ -152,26 +154,51 @@ tool compare_reports {
 def near_duplicate_description(ctx: LintContext) -> Iterator[Diagnostic]:
     tools = [t for t in ctx.spec.tools.values() if t.kind in PUBLIC_KINDS]
     order = {t.id: i for i, t in enumerate(_declared_order(ctx, tools))}
-    words = [(t, _tokens(t)) for t in tools]
-    words = [(t, w) for t, w in words if len(w) >= MIN_TOKENS]
-    # INVARIANT: sorted by size, so once a set is too small to reach the threshold against a
-    # later (larger) one, it is too small against all of them (Jaccard <= |small| / |large|).
-    words.sort(key=lambda tw: (len(tw[1]), tw[0].id))
-    for i, (tool, mine) in enumerate(words):
-        for other, theirs in words[i + 1 :]:
-            if len(mine) < NEAR_DUPLICATE * len(theirs):
-                break
-            score = jaccard(mine, theirs)
-            if score < NEAR_DUPLICATE:
-                continue
-            first, second = sorted((tool, other), key=lambda t: order[t.id])
-            earlier = ctx.tool_span(first.id)
-            yield Diagnostic.make(
-                "L018",
-                f"tools `{first.id}` and `{second.id}` have nearly the same description",
-                ctx.tool_span(second.id),
-                f"{round(score * 100)}% of the words of its summary and use_when are shared",
-                secondary=[(earlier, "with this tool")] if earlier else [],
-                help="say in `summary` and `use_when` what sets each tool apart, and point "
-                "from one to the other with `not_for`",
-            )
+    words = [(t, w) for t in tools if len(w := _tokens(t)) >= MIN_TOKENS]
+    for i, j, score in similar_pairs([w for _, w in words], NEAR_DUPLICATE):
+        first, second = sorted((words[i][0], words[j][0]), key=lambda t: order[t.id])
+        earlier = ctx.tool_span(first.id)
+        yield Diagnostic.make(
+            "L018",
+            f"tools `{first.id}` and `{second.id}` have nearly the same description",
+            ctx.tool_span(second.id),
+            f"{round(score * 100)}% of the words of its summary and use_when are shared",
+            secondary=[(earlier, "with this tool")] if earlier else [],
+            help="say in `summary` and `use_when` what sets each tool apart, and point "
+            "from one to the other with `not_for`",
+        )
+
+
+def similar_pairs(
+    sets: Sequence[frozenset[str]], threshold: float
+) -> Iterator[tuple[int, int, float]]:
+    """Every pair of sets with Jaccard similarity ≥ threshold, without comparing all pairs.
+
+    Prefix filtering (the AllPairs algorithm): order each set's tokens from rarest to most
+    common; two sets reaching the threshold must share a token among the first
+    ``|x| - ceil(threshold * |x|) + 1`` of each. Only sets sharing such a prefix token are
+    compared, and only those whose sizes allow the threshold. Exact, and near-linear for
+    descriptions, where rare words dominate the prefixes. Pairs come out sorted.
+    """
+    frequency = Counter(token for tokens in sets for token in tokens)
+    ranked = [sorted(tokens, key=lambda tok: (frequency[tok], tok)) for tokens in sets]
+    by_size = sorted(range(len(sets)), key=lambda k: (len(sets[k]), k))
+    index: dict[str, list[int]] = defaultdict(list)
+    found: list[tuple[int, int, float]] = []
+    for k in by_size:
+        tokens = ranked[k]
+        size = len(tokens)
+        prefix = tokens[: size - math.ceil(threshold * size - 1e-9) + 1]
+        candidates: set[int] = set()
+        for token in prefix:
+            for other in index[token]:
+                # INVARIANT: indexed sets are no larger than this one (sizes ascend)
+                if len(sets[other]) >= threshold * size - 1e-9:
+                    candidates.add(other)
+        for other in candidates:
+            score = jaccard(sets[k], sets[other])
+            if score >= threshold:
+                found.append((min(k, other), max(k, other), score))
+        for token in prefix:
+            index[token].append(k)
+    yield from sorted(found)
