@@ -160,6 +160,41 @@ def cmd_test(args: argparse.Namespace) -> int:
     return EXIT_ERRORS if failed or code != EXIT_OK else EXIT_OK
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    result = pipeline.build([args.spec], args.out, check=args.check, embed=not args.no_embed)
+    print_diagnostics(result.check.diagnostics, args.format)
+    code = _exit_code(result.check.diagnostics)
+    if code != EXIT_OK or result.package is None:
+        return code if code != EXIT_OK else EXIT_ERRORS
+    for note in result.notes:
+        sys.stderr.write(f"note: {note}\n")
+    where = Path(args.out) / result.package
+    if result.staleness is not None:
+        stale = result.staleness
+        found = (("missing", stale.missing), ("stale", stale.stale), ("extra", stale.extra))
+        for word, paths in found:
+            for rel in paths:
+                print(f"{word}: {Path(args.out) / rel}")
+        if stale.up_to_date:
+            if not args.quiet:
+                sys.stderr.write(f"{where} is up to date\n")
+            return EXIT_OK
+        sys.stderr.write(
+            f"{where} is out of date; run `harnessc build {args.spec} -o {args.out}`\n"
+        )
+        return EXIT_ERRORS
+    report = result.written
+    assert report is not None
+    for rel in report.kept:
+        sys.stderr.write(f"warning: {Path(args.out) / rel} is not generated; left in place\n")
+    if not args.quiet:
+        sys.stderr.write(
+            f"built {where}: {len(result.files)} files, {len(report.written)} written, "
+            f"{len(report.removed)} removed\n"
+        )
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harnessc",
@@ -211,6 +246,21 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="explain a diagnostic code (`H201` or `unknown-name`)")
     explain.add_argument("code", metavar="CODE")
     explain.set_defaults(run=cmd_explain)
+
+    build = sub.add_parser("build", help="compile a spec into a Python package with its docs")
+    build.add_argument("spec", metavar="SPEC")
+    build.add_argument("-o", "--out", required=True, metavar="OUT", help="the output folder")
+    build.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; list missing, stale and extra files and exit 1 if there are any",
+    )
+    build.add_argument(
+        "--no-embed", action="store_true", help="ship no tool embeddings (ranking is lexical)"
+    )
+    build.add_argument("--format", choices=FORMATS, default="human", help="diagnostics format")
+    build.add_argument("-q", "--quiet", action="store_true", help="print nothing when it worked")
+    build.set_defaults(run=cmd_build)
 
     test = sub.add_parser("test", help="run the `test` blocks of specs against their policies")
     test.add_argument("files", nargs="+", metavar="FILE")

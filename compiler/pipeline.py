@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnessc.dsl.diagnostics import Diagnostic, has_errors
 from harnessc.dsl.files import display_path, read_source
@@ -25,6 +26,9 @@ from . import graph, lower, resolve, testing, validate
 from .analysis.policy import PolicyAnalysis, analyse_policies
 from .config import LintConfig
 from .lints import filter_findings, run_lints
+
+if TYPE_CHECKING:
+    from .codegen import Staleness, WriteReport
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,9 @@ def check(paths: list[str | Path]) -> CheckResult:
         return _check(paths)
 
 
-def _check(paths: list[str | Path]) -> CheckResult:
-    files = [load_file(p, display_path(p)) for p in paths]
+def _check(paths: list[str | Path], shown: list[str] | None = None) -> CheckResult:
+    # `shown`: how to name the files (build: relative to the build root, not the cwd)
+    files = [load_file(p, shown[i] if shown else display_path(p)) for i, p in enumerate(paths)]
     result = CheckResult(files, [d for f in files for d in f.diagnostics])
     if not result.ok:
         return result
@@ -121,3 +126,58 @@ def lint(paths: list[str | Path], config: LintConfig | None = None) -> CheckResu
         )
     result.diagnostics = filter_findings(result.diagnostics, result.resolution, config)
     return result
+
+
+@dataclass
+class BuildResult:
+    """What `build` did: the check, then the files it rendered and wrote (or compared)."""
+
+    check: CheckResult
+    out: Path
+    package: str | None = None
+    files: dict[str, bytes] = field(default_factory=dict)
+    written: WriteReport | None = None
+    staleness: Staleness | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.check.ok
+
+
+def build(
+    paths: list[str | Path], out: str | Path, check: bool = False, embed: bool = True
+) -> BuildResult:
+    """`harnessc build`: check → plan → render → write (`check=True`: compare with `out`
+    instead). A spec with errors writes nothing."""
+    from . import codegen  # jinja2 and the runtime's policy engine: loaded only to build
+
+    root = codegen.build_root(paths[0])
+    shown = [codegen.relative_to_root(p, root) for p in paths]
+    with paused_gc():
+        result = _check(paths, shown)
+    built = BuildResult(result, Path(out))
+    if not result.ok or result.model is None or result.resolution is None:
+        return built
+    # inline `# harnessc: ignore[…]` comments silence notes here as they do in lint
+    result.diagnostics = filter_findings(result.diagnostics, result.resolution, LintConfig())
+    result.diagnostics.extend(codegen.check_package_name_of(result.model, result.resolution))
+    if not result.ok:
+        return built
+    # needs a valid model: the plan assumes every name resolves and every condition type-checks
+    embeddings = codegen.tool_embeddings(result.model) if embed else None
+    if embeddings is None:
+        built.notes.append("ranking will be lexical: install the embed extra")
+    plan = codegen.plan_build(
+        result.model,
+        ", ".join(shown),
+        codegen.lint_suppressions(result.resolution),
+        embeddings,
+    )
+    built.package = plan.package
+    built.files = codegen.render_plan(plan)
+    if check:
+        built.staleness = codegen.compare_files(built.out, built.files, plan.package)
+    else:
+        built.written = codegen.write_files(built.out, built.files, plan.package)
+    return built

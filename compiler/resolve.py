@@ -706,7 +706,14 @@ class _Resolver:
                     self.visit_value(scope, arg.value, lenient=True)
             elif isinstance(item, s.TestRecord) and item.key == "facts":
                 for entry in item.record.entries:
-                    self.resolve_path(scope, entry.key.text, entry.key.span, entry.key)
+                    key = entry.key.text
+                    # a connection or runtime set to true is up: `connected(c)`, `running(r)`
+                    if key in self.globals["connection"]:
+                        self.resolve(scope.module, entry.key, "connection")
+                    elif key in self.globals["runtime"]:
+                        self.resolve(scope.module, entry.key, "runtime")
+                    else:
+                        self.resolve_path(scope, key, entry.key.span, entry.key)
 
     # -- selectors ---------------------------------------------------------------------------
 

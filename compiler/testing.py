@@ -120,7 +120,7 @@ def call_of(spec: Spec, test: SpecTest) -> CallContext:
     tool_call_id = execution.get("tool_call_id")
     return CallContext(
         tool_id=test.tool or "",
-        args=dict(test.args),
+        args=_with_defaults(spec, test.tool, dict(test.args)),
         actor=dict(test.actor or {}),
         resource=dict(test.resource or {}),
         task=dict(test.task or {}),
@@ -131,6 +131,17 @@ def call_of(spec: Spec, test: SpecTest) -> CallContext:
         tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
         execution=execution,
     )
+
+
+def _with_defaults(spec: Spec, tool_id: str | None, args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as the runtime judges them: schema defaults filled in, as normalize does."""
+    tool = spec.tools.get(tool_id or "")
+    if tool is None:
+        return args
+    for argument in tool.input.fields:
+        if argument.name not in args and argument.default is not None:
+            args[argument.name] = argument.default
+    return args
 
 
 @dataclass

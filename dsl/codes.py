@@ -547,6 +547,17 @@ _CODES = [
         "`input` and the values of other steps. Put authorisation (`actor.role`, …) in a policy "
         "rule, and wait for facts (`env.*`, declared facts) with a `gate` step.",
     ),
+    # H5 — build (`harnessc build`)
+    Code(
+        "H501",
+        "invalid-package-name",
+        "error",
+        "the harness name cannot name the generated Python package",
+        "`harnessc build` writes a Python package named after the `harness` header (or, without "
+        "a header, after the spec's file). The name must be a Python identifier, not a keyword "
+        "(`class`, `None`), and not `tests` (the generated test suite's folder) or `harnessc`. "
+        "Rename the harness, for example `harness my_agent { }`.",
+    ),
     # H6 — spec tests (`harnessc test`)
     Code(
         "H601",

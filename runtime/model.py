@@ -636,8 +636,29 @@ class Spec(_Model):
         return cls.model_validate_json(text)
 
     def content_hash(self) -> str:
-        """SHA-256 of the canonical JSON: the policy version recorded in decision logs."""
-        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+        """SHA-256 of the canonical JSON without `origin`s: the policy version recorded in
+        decision logs. Origins name files as the compiler was given them (relative to the
+        working directory), so they would make the same spec hash differently per machine."""
+        text = json.dumps(
+            _without_origins(self), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _without_origins(value: t.Any) -> t.Any:
+    """`model_dump(mode="json")` of a model, leaving out every model's `origin` field (a value
+    under a user-written key named `origin`, such as a test's argument, is kept)."""
+    if isinstance(value, BaseModel):
+        return {
+            name: _without_origins(getattr(value, name))
+            for name in type(value).model_fields
+            if name != "origin"
+        }
+    if isinstance(value, dict):
+        return {str(k): _without_origins(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_origins(v) for v in value]
+    return value
 
 
 for _cls in (Type, ListValue, RecordValue, Compare, And, Or, Not, Grant, Tool, Step, Spec):

@@ -253,3 +253,40 @@ def test_a_test_without_expect_fails(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert f"FAILED {path}::pins nothing" in out
     assert "the test states no expected decision" in out
     assert out.splitlines()[-1] == "0 passed, 1 failed"
+
+
+CONNECTED_SPEC = """\
+connection mailbox
+runtime calendar_app
+tool mail_query {
+  summary "Query mail."
+  effects read
+  input { query: string, force_sync: bool default false }
+  requires connected(mailbox)
+}
+policy p {
+  default deny
+  cached: allow mail_query when args.force_sync == false and running(calendar_app)
+  sync: ask mail_query when args.force_sync { approver role "user" }
+}
+test "cached mail runs while the app runs" {
+  call mail_query(query: "x")
+  facts { calendar_app: true, mailbox: true }
+  expect allow rule p.cached
+}
+test "a stopped app denies" {
+  call mail_query(query: "x")
+  expect deny
+}
+"""
+
+
+def test_connections_runtimes_and_defaults_in_spec_tests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`facts { runtime: true }` starts a runtime, and arguments get their schema defaults."""
+    path = tmp_path / "connected.harness"
+    path.write_text(CONNECTED_SPEC, encoding="utf-8")
+    code, out, err = run(capsys, str(path))
+    assert code == 0, out + err
+    assert out.splitlines()[-1] == "2 passed, 0 failed"

@@ -1,0 +1,37 @@
+"""Code generation for `harnessc build`: a typed plan, rendered by templates, written atomically.
+
+plan.py makes every decision (names, order, escaping, the Python of each condition);
+render.py turns the plan into bytes with jinja2 templates that only loop and branch; write.py
+writes those bytes atomically or compares them with what is on disk (`--check`).
+"""
+
+from ..lints.suppress import lint_suppressions
+from .plan import (
+    BuildPlan,
+    GeneratedFile,
+    build_root,
+    check_package_name,
+    check_package_name_of,
+    plan_build,
+    relative_to_root,
+    tool_embeddings,
+)
+from .render import render_plan
+from .write import Staleness, WriteReport, compare_files, write_files
+
+__all__ = [
+    "BuildPlan",
+    "GeneratedFile",
+    "Staleness",
+    "WriteReport",
+    "build_root",
+    "check_package_name",
+    "check_package_name_of",
+    "compare_files",
+    "lint_suppressions",
+    "plan_build",
+    "relative_to_root",
+    "render_plan",
+    "tool_embeddings",
+    "write_files",
+]

@@ -1,0 +1,1442 @@
+"""The build plan: every decision of `harnessc build` made in Python, as typed values.
+
+`plan_build(spec, …)` returns the files of the generated package, each a template name with a
+typed context (or verbatim bytes). Templates only loop and branch over what the plan hands
+them; every name, order, escape and Python expression is fixed here:
+
+- spec text reaches generated Python only through `repr()` (literals) or `py_comment` (one
+  comment line, non-printable characters escaped), and tool ids become function names only
+  through `identifier` (a safe mangling) with a lookup table keyed by the real id;
+- spec text reaches Markdown only through `md_text`, `md_code` and `mermaid_label`;
+- everything that comes from a dict or a set is sorted; rules and steps keep their text order,
+  which is their meaning.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import keyword
+import math
+import os
+import pathlib
+import re
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from harnessc.dsl import syntax as s
+from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.source import Span
+from harnessc.runtime.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, tool_docs
+from harnessc.runtime.model import (
+    RISK_LEVELS,
+    And,
+    Approver,
+    Compare,
+    Condition,
+    EnumMember,
+    FactCall,
+    Grant,
+    ListValue,
+    Literal,
+    Not,
+    Or,
+    Path,
+    Policy,
+    RecordValue,
+    Rule,
+    Selector,
+    SourceRef,
+    Spec,
+    Step,
+    Tool,
+)
+from harnessc.runtime.policy import PolicyEngine, decide_from, tool_view
+from harnessc.runtime.sessions import PUBLIC_KINDS, surface_tools
+
+from ..lints.suppress import Suppression
+from ..resolve import Resolution
+
+__all__ = [
+    "RESERVED_PACKAGE_NAMES",
+    "BuildPlan",
+    "GeneratedFile",
+    "check_package_name",
+    "generated_header",
+    "identifier",
+    "md_code",
+    "md_text",
+    "mermaid_label",
+    "plan_build",
+    "py_comment",
+    "py_literal",
+]
+
+RESERVED_PACKAGE_NAMES = frozenset({"tests", "harnessc"})
+"""`tests` is the generated test suite's folder beside the package; `harnessc` would shadow
+the runtime the package imports."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan's types
+
+
+@dataclass(frozen=True)
+class GeneratedFile:
+    """One output file: `path` relative to the output folder (POSIX), rendered from `template`
+    with `context`, or written as `data` when there is no template."""
+
+    path: str
+    template: str | None = None
+    context: Any = None
+    data: bytes | None = None
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    package: str
+    """The package's name: the `harness` header's name."""
+    spec_path: str
+    """The root spec, relative to the build root."""
+    header: str
+    files: tuple[GeneratedFile, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InitContext:
+    header: str
+    spec_name: str
+    """repr() of the spec's name."""
+    title: str
+    """A comment-safe line naming the harness."""
+    policy_version: str
+    has_embeddings: bool
+
+
+@dataclass(frozen=True)
+class Check:
+    """One candidate rule inside a decision function: its comment lines and statement lines
+    (indented, ready to print)."""
+
+    comment: tuple[str, ...]
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MatchFunction:
+    name: str
+    comment: tuple[str, ...]
+    reads_facts: bool
+    checks: tuple[Check, ...]
+
+
+@dataclass(frozen=True)
+class PolicyBlock:
+    comment: tuple[str, ...]
+    functions: tuple[MatchFunction, ...]
+
+
+@dataclass(frozen=True)
+class PoliciesContext:
+    """policies.py: every table is a tuple of ready lines (entries laid out to the width)."""
+
+    header: str
+    imports: tuple[str, ...]
+    rules: tuple[str, ...]
+    defaults: tuple[str, ...]
+    tool_views: tuple[str, ...]
+    operation_views: tuple[str, ...]
+    tool_names: tuple[str, ...]
+    policies: tuple[PolicyBlock, ...]
+    matchers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class Block:
+    """A piece of a Markdown page: a heading (`level`), a paragraph, a bullet list, a table
+    or a Mermaid diagram. Every string in it is already escaped."""
+
+    kind: str
+    text: str = ""
+    level: int = 2
+    items: tuple[str, ...] = ()
+    table: Table | None = None
+
+
+@dataclass(frozen=True)
+class DocContext:
+    header: str
+    title: str
+    blocks: tuple[Block, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# Escaping: the only ways spec text reaches generated files
+
+
+def _escape_unprintable(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
+
+
+def py_comment(text: str) -> str:
+    """Text safe inside one Python comment line: no line break can end the comment.
+
+    >>> py_comment("a\\nimport os")
+    'a\\\\nimport os'
+    """
+    return _escape_unprintable(text)
+
+
+def py_literal(value: Any) -> str:
+    """A Python literal for a JSON-like value, via repr() (finite floats, str, int, bool,
+    None, lists, tuples and dicts of those).
+
+    >>> py_literal(["a'\\"", 1.5, True, None])
+    '[\\'a\\\\\\'"\\', 1.5, True, None]'
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, int | str):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+    if isinstance(value, tuple):
+        inner = ", ".join(py_literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(py_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = ", ".join(f"{py_literal(str(k))}: {py_literal(v)}" for k, v in value.items())
+        return "{" + items + "}"
+    raise TypeError(f"no literal for {type(value).__name__}")
+
+
+_NOT_IDENT = re.compile(r"[^0-9a-z_]+")
+
+
+def identifier(text: str, taken: set[str]) -> str:
+    """A fresh ASCII identifier made from `text`, unique in `taken` (which it joins).
+
+    >>> taken = set()
+    >>> identifier("mcp:scanner:tool:create-issue", taken), identifier("a.b", taken)
+    ('mcp_scanner_tool_create_issue', 'a_b')
+    >>> identifier("a_b", taken), identifier("'); import os #", taken)
+    ('a_b_2', 'import_os')
+    """
+    base = _NOT_IDENT.sub("_", text.lower()).strip("_") or "x"
+    if base[0].isdigit() or keyword.iskeyword(base) or keyword.issoftkeyword(base):
+        base = "t_" + base
+    name, n = base, 2
+    while name in taken:
+        name = f"{base}_{n}"
+        n += 1
+    taken.add(name)
+    return name
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#!])")
+
+
+def md_text(text: str | None) -> str:
+    """Text for a Markdown paragraph or table cell: markup characters escaped, line breaks as
+    `<br>`, so nothing in it can start a heading, a table row, a link or HTML.
+
+    >>> md_text("a | b\\n<script>")
+    'a \\\\| b<br>\\\\<script\\\\>'
+    """
+    if not text:
+        return ""
+    lines = [_escape_unprintable(_MD_SPECIAL.sub(r"\\\1", line)) for line in text.splitlines()]
+    return "<br>".join(lines)
+
+
+def md_code(text: str, cell: bool = True) -> str:
+    """Inline code (a fence longer than any backtick run inside); in a table cell `|` is
+    escaped, as GitHub's tables require even inside code."""
+    body = _escape_unprintable(text)
+    if cell:
+        body = body.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    if body.startswith("`") or body.endswith("`") or not body.strip():
+        body = f" {body} "
+    return f"{fence}{body}{fence}"
+
+
+def mermaid_label(text: str) -> str:
+    """Text for a quoted Mermaid label: quotes, angle brackets, backticks and `#` as Mermaid
+    entity codes, so a label can neither close its quotes nor the code fence."""
+    out = _escape_unprintable(text).replace("#", "#35;")
+    for char, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
+        out = out.replace(char, code)
+    return out.replace("&", "#amp;")
+
+
+def generated_header(spec_path: str) -> str:
+    return f"generated by harnessc from {spec_path}; do not edit"
+
+
+def _where(origin: SourceRef | None) -> str:
+    return f"{origin.file}:{origin.line}" if origin is not None else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The package name
+
+
+def check_package_name(
+    spec: Spec, header_span: Span | None, path: str | None = None
+) -> list[Diagnostic]:
+    """H501 when the spec's name cannot be the generated package's name (`header_span`: the
+    header's name; None when the spec has no header and is named after its file `path`)."""
+    name = spec.name
+    problem = None
+    if not name.isidentifier() or not name.isascii():
+        problem = "is not a Python identifier"
+    elif keyword.iskeyword(name):
+        problem = "is a Python keyword"
+    elif name in RESERVED_PACKAGE_NAMES:
+        problem = "is reserved"
+    if problem is None:
+        return []
+    if header_span is None:
+        return [
+            Diagnostic.make(
+                "H501",
+                f"the spec's name `{name}` (its file name) {problem}, so it cannot name a package",
+                None,
+                path=path,
+                help="add a header `harness NAME { }` whose NAME is a plain lowercase word",
+            )
+        ]
+    return [
+        Diagnostic.make(
+            "H501",
+            f"the harness name `{name}` {problem}, so it cannot name the generated package",
+            header_span,
+            "the generated package is named after this",
+            help="rename the harness to a plain word such as `remediation` or `my_agent`",
+        )
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions as Python, and as spec text
+
+
+_HELPERS = {
+    "==": "value_eq",
+    "!=": "value_ne",
+    "in": "value_in",
+    "has": "value_has",
+    "matches": "value_matches",
+    "startswith": "value_startswith",
+    "within": "within",
+}
+_FACT_SETS = {"connected": "call.connected", "running": "call.running"}
+_BASES = {
+    "args": "args",
+    "tool": "tool",
+    "actor": "call.actor",
+    "resource": "call.resource",
+    "task": "call.task",
+    "env": "call.env",
+    "call": "call.call",
+}
+
+
+def _ordering_kind(left: object, right: object) -> str:
+    # INVARIANT: the same rule as runtime.conditions: `tool.risk` orders by risk level, a
+    # duration literal reads the other side as a duration
+    for side in (left, right):
+        if isinstance(side, Path) and side.root == "tool" and side.parts == ("risk",):
+            return "risk"
+    for side in (left, right):
+        if isinstance(side, Literal) and side.type == "duration":
+            return "duration"
+    return "number"
+
+
+def py_node(value: Any) -> Any:
+    """A layout tree for a JSON-like value (its text is `py_literal`'s)."""
+    if isinstance(value, str):
+        return Str(value)
+    if isinstance(value, tuple | list):
+        items = tuple(py_node(v) for v in value)
+        return Seq("(", ")", items) if isinstance(value, tuple) else Seq("[", "]", items)
+    if isinstance(value, dict):
+        return Seq("{", "}", tuple(Pair(Str(str(k)), py_node(v)) for k, v in value.items()))
+    return Atom(py_literal(value))
+
+
+class PythonEmitter:
+    """IR conditions → Python expressions (layout trees) over `call`, `args`, `tool` and
+    `facts`, calling the helpers of `harnessc.runtime.conditions`: the runtime's semantics."""
+
+    def __init__(self, path_facts: frozenset[str]) -> None:
+        self.path_facts = path_facts
+        self.used: set[str] = set()
+        self.reads_facts = False
+
+    def call(self, name: str, *args: Any) -> Call:
+        self.used.add(name)
+        return Call(name, args)
+
+    def dig(self, base: Any, parts: Sequence[str]) -> Any:
+        if not parts:
+            return base
+        first = Call(f"{base.flat()}.get", (Str(parts[0]),))
+        if len(parts) == 1:
+            return first
+        return Call("dig", (first, py_node(tuple(parts[1:]))))
+
+    def value(self, node: object) -> Any:
+        if isinstance(node, Literal):
+            return py_node(node.value)
+        if isinstance(node, EnumMember):
+            return Str(node.name)
+        if isinstance(node, Path):
+            parts = node.parts
+            if node.root == "fact":
+                if not parts:
+                    return Atom("None")
+                self.reads_facts = True
+                read = Call("facts.get", (Str(parts[0]),))
+                if parts[0] in self.path_facts and len(parts) == 1:
+                    return self.call("normalize_path", read)
+                return self.dig(read, parts[1:]) if parts[1:] else read
+            if node.root == "actor" and parts[:1] == ("roles",):
+                return self.dig(self.call("roles_of", Atom("call.actor")), parts[1:])
+            base = _BASES.get(node.root)
+            return Atom("None") if base is None else self.dig(Atom(base), parts)
+        if isinstance(node, FactCall):
+            return BoolOp("in", (Str(node.name), Atom(_FACT_SETS[node.func])))
+        if isinstance(node, ListValue):
+            return Seq("[", "]", tuple(self.value(i) for i in node.items))
+        if isinstance(node, RecordValue):
+            pairs = tuple(Pair(Str(k), self.value(v)) for k, v in sorted(node.fields.items()))
+            return Seq("{", "}", pairs)
+        raise TypeError(f"not a value: {node!r}")
+
+    def condition(self, node: Condition) -> Any:
+        if isinstance(node, And | Or):
+            op = "and" if isinstance(node, And) else "or"
+            return BoolOp(op, tuple(self.condition(i) for i in node.items))
+        if isinstance(node, Not):
+            if isinstance(node.item, FactCall):
+                item = node.item
+                return BoolOp("not in", (Str(item.name), Atom(_FACT_SETS[item.func])))
+            return NotOp(self.condition(node.item))
+        if isinstance(node, Compare):
+            return self.compare(node)
+        if isinstance(node, FactCall):
+            return self.value(node)
+        return BoolOp("is", (self.value(node), Atom("True")))
+
+    def compare(self, node: Compare) -> Any:
+        kind = _ordering_kind(node.left, node.right)
+        left, right = self.value(node.left), self.value(node.right)
+        if node.op in _HELPERS:
+            if node.op in ("==", "!=") and kind == "duration":
+                left, right = self.call("duration_ms", left), self.call("duration_ms", right)
+            return self.call(_HELPERS[node.op], left, right)
+        extra = () if kind == "number" else (Str(kind),)
+        return self.call("value_order", Str(node.op), left, right, *extra)
+
+    def selector(self, selector: Selector) -> Any:
+        """The guard of a selector whose answer depends on the call's operation."""
+        risk = Call("tool.get", (Str("risk"),))
+        if selector.kind == "risk":
+            op = selector.op or ">="
+            if op in ("==", "!="):
+                return BoolOp(op, (risk, Str(selector.value)))
+            return self.call("value_order", Str(op), risk, Str(selector.value), Str("risk"))
+        effects = Call("tool.get", (Str("effects"), Atom("()")))
+        return BoolOp("in", (Str(selector.value), effects))
+
+
+def _duration_text(ms: int | float) -> str:
+    if not isinstance(ms, int) or ms <= 0:
+        return f"{ms}ms"
+    out = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size:
+            out.append(f"{ms // size}{unit}")
+            ms %= size
+    if ms:
+        out.append(f"{ms}ms")
+    return "".join(out)
+
+
+def spec_text(node: object, top: bool = True) -> str:
+    """A condition or value written back as spec text (for docs and comments)."""
+    if isinstance(node, Literal):
+        if node.type == "duration":
+            return _duration_text(node.value)  # type: ignore[arg-type]
+        if node.type == "bool":
+            return "true" if node.value else "false"
+        if node.type == "string":
+            return json.dumps(node.value, ensure_ascii=False)
+        return repr(node.value)
+    if isinstance(node, EnumMember):
+        return node.name
+    if isinstance(node, Path):
+        root = () if node.root in ("fact", "step") else (node.root,)
+        return ".".join((*root, *node.parts))
+    if isinstance(node, FactCall):
+        return f"{node.func}({node.name})"
+    if isinstance(node, ListValue):
+        return "[" + ", ".join(spec_text(i) for i in node.items) + "]"
+    if isinstance(node, RecordValue):
+        return "{" + ", ".join(f"{k}: {spec_text(v)}" for k, v in node.fields.items()) + "}"
+    if isinstance(node, Compare):
+        return f"{spec_text(node.left)} {node.op} {spec_text(node.right)}"
+    if isinstance(node, And | Or):
+        word = " and " if isinstance(node, And) else " or "
+        text = word.join(spec_text(i, top=False) for i in node.items)
+        return text if top else f"({text})"
+    if isinstance(node, Not):
+        return f"not {spec_text(node.item, top=False)}"
+    raise TypeError(f"not a condition: {node!r}")
+
+
+def condition_words(node: Condition, top: bool = True) -> str:
+    """An availability condition in words, as Markdown (pieces of spec text as code)."""
+    if isinstance(node, FactCall):
+        verb = "is connected" if node.func == "connected" else "is running"
+        return f"{md_code(node.name)} {verb}"
+    if isinstance(node, And | Or):
+        word = " and " if isinstance(node, And) else " or "
+        text = word.join(condition_words(i, top=False) for i in node.items)
+        return text if top else f"({text})"
+    if isinstance(node, Not):
+        return f"not {condition_words(node.item, top=False)}"
+    if isinstance(node, Path):
+        return f"{md_code(spec_text(node))} is true"
+    return md_code(spec_text(node))
+
+
+# ---------------------------------------------------------------------------------------------
+# Policies as Python
+
+
+def _candidates(engine: PolicyEngine, policy: Policy) -> dict[str, dict[int, Any]]:
+    """tool id → rule index → True (selected for every call) or the dynamic selectors that
+    select some of its calls; built per selector, like the engine's buckets."""
+    slots: dict[str, dict[int, Any]] = {}
+    for i, rule in enumerate(policy.rules):
+        for selector in rule.selectors:
+            for tool_id, answer in engine.selected(selector):
+                slot = slots.setdefault(tool_id, {})
+                if slot.get(i) is True:
+                    continue
+                if answer is True:
+                    slot[i] = True
+                else:
+                    slot.setdefault(i, []).append(selector)
+    return slots
+
+
+def _rule_comment(rule: Rule) -> str:
+    where = _where(rule.origin)
+    return py_comment(f"{rule.label}: {rule.effect}" + (f" ({where})" if where else ""))
+
+
+def _short_policy(spec: Spec, name: str) -> str:
+    prefix = spec.root_module + "."
+    return name[len(prefix) :] if name.startswith(prefix) else name
+
+
+_MODULE_NAMES = {
+    "CallContext",
+    "DEFAULTS",
+    "MATCHERS",
+    "Matcher",
+    "OPERATION_VIEWS",
+    "RULES",
+    "STRENGTH",
+    "TOOL_FUNCTIONS",
+    "TOOL_VIEWS",
+    "decide",
+    "dig",
+    "matching_rules",
+    "tool_view",
+}
+
+
+def _view_node(view: Mapping[str, Any]) -> Any:
+    return py_node({k: view[k] for k in sorted(view)})
+
+
+def _entry(node: Any) -> list[str]:
+    """One entry of a generated table: indented by 4, laid out, with its comma."""
+    lines = layout(node, 4, 4, 1)
+    return (
+        ["    " + lines[0], *lines[1:-1], lines[-1] + ","]
+        if len(lines) > 1
+        else ["    " + lines[0] + ","]
+    )
+
+
+def _entries(nodes: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(line for node in nodes for line in _entry(node))
+
+
+def _statement(test: Any | None, label: str) -> tuple[str, ...]:
+    append = f"matched.append({py_literal(label)})"
+    if test is None:
+        return ("    " + append,)
+    lines = layout(test, 7, 4, 1)
+    return (
+        ("    if " + lines[0], *lines[1:-1], lines[-1] + ":", "        " + append)
+        if len(lines) > 1
+        else ("    if " + lines[0] + ":", "        " + append)
+    )
+
+
+def plan_policies(spec: Spec, header: str) -> PoliciesContext:
+    engine = PolicyEngine(spec)
+    path_facts = frozenset(n for n, f in spec.facts.items() if f.type.name == "path")
+    emitter = PythonEmitter(path_facts)
+    taken = set(_MODULE_NAMES)
+    tool_ids = sorted(spec.tools)
+    tool_names = {tool_id: identifier(tool_id, taken) for tool_id in tool_ids}
+    rules: dict[str, Any] = {}
+    defaults = []
+    blocks = []
+    matchers = []
+    for policy_name in sorted(spec.policies):
+        policy = spec.policies[policy_name]
+        short = identifier(_short_policy(spec, policy_name), set())
+        per_risk = []
+        for risk in RISK_LEVELS:
+            d = decide_from(policy.name, spec, policy.default, [], risk, "")
+            per_risk.append(Pair(Str(risk), py_node((d.effect, d.reason, _where(d.origin)))))
+        defaults.append(Pair(Str(policy.name), Seq("{", "}", tuple(per_risk))))
+        for rule in policy.rules:
+            rules.setdefault(
+                rule.label, Pair(Str(rule.label), py_node((rule.effect, _where(rule.origin))))
+            )
+        slots = _candidates(engine, policy)
+        functions = []
+        for tool_id in tool_ids:
+            slot = slots.get(tool_id)
+            if not slot:
+                continue
+            emitter.reads_facts = False
+            checks = []
+            for i in sorted(slot):  # INVARIANT: text order
+                rule = policy.rules[i]
+                tests = []
+                if slot[i] is not True:
+                    guards = tuple(emitter.selector(sel) for sel in slot[i])
+                    tests.append(guards[0] if len(guards) == 1 else BoolOp("or", guards))
+                if rule.condition is not None:
+                    tests.append(emitter.condition(rule.condition))
+                test = (
+                    None
+                    if not tests
+                    else tests[0]
+                    if len(tests) == 1
+                    else BoolOp("and", tuple(tests))
+                )
+                where = _where(rule.origin)
+                comment = f"{rule.label}: {rule.effect}" + (f" ({where})" if where else "")
+                checks.append(Check(tuple(comment_lines(comment, 4)), _statement(test, rule.label)))
+            fn = identifier(f"match_{short}__{tool_names[tool_id]}", taken)
+            functions.append(
+                MatchFunction(
+                    fn,
+                    tuple(comment_lines(f"tool {tool_id}", 4)),
+                    emitter.reads_facts,
+                    tuple(checks),
+                )
+            )
+            matchers.append(Pair(Seq("(", ")", (Str(policy.name), Str(tool_id))), Atom(fn)))
+        where = _where(policy.origin)
+        comment = f"-- policy {policy.name}" + (f" ({where})" if where else "")
+        blocks.append(PolicyBlock(tuple(comment_lines(comment, 0)), tuple(functions)))
+    views = []
+    op_views = []
+    for tool_id in tool_ids:
+        tool = spec.tools[tool_id]
+        views.append(Pair(Str(tool_id), _view_node(tool_view(tool))))
+        for op in sorted(tool.operations):
+            key = Seq("(", ")", (Str(tool_id), Str(op)))
+            op_views.append(Pair(key, _view_node(tool_view(tool, op))))
+    return PoliciesContext(
+        header=header,
+        imports=tuple(sorted(emitter.used)),
+        rules=_entries(rules[label] for label in sorted(rules)),
+        defaults=_entries(defaults),
+        tool_views=_entries(views),
+        operation_views=_entries(op_views),
+        tool_names=_entries(Pair(Str(t), Str(tool_names[t])) for t in tool_ids),
+        policies=tuple(blocks),
+        matchers=_entries(matchers),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Docs
+
+
+def _approvers(approvers: Iterable[Approver]) -> str:
+    return ", ".join(f"{a.kind} {md_code(a.value)}" for a in approvers)
+
+
+def _grant(grant: Grant | None) -> str:
+    if grant is None:
+        return ""
+    text = f"{grant.scope}, ttl {_duration_text(grant.ttl_ms)}"
+    if grant.selector is not None:
+        text += f", for {md_code(grant.selector.text or grant.selector.value)}"
+    if grant.condition is not None:
+        text += f" when {md_code(spec_text(grant.condition))}"
+    return text
+
+
+def _codes(values: Iterable[str]) -> str:
+    return ", ".join(md_code(v) for v in values)
+
+
+def _reversible(tool: Tool) -> str:
+    if "reversible" in tool.effects:
+        return "yes"
+    if {"write", "external"} & set(tool.effects):
+        return "no"
+    return "no side effects" if tool.effects else "not declared"
+
+
+def _availability(tool: Tool) -> str:
+    parts = []
+    if tool.kind == "mcp" and tool.mcp_server:
+        parts.append(
+            f"MCP server {md_code(tool.mcp_server)} connected and given to agents, and the "
+            "tool discovered with the declared schema"
+        )
+    if tool.kind == "dynamic" and tool.provided_by:
+        parts.append(f"registered by {md_code(tool.provided_by)} while it runs")
+    if tool.requires is not None:
+        parts.append(condition_words(tool.requires))
+    return "; ".join(parts) if parts else "always"
+
+
+def _page(header: str, title: str, blocks: list[Block]) -> DocContext:
+    return DocContext(header, title, tuple(blocks))
+
+
+def _heading(text: str, level: int = 2) -> Block:
+    return Block("heading", text=text, level=level)
+
+
+def _para(text: str) -> Block:
+    return Block("text", text=text)
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Block:
+    return Block("table", table=Table(tuple(headers), tuple(tuple(r) for r in rows)))
+
+
+def _summary(text: str | None) -> list[Block]:
+    return [_para(md_text(text))] if text else []
+
+
+def doc_tools(spec: Spec, header: str) -> DocContext:
+    rows = []
+    for tool_id in sorted(spec.tools):
+        tool = spec.tools[tool_id]
+        rows.append(
+            (
+                md_code(tool.id),
+                tool.kind,
+                tool.risk,
+                _codes(tool.effects),
+                _reversible(tool),
+                _availability(tool),
+                md_text(tool.summary),
+                md_text(_where(tool.origin)),
+            )
+        )
+    blocks = [
+        _para(
+            "Every registered tool. Reversible: whether the tool declares its effect "
+            "reversible. Available when: the tool's availability, checked before exposure "
+            "and again at each call."
+        ),
+        _table(
+            (
+                "Tool",
+                "Kind",
+                "Risk",
+                "Effects",
+                "Reversible",
+                "Available when",
+                "Summary",
+                "Source",
+            ),
+            rows,
+        ),
+    ]
+    for tool_id in sorted(spec.tools):
+        tool = spec.tools[tool_id]
+        if not tool.operations:
+            continue
+        blocks.append(_heading(f"Operations of {md_code(tool.id, cell=False)}", 3))
+        blocks.append(
+            _table(
+                ("Operation", "Risk", "Effects", "Summary"),
+                [
+                    (md_code(op.name), op.risk, _codes(op.effects), md_text(op.summary))
+                    for _, op in sorted(tool.operations.items())
+                ],
+            )
+        )
+    return _page(header, "Tools", blocks)
+
+
+def doc_surfaces(spec: Spec, header: str) -> DocContext:
+    blocks: list[Block] = []
+    for name in sorted(spec.surfaces):
+        surface = spec.surfaces[name]
+        tools = sorted(surface_tools(spec, surface))
+        blocks.append(_heading(md_code(name, cell=False)))
+        blocks.extend(_summary(surface.summary))
+        rank = surface.rank
+        items = [
+            "expose: " + (_codes(s.text or s.value for s in surface.expose) or "nothing"),
+            "hide: " + (_codes(s.text or s.value for s in surface.hide) or "nothing"),
+            f"limit: {surface.limit} (more public, available tools than this are ranked)",
+            f"rank: recall {rank.recall} top {rank.top}, rerank {rank.rerank}"
+            + (f", prefer {_codes(rank.prefer)}" if rank.prefer else ""),
+            f"tools ({len(tools)}): " + (_codes(tools) or "none"),
+        ]
+        blocks.append(Block("list", items=tuple(items)))
+    if not blocks:
+        blocks.append(_para("This spec declares no surface."))
+    return _page(header, "Surfaces", blocks)
+
+
+def doc_policies(spec: Spec, header: str) -> DocContext:
+    engine = PolicyEngine(spec)
+    blocks: list[Block] = [
+        _para(
+            "Per policy, every tool × rule pair where the rule selects the tool, in the rules' "
+            "text order. DENY beats ASK beats ALLOW; the first rule of the strongest effect "
+            "wins; when no rule matches, the default applies."
+        )
+    ]
+    for name in sorted(spec.policies):
+        policy = spec.policies[name]
+        blocks.append(_heading(md_code(name, cell=False)))
+        blocks.extend(_summary(policy.summary))
+        default = policy.default
+        if default is None:
+            text = "deny (no default: no rule allows this call)"
+        elif default.table is not None:
+            text = f"the risk table {md_code(default.table, cell=False)} (see approvals)"
+        else:
+            text = default.effect or "deny"
+        blocks.append(_para(f"Default: {text}."))
+        if policy.includes:
+            blocks.append(_para("Includes: " + _codes(policy.includes) + "."))
+        rows = []
+        slots = _candidates(engine, policy)
+        for tool_id in sorted(slots):
+            for i in sorted(slots[tool_id]):
+                rule = policy.rules[i]
+                parts = []
+                if slots[tool_id][i] is not True:
+                    parts.append(" or ".join(s.text for s in slots[tool_id][i]))
+                if rule.condition is not None:
+                    parts.append(spec_text(rule.condition))
+                rows.append(
+                    (
+                        md_code(tool_id),
+                        md_code(rule.label),
+                        rule.effect.upper(),
+                        md_code(" and ".join(parts)) if parts else "always",
+                        md_text(rule.reason),
+                        _approvers(rule.approvers),
+                        md_text(_where(rule.origin)),
+                    )
+                )
+        if rows:
+            blocks.append(
+                _table(
+                    ("Tool", "Rule", "Effect", "Condition", "Reason", "Approver", "Source"), rows
+                )
+            )
+        else:
+            blocks.append(_para("No rule of this policy selects a tool."))
+    return _page(header, "Policy matrix", blocks)
+
+
+def doc_approvals(spec: Spec, header: str) -> DocContext:
+    blocks: list[Block] = [
+        _para(
+            "An ASK waits for one of its approvers. A grant is bound to the call it approves: "
+            "`once` to the exact invocation (tool id, tool_call_id and input hash), `task` to "
+            "the task, `class` to the calls its selector and condition describe, each for its "
+            "ttl. Approving one call never approves another."
+        ),
+        _heading("Rules that ask"),
+    ]
+    rows = []
+    for name in sorted(spec.policies):
+        for rule in spec.policies[name].rules:
+            if rule.effect != "ask":
+                continue
+            rows.append(
+                (
+                    md_code(name),
+                    md_code(rule.label),
+                    _codes(s.text or s.value for s in rule.selectors),
+                    md_code(spec_text(rule.condition)) if rule.condition is not None else "always",
+                    _approvers(rule.approvers),
+                    _grant(rule.grant),
+                    md_text(rule.reason),
+                )
+            )
+    if rows:
+        blocks.append(
+            _table(
+                ("Policy", "Rule", "Tools", "Condition", "Approver", "Grant", "Reason"),
+                rows,
+            )
+        )
+    else:
+        blocks.append(_para("No rule asks for approval."))
+    blocks.append(_heading("Risk tables"))
+    rows = []
+    for name in sorted(spec.risk_tables):
+        table = spec.risk_tables[name]
+        for risk in RISK_LEVELS:
+            entry = table.entries.get(risk)  # type: ignore[call-overload]
+            if entry is None:
+                continue
+            rows.append(
+                (
+                    md_code(name),
+                    risk,
+                    entry.effect.upper(),
+                    _approvers(entry.approvers),
+                    _grant(entry.grant),
+                    md_text(entry.reason),
+                )
+            )
+    if rows:
+        blocks.append(_table(("Risk table", "Risk", "Effect", "Approver", "Grant", "Reason"), rows))
+    else:
+        blocks.append(_para("This spec declares no risk table."))
+    return _page(header, "Approvals and grants", blocks)
+
+
+def doc_mcp(spec: Spec, header: str) -> DocContext:
+    blocks: list[Block] = [
+        _para(
+            "Only the tools declared here are projected. A projected tool is available while "
+            "its server is connected and given to agents and the tool is discovered with the "
+            "declared schema."
+        )
+    ]
+    for name in sorted(spec.mcp_servers):
+        server = spec.mcp_servers[name]
+        blocks.append(_heading(md_code(name, cell=False)))
+        blocks.extend(_summary(server.summary))
+        items = [
+            f"transport: {server.transport}",
+            "command: " + (md_code(server.command, cell=False) if server.command else "none"),
+            "tools: " + (", ".join(md_code(t, cell=False) for t in sorted(server.tools)) or "none"),
+        ]
+        blocks.append(Block("list", items=tuple(items)))
+    if len(blocks) == 1:
+        blocks.append(_para("This spec declares no MCP server."))
+    return _page(header, "MCP servers", blocks)
+
+
+def doc_skills(spec: Spec, header: str) -> DocContext:
+    blocks: list[Block] = []
+    for name in sorted(spec.skills):
+        skill = spec.skills[name]
+        blocks.append(_heading(md_code(name, cell=False)))
+        blocks.extend(_summary(skill.summary))
+        items = []
+        if skill.use_when:
+            items.append("use when: " + md_text(skill.use_when))
+        items.append(
+            "profile: " + (md_code(skill.profile, cell=False) if skill.profile else "none")
+        )
+        items.append(
+            "private tools: "
+            + (", ".join(md_code(t, cell=False) for t in sorted(skill.private_tools)) or "none")
+        )
+        for sub_name in sorted(skill.subagents):
+            sub = skill.subagents[sub_name]
+            tools = ", ".join(md_code(t, cell=False) for t in sorted(sub.tools)) or "no tools"
+            items.append(f"subagent {md_code(sub_name, cell=False)}: {tools}")
+        blocks.append(Block("list", items=tuple(items)))
+    if not blocks:
+        blocks.append(_para("This spec declares no skill."))
+    return _page(header, "Skills", blocks)
+
+
+def doc_agents(spec: Spec, header: str) -> DocContext:
+    rows = []
+    edges = []
+    ids = {name: f"a{i}" for i, name in enumerate(sorted(spec.agents))}
+    for name in sorted(spec.agents):
+        agent = spec.agents[name]
+        rows.append(
+            (
+                md_code(name),
+                md_code(agent.surface) if agent.surface else "",
+                md_code(agent.policy) if agent.policy else "",
+                _codes(sorted(agent.delegates)),
+                _codes(sorted(agent.skills)),
+                md_text(agent.persona or agent.summary),
+            )
+        )
+        for target in sorted(agent.delegates):
+            if target in ids:
+                edges.append(f"{ids[name]} -->|delegates| {ids[target]}")
+    blocks: list[Block] = []
+    if rows:
+        blocks.append(
+            _table(("Agent", "Surface", "Policy", "Delegates to", "Skills", "Persona"), rows)
+        )
+        nodes = [f'{ids[n]}["{mermaid_label(n)}"]' for n in sorted(spec.agents)]
+        blocks.append(_heading("Delegation"))
+        blocks.append(
+            _para(
+                "Delegation is one level deep: a delegated agent's surface never holds "
+                "`delegate_task`."
+            )
+        )
+        blocks.append(Block("mermaid", items=("flowchart LR", *nodes, *edges)))
+    else:
+        blocks.append(_para("This spec declares no agent."))
+    return _page(header, "Agents and delegation", blocks)
+
+
+def _step_label(step: Step) -> str:
+    if step.kind == "call":
+        what = f"call {step.tool}"
+    elif step.kind == "delegate":
+        what = f"delegate to {step.agent}"
+    elif step.kind == "decide":
+        what = f"decide: {step.question or ''}".rstrip()
+        if step.options:
+            what += f" ({', '.join(step.options)})"
+    else:
+        what = "gate" + (f" until {spec_text(step.condition)}" if step.condition else "")
+    if step.compensation:
+        what += " [compensation]"
+    return f"{step.name}: {what}"
+
+
+def workflow_diagram(steps: Sequence[Step]) -> tuple[str, ...]:
+    ids = {step.name: f"s{i}" for i, step in enumerate(steps)}
+    lines = ["flowchart TD"]
+    for step in steps:
+        lines.append(f'{ids[step.name]}["{mermaid_label(_step_label(step))}"]')
+    for step in steps:
+        when = f'|"{mermaid_label(spec_text(step.when))}"|' if step.when is not None else ""
+        for dep in sorted(step.depends_on):
+            if dep in ids:
+                lines.append(f"{ids[dep]} -->{when} {ids[step.name]}")
+        for action in step.on_failure:
+            if action.kind == "compensate" and action.step in ids:
+                lines.append(f'{ids[step.name]} -.->|"on failure"| {ids[action.step]}')
+    return tuple(lines)
+
+
+def _failure_text(step: Step) -> str:
+    parts = []
+    for action in step.on_failure:
+        if action.kind == "retry":
+            backoff = f" backoff {_duration_text(action.backoff_ms)}" if action.backoff_ms else ""
+            parts.append(f"retry {action.count}{backoff}")
+        elif action.kind == "compensate":
+            parts.append(f"compensate {md_code(action.step or '')}")
+        else:
+            who = _approvers([action.approver]) if action.approver else ""
+            parts.append(f"escalate {who}".rstrip())
+    return " then ".join(parts)
+
+
+def doc_workflows(spec: Spec, header: str) -> DocContext:
+    blocks: list[Block] = []
+    for name in sorted(spec.workflows):
+        workflow = spec.workflows[name]
+        blocks.append(_heading(md_code(name, cell=False)))
+        blocks.extend(_summary(workflow.summary))
+        items = []
+        if workflow.agent:
+            items.append(f"agent: {md_code(workflow.agent, cell=False)} (calls are judged as it)")
+        if workflow.policy:
+            items.append(f"policy: {md_code(workflow.policy, cell=False)}")
+        if workflow.input is not None and workflow.input.fields:
+            items.append("input: " + _codes(f.name for f in workflow.input.fields))
+        if items:
+            blocks.append(Block("list", items=tuple(items)))
+        blocks.append(Block("mermaid", items=workflow_diagram(workflow.steps)))
+        rows = [
+            (
+                md_code(step.name),
+                step.kind,
+                md_text(_step_label(step).split(": ", 1)[1]),
+                _codes(step.depends_on),
+                md_code(spec_text(step.when)) if step.when is not None else "",
+                _failure_text(step),
+                md_text(_where(step.origin)),
+            )
+            for step in workflow.steps
+        ]
+        blocks.append(
+            _table(("Step", "Kind", "Does", "After", "When", "On failure", "Source"), rows)
+        )
+    if not blocks:
+        blocks.append(_para("This spec declares no workflow."))
+    return _page(header, "Workflows", blocks)
+
+
+def doc_suppressions(suppressions: Sequence[Suppression], header: str) -> DocContext:
+    rows = [
+        (md_text(f"{s.file}:{s.line}"), _codes(s.codes), md_text(s.reason))
+        for s in sorted(suppressions, key=lambda s: (s.file, s.line, s.codes))
+    ]
+    blocks: list[Block] = [
+        _para(
+            "Lint findings silenced in the spec with `# harnessc: ignore[…]`, each with its "
+            "justification. Errors are never silenced."
+        )
+    ]
+    if rows:
+        blocks.append(_table(("Line", "Codes", "Reason"), rows))
+    else:
+        blocks.append(_para("No lint finding is silenced."))
+    return _page(header, "Lint suppressions", blocks)
+
+
+DOC_PAGES = (
+    ("tools.md", "Tools: risk, effects, reversibility, availability"),
+    ("surfaces.md", "Surfaces"),
+    ("policies.md", "Policy matrix"),
+    ("approvals.md", "Approvals and grants"),
+    ("mcp.md", "MCP servers"),
+    ("skills.md", "Skills"),
+    ("agents.md", "Agents and delegation"),
+    ("workflows.md", "Workflows"),
+    ("suppressions.md", "Lint suppressions"),
+)
+
+
+def doc_index(spec: Spec, header: str, package: str, has_embeddings: bool) -> DocContext:
+    counts = [
+        f"{len(spec.tools)} tools",
+        f"{len(spec.surfaces)} surfaces",
+        f"{len(spec.policies)} policies",
+        f"{len(spec.agents)} agents",
+        f"{len(spec.workflows)} workflows",
+    ]
+    blocks: list[Block] = []
+    blocks.extend(_summary(spec.summary))
+    if spec.version:
+        blocks.append(_para(f"Version {md_text(spec.version)}; " + ", ".join(counts) + "."))
+    else:
+        blocks.append(_para(", ".join(counts).capitalize() + "."))
+    blocks.append(
+        Block("list", items=tuple(f"[{md_text(title)}]({path})" for path, title in DOC_PAGES))
+    )
+    blocks.append(_heading("Using the package"))
+    blocks.append(
+        _para(
+            f'`from {package} import load; h = load(store="sqlite:///harness.db")` returns the '
+            "runtime harness for this spec; every tool call goes through it."
+        )
+    )
+    ranking = (
+        "tool embeddings (`tool_embeddings.npy`) rank tools by meaning and words"
+        if has_embeddings
+        else "there are no tool embeddings, so exposure ranks tools lexically"
+    )
+    blocks.append(
+        _para(
+            "`model.json` is the compiled model, `policies.py` the policies as readable Python, "
+            f"`tool_docs.json` the text the exposure index ranks; {ranking}. JSON and `.npy` "
+            "files cannot carry a comment: this page and `__init__.py` name the spec they come "
+            "from."
+        )
+    )
+    return _page(header, f"Harness {md_code(spec.name, cell=False)}", blocks)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole plan
+
+
+def _tool_docs_json(spec: Spec, header: str) -> bytes:
+    tools = [spec.tools[t] for t in sorted(spec.tools)]
+    indexed = [t for t in tools if t.kind in PUBLIC_KINDS | {"private"}]
+    rows = [asdict(d) for d in tool_docs(indexed)]
+    text = json.dumps(
+        {"generated": header, "tools": rows}, sort_keys=True, indent=1, ensure_ascii=False
+    )
+    return (text + "\n").encode("utf-8")
+
+
+def _npy_bytes(matrix: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(matrix, dtype=np.float32), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def plan_build(
+    spec: Spec,
+    spec_path: str,
+    suppressions: Sequence[Suppression] = (),
+    embeddings: tuple[np.ndarray, Sequence[str]] | None = None,
+    notes: Sequence[str] = (),
+) -> BuildPlan:
+    """The files of the package for `spec` (already checked): `spec_path` is the root spec
+    relative to the build root, `embeddings` the build-time tool embeddings if any."""
+    header = generated_header(spec_path)
+    package = spec.name
+    base = f"{package}/"
+    files = [
+        GeneratedFile(
+            base + "__init__.py",
+            "init.py.j2",
+            InitContext(
+                header=header,
+                spec_name=py_literal(spec.name),
+                title=py_comment(
+                    f"harness {spec.name}" + (f" {spec.version}" if spec.version else "")
+                ),
+                policy_version=py_literal(spec.content_hash()),
+                has_embeddings=embeddings is not None,
+            ),
+        ),
+        GeneratedFile(base + "model.json", data=(spec.to_json() + "\n").encode("utf-8")),
+        GeneratedFile(base + "policies.py", "policies.py.j2", plan_policies(spec, header)),
+        GeneratedFile(base + "tool_docs.json", data=_tool_docs_json(spec, header)),
+    ]
+    if embeddings is not None:
+        matrix, ids = embeddings
+        files.append(GeneratedFile(base + EMBEDDINGS_FILE, data=_npy_bytes(matrix)))
+        ids_text = json.dumps(list(ids), indent=0, ensure_ascii=False) + "\n"
+        files.append(GeneratedFile(base + EMBEDDING_IDS_FILE, data=ids_text.encode("utf-8")))
+    docs = base + "docs/"
+    pages = {
+        "tools.md": doc_tools(spec, header),
+        "surfaces.md": doc_surfaces(spec, header),
+        "policies.md": doc_policies(spec, header),
+        "approvals.md": doc_approvals(spec, header),
+        "mcp.md": doc_mcp(spec, header),
+        "skills.md": doc_skills(spec, header),
+        "agents.md": doc_agents(spec, header),
+        "workflows.md": doc_workflows(spec, header),
+        "suppressions.md": doc_suppressions(suppressions, header),
+        "README.md": doc_index(spec, header, package, embeddings is not None),
+    }
+    for name in sorted(pages):
+        files.append(GeneratedFile(docs + name, "doc.md.j2", pages[name]))
+    return BuildPlan(
+        package=package,
+        spec_path=spec_path,
+        header=header,
+        files=tuple(sorted(files, key=lambda f: f.path)),
+        notes=tuple(notes),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The build's inputs
+
+
+def build_root(spec: str | os.PathLike[str]) -> pathlib.Path:
+    """The folder generated files name the spec relative to: the nearest folder at or above
+    the spec holding a `pyproject.toml` (the project), else the spec's own folder."""
+    from ..config import find_pyproject
+
+    found = find_pyproject(pathlib.Path(spec))
+    return found.parent if found is not None else pathlib.Path(spec).resolve().parent
+
+
+def relative_to_root(path: str | os.PathLike[str], root: pathlib.Path) -> str:
+    """`path` relative to the build root, in POSIX form: never absolute, never the cwd's."""
+    try:
+        rel = os.path.relpath(pathlib.Path(path).resolve(), root)
+    except ValueError:  # another drive: only the file name is stable
+        rel = pathlib.Path(path).name
+    return pathlib.PurePath(rel).as_posix()
+
+
+def check_package_name_of(spec: Spec, resolution: Resolution) -> list[Diagnostic]:
+    """`check_package_name` for a resolved build: the diagnostic points at the root's header."""
+    roots = [m for m in resolution.modules if m.is_root]
+    header = next(
+        (i for m in roots for i in m.syntax.items if isinstance(i, s.Header)),
+        None,
+    )
+    path = roots[0].name if roots else None
+    return check_package_name(spec, header.name.span if header is not None else None, path)
+
+
+def tool_embeddings(spec: Spec) -> tuple[np.ndarray, list[str]] | None:
+    """The build-time embeddings of every tool the exposure index holds, or None without the
+    embed extra (the package then ranks lexically)."""
+    from ..embed import build_tool_embeddings
+
+    tools = [spec.tools[t] for t in sorted(spec.tools)]
+    indexed = [t for t in tools if t.kind in PUBLIC_KINDS | {"private"}]
+    found = build_tool_embeddings(indexed)
+    return None if found.matrix is None else (found.matrix, list(found.ids))
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout: Python expressions as small trees, broken over lines to fit ruff's default width
+
+
+WIDTH = 88
+"""ruff's default line length: generated Python fits it, so `ruff check` passes under a
+project's configuration as well as under the defaults."""
+
+
+@dataclass(frozen=True)
+class Atom:
+    text: str
+
+    def flat(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Str:
+    """A string literal: broken into implicitly joined pieces when it is too long."""
+
+    value: str
+
+    def flat(self) -> str:
+        return repr(self.value)
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    args: tuple[Any, ...]
+
+    def flat(self) -> str:
+        return f"{self.func}(" + ", ".join(a.flat() for a in self.args) + ")"
+
+
+@dataclass(frozen=True)
+class Seq:
+    open: str
+    close: str
+    items: tuple[Any, ...]
+
+    def flat(self) -> str:
+        if self.open == "(" and len(self.items) == 1:
+            return f"({self.items[0].flat()},)"
+        return self.open + ", ".join(i.flat() for i in self.items) + self.close
+
+
+@dataclass(frozen=True)
+class Pair:
+    key: Any
+    value: Any
+
+    def flat(self) -> str:
+        return f"{self.key.flat()}: {self.value.flat()}"
+
+
+@dataclass(frozen=True)
+class BoolOp:
+    op: str
+    items: tuple[Any, ...]
+
+    def flat(self) -> str:
+        return "(" + f" {self.op} ".join(i.flat() for i in self.items) + ")"
+
+
+@dataclass(frozen=True)
+class NotOp:
+    item: Any
+
+    def flat(self) -> str:
+        return f"(not {self.item.flat()})"
+
+
+def layout(node: Any, col: int, indent: int, tail: int = 1) -> list[str]:
+    """`node` as lines: the first starts at column `col`, continuation lines carry their
+    indentation; `tail` characters follow the last line (`:` or `,`)."""
+    flat = node.flat()
+    if col + len(flat) + tail <= WIDTH or isinstance(node, Atom):
+        return [flat]
+    inner = indent + 4
+    pad, end = " " * inner, " " * indent
+    if isinstance(node, Str):
+        room = max(WIDTH - inner - 1, 8)
+        pieces, piece = [], ""
+        for char in node.value:
+            if piece and len(repr(piece + char)) > room:
+                pieces.append(piece)
+                piece = ""
+            piece += char
+        pieces.append(piece)
+        return ["(", *(pad + repr(p) for p in pieces), end + ")"]
+    if isinstance(node, Pair):
+        value = node.value.flat()
+        keys = layout(node.key, col, indent, 2 + len(value) + tail)
+        start = (col if len(keys) == 1 else 0) + len(keys[-1]) + 2
+        values = layout(node.value, start, indent, tail)
+        return [*keys[:-1], f"{keys[-1]}: {values[0]}", *values[1:]]
+    if isinstance(node, NotOp):
+        lines = layout(node.item, col + 5, indent, tail + 1)
+        lines = _prefixed("(not ", lines)
+        lines[-1] += ")"
+        return lines
+    if isinstance(node, BoolOp):
+        out = ["("]
+        for i, item in enumerate(node.items):
+            word = f"{node.op} " if i else ""
+            out.extend(_prefixed(pad + word, layout(item, inner + len(word), inner, 0)))
+        return [*out, end + ")"]
+    if isinstance(node, Call | Seq):
+        head, items = (
+            (f"{node.func}(", node.args) if isinstance(node, Call) else (node.open, node.items)
+        )
+        close = ")" if isinstance(node, Call) else node.close
+        out = [head]
+        for item in items:
+            sub = layout(item, inner, inner, 1)
+            sub = _prefixed(pad, sub)
+            sub[-1] += ","
+            out.extend(sub)
+        return [*out, end + close]
+    return [flat]
+
+
+def _prefixed(prefix: str, lines: list[str]) -> list[str]:
+    return [prefix + lines[0], *lines[1:]]
+
+
+def comment_lines(text: str, indent: int) -> list[str]:
+    """`# text` wrapped to the width (spec text escaped by `py_comment`)."""
+    room = max(WIDTH - indent - 2, 20)
+    chunks = textwrap.wrap(py_comment(text), room, break_on_hyphens=False) or [""]
+    return ["# " + chunk for chunk in chunks]

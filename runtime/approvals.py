@@ -1,0 +1,531 @@
+"""Approvals and grants: what a person is asked, and exactly what their answer authorises.
+
+An `ApprovalRequest` says what (tool and summary), why (the rule's reason), as whom (the actor),
+on what object (resource and target), the expected impact (effects and risk), the arguments
+(secrets redacted), reversibility and the scope of the grant that an approval would issue. An
+approval issues an `ApprovalGrant` with a ttl:
+
+- `once` matches only the exact triple `tool_id + tool_call_id + input_hash`, and is spent by
+  the call it authorised;
+- `task` matches calls of the same tool, asked by the same rule, in one task;
+- `class` matches the calls the grant's selector and condition describe, inside the scope of
+  the rule that asked.
+
+A grant turns the winning ASK into ALLOW and never overrides a DENY: `ApprovalGrant.matches`
+is only consulted for a call whose decision is ASK. Since the input hash covers the arguments
+and every execution parameter (command, cwd, env, timeout, target), a `once` grant never
+authorises another tool, other arguments, another tool_call_id or a changed execution.
+
+>>> from datetime import UTC, datetime, timedelta
+>>> now = datetime(2026, 1, 1, tzinfo=UTC)
+>>> g = ApprovalGrant("g-1", "once", "t", now + timedelta(minutes=5), tool_call_id="c-1",
+...     input_hash="h")
+>>> g.matches_triple("t", "c-1", "h", now), g.matches_triple("t", "c-2", "h", now)
+(True, False)
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from .availability import condition_text
+from .conditions import compile_conditions, roles_of, value_eq
+from .events import (
+    REDACTED,
+    Clock,
+    approval_requested,
+    approval_resolved,
+    grant_issued,
+    grant_used,
+    redact_args,
+)
+from .model import Approver, Condition, Grant, Selector, Tool, risk_rank
+from .normalize import PendingCall, thaw
+from .store import EventStore
+
+__all__ = [
+    "DEFAULT_GRANT",
+    "ApprovalError",
+    "ApprovalGrant",
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "Approvals",
+    "is_approver",
+    "selects",
+    "tool_view",
+]
+
+DEFAULT_GRANT = Grant(scope="once", ttl_ms=10 * 60_000)
+"""The grant of an ASK that names none: this exact call, for ten minutes."""
+
+
+class ApprovalError(Exception):
+    """An approval that cannot be given: `code` is `unknown-request`, `not-pending` or
+    `not-an-approver`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def is_approver(approvers: tuple[Approver, ...], by: Mapping[str, Any]) -> bool:
+    """Whether `by` (an actor: user, role, roles) is one of `approvers`: a role in its roles,
+    or its user.
+
+    >>> is_approver((Approver(kind="role", value="sre"),), {"role": "engineer", "roles": ["sre"]})
+    True
+    """
+    roles = roles_of(by) or []
+    for approver in approvers:
+        if approver.kind == "role" and any(value_eq(approver.value, r) for r in roles):
+            return True
+        if approver.kind == "user" and value_eq(approver.value, by.get("user")):
+            return True
+    return False
+
+
+def tool_view(tool: Tool, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`tool.*` of a call: its operation's risk and effects when `args.op` names one."""
+    op = (args or {}).get("op")
+    operation = tool.operations.get(op) if isinstance(op, str) else None
+    return {
+        "id": tool.id,
+        "kind": tool.kind,
+        "version": tool.version,
+        "risk": operation.risk if operation else tool.risk,
+        "effects": tuple(sorted(operation.effects)) if operation else tool.effects,
+        "tags": tool.tags,
+        "packs": tool.packs,
+    }
+
+
+def selects(selector: Selector, tool: Tool, view: Mapping[str, Any] | None = None) -> bool:
+    """Whether a selector (surface or rule) selects a tool; `view` gives the call's risk and
+    effects for the `risk`/`effects` sugar (the tool's own otherwise)."""
+    kind = selector.kind
+    view = view or {"risk": tool.risk, "effects": tool.effects}
+    if kind == "all":
+        return True
+    if kind == "id":
+        return tool.id == selector.value
+    if kind == "glob":
+        return tool.id.startswith(selector.value)
+    if kind == "module":
+        return tool.id in selector.tools
+    if kind == "pack":
+        return selector.value in tool.packs
+    if kind == "kind":
+        return tool.kind == selector.value
+    if kind == "risk":
+        a, b = risk_rank(view["risk"]), risk_rank(selector.value)
+        return {
+            "==": a == b,
+            "!=": a != b,
+            "<": a < b,
+            "<=": a <= b,
+            ">": a > b,
+            ">=": a >= b,
+        }[selector.op or ">="]
+    if kind == "effects":
+        return selector.value in view["effects"]
+    return False
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What a person is asked to approve. `arguments` has secret fields redacted; `pending`
+    is the frozen call itself (kept in memory, never shown)."""
+
+    request_id: str
+    session_id: str
+    decision_id: str | None
+    tool_id: str
+    tool_call_id: str
+    input_hash: str
+    what: str
+    why: str
+    rule: str | None
+    policy: str
+    as_whom: Mapping[str, Any]
+    on_what: Mapping[str, Any]
+    impact: Mapping[str, Any]
+    arguments: Mapping[str, Any]
+    execution: Mapping[str, Any]
+    reversibility: str
+    scope: Mapping[str, Any]
+    approvers: tuple[Approver, ...]
+    requested_at: datetime
+    task_id: str | None = None
+    pending: PendingCall | None = field(default=None, repr=False, compare=False)
+    status: str = "pending"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "request_id": self.request_id,
+            "session_id": self.session_id,
+            "decision_id": self.decision_id,
+            "tool_id": self.tool_id,
+            "tool_call_id": self.tool_call_id,
+            "input_hash": self.input_hash,
+            "what": self.what,
+            "why": self.why,
+            "rule": self.rule,
+            "policy": self.policy,
+            "as_whom": dict(self.as_whom),
+            "on_what": dict(self.on_what),
+            "impact": dict(self.impact),
+            "arguments": dict(self.arguments),
+            "execution": dict(self.execution),
+            "reversibility": self.reversibility,
+            "scope": dict(self.scope),
+            "approvers": [{"kind": a.kind, "value": a.value} for a in self.approvers],
+            "task_id": self.task_id,
+            "status": self.status,
+        }
+
+
+@dataclass(frozen=True)
+class ApprovalGrant:
+    """A grant issued by an approval, valid until `expires_at` (see the module docstring for
+    what each scope matches)."""
+
+    grant_id: str
+    scope: str
+    tool_id: str
+    expires_at: datetime
+    tool_call_id: str | None = None
+    input_hash: str | None = None
+    task_id: str | None = None
+    rule: str | None = None
+    policy: str | None = None
+    selector: Selector | None = None
+    condition: Condition | None = None
+    approval_id: str | None = None
+    by: str | None = None
+    status: str = "active"
+    check: Callable[..., bool] | None = field(default=None, repr=False, compare=False)
+
+    def active(self, now: datetime) -> bool:
+        return self.status == "active" and now < self.expires_at
+
+    def matches_triple(self, tool_id: str, tool_call_id: str, digest: str, now: datetime) -> bool:
+        """A `once` grant's test: all three parts equal, unexpired and unspent."""
+        return (
+            self.scope == "once"
+            and self.active(now)
+            and self.tool_id == tool_id
+            and self.tool_call_id == tool_call_id
+            and self.input_hash == digest
+        )
+
+    def matches(
+        self,
+        pending: PendingCall,
+        *,
+        rule: str | None,
+        policy: str,
+        task_id: str | None,
+        now: datetime,
+        tool: Tool | None = None,
+        context: Any = None,
+        facts: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Whether this grant authorises `pending`, whose decision is an ASK by `rule`."""
+        if not self.active(now):
+            return False
+        if self.scope == "once":
+            return self.matches_triple(
+                pending.tool_id, pending.tool_call_id, pending.input_hash, now
+            )
+        if self.rule != rule or self.policy != policy:
+            return False  # a grant stays inside the scope of the rule that asked
+        if self.scope == "task":
+            return (
+                task_id is not None and self.task_id == task_id and self.tool_id == pending.tool_id
+            )
+        # class: the selector, then the condition, inside the rule's scope
+        if tool is None:
+            return False
+        view = tool_view(tool, pending.args)
+        if self.selector is not None and not selects(self.selector, tool, view):
+            return False
+        if self.check is not None:
+            return bool(self.check(context, pending.args, view, facts or {}))
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "grant_id": self.grant_id,
+            "scope": self.scope,
+            "tool_id": self.tool_id,
+            "tool_call_id": self.tool_call_id,
+            "input_hash": self.input_hash,
+            "task_id": self.task_id,
+            "rule": self.rule,
+            "policy": self.policy,
+            "selector": self.selector.text if self.selector else None,
+            "condition": condition_text(self.condition) if self.condition else None,
+            "expires_at": self.expires_at.isoformat(),
+            "approval_id": self.approval_id,
+            "by": self.by,
+            "status": self.status,
+        }
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """The answer to `Harness.approve` / `Harness.deny`.
+
+    `status`: `approved` (a grant was issued, or the call needs none any more), `denied` (the
+    person said no), or `denied-by-policy` (the call was judged again and is now denied: no
+    grant). `decision` is the re-judgement.
+    """
+
+    request: ApprovalRequest
+    status: str
+    grant: ApprovalGrant | None = None
+    decision: Any = None
+    reason: str | None = None
+
+
+def _reversibility(tool: Tool, view: Mapping[str, Any]) -> str:
+    effects = set(view["effects"])
+    if effects <= {"read", "preview", "idempotent"}:
+        return "read-only: nothing to reverse"
+    if "reversible" in effects:
+        return "reversible"
+    return "irreversible: it cannot be undone by the harness"
+
+
+class Approvals:
+    """The approval requests and grants of one harness, every change recorded as events.
+
+    Requests and grants live in memory for matching and in the store for audit and rebuilds
+    (`projections.Projections` folds the same events).
+    """
+
+    def __init__(self, store: EventStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self.requests: dict[str, ApprovalRequest] = {}
+        self.grants: dict[str, ApprovalGrant] = {}
+        self._lock = threading.Lock()
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def request(
+        self,
+        *,
+        session_id: str,
+        pending: PendingCall,
+        tool: Tool,
+        decision: Any,
+        decision_id: str | None,
+        actor: Mapping[str, Any],
+        resource: Mapping[str, Any],
+        task_id: str | None,
+    ) -> ApprovalRequest:
+        """Persist a request for an ASK decision and return it."""
+        view = tool_view(tool, pending.args)
+        grant = decision.grant or DEFAULT_GRANT
+        scope: dict[str, Any] = {"grant": grant.scope, "ttl_ms": grant.ttl_ms}
+        if grant.scope == "once":
+            scope["covers"] = "this exact call (tool id, tool_call_id and input hash)"
+        elif grant.scope == "task":
+            scope["covers"] = f"calls of `{tool.id}` asked by this rule in task `{task_id}`"
+        else:
+            what = grant.selector.text if grant.selector else tool.id
+            cond = f" when {condition_text(grant.condition)}" if grant.condition else ""
+            scope["covers"] = f"calls of `{what}`{cond} asked by this rule"
+        execution = {
+            k: v for k, v in pending.execution.as_dict().items() if v is not None and k != "env"
+        }
+        if pending.execution.env is not None:
+            execution["env"] = {k: REDACTED for k in sorted(pending.execution.env)}
+        args = redact_args(tool, thaw(pending.args))
+        shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items())
+        req = ApprovalRequest(
+            request_id="apr-" + uuid.uuid4().hex[:16],
+            session_id=session_id,
+            decision_id=decision_id,
+            tool_id=tool.id,
+            tool_call_id=pending.tool_call_id,
+            input_hash=pending.input_hash,
+            what=f"`{tool.id}`({shown})" + (f": {tool.summary}" if tool.summary else ""),
+            why=decision.reason or "the policy asks for approval of this call",
+            rule=decision.rule,
+            policy=decision.policy,
+            as_whom={k: actor[k] for k in ("user", "role", "roles", "tenant") if k in actor},
+            on_what={"resource": dict(resource), "target": pending.execution.target},
+            impact={"effects": list(view["effects"]), "risk": view["risk"]},
+            arguments=args,
+            execution=execution,
+            reversibility=_reversibility(tool, view),
+            scope=scope,
+            approvers=tuple(decision.approvers),
+            requested_at=self.clock(),
+            task_id=task_id,
+            pending=pending,
+        )
+        self.store.append(
+            approval_requested(
+                session_id,
+                approval_id=req.request_id,
+                tool_id=req.tool_id,
+                tool_call_id=req.tool_call_id,
+                input_hash=req.input_hash,
+                approvers=[{"kind": a.kind, "value": a.value} for a in req.approvers],
+                decision_id=decision_id,
+                what=req.what,
+                why=req.why,
+                rule=req.rule,
+                policy=req.policy,
+                as_whom=_jsonable(req.as_whom),
+                on_what=_jsonable(req.on_what),
+                impact=req.impact,
+                arguments=_jsonable(args),
+                execution=_jsonable(execution),
+                reversibility=req.reversibility,
+                scope=scope,
+                task_id=task_id,
+            )
+        )
+        with self._lock:
+            self.requests[req.request_id] = req
+        return req
+
+    def get(self, request_id: str) -> ApprovalRequest:
+        req = self.requests.get(request_id)
+        if req is None:
+            raise ApprovalError("unknown-request", f"no approval request `{request_id}`")
+        return req
+
+    def resolve(
+        self, request_id: str, outcome: str, by: str | None, **extra: Any
+    ) -> ApprovalRequest:
+        """Mark a pending request resolved (`approved`, `rejected`, `expired`, `withdrawn`)."""
+        with self._lock:
+            req = self.get(request_id)
+            if req.status != "pending":
+                raise ApprovalError(
+                    "not-pending", f"the approval request `{request_id}` is already {req.status}"
+                )
+            req = replace(req, status=outcome)
+            self.requests[request_id] = req
+        self.store.append(
+            approval_resolved(
+                req.session_id, approval_id=request_id, outcome=outcome, by=by, **extra
+            )
+        )
+        return req
+
+    # -- grants -------------------------------------------------------------------------------
+
+    def issue(
+        self,
+        req: ApprovalRequest,
+        pending: PendingCall,
+        decision: Any,
+        *,
+        by: str | None,
+        task_id: str | None,
+        path_facts: frozenset[str] = frozenset(),
+    ) -> ApprovalGrant:
+        """Issue the grant an approval of `req` gives, under the (re-judged) `decision`."""
+        spec = decision.grant or DEFAULT_GRANT
+        expires = self.clock() + timedelta(milliseconds=spec.ttl_ms)
+        check = None
+        if spec.scope == "class" and spec.condition is not None:
+            check = compile_conditions({"c": spec.condition}, path_facts)["c"]
+        grant = ApprovalGrant(
+            grant_id="grt-" + uuid.uuid4().hex[:16],
+            scope=spec.scope,
+            tool_id=pending.tool_id,
+            expires_at=expires,
+            tool_call_id=pending.tool_call_id if spec.scope == "once" else None,
+            input_hash=pending.input_hash if spec.scope == "once" else None,
+            task_id=task_id if spec.scope == "task" else None,
+            rule=decision.rule,
+            policy=decision.policy,
+            selector=spec.selector if spec.scope == "class" else None,
+            condition=spec.condition if spec.scope == "class" else None,
+            approval_id=req.request_id,
+            by=by,
+            check=check,
+        )
+        self.store.append(
+            grant_issued(
+                req.session_id,
+                grant_id=grant.grant_id,
+                scope=grant.scope,
+                tool_id=grant.tool_id,
+                expires_at=expires,
+                tool_call_id=grant.tool_call_id,
+                input_hash=grant.input_hash,
+                task_id=grant.task_id,
+                approval_id=req.request_id,
+                rule=grant.rule,
+                policy=grant.policy,
+                by=by,
+                selector=grant.selector.text if grant.selector else None,
+                condition=condition_text(grant.condition) if grant.condition else None,
+            )
+        )
+        with self._lock:
+            self.grants[grant.grant_id] = grant
+        return grant
+
+    def find(
+        self,
+        pending: PendingCall,
+        *,
+        rule: str | None,
+        policy: str,
+        task_id: str | None,
+        tool: Tool | None,
+        context: Any = None,
+        facts: Mapping[str, Any] | None = None,
+    ) -> ApprovalGrant | None:
+        """The first active grant that authorises `pending` (whose decision is an ASK)."""
+        now = self.clock()
+        for grant in list(self.grants.values()):
+            if grant.matches(
+                pending,
+                rule=rule,
+                policy=policy,
+                task_id=task_id,
+                now=now,
+                tool=tool,
+                context=context,
+                facts=facts,
+            ):
+                return grant
+        return None
+
+    def use(self, grant: ApprovalGrant, stream: str, tool_call_id: str) -> None:
+        """Record that a grant authorised a call; a `once` grant is spent."""
+        with self._lock:
+            if grant.scope == "once":
+                self.grants[grant.grant_id] = replace(grant, status="used")
+        self.store.append(grant_used(stream, grant_id=grant.grant_id, tool_call_id=tool_call_id))
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)

@@ -1,0 +1,359 @@
+"""Availability: does a registered tool really work for this user, now (language.md §1, §8)?
+
+Every tool's `requires` is compiled once (`conditions.compile_conditions`) and evaluated
+against a `Facts` snapshot the application supplies. An unavailable tool carries its reason in
+words: which sub-condition failed and what was read (`connected(change_platform)` is false: the
+connection is not connected). MCP-projected tools also need the six conditions of §8, which the
+application reports per server as an `McpState`; a dynamic tool needs the runtime or connection
+that provides it.
+
+>>> from harnessc.runtime.model import Spec, Tool, FactCall
+>>> spec = Spec(name="s", root_module="s", tools={"t": Tool(id="t", wire_name="t",
+...     requires=FactCall(func="connected", name="github"))})
+>>> AvailabilityChecker(spec).check(Facts()).tools["t"].reason
+'`connected(github)` is false: the connection `github` is not connected'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .conditions import Scope, compile_conditions, evaluate, read_path
+from .model import (
+    And,
+    Compare,
+    Condition,
+    EnumMember,
+    FactCall,
+    ListValue,
+    Literal,
+    Not,
+    Or,
+    Path,
+    RecordValue,
+    Spec,
+    Tool,
+)
+
+__all__ = [
+    "MCP_CONDITIONS",
+    "Availability",
+    "AvailabilityChecker",
+    "Facts",
+    "McpState",
+    "ToolAvailability",
+    "condition_text",
+    "explain_failure",
+]
+
+MCP_CONDITIONS: tuple[str, ...] = (
+    "enabled and connected",
+    "transport valid",
+    "disclaimer accepted",
+    "tool discovered with the declared schema",
+    "agent access switched on",
+    "projected implementation registered",
+)
+"""The six conditions of language.md §8 under which an MCP-projected tool is available."""
+
+
+@dataclass(frozen=True)
+class McpState:
+    """What the application knows about one MCP server (language.md §8).
+
+    `discovered` maps a discovered tool name to its input JSON Schema (as the server reported
+    it); `registered` names the projected tool ids whose implementation is still registered
+    (None: all declared ones).
+    """
+
+    enabled: bool = False
+    connected: bool = False
+    transport_valid: bool = False
+    disclaimer_accepted: bool = False
+    agent_access: bool = False
+    discovered: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    registered: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class Facts:
+    """A snapshot of the runtime facts: declared facts by name (`workspace.root`), the
+    connections and runtimes that are up, and the state of every MCP server."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+    connected: frozenset[str] = frozenset()
+    running: frozenset[str] = frozenset()
+    mcp: Mapping[str, McpState] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        values: Mapping[str, Any] | Facts | None = None,
+        *,
+        connected: Iterable[str] = (),
+        running: Iterable[str] = (),
+        mcp: Mapping[str, McpState] | None = None,
+    ) -> Facts:
+        """A snapshot from plain data; a `Facts` is returned as is (extra sets are merged)."""
+        if isinstance(values, Facts):
+            if not (connected or running or mcp):
+                return values
+            return cls(
+                values.values,
+                values.connected | frozenset(connected),
+                values.running | frozenset(running),
+                {**values.mcp, **(mcp or {})},
+            )
+        return cls(dict(values or {}), frozenset(connected), frozenset(running), dict(mcp or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAvailability:
+    """One tool's availability and, when unavailable, every reason (the first is `reason`)."""
+
+    tool: str
+    available: bool
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def reason(self) -> str | None:
+        return self.reasons[0] if self.reasons else None
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Availability of every registered tool under one facts snapshot."""
+
+    tools: Mapping[str, ToolAvailability]
+
+    def available(self, tool_id: str) -> bool:
+        entry = self.tools.get(tool_id)
+        return entry is not None and entry.available
+
+    def unavailable(self) -> dict[str, str]:
+        """Tool id → its first reason, for every unavailable tool."""
+        return {k: v.reasons[0] for k, v in self.tools.items() if not v.available}
+
+
+class AvailabilityChecker:
+    """Every tool's `requires` compiled once; `check(facts)` evaluates them all."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.path_facts = frozenset(n for n, f in spec.facts.items() if f.type.name == "path")
+        conditions = {t.id: t.requires for t in spec.tools.values() if t.requires is not None}
+        self._compiled = compile_conditions(conditions, self.path_facts)
+        self._declared_schemas = {
+            t.id: _schema_shape(t.input.to_json_schema())
+            for t in spec.tools.values()
+            if t.kind == "mcp"
+        }
+
+    def check(self, facts: Facts | Mapping[str, Any] | None = None) -> Availability:
+        facts = Facts.of(facts)
+        ctx = _Ctx(facts)
+        out: dict[str, ToolAvailability] = {}
+        for tool in self.spec.tools.values():
+            out[tool.id] = self.tool(tool, facts, ctx)
+        return Availability(out)
+
+    def tool(self, tool: Tool, facts: Facts, ctx: Any = None) -> ToolAvailability:
+        reasons: list[str] = []
+        if tool.kind == "mcp":
+            reasons.extend(self._mcp_reasons(tool, facts))
+        if tool.kind == "dynamic" and tool.provided_by:
+            provider = tool.provided_by
+            if provider in self.spec.runtimes and provider not in facts.running:
+                reasons.append(f"the runtime `{provider}` that provides it is not running")
+            elif provider in self.spec.connections and provider not in facts.connected:
+                reasons.append(f"the connection `{provider}` that provides it is not connected")
+        fn = self._compiled.get(tool.id)
+        if fn is not None and not fn(ctx or _Ctx(facts), {}, {}, facts.values):
+            assert tool.requires is not None
+            reasons.append(explain_failure(tool.requires, self._scope(facts)))
+        return ToolAvailability(tool.id, not reasons, tuple(dict.fromkeys(reasons)))
+
+    def _scope(self, facts: Facts) -> Scope:
+        return Scope(
+            facts=facts.values,
+            connected=facts.connected,
+            running=facts.running,
+            path_facts=self.path_facts,
+        )
+
+    def _mcp_reasons(self, tool: Tool, facts: Facts) -> list[str]:
+        server = tool.mcp_server or tool.id.split(":")[1]
+        state = facts.mcp.get(server)
+        if state is None:
+            return [f"the MCP server `{server}` is not configured (no state was given for it)"]
+        name = tool.id.split(":", 3)[3] if tool.id.count(":") >= 3 else tool.id
+        reasons: list[str] = []
+        if not state.enabled:
+            reasons.append(f"the MCP server `{server}` is not enabled")
+        elif not state.connected:
+            reasons.append(f"the MCP server `{server}` is not connected")
+        declared = self.spec.mcp_servers.get(server)
+        if not state.transport_valid:
+            transport = f" `{declared.transport}`" if declared is not None else ""
+            reasons.append(f"the transport{transport} of the MCP server `{server}` is not valid")
+        if not state.disclaimer_accepted:
+            reasons.append(f"the user has not accepted the disclaimer of the MCP server `{server}`")
+        discovered = state.discovered.get(name)
+        if discovered is None:
+            reasons.append(f"the MCP server `{server}` did not discover the tool `{name}`")
+        elif _schema_shape(discovered) != self._declared_schemas.get(tool.id):
+            reasons.append(
+                f"the discovered schema of `{name}` differs from the declared one: "
+                + _schema_difference(self._declared_schemas.get(tool.id), _schema_shape(discovered))
+            )
+        if not state.agent_access:
+            reasons.append(
+                f"the user has not switched on agent access for the MCP server `{server}`"
+            )
+        if state.registered is not None and tool.id not in state.registered:
+            reasons.append(f"the projected implementation of `{tool.id}` is no longer registered")
+        return reasons
+
+
+class _Ctx:
+    """The call-shaped object compiled conditions read (`x`); availability has no call."""
+
+    __slots__ = ("actor", "call", "connected", "env", "resource", "running", "task")
+
+    def __init__(self, facts: Facts) -> None:
+        self.actor: Mapping[str, Any] = {}
+        self.resource: Mapping[str, Any] = {}
+        self.task: Mapping[str, Any] = {}
+        self.env: Mapping[str, Any] = {}
+        self.call: Mapping[str, Any] = {}
+        self.connected = facts.connected
+        self.running = facts.running
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas as discovered
+
+# Annotations change nothing a call may send; `additionalProperties` is left out too, because
+# MCP servers rarely declare it and normalize refuses unknown fields whatever the server says.
+_IGNORED_SCHEMA_KEYS = frozenset(
+    {"$schema", "$id", "title", "description", "examples", "$comment", "additionalProperties"}
+)
+
+
+def _schema_shape(schema: Any) -> Any:
+    """A JSON Schema without annotations and with `required` as a sorted list: two schemas with
+    the same shape accept the same arguments."""
+    if isinstance(schema, Mapping):
+        out = {}
+        for k, v in schema.items():
+            if k in _IGNORED_SCHEMA_KEYS:
+                continue
+            out[k] = sorted(v) if k == "required" and isinstance(v, list) else _schema_shape(v)
+        if out.get("required") == []:
+            del out["required"]
+        return out
+    if isinstance(schema, list):
+        return [_schema_shape(v) for v in schema]
+    return schema
+
+
+def _schema_difference(declared: Any, found: Any) -> str:
+    if not isinstance(declared, dict) or not isinstance(found, dict):
+        return "it is not an object schema"
+    a, b = declared.get("properties", {}), found.get("properties", {})
+    missing = sorted(set(a) - set(b))
+    extra = sorted(set(b) - set(a))
+    changed = sorted(k for k in set(a) & set(b) if a[k] != b[k])
+    parts = []
+    if missing:
+        parts.append("missing " + ", ".join(f"`{k}`" for k in missing))
+    if extra:
+        parts.append("extra " + ", ".join(f"`{k}`" for k in extra))
+    if changed:
+        parts.append("changed " + ", ".join(f"`{k}`" for k in changed))
+    if not parts:
+        parts.append("required fields or constraints differ")
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions in words
+
+
+def condition_text(cond: Any) -> str:
+    """A condition or value as a spec would write it (`workspace.open == true`)."""
+    if isinstance(cond, And):
+        return " and ".join(_wrapped(i) for i in cond.items)
+    if isinstance(cond, Or):
+        return " or ".join(_wrapped(i) for i in cond.items)
+    if isinstance(cond, Not):
+        return f"not {_wrapped(cond.item)}"
+    if isinstance(cond, Compare):
+        return f"{condition_text(cond.left)} {cond.op} {condition_text(cond.right)}"
+    if isinstance(cond, Path):
+        if cond.root == "fact":
+            return ".".join(cond.parts)
+        return ".".join((cond.root, *cond.parts))
+    if isinstance(cond, Literal):
+        return json.dumps(cond.value) if cond.type != "duration" else f"{cond.value}ms"
+    if isinstance(cond, EnumMember):
+        return cond.name
+    if isinstance(cond, FactCall):
+        return f"{cond.func}({cond.name})"
+    if isinstance(cond, ListValue):
+        return "[" + ", ".join(condition_text(i) for i in cond.items) + "]"
+    if isinstance(cond, RecordValue):
+        return "{" + ", ".join(f"{k}: {condition_text(v)}" for k, v in cond.fields.items()) + "}"
+    return str(cond)
+
+
+def _wrapped(cond: Any) -> str:
+    text = condition_text(cond)
+    return f"({text})" if isinstance(cond, And | Or) else text
+
+
+def _read(node: Any, scope: Scope) -> str | None:
+    """What a path read, in words, or None for a constant."""
+    if not isinstance(node, Path):
+        return None
+    value = read_path(node, scope)
+    name = condition_text(node)
+    if value is None:
+        return f"`{name}` was not supplied"
+    return f"`{name}` is {json.dumps(value, default=str)}"
+
+
+def explain_failure(cond: Condition, scope: Scope) -> str:
+    """Which sub-condition of a false condition failed, and what it read, in one sentence.
+
+    >>> from harnessc.runtime.model import Compare, Path, Literal
+    >>> c = Compare(op="==", left=Path(root="fact", parts=("workspace.open",)),
+    ...     right=Literal(value=True, type="bool"))
+    >>> explain_failure(c, Scope())
+    '`workspace.open == true` is false: `workspace.open` was not supplied'
+    """
+    if isinstance(cond, And):
+        for item in cond.items:
+            if not evaluate(item, scope):
+                return explain_failure(item, scope)
+    if isinstance(cond, Or):
+        return "none of these holds: " + "; ".join(explain_failure(i, scope) for i in cond.items)
+    if isinstance(cond, Not):
+        return f"`{condition_text(cond)}` is false: `{condition_text(cond.item)}` holds"
+    if isinstance(cond, FactCall):
+        what = "connection" if cond.func == "connected" else "runtime"
+        state = "connected" if cond.func == "connected" else "running"
+        return f"`{condition_text(cond)}` is false: the {what} `{cond.name}` is not {state}"
+    text = f"`{condition_text(cond)}` is false"
+    if isinstance(cond, Compare):
+        reads = [r for r in (_read(cond.left, scope), _read(cond.right, scope)) if r]
+        if reads:
+            return f"{text}: {', '.join(reads)}"
+    elif isinstance(cond, Path):
+        read = _read(cond, scope)
+        if read:
+            return f"{text}: {read}"
+    return text

@@ -1,0 +1,304 @@
+"""The harness: a compiled spec, loaded once, routing every tool call through the five layers.
+
+    h = Harness(spec)                                   # or Harness.from_json("spec.json")
+    @h.implement("change.create")
+    def create(args): return {"change_id": "chg-1", "state": "pending"}
+
+    s = h.session(agent="planner", actor={"user": "u-1", "role": "engineer"}, task="t-1",
+                  facts=Facts.of({"workspace.open": True}, connected={"change_platform"}))
+    s.expose("open a change request")                   # surface ∩ available → ranked
+    call = s.normalize("change_create", "call-1", {...})  # PendingCall | Refusal
+    s.decide(call)                                      # Decision (recorded)
+    result = s.invoke(call)                             # Result (recorded)
+    s.evidence()                                        # derived from the events
+
+An ASK is answered with `s.request_approval(call)` and `h.approve(request_id, by=actor)` (or
+`h.deny`); the approval judges the call again and issues a grant bound to it. Everything is
+recorded in the event store (a `MemoryStore` unless one is given; `SQLiteStore` for a file).
+
+>>> from harnessc.runtime.model import Spec
+>>> Harness(Spec(name="demo", root_module="demo")).policy_version == Spec(
+...     name="demo", root_module="demo").content_hash()
+True
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .approvals import ApprovalError, ApprovalOutcome, Approvals, is_approver
+from .availability import Availability, AvailabilityChecker, Facts
+from .events import Clock, NewEvent, system_clock
+from .executors import Executors
+from .exposure import ExposureIndex
+from .model import Agent, Skill, Spec
+from .normalize import ToolNames, Validator
+from .policy import PolicyEngine
+from .sessions import PUBLIC_KINDS, Session, surface_tools
+from .store import EventStore, MemoryStore, Verification
+
+__all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
+
+HARNESS_STREAM = "harness"
+"""The stream of the harness's own events (a spec loaded)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class HarnessError(LookupError):
+    """A request the harness cannot serve: an unknown agent or tool. `code` is stable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Harness:
+    """A compiled spec with its policy engine, validators, availability checks, exposure
+    index, executors, approvals and event store. See the module docstring for the path of a
+    call."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        store: EventStore | None = None,
+        clock: Clock = system_clock,
+        *,
+        aliases: Mapping[str, str] | None = None,
+        embeddings: tuple[np.ndarray, list[str]] | None = None,
+        embedder: Callable[[str], Any] | None = None,
+    ) -> None:
+        self.clock = clock
+        self.store: EventStore = store if store is not None else MemoryStore(clock=clock)
+        self.executors = Executors()
+        self.approvals = Approvals(self.store, clock)
+        self.sessions: dict[str, Session] = {}
+        self._aliases = dict(aliases or {})
+        self._embeddings = embeddings
+        self._embedder = embedder
+        self.load(spec)
+
+    @classmethod
+    def from_json(cls, path: str | Path, **options: Any) -> Harness:
+        """A harness for a spec saved as JSON (`Spec.to_json`)."""
+        return cls(Spec.from_json(Path(path).read_bytes()), **options)
+
+    def load(self, spec: Spec) -> None:
+        """Load (or reload) a spec: everything is compiled once here. Open sessions judge
+        their next calls under it; a pending approval is judged again when it is answered."""
+        self.spec = spec
+        self.policy_version = spec.content_hash()
+        self.engine = PolicyEngine(spec)
+        self.names = ToolNames(spec, self._aliases)
+        self.validators = {t.id: Validator(t.input) for t in spec.tools.values()}
+        self.outputs = {
+            t.id: Validator(t.output) for t in spec.tools.values() if t.output is not None
+        }
+        self.checker = AvailabilityChecker(spec)
+        self._surfaces: dict[str, tuple[str, ...]] = {}
+        self._index: ExposureIndex | None = None
+        self.store.append(
+            NewEvent(
+                HARNESS_STREAM,
+                "State",
+                "spec.loaded",
+                {"spec": spec.name, "version": spec.version, "policy_version": self.policy_version},
+            )
+        )
+
+    # -- the registry side ------------------------------------------------------------------------
+
+    def surface_tools(self, surface: str) -> tuple[str, ...]:
+        """The public tools of a surface (qualified name), computed once per spec."""
+        found = self._surfaces.get(surface)
+        if found is None:
+            found = self._surfaces[surface] = surface_tools(self.spec, self.spec.surfaces[surface])
+        return found
+
+    def availability(self, facts: Facts | Mapping[str, Any] | None = None) -> Availability:
+        """Every tool's availability under a facts snapshot, each unavailable one with its
+        reasons (`requires`, the six MCP conditions, a dynamic tool's provider)."""
+        return self.checker.check(facts)
+
+    def exposure_index(self) -> ExposureIndex:
+        """The ranking index over every tool a surface or a skill can hold (built once)."""
+        if self._index is None:
+            tools = [t for t in self.spec.tools.values() if t.kind in PUBLIC_KINDS | {"private"}]
+            if self._embeddings is not None:
+                matrix, ids = self._embeddings
+                self._index = ExposureIndex.from_tools(tools, matrix, ids, embedder=self._embedder)
+            else:
+                self._index = ExposureIndex.from_tools(tools, embedder=self._embedder)
+        return self._index
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def session(
+        self,
+        agent: str,
+        actor: Mapping[str, Any] | None = None,
+        task: str | Mapping[str, Any] | None = None,
+        facts: Facts | Mapping[str, Any] | None = None,
+        *,
+        resource: Mapping[str, Any] | None = None,
+        env: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Open a session of an agent (`planner` or `remediation.planner`) for an actor (user,
+        role, roles, tenant) on a task (an id or `{id, stage, purpose}`), with a facts
+        snapshot (a `Facts`, or declared facts by name)."""
+        found = self.spec.agents.get(agent) or self.spec.agents.get(self.spec.qualified(agent))
+        if found is None:
+            raise HarnessError("unknown-agent", f"no agent `{agent}` is declared")
+        task_map: Mapping[str, Any]
+        if task is None:
+            task_map = {}
+        elif isinstance(task, str):
+            task_map = {"id": task}
+        else:
+            task_map = task
+        return self._open(
+            agent=found,
+            actor=actor or {},
+            task=task_map,
+            facts=Facts.of(facts),
+            resource=resource or {},
+            env=env or {},
+            session_id=session_id,
+        )
+
+    def _open(
+        self,
+        *,
+        agent: Agent,
+        actor: Mapping[str, Any],
+        task: Mapping[str, Any],
+        facts: Facts,
+        resource: Mapping[str, Any],
+        env: Mapping[str, Any],
+        parent: Session | None = None,
+        skill: Skill | None = None,
+        goal: str | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        session = Session(
+            self,
+            session_id=session_id or "ses-" + uuid.uuid4().hex[:16],
+            agent=agent,
+            actor=actor,
+            task=task,
+            facts=facts,
+            resource=resource,
+            env=env,
+            parent=parent,
+            skill=skill,
+            goal=goal,
+        )
+        self.sessions[session.id] = session
+        session._start()
+        return session
+
+    # -- executors ------------------------------------------------------------------------------
+
+    def implement(self, tool_id: str) -> Callable[[F], F]:
+        """Bind the decorated callable (sync or async; `fn(args)` or `fn(args, ctx)`) as the
+        executor of a registered tool.
+
+        >>> # @h.implement("change.create")
+        >>> # def create(args): return {"change_id": "chg-1", "state": "pending"}
+        """
+
+        def bind(fn: F) -> F:
+            self.bind(tool_id, fn)
+            return fn
+
+        return bind
+
+    def bind(self, tool_id: str, fn: Callable[..., Any]) -> None:
+        """`implement` without a decorator."""
+        if tool_id not in self.spec.tools:
+            raise HarnessError("unknown-tool", f"no tool `{tool_id}` is registered")
+        self.executors.bind(tool_id, fn)
+
+    # -- approvals ------------------------------------------------------------------------------
+
+    def approve(self, request_id: str, *, by: Mapping[str, Any]) -> ApprovalOutcome:
+        """Approve a request as `by` (an actor: user, role, roles). The approver must be one the
+        request names (a role in `by`'s roles, or its user). The call is judged again: a DENY
+        now wins (no grant); an ASK gets the grant of the rule that asks, bound to this call
+        (`once`: the exact triple), which turns that ASK into ALLOW."""
+        req = self.approvals.get(request_id)
+        if req.status != "pending":
+            raise ApprovalError(
+                "not-pending", f"the approval request `{request_id}` is already {req.status}"
+            )
+        if not is_approver(req.approvers, by):
+            raise ApprovalError(
+                "not-an-approver", f"`{_who(by)}` is not an approver of `{request_id}`"
+            )
+        session = self.sessions[req.session_id]
+        pending = req.pending
+        assert pending is not None
+        decision = session.decide(pending)  # judged again: the policy may have changed
+        who = _who(by)
+        if decision.effect == "deny":
+            self.approvals.resolve(
+                request_id, "withdrawn", who, reason=decision.reason, rule=decision.rule
+            )
+            return ApprovalOutcome(
+                self.approvals.get(request_id),
+                "denied-by-policy",
+                None,
+                decision,
+                decision.reason,
+            )
+        if decision.effect == "ask" and not is_approver(decision.approvers, by):
+            raise ApprovalError(
+                "not-an-approver",
+                f"`{who}` is not an approver of `{request_id}` under the current policy",
+            )
+        resolved = self.approvals.resolve(request_id, "approved", who)
+        grant = None
+        if decision.effect == "ask":
+            grant = self.approvals.issue(
+                resolved,
+                pending,
+                decision,
+                by=who,
+                task_id=session.task_id,
+                path_facts=self.engine.path_facts,
+            )
+            session.decide(pending)  # the grant now authorises the call: AUTHORIZED
+        return ApprovalOutcome(resolved, "approved", grant, decision)
+
+    def deny(self, request_id: str, *, by: Mapping[str, Any], reason: str) -> ApprovalOutcome:
+        """Deny a request as `by` (an approver, or the actor who asked). The denial is recorded
+        as a task fact (`task.denials`) and the call is cancelled."""
+        req = self.approvals.get(request_id)
+        session = self.sessions[req.session_id]
+        if not (is_approver(req.approvers, by) or _who(by) == _who(session.actor)):
+            raise ApprovalError("not-an-approver", f"`{_who(by)}` may not deny `{request_id}`")
+        resolved = self.approvals.resolve(request_id, "rejected", _who(by), reason=reason)
+        assert req.pending is not None
+        session.record_denial(req.pending, _who(by), reason)
+        return ApprovalOutcome(resolved, "denied", None, None, reason)
+
+    # -- the log ----------------------------------------------------------------------------------
+
+    def verify(self) -> Verification:
+        """Walk the event log's hash chain (`store.verify()`)."""
+        return self.store.verify()
+
+
+def _who(actor: Mapping[str, Any]) -> str:
+    user = actor.get("user")
+    if isinstance(user, str) and user:
+        return user
+    role = actor.get("role")
+    return f"role:{role}" if isinstance(role, str) else "unknown"

@@ -1,0 +1,631 @@
+"""Normalize: a planner's tool call → a frozen `PendingCall`, or a structured `Refusal`.
+
+Two parts, both built once per spec and cheap per call:
+
+- `ToolNames` resolves what a model wrote (a tool id or a wire name) to a registered tool, and
+  refuses every other way of reaching a tool: legacy ids (the replacement is named), old aliases,
+  MCP tools by any id other than `mcp:<server>:tool:<name>`, `delegate_task` (a planner-only
+  protocol, not a tool) and unknown names.
+- `Validator` checks arguments against a tool's input schema: types, enums, `min`/`max`,
+  `pattern`, required fields, unknown fields (refused), defaults applied, `path` values
+  normalized (a `..` that leaves the root is refused). It is compiled into closures, so a call
+  runs no schema interpretation.
+
+`freeze` then computes the input hash (`canonical.input_hash`: tool id, version, arguments and
+every execution parameter) and returns an immutable `PendingCall`.
+
+>>> from harnessc.runtime.model import Field, Schema, Type
+>>> v = Validator(Schema(fields=(Field(name="n", type=Type(name="int"), default=3),)))
+>>> v.validate({})
+{'n': 3}
+>>> v.errors({"n": "x", "m": 1})
+[('$.n', 'expected an integer, got a string'), ('$.m', 'unknown field `m`')]
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from .canonical import MAX_SAFE_INTEGER, CanonicalError, Execution, input_hash
+from .conditions import normalize_path
+from .model import DURATION_PATTERN, Field, Schema, Spec, Tool, Type
+
+__all__ = [
+    "DELEGATE_TASK",
+    "REFUSAL_CODES",
+    "PendingCall",
+    "Refusal",
+    "ToolNames",
+    "Validator",
+    "fast_input_hash",
+    "freeze",
+    "freeze_value",
+    "thaw",
+]
+
+DELEGATE_TASK = "delegate_task"
+
+REFUSAL_CODES: dict[str, str] = {
+    "unknown-tool": "no registered tool has this id or wire name",
+    "legacy-tool": "the tool is retired; its replacement is named",
+    "old-alias": "the name is an old or non-canonical alias of a tool; use its id",
+    "mcp-id": "an MCP tool is reached only as `mcp:<server>:tool:<name>` (or its wire name)",
+    "delegate-task": "`delegate_task` is a planner-only protocol, not a tool",
+    "skill-private": "a skill's private tool runs only inside a session of that skill",
+    "not-on-surface": "the tool is not on the calling agent's surface",
+    "invalid-args": "the arguments do not match the tool's input schema",
+    "invalid-execution": "an execution parameter has no canonical form",
+    "delegation-refused": "this session may not delegate, or not to that agent",
+    "unknown-skill": "no skill of that name is declared, or the agent may not use it",
+}
+"""Every refusal code, with what it means (docs/runtime.md lists them too)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A structured refusal: a stable `code`, a one-sentence `message`, and the `replacement`
+    (a tool id, or the API to use) when there is one. `errors` lists every schema violation as
+    `(json path, message)`; `path` is the first one's.
+
+    >>> Refusal("legacy-tool", "`read_list` is retired", "read_open").replacement
+    'read_open'
+    """
+
+    code: str
+    message: str
+    replacement: str | None = None
+    tool: str | None = None
+    """What the caller wrote."""
+    tool_call_id: str | None = None
+    path: str | None = None
+    errors: tuple[tuple[str, str], ...] = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "replacement": self.replacement,
+            "tool": self.tool,
+            "tool_call_id": self.tool_call_id,
+            "path": self.path,
+            "errors": [list(e) for e in self.errors],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A frozen call: what policy judges, approvals bind and executors run.
+
+    `args` are the normalized arguments (defaults applied, paths normalized), deeply immutable
+    (mappings are read-only views, lists are tuples); `thaw(pending.args)` gives plain JSON.
+    `input_hash` covers the tool id and version, the arguments and the execution parameters.
+    """
+
+    tool_id: str
+    tool_version: int
+    tool_call_id: str
+    args: Mapping[str, Any]
+    execution: Execution
+    input_hash: str
+    actor: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    session_id: str | None = None
+    agent: str | None = None
+    task_id: str | None = None
+    skill: str | None = None
+    wire_name: str | None = None
+    """The name the model used, when it was the wire name."""
+
+    @property
+    def key(self) -> str:
+        """The idempotency key: `tool_call_id` and `input_hash`."""
+        return f"{self.tool_call_id}:{self.input_hash}"
+
+    def __bool__(self) -> bool:
+        return True
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def freeze_value(value: Any) -> Any:
+    """A deeply immutable copy: dicts become read-only mappings, lists tuples."""
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if t is dict or isinstance(value, Mapping):
+        return MappingProxyType(
+            {k: v if type(v) in _SCALARS else freeze_value(v) for k, v in value.items()}
+        )
+    if t is list or t is tuple:
+        return tuple(v if type(v) in _SCALARS else freeze_value(v) for v in value)
+    return value
+
+
+def _plain(value: Any) -> bool:
+    """Whether `json.dumps(sort_keys=True, ensure_ascii=False)` writes `value` exactly as
+    canonical JSON (RFC 8785) does: strings, booleans, null, safe integers, finite floats whose
+    shortest form is positional and not integral, and objects with ASCII keys."""
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if t is float:
+        if not math.isfinite(value):
+            return False
+        r = repr(value)
+        return "e" not in r and not r.endswith(".0")
+    if t is dict:
+        return all(type(k) is str and k.isascii() and _plain(v) for k, v in value.items())
+    if t is list or t is tuple:
+        return all(_plain(v) for v in value)
+    return False
+
+
+_DUMPS = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def fast_input_hash(
+    tool_id: str,
+    tool_version: int,
+    args: Mapping[str, Any],
+    execution: Execution,
+    *,
+    plain_args: bool = False,
+) -> str:
+    """`canonical.input_hash`, the same bytes and the same digest, through the C JSON encoder
+    when every value is one it writes canonically (the usual case); otherwise the reference.
+
+    >>> fast_input_hash("t", 1, {"b": 1, "a": "x"}, Execution(cwd="/r")) == input_hash(
+    ...     "t", 1, {"b": 1, "a": "x"}, Execution(cwd="/r"))
+    True
+    """
+    params: dict[str, Any] = {}
+    if execution.command is not None:
+        params["command"] = execution.command
+    if execution.cwd is not None:
+        params["cwd"] = execution.cwd
+    if execution.env is not None:
+        params["env"] = dict(execution.env)
+    if execution.timeout_ms is not None:
+        params["timeout_ms"] = execution.timeout_ms
+    if execution.target is not None:
+        params["target"] = execution.target
+    document = {"args": args, "execution": params, "tool": tool_id, "version": tool_version}
+    # `plain_args`: the caller's schema guarantees the arguments are plain (Validator.plain)
+    if (plain_args or _plain(args)) and (not params or _plain(params)):
+        try:
+            return hashlib.sha256(_DUMPS(document).encode("utf-8")).hexdigest()
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: the reference refuses it with its location
+    return input_hash(tool_id, tool_version, args, execution)
+
+
+def thaw(value: Any) -> Any:
+    """Plain JSON data (dicts and lists) from a frozen value."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Names
+
+
+def _fold(name: str) -> str:
+    """A name with case and separators folded: `Change-Create`, `change.create` and
+    `change_create` fold alike."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+class ToolNames:
+    """Resolves a name a model wrote to a registered tool, or explains why it may not be used.
+
+    `aliases` maps old names (kept by the application, e.g. from a rename) to tool ids; a call by
+    an alias is refused with the id as replacement, never silently rerouted.
+    """
+
+    def __init__(self, spec: Spec, aliases: Mapping[str, str] | None = None) -> None:
+        self.spec = spec
+        self.tools = spec.tools
+        self.by_wire: dict[str, str] = {t.wire_name: t.id for t in spec.tools.values()}
+        self.aliases = dict(aliases or {})
+        self._folded: dict[str, str] = {}
+        for tool in spec.tools.values():
+            for name in (tool.id, tool.wire_name, _default_wire_name(tool.id)):
+                self._folded.setdefault(_fold(name), tool.id)
+        self._mcp: dict[str, str] = {}
+        for tool in spec.tools.values():
+            if tool.kind == "mcp" and tool.id.count(":") >= 3:
+                _, server, _, name = tool.id.split(":", 3)
+                for variant in (
+                    f"{server}.{name}",
+                    f"{server}:{name}",
+                    f"{server}/{name}",
+                    f"{server}__{name}",
+                    f"mcp:{server}:{name}",
+                    f"mcp.{server}.{name}",
+                    f"mcp_{server}_{name}",
+                    f"mcp:{server}:tools:{name}",
+                    name,
+                ):
+                    if variant not in spec.tools and variant not in self.by_wire:
+                        self._mcp.setdefault(variant, tool.id)
+
+    def resolve(self, name: str) -> tuple[Tool | None, Refusal | None]:
+        """The tool a name reaches (by id or wire name), else a refusal."""
+        tool = self.tools.get(name)
+        if tool is None:
+            tool_id = self.by_wire.get(name)
+            if tool_id is not None:
+                tool = self.tools[tool_id]
+        if tool is not None:
+            if tool.kind == "legacy":
+                return None, Refusal(
+                    "legacy-tool",
+                    f"`{tool.id}` is a retired tool"
+                    + (f"; use `{tool.replaced_by}`" if tool.replaced_by else ""),
+                    tool.replaced_by,
+                    name,
+                )
+            return tool, None
+        if _fold(name) == DELEGATE_TASK:
+            return None, Refusal(
+                "delegate-task",
+                "`delegate_task` is not a tool: delegation is a planner-only protocol",
+                "Session.delegate(goal, agent=...)",
+                name,
+            )
+        if name in self.aliases:
+            target = self.aliases[name]
+            return None, Refusal(
+                "old-alias",
+                f"`{name}` is an old name of `{target}`; call it by its id",
+                target,
+                name,
+            )
+        mcp = self._mcp.get(name)
+        if mcp is not None:
+            return None, Refusal(
+                "mcp-id",
+                f"an MCP tool is called by its id `{mcp}`, not `{name}`",
+                mcp,
+                name,
+            )
+        folded = self._folded.get(_fold(name))
+        if folded is not None:
+            return None, Refusal(
+                "old-alias",
+                f"`{name}` is not the id of `{folded}`; call it by its id",
+                folded,
+                name,
+            )
+        near = difflib.get_close_matches(name, list(self.tools), n=1, cutoff=0.8)
+        hint = f"; did you mean `{near[0]}`?" if near else ""
+        return None, Refusal("unknown-tool", f"unknown tool `{name}`{hint}", None, name)
+
+
+def _default_wire_name(tool_id: str) -> str:
+    if tool_id.startswith("mcp:") and tool_id.count(":") >= 3:
+        _, server, _, name = tool_id.split(":", 3)
+        raw = f"mcp__{server}__{name}"
+    else:
+        raw = tool_id.replace(".", "_")
+    return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64] or "_"
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+_Check = Callable[[Any, str, list[tuple[str, str]]], Any]
+_MISSING = object()
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$")
+_DURATION = re.compile(DURATION_PATTERN)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return f"a value of type `{type(value).__name__}`"
+
+
+def _bounds(fld: Field | None, measure: str) -> Callable[[Any, str, list[tuple[str, str]]], None]:
+    lo = fld.min if fld is not None else None
+    hi = fld.max if fld is not None else None
+    if lo is None and hi is None:
+        return lambda v, p, e: None
+
+    def check(v: Any, p: str, errors: list[tuple[str, str]]) -> None:
+        n = len(v) if measure != "value" else v
+        what = {"length": "a length", "items": "a count of items", "value": "a value"}.get(
+            measure, "a size"
+        )
+        shown = n if measure == "value" else f"{n}"
+        if lo is not None and n < lo:
+            errors.append((p, f"{what} of at least {_num(lo)} is required, got {shown}"))
+        elif hi is not None and n > hi:
+            errors.append((p, f"{what} of at most {_num(hi)} is allowed, got {shown}"))
+
+    return check
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
+
+
+def _compile_type(type_: Type, fld: Field | None) -> _Check:
+    """A check for one value of `type_` (with the field's constraints); returns the normalized
+    value, appending `(path, message)` to `errors` on a violation."""
+    name = type_.name
+    pattern = re.compile(fld.pattern) if fld is not None and fld.pattern else None
+    if name in ("string", "path", "url", "duration"):
+        bounds = _bounds(fld, "length")
+
+        def check_str(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+            if type(v) is not str:
+                errors.append((p, f"expected a string, got {_kind(v)}"))
+                return v
+            if name == "path":
+                fixed = normalize_path(v)
+                if fixed is None:
+                    errors.append((p, f"the path `{v}` leaves its root"))
+                    return v
+                v = fixed
+            elif name == "url" and not _URL.match(v):
+                errors.append((p, f"`{v}` is not a URL"))
+                return v
+            elif name == "duration" and not _DURATION.match(v):
+                errors.append((p, f"`{v}` is not a duration such as `30s` or `1h30m`"))
+                return v
+            bounds(v, p, errors)
+            if pattern is not None and pattern.search(v) is None:
+                errors.append((p, f"`{v}` does not match the pattern `{pattern.pattern}`"))
+            return v
+
+        return check_str
+    if name in ("int", "float"):
+        bounds = _bounds(fld, "value")
+        integer = name == "int"
+
+        def check_num(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+            t = type(v)
+            if t is int or (t is float and not integer):
+                pass
+            elif t is float and integer and v.is_integer():
+                v = int(v)
+            else:
+                errors.append(
+                    (p, f"expected {'an integer' if integer else 'a number'}, got {_kind(v)}")
+                )
+                return v
+            if t is float and not math.isfinite(v):
+                errors.append((p, "expected a finite number"))
+                return v
+            if type(v) is int and not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                errors.append((p, "an integer beyond ±(2**53 - 1) must be sent as a string"))
+                return v
+            bounds(v, p, errors)
+            return v
+
+        return check_num
+    if name == "bool":
+
+        def check_bool(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+            if type(v) is not bool:
+                errors.append((p, f"expected true or false, got {_kind(v)}"))
+            return v
+
+        return check_bool
+    if name == "enum":
+        values = frozenset(type_.values)
+        shown = ", ".join(f"`{x}`" for x in type_.values)
+
+        def check_enum(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+            if type(v) is not str or v not in values:
+                got = f"`{v}`" if type(v) is str else _kind(v)
+                errors.append((p, f"expected one of {shown}, got {got}"))
+            return v
+
+        return check_enum
+    if name == "list":
+        assert type_.item is not None
+        item = _compile_type(type_.item, None)
+        bounds = _bounds(fld, "items")
+
+        def check_list(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+            if not isinstance(v, list | tuple):
+                errors.append((p, f"expected a list, got {_kind(v)}"))
+                return v
+            out = [item(x, f"{p}[{i}]", errors) for i, x in enumerate(v)]
+            bounds(out, p, errors)
+            return out
+
+        return check_list
+    if name == "map":
+        assert type_.item is not None
+        item = _compile_type(type_.item, None)
+        bounds = _bounds(fld, "items")
+
+        def check_map(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+            if not isinstance(v, Mapping):
+                errors.append((p, f"expected an object, got {_kind(v)}"))
+                return v
+            out = {}
+            for k, x in v.items():
+                if type(k) is not str:
+                    errors.append((p, f"key `{k!r}` is not a string"))
+                    continue
+                out[k] = item(x, f"{p}.{k}", errors)
+            bounds(out, p, errors)
+            return out
+
+        return check_map
+    return _compile_fields(type_.fields)
+
+
+def _compile_fields(fields: tuple[Field, ...]) -> _Check:
+    plan: list[tuple[str, _Check, bool, Any, bool]] = []
+    for f in fields:
+        has_default = f.default is not None
+        plan.append((f.name, _compile_type(f.type, f), f.type.optional, f.default, has_default))
+    known = frozenset(f.name for f in fields)
+
+    def check_record(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+        if not isinstance(v, Mapping):
+            errors.append((p, f"expected an object, got {_kind(v)}"))
+            return v
+        out: dict[str, Any] = {}
+        seen = 0
+        for name, check, optional, default, has_default in plan:
+            x = v.get(name, _MISSING)
+            if x is not _MISSING:
+                seen += 1
+            if x is _MISSING or x is None:
+                if has_default:
+                    out[name] = (
+                        copy.deepcopy(default) if isinstance(default, list | dict) else default
+                    )
+                elif not optional:
+                    errors.append((f"{p}.{name}", f"the required field `{name}` is missing"))
+                continue  # INVARIANT: an optional value given as null is absent
+            out[name] = check(x, f"{p}.{name}", errors)
+        if seen != len(v):
+            for k in v:
+                if k not in known:
+                    errors.append((f"{p}.{k}", f"unknown field `{k}`"))
+        return out
+
+    return check_record
+
+
+class Validator:
+    """A schema compiled once into a check: `validate(args)` returns the normalized arguments or
+    raises `ValidationError`; `errors(args)` lists every violation with its JSON path."""
+
+    __slots__ = ("_check", "plain", "schema")
+
+    def __init__(self, schema: Schema | None) -> None:
+        self.schema = schema
+        self._check = _compile_fields(schema.fields if schema is not None else ())
+        self.plain = schema is None or all(_plain_type(f.type, f.name) for f in schema.fields)
+        """Valid arguments are always written canonically by the C JSON encoder (no float, no
+        map, ASCII names): the input hash needs no scan of the values."""
+
+    def run(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        errors: list[tuple[str, str]] = []
+        out = self._check(args, "$", errors)
+        return out, errors
+
+    def validate(self, args: Any) -> dict[str, Any]:
+        out, errors = self.run(args)
+        if errors:
+            raise ValidationError(errors)
+        return out
+
+    def errors(self, args: Any) -> list[tuple[str, str]]:
+        return self.run(args)[1]
+
+
+_NO_EXECUTION = Execution()
+
+
+def _plain_type(type_: Type, name: str) -> bool:
+    if not name.isascii() or type_.name in ("float", "map"):
+        return False
+    if type_.name == "list" and type_.item is not None:
+        return _plain_type(type_.item, "item")
+    if type_.name == "object":
+        return all(_plain_type(f.type, f.name) for f in type_.fields)
+    return True
+
+
+class ValidationError(ValueError):
+    """Arguments that do not match a schema; `errors` lists `(json path, message)`."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        path, message = errors[0]
+        super().__init__(f"{message} at `{path}`")
+
+
+def freeze(
+    tool: Tool,
+    validator: Validator,
+    tool_call_id: str,
+    args: Any,
+    execution: Execution | None = None,
+    *,
+    name: str | None = None,
+    actor: Mapping[str, Any] | None = None,
+    session_id: str | None = None,
+    agent: str | None = None,
+    task_id: str | None = None,
+    skill: str | None = None,
+) -> PendingCall | Refusal:
+    """Validate the arguments and freeze the call (no name or surface checks: see `ToolNames`
+    and `Session.normalize`)."""
+    normalized, errors = validator.run(args if args is not None else {})
+    if errors:
+        path, message = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return Refusal(
+            "invalid-args",
+            f"invalid arguments for `{tool.id}`: {message} at `{path}`{more}",
+            None,
+            name or tool.id,
+            tool_call_id,
+            path,
+            tuple(errors),
+        )
+    execution = execution or _NO_EXECUTION
+    try:
+        digest = fast_input_hash(
+            tool.id, tool.version, normalized, execution, plain_args=validator.plain
+        )
+    except CanonicalError as err:
+        return Refusal(
+            "invalid-execution",
+            f"the call to `{tool.id}` has no canonical form: {err.reason}",
+            None,
+            name or tool.id,
+            tool_call_id,
+            err.location,
+        )
+    return PendingCall(
+        tool.id,
+        tool.version,
+        tool_call_id,
+        freeze_value(normalized),
+        execution,
+        digest,
+        actor if type(actor) is MappingProxyType else MappingProxyType(dict(actor or {})),
+        session_id,
+        agent,
+        task_id,
+        skill,
+        name if name is not None and name != tool.id else None,
+    )
