@@ -374,6 +374,10 @@ class _Emitter:
         self.consts: dict[str, Any] = {}
         self._const_ids: dict[tuple[type, Any], str] = {}
         self.temps = 0
+        self.reads_facts = False  # whether code emitted so far reads `f` (the facts)
+        # arguments known to hold a normalized path when they hold a string (the policy
+        # decider normalizes a tool's `path` arguments before its conditions run)
+        self.normal_args: frozenset[str] = frozenset()
 
     def const(self, value: Any) -> str:
         try:
@@ -421,6 +425,7 @@ class _Emitter:
             if node.root == "fact":
                 if not parts:
                     return "None"
+                self.reads_facts = True
                 read = f"f.get({self.const(parts[0])})"
                 if parts[0] in self.path_facts and len(parts) == 1:
                     return f"_norm({read})"
@@ -483,6 +488,15 @@ class _Emitter:
         if op in ("==", "!=") and kind == "duration":
             fn = "_eq" if op == "==" else "_ne"
             return f"{fn}(_ms({lhs}), _ms({rhs}))"
+        if op in ("==", "!="):
+            # two strings (the common case: tenants, roles, ids) compare in place; the chained
+            # `is` evaluates both sides before testing, so both temporaries are always bound
+            v, w = self.temp(), self.temp()
+            fn = "_eq" if op == "==" else "_ne"
+            return (
+                f"({v} {op} {w} if ({v} := {lhs}).__class__ is ({w} := {rhs}).__class__ is str "
+                f"else {fn}({v}, {w}))"
+            )
         helper = {
             "==": "_eq",
             "!=": "_ne",
@@ -543,6 +557,16 @@ class _Emitter:
             if outer is None or outer in ("/", "."):
                 return None
             inside = self.const(outer + "/")
+            if (
+                isinstance(left, Path)
+                and left.root == "args"
+                and len(left.parts) == 1
+                and left.parts[0] in self.normal_args
+            ):
+                return (
+                    f"(({v} := {lhs}).__class__ is str and "
+                    f"({v} == {self.const(outer)} or {v}.startswith({inside})))"
+                )
             return (
                 f"(({v} := _norm({lhs})) is not None and "
                 f"({v} == {self.const(outer)} or {v}.startswith({inside})))"

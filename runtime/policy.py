@@ -2,9 +2,10 @@
 
 At load time every policy is compiled once: its rules are bucketed by tool id (exact ids,
 globs, module globs, `pack:`, `kind:` and the `risk`/`effects` sugar are expanded against the
-registry, so each tool id owns its ordered list of candidate rules) and its conditions become
-Python functions (`conditions.compile_conditions`). Deciding a call then looks up the tool's
-candidates, runs their conditions, and picks the decision (language.md §6):
+registry, so each tool id owns its ordered list of candidate rules), and each tool gets one
+generated Python function that normalizes the call's paths and tests its candidates'
+conditions inline (see `Decider`). Deciding a call is one dict lookup and one call of that
+function, whose matches pick a cached decision (language.md §6):
 
 - DENY beats ASK beats ALLOW; the winning rule is the first matching rule of the strongest
   effect in text order (includes expanded in place); its options are the decision's;
@@ -27,11 +28,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from types import CodeType, FunctionType
 from typing import Any
 
 from .conditions import (
     Scope,
-    compile_conditions,
+    _Emitter,
+    _helpers,
     evaluate,
     normalize_path,
     value_order,
@@ -263,31 +267,19 @@ def _escape_reason(error: _Escape) -> str:
 # Deciders
 
 
-class _ToolPlan:
-    """One tool's share of a compiled policy."""
-
-    __slots__ = ("base", "cache", "checks", "fix", "indexes", "ops", "view")
-
-    def __init__(
-        self,
-        indexes: tuple[int, ...],
-        base: int,
-        checks: tuple[tuple[int, Callable[..., bool]], ...],
-        view: dict[str, Any],
-        ops: dict[str, dict[str, Any]] | None,
-        fix: PathFix | None,
-    ) -> None:
-        self.indexes = indexes  # candidate position → rule index, in text order
-        self.base = base  # the bits of candidates that always match
-        self.checks = checks
-        self.view = view
-        self.ops = ops
-        self.fix = fix
-        self.cache: dict[int | str, Decision] = {}
-
-
 class Decider:
     """A compiled policy: `decide(call)` judges one frozen call.
+
+    At load time every tool gets one generated Python function (compiled once with `compile()`;
+    tools whose code reads the same share one code object) that normalizes the call's `path`
+    arguments, picks the call's tool view (its operation's, when `args.op` names one), and runs
+    the conditions of the tool's candidate rules inline, in text order, as plain Python
+    expressions over locals. Every
+    candidate is tested because a decision names every matching rule; the set of matches (a
+    bit mask) then selects a cached `Decision`. Spec text never enters the generated source:
+    keys, literals and regular expressions are bound to generated names (`_k3`) in the
+    functions' namespace, and a tool's own data (its id, views, decision cache) to default
+    arguments (`_T`, `_V`, `_C`).
 
     >>> # see the module docstring for a complete example
     """
@@ -298,12 +290,6 @@ class Decider:
         self.rules: tuple[Rule, ...] = policy.rules
         self._spec = engine.spec
         self._default = policy.default
-        conditions = {
-            str(i): rule.condition
-            for i, rule in enumerate(self.rules)
-            if rule.condition is not None
-        }
-        compiled = compile_conditions(conditions, engine.path_facts)
         # rule index → True (selected for every call) or the tests of its dynamic selectors,
         # per tool; built from each selector's tools, so the cost follows what is selected
         slots: dict[str, dict[int, Any]] = {tool_id: {} for tool_id in engine.spec.tools}
@@ -318,95 +304,166 @@ class Decider:
                         slot[i] = True
                     else:
                         slot.setdefault(i, []).append(answer)
-        self._plans: dict[str, _ToolPlan] = {
-            tool_id: self._plan(tool_id, slot, compiled, engine) for tool_id, slot in slots.items()
-        }
-
-    def _plan(
-        self,
-        tool_id: str,
-        slot: Mapping[int, Any],
-        compiled: Mapping[str, Callable[..., bool]],
-        engine: PolicyEngine,
-    ) -> _ToolPlan:
-        indexes: list[int] = []
-        base = 0
-        checks: list[tuple[int, Callable[..., bool]]] = []
-        # INVARIANT: candidates keep text order, so bit positions follow the rules' order
-        for i in sorted(slot):
-            answer = slot[i]
-            bit = 1 << len(indexes)
-            indexes.append(i)
-            cond = compiled.get(str(i))
-            if answer is True and cond is None:
-                base |= bit
-            elif answer is True:
-                checks.append((bit, cond))  # type: ignore[arg-type]
-            else:
-                checks.append((bit, _selected_and(_any_of(answer), cond)))
-        tool = engine.spec.tools[tool_id]
-        ops = {name: tool_view(tool, name) for name in tool.operations} or None
-        return _ToolPlan(
-            tuple(indexes),
-            base,
-            tuple(checks),
-            engine.views[tool_id],
-            ops,
-            engine.fixers.get(tool_id),
-        )
+        self._fns: dict[str, Callable[[CallContext], Decision]] = _generate(self, engine, slots)
 
     def decide(self, call: CallContext) -> Decision:
         """Judge a call: the strongest matching effect, its first rule, or the default."""
-        plan = self._plans.get(call.tool_id)
-        if plan is None:
+        fn = self._fns.get(call.tool_id)
+        if fn is None:
             return _refused(self.name, call.tool_id, f"`{call.tool_id}` is not a registered tool")
-        args = call.args
-        if plan.fix is not None:
-            try:
-                args = plan.fix(args)
-            except _Escape as error:
-                return _refused(self.name, call.tool_id, _escape_reason(error))
-        view = plan.view
-        if plan.ops is not None:
-            op = args.get("op")
-            if type(op) is str:
-                view = plan.ops.get(op, view)
-        facts = call.facts
-        mask = plan.base
-        for bit, check in plan.checks:
-            if check(call, args, view, facts):
-                mask |= bit
-        key: int | str = mask or view["risk"]
-        decision = plan.cache.get(key)
-        if decision is None:
-            decision = self._build(plan, mask, view, call.tool_id)
-            if len(plan.cache) < _CACHE_LIMIT:
-                plan.cache[key] = decision
-        return decision
+        return fn(call)
 
-    def _build(self, plan: _ToolPlan, mask: int, view: Mapping[str, Any], tool_id: str) -> Decision:
-        matched = [self.rules[i] for pos, i in enumerate(plan.indexes) if mask >> pos & 1]
-        return decide_from(self.name, self._spec, self._default, matched, view["risk"], tool_id)
+    def _miss(
+        self,
+        indexes: tuple[int, ...],
+        cache: dict[int | str, Decision],
+        tool_id: str,
+        mask: int,
+        view: Mapping[str, Any],
+    ) -> Decision:
+        """Build (and cache) the decision for one set of matching candidates."""
+        matched = [self.rules[i] for pos, i in enumerate(indexes) if mask >> pos & 1]
+        decision = decide_from(self.name, self._spec, self._default, matched, view["risk"], tool_id)
+        if len(cache) < _CACHE_LIMIT:
+            cache[mask or view["risk"]] = decision
+        return decision
 
     def rule(self, label: str) -> Rule | None:
         """The first rule with this label (`remediation.freeze`, `remediation#3`)."""
         return next((r for r in self.rules if r.label == label), None)
 
 
-def _any_of(
-    tests: list[Callable[[Mapping[str, Any]], bool]],
-) -> Callable[[Mapping[str, Any]], bool]:
-    if len(tests) == 1:
-        return tests[0]
-    return lambda t: any(test(t) for test in tests)
+def _generate(
+    decider: Decider, engine: PolicyEngine, slots: Mapping[str, Mapping[int, Any]]
+) -> dict[str, Callable[[CallContext], Decision]]:
+    """One function `fn(call) -> Decision` per tool, sharing the generated namespace."""
+    emitter = _Emitter(engine.path_facts)
+    k = emitter.const
+    # each condition is emitted once and pasted into the functions of the tools it may judge
+    # (per set of the tool's `path` arguments, which are normalized before conditions run)
+    conditions = {i: r.condition for i, r in enumerate(decider.rules) if r.condition is not None}
+    emitted: dict[tuple[int, frozenset[str]], tuple[str, bool]] = {}
 
+    def expr(i: int, normal: frozenset[str]) -> tuple[str, bool]:
+        found = emitted.get((i, normal))
+        if found is None:
+            emitter.reads_facts = False
+            emitter.temps = 0  # a temporary lives inside one comparison: names can repeat
+            emitter.normal_args = normal
+            found = emitted[i, normal] = (emitter.cond(conditions[i]), emitter.reads_facts)
+        return found
 
-def _selected_and(
-    selected: Callable[[Mapping[str, Any]], bool], cond: Callable[..., bool] | None
-) -> Callable[..., bool]:
-    if cond is None:
-        return lambda x, a, t, f: selected(t)
-    return lambda x, a, t, f: selected(t) and cond(x, a, t, f)
+    name, spec = decider.name, engine.spec
+
+    def escaped(tool_id: str, where: str, value: object) -> Decision:
+        return _refused(name, tool_id, _escape_reason(_Escape(where, value)))
+
+    def escaped_nested(tool_id: str, error: _Escape) -> Decision:
+        return _refused(name, tool_id, _escape_reason(error))
+
+    # the functions of tools whose code reads the same (most of them, in large registries)
+    # share one compiled code object; what differs per tool is bound as default arguments
+    codes: dict[str, CodeType] = {}
+    namespace: dict[str, Any] = {
+        "__builtins__": {},  # no builtins beyond the names the code uses
+        "str": str,
+        "bool": bool,
+        "dict": dict,
+        "_Escape": _Escape,
+        **_helpers(),
+    }
+    fns: dict[str, Callable[[CallContext], Decision]] = {}
+    for tool_id, slot in slots.items():
+        tool = spec.tools[tool_id]
+        indexes = tuple(sorted(slot))  # INVARIANT: text order, so bits follow the rules' order
+        cache: dict[int | str, Decision] = {}
+        miss = partial(decider._miss, indexes, cache, tool_id)
+        normal = frozenset(f.name for f in tool.input.fields if f.type.name == "path")
+        exprs = {i: expr(i, normal) for i in indexes if i in conditions}
+        body = ["a = x.args"]
+        # `path` arguments first: normalized, or the call is refused when one leaves its root
+        fixers: list[PathFix] = []
+        for fld in tool.input.fields:
+            key, where = k(fld.name), k("args." + fld.name)
+            if fld.type.name == "path":
+                body += [
+                    f"v = a.get({key})",
+                    "if v.__class__ is str:",
+                    "    w = _norm(v)",
+                    "    if w is None:",
+                    f"        return _esc(_T, {where}, v)",
+                    "    if w is not v and w != v:",
+                    "        a = dict(a)",
+                    f"        a[{key}] = w",
+                ]
+                continue
+            fixer = _path_fixer(fld.type, "args." + fld.name)
+            if fixer is not None:
+                body += [
+                    f"v = a.get({key})",
+                    "if v is not None:",
+                    "    try:",
+                    f"        w = _F[{len(fixers)}](v)",
+                    "    except _Escape as error:",
+                    "        return _escn(_T, error)",
+                    "    if w is not v and w != v:",
+                    "        a = dict(a)",
+                    f"        a[{key}] = w",
+                ]
+                fixers.append(fixer)
+        # the call's tool view, and per view the candidates selected with no condition to run
+        # (`base`) and those whose dynamic selectors select this view (`live`)
+        views = {None: engine.views[tool_id]}
+        views.update({op: tool_view(tool, op) for op in tool.operations})
+        per_view = {}
+        for op, view in views.items():
+            base = live = 0
+            for pos, i in enumerate(indexes):
+                answer = slot[i]
+                if answer is not True and not any(test(view) for test in answer):
+                    continue
+                if i in exprs:
+                    live |= 1 << pos
+                else:
+                    base |= 1 << pos
+            per_view[op] = (view, base, live, view["risk"])
+        first = per_view[None]
+        ops = {op: v for op, v in per_view.items() if op is not None}
+        if ops:
+            body += [
+                f"o = a.get({k('op')})",
+                "t, m, s, r = _O.get(o, _V) if o.__class__ is str else _V",
+            ]
+        else:
+            body.append("t, m, s, r = _V")
+        if any(exprs[i][1] for i in indexes if i in exprs):
+            body.append("f = x.facts")
+        for pos, i in enumerate(indexes):
+            if i not in exprs:
+                continue
+            bit = 1 << pos
+            if all(v[2] & bit for v in per_view.values()):
+                body.append(f"if {exprs[i][0]}:")
+            else:
+                body.append(f"if s & {bit} and {exprs[i][0]}:")
+            body.append(f"    m |= {bit}")
+        body += [
+            "d = _C.get(m or r)",
+            "return _M(m, t) if d is None else d",
+        ]
+        source = (
+            "def _d(x, _T=None, _M=None, _C=None, _V=None, _O=None, _F=None, _esc=None, "
+            "_escn=None):\n    " + "\n    ".join(body) + "\n"
+        )
+        code = codes.get(source)
+        if code is None:
+            scratch: dict[str, Any] = {"__builtins__": {}}
+            exec(compile(source, "<harness policy>", "exec"), scratch)
+            code = codes[source] = scratch["_d"].__code__
+        defaults = (tool_id, miss, cache, first, ops, tuple(fixers), escaped, escaped_nested)
+        fns[tool_id] = FunctionType(code, namespace, "decide_tool", (None, *defaults)[1:])
+    namespace.update(emitter.consts)
+    return fns
 
 
 def decide_from(

@@ -1,0 +1,393 @@
+"""Decision latency: `Decider.decide` against AWS Cedar (`cedarpy`) on the same rules and calls.
+
+    .venv/bin/pip install cedarpy      # bench only: never a harnessc dependency
+    .venv/bin/python bench/decide.py [--sizes 50,500,5000] [--calls 20000] [--cedar-calls 300]
+
+For each size N a spec of N tools and 1.5 N rules is generated as `.harness` text and compiled
+through `harnessc.compiler.pipeline.check`, so the decider sees exactly what an application
+loads. Tools `gG.tI` come in groups of ten; every tool takes `path: path`, `env:
+enum("staging", "production")` and an optional `n: int`. The policy has `default deny` and:
+
+- N `allow` rules, one per tool: `args.path within "/repo"`, every other one also
+  `and actor.role in ["engineer", "sre"]`;
+- 0.4 N `ask` rules on single tools: `args.env == "production"` (approver, grant, reason);
+- 0.1 N `deny` rules, one per group, glob `gG.*`: `resource.tenant != actor.tenant`.
+
+Calls are drawn once per size (fixed seed): a random tool, a path inside or outside `/repo`
+(sometimes with `.`/`..` to normalize), either environment, an optional `n`, an engineer or a
+guest, a resource tenant equal or not to the actor's, sometimes absent. Every engine gets the
+same calls.
+
+Measured per size, each call timed alone with `perf_counter_ns` (the timer's own cost, measured
+first, is subtracted), median and p99 over `--calls` calls cycling through the sample:
+
+- `decide`: `Decider.decide(call)` on a prebuilt `CallContext` (warm decision cache);
+- `n+d` (normalize + decide): `ToolNames.resolve`, `normalize.freeze` (schema validation with
+  defaults and path normalization, canonical JSON and SHA-256 of tool id, version, arguments and
+  execution parameters), the `CallContext` and `decide` (target: under 30 µs). When
+  `runtime/normalize.py` is missing it falls back to `CallContext` + `canonical.input_hash` +
+  `decide`, and says so under the table;
+- `cedar`: `cedarpy.is_authorized` with the equivalent policy set (below) parsed once into a
+  `cedarpy.PolicySet` and the entity graph into `cedarpy.Entities` (cedarpy >= 4.8): Cedar at its
+  fastest, paying only request conversion and evaluation;
+- `cedar-text`: the same call with the policy text and the call's entities passed each time (the
+  classic cedarpy usage, which re-parses every policy per call, so its cost grows with the policy
+  count); measured on `--cedar-calls` calls because it is slow at 5,000 tools;
+- `ratio`: the Cedar median / the decide median (target: at least 30x at every size).
+
+The Cedar translation. principal `User::"<actor id>"`, action `Action::"call"`, resource
+`Tool::"<tool id>"`; each tool entity has a parent `Group::"<gG>"`. The call's arguments, actor
+and resource go into the request `context` (`context.args`, `context.actor`,
+`context.resource`). A rule's selector becomes the policy scope (`resource == Tool::"…"`, a glob
+`resource in Group::"gG"`), its condition a `when` clause:
+
+- `args.path within "/repo"` → `context.args.path == "/repo" || context.args.path like
+  "/repo/*"` (the path is normalized before both engines see it, as normalize does);
+- `actor.role in ["engineer", "sre"]` → `["engineer", "sre"].contains(context.actor.role)`;
+- `resource.tenant != actor.tenant` → `context.resource.tenant != context.actor.tenant`; an
+  absent tenant is an evaluation error in Cedar, which skips the policy — the same as our
+  absent-value rule (the comparison is false).
+
+Effects: `allow` → `permit`; `deny` → `forbid` annotated `@effect("deny")`; `ask` → `forbid`
+annotated `@effect("ask")` (Cedar has no third effect; ASK is a forbid whose annotation says
+"until approved"). Cedar answers Allow (some permit, no forbid) or Deny with the ids of the
+determining forbids; the bench maps a Deny to DENY if any determining policy is a deny rule,
+else ASK if any is an ask rule, else DENY with no rule (the spec's `default deny`). That mapping
+is part of the Cedar measurement. Before timing, both engines decide a sample of calls and the
+effects must agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harnessc.compiler.pipeline import check
+from harnessc.runtime.canonical import input_hash
+from harnessc.runtime.conditions import normalize_path
+from harnessc.runtime.model import Spec
+from harnessc.runtime.policy import CallContext, Decider, PolicyEngine
+
+GROUP = 10
+
+
+# ---------------------------------------------------------------------------------------------
+# The generated spec
+
+
+def tool_ids(n: int) -> list[str]:
+    return [f"g{i // GROUP}.t{i}" for i in range(n)]
+
+
+def spec_text(n: int) -> str:
+    ids = tool_ids(n)
+    out = ['harness gen {\n  version "1.0.0"\n  summary "Generated decide benchmark."\n}\n']
+    for tool_id in ids:
+        out.append(
+            f"tool {tool_id} {{\n"
+            f'  summary "Generated tool {tool_id}."\n'
+            "  effects write\n  risk medium\n"
+            '  input { path: path, env: enum("staging", "production"), n: int? }\n}\n'
+        )
+    out.append('policy gen {\n  default deny { reason "nothing allows it" }\n')
+    for g in range((n + GROUP - 1) // GROUP):
+        out.append(
+            f"  deny_g{g}: deny g{g}.* when resource.tenant != actor.tenant "
+            '{ reason "other tenant" }\n'
+        )
+    for i, tool_id in enumerate(ids[: n * 4 // 10]):
+        out.append(
+            f'  ask_{i}: ask {tool_id} when args.env == "production" '
+            '{ approver role "owner"; grant once ttl 15m; reason "production" }\n'
+        )
+    for i, tool_id in enumerate(ids):
+        role = ' and actor.role in ["engineer", "sre"]' if i % 2 else ""
+        out.append(f'  allow_{i}: allow {tool_id} when args.path within "/repo"{role}\n')
+    out.append("}\n")
+    return "".join(out)
+
+
+def compile_spec(n: int) -> Spec:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "gen.harness"
+        path.write_text(spec_text(n), encoding="utf-8")
+        result = check([path])
+    if not result.ok or result.model is None:
+        sys.exit(f"the generated spec does not compile: {result.diagnostics[:3]}")
+    return result.model
+
+
+def calls(n: int, count: int, seed: int = 7) -> list[CallContext]:
+    rng = random.Random(seed)
+    ids = tool_ids(n)
+    paths = ["/repo/src/a.py", "/repo/./docs/../README.md", "/repository/x", "/etc/passwd", "/repo"]
+    out = []
+    for _ in range(count):
+        args: dict[str, Any] = {
+            "path": rng.choice(paths),
+            "env": rng.choice(["staging", "production"]),
+        }
+        if rng.random() < 0.3:
+            args["n"] = rng.randint(0, 9)
+        actor: dict[str, Any] = {"id": "u1", "role": rng.choice(["engineer", "guest"])}
+        if rng.random() < 0.9:
+            actor["tenant"] = "acme"
+        resource = {"tenant": rng.choice(["acme", "acme", "acme", "globex"])}
+        out.append(
+            CallContext(rng.choice(ids), args, actor=actor, resource=resource, tool_call_id="c1")
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+
+
+def timer_cost() -> int:
+    clock = time.perf_counter_ns
+    samples = []
+    for _ in range(20_000):
+        t0 = clock()
+        samples.append(clock() - t0)
+    return int(statistics.median(samples))
+
+
+def measure(fn: Callable[[Any], Any], items: list[Any], total: int, cost: int) -> list[float]:
+    """Per-call latencies in µs, each call timed alone, the timer's cost taken off."""
+    clock = time.perf_counter_ns
+    for item in items[:200]:
+        fn(item)  # warm up
+    samples = []
+    k = len(items)
+    for i in range(total):
+        item = items[i % k]
+        t0 = clock()
+        fn(item)
+        samples.append(clock() - t0 - cost)
+    return [max(s, 0) / 1000 for s in samples]
+
+
+def median_p99(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def normalize_and_decide(decider: Decider, spec: Spec) -> tuple[str, Callable[[Any], Any]]:
+    """What an application pays per call before an effect: the name resolved, the arguments
+    validated and frozen with their input hash (`runtime/normalize.py`), the policy's view of
+    the call built, and `decide`. Without normalize.py: `CallContext` + `input_hash` + decide."""
+    tools = spec.tools
+    try:
+        from harnessc.runtime.normalize import ToolNames, Validator, freeze
+    except ImportError:
+
+        def hashed(c: CallContext) -> Any:
+            call = CallContext(
+                c.tool_id, c.args, actor=c.actor, resource=c.resource, tool_call_id=c.tool_call_id
+            )
+            input_hash(c.tool_id, tools[c.tool_id].version, c.args, {"cwd": "/repo"})
+            return decider.decide(call)
+
+        return "CallContext + canonical.input_hash + decide (no runtime/normalize.py)", hashed
+
+    from harnessc.runtime.canonical import Execution
+
+    names = ToolNames(spec)
+    validators = {t.id: Validator(t.input) for t in tools.values()}
+    execution = Execution(cwd="/repo", timeout_ms=30_000)
+    params = {"cwd": "/repo", "timeout": 30_000}
+    empty: dict[str, Any] = {}
+    none: frozenset[str] = frozenset()
+
+    def normalized(c: CallContext) -> Any:
+        tool, refusal = names.resolve(c.tool_id)
+        if tool is None:
+            return refusal
+        pending = freeze(tool, validators[tool.id], "call-1", c.args, execution)
+        if not pending:
+            return pending
+        call = CallContext(
+            pending.tool_id,
+            pending.args,
+            c.actor,
+            c.resource,
+            empty,
+            empty,
+            empty,
+            none,
+            none,
+            pending.tool_call_id,  # type: ignore[union-attr]
+            params,
+        )
+        return decider.decide(call)
+
+    return "ToolNames.resolve + normalize.freeze (schema, canonical JSON, SHA-256) + decide", (
+        normalized
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Cedar
+
+
+def cedar_policies(n: int) -> tuple[str, dict[str, str]]:
+    """The Cedar policy set and each policy id's effect (`deny`, `ask`, `allow`)."""
+    ids = tool_ids(n)
+    out: list[str] = []
+    effects: dict[str, str] = {}
+
+    def add(pid: str, effect: str, scope: str, when: str) -> None:
+        # Cedar names policies `policy0`, `policy1`, … in text order (the `@id` is for people)
+        effects[f"policy{len(out)}"] = effect
+        head = "permit" if effect == "allow" else f'@effect("{effect}")\nforbid'
+        out.append(
+            f'@id("{pid}")\n{head} (principal, action == Action::"call", {scope})\n'
+            f"when {{ {when} }};\n"
+        )
+
+    for g in range((n + GROUP - 1) // GROUP):
+        add(
+            f"deny_g{g}",
+            "deny",
+            f'resource in Group::"g{g}"',
+            "context.resource.tenant != context.actor.tenant",
+        )
+    for i, tool_id in enumerate(ids[: n * 4 // 10]):
+        add(f"ask_{i}", "ask", f'resource == Tool::"{tool_id}"', 'context.args.env == "production"')
+    for i, tool_id in enumerate(ids):
+        when = 'context.args.path == "/repo" || context.args.path like "/repo/*"'
+        if i % 2:
+            when = f'({when}) && ["engineer", "sre"].contains(context.actor.role)'
+        add(f"allow_{i}", "allow", f'resource == Tool::"{tool_id}"', when)
+    return "\n".join(out), effects
+
+
+def cedar_entities(n: int) -> list[dict[str, Any]]:
+    groups = [
+        {"uid": {"type": "Group", "id": f"g{g}"}, "attrs": {}, "parents": []}
+        for g in range((n + GROUP - 1) // GROUP)
+    ]
+    tools = [
+        {
+            "uid": {"type": "Tool", "id": tool_id},
+            "attrs": {},
+            "parents": [{"type": "Group", "id": tool_id.split(".")[0]}],
+        }
+        for tool_id in tool_ids(n)
+    ]
+    users = [{"uid": {"type": "User", "id": "u1"}, "attrs": {}, "parents": []}]
+    return groups + tools + users
+
+
+def cedar_decider(n: int, parsed: bool = True) -> Callable[[CallContext], str]:
+    """Cedar on the same calls: with `parsed`, a `PolicySet` and `Entities` parsed once (the
+    fastest way to use cedarpy); without, policy text and entity list passed on every call."""
+    import json
+
+    import cedarpy
+
+    text, effects = cedar_policies(n)
+    entity_list = cedar_entities(n)
+    policies: Any = cedarpy.PolicySet.from_str(text) if parsed else text
+    entities: Any = cedarpy.Entities.from_json_str(json.dumps(entity_list)) if parsed else None
+    is_authorized = cedarpy.is_authorized
+
+    def run(c: CallContext) -> str:
+        args = dict(c.args)  # paths normalized first, as normalize does for both engines
+        args["path"] = normalize_path(args["path"])
+        if entities is None:  # only this call's tool and its group: the resource's ancestors
+            group = c.tool_id.split(".")[0]
+            graph: Any = [
+                {"uid": {"type": "Group", "id": group}, "attrs": {}, "parents": []},
+                {
+                    "uid": {"type": "Tool", "id": c.tool_id},
+                    "attrs": {},
+                    "parents": [{"type": "Group", "id": group}],
+                },
+            ]
+        else:
+            graph = entities
+        request = {
+            "principal": {"type": "User", "id": c.actor.get("id", "anonymous")},
+            "action": {"type": "Action", "id": "call"},
+            "resource": {"type": "Tool", "id": c.tool_id},
+            "context": {"args": args, "actor": dict(c.actor), "resource": dict(c.resource)},
+        }
+        result = is_authorized(request, policies, graph)
+        if result.allowed:
+            return "allow"
+        reasons = {effects.get(r) for r in result.diagnostics.reasons}
+        return "deny" if "deny" in reasons or "ask" not in reasons else "ask"
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="50,500,5000")
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--cedar-calls", type=int, default=300)
+    parser.add_argument("--sample", type=int, default=1000, help="distinct calls per size")
+    parser.add_argument("--agree", type=int, default=200, help="calls checked for agreement")
+    opts = parser.parse_args()
+    try:
+        import cedarpy  # noqa: F401
+
+        have_cedar = True
+    except ImportError:
+        have_cedar = False
+        print(
+            "cedarpy is not installed: Cedar is skipped. To compare, run\n"
+            "    .venv/bin/pip install cedarpy   # bench only, not a harnessc dependency\n"
+        )
+    cost = timer_cost()
+    print(f"timer cost {cost} ns per reading, subtracted; {opts.calls:,} calls per column")
+    head = (
+        f"{'tools':>6}{'rules':>7} | {'decide med':>10}{'p99':>7} | {'n+d med':>8}{'p99':>7} | "
+        f"{'cedar med':>9}{'p99':>8}{'ratio':>7} | {'cedar-text med':>14}{'p99':>9}{'ratio':>8}"
+    )
+    print(head + "\n" + "-" * len(head))
+    for n in (int(s) for s in opts.sizes.split(",")):
+        spec = compile_spec(n)
+        rules = len(spec.policy("gen").rules)  # type: ignore[union-attr]
+        decider = PolicyEngine(spec).decider("gen")
+        sample = calls(n, opts.sample)
+        dec = median_p99(measure(decider.decide, sample, opts.calls, cost))
+        what, pipeline = normalize_and_decide(decider, spec)
+        both = median_p99(measure(pipeline, sample, opts.calls, cost))
+        row = (
+            f"{n:>6}{rules:>7} | {dec[0]:>10.2f}{dec[1]:>7.2f} | {both[0]:>8.2f}{both[1]:>7.2f} | "
+        )
+        if have_cedar:
+            for parsed in (True, False):
+                cedar = cedar_decider(n, parsed)
+                for c in sample[: opts.agree if parsed else min(opts.agree, 30)]:
+                    ours, theirs = decider.decide(c).effect, cedar(c)
+                    if ours != theirs:
+                        sys.exit(f"engines disagree on {c}: harnessc {ours}, cedar {theirs}")
+                calls_n = opts.calls if parsed else opts.cedar_calls
+                ced = median_p99(measure(cedar, sample, calls_n, cost))
+                width = (9, 8, 6) if parsed else (14, 9, 7)
+                row += (
+                    f"{ced[0]:>{width[0]}.1f}{ced[1]:>{width[1]}.1f}"
+                    f"{ced[0] / dec[0]:>{width[2]}.0f}x" + (" | " if parsed else "")
+                )
+        else:
+            row += "skipped (cedarpy not installed)"
+        print(row, flush=True)
+    print("\nall times in µs; ratio = cedar median / decide median")
+    print(f"n+d = {what}")
+
+
+if __name__ == "__main__":
+    main()
