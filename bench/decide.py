@@ -2,6 +2,7 @@
 
     .venv/bin/pip install cedarpy      # bench only: never a harnessc dependency
     .venv/bin/python bench/decide.py [--sizes 50,500,5000] [--calls 20000] [--cedar-calls 300]
+                                     [--no-cedar]
 
 For each size N a spec of N tools and 1.5 N rules is generated as `.harness` text and compiled
 through `harnessc.compiler.pipeline.check`, so the decider sees exactly what an application
@@ -339,11 +340,12 @@ def main() -> None:
     parser.add_argument("--cedar-calls", type=int, default=300)
     parser.add_argument("--sample", type=int, default=1000, help="distinct calls per size")
     parser.add_argument("--agree", type=int, default=200, help="calls checked for agreement")
+    parser.add_argument("--no-cedar", action="store_true", help="measure harnessc only")
     opts = parser.parse_args()
     try:
         import cedarpy  # noqa: F401
 
-        have_cedar = True
+        have_cedar = not opts.no_cedar
     except ImportError:
         have_cedar = False
         print(
@@ -383,7 +385,7 @@ def main() -> None:
                     f"{ced[0] / dec[0]:>{width[2]}.0f}x" + (" | " if parsed else "")
                 )
         else:
-            row += "skipped (cedarpy not installed)"
+            row += "skipped"
         print(row, flush=True)
     print("\nall times in µs; ratio = cedar median / decide median")
     print(f"n+d = {what}")
