@@ -2,7 +2,7 @@
 
     .venv/bin/pip install cedarpy      # bench only: never a harnessc dependency
     .venv/bin/python bench/decide.py [--sizes 50,500,5000] [--calls 20000] [--cedar-calls 300]
-                                     [--no-cedar]
+                                     [--rounds 3] [--no-cedar]
 
 For each size N a spec of N tools and 1.5 N rules is generated as `.harness` text and compiled
 through `harnessc.compiler.pipeline.check`, so the decider sees exactly what an application
@@ -28,6 +28,9 @@ first, is subtracted), median and p99 over `--calls` calls cycling through the s
   execution parameters), the `CallContext` and `decide` (target: under 30 µs). When
   `runtime/normalize.py` is missing it falls back to `CallContext` + `canonical.input_hash` +
   `decide`, and says so under the table;
+- its breakdown: `norm` (`ToolNames.resolve` + `normalize.freeze` alone, no decide) and `hash`
+  (`canonical.input_hash` of the normalized arguments and execution parameters alone: canonical
+  JSON and SHA-256), so a cost that grows with the registry shows where it grows;
 - `cedar`: `cedarpy.is_authorized` with the equivalent policy set (below) parsed once into a
   `cedarpy.PolicySet` and the entity graph into `cedarpy.Entities` (cedarpy >= 4.8): Cedar at its
   fastest, paying only request conversion and evaluation;
@@ -35,6 +38,11 @@ first, is subtracted), median and p99 over `--calls` calls cycling through the s
   classic cedarpy usage, which re-parses every policy per call, so its cost grows with the policy
   count); measured on `--cedar-calls` calls because it is slow at 5,000 tools;
 - `ratio`: the Cedar median / the decide median (target: at least 30x at every size).
+
+Every size is compiled first, then the harnessc columns are measured in `--rounds` rounds that
+visit the sizes in turn, so a change in the machine's load hits every size alike; each column
+reports the round with the lowest median. Under the table, the flatness of each column: its
+median at the largest size over its median at the smallest (1.00 is flat).
 
 The Cedar translation. principal `User::"<actor id>"`, action `Action::"call"`, resource
 `Tool::"<tool id>"`; each tool entity has a parent `Group::"<gG>"`. The call's arguments, actor
@@ -180,7 +188,9 @@ def median_p99(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def normalize_and_decide(decider: Decider, spec: Spec) -> tuple[str, Callable[[Any], Any]]:
+def normalize_and_decide(
+    decider: Decider, spec: Spec
+) -> tuple[str, Callable[[Any], Any], Callable[[Any], Any] | None, Callable[[Any], Any] | None]:
     """What an application pays per call before an effect: the name resolved, the arguments
     validated and frozen with their input hash (`runtime/normalize.py`), the policy's view of
     the call built, and `decide`. Without normalize.py: `CallContext` + `input_hash` + decide."""
@@ -196,7 +206,8 @@ def normalize_and_decide(decider: Decider, spec: Spec) -> tuple[str, Callable[[A
             input_hash(c.tool_id, tools[c.tool_id].version, c.args, {"cwd": "/repo"})
             return decider.decide(call)
 
-        return "CallContext + canonical.input_hash + decide (no runtime/normalize.py)", hashed
+        what = "CallContext + canonical.input_hash + decide (no runtime/normalize.py)"
+        return what, hashed, None, None
 
     from harnessc.runtime.canonical import Execution
 
@@ -206,6 +217,17 @@ def normalize_and_decide(decider: Decider, spec: Spec) -> tuple[str, Callable[[A
     params = {"cwd": "/repo", "timeout": 30_000}
     empty: dict[str, Any] = {}
     none: frozenset[str] = frozenset()
+
+    def normalize_only(c: CallContext) -> Any:
+        tool, refusal = names.resolve(c.tool_id)
+        if tool is None:
+            return refusal
+        return freeze(tool, validators[tool.id], "call-1", c.args, execution)
+
+    def hash_only(c: CallContext) -> Any:
+        # `c.args` are normalized already (see `main`): canonical JSON + SHA-256 alone
+        tool = tools[c.tool_id]
+        return input_hash(tool.id, tool.version, c.args, execution)
 
     def normalized(c: CallContext) -> Any:
         tool, refusal = names.resolve(c.tool_id)
@@ -229,9 +251,8 @@ def normalize_and_decide(decider: Decider, spec: Spec) -> tuple[str, Callable[[A
         )
         return decider.decide(call)
 
-    return "ToolNames.resolve + normalize.freeze (schema, canonical JSON, SHA-256) + decide", (
-        normalized
-    )
+    what = "ToolNames.resolve + normalize.freeze (schema, canonical JSON, SHA-256) + decide"
+    return what, normalized, normalize_only, hash_only
 
 
 # ---------------------------------------------------------------------------------------------
@@ -338,6 +359,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="50,500,5000")
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--cedar-calls", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds over the sizes")
     parser.add_argument("--sample", type=int, default=1000, help="distinct calls per size")
     parser.add_argument("--agree", type=int, default=200, help="calls checked for agreement")
     parser.add_argument("--no-cedar", action="store_true", help="measure harnessc only")
@@ -353,22 +375,53 @@ def main() -> None:
             "    .venv/bin/pip install cedarpy   # bench only, not a harnessc dependency\n"
         )
     cost = timer_cost()
-    print(f"timer cost {cost} ns per reading, subtracted; {opts.calls:,} calls per column")
+    print(
+        f"timer cost {cost} ns per reading, subtracted; {opts.calls:,} calls per column, "
+        f"best of {opts.rounds} rounds"
+    )
+    sizes = [int(x) for x in opts.sizes.split(",")]
+    setups = []
+    for n in sizes:
+        spec = compile_spec(n)
+        decider = PolicyEngine(spec).decider("gen")
+        sample = calls(n, opts.sample)
+        what, pipeline, normalize_only, hash_only = normalize_and_decide(decider, spec)
+        columns: dict[str, tuple[Callable[[Any], Any], list[Any]]] = {
+            "decide": (decider.decide, sample),
+            "n+d": (pipeline, sample),
+        }
+        if normalize_only is not None and hash_only is not None:
+            frozen = [normalize_only(c) for c in sample]
+            normalized = [
+                CallContext(f.tool_id, dict(f.args), tool_call_id="call-1") for f in frozen if f
+            ]
+            columns["norm"] = (normalize_only, sample)
+            columns["hash"] = (hash_only, normalized)
+        setups.append((n, spec, decider, sample, columns))
+    # INVARIANT: rounds visit every size in turn, so a load change hits every size alike
+    best: dict[tuple[int, str], tuple[float, float]] = {}
+    for _ in range(max(opts.rounds, 1)):
+        for n, _spec, _decider, _sample, columns in setups:
+            for name, (fn, items) in columns.items():
+                found = median_p99(measure(fn, items, opts.calls, cost))
+                if (n, name) not in best or found[0] < best[n, name][0]:
+                    best[n, name] = found
     head = (
         f"{'tools':>6}{'rules':>7} | {'decide med':>10}{'p99':>7} | {'n+d med':>8}{'p99':>7} | "
+        f"{'norm':>6}{'hash':>6} | "
         f"{'cedar med':>9}{'p99':>8}{'ratio':>7} | {'cedar-text med':>14}{'p99':>9}{'ratio':>8}"
     )
     print(head + "\n" + "-" * len(head))
-    for n in (int(s) for s in opts.sizes.split(",")):
-        spec = compile_spec(n)
+    for n, spec, decider, sample, _columns in setups:
         rules = len(spec.policy("gen").rules)  # type: ignore[union-attr]
-        decider = PolicyEngine(spec).decider("gen")
-        sample = calls(n, opts.sample)
-        dec = median_p99(measure(decider.decide, sample, opts.calls, cost))
-        what, pipeline = normalize_and_decide(decider, spec)
-        both = median_p99(measure(pipeline, sample, opts.calls, cost))
+        dec, both = best[n, "decide"], best[n, "n+d"]
+        parts = "".join(
+            f"{best[n, name][0]:>6.2f}" if (n, name) in best else f"{'-':>6}"
+            for name in ("norm", "hash")
+        )
         row = (
             f"{n:>6}{rules:>7} | {dec[0]:>10.2f}{dec[1]:>7.2f} | {both[0]:>8.2f}{both[1]:>7.2f} | "
+            f"{parts} | "
         )
         if have_cedar:
             for parsed in (True, False):
@@ -387,8 +440,17 @@ def main() -> None:
         else:
             row += "skipped"
         print(row, flush=True)
-    print("\nall times in µs; ratio = cedar median / decide median")
+    print("\nall times in µs (medians of the best round); ratio = cedar median / decide median")
     print(f"n+d = {what}")
+    print("norm = ToolNames.resolve + normalize.freeze; hash = canonical.input_hash alone")
+    if len(sizes) > 1:
+        lo, hi = sizes[0], sizes[-1]
+        flat = ", ".join(
+            f"{name} {best[hi, name][0] / best[lo, name][0]:.2f}"
+            for name in ("decide", "n+d", "norm", "hash")
+            if (lo, name) in best and best[lo, name][0] > 0
+        )
+        print(f"flatness, median at {hi:,} tools / at {lo:,} tools: {flat}")
 
 
 if __name__ == "__main__":

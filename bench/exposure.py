@@ -3,6 +3,7 @@
     .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[embed]'   # MiniLM
     .venv/bin/pip install --no-deps bfcl-eval faiss-cpu     # bench only: never a dependency
     .venv/bin/python bench/exposure.py [--quality] [--speed] [--tune] [--repeat 200]
+                                       [--torch-threads N]
 
 Quality: every distinct function of BFCL_v4_multiple, simple_python, simple_java,
 simple_javascript and live_simple is pooled into one registry (one definition per name: BFCL
@@ -14,10 +15,14 @@ through `ExposureIndex.expose` over the whole pool with limit 20. `--tune` sweep
 weight and prints every setting, per BFCL file, so the choice can be checked.
 
 Speed: top-20 over 1,000 / 10,000 / 100,000 random unit vectors (dim 384), one query and a
-batch of 64, numpy (product + argpartition + sort of the 20) against faiss-cpu `IndexFlatIP`,
-median and best of --repeat; then the end-to-end exposure of a 1,000-tool surface (MiniLM query
-embedding + ranking + trace) over BFCL questions. Tool embeddings are cached (compiler.embed)
-under $HARNESSC_CACHE_DIR or ~/.cache/harnessc, so only the first run embeds the pool.
+batch of 64, numpy (product into a preallocated float32 output + argpartition + sort of the 20)
+against faiss-cpu `IndexFlatIP`, median and best of --repeat; then the end-to-end exposure of a
+1,000-tool surface (the quality pool topped up with BFCL_v4_live_multiple functions): MiniLM
+query embedding + ranking + trace over BFCL questions, the runtime's path (the query-side
+product in torch's pool) and the product in numpy, in alternating blocks so that both see the
+same load. The thread settings used are printed first; `--torch-threads` overrides torch's (the
+runtime's is `embedding.TORCH_THREADS`). Tool embeddings are cached (compiler.embed) under
+$HARNESSC_CACHE_DIR or ~/.cache/harnessc, so only the first run embeds the pool.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ POOL_FILES = (
     "BFCL_v4_live_simple.json",
 )
 QUESTION_FILES = ("BFCL_v4_multiple.json", "BFCL_v4_simple_python.json")
+SPEED_EXTRA_FILE = "BFCL_v4_live_multiple.json"
+"""Tops the pool up to the 1,000 tools of the end-to-end speed surface (not used for quality)."""
+SURFACE_SIZE = 1_000
 MODES = {
     "lexical": Rank(recall="lexical", rerank="lexical"),
     "dense": Rank(recall="embedding", rerank="dense"),
@@ -82,9 +90,9 @@ def function_doc(fn: dict) -> ToolDoc:
     )
 
 
-def load_pool(data: Path) -> list[ToolDoc]:
+def load_pool(data: Path, files: tuple[str, ...] = POOL_FILES) -> list[ToolDoc]:
     pool: dict[str, ToolDoc] = {}
-    for name in POOL_FILES:
+    for name in files:
         for item in read_jsonl(data / name):
             for fn in item["function"]:
                 pool.setdefault(fn["name"], function_doc(fn))
@@ -216,15 +224,44 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
 
 def top20_one(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
     scores = matrix @ q
-    idx = np.argpartition(-scores, 19)[:20]
+    n = len(scores)
+    idx = np.argpartition(scores, n - 20)[n - 20 :]
     return idx[np.argsort(-scores[idx], kind="stable")]
 
 
-def top20_batch(matrix: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    scores = queries @ matrix.T
-    idx = np.argpartition(-scores, 19, axis=1)[:, :20]
-    part = np.take_along_axis(scores, idx, axis=1)
+def top20_batch(matrix: np.ndarray, queries: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Top 20 per query: one float32 product into the preallocated (queries × tools) `out`,
+    `argpartition` along each row (the 20 largest, no negated copy), then a sort of the 20."""
+    np.dot(queries, matrix.T, out=out)
+    n = out.shape[1]
+    idx = np.argpartition(out, n - 20, axis=1)[:, n - 20 :]
+    part = np.take_along_axis(out, idx, axis=1)
     return np.take_along_axis(idx, np.argsort(-part, axis=1, kind="stable"), axis=1)
+
+
+def thread_settings() -> str:
+    """The thread pools this process runs with: torch's, the BLAS and OpenMP libraries loaded
+    (threadpoolctl, when installed: it comes with sentence-transformers), the variables."""
+    parts = []
+    if "torch" in sys.modules:
+        import torch
+
+        parts.append(f"torch intra-op {torch.get_num_threads()}")
+    try:
+        from threadpoolctl import threadpool_info
+
+        for i in threadpool_info():  # named by the package that ships the library
+            folder = Path(i["filepath"]).parent  # numpy.libs/…, torch/lib/…
+            libs = folder.name.endswith(".libs")
+            owner = folder.name.removesuffix(".libs") if libs else folder.parent.name
+            arch = f" {i['architecture']}" if i.get("architecture") else ""
+            parts.append(f"{i['internal_api']}{arch} ({owner}) {i['num_threads']}")
+    except ImportError:
+        parts.append("threadpoolctl not installed")
+    variables = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
+    set_vars = [f"{v}={os.environ[v]}" for v in variables if v in os.environ]
+    parts.append(" ".join(set_vars) or "no thread variables set")
+    return "; ".join(parts)
 
 
 def speed(repeat: int, quality_state: State | None) -> None:
@@ -233,19 +270,9 @@ def speed(repeat: int, quality_state: State | None) -> None:
     except ImportError:
         faiss = None
         print("faiss-cpu is not installed: .venv/bin/pip install --no-deps faiss-cpu")
-    try:
-        from threadpoolctl import threadpool_info
-
-        blas = [
-            (i["internal_api"], i.get("architecture"), i["num_threads"]) for i in threadpool_info()
-        ]
-    except ImportError:
-        blas = []
     print(f"\nspeed: top-20 of random unit vectors, dim 384, median (best) of {repeat} runs, µs")
-    print(
-        f"BLAS {blas}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
-        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
-    )
+    print(f"threads: {thread_settings()}")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     # numpy runs first, for every size, before faiss starts its OpenMP pool: faiss's threads
     # keep spinning after a search and slow whatever runs next on these two cores
     rng = np.random.default_rng(0)
@@ -259,10 +286,11 @@ def speed(repeat: int, quality_state: State | None) -> None:
     cells: dict[int, list] = {}
     for n, (matrix, queries, reps) in data.items():
         q = queries[0].copy()
+        out = np.empty((len(queries), n), dtype=np.float32)
         cells[n] = [
             timed(lambda m=matrix, v=q: top20_one(m, v), reps),
             None,
-            timed(lambda m=matrix, v=queries: top20_batch(m, v), max(5, reps // 4)),
+            timed(lambda m=matrix, v=queries, o=out: top20_batch(m, v, o), max(5, reps // 4)),
             None,
         ]
         try:  # the same on one BLAS thread: steadier when other processes share the cores
@@ -271,10 +299,15 @@ def speed(repeat: int, quality_state: State | None) -> None:
             with threadpool_limits(1):
                 cells[n].append(timed(lambda m=matrix, v=q: top20_one(m, v), reps))
                 cells[n].append(
-                    timed(lambda m=matrix, v=queries: top20_batch(m, v), max(5, reps // 4))
+                    timed(
+                        lambda m=matrix, v=queries, o=out: top20_batch(m, v, o),
+                        max(5, reps // 4),
+                    )
                 )
         except ImportError:
             cells[n] += [None, None]
+        expected = np.stack([top20_one(matrix, v) for v in queries])
+        assert (top20_batch(matrix, queries, out) == expected).all(), "batch and one disagree"
     if faiss is not None:
         for n, (matrix, queries, reps) in data.items():
             q = queries[0].copy()
@@ -292,30 +325,66 @@ def speed(repeat: int, quality_state: State | None) -> None:
         t = [f"{c[0]:,.0f} ({c[1]:,.0f})" if c else "-" for c in row]
         print(f"{n:>8,}{t[0]:>18}{t[1]:>18}{t[2]:>20}{t[3]:>20}{t[4]:>18}{t[5]:>20}")
 
-    index, questions, _ = quality_state or setup()
+    questions = quality_state[1] if quality_state else load_questions(bfcl_data_dir())
+    end_to_end(questions, repeat)
+
+
+def end_to_end(questions: list[tuple[str, str, str]], repeat: int) -> None:
+    """Query embedding + ranking + trace on a 1,000-tool surface, the runtime's way (the product
+    in the embedder's torch pool) and with the product in numpy, in alternating blocks."""
     from harnessc.runtime.embedding import load_query_embedder
 
+    data = bfcl_data_dir()
+    docs = load_pool(data, (*POOL_FILES, SPEED_EXTRA_FILE))[:SURFACE_SIZE]
+    matrix, ids = pool_embeddings(docs)
     embedder = load_query_embedder()
-    surface = list(index.tool_ids[:1000])
-    queries_text = [q for _, q, _ in questions][: max(50, min(repeat, len(questions)))]
-    for text in queries_text[:5]:
-        embedder(text)  # warm up
-    embed_t, rank_t, total_t = [], [], []
-    for text in queries_text:
-        t0 = time.perf_counter()
-        qv = embedder(text)
-        t1 = time.perf_counter()
-        index.expose(surface, text, limit=20, query_vector=qv)
-        t2 = time.perf_counter()
-        embed_t.append(t1 - t0)
-        rank_t.append(t2 - t1)
-        total_t.append(t2 - t0)
-    ms = [statistics.median(x) * 1e3 for x in (embed_t, rank_t, total_t)]
+    runtime_index = ExposureIndex(docs, matrix, ids, embedder=embedder)
+    numpy_index = ExposureIndex(docs, matrix, ids)  # no embedder: the product runs in numpy
+    surface = list(runtime_index.tool_ids)
+    tokenizer = embedder.model.tokenizer
+    texts = [q for _, q, _ in questions][: max(50, min(repeat, len(questions)))]
+    tokens = [len(tokenizer(t)["input_ids"]) for t in texts]
+    variants = {"runtime (product in torch)": runtime_index, "product in numpy": numpy_index}
+    times: dict[str, tuple[list[float], list[float], list[float]]] = {
+        name: ([], [], []) for name in variants
+    }
+    tokenize_t = []
+    for text in texts:
+        started = time.perf_counter()
+        tokenizer([text], return_tensors="pt")
+        tokenize_t.append(time.perf_counter() - started)
+    # each variant runs all questions in a block (a numpy product leaves OpenBLAS's workers
+    # spinning into whatever runs next), and the blocks alternate twice to share the load
+    for _ in range(2):
+        for name, index in variants.items():
+            for text in texts[:5]:  # warm up
+                index.expose(surface, text, limit=20, query_vector=embedder(text))
+            embed_t, rank_t, total_t = times[name]
+            for text in texts:
+                t0 = time.perf_counter()
+                qv = embedder(text)
+                t1 = time.perf_counter()
+                index.expose(surface, text, limit=20, query_vector=qv)
+                t2 = time.perf_counter()
+                embed_t.append(t1 - t0)
+                rank_t.append(t2 - t1)
+                total_t.append(t2 - t0)
     print(
-        f"\nend-to-end exposure, 1,000-tool BFCL surface, {len(queries_text)} questions "
-        f"(median ms): query embedding {ms[0]:.2f} + ranking and trace {ms[1]:.2f} "
-        f"= {ms[2]:.2f}"
+        f"\nend-to-end exposure, {len(surface):,}-tool BFCL surface, {len(texts)} questions "
+        f"(median {statistics.median(tokens):.0f} tokens, at most {max(tokens)}), "
+        f"two alternating blocks per variant; threads: {thread_settings()}"
     )
+    print(
+        f"tokenizer alone: median {statistics.median(tokenize_t) * 1e3:.2f} ms "
+        f"(part of the query embedding)"
+    )
+    print(
+        f"{'ms, median (best)':<28}{'query embedding':>18}{'ranking and trace':>20}"
+        f"{'end-to-end':>16}"
+    )
+    for name, columns in times.items():
+        cells = [f"{statistics.median(c) * 1e3:.2f} ({min(c) * 1e3:.2f})" for c in columns]
+        print(f"{name:<28}{cells[0]:>18}{cells[1]:>20}{cells[2]:>16}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -324,7 +393,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--speed", action="store_true", help="only the speed tables")
     parser.add_argument("--tune", action="store_true", help="sweep the hybrid weight")
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument(
+        "--torch-threads", type=int, help="torch's intra-op threads (default: the runtime's)"
+    )
     args = parser.parse_args(argv)
+    if args.torch_threads is not None:
+        from harnessc.runtime.embedding import load_query_embedder
+
+        load_query_embedder(threads=args.torch_threads)  # the model is loaded once per process
     both = not (args.quality or args.speed)
     state = None
     if args.quality or args.tune or both:

@@ -195,6 +195,37 @@ def cmd_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_workflow(args: argparse.Namespace) -> int:
+    # the runtime's own operator view: each run carries its workflow's IR, so no spec is read
+    from harnessc.runtime.workflows import WorkflowError, Workflows, render_run
+
+    try:
+        ops = Workflows.operator(args.store)
+    except WorkflowError as error:
+        sys.stderr.write(f"harnessc: {error.message}\n")
+        return EXIT_USAGE
+    try:
+        if args.action == "list":
+            out: object = ops.list()
+        elif args.action == "show":
+            out = ops.status(args.id)
+        elif args.action == "decide":
+            by = {"user": args.by, "roles": args.role or []}
+            out = ops.decide(args.id, args.gate, args.option, by=by).to_dict()
+        else:
+            out = ops.cancel(args.id)
+    except WorkflowError as error:
+        if args.format == "json":
+            print(json.dumps({"error": error.to_dict()}, indent=2))
+        else:
+            sys.stderr.write(f"error[{error.code}]: {error.message}\n")
+        return EXIT_ERRORS
+    finally:
+        ops.close()
+    print(json.dumps(out, indent=2) if args.format == "json" else render_run(args.action, out))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harnessc",
@@ -267,6 +298,28 @@ def build_parser() -> argparse.ArgumentParser:
     test.add_argument("-k", metavar="PATTERN", help="run only tests whose name contains PATTERN")
     test.add_argument("--format", choices=FORMATS, default="human")
     test.set_defaults(run=cmd_test)
+
+    workflow = sub.add_parser("workflow", help="list, show, decide and cancel durable workflows")
+    actions = workflow.add_subparsers(dest="action", required=True, metavar="ACTION")
+    wf_list = actions.add_parser("list", help="every run with its status and waiting gates")
+    wf_show = actions.add_parser("show", help="one run: steps, gates, artifacts")
+    wf_show.add_argument("id", metavar="ID")
+    wf_decide = actions.add_parser("decide", help="decide a waiting gate as a person")
+    wf_decide.add_argument("id", metavar="ID")
+    wf_decide.add_argument("gate", metavar="GATE")
+    wf_decide.add_argument("option", metavar="OPTION")
+    wf_decide.add_argument("--by", required=True, metavar="USER", help="who decides")
+    wf_decide.add_argument(
+        "--role", action="append", metavar="ROLE", help="a role of the decider (repeatable)"
+    )
+    wf_cancel = actions.add_parser("cancel", help="cancel a run")
+    wf_cancel.add_argument("id", metavar="ID")
+    for action in (wf_list, wf_show, wf_decide, wf_cancel):
+        action.add_argument(
+            "--store", required=True, metavar="URL", help="sqlite:///PATH or postgresql://…"
+        )
+        action.add_argument("--format", choices=("human", "json"), default="human")
+    workflow.set_defaults(run=cmd_workflow)
     return parser
 
 

@@ -173,6 +173,7 @@ def build(
         ", ".join(shown),
         codegen.lint_suppressions(result.resolution),
         embeddings,
+        analysis=result.analysis,
     )
     built.package = plan.package
     built.files = codegen.render_plan(plan)

@@ -32,6 +32,7 @@ __all__ = [
     "render_run",
     "run_spec_tests",
     "run_test_files",
+    "split_facts",
 ]
 
 
@@ -97,15 +98,16 @@ def _no_policy(test: SpecTest, item: s.Test, root_policies: list[str]) -> Diagno
 # Running tests
 
 
-def call_of(spec: Spec, test: SpecTest) -> CallContext:
-    """The frozen call a test describes. In `facts`, a declared connection or runtime set to
-    `true` is up (`connected(c)`, `running(r)`); lists under `connected`/`running` work too."""
-    facts: dict[str, Any] = {}
+def split_facts(spec: Spec, test: SpecTest) -> tuple[dict[str, Any], set[str], set[str]]:
+    """A test's `facts` split into declared fact values, the connections that are up and the
+    runtimes that are running: a declared connection or runtime set to `true` is up
+    (`connected(c)`, `running(r)`); lists under `connected`/`running` work too."""
+    values: dict[str, Any] = {}
     connected: set[str] = set()
     running: set[str] = set()
     for key, value in (test.facts or {}).items():
         if key in spec.facts:
-            facts[key] = value
+            values[key] = value
         elif key in spec.connections and key not in spec.runtimes:
             if value is True:
                 connected.add(key)
@@ -115,7 +117,14 @@ def call_of(spec: Spec, test: SpecTest) -> CallContext:
         elif key in ("connected", "running") and isinstance(value, list):
             (connected if key == "connected" else running).update(str(v) for v in value)
         else:
-            facts[key] = value
+            values[key] = value
+    return values, connected, running
+
+
+def call_of(spec: Spec, test: SpecTest) -> CallContext:
+    """The frozen call a test describes. In `facts`, a declared connection or runtime set to
+    `true` is up (`connected(c)`, `running(r)`); lists under `connected`/`running` work too."""
+    facts, connected, running = split_facts(spec, test)
     execution = dict(test.execution or {})
     tool_call_id = execution.get("tool_call_id")
     return CallContext(

@@ -15,16 +15,21 @@ See docs/runtime.md for the guide.
 
 - Harness, HarnessError: the facade (runtime/harness.py)
 - Session, surface_tools: sessions, delegation and skills (runtime/sessions.py)
-- Facts, McpState, Availability, ToolAvailability, AvailabilityChecker: availability
+- Facts, McpState, Availability, ToolAvailability, AvailabilityChecker, AvailabilityRefusal:
+  availability (an `unavailable` refusal lists the failed conditions)
 - PendingCall, Refusal, REFUSAL_CODES, Validator, ToolNames, thaw: normalize
 - Decision, CallContext, PolicyEngine: compiled decisions (runtime/policy.py)
 - ApprovalRequest, ApprovalGrant, ApprovalOutcome, ApprovalError: approvals
-- Result, Outcome, ExecutorContext: executors
+- Result, Outcome, Accepted, ExecutorContext: executors (Accepted: asynchronous work)
 - Evidence, EvidenceItem: evidence
 - Exposure, ExposureTrace: exposure
 - Execution, input_hash, canonical_json: canonical identity of a call
-- Action, ActionState, IllegalTransitionError: the action lifecycle
+- Action, ActionState, ActionError, IllegalTransitionError: the action lifecycle
+- FunctionCalling, ToolCall, AdapterError, openai_tool, openai_responses_tool, anthropic_tool,
+  input_schema, tool_description: OpenAI and Anthropic function-calling adapters
 - EventStore, SQLiteStore, MemoryStore, Event, Verification, Projections: the event log
+- PostgresStore: the event log on PostgreSQL (runtime/pgstore.py; needs psycopg)
+- Workflows, WorkflowError, GateOutcome: durable workflows (runtime/workflows.py; needs dbos)
 - Spec: the compiled model
 """
 
@@ -35,14 +40,18 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "REFUSAL_CODES",
+    "Accepted",
     "Action",
+    "ActionError",
     "ActionState",
+    "AdapterError",
     "ApprovalError",
     "ApprovalGrant",
     "ApprovalOutcome",
     "ApprovalRequest",
     "Availability",
     "AvailabilityChecker",
+    "AvailabilityRefusal",
     "CallContext",
     "Decision",
     "Event",
@@ -54,6 +63,8 @@ __all__ = [
     "Exposure",
     "ExposureTrace",
     "Facts",
+    "FunctionCalling",
+    "GateOutcome",
     "Harness",
     "HarnessError",
     "IllegalTransitionError",
@@ -62,6 +73,7 @@ __all__ = [
     "Outcome",
     "PendingCall",
     "PolicyEngine",
+    "PostgresStore",
     "Projections",
     "Refusal",
     "Result",
@@ -69,25 +81,37 @@ __all__ = [
     "Session",
     "Spec",
     "ToolAvailability",
+    "ToolCall",
     "ToolNames",
     "Validator",
     "Verification",
+    "WorkflowError",
+    "Workflows",
+    "anthropic_tool",
     "canonical_json",
     "input_hash",
+    "input_schema",
+    "openai_responses_tool",
+    "openai_tool",
     "surface_tools",
     "thaw",
+    "tool_description",
 ]
 
 _WHERE = {
     "REFUSAL_CODES": "normalize",
+    "Accepted": "executors",
     "Action": "lifecycle",
+    "ActionError": "lifecycle",
     "ActionState": "lifecycle",
+    "AdapterError": "adapters",
     "ApprovalError": "approvals",
     "ApprovalGrant": "approvals",
     "ApprovalOutcome": "approvals",
     "ApprovalRequest": "approvals",
     "Availability": "availability",
     "AvailabilityChecker": "availability",
+    "AvailabilityRefusal": "availability",
     "CallContext": "policy",
     "Decision": "policy",
     "Event": "events",
@@ -99,6 +123,8 @@ _WHERE = {
     "Exposure": "exposure",
     "ExposureTrace": "exposure",
     "Facts": "availability",
+    "FunctionCalling": "adapters",
+    "GateOutcome": "workflows",
     "Harness": "harness",
     "HarnessError": "harness",
     "IllegalTransitionError": "lifecycle",
@@ -107,6 +133,7 @@ _WHERE = {
     "Outcome": "executors",
     "PendingCall": "normalize",
     "PolicyEngine": "policy",
+    "PostgresStore": "pgstore",
     "Projections": "projections",
     "Refusal": "normalize",
     "Result": "executors",
@@ -114,31 +141,58 @@ _WHERE = {
     "Session": "sessions",
     "Spec": "model",
     "ToolAvailability": "availability",
+    "ToolCall": "adapters",
     "ToolNames": "normalize",
     "Validator": "normalize",
     "Verification": "store",
+    "WorkflowError": "workflows",
+    "Workflows": "workflows",
+    "anthropic_tool": "adapters",
     "canonical_json": "canonical",
     "input_hash": "canonical",
+    "input_schema": "adapters",
+    "openai_responses_tool": "adapters",
+    "openai_tool": "adapters",
     "surface_tools": "sessions",
     "thaw": "normalize",
+    "tool_description": "adapters",
 }
 
 if TYPE_CHECKING:
+    from .adapters import (
+        AdapterError,
+        FunctionCalling,
+        ToolCall,
+        anthropic_tool,
+        input_schema,
+        openai_responses_tool,
+        openai_tool,
+        tool_description,
+    )
     from .approvals import ApprovalError, ApprovalGrant, ApprovalOutcome, ApprovalRequest
-    from .availability import Availability, AvailabilityChecker, Facts, McpState, ToolAvailability
+    from .availability import (
+        Availability,
+        AvailabilityChecker,
+        AvailabilityRefusal,
+        Facts,
+        McpState,
+        ToolAvailability,
+    )
     from .canonical import Execution, canonical_json, input_hash
     from .events import Event
     from .evidence import Evidence, EvidenceItem
-    from .executors import ExecutorContext, Outcome, Result
+    from .executors import Accepted, ExecutorContext, Outcome, Result
     from .exposure import Exposure, ExposureTrace
     from .harness import Harness, HarnessError
-    from .lifecycle import Action, ActionState, IllegalTransitionError
+    from .lifecycle import Action, ActionError, ActionState, IllegalTransitionError
     from .model import Spec
     from .normalize import REFUSAL_CODES, PendingCall, Refusal, ToolNames, Validator, thaw
+    from .pgstore import PostgresStore
     from .policy import CallContext, Decision, PolicyEngine
     from .projections import Projections
     from .sessions import Session, surface_tools
     from .store import EventStore, MemoryStore, SQLiteStore, Verification
+    from .workflows import GateOutcome, WorkflowError, Workflows
 
 
 def __getattr__(name: str) -> Any:

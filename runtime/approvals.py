@@ -30,7 +30,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .availability import condition_text
@@ -306,8 +306,9 @@ def _reversibility(tool: Tool, view: Mapping[str, Any]) -> str:
 class Approvals:
     """The approval requests and grants of one harness, every change recorded as events.
 
-    Requests and grants live in memory for matching and in the store for audit and rebuilds
-    (`projections.Projections` folds the same events).
+    Requests and grants live in memory for matching and in the store, which is the truth:
+    `restore` rebuilds them from `projections.Projections` (the same events folded), so a
+    harness in a new process answers the requests and honours the grants of an earlier one.
     """
 
     def __init__(self, store: EventStore, clock: Clock) -> None:
@@ -475,6 +476,8 @@ class Approvals:
                 by=by,
                 selector=grant.selector.text if grant.selector else None,
                 condition=condition_text(grant.condition) if grant.condition else None,
+                # the grant as declared, so another process rebuilds exactly what it matches
+                grant=spec.model_dump(mode="json", exclude_none=True),
             )
         )
         with self._lock:
@@ -491,10 +494,15 @@ class Approvals:
         tool: Tool | None,
         context: Any = None,
         facts: Mapping[str, Any] | None = None,
+        own_rule: bool = False,
     ) -> ApprovalGrant | None:
-        """The first active grant that authorises `pending` (whose decision is an ASK)."""
+        """The first active grant that authorises `pending` (whose decision is an ASK by
+        `rule`). With `own_rule`, only a grant issued for that rule counts, even a `once` grant
+        (when several policies ask about one call, each ASK needs its own approval)."""
         now = self.clock()
         for grant in list(self.grants.values()):
+            if own_rule and (grant.rule, grant.policy) != (rule, policy):
+                continue
             if grant.matches(
                 pending,
                 rule=rule,
@@ -507,6 +515,41 @@ class Approvals:
             ):
                 return grant
         return None
+
+    # -- restart ------------------------------------------------------------------------------
+
+    def restore(self, views: Any, path_facts: frozenset[str] = frozenset()) -> None:
+        """Bring requests and grants up to date with folded events (`Projections`): add the
+        ones this process has not seen, and take over statuses changed elsewhere (a request
+        answered, a grant spent or revoked). A restored request has no `pending` call until
+        its session is resumed (`attach`)."""
+        with self._lock:
+            for view in views.approvals.values():
+                known = self.requests.get(view.approval_id)
+                if known is None:
+                    self.requests[view.approval_id] = _request_of(view)
+                elif known.status == "pending" and view.status != "pending":
+                    self.requests[view.approval_id] = replace(known, status=view.status)
+            for view in views.grants.values():
+                grant = self.grants.get(view.grant_id)
+                if grant is None:
+                    self.grants[view.grant_id] = _grant_of(view, path_facts)
+                elif grant.status == "active" and view.status != "active":
+                    self.grants[view.grant_id] = replace(grant, status=view.status)
+
+    def attach(self, request_id: str, pending: PendingCall) -> ApprovalRequest:
+        """Give a restored request its frozen call (same tool, tool_call_id and input hash)."""
+        with self._lock:
+            req = self.get(request_id)
+            if (req.tool_id, req.tool_call_id, req.input_hash) != (
+                pending.tool_id,
+                pending.tool_call_id,
+                pending.input_hash,
+            ):
+                raise ValueError(f"`{pending.tool_call_id}` is not the call of `{request_id}`")
+            req = replace(req, pending=pending)
+            self.requests[request_id] = req
+            return req
 
     def use(self, grant: ApprovalGrant, stream: str, tool_call_id: str) -> None:
         """Record that a grant authorised a call; a `once` grant is spent."""
@@ -529,3 +572,67 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
+
+
+def _request_of(view: Any) -> ApprovalRequest:
+    p = view.requested
+    return ApprovalRequest(
+        request_id=view.approval_id,
+        session_id=view.stream,
+        decision_id=p.get("decision_id"),
+        tool_id=view.tool_id or "",
+        tool_call_id=view.tool_call_id or "",
+        input_hash=view.input_hash or "",
+        what=p.get("what") or "",
+        why=p.get("why") or "",
+        rule=p.get("rule"),
+        policy=p.get("policy") or "",
+        as_whom=p.get("as_whom") or {},
+        on_what=p.get("on_what") or {},
+        impact=p.get("impact") or {},
+        arguments=p.get("arguments") or {},
+        execution=p.get("execution") or {},
+        reversibility=p.get("reversibility") or "",
+        scope=p.get("scope") or {},
+        approvers=tuple(Approver(kind=a["kind"], value=a["value"]) for a in view.approvers),
+        requested_at=_parse_time(view.requested_at),
+        task_id=p.get("task_id"),
+        status=view.status,
+    )
+
+
+def _grant_of(view: Any, path_facts: frozenset[str]) -> ApprovalGrant:
+    p = view.issued
+    declared = p.get("grant")
+    spec = Grant.model_validate(declared) if isinstance(declared, dict) else None
+    status = view.status
+    if view.scope == "class" and spec is None:
+        status = "revoked"  # recorded without its declaration: what it matches is unknown
+    selector = spec.selector if spec is not None and view.scope == "class" else None
+    condition = spec.condition if spec is not None and view.scope == "class" else None
+    check = None
+    if condition is not None:
+        check = compile_conditions({"c": condition}, path_facts)["c"]
+    return ApprovalGrant(
+        grant_id=view.grant_id,
+        scope=view.scope,
+        tool_id=view.tool_id,
+        expires_at=_parse_time(view.expires_at),
+        tool_call_id=view.tool_call_id,
+        input_hash=view.input_hash,
+        task_id=view.task_id,
+        rule=p.get("rule"),
+        policy=p.get("policy"),
+        selector=selector,
+        condition=condition,
+        approval_id=p.get("approval_id"),
+        by=p.get("by"),
+        status=status,
+        check=check,
+    )
+
+
+def _parse_time(text: str | None) -> datetime:
+    if not text:
+        return datetime.min.replace(tzinfo=UTC)
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -37,16 +37,20 @@ from .model import (
     Spec,
     Tool,
 )
+from .normalize import Refusal
 
 __all__ = [
     "MCP_CONDITIONS",
     "Availability",
     "AvailabilityChecker",
+    "AvailabilityRefusal",
     "Facts",
     "McpState",
     "ToolAvailability",
     "condition_text",
     "explain_failure",
+    "failed_condition",
+    "unavailable_refusal",
 ]
 
 MCP_CONDITIONS: tuple[str, ...] = (
@@ -112,15 +116,59 @@ class Facts:
 
 @dataclass(frozen=True, slots=True)
 class ToolAvailability:
-    """One tool's availability and, when unavailable, every reason (the first is `reason`)."""
+    """One tool's availability and, when unavailable, every reason (the first is `reason`).
+
+    `conditions[i]` is the condition that `reasons[i]` explains, as the spec or language.md §8
+    names it (`connected(change_platform)`, `agent access switched on`).
+    """
 
     tool: str
     available: bool
     reasons: tuple[str, ...] = ()
+    conditions: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str | None:
         return self.reasons[0] if self.reasons else None
+
+    @property
+    def failed(self) -> tuple[tuple[str, str], ...]:
+        """`(condition, reason)` for every failed condition."""
+        return tuple(zip(self.conditions, self.reasons, strict=False))
+
+
+@dataclass(frozen=True, slots=True)
+class AvailabilityRefusal(Refusal):
+    """The refusal of a call to a tool that is unavailable under the session's facts (code
+    `unavailable`): `conditions` lists every failed condition with its reason, as
+    `(condition, reason)`. Availability is a layer of its own: a tool the planner could name is
+    not a tool that may run.
+
+    >>> r = AvailabilityRefusal("unavailable", "`t` is unavailable", conditions=(("c", "r"),))
+    >>> r.to_dict()["conditions"]
+    [{'condition': 'c', 'reason': 'r'}]
+    """
+
+    conditions: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = Refusal.to_dict(self)
+        out["conditions"] = [{"condition": c, "reason": r} for c, r in self.conditions]
+        return out
+
+
+def unavailable_refusal(
+    entry: ToolAvailability, name: str | None = None, tool_call_id: str | None = None
+) -> AvailabilityRefusal:
+    """The `unavailable` refusal of a call to the unavailable tool `entry` describes."""
+    return AvailabilityRefusal(
+        "unavailable",
+        f"`{entry.tool}` is unavailable now: " + "; ".join(entry.reasons),
+        None,
+        name if name is not None else entry.tool,
+        tool_call_id,
+        conditions=entry.failed,
+    )
 
 
 @dataclass(frozen=True)
@@ -161,20 +209,43 @@ class AvailabilityChecker:
         return Availability(out)
 
     def tool(self, tool: Tool, facts: Facts, ctx: Any = None) -> ToolAvailability:
-        reasons: list[str] = []
+        """One tool's availability under `facts`, with every failed condition and its reason."""
+        failed: list[tuple[str, str]] = []
         if tool.kind == "mcp":
-            reasons.extend(self._mcp_reasons(tool, facts))
+            failed.extend(self._mcp_reasons(tool, facts))
         if tool.kind == "dynamic" and tool.provided_by:
             provider = tool.provided_by
             if provider in self.spec.runtimes and provider not in facts.running:
-                reasons.append(f"the runtime `{provider}` that provides it is not running")
+                failed.append(
+                    (
+                        f"running({provider})",
+                        f"the runtime `{provider}` that provides it is not running",
+                    )
+                )
             elif provider in self.spec.connections and provider not in facts.connected:
-                reasons.append(f"the connection `{provider}` that provides it is not connected")
+                failed.append(
+                    (
+                        f"connected({provider})",
+                        f"the connection `{provider}` that provides it is not connected",
+                    )
+                )
         fn = self._compiled.get(tool.id)
         if fn is not None and not fn(ctx or _Ctx(facts), {}, {}, facts.values):
             assert tool.requires is not None
-            reasons.append(explain_failure(tool.requires, self._scope(facts)))
-        return ToolAvailability(tool.id, not reasons, tuple(dict.fromkeys(reasons)))
+            scope = self._scope(facts)
+            failed.append(
+                (
+                    condition_text(failed_condition(tool.requires, scope)),
+                    explain_failure(tool.requires, scope),
+                )
+            )
+        if not failed:
+            return ToolAvailability(tool.id, True)
+        # one reason per condition: a dynamic tool's provider may also be in its `requires`
+        unique: dict[str, str] = {}
+        for condition, reason in failed:
+            unique.setdefault(condition, reason)
+        return ToolAvailability(tool.id, False, tuple(unique.values()), tuple(unique))
 
     def _scope(self, facts: Facts) -> Scope:
         return Scope(
@@ -184,37 +255,65 @@ class AvailabilityChecker:
             path_facts=self.path_facts,
         )
 
-    def _mcp_reasons(self, tool: Tool, facts: Facts) -> list[str]:
+    def _mcp_reasons(self, tool: Tool, facts: Facts) -> list[tuple[str, str]]:
         server = tool.mcp_server or tool.id.split(":")[1]
+        (enabled, transport, disclaimer, discovery, access, registered) = MCP_CONDITIONS
         state = facts.mcp.get(server)
         if state is None:
-            return [f"the MCP server `{server}` is not configured (no state was given for it)"]
+            return [
+                (
+                    enabled,
+                    f"the MCP server `{server}` is not configured (no state was given for it)",
+                )
+            ]
         name = tool.id.split(":", 3)[3] if tool.id.count(":") >= 3 else tool.id
-        reasons: list[str] = []
+        reasons: list[tuple[str, str]] = []
         if not state.enabled:
-            reasons.append(f"the MCP server `{server}` is not enabled")
+            reasons.append((enabled, f"the MCP server `{server}` is not enabled"))
         elif not state.connected:
-            reasons.append(f"the MCP server `{server}` is not connected")
+            reasons.append((enabled, f"the MCP server `{server}` is not connected"))
         declared = self.spec.mcp_servers.get(server)
         if not state.transport_valid:
-            transport = f" `{declared.transport}`" if declared is not None else ""
-            reasons.append(f"the transport{transport} of the MCP server `{server}` is not valid")
+            shown = f" `{declared.transport}`" if declared is not None else ""
+            reasons.append(
+                (transport, f"the transport{shown} of the MCP server `{server}` is not valid")
+            )
         if not state.disclaimer_accepted:
-            reasons.append(f"the user has not accepted the disclaimer of the MCP server `{server}`")
+            reasons.append(
+                (
+                    disclaimer,
+                    f"the user has not accepted the disclaimer of the MCP server `{server}`",
+                )
+            )
         discovered = state.discovered.get(name)
         if discovered is None:
-            reasons.append(f"the MCP server `{server}` did not discover the tool `{name}`")
+            reasons.append(
+                (discovery, f"the MCP server `{server}` did not discover the tool `{name}`")
+            )
         elif _schema_shape(discovered) != self._declared_schemas.get(tool.id):
             reasons.append(
-                f"the discovered schema of `{name}` differs from the declared one: "
-                + _schema_difference(self._declared_schemas.get(tool.id), _schema_shape(discovered))
+                (
+                    discovery,
+                    f"the discovered schema of `{name}` differs from the declared one: "
+                    + _schema_difference(
+                        self._declared_schemas.get(tool.id), _schema_shape(discovered)
+                    ),
+                )
             )
         if not state.agent_access:
             reasons.append(
-                f"the user has not switched on agent access for the MCP server `{server}`"
+                (
+                    access,
+                    f"the user has not switched on agent access for the MCP server `{server}`",
+                )
             )
         if state.registered is not None and tool.id not in state.registered:
-            reasons.append(f"the projected implementation of `{tool.id}` is no longer registered")
+            reasons.append(
+                (
+                    registered,
+                    f"the projected implementation of `{tool.id}` is no longer registered",
+                )
+            )
         return reasons
 
 
@@ -324,6 +423,22 @@ def _read(node: Any, scope: Scope) -> str | None:
     if value is None:
         return f"`{name}` was not supplied"
     return f"`{name}` is {json.dumps(value, default=str)}"
+
+
+def failed_condition(cond: Condition, scope: Scope) -> Condition:
+    """The sub-condition of a false condition that `explain_failure` explains: the first
+    false item of an `and`, else the condition itself.
+
+    >>> from harnessc.runtime.model import And, FactCall
+    >>> c = And(items=(FactCall(func="connected", name="a"), FactCall(func="running", name="b")))
+    >>> condition_text(failed_condition(c, Scope(connected=frozenset({"a"}))))
+    'running(b)'
+    """
+    if isinstance(cond, And):
+        for item in cond.items:
+            if not evaluate(item, scope):
+                return failed_condition(item, scope)
+    return cond
 
 
 def explain_failure(cond: Condition, scope: Scope) -> str:

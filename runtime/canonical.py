@@ -12,6 +12,11 @@ two different arguments could hash alike — send such numbers as strings).
 '{"a":"é\\\\n","b":[1,0,1e+21]}'
 >>> input_hash("fs.read", 1, {"path": "a"}) == input_hash("fs.read", 1, {"path": "a"}, {})
 True
+
+Values made only of the common types (exact `dict` with ASCII keys, `list`, `tuple`, `str`,
+`bool`, `None`, safe integers, and floats that Python and ECMAScript both write positionally) are
+written by the C JSON encoder, whose output for them is byte for byte the canonical form; every
+other value takes the reference writer below, which also names the location of any refusal.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ __all__ = [
     "canonical_bytes",
     "canonical_json",
     "canonicalize_text",
+    "execution_json",
     "format_number",
     "input_hash",
+    "input_hash_from_json",
     "json_string",
     "parse_json",
     "sha256_hex",
@@ -61,7 +68,7 @@ def canonical_json(value: Any) -> str:
     >>> canonical_json({"z": 1, "a": [True, None, 0.5]})
     '{"a":[true,null,0.5],"z":1}'
     """
-    text = _serialize(value)
+    text = _fast(value) if _plain(value) else _serialize(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
@@ -72,7 +79,7 @@ def canonical_json(value: Any) -> str:
 def canonical_bytes(value: Any) -> bytes:
     """`canonical_json(value)` as UTF-8 bytes: what hashes are computed over."""
     try:
-        return _serialize(value).encode("utf-8")
+        return (_fast(value) if _plain(value) else _serialize(value)).encode("utf-8")
     except UnicodeEncodeError as err:
         raise CanonicalError("a string contains a lone surrogate") from err
 
@@ -161,21 +168,161 @@ def input_hash(
     >>> a == input_hash("shell.run", 2, {"cmd": "ls"}, {"cwd": "/tmp"})
     False
     """
-    params = execution.as_dict() if isinstance(execution, Execution) else dict(execution or {})
-    unknown = sorted(set(params) - set(EXECUTION_FIELDS))
+    params = _params(execution)
+    if _plain(args):
+        try:
+            return input_hash_from_json(
+                tool_id, tool_version, _fast(args), execution_json(execution)
+            )
+        except CanonicalError:
+            pass  # a lone surrogate, an odd number or version: the reference says where
+    document = {"tool": tool_id, "version": tool_version, "args": args, "execution": params}
+    return sha256_hex(document)
+
+
+def _params(execution: Execution | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The execution parameters that are set, as a dict; unknown ones refused."""
+    if execution is None or execution is _NO_EXECUTION:
+        return {}
+    if isinstance(execution, Execution):
+        params: dict[str, Any] = {}
+        if execution.command is not None:
+            params["command"] = execution.command
+        if execution.cwd is not None:
+            params["cwd"] = execution.cwd
+        if execution.env is not None:
+            env = execution.env
+            params["env"] = env if type(env) is dict else dict(env)
+        if execution.timeout_ms is not None:
+            params["timeout_ms"] = execution.timeout_ms
+        if execution.target is not None:
+            params["target"] = execution.target
+        return params
+    unknown = sorted(set(execution) - set(EXECUTION_FIELDS))
     if unknown:
         raise CanonicalError(f"unknown execution parameter `{unknown[0]}`", "$.execution")
-    document = {
-        "tool": tool_id,
-        "version": tool_version,
-        "args": args,
-        "execution": {k: v for k, v in params.items() if v is not None},
-    }
-    return sha256_hex(document)
+    return {k: v for k, v in execution.items() if v is not None}
+
+
+def execution_json(execution: Execution | Mapping[str, Any] | None) -> str:
+    """The canonical JSON of the execution parameters that are set (`None` ones are left out).
+
+    >>> execution_json(Execution(timeout_ms=500, cwd="/repo"))
+    '{"cwd":"/repo","timeout_ms":500}'
+    """
+    if execution is None or execution is _NO_EXECUTION:
+        return "{}"
+    cacheable = type(execution) is Execution and _immutable(execution)
+    if cacheable:
+        text = execution.__dict__.get("_json")
+        if text is not None:
+            return text  # type: ignore[no-any-return]
+    try:
+        text = canonical_json(_params(execution))
+    except CanonicalError as err:
+        raise err.inside(".execution") from None
+    if cacheable:
+        # an application reuses one Execution for many calls; kept outside the fields, so
+        # equality, hashing and `replace` ignore it
+        execution.__dict__["_json"] = text
+    return text
+
+
+def _immutable(execution: Execution) -> bool:
+    """Whether every parameter is immutable (no env mapping, no list), so its text can be kept."""
+    command = execution.command
+    return execution.env is None and (
+        command is None
+        or type(command) is str
+        or (type(command) is tuple and all(type(c) is str for c in command))
+    )
+
+
+def input_hash_from_json(tool_id: str, tool_version: int, args_json: str, execution: str) -> str:
+    """`input_hash` given the canonical JSON of the arguments and of the execution parameters
+    (`execution_json`): the document's keys `args`, `execution`, `tool`, `version` are already
+    in canonical order, so its text is assembled, not serialized again.
+
+    >>> input_hash_from_json("t", 1, '{"a":1}', "{}") == input_hash("t", 1, {"a": 1.0})
+    True
+    """
+    if type(tool_version) is int and -MAX_SAFE_INTEGER <= tool_version <= MAX_SAFE_INTEGER:
+        version = str(tool_version)
+    else:
+        try:
+            version = canonical_json(tool_version)
+        except CanonicalError as err:
+            raise err.inside(".version") from None
+    text = (
+        '{"args":'
+        + args_json
+        + ',"execution":'
+        + execution
+        + ',"tool":'
+        + _string(tool_id)
+        + ',"version":'
+        + version
+        + "}"
+    )
+    try:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError as err:
+        raise CanonicalError("a string contains a lone surrogate") from err
+
+
+_NO_EXECUTION = Execution()
 
 
 # ---------------------------------------------------------------------------------------------
 # Serialization
+
+
+def _plain(value: Any) -> bool:
+    """Whether the C JSON encoder (`_fast`) writes `value` exactly as canonical JSON does:
+    strings, booleans, null, safe integers, finite floats whose shortest form is positional and
+    not integral, lists, tuples, and exact dicts with ASCII keys (whose code point order is their
+    UTF-16 order)."""
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if t is float:
+        if value != value or value in (_INF, -_INF):
+            return False
+        r = repr(value)
+        return "e" not in r and not r.endswith(".0")
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str or not k.isascii() or not _plain(v):
+                return False
+        return True
+    if t is list or t is tuple:
+        return all(_plain(v) for v in value)
+    return False
+
+
+_INF = float("inf")
+
+
+def _not_plain(value: Any) -> Any:
+    raise TypeError(f"a value of type `{type(value).__name__}` is not plain JSON")
+
+
+if json.encoder.c_make_encoder is not None:  # type: ignore[attr-defined]
+    # the encoder json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False) builds
+    # on every call, built once: markers None (no cycle check: `_plain` has walked the value)
+    _c_encode = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None, _not_plain, json.encoder.encode_basestring, None, ":", ",", True, False, True
+    )
+
+    def _fast(value: Any) -> str:
+        return "".join(_c_encode(value, 0))
+
+else:  # pragma: no cover - CPython always has the C encoder
+    _fast = json.JSONEncoder(
+        sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False
+    ).encode
 
 
 def _serialize(value: Any) -> str:

@@ -6,10 +6,13 @@ downloaded at run time. Without the extra, `load_query_embedder()` raises
 `EmbeddingUnavailableError` (an `ImportError`) with a message that says what to install, and the
 exposure ranker ranks lexically and notes why in its trace.
 
-Threads: the query embedding runs torch on one thread (`torch.set_num_threads(1)`), and the
-query-side product over the tool matrix runs in numpy. With both thread pools sized for the
-machine they contend for the same two cores, which doubled the time per query in an earlier
-measurement; one short sentence gains nothing from intra-op parallelism anyway.
+Threads, set deliberately: the query embedding runs torch on `TORCH_THREADS` (1) intra-op
+thread, and the query-side product over the tool matrix (`QueryEmbedder.scores`) runs in the
+same torch pool, so a query never wakes numpy's OpenBLAS pool as well: two pools sized for the
+machine spin against each other on its cores. One thread, because on a two-core machine where
+anything else is running, two torch threads made the median query several times slower than
+one; on idle cores they are faster (`load_query_embedder(threads=2)`; bench/exposure.py prints
+the settings it ran with and takes `--torch-threads`).
 
 >>> embedder = load_query_embedder()            # doctest: +SKIP
 >>> embedder("open a pull request").shape       # doctest: +SKIP
@@ -28,6 +31,7 @@ import numpy as np
 __all__ = [
     "EMBED_EXTRA_HINT",
     "MODEL_NAME",
+    "TORCH_THREADS",
     "EmbeddingUnavailableError",
     "QueryEmbedder",
     "embedding_status",
@@ -37,6 +41,8 @@ __all__ = [
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 EMBED_EXTRA_HINT = "install the embed extra: pip install 'harnessc[embed]'"
+TORCH_THREADS = 1
+"""torch's intra-op threads for the query embedding and the query-side product."""
 
 
 class EmbeddingUnavailableError(ImportError):
@@ -66,7 +72,7 @@ def _load_model() -> Any:
         raise EmbeddingUnavailableError(
             f"dense ranking is off: sentence-transformers is not installed; {EMBED_EXTRA_HINT}"
         ) from exc
-    torch.set_num_threads(1)
+    torch.set_num_threads(TORCH_THREADS)
     try:
         from transformers.utils import logging as hf_logging
 
@@ -75,14 +81,34 @@ def _load_model() -> Any:
         pass
     model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
     model.eval()
+    _drop_unused_pooler(model)
     return model
 
 
-class QueryEmbedder:
-    """Embeds queries (or tool texts) into L2-normalised float32 vectors of dimension 384."""
+def _drop_unused_pooler(model: Any) -> None:
+    # The sentence vector is the mean of the token vectors (`last_hidden_state`); BERT's pooler
+    # head would still run on every query for an output nothing reads.
+    first = model[0]
+    config = getattr(first, "modality_config", None) or {}
+    reads = config.get("text", {}).get("method_output_name")
+    auto = getattr(first, "auto_model", None)
+    if reads == "last_hidden_state" and getattr(auto, "pooler", None) is not None:
+        auto.pooler = None
 
-    def __init__(self) -> None:
+
+class QueryEmbedder:
+    """Embeds queries (or tool texts) into L2-normalised float32 vectors of dimension 384.
+
+    `threads` sets torch's intra-op threads for the process (default `TORCH_THREADS`); more than
+    one pays off only on cores nothing else is using.
+    """
+
+    def __init__(self, threads: int | None = None) -> None:
         self.model = _load_model()
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
         get_dimension = (
             getattr(self.model, "get_embedding_dimension", None)
             or self.model.get_sentence_embedding_dimension
@@ -99,7 +125,15 @@ class QueryEmbedder:
             features = self._preprocess([text])
             out = self.model.forward(features)["sentence_embedding"]
             out = torch.nn.functional.normalize(out, dim=1)
-        return out[0].numpy().astype(np.float32, copy=False)
+        return out[0].numpy()
+
+    def scores(self, matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """`matrix @ vector` (float32) in torch's thread pool, the one the query embedding just
+        used; the exposure ranker calls it for the query-side product instead of numpy's."""
+        import torch
+
+        with torch.inference_mode():
+            return torch.mv(_tensor(matrix), _tensor(vector)).numpy()
 
     def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """One row per text, float32, L2-normalised."""
@@ -116,9 +150,19 @@ class QueryEmbedder:
         return np.asarray(out, dtype=np.float32)
 
 
-def load_query_embedder() -> QueryEmbedder:
-    """The MiniLM query embedder; raises `EmbeddingUnavailableError` without the embed extra."""
-    return QueryEmbedder()
+def _tensor(array: np.ndarray) -> Any:
+    import torch
+
+    # from_numpy shares the memory; it wants a writable, contiguous float32 array
+    if array.dtype != np.float32 or not array.flags.c_contiguous or not array.flags.writeable:
+        array = np.array(array, dtype=np.float32, order="C")
+    return torch.from_numpy(array)
+
+
+def load_query_embedder(threads: int | None = None) -> QueryEmbedder:
+    """The MiniLM query embedder; raises `EmbeddingUnavailableError` without the embed extra.
+    `threads`: torch's intra-op threads, else `TORCH_THREADS`."""
+    return QueryEmbedder(threads)
 
 
 def embedding_status() -> tuple[bool, str]:

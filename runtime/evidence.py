@@ -42,6 +42,14 @@ class EvidenceItem:
     data: Any = None
     observation: str | None = None
     side_effect: bool | None = None
+    action_id: str | None = None
+    handle: str | None = None
+    """The external system's id for accepted (asynchronous) work."""
+    completed_by: str | None = None
+    """Who reported the result of accepted work."""
+    late: str | None = None
+    """`returned` / `raised` when an executor finished after its timeout, `completed` /
+    `failed` when a result came after the action was cancelled: never used as the result."""
     proves: str = ""
     positions: tuple[int, ...] = ()
 
@@ -91,6 +99,17 @@ def _find(
     return found
 
 
+def _by_action(
+    items: dict[tuple[str, str, str | None], dict[str, Any]], action_id: str | None
+) -> dict[str, Any] | None:
+    if not action_id:
+        return None
+    for item in items.values():
+        if item.get("action_id") == action_id:
+            return item
+    return None
+
+
 def _apply(
     items: dict[tuple[str, str, str | None], dict[str, Any]],
     approvals: dict[str, dict[str, Any]],
@@ -106,10 +125,15 @@ def _apply(
                 "tool_call_id": p["tool_call_id"],
                 "input_hash": p.get("input_hash"),
                 "state": p["to"],
+                "action_id": p.get("action_id"),
                 "positions": [event.position],
             }
             return
-        item = _find(items, event.stream, p["tool_call_id"])
+        # by action id when recorded: a reused tool_call_id with other arguments is another
+        # call, and the latest one is not necessarily the one moving
+        item = _by_action(items, p.get("action_id")) or _find(
+            items, event.stream, p["tool_call_id"]
+        )
         if item is None:
             return
         item["state"] = p["to"]
@@ -121,9 +145,19 @@ def _apply(
                 data=result.get("data"),
                 observation=result.get("observation"),
                 side_effect=result.get("side_effect"),
+                completed_by=result.get("completed_by"),
             )
+        if p.get("handle"):
+            item["handle"] = p["handle"]
         if p.get("grant_id"):
             item["grant_id"] = p["grant_id"]
+    elif t == "action.late_result":
+        item = _by_action(items, p.get("action_id")) or _find(
+            items, event.stream, p.get("tool_call_id") or ""
+        )
+        if item is not None:
+            item["late"] = p.get("outcome")
+            item["positions"].append(event.position)
     elif t == "decision":
         item = items.get(_key(event, p)) or _find(items, event.stream, p["tool_call_id"])
         if item is None:
@@ -173,10 +207,18 @@ def _proves(v: dict[str, Any]) -> str:
         return f"{tool} ran with input {str(v.get('input_hash'))[:12]}…{why}{shown}"
     if status == "partial":
         return f"{tool} ran{why} and did part of its work; the rest is not proven"
+    if status == "accepted":
+        handle = f" as `{v['handle']}`" if v.get("handle") else ""
+        return f"{tool} was accepted{handle}{why}; its result has not come: it proves nothing yet"
     if status == "unknown":
-        return (
-            f"{tool} was started{why} but its outcome is unknown; a side effect may have happened"
-        )
+        side = "a side effect may have happened" if v.get("side_effect") else "nothing changed"
+        late = ""
+        if v.get("late") in ("returned", "raised"):
+            late = f"; it {v['late']} after its timeout, unused"
+        elif v.get("late"):
+            late = f"; a result ({v['late']}) came after it was cancelled, unused"
+        how = "cancelled" if v.get("state") == "CANCELLED" else "started"
+        return f"{tool} was {how}{why} but its outcome is unknown; {side}{late}"
     if status == "failure":
         side = "a side effect may have happened" if v.get("side_effect") else "nothing changed"
         return f"{tool} failed{why}: it proves nothing about its goal; {side}"
@@ -208,6 +250,10 @@ def _item(v: dict[str, Any]) -> EvidenceItem:
         data=v.get("data"),
         observation=v.get("observation"),
         side_effect=v.get("side_effect"),
+        action_id=v.get("action_id"),
+        handle=v.get("handle"),
+        completed_by=v.get("completed_by"),
+        late=v.get("late"),
         proves=_proves(v),
         positions=tuple(v["positions"]),
     )

@@ -2,13 +2,18 @@
 
 `Executors.bind(tool_id, fn)` (or `@harness.implement(tool_id)`) binds a sync or async callable
 taking the arguments (`fn(args)`) or the arguments and an `ExecutorContext` (`fn(args, ctx)`).
-It returns the output data (a mapping), or an `Outcome` to say more (a partial result, an
-unknown outcome, a retryable failure). Running it:
+It returns the output data (a mapping), an `Outcome` to say more (a partial result, an
+unknown outcome, a retryable failure), or `Accepted` when an external system took the work and
+its result comes later (`Harness.complete` reports it). Running it:
 
-- enforces the tool's timeout (the call's `timeout_ms` execution parameter when smaller);
+- enforces the tool's timeout (the call's `timeout_ms` execution parameter when smaller); a
+  sync executor cannot be stopped, so past its timeout the result is `unknown` with
+  `side_effect=True` (unless the tool is read-only), and whatever the thread returns later is
+  never recorded as the call's result (only an `action.late_result` event says it returned);
 - turns every exception into a FAILED result — a traceback never escapes to the caller;
 - validates the data against the tool's output schema when one is declared;
-- records who ran it and when, and a compact observation for the model.
+- records who ran it and when, and a compact observation for the model (secret output fields
+  redacted).
 
 >>> from harnessc.runtime.model import Tool
 >>> ex = Executors()
@@ -21,11 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import inspect
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from .events import Clock, format_time, redact
@@ -33,8 +40,10 @@ from .model import Tool
 from .normalize import PendingCall, Validator, thaw
 
 __all__ = [
+    "ACCEPTED",
     "OBSERVATION_LIMIT",
     "STATUSES",
+    "Accepted",
     "BoundExecutor",
     "ExecutorContext",
     "Executors",
@@ -42,9 +51,13 @@ __all__ = [
     "Result",
     "run_async",
     "run_sync",
+    "settle",
 ]
 
 STATUSES: tuple[str, ...] = ("success", "failure", "unknown", "partial")
+"""What an executor (or a completion) may report."""
+ACCEPTED = "accepted"
+"""The status of a call whose executor returned `Accepted`: the result comes later."""
 OBSERVATION_LIMIT = 400
 """At most this many characters of an observation (the compact text a model reads)."""
 DEFAULT_TIMEOUT_MS = 5 * 60_000
@@ -64,24 +77,53 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Accepted:
+    """What an executor returns when an external system took the work and the result will
+    come later: the call's `Result` has status `accepted`, its action waits in WAITING_RESULT
+    and the application reports the outcome with `Harness.complete(action_id, …)`.
+
+    `handle` is the external system's id for the work (a job id, a ticket); `observation` is
+    what the model reads meanwhile; `side_effect` says whether accepting it already changed
+    something (by default: whether the tool has a side effect at all).
+
+    >>> Accepted(handle="job-17").handle
+    'job-17'
+    """
+
+    handle: str | None = None
+    observation: str | None = None
+    side_effect: bool | None = None
+
+
+@dataclass(frozen=True)
 class ExecutorContext:
-    """What an executor knows about the call it runs."""
+    """What an executor knows about the call it runs. `action_id` names the action (give it
+    to an external system so its callback can `Harness.complete` it); `idempotency_key` is
+    the call's (`tool_call_id:input_hash`), to pass on to a system that deduplicates."""
 
     pending: PendingCall
     session_id: str
     actor: Mapping[str, Any]
     task_id: str | None
     timeout_ms: int
+    action_id: str | None = None
+
+    @property
+    def idempotency_key(self) -> str:
+        return self.pending.key
 
 
 @dataclass(frozen=True)
 class Result:
     """The recorded result of one invocation.
 
-    `status`: success, failure, unknown (it may or may not have happened: a timeout) or partial.
-    `side_effect`: whether a side effect may have happened (False only when the tool is
-    read-only or the call never started). `executor`: who ran it (the bound callable and the
-    session's actor). `data` is the output (validated, secrets redacted in events).
+    `status`: success, failure, unknown (it may or may not have happened: a timeout), partial,
+    or accepted (an external system took it; `handle` names the work and the result comes
+    with `Harness.complete`). `side_effect`: whether a side effect may have happened (False
+    only when the tool is read-only or the call never started). `executor`: who ran it (the
+    bound callable and the session's actor); `completed_by`: who reported an asynchronous
+    result. `data` is the output (validated, secrets redacted in events). `action_id` names
+    the action in `Harness.complete` and `Harness.cancel`.
     """
 
     tool_id: str
@@ -105,10 +147,25 @@ class Result:
     decision_id: str | None = None
     grant_id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    action_id: str | None = None
+    handle: str | None = None
+    completed_by: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "success"
+
+    @property
+    def accepted(self) -> bool:
+        """The work was accepted and its result has not been reported yet."""
+        return self.status == ACCEPTED
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any]) -> Result:
+        """A result as `to_dict` recorded it (secret output fields stay redacted)."""
+        names = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        known = {k: v for k, v in value.items() if k in names}
+        return cls(**known)
 
     def to_dict(self, output_schema: Any = None) -> dict[str, Any]:
         data = self.data
@@ -134,6 +191,9 @@ class Result:
             "ran": self.ran,
             "decision_id": self.decision_id,
             "grant_id": self.grant_id,
+            "action_id": self.action_id,
+            "handle": self.handle,
+            "completed_by": self.completed_by,
         }
 
 
@@ -181,10 +241,12 @@ def timeout_of(tool: Tool, pending: PendingCall) -> int:
     return min(limit, asked) if asked else limit
 
 
-def _observation(status: str, data: Any, error: str | None) -> str:
+def _observation(tool: Tool, status: str, data: Any, error: str | None) -> str:
     if error:
         text = f"{status}: {error}"
     else:
+        if isinstance(data, Mapping):
+            data = redact(tool.output, thaw(data))  # a model never reads a secret either
         try:
             body = json.dumps(thaw(data), sort_keys=True, default=str, ensure_ascii=False)
         except (TypeError, ValueError):
@@ -193,12 +255,92 @@ def _observation(status: str, data: Any, error: str | None) -> str:
     return text if len(text) <= OBSERVATION_LIMIT else text[: OBSERVATION_LIMIT - 1] + "…"
 
 
-def _side_effect_possible(tool: Tool, pending: PendingCall) -> bool:
+def _side_effect_possible(tool: Tool, pending: PendingCall | None) -> bool:
     effects = set(tool.effects)
-    op = pending.args.get("op")
+    op = pending.args.get("op") if pending is not None else None
     if isinstance(op, str) and op in tool.operations:
         effects = set(tool.operations[op].effects)
     return bool(effects - {"read", "preview", "idempotent"})
+
+
+@dataclass(frozen=True)
+class _Judged:
+    status: str
+    data: Mapping[str, Any] | None
+    error: str | None
+    category: str | None
+    retryable: bool
+    observation: str | None
+    side_effect: bool
+    handle: str | None = None
+
+
+def _judge_value(
+    tool: Tool, pending: PendingCall | None, value: Any, output: Validator | None, side: bool
+) -> _Judged:
+    """What an executor's (or a completion's) return value says: data, an `Outcome` or
+    `Accepted`, checked against the output schema."""
+    if isinstance(value, Accepted):
+        handle = value.handle if isinstance(value.handle, str) else None
+        where = f" as `{handle}`" if handle else ""
+        return _Judged(
+            ACCEPTED,
+            None,
+            None,
+            None,
+            False,
+            value.observation
+            or f"accepted: `{tool.id}` was accepted{where}; its result comes later",
+            side if value.side_effect is None else value.side_effect,
+            handle,
+        )
+    outcome = value if isinstance(value, Outcome) else Outcome(data=value)
+    if outcome.status not in STATUSES:
+        return _Judged(
+            "failure",
+            None,
+            f"the executor returned the status `{outcome.status}`",
+            "invalid_outcome",
+            False,
+            None,
+            side,
+        )
+    status, data = outcome.status, outcome.data
+    err, category = outcome.error, outcome.error_category
+    if outcome.side_effect is not None:
+        side = outcome.side_effect
+    retryable = bool(outcome.retryable) if outcome.retryable is not None else False
+    if data is not None and not isinstance(data, Mapping):
+        return _Judged(
+            "failure",
+            None,
+            "the executor returned something other than an object",
+            "invalid_output",
+            retryable,
+            None,
+            side,
+        )
+    if data is not None and output is not None and status in ("success", "partial"):
+        checked, errors = output.run(data)
+        if errors:
+            path, message = errors[0]
+            return _Judged(
+                "failure",
+                None,
+                f"the output does not match the declared schema: {message} at `{path}`",
+                "invalid_output",
+                retryable,
+                None,
+                side,
+            )
+        data = checked
+    return _Judged(status, data, err, category, retryable, outcome.observation, side)
+
+
+def _state_of(status: str) -> str:
+    if status == ACCEPTED:
+        return "WAITING_RESULT"
+    return "SUCCEEDED" if status in ("success", "partial") else "FAILED"
 
 
 def _finish(
@@ -216,63 +358,136 @@ def _finish(
 ) -> Result:
     idempotent = "idempotent" in tool.effects
     side = _side_effect_possible(tool, pending)
-    status, data, err, category, retryable, observation = "success", None, None, None, False, None
     if timed_out:
-        status, category = "unknown", "timeout"
-        err = f"`{tool.id}` did not finish within {ctx.timeout_ms} ms"
-        retryable = idempotent or not side
+        # the executor may still be running (a thread cannot be stopped): whatever it does
+        # later is not this result, so the outcome is unknown and a write may have happened
+        judged = _Judged(
+            "unknown",
+            None,
+            f"`{tool.id}` did not finish within {ctx.timeout_ms} ms",
+            "timeout",
+            idempotent or not side,
+            None,
+            side,
+        )
     elif error is not None:
-        status, category = "failure", "executor_error"
-        err = f"{type(error).__name__}: {error}"
-        retryable = idempotent or not side
+        judged = _Judged(
+            "failure",
+            None,
+            f"{type(error).__name__}: {error}",
+            "executor_error",
+            idempotent or not side,
+            None,
+            side,
+        )
     else:
-        outcome = value if isinstance(value, Outcome) else Outcome(data=value)
-        if outcome.status not in STATUSES:
-            status, category = "failure", "invalid_outcome"
-            err = f"the executor returned the status `{outcome.status}`"
-        else:
-            status = outcome.status
-            data = outcome.data
-            err, category = outcome.error, outcome.error_category
-            observation = outcome.observation
-            if outcome.side_effect is not None:
-                side = outcome.side_effect
-            retryable = bool(outcome.retryable) if outcome.retryable is not None else False
-            if data is not None and not isinstance(data, Mapping):
-                status, category = "failure", "invalid_output"
-                err = "the executor returned something other than an object"
-                data = None
-            elif data is not None and output is not None and status in ("success", "partial"):
-                checked, errors = output.run(data)
-                if errors:
-                    path, message = errors[0]
-                    status, category = "failure", "invalid_output"
-                    err = f"the output does not match the declared schema: {message} at `{path}`"
-                else:
-                    data = checked
+        judged = _judge_value(tool, pending, value, output, side)
     return Result(
         tool_id=tool.id,
         tool_call_id=pending.tool_call_id,
         input_hash=pending.input_hash,
-        status=status,
-        data=data,
-        observation=observation or _observation(status, data, err),
-        error=err,
-        error_category=category,
-        retryable=retryable,
-        side_effect=side,
+        status=judged.status,
+        data=judged.data,
+        observation=judged.observation
+        or _observation(tool, judged.status, judged.data, judged.error),
+        error=judged.error,
+        error_category=judged.category,
+        retryable=judged.retryable,
+        side_effect=judged.side_effect,
         executor=bound.name,
         actor=ctx.actor.get("user") if isinstance(ctx.actor.get("user"), str) else None,
         started_at=started,
         finished_at=finished,
         duration_ms=round(duration_ms, 3),
-        state="SUCCEEDED" if status in ("success", "partial") else "FAILED",
+        state=_state_of(judged.status),
+        action_id=ctx.action_id,
+        handle=judged.handle,
+    )
+
+
+def settle(
+    tool: Tool,
+    pending: PendingCall | None,
+    accepted: Result,
+    value: Any,
+    error: str | BaseException | None,
+    *,
+    by: str | None,
+    finished: datetime,
+    output: Validator | None = None,
+) -> Result:
+    """The final result of accepted work, from what the application reports: the output data,
+    an `Outcome`, or an `error`. It is checked like an executor's return value (the output
+    schema included); timings run from the start of the call to `finished`."""
+    side = accepted.side_effect or _side_effect_possible(tool, pending)
+    if error is not None:
+        text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
+        judged = _Judged(
+            "failure",
+            None,
+            str(text),
+            "external_error",
+            "idempotent" in tool.effects or not side,
+            None,
+            side,
+        )
+    elif isinstance(value, Accepted):
+        judged = _Judged(
+            "failure",
+            None,
+            "a completion cannot accept the work again",
+            "invalid_outcome",
+            False,
+            None,
+            side,
+        )
+    else:
+        judged = _judge_value(tool, pending, value, output, side)
+    started = accepted.started_at
+    duration = accepted.duration_ms
+    if started is not None:
+        begun = datetime.fromisoformat(started.replace("Z", "+00:00"))
+        duration = max((finished - begun).total_seconds() * 1000, 0.0)
+    return replace(
+        accepted,
+        status=judged.status,
+        data=judged.data,
+        observation=judged.observation
+        or _observation(tool, judged.status, judged.data, judged.error),
+        error=judged.error,
+        error_category=judged.category,
+        retryable=judged.retryable,
+        side_effect=judged.side_effect,
+        finished_at=format_time(finished),
+        duration_ms=round(duration, 3),
+        state=_state_of(judged.status),
+        completed_by=by,
     )
 
 
 def _args_for(bound: BoundExecutor, pending: PendingCall, ctx: ExecutorContext) -> tuple[Any, ...]:
     args = thaw(pending.args)
     return (args, ctx) if bound.wants_context else (args,)
+
+
+LateHook = Callable[[str, BaseException | None], None]
+"""Called when an executor that timed out finishes anyway: `("returned", None)` or
+`("raised", error)`. Its return value is dropped: the call's result stays `unknown`."""
+
+
+def _watch_late(future: concurrent.futures.Future[Any], on_late: LateHook | None) -> None:
+    if on_late is None:
+        return
+
+    def done(f: concurrent.futures.Future[Any]) -> None:
+        if f.cancelled():
+            return
+        error = f.exception()
+        # a late report must never break the worker thread (nor leak a thread exception)
+        with contextlib.suppress(Exception):
+            on_late("raised" if error is not None else "returned", error)
+
+    future.add_done_callback(done)
 
 
 def run_sync(
@@ -282,9 +497,11 @@ def run_sync(
     ctx: ExecutorContext,
     clock: Clock,
     output: Validator | None = None,
+    on_late: LateHook | None = None,
 ) -> Result:
     """Run an executor in a worker thread, waiting at most the timeout; async executors run
-    in their own event loop there."""
+    in their own event loop there. A thread cannot be stopped: past the timeout it is left to
+    finish, its return value is dropped and `on_late` hears of it."""
     started, t0 = format_time(clock()), time.perf_counter()
     value: Any = None
     error: BaseException | None = None
@@ -303,7 +520,8 @@ def run_sync(
             value = future.result(timeout=ctx.timeout_ms / 1000)
         except concurrent.futures.TimeoutError:
             timed_out = True
-            future.cancel()
+            if not future.cancel():
+                _watch_late(future, on_late)
         except Exception as exc:  # an executor's failure is a result, never a traceback
             error = exc
     finally:
@@ -330,21 +548,32 @@ async def run_async(
     ctx: ExecutorContext,
     clock: Clock,
     output: Validator | None = None,
+    on_late: LateHook | None = None,
 ) -> Result:
-    """Run an executor on the running event loop (a sync one in a thread), with the timeout."""
+    """Run an executor on the running event loop (a sync one in a thread), with the timeout.
+    An async executor past its timeout is cancelled; a sync one is left to finish in its
+    thread, as in `run_sync`."""
     started, t0 = format_time(clock()), time.perf_counter()
     value: Any = None
     error: BaseException | None = None
     timed_out = False
     call_args = _args_for(bound, pending, ctx)
+    thread: concurrent.futures.Future[Any] | None = None
     try:
         if bound.is_async:
             awaitable = bound.fn(*call_args)
         else:
-            awaitable = asyncio.to_thread(bound.fn, *call_args)
+            pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="harness-exec"
+            )
+            thread = pool.submit(bound.fn, *call_args)
+            pool.shutdown(wait=False)
+            awaitable = asyncio.wrap_future(thread)
         value = await asyncio.wait_for(awaitable, ctx.timeout_ms / 1000)
     except TimeoutError:
         timed_out = True
+        if thread is not None and not thread.cancel():
+            _watch_late(thread, on_late)
     except Exception as exc:  # an executor's failure is a result, never a traceback
         error = exc
     return _finish(

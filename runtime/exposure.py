@@ -14,9 +14,12 @@ with their dense, lexical, fused and boost scores, the cut, the notes (a fallbac
 ranking says why), and, for each public tool that is not available, the reason the caller gave.
 
 Speed: dense recall is one float32 matrix–vector product over P's rows followed by
-`np.argpartition`, with no Python loop over tools; the rerank works on the recalled candidates
-only. Tool embeddings are computed at build time (`harnessc.compiler.embed`); only the query is
-embedded at run time (`harnessc.runtime.embedding`), and the query-side product runs in numpy.
+`np.argpartition`, with no Python loop over tools; the rerank, the dedupe and the trace work on
+the recalled candidates only. Tool embeddings are computed at build time
+(`harnessc.compiler.embed`); only the query is embedded at run time
+(`harnessc.runtime.embedding`). The product runs in numpy, or, when the embedder offers
+`scores(matrix, vector)` (MiniLM's does), in the embedder's own thread pool: one pool for the
+whole query side instead of two fighting over the cores.
 
 >>> from harnessc.runtime.model import Tool
 >>> tools = [Tool(id=f"t{i}", wire_name=f"t{i}", summary=f"tool number {i}") for i in range(3)]
@@ -255,7 +258,8 @@ class ExposureIndex:
     `embeddings` is a float32 matrix of L2-normalised rows and `ids` names each of its rows (a
     row key from `tool_docs`, or a tool id, which then also serves that tool's operations).
     `embedder` turns a query into a vector (`harnessc.runtime.embedding.QueryEmbedder`); it is
-    called only when ranking is needed and no `query_vector` was given.
+    called only when ranking is needed and no `query_vector` was given. If it also has
+    `scores(matrix, vector)`, the query-side products run there instead of in numpy.
     """
 
     def __init__(
@@ -273,6 +277,10 @@ class ExposureIndex:
         tool_ids = list(dict.fromkeys(d.id for d in self.docs))
         self._tool_pos = {t: i for i, t in enumerate(tool_ids)}
         self.tool_ids = tuple(tool_ids)
+        # each row's place in the order of row keys: the tie-break of equal scores
+        by_key = sorted(range(len(self.docs)), key=lambda r: self.docs[r].row)
+        self._row_rank = np.empty(len(self.docs), dtype=np.int64)
+        self._row_rank[by_key] = np.arange(len(self.docs))
         self._row_tool = np.fromiter(
             (self._tool_pos[d.id] for d in self.docs), dtype=np.int64, count=len(self.docs)
         )
@@ -328,8 +336,8 @@ class ExposureIndex:
             rank = surface.rank if surface is not None else Rank()
         packs = tuple(packs)
         ordered = list(dict.fromkeys(public))
-        unknown = [t for t in ordered if t not in self._tool_pos]
-        if unknown:
+        if not all(map(self._tool_pos.__contains__, ordered)):
+            unknown = [t for t in ordered if t not in self._tool_pos]
             raise UnknownToolError(f"not in the exposure index: {', '.join(unknown[:5])}")
         pool, unavailable = _split_available(ordered, available)
         trace_args: dict[str, Any] = {
@@ -385,7 +393,7 @@ class ExposureIndex:
             dense = dense_rows[picked]
         elif qv is not None:
             assert self.matrix is not None
-            dense = self.matrix[cand] @ qv
+            dense = self._product(self.matrix[cand], qv)
 
         if rerank_mode == "hybrid":
             assert dense is not None
@@ -411,13 +419,17 @@ class ExposureIndex:
                 )
         score = fused + boost
 
-        # order: score, then the tool id and row key, so equal scores give the same order always
-        keys = [self.docs[r].row for r in cand.tolist()]
-        order = sorted(range(len(cand)), key=lambda i: (-score[i], keys[i]))
+        # order: score, then the row key, so equal scores give the same order always
+        order = np.lexsort((self._row_rank[cand], -score)).tolist()
+        # the trace's scores, rounded to 6 places in one step per array
+        rows_l = cand.tolist()
+        score_l, fused_l, lexical_l = (np.round(a, 6).tolist() for a in (score, fused, lexical))
+        dense_l = None if dense is None else np.round(dense.astype(np.float64), 6).tolist()
+        boost_l = boost.tolist()
         seen: set[str] = set()
         ranked: list[Candidate] = []
         for i in order:
-            doc = self.docs[int(cand[i])]
+            doc = self.docs[rows_l[i]]
             if doc.id in seen:
                 continue
             seen.add(doc.id)
@@ -427,11 +439,11 @@ class ExposureIndex:
                     row=doc.row,
                     position=len(ranked) + 1,
                     exposed=len(ranked) < limit,
-                    dense=None if dense is None else round(float(dense[i]), 6),
-                    lexical=round(float(lexical[i]), 6),
-                    fused=round(float(fused[i]), 6),
-                    boost=float(boost[i]),
-                    score=round(float(score[i]), 6),
+                    dense=None if dense_l is None else dense_l[i],
+                    lexical=lexical_l[i],
+                    fused=fused_l[i],
+                    boost=boost_l[i],
+                    score=score_l[i],
                 )
             )
         exposed = tuple(c.tool for c in ranked[:limit])
@@ -467,9 +479,17 @@ class ExposureIndex:
         assert self.matrix is not None
         # one product: over the whole matrix when P is most of it (no copy of the rows),
         # over P's rows otherwise
+        if len(rows) == len(self.docs):
+            return self._product(self.matrix, qv)
         if 2 * len(rows) >= len(self.docs):
-            return (self.matrix @ qv)[rows]
-        return self.matrix[rows] @ qv
+            return self._product(self.matrix, qv)[rows]
+        return self._product(self.matrix[rows], qv)
+
+    def _product(self, matrix: np.ndarray, qv: np.ndarray) -> np.ndarray:
+        scores = getattr(self.embedder, "scores", None)
+        if scores is not None:
+            return np.asarray(scores(matrix, qv), dtype=np.float32)
+        return matrix @ qv
 
     def _query_vector(
         self, query: str, given: np.ndarray | None, notes: list[str]

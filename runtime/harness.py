@@ -13,8 +13,16 @@
     s.evidence()                                        # derived from the events
 
 An ASK is answered with `s.request_approval(call)` and `h.approve(request_id, by=actor)` (or
-`h.deny`); the approval judges the call again and issues a grant bound to it. Everything is
-recorded in the event store (a `MemoryStore` unless one is given; `SQLiteStore` for a file).
+`h.deny`); the approval judges the call again and issues a grant bound to it. An executor that
+returns `Accepted` leaves its action waiting for a result, reported later with
+`h.complete(action_id, data, by=…)` or withdrawn with `h.cancel(action_id)`.
+
+Everything is recorded in the event store (a `MemoryStore` unless one is given; `SQLiteStore`
+for a file), and the store is the truth: a harness opened on an existing store (another
+process, after a crash) rebuilds from the events the pending approval requests, the grants,
+the sessions (`h.resume(session_id)`) and the actions waiting for a result, so
+`h.approve(request_id, …)` and `h.complete(action_id, …)` work there as they would have in the
+process that started them.
 
 >>> from harnessc.runtime.model import Spec
 >>> Harness(Spec(name="demo", root_module="demo")).policy_version == Spec(
@@ -34,12 +42,14 @@ import numpy as np
 from .approvals import ApprovalError, ApprovalOutcome, Approvals, is_approver
 from .availability import Availability, AvailabilityChecker, Facts
 from .events import Clock, NewEvent, system_clock
-from .executors import Executors
+from .executors import Executors, Result
 from .exposure import ExposureIndex
+from .lifecycle import ActionError
 from .model import Agent, Skill, Spec
 from .normalize import ToolNames, Validator
 from .policy import PolicyEngine
-from .sessions import PUBLIC_KINDS, Session, surface_tools
+from .projections import Projections, SessionView
+from .sessions import PUBLIC_KINDS, Session, facts_from_record, facts_record, surface_tools
 from .store import EventStore, MemoryStore, Verification
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
@@ -79,10 +89,15 @@ class Harness:
         self.executors = Executors()
         self.approvals = Approvals(self.store, clock)
         self.sessions: dict[str, Session] = {}
+        self.projections = Projections()
+        """The log folded (calls, approvals, grants, sessions, actions), brought forward from
+        its cursor whenever this harness meets an id it does not know."""
+        self._action_sessions: dict[str, Session] = {}
         self._aliases = dict(aliases or {})
         self._embeddings = embeddings
         self._embedder = embedder
         self.load(spec)
+        self.catch_up()
 
     @classmethod
     def from_json(cls, path: str | Path, **options: Any) -> Harness:
@@ -173,6 +188,85 @@ class Harness:
             session_id=session_id,
         )
 
+    def resume(self, session_id: str, *, facts: Facts | Mapping[str, Any] | None = None) -> Session:
+        """The session `session_id`, open in this process or rebuilt from the log: its agent
+        (under the spec loaded now), actor, task (with its recorded denials), facts, resource
+        and env, its parent and child sessions, and its actions (state, frozen call, recorded
+        result). `facts` replaces the recorded snapshot (recorded as `session.resumed`).
+
+        A frozen call is rebuilt only when its recorded arguments and execution give its
+        recorded input hash again; a call with `secret` values (never stored) is not, and is
+        taken up when the application normalizes it again with the same arguments.
+
+        >>> # s = h.resume("ses-…"); s.invoke(s.call("call-2"))
+        """
+        session = self.sessions.get(session_id)
+        if session is None:
+            view = self.projections.sessions.get(session_id)
+            if view is None or not view.started:
+                self.catch_up()
+                view = self.projections.sessions.get(session_id)
+            if view is None or not view.started:
+                raise HarnessError("unknown-session", f"no session `{session_id}` is recorded")
+            session = self._restore(view, facts)
+        elif facts is not None:
+            session.facts = Facts.of(facts)
+        if facts is not None:
+            session._append(
+                "State",
+                "session.resumed",
+                {"policy_version": self.policy_version, "facts": facts_record(session.facts)},
+            )
+        return session
+
+    def _restore(self, view: SessionView, facts: Facts | Mapping[str, Any] | None) -> Session:
+        started = view.started
+        name = started.get("agent")
+        agent = self.spec.agents.get(name) if isinstance(name, str) else None
+        if agent is None:
+            raise HarnessError(
+                "unknown-agent",
+                f"the session `{view.session_id}` is of the agent `{name}`, which the loaded spec "
+                "does not declare",
+            )
+        parent = self.resume(started["parent"]) if started.get("parent") else None
+        skill = self.spec.skills.get(started["skill"]) if started.get("skill") else None
+        task = dict(started.get("task") or {})
+        if view.denials:
+            task["denials"] = list(view.denials)
+        session = Session(
+            self,
+            session_id=view.session_id,
+            agent=agent,
+            actor=started.get("actor") or {},
+            task=task,
+            facts=Facts.of(facts) if facts is not None else facts_from_record(started.get("facts")),
+            resource=started.get("resource") or {},
+            env=started.get("env") or {},
+            parent=parent,
+            skill=skill,
+            goal=started.get("goal"),
+        )
+        self.sessions[session.id] = session
+        if parent is not None:
+            parent.children.append(session)
+        session._restore(
+            [a for a in self.projections.actions.values() if a.stream == view.session_id]
+        )
+        if facts is None:
+            session._append("State", "session.resumed", {"policy_version": self.policy_version})
+        for child in self.projections.sessions.values():
+            if child.started.get("parent") == session.id and child.session_id not in self.sessions:
+                self.resume(child.session_id)
+        return session
+
+    def catch_up(self) -> int:
+        """Fold the events appended since the last look (by any process) into `projections`
+        and take up the approval requests and grants they hold; returns how many were read."""
+        read = self.projections.catch_up(self.store)
+        self.approvals.restore(self.projections, self.engine.path_facts)
+        return read
+
     def _open(
         self,
         *,
@@ -233,7 +327,7 @@ class Harness:
         request names (a role in `by`'s roles, or its user). The call is judged again: a DENY
         now wins (no grant); an ASK gets the grant of the rule that asks, bound to this call
         (`once`: the exact triple), which turns that ASK into ALLOW."""
-        req = self.approvals.get(request_id)
+        req = self._request(request_id)
         if req.status != "pending":
             raise ApprovalError(
                 "not-pending", f"the approval request `{request_id}` is already {req.status}"
@@ -242,9 +336,15 @@ class Harness:
             raise ApprovalError(
                 "not-an-approver", f"`{_who(by)}` is not an approver of `{request_id}`"
             )
-        session = self.sessions[req.session_id]
-        pending = req.pending
-        assert pending is not None
+        session = self.resume(req.session_id)
+        pending = self.approvals.get(request_id).pending  # resuming attaches a restored call
+        if pending is None:
+            raise ApprovalError(
+                "call-not-restorable",
+                f"the call `{req.tool_call_id}` of `{request_id}` carries secret values, which "
+                f"are never stored: normalize it again in session `{req.session_id}` (same tool, "
+                "tool_call_id and arguments), then approve",
+            )
         decision = session.decide(pending)  # judged again: the policy may have changed
         who = _who(by)
         if decision.effect == "deny":
@@ -280,14 +380,79 @@ class Harness:
     def deny(self, request_id: str, *, by: Mapping[str, Any], reason: str) -> ApprovalOutcome:
         """Deny a request as `by` (an approver, or the actor who asked). The denial is recorded
         as a task fact (`task.denials`) and the call is cancelled."""
-        req = self.approvals.get(request_id)
-        session = self.sessions[req.session_id]
+        req = self._request(request_id)
+        session = self.resume(req.session_id)
         if not (is_approver(req.approvers, by) or _who(by) == _who(session.actor)):
             raise ApprovalError("not-an-approver", f"`{_who(by)}` may not deny `{request_id}`")
         resolved = self.approvals.resolve(request_id, "rejected", _who(by), reason=reason)
-        assert req.pending is not None
-        session.record_denial(req.pending, _who(by), reason)
+        session.record_denial(req.pending or req, _who(by), reason)
         return ApprovalOutcome(resolved, "denied", None, None, reason)
+
+    def _request(self, request_id: str) -> Any:
+        if request_id not in self.approvals.requests:
+            self.catch_up()  # asked in another process, perhaps
+        return self.approvals.get(request_id)
+
+    # -- asynchronous work ------------------------------------------------------------------
+
+    def complete(
+        self,
+        action_id: str,
+        data: Any = None,
+        *,
+        error: str | BaseException | None = None,
+        by: Mapping[str, Any] | str | None = None,
+    ) -> Result:
+        """Report the result of work an executor accepted (`Accepted`), in this process or
+        another: `data` (the output, checked against the tool's output schema), an `Outcome`,
+        or `error=`. See `Session.complete`; raises `ActionError` (`unknown-action`,
+        `already-finished`, `not-waiting`).
+
+        >>> # h.complete("act-…", {"deployment_id": "dep-1", ...}, by="deploy-webhook")
+        """
+        return self._session_of(action_id).complete(action_id, data, error=error, by=by)
+
+    def cancel(
+        self,
+        action_id: str,
+        *,
+        reason: str = "cancelled",
+        by: Mapping[str, Any] | str | None = None,
+    ) -> Result:
+        """Cancel an action that has not finished (see `Session.cancel`)."""
+        return self._session_of(action_id).cancel(action_id, reason=reason, by=by)
+
+    def _session_of(self, action_id: str) -> Session:
+        session = self._action_sessions.get(action_id)
+        if session is not None:
+            return session
+        view = self.projections.actions.get(action_id)
+        if view is None:
+            self.catch_up()
+            view = self.projections.actions.get(action_id)
+        if view is None:
+            raise ActionError(
+                "unknown-action", f"no action `{action_id}` is recorded", action_id=action_id
+            )
+        self.resume(view.stream)
+        session = self._action_sessions.get(action_id)
+        if session is None:
+            raise ActionError(
+                "unknown-action",
+                f"the action `{action_id}` cannot be taken up: its tool `{view.tool_id}` is no "
+                "longer registered",
+                action_id=action_id,
+            )
+        return session
+
+    @property
+    def workflows(self) -> Any:
+        """The spec's durable workflows (`runtime/workflows.Workflows`; they need `dbos`)."""
+        from .workflows import Workflows
+
+        if "_workflows" not in self.__dict__:
+            self._workflows = Workflows(self)
+        return self._workflows
 
     # -- the log ----------------------------------------------------------------------------------
 

@@ -9,7 +9,11 @@ them, and an `Action` that records every transition as an event.
 Invalid input fails at REQUESTED → FAILED; a DENY fails at VALIDATED → FAILED (reason `denied`);
 an approval that is rejected, expires or is withdrawn ends WAITING_APPROVAL → CANCELLED. A call
 never runs without passing AUTHORIZED. ACCEPTED and WAITING_RESULT are for asynchronous work: an
-external system took the request (ACCEPTED) and the result will come later (WAITING_RESULT).
+external system took the request (ACCEPTED, with its handle) and the result will come later
+(WAITING_RESULT), reported with `Harness.complete` or withdrawn with `Harness.cancel`.
+
+Every action has an `action_id` (`act-…`), recorded in each of its events, that names it across
+sessions and processes.
 
 >>> from harnessc.runtime.model import Tool
 >>> from harnessc.runtime.store import MemoryStore
@@ -23,12 +27,13 @@ external system took the request (ACCEPTED) and the result will come later (WAIT
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
 from .canonical import Execution, input_hash
-from .events import Event, NewEvent, redact, redact_args
+from .events import REDACTED, Event, NewEvent, redact, redact_args
 from .model import Tool
 from .store import EventStore
 
@@ -36,6 +41,7 @@ __all__ = [
     "TERMINAL",
     "TRANSITIONS",
     "Action",
+    "ActionError",
     "ActionState",
     "IllegalTransitionError",
     "can_transition",
@@ -111,6 +117,53 @@ class IllegalTransitionError(Exception):
         }
 
 
+class ActionError(Exception):
+    """A request about an action that cannot be served; nothing was recorded.
+
+    `code` is stable: `unknown-action` (no such action id), `already-finished` (the action is
+    terminal: completing or cancelling twice), `not-waiting` (only an action waiting for its
+    result can be completed), `running` (it runs in this process now: wait for its result).
+    `state` is the action's state when there is one.
+    """
+
+    def __init__(
+        self, code: str, message: str, *, action_id: str | None = None, state: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.action_id = action_id
+        self.state = state
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "action_id": self.action_id,
+            "state": self.state,
+        }
+
+
+def execution_record(execution: Execution | Mapping[str, Any]) -> dict[str, Any]:
+    """The execution parameters as recorded: the ones given, env values redacted (a variable
+    may hold a credential), a command list as a list."""
+    params = execution.as_dict() if isinstance(execution, Execution) else dict(execution)
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        if value is None:
+            continue
+        if name == "env" and isinstance(value, Mapping):
+            value = {k: REDACTED for k in sorted(value)}
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[name] = value
+    return out
+
+
+def new_action_id() -> str:
+    return "act-" + uuid.uuid4().hex[:16]
+
+
 def can_transition(from_state: ActionState | str, to_state: ActionState | str) -> bool:
     """Whether the lifecycle allows `from_state` → `to_state`.
 
@@ -147,6 +200,7 @@ class Action:
         *,
         tool: Tool | None = None,
         position: int = 0,
+        action_id: str | None = None,
     ) -> None:
         self.store = store
         self.stream = stream
@@ -155,6 +209,7 @@ class Action:
         self.state = state
         self.tool = tool
         self.position = position
+        self.action_id = action_id or new_action_id()
 
     @classmethod
     def request(
@@ -173,12 +228,15 @@ class Action:
         real arguments unless `digest` is given) and the arguments with secret fields redacted."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
+        if execution is not None:
+            details.setdefault("execution", execution_record(execution))
         event = store.append(
             NewEvent(
                 stream,
                 "Tool",
                 "action.transition",
                 {
+                    "action_id": action.action_id,
                     "tool_call_id": tool_call_id,
                     "tool_id": tool.id,
                     "tool_version": tool.version,
@@ -198,18 +256,32 @@ class Action:
         return self.state in TERMINAL
 
     def transition(
-        self, to: ActionState | str, *, reason: str | None = None, **details: Any
+        self,
+        to: ActionState | str,
+        *,
+        reason: str | None = None,
+        expected_seq: int | None = None,
+        **details: Any,
     ) -> Event:
         """Move to `to` and append the event; an illegal move raises and records nothing.
 
         `details` go into the event (a decision id, an approval id, an external job id); a
-        `result` is redacted with the tool's output schema.
+        `result`'s data is redacted with the tool's output schema. `expected_seq` makes the
+        append conditional on the stream's last sequence number (`store.ConcurrencyError`
+        otherwise), for a move decided on a state read from the log.
         """
         target = ActionState(to)
         check_transition(self.tool_call_id, self.state, target)
-        if "result" in details and isinstance(details["result"], Mapping) and self.tool:
-            details["result"] = redact(self.tool.output, details["result"])
+        result = details.get("result")
+        if isinstance(result, Mapping) and self.tool is not None:
+            if "status" in result and "data" in result:  # a `Result.to_dict()`: its data
+                data = result["data"]
+                if isinstance(data, Mapping):
+                    details["result"] = {**result, "data": redact(self.tool.output, data)}
+            else:  # the output itself
+                details["result"] = redact(self.tool.output, result)
         payload: dict[str, Any] = {
+            "action_id": self.action_id,
             "tool_call_id": self.tool_call_id,
             "tool_id": self.tool_id,
             "from": self.state.value,
@@ -218,7 +290,9 @@ class Action:
         }
         if reason is not None:
             payload["reason"] = reason
-        event = self.store.append(NewEvent(self.stream, "Tool", "action.transition", payload))
+        event = self.store.append(
+            NewEvent(self.stream, "Tool", "action.transition", payload), expected_seq=expected_seq
+        )
         self.state = target
         self.position = event.position
         return event
@@ -240,8 +314,26 @@ class Action:
                 continue
             if action is None:
                 action = cls(
-                    store, stream, tool_call_id, p["tool_id"], ActionState(p["to"]), tool=tool
+                    store,
+                    stream,
+                    tool_call_id,
+                    p["tool_id"],
+                    ActionState(p["to"]),
+                    tool=tool,
+                    action_id=p.get("action_id"),
                 )
             action.state = ActionState(p["to"])
             action.position = event.position
         return action
+
+    def refresh(self) -> int:
+        """Bring `state` up to date with the log (another process may have moved the action)
+        and return the stream's last sequence number, for a conditional `transition`."""
+        seq = 0
+        for event in self.store.read(self.stream):
+            seq = event.seq
+            p = event.payload
+            if event.type == "action.transition" and p.get("action_id") == self.action_id:
+                self.state = ActionState(p["to"])
+                self.position = event.position
+        return seq

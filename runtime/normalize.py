@@ -12,7 +12,12 @@ Two parts, both built once per spec and cheap per call:
   runs no schema interpretation.
 
 `freeze` then computes the input hash (`canonical.input_hash`: tool id, version, arguments and
-every execution parameter) and returns an immutable `PendingCall`.
+every execution parameter) and returns an immutable `PendingCall`. For a flat schema (scalar
+fields, the usual tool) a generated function validates valid arguments and writes their
+canonical JSON in one pass; everything else, and every refusal, takes the general path above, so
+both give the same call. Nothing per call depends on the number of registered tools: names,
+validators and decisions are dict lookups, and tools with identical schemas share one compiled
+validator.
 
 >>> from harnessc.runtime.model import Field, Schema, Type
 >>> v = Validator(Schema(fields=(Field(name="n", type=Type(name="int"), default=3),)))
@@ -26,8 +31,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import hashlib
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -35,7 +38,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .canonical import MAX_SAFE_INTEGER, CanonicalError, Execution, input_hash
+from .canonical import (
+    MAX_SAFE_INTEGER,
+    CanonicalError,
+    Execution,
+    canonical_json,
+    execution_json,
+    input_hash,
+    input_hash_from_json,
+    json_string,
+)
 from .conditions import normalize_path
 from .model import DURATION_PATTERN, Field, Schema, Spec, Tool, Type
 
@@ -62,6 +74,7 @@ REFUSAL_CODES: dict[str, str] = {
     "delegate-task": "`delegate_task` is a planner-only protocol, not a tool",
     "skill-private": "a skill's private tool runs only inside a session of that skill",
     "not-on-surface": "the tool is not on the calling agent's surface",
+    "unavailable": "the tool is unavailable under the session's facts",
     "invalid-args": "the arguments do not match the tool's input schema",
     "invalid-execution": "an execution parameter has no canonical form",
     "delegation-refused": "this session may not delegate, or not to that agent",
@@ -153,30 +166,6 @@ def freeze_value(value: Any) -> Any:
     return value
 
 
-def _plain(value: Any) -> bool:
-    """Whether `json.dumps(sort_keys=True, ensure_ascii=False)` writes `value` exactly as
-    canonical JSON (RFC 8785) does: strings, booleans, null, safe integers, finite floats whose
-    shortest form is positional and not integral, and objects with ASCII keys."""
-    t = type(value)
-    if t is str or t is bool or value is None:
-        return True
-    if t is int:
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
-    if t is float:
-        if not math.isfinite(value):
-            return False
-        r = repr(value)
-        return "e" not in r and not r.endswith(".0")
-    if t is dict:
-        return all(type(k) is str and k.isascii() and _plain(v) for k, v in value.items())
-    if t is list or t is tuple:
-        return all(_plain(v) for v in value)
-    return False
-
-
-_DUMPS = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
 def fast_input_hash(
     tool_id: str,
     tool_version: int,
@@ -185,31 +174,13 @@ def fast_input_hash(
     *,
     plain_args: bool = False,
 ) -> str:
-    """`canonical.input_hash`, the same bytes and the same digest, through the C JSON encoder
-    when every value is one it writes canonically (the usual case); otherwise the reference.
+    """`canonical.input_hash` (kept for callers of the name: `input_hash` now takes the C JSON
+    encoder itself whenever it writes the value canonically; `plain_args` is ignored).
 
     >>> fast_input_hash("t", 1, {"b": 1, "a": "x"}, Execution(cwd="/r")) == input_hash(
     ...     "t", 1, {"b": 1, "a": "x"}, Execution(cwd="/r"))
     True
     """
-    params: dict[str, Any] = {}
-    if execution.command is not None:
-        params["command"] = execution.command
-    if execution.cwd is not None:
-        params["cwd"] = execution.cwd
-    if execution.env is not None:
-        params["env"] = dict(execution.env)
-    if execution.timeout_ms is not None:
-        params["timeout_ms"] = execution.timeout_ms
-    if execution.target is not None:
-        params["target"] = execution.target
-    document = {"args": args, "execution": params, "tool": tool_id, "version": tool_version}
-    # `plain_args`: the caller's schema guarantees the arguments are plain (Validator.plain)
-    if (plain_args or _plain(args)) and (not params or _plain(params)):
-        try:
-            return hashlib.sha256(_DUMPS(document).encode("utf-8")).hexdigest()
-        except UnicodeEncodeError:
-            pass  # a lone surrogate: the reference refuses it with its location
     return input_hash(tool_id, tool_version, args, execution)
 
 
@@ -522,18 +493,191 @@ def _compile_fields(fields: tuple[Field, ...]) -> _Check:
     return check_record
 
 
+_FAST_KINDS = frozenset({"string", "path", "url", "duration", "int", "bool", "enum"})
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+_Fast = Callable[[dict[str, Any]], "tuple[dict[str, Any], str] | None"]
+
+
+def _compile_fast(fields: tuple[Field, ...]) -> _Fast | None:
+    """The accepting path of a flat schema (scalar fields with identifier names), generated as
+    one straight-line function: the normalized arguments and their canonical JSON in one pass,
+    or None for anything it does not accept outright (an invalid value, a float to turn into an
+    integer…), which `Validator.run` then judges and explains. None when the schema is not flat.
+
+    Spec text never becomes code: names, keys, bounds, patterns and defaults are constants of
+    the function's namespace (`N0`, `K0`…), the source holds only names made here."""
+    names = [f.name for f in fields]
+    if len(set(names)) != len(names):
+        return None
+    consts: dict[str, Any] = {
+        "__builtins__": {},
+        "_M": _MISSING,
+        "_SAFE": MAX_SAFE_INTEGER,
+        "_norm": normalize_path,
+        "_url": _URL.match,
+        "_duration": _DURATION.match,
+        "_js": json_string,
+        "_ir": int.__repr__,
+        "str": str,
+        "int": int,
+        "len": len,
+    }
+    body = ["g = v.get", "out = {}", "s = 0"]
+    texts: list[str] = []
+    for i, f in enumerate(fields):
+        kind = f.type.name
+        if kind not in _FAST_KINDS or _IDENT.fullmatch(f.name) is None:
+            return None
+        key = "," + json_string(f.name) + ":"  # each member brings its comma, cut once at the end
+        consts[f"N{i}"], consts[f"K{i}"] = f.name, key
+        body += [
+            f"x = g(N{i}, _M)",
+            "if x is _M or x is None:",
+            "    if x is None:",
+            "        s += 1",
+        ]
+        if f.default is not None:
+            if type(f.default) not in (str, int, float, bool):
+                return None  # a list or object default is copied per call: the general path
+            try:
+                consts[f"T{i}"] = key + canonical_json(f.default)
+            except CanonicalError:
+                return None
+            consts[f"D{i}"] = f.default
+            body += [f"    out[N{i}] = D{i}", f"    t{i} = T{i}"]
+        elif f.type.optional:
+            body.append(f"    t{i} = ''")  # INVARIANT: an optional value given as null is absent
+        else:
+            body.append("    return None")
+        body += ["else:", "    s += 1"]
+        check: list[str] = []
+        lo, hi = f.min, f.max
+        if kind == "enum":
+            consts[f"E{i}"] = {v: key + json_string(v) for v in f.type.values}
+            check += [
+                "if x.__class__ is not str:",
+                "    return None",
+                f"t{i} = E{i}.get(x)",
+                f"if t{i} is None:",
+                "    return None",
+            ]
+        elif kind == "bool":
+            consts[f"Y{i}"], consts[f"F{i}"] = key + "true", key + "false"
+            check += [
+                "if x is True:",
+                f"    t{i} = Y{i}",
+                "elif x is False:",
+                f"    t{i} = F{i}",
+                "else:",
+                "    return None",
+            ]
+        elif kind == "int":
+            check += ["if x.__class__ is not int or not -_SAFE <= x <= _SAFE:", "    return None"]
+            check += _bound_lines(i, "x", lo, hi, consts)
+            check.append(f"t{i} = K{i} + _ir(x)")
+        else:
+            check += ["if x.__class__ is not str:", "    return None"]
+            if kind == "path":
+                check += ["x = _norm(x)", "if x is None:", "    return None"]
+            elif kind in ("url", "duration"):
+                check += [f"if not _{kind}(x):", "    return None"]
+            check += _bound_lines(i, "len(x)", lo, hi, consts)
+            if f.pattern:
+                consts[f"P{i}"] = re.compile(f.pattern).search
+                check += [f"if P{i}(x) is None:", "    return None"]
+            check.append(f"t{i} = K{i} + _js(x)")
+        body += ["    " + line for line in check]
+        body.append(f"    out[N{i}] = x")
+        texts.append(f"t{i}")
+    # INVARIANT: identifier names sort alike by code point and by UTF-16 code unit
+    ordered = [texts[names.index(n)] for n in sorted(names)]
+    body += ["if s != len(v):", "    return None"]  # an unknown field
+    if ordered:
+        body.append("return out, '{' + (" + " + ".join(ordered) + ")[1:] + '}'")
+    else:
+        body.append("return out, '{}'")
+    source = "def accept(v):\n    " + "\n    ".join(body) + "\n"
+    exec(compile(source, "<harness schema>", "exec"), consts)
+    return consts["accept"]  # type: ignore[no-any-return]
+
+
+def _bound_lines(
+    i: int, measure: str, lo: float | None, hi: float | None, consts: dict[str, Any]
+) -> list[str]:
+    lines = []
+    if lo is not None:
+        consts[f"L{i}"] = lo
+        lines += [f"if {measure} < L{i}:", "    return None"]
+    if hi is not None:
+        consts[f"H{i}"] = hi
+        lines += [f"if {measure} > H{i}:", "    return None"]
+    return lines
+
+
+_COMPILED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_COMPILED_LIMIT = 4096
+_SCALAR_TYPES = frozenset({"string", "path", "url", "duration", "int", "float", "bool", "enum"})
+
+
+def _shape(fields: tuple[Field, ...]) -> tuple[Any, ...]:
+    """What a compiled check depends on (names, types, constraints, defaults), not where the
+    schema was written."""
+    return tuple(
+        (f.name, _type_shape(f.type), f.min, f.max, f.pattern, repr(f.default)) for f in fields
+    )
+
+
+def _type_shape(type_: Type) -> tuple[Any, ...]:
+    item = _type_shape(type_.item) if type_.item is not None else None
+    return (type_.name, item, type_.values, _shape(type_.fields), type_.optional)
+
+
+def _scalar_field(f: Field) -> bool:
+    return f.type.name in _SCALAR_TYPES and type(f.default) in (str, int, float, bool, type(None))
+
+
 class Validator:
     """A schema compiled once into a check: `validate(args)` returns the normalized arguments or
-    raises `ValidationError`; `errors(args)` lists every violation with its JSON path."""
+    raises `ValidationError`; `errors(args)` lists every violation with its JSON path.
 
-    __slots__ = ("_check", "plain", "schema")
+    Identical schemas (most tools of a large generated registry) share one compiled check."""
+
+    __slots__ = ("_check", "_fast", "flat", "plain", "schema")
 
     def __init__(self, schema: Schema | None) -> None:
         self.schema = schema
-        self._check = _compile_fields(schema.fields if schema is not None else ())
-        self.plain = schema is None or all(_plain_type(f.type, f.name) for f in schema.fields)
-        """Valid arguments are always written canonically by the C JSON encoder (no float, no
-        map, ASCII names): the input hash needs no scan of the values."""
+        fields = schema.fields if schema is not None else ()
+        key = _shape(fields)
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            compiled = (
+                _compile_fields(fields),
+                _compile_fast(fields),
+                all(_scalar_field(f) for f in fields),
+                all(_plain_type(f.type, f.name) for f in fields),
+            )
+            if len(_COMPILED) >= _COMPILED_LIMIT:
+                _COMPILED.clear()
+            _COMPILED[key] = compiled
+        self._check, self._fast, self.flat, self.plain = compiled
+        """`flat`: valid arguments hold only scalars, so freezing them copies nothing.
+        `plain`: valid arguments are always written canonically by the C JSON encoder (no
+        float, no map, ASCII names): the input hash needs no scan of the values."""
+
+    def canonical(self, args: Any) -> tuple[dict[str, Any], str] | None:
+        """The normalized arguments and their canonical JSON when the schema is flat and the
+        arguments are valid as given; None otherwise (then `run` judges and explains).
+
+        >>> from harnessc.runtime.model import Field, Schema, Type
+        >>> v = Validator(Schema(fields=(Field(name="n", type=Type(name="int"), default=3),)))
+        >>> v.canonical({})
+        ({'n': 3}, '{"n":3}')
+        """
+        fast = self._fast
+        if fast is None or args.__class__ is not dict:
+            return None
+        return fast(args)
 
     def run(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         errors: list[tuple[str, str]] = []
@@ -551,6 +695,7 @@ class Validator:
 
 
 _NO_EXECUTION = Execution()
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _plain_type(type_: Type, name: str) -> bool:
@@ -588,24 +733,38 @@ def freeze(
 ) -> PendingCall | Refusal:
     """Validate the arguments and freeze the call (no name or surface checks: see `ToolNames`
     and `Session.normalize`)."""
-    normalized, errors = validator.run(args if args is not None else {})
-    if errors:
-        path, message = errors[0]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        return Refusal(
-            "invalid-args",
-            f"invalid arguments for `{tool.id}`: {message} at `{path}`{more}",
-            None,
-            name or tool.id,
-            tool_call_id,
-            path,
-            tuple(errors),
-        )
+    if args is None:
+        args = {}
+    # the common case: valid arguments of a flat schema, normalized and written as canonical
+    # JSON in one pass; anything else (and every refusal) takes the general path
+    found = validator.canonical(args)
+    if found is None:
+        normalized, errors = validator.run(args)
+        if errors:
+            path, message = errors[0]
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            return Refusal(
+                "invalid-args",
+                f"invalid arguments for `{tool.id}`: {message} at `{path}`{more}",
+                None,
+                name or tool.id,
+                tool_call_id,
+                path,
+                tuple(errors),
+            )
+    else:
+        normalized = found[0]
     execution = execution or _NO_EXECUTION
     try:
-        digest = fast_input_hash(
-            tool.id, tool.version, normalized, execution, plain_args=validator.plain
-        )
+        if found is not None:
+            try:
+                digest = input_hash_from_json(
+                    tool.id, tool.version, found[1], execution_json(execution)
+                )
+            except CanonicalError:  # a lone surrogate: the reference names where
+                digest = input_hash(tool.id, tool.version, normalized, execution)
+        else:
+            digest = input_hash(tool.id, tool.version, normalized, execution)
     except CanonicalError as err:
         return Refusal(
             "invalid-execution",
@@ -615,14 +774,19 @@ def freeze(
             tool_call_id,
             err.location,
         )
+    if actor is None:
+        actor = _EMPTY
+    elif type(actor) is not MappingProxyType:
+        actor = MappingProxyType(dict(actor))
     return PendingCall(
         tool.id,
         tool.version,
         tool_call_id,
-        freeze_value(normalized),
+        # INVARIANT: `normalized` is built afresh by the validator and held by no one else
+        MappingProxyType(normalized) if validator.flat else freeze_value(normalized),
         execution,
         digest,
-        actor if type(actor) is MappingProxyType else MappingProxyType(dict(actor or {})),
+        actor,
         session_id,
         agent,
         task_id,

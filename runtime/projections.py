@@ -22,7 +22,14 @@ from typing import Any
 from .events import Event
 from .store import EventStore
 
-__all__ = ["ApprovalView", "CallView", "GrantView", "Projections", "SessionView"]
+__all__ = [
+    "ActionView",
+    "ApprovalView",
+    "CallView",
+    "GrantView",
+    "Projections",
+    "SessionView",
+]
 
 
 @dataclass
@@ -44,6 +51,26 @@ class CallView:
 
 
 @dataclass
+class ActionView:
+    """One action, by its `action_id`: enough to pick it up again in another process — the
+    frozen call as recorded (arguments with secrets redacted, execution parameters with env
+    values redacted), its state, the external handle and the last recorded result."""
+
+    action_id: str
+    stream: str
+    tool_call_id: str
+    tool_id: str
+    tool_version: int | None
+    input_hash: str | None
+    args: dict[str, Any] | None
+    execution: dict[str, Any] | None
+    state: str
+    handle: str | None = None
+    result: dict[str, Any] | None = None
+    position: int = 0
+
+
+@dataclass
 class ApprovalView:
     approval_id: str
     tool_call_id: str | None
@@ -55,6 +82,9 @@ class ApprovalView:
     by: str | None = None
     stream: str = ""
     position: int = 0
+    requested: dict[str, Any] = field(default_factory=dict)
+    """The `approval.requested` payload: what, why, as whom, on what, impact, scope."""
+    requested_at: str | None = None
 
 
 @dataclass
@@ -70,6 +100,8 @@ class GrantView:
     """`active`, `used` (a `once` grant after its call) or `revoked`."""
     stream: str = ""
     position: int = 0
+    issued: dict[str, Any] = field(default_factory=dict)
+    """The `grant.issued` payload (rule, policy, selector and condition of a class grant)."""
 
     def active_at(self, now: datetime) -> bool:
         """Neither used nor revoked, and not expired at `now` (timezone-aware)."""
@@ -86,6 +118,11 @@ class SessionView:
     ended_at: str | None = None
     events: int = 0
     position: int = 0
+    started: dict[str, Any] = field(default_factory=dict)
+    """The `session.started` payload (actor, task, facts, resource, env, parent, skill), with
+    the facts of the last `session.resumed` that replaced them."""
+    denials: list[dict[str, Any]] = field(default_factory=list)
+    """The task facts `denied` recorded in this session, in order."""
 
 
 @dataclass
@@ -96,6 +133,8 @@ class Projections:
     approvals: dict[str, ApprovalView] = field(default_factory=dict)
     grants: dict[str, GrantView] = field(default_factory=dict)
     sessions: dict[str, SessionView] = field(default_factory=dict)
+    actions: dict[str, ActionView] = field(default_factory=dict)
+    """By `action_id` (events recorded before action ids existed are only in `calls`)."""
     position: int = 0
 
     @classmethod
@@ -143,6 +182,28 @@ class Projections:
         call.input_hash = call.input_hash or p.get("input_hash")
         call.position = event.position
         call.history.append((p.get("from"), p["to"], event.position))
+        action_id = p.get("action_id")
+        if not action_id:
+            return
+        action = self.actions.get(action_id)
+        if action is None:
+            action = self.actions[action_id] = ActionView(
+                action_id,
+                event.stream,
+                call_id,
+                p["tool_id"],
+                p.get("tool_version"),
+                p.get("input_hash"),
+                p.get("args"),
+                p.get("execution"),
+                p["to"],
+            )
+        action.state = p["to"]
+        action.position = event.position
+        if p.get("handle"):
+            action.handle = p["handle"]
+        if isinstance(p.get("result"), dict):
+            action.result = p["result"]
 
     def _decision(self, event: Event, p: dict[str, Any]) -> None:
         call_id = p["tool_call_id"]
@@ -165,6 +226,8 @@ class Projections:
             list(p.get("approvers") or []),
             stream=event.stream,
             position=event.position,
+            requested=dict(p),
+            requested_at=event.time,
         )
 
     def _approval_resolved(self, event: Event, p: dict[str, Any]) -> None:
@@ -185,6 +248,7 @@ class Projections:
             p["expires_at"],
             stream=event.stream,
             position=event.position,
+            issued=dict(p),
         )
 
     def _grant_used(self, event: Event, p: dict[str, Any]) -> None:
@@ -204,6 +268,16 @@ class Projections:
         session = self.sessions[event.stream]
         session.agent = p.get("agent")
         session.started_at = event.time
+        session.started = dict(p)
+
+    def _session_resumed(self, event: Event, p: dict[str, Any]) -> None:
+        session = self.sessions[event.stream]
+        if "facts" in p:
+            session.started = {**session.started, "facts": p["facts"]}
+
+    def _task_fact(self, event: Event, p: dict[str, Any]) -> None:
+        if p.get("fact") == "denied" and isinstance(p.get("value"), dict):
+            self.sessions[event.stream].denials.append(p["value"])
 
     def _session_ended(self, event: Event, p: dict[str, Any]) -> None:
         session = self.sessions[event.stream]
@@ -222,4 +296,6 @@ _HANDLERS = {
     "grant.revoked": Projections._grant_revoked,
     "session.started": Projections._session_started,
     "session.ended": Projections._session_ended,
+    "session.resumed": Projections._session_resumed,
+    "task.fact": Projections._task_fact,
 }

@@ -1,10 +1,12 @@
 """Sessions: one run of an agent, and the path of every call it makes.
 
 `expose` → `normalize` → `decide` → `request_approval` (the harness approves) → `invoke` →
-`evidence`. Each step is a method that returns a value with its reasons and appends events to
-the session's stream. A planner session may `delegate` one level deep; `skill` opens a session
-of a skill, whose private tools run only there, under the parent's policy and the skill's
-profile (both must allow: the stricter decision wins).
+(`complete` for accepted asynchronous work) → `evidence`. Each step is a method that returns a
+value with its reasons and appends events to the session's stream. A session is recorded with
+everything needed to judge its calls again (actor, task, facts, resource, env), so a harness in
+another process picks it up from the log (`Harness.resume`). A planner session may `delegate`
+one level deep; `skill` opens a session of a skill, whose private tools run only there, under
+the parent's policy and the skill's profile (both must allow: the stricter decision wins).
 
 >>> # h = Harness(spec); s = h.session(agent="planner", actor={"user": "u-1", "role": "sre"})
 >>> # call = s.normalize("change_create", "call-1", {...}); s.decide(call); s.invoke(call)
@@ -21,21 +23,31 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .approvals import ApprovalGrant, ApprovalRequest, selects
-from .availability import Availability, Facts
+from .availability import Availability, Facts, McpState, ToolAvailability, unavailable_refusal
 from .canonical import Execution
-from .events import NewEvent, decision, session_ended, session_started
+from .events import NewEvent, decision, format_time, session_ended, session_started
 from .evidence import Evidence, build_evidence
-from .executors import ExecutorContext, Result, run_async, run_sync, timeout_of
+from .executors import (
+    ExecutorContext,
+    LateHook,
+    Result,
+    run_async,
+    run_sync,
+    settle,
+    timeout_of,
+)
 from .exposure import Exposure
-from .lifecycle import Action, ActionState
+from .lifecycle import Action, ActionError, ActionState
 from .model import Agent, Skill, Spec, Surface, Tool
 from .normalize import DELEGATE_TASK, PendingCall, Refusal, freeze, thaw
 from .policy import CallContext, Decision
+from .projections import ActionView
+from .store import ConcurrencyError
 
 if TYPE_CHECKING:
     from .harness import Harness
 
-__all__ = ["PUBLIC_KINDS", "Session", "surface_tools"]
+__all__ = ["PUBLIC_KINDS", "Session", "facts_from_record", "facts_record", "surface_tools"]
 
 PUBLIC_KINDS = frozenset({"public", "dynamic", "mcp"})
 """Kinds of tool a surface can hold: legacy, primitive and private tools never."""
@@ -63,6 +75,9 @@ class _Judged:
     decision: Decision
     grant: ApprovalGrant | None
     policy_version: str
+    grants: tuple[ApprovalGrant, ...] = ()
+    """Every grant that authorises the call: one per ASK when several policies ask (a skill
+    session), all spent by the call."""
 
 
 class Session:
@@ -111,10 +126,15 @@ class Session:
         self._results: dict[str, Result] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._inflight: dict[str, asyncio.Future[Result]] = {}
+        self._running: set[str] = set()
+        self._by_action_id: dict[str, str] = {}
         self._lock = threading.Lock()
         self._surface_version: str | None = None
         self._surface: frozenset[str] = frozenset()
         self._surface_order: tuple[str, ...] = ()
+        # (facts snapshot, policy version, tool id → availability): replaced, never mutated in
+        # place, when the facts or the spec change, so a reader needs no lock
+        self._availability: tuple[Facts | None, str, dict[str, ToolAvailability]] = (None, "", {})
 
     # -- identity -----------------------------------------------------------------------------
 
@@ -166,6 +186,11 @@ class Session:
             "task": _jsonable(self.task),
             "policy_version": self.harness.policy_version,
             "policies": list(self.policies),
+            # what policy reads, so a harness in another process judges this session's calls
+            # again exactly as this one would (`Harness.resume`)
+            "facts": facts_record(self.facts),
+            "resource": _jsonable(self.resource),
+            "env": _jsonable(self.env),
         }
         if self.parent is not None:
             extra["parent"] = self.parent.id
@@ -184,6 +209,19 @@ class Session:
     def availability(self) -> Availability:
         """Every tool's availability under this session's facts, with reasons."""
         return self.harness.availability(self.facts)
+
+    def tool_availability(self, tool_id: str) -> ToolAvailability:
+        """One tool's availability under this session's facts now (computed once per facts
+        snapshot and spec; `Harness.resume(session_id, facts=…)` gives new facts)."""
+        h = self.harness
+        facts, version, known = self._availability
+        if facts is not self.facts or version != h.policy_version:
+            facts, known = self.facts, {}
+            self._availability = (facts, h.policy_version, known)
+        found = known.get(tool_id)
+        if found is None:
+            found = known[tool_id] = h.checker.tool(h.spec.tools[tool_id], facts)
+        return found
 
     def expose(self, query: str, *, packs: tuple[str, ...] | list[str] = ()) -> Exposure:
         """The tools the planner sees this turn: the surface ∩ available, ranked when more than
@@ -240,6 +278,12 @@ class Session:
             if known is not None:
                 return known
             self._pending[result.key] = result
+            restored = self._actions.get(result.key)
+        if restored is not None:
+            # an action restored from the log whose call could not be rebuilt (its secret
+            # values are never stored): the same tool, tool_call_id and input hash is that call
+            self._attach_requests(result)
+            return result
         spec_tool = self.harness.spec.tools[result.tool_id]
         action = Action.request(
             self.harness.store,
@@ -255,6 +299,7 @@ class Session:
         )
         action.transition(_S.VALIDATED)
         self._actions[result.key] = action
+        self._index(action, result.key)
         return result
 
     def _normalize(
@@ -282,10 +327,23 @@ class Session:
                 tool_call_id,
             )
         if tool.id not in self._surface:
-            what = {
-                "primitive": "is internal (primitive) and never on a surface",
-            }.get(tool.kind, f"is not on the surface of the agent `{self.agent.name}`")
+            if tool.kind == "primitive":
+                what = "is internal (primitive) and never on a surface"
+            elif self.skill_def is not None:
+                what = (
+                    f"is not on the surface of the skill `{self.skill_def.name}`: a session of "
+                    "the skill calls only its private tools and its subagents' tools"
+                )
+                if self.skill_def.profile:
+                    what += f" (profile `{self.skill_def.profile}`)"
+            else:
+                what = f"is not on the surface of the agent `{self.agent.name}`"
             return Refusal("not-on-surface", f"`{tool.id}` {what}", None, name, tool_call_id)
+        # Availability is a layer of its own (language.md §1): a tool the planner can name is
+        # not a tool that works now, so a call to an unavailable one never reaches policy.
+        available = self.tool_availability(tool.id)
+        if not available.available:
+            return unavailable_refusal(available, name, tool_call_id)
         return freeze(
             tool,
             h.validators[tool.id],
@@ -332,41 +390,75 @@ class Session:
         )
 
     def judge(self, pending: PendingCall) -> tuple[Decision, ApprovalGrant | None]:
-        """Decide without recording: the strictest decision of the session's policies, and the
-        grant that authorises it when it is an ASK (pure; `decide` records it)."""
+        """Decide without recording: the decision of the session's policies, and the grant that
+        authorises it when it is an ASK (pure; `decide` records it).
+
+        In a skill session the parent's policy and the skill's profile both judge the call
+        (language.md §9): DENY beats ASK beats ALLOW across them. When they agree on the effect,
+        the decision names the most specific rule: a rule before a default (a risk table), the
+        skill's profile before the parent's policy. When both ASK, each ASK needs its own
+        approval: the decision names the first one nobody has approved yet.
+        """
+        d, grants = self._judge(pending)
+        return d, grants[0] if grants else None
+
+    def _judge(self, pending: PendingCall) -> tuple[Decision, tuple[ApprovalGrant, ...]]:
         h = self.harness
         ctx = self.context(pending)
-        best: Decision | None = None
-        for name in self.policies:
-            d = h.engine.decider(name).decide(ctx)
-            if best is None or _STRENGTH[d.effect] > _STRENGTH[best.effect]:
-                best = d
-        if best is None:
-            best = Decision(
-                "deny",
-                None,
-                (),
-                f"the agent `{self.agent.name}` has no policy",
-                None,
-                (),
-                None,
-                True,
-                None,
-                "",
-                pending.tool_id,
+        if len(self.policies) == 1:
+            tied = [h.engine.decider(self.policies[0]).decide(ctx)]
+        elif not self.policies:
+            tied = [
+                Decision(
+                    "deny",
+                    None,
+                    (),
+                    f"the agent `{self.agent.name}` has no policy",
+                    None,
+                    (),
+                    None,
+                    True,
+                    None,
+                    "",
+                    pending.tool_id,
+                )
+            ]
+        else:
+            decisions = [h.engine.decider(name).decide(ctx) for name in self.policies]
+            strongest = max(_STRENGTH[d.effect] for d in decisions)
+            # INVARIANT: most specific first. `self.policies` lists the parent's policy before
+            # the skill's profile, so a later policy is the more specific one; a rule that
+            # matched is more specific than a default.
+            ranked = sorted(
+                (
+                    (d.default_used, -i, d)
+                    for i, d in enumerate(decisions)
+                    if _STRENGTH[d.effect] == strongest
+                ),
+                key=lambda r: (r[0], r[1]),
             )
-        grant = None
-        if best.effect == "ask":
+            tied = [d for _, _, d in ranked]
+        best = tied[0]
+        if best.effect != "ask":
+            return best, ()
+        tool = h.spec.tools.get(pending.tool_id)
+        grants: list[ApprovalGrant] = []
+        for d in tied:
             grant = h.approvals.find(
                 pending,
-                rule=best.rule,
-                policy=best.policy,
+                rule=d.rule,
+                policy=d.policy,
                 task_id=self.task_id,
-                tool=h.spec.tools.get(pending.tool_id),
+                tool=tool,
                 context=ctx,
                 facts=self.facts.values,
+                # several policies ask: each needs an approval of its own rule
+                own_rule=len(tied) > 1,
             )
-        return best, grant
+            if grant is None:
+                return d, ()
+            grants.append(grant)
+        return best, tuple(grants)
 
     def decide(self, pending: PendingCall) -> Decision:
         """Judge a frozen call under the agent's policy (and a skill's profile) and record a
@@ -376,7 +468,8 @@ class Session:
         the call; the returned decision stays the policy's own (its `effect` is still `ask`).
         """
         self._own(pending)
-        d, grant = self.judge(pending)
+        d, grants = self._judge(pending)
+        grant = grants[0] if grants else None
         h = self.harness
         decision_id = "dec-" + uuid.uuid4().hex[:16]
         h.store.append(
@@ -402,7 +495,7 @@ class Session:
                 skill=self.skill_name,
             )
         )
-        self._judged[pending.key] = _Judged(decision_id, d, grant, h.policy_version)
+        self._judged[pending.key] = _Judged(decision_id, d, grant, h.policy_version, grants)
         self._drive(pending, d, grant, decision_id)
         return d
 
@@ -470,9 +563,11 @@ class Session:
             task_id=self.task_id,
         )
 
-    def record_denial(self, pending: PendingCall, by: str | None, reason: str | None) -> None:
+    def record_denial(
+        self, pending: PendingCall | ApprovalRequest, by: str | None, reason: str | None
+    ) -> None:
         """A person's denial as a task fact (`task.denials`) and a `task.fact` event; the
-        action is cancelled."""
+        action is cancelled. `pending` is the call, or the request that asked for it."""
         entry = {
             "tool_id": pending.tool_id,
             "tool_call_id": pending.tool_call_id,
@@ -488,7 +583,7 @@ class Session:
             "task.fact",
             {"task_id": self.task_id, "fact": "denied", "value": entry},
         )
-        action = self._actions.get(pending.key)
+        action = self._actions.get(f"{pending.tool_call_id}:{pending.input_hash}")
         if action is not None and not action.terminal:
             action.cancel(reason or "denied by a person")
 
@@ -503,7 +598,7 @@ class Session:
             judged is None
             or judged.policy_version != self.harness.policy_version
             or action.state != _S.AUTHORIZED
-            or (judged.grant is not None and not judged.grant.active(now))
+            or any(not g.active(now) for g in judged.grants)
         )
         if stale and not action.terminal:
             self.decide(pending)
@@ -521,24 +616,54 @@ class Session:
             message += f" ({why})"
         return judged, self._not_run(pending, category, message, action.state.value, judged)
 
+    def _unavailable(self, pending: PendingCall) -> Result | None:
+        """A not-run result when the call's tool is unavailable under the facts now, recorded
+        as a `call.refused` event; the action keeps its state (it runs once the conditions
+        hold) and a grant that authorises it is not spent."""
+        available = self.tool_availability(pending.tool_id)
+        if available.available:
+            return None
+        refusal = unavailable_refusal(available, pending.tool_id, pending.tool_call_id)
+        action = self._actions[pending.key]
+        self._append(
+            "Error",
+            "call.refused",
+            {
+                **refusal.to_dict(),
+                "session": self.id,
+                "action_id": action.action_id,
+                "input_hash": pending.input_hash,
+                "stage": "invoke",
+            },
+        )
+        message = f"`{pending.tool_id}` may not run: it is unavailable now (" + (
+            "; ".join(available.reasons) + ")"
+        )
+        return self._not_run(
+            pending, "unavailable", message, action.state.value, self._judged.get(pending.key)
+        )
+
     def _not_run(
         self,
-        pending: PendingCall,
+        pending: PendingCall | Action,
         category: str,
         message: str,
         state: str,
         judged: _Judged | None,
     ) -> Result:
+        action = pending if isinstance(pending, Action) else self._actions.get(pending.key)
         return Result(
             tool_id=pending.tool_id,
             tool_call_id=pending.tool_call_id,
-            input_hash=pending.input_hash,
+            input_hash=pending.input_hash
+            if isinstance(pending, PendingCall)
+            else self._hash_of(pending),
             status="failure",
             data=None,
             observation=message,
             error=message,
             error_category=category,
-            retryable=category == "waiting_approval",
+            retryable=category in ("waiting_approval", "unavailable"),
             side_effect=False,
             executor=None,
             actor=_user(self.actor),
@@ -548,6 +673,7 @@ class Session:
             state=state,
             ran=False,
             decision_id=judged.decision_id if judged is not None else None,
+            action_id=action.action_id if action is not None else None,
         )
 
     def _prepare(self, pending: PendingCall) -> tuple[Any, ...] | Result:
@@ -558,6 +684,10 @@ class Session:
         judged, refused = self._authorize(pending)
         if refused is not None:
             return refused
+        # checked again: the facts may have changed since normalize or the approval
+        unavailable = self._unavailable(pending)
+        if unavailable is not None:
+            return unavailable
         assert judged is not None
         h = self.harness
         tool = h.spec.tools[pending.tool_id]
@@ -571,10 +701,18 @@ class Session:
                 judged,
             )
         action = self._actions[pending.key]
-        if judged.grant is not None:
-            h.approvals.use(judged.grant, self.id, pending.tool_call_id)
+        for grant in judged.grants:
+            h.approvals.use(grant, self.id, pending.tool_call_id)
         action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
-        ctx = ExecutorContext(pending, self.id, self.actor, self.task_id, timeout_of(tool, pending))
+        self._running.add(pending.key)
+        ctx = ExecutorContext(
+            pending,
+            self.id,
+            self.actor,
+            self.task_id,
+            timeout_of(tool, pending),
+            action.action_id,
+        )
         return tool, bound, ctx, judged, action
 
     def _record(
@@ -584,14 +722,46 @@ class Session:
             result,
             decision_id=judged.decision_id,
             grant_id=judged.grant.grant_id if judged.grant is not None else None,
+            action_id=action.action_id,
         )
-        action.transition(
-            result.state,
-            result=result.to_dict(tool.output),
-            reason=result.error_category,
-        )
-        self._results[pending.key] = result
+        try:
+            if result.accepted:
+                # RUNNING → ACCEPTED (the external system took it) → WAITING_RESULT
+                action.transition(_S.ACCEPTED, handle=result.handle)
+                action.transition(
+                    _S.WAITING_RESULT, result=result.to_dict(tool.output), handle=result.handle
+                )
+            else:
+                action.transition(
+                    result.state,
+                    result=result.to_dict(tool.output),
+                    reason=result.error_category,
+                )
+            self._results[pending.key] = result
+        finally:
+            self._running.discard(pending.key)
         return result
+
+    def _late_hook(self, action: Action, settled: threading.Event) -> LateHook:
+        """Record that an executor which timed out finished anyway; its return value is
+        dropped (the recorded result stays `unknown`)."""
+
+        def report(outcome: str, error: BaseException | None) -> None:
+            settled.wait(10)  # after the timeout's own result, so the log reads in order
+            payload: dict[str, Any] = {
+                "action_id": action.action_id,
+                "tool_call_id": action.tool_call_id,
+                "tool_id": action.tool_id,
+                "outcome": outcome,
+                "used": False,
+                "note": "the executor finished after its timeout; its return value was not "
+                "used and the call's result stays unknown",
+            }
+            if error is not None:
+                payload["error"] = f"{type(error).__name__}: {error}"
+            self._append("Tool", "action.late_result", payload)
+
+        return report
 
     def invoke(self, pending: PendingCall) -> Result:
         """Run an authorised call (ALLOW, or ASK with a matching grant) with its executor and
@@ -604,10 +774,20 @@ class Session:
             if isinstance(prepared, Result):
                 return prepared
             tool, bound, ctx, judged, action = prepared
-            result = run_sync(
-                tool, pending, bound, ctx, self.harness.clock, self.harness.outputs.get(tool.id)
-            )
-            return self._record(pending, tool, judged, action, result)
+            settled = threading.Event()
+            try:
+                result = run_sync(
+                    tool,
+                    pending,
+                    bound,
+                    ctx,
+                    self.harness.clock,
+                    self.harness.outputs.get(tool.id),
+                    self._late_hook(action, settled),
+                )
+                return self._record(pending, tool, judged, action, result)
+            finally:
+                settled.set()
 
     async def ainvoke(self, pending: PendingCall) -> Result:
         """`invoke` for asyncio: async executors run on the running loop, sync ones in a
@@ -621,14 +801,23 @@ class Session:
         tool, bound, ctx, judged, action = prepared
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._inflight[pending.key] = future
+        settled = threading.Event()
         try:
             result = await run_async(
-                tool, pending, bound, ctx, self.harness.clock, self.harness.outputs.get(tool.id)
+                tool,
+                pending,
+                bound,
+                ctx,
+                self.harness.clock,
+                self.harness.outputs.get(tool.id),
+                self._late_hook(action, settled),
             )
             result = self._record(pending, tool, judged, action, result)
             future.set_result(result)
             return result
         finally:
+            settled.set()
+            self._running.discard(pending.key)
             self._inflight.pop(pending.key, None)
 
     def _key_lock(self, key: str) -> threading.Lock:
@@ -638,12 +827,326 @@ class Session:
                 lock = self._locks[key] = threading.Lock()
             return lock
 
+    # -- asynchronous work: complete and cancel ---------------------------------------------
+
+    def complete(
+        self,
+        action: str | PendingCall,
+        data: Any = None,
+        *,
+        error: str | BaseException | None = None,
+        by: Mapping[str, Any] | str | None = None,
+    ) -> Result:
+        """Report the result of accepted work (an executor returned `Accepted`): the output
+        data (checked against the tool's output schema, like an executor's), an `Outcome`, or
+        `error=`. The action moves WAITING_RESULT → SUCCEEDED or FAILED, the `Result` is
+        recorded and returned, and `invoke` returns it from now on.
+
+        Raises `ActionError`: `already-finished` when the action has its result (completing
+        twice; it is decided on the log, so a completion in another process counts),
+        `not-waiting` when it is not waiting for a result, `unknown-action`.
+
+        >>> # accepted = s.invoke(call)           # status "accepted", state WAITING_RESULT
+        >>> # s.complete(accepted.action_id, {"deployment_id": "dep-1", ...}, by="ci-webhook")
+        """
+        key = self._key_of(action)
+        who = _who_of(by)
+        h = self.harness
+        with self._key_lock(key):
+            act = self._actions[key]
+            tool = h.spec.tools.get(act.tool_id)
+            if tool is None:
+                raise ActionError(
+                    "unknown-action",
+                    f"the tool `{act.tool_id}` of `{act.action_id}` is no longer registered",
+                    action_id=act.action_id,
+                    state=act.state.value,
+                )
+            while True:
+                seq = act.refresh()
+                if act.terminal:
+                    if act.state == _S.CANCELLED:
+                        self._append(
+                            "Tool",
+                            "action.late_result",
+                            {
+                                "action_id": act.action_id,
+                                "tool_call_id": act.tool_call_id,
+                                "tool_id": act.tool_id,
+                                "outcome": "failed" if error is not None else "completed",
+                                "by": who,
+                                "used": False,
+                                "note": "the result came after the action was cancelled",
+                            },
+                        )
+                    raise ActionError(
+                        "already-finished",
+                        f"the action `{act.action_id}` is already {act.state.value}: its result "
+                        "was recorded once and is not replaced",
+                        action_id=act.action_id,
+                        state=act.state.value,
+                    )
+                if act.state != _S.WAITING_RESULT:
+                    raise ActionError(
+                        "not-waiting",
+                        f"the action `{act.action_id}` is {act.state.value}, not waiting for a "
+                        "result: only work an executor accepted is completed",
+                        action_id=act.action_id,
+                        state=act.state.value,
+                    )
+                accepted = self._results.get(key) or self._placeholder(act, tool)
+                final = settle(
+                    tool,
+                    self._pending.get(key),
+                    accepted,
+                    data,
+                    error,
+                    by=who,
+                    finished=h.clock(),
+                    output=h.outputs.get(tool.id),
+                )
+                try:
+                    act.transition(
+                        final.state,
+                        result=final.to_dict(tool.output),
+                        reason=final.error_category,
+                        completed_by=who,
+                        expected_seq=seq,
+                    )
+                except ConcurrencyError:
+                    continue  # another writer moved the stream: read the log again
+                self._results[key] = final
+                return final
+
+    def cancel(
+        self,
+        action: str | PendingCall,
+        *,
+        reason: str = "cancelled",
+        by: Mapping[str, Any] | str | None = None,
+    ) -> Result:
+        """Cancel an action that has not finished: one waiting for approval or authorised
+        (it never runs), or accepted work waiting for its result (the harness stops waiting;
+        the external system may still do it, so the result is `unknown` with
+        `side_effect=True` when the tool has side effects). A pending approval request of the
+        call is withdrawn. Raises `ActionError` (`already-finished`, `running` while this
+        process runs it, `unknown-action`)."""
+        key = self._key_of(action)
+        who = _who_of(by)
+        h = self.harness
+        with self._key_lock(key):
+            act = self._actions[key]
+            if key in self._running:
+                raise ActionError(
+                    "running",
+                    f"the action `{act.action_id}` is running in this process: its result or "
+                    "timeout ends it",
+                    action_id=act.action_id,
+                    state=act.state.value,
+                )
+            tool = h.spec.tools.get(act.tool_id)
+            while True:
+                seq = act.refresh()
+                if act.terminal:
+                    raise ActionError(
+                        "already-finished",
+                        f"the action `{act.action_id}` is already {act.state.value}",
+                        action_id=act.action_id,
+                        state=act.state.value,
+                    )
+                started = act.state in (_S.RUNNING, _S.ACCEPTED, _S.WAITING_RESULT)
+                if started:
+                    base = self._results.get(key) or self._placeholder(act, tool)
+                    side = base.side_effect or (tool is not None and _has_side_effect(tool))
+                    where = f" (`{base.handle}`)" if base.handle else ""
+                    text = (
+                        f"`{act.tool_id}` was cancelled after it started{where}: its outcome is "
+                        "unknown" + ("; a side effect may have happened" if side else "")
+                    )
+                    result = replace(
+                        base,
+                        status="unknown",
+                        data=None,
+                        observation=text,
+                        error=reason,
+                        error_category="cancelled",
+                        retryable=False,
+                        side_effect=side,
+                        finished_at=_now(h),
+                        state=_S.CANCELLED.value,
+                        completed_by=who,
+                    )
+                else:
+                    result = self._not_run(
+                        act,
+                        "cancelled",
+                        f"`{act.tool_id}` may not run: the call was cancelled ({reason})",
+                        _S.CANCELLED.value,
+                        self._judged.get(key),
+                    )
+                try:
+                    act.transition(
+                        _S.CANCELLED,
+                        reason=reason,
+                        by=who,
+                        result=result.to_dict(tool.output if tool else None),
+                        expected_seq=seq,
+                    )
+                except ConcurrencyError:
+                    continue
+                break
+            self._results[key] = result
+        for req in list(h.approvals.requests.values()):
+            if (
+                req.session_id == self.id
+                and req.status == "pending"
+                and f"{req.tool_call_id}:{req.input_hash}" == key
+            ):
+                h.approvals.resolve(req.request_id, "withdrawn", who, reason=reason)
+        return result
+
+    def _placeholder(self, act: Action, tool: Tool | None) -> Result:
+        return Result(
+            tool_id=act.tool_id,
+            tool_call_id=act.tool_call_id,
+            input_hash=self._hash_of(act),
+            status="unknown",
+            data=None,
+            observation="",
+            error=None,
+            error_category=None,
+            retryable=False,
+            side_effect=tool is not None and _has_side_effect(tool),
+            executor=None,
+            actor=_user(self.actor),
+            started_at=None,
+            finished_at=None,
+            duration_ms=0.0,
+            state=act.state.value,
+            action_id=act.action_id,
+        )
+
+    # -- the calls of this session ----------------------------------------------------------
+
+    def call(self, tool_call_id: str) -> PendingCall | None:
+        """The frozen call with this tool_call_id (the latest, when the model reused the id
+        with other arguments), normalized here or restored from the log."""
+        found = None
+        for pending in list(self._pending.values()):
+            if pending.tool_call_id == tool_call_id:
+                found = pending
+        return found
+
+    def calls(self) -> tuple[PendingCall, ...]:
+        """Every frozen call of this session, in the order they were made or restored."""
+        return tuple(self._pending.values())
+
+    def action_id(self, pending: PendingCall) -> str | None:
+        """The `action_id` of a normalized call (for `Harness.complete` / `cancel`)."""
+        action = self._actions.get(pending.key)
+        return action.action_id if action is not None else None
+
+    def _key_of(self, action: str | PendingCall) -> str:
+        if isinstance(action, PendingCall):
+            self._own(action)
+            return action.key
+        key = self._by_action_id.get(action)
+        if key is None:
+            raise ActionError(
+                "unknown-action", f"no action `{action}` in session `{self.id}`", action_id=action
+            )
+        return key
+
+    def _index(self, action: Action, key: str) -> None:
+        self._by_action_id[action.action_id] = key
+        self.harness._action_sessions[action.action_id] = self
+
+    def _hash_of(self, action: Action) -> str:
+        for key, known in self._actions.items():
+            if known is action:
+                return key.split(":", 1)[1]
+        return ""
+
+    def _attach_requests(self, pending: PendingCall) -> None:
+        approvals = self.harness.approvals
+        for req in list(approvals.requests.values()):
+            if (
+                req.session_id == self.id
+                and req.pending is None
+                and (req.tool_call_id, req.input_hash) == (pending.tool_call_id, pending.input_hash)
+            ):
+                approvals.attach(req.request_id, pending)
+
+    # -- restart ----------------------------------------------------------------------------
+
+    def _restore(self, views: list[ActionView]) -> None:
+        """Take up this session's actions as the log leaves them (`Harness.resume`): their
+        state, their frozen call when it can be rebuilt exactly, their recorded result."""
+        h = self.harness
+        for view in sorted(views, key=lambda v: v.position):
+            tool = h.spec.tools.get(view.tool_id)
+            key = f"{view.tool_call_id}:{view.input_hash}"
+            action = Action(
+                h.store,
+                self.id,
+                view.tool_call_id,
+                view.tool_id,
+                ActionState(view.state),
+                tool=tool,
+                position=view.position,
+                action_id=view.action_id,
+            )
+            self._actions[key] = action
+            self._index(action, key)
+            if view.result is not None:
+                self._results[key] = Result.from_dict(view.result)
+            pending = self._rebuild(view, tool) if tool is not None else None
+            if pending is not None:
+                self._pending[key] = pending
+                self._attach_requests(pending)
+
+    def _rebuild(self, view: ActionView, tool: Tool) -> PendingCall | None:
+        """The frozen call from its recorded arguments and execution, if and only if they
+        give the recorded input hash (not when secret values were redacted, nor when the
+        tool's version changed: then it is another call)."""
+        if view.args is None or view.tool_version != tool.version or not view.input_hash:
+            return None
+        recorded = dict(view.execution or {})
+        if isinstance(recorded.get("command"), list):
+            recorded["command"] = tuple(recorded["command"])
+        try:
+            execution = Execution(**recorded) if recorded else None
+        except TypeError:
+            return None
+        h = self.harness
+        pending = freeze(
+            tool,
+            h.validators[tool.id],
+            view.tool_call_id,
+            view.args,
+            execution,
+            actor=self.actor,
+            session_id=self.id,
+            agent=self.agent.name,
+            task_id=self.task_id,
+            skill=self.skill_name,
+        )
+        if isinstance(pending, PendingCall) and pending.input_hash == view.input_hash:
+            return pending
+        return None
+
     # -- delegation and skills ------------------------------------------------------------------
 
-    def delegate(self, goal: str, *, agent: str | None = None) -> Session | Refusal:
+    def delegate(
+        self, goal: str, *, agent: str | None = None, session_id: str | None = None
+    ) -> Session | Refusal:
         """Start a child session of a delegation target (one level deep): only a planner's own
         session may delegate; the child's surface never holds `delegate_task` and the child
-        cannot delegate again. Its calls go through policy, approvals and evidence."""
+        cannot delegate again. Its calls go through policy, approvals and evidence.
+        `session_id` names the child session (a random `ses-…` id otherwise).
+
+        >>> # child = s.delegate("Write and test a patch.", agent="generic", session_id="t7-child")
+        """
         h = self.harness
         if self.parent is not None or self.skill_def is not None:
             return self._refuse_delegation(
@@ -674,6 +1177,7 @@ class Session:
             env=self.env,
             parent=self,
             goal=goal,
+            session_id=session_id,
         )
         self._append(
             "State",
@@ -688,10 +1192,14 @@ class Session:
         self._append("Error", "call.refused", {**refusal.to_dict(), "session": self.id})
         return refusal
 
-    def skill(self, name: str) -> Session | Refusal:
+    def skill(self, name: str, *, session_id: str | None = None) -> Session | Refusal:
         """Open a session of a skill: its private tools run only there, judged by this
-        session's policy AND the skill's profile (the stricter decision wins), with this
-        session's actor, task, approvals and evidence."""
+        session's policy AND the skill's profile (the stricter decision wins; on a tie the
+        skill's own rule is named), with this session's actor, task, approvals and evidence.
+        `session_id` names the skill session (a random `ses-…` id otherwise).
+
+        >>> # report = s.skill("report_writer", session_id="t7-report")
+        """
         h = self.harness
         skill = h.spec.skills.get(name) or h.spec.skills.get(h.spec.qualified(name))
         if skill is None or (self.agent.skills and skill.name not in self.agent.skills):
@@ -718,6 +1226,7 @@ class Session:
             env=self.env,
             parent=self,
             skill=skill,
+            session_id=session_id,
         )
         self._append("State", "skill.started", {"child": child.id, "skill": skill.name})
         self.children.append(child)
@@ -751,3 +1260,66 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
+
+
+def _who_of(by: Mapping[str, Any] | str | None) -> str | None:
+    if by is None or isinstance(by, str):
+        return by
+    user = by.get("user")
+    if isinstance(user, str) and user:
+        return user
+    role = by.get("role")
+    return f"role:{role}" if isinstance(role, str) else None
+
+
+def _has_side_effect(tool: Tool) -> bool:
+    return bool(set(tool.effects) - {"read", "preview", "idempotent"})
+
+
+def _now(h: Harness) -> str:
+    return format_time(h.clock())
+
+
+def facts_record(facts: Facts) -> dict[str, Any]:
+    """A facts snapshot as JSON, for the log (`facts_from_record` reads it back)."""
+    return {
+        "values": _jsonable(facts.values),
+        "connected": sorted(facts.connected),
+        "running": sorted(facts.running),
+        "mcp": {
+            name: {
+                "enabled": m.enabled,
+                "connected": m.connected,
+                "transport_valid": m.transport_valid,
+                "disclaimer_accepted": m.disclaimer_accepted,
+                "agent_access": m.agent_access,
+                "discovered": _jsonable(m.discovered),
+                "registered": sorted(m.registered) if m.registered is not None else None,
+            }
+            for name, m in sorted(facts.mcp.items())
+        },
+    }
+
+
+def facts_from_record(record: Mapping[str, Any] | None) -> Facts:
+    """The facts snapshot `facts_record` wrote."""
+    if not record:
+        return Facts()
+    mcp = {
+        name: McpState(
+            enabled=bool(m.get("enabled")),
+            connected=bool(m.get("connected")),
+            transport_valid=bool(m.get("transport_valid")),
+            disclaimer_accepted=bool(m.get("disclaimer_accepted")),
+            agent_access=bool(m.get("agent_access")),
+            discovered=m.get("discovered") or {},
+            registered=frozenset(m["registered"]) if m.get("registered") is not None else None,
+        )
+        for name, m in (record.get("mcp") or {}).items()
+    }
+    return Facts.of(
+        record.get("values") or {},
+        connected=record.get("connected") or (),
+        running=record.get("running") or (),
+        mcp=mcp,
+    )

@@ -11,4 +11,4 @@ fi
 # after the embed extra instead, pip would resolve sentence-transformers' torch from the index
 # and pull a multi-GB CUDA build; with torch present, the extra keeps it.
 .venv/bin/python -m pip install --quiet torch==2.13.0
-.venv/bin/python -m pip install --quiet -e '.[dev,embed]'
+.venv/bin/python -m pip install --quiet -e '.[dev,embed,workflows]'

@@ -5,4 +5,11 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# Every example builds, and the test suite the compiler generates from its spec passes.
+generated="$(mktemp -d)"
+trap 'rm -rf "$generated"' EXIT
+for spec in $(grep -l '^harness ' examples/*/*.harness); do
+  .venv/bin/harnessc build "$spec" -o "$generated" --no-embed -q
+done
+.venv/bin/python -m pytest -q -W error -p no:cacheprovider "$generated"
 .venv/bin/python -m pytest "$@"

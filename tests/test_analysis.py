@@ -650,3 +650,20 @@ def test_a_generated_spec_gets_a_witness_for_every_rule_that_can_win() -> None:
         assert_witness_wins(spec, w)
     # near-linear: a handful of queries per tool
     assert analysis.queries <= 12 * 8
+
+
+def test_two_analyses_in_one_process_find_the_same_witnesses() -> None:
+    # z3's models depend on its context's history: each analysis starts a fresh context, so a
+    # `build` then `build --check` in one process agree byte for byte
+    from harnessc.compiler.analysis.policy import analyse_policies
+
+    result = check([ROOT / "examples" / "remediation" / "remediation.harness"])
+    assert result.model is not None
+
+    def witnesses() -> str:
+        analysis = analyse_policies(result.model)
+        return repr(sorted((p, sorted(w.items())) for p, w in analysis.witnesses.items()))
+
+    first = witnesses()
+    z3.solve(z3.Int("unrelated") > 41)  # other solver work in between changes nothing
+    assert witnesses() == first == witnesses()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Facts, Harness, McpState
+from harnessc.runtime.availability import MCP_CONDITIONS
 from harnessc.runtime.model import Spec
 
 from .conftest import ROOT
@@ -45,10 +46,11 @@ def test_requires_failures_name_the_condition_and_what_was_read(spec: Spec) -> N
     assert none.tools["change.create"].reason == (
         "`connected(change_platform)` is false: the connection `change_platform` is not connected"
     )
-    assert none.tools["ci.run_pipeline"].reasons == (
-        "the runtime `ci_runner` that provides it is not running",
-        "`running(ci_runner)` is false: the runtime `ci_runner` is not running",
+    # a dynamic tool whose `requires` repeats its provider: one reason for the one condition
+    assert none.tools["ci.run_pipeline"].failed == (
+        ("running(ci_runner)", "the runtime `ci_runner` that provides it is not running"),
     )
+    assert none.tools["change.create"].conditions == ("connected(change_platform)",)
     closed = h.availability({"workspace.open": False})
     assert (
         closed.tools["deps"].reason
@@ -97,7 +99,9 @@ def test_each_of_the_six_mcp_conditions_gives_its_reason(
 ) -> None:
     state = dataclasses.replace(scanner_ready(spec), **change)
     result = Harness(spec).availability(Facts.of(mcp={"scanner": state}))
-    assert result.tools["mcp:scanner:tool:scan"].reasons == (reason,)
+    entry = result.tools["mcp:scanner:tool:scan"]
+    assert entry.reasons == (reason,)
+    assert len(entry.conditions) == 1 and entry.conditions[0] in MCP_CONDITIONS
 
 
 def test_a_discovered_schema_that_differs_makes_the_tool_unavailable(spec: Spec) -> None:

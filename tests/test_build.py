@@ -87,6 +87,19 @@ def _build(spec: Path, out: Path, **options: object) -> pipeline.BuildResult:
     return result
 
 
+def _fresh_build(spec: Path, out: Path, cwd: Path = ROOT) -> None:
+    """`harnessc build` in a process of its own. The analysis's witnesses (the generated tests'
+    cases) depend on the z3 context's history, so only builds in fresh processes are compared
+    byte for byte."""
+    run = subprocess.run(
+        [str(VENV_BIN / "harnessc"), "build", str(spec), "-o", str(out), "--no-embed", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 def _tree(folder: Path) -> dict[str, bytes]:
     return {
         p.relative_to(folder).as_posix(): p.read_bytes()
@@ -98,7 +111,7 @@ def _tree(folder: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def remediation(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("remediation")
-    _build(REMEDIATION, out)
+    _fresh_build(REMEDIATION, out)
     return out
 
 
@@ -141,6 +154,13 @@ def test_the_package_has_its_files(remediation: Path) -> None:
         "remediation/docs/agents.md",
         "remediation/docs/workflows.md",
         "remediation/docs/suppressions.md",
+        "remediation/tests/__init__.py",
+        "remediation/tests/cases.json",
+        "remediation/tests/runner.py",
+        "remediation/tests/test_policies.py",
+        "remediation/tests/test_schemas.py",
+        "remediation/tests/test_surfaces.py",
+        "remediation/tests/test_workflows.py",
     } <= files
 
 
@@ -151,7 +171,7 @@ def test_every_text_file_says_it_is_generated_and_from_which_spec(remediation: P
             assert data.decode().startswith(f"# {header}\n"), rel
         elif rel.endswith(".md"):
             assert data.decode().startswith(f"<!-- {header} -->\n"), rel
-        elif rel.endswith("tool_docs.json"):
+        elif rel.endswith(("tool_docs.json", "cases.json")):
             assert json.loads(data)["generated"] == header
 
 
@@ -258,17 +278,16 @@ def test_docs_hold_the_policy_matrix_and_the_workflow_diagram(remediation: Path)
 
 
 def test_the_same_spec_gives_the_same_bytes(remediation: Path, tmp_path: Path) -> None:
-    _build(REMEDIATION, tmp_path / "again")
+    _fresh_build(REMEDIATION, tmp_path / "again")
     assert _tree(tmp_path / "again") == _tree(remediation)
 
 
 def test_the_working_directory_does_not_change_the_output(
-    remediation: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    remediation: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.chdir(REMEDIATION.parent)
-    _build(Path("remediation.harness"), tmp_path / "from-example")
-    monkeypatch.chdir(tmp_path)
-    _build(Path(os.path.relpath(REMEDIATION, tmp_path)), tmp_path / "from-tmp")
+    _fresh_build(Path("remediation.harness"), tmp_path / "from-example", REMEDIATION.parent)
+    relative = Path(os.path.relpath(REMEDIATION, tmp_path))
+    _fresh_build(relative, tmp_path / "from-tmp", tmp_path)
     assert _tree(tmp_path / "from-example") == _tree(remediation)
     assert _tree(tmp_path / "from-tmp") == _tree(remediation)
 
@@ -277,11 +296,12 @@ def test_goldens_of_the_remediation_example(remediation: Path) -> None:
     """The generated files as recorded under tests/build_goldens (`pytest --update-goldens`)."""
     built = _tree(remediation)
     if update_goldens():
-        shutil.rmtree(GOLDENS, ignore_errors=True)
+        shutil.rmtree(GOLDENS / "remediation", ignore_errors=True)
         for rel, data in built.items():
             (GOLDENS / rel).parent.mkdir(parents=True, exist_ok=True)
             (GOLDENS / rel).write_bytes(data)
-    assert _tree(GOLDENS) == built
+    # conftest.py keeps pytest from collecting the golden copy of the generated tests
+    assert {k: v for k, v in _tree(GOLDENS).items() if k != "conftest.py"} == built
 
 
 # -- the output passes ruff and compileall ------------------------------------------------------
@@ -355,29 +375,42 @@ def test_hostile_text_cannot_break_the_markdown(hostile: Path) -> None:
 # -- `--check` and refusals -------------------------------------------------------------------
 
 
-def test_check_reports_missing_stale_and_extra_files(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(VENV_BIN / "harnessc"), *args], capture_output=True, text=True, cwd=ROOT
+    )
+
+
+def test_check_reports_missing_stale_and_extra_files(tmp_path: Path) -> None:
     out = tmp_path / "gen"
     args = [str(REMEDIATION), "-o", str(out), "--no-embed"]
-    assert main(["build", "--check", *args]) == 1
-    assert f"missing: {out / 'remediation' / 'model.json'}" in capsys.readouterr().out
-    assert main(["build", *args]) == 0
-    capsys.readouterr()
-    assert main(["build", "--check", *args]) == 0
-    assert "is up to date" in capsys.readouterr().err
-    (out / "remediation" / "docs" / "tools.md").write_text("edited\n", encoding="utf-8")
-    (out / "remediation" / "policies.py").unlink()
-    (out / "remediation" / "notes.txt").write_text("mine\n", encoding="utf-8")
+    run = _cli("build", "--check", *args)
+    assert run.returncode == 1
+    assert f"missing: {out / 'remediation' / 'model.json'}" in run.stdout
+    assert f"missing: {out / 'remediation' / 'tests' / 'cases.json'}" in run.stdout
+    assert _cli("build", *args).returncode == 0
+    run = _cli("build", "--check", *args)
+    assert run.returncode == 0, run.stdout
+    assert "is up to date" in run.stderr
+    package = out / "remediation"
+    (package / "docs" / "tools.md").write_text("edited\n", encoding="utf-8")
+    (package / "policies.py").unlink()
+    (package / "notes.txt").write_text("mine\n", encoding="utf-8")
+    (package / "tests" / "test_workflows.py").unlink()
+    (package / "tests" / "cases.json").write_text("{}\n", encoding="utf-8")
+    (package / "tests" / "test_mine.py").write_text("# mine\n", encoding="utf-8")
     before = _tree(out)
-    assert main(["build", "--check", *args]) == 1
-    printed = capsys.readouterr()
-    assert printed.out.splitlines() == [
-        f"missing: {out / 'remediation' / 'policies.py'}",
-        f"stale: {out / 'remediation' / 'docs' / 'tools.md'}",
-        f"extra: {out / 'remediation' / 'notes.txt'}",
+    run = _cli("build", "--check", *args)
+    assert run.returncode == 1
+    assert run.stdout.splitlines() == [
+        f"missing: {package / 'policies.py'}",
+        f"missing: {package / 'tests' / 'test_workflows.py'}",
+        f"stale: {package / 'docs' / 'tools.md'}",
+        f"stale: {package / 'tests' / 'cases.json'}",
+        f"extra: {package / 'notes.txt'}",
+        f"extra: {package / 'tests' / 'test_mine.py'}",
     ]
-    assert "is out of date; run `harnessc build" in printed.err
+    assert "is out of date; run `harnessc build" in run.stderr
     assert _tree(out) == before  # --check writes nothing
 
 
@@ -386,13 +419,21 @@ def test_a_rebuild_removes_files_it_no_longer_makes_and_keeps_others(tmp_path: P
     _build(REMEDIATION, out)
     old = out / "remediation" / "docs" / "retired.md"
     old.write_text("<!-- generated by harnessc from x.harness; do not edit -->\n", "utf-8")
+    old_test = out / "remediation" / "tests" / "test_retired.py"
+    old_test.write_text("# generated by harnessc from x.harness; do not edit\n", "utf-8")
     mine = out / "remediation" / "mine.txt"
     mine.write_text("mine\n", "utf-8")
+    my_test = out / "remediation" / "tests" / "test_mine.py"
+    my_test.write_text("# mine\n", "utf-8")
     result = _build(REMEDIATION, out)
     assert result.written is not None
-    assert result.written.removed == ["remediation/docs/retired.md"]
-    assert result.written.kept == ["remediation/mine.txt"]
-    assert not old.exists() and mine.exists()
+    assert result.written.removed == [
+        "remediation/docs/retired.md",
+        "remediation/tests/test_retired.py",
+    ]
+    assert result.written.kept == ["remediation/mine.txt", "remediation/tests/test_mine.py"]
+    assert not old.exists() and not old_test.exists()
+    assert mine.exists() and my_test.exists()
 
 
 def test_a_spec_with_errors_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -456,4 +497,5 @@ def test_with_the_embed_extra_the_package_ships_tool_embeddings(tmp_path: Path) 
     ids = json.loads((package / "tool_embedding_ids.json").read_text("utf-8"))
     assert "production.deploy" in ids
     again = pipeline.build([REMEDIATION], tmp_path / "again")
-    assert again.files == result.files
+    embedded = [k for k in result.files if "embedding" in k]
+    assert embedded and all(again.files[k] == result.files[k] for k in embedded)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import json
 import struct
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -267,3 +268,40 @@ def test_input_hash_changes_with_any_argument_and_not_with_its_spelling(
     changed = {**args, key: new}
     same = key in args and canonical_json(args[key]) == canonical_json(new)
     assert (input_hash("t", 1, changed, BASE_EXECUTION) == h) == same
+
+
+def read_only(value: Any) -> Any:
+    """The same JSON value with every object a read-only mapping (written by the reference
+    writer, where plain dicts take the C encoder)."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: read_only(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [read_only(v) for v in value]
+    return value
+
+
+@given(json_values)
+def test_a_read_only_mapping_has_the_same_canonical_form(value: Any) -> None:
+    assert canonical_json(read_only(value)) == canonical_json(value)
+
+
+@given(json_objects, st.sampled_from([None, "/repo", "/tmp"]))
+def test_input_hash_is_the_same_for_a_read_only_mapping(args: dict[str, Any], cwd: Any) -> None:
+    execution = Execution(cwd=cwd, command=("make", "test"), timeout_ms=5)
+    assert input_hash("t", 3, args, execution) == input_hash("t", 3, read_only(args), execution)
+
+
+def test_a_reused_execution_hashes_like_a_fresh_one() -> None:
+    execution = Execution(cwd="/repo", timeout_ms=30000)
+    first = input_hash("t", 1, {}, execution)
+    assert input_hash("t", 1, {}, execution) == first
+    assert input_hash("t", 1, {}, Execution(cwd="/repo", timeout_ms=30000)) == first
+    assert execution == Execution(cwd="/repo", timeout_ms=30000)
+
+
+def test_a_changed_environment_changes_the_hash_of_the_same_execution() -> None:
+    env = {"STAGE": "dev"}
+    execution = Execution(cwd="/repo", env=env)
+    before = input_hash("t", 1, {}, execution)
+    env["STAGE"] = "prod"
+    assert input_hash("t", 1, {}, execution) != before

@@ -78,3 +78,46 @@ def test_dense_ranking_finds_paraphrased_requests(
     assert result.trace.recall == "embedding" and result.trace.rerank == mode
     assert result.trace.notes == ()
     assert result.trace.candidates[0].dense is not None
+
+
+def test_one_query_matches_the_batch_encoder_and_the_product_matches_numpy(
+    embedder: QueryEmbedder, built: tuple[np.ndarray, list[str]]
+) -> None:
+    matrix, _ = built
+    texts = ["deploy the patch to production", "what is the weather in Paris tomorrow?"]
+    batch = embedder.embed(texts)
+    for text, row in zip(texts, batch, strict=True):
+        vector = embedder(text)
+        assert np.allclose(vector, row, atol=1e-5)
+        assert np.allclose(embedder.scores(matrix, vector), matrix @ vector, atol=1e-5)
+    view = matrix[::2]  # not contiguous: copied, not refused
+    assert np.allclose(embedder.scores(view, batch[0]), view @ batch[0], atol=1e-5)
+
+
+def test_exposure_with_the_loaded_embedder_equals_numpy_ranking(
+    embedder: QueryEmbedder, built: tuple[np.ndarray, list[str]]
+) -> None:
+    query = "ship the release to the prod environment"
+    in_torch = ExposureIndex.from_tools(TOOLS, *built, embedder=embedder)
+    in_numpy = ExposureIndex.from_tools(TOOLS, *built)
+    qv = embedder(query)
+    for rank in (Rank(), Rank(rerank="dense"), Rank(recall="lexical")):
+        a = in_torch.expose(IDS, query, limit=5, rank=rank)
+        b = in_numpy.expose(IDS, query, limit=5, rank=rank, query_vector=qv)
+        assert a.tools == b.tools
+        for x, y in zip(a.trace.candidates, b.trace.candidates, strict=True):
+            assert (x.tool, x.lexical) == (y.tool, y.lexical)
+            assert x.dense == pytest.approx(y.dense, abs=1e-5)
+
+
+def test_torch_threads_are_set_deliberately(embedder: QueryEmbedder) -> None:
+    import torch
+
+    try:
+        two = load_query_embedder(threads=2)
+        assert torch.get_num_threads() == 2
+        assert np.allclose(two("open a pull request"), embedder("open a pull request"), atol=1e-5)
+        load_query_embedder()  # no `threads`: the setting stays as it is
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)

@@ -115,25 +115,26 @@ def build(tools: list[Tool] = TOOLS, tmp: Path | None = None, **kwargs: object) 
 # The exact rule
 
 
+def refuse_to_embed(text: str) -> np.ndarray:
+    raise AssertionError(f"embedded {text!r} although P fits in the limit")
+
+
 def test_at_most_limit_exposes_all_in_order_and_embeds_nothing() -> None:
-    spy = Spy()
-    index = build(embedder=spy)
+    index = build(embedder=refuse_to_embed)
     public = IDS[:20]
     result = index.expose(public, "deploy to production", limit=20)
     assert result.tools == tuple(public)
-    assert spy.calls == []
     assert result.trace.rule == "all"
     assert result.trace.recall is None and result.trace.rerank is None
     assert all(c.dense is None and c.lexical is None for c in result.trace.candidates)
 
 
 def test_unavailable_tools_count_against_p_not_the_limit() -> None:
-    spy = Spy()
-    index = build(embedder=spy)
+    index = build(embedder=refuse_to_embed)
     available = {t: True for t in IDS[:19]}
     available["production.deploy"] = "connection `change_platform` is not connected"
-    result = index.expose(IDS, "deploy", limit=20, available=available)
-    assert spy.calls == []  # |P| = 18 ≤ 20: nothing ranked
+    result = index.expose(IDS, "deploy", limit=20, available=available)  # |P| = 18 ≤ 20
+    assert result.trace.rule == "all"
     assert len(result.tools) == 18
     assert "production.deploy" not in result.tools
     reasons = result.trace.unavailable
@@ -166,6 +167,51 @@ def test_lexical_recall_keeps_top_candidates() -> None:
     result = build(tools).expose(IDS[:-1], "search", limit=2, rank=rank)
     assert result.trace.recall == "lexical" and result.trace.recalled == 4
     assert set(result.tools) <= {"mail.search", "github.search_code"}
+
+
+def test_the_rerank_orders_only_what_dense_recall_brought_back() -> None:
+    # the query's words point at production.deploy, its vector at the weather: recall by the
+    # vector keeps 3 tools, and the lexical half of the hybrid rerank cannot reach past them
+    tools = TOOLS[:-1]
+    index = build(tools)
+    weather = bag_embedder(tool_docs([tools[IDS.index("weather.forecast")]])[0].embedding_text())
+    result = index.expose(
+        IDS[:-1],
+        "deploy the change to production",
+        limit=2,
+        rank=Rank(top=3),
+        query_vector=weather,
+    )
+    assert result.trace.recall == "embedding" and result.trace.recalled == 3
+    assert len(result.trace.candidates) == 3
+    assert "production.deploy" not in {c.tool for c in result.trace.candidates}
+    assert result.tools[0] == "weather.forecast"
+    lexical_only = index.expose(
+        IDS[:-1], "deploy the change to production", limit=2, rank=Rank(recall="lexical", top=3)
+    )
+    assert lexical_only.tools[0] == "production.deploy"
+
+
+def test_an_embedder_with_its_own_product_gets_the_query_side_products() -> None:
+    class WithScores(Spy):
+        def __init__(self) -> None:
+            super().__init__()
+            self.products: list[tuple[int, int]] = []
+
+        def scores(self, matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+            self.products.append(matrix.shape)
+            return matrix @ vector
+
+    pooled = WithScores()
+    for rank in (Rank(), Rank(recall="lexical", top=5)):
+        plain = build(embedder=bag_embedder).expose(IDS, "send an email", limit=3, rank=rank)
+        own = build(embedder=pooled).expose(IDS, "send an email", limit=3, rank=rank)
+        assert own.tools == plain.tools
+        assert own.trace.candidates == plain.trace.candidates
+    rows = len(tool_docs(TOOLS))
+    # dense recall: one product over every row; lexical recall: one over the 5+ recalled rows
+    assert pooled.products[0] == (rows, 64)
+    assert pooled.products[1][0] < rows and len(pooled.products) == 2
 
 
 def test_ranking_never_exposes_a_tool_outside_p() -> None:

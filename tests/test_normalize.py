@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 from harnessc.compiler.pipeline import check
-from harnessc.runtime import Facts, Harness, PendingCall, Refusal, Validator
+from harnessc.runtime import Facts, Harness, McpState, PendingCall, Refusal, Validator
 from harnessc.runtime.canonical import CanonicalError, Execution, input_hash
-from harnessc.runtime.model import Field, Schema, Spec, Type
-from harnessc.runtime.normalize import REFUSAL_CODES, fast_input_hash, thaw
+from harnessc.runtime.model import Field, Schema, Spec, Tool, Type
+from harnessc.runtime.normalize import REFUSAL_CODES, fast_input_hash, freeze, thaw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,10 +27,29 @@ def spec() -> Spec:
     return result.model
 
 
+def available(spec: Spec) -> Facts:
+    """Facts under which every tool of the example is available: normalize's own checks are
+    what these tests exercise (the availability layer has tests of its own)."""
+    scanner = McpState(
+        enabled=True,
+        connected=True,
+        transport_valid=True,
+        disclaimer_accepted=True,
+        agent_access=True,
+        discovered={"scan": spec.tools["mcp:scanner:tool:scan"].input.to_json_schema()},
+    )
+    return Facts.of(
+        {"workspace.open": True, "workspace.root": "/repo"},
+        connected={"change_platform"},
+        running={"ci_runner"},
+        mcp={"scanner": scanner},
+    )
+
+
 @pytest.fixture
 def session(spec: Spec) -> Any:
     h = Harness(spec, aliases={"create_change_request": "change.create"})
-    return h.session("planner", actor=ENGINEER, task="t-1", facts=Facts())
+    return h.session("planner", actor=ENGINEER, task="t-1", facts=available(spec))
 
 
 def refused(result: PendingCall | Refusal, code: str) -> Refusal:
@@ -272,3 +292,87 @@ def test_the_fast_input_hash_is_the_canonical_one(args: dict[str, Any], cwd: str
             fast_input_hash("t", 1, args, execution)
         return
     assert fast_input_hash("t", 1, args, execution) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# The common path and the general path agree
+
+FLAT = Schema(
+    fields=(
+        Field(name="path", type=Type(name="path"), max=12),
+        Field(name="env", type=Type(name="enum", values=("staging", "production"))),
+        Field(name="n", type=Type(name="int", optional=True), min=0, max=9),
+        Field(name="dry", type=Type(name="bool"), default=True),
+        Field(name="id", type=Type(name="string", optional=True), pattern="^[a-z]+$", min=2),
+        Field(name="url", type=Type(name="url", optional=True)),
+        Field(name="wait", type=Type(name="duration", optional=True)),
+        Field(name="tag", type=Type(name="string"), default="é\n"),
+    )
+)
+FLAT_TOOL = Tool(
+    id="fs.write", wire_name="fs_write", summary="Write.", effects=("write",), input=FLAT
+)
+
+flat_values = st.fixed_dictionaries(
+    {
+        "path": st.sampled_from(["/repo/a", "/repo/./b/../c", "a//b/", "/repo/../..", "x" * 13]),
+        "env": st.sampled_from(["staging", "production", "production", "prod"]),
+    },
+    optional={
+        "n": st.integers(-1, 10) | st.sampled_from([3.0, 2.5, True, None]),
+        "dry": st.booleans() | st.sampled_from([0, None]),
+        "id": st.sampled_from(["ab", "abc", "a", "Ab", None, 7]),
+        "url": st.sampled_from(["https://x.org/a", "not a url"]),
+        "wait": st.sampled_from(["30s", "1h30m", "soon"]),
+        "tag": st.text(max_size=3),
+        "extra": st.integers(),
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(args=flat_values, cwd=st.none() | st.sampled_from(["/repo", "/tmp"]))
+def test_a_read_only_mapping_freezes_to_the_same_call_or_refusal(
+    args: dict[str, Any], cwd: str | None
+) -> None:
+    # a dict takes the one-pass path of flat schemas, a read-only mapping the general one
+    validator = Validator(FLAT)
+    execution = Execution(cwd=cwd, timeout_ms=1000)
+    fast = freeze(FLAT_TOOL, validator, "c1", args, execution)
+    general = freeze(FLAT_TOOL, validator, "c1", MappingProxyType(args), execution)
+    assert fast == general
+    if isinstance(fast, PendingCall):
+        assert list(fast.args) == list(general.args)  # the schema's order, not sorted
+        plain = thaw(fast.args)
+        assert fast.input_hash == input_hash("fs.write", FLAT_TOOL.version, plain, execution)
+    else:
+        assert list(fast.errors) == validator.errors(args)
+
+
+@pytest.mark.parametrize(
+    "name", ['a"b', "x = 1\nimport os", "é", "__class__", "a b"], ids=lambda n: repr(n)
+)
+def test_field_names_and_patterns_never_become_code(name: str) -> None:
+    schema = Schema(
+        fields=(
+            Field(name=name, type=Type(name="string"), pattern='^"\\); import os #$', default="x"),
+            Field(name="k", type=Type(name="string", optional=True), pattern="'''"),
+        )
+    )
+    tool = Tool(id="t.x", wire_name="t_x", summary="T.", effects=("read",), input=schema)
+    call = freeze(tool, Validator(schema), "c1", {name: '"); import os #', "k": "'''"})
+    assert isinstance(call, PendingCall), call
+    assert call.input_hash == input_hash("t.x", 1, thaw(call.args), Execution())
+    refusal = freeze(tool, Validator(schema), "c1", {name: "other"})
+    assert isinstance(refusal, Refusal) and refusal.path == f"$.{name}"
+
+
+def test_a_lone_surrogate_is_refused_as_before() -> None:
+    call = freeze(
+        FLAT_TOOL, Validator(FLAT), "c1", {"path": "/a", "env": "staging", "tag": "\ud800"}
+    )
+    assert isinstance(call, Refusal)
+    assert call.code == "invalid-execution"
+    assert call.message == (
+        "the call to `fs.write` has no canonical form: a string contains a lone surrogate"
+    )

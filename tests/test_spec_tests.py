@@ -290,3 +290,47 @@ def test_connections_runtimes_and_defaults_in_spec_tests(
     code, out, err = run(capsys, str(path))
     assert code == 0, out + err
     assert out.splitlines()[-1] == "2 passed, 0 failed"
+
+
+def test_a_test_judges_the_policy_alone_even_for_an_unavailable_tool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a session would refuse these calls `unavailable` before any policy sees them; a `test`
+    # block pins the policy's decision (language.md §13), and so does the generated suite
+    path = write(
+        tmp_path,
+        """
+        connection platform
+        runtime runner
+        tool pipeline {
+          summary "Run a pipeline."
+          effects external
+          dynamic provided_by runner
+          input { ref: string }
+        }
+        tool ship {
+          summary "Ship a change."
+          effects write
+          requires connected(platform)
+          input { ref: string }
+        }
+        policy gated {
+          default deny
+          runner_gone: deny kind:dynamic when not running(runner) { reason "no runner" }
+          allow pipeline, ship
+        }
+        test "a pipeline without its runner is denied" {
+          policy gated
+          call pipeline(ref: "main")
+          expect deny rule runner_gone
+        }
+        test "shipping is allowed whatever the platform" {
+          policy gated
+          call ship(ref: "main")
+          expect allow
+        }
+        """,
+    )
+    code, out, _ = run(capsys, str(path))
+    assert code == 0, out
+    assert out.splitlines()[-1] == "2 passed, 0 failed"

@@ -37,7 +37,17 @@ from .concrete import (
     format_duration,
     schema_problems,
 )
-from .smt import BUILTINS, Encoder, Key, Registry, conj, negate, search_regex, to_z3
+from .smt import (
+    BUILTINS,
+    Encoder,
+    Key,
+    Registry,
+    conj,
+    fresh_context,
+    negate,
+    search_regex,
+    to_z3,
+)
 
 __all__ = [
     "FINDING_KINDS",
@@ -97,6 +107,8 @@ class PolicyAnalysis:
 
 def analyse_policies(spec: m.Spec) -> PolicyAnalysis:
     """Stage analyse: every policy of the spec, in name order."""
+    fresh_context()
+    _SAMPLES.clear()
     analysis = PolicyAnalysis()
     for name in sorted(spec.policies):
         analyse_policy(spec, spec.policies[name], analysis)

@@ -15,6 +15,7 @@ adds models, so an "unsatisfiable" answer stays true, while a witness must be re
 
 from __future__ import annotations
 
+import importlib
 import re
 import re._constants as sc
 import re._parser as sre
@@ -118,11 +119,29 @@ def _char(code: int) -> z3.ReRef:
     return z3.Re(z3.StringVal(chr(code)))
 
 
-_ANY = z3.AllChar(z3.ReSort(z3.StringSort()))
+@lru_cache(maxsize=1)
+def _any() -> z3.ReRef:
+    return z3.AllChar(z3.ReSort(z3.StringSort()))
 
 
 def _not(charset: z3.ReRef) -> z3.ReRef:
-    return z3.Intersect(_ANY, z3.Complement(charset))
+    return z3.Intersect(_any(), z3.Complement(charset))
+
+
+def fresh_context() -> None:
+    """Start the solver over in a new, empty z3 context.
+
+    z3's models depend on the state of its context (the identifiers of every term it has ever
+    built), so two analyses in one process could find different, equally valid witnesses — and a
+    `build` followed by `build --check` in one process would call its own output stale. Every
+    analysis starts here, so the same spec gives the same witnesses in any process. z3py keeps its
+    default context in the module global `_main_ctx` (z3-solver is pinned); the caches of z3
+    terms are cleared with it, since terms of two contexts cannot be mixed.
+    """
+    z3_module = importlib.import_module("z3.z3")
+    z3_module._main_ctx = z3.Context()
+    search_regex.cache_clear()
+    _any.cache_clear()
 
 
 def _union(items: list[z3.ReRef]) -> z3.ReRef:
@@ -239,13 +258,13 @@ def search_regex(pattern: str) -> z3.ReRef | None:
             if end is not None:
                 alt = alt[:-1]
             body = _sequence(alt)
-            parts = [body] if start else [z3.Star(_ANY), body]
+            parts = [body] if start else [z3.Star(_any()), body]
             if end is sc.AT_END:  # `$`: the end, or before a final newline (Python's meaning)
                 parts.append(z3.Option(_char(ord("\n"))))
             elif end is sc.AT_END_STRING:
                 pass
             elif end is None:
-                parts.append(z3.Star(_ANY))
+                parts.append(z3.Star(_any()))
             else:
                 raise _Unsupported
             found.append(_concat(parts))

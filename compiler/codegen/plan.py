@@ -57,8 +57,10 @@ from harnessc.runtime.model import (
 from harnessc.runtime.policy import PolicyEngine, decide_from, tool_view
 from harnessc.runtime.sessions import PUBLIC_KINDS, surface_tools
 
+from ..analysis.policy import PolicyAnalysis
 from ..lints.suppress import Suppression
 from ..resolve import Resolution
+from .cases import plan_cases
 
 __all__ = [
     "RESERVED_PACKAGE_NAMES",
@@ -76,8 +78,9 @@ __all__ = [
 ]
 
 RESERVED_PACKAGE_NAMES = frozenset({"tests", "harnessc"})
-"""`tests` is the generated test suite's folder beside the package; `harnessc` would shadow
-the runtime the package imports."""
+"""`tests` is the name of the generated test suite's folder (inside the package), and a
+package of that name would shadow a project's own tests; `harnessc` would shadow the runtime
+the package imports."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +118,26 @@ class InitContext:
     """A comment-safe line naming the harness."""
     policy_version: str
     has_embeddings: bool
+
+
+@dataclass(frozen=True)
+class TestsContext:
+    """A module of the generated test suite: its code is the template's; only the header
+    comes from the spec (every case is data in `cases.json`)."""
+
+    __test__ = False  # not a pytest class
+    header: str
+
+
+TEST_MODULES = (
+    ("__init__.py", "tests_init.py.j2"),
+    ("runner.py", "tests_runner.py.j2"),
+    ("test_policies.py", "tests_policies.py.j2"),
+    ("test_schemas.py", "tests_schemas.py.j2"),
+    ("test_surfaces.py", "tests_surfaces.py.j2"),
+    ("test_workflows.py", "tests_workflows.py.j2"),
+)
+"""The generated test suite, in `OUT/<package>/tests/`, with its data in `cases.json`."""
 
 
 @dataclass(frozen=True)
@@ -1204,15 +1227,29 @@ def _npy_bytes(matrix: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def _cases_json(spec: Spec, header: str, analysis: PolicyAnalysis | None) -> bytes:
+    """The generated suite's cases, the header first (so a rebuild knows the file as its own)."""
+    body = json.dumps(
+        plan_cases(spec, analysis, analysis.findings if analysis is not None else ()),
+        sort_keys=True,
+        indent=1,
+        ensure_ascii=False,
+    )
+    generated = json.dumps(header, ensure_ascii=False)
+    return ("{\n " + f'"generated": {generated},\n' + body[2:] + "\n").encode("utf-8")
+
+
 def plan_build(
     spec: Spec,
     spec_path: str,
     suppressions: Sequence[Suppression] = (),
     embeddings: tuple[np.ndarray, Sequence[str]] | None = None,
     notes: Sequence[str] = (),
+    analysis: PolicyAnalysis | None = None,
 ) -> BuildPlan:
     """The files of the package for `spec` (already checked): `spec_path` is the root spec
-    relative to the build root, `embeddings` the build-time tool embeddings if any."""
+    relative to the build root, `embeddings` the build-time tool embeddings if any, `analysis`
+    the policy analysis whose witnesses the generated tests check."""
     header = generated_header(spec_path)
     package = spec.name
     base = f"{package}/"
@@ -1254,6 +1291,10 @@ def plan_build(
     }
     for name in sorted(pages):
         files.append(GeneratedFile(docs + name, "doc.md.j2", pages[name]))
+    tests = base + "tests/"
+    for name, template in TEST_MODULES:
+        files.append(GeneratedFile(tests + name, template, TestsContext(header)))
+    files.append(GeneratedFile(tests + "cases.json", data=_cases_json(spec, header, analysis)))
     return BuildPlan(
         package=package,
         spec_path=spec_path,

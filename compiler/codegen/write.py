@@ -4,7 +4,9 @@ Each file is written to a temporary file beside it and moved into place with `os
 reader never sees half a file; a file whose bytes are already right is left alone (its mtime
 too). Files of the package folder that the build no longer makes are removed when they are
 harnessc's own (they carry the generated header, or are the model or the embeddings); any
-other file there is left in place and reported by `--check` as extra.
+other file there is left in place and reported by `--check` as extra. The package folder holds
+the generated test suite too (`tests/`, whose `cases.json` starts with its header), so all of
+this covers it.
 """
 
 from __future__ import annotations

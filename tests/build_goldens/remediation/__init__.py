@@ -19,7 +19,7 @@ __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = '5275fb1ff116973706716e9837e48306548be3a0cefb854a9211c8a5099d9a7b'
+POLICY_VERSION = '06f90f8dee76bf0be088bc926e986158352c5bbe7183908abdcb4c2ba7b4f292'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent

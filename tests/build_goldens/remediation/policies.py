@@ -34,6 +34,7 @@ STRENGTH = {"deny": 2, "ask": 1, "allow": 0}
 
 # rule label → (effect, where the rule is declared)
 RULES: dict[str, tuple[str, str]] = {
+    'drafts.draft_change': ('ask', 'examples/remediation/remediation.harness:485'),
     'guardrails.control_bypass': ('deny', 'std/risk.harness:43'),
     'guardrails.cross_tenant': ('deny', 'std/risk.harness:36'),
     'guardrails.long_lived_secret': ('deny', 'std/risk.harness:52'),
@@ -94,6 +95,14 @@ RULES: dict[str, tuple[str, str]] = {
 
 # policy → the call's risk → (effect, reason, where) when no rule matches
 DEFAULTS: dict[str, dict[str, tuple[str, str | None, str]]] = {
+    (
+        'remediation.drafts'
+    ): {
+        'low': ('deny', 'no rule allows this call', ''),
+        'medium': ('deny', 'no rule allows this call', ''),
+        'high': ('deny', 'no rule allows this call', ''),
+        'critical': ('deny', 'no rule allows this call', ''),
+    },
     (
         'remediation.remediation'
     ): {
@@ -474,6 +483,20 @@ def dig(value: Any, keys: tuple[str, ...]) -> Any:
     return value
 
 
+# -- policy remediation.drafts (examples/remediation/remediation.harness:484)
+
+
+def match_drafts__change_create(
+    call: CallContext, args: Mapping[str, Any], tool: Mapping[str, Any]
+) -> list[str]:
+    # tool change.create
+    matched: list[str] = []
+    # drafts.draft_change: ask (examples/remediation/remediation.harness:485)
+    if (not value_in(call.actor.get('role'), ['engineer', 'sre'])):
+        matched.append('drafts.draft_change')
+    return matched
+
+
 # -- policy remediation.remediation (examples/remediation/remediation.harness:266)
 
 
@@ -526,6 +549,9 @@ def match_remediation__change_create(
         and value_has(tool.get('effects'), 'external')
     ):
         matched.append('remediation.triage_is_local')
+    # drafts.draft_change: ask (examples/remediation/remediation.harness:485)
+    if (not value_in(call.actor.get('role'), ['engineer', 'sre'])):
+        matched.append('drafts.draft_change')
     return matched
 
 
@@ -2508,6 +2534,7 @@ def match_std_workspace_workspace__write_file(
 
 
 MATCHERS: dict[tuple[str, str], Matcher] = {
+    ('remediation.drafts', 'change.create'): match_drafts__change_create,
     ('remediation.remediation', 'change.create'): match_remediation__change_create,
     ('remediation.remediation', 'change.deploy'): match_remediation__change_deploy,
     ('remediation.remediation', 'change.get'): match_remediation__change_get,

@@ -1,0 +1,436 @@
+"""The remediation agent, embedded: a scripted planner played through the generated runtime.
+
+    python examples/remediation/app.py --build     # build build/remediation, then run
+    python examples/remediation/app.py             # run an existing build
+    python examples/remediation/app.py OUT --store sqlite:///events.db
+
+It imports the package `harnessc build examples/remediation/remediation.harness -o
+build/remediation` wrote (never the compiler), binds deterministic fake executors, and plays the
+calls a model might make: the `remediate` workflow step by step (there is no workflow engine
+yet), the security scanner refused without agent access and asked once it is on, a
+cross-tenant deploy, and the §4.6.3 regression of reference article 002 — the user's "go ahead
+with the draft" approves the draft change request and nothing else: the production deploy that
+follows still asks a release manager. Exit status 0 only when every turn behaved as scripted
+and the event log verifies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harnessc.runtime import Execution, Facts, Harness, McpState
+from scripted_planner import Script, approve, main
+
+ENGINEER = {"user": "u-1842", "role": "engineer", "tenant": "acme"}
+ANALYST = {"user": "u-3310", "role": "security", "tenant": "acme"}
+RELEASE_MANAGER = {"user": "u-0042", "role": "release-manager"}
+SECURITY_REVIEWER = {"user": "u-0031", "role": "security"}
+
+
+def as_user(actor: Mapping[str, Any]) -> dict[str, Any]:
+    """The person at the keyboard answering as the `user` approver role."""
+    return {"user": actor["user"], "role": "user"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Fake executors: deterministic, schema-valid, no network
+
+
+class ChangePlatform:
+    """An in-memory change-management platform."""
+
+    def __init__(self) -> None:
+        self.changes: dict[str, dict[str, Any]] = {}
+        self.deployments = 0
+
+    def bind(self, h: Harness) -> None:
+        h.bind("change.create", self.create)
+        h.bind("change.get", self.get)
+        h.bind("production.deploy", self.deploy)
+        h.bind("change.revert", self.revert)
+
+    def create(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        change_id = f"chg-{241 + len(self.changes)}"
+        self.changes[change_id] = {
+            "state": "pending",
+            "version": 1,
+            "evidence_refs": list(args["evidence_refs"]),
+        }
+        return {"change_id": change_id, "state": "pending"}
+
+    def get(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        change = self.changes[args["change_id"]]
+        return {"change_id": args["change_id"], **change}
+
+    def deploy(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        self.deployments += 1
+        change = self.changes[args["change_id"]]
+        if args["environment"] == "production":
+            change["state"] = "deployed"
+        deployment = f"dep-{self.deployments:03d}"
+        return {
+            "deployment_id": deployment,
+            "dashboard": f"https://deploy.acme.example/{args['environment']}/{deployment}",
+            "rollout": {
+                "canary_percent": args["canary_percent"],
+                "started_at": "2026-09-14T10:00:00Z",
+                "state": "rolling",
+            },
+        }
+
+    def revert(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        self.changes[args["change_id"]]["state"] = "reverted"
+        return {"change_id": args["change_id"], "state": "reverted"}
+
+
+def bind_workspace(h: Harness) -> None:
+    """The scanner, the workspace tools and the CI runner."""
+
+    @h.implement("mcp:scanner:tool:scan")
+    def scan(args: Mapping[str, Any]) -> dict[str, Any]:
+        return {"report": "evidence/security-scan.sarif"}
+
+    @h.implement("deps")
+    def deps(args: Mapping[str, Any]) -> dict[str, Any]:
+        if args["op"] == "bump":
+            report = f"{args['package']} pinned to {args['to_version']} in {args['manifest']}"
+            return {"report": report, "changed": True}
+        return {
+            "report": "jackson-databind 2.13.1 (CVE-2026-31337, fixed in 2.17.2) via "
+            "spring-boot-starter-web",
+            "changed": False,
+        }
+
+    @h.implement("terminal_session")
+    def terminal(args: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "exit_code": 0,
+            "stdout": "Tests run: 412, Failures: 0",
+            "stderr": "",
+            "session_id": "term-1",
+        }
+
+    @h.implement("ci.run_pipeline")
+    def pipeline(args: Mapping[str, Any]) -> dict[str, Any]:
+        return {"run_id": "ci-5150", "passed": True, "report": "https://ci.acme.example/runs/5150"}
+
+
+def scanner_state(h: Harness, *, agent_access: bool) -> McpState:
+    """What the application knows about the scanner's MCP server: it reports the schemas the
+    server discovered (here, exactly the declared ones)."""
+    discovered = {
+        tool.id.rsplit(":", 1)[1]: tool.input.to_json_schema()
+        for tool in h.spec.tools.values()
+        if tool.kind == "mcp" and tool.mcp_server == "scanner"
+    }
+    return McpState(
+        enabled=True,
+        connected=True,
+        transport_valid=True,
+        disclaimer_accepted=True,
+        agent_access=agent_access,
+        discovered=discovered,
+    )
+
+
+def facts(h: Harness, *, agent_access: bool = True) -> Facts:
+    return Facts.of(
+        {"workspace.open": True, "workspace.root": "/repo", "release.freeze": False},
+        connected={"change_platform"},
+        running={"ci_runner"},
+        mcp={"scanner": scanner_state(h, agent_access=agent_access)},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The script
+
+
+def play(h: Harness, args: argparse.Namespace, store: str) -> int:
+    platform = ChangePlatform()
+    platform.bind(h)
+    bind_workspace(h)
+    script = Script(h, prefix="rem")
+    script.title(
+        "remediation: a scripted planner through the generated runtime",
+        [
+            f"spec {h.spec.name} {h.spec.version}, policy version {h.policy_version[:16]}…",
+            f"events: {store}; run {script.run} on this log",
+        ],
+    )
+    planner = h.session(
+        "planner",
+        actor=ENGINEER,
+        task={"id": f"task-{script.run}-7", "stage": "fix", "purpose": "CVE-2026-31337"},
+        facts=facts(h),
+        resource={"tenant": "acme"},
+        env={"maintenance_window": True},
+        session_id=script.session_id("planner"),
+    )
+    sessions = [planner]
+
+    script.section(
+        "The remediate workflow, step by step as planner calls",
+        "No workflow engine runs it yet: the planner makes each step's call, and every call is "
+        "judged under the planner's policy. Engineer u-1842 (tenant acme) fixes payment-service.",
+    )
+    script.show_exposure(planner, "scan payment-service and ship a fix for its findings")
+    script.turn(
+        planner,
+        "step scan: scan payment-service for known vulnerabilities",
+        "mcp:scanner:tool:scan",
+        {"target": "payment-service"},
+        expect="ask",
+        rule="guardrails.mcp_calls",
+        answer=approve(as_user(ENGINEER), says="yes, scan it"),
+    )
+
+    child = script.delegate(
+        planner,
+        "step patch: delegate to the Generic SubAgent",
+        "Write and test a patch.",
+        "generic",
+    )
+    sessions.append(child)
+    script.turn(
+        child,
+        "child: which manifest pins the vulnerable jackson-databind?",
+        "deps",
+        {"op": "inspect", "manifest": "/repo/pom.xml"},
+        expect="allow",
+    )
+    script.turn(
+        child,
+        "child: bump jackson-databind to the fixed 2.17.2",
+        "deps",
+        {
+            "op": "bump",
+            "manifest": "/repo/pom.xml",
+            "package": "jackson-databind",
+            "to_version": "2.17.2",
+        },
+        expect="allow",
+        rule="remediation.deps_bump_in_workspace",
+    )
+    script.turn(
+        child,
+        "child: run the unit tests in the workspace",
+        "terminal_session",
+        {"command": "mvn -q test"},
+        execution=Execution(cwd="/repo"),
+        expect="ask",
+        rule="workspace.terminal",
+        answer=approve(as_user(ENGINEER)),
+    )
+    script.turn(
+        child,
+        "child: run CI on the fix branch (by the tool's old wire name, run_ci)",
+        "run_ci",
+        {"ref": "fix/cve-2026-31337"},
+        expect="allow",
+        rule="remediation.ci_quick",
+    )
+    script.refuse_delegation(child, "child: tries to delegate in turn", "Review the patch.")
+    script.line("child", "reports back: patch artifacts/remediation.patch, rollback plan")
+    patch = {"patch": "artifacts/remediation.patch", "rollback": "Redeploy release 2026.09.3."}
+
+    script.out("")
+    script.out("[·] step review: decide “Ship this patch?” by role security")
+    script.line(
+        "answer",
+        f"approve, by {SECURITY_REVIEWER['user']} (security) — a workflow decision: the "
+        "application records it until the workflow engine runs the step",
+    )
+    change = script.turn(
+        planner,
+        "step change: open the change request",
+        "change.create",
+        {
+            "service": "payment-service",
+            "patch_ref": patch["patch"],
+            "evidence_refs": ["evidence/security-scan.sarif", "evidence/unit-test.xml"],
+            "rollback_plan": patch["rollback"],
+        },
+        expect="allow",
+        rule="remediation.engineers_create",
+    )
+    assert change.result is not None and change.result.data is not None
+    change_id = change.result.data["change_id"]
+    script.out("")
+    script.out("[·] step window: gate env.maintenance_window")
+    script.line("gate", "open: the application supplies env.maintenance_window = true")
+    script.turn(
+        planner,
+        f"staging first: deploy {change_id} to staging",
+        "production.deploy",
+        {"change_id": change_id, "environment": "staging"},
+        expect="allow",
+    )
+    script.turn(
+        planner,
+        f"step deploy: deploy {change_id} to production",
+        "production.deploy",
+        {"change_id": change_id, "environment": "production"},
+        expect="ask",
+        rule="remediation.release_manager",
+        answer=approve(RELEASE_MANAGER, says=f"ship {change_id}"),
+    )
+    script.turn(
+        planner,
+        "step verify: read the change back from the platform",
+        "change.get",
+        {"change_id": change_id},
+        expect="allow",
+    )
+    script.out("")
+    script.out("[·] step revert (the compensation) does not run: the deploy succeeded")
+
+    script.section(
+        "The security scanner: connected, but without agent access",
+        "Same engineer, a new session in which the user has not switched on agent access for "
+        "the scanner's MCP server: its tools are unavailable, so they are never exposed, and a "
+        "call that names one anyway is refused before any policy or approval sees it. Once the "
+        "user switches agent access on, the same scan is an ordinary MCP call: it asks the user.",
+    )
+    no_access = h.session(
+        "planner",
+        actor=ENGINEER,
+        task=f"task-{script.run}-7",
+        facts=facts(h, agent_access=False),
+        resource={"tenant": "acme"},
+        session_id=script.session_id("no-scanner-access"),
+    )
+    sessions.append(no_access)
+    exposure = script.show_exposure(no_access, "scan payment-service for vulnerabilities")
+    script.check(
+        "mcp:scanner:tool:scan" not in exposure.tools
+        and "agent access" in exposure.trace.unavailable.get("mcp:scanner:tool:scan", ""),
+        "the scanner was exposed without agent access",
+    )
+    script.turn(
+        no_access,
+        "a replayed plan scans payment-service anyway",
+        "mcp:scanner:tool:scan",
+        {"target": "payment-service"},
+        expect="refused:unavailable",
+        expose=False,
+    )
+    script.out("")
+    script.out("[·] the user switches on agent access for the scanner")
+    h.resume(no_access.id, facts=facts(h, agent_access=True))
+    script.line("facts", "agent_access=true for the MCP server `scanner` (recorded on resume)")
+    script.turn(
+        no_access,
+        "scan payment-service now that agent access is on",
+        "mcp:scanner:tool:scan",
+        {"target": "payment-service"},
+        expect="ask",
+        rule="guardrails.mcp_calls",
+        answer=approve(as_user(ENGINEER), says="yes, scan it"),
+    )
+
+    script.section(
+        "Another tenant's service",
+        "An acme engineer's planner is pointed at a globex deployment: the guardrail denies "
+        "it whatever the tool and environment, and says what to do instead.",
+    )
+    cross = h.session(
+        "planner",
+        actor=ENGINEER,
+        task=f"task-{script.run}-7",
+        facts=facts(h),
+        resource={"tenant": "globex"},
+        session_id=script.session_id("cross-tenant"),
+    )
+    sessions.append(cross)
+    script.turn(
+        cross,
+        "deploy chg-9001 of globex to staging",
+        "production.deploy",
+        {"change_id": "chg-9001", "environment": "staging"},
+        expect="deny",
+        rule="guardrails.cross_tenant",
+    )
+
+    script.section(
+        "§4.6.3 replayed: “go ahead with the draft” is not a deploy approval",
+        "Security analyst u-3310 asks the agent to fix the finding. Their draft change request "
+        "waits for their go-ahead (rule drafts.draft_change); the grant it gets is bound to that "
+        "one change.create call. The deploy that follows is a different tool, call and input "
+        "hash: it still asks a release manager, and the analyst cannot approve it.",
+    )
+    analyst = h.session(
+        "planner",
+        actor=ANALYST,
+        task=f"task-{script.run}-8",
+        facts=facts(h),
+        resource={"tenant": "acme"},
+        session_id=script.session_id("analyst"),
+    )
+    sessions.append(analyst)
+    draft = script.turn(
+        analyst,
+        "draft the change request for the patch",
+        "change.create",
+        {
+            "service": "payment-service",
+            "patch_ref": patch["patch"],
+            "evidence_refs": ["evidence/security-scan.sarif", "evidence/unit-test.xml"],
+            "rollback_plan": patch["rollback"],
+        },
+        expect="ask",
+        rule="drafts.draft_change",
+        answer=approve(as_user(ANALYST), says="go ahead with the draft"),
+    )
+    assert draft.result is not None and draft.result.data is not None
+    assert draft.outcome is not None and draft.outcome.grant is not None
+    draft_grant = draft.outcome.grant
+    draft_change = draft.result.data["change_id"]
+    deploy = script.turn(
+        analyst,
+        f"the user said go ahead: deploy {draft_change} to production",
+        "production.deploy",
+        {"change_id": draft_change, "environment": "production"},
+        expect="ask",
+        rule="remediation.release_manager",
+    )
+    assert deploy.pending is not None
+    _, grant = analyst.judge(deploy.pending)
+    script.check(grant is None, "the draft's approval authorised the production deploy")
+    script.line(
+        "regression",
+        f"the draft's grant {draft_grant.grant_id} covers ({draft_grant.tool_id}, "
+        f"{draft_grant.tool_call_id}, {(draft_grant.input_hash or '')[:12]}…); this call is "
+        f"({deploy.pending.tool_id}, {deploy.pending.tool_call_id}, "
+        f"{deploy.pending.input_hash[:12]}…): no grant matches, the deploy is NOT authorised "
+        "by the draft's approval",
+    )
+    script.try_answer(deploy, approve(as_user(ANALYST), says="I already said go ahead"))
+    script.answer(deploy, approve(RELEASE_MANAGER, says=f"ship {draft_change}"))
+    script.turn(
+        analyst,
+        "the old fused tool that once turned a draft into a deploy",
+        "change.deploy",
+        {"service": "payment-service", "patch_ref": patch["patch"]},
+        expect="refused:legacy-tool",
+        replacement="production.deploy",
+    )
+    return script.finish(sessions, store)
+
+
+if __name__ == "__main__":
+    sys.exit(
+        main(
+            example="remediation",
+            spec="examples/remediation/remediation.harness",
+            package="remediation",
+            play=play,
+            description=__doc__ or "",
+        )
+    )

@@ -1,0 +1,890 @@
+"""Durable workflows on DBOS Transact: one interpreter workflow, a process's engine, the client
+every operator action goes through, and exactly-once recording in the harness's own log.
+
+Imported only when workflows are used (`runtime/workflows.py` loads it lazily), so
+`import harnessc.runtime` never needs `dbos`.
+
+How a run is durable:
+
+- The workflow's IR travels with the run (JSON, with its content hash) into one generic DBOS
+  workflow, `harnessc.workflow`, registered under a pinned application version
+  (`APP_VERSION`): a new build of a spec never strands a run that is waiting, and a running
+  workflow's steps never change under it. Calls are judged under the harness loaded *now*.
+- Every unit of work is a DBOS step (checkpointed output, JSON, never pickle); a gate is
+  `set_event` + `recv` on the topic `<workflow id>/<gate>`, whose timeout DBOS keeps as a
+  durable deadline across restarts.
+- DBOS steps are at-least-once: a process that dies after a step's function returned but
+  before DBOS checkpointed its output runs the step again. So each step buffers the events it
+  produces and appends them to our log in one all-or-nothing transaction on a stream named
+  after the workflow id and the step (`workflow:<id>/<step>#<attempt>`), refused unless that
+  stream is new (`expected_seq=0`). A re-executed step first reads its stream: when the events
+  are there, it returns the outcome they recorded and runs nothing. The log gets every event
+  exactly once, on SQLite and PostgreSQL alike, without sharing a transaction with DBOS's
+  tables (which live in another file on SQLite). A tool runs twice only when the process dies
+  while the tool itself is running; its `tool_call_id` (the idempotency key) is the same both
+  times.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from dbos import DBOS, DBOSClient, DBOSConfig, DBOSPortableJSONSerializer, EnqueueOptions
+
+from .approvals import is_approver
+from .events import NewEvent
+from .lifecycle import ActionState
+from .model import Approver, Step, Workflow
+from .normalize import Refusal
+from .store import ConcurrencyError, EventStore, MemoryStore
+from .workflows import (
+    FINISHED,
+    GateOutcome,
+    WorkflowError,
+    dependants_skipped,
+    ending_options,
+    evaluate_when,
+    resolve_value,
+    step_order,
+    who,
+)
+
+if TYPE_CHECKING:
+    from .harness import Harness
+
+__all__ = [
+    "APP_NAME",
+    "APP_VERSION",
+    "INTERPRETER",
+    "QUEUE",
+    "Engine",
+    "append_once",
+    "open_client",
+    "open_store",
+    "system_database_url",
+]
+
+APP_NAME = "harnessc"
+APP_VERSION = "harnessc-workflows-1"
+"""Pinned: DBOS resumes a run only on executors of the version it started under. It changes
+only when the interpreter's checkpoint sequence changes, never with a build of a spec."""
+INTERPRETER = "harnessc.workflow"
+QUEUE = "harnessc-workflows"
+STATUS_KEY = "harnessc.status"
+START_TOPIC = "harnessc.start"
+FACTS_TOPIC = "harnessc.facts"
+FOREVER_S = 10 * 365 * 86400.0
+"""`recv` needs a deadline; a gate without `timeout` waits this long (ten years)."""
+STEP_EVENT = "workflow.step"
+
+_WORKERS_DDL = """
+CREATE SCHEMA IF NOT EXISTS harnessc;
+CREATE TABLE IF NOT EXISTS harnessc.workers (
+    executor_id TEXT PRIMARY KEY,
+    beat_at     TIMESTAMPTZ NOT NULL
+)
+"""
+_SERIALIZER = DBOSPortableJSONSerializer()
+_ENGINE: Engine | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# URLs and clients
+
+
+def system_database_url(url: str) -> str:
+    """DBOS's system database for a store URL: beside the SQLite file (`<file>.dbos`, its own
+    WAL file), or the same PostgreSQL database (DBOS keeps its tables in schema `dbos`)."""
+    if url.startswith("sqlite:///"):
+        return url + ".dbos"
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql://" + url.split("://", 1)[1]
+    raise WorkflowError(
+        "unknown-store",
+        f"durable workflows need a `sqlite:///` or `postgresql://` URL, not `{url}`",
+    )
+
+
+def _prepare_sqlite(url: str) -> None:
+    # WAL is a property of the file: set once, every later connection (DBOS's too) uses it
+    if url.startswith("sqlite:///"):
+        conn = sqlite3.connect(url[len("sqlite:///") :])
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        finally:
+            conn.close()
+
+
+def open_store(url: str) -> EventStore:
+    """The event store of a URL: `sqlite:///PATH` or `postgresql://…`."""
+    if url.startswith("sqlite:///"):
+        from .store import SQLiteStore
+
+        return SQLiteStore(url[len("sqlite:///") :])
+    if url.startswith(("postgresql://", "postgres://")):
+        from .pgstore import PostgresStore
+
+        return PostgresStore(url)
+    raise WorkflowError("unknown-store", f"no event store for `{url}`")
+
+
+def open_client(store_url: str) -> DBOSClient:
+    """A DBOS client on the system database of `store_url`, created and migrated if new."""
+    url = system_database_url(store_url)
+    _prepare_sqlite(url)
+    DBOS.migrate(url)
+    return DBOSClient(system_database_url=url, serializer=_SERIALIZER, application_name=APP_NAME)
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine of a process
+
+
+class Engine:
+    """DBOS launched in this process as a worker of one harness: it runs the queue's workflows
+    and, at launch, resumes the ones its executor id left unfinished."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        store_url: str,
+        *,
+        executor_id: str = "local",
+        poll_s: float = 0.1,
+        concurrency: int | None = None,
+        heartbeat_s: float = 2.0,
+        stale_after_s: float = 30.0,
+    ) -> None:
+        self.harness = harness
+        self.store_url = store_url
+        self.url = system_database_url(store_url)
+        self.executor_id = executor_id
+        self.poll_s = poll_s
+        self.concurrency = concurrency
+        self.heartbeat_s = heartbeat_s
+        self.stale_after_s = stale_after_s
+        self.delegate: Callable[..., Any] | None = None
+        self._stop = threading.Event()
+        self._supervisor: threading.Thread | None = None
+
+    def launch(self) -> None:
+        global _ENGINE
+        if _ENGINE is not None and _ENGINE is not self:
+            raise WorkflowError(
+                "engine-running", "a workflow engine already runs in this process: close it first"
+            )
+        _prepare_sqlite(self.url)
+        config: DBOSConfig = {
+            "name": APP_NAME,
+            "system_database_url": self.url,
+            "application_version": APP_VERSION,
+            "executor_id": self.executor_id,
+            "serializer": _SERIALIZER,
+            "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": self.poll_s,
+            "scheduler_polling_interval_sec": 3600.0,
+        }
+        _ENGINE = self
+        DBOS(config=config)
+        DBOS.launch()
+        DBOS.register_queue(
+            QUEUE,
+            polling_interval_sec=self.poll_s,
+            worker_concurrency=self.concurrency,
+            on_conflict="always_update",
+        )
+        if not self.url.startswith("sqlite"):
+            self._supervisor = threading.Thread(
+                target=self._supervise, name="harnessc-supervisor", daemon=True
+            )
+            self._supervisor.start()
+
+    def close(self) -> None:
+        global _ENGINE
+        self._stop.set()
+        if self._supervisor is not None:
+            self._supervisor.join(timeout=10)
+            self._supervisor = None
+        if _ENGINE is self:
+            DBOS.destroy()
+            _ENGINE = None
+
+    # -- several workers on PostgreSQL ------------------------------------------------------------
+
+    def _supervise(self) -> None:
+        """Beat every `heartbeat_s`; resume the runs of any executor whose last beat is older
+        than `stale_after_s` (every worker supervises: DBOS re-enqueues a run through an atomic
+        dequeue, so two supervisors recovering the same executor start each run once)."""
+        import psycopg
+
+        with psycopg.connect(self.store_url.replace("postgres://", "postgresql://")) as conn:
+            conn.autocommit = True
+            conn.execute(_WORKERS_DDL)
+            while not self._stop.is_set():
+                conn.execute(
+                    "INSERT INTO harnessc.workers VALUES (%s, now()) ON CONFLICT (executor_id) "
+                    "DO UPDATE SET beat_at = now()",
+                    (self.executor_id,),
+                )
+                stale = conn.execute(
+                    "DELETE FROM harnessc.workers WHERE executor_id <> %s AND beat_at < now() - "
+                    "make_interval(secs => %s) RETURNING executor_id",
+                    (self.executor_id, self.stale_after_s),
+                ).fetchall()
+                if stale:
+                    DBOS._recover_pending_workflows([row[0] for row in stale])
+                self._stop.wait(self.heartbeat_s)
+
+
+def _engine() -> Engine:
+    if _ENGINE is None:
+        raise WorkflowError("no-engine", "no workflow engine runs in this process")
+    return _ENGINE
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations every process can do through a client (a worker or not)
+
+
+def enqueue(client: DBOSClient, run: dict[str, Any], workflow_id: str) -> None:
+    options: EnqueueOptions = {
+        "queue_name": QUEUE,
+        "workflow_name": INTERPRETER,
+        "workflow_id": workflow_id,
+        "app_version": APP_VERSION,
+    }
+    client.enqueue(options, run)
+
+
+def dbos_status(client: DBOSClient, workflow_id: str) -> Any:
+    found = client.list_workflows(workflow_ids=[workflow_id], load_input=True, load_output=False)
+    return found[0] if found else None
+
+
+def published(client: DBOSClient, workflow_id: str) -> dict[str, Any] | None:
+    value = client.get_event(workflow_id, STATUS_KEY, timeout_seconds=0)
+    return value if isinstance(value, dict) else None
+
+
+def decide_gate(
+    client: DBOSClient, workflow_id: str, gate: str, option: str, by: Mapping[str, Any]
+) -> GateOutcome:
+    """Check a decision against the waiting gate (its options and `by`) and deliver it. A
+    refusal raises `WorkflowError` and sends nothing; a gate already decided answers
+    `duplicate` with the decision that stands."""
+    status = dbos_status(client, workflow_id)
+    if status is None:
+        raise WorkflowError("unknown-workflow", f"no workflow `{workflow_id}`")
+    state = published(client, workflow_id) or {}
+    if status.status in FINISHED or state.get("status") in ("completed", "failed"):
+        what = FINISHED.get(status.status) or state.get("status")
+        raise WorkflowError(
+            "finished", f"the workflow `{workflow_id}` is {what}: it takes no more decisions"
+        )
+    gates = state.get("gates") or {}
+    found = gates.get(gate)
+    if found is None:
+        known = _gate_names(status)
+        if gate not in known:
+            listed = ", ".join(f"`{g}`" for g in sorted(known)) or "none"
+            raise WorkflowError(
+                "unknown-gate",
+                f"the workflow `{workflow_id}` has no gate `{gate}` (gates: {listed})",
+            )
+        raise WorkflowError("not-waiting", f"the gate `{gate}` is not waiting for a decision yet")
+    if found.get("status") == "decided":
+        return GateOutcome("duplicate", workflow_id, gate, found.get("option"), found.get("by"))
+    if option not in found["options"]:
+        listed = ", ".join(f"`{o}`" for o in found["options"])
+        raise WorkflowError(
+            "unknown-option", f"`{option}` is not an option of the gate `{gate}`: use {listed}"
+        )
+    approvers = tuple(Approver.model_validate(a) for a in found["by"])
+    if approvers and not is_approver(approvers, by):
+        wanted = " or ".join(f"{a.kind} `{a.value}`" for a in approvers)
+        raise WorkflowError(
+            "not-an-approver", f"`{who(by)}` may not decide the gate `{gate}`: it needs {wanted}"
+        )
+    message = {"option": option, "by": who(by), "actor": _plain(by)}
+    # the key makes a repeated delivery a no-op in DBOS: the first decision sent stands
+    client.send(workflow_id, message, topic=f"{workflow_id}/{gate}", idempotency_key=gate)
+    return GateOutcome("accepted", workflow_id, gate, option, who(by))
+
+
+def _gate_names(status: Any) -> set[str]:
+    try:
+        run = status.input["args"][0]
+        wf = Workflow.model_validate(run["workflow"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return set()
+    names: set[str] = set()
+    for step in wf.steps:
+        if step.kind in ("decide", "gate"):
+            names.add(step.name)
+        if step.kind == "call":
+            names.add(f"{step.name}.approval")
+        if any(a.kind == "escalate" for a in step.on_failure):
+            names.add(f"{step.name}.escalation")
+    return names
+
+
+# ---------------------------------------------------------------------------------------------
+# Exactly-once events
+
+
+def append_once(store: EventStore, events: list[NewEvent]) -> bool:
+    """Append `events` in one transaction only if their first stream is new; False when it
+    already holds events (this step was recorded before a crash)."""
+    if not events:
+        return True
+    append = getattr(store, "_append", None)
+    try:
+        if append is not None:
+            # SQLiteStore, MemoryStore and PostgresStore: all-or-nothing, `expected_seq` checked
+            # for every stream under the write lock
+            append(events, 0)
+        else:
+            store.append(events[0], expected_seq=0)
+            store.append_many(events[1:])
+    except ConcurrencyError:
+        return False
+    return True
+
+
+def _recorded(store: EventStore, stream: str) -> dict[str, Any] | None:
+    found = store.read(stream)
+    if not found or found[-1].type != STEP_EVENT:
+        return None
+    outcome = json.loads(found[-1].payload_json).get("outcome")
+    return outcome if isinstance(outcome, dict) else None
+
+
+def _commit(h: Harness, buffer: MemoryStore, stream: str, outcome: dict[str, Any]) -> None:
+    buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome}))
+    events = [NewEvent(e.stream, e.kind, e.type, json.loads(e.payload_json)) for e in buffer.read()]
+    append_once(h.store, events)
+
+
+def _step_harness(h: Harness) -> tuple[Harness, MemoryStore]:
+    """The harness seen by one step: the same compiled spec, executors and engine, but its own
+    event buffer, approvals and sessions, so concurrent steps never share a buffer."""
+    from .approvals import Approvals
+
+    buffer = MemoryStore(clock=h.clock)
+    view = copy.copy(h)
+    view.store = buffer
+    view.approvals = Approvals(buffer, h.clock)
+    view.sessions = {}
+    return view, buffer
+
+
+def _record_step(stream: str, events: list[dict[str, Any]], outcome: dict[str, Any]) -> dict:
+    """A DBOS step that only records events (a gate decided, the run's end)."""
+    h = _engine().harness
+    recorded = _recorded(h.store, stream)
+    if recorded is not None:
+        return recorded
+    buffer = MemoryStore(clock=h.clock)
+    for e in events:
+        buffer.append(NewEvent(stream, e["kind"], e["type"], e["payload"]))
+    _commit(h, buffer, stream, outcome)
+    return outcome
+
+
+# ---------------------------------------------------------------------------------------------
+# The governed call inside a step
+
+
+def _call_step(
+    ctx: dict[str, Any],
+    step_name: str,
+    tool: str,
+    args: dict[str, Any],
+    stream: str,
+    call_id: str,
+    approval: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """normalize → decide → (approval) → invoke → evidence, as the workflow's creator, in a
+    session whose id is the step's stream; every event committed at the end, once."""
+    h = _engine().harness
+    recorded = _recorded(h.store, stream)
+    if recorded is not None:
+        return recorded
+    view, buffer = _step_harness(h)
+    session = view.session(
+        ctx["agent"],
+        actor=ctx["actor"],
+        task={"id": ctx["workflow_id"], "workflow": ctx["workflow"], "step": step_name},
+        facts=ctx.get("facts") or {},
+        resource=ctx.get("resource") or {},
+        env=ctx.get("env") or {},
+        session_id=stream,
+    )
+    outcome = _governed(view, session, tool, args, call_id, approval)
+    session.end("completed" if outcome["status"] == "succeeded" else outcome["status"])
+    _commit(h, buffer, stream, outcome)
+    return outcome
+
+
+def _governed(
+    view: Harness,
+    session: Any,
+    tool: str,
+    args: dict[str, Any],
+    call_id: str,
+    approval: dict[str, Any] | None,
+) -> dict[str, Any]:
+    pending = session.normalize(tool, call_id, args)
+    if isinstance(pending, Refusal):
+        return {"status": "refused", "error": pending.message, "code": pending.code}
+    decision = session.decide(pending)
+    if decision.effect == "deny":
+        return {"status": "denied", "error": decision.reason or "the policy denies this call"}
+    if decision.effect == "ask" and session.action_state(pending) != ActionState.AUTHORIZED:
+        request = session.request_approval(pending, decision)
+        if approval is None:
+            return {
+                "status": "ask",
+                "approvers": [{"kind": a.kind, "value": a.value} for a in decision.approvers],
+                "request": {
+                    "what": request.what,
+                    "why": request.why,
+                    "arguments": _plain(request.arguments),
+                    "reversibility": request.reversibility,
+                    "impact": _plain(request.impact),
+                },
+            }
+        answered = view.approve(request.request_id, by=approval["actor"])
+        if answered.status != "approved":
+            return {"status": "denied", "error": answered.reason or "denied when judged again"}
+    result = session.invoke(pending)
+    if result.ok:
+        return {"status": "succeeded", "value": _plain(result.data or {})}
+    return {
+        "status": "failed",
+        "error": result.error or result.observation,
+        "category": result.error_category,
+        "ran": result.ran,
+    }
+
+
+def _delegate_step(
+    ctx: dict[str, Any], step: dict[str, Any], context: list[Any], stream: str
+) -> dict[str, Any]:
+    engine = _engine()
+    h = engine.harness
+    recorded = _recorded(h.store, stream)
+    if recorded is not None:
+        return recorded
+    view, buffer = _step_harness(h)
+    parent = view.session(
+        ctx["agent"],
+        actor=ctx["actor"],
+        task={"id": ctx["workflow_id"], "workflow": ctx["workflow"], "step": step["name"]},
+        facts=ctx.get("facts") or {},
+        env=ctx.get("env") or {},
+        session_id=stream,
+    )
+    outcome: dict[str, Any]
+    if engine.delegate is None:
+        outcome = {"status": "failed", "error": "no delegate runner is set (`delegate_with`)"}
+    else:
+        child = parent.delegate(step["goal"] or "", agent=step["agent"])
+        if isinstance(child, Refusal):
+            outcome = {"status": "refused", "error": child.message, "code": child.code}
+        else:
+            try:
+                value = engine.delegate(child, step["goal"], context)
+                outcome = {"status": "succeeded", "value": _plain(value or {})}
+            except Exception as exc:  # the runner is the application's code
+                outcome = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+            child.end("completed" if outcome["status"] == "succeeded" else "failed")
+    parent.end("completed" if outcome["status"] == "succeeded" else "failed")
+    _commit(h, buffer, stream, outcome)
+    return outcome
+
+
+# ---------------------------------------------------------------------------------------------
+# The interpreter
+
+
+@DBOS.workflow(name=INTERPRETER)
+async def interpret(run: dict[str, Any]) -> dict[str, Any]:
+    """Run one workflow's IR: the only workflow function DBOS knows."""
+    return await _Run(run).go()
+
+
+def _now() -> float:
+    return time.time()
+
+
+class _Stop(Exception):
+    def __init__(self, status: str, outcome: Any = None, error: str | None = None) -> None:
+        super().__init__(status)
+        self.status = status
+        self.outcome = outcome
+        self.error = error
+
+
+class _Run:
+    def __init__(self, run: dict[str, Any]) -> None:
+        self.id: str = DBOS.workflow_id or ""
+        self.wf = Workflow.model_validate(run["workflow"])
+        self.input: dict[str, Any] = run.get("input") or {}
+        self.ctx = {
+            "workflow_id": self.id,
+            "workflow": self.wf.name,
+            "agent": run["agent"],
+            "actor": run.get("actor") or {},
+            "facts": run.get("facts") or {},
+            "env": run.get("env") or {},
+            "resource": run.get("resource") or {},
+        }
+        self.run = run
+        self.values: dict[str, Any] = {}
+        self.skipped: set[str] = set()
+        self.steps = {s.name: s for s in self.wf.steps}
+        self.state: dict[str, Any] = {
+            "workflow": self.wf.name,
+            "version": run.get("hash"),
+            "status": "created",
+            "steps": {
+                s.name: {"kind": s.kind, "state": "pending"}
+                for s in self.wf.steps
+                if not s.compensation
+            },
+            "gates": {},
+            "artifacts": [],
+            "outcome": None,
+            "error": None,
+        }
+
+    def stream(self, key: str) -> str:
+        return f"workflow:{self.id}/{key}"
+
+    async def publish(self) -> None:
+        await DBOS.set_event_async(STATUS_KEY, self.state)
+
+    async def record(self, key: str, type_: str, payload: dict[str, Any]) -> None:
+        events = [{"kind": "State", "type": type_, "payload": payload}]
+        await DBOS.run_step_async(
+            {"name": f"record:{key}"}, _record_step, self.stream(key), events, {"status": "ok"}
+        )
+
+    async def go(self) -> dict[str, Any]:
+        await self.publish()
+        if not self.run.get("start"):
+            await DBOS.recv_async(START_TOPIC, timeout_seconds=FOREVER_S)
+        self.state["status"] = "running"
+        await self.record("~start", "workflow.started", self._summary())
+        await self.publish()
+        try:
+            for step in step_order(self.wf):
+                if step.compensation:
+                    continue
+                await self.visit(step)
+            self.state["status"] = "completed"
+        except _Stop as stop:
+            self.state["status"] = stop.status
+            self.state["outcome"] = stop.outcome
+            self.state["error"] = stop.error
+            for info in self.state["steps"].values():
+                if info["state"] == "pending":
+                    info["state"] = "skipped"
+        end = "workflow.completed" if self.state["status"] == "completed" else "workflow.failed"
+        await self.record(
+            "~end",
+            end,
+            {**self._summary(), "outcome": self.state["outcome"], "error": self.state["error"]},
+        )
+        await self.publish()
+        return {"status": self.state["status"], "outcome": self.state["outcome"]}
+
+    def _summary(self) -> dict[str, Any]:
+        return {"workflow": self.wf.name, "id": self.id, "version": self.run.get("hash")}
+
+    def scope(self) -> dict[str, Any]:
+        return {
+            "input": self.input,
+            "step": self.values,
+            "actor": self.ctx["actor"],
+            "env": self.ctx["env"],
+            "facts": self.ctx["facts"],
+            "resource": self.ctx["resource"],
+        }
+
+    async def visit(self, step: Step) -> None:
+        info = self.state["steps"][step.name]
+        if dependants_skipped(step, self.skipped) or (
+            step.when is not None and not evaluate_when(step.when, self.scope())
+        ):
+            info["state"] = "skipped"
+            self.skipped.add(step.name)
+            await self.publish()
+            return
+        info["state"] = "running"
+        await self.publish()
+        if step.kind == "call":
+            value = await self.call(step)
+        elif step.kind == "delegate":
+            value = await self.delegate(step)
+        elif step.kind == "decide":
+            value = await self.gate(
+                step.name,
+                question=step.question,
+                options=list(step.options),
+                by=[step.by] if step.by is not None else [],
+                timeout_ms=step.timeout_ms,
+                default=step.default,
+            )
+            ends = ending_options(self.wf, step.name)
+            if value in ends:
+                self.values[step.name] = value
+                info["state"] = "succeeded"
+                info["value"] = value
+                raise _Stop("completed", outcome={"step": step.name, "option": value})
+        else:
+            await self.wait_for_facts(step)
+            value = None
+        self.values[step.name] = value
+        info["state"] = "succeeded"
+        if value is not None:
+            info["value"] = value
+        await self.publish()
+
+    # -- call steps, with the failure policy -----------------------------------------------------
+
+    async def call(self, step: Step, attempt_base: int = 1) -> Any:
+        info = self.state["steps"][step.name]
+        attempt = attempt_base
+        outcome = await self.attempt(step, attempt)
+        actions = list(step.on_failure)
+        while outcome["status"] != "succeeded":
+            if not actions:
+                info["state"] = "failed"
+                info["error"] = outcome.get("error")
+                raise _Stop("failed", error=f"step `{step.name}`: {outcome.get('error')}")
+            action = actions.pop(0)
+            if action.kind == "retry" and outcome["status"] == "failed":
+                backoff_ms = action.backoff_ms or 0
+                for n in range(action.count or 1):
+                    if backoff_ms:
+                        await DBOS.sleep_async(backoff_ms * (2**n) / 1000)
+                    attempt += 1
+                    outcome = await self.attempt(step, attempt)
+                    if outcome["status"] == "succeeded":
+                        break
+            elif action.kind == "compensate" and action.step in self.steps:
+                await self.compensate(self.steps[action.step], step)
+                info["state"] = "compensated"
+                await self.publish()
+                if not any(a.kind == "escalate" for a in actions):
+                    raise _Stop("failed", error=f"step `{step.name}` failed and was compensated")
+            elif action.kind == "escalate":
+                gate = f"{step.name}.escalation"
+                choice = await self.gate(
+                    gate,
+                    question=f"`{step.name}` failed: {outcome.get('error')}. Retry or abort?",
+                    options=["retry", "abort"],
+                    by=[action.approver] if action.approver is not None else [],
+                    timeout_ms=None,
+                    default=None,
+                    reopen=True,
+                )
+                if choice == "abort":
+                    info["state"] = "failed"
+                    raise _Stop("failed", error=f"step `{step.name}` aborted after escalation")
+                attempt += 1
+                outcome = await self.attempt(step, attempt)
+                actions = [action]  # another failure escalates again
+        info["attempts"] = attempt
+        value = outcome.get("value")
+        self.state["artifacts"].append({"step": step.name, "value": value})
+        return value
+
+    async def attempt(self, step: Step, attempt: int) -> dict[str, Any]:
+        info = self.state["steps"][step.name]
+        info["attempts"] = attempt
+        args = {k: resolve_value(v, self.scope()) for k, v in step.args.items()}
+        key = f"{step.name}#{attempt}"
+        call_id = f"{self.id}/{key}"
+        outcome = await self._run_call(step, args, key, call_id, None)
+        if outcome["status"] == "ask":
+            gate = f"{step.name}.approval"
+            info["state"] = "waiting"
+            request = outcome["request"]
+            choice = await self.gate(
+                gate,
+                question=f"Approve this call of `{step.tool}`? {request['why']}",
+                options=["approve", "deny"],
+                by=[Approver.model_validate(a) for a in outcome["approvers"]],
+                timeout_ms=step.timeout_ms,
+                default="deny",
+                preview=request,
+            )
+            info["state"] = "running"
+            if choice != "approve":
+                return {"status": "denied", "error": "the approver denied the call"}
+            decided = self.state["gates"][gate]
+            approval = {"actor": decided.get("actor") or {}}
+            outcome = await self._run_call(step, args, key + "+approved", call_id, approval)
+        return outcome
+
+    async def _run_call(
+        self,
+        step: Step,
+        args: dict[str, Any],
+        key: str,
+        call_id: str,
+        approval: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        assert step.tool is not None
+        result: dict[str, Any] = await DBOS.run_step_async(
+            {"name": f"call:{key}"},
+            _call_step,
+            self.ctx,
+            step.name,
+            step.tool,
+            args,
+            self.stream(key),
+            call_id,
+            approval,
+        )
+        return result
+
+    async def compensate(self, comp: Step, failed: Step) -> None:
+        """Run a compensation step with its references bound now (saga order: the caller runs
+        them in reverse order of the work they undo)."""
+        args = {k: resolve_value(v, self.scope()) for k, v in comp.args.items()}
+        key = f"{comp.name}@{failed.name}"
+        self.state["steps"].setdefault(comp.name, {"kind": comp.kind, "state": "pending"})
+        self.state["steps"][comp.name]["state"] = "running"
+        await self.publish()
+        outcome = await self._run_call(comp, args, key, f"{self.id}/{key}", None)
+        self.state["steps"][comp.name]["state"] = (
+            "succeeded" if outcome["status"] == "succeeded" else "failed"
+        )
+        if outcome["status"] != "succeeded":
+            self.state["steps"][comp.name]["error"] = outcome.get("error")
+
+    async def delegate(self, step: Step) -> Any:
+        context = [resolve_value(v, self.scope()) for v in step.context]
+        outcome: dict[str, Any] = await DBOS.run_step_async(
+            {"name": f"delegate:{step.name}"},
+            _delegate_step,
+            self.ctx,
+            {"name": step.name, "goal": step.goal, "agent": step.agent},
+            context,
+            self.stream(step.name),
+        )
+        if outcome["status"] != "succeeded":
+            self.state["steps"][step.name]["state"] = "failed"
+            raise _Stop("failed", error=f"step `{step.name}`: {outcome.get('error')}")
+        self.state["artifacts"].append({"step": step.name, "value": outcome["value"]})
+        return outcome["value"]
+
+    # -- gates ----------------------------------------------------------------------------------
+
+    async def gate(
+        self,
+        gate: str,
+        *,
+        question: str | None,
+        options: list[str],
+        by: list[Approver],
+        timeout_ms: int | None,
+        default: str | None,
+        preview: dict[str, Any] | None = None,
+        reopen: bool = False,
+    ) -> str:
+        """Wait for a person's decision on `gate`: published as waiting (`set_event`), answered
+        by a message on `<id>/<gate>` (`recv`), or the default when the durable deadline
+        passes. A message that fails the checks (not an option, not an approver) is ignored."""
+        opened: float = await DBOS.run_step_async({"name": f"clock:{gate}"}, _now)
+        deadline = opened + (timeout_ms / 1000 if timeout_ms is not None else FOREVER_S)
+        self.state["gates"][gate] = {
+            "status": "waiting",
+            "question": question,
+            "options": options,
+            "by": [a.model_dump(mode="json") for a in by],
+            "deadline": _iso(deadline) if timeout_ms is not None else None,
+            "default": default,
+            **({"preview": preview} if preview is not None else {}),
+        }
+        self.state["status"] = "waiting"
+        await self.record(
+            gate + "~waiting", "workflow.gate.waiting", {"gate": gate, **self.state["gates"][gate]}
+        )
+        await self.publish()
+        topic = f"{self.id}/{gate}"
+        checks = 0
+        while True:
+            remaining = deadline - opened
+            message = await DBOS.recv_async(topic, timeout_seconds=max(remaining, 0.0))
+            if message is None:
+                if default is None:
+                    raise _Stop("failed", error=f"the gate `{gate}` timed out without a default")
+                option, decided_by, actor = default, "timeout", None
+                break
+            chosen = message.get("option") if isinstance(message, dict) else None
+            actor = message.get("actor") if isinstance(message, dict) else None
+            if chosen in options and (not by or is_approver(tuple(by), actor or {})):
+                option, decided_by = str(chosen), who(actor or {})
+                break
+            checks += 1  # not a valid decision: keep waiting until the same deadline
+            opened = await DBOS.run_step_async({"name": f"clock:{gate}#{checks}"}, _now)
+        self.state["gates"][gate].update(
+            {"status": "decided", "option": option, "by": decided_by, "actor": actor}
+        )
+        self.state["status"] = "running"
+        await self.record(
+            gate, "workflow.gate.decided", {"gate": gate, "option": option, "by": decided_by}
+        )
+        if reopen:
+            del self.state["gates"][gate]
+        await self.publish()
+        return option
+
+    async def wait_for_facts(self, step: Step) -> None:
+        """A `gate` step: wait until its condition over facts holds, re-checked at each
+        `update`; past its timeout the step fails."""
+        assert step.condition is not None
+        opened: float = await DBOS.run_step_async({"name": f"clock:{step.name}"}, _now)
+        timeout_s = step.timeout_ms / 1000 if step.timeout_ms is not None else FOREVER_S
+        now = opened
+        checks = 0
+        while not evaluate_when(step.condition, self.scope()):
+            self.state["steps"][step.name]["state"] = "waiting"
+            await self.publish()
+            message = await DBOS.recv_async(
+                FACTS_TOPIC, timeout_seconds=max(opened + timeout_s - now, 0.0)
+            )
+            if message is None:
+                self.state["steps"][step.name]["state"] = "failed"
+                raise _Stop("failed", error=f"the gate `{step.name}` timed out")
+            if isinstance(message, dict):
+                self.ctx["facts"] = {**self.ctx["facts"], **(message.get("facts") or {})}
+                self.ctx["env"] = {**self.ctx["env"], **(message.get("env") or {})}
+            checks += 1
+            now = await DBOS.run_step_async({"name": f"clock:{step.name}#{checks}"}, _now)
+
+
+def _iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)

@@ -1,0 +1,218 @@
+"""The event store on PostgreSQL: the same contract as `SQLiteStore`, for many processes or
+machines sharing one harness (needs `psycopg`, in the `workflows` extra).
+
+The log is one table, `harnessc.events`. Every append is one transaction that first takes a
+transaction-scoped advisory lock, so positions, per-stream `seq` and `prev_hash` are assigned
+by one writer at a time: the log stays one gap-free hash chain, and a later commit always has a
+higher position than every earlier one (a reader resuming with `after=cursor` misses nothing).
+Triggers refuse UPDATE and DELETE. `verify` walks the chain in one REPEATABLE READ snapshot.
+
+    store = PostgresStore("postgresql://harness@localhost/harness")
+    store.append(NewEvent("s-1", "State", "session.started", {"agent": "planner"}))
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import psycopg
+
+from .canonical import canonical_json
+from .events import GENESIS_HASH, Clock, Event, NewEvent, system_clock
+from .store import (
+    SCHEMA_VERSION,
+    ConcurrencyError,
+    StoreError,
+    Verification,
+    _Numbering,
+    verify_events,
+)
+
+__all__ = ["PostgresStore"]
+
+_LOCK_KEY = 0x6861726E65737363  # "harnessc": the advisory lock every writer of the log takes
+
+_DDL = """
+CREATE SCHEMA IF NOT EXISTS harnessc;
+CREATE TABLE IF NOT EXISTS harnessc.events (
+    position  BIGINT PRIMARY KEY,  -- global, from 1, no gaps
+    stream    TEXT   NOT NULL,
+    seq       BIGINT NOT NULL,     -- per stream, from 1
+    kind      TEXT   NOT NULL,
+    type      TEXT   NOT NULL,
+    payload   TEXT   NOT NULL,     -- canonical JSON, hashed as stored
+    time      TEXT   NOT NULL,
+    prev_hash TEXT   NOT NULL,
+    hash      TEXT   NOT NULL,
+    UNIQUE (stream, seq)
+);
+CREATE INDEX IF NOT EXISTS events_by_stream ON harnessc.events (stream, position);
+CREATE TABLE IF NOT EXISTS harnessc.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE OR REPLACE FUNCTION harnessc.append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'events are append-only'; END $$;
+CREATE OR REPLACE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON harnessc.events
+FOR EACH ROW EXECUTE FUNCTION harnessc.append_only();
+"""
+
+_COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash"
+
+
+class PostgresStore:
+    """The event store on PostgreSQL; safe to share between threads (one connection behind a
+    lock) and between processes and machines (the advisory lock serialises writers)."""
+
+    def __init__(self, url: str, *, clock: Clock = system_clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = psycopg.connect(url, autocommit=False)
+        with self._lock, self._connection().transaction():
+            conn = self._connection()
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            for statement in _statements(_DDL):
+                conn.execute(statement)
+            row = conn.execute("SELECT value FROM harnessc.meta WHERE key = 'schema'").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO harnessc.meta VALUES ('schema', %s)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                raise StoreError(f"event store format {row[0]} is not supported")
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
+        return self._append([event], expected_seq)[0]
+
+    def append_many(self, events: Iterable[NewEvent]) -> list[Event]:
+        return self._append(list(events), None)
+
+    def _append(self, events: Sequence[NewEvent], expected_seq: int | None) -> list[Event]:
+        if not events:
+            return []
+        payloads = [canonical_json(e.payload) for e in events]
+        with self._lock, self._connection().transaction():
+            conn = self._connection()
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            row = conn.execute(
+                "SELECT position, hash FROM harnessc.events ORDER BY position DESC LIMIT 1"
+            ).fetchone()
+            numbering = _Numbering(self._clock, *(row or (0, GENESIS_HASH)))
+            seqs: dict[str, int] = {}
+            out: list[Event] = []
+            for event, payload_json in zip(events, payloads, strict=True):
+                if event.stream not in seqs:
+                    found = conn.execute(
+                        "SELECT coalesce(max(seq), 0) FROM harnessc.events WHERE stream = %s",
+                        (event.stream,),
+                    ).fetchone()
+                    seqs[event.stream] = int(found[0]) if found else 0
+                    if expected_seq is not None and seqs[event.stream] != expected_seq:
+                        raise ConcurrencyError(event.stream, expected_seq, seqs[event.stream])
+                seqs[event.stream] += 1
+                out.append(numbering.number(event, payload_json, seqs[event.stream]))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO harnessc.events ({_COLUMNS}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [
+                        (
+                            e.position,
+                            e.stream,
+                            e.seq,
+                            e.kind,
+                            e.type,
+                            e.payload_json,
+                            e.time,
+                            e.prev_hash,
+                            e.hash,
+                        )
+                        for e in out
+                    ],
+                )
+        return out
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def read(
+        self, stream: str | None = None, *, after: int = 0, limit: int | None = None
+    ) -> list[Event]:
+        sql = f"SELECT {_COLUMNS} FROM harnessc.events WHERE position > %s"
+        params: list[object] = [after]
+        if stream is not None:
+            sql += " AND stream = %s"
+            params.append(stream)
+        sql += " ORDER BY position"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(limit)
+        with self._lock, self._connection().transaction():
+            rows = self._connection().execute(sql, params).fetchall()
+        return [Event(*row) for row in rows]
+
+    def scan(
+        self, stream: str | None = None, *, after: int = 0, batch: int = 1000
+    ) -> Iterator[Event]:
+        """All events after `after`, read page by page."""
+        while True:
+            page = self.read(stream, after=after, limit=batch)
+            yield from page
+            if len(page) < batch:
+                return
+            after = page[-1].position
+
+    def head(self) -> tuple[int, str]:
+        with self._lock, self._connection().transaction():
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT position, hash FROM harnessc.events ORDER BY position DESC LIMIT 1"
+                )
+                .fetchone()
+            )
+        return (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+
+    def verify(self, anchor: tuple[int, str] | None = None) -> Verification:
+        """Walk the whole chain in one snapshot and report the first broken link."""
+        with self._lock, self._connection().transaction():
+            conn = self._connection()
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM harnessc.events ORDER BY position")
+            return verify_events((Event(*row) for row in rows), anchor)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None:
+            raise StoreError("the event store is closed")
+        return self._conn
+
+
+def _statements(script: str) -> list[str]:
+    # `$$ … $$` bodies hold semicolons: split only outside them
+    out: list[str] = []
+    current = ""
+    quoted = False
+    for part in script.split("$$"):
+        if quoted:
+            current += "$$" + part + "$$"
+        else:
+            pieces = part.split(";")
+            current += pieces[0]
+            for piece in pieces[1:]:
+                if current.strip():
+                    out.append(current.strip())
+                current = piece
+        quoted = not quoted
+    if current.strip():
+        out.append(current.strip())
+    return out

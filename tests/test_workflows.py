@@ -1,0 +1,352 @@
+"""Durable workflows on DBOS with SQLite: steps through the harness, gates, deadlines, the
+failure policy, refused decisions, and a worker killed with SIGKILL that resumes without
+running a finished step again."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("dbos", reason="durable workflows need dbos (pip install dbos==3.4.0)")
+
+from harnessc.runtime import Harness, SQLiteStore
+from harnessc.runtime.workflows import WorkflowError
+
+from .test_workflows_support import (
+    ENGINEER,
+    RELEASE_MANAGER,
+    SECURITY,
+    Worker,
+    compiled,
+    observer,
+    until,
+)
+
+
+class Jobs:
+    def __init__(self) -> None:
+        self.ran: list[int] = []
+        self.undone: list[int] = []
+        self.shipped: list[int] = []
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness, Jobs, Path]]:
+    """One worker in this process (DBOS allows one per process), on its own SQLite file."""
+    tmp = tmp_path_factory.mktemp("workflows")
+    url = f"sqlite:///{tmp / 'harness.db'}"
+    h = Harness(compiled(), store=SQLiteStore(tmp / "harness.db"))
+    jobs = Jobs()
+
+    @h.implement("job.run")
+    def run(args: dict[str, Any]) -> dict[str, Any]:
+        jobs.ran.append(args["n"])
+        if args["n"] == 13:
+            raise RuntimeError("job 13 always fails")
+        return {"n": args["n"]}
+
+    @h.implement("job.undo")
+    def undo(args: dict[str, Any]) -> dict[str, Any]:
+        jobs.undone.append(args["n"])
+        return {"n": args["n"]}
+
+    @h.implement("job.ship")
+    def ship(args: dict[str, Any]) -> dict[str, Any]:
+        jobs.shipped.append(args["n"])
+        return {"n": args["n"]}
+
+    h.workflows.configure(url, poll_s=0.05)
+    yield h, jobs, tmp
+    h.workflows.close()
+
+
+def waiting(h: Harness, run: str, gate: str) -> bool:
+    return any(g["gate"] == gate for g in h.workflows.status(run)["pending_gates"])
+
+
+def step_events(h: Harness, run: str) -> Counter[str]:
+    """How many `workflow.step` events each stream of the run holds."""
+    return Counter(
+        e.stream
+        for e in h.store.read()
+        if e.type == "workflow.step" and e.stream.startswith(f"workflow:{run}/")
+    )
+
+
+# -- in one process ---------------------------------------------------------------------------
+
+
+def test_calls_run_in_order_through_the_harness(env: tuple[Harness, Jobs, Path]) -> None:
+    h, jobs, _ = env
+    before = len(jobs.ran)
+    run = h.workflows.create("four", {"base": 1}, id="order-1", actor=ENGINEER)
+    assert h.workflows.status(run)["status"] in ("created", "running")
+    h.workflows.start(run)
+    done = h.workflows.wait(run)
+    assert done["status"] == "completed"
+    assert jobs.ran[before:] == [1, 2, 3, 4]
+    assert [(s["name"], s["state"]) for s in done["steps"]] == [
+        ("a", "succeeded"),
+        ("b", "succeeded"),
+        ("c", "succeeded"),
+        ("d", "succeeded"),
+    ]
+    assert done["artifacts"][0] == {"step": "a", "value": {"n": 1}}
+    # every call went through policy: a decision event per step, judged as the creator
+    decisions = [
+        json.loads(e.payload_json)
+        for e in h.store.read()
+        if e.type == "decision" and e.stream.startswith("workflow:order-1/")
+    ]
+    assert [d["effect"] for d in decisions] == ["allow"] * 4
+    assert step_events(h, run) == Counter(
+        {f"workflow:{run}/{s}#1": 1 for s in "abcd"}
+        | {f"workflow:{run}/~start": 1, f"workflow:{run}/~end": 1}
+    )
+    assert h.verify().ok
+
+
+def test_create_is_idempotent_on_the_callers_id(env: tuple[Harness, Jobs, Path]) -> None:
+    h, _, _ = env
+    first = h.workflows.create("four", {"base": 1}, id="same-1", actor=ENGINEER)
+    again = h.workflows.create("four", {"base": 1}, id="same-1", actor=ENGINEER)
+    assert first == again == "same-1"
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.create("review", {"base": 1}, id="same-1", actor=ENGINEER)
+    assert err.value.code == "id-conflict"
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.create("four", {"base": "one"}, actor=ENGINEER)
+    assert err.value.code == "invalid-input"
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.create("nowhere", {}, actor=ENGINEER)
+    assert err.value.code == "unknown-workflow-name"
+    assert "`ops.four`" in err.value.message
+    h.workflows.cancel("same-1")
+    assert h.workflows.status("same-1")["status"] == "cancelled"
+
+
+def test_refused_decisions_change_nothing(env: tuple[Harness, Jobs, Path]) -> None:
+    h, _, _ = env
+    run = h.workflows.create("hold", {"base": 5}, id="refuse-1", actor=ENGINEER, start=True)
+    until(lambda: waiting(h, run, "approve"), what="the gate to wait")
+    before = (h.workflows.status(run), h.store.head())
+    refusals = {
+        "unknown-option": dict(gate="approve", option="maybe", by=SECURITY),
+        "not-an-approver": dict(gate="approve", option="go", by=ENGINEER),
+        "unknown-gate": dict(gate="aprove", option="go", by=SECURITY),
+        "not-waiting": dict(gate="last.approval", option="approve", by=SECURITY),
+    }
+    for code, kwargs in refusals.items():
+        with pytest.raises(WorkflowError) as err:
+            h.workflows.decide(run, **kwargs)
+        assert err.value.code == code
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.decide("nobody", "approve", "go", by=SECURITY)
+    assert err.value.code == "unknown-workflow"
+    assert (h.workflows.status(run), h.store.head()) == before
+    assert err.value.to_dict()["message"] == "no workflow `nobody`"
+
+    accepted = h.workflows.decide(run, "approve", "go", by=SECURITY)
+    assert accepted.outcome == "accepted"
+    done = h.workflows.wait(run)
+    assert done["status"] == "completed"
+    assert done["gates"]["approve"]["option"] == "go"
+    assert done["gates"]["approve"]["by"] == "u-7"
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.decide(run, "approve", "stop", by=SECURITY)
+    assert err.value.code == "finished"
+
+
+def test_a_duplicate_decision_is_ignored(env: tuple[Harness, Jobs, Path]) -> None:
+    h, jobs, _ = env
+    run = h.workflows.create("twice", {"base": 6}, id="dup-1", actor=ENGINEER, start=True)
+    until(lambda: waiting(h, run, "one"), what="the first gate")
+    assert h.workflows.decide(run, "one", "go", by=SECURITY).outcome == "accepted"
+    until(lambda: waiting(h, run, "two"), what="the second gate")
+    before = (h.workflows.status(run), h.store.head())
+    second = h.workflows.decide(run, "one", "stop", by=SECURITY)
+    assert (second.outcome, second.option, second.by) == ("duplicate", "go", "u-7")
+    assert (h.workflows.status(run), h.store.head()) == before
+    h.workflows.decide(run, "two", "go", by=SECURITY)
+    assert h.workflows.wait(run)["status"] == "completed"
+    assert jobs.ran.count(77) == 1
+
+
+def test_a_gate_deadline_takes_the_default(env: tuple[Harness, Jobs, Path]) -> None:
+    h, jobs, _ = env
+    before = jobs.ran.count(9)
+    run = h.workflows.create("review", {"base": 7}, id="deadline-1", actor=ENGINEER, start=True)
+    done = h.workflows.wait(run)
+    assert done["status"] == "completed"
+    assert done["outcome"] == {"step": "approve", "option": "stop"}
+    assert done["gates"]["approve"]["by"] == "timeout"
+    assert {s["name"]: s["state"] for s in done["steps"]}["last"] == "skipped"
+    assert jobs.ran.count(9) == before
+
+
+def test_an_ask_becomes_a_gate_for_the_approver(env: tuple[Harness, Jobs, Path]) -> None:
+    h, jobs, _ = env
+    run = h.workflows.create("ship", {"base": 8}, id="ask-1", actor=ENGINEER, start=True)
+    until(lambda: waiting(h, run, "release.approval"), what="the approval gate")
+    gate = h.workflows.status(run)["pending_gates"][0]
+    assert gate["by"] == [{"kind": "role", "value": "release-manager"}]
+    assert gate["preview"]["arguments"] == {"n": 8}
+    assert jobs.shipped == []
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.decide(run, "release.approval", "approve", by=ENGINEER)
+    assert err.value.code == "not-an-approver"
+    h.workflows.decide(run, "release.approval", "approve", by=RELEASE_MANAGER)
+    assert h.workflows.wait(run)["status"] == "completed"
+    assert jobs.shipped == [8]
+    types = [e.type for e in h.store.read() if e.stream.startswith(f"workflow:{run}/release")]
+    assert "approval.requested" in types
+    assert "grant.issued" in types
+
+
+def test_failure_policy_retries_compensates_and_escalates(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    h, jobs, _ = env
+    before = jobs.ran.count(13)
+    run = h.workflows.create("flaky", {"base": 4}, id="flaky-1", actor=ENGINEER, start=True)
+    until(lambda: waiting(h, run, "risky.escalation"), what="the escalation")
+    assert jobs.ran.count(13) - before == 3  # the first attempt and two retries
+    assert jobs.undone == [4]  # compensated before escalating
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.decide(run, "risky.escalation", "abort", by=ENGINEER)
+    assert err.value.code == "not-an-approver"
+    h.workflows.decide(run, "risky.escalation", "abort", by={"user": "u-3", "role": "sre"})
+    done = h.workflows.wait(run)
+    assert done["status"] == "failed"
+    assert "aborted" in done["error"]
+    assert h.verify().ok
+
+
+def test_a_step_run_again_records_and_runs_nothing_twice(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    """DBOS runs a step again when a process dies after the step returned but before its
+    output was checkpointed; the step then finds its events and returns their outcome."""
+    from harnessc.runtime import durable
+
+    h, jobs, _ = env
+    ctx = {"workflow_id": "again-1", "workflow": "ops.four", "agent": "ops.runner"}
+    ctx["actor"] = ENGINEER
+    args = ("a", "job.run", {"n": 21}, "workflow:again-1/a#1", "again-1/a#1", None)
+    first = durable._call_step(ctx, *args)
+    head = h.store.head()
+    second = durable._call_step(ctx, *args)
+    assert first == second == {"status": "succeeded", "value": {"n": 21}}
+    assert jobs.ran.count(21) == 1
+    assert h.store.head() == head
+
+
+def test_importing_the_runtime_does_not_load_dbos() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, harnessc.runtime; sys.exit('dbos' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# -- across processes -------------------------------------------------------------------------
+
+
+def test_sigkill_after_step_two_resumes_without_repeating(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    watch = observer(compiled(), url)
+    first = Worker(tmp_path, url, hold=(3,))
+    try:
+        first.create("four", {"base": 1}, "crash-1")
+        until(
+            lambda: (
+                {s["name"]: s["state"] for s in watch.workflows.status("crash-1")["steps"]}.get("c")
+                == "running"
+            ),
+            what="step 3 to start",
+        )
+    finally:
+        first.kill()
+    assert [n for n, _, _ in first.ran()] == [1, 2]
+    second = Worker(tmp_path, url)
+    try:
+        done = until(
+            lambda: (s := watch.workflows.status("crash-1"))["status"] == "completed" and s,
+            what="the resumed run",
+        )
+    finally:
+        second.kill()
+    ran = second.ran()
+    assert [n for n, _, _ in ran] == [1, 2, 3, 4]
+    assert ran[0][2] == ran[1][2] == first.proc.pid
+    assert ran[2][2] == ran[3][2] == second.proc.pid
+    assert [s["state"] for s in done["steps"]] == ["succeeded"] * 4
+    with SQLiteStore(tmp_path / "harness.db") as store:
+        assert store.verify().ok
+        counted = Counter(e.stream for e in store.read() if e.type in ("workflow.step", "decision"))
+    assert counted == Counter({f"workflow:crash-1/{s}#1": 2 for s in "abcd"}) + Counter(
+        {"workflow:crash-1/~start": 1, "workflow:crash-1/~end": 1}
+    )
+    watch.workflows.close()
+
+
+def harnessc(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from harnessc.compiler.cli import main
+
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_gate_is_decided_while_no_worker_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    watch = observer(compiled(), url)
+    first = Worker(tmp_path, url)
+    try:
+        first.create("hold", {"base": 2}, "gate-1")
+        until(lambda: waiting(watch, "gate-1", "approve"), what="the gate to wait")
+    finally:
+        first.kill()
+    # an operator's shell: no spec, no worker, only the store URL
+    code, out, err = harnessc(capsys, "workflow", "list", "--store", url)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == ["gate-1  ops.hold  waiting  waiting: approve"]
+    code, out, _ = harnessc(capsys, "workflow", "show", "gate-1", "--store", url)
+    assert "  waiting: approve: Go on? [go | stop] by role security, default `stop` at" in out
+    code, _, err = harnessc(
+        capsys, "workflow", "decide", "gate-1", "approve", "go", "--by", "u-2", "--store", url
+    )
+    assert (code, err) == (
+        1,
+        "error[not-an-approver]: `u-2` may not decide the gate `approve`: "
+        "it needs role `security`\n",
+    )
+    code, out, _ = harnessc(
+        capsys,
+        *("workflow", "decide", "gate-1", "approve", "go", "--by", "u-7", "--role", "security"),
+        *("--store", url, "--format", "json"),
+    )
+    assert code == 0
+    assert json.loads(out)["outcome"] == "accepted"
+    assert watch.workflows.status("gate-1")["status"] == "waiting"  # nobody runs it yet
+    second = Worker(tmp_path, url)
+    try:
+        done = until(
+            lambda: (s := watch.workflows.status("gate-1"))["status"] == "completed" and s,
+            what="the run to finish",
+        )
+    finally:
+        second.kill()
+    assert done["gates"]["approve"]["option"] == "go"
+    assert done["gates"]["approve"]["by"] == "u-7"
+    assert [n for n, _, _ in second.ran()] == [2, 99]
+    code, out, _ = harnessc(capsys, "workflow", "cancel", "gate-1", "--store", url)
+    assert (code, out.splitlines()[0]) == (0, "gate-1  ops.hold  completed")
+    watch.workflows.close()
