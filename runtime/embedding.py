@@ -22,6 +22,7 @@ the settings it ran with and takes `--torch-threads`).
 from __future__ import annotations
 
 import os
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -115,16 +116,23 @@ class QueryEmbedder:
         )
         self.dimension = int(get_dimension())
         self._preprocess = getattr(self.model, "preprocess", None) or self.model.tokenize
+        self._traced = _trace_query_path(self.model, self._preprocess)
 
     def __call__(self, text: str) -> np.ndarray:
         """One query: the model's forward pass directly, without `encode`'s batching overhead
-        (a third of the time for one short sentence); the same vector as `embed([text])[0]`."""
+        (a third of the time for one short sentence); the same vector as `embed([text])[0]`.
+        When the model is the usual mean-pooled encoder, the pass runs as a traced TorchScript
+        graph optimised for inference (fused kernels, the same arithmetic: the vectors agree with
+        the eager pass to float rounding), which takes about a fifth less time per query."""
         import torch
 
         with torch.inference_mode():
             features = self._preprocess([text])
-            out = self.model.forward(features)["sentence_embedding"]
-            out = torch.nn.functional.normalize(out, dim=1)
+            if self._traced is not None:
+                out = self._traced(features["input_ids"], features["attention_mask"])
+            else:
+                out = self.model.forward(features)["sentence_embedding"]
+                out = torch.nn.functional.normalize(out, dim=1)
         return out[0].numpy()
 
     def scores(self, matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -148,6 +156,58 @@ class QueryEmbedder:
                 show_progress_bar=False,
             )
         return np.asarray(out, dtype=np.float32)
+
+
+def _trace_query_path(model: Any, preprocess: Any) -> Any:
+    """The encoder, mean pooling and L2 normalisation of one query as one traced TorchScript
+    graph (`torch.jit.optimize_for_inference`), or None when the model is not that shape or
+    tracing fails (the eager pass is then used: same vectors, a little slower)."""
+    import torch
+    from sentence_transformers import models
+
+    modules = list(model)
+    if not modules or len(modules) > 3 or not isinstance(modules[0], models.Transformer):
+        return None
+    pooling = modules[1] if len(modules) > 1 else None
+    mode = getattr(pooling, "pooling_mode", None)
+    if not isinstance(pooling, models.Pooling) or mode not in ("mean", ["mean"], ("mean",)):
+        return None
+    if len(modules) == 3 and not isinstance(modules[2], models.Normalize):
+        return None
+    encoder = getattr(modules[0], "auto_model", None)
+    if encoder is None:
+        return None
+
+    class _QueryPath(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, ids: Any, mask: Any) -> Any:
+            tokens = self.encoder(input_ids=ids, attention_mask=mask, return_dict=False)[0]
+            weights = mask.unsqueeze(-1).to(tokens.dtype)
+            mean = (tokens * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, dim=1)
+
+    sample = preprocess(["a sample query to trace the encoder with"])
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # tracer warnings about shape-dependent branches
+            traced = torch.jit.trace(
+                _QueryPath().eval(),
+                (sample["input_ids"], sample["attention_mask"]),
+                check_trace=False,
+            )
+            traced = torch.jit.optimize_for_inference(traced)
+            # a query of another length must give the eager vector: otherwise do not use it
+            probe = preprocess(["open a pull request for the failing build on the main branch"])
+            got = traced(probe["input_ids"], probe["attention_mask"])
+            want = torch.nn.functional.normalize(model.forward(probe)["sentence_embedding"], dim=1)
+    except Exception:  # any tracing failure falls back to the eager pass
+        return None
+    if not torch.allclose(got, want, atol=1e-5):
+        return None
+    return traced
 
 
 def _tensor(array: np.ndarray) -> Any:

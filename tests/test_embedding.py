@@ -84,7 +84,13 @@ def test_one_query_matches_the_batch_encoder_and_the_product_matches_numpy(
     embedder: QueryEmbedder, built: tuple[np.ndarray, list[str]]
 ) -> None:
     matrix, _ = built
-    texts = ["deploy the patch to production", "what is the weather in Paris tomorrow?"]
+    texts = [
+        "deploy the patch to production",
+        "what is the weather in Paris tomorrow?",
+        "x",
+        # longer than the model's 256-token window: truncated the same way on both paths
+        " ".join(f"step {i}: rotate the credentials of service-{i} and verify" for i in range(60)),
+    ]
     batch = embedder.embed(texts)
     for text, row in zip(texts, batch, strict=True):
         vector = embedder(text)
