@@ -590,6 +590,8 @@ def main(
         from harnessc.runtime.embedding import load_query_embedder
 
         options["embedder"] = load_query_embedder()
+    else:
+        options["embedder"] = None  # lexical ranking: no torch to load for a demo run
     h = module.load(store=store, **options)
     try:
         return play(h, args, _store_name(store))

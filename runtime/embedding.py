@@ -34,6 +34,7 @@ __all__ = [
     "MODEL_NAME",
     "TORCH_THREADS",
     "EmbeddingUnavailableError",
+    "LazyQueryEmbedder",
     "QueryEmbedder",
     "embedding_status",
     "load_query_embedder",
@@ -217,6 +218,33 @@ def _tensor(array: np.ndarray) -> Any:
     if array.dtype != np.float32 or not array.flags.c_contiguous or not array.flags.writeable:
         array = np.array(array, dtype=np.float32, order="C")
     return torch.from_numpy(array)
+
+
+class LazyQueryEmbedder:
+    """A query embedder that loads MiniLM on its first query, not before: a harness whose
+    surfaces fit their limits never ranks, so it never pays for loading torch. Without the
+    embed extra the first query raises `EmbeddingUnavailableError`, and the exposure ranker
+    ranks lexically and says why in its trace. Generated packages pass one to `Harness` when
+    they ship tool embeddings."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
+        self._embedder: QueryEmbedder | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._embedder is not None
+
+    def _load(self) -> QueryEmbedder:
+        if self._embedder is None:
+            self._embedder = QueryEmbedder(self.threads)
+        return self._embedder
+
+    def __call__(self, text: str) -> np.ndarray:
+        return self._load()(text)
+
+    def scores(self, matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        return self._load().scores(matrix, vector)
 
 
 def load_query_embedder(threads: int | None = None) -> QueryEmbedder:

@@ -230,3 +230,26 @@ def test_the_built_package_ships_normalised_float32_embeddings_and_embeds_only_t
         "hybrid",
         (),
     )
+
+
+def test_a_built_package_ranks_with_minilm_by_default_and_lexically_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the real embed extra: the build embeds the tools, `load()` embeds queries on first need
+    pytest.importorskip("sentence_transformers")
+    monkeypatch.setenv("HARNESSC_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "ranked.harness"
+    path.write_text(spec_text("recall embedding top 4; rerank hybrid"), encoding="utf-8")
+    assert main(["build", str(path), "-o", str(tmp_path / "out"), "-q"]) == 0
+    module = import_package(tmp_path / "out" / "ranked", "default")
+
+    exposure = session(module.load(store="memory://")).expose("send an email to my manager")
+    assert exposure.tools[0] == "mail.send"
+    assert (exposure.trace.recall, exposure.trace.rerank, exposure.trace.notes) == (
+        "embedding",
+        "hybrid",
+        (),
+    )
+    lexical = session(module.load(store="memory://", embedder=None))
+    trace = lexical.expose("send an email to my manager").trace
+    assert trace.notes == ("ranked lexically: no query embedder was given",)
