@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 APP_NAME = "harnessc"
-APP_VERSION = "harnessc-workflows-1"
+APP_VERSION = "harnessc-workflows-2"
 """Pinned: DBOS resumes a run only on executors of the version it started under. It changes
 only when the interpreter's checkpoint sequence changes, never with a build of a spec."""
 INTERPRETER = "harnessc.workflow"
@@ -120,6 +120,30 @@ def _prepare_sqlite(url: str) -> None:
             conn.execute("PRAGMA journal_mode=WAL").fetchone()
         finally:
             conn.close()
+
+
+def _worker_sqlite_engine(url: str) -> Any:
+    """The engine a worker gives DBOS for its SQLite system database: DBOS's own settings
+    (IMMEDIATE transactions, a 30 s busy timeout, foreign keys, its pool) plus
+    `synchronous=NORMAL`. In WAL mode that keeps every commit durable against a process crash
+    (SIGKILL included: the WAL is written before a commit returns), and skips the fsync that
+    makes each commit, rather than each checkpoint, survive a power loss. After a power loss
+    DBOS may forget its last few checkpoints, never half of one: the run replays from an
+    earlier point and each governed step finds its events in our store (synchronous=FULL) and
+    returns what they recorded without running the tool again. Clients (create, decide,
+    cancel) keep SQLite's default FULL, and a FULL commit syncs every earlier one in the WAL."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, pool_size=20, max_overflow=0, pool_timeout=30)
+
+    @sa.event.listens_for(engine, "connect")
+    def _pragmas(conn: Any, _record: Any) -> None:
+        conn.isolation_level = "IMMEDIATE"
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+
+    return engine
 
 
 def open_store(url: str) -> EventStore:
@@ -173,6 +197,7 @@ class Engine:
         self.delegate: Callable[..., Any] | None = None
         self._stop = threading.Event()
         self._supervisor: threading.Thread | None = None
+        self._sqlite: Any = None
 
     def launch(self) -> None:
         global _ENGINE
@@ -191,6 +216,8 @@ class Engine:
             "notification_listener_polling_interval_sec": self.poll_s,
             "scheduler_polling_interval_sec": 3600.0,
         }
+        if self.url.startswith("sqlite:///"):
+            self._sqlite = config["system_database_engine"] = _worker_sqlite_engine(self.url)
         _ENGINE = self
         DBOS(config=config)
         DBOS.launch()
@@ -215,6 +242,9 @@ class Engine:
         if _ENGINE is self:
             DBOS.destroy()
             _ENGINE = None
+        if self._sqlite is not None:
+            self._sqlite.dispose()  # ours, not DBOS's: DBOS leaves an engine it was given open
+            self._sqlite = None
 
     # -- several workers on PostgreSQL ------------------------------------------------------------
 
@@ -263,8 +293,10 @@ def enqueue(client: DBOSClient, run: dict[str, Any], workflow_id: str) -> None:
     client.enqueue(options, run)
 
 
-def dbos_status(client: DBOSClient, workflow_id: str) -> Any:
-    found = client.list_workflows(workflow_ids=[workflow_id], load_input=True, load_output=False)
+def dbos_status(client: DBOSClient, workflow_id: str, *, load_input: bool = True) -> Any:
+    found = client.list_workflows(
+        workflow_ids=[workflow_id], load_input=load_input, load_output=False
+    )
     return found[0] if found else None
 
 
@@ -548,6 +580,7 @@ class _Run:
             "resource": run.get("resource") or {},
         }
         self.run = run
+        self.unpublished = False
         self.values: dict[str, Any] = {}
         self.skipped: set[str] = set()
         self.steps = {s.name: s for s in self.wf.steps}
@@ -570,7 +603,20 @@ class _Run:
         return f"workflow:{self.id}/{key}"
 
     async def publish(self) -> None:
-        await DBOS.set_event_async(STATUS_KEY, self.state)
+        """Mark the state changed; `flush` publishes it before the run next waits on anything
+        but a record or a clock (a call, a delegate, a message, a sleep) and at the end. Steps
+        in sequence thus cost one `set_event` each: a step's end and the next one's start go
+        out together, and `status` never misses a step that is running or a gate waiting."""
+        self.unpublished = True
+
+    async def flush(self) -> None:
+        if self.unpublished:
+            self.unpublished = False
+            await DBOS.set_event_async(STATUS_KEY, self.state)
+
+    async def recv(self, topic: str, timeout_s: float) -> Any:
+        await self.flush()
+        return await DBOS.recv_async(topic, timeout_seconds=timeout_s)
 
     async def record(self, key: str, type_: str, payload: dict[str, Any]) -> None:
         events = [{"kind": "State", "type": type_, "payload": payload}]
@@ -581,7 +627,7 @@ class _Run:
     async def go(self) -> dict[str, Any]:
         await self.publish()
         if not self.run.get("start"):
-            await DBOS.recv_async(START_TOPIC, timeout_seconds=FOREVER_S)
+            await self.recv(START_TOPIC, FOREVER_S)
         self.state["status"] = "running"
         await self.record("~start", "workflow.started", self._summary())
         await self.publish()
@@ -605,6 +651,7 @@ class _Run:
             {**self._summary(), "outcome": self.state["outcome"], "error": self.state["error"]},
         )
         await self.publish()
+        await self.flush()
         return {"status": self.state["status"], "outcome": self.state["outcome"]}
 
     def _summary(self) -> dict[str, Any]:
@@ -676,6 +723,7 @@ class _Run:
                 backoff_ms = action.backoff_ms or 0
                 for n in range(action.count or 1):
                     if backoff_ms:
+                        await self.flush()
                         await DBOS.sleep_async(backoff_ms * (2**n) / 1000)
                     attempt += 1
                     outcome = await self.attempt(step, attempt)
@@ -746,6 +794,7 @@ class _Run:
         approval: dict[str, Any] | None,
     ) -> dict[str, Any]:
         assert step.tool is not None
+        await self.flush()
         result: dict[str, Any] = await DBOS.run_step_async(
             {"name": f"call:{key}"},
             _call_step,
@@ -776,6 +825,7 @@ class _Run:
 
     async def delegate(self, step: Step) -> Any:
         context = [resolve_value(v, self.scope()) for v in step.context]
+        await self.flush()
         outcome: dict[str, Any] = await DBOS.run_step_async(
             {"name": f"delegate:{step.name}"},
             _delegate_step,
@@ -827,7 +877,7 @@ class _Run:
         checks = 0
         while True:
             remaining = deadline - opened
-            message = await DBOS.recv_async(topic, timeout_seconds=max(remaining, 0.0))
+            message = await self.recv(topic, max(remaining, 0.0))
             if message is None:
                 if default is None:
                     raise _Stop("failed", error=f"the gate `{gate}` timed out without a default")
@@ -863,9 +913,7 @@ class _Run:
         while not evaluate_when(step.condition, self.scope()):
             self.state["steps"][step.name]["state"] = "waiting"
             await self.publish()
-            message = await DBOS.recv_async(
-                FACTS_TOPIC, timeout_seconds=max(opened + timeout_s - now, 0.0)
-            )
+            message = await self.recv(FACTS_TOPIC, max(opened + timeout_s - now, 0.0))
             if message is None:
                 self.state["steps"][step.name]["state"] = "failed"
                 raise _Stop("failed", error=f"the gate `{step.name}` timed out")

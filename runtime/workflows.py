@@ -424,7 +424,10 @@ class Workflows:
         from . import durable
 
         client = self._need_client()
-        return project(id, durable.dbos_status(client, id), durable.published(client, id))
+        state = durable.published(client, id)
+        # the run's input (its whole IR) is read only when no state names the workflow yet
+        found = durable.dbos_status(client, id, load_input=not (state and state.get("workflow")))
+        return project(id, found, state)
 
     def list(self) -> list[dict[str, Any]]:
         """Every run, oldest first, as short projections (id, workflow, status, pending

@@ -33,6 +33,8 @@ class Jobs:
         self.ran: list[int] = []
         self.undone: list[int] = []
         self.shipped: list[int] = []
+        self.watch: str | None = None  # a run whose status `job.run` reads while it runs
+        self.seen: list[list[tuple[str, str]]] = []
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +48,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness, Job
     @h.implement("job.run")
     def run(args: dict[str, Any]) -> dict[str, Any]:
         jobs.ran.append(args["n"])
+        if jobs.watch is not None:
+            steps = h.workflows.status(jobs.watch)["steps"]
+            jobs.seen.append([(s["name"], s["state"]) for s in steps])
         if args["n"] == 13:
             raise RuntimeError("job 13 always fails")
         return {"n": args["n"]}
@@ -109,6 +114,27 @@ def test_calls_run_in_order_through_the_harness(env: tuple[Harness, Jobs, Path])
         | {f"workflow:{run}/~start": 1, f"workflow:{run}/~end": 1}
     )
     assert h.verify().ok
+
+
+def test_status_shows_each_call_running_after_the_ones_before_it(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    # one status publication per step: a step's end goes out with the next step's start, and
+    # an operator watching a call in progress still sees it running
+    h, jobs, _ = env
+    jobs.watch, jobs.seen = "watch-1", []
+    try:
+        run = h.workflows.create("four", {"base": 1}, id="watch-1", actor=ENGINEER, start=True)
+        assert h.workflows.wait(run)["status"] == "completed"
+    finally:
+        jobs.watch = None
+    done, running, pending = "succeeded", "running", "pending"
+    assert jobs.seen == [
+        [("a", running), ("b", pending), ("c", pending), ("d", pending)],
+        [("a", done), ("b", running), ("c", pending), ("d", pending)],
+        [("a", done), ("b", done), ("c", running), ("d", pending)],
+        [("a", done), ("b", done), ("c", done), ("d", running)],
+    ]
 
 
 def test_create_is_idempotent_on_the_callers_id(env: tuple[Harness, Jobs, Path]) -> None:
