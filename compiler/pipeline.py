@@ -166,7 +166,9 @@ def build(
         return built
     # needs a valid model: the plan assumes every name resolves and every condition type-checks
     embeddings = codegen.tool_embeddings(result.model) if embed else None
-    if embeddings is None:
+    if not embed:
+        built.notes.append("ranking will be lexical: built with --no-embed")
+    elif embeddings is None:
         built.notes.append("ranking will be lexical: install the embed extra")
     plan = codegen.plan_build(
         result.model,

@@ -208,7 +208,8 @@ class Script:
         if isinstance(result, Refusal):
             turn.refusal = result
             text = f"REFUSED ({result.code}): {result.message}"
-            more = [f"instead: {result.replacement}"] if result.replacement else []
+            named = result.replacement and f"`{result.replacement}`" in result.message
+            more = [f"instead: {result.replacement}"] if result.replacement and not named else []
             if isinstance(result, AvailabilityRefusal):
                 more.extend(f"failed: {condition}" for condition, _ in result.conditions)
             self.line("normalize", text, *more)

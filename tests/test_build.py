@@ -474,7 +474,7 @@ def test_without_embeddings_the_build_says_ranking_is_lexical(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     assert main(["build", str(REMEDIATION), "-o", str(tmp_path), "--no-embed"]) == 0
-    assert "note: ranking will be lexical: install the embed extra" in capsys.readouterr().err
+    assert "note: ranking will be lexical: built with --no-embed" in capsys.readouterr().err
     assert not (tmp_path / "remediation" / "tool_embeddings.npy").exists()
 
 
