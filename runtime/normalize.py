@@ -58,7 +58,6 @@ __all__ = [
     "Refusal",
     "ToolNames",
     "Validator",
-    "fast_input_hash",
     "freeze",
     "freeze_value",
     "thaw",
@@ -164,24 +163,6 @@ def freeze_value(value: Any) -> Any:
     if t is list or t is tuple:
         return tuple(v if type(v) in _SCALARS else freeze_value(v) for v in value)
     return value
-
-
-def fast_input_hash(
-    tool_id: str,
-    tool_version: int,
-    args: Mapping[str, Any],
-    execution: Execution,
-    *,
-    plain_args: bool = False,
-) -> str:
-    """`canonical.input_hash` (kept for callers of the name: `input_hash` now takes the C JSON
-    encoder itself whenever it writes the value canonically; `plain_args` is ignored).
-
-    >>> fast_input_hash("t", 1, {"b": 1, "a": "x"}, Execution(cwd="/r")) == input_hash(
-    ...     "t", 1, {"b": 1, "a": "x"}, Execution(cwd="/r"))
-    True
-    """
-    return input_hash(tool_id, tool_version, args, execution)
 
 
 def thaw(value: Any) -> Any:
