@@ -285,7 +285,15 @@ class Workflows:
         from . import durable
 
         self._url = url
-        self._client = durable.open_client(url)
+        try:
+            self._client = durable.open_client(url)
+        except WorkflowError:
+            raise
+        except Exception as exc:  # sqlite3, SQLAlchemy or psycopg: the store does not open
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise WorkflowError(
+                "store-unavailable", f"cannot open the workflow store `{url}`: {reason}"
+            ) from exc
         if run:
             if self.harness is None:
                 raise WorkflowError("no-engine", "an operator's view runs no workflows")

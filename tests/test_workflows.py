@@ -376,3 +376,13 @@ def test_a_gate_is_decided_while_no_worker_runs(
     code, out, _ = harnessc(capsys, "workflow", "cancel", "gate-1", "--store", url)
     assert (code, out.splitlines()[0]) == (0, "gate-1  ops.hold  completed")
     watch.workflows.close()
+
+
+def test_a_store_that_cannot_be_opened_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'missing-folder' / 'harness.db'}"
+    code, out, err = harnessc(capsys, "workflow", "list", "--store", url)
+    assert (code, out) == (2, "")
+    reason = "unable to open database file"
+    assert err == f"harnessc: cannot open the workflow store `{url}`: {reason}\n"
