@@ -51,6 +51,7 @@ from .workflows import (
     dependants_skipped,
     ending_options,
     evaluate_when,
+    initial_state,
     resolve_value,
     step_order,
     who,
@@ -72,12 +73,11 @@ __all__ = [
 ]
 
 APP_NAME = "harnessc"
-APP_VERSION = "harnessc-workflows-2"
+APP_VERSION = "harnessc-workflows-3"
 """Pinned: DBOS resumes a run only on executors of the version it started under. It changes
 only when the interpreter's checkpoint sequence changes, never with a build of a spec."""
 INTERPRETER = "harnessc.workflow"
 QUEUE = "harnessc-workflows"
-STATUS_KEY = "harnessc.status"
 START_TOPIC = "harnessc.start"
 FACTS_TOPIC = "harnessc.facts"
 FOREVER_S = 10 * 365 * 86400.0
@@ -159,6 +159,30 @@ def open_store(url: str) -> EventStore:
     raise WorkflowError("unknown-store", f"no event store for `{url}`")
 
 
+def same_store(store: EventStore, url: str) -> bool:
+    """Whether `store` is the event log at `url`: the one a worker records in and every other
+    process reads `status` from."""
+    import os
+
+    if url.startswith("sqlite:///"):
+        conn = getattr(store, "_conn", None)
+        if not isinstance(conn, sqlite3.Connection):
+            return False
+        files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
+        wanted = os.path.realpath(url[len("sqlite:///") :])
+        return bool(files) and os.path.realpath(files[0]) == wanted
+    conn = getattr(store, "_conn", None)
+    info = getattr(conn, "info", None)
+    if info is None or not hasattr(info, "dbname"):
+        return False
+    from psycopg.conninfo import conninfo_to_dict
+
+    wanted_pg = conninfo_to_dict(url.replace("postgres://", "postgresql://", 1))
+    return info.dbname == wanted_pg.get("dbname") and (
+        "port" not in wanted_pg or str(info.port) == str(wanted_pg["port"])
+    )
+
+
 def open_client(store_url: str) -> DBOSClient:
     """A DBOS client on the system database of `store_url`, created and migrated if new."""
     url = system_database_url(store_url)
@@ -204,6 +228,12 @@ class Engine:
         if _ENGINE is not None and _ENGINE is not self:
             raise WorkflowError(
                 "engine-running", "a workflow engine already runs in this process: close it first"
+            )
+        if not same_store(self.harness.store, self.store_url):
+            raise WorkflowError(
+                "store-mismatch",
+                f"a worker records each step in the event store at `{self.store_url}`: give "
+                "the harness that store (`SQLiteStore(path)` or `PostgresStore(url)`)",
             )
         _prepare_sqlite(self.url)
         config: DBOSConfig = {
@@ -300,13 +330,23 @@ def dbos_status(client: DBOSClient, workflow_id: str, *, load_input: bool = True
     return found[0] if found else None
 
 
-def published(client: DBOSClient, workflow_id: str) -> dict[str, Any] | None:
-    value = client.get_event(workflow_id, STATUS_KEY, timeout_seconds=0)
-    return value if isinstance(value, dict) else None
+def run_state(store: EventStore, workflow_id: str) -> dict[str, Any] | None:
+    """The run's state as its newest step recorded it in our log (every DBOS step of the
+    interpreter commits a `workflow.step` event carrying it), or None before the run starts."""
+    found = store.last(f"workflow:{workflow_id}/", STEP_EVENT)
+    if found is None:
+        return None
+    state = json.loads(found.payload_json).get("state")
+    return state if isinstance(state, dict) else None
 
 
 def decide_gate(
-    client: DBOSClient, workflow_id: str, gate: str, option: str, by: Mapping[str, Any]
+    client: DBOSClient,
+    store: EventStore,
+    workflow_id: str,
+    gate: str,
+    option: str,
+    by: Mapping[str, Any],
 ) -> GateOutcome:
     """Check a decision against the waiting gate (its options and `by`) and deliver it. A
     refusal raises `WorkflowError` and sends nothing; a gate already decided answers
@@ -314,7 +354,7 @@ def decide_gate(
     status = dbos_status(client, workflow_id)
     if status is None:
         raise WorkflowError("unknown-workflow", f"no workflow `{workflow_id}`")
-    state = published(client, workflow_id) or {}
+    state = run_state(store, workflow_id) or {}
     if status.status in FINISHED or state.get("status") in ("completed", "failed"):
         what = FINISHED.get(status.status) or state.get("status")
         raise WorkflowError(
@@ -398,8 +438,12 @@ def _recorded(store: EventStore, stream: str) -> dict[str, Any] | None:
     return outcome if isinstance(outcome, dict) else None
 
 
-def _commit(h: Harness, buffer: MemoryStore, stream: str, outcome: dict[str, Any]) -> None:
-    buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome}))
+def _commit(
+    h: Harness, buffer: MemoryStore, stream: str, outcome: dict[str, Any], state: dict[str, Any]
+) -> None:
+    """Append the step's events and its `workflow.step` event (the outcome, and the run's state
+    with it: what `status` shows) in one transaction, unless the step was recorded before."""
+    buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome, "state": state}))
     events = [NewEvent(e.stream, e.kind, e.type, json.loads(e.payload_json)) for e in buffer.read()]
     append_once(h.store, events)
 
@@ -417,8 +461,10 @@ def _step_harness(h: Harness) -> tuple[Harness, MemoryStore]:
     return view, buffer
 
 
-def _record_step(stream: str, events: list[dict[str, Any]], outcome: dict[str, Any]) -> dict:
-    """A DBOS step that only records events (a gate decided, the run's end)."""
+def _record_step(
+    stream: str, events: list[dict[str, Any]], outcome: dict[str, Any], state: dict[str, Any]
+) -> dict:
+    """A DBOS step that only records events (a gate decided, the run's end) and the state."""
     h = _engine().harness
     recorded = _recorded(h.store, stream)
     if recorded is not None:
@@ -426,7 +472,7 @@ def _record_step(stream: str, events: list[dict[str, Any]], outcome: dict[str, A
     buffer = MemoryStore(clock=h.clock)
     for e in events:
         buffer.append(NewEvent(stream, e["kind"], e["type"], e["payload"]))
-    _commit(h, buffer, stream, outcome)
+    _commit(h, buffer, stream, outcome, state)
     return outcome
 
 
@@ -442,9 +488,11 @@ def _call_step(
     stream: str,
     call_id: str,
     approval: dict[str, Any] | None,
+    after: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> dict[str, Any]:
     """normalize → decide → (approval) → invoke → evidence, as the workflow's creator, in a
-    session whose id is the step's stream; every event committed at the end, once."""
+    session whose id is the step's stream; every event committed at the end, once, with the
+    run's state `after(outcome)`."""
     h = _engine().harness
     recorded = _recorded(h.store, stream)
     if recorded is not None:
@@ -461,7 +509,7 @@ def _call_step(
     )
     outcome = _governed(view, session, tool, args, call_id, approval)
     session.end("completed" if outcome["status"] == "succeeded" else outcome["status"])
-    _commit(h, buffer, stream, outcome)
+    _commit(h, buffer, stream, outcome, after(outcome))
     return outcome
 
 
@@ -508,7 +556,11 @@ def _governed(
 
 
 def _delegate_step(
-    ctx: dict[str, Any], step: dict[str, Any], context: list[Any], stream: str
+    ctx: dict[str, Any],
+    step: dict[str, Any],
+    context: list[Any],
+    stream: str,
+    after: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> dict[str, Any]:
     engine = _engine()
     h = engine.harness
@@ -539,7 +591,7 @@ def _delegate_step(
                 outcome = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
             child.end("completed" if outcome["status"] == "succeeded" else "failed")
     parent.end("completed" if outcome["status"] == "succeeded" else "failed")
-    _commit(h, buffer, stream, outcome)
+    _commit(h, buffer, stream, outcome, after(outcome))
     return outcome
 
 
@@ -580,61 +632,104 @@ class _Run:
             "resource": run.get("resource") or {},
         }
         self.run = run
-        self.unpublished = False
         self.values: dict[str, Any] = {}
         self.skipped: set[str] = set()
         self.steps = {s.name: s for s in self.wf.steps}
-        self.state: dict[str, Any] = {
-            "workflow": self.wf.name,
-            "version": run.get("hash"),
-            "status": "created",
-            "steps": {
-                s.name: {"kind": s.kind, "state": "pending"}
-                for s in self.wf.steps
-                if not s.compensation
-            },
-            "gates": {},
-            "artifacts": [],
-            "outcome": None,
-            "error": None,
-        }
+        self.order = [s for s in step_order(self.wf) if not s.compensation]
+        self.index = {s.name: i for i, s in enumerate(self.order)}
+        self.state: dict[str, Any] = initial_state(self.wf, run.get("hash"))
 
     def stream(self, key: str) -> str:
         return f"workflow:{self.id}/{key}"
 
-    async def publish(self) -> None:
-        """Mark the state changed; `flush` publishes it before the run next waits on anything
-        but a record or a clock (a call, a delegate, a message, a sleep) and at the end. Steps
-        in sequence thus cost one `set_event` each: a step's end and the next one's start go
-        out together, and `status` never misses a step that is running or a gate waiting."""
-        self.unpublished = True
+    # -- the state `status` shows ----------------------------------------------------------------
+    #
+    # The state is not published on its own: every DBOS step of the run commits it to our log
+    # with its events (`workflow.step`), in the same transaction, so keeping `status` current
+    # costs no write of its own. A step commits the state as it will be once the interpreter
+    # has taken the step's outcome: the step done, the steps the outcome skips skipped, and the
+    # next one running, so an operator sees a call in progress as `running`.
 
-    async def flush(self) -> None:
-        if self.unpublished:
-            self.unpublished = False
-            await DBOS.set_event_async(STATUS_KEY, self.state)
+    def snapshot(self) -> dict[str, Any]:
+        # the state is plain JSON by construction: a round trip through the C encoder copies
+        # it several times faster than `copy.deepcopy`
+        copied: dict[str, Any] = json.loads(json.dumps(self.state))
+        return copied
+
+    def after(self, name: str, *, artifact: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """The state to commit with the outcome of the step `name` (called in the step, while
+        this run awaits it)."""
+
+        def state_after(outcome: dict[str, Any]) -> dict[str, Any]:
+            state = self.snapshot()
+            info = state["steps"].get(name)
+            if info is None:
+                return state
+            if outcome.get("status") == "succeeded":
+                value = outcome.get("value")
+                info["state"] = "succeeded"
+                if value is not None:
+                    info["value"] = value
+                if artifact:
+                    state["artifacts"].append({"step": name, "value": value})
+                if name in self.index:
+                    self.lookahead(state, {**self.values, name: value}, self.index[name] + 1)
+            elif outcome.get("status") == "ask":
+                info["state"] = "waiting"
+            else:
+                info["error"] = outcome.get("error")
+            return state
+
+        return state_after
+
+    def lookahead(self, state: dict[str, Any], values: dict[str, Any], start: int) -> None:
+        """Mark, from the `start`-th step on, the steps the run will skip and the one it will
+        run next, exactly as `visit` will decide them."""
+        skipped = set(self.skipped)
+        scope = {**self.scope(), "step": values}
+        try:
+            for step in self.order[start:]:
+                info = state["steps"][step.name]
+                if dependants_skipped(step, skipped) or (
+                    step.when is not None and not evaluate_when(step.when, scope)
+                ):
+                    info["state"] = "skipped"
+                    skipped.add(step.name)
+                    continue
+                info["state"] = "running"
+                return
+        except Exception:  # `visit` meets the same error and fails the run
+            return
 
     async def recv(self, topic: str, timeout_s: float) -> Any:
-        await self.flush()
         return await DBOS.recv_async(topic, timeout_seconds=timeout_s)
 
-    async def record(self, key: str, type_: str, payload: dict[str, Any]) -> None:
+    async def record(
+        self,
+        key: str,
+        type_: str,
+        payload: dict[str, Any],
+        state: dict[str, Any] | None = None,
+    ) -> None:
         events = [{"kind": "State", "type": type_, "payload": payload}]
         await DBOS.run_step_async(
-            {"name": f"record:{key}"}, _record_step, self.stream(key), events, {"status": "ok"}
+            {"name": f"record:{key}"},
+            _record_step,
+            self.stream(key),
+            events,
+            {"status": "ok"},
+            state if state is not None else self.snapshot(),
         )
 
     async def go(self) -> dict[str, Any]:
-        await self.publish()
         if not self.run.get("start"):
             await self.recv(START_TOPIC, FOREVER_S)
         self.state["status"] = "running"
-        await self.record("~start", "workflow.started", self._summary())
-        await self.publish()
+        started = self.snapshot()
+        self.lookahead(started, {}, 0)
+        await self.record("~start", "workflow.started", self._summary(), started)
         try:
-            for step in step_order(self.wf):
-                if step.compensation:
-                    continue
+            for step in self.order:
                 await self.visit(step)
             self.state["status"] = "completed"
         except _Stop as stop:
@@ -650,8 +745,6 @@ class _Run:
             end,
             {**self._summary(), "outcome": self.state["outcome"], "error": self.state["error"]},
         )
-        await self.publish()
-        await self.flush()
         return {"status": self.state["status"], "outcome": self.state["outcome"]}
 
     def _summary(self) -> dict[str, Any]:
@@ -674,10 +767,8 @@ class _Run:
         ):
             info["state"] = "skipped"
             self.skipped.add(step.name)
-            await self.publish()
             return
         info["state"] = "running"
-        await self.publish()
         if step.kind == "call":
             value = await self.call(step)
         elif step.kind == "delegate":
@@ -704,7 +795,6 @@ class _Run:
         info["state"] = "succeeded"
         if value is not None:
             info["value"] = value
-        await self.publish()
 
     # -- call steps, with the failure policy -----------------------------------------------------
 
@@ -723,7 +813,6 @@ class _Run:
                 backoff_ms = action.backoff_ms or 0
                 for n in range(action.count or 1):
                     if backoff_ms:
-                        await self.flush()
                         await DBOS.sleep_async(backoff_ms * (2**n) / 1000)
                     attempt += 1
                     outcome = await self.attempt(step, attempt)
@@ -732,7 +821,6 @@ class _Run:
             elif action.kind == "compensate" and action.step in self.steps:
                 await self.compensate(self.steps[action.step], step)
                 info["state"] = "compensated"
-                await self.publish()
                 if not any(a.kind == "escalate" for a in actions):
                     raise _Stop("failed", error=f"step `{step.name}` failed and was compensated")
             elif action.kind == "escalate":
@@ -794,7 +882,6 @@ class _Run:
         approval: dict[str, Any] | None,
     ) -> dict[str, Any]:
         assert step.tool is not None
-        await self.flush()
         result: dict[str, Any] = await DBOS.run_step_async(
             {"name": f"call:{key}"},
             _call_step,
@@ -805,6 +892,7 @@ class _Run:
             self.stream(key),
             call_id,
             approval,
+            self.after(step.name, artifact=not step.compensation),
         )
         return result
 
@@ -815,7 +903,6 @@ class _Run:
         key = f"{comp.name}@{failed.name}"
         self.state["steps"].setdefault(comp.name, {"kind": comp.kind, "state": "pending"})
         self.state["steps"][comp.name]["state"] = "running"
-        await self.publish()
         outcome = await self._run_call(comp, args, key, f"{self.id}/{key}", None)
         self.state["steps"][comp.name]["state"] = (
             "succeeded" if outcome["status"] == "succeeded" else "failed"
@@ -825,7 +912,6 @@ class _Run:
 
     async def delegate(self, step: Step) -> Any:
         context = [resolve_value(v, self.scope()) for v in step.context]
-        await self.flush()
         outcome: dict[str, Any] = await DBOS.run_step_async(
             {"name": f"delegate:{step.name}"},
             _delegate_step,
@@ -833,6 +919,7 @@ class _Run:
             {"name": step.name, "goal": step.goal, "agent": step.agent},
             context,
             self.stream(step.name),
+            self.after(step.name, artifact=True),
         )
         if outcome["status"] != "succeeded":
             self.state["steps"][step.name]["state"] = "failed"
@@ -854,7 +941,7 @@ class _Run:
         preview: dict[str, Any] | None = None,
         reopen: bool = False,
     ) -> str:
-        """Wait for a person's decision on `gate`: published as waiting (`set_event`), answered
+        """Wait for a person's decision on `gate`: recorded as waiting (with the state), answered
         by a message on `<id>/<gate>` (`recv`), or the default when the durable deadline
         passes. A message that fails the checks (not an option, not an approver) is ignored."""
         opened: float = await DBOS.run_step_async({"name": f"clock:{gate}"}, _now)
@@ -872,7 +959,9 @@ class _Run:
         await self.record(
             gate + "~waiting", "workflow.gate.waiting", {"gate": gate, **self.state["gates"][gate]}
         )
-        await self.publish()
+        # also a DBOS event, for DBOS's own tools: `get_event(id, "gate:<gate>", timeout)`
+        # blocks until the run reaches the gate
+        await DBOS.set_event_async(f"gate:{gate}", self.state["gates"][gate])
         topic = f"{self.id}/{gate}"
         checks = 0
         while True:
@@ -899,7 +988,6 @@ class _Run:
         )
         if reopen:
             del self.state["gates"][gate]
-        await self.publish()
         return option
 
     async def wait_for_facts(self, step: Step) -> None:
@@ -911,8 +999,11 @@ class _Run:
         now = opened
         checks = 0
         while not evaluate_when(step.condition, self.scope()):
-            self.state["steps"][step.name]["state"] = "waiting"
-            await self.publish()
+            if checks == 0:
+                self.state["steps"][step.name]["state"] = "waiting"
+                await self.record(
+                    step.name + "~waiting", "workflow.gate.waiting", {"gate": step.name}
+                )
             message = await self.recv(FACTS_TOPIC, max(opened + timeout_s - now, 0.0))
             if message is None:
                 self.state["steps"][step.name]["state"] = "failed"

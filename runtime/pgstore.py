@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS harnessc.events (
     UNIQUE (stream, seq)
 );
 CREATE INDEX IF NOT EXISTS events_by_stream ON harnessc.events (stream, position);
+CREATE INDEX IF NOT EXISTS events_by_stream_prefix ON harnessc.events (stream text_pattern_ops);
 CREATE TABLE IF NOT EXISTS harnessc.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE OR REPLACE FUNCTION harnessc.append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RAISE EXCEPTION 'events are append-only'; END $$;
@@ -159,6 +160,22 @@ class PostgresStore:
             if len(page) < batch:
                 return
             after = page[-1].position
+
+    def last(self, prefix: str, type: str) -> Event | None:
+        # LIKE with a left-anchored pattern uses the text_pattern_ops index whatever the
+        # database's collation; `\`, `%` and `_` in the prefix are escaped
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._lock, self._connection().transaction():
+            row = (
+                self._connection()
+                .execute(
+                    f"SELECT {_COLUMNS} FROM harnessc.events WHERE stream LIKE %s "
+                    "AND type = %s ORDER BY position DESC LIMIT 1",
+                    (pattern, type),
+                )
+                .fetchone()
+            )
+        return Event(*row) if row else None
 
     def head(self) -> tuple[int, str]:
         with self._lock, self._connection().transaction():

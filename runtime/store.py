@@ -102,6 +102,11 @@ class EventStore(Protocol):
         """Events with `position > after` (of one stream, or all), in position order."""
         ...
 
+    def last(self, prefix: str, type: str) -> Event | None:
+        """The newest event of `type` in any stream whose name starts with `prefix` (a run's
+        streams, `workflow:<id>/…`), or None."""
+        ...
+
     def head(self) -> tuple[int, str]:
         """The last position and its hash (`(0, GENESIS_HASH)` when empty): anchor it elsewhere
         and pass it to `verify` to detect a truncated tail."""
@@ -352,6 +357,21 @@ class SQLiteStore:
                 return
             after = page[-1].position
 
+    def last(self, prefix: str, type: str) -> Event | None:
+        # a range over the (stream, position) index: TEXT compares by bytes in SQLite, so the
+        # streams starting with `prefix` are exactly those in [prefix, prefix + U+10FFFF)
+        with self._lock:
+            row = (
+                self._connection()
+                .execute(
+                    f"SELECT {_COLUMNS} FROM events WHERE stream >= ? AND stream < ? AND type = ? "
+                    "ORDER BY position DESC LIMIT 1",
+                    (prefix, prefix + "\U0010ffff", type),
+                )
+                .fetchone()
+            )
+        return Event(*row) if row else None
+
     def head(self) -> tuple[int, str]:
         with self._lock:
             row = (
@@ -485,6 +505,13 @@ class MemoryStore:
             # INVARIANT: positions are 1..n, so the event after position p is at index p
             found = [e for e in self._events[max(after, 0) :] if stream in (None, e.stream)]
         return found if limit is None else found[:limit]
+
+    def last(self, prefix: str, type: str) -> Event | None:
+        with self._lock:
+            for e in reversed(self._events):
+                if e.type == type and e.stream.startswith(prefix):
+                    return e
+        return None
 
     def head(self) -> tuple[int, str]:
         with self._lock:

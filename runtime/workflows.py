@@ -58,6 +58,7 @@ __all__ = [
     "Workflows",
     "ending_options",
     "evaluate_when",
+    "initial_state",
     "project",
     "render_run",
     "resolve_value",
@@ -68,6 +69,8 @@ __all__ = [
 FINISHED = {"SUCCESS": "finished", "ERROR": "failed", "CANCELLED": "cancelled"}
 """DBOS statuses after which a run takes no decision, with the word a message uses."""
 _MAX_RECOVERY = "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+ENDED = ("completed", "failed")
+"""The states a run's own end record sets."""
 
 
 class WorkflowError(RuntimeError):
@@ -407,7 +410,7 @@ class Workflows:
         `by`, or a finished run; a gate already decided answers `duplicate`."""
         from . import durable
 
-        return durable.decide_gate(self._need_client(), id, gate, option, by)
+        return durable.decide_gate(self._need_client(), self._events(), id, gate, option, by)
 
     def update(
         self,
@@ -432,9 +435,9 @@ class Workflows:
         from . import durable
 
         client = self._need_client()
-        state = durable.published(client, id)
-        # the run's input (its whole IR) is read only when no state names the workflow yet
-        found = durable.dbos_status(client, id, load_input=not (state and state.get("workflow")))
+        state = durable.run_state(self._events(), id)
+        # the run's input (its whole IR) is read only when no step has recorded a state yet
+        found = durable.dbos_status(client, id, load_input=state is None)
         return project(id, found, state)
 
     def list(self) -> list[dict[str, Any]]:
@@ -444,8 +447,9 @@ class Workflows:
 
         client = self._need_client()
         out = []
+        events = self._events()
         for st in client.list_workflows(name=durable.INTERPRETER, load_input=True):
-            p = project(st.workflow_id, st, durable.published(client, st.workflow_id))
+            p = project(st.workflow_id, st, durable.run_state(events, st.workflow_id))
             out.append(
                 {
                     "id": p["id"],
@@ -464,14 +468,12 @@ class Workflows:
 
         client = self._need_client()
         status = self._status_or_refuse(id)
-        if status.status not in FINISHED:
+        # a run whose end is recorded has finished, even before DBOS stamps it
+        ended = (durable.run_state(self._events(), id) or {}).get("status") in ENDED
+        if status.status not in FINISHED and not ended:
             client.cancel_workflow(id)
-            if self.harness is not None:
-                store = self.harness.store
-            else:
-                store = self._store = self._store or durable.open_store(self._url or "")
             durable.append_once(
-                store,
+                self._events(),
                 [NewEvent(f"workflow:{id}/~cancel", "State", "workflow.cancelled", {"id": id})],
             )
         return self.status(id)
@@ -498,6 +500,24 @@ class Workflows:
             )
         return self._client
 
+    def _events(self) -> Any:
+        """The event store at the URL, where every run records its steps: a worker's harness
+        store (checked at launch), else one opened here."""
+        from . import durable
+
+        if self._engine is not None:  # a worker: its harness's store is the URL's
+            return self.harness.store  # type: ignore[union-attr]
+        if self._store is None:
+            self._store = durable.open_store(self._need_url())
+        return self._store
+
+    def _need_url(self) -> str:
+        if self._url is None:
+            raise WorkflowError(
+                "not-configured", "call `workflows.configure(URL)` before using workflows"
+            )
+        return self._url
+
     def _need_engine(self) -> Any:
         if self._engine is None:
             raise WorkflowError(
@@ -515,15 +535,14 @@ class Workflows:
 
 
 def project(id: str, status: Any, state: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The projection `status` returns, from DBOS's status and the run's published state."""
+    """The projection `status` returns, from DBOS's status and the state the run's newest step
+    recorded (before the first one, every step of its IR pending)."""
     if status is None:
         raise WorkflowError("unknown-workflow", f"no workflow `{id}`")
-    state = state or {}
+    state = state or _created(status)
     name = state.get("workflow")
-    if name is None and status.input:
-        name = (status.input.get("args") or [{}])[0].get("workflow", {}).get("name")
     current = state.get("status") or "created"
-    if status.status == "CANCELLED":
+    if status.status == "CANCELLED" and current not in ENDED:
         current = "cancelled"
     elif status.status in ("ERROR", _MAX_RECOVERY):
         current = "failed"
@@ -544,6 +563,32 @@ def project(id: str, status: Any, state: Mapping[str, Any] | None) -> dict[str, 
         "outcome": state.get("outcome"),
         "error": state.get("error"),
         "executor": getattr(status, "executor_id", None),
+    }
+
+
+def _created(status: Any) -> dict[str, Any]:
+    """The state of a run no step has recorded yet, from the IR it carries."""
+    try:
+        run = status.input["args"][0]
+        wf = Workflow.model_validate(run["workflow"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return {}
+    return initial_state(wf, run.get("hash"))
+
+
+def initial_state(wf: Workflow, version: str | None) -> dict[str, Any]:
+    """A run's state before its first step: every step (compensations aside) pending."""
+    return {
+        "workflow": wf.name,
+        "version": version,
+        "status": "created",
+        "steps": {
+            s.name: {"kind": s.kind, "state": "pending"} for s in wf.steps if not s.compensation
+        },
+        "gates": {},
+        "artifacts": [],
+        "outcome": None,
+        "error": None,
     }
 
 

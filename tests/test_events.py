@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import json
 import signal
 import sqlite3
 import subprocess
@@ -98,6 +99,26 @@ def test_one_chain_covers_the_whole_log(store: EventStore) -> None:
         # the hash is SHA-256 of the canonical JSON of the event without its hash
         assert e.hash == sha256_hex(e.body())
     assert store.head() == (3, events[-1].hash)
+
+
+def test_last_finds_the_newest_event_of_a_type_under_a_stream_prefix(store: EventStore) -> None:
+    store.append_many(
+        [
+            NewEvent("workflow:a/s1#1", "State", "workflow.step", {"n": 1}),
+            NewEvent("workflow:a/s1#1", "Text", "note", {"n": 2}),
+            NewEvent("workflow:ab/s1#1", "State", "workflow.step", {"n": 3}),
+            NewEvent("workflow:a/s2#1", "State", "workflow.step", {"n": 4}),
+            NewEvent("workflow:a/s2#1", "Text", "note", {"n": 5}),
+            NewEvent("workflow:a", "State", "workflow.step", {"n": 6}),
+            NewEvent("workflow:a0/x", "State", "workflow.step", {"n": 7}),
+        ]
+    )
+    found = store.last("workflow:a/", "workflow.step")
+    assert found is not None and json.loads(found.payload_json) == {"n": 4}
+    assert store.last("workflow:a/", "workflow.gate") is None
+    assert store.last("workflow:b/", "workflow.step") is None
+    found = store.last("workflow:ab/", "workflow.step")
+    assert found is not None and found.position == 3
 
 
 def test_events_record_the_injected_clock(store: EventStore) -> None:

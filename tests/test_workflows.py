@@ -222,6 +222,9 @@ def test_an_ask_becomes_a_gate_for_the_approver(env: tuple[Harness, Jobs, Path])
     gate = h.workflows.status(run)["pending_gates"][0]
     assert gate["by"] == [{"kind": "role", "value": "release-manager"}]
     assert gate["preview"]["arguments"] == {"n": 8}
+    # DBOS's own tools see the gate too: an event named after it, set when the run reached it
+    published = h.workflows._need_client().get_event(run, "gate:release.approval", 0)
+    assert published["status"] == "waiting" and published["preview"] == gate["preview"]
     assert jobs.shipped == []
     with pytest.raises(WorkflowError) as err:
         h.workflows.decide(run, "release.approval", "approve", by=ENGINEER)
@@ -263,7 +266,9 @@ def test_a_step_run_again_records_and_runs_nothing_twice(
     h, jobs, _ = env
     ctx = {"workflow_id": "again-1", "workflow": "ops.four", "agent": "ops.runner"}
     ctx["actor"] = ENGINEER
+    state = {"status": "running", "steps": {"a": {"kind": "call", "state": "running"}}}
     args = ("a", "job.run", {"n": 21}, "workflow:again-1/a#1", "again-1/a#1", None)
+    args += (lambda outcome: state,)
     first = durable._call_step(ctx, *args)
     head = h.store.head()
     second = durable._call_step(ctx, *args)

@@ -55,6 +55,19 @@ def test_the_store_keeps_one_chain_and_refuses_edits(pg_url: str) -> None:
         assert [e.position for e in store.read(after=3)] == [4, 5]
         assert store.verify().ok
         assert store.head()[0] == 5
+        # `last` matches a stream prefix literally: `_` and `%` in a run id are not wildcards
+        store.append_many(
+            [
+                NewEvent("workflow:r_1/a#1", "State", "workflow.step", {"n": 1}),
+                NewEvent("workflow:r%1/a#1", "State", "workflow.step", {"n": 2}),
+                NewEvent("workflow:rx1/a#1", "State", "workflow.step", {"n": 3}),
+            ]
+        )
+        found = store.last("workflow:r_1/", "workflow.step")
+        assert found is not None and found.position == 6
+        found = store.last("workflow:r%1/", "workflow.step")
+        assert found is not None and found.position == 7
+        assert store.last("workflow:r/", "workflow.step") is None
         with psycopg.connect(pg_url, autocommit=True) as conn, pytest.raises(psycopg.Error):
             conn.execute("UPDATE harnessc.events SET payload = '{}'")
         with PostgresStore(pg_url) as again:  # a second process sees the same log
