@@ -36,7 +36,14 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from dbos import DBOS, DBOSClient, DBOSConfig, DBOSPortableJSONSerializer, EnqueueOptions
+from dbos import (
+    DBOS,
+    DBOSClient,
+    DBOSConfig,
+    DBOSPortableJSONSerializer,
+    EnqueueOptions,
+    SetWorkflowID,
+)
 
 from .approvals import is_approver
 from .events import NewEvent
@@ -83,6 +90,12 @@ FACTS_TOPIC = "harnessc.facts"
 FOREVER_S = 10 * 365 * 86400.0
 """`recv` needs a deadline; a gate without `timeout` waits this long (ten years)."""
 STEP_EVENT = "workflow.step"
+STATE_EVENT = "workflow.state"
+"""The run's whole state, committed by the run itself with each of its steps."""
+BRANCH_EVENT = "workflow.branch"
+"""A parallel branch's view of its step (and its gates), committed by the branch's child
+workflow with each of its steps until the run takes the branch's result."""
+LIVE = ("pending", "running", "waiting")
 
 _WORKERS_DDL = """
 CREATE SCHEMA IF NOT EXISTS harnessc;
@@ -219,6 +232,8 @@ class Engine:
         self.heartbeat_s = heartbeat_s
         self.stale_after_s = stale_after_s
         self.delegate: Callable[..., Any] | None = None
+        self.previewers: dict[str, Callable[[dict[str, Any]], Any]] = {}
+        self.verifiers: dict[str, Callable[[dict[str, Any], Any], Any]] = {}
         self._stop = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._sqlite: Any = None
@@ -331,13 +346,28 @@ def dbos_status(client: DBOSClient, workflow_id: str, *, load_input: bool = True
 
 
 def run_state(store: EventStore, workflow_id: str) -> dict[str, Any] | None:
-    """The run's state as its newest step recorded it in our log (every DBOS step of the
-    interpreter commits a `workflow.step` event carrying it), or None before the run starts."""
-    found = store.last(f"workflow:{workflow_id}/", STEP_EVENT)
+    """The run's state as its newest step recorded it in our log, with what its parallel
+    branches recorded since about steps it has not taken the results of yet; None before the
+    run starts."""
+    prefix = f"workflow:{workflow_id}/"
+    found = store.last(prefix, STATE_EVENT)
     if found is None:
         return None
-    state = json.loads(found.payload_json).get("state")
-    return state if isinstance(state, dict) else None
+    state: dict[str, Any] = json.loads(found.payload_json)["state"]
+    for event in store.read_prefix(prefix, BRANCH_EVENT):
+        branch = json.loads(event.payload_json)
+        if state["steps"].get(branch["step"], {}).get("state") not in LIVE:
+            continue  # the run took this branch's result: its own state says more
+        state["steps"].update(branch["steps"])
+        state["gates"].update(branch["gates"])
+        for artifact in branch["artifacts"]:
+            if artifact not in state["artifacts"]:
+                state["artifacts"].append(artifact)
+    if state.get("status") == "running" and any(
+        g.get("status") == "waiting" for g in state["gates"].values()
+    ):
+        state["status"] = "waiting"
+    return state
 
 
 def decide_gate(
@@ -385,8 +415,10 @@ def decide_gate(
             "not-an-approver", f"`{who(by)}` may not decide the gate `{gate}`: it needs {wanted}"
         )
     message = {"option": option, "by": who(by), "actor": _plain(by)}
-    # the key makes a repeated delivery a no-op in DBOS: the first decision sent stands
-    client.send(workflow_id, message, topic=f"{workflow_id}/{gate}", idempotency_key=gate)
+    # to the workflow that waits (the run, or the child workflow of a parallel branch); the
+    # key makes a repeated delivery a no-op in DBOS: the first decision sent stands
+    destination = found.get("workflow_id") or workflow_id
+    client.send(destination, message, topic=f"{workflow_id}/{gate}", idempotency_key=gate)
     return GateOutcome("accepted", workflow_id, gate, option, who(by))
 
 
@@ -438,14 +470,26 @@ def _recorded(store: EventStore, stream: str) -> dict[str, Any] | None:
     return outcome if isinstance(outcome, dict) else None
 
 
+Publication = tuple[str, dict[str, Any]]
+"""What a step commits for `status`: (`workflow.state`, the run's state) or
+(`workflow.branch`, a parallel branch's view of its step)."""
+
+
 def _commit(
-    h: Harness, buffer: MemoryStore, stream: str, outcome: dict[str, Any], state: dict[str, Any]
-) -> None:
-    """Append the step's events and its `workflow.step` event (the outcome, and the run's state
-    with it: what `status` shows) in one transaction, unless the step was recorded before."""
-    buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome, "state": state}))
+    h: Harness, buffer: MemoryStore, stream: str, outcome: dict[str, Any], publish: Publication
+) -> dict[str, Any]:
+    """Append the step's events, what it publishes for `status`, and last its `workflow.step`
+    event (the outcome) in one transaction, unless the step was recorded before, and return the
+    outcome that stands. Another copy of the run can get there first: a worker declared dead
+    while it was only slow, whose runs another worker took over (DBOS then refuses the stale
+    copy's checkpoints). Both ran the tool, with the same `tool_call_id`; the log keeps the
+    first outcome recorded, and both copies go on from that one."""
+    buffer.append(NewEvent(stream, "State", publish[0], publish[1]))
+    buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome}))
     events = [NewEvent(e.stream, e.kind, e.type, json.loads(e.payload_json)) for e in buffer.read()]
-    append_once(h.store, events)
+    if append_once(h.store, events):
+        return outcome
+    return _recorded(h.store, stream) or outcome
 
 
 def _step_harness(h: Harness) -> tuple[Harness, MemoryStore]:
@@ -462,7 +506,7 @@ def _step_harness(h: Harness) -> tuple[Harness, MemoryStore]:
 
 
 def _record_step(
-    stream: str, events: list[dict[str, Any]], outcome: dict[str, Any], state: dict[str, Any]
+    stream: str, events: list[dict[str, Any]], outcome: dict[str, Any], publish: Publication
 ) -> dict:
     """A DBOS step that only records events (a gate decided, the run's end) and the state."""
     h = _engine().harness
@@ -472,8 +516,7 @@ def _record_step(
     buffer = MemoryStore(clock=h.clock)
     for e in events:
         buffer.append(NewEvent(stream, e["kind"], e["type"], e["payload"]))
-    _commit(h, buffer, stream, outcome, state)
-    return outcome
+    return _commit(h, buffer, stream, outcome, publish)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -488,7 +531,7 @@ def _call_step(
     stream: str,
     call_id: str,
     approval: dict[str, Any] | None,
-    after: Callable[[dict[str, Any]], dict[str, Any]],
+    after: Callable[[dict[str, Any]], Publication],
 ) -> dict[str, Any]:
     """normalize → decide → (approval) → invoke → evidence, as the workflow's creator, in a
     session whose id is the step's stream; every event committed at the end, once, with the
@@ -498,19 +541,43 @@ def _call_step(
     if recorded is not None:
         return recorded
     view, buffer = _step_harness(h)
-    session = view.session(
-        ctx["agent"],
+    session = _step_session(view, ctx, step_name, stream)
+    outcome = _governed(view, session, tool, args, call_id, approval)
+    session.end("completed" if outcome["status"] == "succeeded" else outcome["status"])
+    return _commit(h, buffer, stream, outcome, after(outcome))
+
+
+def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: str) -> Any:
+    """The session a step runs in, as the workflow's creator: one of the workflow's agent, or,
+    for a workflow that names only a policy, of the workflow itself: judged by that policy,
+    its surface the tools the workflow calls, delegating to the agents its steps name."""
+    from .availability import Facts
+    from .model import Agent
+
+    task = {"id": ctx["workflow_id"], "workflow": ctx["workflow"], "step": step_name}
+    if ctx.get("agent"):
+        return view.session(
+            ctx["agent"],
+            actor=ctx["actor"],
+            task=task,
+            facts=ctx.get("facts") or {},
+            resource=ctx.get("resource") or {},
+            env=ctx.get("env") or {},
+            session_id=stream,
+        )
+    agent = Agent(
+        name=ctx["workflow"], policy=ctx["policy"], delegates=tuple(ctx.get("delegates") or ())
+    )
+    return view._open(
+        agent=agent,
         actor=ctx["actor"],
-        task={"id": ctx["workflow_id"], "workflow": ctx["workflow"], "step": step_name},
-        facts=ctx.get("facts") or {},
+        task=task,
+        facts=Facts.of(ctx.get("facts") or {}),
         resource=ctx.get("resource") or {},
         env=ctx.get("env") or {},
         session_id=stream,
+        tools=tuple(ctx.get("tools") or ()),
     )
-    outcome = _governed(view, session, tool, args, call_id, approval)
-    session.end("completed" if outcome["status"] == "succeeded" else outcome["status"])
-    _commit(h, buffer, stream, outcome, after(outcome))
-    return outcome
 
 
 def _governed(
@@ -539,6 +606,7 @@ def _governed(
                     "arguments": _plain(request.arguments),
                     "reversibility": request.reversibility,
                     "impact": _plain(request.impact),
+                    **_preview(pending.tool_id, args),
                 },
             }
         answered = view.approve(request.request_id, by=approval["actor"])
@@ -546,7 +614,11 @@ def _governed(
             return {"status": "denied", "error": answered.reason or "denied when judged again"}
     result = session.invoke(pending)
     if result.ok:
-        return {"status": "succeeded", "value": _plain(result.data or {})}
+        value = _plain(result.data or {})
+        failed = _verify(view, session, pending, args, value)
+        if failed is not None:
+            return {"status": "failed", "error": failed, "category": "verify", "ran": True}
+        return {"status": "succeeded", "value": value}
     return {
         "status": "failed",
         "error": result.error or result.observation,
@@ -555,12 +627,49 @@ def _governed(
     }
 
 
+def _preview(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """What the tool's previewer (`workflows.preview_with`) says the call would do, for the
+    approval request; nothing when the tool has none."""
+    previewer = _engine().previewers.get(tool)
+    if previewer is None:
+        return {}
+    try:
+        return {"preview": _plain(previewer(dict(args)))}
+    except Exception as exc:  # the previewer is the application's code
+        return {"preview": {"error": f"{type(exc).__name__}: {exc}"}}
+
+
+def _verify(
+    view: Harness, session: Any, pending: Any, args: dict[str, Any], value: Any
+) -> str | None:
+    """Run the tool's verifier (`workflows.verify_with`) on a committed call: None when the
+    real system shows the call took effect (or the tool has no verifier), else why not. The
+    verdict is recorded as `action.verified` in the step's session."""
+    verifier = _engine().verifiers.get(pending.tool_id)
+    if verifier is None:
+        return None
+    try:
+        verdict = verifier(dict(args), value)
+        reason = None if verdict is None or verdict is True else str(verdict or "not verified")
+    except Exception as exc:  # the verifier is the application's code
+        reason = f"{type(exc).__name__}: {exc}"
+    view.store.append(
+        NewEvent(
+            session.id,
+            "Tool",
+            "action.verified",
+            {"tool_call_id": pending.tool_call_id, "ok": reason is None, "reason": reason},
+        )
+    )
+    return None if reason is None else f"verification failed: {reason}"
+
+
 def _delegate_step(
     ctx: dict[str, Any],
     step: dict[str, Any],
     context: list[Any],
     stream: str,
-    after: Callable[[dict[str, Any]], dict[str, Any]],
+    after: Callable[[dict[str, Any]], Publication],
 ) -> dict[str, Any]:
     engine = _engine()
     h = engine.harness
@@ -568,14 +677,7 @@ def _delegate_step(
     if recorded is not None:
         return recorded
     view, buffer = _step_harness(h)
-    parent = view.session(
-        ctx["agent"],
-        actor=ctx["actor"],
-        task={"id": ctx["workflow_id"], "workflow": ctx["workflow"], "step": step["name"]},
-        facts=ctx.get("facts") or {},
-        env=ctx.get("env") or {},
-        session_id=stream,
-    )
+    parent = _step_session(view, ctx, step["name"], stream)
     outcome: dict[str, Any]
     if engine.delegate is None:
         outcome = {"status": "failed", "error": "no delegate runner is set (`delegate_with`)"}
@@ -591,8 +693,7 @@ def _delegate_step(
                 outcome = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
             child.end("completed" if outcome["status"] == "succeeded" else "failed")
     parent.end("completed" if outcome["status"] == "succeeded" else "failed")
-    _commit(h, buffer, stream, outcome, after(outcome))
-    return outcome
+    return _commit(h, buffer, stream, outcome, after(outcome))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -619,24 +720,35 @@ class _Stop(Exception):
 
 class _Run:
     def __init__(self, run: dict[str, Any]) -> None:
-        self.id: str = DBOS.workflow_id or ""
+        self.dbos_id: str = DBOS.workflow_id or ""
+        # a parallel branch runs in a child workflow but records under its run's id
+        self.id: str = run.get("parent") or self.dbos_id
+        self.branch: str | None = run.get("branch")
         self.wf = Workflow.model_validate(run["workflow"])
         self.input: dict[str, Any] = run.get("input") or {}
         self.ctx = {
             "workflow_id": self.id,
             "workflow": self.wf.name,
-            "agent": run["agent"],
+            "agent": run.get("agent"),
+            "policy": self.wf.policy,
+            "tools": sorted({s.tool for s in self.wf.steps if s.tool is not None}),
+            "delegates": sorted({s.agent for s in self.wf.steps if s.agent is not None}),
             "actor": run.get("actor") or {},
             "facts": run.get("facts") or {},
             "env": run.get("env") or {},
             "resource": run.get("resource") or {},
         }
         self.run = run
-        self.values: dict[str, Any] = {}
+        self.values: dict[str, Any] = dict(run.get("values") or {})
         self.skipped: set[str] = set()
+        self.visited: set[str] = set()
+        self.wave: list[Step] = []
         self.steps = {s.name: s for s in self.wf.steps}
         self.order = [s for s in step_order(self.wf) if not s.compensation]
-        self.index = {s.name: i for i, s in enumerate(self.order)}
+        names = {s.name for s in self.order}
+        self.needs = {
+            s.name: {d for d in (*s.after, *s.depends_on) if d in names} for s in self.order
+        }
         self.state: dict[str, Any] = initial_state(self.wf, run.get("hash"))
 
     def stream(self, key: str) -> str:
@@ -645,10 +757,11 @@ class _Run:
     # -- the state `status` shows ----------------------------------------------------------------
     #
     # The state is not published on its own: every DBOS step of the run commits it to our log
-    # with its events (`workflow.step`), in the same transaction, so keeping `status` current
-    # costs no write of its own. A step commits the state as it will be once the interpreter
-    # has taken the step's outcome: the step done, the steps the outcome skips skipped, and the
-    # next one running, so an operator sees a call in progress as `running`.
+    # with its events, in the same transaction, so keeping `status` current costs no write of
+    # its own. A step commits the state as it will be once the interpreter has taken the step's
+    # outcome: the step done, the steps the outcome skips skipped, and the next ones running, so
+    # an operator sees a call in progress as `running`. A parallel branch commits its own view
+    # of its step instead (`workflow.branch`), which `run_state` lays over the run's state.
 
     def snapshot(self) -> dict[str, Any]:
         # the state is plain JSON by construction: a round trip through the C encoder copies
@@ -656,15 +769,25 @@ class _Run:
         copied: dict[str, Any] = json.loads(json.dumps(self.state))
         return copied
 
-    def after(self, name: str, *, artifact: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
-        """The state to commit with the outcome of the step `name` (called in the step, while
-        this run awaits it)."""
+    def publication(self, state: dict[str, Any]) -> Publication:
+        if self.branch is None:
+            return STATE_EVENT, {"state": state}
+        return BRANCH_EVENT, {
+            "step": self.branch,
+            "steps": {k: v for k, v in state["steps"].items() if v["state"] != "pending"},
+            "gates": state["gates"],
+            "artifacts": state["artifacts"],
+        }
 
-        def state_after(outcome: dict[str, Any]) -> dict[str, Any]:
+    def after(self, name: str, *, artifact: bool) -> Callable[[dict[str, Any]], Publication]:
+        """What to commit with the outcome of the step `name` (called in the step, while this
+        run awaits it)."""
+
+        def state_after(outcome: dict[str, Any]) -> Publication:
             state = self.snapshot()
             info = state["steps"].get(name)
             if info is None:
-                return state
+                return self.publication(state)
             if outcome.get("status") == "succeeded":
                 value = outcome.get("value")
                 info["state"] = "succeeded"
@@ -672,33 +795,44 @@ class _Run:
                     info["value"] = value
                 if artifact:
                     state["artifacts"].append({"step": name, "value": value})
-                if name in self.index:
-                    self.lookahead(state, {**self.values, name: value}, self.index[name] + 1)
+                if self.branch is None and len(self.wave) == 1 and name in self.needs:
+                    self.lookahead(state, {**self.values, name: value})
             elif outcome.get("status") == "ask":
                 info["state"] = "waiting"
             else:
                 info["error"] = outcome.get("error")
-            return state
+            return self.publication(state)
 
         return state_after
 
-    def lookahead(self, state: dict[str, Any], values: dict[str, Any], start: int) -> None:
-        """Mark, from the `start`-th step on, the steps the run will skip and the one it will
-        run next, exactly as `visit` will decide them."""
-        skipped = set(self.skipped)
-        scope = {**self.scope(), "step": values}
+    def next_wave(self, visited: set[str]) -> list[Step]:
+        """The steps not visited yet whose every dependency is: they run together (parallel
+        branches when more than one does work), in the order of `step_order`."""
+        return [s for s in self.order if s.name not in visited and self.needs[s.name] <= visited]
+
+    def skips(self, step: Step, values: dict[str, Any], skipped: set[str]) -> bool:
+        return dependants_skipped(step, skipped) or (
+            step.when is not None and not evaluate_when(step.when, {**self.scope(), "step": values})
+        )
+
+    def lookahead(self, state: dict[str, Any], values: dict[str, Any]) -> None:
+        """Mark the steps the run will skip next and the ones it will run next, exactly as
+        `run_wave` will decide them."""
+        visited, skipped = set(self.visited), set(self.skipped)
         try:
-            for step in self.order[start:]:
-                info = state["steps"][step.name]
-                if dependants_skipped(step, skipped) or (
-                    step.when is not None and not evaluate_when(step.when, scope)
-                ):
-                    info["state"] = "skipped"
-                    skipped.add(step.name)
-                    continue
-                info["state"] = "running"
-                return
-        except Exception:  # `visit` meets the same error and fails the run
+            while wave := self.next_wave(visited):
+                visited.update(s.name for s in wave)
+                runs = False
+                for step in wave:
+                    if self.skips(step, values, skipped):
+                        state["steps"][step.name]["state"] = "skipped"
+                        skipped.add(step.name)
+                    else:
+                        state["steps"][step.name]["state"] = "running"
+                        runs = True
+                if runs:
+                    return
+        except Exception:  # `run_wave` meets the same error and fails the run
             return
 
     async def recv(self, topic: str, timeout_s: float) -> Any:
@@ -718,19 +852,22 @@ class _Run:
             self.stream(key),
             events,
             {"status": "ok"},
-            state if state is not None else self.snapshot(),
+            self.publication(state if state is not None else self.snapshot()),
         )
 
     async def go(self) -> dict[str, Any]:
+        if self.branch is not None:
+            return await self.go_branch()
         if not self.run.get("start"):
             await self.recv(START_TOPIC, FOREVER_S)
         self.state["status"] = "running"
         started = self.snapshot()
-        self.lookahead(started, {}, 0)
+        self.lookahead(started, {})
         await self.record("~start", "workflow.started", self._summary(), started)
         try:
-            for step in self.order:
-                await self.visit(step)
+            while wave := self.next_wave(self.visited):
+                self.visited.update(s.name for s in wave)
+                await self.run_wave(wave)
             self.state["status"] = "completed"
         except _Stop as stop:
             self.state["status"] = stop.status
@@ -747,6 +884,84 @@ class _Run:
         )
         return {"status": self.state["status"], "outcome": self.state["outcome"]}
 
+    async def run_wave(self, wave: list[Step]) -> None:
+        """Run the steps that became ready together. When more than one of them does work,
+        each `call` and `delegate` among them runs as a parallel branch: a child workflow
+        `<run id>::<step>`, all started before any is awaited; the other steps (decisions and
+        gates) run here meanwhile. The results are taken in the order of the steps."""
+        runnable = []
+        for step in wave:
+            if self.skips(step, self.values, self.skipped):
+                self.state["steps"][step.name]["state"] = "skipped"
+                self.skipped.add(step.name)
+            else:
+                runnable.append(step)
+        self.wave = runnable
+        branches = [s for s in runnable if s.kind in ("call", "delegate")]
+        if len(runnable) < 2:
+            branches = []
+        handles = []
+        if branches:
+            names = [s.name for s in branches]
+            for name in names:
+                self.state["steps"][name]["state"] = "running"
+            await self.record("~branches:" + ",".join(names), "workflow.branches", {"steps": names})
+            for step in branches:
+                handles.append(await self.start_branch(step))
+        stopped: _Stop | None = None
+        try:
+            for step in runnable:
+                if step not in branches:
+                    await self.visit(step)
+        except _Stop as stop:
+            stopped = stop
+        failed = []
+        for step, handle in zip(branches, handles, strict=True):
+            result: dict[str, Any] = await handle.get_result()
+            self.state["steps"].update(result["steps"])
+            self.state["gates"].update(result["gates"])
+            self.state["artifacts"].extend(result["artifacts"])
+            if result["status"] == "succeeded":
+                self.values[step.name] = result["value"]
+            else:
+                failed.append(result["error"])
+        if stopped is not None:
+            raise stopped
+        if failed:
+            raise _Stop("failed", error="; ".join(str(e) for e in failed))
+
+    async def start_branch(self, step: Step) -> Any:
+        child = {
+            **self.run,
+            "parent": self.id,
+            "branch": step.name,
+            "values": self.values,
+            "facts": self.ctx["facts"],
+            "env": self.ctx["env"],
+            "start": True,
+        }
+        with SetWorkflowID(f"{self.id}::{step.name}"):
+            return await DBOS.start_workflow_async(interpret, child)
+
+    async def go_branch(self) -> dict[str, Any]:
+        """A parallel branch: one `call` (with its failure policy) or `delegate` step of the
+        run, in a child workflow; returns the step's state, gates and artifacts to the run."""
+        assert self.branch is not None
+        step = self.steps[self.branch]
+        self.state["status"] = "running"
+        info = self.state["steps"][step.name]
+        info["state"] = "running"
+        status, value, error = "succeeded", None, None
+        try:
+            value = await (self.call(step) if step.kind == "call" else self.delegate(step))
+            info["state"] = "succeeded"
+            if value is not None:
+                info["value"] = value
+        except _Stop as stop:
+            status, error = "failed", stop.error
+        view = self.publication(self.state)[1]
+        return {"status": status, "value": value, "error": error, **view}
+
     def _summary(self) -> dict[str, Any]:
         return {"workflow": self.wf.name, "id": self.id, "version": self.run.get("hash")}
 
@@ -762,9 +977,7 @@ class _Run:
 
     async def visit(self, step: Step) -> None:
         info = self.state["steps"][step.name]
-        if dependants_skipped(step, self.skipped) or (
-            step.when is not None and not evaluate_when(step.when, self.scope())
-        ):
+        if self.skips(step, self.values, self.skipped):
             info["state"] = "skipped"
             self.skipped.add(step.name)
             return
@@ -953,6 +1166,7 @@ class _Run:
             "by": [a.model_dump(mode="json") for a in by],
             "deadline": _iso(deadline) if timeout_ms is not None else None,
             "default": default,
+            "workflow_id": self.dbos_id,
             **({"preview": preview} if preview is not None else {}),
         }
         self.state["status"] = "waiting"

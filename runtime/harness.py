@@ -280,6 +280,7 @@ class Harness:
         skill: Skill | None = None,
         goal: str | None = None,
         session_id: str | None = None,
+        tools: tuple[str, ...] | None = None,
     ) -> Session:
         session = Session(
             self,
@@ -293,6 +294,7 @@ class Harness:
             parent=parent,
             skill=skill,
             goal=goal,
+            tools=tools,
         )
         self.sessions[session.id] = session
         session._start()

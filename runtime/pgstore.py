@@ -164,7 +164,7 @@ class PostgresStore:
     def last(self, prefix: str, type: str) -> Event | None:
         # LIKE with a left-anchored pattern uses the text_pattern_ops index whatever the
         # database's collation; `\`, `%` and `_` in the prefix are escaped
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = _prefix_pattern(prefix)
         with self._lock, self._connection().transaction():
             row = (
                 self._connection()
@@ -176,6 +176,19 @@ class PostgresStore:
                 .fetchone()
             )
         return Event(*row) if row else None
+
+    def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
+        with self._lock, self._connection().transaction():
+            rows = (
+                self._connection()
+                .execute(
+                    f"SELECT {_COLUMNS} FROM harnessc.events WHERE stream LIKE %s "
+                    "AND type = %s AND position > %s ORDER BY position",
+                    (_prefix_pattern(prefix), type, after),
+                )
+                .fetchall()
+            )
+        return [Event(*row) for row in rows]
 
     def head(self) -> tuple[int, str]:
         with self._lock, self._connection().transaction():
@@ -212,6 +225,11 @@ class PostgresStore:
         if self._conn is None:
             raise StoreError("the event store is closed")
         return self._conn
+
+
+def _prefix_pattern(prefix: str) -> str:
+    """A LIKE pattern matching the names that start with `prefix` (`\\`, `%`, `_` escaped)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _statements(script: str) -> list[str]:

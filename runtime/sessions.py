@@ -98,8 +98,10 @@ class Session:
         parent: Session | None = None,
         skill: Skill | None = None,
         goal: str | None = None,
+        tools: tuple[str, ...] | None = None,
     ) -> None:
         self.harness = harness
+        self._tools = tools
         self.id = session_id
         self.agent = agent
         self.actor: Mapping[str, Any] = MappingProxyType(dict(actor))
@@ -169,6 +171,8 @@ class Session:
             for sub in self.skill_def.subagents.values():
                 names.extend(sub.tools)
             order = tuple(t for t in dict.fromkeys(names) if t in spec.tools)
+        elif self._tools is not None:  # a workflow judged by a policy: the tools it calls
+            order = tuple(t for t in self._tools if t in spec.tools)
         elif self.agent.surface and self.agent.surface in spec.surfaces:
             order = h.surface_tools(self.agent.surface)
         else:

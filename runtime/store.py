@@ -107,6 +107,11 @@ class EventStore(Protocol):
         streams, `workflow:<id>/…`), or None."""
         ...
 
+    def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
+        """Events of `type` after `after` in the streams whose names start with `prefix`, in
+        position order."""
+        ...
+
     def head(self) -> tuple[int, str]:
         """The last position and its hash (`(0, GENESIS_HASH)` when empty): anchor it elsewhere
         and pass it to `verify` to detect a truncated tail."""
@@ -372,6 +377,19 @@ class SQLiteStore:
             )
         return Event(*row) if row else None
 
+    def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
+        with self._lock:
+            rows = (
+                self._connection()
+                .execute(
+                    f"SELECT {_COLUMNS} FROM events WHERE stream >= ? AND stream < ? AND type = ? "
+                    "AND position > ? ORDER BY position",
+                    (prefix, prefix + "\U0010ffff", type, after),
+                )
+                .fetchall()
+            )
+        return [Event(*row) for row in rows]
+
     def head(self) -> tuple[int, str]:
         with self._lock:
             row = (
@@ -512,6 +530,14 @@ class MemoryStore:
                 if e.type == type and e.stream.startswith(prefix):
                     return e
         return None
+
+    def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
+        with self._lock:
+            return [
+                e
+                for e in self._events[max(after, 0) :]
+                if e.type == type and e.stream.startswith(prefix)
+            ]
 
     def head(self) -> tuple[int, str]:
         with self._lock:

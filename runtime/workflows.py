@@ -317,6 +317,25 @@ class Workflows:
         application's agent loop, whose tool calls go through the child session."""
         self._need_engine().delegate = runner
 
+    def preview_with(self, tool: str, previewer: Callable[[dict[str, Any]], Any]) -> None:
+        """Preview → approve → commit → verify, the preview: when a workflow's call of `tool`
+        asks for approval, `previewer(args)` (what the call would change: a diff, the target,
+        its impact) goes into the approval request the gate shows as `preview`."""
+        self._need_engine().previewers[self._tool(tool)] = previewer
+
+    def verify_with(self, tool: str, verifier: Callable[[dict[str, Any], Any], Any]) -> None:
+        """Preview → approve → commit → verify, the verification: after a workflow's call of
+        `tool` returns, `verifier(args, output)` checks the real system. `None` or `True` is
+        verified; `False`, a reason (str) or an exception fails the step, whose `on_failure`
+        applies (retry, compensate, escalate), instead of taking the sent call for success."""
+        self._need_engine().verifiers[self._tool(tool)] = verifier
+
+    def _tool(self, tool: str) -> str:
+        assert self.harness is not None  # a worker has a harness
+        if tool not in self.harness.spec.tools:
+            raise WorkflowError("unknown-tool", f"no tool `{tool}` is registered")
+        return tool
+
     def close(self) -> None:
         """Stop the worker (if any) and the client."""
         if self._engine is not None:
@@ -358,9 +377,10 @@ class Workflows:
             raise WorkflowError(
                 "unknown-workflow-name", f"no workflow `{name}` is declared (workflows: {known})"
             )
-        if wf.agent is None:
+        if wf.agent is None and wf.policy is None:
             raise WorkflowError(
-                "no-agent", f"the workflow `{wf.name}` names no agent to judge its calls as"
+                "no-agent",
+                f"the workflow `{wf.name}` names no agent or policy to judge its calls by",
             )
         try:
             checked = Validator(wf.input).validate(dict(input or {}))
@@ -448,7 +468,10 @@ class Workflows:
         client = self._need_client()
         out = []
         events = self._events()
-        for st in client.list_workflows(name=durable.INTERPRETER, load_input=True):
+        # the runs, not the child workflows of their parallel branches
+        for st in client.list_workflows(
+            name=durable.INTERPRETER, load_input=True, has_parent=False
+        ):
             p = project(st.workflow_id, st, durable.run_state(events, st.workflow_id))
             out.append(
                 {
@@ -472,6 +495,9 @@ class Workflows:
         ended = (durable.run_state(self._events(), id) or {}).get("status") in ENDED
         if status.status not in FINISHED and not ended:
             client.cancel_workflow(id)
+            for branch in client.list_workflows(parent_workflow_id=id, load_input=False):
+                if branch.status not in FINISHED:
+                    client.cancel_workflow(branch.workflow_id)
             durable.append_once(
                 self._events(),
                 [NewEvent(f"workflow:{id}/~cancel", "State", "workflow.cancelled", {"id": id})],
@@ -552,7 +578,7 @@ def project(id: str, status: Any, state: Mapping[str, Any] | None) -> dict[str, 
         "workflow": name,
         "version": state.get("version"),
         "status": current,
-        "steps": [{"name": k, **v} for k, v in (state.get("steps") or {}).items()],
+        "steps": _in_order(state),
         "pending_gates": [
             {"gate": g, **{k: v for k, v in info.items() if k != "status"}}
             for g, info in gates.items()
@@ -564,6 +590,14 @@ def project(id: str, status: Any, state: Mapping[str, Any] | None) -> dict[str, 
         "error": state.get("error"),
         "executor": getattr(status, "executor_id", None),
     }
+
+
+def _in_order(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The steps of a state in the order of declaration (compensations where they ran)."""
+    steps = state.get("steps") or {}
+    order = [n for n in state.get("order") or () if n in steps]
+    order += [n for n in steps if n not in order]
+    return [{"name": n, **steps[n]} for n in order]
 
 
 def _created(status: Any) -> dict[str, Any]:
@@ -585,6 +619,8 @@ def initial_state(wf: Workflow, version: str | None) -> dict[str, Any]:
         "steps": {
             s.name: {"kind": s.kind, "state": "pending"} for s in wf.steps if not s.compensation
         },
+        # the order of declaration: the log stores `steps` with its keys sorted
+        "order": [s.name for s in wf.steps],
         "gates": {},
         "artifacts": [],
         "outcome": None,

@@ -5,6 +5,8 @@ running a finished step again."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +37,11 @@ class Jobs:
         self.shipped: list[int] = []
         self.watch: str | None = None  # a run whose status `job.run` reads while it runs
         self.seen: list[list[tuple[str, str]]] = []
+        self.arrived: set[int] = set()  # the jobs of a parallel pair that have started
+        self.overlapped: list[int] = []  # the jobs that saw their partner start
+        self.race: Any = None  # a barrier two copies of one step meet at in job 24
+        self.raced = 0
+        self.lock = threading.Lock()
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +55,20 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness, Job
     @h.implement("job.run")
     def run(args: dict[str, Any]) -> dict[str, Any]:
         jobs.ran.append(args["n"])
+        if args["n"] in (31, 32):  # a parallel pair: each waits (a while) for the other
+            jobs.arrived.add(args["n"])
+            deadline = time.monotonic() + 20
+            while {31, 32} - jobs.arrived and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not {31, 32} - jobs.arrived:
+                jobs.overlapped.append(args["n"])
+        if args["n"] == 24 and jobs.race is not None:
+            jobs.race.wait(timeout=20)
+            with jobs.lock:
+                jobs.raced += 1
+                mine = jobs.raced
+            time.sleep(0.1 * mine)  # the first to arrive records first
+            return {"n": 24 + mine}
         if jobs.watch is not None:
             steps = h.workflows.status(jobs.watch)["steps"]
             jobs.seen.append([(s["name"], s["state"]) for s in steps])
@@ -223,7 +244,7 @@ def test_an_ask_becomes_a_gate_for_the_approver(env: tuple[Harness, Jobs, Path])
     assert gate["by"] == [{"kind": "role", "value": "release-manager"}]
     assert gate["preview"]["arguments"] == {"n": 8}
     # DBOS's own tools see the gate too: an event named after it, set when the run reached it
-    published = h.workflows._need_client().get_event(run, "gate:release.approval", 0)
+    published = h.workflows._need_client().get_event(run, "gate:release.approval", 30)
     assert published["status"] == "waiting" and published["preview"] == gate["preview"]
     assert jobs.shipped == []
     with pytest.raises(WorkflowError) as err:
@@ -256,6 +277,133 @@ def test_failure_policy_retries_compensates_and_escalates(
     assert h.verify().ok
 
 
+def test_parallel_branches_run_at_once_in_child_workflows(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    h, jobs, _ = env
+    run = h.workflows.create("fan", {"base": 0}, id="fan-1", actor=ENGINEER, start=True)
+    done = h.workflows.wait(run)
+    assert done["status"] == "completed", done
+    # each branch waited for the other to start: they ran at the same time
+    assert sorted(jobs.overlapped) == [31, 32]
+    assert [(s["name"], s["state"]) for s in done["steps"]] == [
+        ("left", "succeeded"),
+        ("right", "succeeded"),
+        ("join", "succeeded"),
+    ]
+    assert [a["step"] for a in done["artifacts"]] == ["left", "right", "join"]
+    client = h.workflows._need_client()
+    children = client.list_workflows(parent_workflow_id=run)
+    assert sorted(c.workflow_id for c in children) == ["fan-1::left", "fan-1::right"]
+    assert all(c.status == "SUCCESS" for c in children)
+    assert "fan-1::left" not in [r["id"] for r in h.workflows.list()]
+    # the branches record under the run, each step once
+    assert step_events(h, run) == Counter(
+        {f"workflow:{run}/{s}#1": 1 for s in ("left", "right", "join")}
+        | {
+            f"workflow:{run}/~start": 1,
+            f"workflow:{run}/~branches:left,right": 1,
+            f"workflow:{run}/~end": 1,
+        }
+    )
+    assert h.verify().ok
+
+
+def test_an_ask_in_a_parallel_branch_is_decided_like_any_gate(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    h, jobs, _ = env
+    run = h.workflows.create("fan_ask", {"base": 0}, id="fan-ask-1", actor=ENGINEER, start=True)
+    until(lambda: waiting(h, run, "right.approval"), what="the branch's approval gate")
+    seen = h.workflows.status(run)
+    assert seen["status"] == "waiting"
+    states = {s["name"]: s["state"] for s in seen["steps"]}
+    assert states == {"left": "succeeded", "right": "waiting", "join": "pending"}
+    gate = seen["pending_gates"][0]
+    assert gate["workflow_id"] == "fan-ask-1::right"  # the child workflow waits for it
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.decide(run, "right.approval", "approve", by=ENGINEER)
+    assert err.value.code == "not-an-approver"
+    h.workflows.decide(run, "right.approval", "approve", by=RELEASE_MANAGER)
+    done = h.workflows.wait(run)
+    assert done["status"] == "completed", done
+    assert 42 in jobs.shipped and 43 in jobs.ran
+    assert done["gates"]["right.approval"]["by"] == "u-9"
+    assert h.verify().ok
+
+
+def test_a_workflow_judged_by_a_policy_alone(env: tuple[Harness, Jobs, Path]) -> None:
+    h, jobs, _ = env
+    h.workflows.preview_with("job.ship", lambda args: {"would_ship": args["n"]})
+    run = h.workflows.create("by_policy", {"base": 51}, id="policy-1", actor=ENGINEER, start=True)
+    until(lambda: waiting(h, run, "second.approval"), what="the policy's ASK")
+    # preview → approve: the gate shows what the call would do, from the tool's previewer
+    gate = h.workflows.status(run)["pending_gates"][0]
+    assert gate["preview"]["preview"] == {"would_ship": 51}
+    h.workflows.decide(run, "second.approval", "approve", by=RELEASE_MANAGER)
+    assert h.workflows.wait(run)["status"] == "completed"
+    assert 51 in jobs.ran and 51 in jobs.shipped
+    started = [
+        json.loads(e.payload_json)
+        for e in h.store.read()
+        if e.type == "session.started" and e.stream.startswith(f"workflow:{run}/")
+    ]
+    assert {p["agent"] for p in started} == {"ops.by_policy"}
+    decisions = [
+        json.loads(e.payload_json)
+        for e in h.store.read()
+        if e.type == "decision" and e.stream.startswith(f"workflow:{run}/")
+    ]
+    # job.run allowed by the policy; job.ship asked, then run once approved
+    assert decisions[0]["effect"] == "allow"
+    assert {d["effect"] for d in decisions[1:]} == {"ask"}
+
+
+def test_a_failed_verification_takes_the_failure_policy(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    """Commit → verify: a call that returned but whose verifier finds no effect is a failed
+    step (retried, then compensated), never a success."""
+    h, jobs, _ = env
+    checks: list[int] = []
+
+    def verify(args: dict[str, Any], output: Any) -> Any:
+        if args["n"] not in (61, 62):
+            return None
+        checks.append(args["n"])
+        if args["n"] == 61 or checks.count(62) == 1:
+            return "the job is not in the ledger"
+        return True
+
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.verify_with("job.nowhere", verify)
+    assert err.value.code == "unknown-tool"
+    h.workflows.verify_with("job.run", verify)
+    again = h.workflows.wait(
+        h.workflows.create("verified", {"base": 62}, id="verify-1", actor=ENGINEER, start=True)
+    )
+    assert again["status"] == "completed", again
+    assert {s["name"]: s.get("attempts") for s in again["steps"]}["commit"] == 2
+    verdicts = [
+        json.loads(e.payload_json)
+        for e in h.store.read()
+        if e.type == "action.verified" and e.stream.startswith("workflow:verify-1/")
+    ]
+    assert [(v["tool_call_id"], v["ok"]) for v in verdicts] == [
+        ("verify-1/commit#1", False),
+        ("verify-1/commit#2", True),
+    ]
+    never = h.workflows.wait(
+        h.workflows.create("verified", {"base": 61}, id="verify-2", actor=ENGINEER, start=True)
+    )
+    assert never["status"] == "failed"
+    assert "compensated" in never["error"]
+    assert 61 in jobs.undone
+    states = {s["name"]: s["state"] for s in never["steps"]}
+    assert states == {"commit": "compensated", "undo_commit": "succeeded"}
+    assert h.verify().ok
+
+
 def test_a_step_run_again_records_and_runs_nothing_twice(
     env: tuple[Harness, Jobs, Path],
 ) -> None:
@@ -268,13 +416,45 @@ def test_a_step_run_again_records_and_runs_nothing_twice(
     ctx["actor"] = ENGINEER
     state = {"status": "running", "steps": {"a": {"kind": "call", "state": "running"}}}
     args = ("a", "job.run", {"n": 21}, "workflow:again-1/a#1", "again-1/a#1", None)
-    args += (lambda outcome: state,)
+    args += (lambda outcome: ("workflow.state", {"state": state}),)
     first = durable._call_step(ctx, *args)
     head = h.store.head()
     second = durable._call_step(ctx, *args)
     assert first == second == {"status": "succeeded", "value": {"n": 21}}
     assert jobs.ran.count(21) == 1
     assert h.store.head() == head
+
+
+def test_two_copies_of_a_step_go_on_from_the_outcome_recorded_first(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    """A worker declared dead while it was only slow: another takes its run over, and both
+    copies run the same step. Both run the tool (with the same tool_call_id); one outcome is
+    recorded, and both copies go on from that one."""
+    from harnessc.runtime import durable
+
+    h, jobs, _ = env
+    ctx = {"workflow_id": "race-1", "workflow": "ops.four", "agent": "ops.runner"}
+    ctx["actor"] = ENGINEER
+    state = {"status": "running", "steps": {}}
+    args = ("a", "job.run", {"n": 24}, "workflow:race-1/a#1", "race-1/a#1", None)
+    args += (lambda outcome: ("workflow.state", {"state": state}),)
+    jobs.race = threading.Barrier(2)
+    outcomes: list[dict[str, Any]] = []
+    try:
+        copies = [
+            threading.Thread(target=lambda: outcomes.append(durable._call_step(ctx, *args)))
+            for _ in range(2)
+        ]
+        for t in copies:
+            t.start()
+        for t in copies:
+            t.join(timeout=30)
+    finally:
+        jobs.race = None
+    assert jobs.ran.count(24) == 2  # the tool ran in both copies
+    assert outcomes == [{"status": "succeeded", "value": {"n": 25}}] * 2
+    assert step_events(h, "race-1") == Counter({"workflow:race-1/a#1": 1})
 
 
 def test_importing_the_runtime_does_not_load_dbos() -> None:
@@ -332,6 +512,49 @@ def harnessc(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, 
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def test_sigkill_inside_a_parallel_branch_resumes_only_the_unfinished_one(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    watch = observer(compiled(), url)
+    first = Worker(tmp_path, url, hold=(31,))  # `left` never returns in this worker
+    try:
+        first.create("fan", {"base": 0}, "fan-kill-1")
+        until(
+            lambda: (
+                {s["name"]: s["state"] for s in watch.workflows.status("fan-kill-1")["steps"]}
+                == {"left": "running", "right": "succeeded", "join": "pending"}
+            ),
+            what="the right branch to finish while the left one runs",
+        )
+    finally:
+        first.kill()
+    assert [n for n, _, _ in first.ran()] == [32]
+    second = Worker(tmp_path, url)  # the same executor id: it resumes what the first left
+    try:
+        done = until(
+            lambda: (s := watch.workflows.status("fan-kill-1"))["status"] == "completed" and s,
+            what="the run to finish",
+        )
+    finally:
+        second.kill()
+    # `right` did not run again; `left` (killed while running) and `join` ran once more
+    assert sorted(n for n, _, pid in second.ran() if pid == second.proc.pid) == [31, 33]
+    assert [a["step"] for a in done["artifacts"]] == ["left", "right", "join"]
+    with SQLiteStore(tmp_path / "harness.db") as store:
+        assert store.verify().ok
+        steps = Counter(
+            e.stream
+            for e in store.read()
+            if e.type == "workflow.step" and e.stream.startswith("workflow:fan-kill-1/")
+        )
+    assert steps == Counter(
+        {f"workflow:fan-kill-1/{s}#1": 1 for s in ("left", "right", "join")}
+        | {f"workflow:fan-kill-1/{k}": 1 for k in ("~start", "~branches:left,right", "~end")}
+    )
+    watch.workflows.close()
 
 
 def test_a_gate_is_decided_while_no_worker_runs(

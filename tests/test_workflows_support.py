@@ -123,6 +123,38 @@ workflow ship {
   step release = call job.ship(n: input.base) after build
 }
 
+workflow fan {
+  agent runner
+  input { base: int }
+  step left = call job.run(n: 31)
+  step right = call job.run(n: 32)
+  step join = call job.run(n: 33) after left, right
+}
+
+workflow fan_ask {
+  agent runner
+  input { base: int }
+  step left = call job.run(n: 41)
+  step right = call job.ship(n: 42)
+  step join = call job.run(n: 43) after left, right
+}
+
+workflow by_policy {
+  policy ops
+  input { base: int }
+  step first = call job.run(n: input.base)
+  step second = call job.ship(n: first.n) after first
+}
+
+workflow verified {
+  agent runner
+  input { base: int }
+  step commit = call job.run(n: input.base) {
+    on_failure retry 1 then compensate undo_commit
+  }
+  step undo_commit = call job.undo(n: input.base) compensation
+}
+
 workflow flaky {
   agent runner
   input { base: int }
