@@ -27,8 +27,10 @@ How a run is durable:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -220,6 +222,7 @@ class Engine:
         executor_id: str = "local",
         poll_s: float = 0.1,
         concurrency: int | None = None,
+        threads: int = 32,
         heartbeat_s: float = 2.0,
         stale_after_s: float = 30.0,
     ) -> None:
@@ -229,12 +232,14 @@ class Engine:
         self.executor_id = executor_id
         self.poll_s = poll_s
         self.concurrency = concurrency
+        self.threads = threads
         self.heartbeat_s = heartbeat_s
         self.stale_after_s = stale_after_s
         self.delegate: Callable[..., Any] | None = None
         self.previewers: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self.verifiers: dict[str, Callable[[dict[str, Any], Any], Any]] = {}
         self._stop = threading.Event()
+        self._quiet = _Quiet()
         self._supervisor: threading.Thread | None = None
         self._sqlite: Any = None
 
@@ -260,10 +265,14 @@ class Engine:
             "log_level": "WARNING",
             "notification_listener_polling_interval_sec": self.poll_s,
             "scheduler_polling_interval_sec": 3600.0,
+            # DBOS's pool is unbounded by default: every waiting run's periodic check can add a
+            # thread that then idles; bounded, the checks take turns
+            "max_executor_threads": self.threads,
         }
         if self.url.startswith("sqlite:///"):
             self._sqlite = config["system_database_engine"] = _worker_sqlite_engine(self.url)
         _ENGINE = self
+        logging.getLogger("dbos").addFilter(self._quiet)
         DBOS(config=config)
         DBOS.launch()
         DBOS.register_queue(
@@ -285,8 +294,10 @@ class Engine:
             self._supervisor.join(timeout=10)
             self._supervisor = None
         if _ENGINE is self:
+            self._quiet.closing = True
             DBOS.destroy()
             _ENGINE = None
+        logging.getLogger("dbos").removeFilter(self._quiet)
         if self._sqlite is not None:
             self._sqlite.dispose()  # ours, not DBOS's: DBOS leaves an engine it was given open
             self._sqlite = None
@@ -316,6 +327,24 @@ class Engine:
                 if stale:
                     DBOS._recover_pending_workflows([row[0] for row in stale])
                 self._stop.wait(self.heartbeat_s)
+
+
+class _Quiet(logging.Filter):
+    """Drops two kinds of DBOS log records that say nothing went wrong: the traceback of a run
+    that was cancelled (it stops at its next step, as asked) and, while the engine shuts down,
+    one "Asyncio task cancelled" line per waiting run (each resumes at the next launch)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closing = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
+
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, DBOSAwaitedWorkflowCancelledError | DBOSWorkflowCancelledError):
+            return False
+        return not (self.closing and record.getMessage().startswith("Asyncio task cancelled"))
 
 
 def _engine() -> Engine:
@@ -420,6 +449,25 @@ def decide_gate(
     destination = found.get("workflow_id") or workflow_id
     client.send(destination, message, topic=f"{workflow_id}/{gate}", idempotency_key=gate)
     return GateOutcome("accepted", workflow_id, gate, option, who(by))
+
+
+def wake(client: DBOSClient, workflow_id: str, state: Mapping[str, Any]) -> None:
+    """After a cancel: send a message that decides nothing to whatever the run waits for (a
+    start, a gate, new facts), so a worker holding it wakes, meets the cancellation at its next
+    step and lets the run go, instead of keeping it until the deadline or its shutdown."""
+    message = {"cancelled": True}
+    waits = [(workflow_id, START_TOPIC)] if state.get("status") in (None, "created") else []
+    for gate, info in (state.get("gates") or {}).items():
+        if info.get("status") == "waiting":
+            waits.append((info.get("workflow_id") or workflow_id, f"{workflow_id}/{gate}"))
+    if any(
+        info.get("kind") == "gate" and info.get("state") == "waiting"
+        for info in (state.get("steps") or {}).values()
+    ):
+        waits.append((workflow_id, FACTS_TOPIC))
+    for destination, topic in waits:
+        with contextlib.suppress(Exception):  # the run may be gone already: nothing to wake
+            client.send(destination, message, topic=topic)
 
 
 def _gate_names(status: Any) -> set[str]:

@@ -277,12 +277,14 @@ class Workflows:
         executor_id: str = "local",
         poll_s: float = 0.1,
         concurrency: int | None = None,
+        threads: int = 32,
         heartbeat_s: float = 2.0,
         stale_after_s: float = 30.0,
     ) -> Workflows:
         """Use the store URL `url` (`sqlite:///PATH` or `postgresql://…`) for durable state.
         With `run`, launch DBOS here as the worker `executor_id`: it runs queued workflows
-        (at most `concurrency` at once) and resumes the ones this executor id left unfinished
+        (at most `concurrency` at once; their steps, and DBOS's checks for waiting runs, on at most
+        `threads` threads) and resumes the ones this executor id left unfinished
         (keep it stable across restarts). On PostgreSQL every worker beats every
         `heartbeat_s` and resumes the runs of a worker silent for `stale_after_s`."""
         from . import durable
@@ -306,6 +308,7 @@ class Workflows:
                 executor_id=executor_id,
                 poll_s=poll_s,
                 concurrency=concurrency,
+                threads=threads,
                 heartbeat_s=heartbeat_s,
                 stale_after_s=stale_after_s,
             )
@@ -491,9 +494,9 @@ class Workflows:
 
         client = self._need_client()
         status = self._status_or_refuse(id)
+        state = durable.run_state(self._events(), id) or {}
         # a run whose end is recorded has finished, even before DBOS stamps it
-        ended = (durable.run_state(self._events(), id) or {}).get("status") in ENDED
-        if status.status not in FINISHED and not ended:
+        if status.status not in FINISHED and state.get("status") not in ENDED:
             client.cancel_workflow(id)
             for branch in client.list_workflows(parent_workflow_id=id, load_input=False):
                 if branch.status not in FINISHED:
@@ -502,6 +505,7 @@ class Workflows:
                 self._events(),
                 [NewEvent(f"workflow:{id}/~cancel", "State", "workflow.cancelled", {"id": id})],
             )
+            durable.wake(client, id, state)
         return self.status(id)
 
     def wait(self, id: str, timeout_s: float = 60.0) -> dict[str, Any]:

@@ -177,6 +177,30 @@ def test_create_is_idempotent_on_the_callers_id(env: tuple[Harness, Jobs, Path])
     assert h.workflows.status("same-1")["status"] == "cancelled"
 
 
+def test_a_cancelled_run_waiting_at_a_gate_is_let_go_by_its_worker(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    import asyncio
+
+    from dbos._dbos import _get_dbos_instance
+
+    h, _, _ = env
+    loop = _get_dbos_instance()._background_event_loop._loop  # white box: the worker's loop
+
+    def held() -> int:
+        return sum(1 for t in asyncio.all_tasks(loop) if not t.done())
+
+    before = held()
+    run = h.workflows.create("hold", {"base": 3}, id="let-go-1", actor=ENGINEER, start=True)
+    until(lambda: waiting(h, run, "approve"), what="the gate")
+    assert held() == before + 1
+    assert h.workflows.cancel(run)["status"] == "cancelled"
+    until(lambda: held() == before, what="the worker to let the cancelled run go")
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.decide(run, "approve", "go", by=SECURITY)
+    assert err.value.code == "finished"
+
+
 def test_refused_decisions_change_nothing(env: tuple[Harness, Jobs, Path]) -> None:
     h, _, _ = env
     run = h.workflows.create("hold", {"base": 5}, id="refuse-1", actor=ENGINEER, start=True)
