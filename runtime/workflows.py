@@ -461,6 +461,11 @@ class Workflows:
         state = durable.run_state(self._events(), id)
         # the run's input (its whole IR) is read only when no step has recorded a state yet
         found = durable.dbos_status(client, id, load_input=state is None)
+        parent = getattr(found, "parent_workflow_id", None)
+        if parent:
+            raise WorkflowError(
+                "branch", f"`{id}` is a parallel branch of the run `{parent}`: show that run"
+            )
         return project(id, found, state)
 
     def list(self) -> list[dict[str, Any]]:

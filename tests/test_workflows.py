@@ -321,6 +321,9 @@ def test_parallel_branches_run_at_once_in_child_workflows(
     assert sorted(c.workflow_id for c in children) == ["fan-1::left", "fan-1::right"]
     assert all(c.status == "SUCCESS" for c in children)
     assert "fan-1::left" not in [r["id"] for r in h.workflows.list()]
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.status("fan-1::left")
+    assert (err.value.code, "`fan-1`" in err.value.message) == ("branch", True)
     # the branches record under the run, each step once
     assert step_events(h, run) == Counter(
         {f"workflow:{run}/{s}#1": 1 for s in ("left", "right", "join")}
