@@ -599,8 +599,8 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
     """The session a step runs in, as the workflow's creator: one of the workflow's agent, or,
     for a workflow that names only a policy, of the workflow itself: judged by that policy,
     its surface the tools the workflow calls, delegating to the agents its steps name."""
-    from .availability import Facts
     from .model import Agent
+    from .sessions import facts_from_record
 
     task = {"id": ctx["workflow_id"], "workflow": ctx["workflow"], "step": step_name}
     if ctx.get("agent"):
@@ -608,7 +608,7 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
             ctx["agent"],
             actor=ctx["actor"],
             task=task,
-            facts=ctx.get("facts") or {},
+            facts=facts_from_record(ctx.get("facts")),
             resource=ctx.get("resource") or {},
             env=ctx.get("env") or {},
             session_id=stream,
@@ -620,7 +620,7 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
         agent=agent,
         actor=ctx["actor"],
         task=task,
-        facts=Facts.of(ctx.get("facts") or {}),
+        facts=facts_from_record(ctx.get("facts")),
         resource=ctx.get("resource") or {},
         env=ctx.get("env") or {},
         session_id=stream,
@@ -1019,7 +1019,7 @@ class _Run:
             "step": self.values,
             "actor": self.ctx["actor"],
             "env": self.ctx["env"],
-            "facts": self.ctx["facts"],
+            "facts": self.ctx["facts"].get("values") or {},
             "resource": self.ctx["resource"],
         }
 
@@ -1271,7 +1271,13 @@ class _Run:
                 self.state["steps"][step.name]["state"] = "failed"
                 raise _Stop("failed", error=f"the gate `{step.name}` timed out")
             if isinstance(message, dict):
-                self.ctx["facts"] = {**self.ctx["facts"], **(message.get("facts") or {})}
+                facts = message.get("snapshot") or {**self.ctx["facts"]}
+                facts["values"] = {
+                    **(self.ctx["facts"].get("values") or {}),
+                    **(facts.get("values") or {}),
+                    **(message.get("facts") or {}),
+                }
+                self.ctx["facts"] = facts
                 self.ctx["env"] = {**self.ctx["env"], **(message.get("env") or {})}
             checks += 1
             now = await DBOS.run_step_async({"name": f"clock:{step.name}#{checks}"}, _now)

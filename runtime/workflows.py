@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .availability import Facts
 from .conditions import Scope, evaluate, value_of
 from .model import (
     And,
@@ -360,7 +361,7 @@ class Workflows:
         id: str | None = None,
         *,
         actor: Mapping[str, Any],
-        facts: Mapping[str, Any] | None = None,
+        facts: Facts | Mapping[str, Any] | None = None,
         env: Mapping[str, Any] | None = None,
         resource: Mapping[str, Any] | None = None,
         start: bool = False,
@@ -370,6 +371,7 @@ class Workflows:
         nothing. The run waits for `start` unless `start=True`."""
         from . import durable
         from .normalize import ValidationError, Validator
+        from .sessions import facts_record
 
         if self.harness is None:
             raise WorkflowError("no-spec", "creating a run needs the harness of its spec")
@@ -408,7 +410,8 @@ class Workflows:
             "agent": wf.agent,
             "input": _plain(checked),
             "actor": _plain(dict(actor)),
-            "facts": _plain(dict(facts or {})),
+            # the whole snapshot (declared facts, connections and runtimes up, MCP servers' state)
+            "facts": facts_record(Facts.of(facts)),
             "env": _plain(dict(env or {})),
             "resource": _plain(dict(resource or {})),
             "start": start,
@@ -439,18 +442,23 @@ class Workflows:
         self,
         id: str,
         *,
-        facts: Mapping[str, Any] | None = None,
+        facts: Facts | Mapping[str, Any] | None = None,
         env: Mapping[str, Any] | None = None,
     ) -> None:
-        """New facts or env for a run: a waiting `gate` step checks its condition again."""
+        """New facts or env for a run: a waiting `gate` step checks its condition again, and the
+        steps after it are judged under them. Declared facts (a mapping) are merged into the
+        run's; a `Facts` also replaces the connections and runtimes up and the MCP servers'
+        state."""
         from . import durable
+        from .sessions import facts_record
 
         self._status_or_refuse(id)
-        self._need_client().send(
-            id,
-            {"facts": _plain(dict(facts or {})), "env": _plain(dict(env or {}))},
-            topic=durable.FACTS_TOPIC,
-        )
+        message: dict[str, Any] = {"env": _plain(dict(env or {}))}
+        if isinstance(facts, Facts):
+            message["snapshot"] = facts_record(facts)
+        else:
+            message["facts"] = _plain(dict(facts or {}))
+        self._need_client().send(id, message, topic=durable.FACTS_TOPIC)
 
     def status(self, id: str) -> dict[str, Any]:
         """A projection of the run: status (created, running, waiting, completed, failed,

@@ -35,6 +35,7 @@ class Jobs:
         self.ran: list[int] = []
         self.undone: list[int] = []
         self.shipped: list[int] = []
+        self.archived: list[int] = []
         self.watch: str | None = None  # a run whose status `job.run` reads while it runs
         self.seen: list[list[tuple[str, str]]] = []
         self.arrived: set[int] = set()  # the jobs of a parallel pair that have started
@@ -79,6 +80,11 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness, Job
     @h.implement("job.undo")
     def undo(args: dict[str, Any]) -> dict[str, Any]:
         jobs.undone.append(args["n"])
+        return {"n": args["n"]}
+
+    @h.implement("job.archive")
+    def archive(args: dict[str, Any]) -> dict[str, Any]:
+        jobs.archived.append(args["n"])
         return {"n": args["n"]}
 
     @h.implement("job.ship")
@@ -429,6 +435,37 @@ def test_a_failed_verification_takes_the_failure_policy(
     states = {s["name"]: s["state"] for s in never["steps"]}
     assert states == {"commit": "compensated", "undo_commit": "succeeded"}
     assert h.verify().ok
+
+
+def test_a_gate_waits_for_new_facts_and_the_steps_after_it_see_them(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    from harnessc.runtime import Facts
+
+    h, jobs, _ = env
+    # created with the ledger disconnected: `job.archive` (requires connected(ledger)) would be
+    # unavailable, and the gate's env condition does not hold yet
+    run = h.workflows.create(
+        "windowed", {"base": 81}, id="window-1", actor=ENGINEER, env={"open": False}
+    )
+    h.workflows.start(run)
+    until(
+        lambda: {s["name"]: s["state"] for s in h.workflows.status(run)["steps"]}["window"]
+        == "waiting",
+        what="the gate to wait",
+    )
+    h.workflows.update(run, env={"open": True}, facts=Facts.of(connected={"ledger"}))
+    done = h.workflows.wait(run)
+    assert done["status"] == "completed", done
+    assert jobs.archived == [81]
+    # the same run without the connection: the call is refused as unavailable, naming why
+    run = h.workflows.create(
+        "windowed", {"base": 82}, id="window-2", actor=ENGINEER, env={"open": True}, start=True
+    )
+    failed = h.workflows.wait(run)
+    assert failed["status"] == "failed"
+    assert "connected(ledger)" in failed["error"]
+    assert 82 not in jobs.archived
 
 
 def test_a_step_run_again_records_and_runs_nothing_twice(

@@ -39,6 +39,18 @@ tool job.undo {
   input { n: int }
   output { n: int }
 }
+connection ledger "The ledger the archive job writes to"
+
+tool job.archive {
+  summary "Archive one numbered job in the ledger."
+  use_when "A finished job is archived."
+  effects write reversible
+  risk low
+  input { n: int }
+  output { n: int }
+  requires connected(ledger)
+}
+
 tool job.ship {
   summary "Ship the result of the jobs to production."
   use_when "The jobs are done and a release manager agreed."
@@ -54,7 +66,7 @@ surface ops_tools {
 
 policy ops {
   default deny
-  allow job.run, job.undo
+  allow job.run, job.undo, job.archive
   ask job.ship {
     approver role "release-manager"
     grant once ttl 15m
@@ -153,6 +165,14 @@ workflow verified {
     on_failure retry 1 then compensate undo_commit
   }
   step undo_commit = call job.undo(n: input.base) compensation
+}
+
+workflow windowed {
+  agent runner
+  input { base: int }
+  step first = call job.run(n: input.base)
+  step window = gate env.open after first { timeout 1h }
+  step archive = call job.archive(n: input.base) after window
 }
 
 workflow flaky {
