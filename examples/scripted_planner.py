@@ -586,6 +586,7 @@ def main(
         )
         return 2
     store = args.store or "sqlite:///" + str(package_dir.with_suffix(".db"))
+    args.store_url = store
     options: dict[str, Any] = {}
     if args.embed:
         from harnessc.runtime.embedding import load_query_embedder

@@ -93,6 +93,8 @@ def test_remediation_plays_to_the_end(built: Path) -> None:
     assert (
         "REFUSED (legacy-tool): `change.deploy` is a retired tool; use `production.deploy`" in out
     )
+    # an in-memory log has no durable engine: the workflow section says so
+    assert "skipped      durable workflows need a sqlite:/// or postgresql:// store" in out
     assert "hash chain verified" in out
 
 
@@ -143,6 +145,15 @@ def test_build_then_a_second_run_appends_to_the_sqlite_log(tmp_path: Path) -> No
     assert second.returncode == 0, second.stdout + second.stderr
     assert "run 1 on this log" in first.stdout and "run 2 on this log" in second.stdout
     assert logged(second.stdout) > logged(first.stdout)
+    # the remediate workflow ran on the durable engine each time, on the same SQLite file
+    for done, run in ((first, "remediate-1"), (second, "remediate-2")):
+        durable = done.stdout[done.stdout.index("## The remediate workflow on the durable") :]
+        assert f"created      {run}, as u-1842" in durable
+        assert "decided      scan.approval: approve by u-1842" in durable
+        assert "decided      review: approve by u-0031" in durable
+        assert "decided      deploy.approval: approve by u-0042" in durable
+        assert "step         deploy   call     succeeded" in durable
+        assert "each recorded once" in durable
 
 
 def test_a_decision_other_than_scripted_exits_1(tmp_path: Path) -> None:

@@ -450,8 +450,9 @@ def test_a_gate_waits_for_new_facts_and_the_steps_after_it_see_them(
     )
     h.workflows.start(run)
     until(
-        lambda: {s["name"]: s["state"] for s in h.workflows.status(run)["steps"]}["window"]
-        == "waiting",
+        lambda: (
+            {s["name"]: s["state"] for s in h.workflows.status(run)["steps"]}["window"] == "waiting"
+        ),
         what="the gate to wait",
     )
     h.workflows.update(run, env={"open": True}, facts=Facts.of(connected={"ledger"}))

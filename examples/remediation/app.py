@@ -6,18 +6,21 @@
 
 It imports the package `harnessc build examples/remediation/remediation.harness -o
 build/remediation` wrote (never the compiler), binds deterministic fake executors, and plays the
-calls a model might make: the `remediate` workflow step by step (there is no workflow engine
-yet), the security scanner refused without agent access and asked once it is on, a
-cross-tenant deploy, and the §4.6.3 regression of reference article 002 — the user's "go ahead
-with the draft" approves the draft change request and nothing else: the production deploy that
-follows still asks a release manager. Exit status 0 only when every turn behaved as scripted
-and the event log verifies.
+calls a model might make: the `remediate` workflow step by step as planner calls, the security
+scanner refused without agent access and asked once it is on, a cross-tenant deploy, and the
+§4.6.3 regression of reference article 002 — the user's "go ahead with the draft" approves the
+draft change request and nothing else: the production deploy that follows still asks a release
+manager. Then the same `remediate` workflow runs on the durable engine (DBOS, the `workflows`
+extra) on the same store: people decide its gates as they open. Exit status 0 only when every
+turn behaved as scripted, the workflow completed, and the event log verifies.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harnessc.runtime import Execution, Facts, Harness, McpState
-from scripted_planner import Script, approve, main
+from scripted_planner import Script, ScriptError, approve, main
 
 ENGINEER = {"user": "u-1842", "role": "engineer", "tenant": "acme"}
 ANALYST = {"user": "u-3310", "role": "security", "tenant": "acme"}
@@ -177,8 +180,9 @@ def play(h: Harness, args: argparse.Namespace, store: str) -> int:
 
     script.section(
         "The remediate workflow, step by step as planner calls",
-        "No workflow engine runs it yet: the planner makes each step's call, and every call is "
-        "judged under the planner's policy. Engineer u-1842 (tenant acme) fixes payment-service.",
+        "The planner makes each step's call itself, and every call is judged under the "
+        "planner's policy (the durable engine runs the same workflow at the end). Engineer "
+        "u-1842 (tenant acme) fixes payment-service.",
     )
     script.show_exposure(planner, "scan payment-service and ship a fix for its findings")
     script.turn(
@@ -245,7 +249,7 @@ def play(h: Harness, args: argparse.Namespace, store: str) -> int:
     script.line(
         "answer",
         f"approve, by {SECURITY_REVIEWER['user']} (security) — a workflow decision: the "
-        "application records it until the workflow engine runs the step",
+        "planner's application records it here; the durable run below waits for it",
     )
     change = script.turn(
         planner,
@@ -421,7 +425,115 @@ def play(h: Harness, args: argparse.Namespace, store: str) -> int:
         expect="refused:legacy-tool",
         replacement="production.deploy",
     )
+    run_durably(h, script, args.store_url)
     return script.finish(sessions, store)
+
+
+# ---------------------------------------------------------------------------------------------
+# The same workflow, durable
+
+
+PATCH = {"patch": "artifacts/remediation.patch", "rollback": "Redeploy release 2026.09.3."}
+DECIDERS = {
+    "scan.approval": ("approve", as_user(ENGINEER)),
+    "review": ("approve", SECURITY_REVIEWER),
+    "deploy.approval": ("approve", RELEASE_MANAGER),
+}
+
+
+def patch_runner(child: Any, goal: str, context: list[Any]) -> dict[str, Any]:
+    """The application's agent loop for the `patch` step: the Generic SubAgent's calls, each
+    through the child session (normalize, decide, invoke), then its declared output."""
+    calls = [
+        ("deps", {"op": "inspect", "manifest": "/repo/pom.xml"}),
+        (
+            "deps",
+            {
+                "op": "bump",
+                "manifest": "/repo/pom.xml",
+                "package": "jackson-databind",
+                "to_version": "2.17.2",
+            },
+        ),
+    ]
+    for n, (tool, args) in enumerate(calls, 1):
+        pending = child.normalize(tool, f"{child.id}/call-{n}", args)
+        decision = child.decide(pending)
+        if decision.effect != "allow":
+            raise RuntimeError(f"{tool}: {decision.effect}, the patch needs a person")
+        result = child.invoke(pending)
+        if not result.ok:
+            raise RuntimeError(f"{tool}: {result.error}")
+    return dict(PATCH)
+
+
+def run_durably(h: Harness, script: Any, url: str) -> None:
+    script.section(
+        "The remediate workflow on the durable engine",
+        "DBOS runs the workflow from its compiled IR on the same store; each call goes through "
+        "the harness as the creator. The run waits at each gate (an ASK, the security review) "
+        "until the person in its `by` decides it; here they decide as the gates open.",
+    )
+    if not url.startswith(("sqlite:///", "postgresql://")):
+        script.line("skipped", "durable workflows need a sqlite:/// or postgresql:// store")
+        return
+    try:
+        import dbos  # noqa: F401
+    except ImportError:
+        script.line("skipped", "the `workflows` extra (dbos) is not installed")
+        return
+    wf = h.workflows.configure(url, executor_id="remediation-app", poll_s=0.05)
+    try:
+        wf.delegate_with(patch_runner)
+        run = wf.create(
+            "remediate",
+            {"service": "payment-service"},
+            id=f"remediate-{script.run}",
+            actor=ENGINEER,
+            facts=facts(h),
+            env={"maintenance_window": True},
+            resource={"tenant": "acme"},
+            start=True,
+        )
+        script.line("created", f"{run}, as {ENGINEER['user']} (engineer, acme)")
+        deadline = time.monotonic() + 120
+        decided: set[str] = set()
+        status = wf.status(run)
+        while status["status"] not in ("completed", "failed", "cancelled"):
+            for gate in status["pending_gates"]:
+                if gate["gate"] in decided:
+                    continue
+                option, by = DECIDERS[gate["gate"]]
+                wanted = " or ".join(f"{b['kind']} {b['value']}" for b in gate["by"])
+                script.line("waiting", f"{gate['gate']}: {gate['question']} (by {wanted})")
+                outcome = wf.decide(run, gate["gate"], option, by=by)
+                decided.add(gate["gate"])
+                script.line("decided", f"{gate['gate']}: {outcome.option} by {outcome.by}")
+            if time.monotonic() > deadline:
+                raise ScriptError(f"the durable run {run} did not finish")
+            time.sleep(0.05)
+            status = wf.status(run)
+        for step in status["steps"]:
+            script.line("step", f"{step['name']:<8} {step['kind']:<8} {step['state']}")
+        script.check(
+            status["status"] == "completed",
+            f"the durable run ended {status['status']}: {status['error']}",
+        )
+        recorded = Counter(
+            e.stream
+            for e in h.store.read()
+            if e.type == "workflow.step" and e.stream.startswith(f"workflow:{run}/")
+        )
+        script.check(
+            set(recorded.values()) == {1}, f"a step of {run} was recorded twice: {recorded}"
+        )
+        script.line(
+            "completed",
+            f"{len(status['artifacts'])} artifacts; {len(recorded)} steps, gates and marks, "
+            "each recorded once",
+        )
+    finally:
+        wf.close()
 
 
 if __name__ == "__main__":
