@@ -10,7 +10,8 @@ checkpoints and the exactly-once append of each step's events.
 
 - step overhead: (latency of a 16-step run − latency of a 1-step run) / 15, median of 5, each
   latency from the run's start to its end as the log stamped them; beside it, the same figure
-  for DBOS alone (a workflow of steps that do nothing, on the same engine);
+  for DBOS alone (a workflow of steps that do nothing, on the same engine) and the governed call
+  of a step alone, outside DBOS (normalize, decide, invoke, the durable append), median of 200;
 - workflows/s: `--runs` runs of 4 steps created at once, until the last one completes, with 1
   worker (this process) and with 3 worker processes sharing the queue;
 - gate round trip: `decide` until the run has taken the decision and published it (median);
@@ -189,6 +190,26 @@ def bare_step_ms(bare: Any) -> float:
     return (statistics.median(manys) - statistics.median(ones)) / (STEPS - 1) * 1000
 
 
+def governed_step_ms(h: Any, rounds: int = 200) -> float:
+    """The governed call of one step alone, outside DBOS: read the step's stream, open the
+    session, normalize, decide, invoke, and commit its events in one durable append."""
+    from harnessc.runtime import durable
+
+    ctx = {"workflow_id": "bench", "workflow": "bench.one", "agent": "bench.runner"}
+    ctx["actor"] = ACTOR
+    publish = ("workflow.state", {"state": {}})
+    took = []
+    tag = uuid.uuid4().hex[:8]
+    for i in range(rounds + 20):
+        key = f"s1#{tag}-{i}"
+        start = time.perf_counter()
+        durable._call_step(
+            ctx, "s1", "job.run", {"n": 1}, f"workflow:bench/{key}", key, None, lambda _: publish
+        )
+        took.append(time.perf_counter() - start)
+    return statistics.median(took[20:]) * 1000
+
+
 def rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -212,6 +233,10 @@ def measure(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) 
             f"{STEPS}-step run {statistics.median(manys) * 1000:.0f} ms, median of 5)"
         )
         print(f"{kind:<8} DBOS alone    {bare_step_ms(bare):6.1f} ms  (a step that does nothing)")
+        print(
+            f"{kind:<8} governed call {governed_step_ms(h):6.1f} ms  "
+            "(a step's call and its append, outside DBOS)"
+        )
         start = time.perf_counter()
         ids = [wf.create("four", {}, actor=ACTOR, start=True) for _ in range(args.runs)]
         wait_all(wf, ids)
@@ -296,7 +321,10 @@ def main() -> None:
     parser.add_argument("--postgres", metavar="URL", default=os.environ.get("BENCH_POSTGRES_URL"))
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     parser.add_argument(
-        "--poll", type=float, default=0.01, help="the worker's queue and message polling, s"
+        "--poll",
+        type=float,
+        default=0.1,
+        help="the worker's queue and message polling, s (default: the engine's, 0.1)",
     )
     parser.add_argument("--worker", nargs=3, metavar=("SPEC", "URL", "EXECUTOR"))
     args = parser.parse_args()

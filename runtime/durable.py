@@ -34,7 +34,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,8 @@ from dbos import (
 )
 
 from .approvals import is_approver
-from .events import NewEvent
+from .canonical import canonical_json
+from .events import Event, NewEvent
 from .lifecycle import ActionState
 from .model import Approver, Step, Workflow
 from .normalize import Refusal
@@ -524,7 +525,7 @@ Publication = tuple[str, dict[str, Any]]
 
 
 def _commit(
-    h: Harness, buffer: MemoryStore, stream: str, outcome: dict[str, Any], publish: Publication
+    h: Harness, buffer: _Buffer, stream: str, outcome: dict[str, Any], publish: Publication
 ) -> dict[str, Any]:
     """Append the step's events, what it publishes for `status`, and last its `workflow.step`
     event (the outcome) in one transaction, unless the step was recorded before, and return the
@@ -534,18 +535,55 @@ def _commit(
     first outcome recorded, and both copies go on from that one."""
     buffer.append(NewEvent(stream, "State", publish[0], publish[1]))
     buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome}))
-    events = [NewEvent(e.stream, e.kind, e.type, json.loads(e.payload_json)) for e in buffer.read()]
-    if append_once(h.store, events):
+    if append_once(h.store, buffer.appended):
         return outcome
     return _recorded(h.store, stream) or outcome
 
 
-def _step_harness(h: Harness) -> tuple[Harness, MemoryStore]:
+class _Buffer(MemoryStore):
+    """A step's events until it commits them: readable by the step's session (numbered per
+    stream, payloads canonical) but not chained, because the commit numbers and hashes them
+    in the log; the events as appended are kept to commit as they are."""
+
+    def __init__(self, clock: Any) -> None:
+        super().__init__(clock=clock)
+        self.appended: list[NewEvent] = []
+
+    def _append(self, events: Sequence[NewEvent], expected_seq: int | None) -> list[Event]:
+        payloads = [canonical_json(e.payload) for e in events]
+        with self._lock:
+            if expected_seq is not None:
+                for e in events:
+                    if self._seqs.get(e.stream, 0) != expected_seq:
+                        raise ConcurrencyError(e.stream, expected_seq, self._seqs.get(e.stream, 0))
+            out = []
+            for event, payload_json in zip(events, payloads, strict=True):
+                seq = self._seqs[event.stream] = self._seqs.get(event.stream, 0) + 1
+                position = len(self._events) + 1
+                out.append(
+                    Event(
+                        position,
+                        event.stream,
+                        seq,
+                        event.kind,
+                        event.type,
+                        payload_json,
+                        "",
+                        "",
+                        "",
+                    )
+                )
+                self._events.append(out[-1])
+            self.appended.extend(events)
+        return out
+
+
+def _step_harness(h: Harness) -> tuple[Harness, _Buffer]:
     """The harness seen by one step: the same compiled spec, executors and engine, but its own
     event buffer, approvals and sessions, so concurrent steps never share a buffer."""
     from .approvals import Approvals
 
-    buffer = MemoryStore(clock=h.clock)
+    buffer = _Buffer(h.clock)
     view = copy.copy(h)
     view.store = buffer
     view.approvals = Approvals(buffer, h.clock)
@@ -561,7 +599,7 @@ def _record_step(
     recorded = _recorded(h.store, stream)
     if recorded is not None:
         return recorded
-    buffer = MemoryStore(clock=h.clock)
+    buffer = _Buffer(h.clock)
     for e in events:
         buffer.append(NewEvent(stream, e["kind"], e["type"], e["payload"]))
     return _commit(h, buffer, stream, outcome, publish)
