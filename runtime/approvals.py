@@ -34,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .availability import condition_text
+from .canonical import jsonable
 from .conditions import compile_conditions, roles_of, value_eq
 from .events import (
     REDACTED,
@@ -387,11 +388,11 @@ class Approvals:
                 why=req.why,
                 rule=req.rule,
                 policy=req.policy,
-                as_whom=_jsonable(req.as_whom),
-                on_what=_jsonable(req.on_what),
+                as_whom=jsonable(req.as_whom),
+                on_what=jsonable(req.on_what),
                 impact=req.impact,
-                arguments=_jsonable(args),
-                execution=_jsonable(execution),
+                arguments=jsonable(args),
+                execution=jsonable(execution),
                 reversibility=req.reversibility,
                 scope=scope,
                 task_id=task_id,
@@ -562,16 +563,6 @@ class Approvals:
 def _short(value: Any, limit: int = 60) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
 
 
 def _request_of(view: Any) -> ApprovalRequest:

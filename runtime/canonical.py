@@ -41,6 +41,7 @@ __all__ = [
     "input_hash",
     "input_hash_from_json",
     "json_string",
+    "jsonable",
     "parse_json",
     "sha256_hex",
 ]
@@ -74,6 +75,22 @@ def canonical_json(value: Any) -> str:
     except UnicodeEncodeError as err:
         raise CanonicalError("a string contains a lone surrogate") from err
     return text
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as plain JSON data for an event or a checkpoint: mappings with string keys,
+    lists (from tuples and sets too), scalars; anything else as its `str`.
+
+    >>> jsonable({"a": (1, None), 2: {"b"}})
+    {'a': [1, None], '2': ['b']}
+    """
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
 
 
 def canonical_bytes(value: Any) -> bytes:

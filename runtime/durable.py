@@ -46,14 +46,16 @@ from dbos import (
     EnqueueOptions,
     SetWorkflowID,
 )
+from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 
-from .approvals import is_approver
-from .canonical import canonical_json
+from .approvals import Approvals, is_approver
+from .canonical import jsonable
 from .events import Event, NewEvent
 from .lifecycle import ActionState
-from .model import Approver, Step, Workflow
+from .model import Agent, Approver, Step, Workflow
 from .normalize import Refusal
-from .store import ConcurrencyError, EventStore, MemoryStore
+from .sessions import facts_from_record
+from .store import ConcurrencyError, EventStore, MemoryStore, _Numbering, _Unchained
 from .workflows import (
     FINISHED,
     GateOutcome,
@@ -63,6 +65,7 @@ from .workflows import (
     evaluate_when,
     initial_state,
     resolve_value,
+    run_of,
     step_order,
     who,
 )
@@ -340,8 +343,6 @@ class _Quiet(logging.Filter):
         self.closing = False
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
-
         error = record.exc_info[1] if record.exc_info else None
         if isinstance(error, DBOSAwaitedWorkflowCancelledError | DBOSWorkflowCancelledError):
             return False
@@ -444,7 +445,7 @@ def decide_gate(
         raise WorkflowError(
             "not-an-approver", f"`{who(by)}` may not decide the gate `{gate}`: it needs {wanted}"
         )
-    message = {"option": option, "by": who(by), "actor": _plain(by)}
+    message = {"option": option, "by": who(by), "actor": jsonable(by)}
     # to the workflow that waits (the run, or the child workflow of a parallel branch); the
     # key makes a repeated delivery a no-op in DBOS: the first decision sent stands
     destination = found.get("workflow_id") or workflow_id
@@ -472,11 +473,10 @@ def wake(client: DBOSClient, workflow_id: str, state: Mapping[str, Any]) -> None
 
 
 def _gate_names(status: Any) -> set[str]:
-    try:
-        run = status.input["args"][0]
-        wf = Workflow.model_validate(run["workflow"])
-    except (KeyError, IndexError, TypeError, ValueError):
+    found = run_of(status)
+    if found is None:
         return set()
+    wf = found[1]
     names: set[str] = set()
     for step in wf.steps:
         if step.kind in ("decide", "gate"):
@@ -549,40 +549,18 @@ class _Buffer(MemoryStore):
         super().__init__(clock=clock)
         self.appended: list[NewEvent] = []
 
+    def _numbering(self) -> _Numbering:
+        return _Unchained(len(self._events))
+
     def _append(self, events: Sequence[NewEvent], expected_seq: int | None) -> list[Event]:
-        payloads = [canonical_json(e.payload) for e in events]
-        with self._lock:
-            if expected_seq is not None:
-                for e in events:
-                    if self._seqs.get(e.stream, 0) != expected_seq:
-                        raise ConcurrencyError(e.stream, expected_seq, self._seqs.get(e.stream, 0))
-            out = []
-            for event, payload_json in zip(events, payloads, strict=True):
-                seq = self._seqs[event.stream] = self._seqs.get(event.stream, 0) + 1
-                position = len(self._events) + 1
-                out.append(
-                    Event(
-                        position,
-                        event.stream,
-                        seq,
-                        event.kind,
-                        event.type,
-                        payload_json,
-                        "",
-                        "",
-                        "",
-                    )
-                )
-                self._events.append(out[-1])
-            self.appended.extend(events)
+        out = super()._append(events, expected_seq)
+        self.appended.extend(events)
         return out
 
 
 def _step_harness(h: Harness) -> tuple[Harness, _Buffer]:
     """The harness seen by one step: the same compiled spec, executors and engine, but its own
     event buffer, approvals and sessions, so concurrent steps never share a buffer."""
-    from .approvals import Approvals
-
     buffer = _Buffer(h.clock)
     view = copy.copy(h)
     view.store = buffer
@@ -637,9 +615,6 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
     """The session a step runs in, as the workflow's creator: one of the workflow's agent, or,
     for a workflow that names only a policy, of the workflow itself: judged by that policy,
     its surface the tools the workflow calls, delegating to the agents its steps name."""
-    from .model import Agent
-    from .sessions import facts_from_record
-
     task = {"id": ctx["workflow_id"], "workflow": ctx["workflow"], "step": step_name}
     if ctx.get("agent"):
         return view.session(
@@ -689,9 +664,9 @@ def _governed(
                 "request": {
                     "what": request.what,
                     "why": request.why,
-                    "arguments": _plain(request.arguments),
+                    "arguments": jsonable(request.arguments),
                     "reversibility": request.reversibility,
-                    "impact": _plain(request.impact),
+                    "impact": jsonable(request.impact),
                     **_preview(pending.tool_id, args),
                 },
             }
@@ -700,7 +675,7 @@ def _governed(
             return {"status": "denied", "error": answered.reason or "denied when judged again"}
     result = session.invoke(pending)
     if result.ok:
-        value = _plain(result.data or {})
+        value = jsonable(result.data or {})
         failed = _verify(view, session, pending, args, value)
         if failed is not None:
             return {"status": "failed", "error": failed, "category": "verify", "ran": True}
@@ -720,7 +695,7 @@ def _preview(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     if previewer is None:
         return {}
     try:
-        return {"preview": _plain(previewer(dict(args)))}
+        return {"preview": jsonable(previewer(dict(args)))}
     except Exception as exc:  # the previewer is the application's code
         return {"preview": {"error": f"{type(exc).__name__}: {exc}"}}
 
@@ -774,7 +749,7 @@ def _delegate_step(
         else:
             try:
                 value = engine.delegate(child, step["goal"], context)
-                outcome = {"status": "succeeded", "value": _plain(value or {})}
+                outcome = {"status": "succeeded", "value": jsonable(value or {})}
             except Exception as exc:  # the runner is the application's code
                 outcome = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
             child.end("completed" if outcome["status"] == "succeeded" else "failed")
@@ -1323,13 +1298,3 @@ class _Run:
 
 def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)

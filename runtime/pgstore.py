@@ -23,10 +23,11 @@ from .canonical import canonical_json
 from .events import GENESIS_HASH, Clock, Event, NewEvent, system_clock
 from .store import (
     SCHEMA_VERSION,
-    ConcurrencyError,
     StoreError,
     Verification,
     _Numbering,
+    number_batch,
+    row,
     verify_events,
 )
 
@@ -94,41 +95,26 @@ class PostgresStore:
         with self._lock, self._connection().transaction():
             conn = self._connection()
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-            row = conn.execute(
+            head = conn.execute(
                 "SELECT position, hash FROM harnessc.events ORDER BY position DESC LIMIT 1"
             ).fetchone()
-            numbering = _Numbering(self._clock, *(row or (0, GENESIS_HASH)))
-            seqs: dict[str, int] = {}
-            out: list[Event] = []
-            for event, payload_json in zip(events, payloads, strict=True):
-                if event.stream not in seqs:
-                    found = conn.execute(
+            out, _ = number_batch(
+                events,
+                payloads,
+                _Numbering(self._clock, *(head or (0, GENESIS_HASH))),
+                lambda stream: int(
+                    conn.execute(
                         "SELECT coalesce(max(seq), 0) FROM harnessc.events WHERE stream = %s",
-                        (event.stream,),
-                    ).fetchone()
-                    seqs[event.stream] = int(found[0]) if found else 0
-                    if expected_seq is not None and seqs[event.stream] != expected_seq:
-                        raise ConcurrencyError(event.stream, expected_seq, seqs[event.stream])
-                seqs[event.stream] += 1
-                out.append(numbering.number(event, payload_json, seqs[event.stream]))
+                        (stream,),
+                    ).fetchone()[0]
+                ),
+                expected_seq,
+            )
             with conn.cursor() as cur:
                 cur.executemany(
                     f"INSERT INTO harnessc.events ({_COLUMNS}) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [
-                        (
-                            e.position,
-                            e.stream,
-                            e.seq,
-                            e.kind,
-                            e.type,
-                            e.payload_json,
-                            e.time,
-                            e.prev_hash,
-                            e.hash,
-                        )
-                        for e in out
-                    ],
+                    [row(e) for e in out],
                 )
         return out
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .approvals import ApprovalGrant, ApprovalRequest, selects
 from .availability import Availability, Facts, McpState, ToolAvailability, unavailable_refusal
-from .canonical import Execution
+from .canonical import Execution, jsonable
 from .events import NewEvent, decision, format_time, session_ended, session_started
 from .evidence import Evidence, build_evidence
 from .executors import (
@@ -186,15 +186,15 @@ class Session:
 
     def _start(self) -> None:
         extra: dict[str, Any] = {
-            "actor": _jsonable(self.actor),
-            "task": _jsonable(self.task),
+            "actor": jsonable(self.actor),
+            "task": jsonable(self.task),
             "policy_version": self.harness.policy_version,
             "policies": list(self.policies),
             # what policy reads, so a harness in another process judges this session's calls
             # again exactly as this one would (`Harness.resume`)
             "facts": facts_record(self.facts),
-            "resource": _jsonable(self.resource),
-            "env": _jsonable(self.env),
+            "resource": jsonable(self.resource),
+            "env": jsonable(self.env),
         }
         if self.parent is not None:
             extra["parent"] = self.parent.id
@@ -252,7 +252,7 @@ class Session:
                 "rule": exposure.trace.rule,
                 "unavailable": dict(exposure.trace.unavailable),
                 "packs": list(packs),
-                "trace": _jsonable(trace),
+                "trace": jsonable(trace),
             },
         )
         return exposure
@@ -299,7 +299,7 @@ class Session:
             digest=result.input_hash,
             agent=self.agent.name,
             skill=self.skill_name,
-            actor=_jsonable(self.actor.get("user")),
+            actor=jsonable(self.actor.get("user")),
         )
         action.transition(_S.VALIDATED)
         self._actions[result.key] = action
@@ -1256,16 +1256,6 @@ def _user(actor: Mapping[str, Any]) -> str | None:
     return user if isinstance(user, str) else None
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
-
-
 def _who_of(by: Mapping[str, Any] | str | None) -> str | None:
     if by is None or isinstance(by, str):
         return by
@@ -1287,7 +1277,7 @@ def _now(h: Harness) -> str:
 def facts_record(facts: Facts) -> dict[str, Any]:
     """A facts snapshot as JSON, for the log (`facts_from_record` reads it back)."""
     return {
-        "values": _jsonable(facts.values),
+        "values": jsonable(facts.values),
         "connected": sorted(facts.connected),
         "running": sorted(facts.running),
         "mcp": {
@@ -1297,7 +1287,7 @@ def facts_record(facts: Facts) -> dict[str, Any]:
                 "transport_valid": m.transport_valid,
                 "disclaimer_accepted": m.disclaimer_accepted,
                 "agent_access": m.agent_access,
-                "discovered": _jsonable(m.discovered),
+                "discovered": jsonable(m.discovered),
                 "registered": sorted(m.registered) if m.registered is not None else None,
             }
             for name, m in sorted(facts.mcp.items())

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from typing import Protocol, runtime_checkable
@@ -211,6 +211,57 @@ class _Numbering:
         return stored
 
 
+class _Unchained(_Numbering):
+    """Numbers events by position and stream only, neither timed nor hashed: for a buffer whose
+    events a store numbers again when they are committed."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(system_clock, position, "")
+
+    def number(self, event: NewEvent, payload_json: str, seq: int) -> Event:
+        self.position += 1
+        return Event(
+            self.position, event.stream, seq, event.kind, event.type, payload_json, "", "", ""
+        )
+
+
+def number_batch(
+    events: Sequence[NewEvent],
+    payloads: Sequence[str],
+    numbering: _Numbering,
+    last_seq: Callable[[str], int],
+    expected_seq: int | None,
+) -> tuple[list[Event], dict[str, int]]:
+    """Number a batch appended in one transaction: each stream continues from `last_seq(stream)`
+    (asked once per stream), and with `expected_seq` every stream must be exactly there
+    (ConcurrencyError otherwise). Returns the events and each stream's new last seq."""
+    seqs: dict[str, int] = {}
+    out: list[Event] = []
+    for event, payload_json in zip(events, payloads, strict=True):
+        if event.stream not in seqs:
+            seqs[event.stream] = last_seq(event.stream)
+            if expected_seq is not None and seqs[event.stream] != expected_seq:
+                raise ConcurrencyError(event.stream, expected_seq, seqs[event.stream])
+        seqs[event.stream] += 1
+        out.append(numbering.number(event, payload_json, seqs[event.stream]))
+    return out, seqs
+
+
+def row(e: Event) -> tuple[object, ...]:
+    """An event as the values of an INSERT, in the order of the columns."""
+    return (
+        e.position,
+        e.stream,
+        e.seq,
+        e.kind,
+        e.type,
+        e.payload_json,
+        e.time,
+        e.prev_hash,
+        e.hash,
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # SQLite
 
@@ -295,38 +346,21 @@ class SQLiteStore:
         payloads = [canonical_json(e.payload) for e in events]
         with self._write() as c:
             conn = c.conn
-            row = conn.execute(
+            head = conn.execute(
                 "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
             ).fetchone()
-            numbering = _Numbering(self._clock, *(row or (0, GENESIS_HASH)))
-            seqs: dict[str, int] = {}
-            out: list[Event] = []
-            for event, payload_json in zip(events, payloads, strict=True):
-                if event.stream not in seqs:
-                    seqs[event.stream] = conn.execute(
-                        "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?",
-                        (event.stream,),
-                    ).fetchone()[0]
-                    if expected_seq is not None and seqs[event.stream] != expected_seq:
-                        raise ConcurrencyError(event.stream, expected_seq, seqs[event.stream])
-                seqs[event.stream] += 1
-                out.append(numbering.number(event, payload_json, seqs[event.stream]))
+            out, _ = number_batch(
+                events,
+                payloads,
+                _Numbering(self._clock, *(head or (0, GENESIS_HASH))),
+                lambda stream: conn.execute(
+                    "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
+                ).fetchone()[0],
+                expected_seq,
+            )
             conn.executemany(
                 f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        e.position,
-                        e.stream,
-                        e.seq,
-                        e.kind,
-                        e.type,
-                        e.payload_json,
-                        e.time,
-                        e.prev_hash,
-                        e.hash,
-                    )
-                    for e in out
-                ],
+                [row(e) for e in out],
             )
         return out
 
@@ -499,22 +533,18 @@ class MemoryStore:
     def _append(self, events: Sequence[NewEvent], expected_seq: int | None) -> list[Event]:
         payloads = [canonical_json(e.payload) for e in events]
         with self._lock:
-            head = self._events[-1] if self._events else None
-            numbering = _Numbering(
-                self._clock, head.position if head else 0, head.hash if head else GENESIS_HASH
+            out, seqs = number_batch(
+                events, payloads, self._numbering(), lambda s: self._seqs.get(s, 0), expected_seq
             )
-            seqs = dict(self._seqs)
-            if expected_seq is not None:
-                for e in events:
-                    if seqs.get(e.stream, 0) != expected_seq:
-                        raise ConcurrencyError(e.stream, expected_seq, seqs.get(e.stream, 0))
-            out = []
-            for event, payload_json in zip(events, payloads, strict=True):
-                seqs[event.stream] = seqs.get(event.stream, 0) + 1
-                out.append(numbering.number(event, payload_json, seqs[event.stream]))
             self._events.extend(out)
-            self._seqs = seqs
+            self._seqs.update(seqs)
         return out
+
+    def _numbering(self) -> _Numbering:
+        head = self._events[-1] if self._events else None
+        return _Numbering(
+            self._clock, head.position if head else 0, head.hash if head else GENESIS_HASH
+        )
 
     def read(
         self, stream: str | None = None, *, after: int = 0, limit: int | None = None

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .availability import Facts
+from .canonical import jsonable
 from .conditions import Scope, evaluate, value_of
 from .model import (
     And,
@@ -408,12 +409,12 @@ class Workflows:
             "workflow": wf.model_dump(mode="json"),
             "hash": workflow_hash(wf),
             "agent": wf.agent,
-            "input": _plain(checked),
-            "actor": _plain(dict(actor)),
+            "input": jsonable(checked),
+            "actor": jsonable(dict(actor)),
             # the whole snapshot (declared facts, connections and runtimes up, MCP servers' state)
             "facts": facts_record(Facts.of(facts)),
-            "env": _plain(dict(env or {})),
-            "resource": _plain(dict(resource or {})),
+            "env": jsonable(dict(env or {})),
+            "resource": jsonable(dict(resource or {})),
             "start": start,
         }
         durable.enqueue(client, run, run_id)
@@ -453,11 +454,11 @@ class Workflows:
         from .sessions import facts_record
 
         self._status_or_refuse(id)
-        message: dict[str, Any] = {"env": _plain(dict(env or {}))}
+        message: dict[str, Any] = {"env": jsonable(dict(env or {}))}
         if isinstance(facts, Facts):
             message["snapshot"] = facts_record(facts)
         else:
-            message["facts"] = _plain(dict(facts or {}))
+            message["facts"] = jsonable(dict(facts or {}))
         self._need_client().send(id, message, topic=durable.FACTS_TOPIC)
 
     def status(self, id: str) -> dict[str, Any]:
@@ -617,14 +618,20 @@ def _in_order(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"name": n, **steps[n]} for n in order]
 
 
-def _created(status: Any) -> dict[str, Any]:
-    """The state of a run no step has recorded yet, from the IR it carries."""
+def run_of(status: Any) -> tuple[dict[str, Any], Workflow] | None:
+    """The run a DBOS status carries as its input, with its workflow's IR (None when the status
+    was read without its input, or is not a run of the interpreter)."""
     try:
         run = status.input["args"][0]
-        wf = Workflow.model_validate(run["workflow"])
+        return run, Workflow.model_validate(run["workflow"])
     except (KeyError, IndexError, TypeError, ValueError):
-        return {}
-    return initial_state(wf, run.get("hash"))
+        return None
+
+
+def _created(status: Any) -> dict[str, Any]:
+    """The state of a run no step has recorded yet, from the IR it carries."""
+    found = run_of(status)
+    return initial_state(found[1], found[0].get("hash")) if found else {}
 
 
 def initial_state(wf: Workflow, version: str | None) -> dict[str, Any]:
@@ -686,13 +693,3 @@ def _new_id() -> str:
     import uuid
 
     return "wf-" + uuid.uuid4().hex[:16]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
