@@ -3,13 +3,20 @@
 An `ApprovalRequest` says what (tool and summary), why (the rule's reason), as whom (the actor),
 on what object (resource and target), the expected impact (effects and risk), the arguments
 (secrets redacted), reversibility and the scope of the grant that an approval would issue. An
-approval issues an `ApprovalGrant` with a ttl:
+approval issues an `ApprovalGrant` with a ttl, bound to the request it answers:
 
-- `once` matches only the exact triple `tool_id + tool_call_id + input_hash`, and is spent by
-  the call it authorised;
-- `task` matches calls of the same tool, asked by the same rule, in one task;
-- `class` matches the calls the grant's selector and condition describe, inside the scope of
-  the rule that asked.
+- `once` matches only the call that was asked about: the same session (for a workflow, the
+  run's step), tool id, tool_call_id and input hash. It authorises one execution in total: the
+  call that runs first spends it in the same transaction that records the use (a `grant.spent`
+  claim on the grant's own stream, which only one writer can append), so two sessions, two
+  threads or two processes sharing the store never both run on it. Call ids are not secrets, so
+  another session that presents the same tool, call id and arguments is not covered.
+- `task` matches calls of the same tool, asked by the same rule of the same policy, in any
+  session whose task id is the grant's: the sessions of that task (a planner and the sessions it
+  delegates to, whatever their actor) share it, and no session of another task does.
+- `class` matches the calls the grant's selector and condition describe, asked by the same rule
+  of the same policy, in any session of the harness (any actor, any task) until it expires: it
+  is the standing approval of a class of calls, so write its condition narrowly.
 
 A grant turns the winning ASK into ALLOW and never overrides a DENY: `ApprovalGrant.matches`
 is only consulted for a call whose decision is ASK. Since the input hash covers the arguments
@@ -19,8 +26,8 @@ authorises another tool, other arguments, another tool_call_id or a changed exec
 >>> from datetime import UTC, datetime, timedelta
 >>> now = datetime(2026, 1, 1, tzinfo=UTC)
 >>> g = ApprovalGrant("g-1", "once", "t", now + timedelta(minutes=5), tool_call_id="c-1",
-...     input_hash="h")
->>> g.matches_triple("t", "c-1", "h", now), g.matches_triple("t", "c-2", "h", now)
+...     input_hash="h", session_id="s-1")
+>>> g.matches_exact("s-1", "t", "c-1", "h", now), g.matches_exact("s-2", "t", "c-1", "h", now)
 (True, False)
 """
 
@@ -42,12 +49,14 @@ from .events import (
     approval_requested,
     approval_resolved,
     grant_issued,
+    grant_spent,
     grant_used,
     redact_args,
+    spent_stream,
 )
 from .model import Approver, Condition, Grant, Selector, Tool, risk_rank
 from .normalize import PendingCall, thaw
-from .store import EventStore
+from .store import ConcurrencyError, EventStore
 
 __all__ = [
     "DEFAULT_GRANT",
@@ -66,8 +75,9 @@ DEFAULT_GRANT = Grant(scope="once", ttl_ms=10 * 60_000)
 
 
 class ApprovalError(Exception):
-    """An approval that cannot be given: `code` is `unknown-request`, `not-pending` or
-    `not-an-approver`."""
+    """An approval that cannot be given or used: `code` is `unknown-request`, `not-pending`,
+    `not-an-approver`, `self-approval` (the requester may not approve their own call) or
+    `grant-spent` (a `once` grant already authorised an execution)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -211,15 +221,21 @@ class ApprovalGrant:
     by: str | None = None
     status: str = "active"
     check: Callable[..., bool] | None = field(default=None, repr=False, compare=False)
+    session_id: str | None = None
+    """The session (or workflow step) whose request the grant answers."""
 
     def active(self, now: datetime) -> bool:
         return self.status == "active" and now < self.expires_at
 
-    def matches_triple(self, tool_id: str, tool_call_id: str, digest: str, now: datetime) -> bool:
-        """A `once` grant's test: all three parts equal, unexpired and unspent."""
+    def matches_exact(
+        self, session_id: str | None, tool_id: str, tool_call_id: str, digest: str, now: datetime
+    ) -> bool:
+        """A `once` grant's test: the call asked about (session, tool id, tool_call_id, input
+        hash all equal), unexpired and unspent."""
         return (
             self.scope == "once"
             and self.active(now)
+            and self.session_id == session_id
             and self.tool_id == tool_id
             and self.tool_call_id == tool_call_id
             and self.input_hash == digest
@@ -241,8 +257,8 @@ class ApprovalGrant:
         if not self.active(now):
             return False
         if self.scope == "once":
-            return self.matches_triple(
-                pending.tool_id, pending.tool_call_id, pending.input_hash, now
+            return self.matches_exact(
+                pending.session_id, pending.tool_id, pending.tool_call_id, pending.input_hash, now
             )
         if self.rule != rule or self.policy != policy:
             return False  # a grant stays inside the scope of the rule that asked
@@ -276,6 +292,7 @@ class ApprovalGrant:
             "approval_id": self.approval_id,
             "by": self.by,
             "status": self.status,
+            "session_id": self.session_id,
         }
 
 
@@ -338,13 +355,17 @@ class Approvals:
         grant = decision.grant or DEFAULT_GRANT
         scope: dict[str, Any] = {"grant": grant.scope, "ttl_ms": grant.ttl_ms}
         if grant.scope == "once":
-            scope["covers"] = "this exact call (tool id, tool_call_id and input hash)"
+            scope["covers"] = (
+                "this exact call, once: this session, tool id, tool_call_id and input hash"
+            )
         elif grant.scope == "task":
-            scope["covers"] = f"calls of `{tool.id}` asked by this rule in task `{task_id}`"
+            scope["covers"] = (
+                f"calls of `{tool.id}` asked by this rule in any session of task `{task_id}`"
+            )
         else:
             what = grant.selector.text if grant.selector else tool.id
             cond = f" when {condition_text(grant.condition)}" if grant.condition else ""
-            scope["covers"] = f"calls of `{what}`{cond} asked by this rule"
+            scope["covers"] = f"calls of `{what}`{cond} asked by this rule, in any session"
         execution = {
             k: v for k, v in pending.execution.as_dict().items() if v is not None and k != "env"
         }
@@ -460,6 +481,7 @@ class Approvals:
             approval_id=req.request_id,
             by=by,
             check=check,
+            session_id=req.session_id,
         )
         self.store.append(
             grant_issued(
@@ -552,12 +574,44 @@ class Approvals:
             self.requests[request_id] = req
             return req
 
-    def use(self, grant: ApprovalGrant, stream: str, tool_call_id: str) -> None:
-        """Record that a grant authorised a call; a `once` grant is spent."""
+    def use(self, grants: tuple[ApprovalGrant, ...], stream: str, pending: PendingCall) -> None:
+        """Record that `grants` authorise `pending` now, in one transaction; each `once` grant
+        is spent by a `grant.spent` claim that only the first execution can append. Raises
+        `ApprovalError("grant-spent")` and records nothing when another execution (another
+        thread, session or process) spent one of them first."""
+        events = [
+            grant_used(stream, grant_id=g.grant_id, tool_call_id=pending.tool_call_id)
+            for g in grants
+        ]
+        claims = [g for g in grants if g.scope == "once"]
+        events += [
+            grant_spent(
+                g.grant_id,
+                session=stream,
+                tool_call_id=pending.tool_call_id,
+                input_hash=pending.input_hash,
+            )
+            for g in claims
+        ]
+        try:
+            self.store.append_many(events, expect={spent_stream(g.grant_id): 0 for g in claims})
+        except ConcurrencyError as exc:
+            spent = exc.stream.removeprefix("grant:")
+            self.spend(spent)
+            raise ApprovalError(
+                "grant-spent",
+                f"the once grant `{spent}` already authorised an execution of "
+                f"`{pending.tool_call_id}`",
+            ) from None
+        for g in claims:
+            self.spend(g.grant_id)
+
+    def spend(self, grant_id: str) -> None:
+        """Mark a grant spent in memory (the log already says so)."""
         with self._lock:
-            if grant.scope == "once":
-                self.grants[grant.grant_id] = replace(grant, status="used")
-        self.store.append(grant_used(stream, grant_id=grant.grant_id, tool_call_id=tool_call_id))
+            grant = self.grants.get(grant_id)
+            if grant is not None and grant.scope == "once":
+                self.grants[grant_id] = replace(grant, status="used")
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -620,6 +674,7 @@ def _grant_of(view: Any, path_facts: frozenset[str]) -> ApprovalGrant:
         by=p.get("by"),
         status=status,
         check=check,
+        session_id=view.stream,
     )
 
 

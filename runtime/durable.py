@@ -55,7 +55,14 @@ from .lifecycle import ActionState
 from .model import Agent, Approver, Step, Workflow
 from .normalize import Refusal
 from .sessions import facts_from_record
-from .store import ConcurrencyError, EventStore, MemoryStore, _Numbering, _Unchained
+from .store import (
+    ConcurrencyError,
+    EventStore,
+    Expected,
+    MemoryStore,
+    _Numbering,
+    _Unchained,
+)
 from .workflows import (
     FINISHED,
     GateOutcome,
@@ -552,7 +559,7 @@ class _Buffer(MemoryStore):
     def _numbering(self) -> _Numbering:
         return _Unchained(len(self._events))
 
-    def _append(self, events: Sequence[NewEvent], expected_seq: int | None) -> list[Event]:
+    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         out = super()._append(events, expected_seq)
         self.appended.extend(events)
         return out

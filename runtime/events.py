@@ -40,6 +40,7 @@ __all__ = [
     "format_time",
     "grant_issued",
     "grant_revoked",
+    "grant_spent",
     "grant_used",
     "redact",
     "redact_args",
@@ -354,6 +355,27 @@ def grant_used(stream: str, *, grant_id: str, tool_call_id: str) -> NewEvent:
     return NewEvent(
         stream, "Approval", "grant.used", {"grant_id": grant_id, "tool_call_id": tool_call_id}
     )
+
+
+def grant_spent(grant_id: str, *, session: str, tool_call_id: str, input_hash: str) -> NewEvent:
+    """The claim that spends a `once` grant, on the grant's own stream `grant:<id>`: appended
+    only while that stream is empty (`append_many(expect=…)`), so one execution in total,
+    whichever process or session tries."""
+    return NewEvent(
+        spent_stream(grant_id),
+        "Approval",
+        "grant.spent",
+        {
+            "grant_id": grant_id,
+            "session": session,
+            "tool_call_id": tool_call_id,
+            "input_hash": input_hash,
+        },
+    )
+
+
+def spent_stream(grant_id: str) -> str:
+    return f"grant:{grant_id}"
 
 
 def grant_revoked(stream: str, *, grant_id: str, reason: str | None = None) -> NewEvent:

@@ -14,7 +14,7 @@ Triggers refuse UPDATE and DELETE. `verify` walks the chain in one REPEATABLE RE
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -23,6 +23,7 @@ from .canonical import canonical_json
 from .events import GENESIS_HASH, Clock, Event, NewEvent, system_clock
 from .store import (
     SCHEMA_VERSION,
+    Expected,
     StoreError,
     Verification,
     _Numbering,
@@ -85,10 +86,12 @@ class PostgresStore:
     def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
         return self._append([event], expected_seq)[0]
 
-    def append_many(self, events: Iterable[NewEvent]) -> list[Event]:
-        return self._append(list(events), None)
+    def append_many(
+        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+    ) -> list[Event]:
+        return self._append(list(events), expect)
 
-    def _append(self, events: Sequence[NewEvent], expected_seq: int | None) -> list[Event]:
+    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         if not events:
             return []
         payloads = [canonical_json(e.payload) for e in events]

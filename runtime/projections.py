@@ -258,6 +258,9 @@ class Projections:
             grant.status = "used"
             grant.position = event.position
 
+    def _grant_spent(self, event: Event, p: dict[str, Any]) -> None:
+        self._grant_used(event, p)
+
     def _grant_revoked(self, event: Event, p: dict[str, Any]) -> None:
         grant = self.grants.get(p["grant_id"])
         if grant is not None:
@@ -293,6 +296,7 @@ _HANDLERS = {
     "approval.resolved": Projections._approval_resolved,
     "grant.issued": Projections._grant_issued,
     "grant.used": Projections._grant_used,
+    "grant.spent": Projections._grant_spent,
     "grant.revoked": Projections._grant_revoked,
     "session.started": Projections._session_started,
     "session.ended": Projections._session_ended,

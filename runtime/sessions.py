@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .approvals import ApprovalGrant, ApprovalRequest, selects
+from .approvals import ApprovalError, ApprovalGrant, ApprovalRequest, selects
 from .availability import Availability, Facts, McpState, ToolAvailability, unavailable_refusal
 from .canonical import Execution, jsonable
 from .events import NewEvent, decision, format_time, session_ended, session_started
@@ -705,8 +705,29 @@ class Session:
                 judged,
             )
         action = self._actions[pending.key]
-        for grant in judged.grants:
-            h.approvals.use(grant, self.id, pending.tool_call_id)
+        if judged.grants:
+            try:
+                h.approvals.use(judged.grants, self.id, pending)
+            except ApprovalError as exc:
+                # another execution (a thread, or a process sharing the store) spent the once
+                # grant first: this one does not run; judged again, the call asks anew
+                self._append(
+                    "Error",
+                    "call.refused",
+                    {
+                        "code": exc.code,
+                        "message": exc.message,
+                        "tool": pending.tool_id,
+                        "tool_call_id": pending.tool_call_id,
+                        "session": self.id,
+                        "action_id": action.action_id,
+                        "input_hash": pending.input_hash,
+                        "stage": "invoke",
+                    },
+                )
+                return self._not_run(
+                    pending, "grant_spent", exc.message, action.state.value, judged
+                )
         action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
         self._running.add(pending.key)
         ctx = ExecutorContext(

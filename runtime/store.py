@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from typing import Protocol, runtime_checkable
@@ -54,6 +54,10 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = "1"
+
+Expected = int | Mapping[str, int] | None
+"""What a batch expects of its streams' last seq: nothing, every stream at one seq, or the
+named streams at theirs (`number_batch`)."""
 
 
 class StoreError(RuntimeError):
@@ -92,8 +96,12 @@ class EventStore(Protocol):
         unless the stream's last seq is exactly that (0 for a new stream)."""
         ...
 
-    def append_many(self, events: Iterable[NewEvent]) -> list[Event]:
-        """Append events in one transaction: all of them or none."""
+    def append_many(
+        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+    ) -> list[Event]:
+        """Append events in one transaction: all of them or none. With `expect`, refuse
+        (ConcurrencyError) unless each stream it names is exactly at that seq: a claim that
+        only one writer can make (`expect={"grant:g-1": 0}` spends a grant once)."""
         ...
 
     def read(
@@ -230,18 +238,24 @@ def number_batch(
     payloads: Sequence[str],
     numbering: _Numbering,
     last_seq: Callable[[str], int],
-    expected_seq: int | None,
+    expected_seq: Expected,
 ) -> tuple[list[Event], dict[str, int]]:
     """Number a batch appended in one transaction: each stream continues from `last_seq(stream)`
-    (asked once per stream), and with `expected_seq` every stream must be exactly there
-    (ConcurrencyError otherwise). Returns the events and each stream's new last seq."""
+    (asked once per stream). With `expected_seq` an int, every stream must be exactly there;
+    a mapping names the streams to check and the seq of each (ConcurrencyError otherwise).
+    Returns the events and each stream's new last seq."""
     seqs: dict[str, int] = {}
     out: list[Event] = []
     for event, payload_json in zip(events, payloads, strict=True):
         if event.stream not in seqs:
             seqs[event.stream] = last_seq(event.stream)
-            if expected_seq is not None and seqs[event.stream] != expected_seq:
-                raise ConcurrencyError(event.stream, expected_seq, seqs[event.stream])
+            wanted = (
+                expected_seq.get(event.stream)
+                if isinstance(expected_seq, Mapping)
+                else expected_seq
+            )
+            if wanted is not None and seqs[event.stream] != wanted:
+                raise ConcurrencyError(event.stream, wanted, seqs[event.stream])
         seqs[event.stream] += 1
         out.append(numbering.number(event, payload_json, seqs[event.stream]))
     return out, seqs
@@ -336,10 +350,12 @@ class SQLiteStore:
     def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
         return self._append([event], expected_seq)[0]
 
-    def append_many(self, events: Iterable[NewEvent]) -> list[Event]:
-        return self._append(list(events), None)
+    def append_many(
+        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+    ) -> list[Event]:
+        return self._append(list(events), expect)
 
-    def _append(self, events: Sequence[NewEvent], expected_seq: int | None) -> list[Event]:
+    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         if not events:
             return []
         # canonicalize outside the write lock: it is the costly part and needs no lock
@@ -527,10 +543,12 @@ class MemoryStore:
     def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
         return self._append([event], expected_seq)[0]
 
-    def append_many(self, events: Iterable[NewEvent]) -> list[Event]:
-        return self._append(list(events), None)
+    def append_many(
+        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+    ) -> list[Event]:
+        return self._append(list(events), expect)
 
-    def _append(self, events: Sequence[NewEvent], expected_seq: int | None) -> list[Event]:
+    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         payloads = [canonical_json(e.payload) for e in events]
         with self._lock:
             out, seqs = number_batch(
