@@ -31,6 +31,7 @@ TRANSPORTS = ("stdio", "http", "sse", "websocket")
 RECALL_MODES = ("embedding", "lexical")
 RERANK_MODES = ("hybrid", "dense", "lexical")
 PREFER_WORDS = ("packs",)
+SELF_APPROVAL = ("allow", "deny")
 SCALAR_TYPES = ("string", "int", "float", "bool", "path", "url", "duration")
 PRIMARY_EFFECTS = frozenset({"write", "external"})
 WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -1148,13 +1149,23 @@ class _Lowerer:
         grant: m.Grant | None = None
         seen: dict[str, Any] = {}
         for option in options or ():
-            if isinstance(option, s.Approver | s.Grant) and effect != "ask":
-                key = "approver" if isinstance(option, s.Approver) else "grant"
+            asking = isinstance(option, s.Approver | s.Grant) or (
+                isinstance(option, s.Attr) and option.key == "self_approval"
+            )
+            if asking and effect != "ask":
+                key = (
+                    "approver"
+                    if isinstance(option, s.Approver)
+                    else "grant"
+                    if isinstance(option, s.Grant)
+                    else "self_approval"
+                )
+                what = {"approver": "approvers", "grant": "grants"}.get(key, "a `self_approval`")
                 self.report(
                     "H309",
                     f"`{key}` on {_article(effect)} `{effect}` {where}",
                     option.span,
-                    f"only an `ask` has {'approvers' if key == 'approver' else 'grants'}",
+                    f"only an `ask` has {what}",
                     secondary=[(effect_span, f"this {where} is `{effect}`")],
                     help=f"make the {where} `ask`, or remove the `{key}`",
                 )
@@ -1166,11 +1177,16 @@ class _Lowerer:
                     grant = self.grant(option)
             elif isinstance(option, s.Attr):
                 self.once(seen, option.key, option, option.span)
+        self_approval = None
+        chosen = seen.get("self_approval")
+        if chosen is not None and chosen.values and isinstance(chosen.values[0], s.Name):
+            self_approval = self.word(chosen.values[0], SELF_APPROVAL, "`self_approval` choice")
         return {
             "approvers": tuple(approvers),
             "grant": grant,
             "reason": self.text(seen.get("reason")),
             "instead": self.text(seen.get("instead")),
+            "self_approval": self_approval,
         }
 
     def grant(self, node: s.Grant) -> m.Grant:

@@ -66,6 +66,7 @@ __all__ = [
     "ApprovalRequest",
     "Approvals",
     "is_approver",
+    "is_requester",
     "selects",
     "tool_view",
 ]
@@ -99,6 +100,23 @@ def is_approver(approvers: tuple[Approver, ...], by: Mapping[str, Any]) -> bool:
         if approver.kind == "user" and value_eq(approver.value, by.get("user")):
             return True
     return False
+
+
+def is_requester(requester: Mapping[str, Any], by: Mapping[str, Any]) -> bool:
+    """Whether `by` may be the person who asked (`requester`), for separation of duties: the
+    same `user`, or an approver without a `user`, whose difference cannot be shown.
+
+    >>> is_requester({"user": "u-1"}, {"user": "u-1", "roles": ["ops"]})
+    True
+    >>> is_requester({"user": "u-1"}, {"user": "u-2"})
+    False
+    >>> is_requester({"user": "u-1"}, {"role": "ops"})
+    True
+    """
+    approver = by.get("user")
+    if not isinstance(approver, str) or not approver:
+        return True
+    return requester.get("user") == approver
 
 
 def tool_view(tool: Tool, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -353,7 +371,11 @@ class Approvals:
         """Persist a request for an ASK decision and return it."""
         view = tool_view(tool, pending.args)
         grant = decision.grant or DEFAULT_GRANT
-        scope: dict[str, Any] = {"grant": grant.scope, "ttl_ms": grant.ttl_ms}
+        scope: dict[str, Any] = {
+            "grant": grant.scope,
+            "ttl_ms": grant.ttl_ms,
+            "requester_may_approve": bool(getattr(decision, "requester_may_approve", True)),
+        }
         if grant.scope == "once":
             scope["covers"] = (
                 "this exact call, once: this session, tool id, tool_call_id and input hash"

@@ -48,7 +48,7 @@ from dbos import (
 )
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 
-from .approvals import Approvals, is_approver
+from .approvals import Approvals, is_approver, is_requester
 from .canonical import jsonable
 from .events import Event, NewEvent
 from .lifecycle import ActionState
@@ -452,12 +452,34 @@ def decide_gate(
         raise WorkflowError(
             "not-an-approver", f"`{who(by)}` may not decide the gate `{gate}`: it needs {wanted}"
         )
+    if not _may_decide(approvers, found.get("not_by"), option, by):
+        raise WorkflowError(
+            "self-approval",
+            f"`{who(by)}` started this run and may not approve the gate `{gate}`: another "
+            "approver must (`self_approval`)"
+            if by.get("user")
+            else f"the gate `{gate}` needs an approver other than the run's creator, and "
+            f"`{who(by)}` names no `user` to tell them apart",
+        )
     message = {"option": option, "by": who(by), "actor": jsonable(by)}
     # to the workflow that waits (the run, or the child workflow of a parallel branch); the
     # key makes a repeated delivery a no-op in DBOS: the first decision sent stands
     destination = found.get("workflow_id") or workflow_id
     client.send(destination, message, topic=f"{workflow_id}/{gate}", idempotency_key=gate)
     return GateOutcome("accepted", workflow_id, gate, option, who(by))
+
+
+def _may_decide(
+    by: Sequence[Approver],
+    not_by: Mapping[str, Any] | None,
+    option: Any,
+    actor: Mapping[str, Any],
+) -> bool:
+    """Whether `actor` may choose `option` at a gate: one of its approvers (any actor when it
+    names none) and, to approve, not the requester it excludes (separation of duties)."""
+    if by and not is_approver(tuple(by), actor):
+        return False
+    return not (not_by is not None and option != "deny" and is_requester(not_by, actor))
 
 
 def wake(client: DBOSClient, workflow_id: str, state: Mapping[str, Any]) -> None:
@@ -668,6 +690,8 @@ def _governed(
             return {
                 "status": "ask",
                 "approvers": [{"kind": a.kind, "value": a.value} for a in decision.approvers],
+                # separation of duties: the run's creator may not decide the gate
+                "not_by": None if decision.requester_may_approve else session.actor,
                 "request": {
                     "what": request.what,
                     "why": request.why,
@@ -1145,6 +1169,7 @@ class _Run:
                 timeout_ms=step.timeout_ms,
                 default="deny",
                 preview=request,
+                not_by=outcome.get("not_by"),
             )
             info["state"] = "running"
             if choice != "approve":
@@ -1221,10 +1246,12 @@ class _Run:
         default: str | None,
         preview: dict[str, Any] | None = None,
         reopen: bool = False,
+        not_by: Mapping[str, Any] | None = None,
     ) -> str:
         """Wait for a person's decision on `gate`: recorded as waiting (with the state), answered
         by a message on `<id>/<gate>` (`recv`), or the default when the durable deadline
-        passes. A message that fails the checks (not an option, not an approver) is ignored."""
+        passes. A message that fails the checks (not an option, not an approver, the requester
+        `not_by` under separation of duties) is ignored."""
         opened: float = await DBOS.run_step_async({"name": f"clock:{gate}"}, _now)
         deadline = opened + (timeout_ms / 1000 if timeout_ms is not None else FOREVER_S)
         self.state["gates"][gate] = {
@@ -1236,6 +1263,7 @@ class _Run:
             "default": default,
             "workflow_id": self.dbos_id,
             **({"preview": preview} if preview is not None else {}),
+            **({"not_by": dict(not_by)} if not_by is not None else {}),
         }
         self.state["status"] = "waiting"
         await self.record(
@@ -1256,7 +1284,7 @@ class _Run:
                 break
             chosen = message.get("option") if isinstance(message, dict) else None
             actor = message.get("actor") if isinstance(message, dict) else None
-            if chosen in options and (not by or is_approver(tuple(by), actor or {})):
+            if chosen in options and _may_decide(by, not_by, chosen, actor or {}):
                 option, decided_by = str(chosen), who(actor or {})
                 break
             checks += 1  # not a valid decision: keep waiting until the same deadline

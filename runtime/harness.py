@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .approvals import ApprovalError, ApprovalOutcome, Approvals, is_approver
+from .approvals import ApprovalError, ApprovalOutcome, Approvals, is_approver, is_requester
 from .availability import Availability, AvailabilityChecker, Facts
 from .events import Clock, NewEvent, system_clock
 from .executors import Executors, Result
@@ -326,9 +326,11 @@ class Harness:
 
     def approve(self, request_id: str, *, by: Mapping[str, Any]) -> ApprovalOutcome:
         """Approve a request as `by` (an actor: user, role, roles). The approver must be one the
-        request names (a role in `by`'s roles, or its user). The call is judged again: a DENY
-        now wins (no grant); an ASK gets the grant of the rule that asks, bound to this call
-        (`once`: the exact triple), which turns that ASK into ALLOW."""
+        request names (a role in `by`'s roles, or its user), and not the requester when the ASK
+        says `self_approval deny` (the default at risk `high` and above; `ApprovalError`
+        `self-approval`: the same `user`, or an approver with none). The call is judged again:
+        a DENY now wins (no grant); an ASK gets the grant of the rule that asks, bound to this
+        call (`once`: its session and exact triple), which turns that ASK into ALLOW."""
         req = self._request(request_id)
         if req.status != "pending":
             raise ApprovalError(
@@ -365,6 +367,12 @@ class Harness:
                 "not-an-approver",
                 f"`{who}` is not an approver of `{request_id}` under the current policy",
             )
+        if (
+            decision.effect == "ask"
+            and not decision.requester_may_approve
+            and is_requester(session.actor, by)
+        ):
+            raise ApprovalError("self-approval", _self_approval(who, by, req.tool_id, request_id))
         resolved = self.approvals.resolve(request_id, "approved", who)
         grant = None
         if decision.effect == "ask":
@@ -461,6 +469,19 @@ class Harness:
     def verify(self) -> Verification:
         """Walk the event log's hash chain (`store.verify()`)."""
         return self.store.verify()
+
+
+def _self_approval(who: str, by: Mapping[str, Any], tool_id: str, request_id: str) -> str:
+    """Why `by` may not approve `request_id` under separation of duties."""
+    if not by.get("user"):
+        return (
+            f"`{request_id}` needs an approver other than the requester, and `{who}` names no "
+            "`user` to tell them apart"
+        )
+    return (
+        f"`{who}` asked for this call of `{tool_id}` and may not approve it: another approver "
+        "must (`self_approval`)"
+    )
 
 
 def _who(actor: Mapping[str, Any]) -> str:

@@ -67,6 +67,7 @@ __all__ = [
     "Type",
     "Value",
     "Workflow",
+    "requester_may_approve",
     "risk_rank",
 ]
 
@@ -430,6 +431,23 @@ class Surface(_Model):
     origin: SourceRef | None = None
 
 
+SelfApproval = t.Literal["allow", "deny"]
+
+
+def requester_may_approve(self_approval: str | None, risk: str) -> bool:
+    """Whether the person who asked for a call may approve it themselves: as the ASK says
+    (`self_approval allow|deny`), else only below risk `high` (separation of duties).
+
+    >>> requester_may_approve(None, "medium"), requester_may_approve(None, "high")
+    (True, False)
+    >>> requester_may_approve("allow", "critical")
+    True
+    """
+    if self_approval is not None:
+        return self_approval == "allow"
+    return risk_rank(risk) < risk_rank("high")
+
+
 class Approver(_Model):
     kind: t.Literal["role", "user"]
     value: str
@@ -454,6 +472,8 @@ class Rule(_Model):
     grant: Grant | None = None
     reason: str | None = None
     instead: str | None = None
+    self_approval: SelfApproval | None = None
+    """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
     origin: SourceRef | None = None
 
 
@@ -466,6 +486,8 @@ class DefaultDecision(_Model):
     grant: Grant | None = None
     reason: str | None = None
     instead: str | None = None
+    self_approval: SelfApproval | None = None
+    """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
     origin: SourceRef | None = None
 
 
@@ -485,6 +507,8 @@ class RiskEntry(_Model):
     grant: Grant | None = None
     reason: str | None = None
     instead: str | None = None
+    self_approval: SelfApproval | None = None
+    """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
     origin: SourceRef | None = None
 
 

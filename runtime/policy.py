@@ -51,6 +51,7 @@ from .model import (
     Spec,
     Tool,
     Type,
+    requester_may_approve,
 )
 
 __all__ = [
@@ -123,6 +124,9 @@ class Decision:
     origin: SourceRef | None
     policy: str
     tool_id: str
+    requester_may_approve: bool = True
+    """For an ASK: whether the actor who asked may approve the call themselves (the ASK's
+    `self_approval`, else only below risk `high`)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,16 +320,19 @@ class Decider:
     def _miss(
         self,
         indexes: tuple[int, ...],
-        cache: dict[int | str, Decision],
+        cache: dict[Any, Decision],
         tool_id: str,
+        by_risk: bool,
         mask: int,
         view: Mapping[str, Any],
     ) -> Decision:
-        """Build (and cache) the decision for one set of matching candidates."""
+        """Build (and cache) the decision for one set of matching candidates. The key is the
+        mask, or the risk when no rule matched; for a tool whose operations differ in risk,
+        both (a decision says whether the requester may approve, which follows the risk)."""
         matched = [self.rules[i] for pos, i in enumerate(indexes) if mask >> pos & 1]
         decision = decide_from(self.name, self._spec, self._default, matched, view["risk"], tool_id)
         if len(cache) < _CACHE_LIMIT:
-            cache[mask or view["risk"]] = decision
+            cache[(mask, view["risk"]) if by_risk and mask else mask or view["risk"]] = decision
         return decision
 
     def rule(self, label: str) -> Rule | None:
@@ -376,8 +383,9 @@ def _generate(
     for tool_id, slot in slots.items():
         tool = spec.tools[tool_id]
         indexes = tuple(sorted(slot))  # INVARIANT: text order, so bits follow the rules' order
-        cache: dict[int | str, Decision] = {}
-        miss = partial(decider._miss, indexes, cache, tool_id)
+        cache: dict[Any, Decision] = {}
+        by_risk = len({tool_view(tool, op)["risk"] for op in (None, *tool.operations)}) > 1
+        miss = partial(decider._miss, indexes, cache, tool_id, by_risk)
         normal = frozenset(f.name for f in tool.input.fields if f.type.name == "path")
         exprs = {i: expr(i, normal) for i in indexes if i in conditions}
         body = ["a = x.args"]
@@ -448,7 +456,7 @@ def _generate(
                 body.append(f"if s & {bit} and {exprs[i][0]}:")
             body.append(f"    m |= {bit}")
         body += [
-            "d = _C.get(m or r)",
+            "d = _C.get((m, r) if m else r)" if by_risk else "d = _C.get(m or r)",
             "return _M(m, t) if d is None else d",
         ]
         source = (
@@ -491,6 +499,7 @@ def decide_from(
             win.origin,
             policy,
             tool_id,
+            requester_may_approve(win.self_approval, risk),
         )
     if default is None:
         return Decision(
@@ -509,6 +518,7 @@ def decide_from(
             default.origin,
             policy,
             tool_id,
+            requester_may_approve(default.self_approval, risk),
         )
     table = spec.risk_tables.get(default.table)
     entry = table.entries.get(risk) if table is not None else None  # type: ignore[call-overload]
@@ -527,6 +537,7 @@ def decide_from(
         entry.origin or default.origin,
         policy,
         tool_id,
+        requester_may_approve(entry.self_approval, risk),
     )
 
 

@@ -285,6 +285,7 @@ option_items = st.one_of(
         st.none() | conditions(1),
     ),
     str_attr("reason", "instead"),
+    attr("self_approval", names(st.sampled_from(("allow", "deny")))),
 )
 option_blocks = st.none() | st.lists(option_items, max_size=4).map(tuple)
 

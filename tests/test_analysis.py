@@ -667,3 +667,25 @@ def test_two_analyses_in_one_process_find_the_same_witnesses() -> None:
     first = witnesses()
     z3.solve(z3.Int("unrelated") > 41)  # other solver work in between changes nothing
     assert witnesses() == first == witnesses()
+
+
+def test_a_float_argument_compares_with_an_int_literal(tmp_path: Path) -> None:
+    # once an internal error: the analysis converted the real side to a real again
+    _, analysis = analyse(
+        tmp_path,
+        """
+        policy p {
+          default deny
+          small: allow pay when args.amount <= 100
+          big: deny pay when args.amount > 100.5 and args.amount < 50 { reason "never" }
+        }
+        """,
+        tools="""
+        tool pay {
+          summary "Pay."
+          effects external
+          input { amount: float }
+        }
+        """,
+    )
+    assert [(f.kind, f.rule) for f in analysis.findings] == [("unsatisfiable", "p.big")]

@@ -189,7 +189,9 @@ policy profile {
   default deny
   steps: allow vault.peek, vault.poke
   allow vault.list
-  profile_send: ask vault.send { approver role "user"; grant once ttl 10m; reason "s" }
+  profile_send: ask vault.send {
+    approver role "user"; self_approval allow; grant once ttl 10m; reason "s"
+  }
   profile_no: deny vault.burn { reason "the profile says no" }
 }
 skill vault {

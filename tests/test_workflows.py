@@ -289,6 +289,22 @@ def test_an_ask_becomes_a_gate_for_the_approver(env: tuple[Harness, Jobs, Path])
     assert "grant.issued" in types
 
 
+def test_the_runs_creator_may_not_approve_its_high_risk_call(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    h, jobs, _ = env
+    run = h.workflows.create("ship", {"base": 9}, id="sod-1", actor=RELEASE_MANAGER, start=True)
+    until(lambda: waiting(h, run, "release.approval"), what="the approval gate")
+    # `job.ship` is high risk: separation of duties, by default
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.decide(run, "release.approval", "approve", by=RELEASE_MANAGER)
+    assert err.value.code == "self-approval"
+    other = {"user": "u-10", "role": "release-manager"}
+    h.workflows.decide(run, "release.approval", "approve", by=other)
+    assert h.workflows.wait(run)["status"] == "completed"
+    assert 9 in jobs.shipped
+
+
 def test_failure_policy_retries_compensates_and_escalates(
     env: tuple[Harness, Jobs, Path],
 ) -> None:

@@ -828,8 +828,11 @@ class Encoder:
             return present, ORDER[op](x, y)
         if a.kind in ("int", "real") and b.kind in ("int", "real"):
             x, y = a.expr, b.expr
-            if a.kind != b.kind:
-                x, y = z3.ToReal(x), z3.ToReal(y)
+            # a mixed comparison compares reals: only the int side is converted
+            if a.kind == "int" and b.kind == "real":
+                x = z3.ToReal(x)
+            elif a.kind == "real" and b.kind == "int":
+                y = z3.ToReal(y)
             return present, ORDER[op](x, y)
         return None
 

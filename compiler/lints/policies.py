@@ -1,9 +1,10 @@
-"""L010–L012: policy rules whose shape is a known way to get governance wrong."""
+"""L010–L012, L019: policy rules whose shape is a known way to get governance wrong."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
@@ -189,4 +190,103 @@ def wildcard_allow(ctx: LintContext) -> Iterator[Diagnostic]:
                 _selector_span(node, index),
                 f"matches {count} tool{'s' if count != 1 else ''} today",
                 help="name the tools this rule is meant for",
+            )
+
+
+def _option_span(options: tuple[object, ...] | None, key: str) -> Span | None:
+    for option in options or ():
+        if isinstance(option, s.Attr) and option.key == key:
+            return option.span
+    return None
+
+
+def _confirmed_by_user(approvers: tuple[m.Approver, ...]) -> bool:
+    """An ASK whose only approver is the role `user` asks the person the agent acts for to
+    confirm its call: that person is the requester by design, so self-approval is the point."""
+    return bool(approvers) and all((a.kind, a.value) == ("role", "user") for a in approvers)
+
+
+def _riskiest(tool: m.Tool) -> str:
+    """The highest risk a call of `tool` can have (its own, or an operation's)."""
+    levels = [tool.risk, *(op.risk for op in tool.operations.values() if op.risk)]
+    return max(levels, key=m.risk_rank)
+
+
+@lint_rule(
+    "L019",
+    "self-approval-of-high-risk",
+    "warning",
+    "an `ask` lets the requester approve their own high- or critical-risk call",
+    "Separation of duties: the person who asks for a high- or critical-risk call (a payment, a "
+    "production deploy, a deletion) should not be the one who approves it, so one stolen "
+    "account or one mistaken person cannot both start and authorise it. That is the default "
+    "at risk `high` and above; `self_approval allow` turns it off. Keep it off only where one "
+    "person really is the only approver, and say why with a suppression comment. An ASK whose "
+    'only approver is `role "user"` is not reported: it asks the person the agent acts for to '
+    "confirm the agent's call, and that person is the requester by design.",
+    bad=_TOOLS
+    + """
+policy release {
+  default deny
+  ask deploy when args.environment == "production" {
+    approver role "release-manager"
+    self_approval allow
+    grant once ttl 15m
+  }
+}
+""",
+    good=_TOOLS
+    + """
+policy release {
+  default deny
+  ask deploy when args.environment == "production" {
+    approver role "release-manager"
+    grant once ttl 15m
+  }
+}
+""",
+)
+def self_approval_of_high_risk(ctx: LintContext) -> Iterator[Diagnostic]:
+    for rule, node in ctx.rules():
+        if rule.effect != "ask" or rule.self_approval != "allow" or node is None:
+            continue
+        if _confirmed_by_user(rule.approvers):
+            continue
+        risky = [
+            t
+            for selector in rule.selectors
+            for t in ctx.selected_tools(selector)
+            if m.risk_rank(_riskiest(t)) >= m.risk_rank("high")
+        ]
+        if not risky:
+            continue
+        first = risky[0]
+        others = f" and {len(risky) - 1} more" if len(risky) > 1 else ""
+        declared = ctx.tool_span(first.id)
+        yield Diagnostic.make(
+            "L019",
+            f"`{rule.label}` lets the requester approve their own call of the "
+            f"{_riskiest(first)}-risk tool `{first.id}`{others}",
+            _option_span(node.options, "self_approval") or node.span,
+            "the requester may approve",
+            secondary=[(declared, f"declared {first.risk} risk")] if declared else [],
+            help="remove `self_approval allow`, so that another approver decides",
+        )
+    for table in ctx.spec.risk_tables.values():
+        for level, entry in table.entries.items():
+            if entry.effect != "ask" or entry.self_approval != "allow":
+                continue
+            if _confirmed_by_user(entry.approvers):
+                continue
+            if m.risk_rank(level) < m.risk_rank("high"):
+                continue
+            found = ctx.node_at(entry.origin, s.RiskEntry)
+            span = _option_span(found.options, "self_approval") if found is not None else None
+            yield Diagnostic.make(
+                "L019",
+                f"the risk table `{table.name}` lets the requester approve their own "
+                f"{level}-risk calls",
+                span or ctx.span(entry.origin),
+                "the requester may approve",
+                help="remove `self_approval allow`, so that another approver decides",
             )

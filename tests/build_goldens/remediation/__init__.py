@@ -19,7 +19,7 @@ __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = '06f90f8dee76bf0be088bc926e986158352c5bbe7183908abdcb4c2ba7b4f292'
+POLICY_VERSION = '51ba84a7e9610b434fb048a3b62015b2d3be2fa5cd11cd323e712a20b9420fee'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent

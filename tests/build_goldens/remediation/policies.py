@@ -87,10 +87,10 @@ RULES: dict[str, tuple[str, str]] = {
         'report_profile.report_stays_local'
     ): ('deny', 'examples/remediation/remediation.harness:389'),
     'workspace.edits': ('ask', 'std/workspace.harness:156'),
-    'workspace.legacy_edits': ('ask', 'std/workspace.harness:173'),
-    'workspace.legacy_reads': ('allow', 'std/workspace.harness:170'),
+    'workspace.legacy_edits': ('ask', 'std/workspace.harness:175'),
+    'workspace.legacy_reads': ('allow', 'std/workspace.harness:172'),
     'workspace.reads': ('allow', 'std/workspace.harness:154'),
-    'workspace.terminal': ('ask', 'std/workspace.harness:162'),
+    'workspace.terminal': ('ask', 'std/workspace.harness:163'),
 }
 
 # policy → the call's risk → (effect, reason, where) when no rule matches
@@ -831,7 +831,7 @@ def match_remediation__edit_file(
         and value_ne(call.resource.get('credential'), 'short_lived')
     ):
         matched.append('guardrails.long_lived_secret')
-    # workspace.legacy_edits: ask (std/workspace.harness:173)
+    # workspace.legacy_edits: ask (std/workspace.harness:175)
     matched.append('workspace.legacy_edits')
     # remediation.triage_is_local: deny (examples/remediation/remediation.harness:374)
     if (
@@ -1122,7 +1122,7 @@ def match_remediation__read(
         and value_ne(call.resource.get('credential'), 'short_lived')
     ):
         matched.append('guardrails.long_lived_secret')
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     # remediation.triage_is_local: deny (examples/remediation/remediation.harness:374)
@@ -1165,7 +1165,7 @@ def match_remediation__read_extract(
         and value_ne(call.resource.get('credential'), 'short_lived')
     ):
         matched.append('guardrails.long_lived_secret')
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     # remediation.triage_is_local: deny (examples/remediation/remediation.harness:374)
@@ -1208,7 +1208,7 @@ def match_remediation__read_list(
         and value_ne(call.resource.get('credential'), 'short_lived')
     ):
         matched.append('guardrails.long_lived_secret')
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     # remediation.triage_is_local: deny (examples/remediation/remediation.harness:374)
@@ -1251,7 +1251,7 @@ def match_remediation__read_locate(
         and value_ne(call.resource.get('credential'), 'short_lived')
     ):
         matched.append('guardrails.long_lived_secret')
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     # remediation.triage_is_local: deny (examples/remediation/remediation.harness:374)
@@ -1337,7 +1337,7 @@ def match_remediation__read_slice(
         and value_ne(call.resource.get('credential'), 'short_lived')
     ):
         matched.append('guardrails.long_lived_secret')
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     # remediation.triage_is_local: deny (examples/remediation/remediation.harness:374)
@@ -1457,7 +1457,7 @@ def match_remediation__terminal_session(
         and value_ne(call.resource.get('credential'), 'short_lived')
     ):
         matched.append('guardrails.long_lived_secret')
-    # workspace.terminal: ask (std/workspace.harness:162)
+    # workspace.terminal: ask (std/workspace.harness:163)
     matched.append('workspace.terminal')
     # remediation.triage_is_local: deny (examples/remediation/remediation.harness:374)
     if (
@@ -1498,7 +1498,7 @@ def match_remediation__workspace_mutation(
         and value_ne(call.resource.get('credential'), 'short_lived')
     ):
         matched.append('guardrails.long_lived_secret')
-    # workspace.legacy_edits: ask (std/workspace.harness:173)
+    # workspace.legacy_edits: ask (std/workspace.harness:175)
     matched.append('workspace.legacy_edits')
     # remediation.triage_is_local: deny (examples/remediation/remediation.harness:374)
     if (
@@ -2426,7 +2426,7 @@ def match_std_workspace_workspace__edit_file(
 ) -> list[str]:
     # tool edit_file
     matched: list[str] = []
-    # workspace.legacy_edits: ask (std/workspace.harness:173)
+    # workspace.legacy_edits: ask (std/workspace.harness:175)
     matched.append('workspace.legacy_edits')
     return matched
 
@@ -2437,7 +2437,7 @@ def match_std_workspace_workspace__read(
     # tool read
     facts = call.facts
     matched: list[str] = []
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     return matched
@@ -2449,7 +2449,7 @@ def match_std_workspace_workspace__read_extract(
     # tool read_extract
     facts = call.facts
     matched: list[str] = []
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     return matched
@@ -2461,7 +2461,7 @@ def match_std_workspace_workspace__read_list(
     # tool read_list
     facts = call.facts
     matched: list[str] = []
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     return matched
@@ -2473,7 +2473,7 @@ def match_std_workspace_workspace__read_locate(
     # tool read_locate
     facts = call.facts
     matched: list[str] = []
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     return matched
@@ -2497,7 +2497,7 @@ def match_std_workspace_workspace__read_slice(
     # tool read_slice
     facts = call.facts
     matched: list[str] = []
-    # workspace.legacy_reads: allow (std/workspace.harness:170)
+    # workspace.legacy_reads: allow (std/workspace.harness:172)
     if within(args.get('path'), normalize_path(facts.get('workspace.root'))):
         matched.append('workspace.legacy_reads')
     return matched
@@ -2508,7 +2508,7 @@ def match_std_workspace_workspace__terminal_session(
 ) -> list[str]:
     # tool terminal_session
     matched: list[str] = []
-    # workspace.terminal: ask (std/workspace.harness:162)
+    # workspace.terminal: ask (std/workspace.harness:163)
     matched.append('workspace.terminal')
     return matched
 
@@ -2518,7 +2518,7 @@ def match_std_workspace_workspace__workspace_mutation(
 ) -> list[str]:
     # tool workspace_mutation
     matched: list[str] = []
-    # workspace.legacy_edits: ask (std/workspace.harness:173)
+    # workspace.legacy_edits: ask (std/workspace.harness:175)
     matched.append('workspace.legacy_edits')
     return matched
 
