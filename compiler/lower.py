@@ -18,12 +18,12 @@ from typing import Any, TypeVar
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic, has_errors
 from harnessc.dsl.source import Span
+from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
 from pydantic import ValidationError
 
 from .modules import head_span
 from .resolve import BUILTIN_ROOTS, Module, Resolution, Symbol
-from .suggest import did_you_mean
 
 __all__ = ["Lowered", "derive_wire_name", "lower_program"]
 

@@ -19,8 +19,7 @@ from typing import Protocol
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic, Label, has_errors
 from harnessc.dsl.source import Source, Span
-
-from .suggest import did_you_mean
+from harnessc.dsl.suggest import did_you_mean
 
 STD_PACKAGE = "harnessc.stdlib"
 STD_PREFIX = "std."

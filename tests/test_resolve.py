@@ -12,11 +12,11 @@ import pytest
 from harnessc.compiler.modules import std_module_names
 from harnessc.compiler.pipeline import LoadedFile, check, load_file
 from harnessc.compiler.resolve import Resolution, resolve_program
-from harnessc.compiler.suggest import edit_distance, suggest
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic, render
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source, Span
+from harnessc.dsl.suggest import MAX_WORD, edit_distance, suggest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "remediation" / "remediation.harness"
@@ -800,6 +800,13 @@ def test_suggestions_are_near_matches_only():
     assert suggest("deploy", ["change.create", "read_open"]) is None
     assert suggest("b", ["a"]) is None
     assert edit_distance("kitten", "sitting") == 3
+
+
+def test_a_word_longer_than_any_plausible_name_gets_no_suggestion():
+    # the search's cost is bounded by the word's length: a huge bad name stays cheap to report
+    long = "a" * MAX_WORD
+    assert suggest(long + "b", [long]) is None
+    assert suggest(long[1:] + "b", [long]) == long
 
 
 def _big_module(n: int) -> LoadedFile:
