@@ -157,7 +157,8 @@ _CODES = [
         "error",
         "a number or duration is malformed",
         "Durations are integers with units `ms s m h d`, compoundable from largest to "
-        "smallest without spaces (`1h30m`).",
+        "smallest without spaces (`1h30m`). Integers and durations (in milliseconds) are 64-bit "
+        "and numbers are 64-bit floating point: a literal beyond that range is refused.",
     ),
     Code(
         "H112",
