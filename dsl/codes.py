@@ -559,6 +559,17 @@ _CODES = [
         "(`class`, `None`), and not `tests` (the generated test suite's folder) or `harnessc`. "
         "Rename the harness, for example `harness my_agent { }`.",
     ),
+    Code(
+        "H502",
+        "package-shadows-module",
+        "error",
+        "the generated package would shadow a standard-library or installed module",
+        "The generated package is imported by its name, so a harness named `json`, `os` or `sys` "
+        "(or after a module an installed distribution provides, such as `numpy`) would hide that "
+        "module from every import in the project, or be hidden by it. Rename the harness, for "
+        "example `harness json_agent { }`. A package that an earlier build wrote to the same "
+        "output folder does not count, even when its project is installed.",
+    ),
     # H6 — spec tests (`harnessc test`)
     Code(
         "H601",
