@@ -415,7 +415,10 @@ class Runner:
             except Exception:
                 outcome.findings.append(Finding("traceback", name, traceback.format_exc()))
             finally:
-                outcome.seconds[name] = time.perf_counter() - started
+                spent = outcome.seconds[name] = time.perf_counter() - started
+                # the alarm can land in a finaliser, where Python ignores the exception
+                if spent > self.limit and not any(f.stage == name for f in outcome.findings):
+                    outcome.findings.append(Finding("hang", name, f"{spent:.1f} s"))
             return None
 
         loaded = stage("parse", lambda: pipeline.load_file(path))
