@@ -30,6 +30,7 @@ MAX_NESTING = 64
 _VALUE_TOKENS = {"NAME", "DOTTED", "MCP_ID", "KEY"}
 _QUOTED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 _DURATION_PART = re.compile(r"([0-9]+)(ms|[smhd])")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNIT_RANK = {"d": 5, "h": 4, "m": 3, "s": 2, "ms": 1}
 _UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
 MAX_INT = 2**63 - 1
@@ -460,6 +461,18 @@ class _Builder:
             return str(tok)[1:-1]
         if not isinstance(value, str):  # pragma: no cover - the token is always a JSON string
             return str(tok)[1:-1]
+        if _SURROGATE.search(value):
+            # `\ud800` alone is valid JSON but no character: it could not be written as UTF-8
+            self.diagnostics.append(
+                Diagnostic.make(
+                    "H105",
+                    "invalid escape in string",
+                    self._tok_span(tok),
+                    "half of a surrogate pair, not a character",
+                    help=r"write the character itself, or both halves: `\ud83d\ude00`",
+                )
+            )
+            return _SURROGATE.sub("\ufffd", value)
         return value
 
     # -- MCP, skills, agents ---------------------------------------------------------------

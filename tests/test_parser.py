@@ -240,3 +240,12 @@ def test_the_largest_numbers_are_accepted() -> None:
         "  input { f: float max 1.7e308, a: int min -9223372036854775807 } }"
     )
     assert parse_source(Source("t.harness", text)).diagnostics == ()
+
+
+def test_a_lone_surrogate_escape_is_h105() -> None:
+    # valid JSON, but no character: the build could not write it as UTF-8
+    result = parse_source(Source("t.harness", 'connection c "a\\ud800b"'))
+    [d] = result.diagnostics
+    assert d.code == "H105" and d.primary is not None
+    assert d.primary.span.text == '"a\\ud800b"'
+    assert parse_source(Source("t.harness", 'connection c "\\ud83d\\ude00"')).diagnostics == ()
