@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnessc.dsl.codes import CODES
-
-from .suggest import did_you_mean
+from harnessc.dsl.suggest import did_you_mean
 
 DEFAULT_SELECT = ("L", "H")
 KNOWN_KEYS = ("select", "ignore")

@@ -25,12 +25,12 @@ import networkx as nx
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
+from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
 from harnessc.runtime.model import Spec
 
 from .lower import module_name
 from .resolve import BUILTIN_ROOTS, Resolution
-from .suggest import did_you_mean
 
 __all__ = ["check_workflows", "step_graph"]
 

@@ -10,6 +10,8 @@ collected; a build with errors gets no model.
 from __future__ import annotations
 
 import re
+import re._parser as sre
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
@@ -18,12 +20,12 @@ from typing import Any, TypeVar
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic, has_errors
 from harnessc.dsl.source import Span
+from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
 from pydantic import ValidationError
 
 from .modules import head_span
 from .resolve import BUILTIN_ROOTS, Module, Resolution, Symbol
-from .suggest import did_you_mean
 
 __all__ = ["Lowered", "derive_wire_name", "lower_program"]
 
@@ -832,7 +834,11 @@ class _Lowerer:
 
     def regex(self, node: s.Str) -> re.Pattern[str] | None:
         try:
-            return re.compile(node.value)
+            # parsed apart from `re.compile`, whose cache would hide the warning the second time
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                sre.parse(node.value)
+                compiled = re.compile(node.value)
         except re.error as error:
             self.report(
                 "H306",
@@ -842,6 +848,19 @@ class _Lowerer:
                 help="check the brackets and escapes; in a string, a backslash is written `\\\\`",
             )
             return None
+        # Python warns of a set that will mean something else in a later version (`[[`, `--`,
+        # `&&`, `~~`, `||` inside `[…]`): a policy's pattern must mean one thing everywhere
+        future = [w for w in caught if issubclass(w.category, FutureWarning)]
+        if future:
+            self.report(
+                "H306",
+                f"ambiguous regular expression `{node.value}`",
+                node.span,
+                str(future[0].message).lower(),
+                help="escape the doubled character inside `[…]` with a backslash (`\\\\-`)",
+            )
+            return None
+        return compiled
 
     def default(
         self,

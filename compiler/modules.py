@@ -6,9 +6,10 @@ two imports binding one name (H208), a header or an import out of place (H109, H
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -16,10 +17,9 @@ from pathlib import Path
 from typing import Protocol
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.diagnostics import Diagnostic, has_errors
+from harnessc.dsl.diagnostics import Diagnostic, Label, has_errors
 from harnessc.dsl.source import Source, Span
-
-from .suggest import did_you_mean
+from harnessc.dsl.suggest import did_you_mean
 
 STD_PACKAGE = "harnessc.stdlib"
 STD_PREFIX = "std."
@@ -160,7 +160,14 @@ class _Loader:
 
     # -- creating modules ------------------------------------------------------------------
 
-    def add(self, loaded: LoadedFileLike, *, is_root: bool, module_path: str | None) -> Module:
+    def add(
+        self,
+        loaded: LoadedFileLike,
+        *,
+        is_root: bool,
+        module_path: str | None,
+        imported_at: Span | None = None,
+    ) -> Module:
         key = os.path.realpath(loaded.path)
         existing = self.by_key.get(key)
         if existing is not None:
@@ -179,7 +186,7 @@ class _Loader:
             self.complete = False
         if not is_root:
             # a root's own read and parse diagnostics are reported by the pipeline
-            self.diagnostics.extend(loaded.diagnostics)
+            self.diagnostics.extend(_anchored(d, imported_at) for d in loaded.diagnostics)
         return module
 
     def load_std(self, module_path: str) -> Module:
@@ -191,11 +198,12 @@ class _Loader:
             loaded = self.load_file(path, shown)
             return self.add(loaded, is_root=False, module_path=module_path)
 
-    def load_path(self, path: Path, shown: str) -> Module:
+    def load_path(self, path: Path, shown: str, imported_at: Span) -> Module:
         key = os.path.realpath(path)
         if key in self.by_key:
             return self.by_key[key]
-        return self.add(self.load_file(path, shown), is_root=False, module_path=None)
+        loaded = self.load_file(path, shown)
+        return self.add(loaded, is_root=False, module_path=None, imported_at=imported_at)
 
     # -- one module's imports --------------------------------------------------------------
 
@@ -336,7 +344,7 @@ class _Loader:
         self.report(
             Diagnostic.make(
                 "H203",
-                f"unknown module `{target}`",
+                f"unknown module `{_clipped(target)}`",
                 node.target_span,
                 label,
                 notes=[f"the standard library has {', '.join(f'`{n}`' for n in known)}"]
@@ -349,21 +357,23 @@ class _Loader:
 
     def resolve_file_import(self, module: Module, node: s.Import) -> Module | None:
         folder = module.path.parent
-        path = folder / node.target
         shown = os.path.normpath(os.path.join(os.path.dirname(module.name), node.target))
-        if path.is_file():
-            return self.load_path(path, shown)
-        if path.exists():
-            what = "a folder" if path.is_dir() else "not a regular file"
-            self.report(
-                Diagnostic.make(
-                    "H203",
-                    f"unknown module `{node.target}`",
-                    node.target_span,
-                    f"`{shown}` is {what}",
-                    help="import a `.harness` file",
-                )
-            )
+        if "\x00" in node.target:
+            self.unusable(node, "an import path cannot contain a NUL character")
+            return None
+        path = folder / node.target
+        try:
+            # a path the file system refuses (too long, a file used as a folder, no permission
+            # to look) is the spec's problem, reported at the import like a missing file
+            is_file, exists, is_dir = path.is_file(), path.exists(), path.is_dir()
+        except OSError as error:
+            self.unusable(node, f"cannot open `{_clipped(shown)}`: {_reason(error)}")
+            return None
+        if is_file:
+            return self.load_path(path, shown, node.target_span)
+        if exists:
+            what = "a folder" if is_dir else "not a regular file"
+            self.unusable(node, f"`{shown}` is {what}", help="import a `.harness` file")
             return None
         siblings: list[str] = []
         prefix = os.path.dirname(node.target)
@@ -376,16 +386,44 @@ class _Loader:
                 ]
         except OSError:
             siblings = []
+        self.unusable(
+            node, f"no file `{_clipped(shown)}`", help=did_you_mean(node.target, siblings)
+        )
+        return None
+
+    def unusable(self, node: s.Import, label: str, *, help: str | None = None) -> None:
+        """Report H203 at an import whose file cannot be loaded; `label` says why."""
         self.report(
             Diagnostic.make(
                 "H203",
-                f"unknown module `{node.target}`",
+                f"unknown module `{_clipped(node.target)}`",
                 node.target_span,
-                f"no file `{shown}`",
-                help=did_you_mean(node.target, siblings),
+                label,
+                help=help,
             )
         )
-        return None
+
+
+def _anchored(diagnostic: Diagnostic, imported_at: Span | None) -> Diagnostic:
+    """A diagnostic about an imported file as a whole (unreadable, too large), placed at the
+    import that asked for it, so the user sees which line to change."""
+    if imported_at is None or diagnostic.primary is not None:
+        return diagnostic
+    return replace(diagnostic, labels=(Label(imported_at, "imported here"), *diagnostic.labels))
+
+
+_CLIP = 80
+
+
+def _clipped(text: str) -> str:
+    """A path short enough for a message: the caret already shows the whole of it."""
+    return text if len(text) <= _CLIP else f"{text[: _CLIP // 2]}…{text[-_CLIP // 2 :]}"
+
+
+def _reason(error: OSError) -> str:
+    if error.errno == errno.ENAMETOOLONG:
+        return "the path is longer than the file system allows"
+    return (error.strerror or type(error).__name__).lower()
 
 
 def _cycle_names(cycle: list[Module]) -> list[str]:

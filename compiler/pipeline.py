@@ -161,7 +161,9 @@ def build(
         return built
     # inline `# harnessc: ignore[…]` comments silence notes here as they do in lint
     result.diagnostics = filter_findings(result.diagnostics, result.resolution, LintConfig())
-    result.diagnostics.extend(codegen.check_package_name_of(result.model, result.resolution))
+    result.diagnostics.extend(
+        codegen.check_package_name_of(result.model, result.resolution, built.out)
+    )
     if not result.ok:
         return built
     # needs a valid model: the plan assumes every name resolves and every condition type-checks

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
+from harnessc.dsl.suggest import did_you_mean, suggest
 
 from .modules import (
     STD_PREFIX,
@@ -30,7 +31,6 @@ from .modules import (
     load_modules,
     std_module_names,
 )
-from .suggest import did_you_mean, suggest
 
 __all__ = [
     "BUILTIN_ROOTS",

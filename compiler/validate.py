@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
+from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
 
 from .lower import module_name
 from .modules import head_span
 from .resolve import BUILTIN_ROOTS, Module, Resolution
-from .suggest import did_you_mean
 
 __all__ = ["validate_spec"]
 

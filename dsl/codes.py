@@ -157,7 +157,8 @@ _CODES = [
         "error",
         "a number or duration is malformed",
         "Durations are integers with units `ms s m h d`, compoundable from largest to "
-        "smallest without spaces (`1h30m`).",
+        "smallest without spaces (`1h30m`). Integers and durations (in milliseconds) are 64-bit "
+        "and numbers are 64-bit floating point: a literal beyond that range is refused.",
     ),
     Code(
         "H112",
@@ -557,6 +558,17 @@ _CODES = [
         "a header, after the spec's file). The name must be a Python identifier, not a keyword "
         "(`class`, `None`), and not `tests` (the generated test suite's folder) or `harnessc`. "
         "Rename the harness, for example `harness my_agent { }`.",
+    ),
+    Code(
+        "H502",
+        "package-shadows-module",
+        "error",
+        "the generated package would shadow a standard-library or installed module",
+        "The generated package is imported by its name, so a harness named `json`, `os` or `sys` "
+        "(or after a module an installed distribution provides, such as `numpy`) would hide that "
+        "module from every import in the project, or be hidden by it. Rename the harness, for "
+        "example `harness json_agent { }`. A package that an earlier build wrote to the same "
+        "output folder does not count, even when its project is installed.",
     ),
     # H6 — spec tests (`harnessc test`)
     Code(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import math
 import re
 import threading
 from dataclasses import dataclass, replace
@@ -29,7 +30,13 @@ MAX_NESTING = 64
 _VALUE_TOKENS = {"NAME", "DOTTED", "MCP_ID", "KEY"}
 _QUOTED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 _DURATION_PART = re.compile(r"([0-9]+)(ms|[smhd])")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNIT_RANK = {"d": 5, "h": 4, "m": 3, "s": 2, "ms": 1}
+_UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
+MAX_INT = 2**63 - 1
+"""Integers, and durations in milliseconds, are 64-bit: what the model's JSON, the runtime and
+the policy engines all hold exactly."""
+_SHOWN_DIGITS = 24
 # `mcp:*`, `mcp:SERVER:*`, `mcp:SERVER:tool:NAME`, `mcp:SERVER:tool:PREFIX*`
 _MCP_PATTERN = re.compile(r"mcp:(?:\*|[A-Za-z0-9_-]+:(?:\*|tool:[A-Za-z0-9_./-]*\*?))")
 
@@ -78,17 +85,47 @@ class _Builder:
         if kind in _VALUE_TOKENS:
             return self._name(child)
         if kind == "INT":
-            return s.Int(int(child), span=self._tok_span(child))
+            return self._int(child, self._tok_span(child))
         if kind == "FLOAT":
-            return s.Float(str(child), span=self._tok_span(child))
+            return self._float(child, self._tok_span(child))
         if kind == "DURATION":
             return self._duration(child)
         return None
+
+    def _int(self, tok: Tok, span: Span) -> s.Int:
+        text = str(tok)
+        # INVARIANT: the length test comes first, so a number of any length is never converted
+        if len(text.lstrip("-").lstrip("0")) > len(str(MAX_INT)) or abs(int(text)) > MAX_INT:
+            self._too_large(span, "integer", f"integers are 64-bit: at most `{MAX_INT}`")
+            return s.Int(0, span=span)
+        return s.Int(int(text), span=span)
+
+    def _float(self, tok: Tok, span: Span) -> s.Float:
+        if math.isinf(float(str(tok))):
+            self._too_large(span, "number", "numbers are 64-bit floating point: at most `1.7e308`")
+        return s.Float(str(tok), span=span)
+
+    def _too_large(self, span: Span, what: str, help: str) -> None:
+        text = span.text
+        shown = text if len(text) <= _SHOWN_DIGITS else f"{text[: _SHOWN_DIGITS - 4]}…{text[-3:]}"
+        self.diagnostics.append(
+            Diagnostic.make(
+                "H111", f"the {what} `{shown}` is too large", span, "out of range", help=help
+            )
+        )
 
     def _duration(self, tok: Tok) -> s.Duration:
         node = s.Duration(str(tok), span=self._tok_span(tok))
         units = _DURATION_PART.findall(str(tok))
         ranks = [_UNIT_RANK[unit] for _number, unit in units]
+        digits = max(len(number.lstrip("0")) for number, _unit in units)
+        if digits > len(str(MAX_INT)) or sum(int(n) * _UNIT_MS[u] for n, u in units) > MAX_INT:
+            self._too_large(
+                node.span,
+                "duration",
+                f"durations are 64-bit: at most `{MAX_INT}ms` (292 million years)",
+            )
+            return node
         if any(a <= b for a, b in itertools.pairwise(ranks)):
             self.diagnostics.append(
                 Diagnostic.make(
@@ -384,10 +421,10 @@ class _Builder:
         return c[0]
 
     def int_(self, c):
-        return s.Int(int(c[0]), span=self._span(c))
+        return self._int(c[0], self._span(c))
 
     def float_(self, c):
-        return s.Float(str(c[0]), span=self._span(c))
+        return self._float(c[0], self._span(c))
 
     def duration(self, c):
         return self._duration(c[0])
@@ -424,6 +461,18 @@ class _Builder:
             return str(tok)[1:-1]
         if not isinstance(value, str):  # pragma: no cover - the token is always a JSON string
             return str(tok)[1:-1]
+        if _SURROGATE.search(value):
+            # `\ud800` alone is valid JSON but no character: it could not be written as UTF-8
+            self.diagnostics.append(
+                Diagnostic.make(
+                    "H105",
+                    "invalid escape in string",
+                    self._tok_span(tok),
+                    "half of a surrogate pair, not a character",
+                    help=r"write the character itself, or both halves: `\ud83d\ude00`",
+                )
+            )
+            return _SURROGATE.sub("\ufffd", value)
         return value
 
     # -- MCP, skills, agents ---------------------------------------------------------------

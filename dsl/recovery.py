@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from functools import cache
 
 from lark.lexer import PatternStr
@@ -21,6 +20,7 @@ from .diagnostics import Diagnostic
 from .lexer import ParseFailure, Tok
 from .parser import ParseResult, engine, parse_chunk
 from .source import Source, Span
+from .suggest import suggest
 
 MAX_NESTING = 64
 MAX_SYNTAX_ERRORS = 50
@@ -405,15 +405,9 @@ def _describe_expected(expected: frozenset[str]) -> str:
 
 def _near_keyword(word: str, expected: frozenset[str]) -> str | None:
     words = _terminal_words()
-    best = None
-    best_ratio = 0.0
-    for t in expected:
-        if t in _DESCRIBED or t not in words:
-            continue
-        candidate = words[t].strip("`")
-        if not candidate.replace("_", "").isalpha():
-            continue
-        ratio = SequenceMatcher(None, word, candidate).ratio()
-        if ratio > best_ratio:
-            best, best_ratio = candidate, ratio
-    return best if best_ratio >= 0.75 else None
+    keywords = sorted(
+        keyword
+        for keyword in (words[t].strip("`") for t in expected if t in words and t not in _DESCRIBED)
+        if keyword.replace("_", "").isalpha()
+    )
+    return suggest(word, keywords)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -457,6 +458,56 @@ def test_a_name_that_cannot_be_a_package_is_refused(
     err = capsys.readouterr().err
     assert f"error[H501]: the harness name `{name}` {why}" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("json", "is a module of Python's standard library"),
+        ("os", "is a module of Python's standard library"),
+        ("sys", "is a module of Python's standard library"),
+        ("numpy", "is a module installed by `numpy`"),
+    ],
+)
+def test_a_name_that_would_shadow_a_module_is_refused(
+    name: str, why: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    spec = tmp_path / "spec.harness"
+    spec.write_text(f'harness {name} {{ version "1" }}\n', "utf-8")
+    assert main(["build", str(spec), "-o", str(tmp_path / "out"), "--no-embed"]) == 1
+    err = capsys.readouterr().err
+    assert f"error[H502]: the harness name `{name}` {why}, which the generated package" in err
+    assert f"harness {name} {{" in err and "^" * len(name) in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_headerless_spec_named_like_a_module_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    spec = tmp_path / "json.harness"
+    spec.write_text('tool t { summary "t" effects read }\n', "utf-8")
+    assert main(["build", str(spec), "-o", str(tmp_path / "out"), "--no-embed"]) == 1
+    assert "error[H502]: the spec's name `json` (its file name)" in capsys.readouterr().err
+
+
+def test_the_package_an_earlier_build_wrote_shadows_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a project that holds its generated package and is installed lists the package as its own
+    out = tmp_path / "out"
+    (out / "agent").mkdir(parents=True)
+    (out / "agent" / "__init__.py").write_text("", "utf-8")
+    monkeypatch.syspath_prepend(str(out))
+    monkeypatch.setattr(
+        importlib.metadata, "packages_distributions", lambda: {"agent": ["my-project"]}
+    )
+    spec = tmp_path / "spec.harness"
+    spec.write_text('harness agent { version "1" }\n', "utf-8")
+    assert pipeline.build([spec], out, embed=False).ok
+    assert [
+        d.code
+        for d in pipeline.build([spec], tmp_path / "elsewhere", embed=False).check.diagnostics
+    ] == ["H502"]
 
 
 def test_a_headerless_spec_is_named_after_its_file(

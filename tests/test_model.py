@@ -295,6 +295,26 @@ def test_validation_codes(tmp_path: Path, text: str, code: str) -> None:
     assert code in codes_of(tmp_path, text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        'tool t { summary "x"; effects read; input { a: string pattern "^[a-z--]$" } }',
+        'tool t { summary "x"; effects read; input { a: string } }\n'
+        'policy p { allow t when args.a matches "[[a]" }',
+    ],
+    ids=["field", "condition"],
+)
+def test_a_pattern_python_would_read_differently_later_is_h306(tmp_path: Path, text) -> None:
+    # every time, not only the first (re.compile caches a pattern with its warnings silenced);
+    # with warnings as errors, as in this suite, the warning itself must never escape
+    for _ in range(2):
+        path = tmp_path / "main.harness"
+        path.write_text(text, encoding="utf-8")
+        [d] = check([path]).diagnostics
+        assert (d.code, d.message.split(" `")[0]) == ("H306", "ambiguous regular expression")
+        assert d.primary is not None and d.primary.message.startswith("possible")
+
+
 def test_the_model_carries_origins(spec: m.Spec) -> None:
     origin = spec.tools["change.create"].origin
     assert origin is not None

@@ -207,3 +207,45 @@ def test_lark_itself_rejects_what_the_engine_rejects() -> None:
     with pytest.raises(UnexpectedInput):
         lark.parse("tool t { risk }")
     assert parse_source(Source("t", "tool t { risk }")).diagnostics
+
+
+BIG = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    ("text", "underlined", "message"),
+    [
+        ("tool t { version 9223372036854775808 }", "9223372036854775808", "integer"),
+        (f"tool t {{ input {{ a: int min {BIG} }} }}", BIG, "integer"),
+        (f"policy p {{ allow t when args.a < -{BIG} }}", f"-{BIG}", "integer"),
+        ("policy p { allow t when args.f < 1.0e999 }", "1.0e999", "number"),
+        (f"tool t {{ input {{ f: float max {BIG}.0 }} }}", f"{BIG}.0", "number"),
+        ("tool t { timeout 106751991168d }", "106751991168d", "duration"),
+        (f"tool t {{ timeout {BIG}h1m }}", f"{BIG}h1m", "duration"),
+    ],
+    ids=["int64", "int-huge", "int-negative", "float-exponent", "float-digits", "days", "hours"],
+)
+def test_numbers_out_of_range_are_h111(text: str, underlined: str, message: str) -> None:
+    result = parse_source(Source("t.harness", text))
+    [d] = result.diagnostics
+    assert d.code == "H111"
+    assert d.message.startswith(f"the {message} `") and d.message.endswith("` is too large")
+    assert len(d.message) < 80
+    assert d.primary is not None and d.primary.span.text == underlined
+
+
+def test_the_largest_numbers_are_accepted() -> None:
+    text = (
+        "tool t { version 9223372036854775807; timeout 106751991167d\n"
+        "  input { f: float max 1.7e308, a: int min -9223372036854775807 } }"
+    )
+    assert parse_source(Source("t.harness", text)).diagnostics == ()
+
+
+def test_a_lone_surrogate_escape_is_h105() -> None:
+    # valid JSON, but no character: the build could not write it as UTF-8
+    result = parse_source(Source("t.harness", 'connection c "a\\ud800b"'))
+    [d] = result.diagnostics
+    assert d.code == "H105" and d.primary is not None
+    assert d.primary.span.text == '"a\\ud800b"'
+    assert parse_source(Source("t.harness", 'connection c "\\ud83d\\ude00"')).diagnostics == ()

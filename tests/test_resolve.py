@@ -12,11 +12,11 @@ import pytest
 from harnessc.compiler.modules import std_module_names
 from harnessc.compiler.pipeline import LoadedFile, check, load_file
 from harnessc.compiler.resolve import Resolution, resolve_program
-from harnessc.compiler.suggest import edit_distance, suggest
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic, render
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source, Span
+from harnessc.dsl.suggest import MAX_WORD, edit_distance, suggest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "remediation" / "remediation.harness"
@@ -563,6 +563,49 @@ def test_importing_a_folder(tmp_path):
     assert result.diagnostics[0].primary.message.endswith("lib` is a folder")
 
 
+@pytest.mark.parametrize(
+    "target",
+    ["./" + "a" * 300 + ".harness", "./" + "d/" * 3000 + "x.harness"],
+    ids=["long-name", "long-path"],
+)
+def test_an_import_path_too_long_for_the_file_system(tmp_path, target):
+    result = run(tmp_path, {"main.harness": f'import "{target}"\nconnection c\n'})
+    assert codes(result) == ["H203"]
+    d = result.diagnostics[0]
+    assert underlined(d) == f'"{target}"'
+    assert d.primary.message.endswith(": the path is longer than the file system allows")
+    assert len(d.message) < 120  # the caret shows the path; the message shortens it
+
+
+def test_an_import_path_with_a_nul_character(tmp_path):
+    result = run(tmp_path, {"main.harness": 'import "./a\\u0000b.harness"\nconnection c\n'})
+    assert codes(result) == ["H203"]
+    d = result.diagnostics[0]
+    assert underlined(d) == '"./a\\u0000b.harness"'
+    assert d.primary.message == "an import path cannot contain a NUL character"
+
+
+def test_an_imported_file_that_cannot_be_read_is_reported_at_the_import(tmp_path):
+    with open(tmp_path / "big.harness", "wb") as big:
+        big.truncate(9 * 1024 * 1024)  # sparse: over the limit without writing 9 MiB
+    result = run(tmp_path, {"main.harness": 'connection c\nimport "./big.harness"\n'})
+    assert "H005" in codes(result)
+    d = next(d for d in result.diagnostics if d.code == "H005")
+    assert underlined(d) == '"./big.harness"'
+    assert (d.primary.span.line, d.primary.message) == (2, "imported here")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_imported_file_without_read_permission(tmp_path):
+    locked = tmp_path / "locked.harness"
+    locked.write_text("connection d\n", encoding="utf-8")
+    locked.chmod(0)
+    result = run(tmp_path, {"main.harness": 'import "./locked.harness"\nconnection c\n'})
+    d = next(d for d in result.diagnostics if d.code == "H007")
+    assert d.message.endswith("permission denied")
+    assert underlined(d) == '"./locked.harness"'
+
+
 def test_relative_imports_resolve_against_the_importing_file(tmp_path):
     files = {
         "main.harness": 'import "./lib/a.harness"\npolicy p { include a.q }\n',
@@ -757,6 +800,13 @@ def test_suggestions_are_near_matches_only():
     assert suggest("deploy", ["change.create", "read_open"]) is None
     assert suggest("b", ["a"]) is None
     assert edit_distance("kitten", "sitting") == 3
+
+
+def test_a_word_longer_than_any_plausible_name_gets_no_suggestion():
+    # the search's cost is bounded by the word's length: a huge bad name stays cheap to report
+    long = "a" * MAX_WORD
+    assert suggest(long + "b", [long]) is None
+    assert suggest(long[1:] + "b", [long]) == long
 
 
 def _big_module(n: int) -> LoadedFile:

@@ -14,6 +14,8 @@ them; every name, order, escape and Python expression is fixed here:
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import io
 import json
 import keyword
@@ -21,6 +23,7 @@ import math
 import os
 import pathlib
 import re
+import sys
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -320,25 +323,34 @@ def _where(origin: SourceRef | None) -> str:
 
 
 def check_package_name(
-    spec: Spec, header_span: Span | None, path: str | None = None
+    spec: Spec, header_span: Span | None, path: str | None = None, out: pathlib.Path | None = None
 ) -> list[Diagnostic]:
-    """H501 when the spec's name cannot be the generated package's name (`header_span`: the
-    header's name; None when the spec has no header and is named after its file `path`)."""
+    """H501 when the spec's name cannot be the generated package's name, H502 when the package
+    would shadow a module of the standard library or an installed one (`header_span`: the
+    header's name; None when the spec has no header and is named after its file `path`; `out`:
+    the build's output folder, whose own earlier build of the package shadows nothing)."""
     name = spec.name
-    problem = None
+    code, problem = "H501", None
     if not name.isidentifier() or not name.isascii():
         problem = "is not a Python identifier"
     elif keyword.iskeyword(name):
         problem = "is a Python keyword"
     elif name in RESERVED_PACKAGE_NAMES:
         problem = "is reserved"
+    else:
+        code, problem = "H502", shadowed_module(name, out)
     if problem is None:
         return []
+    result = (
+        "which the generated package would shadow"
+        if code == "H502"
+        else "so it cannot name the generated package"
+    )
     if header_span is None:
         return [
             Diagnostic.make(
-                "H501",
-                f"the spec's name `{name}` (its file name) {problem}, so it cannot name a package",
+                code,
+                f"the spec's name `{name}` (its file name) {problem}, {result}",
                 None,
                 path=path,
                 help="add a header `harness NAME { }` whose NAME is a plain lowercase word",
@@ -346,13 +358,33 @@ def check_package_name(
         ]
     return [
         Diagnostic.make(
-            "H501",
-            f"the harness name `{name}` {problem}, so it cannot name the generated package",
+            code,
+            f"the harness name `{name}` {problem}, {result}",
             header_span,
             "the generated package is named after this",
-            help="rename the harness to a plain word such as `remediation` or `my_agent`",
+            help=f"rename the harness, for example `{name}_agent`"
+            if code == "H502"
+            else "rename the harness to a plain word such as `remediation` or `my_agent`",
         )
     ]
+
+
+def shadowed_module(name: str, out: pathlib.Path | None = None) -> str | None:
+    """What a top-level package `name` would hide from `import`: a standard-library module, or a
+    module an installed distribution provides (not the package an earlier build wrote to `out`,
+    when the project that holds it is installed); None when it hides nothing."""
+    if name in sys.stdlib_module_names:
+        return "is a module of Python's standard library"
+    distributions = importlib.metadata.packages_distributions().get(name)
+    if not distributions:
+        return None
+    found = importlib.util.find_spec(name)
+    origin = found.origin if found is not None else None
+    if out is not None and origin is not None:
+        own = (out / name).resolve()
+        if pathlib.Path(origin).resolve().is_relative_to(own):
+            return None
+    return f"is a module installed by `{sorted(distributions)[0]}`"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1326,7 +1358,9 @@ def relative_to_root(path: str | os.PathLike[str], root: pathlib.Path) -> str:
     return pathlib.PurePath(rel).as_posix()
 
 
-def check_package_name_of(spec: Spec, resolution: Resolution) -> list[Diagnostic]:
+def check_package_name_of(
+    spec: Spec, resolution: Resolution, out: pathlib.Path | None = None
+) -> list[Diagnostic]:
     """`check_package_name` for a resolved build: the diagnostic points at the root's header."""
     roots = [m for m in resolution.modules if m.is_root]
     header = next(
@@ -1334,7 +1368,8 @@ def check_package_name_of(spec: Spec, resolution: Resolution) -> list[Diagnostic
         None,
     )
     path = roots[0].name if roots else None
-    return check_package_name(spec, header.name.span if header is not None else None, path)
+    span = header.name.span if header is not None else None
+    return check_package_name(spec, span, path, out)
 
 
 def tool_embeddings(spec: Spec) -> tuple[np.ndarray, list[str]] | None:

@@ -2,12 +2,21 @@
 
 Only called when an error is reported, never on the success path. A candidate is offered when
 its distance is at most a third of the written word's length (at least 1), as rustc does, so a
-short name never gets a far-fetched suggestion.
+short name never gets a far-fetched suggestion. A word longer than `MAX_WORD` gets none: nobody
+mistypes a 40,000-character name, and the search must cost the same for any input, so that a
+file of huge bad names is still checked in time linear in its size.
+
+The syntax errors (keywords), the names, the modules and the configuration all suggest through
+this one function.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+MAX_WORD = 128
+"""The longest word that gets a suggestion (bounds the search at a few thousand operations per
+candidate)."""
 
 
 def max_distance(word: str) -> int:
@@ -76,8 +85,11 @@ def suggest(word: str, candidates: Iterable[str]) -> str | None:
     True
     >>> suggest("tow", ["two", "one"])
     'two'
-
+    >>> suggest("summary" * 20, ["summary" * 20 + "s"]) is None
+    True
     """
+    if len(word) > MAX_WORD:
+        return None
     limit = max_distance(word)
     lowered = word.lower()
     letters = sorted(lowered)
