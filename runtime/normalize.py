@@ -49,6 +49,7 @@ from .canonical import (
     json_string,
 )
 from .conditions import normalize_path
+from .events import Secrets
 from .model import DURATION_PATTERN, Field, Schema, Spec, Tool, Type
 
 __all__ = [
@@ -722,6 +723,9 @@ def freeze(
     if found is None:
         normalized, errors = validator.run(args)
         if errors:
+            # a message may quote the value it refuses: a secret one is scrubbed
+            secrets = Secrets.of(tool, args)
+            errors = [(p, secrets.text(m)) for p, m in errors]
             path, message = errors[0]
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             return Refusal(

@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING, Any
 from .approvals import ApprovalGrant, ApprovalRequest, selects
 from .availability import Availability, Facts, McpState, ToolAvailability, unavailable_refusal
 from .canonical import Execution, jsonable
-from .events import NewEvent, decision, format_time, session_ended, session_started
+from .events import (
+    NO_SECRETS,
+    NewEvent,
+    Secrets,
+    decision,
+    format_time,
+    session_ended,
+    session_started,
+)
 from .evidence import Evidence, build_evidence
 from .executors import (
     ExecutorContext,
@@ -129,6 +137,9 @@ class Session:
         self._locks: dict[str, threading.Lock] = {}
         self._inflight: dict[str, asyncio.Future[Result]] = {}
         self._running: set[str] = set()
+        # every secret value a call of this session carried: the planner may quote one in a
+        # later query, and an exposure trace never holds it
+        self._secrets: Secrets = NO_SECRETS
         self._by_action_id: dict[str, str] = {}
         self._lock = threading.Lock()
         self._surface_version: str | None = None
@@ -242,17 +253,17 @@ class Session:
         exposure = h.exposure_index().expose(
             self.surface, query, available=avail.tools, surface=surface, packs=tuple(packs)
         )
-        trace = exposure.trace.to_dict()
+        trace = self._secrets.scrub(jsonable(exposure.trace.to_dict()))
         self._append(
             "Tool",
             "tools.exposed",
             {
-                "query": query,
+                "query": self._secrets.text(query),
                 "tools": list(exposure.tools),
                 "rule": exposure.trace.rule,
                 "unavailable": dict(exposure.trace.unavailable),
                 "packs": list(packs),
-                "trace": jsonable(trace),
+                "trace": trace,
             },
         )
         return exposure
@@ -283,12 +294,14 @@ class Session:
                 return known
             self._pending[result.key] = result
             restored = self._actions.get(result.key)
+        spec_tool = self.harness.spec.tools[result.tool_id]
+        self._secrets |= Secrets.of(spec_tool, result.args)
         if restored is not None:
             # an action restored from the log whose call could not be rebuilt (its secret
             # values are never stored): the same tool, tool_call_id and input hash is that call
+            restored.secrets = Secrets.of(spec_tool, result.args)
             self._attach_requests(result)
             return result
-        spec_tool = self.harness.spec.tools[result.tool_id]
         action = Action.request(
             self.harness.store,
             self.id,
@@ -762,7 +775,7 @@ class Session:
                 "used and the call's result stays unknown",
             }
             if error is not None:
-                payload["error"] = f"{type(error).__name__}: {error}"
+                payload["error"] = action.secrets.text(f"{type(error).__name__}: {error}")
             self._append("Tool", "action.late_result", payload)
 
         return report
