@@ -47,7 +47,15 @@ from .executors import (
 from .exposure import Exposure
 from .lifecycle import Action, ActionError, ActionState
 from .model import Agent, Skill, Spec, Surface, Tool
-from .normalize import DELEGATE_TASK, PendingCall, Refusal, freeze, thaw
+from .normalize import (
+    DELEGATE_TASK,
+    PendingCall,
+    Refusal,
+    describe_value,
+    freeze,
+    is_text,
+    thaw,
+)
 from .policy import CallContext, Decision
 from .projections import ActionView
 from .store import ConcurrencyError
@@ -327,8 +335,33 @@ class Session:
         execution: Execution | None,
     ) -> PendingCall | Refusal:
         h = self.harness
+        # a refusal is recorded as an event: what the caller wrote goes in only as text
+        written = name if isinstance(name, str) else None
+        call_id = tool_call_id if isinstance(tool_call_id, str) else None
+        if not isinstance(name, str) or not name:
+            return Refusal(
+                "unknown-tool",
+                "a call names its tool with a non-empty string, not "
+                + (describe_value(name) if written is None else "an empty one"),
+                None,
+                written,
+                call_id,
+            )
         if not isinstance(tool_call_id, str) or not tool_call_id:
-            return Refusal("invalid-args", "a call needs a non-empty `tool_call_id`", None, name)
+            return Refusal(
+                "invalid-args",
+                "a call needs a non-empty `tool_call_id`, not " + describe_value(tool_call_id),
+                None,
+                written,
+            )
+        if not is_text(tool_call_id):
+            return Refusal(
+                "invalid-args",
+                "a `tool_call_id` holds a lone surrogate, which is not text",
+                None,
+                written,
+                tool_call_id,
+            )
         tool, refusal = h.names.resolve(name)
         if refusal is not None:
             return replace(refusal, tool_call_id=tool_call_id)
