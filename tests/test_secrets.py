@@ -47,7 +47,16 @@ tool vault.sync {
   input { token: string secret }
   output { message: string }
 }
-policy p { default deny; allow vault.login, vault.sync }
+tool vault.rotate {
+  summary "Rotate a token."
+  effects write
+  input { note: string?, token: string secret }
+}
+policy p {
+  default deny
+  allow vault.login, vault.sync
+  ask vault.rotate { approver role "ops"; grant once ttl 10m; reason "Ops rotate tokens." }
+}
 surface s { expose vault.* }
 agent a { surface s; policy p }
 """
@@ -155,6 +164,18 @@ def test_a_secret_given_again_in_a_plain_field_is_not_recorded(spec: Spec, tmp_p
     h.implement("vault.login")(lambda args: {"message": "ok", "session": "s"})
     _, result = login(h, note=f"my token is {TOKEN}")
     assert result.ok
+    assert_absent(db, TOKEN)
+
+
+def test_an_approval_request_never_shows_a_secret(spec: Spec, tmp_path: Path) -> None:
+    h, db = open_vault(spec, tmp_path)
+    s = h.session("a", actor=USER, task="t-1")
+    call = pending(s.normalize("vault.rotate", "c-1", {"note": f"old {TOKEN}", "token": TOKEN}))
+    decision = s.decide(call)
+    assert decision.effect == "ask"
+    request = s.request_approval(call, decision)
+    assert request.arguments == {"note": f"old {REDACTED}", "token": REDACTED}
+    assert TOKEN not in request.what
     assert_absent(db, TOKEN)
 
 
