@@ -312,6 +312,10 @@ class Secrets:
     def __bool__(self) -> bool:
         return bool(self.values)
 
+    def __repr__(self) -> str:
+        # a repr lands in logs and tracebacks: it counts the values, never shows them
+        return f"Secrets({len(self.values)} values)"
+
     def __or__(self, other: Secrets) -> Secrets:
         if not other.values:
             return self

@@ -286,6 +286,11 @@ def test_overlapping_secrets_never_survive(secrets: list[str], parts: list[str])
     assert all(s not in out for s in secrets)
 
 
+def test_a_repr_never_shows_a_secret() -> None:
+    secrets = Secrets.from_values([TOKEN])
+    assert TOKEN not in repr(secrets) and TOKEN not in str(secrets)
+
+
 def test_a_text_without_secrets_is_untouched() -> None:
     secrets = Secrets.from_values(["correct-horse-battery", 12345678, True, None, ""])
     assert secrets.text("nothing to hide here") == "nothing to hide here"
