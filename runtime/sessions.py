@@ -302,12 +302,13 @@ class Session:
                 return known
             self._pending[result.key] = result
             restored = self._actions.get(result.key)
-        spec_tool = self.harness.spec.tools[result.tool_id]
-        self._secrets |= Secrets.of(spec_tool, result.args)
+            spec_tool = self.harness.spec.tools[result.tool_id]
+            secrets = Secrets.of(spec_tool, result.args)
+            self._secrets |= secrets
         if restored is not None:
             # an action restored from the log whose call could not be rebuilt (its secret
             # values are never stored): the same tool, tool_call_id and input hash is that call
-            restored.secrets = Secrets.of(spec_tool, result.args)
+            restored.secrets = secrets
             self._attach_requests(result)
             return result
         action = Action.request(
@@ -350,7 +351,8 @@ class Session:
         if not isinstance(tool_call_id, str) or not tool_call_id:
             return Refusal(
                 "invalid-args",
-                "a call needs a non-empty `tool_call_id`, not " + describe_value(tool_call_id),
+                "a call needs a non-empty `tool_call_id`, not "
+                + (describe_value(tool_call_id) if call_id is None else "an empty one"),
                 None,
                 written,
             )

@@ -233,6 +233,30 @@ def test_a_completion_quoting_a_secret_is_scrubbed(spec: Spec, tmp_path: Path) -
     assert_absent(db, TOKEN)
 
 
+def test_a_restored_action_learns_its_secrets_when_its_call_is_normalized_again(
+    spec: Spec, tmp_path: Path
+) -> None:
+    """After a restart the log holds no secret, so a restored action knows none; normalizing
+    the same call again in the resumed session gives them back before a completion is recorded."""
+    db = tmp_path / "events.db"
+    with SQLiteStore(db) as store:
+        h = Harness(spec, store=store)
+        h.implement("vault.sync")(lambda args: Accepted(handle="job-1"))
+        s = h.session("a", actor=USER, task="t-1")
+        call = pending(s.normalize("vault.sync", "c-1", {"token": TOKEN}))
+        s.decide(call)
+        action_id = s.invoke(call).action_id
+    with SQLiteStore(db) as store:
+        h = Harness(spec, store=store)
+        resumed = h.resume(s.id)
+        assert resumed.call("c-1") is None  # not rebuilt: its secret was never stored
+        again = pending(resumed.normalize("vault.sync", "c-1", {"token": TOKEN}))
+        assert again.input_hash == call.input_hash
+        final = resumed.complete(action_id or "", error=f"the vault rejected {TOKEN}")
+        assert final.error == f"the vault rejected {REDACTED}"
+    assert_absent(db, TOKEN)
+
+
 def test_an_exposure_query_quoting_a_secret_of_the_session_is_scrubbed(
     spec: Spec, tmp_path: Path
 ) -> None:
