@@ -178,7 +178,7 @@ class Result:
         data = self.data
         if data is not None and output_schema is not None:
             data = redact(output_schema, data)
-        if data is not None:
+        if data is not None and self.secrets:
             data = self.secrets.scrub(thaw(data))
         return {
             "tool_id": self.tool_id,
