@@ -46,6 +46,7 @@ from .conditions import compile_conditions, roles_of, value_eq
 from .events import (
     REDACTED,
     Clock,
+    Secrets,
     approval_requested,
     approval_resolved,
     grant_issued,
@@ -393,7 +394,8 @@ class Approvals:
         }
         if pending.execution.env is not None:
             execution["env"] = {k: REDACTED for k in sorted(pending.execution.env)}
-        args = redact_args(tool, thaw(pending.args))
+        # a secret value repeated in a field that is not secret is scrubbed too
+        args = Secrets.of(tool, pending.args).scrub(redact_args(tool, thaw(pending.args)))
         shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items())
         req = ApprovalRequest(
             request_id="apr-" + uuid.uuid4().hex[:16],

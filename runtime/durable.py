@@ -50,7 +50,7 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelled
 
 from .approvals import Approvals, is_approver, is_requester
 from .canonical import jsonable
-from .events import Event, NewEvent
+from .events import NO_SECRETS, Event, NewEvent, Secrets
 from .lifecycle import ActionState
 from .model import Agent, Approver, Step, Workflow
 from .normalize import Refusal
@@ -681,6 +681,11 @@ def _governed(
     pending = session.normalize(tool, call_id, args)
     if isinstance(pending, Refusal):
         return {"status": "refused", "error": pending.message, "code": pending.code}
+    spec_tool = view.spec.tools[pending.tool_id]
+    # the outcome becomes the run's durable state (DBOS's step output, our log): the call's
+    # secret values and secret output fields never reach it, so a later step reads them as
+    # `[REDACTED]`
+    secrets = Secrets.of(spec_tool, pending.args)
     decision = session.decide(pending)
     if decision.effect == "deny":
         return {"status": "denied", "error": decision.reason or "the policy denies this call"}
@@ -692,25 +697,29 @@ def _governed(
                 "approvers": [{"kind": a.kind, "value": a.value} for a in decision.approvers],
                 # separation of duties: the run's creator may not decide the gate
                 "not_by": None if decision.requester_may_approve else session.actor,
-                "request": {
-                    "what": request.what,
-                    "why": request.why,
-                    "arguments": jsonable(request.arguments),
-                    "reversibility": request.reversibility,
-                    "impact": jsonable(request.impact),
-                    **_preview(pending.tool_id, args),
-                },
+                "request": secrets.scrub(
+                    {
+                        "what": request.what,
+                        "why": request.why,
+                        "arguments": jsonable(request.arguments),
+                        "reversibility": request.reversibility,
+                        "impact": jsonable(request.impact),
+                        **_preview(pending.tool_id, args),
+                    }
+                ),
             }
         answered = view.approve(request.request_id, by=approval["actor"])
         if answered.status != "approved":
             return {"status": "denied", "error": answered.reason or "denied when judged again"}
     result = session.invoke(pending)
     if result.ok:
-        value = jsonable(result.data or {})
-        failed = _verify(view, session, pending, args, value)
+        failed = _verify(view, session, pending, args, jsonable(result.data or {}), secrets)
         if failed is not None:
             return {"status": "failed", "error": failed, "category": "verify", "ran": True}
-        return {"status": "succeeded", "value": value}
+        return {
+            "status": "succeeded",
+            "value": jsonable(result.to_dict(spec_tool.output)["data"] or {}),
+        }
     return {
         "status": "failed",
         "error": result.error or result.observation,
@@ -732,11 +741,17 @@ def _preview(tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _verify(
-    view: Harness, session: Any, pending: Any, args: dict[str, Any], value: Any
+    view: Harness,
+    session: Any,
+    pending: Any,
+    args: dict[str, Any],
+    value: Any,
+    secrets: Secrets = NO_SECRETS,
 ) -> str | None:
     """Run the tool's verifier (`workflows.verify_with`) on a committed call: None when the
     real system shows the call took effect (or the tool has no verifier), else why not. The
-    verdict is recorded as `action.verified` in the step's session."""
+    verdict is recorded as `action.verified` in the step's session, scrubbed of the call's
+    secret values."""
     verifier = _engine().verifiers.get(pending.tool_id)
     if verifier is None:
         return None
@@ -745,6 +760,8 @@ def _verify(
         reason = None if verdict is None or verdict is True else str(verdict or "not verified")
     except Exception as exc:  # the verifier is the application's code
         reason = f"{type(exc).__name__}: {exc}"
+    if reason is not None:
+        reason = secrets.text(reason)
     view.store.append(
         NewEvent(
             session.id,

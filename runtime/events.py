@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,11 +29,14 @@ from .model import Schema, Tool, Type
 __all__ = [
     "GENESIS_HASH",
     "KINDS",
+    "NO_SECRETS",
     "REDACTED",
+    "SHORT_SECRET",
     "Clock",
     "Event",
     "EventError",
     "NewEvent",
+    "Secrets",
     "approval_requested",
     "approval_resolved",
     "decision",
@@ -250,6 +254,160 @@ def _redact_value(type_: Type, value: Any) -> Any:
     if type_.name == "map" and type_.item is not None and isinstance(value, Mapping):
         return {k: _redact_value(type_.item, v) for k, v in value.items()}
     return value
+
+
+SHORT_SECRET = 8
+"""A secret value shorter than this many characters is never replaced inside a text: the text
+is withheld whole (`"[REDACTED]"`), since the gaps a replacement leaves in `"pin 0042 ok"`
+would tell a reader the value."""
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """The secret values of one call (or of every call of a session), to scrub from free text
+    that reaches a record: an executor's error or observation, its output data, a preview, a
+    verifier's verdict, a late result, a refusal quoting an argument.
+
+    Every value of a `secret` input field is taken (a secret object or list: each of its
+    leaves); a string with the forms it takes once quoted (its `repr`, its JSON escape), a
+    number as `str()` writes it. Empty strings, booleans and nulls are not values to hide.
+    `scrub` replaces every occurrence of every value with `"[REDACTED]"`; a text holding a
+    value shorter than `SHORT_SECRET` characters, or still holding one after the replacement
+    (two values overlapping), is withheld whole.
+
+    >>> from harnessc.runtime.model import Field, Type
+    >>> s = Schema(fields=(Field(name="token", type=Type(name="string"), secret=True),))
+    >>> secrets = Secrets.of(s, {"token": "hunter2-hunter2"})
+    >>> secrets.scrub({"error": "no user for hunter2-hunter2", "n": 3})
+    {'error': 'no user for [REDACTED]', 'n': 3}
+    """
+
+    values: tuple[str, ...] = ()
+    """Longest first, so a value inside another is replaced as part of the longer one."""
+
+    @classmethod
+    def of(cls, schema: Schema | Tool | None, args: Any) -> Secrets:
+        """The secret values in `args` under a schema, or under a tool's input schema and its
+        operations' (any argument that is not a mapping holds none)."""
+        if schema is None or not isinstance(args, Mapping):
+            return NO_SECRETS
+        found: list[Any] = []
+        if isinstance(schema, Tool):
+            schemas = [schema.input, *(op.input for op in schema.operations.values())]
+        else:
+            schemas = [schema]
+        for s in schemas:
+            if s is not None:
+                _secret_fields(s.fields, args, found)
+        return cls.from_values(found) if found else NO_SECRETS
+
+    @classmethod
+    def from_values(cls, values: Any) -> Secrets:
+        """The secrets for the given values (strings, numbers, or lists and objects of them)."""
+        texts: set[str] = set()
+        _forms(values, texts)
+        if not texts:
+            return NO_SECRETS
+        return cls(tuple(sorted(texts, key=lambda t: (-len(t), t))))
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def __repr__(self) -> str:
+        # a repr lands in logs and tracebacks: it counts the values, never shows them
+        return f"Secrets({len(self.values)} values)"
+
+    def __or__(self, other: Secrets) -> Secrets:
+        if not other.values:
+            return self
+        if not self.values:
+            return other
+        both = set(self.values) | set(other.values)
+        return Secrets(tuple(sorted(both, key=lambda t: (-len(t), t))))
+
+    def text(self, value: str) -> str:
+        """`value` with every secret value replaced, or withheld whole (see the class)."""
+        if not self.values:
+            return value
+        out = value
+        for secret in self.values:
+            if secret in out:
+                if len(secret) < SHORT_SECRET:
+                    return REDACTED
+                out = out.replace(secret, REDACTED)
+        # a replacement may join two halves of another value around it
+        if out is not value and any(secret in out for secret in self.values):
+            return REDACTED
+        return out
+
+    def scrub(self, value: Any) -> Any:
+        """A JSON-like value with every string (mapping keys too) scrubbed as `text`; a number
+        whose `str()` holds a secret value becomes `"[REDACTED]"`."""
+        if not self.values:
+            return value
+        return self._scrub(value)
+
+    def _scrub(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, int | float):
+            return value if self.text(str(value)) == str(value) else REDACTED
+        if isinstance(value, Mapping):
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                key = self.text(k) if isinstance(k, str) else k
+                out.setdefault(key, self._scrub(v))
+            return out
+        if isinstance(value, list | tuple):
+            return [self._scrub(v) for v in value]
+        return value
+
+
+NO_SECRETS = Secrets()
+
+
+def _secret_fields(fields: tuple[Any, ...], value: Mapping[str, Any], found: list[Any]) -> None:
+    for f in fields:
+        if f.name not in value:
+            continue
+        if f.secret:
+            found.append(value[f.name])
+        else:
+            _secret_values(f.type, value[f.name], found)
+
+
+def _secret_values(type_: Type, value: Any, found: list[Any]) -> None:
+    if type_.name == "object" and isinstance(value, Mapping):
+        _secret_fields(type_.fields, value, found)
+    elif type_.name == "list" and type_.item is not None and isinstance(value, list | tuple):
+        for item in value:
+            _secret_values(type_.item, item, found)
+    elif type_.name == "map" and type_.item is not None and isinstance(value, Mapping):
+        for item in value.values():
+            _secret_values(type_.item, item, found)
+
+
+def _forms(value: Any, out: set[str]) -> None:
+    """The texts a secret value takes: itself, quoted by `repr` and escaped by JSON."""
+    if isinstance(value, str):
+        if value:
+            out.add(value)
+            out.add(repr(value)[1:-1])
+            out.add(json.dumps(value)[1:-1])
+            out.add(json.dumps(value, ensure_ascii=False)[1:-1])
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
+        out.add(str(value))
+        out.add(json.dumps(value))
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _forms(v, out)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _forms(v, out)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ its result comes later (`Harness.complete` reports it). Running it:
 - turns every exception into a FAILED result — a traceback never escapes to the caller;
 - validates the data against the tool's output schema when one is declared;
 - records who ran it and when, and a compact observation for the model (secret output fields
-  redacted).
+  redacted);
+- scrubs the call's secret argument values (`Secrets`) from the error and the observation, and
+  from the data `Result.to_dict` records.
 
 >>> from harnessc.runtime.model import Tool
 >>> ex = Executors()
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .events import Clock, format_time, redact
+from .events import NO_SECRETS, Clock, Secrets, format_time, redact
 from .model import Tool
 from .normalize import PendingCall, Validator, thaw
 
@@ -124,6 +126,10 @@ class Result:
     bound callable and the session's actor); `completed_by`: who reported an asynchronous
     result. `data` is the output (validated, secrets redacted in events). `action_id` names
     the action in `Harness.complete` and `Harness.cancel`.
+
+    `secrets` are the call's secret argument values: `error` and `observation` never hold one
+    (an executor's exception quoting its token reads `[REDACTED]`), and `to_dict` scrubs the
+    data and the handle of them too; `data` itself is the executor's, unchanged.
     """
 
     tool_id: str
@@ -150,6 +156,7 @@ class Result:
     action_id: str | None = None
     handle: str | None = None
     completed_by: str | None = None
+    secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -163,7 +170,7 @@ class Result:
     @classmethod
     def from_dict(cls, value: Mapping[str, Any]) -> Result:
         """A result as `to_dict` recorded it (secret output fields stay redacted)."""
-        names = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        names = {f for f in cls.__dataclass_fields__ if f not in ("extra", "secrets")}
         known = {k: v for k, v in value.items() if k in names}
         return cls(**known)
 
@@ -171,6 +178,8 @@ class Result:
         data = self.data
         if data is not None and output_schema is not None:
             data = redact(output_schema, data)
+        if data is not None and self.secrets:
+            data = self.secrets.scrub(thaw(data))
         return {
             "tool_id": self.tool_id,
             "tool_call_id": self.tool_call_id,
@@ -192,7 +201,7 @@ class Result:
             "decision_id": self.decision_id,
             "grant_id": self.grant_id,
             "action_id": self.action_id,
-            "handle": self.handle,
+            "handle": self.secrets.text(self.handle) if self.handle else self.handle,
             "completed_by": self.completed_by,
         }
 
@@ -241,7 +250,9 @@ def timeout_of(tool: Tool, pending: PendingCall) -> int:
     return min(limit, asked) if asked else limit
 
 
-def _observation(tool: Tool, status: str, data: Any, error: str | None) -> str:
+def _observation(
+    tool: Tool, status: str, data: Any, error: str | None, secrets: Secrets = NO_SECRETS
+) -> str:
     if error:
         text = f"{status}: {error}"
     else:
@@ -252,6 +263,7 @@ def _observation(tool: Tool, status: str, data: Any, error: str | None) -> str:
         except (TypeError, ValueError):
             body = repr(data)
         text = f"{status}: {body}"
+    text = secrets.text(text)  # before it is cut, so no part of a value is left at the end
     return text if len(text) <= OBSERVATION_LIMIT else text[: OBSERVATION_LIMIT - 1] + "…"
 
 
@@ -382,15 +394,15 @@ def _finish(
         )
     else:
         judged = _judge_value(tool, pending, value, output, side)
+    secrets = Secrets.of(tool, pending.args)
     return Result(
         tool_id=tool.id,
         tool_call_id=pending.tool_call_id,
         input_hash=pending.input_hash,
         status=judged.status,
         data=judged.data,
-        observation=judged.observation
-        or _observation(tool, judged.status, judged.data, judged.error),
-        error=judged.error,
+        observation=_observed(tool, judged, secrets),
+        error=secrets.text(judged.error) if judged.error else judged.error,
         error_category=judged.category,
         retryable=judged.retryable,
         side_effect=judged.side_effect,
@@ -402,7 +414,15 @@ def _finish(
         state=_state_of(judged.status),
         action_id=ctx.action_id,
         handle=judged.handle,
+        secrets=secrets,
     )
+
+
+def _observed(tool: Tool, judged: _Judged, secrets: Secrets) -> str:
+    """The observation of a result: the executor's own, or one written from its data."""
+    if judged.observation:
+        return secrets.text(judged.observation)
+    return _observation(tool, judged.status, judged.data, judged.error, secrets)
 
 
 def settle(
@@ -418,7 +438,9 @@ def settle(
 ) -> Result:
     """The final result of accepted work, from what the application reports: the output data,
     an `Outcome`, or an `error`. It is checked like an executor's return value (the output
-    schema included); timings run from the start of the call to `finished`."""
+    schema included); timings run from the start of the call to `finished`. The call's secret
+    values are scrubbed as in an executor's result: the pending call's when it is known, else
+    the accepted result's (a call restored from the log carries none)."""
     side = accepted.side_effect or _side_effect_possible(tool, pending)
     if error is not None:
         text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
@@ -443,6 +465,7 @@ def settle(
         )
     else:
         judged = _judge_value(tool, pending, value, output, side)
+    secrets = Secrets.of(tool, pending.args) if pending is not None else accepted.secrets
     started = accepted.started_at
     duration = accepted.duration_ms
     if started is not None:
@@ -452,9 +475,8 @@ def settle(
         accepted,
         status=judged.status,
         data=judged.data,
-        observation=judged.observation
-        or _observation(tool, judged.status, judged.data, judged.error),
-        error=judged.error,
+        observation=_observed(tool, judged, secrets),
+        error=secrets.text(judged.error) if judged.error else judged.error,
         error_category=judged.category,
         retryable=judged.retryable,
         side_effect=judged.side_effect,
@@ -462,6 +484,7 @@ def settle(
         duration_ms=round(duration, 3),
         state=_state_of(judged.status),
         completed_by=by,
+        secrets=secrets,
     )
 
 

@@ -33,7 +33,7 @@ from enum import StrEnum
 from typing import Any
 
 from .canonical import Execution, input_hash
-from .events import REDACTED, Event, NewEvent, redact, redact_args
+from .events import NO_SECRETS, REDACTED, Event, NewEvent, Secrets, redact, redact_args
 from .model import Tool
 from .store import EventStore
 
@@ -188,6 +188,10 @@ class Action:
     Every transition is checked first and appended second, so the log never holds an illegal
     move. One owner drives an action at a time (the runtime that holds the call); `load` picks it
     up again from the log after a restart.
+
+    `secrets` are the call's secret values (`Secrets`), known to the action that recorded the
+    request (the log never holds them, so an action loaded from it knows none until its call is
+    normalized again); the recorded arguments, a result and a reason are scrubbed of them.
     """
 
     def __init__(
@@ -210,6 +214,7 @@ class Action:
         self.tool = tool
         self.position = position
         self.action_id = action_id or new_action_id()
+        self.secrets: Secrets = NO_SECRETS
 
     @classmethod
     def request(
@@ -228,6 +233,7 @@ class Action:
         real arguments unless `digest` is given) and the arguments with secret fields redacted."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
+        action.secrets = Secrets.of(tool, args)
         if execution is not None:
             details.setdefault("execution", execution_record(execution))
         event = store.append(
@@ -241,7 +247,8 @@ class Action:
                     "tool_id": tool.id,
                     "tool_version": tool.version,
                     "input_hash": digest,
-                    "args": redact_args(tool, args),
+                    # a secret value given again in a field that is not secret is scrubbed too
+                    "args": action.secrets.scrub(redact_args(tool, args)),
                     "from": None,
                     "to": ActionState.REQUESTED.value,
                     **details,
@@ -266,7 +273,8 @@ class Action:
         """Move to `to` and append the event; an illegal move raises and records nothing.
 
         `details` go into the event (a decision id, an approval id, an external job id); a
-        `result`'s data is redacted with the tool's output schema. `expected_seq` makes the
+        `result`'s data is redacted with the tool's output schema, and the result, the handle
+        and the reason are scrubbed of the call's secret values. `expected_seq` makes the
         append conditional on the stream's last sequence number (`store.ConcurrencyError`
         otherwise), for a move decided on a state read from the log.
         """
@@ -280,6 +288,13 @@ class Action:
                     details["result"] = {**result, "data": redact(self.tool.output, data)}
             else:  # the output itself
                 details["result"] = redact(self.tool.output, result)
+        if self.secrets:
+            # the free text of a transition: what the executor or the caller wrote
+            for key in ("result", "handle"):
+                if key in details:
+                    details[key] = self.secrets.scrub(details[key])
+            if reason is not None:
+                reason = self.secrets.text(reason)
         payload: dict[str, Any] = {
             "action_id": self.action_id,
             "tool_call_id": self.tool_call_id,

@@ -34,7 +34,7 @@ import difflib
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -49,17 +49,24 @@ from .canonical import (
     json_string,
 )
 from .conditions import normalize_path
+from .events import Secrets
 from .model import DURATION_PATTERN, Field, Schema, Spec, Tool, Type
 
 __all__ = [
     "DELEGATE_TASK",
+    "MAX_TIMEOUT_MS",
     "REFUSAL_CODES",
+    "ExecutionProblem",
     "PendingCall",
     "Refusal",
     "ToolNames",
     "Validator",
+    "check_execution",
+    "describe_value",
     "freeze",
     "freeze_value",
+    "is_text",
+    "normal_execution",
     "thaw",
 ]
 
@@ -75,7 +82,7 @@ REFUSAL_CODES: dict[str, str] = {
     "not-on-surface": "the tool is not on the calling agent's surface",
     "unavailable": "the tool is unavailable under the session's facts",
     "invalid-args": "the arguments do not match the tool's input schema",
-    "invalid-execution": "an execution parameter has no canonical form",
+    "invalid-execution": "an execution parameter is malformed or has no canonical form",
     "delegation-refused": "this session may not delegate, or not to that agent",
     "unknown-skill": "no skill of that name is declared, or the agent may not use it",
 }
@@ -105,15 +112,36 @@ class Refusal:
         return False
 
     def to_dict(self) -> dict[str, Any]:
+        """The refusal as JSON (a `call.refused` event records it): a lone surrogate the caller
+        wrote is shown as its escape, `\\ud800`, since it is not text."""
         return {
             "code": self.code,
-            "message": self.message,
+            "message": _text(self.message),
             "replacement": self.replacement,
-            "tool": self.tool,
-            "tool_call_id": self.tool_call_id,
-            "path": self.path,
-            "errors": [list(e) for e in self.errors],
+            "tool": _text(self.tool),
+            "tool_call_id": _text(self.tool_call_id),
+            "path": _text(self.path),
+            "errors": [[_text(p), _text(m)] for p, m in self.errors],
         }
+
+
+def is_text(value: str) -> bool:
+    """Whether a string is text that UTF-8 and JSON carry: it holds no lone surrogate.
+
+    >>> is_text("café"), is_text("\\ud800")
+    (True, False)
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(value: str | None) -> str | None:
+    if value is None or is_text(value):
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +317,9 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$")
 _DURATION = re.compile(DURATION_PATTERN)
 
 
-def _kind(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """A value's kind as a message names it (`a number`, `null`), never a Python type's name
+    unless it is not JSON."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -339,7 +369,7 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
 
         def check_str(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
             if type(v) is not str:
-                errors.append((p, f"expected a string, got {_kind(v)}"))
+                errors.append((p, f"expected a string, got {describe_value(v)}"))
                 return v
             if name == "path":
                 fixed = normalize_path(v)
@@ -370,9 +400,8 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
             elif t is float and integer and v.is_integer():
                 v = int(v)
             else:
-                errors.append(
-                    (p, f"expected {'an integer' if integer else 'a number'}, got {_kind(v)}")
-                )
+                wanted = "an integer" if integer else "a number"
+                errors.append((p, f"expected {wanted}, got {describe_value(v)}"))
                 return v
             if t is float and not math.isfinite(v):
                 errors.append((p, "expected a finite number"))
@@ -388,7 +417,7 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
 
         def check_bool(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
             if type(v) is not bool:
-                errors.append((p, f"expected true or false, got {_kind(v)}"))
+                errors.append((p, f"expected true or false, got {describe_value(v)}"))
             return v
 
         return check_bool
@@ -398,7 +427,7 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
 
         def check_enum(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
             if type(v) is not str or v not in values:
-                got = f"`{v}`" if type(v) is str else _kind(v)
+                got = f"`{v}`" if type(v) is str else describe_value(v)
                 errors.append((p, f"expected one of {shown}, got {got}"))
             return v
 
@@ -410,7 +439,7 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
 
         def check_list(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
             if not isinstance(v, list | tuple):
-                errors.append((p, f"expected a list, got {_kind(v)}"))
+                errors.append((p, f"expected a list, got {describe_value(v)}"))
                 return v
             out = [item(x, f"{p}[{i}]", errors) for i, x in enumerate(v)]
             bounds(out, p, errors)
@@ -424,7 +453,7 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
 
         def check_map(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
             if not isinstance(v, Mapping):
-                errors.append((p, f"expected an object, got {_kind(v)}"))
+                errors.append((p, f"expected an object, got {describe_value(v)}"))
                 return v
             out = {}
             for k, x in v.items():
@@ -448,7 +477,7 @@ def _compile_fields(fields: tuple[Field, ...]) -> _Check:
 
     def check_record(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
         if not isinstance(v, Mapping):
-            errors.append((p, f"expected an object, got {_kind(v)}"))
+            errors.append((p, f"expected an object, got {describe_value(v)}"))
             return v
         out: dict[str, Any] = {}
         seen = 0
@@ -698,6 +727,133 @@ class ValidationError(ValueError):
         super().__init__(f"{message} at `{path}`")
 
 
+MAX_TIMEOUT_MS = 2**31 - 1
+"""The longest timeout a call may ask for (about 24.8 days); the tool's own still caps it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionProblem:
+    """Why execution parameters are refused: a message and the parameter's JSON path."""
+
+    message: str
+    path: str
+
+
+def check_execution(execution: Any) -> ExecutionProblem | None:
+    """The first thing wrong with a call's execution parameters, or None.
+
+    `command` is a non-empty string or a non-empty list of strings; `env` maps non-empty names
+    without `=` to strings; `timeout_ms` is an integer from 1 to `MAX_TIMEOUT_MS`; `cwd` and
+    `target` are non-empty strings; no string holds a NUL byte (no operating system passes
+    one on). A `cwd` whose `..` climbs above its start is refused: a relative `cwd` is relative
+    to the directory the executor works in and never leaves it, an absolute one never climbs
+    above `/` (`normal_execution` resolves the rest, as for a `path` argument).
+
+    >>> check_execution(Execution(timeout_ms=0)).message
+    'the timeout must be at least 1 ms, not 0'
+    >>> check_execution(Execution(cwd="/repo/src")) is None
+    True
+    """
+    if not isinstance(execution, Execution):
+        return ExecutionProblem(
+            f"execution parameters are given as `Execution(...)`, not {describe_value(execution)}",
+            "$.execution",
+        )
+    command = execution.command
+    if command is not None:
+        if isinstance(command, str):
+            parts: tuple[Any, ...] = (command,)
+        elif isinstance(command, list | tuple) and command:
+            parts = tuple(command)
+        else:
+            return ExecutionProblem(
+                f"a command is a non-empty string or list of strings, not {describe_value(command)}"
+                if not isinstance(command, list | tuple)
+                else "a command list needs at least the program",
+                "$.execution.command",
+            )
+        for i, part in enumerate(parts):
+            where = "$.execution.command" + (f"[{i}]" if not isinstance(command, str) else "")
+            problem = _text_problem(part, "a command", where)
+            if problem is not None:
+                return problem
+    if execution.cwd is not None:
+        problem = _text_problem(execution.cwd, "the cwd", "$.execution.cwd")
+        if problem is not None:
+            return problem
+        if normalize_path(execution.cwd) is None:
+            return ExecutionProblem(
+                f"the cwd `{execution.cwd}` climbs above its start with `..`", "$.execution.cwd"
+            )
+    env = execution.env
+    if env is not None:
+        if not isinstance(env, Mapping):
+            return ExecutionProblem(
+                f"env maps names to strings, not {describe_value(env)}", "$.execution.env"
+            )
+        for key, value in env.items():
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+                shown = f"`{key}`" if isinstance(key, str) else describe_value(key)
+                return ExecutionProblem(
+                    f"an environment variable's name is a non-empty string without `=` or a "
+                    f"NUL byte, not {shown}",
+                    "$.execution.env",
+                )
+            if not isinstance(value, str):
+                # the value may be a credential: its name is shown, never the value
+                return ExecutionProblem(
+                    f"the environment variable `{key}` needs a string value, not "
+                    + describe_value(value),
+                    f"$.execution.env.{key}",
+                )
+            if "\0" in value:
+                return ExecutionProblem(
+                    f"the environment variable `{key}` holds a NUL byte", f"$.execution.env.{key}"
+                )
+    timeout = execution.timeout_ms
+    if timeout is not None:
+        if type(timeout) is not int:
+            return ExecutionProblem(
+                f"the timeout is a whole number of milliseconds, not {describe_value(timeout)}",
+                "$.execution.timeout_ms",
+            )
+        if timeout < 1:
+            return ExecutionProblem(
+                f"the timeout must be at least 1 ms, not {timeout}", "$.execution.timeout_ms"
+            )
+        if timeout > MAX_TIMEOUT_MS:
+            return ExecutionProblem(
+                f"the timeout must be at most {MAX_TIMEOUT_MS} ms, not {timeout}",
+                "$.execution.timeout_ms",
+            )
+    if execution.target is not None:
+        return _text_problem(execution.target, "the target", "$.execution.target")
+    return None
+
+
+def _text_problem(value: Any, what: str, path: str) -> ExecutionProblem | None:
+    if not isinstance(value, str):
+        return ExecutionProblem(f"{what} is a string, not {describe_value(value)}", path)
+    if not value:
+        return ExecutionProblem(f"{what} is empty", path)
+    if "\0" in value:
+        return ExecutionProblem(f"{what} holds a NUL byte", path)
+    return None
+
+
+def normal_execution(execution: Execution) -> Execution:
+    """Execution parameters `check_execution` accepted, with the cwd normalized (`.` and `..`
+    resolved, as for a `path` argument) and a command list as a tuple, so the executor runs in
+    the directory policy judged."""
+    cwd = normalize_path(execution.cwd) if execution.cwd is not None else None
+    command = execution.command
+    if isinstance(command, list):
+        command = tuple(command)
+    if cwd == execution.cwd and command is execution.command:
+        return execution
+    return replace(execution, cwd=cwd, command=command)
+
+
 def freeze(
     tool: Tool,
     validator: Validator,
@@ -722,6 +878,9 @@ def freeze(
     if found is None:
         normalized, errors = validator.run(args)
         if errors:
+            # a message may quote the value it refuses: a secret one is scrubbed
+            secrets = Secrets.of(tool, args)
+            errors = [(p, secrets.text(m)) for p, m in errors]
             path, message = errors[0]
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             return Refusal(
@@ -735,7 +894,20 @@ def freeze(
             )
     else:
         normalized = found[0]
-    execution = execution or _NO_EXECUTION
+    if execution is None:
+        execution = _NO_EXECUTION
+    elif execution is not _NO_EXECUTION:
+        problem = check_execution(execution)
+        if problem is not None:
+            return Refusal(
+                "invalid-execution",
+                f"invalid execution parameters for `{tool.id}`: {problem.message}",
+                None,
+                name or tool.id,
+                tool_call_id,
+                problem.path,
+            )
+        execution = normal_execution(execution)
     try:
         if found is not None:
             try:

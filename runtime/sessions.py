@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING, Any
 from .approvals import ApprovalError, ApprovalGrant, ApprovalRequest, selects
 from .availability import Availability, Facts, McpState, ToolAvailability, unavailable_refusal
 from .canonical import Execution, jsonable
-from .events import NewEvent, decision, format_time, session_ended, session_started
+from .events import (
+    NO_SECRETS,
+    NewEvent,
+    Secrets,
+    decision,
+    format_time,
+    session_ended,
+    session_started,
+)
 from .evidence import Evidence, build_evidence
 from .executors import (
     ExecutorContext,
@@ -39,7 +47,15 @@ from .executors import (
 from .exposure import Exposure
 from .lifecycle import Action, ActionError, ActionState
 from .model import Agent, Skill, Spec, Surface, Tool
-from .normalize import DELEGATE_TASK, PendingCall, Refusal, freeze, thaw
+from .normalize import (
+    DELEGATE_TASK,
+    PendingCall,
+    Refusal,
+    describe_value,
+    freeze,
+    is_text,
+    thaw,
+)
 from .policy import CallContext, Decision
 from .projections import ActionView
 from .store import ConcurrencyError
@@ -129,6 +145,9 @@ class Session:
         self._locks: dict[str, threading.Lock] = {}
         self._inflight: dict[str, asyncio.Future[Result]] = {}
         self._running: set[str] = set()
+        # every secret value a call of this session carried: the planner may quote one in a
+        # later query, and an exposure trace never holds it
+        self._secrets: Secrets = NO_SECRETS
         self._by_action_id: dict[str, str] = {}
         self._lock = threading.Lock()
         self._surface_version: str | None = None
@@ -242,17 +261,17 @@ class Session:
         exposure = h.exposure_index().expose(
             self.surface, query, available=avail.tools, surface=surface, packs=tuple(packs)
         )
-        trace = exposure.trace.to_dict()
+        trace = self._secrets.scrub(jsonable(exposure.trace.to_dict()))
         self._append(
             "Tool",
             "tools.exposed",
             {
-                "query": query,
+                "query": self._secrets.text(query),
                 "tools": list(exposure.tools),
                 "rule": exposure.trace.rule,
                 "unavailable": dict(exposure.trace.unavailable),
                 "packs": list(packs),
-                "trace": jsonable(trace),
+                "trace": trace,
             },
         )
         return exposure
@@ -283,12 +302,15 @@ class Session:
                 return known
             self._pending[result.key] = result
             restored = self._actions.get(result.key)
+            spec_tool = self.harness.spec.tools[result.tool_id]
+            secrets = Secrets.of(spec_tool, result.args)
+            self._secrets |= secrets
         if restored is not None:
             # an action restored from the log whose call could not be rebuilt (its secret
             # values are never stored): the same tool, tool_call_id and input hash is that call
+            restored.secrets = secrets
             self._attach_requests(result)
             return result
-        spec_tool = self.harness.spec.tools[result.tool_id]
         action = Action.request(
             self.harness.store,
             self.id,
@@ -314,8 +336,34 @@ class Session:
         execution: Execution | None,
     ) -> PendingCall | Refusal:
         h = self.harness
+        # a refusal is recorded as an event: what the caller wrote goes in only as text
+        written = name if isinstance(name, str) else None
+        call_id = tool_call_id if isinstance(tool_call_id, str) else None
+        if not isinstance(name, str) or not name:
+            return Refusal(
+                "unknown-tool",
+                "a call names its tool with a non-empty string, not "
+                + (describe_value(name) if written is None else "an empty one"),
+                None,
+                written,
+                call_id,
+            )
         if not isinstance(tool_call_id, str) or not tool_call_id:
-            return Refusal("invalid-args", "a call needs a non-empty `tool_call_id`", None, name)
+            return Refusal(
+                "invalid-args",
+                "a call needs a non-empty `tool_call_id`, not "
+                + (describe_value(tool_call_id) if call_id is None else "an empty one"),
+                None,
+                written,
+            )
+        if not is_text(tool_call_id):
+            return Refusal(
+                "invalid-args",
+                "a `tool_call_id` holds a lone surrogate, which is not text",
+                None,
+                written,
+                tool_call_id,
+            )
         tool, refusal = h.names.resolve(name)
         if refusal is not None:
             return replace(refusal, tool_call_id=tool_call_id)
@@ -783,7 +831,7 @@ class Session:
                 "used and the call's result stays unknown",
             }
             if error is not None:
-                payload["error"] = f"{type(error).__name__}: {error}"
+                payload["error"] = action.secrets.text(f"{type(error).__name__}: {error}")
             self._append("Tool", "action.late_result", payload)
 
         return report

@@ -1,15 +1,23 @@
-"""Bad files and bad text get diagnostics and exit codes, never a traceback."""
+"""Bad files and bad text get diagnostics and exit codes, never a traceback; bad calls at run
+time (a tool name that is not a string, malformed execution parameters) get a structured
+refusal, recorded as a `call.refused` event, never an exception."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harnessc.compiler.cli import main
+from harnessc.compiler.pipeline import check
 from harnessc.dsl.diagnostics import render
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
+from harnessc.runtime import Harness, PendingCall, Refusal
+from harnessc.runtime.canonical import Execution
+from harnessc.runtime.model import Spec
+from harnessc.runtime.normalize import REFUSAL_CODES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -145,3 +153,219 @@ def test_mutated_example_gives_a_module_or_diagnostics(data: st.DataObject) -> N
             text = text[:end] + text[pos:end] + text[end:]
     result = parse_source(Source("mutated.harness", text))
     render(result.diagnostics, "human")
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad calls at run time
+
+RUNTIME_SPEC = """
+harness h { version "1.0.0" }
+tool shell.run { summary "Run a command."; effects write; input { cmd: string } }
+policy p { default deny; allow shell.run }
+surface s { expose shell.* }
+agent a { surface s; policy p }
+"""
+
+
+@pytest.fixture(scope="module")
+def shell(tmp_path_factory: pytest.TempPathFactory) -> Spec:
+    path = tmp_path_factory.mktemp("shell") / "h.harness"
+    path.write_text(RUNTIME_SPEC, encoding="utf-8")
+    result = check([path])
+    assert result.ok and result.model is not None
+    return result.model
+
+
+def refused_events(h: Harness) -> list[dict[str, Any]]:
+    return [e.payload for e in h.store.read() if e.type == "call.refused"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "call_id", "args", "code", "message"),
+    [
+        (None, "c-1", {}, "unknown-tool", "names its tool with a non-empty string, not null"),
+        (5, "c-1", {}, "unknown-tool", "names its tool with a non-empty string, not a number"),
+        ("", "c-1", {}, "unknown-tool", "not an empty one"),
+        (["shell.run"], "c-1", {}, "unknown-tool", "not a list"),
+        ("shell.run", None, {}, "invalid-args", "needs a non-empty `tool_call_id`, not null"),
+        ("shell.run", 7, {}, "invalid-args", "`tool_call_id`, not a number"),
+        ("shell.run", "c-1", 5, "invalid-args", "expected an object, got a number at `$`"),
+        ("shell.run", "c-1", ["ls"], "invalid-args", "expected an object, got a list at `$`"),
+    ],
+    ids=["tool-none", "tool-int", "tool-empty", "tool-list", "id-none", "id-int", "args-int",
+         "args-list"],
+)  # fmt: skip
+def test_normalize_refuses_parameters_of_the_wrong_type(
+    shell: Spec, tool: Any, call_id: Any, args: Any, code: str, message: str
+) -> None:
+    h = Harness(shell)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    refused = s.normalize(tool, call_id, args)
+    assert isinstance(refused, Refusal)
+    assert refused.code == code
+    assert message in refused.message
+    assert [e["code"] for e in refused_events(h)] == [code]
+
+
+@pytest.mark.parametrize(
+    ("tool", "call_id", "args", "code"),
+    [
+        ("\ud800", "c-1", {"cmd": "ls"}, "unknown-tool"),
+        ("shell.run", "c-\ud800", {"cmd": "ls"}, "invalid-args"),
+        ("shell.run", "c-1", {"cmd": 5, "\ud800": 1}, "invalid-args"),
+        ("shell.run", "c-1", {"cmd": "\ud800"}, "invalid-execution"),
+    ],
+    ids=["tool", "tool-call-id", "args-error", "args-value"],
+)
+def test_a_lone_surrogate_is_refused_and_recorded_escaped(
+    shell: Spec, tool: str, call_id: str, args: dict[str, Any], code: str
+) -> None:
+    """A lone surrogate is not text (no UTF-8, no JSON): the call is refused and the event
+    shows its escape instead of failing to be written."""
+    h = Harness(shell)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    refused = s.normalize(tool, call_id, args)
+    assert isinstance(refused, Refusal) and refused.code == code
+    [event] = refused_events(h)
+    assert event["code"] == code
+    if code != "invalid-execution":  # its message names no argument
+        assert "\\\\ud800" in json.dumps(event)
+
+
+@pytest.mark.parametrize(
+    ("execution", "path", "message"),
+    [
+        ("--cwd=/", "$.execution", "given as `Execution(...)`, not a string"),
+        ({"cwd": "/repo"}, "$.execution", "not an object"),
+        (Execution(env={"A": 1}), "$.execution.env.A", "`A` needs a string value, not a number"),
+        (Execution(env={1: "x"}), "$.execution.env", "name is a non-empty string"),
+        (Execution(env={"A=B": "x"}), "$.execution.env", "without `=`"),
+        (Execution(env={"A": "x\0y"}), "$.execution.env.A", "`A` holds a NUL byte"),
+        (Execution(env=["A"]), "$.execution.env", "env maps names to strings, not a list"),  # type: ignore[arg-type]
+        (Execution(timeout_ms=-5), "$.execution.timeout_ms", "at least 1 ms, not -5"),
+        (Execution(timeout_ms=0), "$.execution.timeout_ms", "at least 1 ms, not 0"),
+        (Execution(timeout_ms=True), "$.execution.timeout_ms", "not a boolean"),
+        (Execution(timeout_ms=1.5), "$.execution.timeout_ms", "not a number"),  # type: ignore[arg-type]
+        (Execution(timeout_ms=2**31), "$.execution.timeout_ms", "at most 2147483647 ms"),
+        (Execution(timeout_ms=10**30), "$.execution.timeout_ms", "at most 2147483647 ms"),
+        (Execution(cwd="/repo\0/x"), "$.execution.cwd", "the cwd holds a NUL byte"),
+        (Execution(cwd="../../etc"), "$.execution.cwd", "`../../etc` climbs above its start"),
+        (Execution(cwd="src/../../etc"), "$.execution.cwd", "climbs above its start"),
+        (Execution(cwd="/../etc"), "$.execution.cwd", "climbs above its start"),
+        (Execution(cwd=""), "$.execution.cwd", "the cwd is empty"),
+        (Execution(command="ls\0-la"), "$.execution.command", "a command holds a NUL byte"),
+        (Execution(command=("ls", "a\0b")), "$.execution.command[1]", "holds a NUL byte"),
+        (Execution(command=()), "$.execution.command", "needs at least the program"),
+        (Execution(command=("ls", 3)), "$.execution.command[1]", "not a number"),  # type: ignore[arg-type]
+        (Execution(target=5), "$.execution.target", "the target is a string, not a number"),  # type: ignore[arg-type]
+    ],
+)  # fmt: skip
+def test_malformed_execution_parameters_are_refused(
+    shell: Spec, execution: Any, path: str, message: str
+) -> None:
+    h = Harness(shell)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    refused = s.normalize("shell.run", "c-1", {"cmd": "ls"}, execution=execution)
+    assert isinstance(refused, Refusal), refused
+    assert refused.code == "invalid-execution"
+    assert message in refused.message
+    assert refused.path == path
+    assert [e["code"] for e in refused_events(h)] == ["invalid-execution"]
+    assert not any(e.type == "action.transition" for e in h.store.read())
+
+
+@pytest.mark.parametrize(
+    ("cwd", "runs_in"),
+    [("/repo/./src/../lib", "/repo/lib"), ("/repo/../etc", "/etc"), ("sub/./dir/", "sub/dir"),
+     ("a/../b", "b"), (".", ".")],
+)  # fmt: skip
+def test_a_cwd_is_normalized_like_a_path_argument(shell: Spec, cwd: str, runs_in: str) -> None:
+    """The executor runs in the directory policy judged: `.` and `..` resolved, a relative cwd
+    relative to the executor's working directory."""
+    h = Harness(shell)
+    seen: list[str | None] = []
+    h.implement("shell.run")(lambda args, ctx: seen.append(ctx.pending.execution.cwd) or {})
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    call = s.normalize("shell.run", "c-1", {"cmd": "ls"}, execution=Execution(cwd=cwd))
+    assert isinstance(call, PendingCall), call
+    assert call.execution.cwd == runs_in
+    s.decide(call)
+    assert s.invoke(call).ok
+    assert seen == [runs_in]
+
+
+def test_execution_parameters_at_their_bounds_are_accepted(shell: Spec) -> None:
+    h = Harness(shell)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    for i, execution in enumerate(
+        [
+            Execution(timeout_ms=1),
+            Execution(timeout_ms=2**31 - 1),
+            Execution(command=["ls", "-la"], env={}, cwd="/", target="host-1"),
+            Execution(env={"TOKEN": "s3cret", "EMPTY": ""}),
+        ]
+    ):
+        assert isinstance(
+            s.normalize("shell.run", f"c-{i}", {"cmd": "ls"}, execution=execution), PendingCall
+        )
+
+
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+    st.text(st.characters(categories=["Cs", "Lu", "Cc"]), max_size=4),
+    st.binary(max_size=8),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.one_of(st.text(max_size=5), st.integers()), st.integers(), max_size=3),
+    st.builds(object),
+)
+EXECUTION_JUNK = st.one_of(
+    JUNK,
+    st.builds(
+        Execution,
+        command=st.one_of(st.none(), JUNK, st.lists(JUNK, max_size=3).map(tuple)),
+        cwd=JUNK,
+        env=st.one_of(
+            st.none(), JUNK, st.dictionaries(JUNK.filter(lambda k: _hashable(k)), JUNK, max_size=3)
+        ),
+        timeout_ms=JUNK,
+        target=JUNK,
+    ),
+)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    tool=st.one_of(JUNK, st.just("shell.run")),
+    call_id=st.one_of(JUNK, st.just("c-1")),
+    args=st.one_of(JUNK, st.just({"cmd": "ls"})),
+    execution=st.one_of(st.none(), EXECUTION_JUNK),
+)
+def test_junk_for_any_parameter_of_normalize_is_refused_never_raised(
+    shell: Spec, tool: Any, call_id: Any, args: Any, execution: Any
+) -> None:
+    h = Harness(shell)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    result = s.normalize(tool, call_id, args, execution=execution)
+    if isinstance(result, PendingCall):
+        assert (tool, call_id) == ("shell.run", "c-1")
+        assert args == {"cmd": "ls"}
+        return
+    assert isinstance(result, Refusal) and result.code in REFUSAL_CODES
+    assert result.message
+    assert [e["code"] for e in refused_events(h)] == [result.code]

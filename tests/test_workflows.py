@@ -5,6 +5,7 @@ running a finished step again."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -456,6 +457,46 @@ def test_a_failed_verification_takes_the_failure_policy(
     assert 61 in jobs.undone
     states = {s["name"]: s["state"] for s in never["steps"]}
     assert states == {"commit": "compensated", "undo_commit": "succeeded"}
+    assert h.verify().ok
+
+
+def test_a_secret_never_reaches_the_runs_state_or_the_log(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    """A previewer, an executor and a verifier that echo a secret argument: the gate's preview,
+    the step's value, the verdict and every event hold `[REDACTED]`, and neither our log nor
+    DBOS's step outputs hold the value (the run's input, which DBOS needs to resume it, does)."""
+    h, _, tmp = env
+    token = "tok-wf-7d1e-staple"
+    h.implement("job.login")(lambda args: {"n": args["n"], "note": f"used {args['token']}"})
+    h.workflows.preview_with("job.login", lambda args: {"would_use": args["token"]})
+    h.workflows.verify_with(
+        "job.login", lambda args, out: None if args["n"] == 71 else f"{args['token']} unseen"
+    )
+    run = h.workflows.create(
+        "vaulted", {"base": 71, "token": token}, id="vault-1", actor=ENGINEER, start=True
+    )
+    until(lambda: waiting(h, run, "login.approval"), what="the vault's ASK")
+    gate = h.workflows.status(run)["pending_gates"][0]
+    assert gate["preview"]["preview"] == {"would_use": "[REDACTED]"}
+    h.workflows.decide(run, "login.approval", "approve", by=RELEASE_MANAGER)
+    done = h.workflows.wait(run)
+    assert done["status"] == "completed", done
+    assert done["artifacts"] == [{"step": "login", "value": {"n": 71, "note": "used [REDACTED]"}}]
+    failed = h.workflows.create(
+        "vaulted", {"base": 72, "token": token}, id="vault-2", actor=ENGINEER, start=True
+    )
+    until(lambda: waiting(h, failed, "login.approval"), what="the vault's second ASK")
+    h.workflows.decide(failed, "login.approval", "approve", by=RELEASE_MANAGER)
+    ended = h.workflows.wait(failed)
+    assert ended["status"] == "failed"
+    assert "verification failed: [REDACTED] unseen" in ended["error"]
+    assert token not in json.dumps([e.payload for e in h.store.read()])
+    raw = b"".join(p.read_bytes() for p in tmp.glob("harness.db*") if "dbos" not in p.name)
+    assert raw and token.encode() not in raw
+    with sqlite3.connect(tmp / "harness.db.dbos") as dbos:
+        outputs = dbos.execute("SELECT output, error FROM operation_outputs").fetchall()
+    assert outputs and token not in json.dumps(outputs)
     assert h.verify().ok
 
 

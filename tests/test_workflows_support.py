@@ -60,6 +60,15 @@ tool job.ship {
   output { n: int }
 }
 
+tool job.login {
+  summary "Log a job in to the vault with a token."
+  use_when "A workflow step needs the vault."
+  effects write
+  risk low
+  input { n: int, token: string secret }
+  output { n: int, note: string }
+}
+
 surface ops_tools {
   expose job.*
 }
@@ -67,6 +76,11 @@ surface ops_tools {
 policy ops {
   default deny
   allow job.run, job.undo, job.archive
+  ask job.login {
+    approver role "release-manager"
+    grant once ttl 15m
+    reason "The vault needs a release manager."
+  }
   ask job.ship {
     approver role "release-manager"
     grant once ttl 15m
@@ -77,6 +91,12 @@ policy ops {
 agent runner {
   surface ops_tools
   policy ops
+}
+
+workflow vaulted {
+  agent runner
+  input { base: int, token: string }
+  step login = call job.login(n: input.base, token: input.token)
 }
 
 workflow four {
