@@ -68,7 +68,10 @@ class PostgresStore:
     def __init__(self, url: str, *, clock: Clock = system_clock) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = psycopg.connect(url, autocommit=False)
+        try:
+            self._conn: psycopg.Connection[Any] | None = psycopg.connect(url, autocommit=False)
+        except psycopg.Error as error:
+            raise StoreError(f"cannot open the event store: {error}") from None
         with self._lock, self._connection().transaction():
             conn = self._connection()
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
@@ -189,11 +192,17 @@ class PostgresStore:
 
     def verify(self, anchor: tuple[int, str] | None = None) -> Verification:
         """Walk the whole chain in one snapshot and report the first broken link."""
-        with self._lock, self._connection().transaction():
+        with self._lock:
             conn = self._connection()
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM harnessc.events ORDER BY position")
-            return verify_events((Event(*row) for row in rows), anchor)
+            try:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    return verify_events(
+                        _rows(conn, f"SELECT {_COLUMNS} FROM harnessc.events ORDER BY position"),
+                        anchor,
+                    )
+            except psycopg.Error as error:
+                return Verification(False, 0, None, f"the log cannot be read: {error}")
 
     def close(self) -> None:
         with self._lock:
@@ -211,6 +220,15 @@ class PostgresStore:
         if self._conn is None:
             raise StoreError("the event store is closed")
         return self._conn
+
+
+def _rows(conn: psycopg.Connection[Any], sql: str) -> Iterator[Event]:
+    """The events a query selects; a read that fails part way raises StoreError."""
+    try:
+        for row in conn.execute(sql):
+            yield Event(*row)
+    except psycopg.Error as error:
+        raise StoreError(str(error)) from None
 
 
 def _prefix_pattern(prefix: str) -> str:

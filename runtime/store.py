@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -123,20 +124,35 @@ class EventStore(Protocol):
 
 
 def verify_events(events: Iterable[Event], anchor: tuple[int, str] | None = None) -> Verification:
-    """Walk events in position order and report the first broken link."""
+    """Walk events in position order and report the first broken link.
+
+    Never raises for what a damaged log can hold: a value of the wrong type, text that is not
+    JSON, a broken link, or a store that fails while being read (a `StoreError` from the
+    iteration) is reported as a failed `Verification`.
+    """
     prev_hash = GENESIS_HASH
     expected = 1
     last_seq: dict[str, int] = {}
     checked = 0
     anchor_seen = anchor is None or anchor[0] == 0
-    for e in events:
+    walk = iter(events)
+    while True:
+        try:
+            e = next(walk, None)
+        except StoreError as error:
+            return Verification(
+                False, checked, None, f"the log cannot be read after position {checked}: {error}"
+            )
+        if e is None:
+            break
+        malformed = _malformed(e)
+        if malformed is not None:
+            return Verification(False, checked, expected, malformed)
         if e.position != expected:
             what = "missing" if e.position > expected else "out of order"
             return Verification(
                 False, checked, e.position, f"expected position {expected}: events are {what}"
             )
-        if e.kind not in KINDS:
-            return Verification(False, checked, e.position, f"unknown kind `{e.kind}`")
         if e.prev_hash != prev_hash:
             return Verification(
                 False,
@@ -144,16 +160,19 @@ def verify_events(events: Iterable[Event], anchor: tuple[int, str] | None = None
                 e.position,
                 f"prev_hash does not match the hash of position {e.position - 1}",
             )
-        actual = event_hash(
-            position=e.position,
-            stream=e.stream,
-            seq=e.seq,
-            kind=e.kind,
-            type=e.type,
-            payload_json=e.payload_json,
-            time=e.time,
-            prev_hash=e.prev_hash,
-        )
+        try:
+            actual = event_hash(
+                position=e.position,
+                stream=e.stream,
+                seq=e.seq,
+                kind=e.kind,
+                type=e.type,
+                payload_json=e.payload_json,
+                time=e.time,
+                prev_hash=e.prev_hash,
+            )
+        except UnicodeEncodeError:  # a lone surrogate: no store returns one, a caller's list may
+            return Verification(False, checked, e.position, "the event's text is not UTF-8")
         if actual != e.hash:
             return Verification(False, checked, e.position, "hash does not match the contents")
         seq = last_seq.get(e.stream, 0) + 1
@@ -173,6 +192,34 @@ def verify_events(events: Iterable[Event], anchor: tuple[int, str] | None = None
         assert anchor is not None
         return Verification(False, checked, anchor[0], "the log ends before the anchor")
     return Verification(True, checked)
+
+
+def _malformed(e: Event) -> str | None:
+    """Why a stored row cannot be an event (a column of the wrong type, a payload that is not a
+    JSON object), or None; a damaged file yields such rows. Whether `hash` is a SHA-256 digest
+    needs no check here: it is compared with the one recomputed."""
+    for name in ("position", "seq"):
+        value = getattr(e, name)
+        if type(value) is not int or value < 1:
+            return f"`{name}` is not a positive integer"
+    for name in ("stream", "kind", "type", "payload_json", "time", "prev_hash", "hash"):
+        value = getattr(e, name)
+        if type(value) is not str:
+            column = "payload" if name == "payload_json" else name
+            return (
+                f"`{column}` is not UTF-8 text"
+                if isinstance(value, _NotUtf8)
+                else f"`{column}` is not text"
+            )
+    if e.kind not in KINDS:
+        return f"unknown kind `{e.kind}`"
+    try:
+        payload = json.loads(e.payload_json)
+    except (ValueError, RecursionError):
+        return "the payload is not JSON"
+    if type(payload) is not dict:
+        return "the payload is not a JSON object"
+    return None
 
 
 class _Numbering:
@@ -287,6 +334,9 @@ BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 """
 
 _COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash"
+# a damaged file can also hold a schema whose text is not UTF-8, which sqlite3 cannot decode
+# into its own error message
+_READ_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
 class SQLiteStore:
@@ -315,10 +365,21 @@ class SQLiteStore:
             raise StoreError(f"synchronous must be FULL or NORMAL, not `{synchronous}`")
         self._clock = clock
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            path, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
-        )
-        conn = self._conn
+        self._conn: sqlite3.Connection | None = None
+        try:
+            self._conn = sqlite3.connect(
+                path, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
+            )
+            self._prepare(self._conn, synchronous)
+        except _READ_ERRORS as error:
+            # a damaged or foreign file: say which, never a raw sqlite error
+            self.close()
+            raise StoreError(f"cannot open the event store `{path}`: {error}") from None
+        except StoreError:
+            self.close()
+            raise
+
+    def _prepare(self, conn: sqlite3.Connection, synchronous: str) -> None:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if mode not in ("wal", "memory"):
             raise StoreError(f"the event store needs WAL mode, but SQLite chose `{mode}`")
@@ -434,15 +495,23 @@ class SQLiteStore:
         return (row[0], row[1]) if row else (0, GENESIS_HASH)
 
     def verify(self, anchor: tuple[int, str] | None = None) -> Verification:
-        """Walk the whole chain in one read snapshot and report the first broken link."""
+        """Walk the whole chain in one read snapshot and report the first broken link; a damaged
+        file is reported, not raised."""
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN")  # one snapshot: appends by others during the walk are not seen
+            # text that is not UTF-8 comes back as bytes, for verify_events to name its row
+            conn.text_factory = _text_or_bytes
             try:
-                rows = conn.execute(f"SELECT {_COLUMNS} FROM events ORDER BY position")
-                return verify_events((Event(*row) for row in rows), anchor)
+                conn.execute("BEGIN")  # one snapshot: appends by others are not seen
+                return verify_events(
+                    _rows(conn, f"SELECT {_COLUMNS} FROM events ORDER BY position"), anchor
+                )
+            except _READ_ERRORS as error:
+                return Verification(False, 0, None, f"the log cannot be read: {error}")
             finally:
-                conn.execute("COMMIT")
+                conn.text_factory = str
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
 
     def close(self) -> None:
         with self._lock:
@@ -460,6 +529,26 @@ class SQLiteStore:
         if self._conn is None:
             raise StoreError("the event store is closed")
         return self._conn
+
+
+def _rows(conn: sqlite3.Connection, sql: str) -> Iterator[Event]:
+    """The events a query selects; a read that fails part way raises StoreError."""
+    try:
+        for row in conn.execute(sql):
+            yield Event(*row)
+    except _READ_ERRORS as error:
+        raise StoreError(str(error)) from None
+
+
+class _NotUtf8(bytes):
+    """Stored text that is not UTF-8 (a blob stays plain bytes)."""
+
+
+def _text_or_bytes(data: bytes) -> str | bytes:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NotUtf8(data)
 
 
 class _WriteTransaction:
