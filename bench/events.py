@@ -5,7 +5,9 @@
 Prints events per second for each `synchronous` setting on a fresh SQLite file in a temporary
 directory (so the numbers depend on that disk's fsync cost): `append` (one transaction, one fsync
 per event), `append_many` (one transaction per batch), `read` (pages of 1,000) and `verify`
-(recomputing every hash). Payloads look like a tool call's transition event.
+(recomputing every hash), each without and with a log key (an HMAC-SHA256 per event, and per
+verified event), side by side with the keyed/plain ratio. Payloads look like a tool call's
+transition event.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ import time
 from pathlib import Path
 
 from harnessc.runtime.events import NewEvent
+from harnessc.runtime.integrity import LogKey
 from harnessc.runtime.store import SQLiteStore
+
+KEY = LogKey(b"bench-log-key-" * 4)
 
 
 def event(i: int) -> NewEvent:
@@ -35,37 +40,42 @@ def event(i: int) -> NewEvent:
     )
 
 
-def rate(n: int, seconds: float) -> str:
-    return f"{n / seconds:>10,.0f} events/s"
-
-
-def run(n: int, batch: int, sync: str, folder: Path) -> None:
-    path = folder / f"bench-{sync}.db"
+def timings(n: int, batch: int, sync: str, path: Path, key: LogKey | None) -> dict[str, float]:
+    """Seconds per event of each operation on a fresh log at `path`."""
     events = [event(i) for i in range(n)]
-    with SQLiteStore(path, synchronous=sync) as store:
+    out: dict[str, float] = {}
+    with SQLiteStore(path, synchronous=sync, key=key) as store:
         start = time.perf_counter()
         for e in events:
             store.append(e)
-        single = time.perf_counter() - start
+        out["append"] = (time.perf_counter() - start) / n
 
         start = time.perf_counter()
         for i in range(0, n, batch):
             store.append_many(events[i : i + batch])
-        batched = time.perf_counter() - start
+        out[f"append_many({batch})"] = (time.perf_counter() - start) / n
 
         start = time.perf_counter()
         count = sum(1 for _ in store.scan())
-        read = time.perf_counter() - start
+        out["read"] = (time.perf_counter() - start) / count
 
         start = time.perf_counter()
         verification = store.verify()
-        verify = time.perf_counter() - start
-    assert verification.ok and count == 2 * n, verification
-    print(f"synchronous={sync}")
-    print(f"  append                {rate(n, single)}")
-    print(f"  append_many({batch:>4})     {rate(n, batched)}")
-    print(f"  read                  {rate(count, read)}")
-    print(f"  verify                {rate(count, verify)}")
+        out["verify"] = (time.perf_counter() - start) / count
+    assert verification.ok and verification.authenticated == (key is not None), verification
+    assert count == 2 * n
+    return out
+
+
+def run(n: int, batch: int, sync: str, folder: Path) -> None:
+    plain = timings(n, batch, sync, folder / f"plain-{sync}.db", None)
+    keyed = timings(n, batch, sync, folder / f"keyed-{sync}.db", KEY)
+    print(f"synchronous={sync}            plain events/s   keyed events/s   keyed/plain time")
+    for name, seconds in plain.items():
+        print(
+            f"  {name:<22} {1 / seconds:>14,.0f}   {1 / keyed[name]:>14,.0f}"
+            f"   {keyed[name] / seconds:>16.2f}"
+        )
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harnessc.dsl.codes import BY_SLUG, CODES
 from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors, print_diagnostics
@@ -226,6 +227,56 @@ def cmd_workflow(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_log(args: argparse.Namespace) -> int:
+    # the runtime's own log check: no spec is read, and the log is opened read-only
+    from harnessc.runtime.integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
+    from harnessc.runtime.store import StoreError, Verification, open_store
+
+    try:
+        key = LogKey.from_file(args.key_file) if args.key_file else LogKey.from_env()
+        anchor = Checkpoint.parse(args.anchor) if getattr(args, "anchor", None) else None
+    except (LogKeyError, CheckpointError) as error:
+        sys.stderr.write(f"harnessc: {error}\n")
+        return EXIT_USAGE
+    if _missing(args.store):
+        sys.stderr.write(f"harnessc: no event log at `{args.store}`\n")
+        return EXIT_USAGE
+    try:
+        store = open_store(args.store, key=key, readonly=True)
+    except StoreError as error:
+        if args.action == "head" or "://" in args.store.removeprefix("sqlite:///"):
+            sys.stderr.write(f"harnessc: {error}\n")
+            return EXIT_USAGE
+        # a log file that cannot even be opened fails verification
+        return _print_verification(Verification(False, 0, None, str(error)), args.format)
+    with store:
+        if args.action == "head":
+            try:
+                checkpoint = store.checkpoint()
+            except StoreError as error:
+                sys.stderr.write(f"harnessc: {error}\n")
+                return EXIT_ERRORS
+            text = checkpoint.to_text()
+            out = {**checkpoint.to_dict(), "checkpoint": text}
+            print(json.dumps(out, indent=2) if args.format == "json" else text)
+            return EXIT_OK
+        return _print_verification(store.verify(anchor), args.format)
+
+
+def _missing(store: str) -> bool:
+    """A SQLite path that names no file (opening it would create an empty log)."""
+    path = store.removeprefix("sqlite:///")
+    return "://" not in path and not Path(path).exists()
+
+
+def _print_verification(result: Any, format: str) -> int:
+    if format == "json":
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(result.describe())
+    return EXIT_OK if result.ok else EXIT_ERRORS
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harnessc",
@@ -320,6 +371,26 @@ def build_parser() -> argparse.ArgumentParser:
         )
         action.add_argument("--format", choices=("human", "json"), default="human")
     workflow.set_defaults(run=cmd_workflow)
+
+    log = sub.add_parser("log", help="checkpoint and verify an event log")
+    log_actions = log.add_subparsers(dest="action", required=True, metavar="ACTION")
+    log_head = log_actions.add_parser("head", help="print a checkpoint of the log's head")
+    log_head.add_argument("--format", choices=("text", "json"), default="text")
+    log_verify = log_actions.add_parser("verify", help="verify the log's chain, checkpoint, MACs")
+    log_verify.add_argument(
+        "--anchor", metavar="CHECKPOINT", help="a checkpoint printed by `harnessc log head`"
+    )
+    log_verify.add_argument("--format", choices=("human", "json"), default="human")
+    for action in (log_head, log_verify):
+        action.add_argument(
+            "--store", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
+        )
+        action.add_argument(
+            "--key-file",
+            metavar="FILE",
+            help="the log key (otherwise HARNESSC_LOG_KEY or HARNESSC_LOG_KEY_FILE)",
+        )
+    log.set_defaults(run=cmd_log)
     return parser
 
 

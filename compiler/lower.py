@@ -1163,7 +1163,8 @@ class _Lowerer:
     def options(
         self, options: Sequence[object] | None, effect: str, where: str, effect_span: Span
     ) -> dict[str, Any]:
-        """Approvers, grant, reason and instead of a rule, a default or a risk-table entry."""
+        """Approvers, grant, self_approval, reason and instead of a rule, a default or a
+        risk-table entry."""
         approvers: list[m.Approver] = []
         grant: m.Grant | None = None
         seen: dict[str, Any] = {}
@@ -1171,7 +1172,7 @@ class _Lowerer:
             asking = isinstance(option, s.Approver | s.Grant) or (
                 isinstance(option, s.Attr) and option.key == "self_approval"
             )
-            if asking and effect != "ask":
+            if asking and effect != "ask" and isinstance(option, s.Approver | s.Grant | s.Attr):
                 key = (
                     "approver"
                     if isinstance(option, s.Approver)

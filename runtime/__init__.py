@@ -28,6 +28,8 @@ See docs/runtime.md for the guide.
 - FunctionCalling, ToolCall, AdapterError, openai_tool, openai_responses_tool, anthropic_tool,
   input_schema, tool_description: OpenAI and Anthropic function-calling adapters
 - EventStore, SQLiteStore, MemoryStore, Event, Verification, Projections: the event log
+- Checkpoint, CheckpointError, LogKey, LogKeyError: checkpoints of the log's head and the
+  optional log key (runtime/integrity.py)
 - PostgresStore: the event log on PostgreSQL (runtime/pgstore.py; needs psycopg)
 - Workflows, WorkflowError, GateOutcome: durable workflows (runtime/workflows.py; needs dbos)
 - Spec: the compiled model
@@ -53,6 +55,8 @@ __all__ = [
     "AvailabilityChecker",
     "AvailabilityRefusal",
     "CallContext",
+    "Checkpoint",
+    "CheckpointError",
     "Decision",
     "Event",
     "EventStore",
@@ -68,6 +72,8 @@ __all__ = [
     "Harness",
     "HarnessError",
     "IllegalTransitionError",
+    "LogKey",
+    "LogKeyError",
     "McpState",
     "MemoryStore",
     "Outcome",
@@ -113,6 +119,8 @@ _WHERE = {
     "AvailabilityChecker": "availability",
     "AvailabilityRefusal": "availability",
     "CallContext": "policy",
+    "Checkpoint": "integrity",
+    "CheckpointError": "integrity",
     "Decision": "policy",
     "Event": "events",
     "EventStore": "store",
@@ -128,6 +136,8 @@ _WHERE = {
     "Harness": "harness",
     "HarnessError": "harness",
     "IllegalTransitionError": "lifecycle",
+    "LogKey": "integrity",
+    "LogKeyError": "integrity",
     "McpState": "availability",
     "MemoryStore": "store",
     "Outcome": "executors",
@@ -184,6 +194,7 @@ if TYPE_CHECKING:
     from .executors import Accepted, ExecutorContext, Outcome, Result
     from .exposure import Exposure, ExposureTrace
     from .harness import Harness, HarnessError
+    from .integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
     from .lifecycle import Action, ActionError, ActionState, IllegalTransitionError
     from .model import Spec
     from .normalize import REFUSAL_CODES, PendingCall, Refusal, ToolNames, Validator, thaw

@@ -173,15 +173,12 @@ def _worker_sqlite_engine(url: str) -> Any:
 
 
 def open_store(url: str) -> EventStore:
-    """The event store of a URL: `sqlite:///PATH` or `postgresql://…`."""
-    if url.startswith("sqlite:///"):
-        from .store import SQLiteStore
+    """The event store of a URL: `sqlite:///PATH` or `postgresql://…` (with the log key of
+    the environment, as every store takes it)."""
+    if url.startswith(("sqlite:///", "postgresql://", "postgres://")):
+        from .store import open_store as open_event_store
 
-        return SQLiteStore(url[len("sqlite:///") :])
-    if url.startswith(("postgresql://", "postgres://")):
-        from .pgstore import PostgresStore
-
-        return PostgresStore(url)
+        return open_event_store(url)
     raise WorkflowError("unknown-store", f"no event store for `{url}`")
 
 

@@ -145,6 +145,9 @@ class Event:
     time: str
     prev_hash: str
     hash: str
+    mac: str | None = None
+    """HMAC-SHA256 of `hash` under the log key (runtime/integrity.py), when the log has one;
+    outside the hash, which stays checkable without the key."""
 
     @cached_property
     def payload(self) -> dict[str, Any]:

@@ -44,13 +44,14 @@ from .availability import Availability, AvailabilityChecker, Facts
 from .events import Clock, NewEvent, system_clock
 from .executors import Executors, Result
 from .exposure import ExposureIndex
+from .integrity import Checkpoint
 from .lifecycle import ActionError
 from .model import Agent, Skill, Spec
 from .normalize import ToolNames, Validator
 from .policy import PolicyEngine
 from .projections import Projections, SessionView
 from .sessions import PUBLIC_KINDS, Session, facts_from_record, facts_record, surface_tools
-from .store import EventStore, MemoryStore, Verification
+from .store import Anchor, EventStore, MemoryStore, Verification
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
 
@@ -466,9 +467,21 @@ class Harness:
 
     # -- the log ----------------------------------------------------------------------------------
 
-    def verify(self) -> Verification:
-        """Walk the event log's hash chain (`store.verify()`)."""
-        return self.store.verify()
+    def head(self) -> Checkpoint:
+        """A checkpoint of the event log's head to keep outside it (a ticket, another
+        system): `h.verify(anchor=checkpoint)` later finds a log that lost events or was
+        rewritten up to it.
+
+        >>> h = Harness(Spec(name="demo", root_module="demo"))
+        >>> h.verify(anchor=h.head().to_text()).ok
+        True
+        """
+        return self.store.checkpoint()
+
+    def verify(self, anchor: Anchor | None = None) -> Verification:
+        """Walk the event log's hash chain (`store.verify(anchor)`); see `Verification.proves`
+        for what an ok result shows."""
+        return self.store.verify(anchor)
 
 
 def _self_approval(who: str, by: Mapping[str, Any], tool_id: str, request_id: str) -> str:

@@ -21,12 +21,17 @@ import psycopg
 
 from .canonical import canonical_json
 from .events import GENESIS_HASH, Clock, Event, NewEvent, system_clock
+from .integrity import Checkpoint, LogKey
 from .store import (
+    _READABLE_VERSIONS,
     SCHEMA_VERSION,
+    Anchor,
     Expected,
     StoreError,
     Verification,
     _Numbering,
+    check_head_key,
+    checkpoint_of,
     number_batch,
     row,
     verify_events,
@@ -48,8 +53,10 @@ CREATE TABLE IF NOT EXISTS harnessc.events (
     time      TEXT   NOT NULL,
     prev_hash TEXT   NOT NULL,
     hash      TEXT   NOT NULL,
+    mac       TEXT,                -- HMAC of hash under the log key, when there is one
     UNIQUE (stream, seq)
 );
+ALTER TABLE harnessc.events ADD COLUMN IF NOT EXISTS mac TEXT;
 CREATE INDEX IF NOT EXISTS events_by_stream ON harnessc.events (stream, position);
 CREATE INDEX IF NOT EXISTS events_by_stream_prefix ON harnessc.events (stream text_pattern_ops);
 CREATE TABLE IF NOT EXISTS harnessc.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,25 +66,47 @@ CREATE OR REPLACE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON harnessc
 FOR EACH ROW EXECUTE FUNCTION harnessc.append_only();
 """
 
-_COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash"
+_COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, mac"
 
 
 class PostgresStore:
     """The event store on PostgreSQL; safe to share between threads (one connection behind a
     lock) and between processes and machines (the advisory lock serialises writers)."""
 
-    def __init__(self, url: str, *, clock: Clock = system_clock) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock = system_clock,
+        key: LogKey | None = None,
+        readonly: bool = False,
+    ) -> None:
+        """`key` and `readonly` as for `SQLiteStore`: the log key (by default from the
+        environment), and an existing log opened only to read and verify it."""
         self._clock = clock
+        self._key = key if key is not None else LogKey.from_env()
+        self._readonly = readonly
+        self._columns = _COLUMNS
         self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = psycopg.connect(url, autocommit=False)
+        try:
+            self._conn: psycopg.Connection[Any] | None = psycopg.connect(url, autocommit=False)
+        except psycopg.Error as error:
+            raise StoreError(f"cannot open the event store: {error}") from None
         with self._lock, self._connection().transaction():
             conn = self._connection()
+            if readonly:
+                self._columns = _readable(conn)
+                return
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             for statement in _statements(_DDL):
                 conn.execute(statement)
             row = conn.execute("SELECT value FROM harnessc.meta WHERE key = 'schema'").fetchone()
             if row is None:
                 conn.execute("INSERT INTO harnessc.meta VALUES ('schema', %s)", (SCHEMA_VERSION,))
+            elif row[0] == "1":  # the DDL added the `mac` column; no event was rewritten
+                conn.execute(
+                    "UPDATE harnessc.meta SET value = %s WHERE key = 'schema'", (SCHEMA_VERSION,)
+                )
             elif row[0] != SCHEMA_VERSION:
                 raise StoreError(f"event store format {row[0]} is not supported")
 
@@ -94,17 +123,21 @@ class PostgresStore:
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         if not events:
             return []
+        if self._readonly:
+            raise StoreError("the event store was opened read-only")
         payloads = [canonical_json(e.payload) for e in events]
         with self._lock, self._connection().transaction():
             conn = self._connection()
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             head = conn.execute(
-                "SELECT position, hash FROM harnessc.events ORDER BY position DESC LIMIT 1"
+                "SELECT position, hash, mac FROM harnessc.events ORDER BY position DESC LIMIT 1"
             ).fetchone()
+            position, head_hash, head_mac = head or (0, GENESIS_HASH, None)
+            check_head_key(head_hash, head_mac, self._key)
             out, _ = number_batch(
                 events,
                 payloads,
-                _Numbering(self._clock, *(head or (0, GENESIS_HASH))),
+                _Numbering(self._clock, int(position), head_hash, self._key),
                 lambda stream: int(
                     conn.execute(
                         "SELECT coalesce(max(seq), 0) FROM harnessc.events WHERE stream = %s",
@@ -116,7 +149,7 @@ class PostgresStore:
             with conn.cursor() as cur:
                 cur.executemany(
                     f"INSERT INTO harnessc.events ({_COLUMNS}) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [row(e) for e in out],
                 )
         return out
@@ -126,7 +159,7 @@ class PostgresStore:
     def read(
         self, stream: str | None = None, *, after: int = 0, limit: int | None = None
     ) -> list[Event]:
-        sql = f"SELECT {_COLUMNS} FROM harnessc.events WHERE position > %s"
+        sql = f"SELECT {self._columns} FROM harnessc.events WHERE position > %s"
         params: list[object] = [after]
         if stream is not None:
             sql += " AND stream = %s"
@@ -158,7 +191,7 @@ class PostgresStore:
             row = (
                 self._connection()
                 .execute(
-                    f"SELECT {_COLUMNS} FROM harnessc.events WHERE stream LIKE %s "
+                    f"SELECT {self._columns} FROM harnessc.events WHERE stream LIKE %s "
                     "AND type = %s ORDER BY position DESC LIMIT 1",
                     (pattern, type),
                 )
@@ -171,7 +204,7 @@ class PostgresStore:
             rows = (
                 self._connection()
                 .execute(
-                    f"SELECT {_COLUMNS} FROM harnessc.events WHERE stream LIKE %s "
+                    f"SELECT {self._columns} FROM harnessc.events WHERE stream LIKE %s "
                     "AND type = %s AND position > %s ORDER BY position",
                     (_prefix_pattern(prefix), type, after),
                 )
@@ -180,23 +213,41 @@ class PostgresStore:
         return [Event(*row) for row in rows]
 
     def head(self) -> tuple[int, str]:
+        position, head_hash, _ = self._head()
+        return position, head_hash
+
+    def checkpoint(self) -> Checkpoint:
+        return checkpoint_of(*self._head(), self._key)
+
+    def _head(self) -> tuple[int, str, str | None]:
+        mac = self._columns.rpartition(", ")[2]
         with self._lock, self._connection().transaction():
             row = (
                 self._connection()
                 .execute(
-                    "SELECT position, hash FROM harnessc.events ORDER BY position DESC LIMIT 1"
+                    f"SELECT position, hash, {mac} FROM harnessc.events "
+                    "ORDER BY position DESC LIMIT 1"
                 )
                 .fetchone()
             )
-        return (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+        return (int(row[0]), str(row[1]), row[2]) if row else (0, GENESIS_HASH, None)
 
-    def verify(self, anchor: tuple[int, str] | None = None) -> Verification:
+    def verify(self, anchor: Anchor | None = None) -> Verification:
         """Walk the whole chain in one snapshot and report the first broken link."""
-        with self._lock, self._connection().transaction():
+        with self._lock:
             conn = self._connection()
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM harnessc.events ORDER BY position")
-            return verify_events((Event(*row) for row in rows), anchor)
+            try:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    return verify_events(
+                        _rows(
+                            conn, f"SELECT {self._columns} FROM harnessc.events ORDER BY position"
+                        ),
+                        anchor,
+                        key=self._key,
+                    )
+            except psycopg.Error as error:
+                return Verification(False, 0, None, f"the log cannot be read: {error}")
 
     def close(self) -> None:
         with self._lock:
@@ -214,6 +265,33 @@ class PostgresStore:
         if self._conn is None:
             raise StoreError("the event store is closed")
         return self._conn
+
+
+def _readable(conn: psycopg.Connection[Any]) -> str:
+    """The columns to select from an existing log opened read-only."""
+    found = conn.execute(
+        "SELECT to_regclass('harnessc.events') IS NOT NULL, "
+        "to_regclass('harnessc.meta') IS NOT NULL"
+    ).fetchone()
+    if found is None or not all(found):
+        raise StoreError("the database holds no event log")
+    row = conn.execute("SELECT value FROM harnessc.meta WHERE key = 'schema'").fetchone()
+    if row is None or row[0] not in _READABLE_VERSIONS:
+        raise StoreError(f"event store format {row[0] if row else '?'} is not supported")
+    has_mac = conn.execute(
+        "SELECT count(*) FROM information_schema.columns "
+        "WHERE table_schema = 'harnessc' AND table_name = 'events' AND column_name = 'mac'"
+    ).fetchone()
+    return _COLUMNS if has_mac and has_mac[0] else _COLUMNS.replace(", mac", ", NULL")
+
+
+def _rows(conn: psycopg.Connection[Any], sql: str) -> Iterator[Event]:
+    """The events a query selects; a read that fails part way raises StoreError."""
+    try:
+        for row in conn.execute(sql):
+            yield Event(*row)
+    except psycopg.Error as error:
+        raise StoreError(str(error)) from None
 
 
 def _prefix_pattern(prefix: str) -> str:

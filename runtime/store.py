@@ -24,12 +24,16 @@ True
 
 from __future__ import annotations
 
+import hmac
+import json
+import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .canonical import canonical_json
 from .events import (
@@ -42,6 +46,7 @@ from .events import (
     format_time,
     system_clock,
 )
+from .integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, Checkpoint, LogKey
 
 __all__ = [
     "ConcurrencyError",
@@ -50,10 +55,14 @@ __all__ = [
     "SQLiteStore",
     "StoreError",
     "Verification",
+    "open_store",
     "verify_events",
 ]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+"""1: the chain; 2: and a `mac` column (NULL without a log key). A version 1 log is upgraded
+when opened for writing (the column added, no event rewritten) and read as it is otherwise."""
+_READABLE_VERSIONS = ("1", SCHEMA_VERSION)
 
 Expected = int | Mapping[str, int] | None
 """What a batch expects of its streams' last seq: nothing, every stream at one seq, or the
@@ -76,15 +85,68 @@ class ConcurrencyError(StoreError):
 
 @dataclass(frozen=True)
 class Verification:
-    """The result of walking the chain: ok, or the first broken link (position and reason)."""
+    """The result of walking the chain: ok, or the first broken link (position and reason).
+
+    `position` is None when the log could not be read at all (or past `checked` events).
+    `anchored` says a checkpoint was checked, `authenticated` that every MAC was checked with the
+    log key; `proves` says in a sentence what an ok result shows, and `notes` what was left
+    unchecked (MACs present but no key, a checkpoint's tag without the key).
+    """
 
     ok: bool
     checked: int
     position: int | None = None
     reason: str | None = None
+    anchored: bool = False
+    authenticated: bool = False
+    notes: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return self.ok
+
+    @property
+    def proves(self) -> str | None:
+        """What an ok result shows (None when not ok)."""
+        if not self.ok:
+            return None
+        parts = [
+            "the events are consistent: no accidental corruption and no edit that breaks the chain"
+        ]
+        if self.anchored:
+            parts.append(
+                "no event up to the checkpoint was removed or rewritten (events after it are "
+                "covered by the chain alone)"
+            )
+        if self.authenticated:
+            parts.append("no event was written or rewritten by anyone without the log key")
+        if not self.anchored:
+            parts.append("removing the newest events is found only against a checkpoint")
+        if not self.authenticated and not self.anchored:
+            parts.append("a log rewritten with recomputed hashes would also pass")
+        return "; ".join(parts)
+
+    def describe(self) -> str:
+        """The result for a person, one statement a line (as `harnessc log verify` prints it)."""
+        if self.ok:
+            lines = [f"ok: {self.checked} event{'' if self.checked == 1 else 's'} verified"]
+            lines.append(f"proves: {self.proves}")
+        else:
+            where = f" at position {self.position}" if self.position is not None else ""
+            lines = [f"not ok{where}: {self.reason}"]
+            lines.append(f"checked: {self.checked} events before it")
+        return "\n".join([*lines, *(f"note: {note}" for note in self.notes)])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "checked": self.checked,
+            "position": self.position,
+            "reason": self.reason,
+            "anchored": self.anchored,
+            "authenticated": self.authenticated,
+            "proves": self.proves,
+            "notes": list(self.notes),
+        }
 
 
 @runtime_checkable
@@ -125,33 +187,156 @@ class EventStore(Protocol):
         and pass it to `verify` to detect a truncated tail."""
         ...
 
-    def verify(self, anchor: tuple[int, str] | None = None) -> Verification: ...
+    def checkpoint(self) -> Checkpoint:
+        """The head as a `Checkpoint` to keep elsewhere, tagged when the store has a log key;
+        `verify(anchor=checkpoint)` later finds a log that lost events or was rewritten up to
+        it."""
+        ...
+
+    def verify(self, anchor: Anchor | None = None) -> Verification:
+        """Walk the whole chain (against `anchor`, and the MACs with the store's log key) and
+        report the first broken link; never raises for a damaged log."""
+        ...
 
     def close(self) -> None: ...
 
 
-def verify_events(events: Iterable[Event], anchor: tuple[int, str] | None = None) -> Verification:
-    """Walk events in position order and report the first broken link."""
-    prev_hash = GENESIS_HASH
-    expected = 1
-    last_seq: dict[str, int] = {}
-    checked = 0
-    anchor_seen = anchor is None or anchor[0] == 0
-    for e in events:
-        if e.position != expected:
-            what = "missing" if e.position > expected else "out of order"
-            return Verification(
-                False, checked, e.position, f"expected position {expected}: events are {what}"
+Anchor = Checkpoint | tuple[int, str] | str
+"""What `verify(anchor=…)` takes: a `Checkpoint`, its text, or `store.head()`."""
+
+
+def verify_events(
+    events: Iterable[Event], anchor: Anchor | None = None, *, key: LogKey | None = None
+) -> Verification:
+    """Walk events in position order and report the first broken link; with `anchor`, check the
+    log against a checkpoint; with `key`, check every event's MAC.
+
+    Never raises for what a damaged log can hold: a value of the wrong type, text that is not
+    JSON, a broken link, or a store that fails while being read (a `StoreError` from the
+    iteration) is reported as a failed `Verification`. A bad `anchor` is a CheckpointError.
+    """
+    walk = _Walk(Checkpoint.of(anchor) if anchor is not None else None, key)
+    return walk.run(iter(events))
+
+
+class _Walk:
+    """One verification: the chain, then the checkpoint, then the MACs."""
+
+    def __init__(self, anchor: Checkpoint | None, key: LogKey | None) -> None:
+        self.anchor = anchor
+        self.key = key
+        self.checked = 0
+        self.notes: list[str] = []
+        self.keyed_from: int | None = None  # the first event that carries a MAC
+        self.last: Event | None = None
+
+    def failed(self, position: int | None, reason: str) -> Verification:
+        return Verification(
+            False,
+            self.checked,
+            position,
+            reason,
+            anchored=self.anchor is not None,
+            authenticated=self.key is not None,
+            notes=tuple(self.notes),
+        )
+
+    def run(self, walk: Iterator[Event]) -> Verification:
+        anchor = self.anchor
+        if anchor is not None and anchor.tag is not None:
+            if self.key is None:
+                self.notes.append("the checkpoint's tag was not checked: no log key was given")
+            elif not hmac.compare_digest(
+                anchor.tag, self.key.checkpoint_tag(anchor.position, anchor.hash)
+            ):
+                return self.failed(
+                    anchor.position,
+                    "the checkpoint's tag does not match the log key: the checkpoint was "
+                    "altered or taken with another key",
+                )
+        prev_hash = GENESIS_HASH
+        last_seq: dict[str, int] = {}
+        while True:
+            try:
+                e = next(walk, None)
+            except StoreError as error:
+                return self.failed(
+                    None, f"the log cannot be read after position {self.checked}: {error}"
+                )
+            if e is None:
+                break
+            malformed = _malformed(e)
+            if malformed is not None:
+                return self.failed(self.checked + 1, malformed)
+            broken = _broken_link(e, self.checked + 1, prev_hash, last_seq)
+            if broken is not None:
+                return self.failed(*broken)
+            if anchor is not None and e.position == anchor.position and e.hash != anchor.hash:
+                return self.failed(
+                    e.position,
+                    f"the hash at position {e.position} differs from the checkpoint: the log "
+                    "was rewritten at or before it",
+                )
+            forged = self.check_mac(e)
+            if forged is not None:
+                return self.failed(e.position, forged)
+            last_seq[e.stream] = e.seq
+            prev_hash = e.hash
+            self.checked += 1
+            self.last = e
+        if anchor is not None and self.checked < anchor.position:
+            return self.failed(
+                anchor.position,
+                f"the log ends at position {self.checked}, before the checkpoint at position "
+                f"{anchor.position}: events were removed",
             )
-        if e.kind not in KINDS:
-            return Verification(False, checked, e.position, f"unknown kind `{e.kind}`")
-        if e.prev_hash != prev_hash:
-            return Verification(
-                False,
-                checked,
-                e.position,
-                f"prev_hash does not match the hash of position {e.position - 1}",
+        if self.key is not None and self.last is not None and self.last.mac is None:
+            what = "carries no MAC" if self.keyed_from is None else "lost their MACs"
+            return self.failed(
+                self.last.position if self.keyed_from is None else self.keyed_from,
+                f"the log {what}: it was not written with the log key from its last event "
+                "back, so nothing in it is authenticated"
+                if self.keyed_from is None
+                else f"events after position {self.keyed_from} {what}",
             )
+        if self.key is None and self.keyed_from is not None:
+            self.notes.append(
+                "the log carries MACs but no log key was given: they were not checked, so a "
+                "rewrite by whoever can write the log would pass"
+            )
+        return Verification(
+            True,
+            self.checked,
+            anchored=anchor is not None,
+            authenticated=self.key is not None,
+            notes=tuple(self.notes),
+        )
+
+    def check_mac(self, e: Event) -> str | None:
+        if e.mac is None:
+            if self.key is not None and self.keyed_from is not None:
+                return f"no MAC, though the events from position {self.keyed_from} carry one"
+            return None
+        if self.keyed_from is None:
+            self.keyed_from = e.position
+        if self.key is not None and not hmac.compare_digest(e.mac, self.key.event_mac(e.hash)):
+            return (
+                "the MAC does not match the log key: the event was forged or rewritten, or "
+                "the log was written with another key"
+            )
+        return None
+
+
+def _broken_link(
+    e: Event, expected: int, prev_hash: str, last_seq: dict[str, int]
+) -> tuple[int, str] | None:
+    """The position and reason of a well-formed event that does not continue the chain."""
+    if e.position != expected:
+        what = "missing" if e.position > expected else "out of order"
+        return e.position, f"expected position {expected}: events are {what}"
+    if e.prev_hash != prev_hash:
+        return e.position, f"prev_hash does not match the hash of position {e.position - 1}"
+    try:
         actual = event_hash(
             position=e.position,
             stream=e.stream,
@@ -162,34 +347,57 @@ def verify_events(events: Iterable[Event], anchor: tuple[int, str] | None = None
             time=e.time,
             prev_hash=e.prev_hash,
         )
-        if actual != e.hash:
-            return Verification(False, checked, e.position, "hash does not match the contents")
-        seq = last_seq.get(e.stream, 0) + 1
-        if e.seq != seq:
-            return Verification(
-                False, checked, e.position, f"seq {e.seq} in stream `{e.stream}`, expected {seq}"
+    except UnicodeEncodeError:  # a lone surrogate: no store returns one, a caller's list may
+        return e.position, "the event's text is not UTF-8"
+    if actual != e.hash:
+        return e.position, "hash does not match the contents"
+    seq = last_seq.get(e.stream, 0) + 1
+    if e.seq != seq:
+        return e.position, f"seq {e.seq} in stream `{e.stream}`, expected {seq}"
+    return None
+
+
+def _malformed(e: Event) -> str | None:
+    """Why a stored row cannot be an event (a column of the wrong type, a payload that is not a
+    JSON object), or None; a damaged file yields such rows. Whether `hash` is a SHA-256 digest
+    needs no check here: it is compared with the one recomputed."""
+    for name in ("position", "seq"):
+        value = getattr(e, name)
+        if type(value) is not int or value < 1:
+            return f"`{name}` is not a positive integer"
+    for name in ("stream", "kind", "type", "payload_json", "time", "prev_hash", "hash"):
+        value = getattr(e, name)
+        if type(value) is not str:
+            column = "payload" if name == "payload_json" else name
+            return (
+                f"`{column}` is not UTF-8 text"
+                if isinstance(value, _NotUtf8)
+                else f"`{column}` is not text"
             )
-        if anchor is not None and e.position == anchor[0]:
-            if e.hash != anchor[1]:
-                return Verification(False, checked, e.position, "hash differs from the anchor")
-            anchor_seen = True
-        last_seq[e.stream] = seq
-        prev_hash = e.hash
-        expected += 1
-        checked += 1
-    if not anchor_seen:
-        assert anchor is not None
-        return Verification(False, checked, anchor[0], "the log ends before the anchor")
-    return Verification(True, checked)
+    if e.mac is not None and type(e.mac) is not str:
+        return "`mac` is not text"
+    if e.kind not in KINDS:
+        return f"unknown kind `{e.kind}`"
+    try:
+        payload = json.loads(e.payload_json)
+    except (ValueError, RecursionError):
+        return "the payload is not JSON"
+    if type(payload) is not dict:
+        return "the payload is not a JSON object"
+    return None
 
 
 class _Numbering:
-    """Assigns position, seq and hash to new events, given the head of the log."""
+    """Assigns position, seq, hash (and the MAC, with a key) to new events, given the head of
+    the log."""
 
-    def __init__(self, clock: Clock, position: int, prev_hash: str) -> None:
+    def __init__(
+        self, clock: Clock, position: int, prev_hash: str, key: LogKey | None = None
+    ) -> None:
         self.clock = clock
         self.position = position
         self.prev_hash = prev_hash
+        self.key = key
 
     def number(self, event: NewEvent, payload_json: str, seq: int) -> Event:
         self.position += 1
@@ -214,6 +422,7 @@ class _Numbering:
             time,
             self.prev_hash,
             h,
+            self.key.event_mac(h) if self.key is not None else None,
         )
         self.prev_hash = h
         return stored
@@ -273,7 +482,51 @@ def row(e: Event) -> tuple[object, ...]:
         e.time,
         e.prev_hash,
         e.hash,
+        e.mac,
     )
+
+
+def checkpoint_of(
+    position: int, head_hash: str, head_mac: str | None, key: LogKey | None
+) -> Checkpoint:
+    """The checkpoint of a head: tagged when there is a key and the head's MAC is the key's
+    (a tag must never vouch for a head the key did not write), untagged when the head has no
+    MAC yet."""
+    if key is not None and head_mac is not None:
+        check_head_key(head_hash, head_mac, key)
+        return Checkpoint.at(position, head_hash, key)
+    return Checkpoint.at(position, head_hash, key if position == 0 else None)
+
+
+def check_head_key(head_hash: str, head_mac: str | None, key: LogKey | None) -> None:
+    """Refuse to append where the new events could not be verified with the log's key: to a
+    keyed log without the key, or with another key (its last MAC does not match this one)."""
+    if head_mac is None:
+        return  # an unkeyed log (or none yet): with a key, its MACs start here
+    if key is None:
+        raise StoreError(
+            f"the event log is keyed: appending needs its key ({LOG_KEY_ENV} or {LOG_KEY_FILE_ENV})"
+        )
+    if not hmac.compare_digest(head_mac, key.event_mac(head_hash)):
+        raise StoreError(
+            "the event log's last MAC does not match this log key: it was written with another "
+            "key, or forged; run `harnessc log verify` with the right key"
+        )
+
+
+def open_store(target: str, *, key: LogKey | None = None, readonly: bool = False) -> EventStore:
+    """The event store at `target`: `sqlite:///PATH`, a plain PATH, or `postgresql://…`
+    (`key` and `readonly` as the stores take them)."""
+    if target.startswith(("postgresql://", "postgres://")):
+        from .pgstore import PostgresStore
+
+        return PostgresStore(target, key=key, readonly=readonly)
+    path = target.removeprefix("sqlite:///")
+    if "://" in path:
+        raise StoreError(
+            f"no event store for `{target}`: use PATH, sqlite:///PATH or postgresql://…"
+        )
+    return SQLiteStore(path, key=key, readonly=readonly)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,6 +543,7 @@ CREATE TABLE IF NOT EXISTS events (
     time      TEXT    NOT NULL,
     prev_hash TEXT    NOT NULL,
     hash      TEXT    NOT NULL,
+    mac       TEXT,                 -- HMAC of hash under the log key, when there is one
     UNIQUE (stream, seq)
 );
 CREATE INDEX IF NOT EXISTS events_by_stream ON events (stream, position);
@@ -300,7 +554,10 @@ CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 """
 
-_COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash"
+_COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, mac"
+# a damaged file can also hold a schema whose text is not UTF-8, which sqlite3 cannot decode
+# into its own error message
+_READ_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
 class SQLiteStore:
@@ -324,15 +581,45 @@ class SQLiteStore:
         clock: Clock = system_clock,
         synchronous: str = "FULL",
         busy_timeout_s: float = 30.0,
+        key: LogKey | None = None,
+        readonly: bool = False,
     ) -> None:
+        """`key`: the log key; by default `LogKey.from_env()` (none when the environment sets
+        none). `readonly`: open an existing log only to read and verify it, never creating,
+        upgrading or writing the file."""
         if synchronous not in ("FULL", "NORMAL"):
             raise StoreError(f"synchronous must be FULL or NORMAL, not `{synchronous}`")
         self._clock = clock
+        self._key = key if key is not None else LogKey.from_env()
+        self._readonly = readonly
+        self._columns = _COLUMNS
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            path, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
-        )
-        conn = self._conn
+        self._conn: sqlite3.Connection | None = None
+        try:
+            if readonly:
+                uri = "file:" + urllib.parse.quote(os.fspath(path)) + "?mode=ro"
+                self._conn = sqlite3.connect(
+                    uri,
+                    uri=True,
+                    isolation_level=None,
+                    timeout=busy_timeout_s,
+                    check_same_thread=False,
+                )
+                self._columns = self._readable(self._conn, path)
+            else:
+                self._conn = sqlite3.connect(
+                    path, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
+                )
+                self._prepare(self._conn, synchronous)
+        except _READ_ERRORS as error:
+            # a damaged or foreign file: say which, never a raw sqlite error
+            self.close()
+            raise StoreError(f"cannot open the event store `{path}`: {error}") from None
+        except StoreError:
+            self.close()
+            raise
+
+    def _prepare(self, conn: sqlite3.Connection, synchronous: str) -> None:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if mode not in ("wal", "memory"):
             raise StoreError(f"the event store needs WAL mode, but SQLite chose `{mode}`")
@@ -342,8 +629,24 @@ class SQLiteStore:
             row = c.conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             if row is None:
                 c.conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            elif row[0] == "1":
+                # ADD COLUMN rewrites no row, so the append-only triggers stay silent
+                c.conn.execute("ALTER TABLE events ADD COLUMN mac TEXT")
+                c.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise StoreError(f"event store format {row[0]} is not supported")
+
+    @staticmethod
+    def _readable(conn: sqlite3.Connection, path: object) -> str:
+        """The columns to select from an existing log opened read-only."""
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"events", "meta"} <= tables:
+            raise StoreError(f"`{path}` holds no event log")
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None or row[0] not in _READABLE_VERSIONS:
+            raise StoreError(f"event store format {row[0] if row else '?'} is not supported")
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(events)")}
+        return _COLUMNS if "mac" in columns else _COLUMNS.replace(", mac", ", NULL")
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -358,24 +661,28 @@ class SQLiteStore:
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         if not events:
             return []
+        if self._readonly:
+            raise StoreError("the event store was opened read-only")
         # canonicalize outside the write lock: it is the costly part and needs no lock
         payloads = [canonical_json(e.payload) for e in events]
         with self._write() as c:
             conn = c.conn
             head = conn.execute(
-                "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+                "SELECT position, hash, mac FROM events ORDER BY position DESC LIMIT 1"
             ).fetchone()
+            position, head_hash, head_mac = head or (0, GENESIS_HASH, None)
+            check_head_key(head_hash, head_mac, self._key)
             out, _ = number_batch(
                 events,
                 payloads,
-                _Numbering(self._clock, *(head or (0, GENESIS_HASH))),
+                _Numbering(self._clock, position, head_hash, self._key),
                 lambda stream: conn.execute(
                     "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
                 ).fetchone()[0],
                 expected_seq,
             )
             conn.executemany(
-                f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [row(e) for e in out],
             )
         return out
@@ -388,7 +695,7 @@ class SQLiteStore:
     def read(
         self, stream: str | None = None, *, after: int = 0, limit: int | None = None
     ) -> list[Event]:
-        sql = f"SELECT {_COLUMNS} FROM events WHERE position > ?"
+        sql = f"SELECT {self._columns} FROM events WHERE position > ?"
         params: list[object] = [after]
         if stream is not None:
             sql += " AND stream = ?"
@@ -419,8 +726,8 @@ class SQLiteStore:
             row = (
                 self._connection()
                 .execute(
-                    f"SELECT {_COLUMNS} FROM events WHERE stream >= ? AND stream < ? AND type = ? "
-                    "ORDER BY position DESC LIMIT 1",
+                    f"SELECT {self._columns} FROM events "
+                    "WHERE stream >= ? AND stream < ? AND type = ? ORDER BY position DESC LIMIT 1",
                     (prefix, prefix + "\U0010ffff", type),
                 )
                 .fetchone()
@@ -432,8 +739,9 @@ class SQLiteStore:
             rows = (
                 self._connection()
                 .execute(
-                    f"SELECT {_COLUMNS} FROM events WHERE stream >= ? AND stream < ? AND type = ? "
-                    "AND position > ? ORDER BY position",
+                    f"SELECT {self._columns} FROM events "
+                    "WHERE stream >= ? AND stream < ? AND type = ? AND position > ? "
+                    "ORDER BY position",
                     (prefix, prefix + "\U0010ffff", type, after),
                 )
                 .fetchall()
@@ -441,24 +749,47 @@ class SQLiteStore:
         return [Event(*row) for row in rows]
 
     def head(self) -> tuple[int, str]:
-        with self._lock:
-            row = (
-                self._connection()
-                .execute("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1")
-                .fetchone()
-            )
-        return (row[0], row[1]) if row else (0, GENESIS_HASH)
+        position, head_hash, _ = self._head()
+        return position, head_hash
 
-    def verify(self, anchor: tuple[int, str] | None = None) -> Verification:
-        """Walk the whole chain in one read snapshot and report the first broken link."""
+    def checkpoint(self) -> Checkpoint:
+        return checkpoint_of(*self._head(), self._key)
+
+    def _head(self) -> tuple[int, str, str | None]:
+        with self._lock:
+            try:
+                row = (
+                    self._connection()
+                    .execute(
+                        f"SELECT position, hash, {self._columns.rpartition(', ')[2]} FROM events "
+                        "ORDER BY position DESC LIMIT 1"
+                    )
+                    .fetchone()
+                )
+            except _READ_ERRORS as error:
+                raise StoreError(f"the event log cannot be read: {error}") from None
+        return (row[0], row[1], row[2]) if row else (0, GENESIS_HASH, None)
+
+    def verify(self, anchor: Anchor | None = None) -> Verification:
+        """Walk the whole chain in one read snapshot and report the first broken link; a damaged
+        file is reported, not raised."""
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN")  # one snapshot: appends by others during the walk are not seen
+            # text that is not UTF-8 comes back as bytes, for verify_events to name its row
+            conn.text_factory = _text_or_bytes
             try:
-                rows = conn.execute(f"SELECT {_COLUMNS} FROM events ORDER BY position")
-                return verify_events((Event(*row) for row in rows), anchor)
+                conn.execute("BEGIN")  # one snapshot: appends by others are not seen
+                return verify_events(
+                    _rows(conn, f"SELECT {self._columns} FROM events ORDER BY position"),
+                    anchor,
+                    key=self._key,
+                )
+            except _READ_ERRORS as error:
+                return Verification(False, 0, None, f"the log cannot be read: {error}")
             finally:
-                conn.execute("COMMIT")
+                conn.text_factory = str
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
 
     def close(self) -> None:
         with self._lock:
@@ -476,6 +807,26 @@ class SQLiteStore:
         if self._conn is None:
             raise StoreError("the event store is closed")
         return self._conn
+
+
+def _rows(conn: sqlite3.Connection, sql: str) -> Iterator[Event]:
+    """The events a query selects; a read that fails part way raises StoreError."""
+    try:
+        for row in conn.execute(sql):
+            yield Event(*row)
+    except _READ_ERRORS as error:
+        raise StoreError(str(error)) from None
+
+
+class _NotUtf8(bytes):
+    """Stored text that is not UTF-8 (a blob stays plain bytes)."""
+
+
+def _text_or_bytes(data: bytes) -> str | bytes:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NotUtf8(data)
 
 
 class _WriteTransaction:
@@ -534,8 +885,10 @@ class MemoryStore:
     True
     """
 
-    def __init__(self, *, clock: Clock = system_clock) -> None:
+    def __init__(self, *, clock: Clock = system_clock, key: LogKey | None = None) -> None:
+        """`key`: a log key, only when given (nothing outside the process can write here)."""
         self._clock = clock
+        self._key = key
         self._events: list[Event] = []
         self._seqs: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -551,6 +904,8 @@ class MemoryStore:
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         payloads = [canonical_json(e.payload) for e in events]
         with self._lock:
+            if self._events:
+                check_head_key(self._events[-1].hash, self._events[-1].mac, self._key)
             out, seqs = number_batch(
                 events, payloads, self._numbering(), lambda s: self._seqs.get(s, 0), expected_seq
             )
@@ -561,7 +916,10 @@ class MemoryStore:
     def _numbering(self) -> _Numbering:
         head = self._events[-1] if self._events else None
         return _Numbering(
-            self._clock, head.position if head else 0, head.hash if head else GENESIS_HASH
+            self._clock,
+            head.position if head else 0,
+            head.hash if head else GENESIS_HASH,
+            self._key,
         )
 
     def read(
@@ -595,10 +953,17 @@ class MemoryStore:
                 else (0, GENESIS_HASH)
             )
 
-    def verify(self, anchor: tuple[int, str] | None = None) -> Verification:
+    def checkpoint(self) -> Checkpoint:
+        with self._lock:
+            head = self._events[-1] if self._events else None
+        if head is None:
+            return checkpoint_of(0, GENESIS_HASH, None, self._key)
+        return checkpoint_of(head.position, head.hash, head.mac, self._key)
+
+    def verify(self, anchor: Anchor | None = None) -> Verification:
         with self._lock:
             events = list(self._events)
-        return verify_events(events, anchor)
+        return verify_events(events, anchor, key=self._key)
 
     def close(self) -> None:
         pass
