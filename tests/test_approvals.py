@@ -85,15 +85,17 @@ def approved_base(spec: Spec) -> tuple[Harness, Any, PendingCall]:
     return h, s, base
 
 
+# execution parameters a harness accepts: no NUL byte, no `..` (see test_bad_input.py for those)
+PLAIN = st.characters(blacklist_characters="\x00.", blacklist_categories=("Cs",))
 VARIANTS = st.one_of(
     st.tuples(st.just("tool_id"), st.just("shell.peek")),
     st.tuples(st.just("tool_call_id"), st.text(min_size=1, max_size=8)),
     st.tuples(st.just("cmd"), st.text(max_size=8)),
     st.tuples(st.just("n"), st.integers(-5, 5)),
-    st.tuples(st.just("cwd"), st.text(min_size=1, max_size=8)),
-    st.tuples(st.just("env"), st.dictionaries(st.sampled_from("ABC"), st.text(max_size=3))),
+    st.tuples(st.just("cwd"), st.text(PLAIN, min_size=1, max_size=8)),
+    st.tuples(st.just("env"), st.dictionaries(st.sampled_from("ABC"), st.text(PLAIN, max_size=3))),
     st.tuples(st.just("timeout_ms"), st.integers(1, 10_000)),
-    st.tuples(st.just("target"), st.text(min_size=1, max_size=8)),
+    st.tuples(st.just("target"), st.text(PLAIN, min_size=1, max_size=8)),
 )
 
 

@@ -204,18 +204,40 @@ STEPS = st.lists(
 )
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Where the property runs: a SQLite file per example, or one PostgreSQL database for the
+    module (each example's sessions, requests and grants have ids of their own)."""
+    if request.param == "sqlite":
+        return "sqlite"
+    if not PG_URL:
+        pytest.skip("set HARNESSC_TEST_POSTGRES_URL to check the property on PostgreSQL")
+    pytest.importorskip("psycopg")
+    return _fresh_database(PG_URL)
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(steps=STEPS)
 def test_a_once_grant_yields_at_most_one_execution(
-    spec: Spec, tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[Any, ...]]
+    spec: Spec,
+    tmp_path_factory: pytest.TempPathFactory,
+    store_kind: str,
+    steps: list[tuple[Any, ...]],
 ) -> None:
     db = tmp_path_factory.mktemp("prop") / "log.db"
     runs: list[tuple[str, str, str]] = []
 
+    def open_store() -> Any:
+        if store_kind == "sqlite":
+            return SQLiteStore(db)
+        from harnessc.runtime.pgstore import PostgresStore
+
+        return PostgresStore(store_kind)
+
     def open_harness() -> Harness:
-        h = Harness(spec, store=SQLiteStore(db))
+        h = Harness(spec, store=open_store())
         h.bind("shell.run", lambda args, ctx: runs.append((ctx.session_id, args["cmd"], "")) or {})
         return h
 
