@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -26,12 +26,17 @@ STD_PREFIX = "std."
 
 
 class LoadedFileLike(Protocol):
-    """What `pipeline.load_file` returns (kept structural: resolve never imports the pipeline)."""
+    """What `pipeline.load_file` returns (kept structural: resolve never imports the pipeline).
+    Read-only, so the frozen `LoadedFile` satisfies it."""
 
-    path: Path
-    source: Source | None
-    module: s.Module | None
-    diagnostics: tuple[Diagnostic, ...]
+    @property
+    def path(self) -> Path: ...
+    @property
+    def source(self) -> Source | None: ...
+    @property
+    def module(self) -> s.Module | None: ...
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]: ...
 
 
 LoadFile = Callable[[Path, str], LoadedFileLike]
@@ -434,7 +439,7 @@ def _cycle_names(cycle: list[Module]) -> list[str]:
     return [m.name for m in cycle]
 
 
-def load_modules(roots: list[LoadedFileLike], load_file: LoadFile) -> ModuleGraph:
+def load_modules(roots: Sequence[LoadedFileLike], load_file: LoadFile) -> ModuleGraph:
     """Load every root and what it imports; each module after the modules it imports."""
     loader = _Loader(load_file)
     root_modules: list[Module] = []

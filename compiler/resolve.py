@@ -14,7 +14,7 @@ dict lookup per reference; suggestions are computed only when an error is report
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from harnessc.dsl import syntax as s
@@ -897,7 +897,7 @@ class _Resolver:
         return False
 
 
-def resolve_program(roots: list[LoadedFileLike], load_file: LoadFile) -> Resolution:
+def resolve_program(roots: Sequence[LoadedFileLike], load_file: LoadFile) -> Resolution:
     """Stage resolve: load what the roots import, declare every name, bind every reference."""
     graph = load_modules(roots, load_file)
     resolver = _Resolver(graph.modules, graph.complete)

@@ -392,7 +392,7 @@ class _Validator:
                 end += 1
             return frozenset(self.ids[start:end])
         name = self.symbol_name(s.Name(text, span=selector.span))
-        return frozenset([name]) if name in self.spec.tools else frozenset()
+        return frozenset([name]) if name is not None and name in self.spec.tools else frozenset()
 
     def union(self, selectors: Iterable[s.Selector], module: Module) -> Selection:
         found: set[str] = set()

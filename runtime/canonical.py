@@ -333,7 +333,8 @@ if json.encoder.c_make_encoder is not None:  # type: ignore[attr-defined]
         None, _not_plain, json.encoder.encode_basestring, None, ":", ",", True, False, True
     )
 
-    def _fast(value: Any) -> str:
+    # positional-only: the same type as the fallback `JSONEncoder(...).encode` below
+    def _fast(value: Any, /) -> str:
         return "".join(_c_encode(value, 0))
 
 else:  # pragma: no cover - CPython always has the C encoder

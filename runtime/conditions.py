@@ -471,7 +471,8 @@ class _Emitter:
         return f"({self.operand(node)} is True)"
 
     def compare(self, node: Compare) -> str:
-        op, left, right = node.op, node.left, node.right
+        op: str = node.op  # widened from the node's literal: flipping may rebind it
+        left, right = node.left, node.right
         kind = _ordering_kind(left, right)
         if self.is_const(left) and self.is_const(right):
             scope = Scope()

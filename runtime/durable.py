@@ -832,7 +832,7 @@ class _Run:
         self.branch: str | None = run.get("branch")
         self.wf = Workflow.model_validate(run["workflow"])
         self.input: dict[str, Any] = run.get("input") or {}
-        self.ctx = {
+        self.ctx: dict[str, Any] = {
             "workflow_id": self.id,
             "workflow": self.wf.name,
             "agent": run.get("agent"),

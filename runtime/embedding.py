@@ -94,7 +94,11 @@ def _drop_unused_pooler(model: Any) -> None:
     config = getattr(first, "modality_config", None) or {}
     reads = config.get("text", {}).get("method_output_name")
     auto = getattr(first, "auto_model", None)
-    if reads == "last_hidden_state" and getattr(auto, "pooler", None) is not None:
+    if (
+        reads == "last_hidden_state"
+        and auto is not None
+        and getattr(auto, "pooler", None) is not None
+    ):
         auto.pooler = None
 
 
@@ -164,7 +168,7 @@ def _trace_query_path(model: Any, preprocess: Any) -> Any:
     graph (`torch.jit.optimize_for_inference`), or None when the model is not that shape or
     tracing fails (the eager pass is then used: same vectors, a little slower)."""
     import torch
-    from sentence_transformers import models
+    from sentence_transformers import models  # type: ignore[attr-defined]  # untyped re-export
 
     modules = list(model)
     if not modules or len(modules) > 3 or not isinstance(modules[0], models.Transformer):
@@ -180,7 +184,7 @@ def _trace_query_path(model: Any, preprocess: Any) -> Any:
         return None
 
     class _QueryPath(torch.nn.Module):
-        def __init__(self) -> None:
+        def __init__(self, encoder: torch.nn.Module) -> None:
             super().__init__()
             self.encoder = encoder
 
@@ -195,7 +199,7 @@ def _trace_query_path(model: Any, preprocess: Any) -> Any:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")  # tracer warnings about shape-dependent branches
             traced = torch.jit.trace(
-                _QueryPath().eval(),
+                _QueryPath(encoder).eval(),
                 (sample["input_ids"], sample["attention_mask"]),
                 check_trace=False,
             )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 
@@ -138,11 +138,15 @@ class PostgresStore:
                 events,
                 payloads,
                 _Numbering(self._clock, int(position), head_hash, self._key),
+                # an aggregate with no GROUP BY returns exactly one row, never None
                 lambda stream: int(
-                    conn.execute(
-                        "SELECT coalesce(max(seq), 0) FROM harnessc.events WHERE stream = %s",
-                        (stream,),
-                    ).fetchone()[0]
+                    cast(
+                        "tuple[Any, ...]",
+                        conn.execute(
+                            "SELECT coalesce(max(seq), 0) FROM harnessc.events WHERE stream = %s",
+                            (stream,),
+                        ).fetchone(),
+                    )[0]
                 ),
                 expected_seq,
             )

@@ -421,9 +421,9 @@ def _generate(
                 fixers.append(fixer)
         # the call's tool view, and per view the candidates selected with no condition to run
         # (`base`) and those whose dynamic selectors select this view (`live`)
-        views = {None: engine.views[tool_id]}
+        views: dict[str | None, dict[str, Any]] = {None: engine.views[tool_id]}
         views.update({op: tool_view(tool, op) for op in tool.operations})
-        per_view = {}
+        per_view: dict[str | None, tuple[dict[str, Any], int, int, Any]] = {}
         for op, view in views.items():
             base = live = 0
             for pos, i in enumerate(indexes):

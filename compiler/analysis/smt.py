@@ -139,7 +139,8 @@ def fresh_context() -> None:
     terms are cleared with it, since terms of two contexts cannot be mixed.
     """
     z3_module = importlib.import_module("z3.z3")
-    z3_module._main_ctx = z3.Context()
+    # z3's stubs leave out the private `_main_ctx` global
+    z3_module._main_ctx = z3.Context()  # type: ignore[attr-defined]
     search_regex.cache_clear()
     _any.cache_clear()
 

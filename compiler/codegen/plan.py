@@ -949,7 +949,7 @@ def doc_approvals(spec: Spec, header: str) -> DocContext:
         ),
         _heading("Rules that ask"),
     ]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name in sorted(spec.policies):
         for rule in spec.policies[name].rules:
             if rule.effect != "ask":
