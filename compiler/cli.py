@@ -230,7 +230,8 @@ def cmd_workflow(args: argparse.Namespace) -> int:
 def cmd_log(args: argparse.Namespace) -> int:
     # the runtime's own log check: no spec is read, and the log is opened read-only
     from harnessc.runtime.integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
-    from harnessc.runtime.store import StoreError, Verification, open_store
+    from harnessc.runtime.store import StoreError, Verification
+    from harnessc.runtime.stores import open_store
 
     try:
         key = LogKey.from_file(args.key_file) if args.key_file else LogKey.from_env()

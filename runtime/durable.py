@@ -176,7 +176,7 @@ def open_store(url: str) -> EventStore:
     """The event store of a URL: `sqlite:///PATH` or `postgresql://…` (with the log key of
     the environment, as every store takes it)."""
     if url.startswith(("sqlite:///", "postgresql://", "postgres://")):
-        from .store import open_store as open_event_store
+        from .stores import open_store as open_event_store
 
         return open_event_store(url)
     raise WorkflowError("unknown-store", f"no event store for `{url}`")

@@ -55,7 +55,6 @@ __all__ = [
     "SQLiteStore",
     "StoreError",
     "Verification",
-    "open_store",
     "verify_events",
 ]
 
@@ -512,21 +511,6 @@ def check_head_key(head_hash: str, head_mac: str | None, key: LogKey | None) -> 
             "the event log's last MAC does not match this log key: it was written with another "
             "key, or forged; run `harnessc log verify` with the right key"
         )
-
-
-def open_store(target: str, *, key: LogKey | None = None, readonly: bool = False) -> EventStore:
-    """The event store at `target`: `sqlite:///PATH`, a plain PATH, or `postgresql://…`
-    (`key` and `readonly` as the stores take them)."""
-    if target.startswith(("postgresql://", "postgres://")):
-        from .pgstore import PostgresStore
-
-        return PostgresStore(target, key=key, readonly=readonly)
-    path = target.removeprefix("sqlite:///")
-    if "://" in path:
-        raise StoreError(
-            f"no event store for `{target}`: use PATH, sqlite:///PATH or postgresql://…"
-        )
-    return SQLiteStore(path, key=key, readonly=readonly)
 
 
 # ---------------------------------------------------------------------------------------------
