@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -309,9 +309,13 @@ class Secrets:
         """The secrets for the given values (strings, numbers, or lists and objects of them)."""
         texts: set[str] = set()
         _forms(values, texts)
-        if not texts:
-            return NO_SECRETS
-        return cls(tuple(sorted(texts, key=lambda t: (-len(t), t))))
+        return cls.from_texts(texts)
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str]) -> Secrets:
+        """The secrets for texts already in every form to hide (another `Secrets`' values)."""
+        ordered = tuple(sorted(set(texts), key=lambda t: (-len(t), t)))
+        return cls(ordered) if ordered else NO_SECRETS
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -325,8 +329,7 @@ class Secrets:
             return self
         if not self.values:
             return other
-        both = set(self.values) | set(other.values)
-        return Secrets(tuple(sorted(both, key=lambda t: (-len(t), t))))
+        return Secrets.from_texts((*self.values, *other.values))
 
     def text(self, value: str) -> str:
         """`value` with every secret value replaced, or withheld whole (see the class)."""

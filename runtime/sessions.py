@@ -26,7 +26,6 @@ from .approvals import ApprovalError, ApprovalGrant, ApprovalRequest, selects
 from .availability import Availability, Facts, McpState, ToolAvailability, unavailable_refusal
 from .canonical import Execution, jsonable
 from .events import (
-    NO_SECRETS,
     NewEvent,
     Secrets,
     decision,
@@ -147,7 +146,9 @@ class Session:
         self._running: set[str] = set()
         # every secret value a call of this session carried: the planner may quote one in a
         # later query, and an exposure trace never holds it
-        self._secrets: Secrets = NO_SECRETS
+        # every secret value the session's calls carried (to scrub exposure queries), kept as a
+        # set so that normalizing a call costs only its own values; `Secrets` is built on demand
+        self._secret_texts: set[str] = set()
         self._by_action_id: dict[str, str] = {}
         self._lock = threading.Lock()
         self._surface_version: str | None = None
@@ -261,12 +262,13 @@ class Session:
         exposure = h.exposure_index().expose(
             self.surface, query, available=avail.tools, surface=surface, packs=tuple(packs)
         )
-        trace = self._secrets.scrub(jsonable(exposure.trace.to_dict()))
+        seen = Secrets.from_texts(self._secret_texts)
+        trace = seen.scrub(jsonable(exposure.trace.to_dict()))
         self._append(
             "Tool",
             "tools.exposed",
             {
-                "query": self._secrets.text(query),
+                "query": seen.text(query),
                 "tools": list(exposure.tools),
                 "rule": exposure.trace.rule,
                 "unavailable": dict(exposure.trace.unavailable),
@@ -304,7 +306,7 @@ class Session:
             restored = self._actions.get(result.key)
             spec_tool = self.harness.spec.tools[result.tool_id]
             secrets = Secrets.of(spec_tool, result.args)
-            self._secrets |= secrets
+            self._secret_texts.update(secrets.values)
         if restored is not None:
             # an action restored from the log whose call could not be rebuilt (its secret
             # values are never stored): the same tool, tool_call_id and input hash is that call
