@@ -6,9 +6,10 @@
 Each mutant goes through parse, check and lint, the diagnostic renderers, fmt (twice, and the
 result re-parsed) and, for every `--build-every`-th mutant that checks clean, build (into a
 scratch folder). Prints the counts of tracebacks, internal errors (H9xx), hangs (a stage over
-`--limit` seconds, or a worker that stops answering) and unstable formats, the throughput and
-the slowest stages. Every failing mutant is saved to `--save` (a `.harness` file named by seed
-and index, and a `.txt` saying what happened) so it can join `tests/fuzz/corpus/`.
+`--limit` seconds of CPU time or ten times as much wall time, or a worker that stops
+answering) and unstable formats, the throughput and the slowest stages (in CPU time). Every
+failing mutant is saved to `--save` (a `.harness` file named by seed and index, and a `.txt`
+saying what happened) so it can join `tests/fuzz/corpus/`.
 Exits 1 when anything was found.
 """
 
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         stages = ", ".join(f"{s}: {n}" for (k, s), n in sorted(by_stage.items()) if k == kind)
         print(f"  {kind:13} {counts[kind]:6}" + (f"   ({stages})" if stages else ""))
     print(
-        "slowest stage runs: "
+        "slowest stage runs (CPU): "
         + ", ".join(f"{s} {t:.2f} s (#{i})" for s, (t, i) in sorted(slowest.items()))
     )
     if failing:
@@ -145,7 +146,7 @@ def reproduce(args: argparse.Namespace) -> int:
         )
     for finding in outcome.findings:
         print(f"\n{finding.kind} in {finding.stage}:\n{finding.detail}")
-    print("\n" + ", ".join(f"{s} {t * 1000:.1f} ms" for s, t in outcome.seconds.items()))
+    print("\nCPU: " + ", ".join(f"{s} {t * 1000:.1f} ms" for s, t in outcome.seconds.items()))
     if args.write:
         Path(args.write).write_bytes(mutant.data)
     return 1 if outcome.findings else 0
@@ -158,7 +159,7 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="the first mutant's index")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--build-every", type=int, default=20, help="0: never build")
-    parser.add_argument("--limit", type=float, default=2.0, help="seconds a stage may take")
+    parser.add_argument("--limit", type=float, default=2.0, help="CPU seconds a stage may take")
     parser.add_argument("--nice", type=int, default=10)
     parser.add_argument("--progress", type=int, default=1000)
     parser.add_argument("--save", default="fuzz-failures")
