@@ -27,16 +27,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fuzz.fuzzer import KINDS, Finding, Runner, make_mutant, seeds
+from tests.fuzz.fuzzer import KINDS, Finding, Runner, Seed, make_mutant, seeds
 
 CHUNK = 25
 # a worker silent this long is stuck where the alarm cannot reach (in C): it is replaced
 STUCK_SECONDS = 60.0
 
 
-def _work(args: argparse.Namespace, tasks: mp.Queue, results: mp.Queue) -> None:
+def _work(args: argparse.Namespace, pool: list[Seed], tasks: mp.Queue, results: mp.Queue) -> None:
     os.nice(args.nice)
-    pool = seeds()
     with tempfile.TemporaryDirectory(prefix="harnessc-fuzz-") as scratch:
         runner = Runner(Path(scratch), limit=args.limit)
         while True:
@@ -51,10 +50,10 @@ def _work(args: argparse.Namespace, tasks: mp.Queue, results: mp.Queue) -> None:
                 results.put(("done", os.getpid(), index, outcome.findings, outcome.seconds))
 
 
-def _save(args: argparse.Namespace, index: int, findings: list[Finding]) -> None:
+def _save(args: argparse.Namespace, pool: list[Seed], index: int, findings: list[Finding]) -> None:
     folder = Path(args.save)
     folder.mkdir(parents=True, exist_ok=True)
-    mutant = make_mutant(args.seed, index, seeds())
+    mutant = make_mutant(args.seed, index, pool)
     stem = f"seed{args.seed}-{index}-{findings[0].kind}-{findings[0].stage}"
     (folder / f"{stem}.harness").write_bytes(mutant.data)
     lines = [mutant.label, ""] + [f"{f.kind} in {f.stage}:\n{f.detail}\n" for f in findings]
@@ -63,6 +62,9 @@ def _save(args: argparse.Namespace, index: int, findings: list[Finding]) -> None
 
 def run(args: argparse.Namespace) -> int:
     indices = list(range(args.start, args.start + args.mutants))
+    # read once: a worker started later (to replace a stuck one) must draw from the same pool
+    # even when the repository's specs change during the campaign
+    pool = seeds()
     tasks: mp.Queue = mp.Queue()
     results: mp.Queue = mp.Queue()
     for i in range(0, len(indices), CHUNK):
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     def spawn() -> None:
         tasks.put(None)  # each worker takes one stop mark when the chunks run out
-        process = mp.Process(target=_work, args=(args, tasks, results), daemon=True)
+        process = mp.Process(target=_work, args=(args, pool, tasks, results), daemon=True)
         process.start()
         workers[process.pid or 0] = process
 
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
                 by_stage[(finding.kind, finding.stage)] += 1
             if findings:
                 failing.add(index)
-                _save(args, index, findings)
+                _save(args, pool, index, findings)
             for stage, spent in seconds.items():
                 if spent > slowest.get(stage, (0.0, 0))[0]:
                     slowest[stage] = (spent, index)
@@ -116,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 counts["hang"] += 1
                 by_stage[("hang", "worker")] += 1
                 failing.add(index)
-                _save(args, index, [Finding("hang", "worker", f"silent {STUCK_SECONDS:g} s")])
+                _save(args, pool, index, [Finding("hang", "worker", f"silent {STUCK_SECONDS:g} s")])
                 lost = CHUNK - 1 - (index - args.start) % CHUNK
                 done += 1 + min(lost, len(indices) - done - 1)
                 spawn()
