@@ -6,9 +6,10 @@
 Each mutant goes through parse, check and lint, the diagnostic renderers, fmt (twice, and the
 result re-parsed) and, for every `--build-every`-th mutant that checks clean, build (into a
 scratch folder). Prints the counts of tracebacks, internal errors (H9xx), hangs (a stage over
-`--limit` seconds, or a worker that stops answering) and unstable formats, the throughput and
-the slowest stages. Every failing mutant is saved to `--save` (a `.harness` file named by seed
-and index, and a `.txt` saying what happened) so it can join `tests/fuzz/corpus/`.
+`--limit` seconds of CPU time or ten times as much wall time, or a worker that stops
+answering) and unstable formats, the throughput and the slowest stages (in CPU time). Every
+failing mutant is saved to `--save` (a `.harness` file named by seed and index, and a `.txt`
+saying what happened) so it can join `tests/fuzz/corpus/`.
 Exits 1 when anything was found.
 """
 
@@ -26,16 +27,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fuzz.fuzzer import KINDS, Finding, Runner, make_mutant, seeds
+from tests.fuzz.fuzzer import KINDS, Finding, Runner, Seed, make_mutant, seeds
 
 CHUNK = 25
 # a worker silent this long is stuck where the alarm cannot reach (in C): it is replaced
 STUCK_SECONDS = 60.0
 
 
-def _work(args: argparse.Namespace, tasks: mp.Queue, results: mp.Queue) -> None:
+def _work(args: argparse.Namespace, pool: list[Seed], tasks: mp.Queue, results: mp.Queue) -> None:
     os.nice(args.nice)
-    pool = seeds()
     with tempfile.TemporaryDirectory(prefix="harnessc-fuzz-") as scratch:
         runner = Runner(Path(scratch), limit=args.limit)
         while True:
@@ -50,10 +50,10 @@ def _work(args: argparse.Namespace, tasks: mp.Queue, results: mp.Queue) -> None:
                 results.put(("done", os.getpid(), index, outcome.findings, outcome.seconds))
 
 
-def _save(args: argparse.Namespace, index: int, findings: list[Finding]) -> None:
+def _save(args: argparse.Namespace, pool: list[Seed], index: int, findings: list[Finding]) -> None:
     folder = Path(args.save)
     folder.mkdir(parents=True, exist_ok=True)
-    mutant = make_mutant(args.seed, index, seeds())
+    mutant = make_mutant(args.seed, index, pool)
     stem = f"seed{args.seed}-{index}-{findings[0].kind}-{findings[0].stage}"
     (folder / f"{stem}.harness").write_bytes(mutant.data)
     lines = [mutant.label, ""] + [f"{f.kind} in {f.stage}:\n{f.detail}\n" for f in findings]
@@ -62,6 +62,9 @@ def _save(args: argparse.Namespace, index: int, findings: list[Finding]) -> None
 
 def run(args: argparse.Namespace) -> int:
     indices = list(range(args.start, args.start + args.mutants))
+    # read once: a worker started later (to replace a stuck one) must draw from the same pool
+    # even when the repository's specs change during the campaign
+    pool = seeds()
     tasks: mp.Queue = mp.Queue()
     results: mp.Queue = mp.Queue()
     for i in range(0, len(indices), CHUNK):
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     def spawn() -> None:
         tasks.put(None)  # each worker takes one stop mark when the chunks run out
-        process = mp.Process(target=_work, args=(args, tasks, results), daemon=True)
+        process = mp.Process(target=_work, args=(args, pool, tasks, results), daemon=True)
         process.start()
         workers[process.pid or 0] = process
 
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
                 by_stage[(finding.kind, finding.stage)] += 1
             if findings:
                 failing.add(index)
-                _save(args, index, findings)
+                _save(args, pool, index, findings)
             for stage, spent in seconds.items():
                 if spent > slowest.get(stage, (0.0, 0))[0]:
                     slowest[stage] = (spent, index)
@@ -115,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 counts["hang"] += 1
                 by_stage[("hang", "worker")] += 1
                 failing.add(index)
-                _save(args, index, [Finding("hang", "worker", f"silent {STUCK_SECONDS:g} s")])
+                _save(args, pool, index, [Finding("hang", "worker", f"silent {STUCK_SECONDS:g} s")])
                 lost = CHUNK - 1 - (index - args.start) % CHUNK
                 done += 1 + min(lost, len(indices) - done - 1)
                 spawn()
@@ -128,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         stages = ", ".join(f"{s}: {n}" for (k, s), n in sorted(by_stage.items()) if k == kind)
         print(f"  {kind:13} {counts[kind]:6}" + (f"   ({stages})" if stages else ""))
     print(
-        "slowest stage runs: "
+        "slowest stage runs (CPU): "
         + ", ".join(f"{s} {t:.2f} s (#{i})" for s, (t, i) in sorted(slowest.items()))
     )
     if failing:
@@ -145,7 +148,7 @@ def reproduce(args: argparse.Namespace) -> int:
         )
     for finding in outcome.findings:
         print(f"\n{finding.kind} in {finding.stage}:\n{finding.detail}")
-    print("\n" + ", ".join(f"{s} {t * 1000:.1f} ms" for s, t in outcome.seconds.items()))
+    print("\nCPU: " + ", ".join(f"{s} {t * 1000:.1f} ms" for s, t in outcome.seconds.items()))
     if args.write:
         Path(args.write).write_bytes(mutant.data)
     return 1 if outcome.findings else 0
@@ -158,7 +161,7 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="the first mutant's index")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--build-every", type=int, default=20, help="0: never build")
-    parser.add_argument("--limit", type=float, default=2.0, help="seconds a stage may take")
+    parser.add_argument("--limit", type=float, default=2.0, help="CPU seconds a stage may take")
     parser.add_argument("--nice", type=int, default=10)
     parser.add_argument("--progress", type=int, default=1000)
     parser.add_argument("--save", default="fuzz-failures")

@@ -839,12 +839,17 @@ class _Lowerer:
                 warnings.simplefilter("always")
                 sre.parse(node.value)
                 compiled = re.compile(node.value)
-        except re.error as error:
+        except (re.error, OverflowError, ValueError) as error:
+            # a repeat count over 2**32 - 1 is an OverflowError, one of over 4,300 digits a
+            # ValueError (Python's limit on converting digits to an int): both too large
+            label = (
+                error.msg if isinstance(error, re.error) else "the repetition number is too large"
+            )
             self.report(
                 "H306",
                 f"invalid regular expression `{node.value}`",
                 node.span,
-                str(error.msg),
+                str(label),
                 help="check the brackets and escapes; in a string, a backslash is written `\\\\`",
             )
             return None

@@ -42,7 +42,7 @@ TOP_LEVEL = [
     "test",
 ]
 _DECL_START = re.compile(r"^(?:" + "|".join(TOP_LEVEL) + r")\b", re.M)
-_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|[\[\](){}]')
+_BRACKETS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\](){}]')
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 
 # Terminals that are not written literally, in the words a user would use.

@@ -16,7 +16,7 @@ from harnessc.compiler.analysis.policy import (
     Witness,
     analyse_policies,
 )
-from harnessc.compiler.analysis.smt import search_regex
+from harnessc.compiler.analysis.smt import MAX_SEARCH_WIDTH, MAX_SMT_TEXT, search_regex
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import model as m
 from hypothesis import HealthCheck, given, settings
@@ -689,3 +689,33 @@ def test_a_float_argument_compares_with_an_int_literal(tmp_path: Path) -> None:
         """,
     )
     assert [(f.kind, f.rule) for f in analysis.findings] == [("unsatisfiable", "p.big")]
+
+
+# -- what the encoding leaves to z3 -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("size", "exact"), [(MAX_SMT_TEXT, True), (MAX_SMT_TEXT + 1, False)])
+def test_a_text_longer_than_z3_is_given_makes_the_rule_inexact(tmp_path, size, exact) -> None:
+    # z3 spent seconds a query on a 1,000-character prefix (a fuzz mutant: over 6 s in lint);
+    # a longer text leaves the condition free, and the witness is judged again, inexact
+    _, analysis = analyse(
+        tmp_path,
+        f"""
+        policy p {{
+          default deny
+          long: allow lookup when args.q startswith "{"x" * size}"
+        }}
+        """,
+    )
+    witness = analysis.witness("spec.p", "p.long")
+    assert witness is not None and witness.exact is exact
+
+
+def test_a_pattern_searched_anywhere_is_encoded_up_to_a_width() -> None:
+    # `.*` then a 100-character literal kept z3 busy for 8 s; anchored at the start it is quick
+    assert search_regex("#" * MAX_SEARCH_WIDTH) is not None
+    assert search_regex("#" * (MAX_SEARCH_WIDTH + 1)) is None
+    assert search_regex("x|" + "#" * (MAX_SEARCH_WIDTH + 1)) is None
+    assert search_regex("^" + "#" * 100) is not None
+    assert search_regex("^" + "#" * MAX_SMT_TEXT) is None
+    assert search_regex("a{99999999999}") is None

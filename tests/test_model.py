@@ -315,6 +315,26 @@ def test_a_pattern_python_would_read_differently_later_is_h306(tmp_path: Path, t
         assert d.primary is not None and d.primary.message.startswith("possible")
 
 
+@pytest.mark.parametrize(
+    "count", ["4294967295", "9" * 5000], ids=["over-2**32-1", "over-4300-digits"]
+)
+@pytest.mark.parametrize("where", ["field", "condition"])
+def test_a_repeat_count_too_large_for_python_is_h306(tmp_path: Path, count, where) -> None:
+    # Python raises OverflowError or ValueError for these, not re.error: they escaped as tracebacks
+    pattern = f"^a{{{count}}}$"
+    text = (
+        f'tool t {{ summary "x"; effects read; input {{ a: string pattern "{pattern}" }} }}'
+        if where == "field"
+        else 'tool t { summary "x"; effects read; input { a: string } }\n'
+        f'policy p {{ allow t when args.a matches "{pattern}" }}'
+    )
+    path = tmp_path / "main.harness"
+    path.write_text(text, encoding="utf-8")
+    [d] = check([path]).diagnostics
+    assert (d.code, d.message.split(" `")[0]) == ("H306", "invalid regular expression")
+    assert d.primary is not None and d.primary.message == "the repetition number is too large"
+
+
 def test_the_model_carries_origins(spec: m.Spec) -> None:
     origin = spec.tools["change.create"].origin
     assert origin is not None

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from harnessc.dsl import syntax as s
 from harnessc.dsl.parser import build_lark, debug_tokens, engine, parse_source
 from harnessc.dsl.source import Source
+from hypothesis import given
+from hypothesis import strategies as st
 from lark.exceptions import UnexpectedInput
 
 from .conftest import ROOT, update_goldens
@@ -249,3 +252,31 @@ def test_a_lone_surrogate_escape_is_h105() -> None:
     assert d.code == "H105" and d.primary is not None
     assert d.primary.span.text == '"a\\ud800b"'
     assert parse_source(Source("t.harness", 'connection c "\\ud83d\\ude00"')).diagnostics == ()
+
+
+def _is_string_literal(text: str) -> bool:
+    """A string literal by its definition: quotes around characters other than a quote, a
+    backslash or a line break, and backslash escapes of any character but `\\n`."""
+    if len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        return False
+    i, end = 1, len(text) - 1
+    while i < end:
+        if text[i] == "\\":
+            if i + 1 >= len(text) or text[i + 1] == "\n":
+                return False
+            i += 2
+        elif text[i] in '"\n\r':
+            return False
+        else:
+            i += 1
+    return i == end
+
+
+@given(st.text(alphabet='a"\\\n\ré ', max_size=12))
+def test_the_string_terminal_is_the_string_literal_and_nothing_else(body: str) -> None:
+    # written as a loop of runs (`[^"\\]*(?:\\.[^"\\]*)*`), not of single characters: Python's
+    # `re` then lexes a long string many times faster, with the same meaning
+    (terminal,) = [t for t in build_lark().terminals if t.name == "STRING"]
+    pattern = re.compile(terminal.pattern.to_regexp())
+    for text in (body, f'"{body}"'):
+        assert (pattern.fullmatch(text) is not None) == _is_string_literal(text), repr(text)

@@ -37,6 +37,7 @@ from .concrete import (
     format_duration,
     schema_problems,
 )
+from .examples import NoExampleError, forget_examples, string_example
 from .smt import (
     BUILTINS,
     Encoder,
@@ -45,7 +46,6 @@ from .smt import (
     conj,
     fresh_context,
     negate,
-    search_regex,
     to_z3,
 )
 
@@ -108,7 +108,7 @@ class PolicyAnalysis:
 def analyse_policies(spec: m.Spec) -> PolicyAnalysis:
     """Stage analyse: every policy of the spec, in name order."""
     fresh_context()
-    _SAMPLES.clear()
+    forget_examples()
     analysis = PolicyAnalysis()
     for name in sorted(spec.policies):
         analyse_policy(spec, spec.policies[name], analysis)
@@ -224,31 +224,14 @@ def _sample_string(f: m.Field | None) -> str:
     return _sample_pattern(pattern, low, high)
 
 
-_SAMPLES: dict[tuple[str | None, int, int | None], str] = {}
-
-
 def _sample_pattern(pattern: str | None, low: int, high: int | None) -> str:
-    key = (pattern, low, high)
-    if key in _SAMPLES:
-        return _SAMPLES[key]
-    text = "x" * max(low, 1) if high is None or high >= 1 else ""
-    regex = search_regex(pattern) if pattern is not None else None
-    if regex is not None:
-        s = z3.String("sample")
-        solver = z3.Solver()
-        solver.set("timeout", 2000)
-        printable = z3.Star(z3.Range("a", "z"))
-        solver.add(z3.InRe(s, regex), z3.Length(s) >= low)
-        if high is not None:
-            solver.add(z3.Length(s) <= high)
-        solver.push()
-        solver.add(z3.InRe(s, z3.Union(printable, z3.Star(z3.Range(" ", "~")))))
-        if solver.check() != z3.sat:
-            solver.pop()
-        if solver.check() == z3.sat:
-            text = solver.model().eval(s, model_completion=True).as_string()
-    _SAMPLES[key] = text
-    return text
+    fallback = "x" * max(low, 1) if high is None or high >= 1 else ""
+    if pattern is None:
+        return fallback
+    try:
+        return string_example(pattern, low, high)
+    except NoExampleError:
+        return fallback
 
 
 def _sample(f: m.Field | None, t: m.Type) -> Any:

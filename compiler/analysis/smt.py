@@ -70,6 +70,14 @@ BUILTINS: dict[Key, tuple[m.Type, bool]] = {
     ("call", "env"): (MAP_OF_STRINGS, False),
 }
 UNTYPED_SORTS = ("str", "real", "bool", "other")
+# z3's sequence solver slows by seconds a query on long texts: a 1,000-character prefix takes
+# 3 s, a 100-character literal searched anywhere 8 s, with or without a timeout's help. Longer
+# ones are left out of the encoding (the condition is free, the rule's analysis inexact), as
+# are conditions z3 cannot express at all.
+MAX_SMT_TEXT = 256
+"""The longest text constant `startswith`, `within` and `matches` give z3."""
+MAX_SEARCH_WIDTH = 32
+"""The most characters a pattern not anchored at its start may need (searched anywhere)."""
 ORDER = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
@@ -229,9 +237,11 @@ def search_regex(pattern: str) -> z3.ReRef | None:
     >>> z3.simplify(z3.InRe(z3.StringVal("xx-chg-12"), search_regex("chg-[0-9]+$")))
     True
     """
+    if len(pattern) > MAX_SMT_TEXT:
+        return None
     try:
         tree = sre.parse(pattern)
-    except re.error:
+    except (re.error, OverflowError, ValueError):
         return None
     if tree.state.flags & ~(sc.SRE_FLAG_UNICODE):
         return None
@@ -255,6 +265,8 @@ def search_regex(pattern: str) -> z3.ReRef | None:
             )
             if start:
                 alt = alt[1:]
+            elif sre.SubPattern(tree.state, alt).getwidth()[0] > MAX_SEARCH_WIDTH:
+                raise _Unsupported
             end = alt[-1][1] if alt and alt[-1][0] is sc.AT else None
             if end is not None:
                 alt = alt[:-1]
@@ -855,6 +867,8 @@ class Encoder:
         if b.kind == "name":
             b = Term("str", expr=z3.StringVal(b.const), const=b.const)
         if a.kind != "str" or b.kind != "str":
+            return None
+        if any(len(str(t.const)) > MAX_SMT_TEXT for t in (a, b) if t.const is not None):
             return None
         present = conj(a.present, b.present)
         if op == "matches":

@@ -37,12 +37,9 @@ from __future__ import annotations
 
 import copy
 import itertools
-import re
-import re._parser as sre_parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import z3
 from harnessc.runtime.availability import AvailabilityChecker, Facts
 from harnessc.runtime.canonical import Execution
 from harnessc.runtime.model import (
@@ -75,8 +72,8 @@ from harnessc.runtime.policy import CallContext, PolicyEngine
 from harnessc.runtime.sessions import surface_tools
 
 from ..analysis.concrete import Call, rule_matches
+from ..analysis.examples import NoExampleError, string_example
 from ..analysis.policy import Finding, PolicyAnalysis, Witness, analyse_policies
-from ..analysis.smt import search_regex
 
 __all__ = ["NoExampleError", "example_input", "example_value", "plan_cases"]
 
@@ -88,111 +85,8 @@ MAX_PATHS = 32
 """Workflow paths planned per workflow; more are left out with a note."""
 
 
-class NoExampleError(ValueError):
-    """No example value can be generated (the reason is the message)."""
-
-
 # ---------------------------------------------------------------------------------------------
 # Example values from schemas
-
-
-_CATEGORY_CHARS = {"CATEGORY_DIGIT": "0", "CATEGORY_WORD": "a", "CATEGORY_SPACE": " "}
-
-
-def _class_char(items: list[tuple[Any, Any]]) -> str:
-    """A readable character of a character class: a lowercase letter or a digit if it has one."""
-    found: list[str] = []
-    for op, arg in items:
-        name = str(op)
-        if name == "NEGATE":
-            raise NoExampleError("a negated character class")
-        if name == "LITERAL":
-            found.append(chr(arg))
-        elif name == "RANGE":
-            low, high = arg
-            for pick in ("a", "0", "A"):
-                if low <= ord(pick) <= high:
-                    found.append(pick)
-            found.append(chr(low))
-        elif name == "CATEGORY" and str(arg) in _CATEGORY_CHARS:
-            found.append(_CATEGORY_CHARS[str(arg)])
-        else:
-            raise NoExampleError(f"the class item `{name}`")
-    if not found:
-        raise NoExampleError("an empty character class")
-    for wanted in (str.islower, str.isdigit, str.isalnum):
-        for char in found:
-            if wanted(char):
-                return char
-    return found[0]
-
-
-def _walk_regex(items: Any) -> str:
-    """The shortest string the parsed pattern matches, for the plain subset (literals, classes,
-    groups, alternatives, repeats, anchors); anything else raises `NoExampleError`."""
-    out = []
-    for op, arg in items:
-        name = str(op)
-        if name == "LITERAL":
-            out.append(chr(arg))
-        elif name == "IN":
-            out.append(_class_char(arg))
-        elif name == "ANY":
-            out.append("a")
-        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, _, sub = arg
-            out.append(_walk_regex(sub) * low)
-        elif name == "SUBPATTERN":
-            out.append(_walk_regex(arg[-1]))
-        elif name == "BRANCH":
-            out.append(_walk_regex(arg[1][0]))
-        elif name == "AT":
-            continue
-        else:
-            raise NoExampleError(f"the regex construct `{name}`")
-    return "".join(out)
-
-
-def _z3_example(pattern: str, low: int, high: int | None) -> str:
-    regex = search_regex(pattern)
-    if regex is None:
-        raise NoExampleError(f"the pattern `{pattern}` is outside the subset examples are made for")
-    text = z3.String("example")
-    solver = z3.Solver()
-    solver.set("timeout", 2000)
-    solver.add(z3.InRe(text, regex), z3.Length(text) >= low)
-    if high is not None:
-        solver.add(z3.Length(text) <= high)
-    solver.add(z3.InRe(text, z3.Star(z3.Range(" ", "~"))))
-    if solver.check() != z3.sat:
-        raise NoExampleError(f"no printable string matching the pattern `{pattern}` was found")
-    return str(solver.model().eval(text, model_completion=True).as_string())
-
-
-_EXAMPLES: dict[tuple[str | None, int, int | None], str] = {}
-
-
-def _string_example(pattern: str | None, low: int, high: int | None) -> str:
-    """A short, readable string matching `pattern` (searched, as the validator does) with a
-    length in [low, high]: from the parsed pattern when it is plain, else from z3; checked
-    with Python's `re` either way."""
-    key = (pattern, low, high)
-    if key in _EXAMPLES:
-        return _EXAMPLES[key]
-    if pattern is None:
-        size = max(low, 7) if high is None else min(max(low, 7), high)
-        found = ("example" * (size // 7 + 1))[:size]
-    else:
-        try:
-            found = _walk_regex(sre_parse.parse(pattern))
-            if len(found) < low or (high is not None and len(found) > high):
-                raise NoExampleError("the length bounds")
-        except NoExampleError:
-            found = _z3_example(pattern, low, high)
-        if re.search(pattern, found) is None:
-            raise NoExampleError(f"no string matching the pattern `{pattern}` was found")
-    _EXAMPLES[key] = found
-    return found
 
 
 def example_value(field: Field | None, type_: Type) -> Any:
@@ -208,7 +102,7 @@ def example_value(field: Field | None, type_: Type) -> Any:
             return "/workspace/example.txt"
         if pattern is None and name == "url":
             return "https://example.com/"
-        return _string_example(pattern, int(low or 0), None if high is None else int(high))
+        return string_example(pattern, int(low or 0), None if high is None else int(high))
     if name == "duration":
         return "1m"
     if name in ("int", "float"):

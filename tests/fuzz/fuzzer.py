@@ -5,7 +5,8 @@ seed and index whatever ran before it and on whichever worker. Each mutant goes 
 entry points the command line uses (`pipeline.load_file`, `pipeline.lint` — which runs every
 `check` stage first —, the diagnostic renderers, `format_source`, `pipeline.build`) and each
 outcome is classified: a traceback (any exception or warning escaping a stage), an internal
-error (an H9xx diagnostic), a hang (a stage over its time limit) or an unstable format
+error (an H9xx diagnostic), a hang (a stage over its limit of CPU time, or of ten times as
+much wall time) or an unstable format
 (formatting the formatted text changes it, or the formatted text parses to a different tree).
 
 `bench/fuzz.py` runs many mutants on worker processes; `tests/fuzz/test_fuzz.py` runs a slice
@@ -347,6 +348,7 @@ class Finding:
 class Outcome:
     findings: list[Finding] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    """CPU seconds per stage."""
 
 
 class HangError(BaseException):
@@ -357,15 +359,25 @@ def _on_alarm(signum: int, frame: object) -> None:
     raise HangError
 
 
+# A stage's limit is CPU time (the process's, so z3 working in C counts): on a machine shared
+# with other jobs a stage can wait for a core longer than it computes, and waiting is not a
+# hang. A stage that neither computes nor ends (blocked on something) is caught by wall time,
+# with this much more room.
+WALL_FACTOR = 10.0
+
+
 @contextmanager
-def _watchdog(limit: float) -> Iterator[None]:
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, limit)
+def _watchdog(limit: float, wall: float) -> Iterator[None]:
+    previous = {sig: signal.signal(sig, _on_alarm) for sig in (signal.SIGPROF, signal.SIGALRM)}
+    signal.setitimer(signal.ITIMER_PROF, limit)
+    signal.setitimer(signal.ITIMER_REAL, wall)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _internal(diagnostics: list[Diagnostic] | tuple[Diagnostic, ...]) -> list[str]:
@@ -376,9 +388,10 @@ class Runner:
     """Runs mutants in a scratch folder that mirrors each seed's folder, so relative imports of
     the original find its neighbours (the mutant is written beside them as `mutant.harness`)."""
 
-    def __init__(self, scratch: Path, *, limit: float = 2.0) -> None:
+    def __init__(self, scratch: Path, *, limit: float = 2.0, wall: float | None = None) -> None:
         self.scratch = scratch
         self.limit = limit
+        self.wall = limit * WALL_FACTOR if wall is None else wall
         self.mirrored: dict[Path, Path] = {}
 
     def place(self, origin: Seed, data: bytes) -> Path:
@@ -404,21 +417,23 @@ class Runner:
         outcome = Outcome()
 
         def stage(name: str, work: Callable[[], object]) -> object:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             try:
                 # a warning that reaches the user is a defect too: as in the test suite, an error
-                with _watchdog(self.limit), warnings.catch_warnings():
+                with _watchdog(self.limit, self.wall), warnings.catch_warnings():
                     warnings.simplefilter("error")
                     return work()
             except HangError:
-                outcome.findings.append(Finding("hang", name, f"over {self.limit:g} s"))
+                outcome.findings.append(Finding("hang", name, self._over(started, cpu)))
             except Exception:
                 outcome.findings.append(Finding("traceback", name, traceback.format_exc()))
             finally:
-                spent = outcome.seconds[name] = time.perf_counter() - started
+                spent = outcome.seconds[name] = time.process_time() - cpu
+                waited = time.perf_counter() - started
                 # the alarm can land in a finaliser, where Python ignores the exception
-                if spent > self.limit and not any(f.stage == name for f in outcome.findings):
-                    outcome.findings.append(Finding("hang", name, f"{spent:.1f} s"))
+                late = spent > self.limit or waited > self.wall
+                if late and not any(f.stage == name for f in outcome.findings):
+                    outcome.findings.append(Finding("hang", name, self._over(started, cpu)))
             return None
 
         loaded = stage("parse", lambda: pipeline.load_file(path))
@@ -437,6 +452,13 @@ class Runner:
             if isinstance(built, pipeline.BuildResult):
                 self._internal(outcome, "build", built.check.diagnostics)
         return outcome
+
+    def _over(self, started: float, cpu: float) -> str:
+        spent, waited = time.process_time() - cpu, time.perf_counter() - started
+        return (
+            f"{spent:.1f} s of CPU time (limit {self.limit:g} s), "
+            f"{waited:.1f} s of wall time (limit {self.wall:g} s)"
+        )
 
     def _internal(self, outcome: Outcome, stage: str, diagnostics) -> None:
         for detail in _internal(diagnostics):

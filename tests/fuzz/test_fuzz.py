@@ -97,6 +97,23 @@ def test_a_slow_stage_is_a_hang(tmp_path, monkeypatch) -> None:
     assert [(f.kind, f.stage) for f in outcome.findings] == [("hang", "lint")]
 
 
+def test_a_stage_that_waits_without_computing_is_not_a_hang(tmp_path, monkeypatch) -> None:
+    # the limit is CPU time: a stage kept off the CPU by other jobs on the machine is not slow
+    monkeypatch.setattr(pipeline, "lint", lambda paths, config=None: time.sleep(0.6))
+    outcome = Runner(tmp_path, limit=0.2, wall=30).run(
+        Seed("c", b"", None), b"connection c\n", build=False
+    )
+    assert [(f.kind, f.stage) for f in outcome.findings] == []
+
+
+def test_a_stage_blocked_past_the_wall_limit_is_a_hang(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(pipeline, "lint", lambda paths, config=None: time.sleep(30))
+    outcome = Runner(tmp_path, limit=5, wall=0.3).run(
+        Seed("c", b"", None), b"connection c\n", build=False
+    )
+    assert [(f.kind, f.stage) for f in outcome.findings] == [("hang", "lint")]
+
+
 def test_an_internal_error_and_an_unstable_format_are_found(runner, monkeypatch) -> None:
     calls = []
     real = printer.format_module
