@@ -375,7 +375,7 @@ class Approvals:
         scope: dict[str, Any] = {
             "grant": grant.scope,
             "ttl_ms": grant.ttl_ms,
-            "requester_may_approve": bool(getattr(decision, "requester_may_approve", True)),
+            "requester_may_approve": decision.requester_may_approve,
         }
         if grant.scope == "once":
             scope["covers"] = (
@@ -617,10 +617,11 @@ class Approvals:
             )
             for g in claims
         ]
+        claimed = {spent_stream(g.grant_id): g.grant_id for g in claims}
         try:
-            self.store.append_many(events, expect={spent_stream(g.grant_id): 0 for g in claims})
+            self.store.append_many(events, expect=dict.fromkeys(claimed, 0))
         except ConcurrencyError as exc:
-            spent = exc.stream.removeprefix("grant:")
+            spent = claimed[exc.stream]
             self.spend(spent)
             raise ApprovalError(
                 "grant-spent",

@@ -449,7 +449,7 @@ def decide_gate(
         raise WorkflowError(
             "not-an-approver", f"`{who(by)}` may not decide the gate `{gate}`: it needs {wanted}"
         )
-    if not _may_decide(approvers, found.get("not_by"), option, by):
+    if _self_approval(found.get("not_by"), option, by):
         raise WorkflowError(
             "self-approval",
             f"`{who(by)}` started this run and may not approve the gate `{gate}`: another "
@@ -476,7 +476,12 @@ def _may_decide(
     names none) and, to approve, not the requester it excludes (separation of duties)."""
     if by and not is_approver(tuple(by), actor):
         return False
-    return not (not_by is not None and option != "deny" and is_requester(not_by, actor))
+    return not _self_approval(not_by, option, actor)
+
+
+def _self_approval(not_by: Mapping[str, Any] | None, option: Any, actor: Mapping[str, Any]) -> bool:
+    """Whether choosing `option` would be the excluded requester approving their own call."""
+    return not_by is not None and option != "deny" and is_requester(not_by, actor)
 
 
 def wake(client: DBOSClient, workflow_id: str, state: Mapping[str, Any]) -> None:

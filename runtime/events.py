@@ -324,13 +324,6 @@ class Secrets:
         # a repr lands in logs and tracebacks: it counts the values, never shows them
         return f"Secrets({len(self.values)} values)"
 
-    def __or__(self, other: Secrets) -> Secrets:
-        if not other.values:
-            return self
-        if not self.values:
-            return other
-        return Secrets.from_texts((*self.values, *other.values))
-
     def text(self, value: str) -> str:
         """`value` with every secret value replaced, or withheld whole (see the class)."""
         if not self.values:

@@ -384,8 +384,6 @@ def _generate(
         tool = spec.tools[tool_id]
         indexes = tuple(sorted(slot))  # INVARIANT: text order, so bits follow the rules' order
         cache: dict[Any, Decision] = {}
-        by_risk = len({tool_view(tool, op)["risk"] for op in (None, *tool.operations)}) > 1
-        miss = partial(decider._miss, indexes, cache, tool_id, by_risk)
         normal = frozenset(f.name for f in tool.input.fields if f.type.name == "path")
         exprs = {i: expr(i, normal) for i in indexes if i in conditions}
         body = ["a = x.args"]
@@ -436,6 +434,9 @@ def _generate(
                     base |= 1 << pos
             per_view[op] = (view, base, live, view["risk"])
         first = per_view[None]
+        # operations of different risk: a decision follows the risk too (`Decider._miss`)
+        by_risk = len({v[3] for v in per_view.values()}) > 1
+        miss = partial(decider._miss, indexes, cache, tool_id, by_risk)
         ops = {op: v for op, v in per_view.items() if op is not None}
         if ops:
             body += [

@@ -7,8 +7,6 @@ creates and drops its own database there."""
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -21,10 +19,9 @@ from harnessc.runtime.integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, LogKey  # 
 from harnessc.runtime.pgstore import PostgresStore  # noqa: E402
 from harnessc.runtime.store import StoreError  # noqa: E402
 
-ADMIN_URL = os.environ.get("HARNESSC_TEST_POSTGRES_URL")
-pytestmark = pytest.mark.skipif(
-    not ADMIN_URL, reason="set HARNESSC_TEST_POSTGRES_URL to run the PostgreSQL tests"
-)
+from .postgres import ADMIN_URL, SKIP_REASON, fresh_database  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not ADMIN_URL, reason=SKIP_REASON)
 KEY = LogKey(b"a log key of thirty-two bytes at least")
 
 
@@ -37,14 +34,8 @@ def no_key_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh database on the test server, dropped afterwards."""
-    assert ADMIN_URL is not None
-    name = "harnessc_test_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    base, _, _ = ADMIN_URL.rpartition("/")
-    yield f"{base}/{name}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with fresh_database() as url:
+        yield url
 
 
 def fill(url: str, key: LogKey | None = None) -> None:

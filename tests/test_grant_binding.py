@@ -5,10 +5,10 @@ threads, processes or restarts present the same tool, call id and arguments."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,10 @@ from harnessc.runtime.model import Spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .postgres import ADMIN_URL, fresh_database
 from .test_approvals import OPS, SHELL, compile_text
 
 ARGS = {"cmd": "ls", "n": 1}
-PG_URL = os.environ.get("HARNESSC_TEST_POSTGRES_URL")
 
 
 @pytest.fixture(scope="module")
@@ -130,21 +130,31 @@ print(json.dumps({"ran": result.ran, "category": result.error_category}), flush=
 """
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
-def test_processes_racing_on_one_store_run_a_once_grant_once(
-    spec: Spec, tmp_path: Path, kind: str
-) -> None:
-    if kind == "postgresql":
-        if not PG_URL:
-            pytest.skip("set HARNESSC_TEST_POSTGRES_URL to race on PostgreSQL")
-        pytest.importorskip("psycopg")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store to race on: a SQLite file, or a fresh database on the PostgreSQL test server."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "log.db")
+        return
+    if not ADMIN_URL:
+        pytest.skip("set HARNESSC_TEST_POSTGRES_URL to race on PostgreSQL")
+    pytest.importorskip("psycopg")
+    with fresh_database() as url:
+        yield url
+
+
+def open_store(url: str) -> Any:
+    if url.startswith("postgresql:"):
         from harnessc.runtime.pgstore import PostgresStore
 
-        store_url = _fresh_database(PG_URL)
-        store: Any = PostgresStore(store_url)
-    else:
-        store_url = str(tmp_path / "log.db")
-        store = SQLiteStore(store_url)
+        return PostgresStore(url)
+    return SQLiteStore(url)
+
+
+def test_processes_racing_on_one_store_run_a_once_grant_once(
+    spec: Spec, tmp_path: Path, store_url: str
+) -> None:
+    store = open_store(store_url)
     h = Harness(spec, store=store)
     a, _ = asked_and_approved(h)
     store.close()
@@ -175,18 +185,6 @@ def test_processes_racing_on_one_store_run_a_once_grant_once(
     ), said
 
 
-def _fresh_database(admin_url: str) -> str:
-    import uuid
-
-    import psycopg
-
-    name = "harnessc_test_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    base, _, _ = admin_url.rpartition("/")
-    return f"{base}/{name}"
-
-
 # ---------------------------------------------------------------------------------------------
 # The property: whatever sessions, tasks, actors and restarts do, the approved call runs at most
 # once, and nothing else runs (every rule of the spec asks, and only one call was approved).
@@ -209,15 +207,17 @@ STEPS = st.lists(
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def store_kind(request: pytest.FixtureRequest) -> str:
+def store_kind(request: pytest.FixtureRequest) -> Iterator[str]:
     """Where the property runs: a SQLite file per example, or one PostgreSQL database for the
     module (each example's sessions, requests and grants have ids of their own)."""
     if request.param == "sqlite":
-        return "sqlite"
-    if not PG_URL:
+        yield "sqlite"
+        return
+    if not ADMIN_URL:
         pytest.skip("set HARNESSC_TEST_POSTGRES_URL to check the property on PostgreSQL")
     pytest.importorskip("psycopg")
-    return _fresh_database(PG_URL)
+    with fresh_database() as url:
+        yield url
 
 
 @settings(
@@ -233,15 +233,8 @@ def test_a_once_grant_yields_at_most_one_execution(
     db = tmp_path_factory.mktemp("prop") / "log.db"
     runs: list[tuple[str, str, str]] = []
 
-    def open_store() -> Any:
-        if store_kind == "sqlite":
-            return SQLiteStore(db)
-        from harnessc.runtime.pgstore import PostgresStore
-
-        return PostgresStore(store_kind)
-
     def open_harness() -> Harness:
-        h = Harness(spec, store=open_store())
+        h = Harness(spec, store=open_store(str(db) if store_kind == "sqlite" else store_kind))
         h.bind("shell.run", lambda args, ctx: runs.append((ctx.session_id, args["cmd"], "")) or {})
         return h
 

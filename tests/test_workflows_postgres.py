@@ -6,8 +6,6 @@ creates and drops its own database there."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,25 +19,17 @@ from harnessc.runtime.events import NewEvent  # noqa: E402
 from harnessc.runtime.pgstore import PostgresStore  # noqa: E402
 from harnessc.runtime.store import ConcurrencyError  # noqa: E402
 
+from .postgres import ADMIN_URL, SKIP_REASON, fresh_database  # noqa: E402
 from .test_workflows_support import Worker, compiled, observer, until  # noqa: E402
 
-ADMIN_URL = os.environ.get("HARNESSC_TEST_POSTGRES_URL")
-pytestmark = pytest.mark.skipif(
-    not ADMIN_URL, reason="set HARNESSC_TEST_POSTGRES_URL to run the PostgreSQL tests"
-)
+pytestmark = pytest.mark.skipif(not ADMIN_URL, reason=SKIP_REASON)
 
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh database on the test server, dropped afterwards."""
-    assert ADMIN_URL is not None
-    name = "harnessc_test_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    base, _, _ = ADMIN_URL.rpartition("/")
-    yield f"{base}/{name}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with fresh_database() as url:
+        yield url
 
 
 def test_the_store_keeps_one_chain_and_refuses_edits(pg_url: str) -> None:
