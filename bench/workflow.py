@@ -193,7 +193,7 @@ def bare_step_ms(bare: Any) -> float:
 def governed_step_ms(h: Any, rounds: int = 200) -> float:
     """The governed call of one step alone, outside DBOS: read the step's stream, open the
     session, normalize, decide, invoke, and commit its events in one durable append."""
-    from harnessc.runtime import durable
+    from harnessc.runtime import workflow_steps
 
     ctx = {"workflow_id": "bench", "workflow": "bench.one", "agent": "bench.runner"}
     ctx["actor"] = ACTOR
@@ -203,7 +203,7 @@ def governed_step_ms(h: Any, rounds: int = 200) -> float:
     for i in range(rounds + 20):
         key = f"s1#{tag}-{i}"
         start = time.perf_counter()
-        durable._call_step(
+        workflow_steps.call_step(
             ctx, "s1", "job.run", {"n": 1}, f"workflow:bench/{key}", key, None, lambda _: publish
         )
         took.append(time.perf_counter() - start)

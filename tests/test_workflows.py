@@ -537,7 +537,7 @@ def test_a_step_run_again_records_and_runs_nothing_twice(
 ) -> None:
     """DBOS runs a step again when a process dies after the step returned but before its
     output was checkpointed; the step then finds its events and returns their outcome."""
-    from harnessc.runtime import durable
+    from harnessc.runtime import workflow_steps
 
     h, jobs, _ = env
     ctx = {"workflow_id": "again-1", "workflow": "ops.four", "agent": "ops.runner"}
@@ -545,9 +545,9 @@ def test_a_step_run_again_records_and_runs_nothing_twice(
     state = {"status": "running", "steps": {"a": {"kind": "call", "state": "running"}}}
     args = ("a", "job.run", {"n": 21}, "workflow:again-1/a#1", "again-1/a#1", None)
     args += (lambda outcome: ("workflow.state", {"state": state}),)
-    first = durable._call_step(ctx, *args)
+    first = workflow_steps.call_step(ctx, *args)
     head = h.store.head()
-    second = durable._call_step(ctx, *args)
+    second = workflow_steps.call_step(ctx, *args)
     assert first == second == {"status": "succeeded", "value": {"n": 21}}
     assert jobs.ran.count(21) == 1
     assert h.store.head() == head
@@ -559,7 +559,7 @@ def test_two_copies_of_a_step_go_on_from_the_outcome_recorded_first(
     """A worker declared dead while it was only slow: another takes its run over, and both
     copies run the same step. Both run the tool (with the same tool_call_id); one outcome is
     recorded, and both copies go on from that one."""
-    from harnessc.runtime import durable
+    from harnessc.runtime import workflow_steps
 
     h, jobs, _ = env
     ctx = {"workflow_id": "race-1", "workflow": "ops.four", "agent": "ops.runner"}
@@ -571,7 +571,7 @@ def test_two_copies_of_a_step_go_on_from_the_outcome_recorded_first(
     outcomes: list[dict[str, Any]] = []
     try:
         copies = [
-            threading.Thread(target=lambda: outcomes.append(durable._call_step(ctx, *args)))
+            threading.Thread(target=lambda: outcomes.append(workflow_steps.call_step(ctx, *args)))
             for _ in range(2)
         ]
         for t in copies:
@@ -582,7 +582,7 @@ def test_two_copies_of_a_step_go_on_from_the_outcome_recorded_first(
         jobs.race = None
     assert jobs.ran.count(24) == 2  # the tool ran in both copies
     assert step_events(h, "race-1") == Counter({"workflow:race-1/a#1": 1})
-    recorded = durable._recorded(h.store, "workflow:race-1/a#1")
+    recorded = workflow_steps.recorded(h.store, "workflow:race-1/a#1")
     # both copies go on from the outcome recorded (the first to commit: job 25, or 26 if the
     # host delayed it past the other)
     assert outcomes == [recorded] * 2

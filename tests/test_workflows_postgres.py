@@ -33,7 +33,7 @@ def pg_url() -> Iterator[str]:
 
 
 def test_the_store_keeps_one_chain_and_refuses_edits(pg_url: str) -> None:
-    from harnessc.runtime.durable import append_once
+    from harnessc.runtime.workflow_steps import append_once
 
     with PostgresStore(pg_url) as store:
         assert store.append(NewEvent("s-1", "State", "session.started", {"a": 1})).position == 1

@@ -1,0 +1,364 @@
+"""A workflow's steps outside DBOS: the governed call and the delegation a step runs, and
+exactly-once recording of each step's events in the harness's own log.
+
+DBOS runs these functions as steps (`runtime/interpreter.py`); they need no DBOS themselves,
+only the worker of this process (`attach`), whose harness judges and records the calls.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .approvals import Approvals
+from .canonical import jsonable
+from .events import NO_SECRETS, Event, NewEvent, Secrets
+from .lifecycle import ActionState
+from .model import Agent
+from .normalize import Refusal
+from .sessions import facts_from_record
+from .store import (
+    ConcurrencyError,
+    EventStore,
+    Expected,
+    MemoryStore,
+    _Numbering,
+    _Unchained,
+)
+from .workflow_plan import STEP_EVENT, WorkflowError
+
+if TYPE_CHECKING:
+    from .harness import Harness
+
+__all__ = [
+    "Publication",
+    "Worker",
+    "append_once",
+    "attach",
+    "call_step",
+    "delegate_step",
+    "record_step",
+    "recorded",
+    "running",
+    "worker",
+]
+
+
+class Worker(Protocol):
+    """What a step needs of the engine running it (`durable.Engine`): the harness it records
+    in and the application's runners."""
+
+    harness: Harness
+    delegate: Callable[..., Any] | None
+    previewers: dict[str, Callable[[dict[str, Any]], Any]]
+    verifiers: dict[str, Callable[[dict[str, Any], Any], Any]]
+
+
+_WORKER: Worker | None = None
+
+
+def attach(engine: Worker | None) -> None:
+    """Make `engine` the worker of this process (None: no worker)."""
+    global _WORKER
+    _WORKER = engine
+
+
+def running() -> Worker | None:
+    """The worker of this process, if one runs."""
+    return _WORKER
+
+
+def worker() -> Worker:
+    if _WORKER is None:
+        raise WorkflowError("no-engine", "no workflow engine runs in this process")
+    return _WORKER
+
+
+# ---------------------------------------------------------------------------------------------
+# Exactly-once events
+
+
+def append_once(store: EventStore, events: list[NewEvent]) -> bool:
+    """Append `events` in one transaction only if their first stream is new; False when it
+    already holds events (this step was recorded before a crash)."""
+    if not events:
+        return True
+    append = getattr(store, "_append", None)
+    try:
+        if append is not None:
+            # SQLiteStore, MemoryStore and PostgresStore: all-or-nothing, `expected_seq` checked
+            # for every stream under the write lock
+            append(events, 0)
+        else:
+            store.append(events[0], expected_seq=0)
+            store.append_many(events[1:])
+    except ConcurrencyError:
+        return False
+    return True
+
+
+def recorded(store: EventStore, stream: str) -> dict[str, Any] | None:
+    found = store.read(stream)
+    if not found or found[-1].type != STEP_EVENT:
+        return None
+    outcome = json.loads(found[-1].payload_json).get("outcome")
+    return outcome if isinstance(outcome, dict) else None
+
+
+Publication = tuple[str, dict[str, Any]]
+"""What a step commits for `status`: (`workflow.state`, the run's state) or
+(`workflow.branch`, a parallel branch's view of its step)."""
+
+
+def _commit(
+    h: Harness, buffer: _Buffer, stream: str, outcome: dict[str, Any], publish: Publication
+) -> dict[str, Any]:
+    """Append the step's events, what it publishes for `status`, and last its `workflow.step`
+    event (the outcome) in one transaction, unless the step was recorded before, and return the
+    outcome that stands. Another copy of the run can get there first: a worker declared dead
+    while it was only slow, whose runs another worker took over (DBOS then refuses the stale
+    copy's checkpoints). Both ran the tool, with the same `tool_call_id`; the log keeps the
+    first outcome recorded, and both copies go on from that one."""
+    buffer.append(NewEvent(stream, "State", publish[0], publish[1]))
+    buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome}))
+    if append_once(h.store, buffer.appended):
+        return outcome
+    return recorded(h.store, stream) or outcome
+
+
+class _Buffer(MemoryStore):
+    """A step's events until it commits them: readable by the step's session (numbered per
+    stream, payloads canonical) but not chained, because the commit numbers and hashes them
+    in the log; the events as appended are kept to commit as they are."""
+
+    def __init__(self, clock: Any) -> None:
+        super().__init__(clock=clock)
+        self.appended: list[NewEvent] = []
+
+    def _numbering(self) -> _Numbering:
+        return _Unchained(len(self._events))
+
+    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
+        out = super()._append(events, expected_seq)
+        self.appended.extend(events)
+        return out
+
+
+def _step_harness(h: Harness) -> tuple[Harness, _Buffer]:
+    """The harness seen by one step: the same compiled spec, executors and engine, but its own
+    event buffer, approvals and sessions, so concurrent steps never share a buffer."""
+    buffer = _Buffer(h.clock)
+    view = copy.copy(h)
+    view.store = buffer
+    view.approvals = Approvals(buffer, h.clock)
+    view.sessions = {}
+    return view, buffer
+
+
+def record_step(
+    stream: str, events: list[dict[str, Any]], outcome: dict[str, Any], publish: Publication
+) -> dict:
+    """A DBOS step that only records events (a gate decided, the run's end) and the state."""
+    h = worker().harness
+    found = recorded(h.store, stream)
+    if found is not None:
+        return found
+    buffer = _Buffer(h.clock)
+    for e in events:
+        buffer.append(NewEvent(stream, e["kind"], e["type"], e["payload"]))
+    return _commit(h, buffer, stream, outcome, publish)
+
+
+# ---------------------------------------------------------------------------------------------
+# The governed call inside a step
+
+
+def call_step(
+    ctx: dict[str, Any],
+    step_name: str,
+    tool: str,
+    args: dict[str, Any],
+    stream: str,
+    call_id: str,
+    approval: dict[str, Any] | None,
+    after: Callable[[dict[str, Any]], Publication],
+) -> dict[str, Any]:
+    """normalize → decide → (approval) → invoke → evidence, as the workflow's creator, in a
+    session whose id is the step's stream; every event committed at the end, once, with the
+    run's state `after(outcome)`."""
+    h = worker().harness
+    found = recorded(h.store, stream)
+    if found is not None:
+        return found
+    view, buffer = _step_harness(h)
+    session = _step_session(view, ctx, step_name, stream)
+    outcome = _governed(view, session, tool, args, call_id, approval)
+    session.end("completed" if outcome["status"] == "succeeded" else outcome["status"])
+    return _commit(h, buffer, stream, outcome, after(outcome))
+
+
+def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: str) -> Any:
+    """The session a step runs in, as the workflow's creator: one of the workflow's agent, or,
+    for a workflow that names only a policy, of the workflow itself: judged by that policy,
+    its surface the tools the workflow calls, delegating to the agents its steps name."""
+    task = {"id": ctx["workflow_id"], "workflow": ctx["workflow"], "step": step_name}
+    if ctx.get("agent"):
+        return view.session(
+            ctx["agent"],
+            actor=ctx["actor"],
+            task=task,
+            facts=facts_from_record(ctx.get("facts")),
+            resource=ctx.get("resource") or {},
+            env=ctx.get("env") or {},
+            session_id=stream,
+        )
+    agent = Agent(
+        name=ctx["workflow"], policy=ctx["policy"], delegates=tuple(ctx.get("delegates") or ())
+    )
+    return view._open(
+        agent=agent,
+        actor=ctx["actor"],
+        task=task,
+        facts=facts_from_record(ctx.get("facts")),
+        resource=ctx.get("resource") or {},
+        env=ctx.get("env") or {},
+        session_id=stream,
+        tools=tuple(ctx.get("tools") or ()),
+    )
+
+
+def _governed(
+    view: Harness,
+    session: Any,
+    tool: str,
+    args: dict[str, Any],
+    call_id: str,
+    approval: dict[str, Any] | None,
+) -> dict[str, Any]:
+    pending = session.normalize(tool, call_id, args)
+    if isinstance(pending, Refusal):
+        return {"status": "refused", "error": pending.message, "code": pending.code}
+    spec_tool = view.spec.tools[pending.tool_id]
+    # the outcome becomes the run's durable state (DBOS's step output, our log): the call's
+    # secret values and secret output fields never reach it, so a later step reads them as
+    # `[REDACTED]`
+    secrets = Secrets.of(spec_tool, pending.args)
+    decision = session.decide(pending)
+    if decision.effect == "deny":
+        return {"status": "denied", "error": decision.reason or "the policy denies this call"}
+    if decision.effect == "ask" and session.action_state(pending) != ActionState.AUTHORIZED:
+        request = session.request_approval(pending, decision)
+        if approval is None:
+            return {
+                "status": "ask",
+                "approvers": [{"kind": a.kind, "value": a.value} for a in decision.approvers],
+                # separation of duties: the run's creator may not decide the gate
+                "not_by": None if decision.requester_may_approve else session.actor,
+                "request": secrets.scrub(
+                    {
+                        "what": request.what,
+                        "why": request.why,
+                        "arguments": jsonable(request.arguments),
+                        "reversibility": request.reversibility,
+                        "impact": jsonable(request.impact),
+                        **_preview(pending.tool_id, args),
+                    }
+                ),
+            }
+        answered = view.approve(request.request_id, by=approval["actor"])
+        if answered.status != "approved":
+            return {"status": "denied", "error": answered.reason or "denied when judged again"}
+    result = session.invoke(pending)
+    if result.ok:
+        failed = _verify(view, session, pending, args, jsonable(result.data or {}), secrets)
+        if failed is not None:
+            return {"status": "failed", "error": failed, "category": "verify", "ran": True}
+        return {
+            "status": "succeeded",
+            "value": jsonable(result.to_dict(spec_tool.output)["data"] or {}),
+        }
+    return {
+        "status": "failed",
+        "error": result.error or result.observation,
+        "category": result.error_category,
+        "ran": result.ran,
+    }
+
+
+def _preview(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """What the tool's previewer (`workflows.preview_with`) says the call would do, for the
+    approval request; nothing when the tool has none."""
+    previewer = worker().previewers.get(tool)
+    if previewer is None:
+        return {}
+    try:
+        return {"preview": jsonable(previewer(dict(args)))}
+    except Exception as exc:  # the previewer is the application's code
+        return {"preview": {"error": f"{type(exc).__name__}: {exc}"}}
+
+
+def _verify(
+    view: Harness,
+    session: Any,
+    pending: Any,
+    args: dict[str, Any],
+    value: Any,
+    secrets: Secrets = NO_SECRETS,
+) -> str | None:
+    """Run the tool's verifier (`workflows.verify_with`) on a committed call: None when the
+    real system shows the call took effect (or the tool has no verifier), else why not. The
+    verdict is recorded as `action.verified` in the step's session, scrubbed of the call's
+    secret values."""
+    verifier = worker().verifiers.get(pending.tool_id)
+    if verifier is None:
+        return None
+    try:
+        verdict = verifier(dict(args), value)
+        reason = None if verdict is None or verdict is True else str(verdict or "not verified")
+    except Exception as exc:  # the verifier is the application's code
+        reason = f"{type(exc).__name__}: {exc}"
+    if reason is not None:
+        reason = secrets.text(reason)
+    view.store.append(
+        NewEvent(
+            session.id,
+            "Tool",
+            "action.verified",
+            {"tool_call_id": pending.tool_call_id, "ok": reason is None, "reason": reason},
+        )
+    )
+    return None if reason is None else f"verification failed: {reason}"
+
+
+def delegate_step(
+    ctx: dict[str, Any],
+    step: dict[str, Any],
+    context: list[Any],
+    stream: str,
+    after: Callable[[dict[str, Any]], Publication],
+) -> dict[str, Any]:
+    engine = worker()
+    h = engine.harness
+    found = recorded(h.store, stream)
+    if found is not None:
+        return found
+    view, buffer = _step_harness(h)
+    parent = _step_session(view, ctx, step["name"], stream)
+    outcome: dict[str, Any]
+    if engine.delegate is None:
+        outcome = {"status": "failed", "error": "no delegate runner is set (`delegate_with`)"}
+    else:
+        child = parent.delegate(step["goal"] or "", agent=step["agent"])
+        if isinstance(child, Refusal):
+            outcome = {"status": "refused", "error": child.message, "code": child.code}
+        else:
+            try:
+                value = engine.delegate(child, step["goal"], context)
+                outcome = {"status": "succeeded", "value": jsonable(value or {})}
+            except Exception as exc:  # the runner is the application's code
+                outcome = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+            child.end("completed" if outcome["status"] == "succeeded" else "failed")
+    parent.end("completed" if outcome["status"] == "succeeded" else "failed")
+    return _commit(h, buffer, stream, outcome, after(outcome))
