@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,9 +38,11 @@ class Jobs:
         self.archived: list[int] = []
         self.watch: str | None = None  # a run whose status `job.run` reads while it runs
         self.seen: list[list[tuple[str, str]]] = []
-        self.arrived: set[int] = set()  # the jobs of a parallel pair that have started
+        # the jobs of a parallel pair, set when each has started
+        self.arrived = {31: threading.Event(), 32: threading.Event()}
         self.overlapped: list[int] = []  # the jobs that saw their partner start
         self.race: Any = None  # a barrier two copies of one step meet at in job 24
+        self.race_stream = ""  # the stream the first of them records in
         self.raced = 0
         self.lock = threading.Lock()
 
@@ -58,18 +59,16 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness, Job
     def run(args: dict[str, Any]) -> dict[str, Any]:
         jobs.ran.append(args["n"])
         if args["n"] in (31, 32):  # a parallel pair: each waits (a while) for the other
-            jobs.arrived.add(args["n"])
-            deadline = time.monotonic() + 20
-            while {31, 32} - jobs.arrived and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if not {31, 32} - jobs.arrived:
+            jobs.arrived[args["n"]].set()
+            if jobs.arrived[63 - args["n"]].wait(timeout=20):
                 jobs.overlapped.append(args["n"])
         if args["n"] == 24 and jobs.race is not None:
             jobs.race.wait(timeout=20)
             with jobs.lock:
                 jobs.raced += 1
                 mine = jobs.raced
-            time.sleep(0.1 * mine)  # the first to arrive records first
+            if mine == 2:  # the first to arrive records first: the other returns after that
+                until(lambda: h.store.read(jobs.race_stream), 20, "the first copy's record")
             return {"n": 24 + mine}
         if jobs.watch is not None:
             steps = h.workflows.status(jobs.watch)["steps"]
@@ -568,6 +567,7 @@ def test_two_copies_of_a_step_go_on_from_the_outcome_recorded_first(
     args = ("a", "job.run", {"n": 24}, "workflow:race-1/a#1", "race-1/a#1", None)
     args += (lambda outcome: ("workflow.state", {"state": state}),)
     jobs.race = threading.Barrier(2)
+    jobs.race_stream = "workflow:race-1/a#1"
     outcomes: list[dict[str, Any]] = []
     try:
         copies = [
