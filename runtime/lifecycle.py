@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -44,6 +45,8 @@ __all__ = [
     "ActionError",
     "ActionState",
     "IllegalTransitionError",
+    "Move",
+    "after_decision",
     "can_transition",
     "check_transition",
 ]
@@ -180,6 +183,42 @@ def check_transition(
     a, b = ActionState(from_state), ActionState(to_state)
     if b not in TRANSITIONS[a]:
         raise IllegalTransitionError(tool_call_id, a, b)
+
+
+@dataclass(frozen=True)
+class Move:
+    """The transition a decision asks of an action: to `state`, with `reason` when it ends
+    the action."""
+
+    state: ActionState
+    reason: str | None = None
+
+
+def after_decision(state: ActionState, effect: str, *, granted: bool) -> Move | None:
+    """Where a decision (its `effect`, and for an ASK whether a grant authorises the call)
+    takes an action in `state`; None when the action stays where it is. A DENY fails a call
+    just validated and cancels one judged again; an authorised call (ALLOW, or ASK with a
+    grant) becomes AUTHORIZED; an ASK without a grant waits for approval, and takes back an
+    authorisation it no longer has.
+
+    >>> after_decision(ActionState.VALIDATED, "ask", granted=False)
+    Move(state=<ActionState.WAITING_APPROVAL: 'WAITING_APPROVAL'>, reason=None)
+    >>> after_decision(ActionState.AUTHORIZED, "ask", granted=False).reason
+    'no longer authorized'
+    """
+    if effect == "deny":
+        if state in (_S.VALIDATED,):
+            return Move(_S.FAILED, reason="denied")
+        return Move(_S.CANCELLED, reason="denied when judged again")
+    if effect == "allow" or (effect == "ask" and granted):
+        if state in (_S.VALIDATED, _S.WAITING_APPROVAL):
+            return Move(_S.AUTHORIZED)
+        return None
+    if state == _S.VALIDATED:
+        return Move(_S.WAITING_APPROVAL)
+    if state == _S.AUTHORIZED:
+        return Move(_S.CANCELLED, reason="no longer authorized")
+    return None
 
 
 class Action:

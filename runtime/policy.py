@@ -128,6 +128,26 @@ class Decision:
     """For an ASK: whether the actor who asked may approve the call themselves (the ASK's
     `self_approval`, else only below risk `high`)."""
 
+    @classmethod
+    def denied(
+        cls, reason: str, *, policy: str, tool_id: str, default_used: bool = True
+    ) -> Decision:
+        """A DENY no rule made: no rule matched and nothing else applies, or nothing could
+        judge the call (`default_used=False`: the call was refused before any rule)."""
+        return cls(
+            effect="deny",
+            rule=None,
+            matched=(),
+            reason=reason,
+            instead=None,
+            approvers=(),
+            grant=None,
+            default_used=default_used,
+            origin=None,
+            policy=policy,
+            tool_id=tool_id,
+        )
+
 
 # ---------------------------------------------------------------------------------------------
 # The registry side: tool views, selectors, path arguments
@@ -489,56 +509,54 @@ def decide_from(
         strongest = max(_STRENGTH[r.effect] for r in matched)
         win = next(r for r in matched if _STRENGTH[r.effect] == strongest)
         return Decision(
-            win.effect,
-            win.label,
-            labels,
-            win.reason,
-            win.instead,
-            win.approvers,
-            win.grant,
-            False,
-            win.origin,
-            policy,
-            tool_id,
-            requester_may_approve(win.self_approval, risk),
+            effect=win.effect,
+            rule=win.label,
+            matched=labels,
+            reason=win.reason,
+            instead=win.instead,
+            approvers=win.approvers,
+            grant=win.grant,
+            default_used=False,
+            origin=win.origin,
+            policy=policy,
+            tool_id=tool_id,
+            requester_may_approve=requester_may_approve(win.self_approval, risk),
         )
     if default is None:
-        return Decision(
-            "deny", None, (), NO_RULE_REASON, None, (), None, True, None, policy, tool_id
-        )
+        return Decision.denied(NO_RULE_REASON, policy=policy, tool_id=tool_id)
     if default.table is None:
         return Decision(
-            default.effect or "deny",
-            None,
-            (),
-            default.reason,
-            default.instead,
-            default.approvers,
-            default.grant,
-            True,
-            default.origin,
-            policy,
-            tool_id,
-            requester_may_approve(default.self_approval, risk),
+            effect=default.effect or "deny",
+            rule=None,
+            matched=(),
+            reason=default.reason,
+            instead=default.instead,
+            approvers=default.approvers,
+            grant=default.grant,
+            default_used=True,
+            origin=default.origin,
+            policy=policy,
+            tool_id=tool_id,
+            requester_may_approve=requester_may_approve(default.self_approval, risk),
         )
     table = spec.risk_tables.get(default.table)
     entry = table.entries.get(risk) if table is not None else None  # type: ignore[call-overload]
     if entry is None:
         reason = f"the risk table `{default.table}` has no entry for risk `{risk}`"
-        return Decision("deny", None, (), reason, None, (), None, True, None, policy, tool_id)
+        return Decision.denied(reason, policy=policy, tool_id=tool_id)
     return Decision(
-        entry.effect,
-        None,
-        (),
-        entry.reason,
-        entry.instead,
-        entry.approvers,
-        entry.grant,
-        True,
-        entry.origin or default.origin,
-        policy,
-        tool_id,
-        requester_may_approve(entry.self_approval, risk),
+        effect=entry.effect,
+        rule=None,
+        matched=(),
+        reason=entry.reason,
+        instead=entry.instead,
+        approvers=entry.approvers,
+        grant=entry.grant,
+        default_used=True,
+        origin=entry.origin or default.origin,
+        policy=policy,
+        tool_id=tool_id,
+        requester_may_approve=requester_may_approve(entry.self_approval, risk),
     )
 
 

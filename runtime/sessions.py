@@ -44,7 +44,7 @@ from .executors import (
     timeout_of,
 )
 from .exposure import Exposure
-from .lifecycle import Action, ActionError, ActionState
+from .lifecycle import Action, ActionError, ActionState, after_decision
 from .model import Agent, Skill, Spec, Surface, Tool
 from .normalize import (
     DELEGATE_TASK,
@@ -430,17 +430,17 @@ class Session:
             params["target"] = execution.target
         facts = self.facts
         return CallContext(
-            pending.tool_id,
-            pending.args,
-            self.actor,
-            self.resource,
-            self.task,
-            self.env,
-            facts.values,
-            facts.connected,
-            facts.running,
-            pending.tool_call_id,
-            params,
+            tool_id=pending.tool_id,
+            args=pending.args,
+            actor=self.actor,
+            resource=self.resource,
+            task=self.task,
+            env=self.env,
+            facts=facts.values,
+            connected=facts.connected,
+            running=facts.running,
+            tool_call_id=pending.tool_call_id,
+            execution=params,
         )
 
     def judge(self, pending: PendingCall) -> tuple[Decision, ApprovalGrant | None]:
@@ -463,18 +463,10 @@ class Session:
             tied = [h.engine.decider(self.policies[0]).decide(ctx)]
         elif not self.policies:
             tied = [
-                Decision(
-                    "deny",
-                    None,
-                    (),
+                Decision.denied(
                     f"the agent `{self.agent.name}` has no policy",
-                    None,
-                    (),
-                    None,
-                    True,
-                    None,
-                    "",
-                    pending.tool_id,
+                    policy="",
+                    tool_id=pending.tool_id,
                 )
             ]
         else:
@@ -559,23 +551,13 @@ class Session:
         action = self._actions.get(pending.key)
         if action is None or action.terminal:
             return
-        authorized = d.effect == "allow" or (d.effect == "ask" and grant is not None)
+        move = after_decision(action.state, d.effect, granted=grant is not None)
+        if move is None:
+            return
         details: dict[str, Any] = {"decision_id": decision_id}
         if grant is not None:
             details["grant_id"] = grant.grant_id
-        state = action.state
-        if d.effect == "deny":
-            if state in (_S.VALIDATED,):
-                action.transition(_S.FAILED, reason="denied", **details)
-            else:
-                action.transition(_S.CANCELLED, reason="denied when judged again", **details)
-        elif authorized:
-            if state in (_S.VALIDATED, _S.WAITING_APPROVAL):
-                action.transition(_S.AUTHORIZED, **details)
-        elif state == _S.VALIDATED:
-            action.transition(_S.WAITING_APPROVAL, **details)
-        elif state == _S.AUTHORIZED:
-            action.transition(_S.CANCELLED, reason="no longer authorized", **details)
+        action.transition(move.state, reason=move.reason, **details)
 
     def _own(self, pending: PendingCall) -> None:
         if pending.session_id != self.id or pending.key not in self._pending:
