@@ -50,6 +50,7 @@ from .model import Agent, Skill, Spec
 from .normalize import ToolNames, Validator
 from .policy import PolicyEngine
 from .projections import Projections, SessionView
+from .restore import restore_actions
 from .sessions import PUBLIC_KINDS, Session, facts_from_record, facts_record, surface_tools
 from .store import Anchor, EventStore, MemoryStore, Verification
 
@@ -251,8 +252,8 @@ class Harness:
         self.sessions[session.id] = session
         if parent is not None:
             parent.children.append(session)
-        session._restore(
-            [a for a in self.projections.actions.values() if a.stream == view.session_id]
+        restore_actions(
+            session, [a for a in self.projections.actions.values() if a.stream == view.session_id]
         )
         if facts is None:
             session._append("State", "session.resumed", {"policy_version": self.policy_version})

@@ -8,6 +8,10 @@ another process picks it up from the log (`Harness.resume`). A planner session m
 one level deep; `skill` opens a session of a skill, whose private tools run only there, under
 the parent's policy and the skill's profile (both must allow: the stricter decision wins).
 
+`Session` holds a session's state and delegates: the stages of a call are `runtime/calls.py`,
+completing and cancelling accepted work `runtime/completion.py`, delegation and skills
+`runtime/delegation.py`, taking a session up from the log `runtime/restore.py`.
+
 >>> # h = Harness(spec); s = h.session(agent="planner", actor={"user": "u-1", "role": "sre"})
 >>> # call = s.normalize("change_create", "call-1", {...}); s.decide(call); s.invoke(call)
 """
@@ -16,48 +20,44 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .approvals import ApprovalError, ApprovalGrant, ApprovalRequest, selects
-from .availability import Availability, Facts, McpState, ToolAvailability, unavailable_refusal
+from .approvals import ApprovalGrant, ApprovalRequest, selects
+from .availability import Availability, Facts, McpState, ToolAvailability
+from .calls import (
+    Judged,
+    ainvoke_call,
+    call_context,
+    decide_call,
+    invoke_call,
+    judge_call,
+    normalize_call,
+)
 from .canonical import Execution, jsonable
+from .completion import cancel_action, complete_action
+from .delegation import delegate_to, open_skill
 from .events import (
     NewEvent,
     Secrets,
-    decision,
-    format_time,
     session_ended,
     session_started,
 )
 from .evidence import Evidence, build_evidence
 from .executors import (
-    ExecutorContext,
-    LateHook,
     Result,
-    run_async,
-    run_sync,
-    settle,
-    timeout_of,
 )
 from .exposure import Exposure
-from .lifecycle import Action, ActionError, ActionState, after_decision
-from .model import Agent, Skill, Spec, Surface, Tool
+from .lifecycle import Action, ActionError, ActionState
+from .model import Agent, Skill, Spec, Surface
 from .normalize import (
     DELEGATE_TASK,
     PendingCall,
     Refusal,
-    describe_value,
-    freeze,
-    is_text,
     thaw,
 )
 from .policy import CallContext, Decision
-from .projections import ActionView
-from .store import ConcurrencyError
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -66,7 +66,6 @@ __all__ = ["PUBLIC_KINDS", "Session", "facts_from_record", "facts_record", "surf
 
 PUBLIC_KINDS = frozenset({"public", "dynamic", "mcp"})
 """Kinds of tool a surface can hold: legacy, primitive and private tools never."""
-_STRENGTH = {"deny": 2, "ask": 1, "allow": 0}
 _S = ActionState
 
 
@@ -82,17 +81,6 @@ def surface_tools(spec: Spec, surface: Surface) -> tuple[str, ...]:
         ):
             out.append(tool.id)
     return tuple(out)
-
-
-@dataclass
-class _Judged:
-    decision_id: str
-    decision: Decision
-    grant: ApprovalGrant | None
-    policy_version: str
-    grants: tuple[ApprovalGrant, ...] = ()
-    """Every grant that authorises the call: one per ASK when several policies ask (a skill
-    session), all spent by the call."""
 
 
 class Session:
@@ -139,7 +127,7 @@ class Session:
         self.policies: tuple[str, ...] = tuple(policies)
         self._actions: dict[str, Action] = {}
         self._pending: dict[str, PendingCall] = {}
-        self._judged: dict[str, _Judged] = {}
+        self._judged: dict[str, Judged] = {}
         self._results: dict[str, Result] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._inflight: dict[str, asyncio.Future[Result]] = {}
@@ -294,7 +282,7 @@ class Session:
         The call is recorded as an action (REQUESTED → VALIDATED); a refusal as a
         `call.refused` event. Normalizing the same call twice returns the same `PendingCall`.
         """
-        result = self._normalize(tool, tool_call_id, args, execution)
+        result = normalize_call(self, tool, tool_call_id, args, execution)
         if isinstance(result, Refusal):
             self._append("Error", "call.refused", {**result.to_dict(), "session": self.id})
             return result
@@ -330,118 +318,11 @@ class Session:
         self._index(action, result.key)
         return result
 
-    def _normalize(
-        self,
-        name: str,
-        tool_call_id: str,
-        args: Mapping[str, Any] | None,
-        execution: Execution | None,
-    ) -> PendingCall | Refusal:
-        h = self.harness
-        # a refusal is recorded as an event: what the caller wrote goes in only as text
-        written = name if isinstance(name, str) else None
-        call_id = tool_call_id if isinstance(tool_call_id, str) else None
-        if not isinstance(name, str) or not name:
-            return Refusal(
-                "unknown-tool",
-                "a call names its tool with a non-empty string, not "
-                + (describe_value(name) if written is None else "an empty one"),
-                None,
-                written,
-                call_id,
-            )
-        if not isinstance(tool_call_id, str) or not tool_call_id:
-            return Refusal(
-                "invalid-args",
-                "a call needs a non-empty `tool_call_id`, not "
-                + (describe_value(tool_call_id) if call_id is None else "an empty one"),
-                None,
-                written,
-            )
-        if not is_text(tool_call_id):
-            return Refusal(
-                "invalid-args",
-                "a `tool_call_id` holds a lone surrogate, which is not text",
-                None,
-                written,
-                tool_call_id,
-            )
-        tool, refusal = h.names.resolve(name)
-        if refusal is not None:
-            return replace(refusal, tool_call_id=tool_call_id)
-        assert tool is not None
-        self._refresh_surface()
-        if tool.kind == "private" and tool.skill != self.skill_name:
-            return Refusal(
-                "skill-private",
-                f"`{tool.id}` is private to the skill `{tool.skill}` and runs only in a session "
-                "of that skill",
-                f"Session.skill({tool.skill!r})",
-                name,
-                tool_call_id,
-            )
-        if tool.id not in self._surface:
-            if tool.kind == "primitive":
-                what = "is internal (primitive) and never on a surface"
-            elif self.skill_def is not None:
-                what = (
-                    f"is not on the surface of the skill `{self.skill_def.name}`: a session of "
-                    "the skill calls only its private tools and its subagents' tools"
-                )
-                if self.skill_def.profile:
-                    what += f" (profile `{self.skill_def.profile}`)"
-            else:
-                what = f"is not on the surface of the agent `{self.agent.name}`"
-            return Refusal("not-on-surface", f"`{tool.id}` {what}", None, name, tool_call_id)
-        # Availability is a layer of its own (language.md §1): a tool the planner can name is
-        # not a tool that works now, so a call to an unavailable one never reaches policy.
-        available = self.tool_availability(tool.id)
-        if not available.available:
-            return unavailable_refusal(available, name, tool_call_id)
-        return freeze(
-            tool,
-            h.validators[tool.id],
-            tool_call_id,
-            args,
-            execution,
-            name=name,
-            actor=self.actor,
-            session_id=self.id,
-            agent=self.agent.name,
-            task_id=self.task_id,
-            skill=self.skill_name,
-        )
-
     # -- decide -------------------------------------------------------------------------------
 
     def context(self, pending: PendingCall) -> CallContext:
         """The call as policy sees it: the session's actor, task, facts, resource and env."""
-        execution = pending.execution
-        params: dict[str, Any] = {}
-        if execution.command is not None:
-            params["command"] = execution.command
-        if execution.cwd is not None:
-            params["cwd"] = execution.cwd
-        if execution.env is not None:
-            params["env"] = execution.env
-        if execution.timeout_ms is not None:
-            params["timeout"] = execution.timeout_ms
-        if execution.target is not None:
-            params["target"] = execution.target
-        facts = self.facts
-        return CallContext(
-            tool_id=pending.tool_id,
-            args=pending.args,
-            actor=self.actor,
-            resource=self.resource,
-            task=self.task,
-            env=self.env,
-            facts=facts.values,
-            connected=facts.connected,
-            running=facts.running,
-            tool_call_id=pending.tool_call_id,
-            execution=params,
-        )
+        return call_context(self, pending)
 
     def judge(self, pending: PendingCall) -> tuple[Decision, ApprovalGrant | None]:
         """Decide without recording: the decision of the session's policies, and the grant that
@@ -453,58 +334,8 @@ class Session:
         skill's profile before the parent's policy. When both ASK, each ASK needs its own
         approval: the decision names the first one nobody has approved yet.
         """
-        d, grants = self._judge(pending)
-        return d, grants[0] if grants else None
-
-    def _judge(self, pending: PendingCall) -> tuple[Decision, tuple[ApprovalGrant, ...]]:
-        h = self.harness
-        ctx = self.context(pending)
-        if len(self.policies) == 1:
-            tied = [h.engine.decider(self.policies[0]).decide(ctx)]
-        elif not self.policies:
-            tied = [
-                Decision.denied(
-                    f"the agent `{self.agent.name}` has no policy",
-                    policy="",
-                    tool_id=pending.tool_id,
-                )
-            ]
-        else:
-            decisions = [h.engine.decider(name).decide(ctx) for name in self.policies]
-            strongest = max(_STRENGTH[d.effect] for d in decisions)
-            # INVARIANT: most specific first. `self.policies` lists the parent's policy before
-            # the skill's profile, so a later policy is the more specific one; a rule that
-            # matched is more specific than a default.
-            ranked = sorted(
-                (
-                    (d.default_used, -i, d)
-                    for i, d in enumerate(decisions)
-                    if _STRENGTH[d.effect] == strongest
-                ),
-                key=lambda r: (r[0], r[1]),
-            )
-            tied = [d for _, _, d in ranked]
-        best = tied[0]
-        if best.effect != "ask":
-            return best, ()
-        tool = h.spec.tools.get(pending.tool_id)
-        grants: list[ApprovalGrant] = []
-        for d in tied:
-            grant = h.approvals.find(
-                pending,
-                rule=d.rule,
-                policy=d.policy,
-                task_id=self.task_id,
-                tool=tool,
-                context=ctx,
-                facts=self.facts.values,
-                # several policies ask: each needs an approval of its own rule
-                own_rule=len(tied) > 1,
-            )
-            if grant is None:
-                return d, ()
-            grants.append(grant)
-        return best, tuple(grants)
+        ruling = judge_call(self, pending)
+        return ruling.decision, ruling.grant
 
     def decide(self, pending: PendingCall) -> Decision:
         """Judge a frozen call under the agent's policy (and a skill's profile) and record a
@@ -513,51 +344,7 @@ class Session:
         DENY beats ASK beats ALLOW. An ASK whose grant matches (see `approvals`) authorises
         the call; the returned decision stays the policy's own (its `effect` is still `ask`).
         """
-        self._own(pending)
-        d, grants = self._judge(pending)
-        grant = grants[0] if grants else None
-        h = self.harness
-        decision_id = "dec-" + uuid.uuid4().hex[:16]
-        h.store.append(
-            decision(
-                self.id,
-                decision_id=decision_id,
-                policy_version=h.policy_version,
-                tool_id=pending.tool_id,
-                tool_call_id=pending.tool_call_id,
-                input_hash=pending.input_hash,
-                effect=d.effect,
-                rule=d.rule,
-                reason=d.reason,
-                matched=list(d.matched),
-                policy=d.policy,
-                policies=list(self.policies),
-                default_used=d.default_used,
-                instead=d.instead,
-                approvers=[{"kind": a.kind, "value": a.value} for a in d.approvers],
-                grant_id=grant.grant_id if grant is not None else None,
-                authorized=d.effect == "allow" or grant is not None,
-                agent=self.agent.name,
-                skill=self.skill_name,
-            )
-        )
-        self._judged[pending.key] = _Judged(decision_id, d, grant, h.policy_version, grants)
-        self._drive(pending, d, grant, decision_id)
-        return d
-
-    def _drive(
-        self, pending: PendingCall, d: Decision, grant: ApprovalGrant | None, decision_id: str
-    ) -> None:
-        action = self._actions.get(pending.key)
-        if action is None or action.terminal:
-            return
-        move = after_decision(action.state, d.effect, granted=grant is not None)
-        if move is None:
-            return
-        details: dict[str, Any] = {"decision_id": decision_id}
-        if grant is not None:
-            details["grant_id"] = grant.grant_id
-        action.transition(move.state, reason=move.reason, **details)
+        return decide_call(self, pending)
 
     def _own(self, pending: PendingCall) -> None:
         if pending.session_id != self.id or pending.key not in self._pending:
@@ -625,257 +412,17 @@ class Session:
 
     # -- invoke -------------------------------------------------------------------------------
 
-    def _authorize(self, pending: PendingCall) -> tuple[_Judged | None, Result | None]:
-        """The judgement that authorises the call now, or a result saying why it may not run."""
-        action = self._actions[pending.key]
-        judged = self._judged.get(pending.key)
-        now = self.harness.clock()
-        stale = (
-            judged is None
-            or judged.policy_version != self.harness.policy_version
-            or action.state != _S.AUTHORIZED
-            or any(not g.active(now) for g in judged.grants)
-        )
-        if stale and not action.terminal:
-            self.decide(pending)
-            judged = self._judged[pending.key]
-        if action.state == _S.AUTHORIZED:
-            return judged, None
-        category = {
-            _S.WAITING_APPROVAL: "waiting_approval",
-            _S.FAILED: "denied",
-            _S.CANCELLED: "cancelled",
-        }.get(action.state, "not_authorized")
-        why = judged.decision.reason if judged is not None else None
-        message = f"`{pending.tool_id}` may not run: the call is {action.state.value}"
-        if why:
-            message += f" ({why})"
-        return judged, self._not_run(pending, category, message, action.state.value, judged)
-
-    def _unavailable(self, pending: PendingCall) -> Result | None:
-        """A not-run result when the call's tool is unavailable under the facts now, recorded
-        as a `call.refused` event; the action keeps its state (it runs once the conditions
-        hold) and a grant that authorises it is not spent."""
-        available = self.tool_availability(pending.tool_id)
-        if available.available:
-            return None
-        refusal = unavailable_refusal(available, pending.tool_id, pending.tool_call_id)
-        action = self._actions[pending.key]
-        self._append(
-            "Error",
-            "call.refused",
-            {
-                **refusal.to_dict(),
-                "session": self.id,
-                "action_id": action.action_id,
-                "input_hash": pending.input_hash,
-                "stage": "invoke",
-            },
-        )
-        message = f"`{pending.tool_id}` may not run: it is unavailable now (" + (
-            "; ".join(available.reasons) + ")"
-        )
-        return self._not_run(
-            pending, "unavailable", message, action.state.value, self._judged.get(pending.key)
-        )
-
-    def _not_run(
-        self,
-        pending: PendingCall | Action,
-        category: str,
-        message: str,
-        state: str,
-        judged: _Judged | None,
-    ) -> Result:
-        action = pending if isinstance(pending, Action) else self._actions.get(pending.key)
-        return Result(
-            tool_id=pending.tool_id,
-            tool_call_id=pending.tool_call_id,
-            input_hash=pending.input_hash
-            if isinstance(pending, PendingCall)
-            else self._hash_of(pending),
-            status="failure",
-            data=None,
-            observation=message,
-            error=message,
-            error_category=category,
-            retryable=category in ("waiting_approval", "unavailable"),
-            side_effect=False,
-            executor=None,
-            actor=_user(self.actor),
-            started_at=None,
-            finished_at=None,
-            duration_ms=0.0,
-            state=state,
-            ran=False,
-            decision_id=judged.decision_id if judged is not None else None,
-            action_id=action.action_id if action is not None else None,
-        )
-
-    def _prepare(self, pending: PendingCall) -> tuple[Any, ...] | Result:
-        self._own(pending)
-        recorded = self._results.get(pending.key)
-        if recorded is not None:
-            return recorded
-        judged, refused = self._authorize(pending)
-        if refused is not None:
-            return refused
-        # checked again: the facts may have changed since normalize or the approval
-        unavailable = self._unavailable(pending)
-        if unavailable is not None:
-            return unavailable
-        assert judged is not None
-        h = self.harness
-        tool = h.spec.tools[pending.tool_id]
-        bound = h.executors.get(tool.id)
-        if bound is None:
-            return self._not_run(
-                pending,
-                "no_executor",
-                f"no executor is bound to `{tool.id}`",
-                _S.AUTHORIZED.value,
-                judged,
-            )
-        action = self._actions[pending.key]
-        if judged.grants:
-            try:
-                h.approvals.use(judged.grants, self.id, pending)
-            except ApprovalError as exc:
-                # another execution (a thread, or a process sharing the store) spent the once
-                # grant first: this one does not run; judged again, the call asks anew
-                self._append(
-                    "Error",
-                    "call.refused",
-                    {
-                        "code": exc.code,
-                        "message": exc.message,
-                        "tool": pending.tool_id,
-                        "tool_call_id": pending.tool_call_id,
-                        "session": self.id,
-                        "action_id": action.action_id,
-                        "input_hash": pending.input_hash,
-                        "stage": "invoke",
-                    },
-                )
-                return self._not_run(
-                    pending, "grant_spent", exc.message, action.state.value, judged
-                )
-        action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
-        self._running.add(pending.key)
-        ctx = ExecutorContext(
-            pending,
-            self.id,
-            self.actor,
-            self.task_id,
-            timeout_of(tool, pending),
-            action.action_id,
-        )
-        return tool, bound, ctx, judged, action
-
-    def _record(
-        self, pending: PendingCall, tool: Tool, judged: _Judged, action: Action, result: Result
-    ) -> Result:
-        result = replace(
-            result,
-            decision_id=judged.decision_id,
-            grant_id=judged.grant.grant_id if judged.grant is not None else None,
-            action_id=action.action_id,
-        )
-        try:
-            if result.accepted:
-                # RUNNING → ACCEPTED (the external system took it) → WAITING_RESULT
-                action.transition(_S.ACCEPTED, handle=result.handle)
-                action.transition(
-                    _S.WAITING_RESULT, result=result.to_dict(tool.output), handle=result.handle
-                )
-            else:
-                action.transition(
-                    result.state,
-                    result=result.to_dict(tool.output),
-                    reason=result.error_category,
-                )
-            self._results[pending.key] = result
-        finally:
-            self._running.discard(pending.key)
-        return result
-
-    def _late_hook(self, action: Action, settled: threading.Event) -> LateHook:
-        """Record that an executor which timed out finished anyway; its return value is
-        dropped (the recorded result stays `unknown`)."""
-
-        def report(outcome: str, error: BaseException | None) -> None:
-            settled.wait(10)  # after the timeout's own result, so the log reads in order
-            payload: dict[str, Any] = {
-                "action_id": action.action_id,
-                "tool_call_id": action.tool_call_id,
-                "tool_id": action.tool_id,
-                "outcome": outcome,
-                "used": False,
-                "note": "the executor finished after its timeout; its return value was not "
-                "used and the call's result stays unknown",
-            }
-            if error is not None:
-                payload["error"] = action.secrets.text(f"{type(error).__name__}: {error}")
-            self._append("Tool", "action.late_result", payload)
-
-        return report
-
     def invoke(self, pending: PendingCall) -> Result:
         """Run an authorised call (ALLOW, or ASK with a matching grant) with its executor and
         record the `Result`. Invoking the same pending call again returns the recorded result:
         it never runs twice (the idempotency key is `tool_call_id` + `input_hash`). A call that
         may not run returns a result with `ran=False` and says why."""
-        lock = self._key_lock(pending.key)
-        with lock:
-            prepared = self._prepare(pending)
-            if isinstance(prepared, Result):
-                return prepared
-            tool, bound, ctx, judged, action = prepared
-            settled = threading.Event()
-            try:
-                result = run_sync(
-                    tool,
-                    pending,
-                    bound,
-                    ctx,
-                    self.harness.clock,
-                    self.harness.outputs.get(tool.id),
-                    self._late_hook(action, settled),
-                )
-                return self._record(pending, tool, judged, action, result)
-            finally:
-                settled.set()
+        return invoke_call(self, pending)
 
     async def ainvoke(self, pending: PendingCall) -> Result:
         """`invoke` for asyncio: async executors run on the running loop, sync ones in a
         thread; concurrent calls with the same key share one run."""
-        inflight = self._inflight.get(pending.key)
-        if inflight is not None:
-            return await asyncio.shield(inflight)
-        prepared = self._prepare(pending)
-        if isinstance(prepared, Result):
-            return prepared
-        tool, bound, ctx, judged, action = prepared
-        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        self._inflight[pending.key] = future
-        settled = threading.Event()
-        try:
-            result = await run_async(
-                tool,
-                pending,
-                bound,
-                ctx,
-                self.harness.clock,
-                self.harness.outputs.get(tool.id),
-                self._late_hook(action, settled),
-            )
-            result = self._record(pending, tool, judged, action, result)
-            future.set_result(result)
-            return result
-        finally:
-            settled.set()
-            self._running.discard(pending.key)
-            self._inflight.pop(pending.key, None)
+        return await ainvoke_call(self, pending)
 
     def _key_lock(self, key: str) -> threading.Lock:
         with self._lock:
@@ -906,74 +453,7 @@ class Session:
         >>> # accepted = s.invoke(call)           # status "accepted", state WAITING_RESULT
         >>> # s.complete(accepted.action_id, {"deployment_id": "dep-1", ...}, by="ci-webhook")
         """
-        key = self._key_of(action)
-        who = _who_of(by)
-        h = self.harness
-        with self._key_lock(key):
-            act = self._actions[key]
-            tool = h.spec.tools.get(act.tool_id)
-            if tool is None:
-                raise ActionError(
-                    "unknown-action",
-                    f"the tool `{act.tool_id}` of `{act.action_id}` is no longer registered",
-                    action_id=act.action_id,
-                    state=act.state.value,
-                )
-            while True:
-                seq = act.refresh()
-                if act.terminal:
-                    if act.state == _S.CANCELLED:
-                        self._append(
-                            "Tool",
-                            "action.late_result",
-                            {
-                                "action_id": act.action_id,
-                                "tool_call_id": act.tool_call_id,
-                                "tool_id": act.tool_id,
-                                "outcome": "failed" if error is not None else "completed",
-                                "by": who,
-                                "used": False,
-                                "note": "the result came after the action was cancelled",
-                            },
-                        )
-                    raise ActionError(
-                        "already-finished",
-                        f"the action `{act.action_id}` is already {act.state.value}: its result "
-                        "was recorded once and is not replaced",
-                        action_id=act.action_id,
-                        state=act.state.value,
-                    )
-                if act.state != _S.WAITING_RESULT:
-                    raise ActionError(
-                        "not-waiting",
-                        f"the action `{act.action_id}` is {act.state.value}, not waiting for a "
-                        "result: only work an executor accepted is completed",
-                        action_id=act.action_id,
-                        state=act.state.value,
-                    )
-                accepted = self._results.get(key) or self._placeholder(act, tool)
-                final = settle(
-                    tool,
-                    self._pending.get(key),
-                    accepted,
-                    data,
-                    error,
-                    by=who,
-                    finished=h.clock(),
-                    output=h.outputs.get(tool.id),
-                )
-                try:
-                    act.transition(
-                        final.state,
-                        result=final.to_dict(tool.output),
-                        reason=final.error_category,
-                        completed_by=who,
-                        expected_seq=seq,
-                    )
-                except ConcurrencyError:
-                    continue  # another writer moved the stream: read the log again
-                self._results[key] = final
-                return final
+        return complete_action(self, action, data, error=error, by=by)
 
     def cancel(
         self,
@@ -988,100 +468,7 @@ class Session:
         `side_effect=True` when the tool has side effects). A pending approval request of the
         call is withdrawn. Raises `ActionError` (`already-finished`, `running` while this
         process runs it, `unknown-action`)."""
-        key = self._key_of(action)
-        who = _who_of(by)
-        h = self.harness
-        with self._key_lock(key):
-            act = self._actions[key]
-            if key in self._running:
-                raise ActionError(
-                    "running",
-                    f"the action `{act.action_id}` is running in this process: its result or "
-                    "timeout ends it",
-                    action_id=act.action_id,
-                    state=act.state.value,
-                )
-            tool = h.spec.tools.get(act.tool_id)
-            while True:
-                seq = act.refresh()
-                if act.terminal:
-                    raise ActionError(
-                        "already-finished",
-                        f"the action `{act.action_id}` is already {act.state.value}",
-                        action_id=act.action_id,
-                        state=act.state.value,
-                    )
-                started = act.state in (_S.RUNNING, _S.ACCEPTED, _S.WAITING_RESULT)
-                if started:
-                    base = self._results.get(key) or self._placeholder(act, tool)
-                    side = base.side_effect or (tool is not None and _has_side_effect(tool))
-                    where = f" (`{base.handle}`)" if base.handle else ""
-                    text = (
-                        f"`{act.tool_id}` was cancelled after it started{where}: its outcome is "
-                        "unknown" + ("; a side effect may have happened" if side else "")
-                    )
-                    result = replace(
-                        base,
-                        status="unknown",
-                        data=None,
-                        observation=text,
-                        error=reason,
-                        error_category="cancelled",
-                        retryable=False,
-                        side_effect=side,
-                        finished_at=_now(h),
-                        state=_S.CANCELLED.value,
-                        completed_by=who,
-                    )
-                else:
-                    result = self._not_run(
-                        act,
-                        "cancelled",
-                        f"`{act.tool_id}` may not run: the call was cancelled ({reason})",
-                        _S.CANCELLED.value,
-                        self._judged.get(key),
-                    )
-                try:
-                    act.transition(
-                        _S.CANCELLED,
-                        reason=reason,
-                        by=who,
-                        result=result.to_dict(tool.output if tool else None),
-                        expected_seq=seq,
-                    )
-                except ConcurrencyError:
-                    continue
-                break
-            self._results[key] = result
-        for req in list(h.approvals.requests.values()):
-            if (
-                req.session_id == self.id
-                and req.status == "pending"
-                and f"{req.tool_call_id}:{req.input_hash}" == key
-            ):
-                h.approvals.resolve(req.request_id, "withdrawn", who, reason=reason)
-        return result
-
-    def _placeholder(self, act: Action, tool: Tool | None) -> Result:
-        return Result(
-            tool_id=act.tool_id,
-            tool_call_id=act.tool_call_id,
-            input_hash=self._hash_of(act),
-            status="unknown",
-            data=None,
-            observation="",
-            error=None,
-            error_category=None,
-            retryable=False,
-            side_effect=tool is not None and _has_side_effect(tool),
-            executor=None,
-            actor=_user(self.actor),
-            started_at=None,
-            finished_at=None,
-            duration_ms=0.0,
-            state=act.state.value,
-            action_id=act.action_id,
-        )
+        return cancel_action(self, action, reason=reason, by=by)
 
     # -- the calls of this session ----------------------------------------------------------
 
@@ -1136,62 +523,6 @@ class Session:
 
     # -- restart ----------------------------------------------------------------------------
 
-    def _restore(self, views: list[ActionView]) -> None:
-        """Take up this session's actions as the log leaves them (`Harness.resume`): their
-        state, their frozen call when it can be rebuilt exactly, their recorded result."""
-        h = self.harness
-        for view in sorted(views, key=lambda v: v.position):
-            tool = h.spec.tools.get(view.tool_id)
-            key = f"{view.tool_call_id}:{view.input_hash}"
-            action = Action(
-                h.store,
-                self.id,
-                view.tool_call_id,
-                view.tool_id,
-                ActionState(view.state),
-                tool=tool,
-                position=view.position,
-                action_id=view.action_id,
-            )
-            self._actions[key] = action
-            self._index(action, key)
-            if view.result is not None:
-                self._results[key] = Result.from_dict(view.result)
-            pending = self._rebuild(view, tool) if tool is not None else None
-            if pending is not None:
-                self._pending[key] = pending
-                self._attach_requests(pending)
-
-    def _rebuild(self, view: ActionView, tool: Tool) -> PendingCall | None:
-        """The frozen call from its recorded arguments and execution, if and only if they
-        give the recorded input hash (not when secret values were redacted, nor when the
-        tool's version changed: then it is another call)."""
-        if view.args is None or view.tool_version != tool.version or not view.input_hash:
-            return None
-        recorded = dict(view.execution or {})
-        if isinstance(recorded.get("command"), list):
-            recorded["command"] = tuple(recorded["command"])
-        try:
-            execution = Execution(**recorded) if recorded else None
-        except TypeError:
-            return None
-        h = self.harness
-        pending = freeze(
-            tool,
-            h.validators[tool.id],
-            view.tool_call_id,
-            view.args,
-            execution,
-            actor=self.actor,
-            session_id=self.id,
-            agent=self.agent.name,
-            task_id=self.task_id,
-            skill=self.skill_name,
-        )
-        if isinstance(pending, PendingCall) and pending.input_hash == view.input_hash:
-            return pending
-        return None
-
     # -- delegation and skills ------------------------------------------------------------------
 
     def delegate(
@@ -1204,50 +535,7 @@ class Session:
 
         >>> # child = s.delegate("Write and test a patch.", agent="generic", session_id="t7-child")
         """
-        h = self.harness
-        if self.parent is not None or self.skill_def is not None:
-            return self._refuse_delegation(
-                "a delegated or skill session cannot delegate again: delegation is one level deep"
-            )
-        if not self.agent.delegates:
-            return self._refuse_delegation(f"the agent `{self.agent.name}` does not delegate")
-        if agent is None:
-            if len(self.agent.delegates) != 1:
-                return self._refuse_delegation(
-                    "name the agent to delegate to: one of "
-                    + ", ".join(f"`{a}`" for a in self.agent.delegates)
-                )
-            target = self.agent.delegates[0]
-        else:
-            target = h.spec.qualified(agent) if agent not in h.spec.agents else agent
-        if target not in self.agent.delegates or target not in h.spec.agents:
-            return self._refuse_delegation(
-                f"the agent `{self.agent.name}` may not delegate to `{agent}`; it delegates to "
-                + ", ".join(f"`{a}`" for a in self.agent.delegates)
-            )
-        child = h._open(
-            agent=h.spec.agents[target],
-            actor=self.actor,
-            task=self.task,
-            facts=self.facts,
-            resource=self.resource,
-            env=self.env,
-            parent=self,
-            goal=goal,
-            session_id=session_id,
-        )
-        self._append(
-            "State",
-            "delegation.started",
-            {"child": child.id, "agent": target, "goal": goal},
-        )
-        self.children.append(child)
-        return child
-
-    def _refuse_delegation(self, message: str) -> Refusal:
-        refusal = Refusal("delegation-refused", message, None, DELEGATE_TASK)
-        self._append("Error", "call.refused", {**refusal.to_dict(), "session": self.id})
-        return refusal
+        return delegate_to(self, goal, agent=agent, session_id=session_id)
 
     def skill(self, name: str, *, session_id: str | None = None) -> Session | Refusal:
         """Open a session of a skill: its private tools run only there, judged by this
@@ -1257,37 +545,7 @@ class Session:
 
         >>> # report = s.skill("report_writer", session_id="t7-report")
         """
-        h = self.harness
-        skill = h.spec.skills.get(name) or h.spec.skills.get(h.spec.qualified(name))
-        if skill is None or (self.agent.skills and skill.name not in self.agent.skills):
-            refusal = Refusal(
-                "unknown-skill",
-                f"the agent `{self.agent.name}` has no skill `{name}`",
-                None,
-                name,
-            )
-            self._append("Error", "call.refused", {**refusal.to_dict(), "session": self.id})
-            return refusal
-        if self.skill_def is not None:
-            refusal = Refusal(
-                "unknown-skill", "a skill session cannot open another skill", None, name
-            )
-            self._append("Error", "call.refused", {**refusal.to_dict(), "session": self.id})
-            return refusal
-        child = h._open(
-            agent=self.agent,
-            actor=self.actor,
-            task=self.task,
-            facts=self.facts,
-            resource=self.resource,
-            env=self.env,
-            parent=self,
-            skill=skill,
-            session_id=session_id,
-        )
-        self._append("State", "skill.started", {"child": child.id, "skill": skill.name})
-        self.children.append(child)
-        return child
+        return open_skill(self, name, session_id=session_id)
 
     # -- evidence -----------------------------------------------------------------------------
 
@@ -1302,29 +560,6 @@ class Session:
             out.append(child.id)
             out.extend(child._descendants())
         return out
-
-
-def _user(actor: Mapping[str, Any]) -> str | None:
-    user = actor.get("user")
-    return user if isinstance(user, str) else None
-
-
-def _who_of(by: Mapping[str, Any] | str | None) -> str | None:
-    if by is None or isinstance(by, str):
-        return by
-    user = by.get("user")
-    if isinstance(user, str) and user:
-        return user
-    role = by.get("role")
-    return f"role:{role}" if isinstance(role, str) else None
-
-
-def _has_side_effect(tool: Tool) -> bool:
-    return bool(set(tool.effects) - {"read", "preview", "idempotent"})
-
-
-def _now(h: Harness) -> str:
-    return format_time(h.clock())
 
 
 def facts_record(facts: Facts) -> dict[str, Any]:

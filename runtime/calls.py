@@ -1,0 +1,597 @@
+"""The path of one call through a session, a function a stage: normalize → judge → decide →
+authorize → prepare → run → record. Each stage takes the session and what the stage before
+it returned: a `Ruling` (what the policies say), a `Judged` (the decision recorded), a
+`Prepared` (the call ready to run). `Session` delegates its methods here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .approvals import ApprovalError, ApprovalGrant
+from .availability import unavailable_refusal
+from .canonical import Execution
+from .events import decision, format_time
+from .executors import (
+    BoundExecutor,
+    ExecutorContext,
+    LateHook,
+    Result,
+    run_async,
+    run_sync,
+    timeout_of,
+)
+from .lifecycle import Action, ActionState, after_decision
+from .model import Tool
+from .normalize import PendingCall, Refusal, describe_value, freeze, is_text
+from .policy import CallContext, Decision
+
+if TYPE_CHECKING:
+    from .harness import Harness
+    from .sessions import Session
+
+__all__ = [
+    "Judged",
+    "Prepared",
+    "Ruling",
+    "ainvoke_call",
+    "call_context",
+    "decide_call",
+    "invoke_call",
+    "judge_call",
+    "normalize_call",
+    "not_run",
+]
+
+_STRENGTH = {"deny": 2, "ask": 1, "allow": 0}
+_S = ActionState
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """What the session's policies say of a call, not recorded: the decision, and for an ASK
+    every grant that authorises it (none while one of them is missing)."""
+
+    decision: Decision
+    grants: tuple[ApprovalGrant, ...] = ()
+
+    @property
+    def grant(self) -> ApprovalGrant | None:
+        """The grant the decision names (the first)."""
+        return self.grants[0] if self.grants else None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A decision recorded for a call: its id, the policy version it was made under, and the
+    grants it used."""
+
+    decision_id: str
+    decision: Decision
+    grant: ApprovalGrant | None
+    policy_version: str
+    grants: tuple[ApprovalGrant, ...] = ()
+    """Every grant that authorises the call: one per ASK when several policies ask (a skill
+    session), all spent by the call."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A call about to run: authorised, its grants spent, its action RUNNING."""
+
+    pending: PendingCall
+    tool: Tool
+    bound: BoundExecutor
+    context: ExecutorContext
+    judged: Judged
+    action: Action
+
+
+def normalize_call(
+    s: Session,
+    name: str,
+    tool_call_id: str,
+    args: Mapping[str, Any] | None,
+    execution: Execution | None,
+) -> PendingCall | Refusal:
+    h = s.harness
+    # a refusal is recorded as an event: what the caller wrote goes in only as text
+    written = name if isinstance(name, str) else None
+    call_id = tool_call_id if isinstance(tool_call_id, str) else None
+    if not isinstance(name, str) or not name:
+        return Refusal(
+            "unknown-tool",
+            "a call names its tool with a non-empty string, not "
+            + (describe_value(name) if written is None else "an empty one"),
+            None,
+            written,
+            call_id,
+        )
+    if not isinstance(tool_call_id, str) or not tool_call_id:
+        return Refusal(
+            "invalid-args",
+            "a call needs a non-empty `tool_call_id`, not "
+            + (describe_value(tool_call_id) if call_id is None else "an empty one"),
+            None,
+            written,
+        )
+    if not is_text(tool_call_id):
+        return Refusal(
+            "invalid-args",
+            "a `tool_call_id` holds a lone surrogate, which is not text",
+            None,
+            written,
+            tool_call_id,
+        )
+    tool, refusal = h.names.resolve(name)
+    if refusal is not None:
+        return replace(refusal, tool_call_id=tool_call_id)
+    assert tool is not None
+    s._refresh_surface()
+    if tool.kind == "private" and tool.skill != s.skill_name:
+        return Refusal(
+            "skill-private",
+            f"`{tool.id}` is private to the skill `{tool.skill}` and runs only in a session "
+            "of that skill",
+            f"Session.skill({tool.skill!r})",
+            name,
+            tool_call_id,
+        )
+    if tool.id not in s._surface:
+        if tool.kind == "primitive":
+            what = "is internal (primitive) and never on a surface"
+        elif s.skill_def is not None:
+            what = (
+                f"is not on the surface of the skill `{s.skill_def.name}`: a session of "
+                "the skill calls only its private tools and its subagents' tools"
+            )
+            if s.skill_def.profile:
+                what += f" (profile `{s.skill_def.profile}`)"
+        else:
+            what = f"is not on the surface of the agent `{s.agent.name}`"
+        return Refusal("not-on-surface", f"`{tool.id}` {what}", None, name, tool_call_id)
+    # Availability is a layer of its own (language.md §1): a tool the planner can name is
+    # not a tool that works now, so a call to an unavailable one never reaches policy.
+    available = s.tool_availability(tool.id)
+    if not available.available:
+        return unavailable_refusal(available, name, tool_call_id)
+    return freeze(
+        tool,
+        h.validators[tool.id],
+        tool_call_id,
+        args,
+        execution,
+        name=name,
+        actor=s.actor,
+        session_id=s.id,
+        agent=s.agent.name,
+        task_id=s.task_id,
+        skill=s.skill_name,
+    )
+
+
+def call_context(s: Session, pending: PendingCall) -> CallContext:
+    """`Session.context`: the call as policy sees it."""
+    execution = pending.execution
+    params: dict[str, Any] = {}
+    if execution.command is not None:
+        params["command"] = execution.command
+    if execution.cwd is not None:
+        params["cwd"] = execution.cwd
+    if execution.env is not None:
+        params["env"] = execution.env
+    if execution.timeout_ms is not None:
+        params["timeout"] = execution.timeout_ms
+    if execution.target is not None:
+        params["target"] = execution.target
+    facts = s.facts
+    return CallContext(
+        tool_id=pending.tool_id,
+        args=pending.args,
+        actor=s.actor,
+        resource=s.resource,
+        task=s.task,
+        env=s.env,
+        facts=facts.values,
+        connected=facts.connected,
+        running=facts.running,
+        tool_call_id=pending.tool_call_id,
+        execution=params,
+    )
+
+
+def judge_call(s: Session, pending: PendingCall) -> Ruling:
+    """The decision of the session's policies, and the grants that authorise it (pure)."""
+    h = s.harness
+    ctx = call_context(s, pending)
+    if len(s.policies) == 1:
+        tied = [h.engine.decider(s.policies[0]).decide(ctx)]
+    elif not s.policies:
+        tied = [
+            Decision.denied(
+                f"the agent `{s.agent.name}` has no policy",
+                policy="",
+                tool_id=pending.tool_id,
+            )
+        ]
+    else:
+        decisions = [h.engine.decider(name).decide(ctx) for name in s.policies]
+        strongest = max(_STRENGTH[d.effect] for d in decisions)
+        # INVARIANT: most specific first. `s.policies` lists the parent's policy before
+        # the skill's profile, so a later policy is the more specific one; a rule that
+        # matched is more specific than a default.
+        ranked = sorted(
+            (
+                (d.default_used, -i, d)
+                for i, d in enumerate(decisions)
+                if _STRENGTH[d.effect] == strongest
+            ),
+            key=lambda r: (r[0], r[1]),
+        )
+        tied = [d for _, _, d in ranked]
+    best = tied[0]
+    if best.effect != "ask":
+        return Ruling(decision=best)
+    tool = h.spec.tools.get(pending.tool_id)
+    grants: list[ApprovalGrant] = []
+    for d in tied:
+        grant = h.approvals.find(
+            pending,
+            rule=d.rule,
+            policy=d.policy,
+            task_id=s.task_id,
+            tool=tool,
+            context=ctx,
+            facts=s.facts.values,
+            # several policies ask: each needs an approval of its own rule
+            own_rule=len(tied) > 1,
+        )
+        if grant is None:
+            return Ruling(decision=d)
+        grants.append(grant)
+    return Ruling(decision=best, grants=tuple(grants))
+
+
+def decide_call(s: Session, pending: PendingCall) -> Decision:
+    """`Session.decide`: judge the call and record the decision."""
+    s._own(pending)
+    ruling = judge_call(s, pending)
+    d, grant = ruling.decision, ruling.grant
+    h = s.harness
+    decision_id = "dec-" + uuid.uuid4().hex[:16]
+    h.store.append(
+        decision(
+            s.id,
+            decision_id=decision_id,
+            policy_version=h.policy_version,
+            tool_id=pending.tool_id,
+            tool_call_id=pending.tool_call_id,
+            input_hash=pending.input_hash,
+            effect=d.effect,
+            rule=d.rule,
+            reason=d.reason,
+            matched=list(d.matched),
+            policy=d.policy,
+            policies=list(s.policies),
+            default_used=d.default_used,
+            instead=d.instead,
+            approvers=[{"kind": a.kind, "value": a.value} for a in d.approvers],
+            grant_id=grant.grant_id if grant is not None else None,
+            authorized=d.effect == "allow" or grant is not None,
+            agent=s.agent.name,
+            skill=s.skill_name,
+        )
+    )
+    judged = Judged(
+        decision_id=decision_id,
+        decision=d,
+        grant=grant,
+        policy_version=h.policy_version,
+        grants=ruling.grants,
+    )
+    s._judged[pending.key] = judged
+    drive(s, pending, judged)
+    return d
+
+
+def drive(s: Session, pending: PendingCall, judged: Judged) -> None:
+    """Move the call's action where its recorded decision leads (`after_decision`)."""
+    action = s._actions.get(pending.key)
+    if action is None or action.terminal:
+        return
+    move = after_decision(action.state, judged.decision.effect, granted=judged.grant is not None)
+    if move is None:
+        return
+    details: dict[str, Any] = {"decision_id": judged.decision_id}
+    if judged.grant is not None:
+        details["grant_id"] = judged.grant.grant_id
+    action.transition(move.state, reason=move.reason, **details)
+
+
+def authorize(s: Session, pending: PendingCall) -> Judged | Result:
+    """The judgement that authorises the call now, or a result saying why it may not run."""
+    action = s._actions[pending.key]
+    judged = s._judged.get(pending.key)
+    now = s.harness.clock()
+    stale = (
+        judged is None
+        or judged.policy_version != s.harness.policy_version
+        or action.state != _S.AUTHORIZED
+        or any(not g.active(now) for g in judged.grants)
+    )
+    if stale and not action.terminal:
+        decide_call(s, pending)
+        judged = s._judged[pending.key]
+    if action.state == _S.AUTHORIZED:
+        assert judged is not None  # judged again above when it was missing
+        return judged
+    category = {
+        _S.WAITING_APPROVAL: "waiting_approval",
+        _S.FAILED: "denied",
+        _S.CANCELLED: "cancelled",
+    }.get(action.state, "not_authorized")
+    why = judged.decision.reason if judged is not None else None
+    message = f"`{pending.tool_id}` may not run: the call is {action.state.value}"
+    if why:
+        message += f" ({why})"
+    return not_run(s, pending, category, message, action.state.value, judged)
+
+
+def unavailable(s: Session, pending: PendingCall) -> Result | None:
+    """A not-run result when the call's tool is unavailable under the facts now, recorded
+    as a `call.refused` event; the action keeps its state (it runs once the conditions
+    hold) and a grant that authorises it is not spent."""
+    available = s.tool_availability(pending.tool_id)
+    if available.available:
+        return None
+    refusal = unavailable_refusal(available, pending.tool_id, pending.tool_call_id)
+    action = s._actions[pending.key]
+    s._append(
+        "Error",
+        "call.refused",
+        {
+            **refusal.to_dict(),
+            "session": s.id,
+            "action_id": action.action_id,
+            "input_hash": pending.input_hash,
+            "stage": "invoke",
+        },
+    )
+    message = f"`{pending.tool_id}` may not run: it is unavailable now (" + (
+        "; ".join(available.reasons) + ")"
+    )
+    return not_run(
+        s, pending, "unavailable", message, action.state.value, s._judged.get(pending.key)
+    )
+
+
+def not_run(
+    s: Session,
+    pending: PendingCall | Action,
+    category: str,
+    message: str,
+    state: str,
+    judged: Judged | None,
+) -> Result:
+    action = pending if isinstance(pending, Action) else s._actions.get(pending.key)
+    return Result(
+        tool_id=pending.tool_id,
+        tool_call_id=pending.tool_call_id,
+        input_hash=pending.input_hash if isinstance(pending, PendingCall) else s._hash_of(pending),
+        status="failure",
+        data=None,
+        observation=message,
+        error=message,
+        error_category=category,
+        retryable=category in ("waiting_approval", "unavailable"),
+        side_effect=False,
+        executor=None,
+        actor=user_of(s.actor),
+        started_at=None,
+        finished_at=None,
+        duration_ms=0.0,
+        state=state,
+        ran=False,
+        decision_id=judged.decision_id if judged is not None else None,
+        action_id=action.action_id if action is not None else None,
+    )
+
+
+def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
+    """The call authorised, its grants spent and its action RUNNING, ready to run; or the
+    result that stands instead (recorded before, or why it may not run)."""
+    s._own(pending)
+    recorded = s._results.get(pending.key)
+    if recorded is not None:
+        return recorded
+    judged = authorize(s, pending)
+    if isinstance(judged, Result):
+        return judged
+    # checked again: the facts may have changed since normalize or the approval
+    refused = unavailable(s, pending)
+    if refused is not None:
+        return refused
+    h = s.harness
+    tool = h.spec.tools[pending.tool_id]
+    bound = h.executors.get(tool.id)
+    if bound is None:
+        return not_run(
+            s,
+            pending,
+            "no_executor",
+            f"no executor is bound to `{tool.id}`",
+            _S.AUTHORIZED.value,
+            judged,
+        )
+    action = s._actions[pending.key]
+    if judged.grants:
+        try:
+            h.approvals.use(judged.grants, s.id, pending)
+        except ApprovalError as exc:
+            # another execution (a thread, or a process sharing the store) spent the once
+            # grant first: this one does not run; judged again, the call asks anew
+            s._append(
+                "Error",
+                "call.refused",
+                {
+                    "code": exc.code,
+                    "message": exc.message,
+                    "tool": pending.tool_id,
+                    "tool_call_id": pending.tool_call_id,
+                    "session": s.id,
+                    "action_id": action.action_id,
+                    "input_hash": pending.input_hash,
+                    "stage": "invoke",
+                },
+            )
+            return not_run(s, pending, "grant_spent", exc.message, action.state.value, judged)
+    action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
+    s._running.add(pending.key)
+    context = ExecutorContext(
+        pending,
+        s.id,
+        s.actor,
+        s.task_id,
+        timeout_of(tool, pending),
+        action.action_id,
+    )
+    return Prepared(
+        pending=pending, tool=tool, bound=bound, context=context, judged=judged, action=action
+    )
+
+
+def record(s: Session, prepared: Prepared, result: Result) -> Result:
+    """The result of a call that ran, with its decision, grant and action, recorded as the
+    action's next state."""
+    pending, tool, judged, action = (
+        prepared.pending,
+        prepared.tool,
+        prepared.judged,
+        prepared.action,
+    )
+    result = replace(
+        result,
+        decision_id=judged.decision_id,
+        grant_id=judged.grant.grant_id if judged.grant is not None else None,
+        action_id=action.action_id,
+    )
+    try:
+        if result.accepted:
+            # RUNNING → ACCEPTED (the external system took it) → WAITING_RESULT
+            action.transition(_S.ACCEPTED, handle=result.handle)
+            action.transition(
+                _S.WAITING_RESULT, result=result.to_dict(tool.output), handle=result.handle
+            )
+        else:
+            action.transition(
+                result.state,
+                result=result.to_dict(tool.output),
+                reason=result.error_category,
+            )
+        s._results[pending.key] = result
+    finally:
+        s._running.discard(pending.key)
+    return result
+
+
+def late_hook(s: Session, action: Action, settled: threading.Event) -> LateHook:
+    """Record that an executor which timed out finished anyway; its return value is
+    dropped (the recorded result stays `unknown`)."""
+
+    def report(outcome: str, error: BaseException | None) -> None:
+        settled.wait(10)  # after the timeout's own result, so the log reads in order
+        payload: dict[str, Any] = {
+            "action_id": action.action_id,
+            "tool_call_id": action.tool_call_id,
+            "tool_id": action.tool_id,
+            "outcome": outcome,
+            "used": False,
+            "note": "the executor finished after its timeout; its return value was not "
+            "used and the call's result stays unknown",
+        }
+        if error is not None:
+            payload["error"] = action.secrets.text(f"{type(error).__name__}: {error}")
+        s._append("Tool", "action.late_result", payload)
+
+    return report
+
+
+def invoke_call(s: Session, pending: PendingCall) -> Result:
+    """`Session.invoke`: run an authorised call once and record its result."""
+    lock = s._key_lock(pending.key)
+    with lock:
+        prepared = prepare(s, pending)
+        if isinstance(prepared, Result):
+            return prepared
+        settled = threading.Event()
+        try:
+            result = run_sync(
+                prepared.tool,
+                pending,
+                prepared.bound,
+                prepared.context,
+                s.harness.clock,
+                s.harness.outputs.get(prepared.tool.id),
+                late_hook(s, prepared.action, settled),
+            )
+            return record(s, prepared, result)
+        finally:
+            settled.set()
+
+
+async def ainvoke_call(s: Session, pending: PendingCall) -> Result:
+    """`Session.ainvoke`: `invoke_call` on the running event loop."""
+    inflight = s._inflight.get(pending.key)
+    if inflight is not None:
+        return await asyncio.shield(inflight)
+    prepared = prepare(s, pending)
+    if isinstance(prepared, Result):
+        return prepared
+    future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+    s._inflight[pending.key] = future
+    settled = threading.Event()
+    try:
+        result = await run_async(
+            prepared.tool,
+            pending,
+            prepared.bound,
+            prepared.context,
+            s.harness.clock,
+            s.harness.outputs.get(prepared.tool.id),
+            late_hook(s, prepared.action, settled),
+        )
+        result = record(s, prepared, result)
+        future.set_result(result)
+        return result
+    finally:
+        settled.set()
+        s._running.discard(pending.key)
+        s._inflight.pop(pending.key, None)
+
+
+def user_of(actor: Mapping[str, Any]) -> str | None:
+    user = actor.get("user")
+    return user if isinstance(user, str) else None
+
+
+def who_of(by: Mapping[str, Any] | str | None) -> str | None:
+    if by is None or isinstance(by, str):
+        return by
+    user = by.get("user")
+    if isinstance(user, str) and user:
+        return user
+    role = by.get("role")
+    return f"role:{role}" if isinstance(role, str) else None
+
+
+def has_side_effect(tool: Tool) -> bool:
+    return bool(set(tool.effects) - {"read", "preview", "idempotent"})
+
+
+def now_text(h: Harness) -> str:
+    return format_time(h.clock())

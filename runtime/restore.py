@@ -1,0 +1,76 @@
+"""A session taken up from the log (`Harness.resume`): its actions in the state the log leaves
+them, each frozen call rebuilt when its recorded arguments give the recorded input hash."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .canonical import Execution
+from .executors import Result
+from .lifecycle import Action, ActionState
+from .model import Tool
+from .normalize import PendingCall, freeze
+from .projections import ActionView
+
+if TYPE_CHECKING:
+    from .sessions import Session
+
+__all__ = ["rebuild_call", "restore_actions"]
+
+
+def restore_actions(s: Session, views: list[ActionView]) -> None:
+    """Take up this session's actions as the log leaves them (`Harness.resume`): their
+    state, their frozen call when it can be rebuilt exactly, their recorded result."""
+    h = s.harness
+    for view in sorted(views, key=lambda v: v.position):
+        tool = h.spec.tools.get(view.tool_id)
+        key = f"{view.tool_call_id}:{view.input_hash}"
+        action = Action(
+            h.store,
+            s.id,
+            view.tool_call_id,
+            view.tool_id,
+            ActionState(view.state),
+            tool=tool,
+            position=view.position,
+            action_id=view.action_id,
+        )
+        s._actions[key] = action
+        s._index(action, key)
+        if view.result is not None:
+            s._results[key] = Result.from_dict(view.result)
+        pending = rebuild_call(s, view, tool) if tool is not None else None
+        if pending is not None:
+            s._pending[key] = pending
+            s._attach_requests(pending)
+
+
+def rebuild_call(s: Session, view: ActionView, tool: Tool) -> PendingCall | None:
+    """The frozen call from its recorded arguments and execution, if and only if they
+    give the recorded input hash (not when secret values were redacted, nor when the
+    tool's version changed: then it is another call)."""
+    if view.args is None or view.tool_version != tool.version or not view.input_hash:
+        return None
+    recorded = dict(view.execution or {})
+    if isinstance(recorded.get("command"), list):
+        recorded["command"] = tuple(recorded["command"])
+    try:
+        execution = Execution(**recorded) if recorded else None
+    except TypeError:
+        return None
+    h = s.harness
+    pending = freeze(
+        tool,
+        h.validators[tool.id],
+        view.tool_call_id,
+        view.args,
+        execution,
+        actor=s.actor,
+        session_id=s.id,
+        agent=s.agent.name,
+        task_id=s.task_id,
+        skill=s.skill_name,
+    )
+    if isinstance(pending, PendingCall) and pending.input_hash == view.input_hash:
+        return pending
+    return None
