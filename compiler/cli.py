@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.dsl.codes import BY_SLUG, CODES
-from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors, print_diagnostics
+from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors
 from harnessc.dsl.files import display_path, read_source
+from harnessc.dsl.render_formats import print_diagnostics
 
 from harnessc import __version__
 

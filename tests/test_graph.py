@@ -9,7 +9,8 @@ import pytest
 from harnessc.compiler.cli import main
 from harnessc.compiler.graph import ENTRY, check_workflows, step_graph
 from harnessc.compiler.pipeline import check
-from harnessc.dsl.diagnostics import Diagnostic, Severity, render
+from harnessc.dsl.diagnostics import Diagnostic, Severity
+from harnessc.dsl.render_formats import render
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "remediation" / "remediation.harness"

@@ -13,8 +13,9 @@ from harnessc.compiler.modules import std_module_names
 from harnessc.compiler.pipeline import LoadedFile, check, load_file
 from harnessc.compiler.resolve import Resolution, resolve_program
 from harnessc.dsl import syntax as s
-from harnessc.dsl.diagnostics import Diagnostic, render
+from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.parser import parse_source
+from harnessc.dsl.render_formats import render
 from harnessc.dsl.source import Source, Span
 from harnessc.dsl.suggest import MAX_WORD, edit_distance, suggest
 

@@ -11,7 +11,8 @@ from harnessc.compiler.modules import std_module_names
 from harnessc.compiler.pipeline import check, load_file
 from harnessc.compiler.resolve import resolve_program
 from harnessc.compiler.validate import validate_spec
-from harnessc.dsl.diagnostics import Diagnostic, Severity, render
+from harnessc.dsl.diagnostics import Diagnostic, Severity
+from harnessc.dsl.render_formats import render
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*/*.harness"))
