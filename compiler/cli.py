@@ -110,7 +110,8 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def cmd_debug(args: argparse.Namespace) -> int:
-    from harnessc.dsl.parser import debug_tokens, parse_source
+    from harnessc.dsl.builder import debug_tokens
+    from harnessc.dsl.parser import parse_source
 
     source, problems = read_source(args.file, display_path(args.file))
     if source is None:
