@@ -55,7 +55,7 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.model": "the typed IR every stage after lowering reads and writes",
     "harnessc.runtime.policy": "the one policy evaluator: spec tests, plans and cases decide by it",
     "harnessc.runtime.availability": "when a tool is available: cases replay it for their facts",
-    "harnessc.runtime.canonical": "canonical JSON and executions: cases hash as the runtime does",
+    "harnessc.runtime.canonical": "canonical JSON: cases hash as the runtime does; `debug model`",
     "harnessc.runtime.normalize": "argument validation: cases check inputs as a call would",
     "harnessc.runtime.sessions": "which tools a surface offers: plans list what a session sees",
     "harnessc.runtime.exposure": "tool docs and the embedding files a build ships for recall",
