@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.dsl.codes import BY_SLUG, CODES
-from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors, print_diagnostics
+from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors
 from harnessc.dsl.files import display_path, read_source
+from harnessc.dsl.render_formats import print_diagnostics
 
 from harnessc import __version__
 
@@ -109,8 +110,11 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def cmd_debug(args: argparse.Namespace) -> int:
-    from harnessc.dsl.parser import debug_tokens, parse_source
+    from harnessc.dsl.builder import debug_tokens
+    from harnessc.dsl.parser import parse_source
 
+    if args.stage in ("model", "graph"):
+        return _debug_checked(args)
     source, problems = read_source(args.file, display_path(args.file))
     if source is None:
         print_diagnostics(problems)
@@ -127,6 +131,20 @@ def cmd_debug(args: argparse.Namespace) -> int:
 
         print(dump(parsed.module))
     return _exit_code(parsed.diagnostics)
+
+
+def _debug_checked(args: argparse.Namespace) -> int:
+    """`debug model|graph`: check the file and what it imports, then print what the stages built."""
+    from . import debug
+
+    result = pipeline.check([args.file])
+    print_diagnostics(result.diagnostics)
+    if args.stage == "model" and result.model is not None:
+        print(debug.model_json(result.model))
+    if args.stage == "graph" and result.resolution is not None:
+        graphs = debug.stage_graphs(result.resolution, result.model)
+        print(debug.render_dot(graphs) if args.dot else debug.render_text(graphs))
+    return _exit_code(result.diagnostics)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -322,8 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.set_defaults(run=cmd_fmt)
 
     debug = sub.add_parser("debug", help="print the output of a compiler stage")
-    debug.add_argument("stage", choices=("tokens", "tree"))
+    debug.add_argument("stage", choices=("tokens", "tree", "model", "graph"))
     debug.add_argument("file", metavar="FILE")
+    debug.add_argument("--dot", action="store_true", help="`graph` as Graphviz DOT, not text")
     debug.set_defaults(run=cmd_debug)
 
     explain = sub.add_parser("explain", help="explain a diagnostic code (`H201` or `unknown-name`)")

@@ -47,302 +47,34 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import syntax as s
 from .diagnostics import Diagnostic
+from .layout import (
+    EMPTY,
+    HARD,
+    INDENT,
+    LINE,
+    SOFT,
+    Choice,
+    Doc,
+    Fill,
+    Flat,
+    IfBreak,
+    Part,
+    Renderer,
+    Text,
+    Trailing,
+    cat,
+    group,
+    join,
+    nest,
+)
 from .parser import parse_source
 from .source import Source
-
-WIDTH = 100
-INDENT = 2
-
-# ---------------------------------------------------------------------------------------------
-# A small Wadler-style document algebra. A group prints flat (its lines as spaces) when it fits
-# in the rest of the line, else broken (its lines as newlines); inner groups decide again.
-
-
-@dataclass(frozen=True, slots=True)
-class _Text:
-    text: str
-    width: int  # a comment counts 0: it may overhang the line
-
-
-@dataclass(frozen=True, slots=True)
-class _Trailing:
-    """A comment after the code of a line; trailing comments of neighbouring lines align."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Line:
-    flat: str  # what the line prints when its group is flat: " " or ""
-    hard: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _Concat:
-    parts: tuple[Doc, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Nest:
-    indent: int
-    doc: Doc
-
-
-@dataclass(frozen=True, slots=True)
-class _Group:
-    doc: Doc
-    broken: bool  # contains a hard line, so it can never be flat
-
-
-@dataclass(frozen=True, slots=True)
-class _Flat:
-    """A doc printed flat whatever its width."""
-
-    doc: Doc
-
-
-@dataclass(frozen=True, slots=True)
-class _IfBreak:
-    broken: Doc
-    flat: Doc
-
-
-@dataclass(frozen=True, slots=True)
-class _Fill:
-    """Words joined by `, `; a line breaks after a comma only where the next word does not fit."""
-
-    items: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Choice:
-    """Layouts tried in order: the first whose lines all fit wins; the last one always does."""
-
-    options: tuple[Doc, ...]
-
-
-Doc = _Text | _Trailing | _Line | _Concat | _Nest | _Group | _Flat | _IfBreak | _Fill | _Choice
-Part = Doc | str | None
-
-LINE = _Line(" ")
-SOFT = _Line("")
-HARD = _Line("", hard=True)
-EMPTY = _Concat(())
-
-
-def _cat(*parts: Part) -> Doc:
-    docs = tuple(_Text(p, len(p)) if isinstance(p, str) else p for p in parts if p is not None)
-    return docs[0] if len(docs) == 1 else _Concat(docs)
-
-
-def _nest(indent: int, *parts: Part) -> Doc:
-    return _Nest(indent, _cat(*parts))
-
-
-def _group(*parts: Part) -> Doc:
-    doc = _cat(*parts)
-    return _Group(doc, _is_hard(doc))
-
-
-def _join(sep: Sequence[Part], docs: Iterable[Part]) -> list[Part]:
-    out: list[Part] = []
-    for i, doc in enumerate(docs):
-        if i:
-            out.extend(sep)
-        out.append(doc)
-    return out
-
-
-def _is_hard(doc: Doc) -> bool:
-    if isinstance(doc, _Line):
-        return doc.hard
-    if isinstance(doc, _Concat):
-        return any(_is_hard(p) for p in doc.parts)
-    if isinstance(doc, _Nest | _Flat):
-        return _is_hard(doc.doc)
-    if isinstance(doc, _Group):
-        return doc.broken
-    if isinstance(doc, _IfBreak):
-        return _is_hard(doc.broken)
-    if isinstance(doc, _Choice):
-        return any(_is_hard(o) for o in doc.options)
-    return False
-
-
-_FLAT, _BREAK = 0, 1
-_Cmd = tuple[int, int, Doc]  # indentation, mode, doc
-
-
-class _Renderer:
-    def __init__(self, width: int = WIDTH) -> None:
-        self.width = width
-
-    def render(self, doc: Doc) -> str:
-        out: list[str | _Trailing] = []
-        self._run(doc, 0, 0, out, ())
-        lines: list[list[Any]] = [["", None]]
-        for piece in out:
-            if isinstance(piece, _Trailing):
-                lines[-1][1] = piece.text
-                continue
-            first, *rest = piece.split("\n")
-            lines[-1][0] += first
-            lines.extend([line, None] for line in rest)
-        return "\n".join(_align_trailing(lines))
-
-    def _run(
-        self,
-        doc: Doc,
-        indent: int,
-        col: int,
-        out: list[str | _Trailing],
-        rests: tuple[list[_Cmd], ...],
-    ) -> int:
-        """Print `doc` into `out` from column `col`; `rests` is what follows it, innermost first."""
-        stack: list[_Cmd] = [(indent, _BREAK, doc)]
-        while stack:
-            ind, mode, d = stack.pop()
-            if isinstance(d, _Text):
-                out.append(d.text)
-                col += len(d.text)
-            elif isinstance(d, _Trailing):
-                out.append(d)
-            elif isinstance(d, _Concat):
-                stack.extend((ind, mode, p) for p in reversed(d.parts))
-            elif isinstance(d, _Nest):
-                stack.append((ind + d.indent, mode, d.doc))
-            elif isinstance(d, _Group):
-                flat = mode == _FLAT or (
-                    not d.broken
-                    and self._width_to_break((ind, _FLAT, d.doc), (stack, *rests))
-                    <= self.width - col
-                )
-                stack.append((ind, _FLAT if flat else _BREAK, d.doc))
-            elif isinstance(d, _Flat):
-                stack.append((ind, _FLAT, d.doc))
-            elif isinstance(d, _Line):
-                if mode == _FLAT and not d.hard:
-                    out.append(d.flat)
-                    col += len(d.flat)
-                else:
-                    out.append("\n" + " " * ind)
-                    col = ind
-            elif isinstance(d, _IfBreak):
-                stack.append((ind, mode, d.broken if mode == _BREAK else d.flat))
-            elif isinstance(d, _Fill):
-                col = self._fill(d, ind, mode, col, out, (stack, *rests))
-            elif isinstance(d, _Choice):
-                if mode == _FLAT:
-                    stack.append((ind, mode, d.options[0]))
-                    continue
-                for option in d.options[:-1]:
-                    trial: list[str | _Trailing] = []
-                    end = self._run(option, ind, col, trial, (stack, *rests))
-                    lines = "".join(p for p in trial if isinstance(p, str)).split("\n")
-                    widths = [col + len(lines[0]), *(len(line) for line in lines[1:])]
-                    widths[-1] = end + self._width_to_break(None, (stack, *rests))
-                    if max(widths) <= self.width:
-                        out.extend(trial)
-                        col = end
-                        break
-                else:
-                    stack.append((ind, mode, d.options[-1]))
-        return col
-
-    def _fill(
-        self,
-        d: _Fill,
-        ind: int,
-        mode: int,
-        col: int,
-        out: list[str | _Trailing],
-        rests: tuple[list[_Cmd], ...],
-    ) -> int:
-        for i, item in enumerate(d.items):
-            if i == 0:
-                out.append(item)
-                col += len(item)
-                continue
-            out.append(",")
-            col += 1
-            last = i == len(d.items) - 1
-            need = 1 + len(item) + (self._width_to_break(None, rests) if last else 1)
-            if mode == _FLAT or col + need <= self.width:
-                out.append(" " + item)
-                col += 1 + len(item)
-            else:
-                out.append("\n" + " " * ind + item)
-                col = ind + len(item)
-        return col
-
-    def _width_to_break(self, first: _Cmd | None, rests: tuple[list[_Cmd], ...]) -> int:
-        """The width printed before the next possible line break, `first` printed first."""
-        limit = self.width + 1
-        width = 0
-        local: list[_Cmd] = [first] if first else []
-        pending: Iterator[_Cmd] = (cmd for rest in rests for cmd in reversed(rest))
-        while width < limit:
-            if not local:
-                nxt = next(pending, None)
-                if nxt is None:
-                    return width
-                local.append(nxt)
-                continue
-            ind, mode, d = local.pop()
-            if isinstance(d, _Text):
-                width += d.width
-            elif isinstance(d, _Concat):
-                local.extend((ind, mode, p) for p in reversed(d.parts))
-            elif isinstance(d, _Nest):
-                local.append((ind, mode, d.doc))
-            elif isinstance(d, _Group):
-                local.append((ind, _BREAK if d.broken else mode, d.doc))
-            elif isinstance(d, _Flat):
-                local.append((ind, _FLAT, d.doc))
-            elif isinstance(d, _Line):
-                if mode == _BREAK or d.hard:
-                    return width
-                width += len(d.flat)
-            elif isinstance(d, _IfBreak):
-                local.append((ind, mode, d.broken if mode == _BREAK else d.flat))
-            elif isinstance(d, _Fill):
-                if mode == _BREAK:
-                    return width + len(d.items[0])
-                width += sum(len(item) for item in d.items) + 2 * (len(d.items) - 1)
-            elif isinstance(d, _Choice):
-                local.append((ind, mode, d.options[0]))
-        return width
-
-
-def _align_trailing(lines: list[list[Any]]) -> Iterator[str]:
-    """Lines without trailing spaces; trailing comments of consecutive lines at one indentation
-    start in one column, two spaces after the longest code among them."""
-    i = 0
-    while i < len(lines):
-        code, comment = lines[i]
-        code = code.rstrip()
-        if comment is None:
-            yield code
-            i += 1
-            continue
-        indent = len(code) - len(code.lstrip())
-        j = i + 1
-        while j < len(lines) and lines[j][1] is not None:
-            other = lines[j][0].rstrip()
-            if len(other) - len(other.lstrip()) != indent:
-                break
-            j += 1
-        column = max(len(line[0].rstrip()) for line in lines[i:j]) + 2
-        for line_code, line_comment in lines[i:j]:
-            yield line_code.rstrip().ljust(column) + line_comment
-        i = j
-
 
 # ---------------------------------------------------------------------------------------------
 # Comments: attached to the items (units) of blocks by position, then printed with them.
@@ -574,11 +306,11 @@ class _Printer:
                 if blank:
                     parts.append(HARD)
             parts.append(doc)
-        return _Renderer().render(_cat(*parts)) + "\n"
+        return Renderer().render(cat(*parts)) + "\n"
 
     @staticmethod
     def _comment(comment: s.Comment) -> Doc:
-        return _Text(comment.text.rstrip(), 0)
+        return Text(comment.text.rstrip(), 0)
 
     def _unit_lines(self, unit: Any, doc: Doc) -> list[tuple[bool, Doc]]:
         """A unit's lines: its leading comments, then itself with its trailing comment."""
@@ -589,7 +321,7 @@ class _Printer:
             lines.append((blank, self._comment(comment)))
             blank = False
         if note.trailing is not None:
-            doc = _cat(doc, _Trailing(note.trailing.text.rstrip()))
+            doc = cat(doc, Trailing(note.trailing.text.rstrip()))
         lines.append((blank, doc))
         return lines
 
@@ -607,12 +339,12 @@ class _Printer:
     ) -> Doc:
         ends = self.comments.end(container)
         if not items and not ends:
-            return _cat("{}")
+            return cat("{}")
         if inline and not self._has_comments(container, items):
             docs = [doc_of(item) for item in items]
-            return _group(
+            return group(
                 "{",
-                _nest(INDENT, LINE, *_join([_IfBreak(EMPTY, _cat(sep)), LINE], docs)),
+                nest(INDENT, LINE, *join([IfBreak(EMPTY, cat(sep)), LINE], docs)),
                 LINE,
                 "}",
             )
@@ -626,7 +358,7 @@ class _Printer:
             if blank and i:
                 body.append(HARD)
             body.append(doc)
-        return _cat("{", _nest(INDENT, *body), HARD, "}")
+        return cat("{", nest(INDENT, *body), HARD, "}")
 
     def _items(self, node: Any) -> Doc:
         return self._block(node, node.items, self._item, inline=False)
@@ -638,47 +370,47 @@ class _Printer:
 
     def _decl(self, node: Any) -> Doc:
         if isinstance(node, s.Header):
-            return _cat("harness ", node.name.text, " ", self._items(node))
+            return cat("harness ", node.name.text, " ", self._items(node))
         if isinstance(node, s.Import):
             target = _quote(node.target) if node.is_file else node.target
             alias = f" as {node.alias.text}" if node.alias is not None else None
-            return _cat("import ", target, alias)
+            return cat("import ", target, alias)
         if isinstance(node, s.Connection | s.Runtime):
             keyword = "connection" if isinstance(node, s.Connection) else "runtime"
             return self._described(f"{keyword} {node.name.text}", node.description)
         if isinstance(node, s.Fact):
-            head = _cat("fact ", node.name.text, ": ", self._type(node.type))
+            head = cat("fact ", node.name.text, ": ", self._type(node.type))
             return self._described(head, node.description)
         if isinstance(node, s.Tool):
             return self._tool(node)
         if isinstance(node, s.Surface):
-            return _cat("surface ", node.name.text, " ", self._items(node))
+            return cat("surface ", node.name.text, " ", self._items(node))
         if isinstance(node, s.Policy):
-            return _cat("policy ", node.name.text, " ", self._items(node))
+            return cat("policy ", node.name.text, " ", self._items(node))
         if isinstance(node, s.RiskTable):
             block = self._block(node, node.entries, self._item, inline=False)
-            return _cat("risk_table ", node.name.text, " ", block)
+            return cat("risk_table ", node.name.text, " ", block)
         if isinstance(node, s.Mcp):
-            return _cat("mcp ", node.name.text, " ", self._items(node))
+            return cat("mcp ", node.name.text, " ", self._items(node))
         if isinstance(node, s.Skill):
-            return _cat("skill ", node.name.text, " ", self._items(node))
+            return cat("skill ", node.name.text, " ", self._items(node))
         if isinstance(node, s.Agent):
-            return _cat("agent ", node.name.text, " ", self._items(node))
+            return cat("agent ", node.name.text, " ", self._items(node))
         if isinstance(node, s.Workflow):
-            return _cat("workflow ", node.name.text, " ", self._items(node))
+            return cat("workflow ", node.name.text, " ", self._items(node))
         if isinstance(node, s.Test):
-            name = _nest(INDENT, self._str(node.name))  # continuation parts stand apart
-            return _cat("test ", name, " ", self._items(node))
+            name = nest(INDENT, self._str(node.name))  # continuation parts stand apart
+            return cat("test ", name, " ", self._items(node))
         raise TypeError(f"not a declaration: {type(node).__name__}")
 
     def _described(self, head: Part, description: s.Str | None) -> Doc:
         if description is None:
-            return _cat(head)
-        return _cat(head, " ", self._str(description))
+            return cat(head)
+        return cat(head, " ", self._str(description))
 
     def _tool(self, node: s.Tool) -> Doc:
         name = _quote(node.name.text) if node.quoted else node.name.text
-        return _cat("tool ", name, " ", self._items(node))
+        return cat("tool ", name, " ", self._items(node))
 
     # -- block items -----------------------------------------------------------------------
 
@@ -689,65 +421,65 @@ class _Printer:
             schema = node.schema
             inline = len(schema.fields) <= 1
             block = self._block(schema, schema.fields, self._field, inline=inline, sep=",")
-            return _cat(node.key, " ", block)
+            return cat(node.key, " ", block)
         if isinstance(node, s.Requires):
-            return _cat("requires ", self._cond(node.cond))
+            return cat("requires ", self._cond(node.cond))
         if isinstance(node, s.Operation):
             block = self._block(node, node.items, self._item, inline=_inline_options(node.items))
-            return _cat("operation ", node.name.text, " ", block)
+            return cat("operation ", node.name.text, " ", block)
         if isinstance(node, s.Tool):
             return self._tool(node)
         if isinstance(node, s.PrivateTool):
-            return _cat("private ", self._tool(node.tool))
+            return cat("private ", self._tool(node.tool))
         if isinstance(node, s.Subagent):
             block = self._block(node, node.items, self._item, inline=_inline_options(node.items))
-            return _cat("subagent ", node.name.text, " ", block)
+            return cat("subagent ", node.name.text, " ", block)
         if isinstance(node, s.Expose | s.Hide):
             keyword = "expose" if isinstance(node, s.Expose) else "hide"
-            return _cat(keyword, " ", _nest(INDENT, _Fill(tuple(p.text for p in node.patterns))))
+            return cat(keyword, " ", nest(INDENT, Fill(tuple(p.text for p in node.patterns))))
         if isinstance(node, s.Rank):
             block = self._block(node, node.items, self._item, inline=_inline_options(node.items))
-            return _cat("rank ", block)
+            return cat("rank ", block)
         if isinstance(node, s.Default):
             target = node.effect if node.effect is not None else _name(node.table)
             if node.options is None:
-                return _cat("default ", target)
-            return _cat("default ", target, " ", self._options(node))
+                return cat("default ", target)
+            return cat("default ", target, " ", self._options(node))
         if isinstance(node, s.Include):
-            return _cat("include ", node.policy.text)
+            return cat("include ", node.policy.text)
         if isinstance(node, s.Rule):
             return self._rule(node)
         if isinstance(node, s.RiskEntry):
             head = f"{node.level.text} {node.effect}"
             if node.options is None:
-                return _cat(head)
-            return _cat(head, " ", self._options(node))
+                return cat(head)
+            return cat(head, " ", self._options(node))
         if isinstance(node, s.Approver):
-            return _cat("approver ", node.kind, " ", self._str(node.value))
+            return cat("approver ", node.kind, " ", self._str(node.value))
         if isinstance(node, s.Grant):
             return self._grant(node)
         if isinstance(node, s.Step):
             return self._step(node)
         if isinstance(node, s.By):
-            return _cat("by ", node.kind, " ", self._str(node.value))
+            return cat("by ", node.kind, " ", self._str(node.value))
         if isinstance(node, s.Timeout):
             default = f" default {node.default.text}" if node.default is not None else None
-            return _cat("timeout ", node.duration.text, default)
+            return cat("timeout ", node.duration.text, default)
         if isinstance(node, s.Context):
             values = [self._value(v) for v in node.values]
-            return _cat("context ", _group(_nest(INDENT, *_join([",", LINE], values))))
+            return cat("context ", group(nest(INDENT, *join([",", LINE], values))))
         if isinstance(node, s.OnFailure):
             actions = [self._failure(a) for a in node.actions]
-            rest = [_cat(LINE, "then ", a) for a in actions[1:]]
-            return _cat("on_failure ", _group(actions[0], _nest(INDENT, *rest)))
+            rest = [cat(LINE, "then ", a) for a in actions[1:]]
+            return cat("on_failure ", group(actions[0], nest(INDENT, *rest)))
         if isinstance(node, s.TestCall):
-            return _cat("call ", node.tool.text, self._args(node.args))
+            return cat("call ", node.tool.text, self._args(node.args))
         if isinstance(node, s.TestRecord):
             key = "as actor" if node.key == "actor" else node.key
-            return _cat(key, " ", self._record(node.record))
+            return cat(key, " ", self._record(node.record))
         if isinstance(node, s.Expect):
-            details = [_cat(" ", self._item(d)) for d in node.details]
-            return _cat("expect ", node.effect, *details)
+            details = [cat(" ", self._item(d)) for d in node.details]
+            return cat("expect ", node.effect, *details)
         if isinstance(node, s.Field):
             return self._field(node)
         if isinstance(node, s.Entry):
@@ -757,29 +489,29 @@ class _Printer:
     def _attr(self, node: s.Attr) -> Doc:
         key, values = node.key, node.values
         if key == "legacy":
-            return _cat("legacy", *(f" replaced_by {_name(v)}" for v in values))
+            return cat("legacy", *(f" replaced_by {_name(v)}" for v in values))
         if key == "dynamic":
-            return _cat("dynamic provided_by ", *(_name(v) for v in values))
+            return cat("dynamic provided_by ", *(_name(v) for v in values))
         if key == "recall":
             mode = f"recall {_name(values[0])}"
-            return _cat(mode, *(f" top {_name(v)}" for v in values[1:]))
+            return cat(mode, *(f" top {_name(v)}" for v in values[1:]))
         if key in _COMMA_LISTS:
-            return _cat(key, " ", _nest(INDENT, _Fill(tuple(_name(v) for v in values))))
+            return cat(key, " ", nest(INDENT, Fill(tuple(_name(v) for v in values))))
         parts: list[Part] = [key]
         for value in values:
             parts.extend((" ", self._value(value)))
-        return _cat(*parts)
+        return cat(*parts)
 
     def _rule(self, node: s.Rule) -> Doc:
         head = f"{node.label.text}: {node.effect} " if node.label else f"{node.effect} "
-        selectors = _Fill(tuple(_selector(sel) for sel in node.selectors))
+        selectors = Fill(tuple(_selector(sel) for sel in node.selectors))
         when = None
         if node.when is not None:
-            when = _nest(_HEADER_INDENT, LINE, "when ", self._cond(node.when))
-        header = _group(head, _nest(_HEADER_INDENT, selectors), when)
+            when = nest(_HEADER_INDENT, LINE, "when ", self._cond(node.when))
+        header = group(head, nest(_HEADER_INDENT, selectors), when)
         if node.options is None:
             return header
-        return _cat(header, " ", self._options(node))
+        return cat(header, " ", self._options(node))
 
     def _grant(self, node: s.Grant) -> Doc:
         parts: list[Part] = ["grant ", node.scope]
@@ -788,68 +520,68 @@ class _Printer:
         if node.when is not None:
             parts.extend((" when ", self._cond(node.when)))
         parts.append(f" ttl {node.ttl.text}")
-        return _cat(*parts)
+        return cat(*parts)
 
     def _failure(self, node: s.FailureAction) -> Doc:
         if node.kind == "retry":
             backoff = f" backoff {node.backoff.text}" if node.backoff is not None else None
-            return _cat("retry ", _name(node.count), backoff)
+            return cat("retry ", _name(node.count), backoff)
         if node.kind == "compensate":
-            return _cat("compensate ", _name(node.target))
+            return cat("compensate ", _name(node.target))
         assert node.who is not None
-        return _cat("escalate ", str(node.principal), " ", self._str(node.who))
+        return cat("escalate ", str(node.principal), " ", self._str(node.who))
 
     def _step(self, node: s.Step) -> Doc:
         head = f"step {node.name.text} = "
         action = node.action
         if isinstance(action, s.CallAction):
-            action_doc = _cat("call ", action.tool.text, self._args(action.args))
+            action_doc = cat("call ", action.tool.text, self._args(action.args))
         # Other actions continue two levels deeper, apart from the step's block; a call's broken
         # arguments go one level deeper and its `)` closes them at the step's level.
         elif isinstance(action, s.DelegateAction):
-            goal = _nest(INDENT, self._str(action.goal))
-            action_doc = _cat("delegate ", action.agent.text, " ", goal)
+            goal = nest(INDENT, self._str(action.goal))
+            action_doc = cat("delegate ", action.agent.text, " ", goal)
         elif isinstance(action, s.DecideAction):
-            action_doc = _cat("decide ", _nest(INDENT, self._str(action.question)))
+            action_doc = cat("decide ", nest(INDENT, self._str(action.question)))
         else:
-            action_doc = _cat("gate ", _nest(INDENT, self._cond(action.cond)))
+            action_doc = cat("gate ", nest(INDENT, self._cond(action.cond)))
         tails: list[Doc] = []
         if node.after:
-            tails.append(_cat("after ", _nest(INDENT, _Fill(tuple(n.text for n in node.after)))))
+            tails.append(cat("after ", nest(INDENT, Fill(tuple(n.text for n in node.after)))))
         if node.when is not None:
-            tails.append(_cat("when ", self._cond(node.when)))
+            tails.append(cat("when ", self._cond(node.when)))
         if node.compensation:
-            tails.append(_cat("compensation"))
+            tails.append(cat("compensation"))
         if not tails:
-            header = _cat(head, action_doc)
+            header = cat(head, action_doc)
         else:
             options: list[Doc] = [
-                _Flat(_cat(head, action_doc, *(_cat(" ", t) for t in tails))),
-                _cat(
+                Flat(cat(head, action_doc, *(cat(" ", t) for t in tails))),
+                cat(
                     head,
-                    _Flat(action_doc),
-                    _nest(_HEADER_INDENT, *(_cat(HARD, t) for t in tails)),
+                    Flat(action_doc),
+                    nest(_HEADER_INDENT, *(cat(HARD, t) for t in tails)),
                 ),
             ]
             if isinstance(action, s.CallAction) and action.args:
-                options.append(_cat(head, action_doc, *(_cat(" ", t) for t in tails)))
+                options.append(cat(head, action_doc, *(cat(" ", t) for t in tails)))
             else:
                 options.append(
-                    _cat(head, action_doc, _nest(_HEADER_INDENT, *(_cat(HARD, t) for t in tails)))
+                    cat(head, action_doc, nest(_HEADER_INDENT, *(cat(HARD, t) for t in tails)))
                 )
-            header = _Choice(tuple(options))
+            header = Choice(tuple(options))
         if node.options is None:
             return header
-        return _cat(header, " ", self._options(node))
+        return cat(header, " ", self._options(node))
 
     def _args(self, args: Sequence[s.Arg]) -> Doc:
         if not args:
-            return _cat("()")
-        docs = [_cat(arg.name.text, ": ", self._value(arg.value)) for arg in args]
-        return _group(
+            return cat("()")
+        docs = [cat(arg.name.text, ": ", self._value(arg.value)) for arg in args]
+        return group(
             "(",
-            _nest(INDENT, SOFT, *_join([",", LINE], docs)),
-            _IfBreak(_cat(","), EMPTY),
+            nest(INDENT, SOFT, *join([",", LINE], docs)),
+            IfBreak(cat(","), EMPTY),
             SOFT,
             ")",
         )
@@ -862,27 +594,27 @@ class _Printer:
             parts.append(f" {constraint.kind}")
             if constraint.value is not None:
                 parts.extend((" ", self._value(constraint.value)))
-        return _cat(*parts)
+        return cat(*parts)
 
     def _type(self, t: s.TypeRef) -> Doc:
         mark = "?" if t.optional else None
         if t.name in ("list", "map") and len(t.args) == 1:
-            return _cat(t.name, "<", self._type(t.args[0]), ">", mark)
+            return cat(t.name, "<", self._type(t.args[0]), ">", mark)
         if t.name == "enum" and t.values:
             values = [self._str(v) for v in t.values]
-            return _cat(
-                _group(
+            return cat(
+                group(
                     "enum(",
-                    _nest(INDENT, SOFT, *_join([",", LINE], values)),
-                    _IfBreak(_cat(","), EMPTY),
+                    nest(INDENT, SOFT, *join([",", LINE], values)),
+                    IfBreak(cat(","), EMPTY),
                     SOFT,
                     ")",
                 ),
                 mark,
             )
         if t.name == "object":
-            return _cat(self._block(t, t.fields, self._field, inline=True, sep=","), mark)
-        return _cat(t.name, mark)
+            return cat(self._block(t, t.fields, self._field, inline=True, sep=","), mark)
+        return cat(t.name, mark)
 
     # -- conditions and values -------------------------------------------------------------
 
@@ -890,45 +622,43 @@ class _Printer:
         if isinstance(c, s.Or | s.And):
             word = "or " if isinstance(c, s.Or) else "and "
             items = [self._operand_cond(item, c) for item in c.items]
-            rest = [_cat(LINE, word, item) for item in items[1:]]
-            return _group(items[0], _nest(INDENT, *rest))
+            rest = [cat(LINE, word, item) for item in items[1:]]
+            return group(items[0], nest(INDENT, *rest))
         if isinstance(c, s.Not):
-            return _cat("not ", self._operand_cond(c.item, c))
+            return cat("not ", self._operand_cond(c.item, c))
         if isinstance(c, s.Compare):
-            return _cat(self._value(c.left), f" {c.op} ", self._value(c.right))
+            return cat(self._value(c.left), f" {c.op} ", self._value(c.right))
         return self._value(c)
 
     def _operand_cond(self, child: Any, parent: Any) -> Doc:
         # `not` takes a `not` or an atom; `and` takes those; `or` takes an `and` too. A same-kind
         # child came from parentheses (the parser flattens chains), so it keeps them.
         if isinstance(child, s.Or) or (isinstance(child, s.And) and not isinstance(parent, s.Or)):
-            return _cat("(", self._cond(child), ")")
+            return cat("(", self._cond(child), ")")
         return self._cond(child)
 
     def _value(self, v: Any) -> Doc:
         if isinstance(v, s.Str):
             return self._str(v)
         if isinstance(v, s.Name | s.Path | s.Pattern | s.Float | s.Duration):
-            return _cat(v.text)
+            return cat(v.text)
         if isinstance(v, s.Int):
-            return _cat(str(v.value))
+            return cat(str(v.value))
         if isinstance(v, s.Bool):
-            return _cat("true" if v.value else "false")
+            return cat("true" if v.value else "false")
         if isinstance(v, s.FuncCall):
             if not v.args:
-                return _cat(v.name.text, "()")
+                return cat(v.name.text, "()")
             args = [self._value(a) for a in v.args]
-            return _group(
-                v.name.text, "(", _nest(INDENT, SOFT, *_join([",", LINE], args)), SOFT, ")"
-            )
+            return group(v.name.text, "(", nest(INDENT, SOFT, *join([",", LINE], args)), SOFT, ")")
         if isinstance(v, s.ListLit):
             if not v.items:
-                return _cat("[]")
+                return cat("[]")
             items = [self._value(item) for item in v.items]
-            return _group(
+            return group(
                 "[",
-                _nest(INDENT, SOFT, *_join([",", LINE], items)),
-                _IfBreak(_cat(","), EMPTY),
+                nest(INDENT, SOFT, *join([",", LINE], items)),
+                IfBreak(cat(","), EMPTY),
                 SOFT,
                 "]",
             )
@@ -940,13 +670,13 @@ class _Printer:
         return self._block(record, record.entries, self._entry, inline=True, sep=",")
 
     def _entry(self, entry: s.Entry) -> Doc:
-        return _cat(entry.key.text, ": ", self._value(entry.value))
+        return cat(entry.key.text, ": ", self._value(entry.value))
 
     def _str(self, v: s.Str) -> Doc:
         parts = [_quote(p) for p in v.parts] or ['""']
         if len(parts) == 1:
-            return _cat(parts[0])
-        return _group(parts[0], _nest(INDENT, *(_cat(LINE, p) for p in parts[1:])))
+            return cat(parts[0])
+        return group(parts[0], nest(INDENT, *(cat(LINE, p) for p in parts[1:])))
 
 
 def _name(v: Any) -> str:

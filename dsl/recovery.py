@@ -16,9 +16,9 @@ from functools import cache
 from lark.lexer import PatternStr
 
 from . import syntax as s
+from .builder import engine, parse_chunk
 from .diagnostics import Diagnostic
 from .lexer import ParseFailure, Tok
-from .parser import ParseResult, engine, parse_chunk
 from .source import Source, Span
 from .suggest import suggest
 
@@ -41,7 +41,7 @@ TOP_LEVEL = [
     "workflow",
     "test",
 ]
-_DECL_START = re.compile(r"^(?:" + "|".join(TOP_LEVEL) + r")\b", re.M)
+DECL_START = re.compile(r"^(?:" + "|".join(TOP_LEVEL) + r")\b", re.M)
 _BRACKETS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\](){}]')
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 
@@ -79,51 +79,7 @@ _BLOCK_WORDS = {
 }
 
 
-def parse_with_recovery(source: Source) -> ParseResult:
-    text = source.text
-    empty_span = Span(source, 0, len(text))
-    deep = _check_nesting(source)
-    if deep is not None:
-        return ParseResult(s.Module((), span=empty_span), (deep,))
-    items: list[object] = []
-    comments: list[Tok] = []
-    diagnostics: list[Diagnostic] = []
-    starts = [m.start() for m in _DECL_START.finditer(text)]
-    pos = 0
-    while True:
-        chunk = parse_chunk(source, pos)
-        items.extend(chunk.items)
-        comments.extend(chunk.comments)
-        diagnostics.extend(chunk.diagnostics)
-        failure = chunk.failure
-        if failure is None:
-            break
-        diagnostics.append(explain(source, failure))
-        if len(diagnostics) >= MAX_SYNTAX_ERRORS:
-            break
-        resume = _resume_point(starts, failure, pos)
-        if resume is None:
-            break
-        pos = resume
-    if not diagnostics and not items:
-        diagnostics.append(
-            Diagnostic.make(
-                "H006",
-                f"`{source.path}` declares nothing",
-                None,
-                path=source.path,
-                help="add a declaration, or remove the file from the build",
-            )
-        )
-    module = s.Module(
-        tuple(items),  # type: ignore[arg-type]
-        tuple(s.Comment(str(t), span=Span(source, t.start_pos, t.end_pos)) for t in comments),
-        span=empty_span,
-    )
-    return ParseResult(module, tuple(diagnostics))
-
-
-def _resume_point(starts: list[int], failure: ParseFailure, chunk_start: int) -> int | None:
+def resume_point(starts: list[int], failure: ParseFailure, chunk_start: int) -> int | None:
     """The next top-level declaration after the one that failed."""
     if failure.at_end:
         return None
@@ -139,7 +95,7 @@ def _opened_before(failure: ParseFailure) -> bool:
     return any(isinstance(v, Tok) for v in failure.value_stack)
 
 
-def _check_nesting(source: Source) -> Diagnostic | None:
+def check_nesting(source: Source) -> Diagnostic | None:
     depth = 0
     for m in _BRACKETS.finditer(source.text):
         ch = m.group()

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite: set up, then lint, format-check and run every test.
+# The whole test suite: set up, then lint, format-check, type-check and run every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/python -m mypy
 # Every example builds, and the test suite the compiler generates from its spec passes.
 generated="$(mktemp -d)"
 trap 'rm -rf "$generated"' EXIT

@@ -6,8 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# No wall-clock limit on a property's example either: on a loaded machine an example that takes
+# 250 ms is not a bug (a test that must scale says so by counting operations, tests/counting.py)
+settings.register_profile("harnessc", deadline=None)
+settings.load_profile("harnessc")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.parser import grammar_text
+from harnessc.dsl.builder import grammar_text
 from hypothesis import strategies as st
 
 # Every word the grammar spells out: reserved where the parser accepts it.

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from harnessc.compiler.cli import main
 from harnessc.compiler.pipeline import check
-from harnessc.dsl.diagnostics import render
 from harnessc.dsl.parser import parse_source
+from harnessc.dsl.render_formats import render
 from harnessc.dsl.source import Source
 from harnessc.runtime import Harness, PendingCall, Refusal
 from harnessc.runtime.canonical import Execution

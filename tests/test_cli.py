@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,47 @@ def test_console_script_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_debug_model_prints_the_typed_model_as_canonical_json(tmp_path: Path, capsys) -> None:
+    path = spec(tmp_path, CANONICAL)
+    assert main(["debug", "model", str(path)]) == 0
+    out = capsys.readouterr().out
+    model = json.loads(out)
+    assert model["tools"]["change.create"]["summary"] == "Create a change."
+    assert (
+        out == json.dumps(model, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    )
+    broken = spec(tmp_path, "tool t {\n", "broken.harness")
+    assert main(["debug", "model", str(broken)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "error[H102]" in captured.err
+
+
+WORKFLOW = """\
+harness w { version "1" }
+import "./lib.harness" as lib
+tool a.run { summary "Run."; effects read }
+policy open { default allow }
+workflow build {
+  policy open
+  step first = call a.run()
+  step second = call lib.x() after first { on_failure compensate undo }
+  step undo = call a.run() compensation
+}
+"""
+
+
+def test_debug_graph_prints_the_import_graph_and_each_workflow_dag(tmp_path: Path, capsys) -> None:
+    spec(tmp_path, 'tool lib.x {\n  summary "X."\n  effects read\n}\n', "lib.harness")
+    path = spec(tmp_path, WORKFLOW)
+    assert main(["debug", "graph", str(path)]) == 0
+    assert capsys.readouterr().out == (
+        "modules:\n  w -> lib\n\n"
+        "workflow w.build:\n  undo\n  <entry> -> first\n  first -> second\n"
+        "  compensation: undo\n"
+    )
+    assert main(["debug", "graph", "--dot", str(path)]) == 0
+    dot = capsys.readouterr().out
+    assert dot.startswith('digraph "modules" {\n  "w" -> "lib";\n}\n')
+    assert '  "undo" [style=dashed];\n  "<entry>" -> "first";\n' in dot

@@ -15,7 +15,7 @@ import pytest
 from harnessc.compiler.lints import RULES
 from harnessc.compiler.pipeline import build, check, lint
 from harnessc.dsl.codes import CODES
-from harnessc.dsl.diagnostics import render
+from harnessc.dsl.render_formats import render
 
 from .conftest import ROOT, update_goldens
 

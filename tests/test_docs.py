@@ -19,8 +19,9 @@ from harnessc.compiler.cli import build_parser
 from harnessc.compiler.pipeline import check
 from harnessc.dsl import syntax as s
 from harnessc.dsl.codes import CODES
-from harnessc.dsl.diagnostics import Severity, render
+from harnessc.dsl.diagnostics import Severity
 from harnessc.dsl.parser import parse_source
+from harnessc.dsl.render_formats import render
 from harnessc.dsl.source import Source
 
 ROOT = Path(__file__).resolve().parent.parent

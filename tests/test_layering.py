@@ -1,10 +1,14 @@
-"""The runtime is embeddable: it imports nothing of the compiler or its dependencies."""
+"""Layers: the runtime imports nothing of the compiler, the dsl nothing of the compiler, the
+compiler only the runtime modules listed here, and no module imports itself back."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+from pathlib import Path
+
+import networkx
 
 from .conftest import ROOT
 
@@ -35,3 +39,115 @@ def test_importing_the_runtime_loads_no_compiler_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Import contracts between harnessc's own modules. Imports inside functions count (they are
+# only deferred, not absent); imports under `if TYPE_CHECKING:` do not.
+
+FOLDERS = {"harnessc": "harnessc", "dsl": "harnessc.dsl", "compiler": "harnessc.compiler",
+           "runtime": "harnessc.runtime", "stdlib": "harnessc.stdlib"}  # fmt: skip
+
+# What the compiler may take from the runtime: the IR and the meaning every stage shares, so a
+# rule is written once and the compiler reads the runtime's copy instead of keeping a second.
+COMPILER_READS_FROM_RUNTIME = {
+    "harnessc.runtime": "the package itself, executed on any `from harnessc.runtime import`",
+    "harnessc.runtime.model": "the typed IR every stage after lowering reads and writes",
+    "harnessc.runtime.policy": "the one policy evaluator: spec tests, plans and cases decide by it",
+    "harnessc.runtime.availability": "when a tool is available: cases replay it for their facts",
+    "harnessc.runtime.canonical": "canonical JSON: cases hash as the runtime does; `debug model`",
+    "harnessc.runtime.normalize": "argument validation: cases check inputs as a call would",
+    "harnessc.runtime.sessions": "which tools a surface offers: plans list what a session sees",
+    "harnessc.runtime.exposure": "tool docs and the embedding files a build ships for recall",
+    "harnessc.runtime.embedding": "the embedding model, so a build embeds what recall will query",
+    "harnessc.runtime.workflows": "`harnessc workflow`: lists, shows and decides durable runs",
+    "harnessc.runtime.integrity": "`harnessc log`: checkpoints and log keys of an event log",
+    "harnessc.runtime.store": "`harnessc log`: verifying a stored log",
+    "harnessc.runtime.stores": "`harnessc log`: opening the store a log lives in",
+}
+
+# Cycles being taken apart now; delete each entry when its cycle is gone (a cycle that shrinks
+# stays allowed, a new one fails).
+ALLOWED_CYCLES = [
+    # the pipeline loads codegen and the spec tests, which run the pipeline again; codegen's
+    # plan and cases read each other
+    {"harnessc.compiler.codegen", "harnessc.compiler.codegen.cases",
+     "harnessc.compiler.codegen.plan", "harnessc.compiler.codegen.render",
+     "harnessc.compiler.pipeline", "harnessc.compiler.testing"},
+    # durable runs steps by the workflows' rules; workflows load durable on first use
+    {"harnessc.runtime.durable", "harnessc.runtime.workflows"},
+]  # fmt: skip
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for folder, package in FOLDERS.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = [p for p in path.relative_to(ROOT / folder).with_suffix("").parts]
+            modules[".".join([package, *(p for p in parts if p != "__init__")])] = path
+    return modules
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The harnessc modules a module imports: `from a import b` reads `a`, and `a.b` if a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for inner in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.split(".")
+                if path.name != "__init__.py":
+                    package = package[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join([*package, base] if base else package)
+            found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+    return {target for target in found if target in modules and target != name}
+
+
+def _import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _under(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_dsl_imports_nothing_from_the_compiler() -> None:
+    wrong = {
+        f"{name} imports {target}"
+        for name, targets in _import_graph().items()
+        if _under(name, "harnessc.dsl")
+        for target in targets
+        if _under(target, "harnessc.compiler")
+    }
+    assert wrong == set()
+
+
+def test_the_compiler_reads_only_the_listed_runtime_modules() -> None:
+    read = {
+        target
+        for name, targets in _import_graph().items()
+        if _under(name, "harnessc.compiler")
+        for target in targets
+        if _under(target, "harnessc.runtime")
+    }
+    assert read - set(COMPILER_READS_FROM_RUNTIME) == set(), "list them, saying why, or don't"
+
+
+def test_no_import_cycle_among_harnessc_modules() -> None:
+    graph = networkx.DiGraph([(a, b) for a, targets in _import_graph().items() for b in targets])
+    cycles = [set(c) for c in networkx.strongly_connected_components(graph) if len(c) > 1]
+    new = [sorted(c) for c in cycles if not any(c <= allowed for allowed in ALLOWED_CYCLES)]
+    assert new == [], "break the cycle: move the shared piece where both read it one way"

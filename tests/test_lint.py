@@ -15,7 +15,8 @@ from harnessc.compiler.config import ConfigError, LintConfig, load_config
 from harnessc.compiler.lints import RULES, LintContext, lint_suppressions
 from harnessc.compiler.pipeline import check, lint
 from harnessc.dsl.codes import CODES
-from harnessc.dsl.diagnostics import Diagnostic, render
+from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.render_formats import render
 
 ROOT = Path(__file__).resolve().parent.parent
 ANALYSIS_RULES = {"L001", "L002", "L003", "L004", "L005"}

@@ -1,4 +1,4 @@
-"""The typed model (runtime/model.py) and the lowering stage (compiler/lower.py)."""
+"""The typed model (runtime/model.py) and the lowering stage (compiler/lower/)."""
 
 from __future__ import annotations
 

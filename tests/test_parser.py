@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from harnessc.dsl import syntax as s
-from harnessc.dsl.parser import build_lark, debug_tokens, engine, parse_source
+from harnessc.dsl.builder import build_lark, debug_tokens, engine
+from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
 from hypothesis import given
 from hypothesis import strategies as st

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from harnessc.dsl import printer
+from harnessc.dsl import layout, printer
 from harnessc.dsl import syntax as s
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.printer import FormatResult, comment_texts, format_module, format_source
@@ -303,7 +303,7 @@ def test_lines_stay_within_100_columns_where_they_can() -> None:
         for line in _fmt(path.read_text(encoding="utf-8")).splitlines():
             code = line.split("  #")[0] if "#" in line else line
             if '"' not in code:  # a single string literal may be longer than a line
-                assert len(code) <= printer.WIDTH, (path.name, line)
+                assert len(code) <= layout.WIDTH, (path.name, line)
 
 
 def test_long_selector_lists_fill_lines_and_when_moves_down() -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import itertools
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.parser import debug_tokens, parse_source
+from harnessc.dsl.builder import debug_tokens
+from harnessc.dsl.parser import parse_source
 from harnessc.dsl.printer import comment_texts, format_module, format_source
 from harnessc.dsl.source import Source
 from hypothesis import HealthCheck, given, settings

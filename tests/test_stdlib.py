@@ -21,7 +21,7 @@ from types import ModuleType
 import pytest
 from harnessc.compiler import pipeline
 from harnessc.compiler.testing import TestRun, render_run, run_spec_tests
-from harnessc.dsl.diagnostics import render
+from harnessc.dsl.render_formats import render
 
 ROOT = Path(__file__).resolve().parent.parent
 STDLIB = ROOT / "stdlib"

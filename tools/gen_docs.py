@@ -27,9 +27,9 @@ from pathlib import Path
 
 from harnessc.compiler.cli import main as harnessc_main
 from harnessc.compiler.lints import RULES, LintRule
+from harnessc.dsl.builder import engine
 from harnessc.dsl.codes import CODES, Code
 from harnessc.dsl.lexer import Engine, ParseFailure
-from harnessc.dsl.parser import engine
 from lark.parsers.lalr_analysis import Shift
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harnessc.compiler import pipeline
-from harnessc.dsl.diagnostics import Diagnostic, render
+from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.printer import comment_texts, format_source
+from harnessc.dsl.render_formats import render
 from harnessc.dsl.source import Source
 
 ROOT = Path(__file__).resolve().parents[2]

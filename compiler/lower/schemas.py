@@ -1,0 +1,316 @@
+"""Lowering schemas: fields, types, constraints, regular expressions and defaults."""
+
+from __future__ import annotations
+
+import re
+import re._parser as sre
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.source import Span
+from harnessc.runtime import model as m
+
+from .core import LowererBase, article, origin
+
+SCALAR_TYPES = ("string", "int", "float", "bool", "path", "url", "duration")
+
+
+class SchemaLowering(LowererBase):
+    """Schemas, fields and types, with their constraints and defaults."""
+
+    def schema_attrs(
+        self, items: Iterable[object], allowed: Sequence[str], where: str
+    ) -> dict[str, m.Schema]:
+        seen: dict[str, s.SchemaAttr] = {}
+        out: dict[str, m.Schema] = {}
+        for item in items:
+            if not isinstance(item, s.SchemaAttr):
+                continue
+            if item.key not in allowed:
+                self.not_allowed(item.key, item.span, where)
+            elif self.once(seen, item.key, item, item.span):
+                out[item.key] = self.schema(item.schema)
+        return out
+
+    def schema(self, node: s.Schema) -> m.Schema:
+        return m.Schema(fields=self.fields(node.fields), origin=origin(node.span))
+
+    def fields(self, nodes: Sequence[s.Field]) -> tuple[m.Field, ...]:
+        seen: dict[str, s.Field] = {}
+        out = []
+        for node in nodes:
+            first = seen.get(node.name.text)
+            if first is not None:
+                self.report(
+                    "H305",
+                    f"field `{node.name.text}` is declared twice",
+                    node.name.span,
+                    "declared again here",
+                    secondary=[(first.name.span, "first declared here")],
+                    help="rename or remove one of the two fields",
+                )
+                continue
+            seen[node.name.text] = node
+            out.append(self.field(node))
+        return tuple(out)
+
+    def type(self, node: s.TypeRef) -> m.Type:
+        name = node.name
+        if name in ("list", "map"):
+            item = self.type(node.args[0]) if node.args else m.Type(name="string")
+            return m.Type(name=name, item=item, optional=node.optional)
+        if name == "enum":
+            values: list[str] = []
+            firsts: dict[str, s.Str] = {}
+            for value in node.values:
+                if value.value in firsts:
+                    self.report(
+                        "H305",
+                        f'enum value "{value.value}" is listed twice',
+                        value.span,
+                        "listed again here",
+                        secondary=[(firsts[value.value].span, "first listed here")],
+                        help="remove the second one",
+                    )
+                    continue
+                firsts[value.value] = value
+                values.append(value.value)
+            return m.Type(name="enum", values=tuple(values), optional=node.optional)
+        if name == "object":
+            return m.Type(name="object", fields=self.fields(node.fields), optional=node.optional)
+        if name in SCALAR_TYPES:
+            return m.Type(name=name, optional=node.optional)  # type: ignore[arg-type]
+        self.word(s.Name(name, span=self.type_name_span(node)), SCALAR_TYPES, "type")
+        return m.Type(name="string", optional=node.optional)
+
+    @staticmethod
+    def type_name_span(node: s.TypeRef) -> Span:
+        return Span(node.span.source, node.span.start, node.span.start + len(node.name))
+
+    def field(self, node: s.Field) -> m.Field:
+        type_ = self.type(node.type)
+        seen: dict[str, s.Constraint] = {}
+        for c in node.constraints:
+            self.once(seen, c.kind, c, c.span)
+        name = type_.name
+        what = f"field `{node.name.text}`"
+        bounds: dict[str, int | float] = {}
+        for key in ("min", "max"):
+            c = seen.get(key)
+            if c is None or not isinstance(c.value, s.Int | s.Float):
+                continue
+            number = c.value.value
+            if name in ("bool", "enum", "object", "duration"):
+                self.report(
+                    "H305",
+                    f"`{key}` does not apply to {article(name)} `{name}` field",
+                    c.span,
+                    f"on {what}",
+                    help="`min` and `max` bound numbers, the length of strings and paths, and "
+                    "the size of lists and maps",
+                )
+                continue
+            if name not in ("int", "float") and (not isinstance(c.value, s.Int) or number < 0):
+                self.report(
+                    "H305",
+                    f"`{key}` of {article(name)} `{name}` field is a count, not `{c.value.text}`"
+                    if isinstance(c.value, s.Float)
+                    else f"`{key}` of {article(name)} `{name}` field may not be negative",
+                    c.value.span,
+                    "not a count",
+                    help="write a whole number of 0 or more",
+                )
+                continue
+            if name == "int" and isinstance(c.value, s.Float):
+                self.report(
+                    "H305",
+                    f"`{key}` of an `int` field must be a whole number",
+                    c.value.span,
+                    "not a whole number",
+                    help=f"write `{key} {int(number)}`, or make the field a `float`",
+                )
+                continue
+            bounds[key] = number
+        if "min" in bounds and "max" in bounds and bounds["min"] > bounds["max"]:
+            self.report(
+                "H305",
+                f"`min` is greater than `max` on {what}",
+                seen["max"].span,
+                f"max {bounds['max']}",
+                secondary=[(seen["min"].span, f"min {bounds['min']}")],
+                help="swap the bounds, or correct one of them",
+            )
+        pattern: str | None = None
+        compiled: re.Pattern[str] | None = None
+        pc = seen.get("pattern")
+        if pc is not None and isinstance(pc.value, s.Str):
+            if name not in ("string", "path", "url"):
+                self.report(
+                    "H305",
+                    f"`pattern` does not apply to {article(name)} `{name}` field",
+                    pc.span,
+                    f"on {what}",
+                    help="`pattern` constrains strings, paths and URLs",
+                )
+            else:
+                pattern = pc.value.value
+                compiled = self.regex(pc.value)
+        default: Any = None
+        dc = seen.get("default")
+        if dc is not None and dc.value is not None:
+            default = self.default(node, type_, dc, bounds, compiled)
+        return m.Field(
+            name=node.name.text,
+            type=type_,
+            min=bounds.get("min"),
+            max=bounds.get("max"),
+            pattern=pattern,
+            default=default,
+            secret="secret" in seen,
+            origin=origin(node.name.span),
+        )
+
+    def regex(self, node: s.Str) -> re.Pattern[str] | None:
+        try:
+            # parsed apart from `re.compile`, whose cache would hide the warning the second time
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                sre.parse(node.value)
+                compiled = re.compile(node.value)
+        except (re.error, OverflowError, ValueError) as error:
+            # a repeat count over 2**32 - 1 is an OverflowError, one of over 4,300 digits a
+            # ValueError (Python's limit on converting digits to an int): both too large
+            label = (
+                error.msg if isinstance(error, re.error) else "the repetition number is too large"
+            )
+            self.report(
+                "H306",
+                f"invalid regular expression `{node.value}`",
+                node.span,
+                str(label),
+                help="check the brackets and escapes; in a string, a backslash is written `\\\\`",
+            )
+            return None
+        # Python warns of a set that will mean something else in a later version (`[[`, `--`,
+        # `&&`, `~~`, `||` inside `[…]`): a policy's pattern must mean one thing everywhere
+        future = [w for w in caught if issubclass(w.category, FutureWarning)]
+        if future:
+            self.report(
+                "H306",
+                f"ambiguous regular expression `{node.value}`",
+                node.span,
+                str(future[0].message).lower(),
+                help="escape the doubled character inside `[…]` with a backslash (`\\\\-`)",
+            )
+            return None
+        return compiled
+
+    def default(
+        self,
+        node: s.Field,
+        type_: m.Type,
+        constraint: s.Constraint,
+        bounds: dict[str, int | float],
+        compiled: re.Pattern[str] | None,
+    ) -> Any:
+        value = constraint.value
+        assert value is not None
+        converted = self.json_of(value, type_)
+        where = getattr(value, "span", constraint.span)
+        if converted is _WRONG:
+            self.report(
+                "H307",
+                f"the default of field `{node.name.text}` is not {self.type_words(type_)}",
+                where,
+                f"not {self.type_words(type_)}",
+                help="write a default of the field's type, or remove it"
+                + (
+                    "; the values are " + ", ".join(f'"{v}"' for v in type_.values)
+                    if type_.name == "enum"
+                    else ""
+                ),
+            )
+            return None
+        size: float | None = None
+        if isinstance(converted, bool):
+            size = None
+        elif isinstance(converted, int | float):
+            size = converted
+        elif isinstance(converted, str | list | dict) and type_.name != "duration":
+            size = len(converted)
+        if size is not None:
+            low, high = bounds.get("min"), bounds.get("max")
+            if (low is not None and size < low) or (high is not None and size > high):
+                self.report(
+                    "H307",
+                    f"the default of field `{node.name.text}` is outside its `min`/`max`",
+                    where,
+                    "out of range",
+                    help="choose a default within the bounds",
+                )
+        if compiled is not None and isinstance(converted, str) and not compiled.search(converted):
+            self.report(
+                "H307",
+                f"the default of field `{node.name.text}` does not match its `pattern`",
+                where,
+                "does not match",
+                help="choose a default that the pattern accepts",
+            )
+        return converted
+
+    @staticmethod
+    def type_words(type_: m.Type) -> str:
+        if type_.name == "enum":
+            return "one of its enum values"
+        if type_.name in ("list", "map", "object"):
+            return f"{article(type_.name)} `{type_.name}`"
+        return f"{article(type_.name)} `{type_.name}`"
+
+    def json_of(self, value: object, type_: m.Type) -> Any:
+        """The JSON value of a default for `type_`, or _WRONG."""
+        name = type_.name
+        if name in ("string", "path", "url") and isinstance(value, s.Str):
+            return value.value
+        if name == "int" and isinstance(value, s.Int):
+            return value.value
+        if name == "float" and isinstance(value, s.Int | s.Float):
+            return float(value.value)
+        if name == "bool" and isinstance(value, s.Bool):
+            return value.value
+        if name == "duration" and isinstance(value, s.Duration):
+            return value.text
+        if name == "enum":
+            text = (
+                value.value
+                if isinstance(value, s.Str)
+                else value.text
+                if isinstance(value, s.Path)
+                else None
+            )
+            return text if text in type_.values else _WRONG
+        if name == "list" and isinstance(value, s.ListLit) and type_.item is not None:
+            items = [self.json_of(v, type_.item) for v in value.items]
+            return _WRONG if any(i is _WRONG for i in items) else items
+        if name == "map" and isinstance(value, s.Record) and type_.item is not None:
+            out = {e.key.text: self.json_of(e.value, type_.item) for e in value.entries}
+            return _WRONG if any(v is _WRONG for v in out.values()) else out
+        if name == "object" and isinstance(value, s.Record):
+            fields = {f.name: f for f in type_.fields}
+            obj: dict[str, Any] = {}
+            for e in value.entries:
+                f = fields.get(e.key.text)
+                if f is None:
+                    return _WRONG
+                obj[e.key.text] = self.json_of(e.value, f.type)
+            return _WRONG if any(v is _WRONG for v in obj.values()) else obj
+        return _WRONG
+
+
+class _Wrong:
+    def __repr__(self) -> str:
+        return "<wrong>"
+
+
+_WRONG: Any = _Wrong()
