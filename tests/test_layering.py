@@ -74,8 +74,6 @@ ALLOWED_CYCLES = [
     {"harnessc.compiler.codegen", "harnessc.compiler.codegen.cases",
      "harnessc.compiler.codegen.plan", "harnessc.compiler.codegen.render",
      "harnessc.compiler.pipeline", "harnessc.compiler.testing"},
-    # durable runs steps by the workflows' rules; workflows load durable on first use
-    {"harnessc.runtime.durable", "harnessc.runtime.workflows"},
 ]  # fmt: skip
 
 
