@@ -1,8 +1,10 @@
 """Code generation for `harnessc build`: a typed plan, rendered by templates, written atomically.
 
-plan.py makes every decision (names, order, escaping, the Python of each condition);
-render.py turns the plan into bytes with jinja2 templates that only loop and branch; write.py
-writes those bytes atomically or compares them with what is on disk (`--check`).
+plan.py makes every decision (names, order, escaping); the package's policies are its
+`model.json`, compiled by the runtime when it loads it (docs/architecture.md), so no policy
+code is emitted here. render.py turns the plan into bytes with jinja2 templates that only loop
+and branch; write.py writes those bytes atomically or compares them with what is on disk
+(`--check`).
 """
 
 from ..lints.suppress import lint_suppressions

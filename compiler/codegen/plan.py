@@ -5,8 +5,9 @@ typed context (or verbatim bytes). Templates only loop and branch over what the 
 them; every name, order, escape and Python expression is fixed here:
 
 - spec text reaches generated Python only through `repr()` (literals) or `py_comment` (one
-  comment line, non-printable characters escaped), and tool ids become function names only
-  through `identifier` (a safe mangling) with a lookup table keyed by the real id;
+  comment line, non-printable characters escaped); the package's policies are `model.json`,
+  which the runtime compiles when it loads it, and the code it compiles is shown, not emitted
+  (docs/policies.md, from `Decider.source`);
 - spec text reaches Markdown only through `md_text`, `md_code` and `mermaid_label`;
 - everything that comes from a dict or a set is sorted; rules and steps keep their text order,
   which is their meaning.
@@ -24,8 +25,7 @@ import os
 import pathlib
 import re
 import sys
-import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -50,14 +50,12 @@ from harnessc.runtime.model import (
     Path,
     Policy,
     RecordValue,
-    Rule,
-    Selector,
     SourceRef,
     Spec,
     Step,
     Tool,
 )
-from harnessc.runtime.policy import PolicyEngine, decide_from, tool_view
+from harnessc.runtime.policy import PolicyEngine
 from harnessc.runtime.sessions import PUBLIC_KINDS, surface_tools
 
 from ..analysis.policy import PolicyAnalysis
@@ -71,7 +69,6 @@ __all__ = [
     "GeneratedFile",
     "check_package_name",
     "generated_header",
-    "identifier",
     "md_code",
     "md_text",
     "mermaid_label",
@@ -144,44 +141,6 @@ TEST_MODULES = (
 
 
 @dataclass(frozen=True)
-class Check:
-    """One candidate rule inside a decision function: its comment lines and statement lines
-    (indented, ready to print)."""
-
-    comment: tuple[str, ...]
-    lines: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class MatchFunction:
-    name: str
-    comment: tuple[str, ...]
-    reads_facts: bool
-    checks: tuple[Check, ...]
-
-
-@dataclass(frozen=True)
-class PolicyBlock:
-    comment: tuple[str, ...]
-    functions: tuple[MatchFunction, ...]
-
-
-@dataclass(frozen=True)
-class PoliciesContext:
-    """policies.py: every table is a tuple of ready lines (entries laid out to the width)."""
-
-    header: str
-    imports: tuple[str, ...]
-    rules: tuple[str, ...]
-    defaults: tuple[str, ...]
-    tool_views: tuple[str, ...]
-    operation_views: tuple[str, ...]
-    tool_names: tuple[str, ...]
-    policies: tuple[PolicyBlock, ...]
-    matchers: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Table:
     headers: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
@@ -189,8 +148,9 @@ class Table:
 
 @dataclass(frozen=True)
 class Block:
-    """A piece of a Markdown page: a heading (`level`), a paragraph, a bullet list, a table
-    or a Mermaid diagram. Every string in it is already escaped."""
+    """A piece of a Markdown page: a heading (`level`), a paragraph, a bullet list, a table,
+    a Mermaid diagram or a fenced code block (`text` its language, `items` its lines). Every
+    string in it is already escaped; a code block holds no spec text (see `doc_policies`)."""
 
     kind: str
     text: str = ""
@@ -229,7 +189,9 @@ def py_comment(text: str) -> str:
 
 def py_literal(value: Any) -> str:
     """A Python literal for a JSON-like value, via repr() (finite floats, str, int, bool,
-    None, lists, tuples and dicts of those).
+    None, lists, tuples and dicts of those), the same text on every run: a set's members are
+    sorted, and a regular expression is the `re.compile` call that made it (the constants of
+    compiled policy code are such values).
 
     >>> py_literal(["a'\\"", 1.5, True, None])
     '[\\'a\\\\\\'"\\', 1.5, True, None]'
@@ -238,6 +200,11 @@ def py_literal(value: Any) -> str:
         return repr(value)
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+    if isinstance(value, frozenset | set):
+        inner = ", ".join(sorted(py_literal(v) for v in value))
+        return f"frozenset({{{inner}}})" if value else "frozenset()"
+    if isinstance(value, re.Pattern):
+        return f"re.compile({value.pattern!r})"
     if isinstance(value, tuple):
         inner = ", ".join(py_literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
@@ -247,29 +214,6 @@ def py_literal(value: Any) -> str:
         items = ", ".join(f"{py_literal(str(k))}: {py_literal(v)}" for k, v in value.items())
         return "{" + items + "}"
     raise TypeError(f"no literal for {type(value).__name__}")
-
-
-_NOT_IDENT = re.compile(r"[^0-9a-z_]+")
-
-
-def identifier(text: str, taken: set[str]) -> str:
-    """A fresh ASCII identifier made from `text`, unique in `taken` (which it joins).
-
-    >>> taken = set()
-    >>> identifier("mcp:scanner:tool:create-issue", taken), identifier("a.b", taken)
-    ('mcp_scanner_tool_create_issue', 'a_b')
-    >>> identifier("a_b", taken), identifier("'); import os #", taken)
-    ('a_b_2', 'import_os')
-    """
-    base = _NOT_IDENT.sub("_", text.lower()).strip("_") or "x"
-    if base[0].isdigit() or keyword.iskeyword(base) or keyword.issoftkeyword(base):
-        base = "t_" + base
-    name, n = base, 2
-    while name in taken:
-        name = f"{base}_{n}"
-        n += 1
-    taken.add(name)
-    return name
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#!])")
@@ -388,138 +332,7 @@ def shadowed_module(name: str, out: pathlib.Path | None = None) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Conditions as Python, and as spec text
-
-
-_HELPERS = {
-    "==": "value_eq",
-    "!=": "value_ne",
-    "in": "value_in",
-    "has": "value_has",
-    "matches": "value_matches",
-    "startswith": "value_startswith",
-    "within": "within",
-}
-_FACT_SETS = {"connected": "call.connected", "running": "call.running"}
-_BASES = {
-    "args": "args",
-    "tool": "tool",
-    "actor": "call.actor",
-    "resource": "call.resource",
-    "task": "call.task",
-    "env": "call.env",
-    "call": "call.call",
-}
-
-
-def _ordering_kind(left: object, right: object) -> str:
-    # INVARIANT: the same rule as runtime.conditions: `tool.risk` orders by risk level, a
-    # duration literal reads the other side as a duration
-    for side in (left, right):
-        if isinstance(side, Path) and side.root == "tool" and side.parts == ("risk",):
-            return "risk"
-    for side in (left, right):
-        if isinstance(side, Literal) and side.type == "duration":
-            return "duration"
-    return "number"
-
-
-def py_node(value: Any) -> Any:
-    """A layout tree for a JSON-like value (its text is `py_literal`'s)."""
-    if isinstance(value, str):
-        return Str(value)
-    if isinstance(value, tuple | list):
-        items = tuple(py_node(v) for v in value)
-        return Seq("(", ")", items) if isinstance(value, tuple) else Seq("[", "]", items)
-    if isinstance(value, dict):
-        return Seq("{", "}", tuple(Pair(Str(str(k)), py_node(v)) for k, v in value.items()))
-    return Atom(py_literal(value))
-
-
-class PythonEmitter:
-    """IR conditions → Python expressions (layout trees) over `call`, `args`, `tool` and
-    `facts`, calling the helpers of `harnessc.runtime.conditions`: the runtime's semantics."""
-
-    def __init__(self, path_facts: frozenset[str]) -> None:
-        self.path_facts = path_facts
-        self.used: set[str] = set()
-        self.reads_facts = False
-
-    def call(self, name: str, *args: Any) -> Call:
-        self.used.add(name)
-        return Call(name, args)
-
-    def dig(self, base: Any, parts: Sequence[str]) -> Any:
-        if not parts:
-            return base
-        first = Call(f"{base.flat()}.get", (Str(parts[0]),))
-        if len(parts) == 1:
-            return first
-        return Call("dig", (first, py_node(tuple(parts[1:]))))
-
-    def value(self, node: object) -> Any:
-        if isinstance(node, Literal):
-            return py_node(node.value)
-        if isinstance(node, EnumMember):
-            return Str(node.name)
-        if isinstance(node, Path):
-            parts = node.parts
-            if node.root == "fact":
-                if not parts:
-                    return Atom("None")
-                self.reads_facts = True
-                read = Call("facts.get", (Str(parts[0]),))
-                if parts[0] in self.path_facts and len(parts) == 1:
-                    return self.call("normalize_path", read)
-                return self.dig(read, parts[1:]) if parts[1:] else read
-            if node.root == "actor" and parts[:1] == ("roles",):
-                return self.dig(self.call("roles_of", Atom("call.actor")), parts[1:])
-            base = _BASES.get(node.root)
-            return Atom("None") if base is None else self.dig(Atom(base), parts)
-        if isinstance(node, FactCall):
-            return BoolOp("in", (Str(node.name), Atom(_FACT_SETS[node.func])))
-        if isinstance(node, ListValue):
-            return Seq("[", "]", tuple(self.value(i) for i in node.items))
-        if isinstance(node, RecordValue):
-            pairs = tuple(Pair(Str(k), self.value(v)) for k, v in sorted(node.fields.items()))
-            return Seq("{", "}", pairs)
-        raise TypeError(f"not a value: {node!r}")
-
-    def condition(self, node: Condition) -> Any:
-        if isinstance(node, And | Or):
-            op = "and" if isinstance(node, And) else "or"
-            return BoolOp(op, tuple(self.condition(i) for i in node.items))
-        if isinstance(node, Not):
-            if isinstance(node.item, FactCall):
-                item = node.item
-                return BoolOp("not in", (Str(item.name), Atom(_FACT_SETS[item.func])))
-            return NotOp(self.condition(node.item))
-        if isinstance(node, Compare):
-            return self.compare(node)
-        if isinstance(node, FactCall):
-            return self.value(node)
-        return BoolOp("is", (self.value(node), Atom("True")))
-
-    def compare(self, node: Compare) -> Any:
-        kind = _ordering_kind(node.left, node.right)
-        left, right = self.value(node.left), self.value(node.right)
-        if node.op in _HELPERS:
-            if node.op in ("==", "!=") and kind == "duration":
-                left, right = self.call("duration_ms", left), self.call("duration_ms", right)
-            return self.call(_HELPERS[node.op], left, right)
-        extra = () if kind == "number" else (Str(kind),)
-        return self.call("value_order", Str(node.op), left, right, *extra)
-
-    def selector(self, selector: Selector) -> Any:
-        """The guard of a selector whose answer depends on the call's operation."""
-        risk = Call("tool.get", (Str("risk"),))
-        if selector.kind == "risk":
-            op = selector.op or ">="
-            if op in ("==", "!="):
-                return BoolOp(op, (risk, Str(selector.value)))
-            return self.call("value_order", Str(op), risk, Str(selector.value), Str("risk"))
-        effects = Call("tool.get", (Str("effects"), Atom("()")))
-        return BoolOp("in", (Str(selector.value), effects))
+# Conditions as spec text
 
 
 def _duration_text(ms: int | float) -> str:
@@ -584,7 +397,7 @@ def condition_words(node: Condition, top: bool = True) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Policies as Python
+# Policies
 
 
 def _candidates(engine: PolicyEngine, policy: Policy) -> dict[str, dict[int, Any]]:
@@ -602,146 +415,6 @@ def _candidates(engine: PolicyEngine, policy: Policy) -> dict[str, dict[int, Any
                 else:
                     slot.setdefault(i, []).append(selector)
     return slots
-
-
-def _rule_comment(rule: Rule) -> str:
-    where = _where(rule.origin)
-    return py_comment(f"{rule.label}: {rule.effect}" + (f" ({where})" if where else ""))
-
-
-def _short_policy(spec: Spec, name: str) -> str:
-    prefix = spec.root_module + "."
-    return name[len(prefix) :] if name.startswith(prefix) else name
-
-
-_MODULE_NAMES = {
-    "CallContext",
-    "DEFAULTS",
-    "MATCHERS",
-    "Matcher",
-    "OPERATION_VIEWS",
-    "RULES",
-    "STRENGTH",
-    "TOOL_FUNCTIONS",
-    "TOOL_VIEWS",
-    "decide",
-    "dig",
-    "matching_rules",
-    "tool_view",
-}
-
-
-def _view_node(view: Mapping[str, Any]) -> Any:
-    return py_node({k: view[k] for k in sorted(view)})
-
-
-def _entry(node: Any) -> list[str]:
-    """One entry of a generated table: indented by 4, laid out, with its comma."""
-    lines = layout(node, 4, 4, 1)
-    return (
-        ["    " + lines[0], *lines[1:-1], lines[-1] + ","]
-        if len(lines) > 1
-        else ["    " + lines[0] + ","]
-    )
-
-
-def _entries(nodes: Iterable[Any]) -> tuple[str, ...]:
-    return tuple(line for node in nodes for line in _entry(node))
-
-
-def _statement(test: Any | None, label: str) -> tuple[str, ...]:
-    append = f"matched.append({py_literal(label)})"
-    if test is None:
-        return ("    " + append,)
-    lines = layout(test, 7, 4, 1)
-    return (
-        ("    if " + lines[0], *lines[1:-1], lines[-1] + ":", "        " + append)
-        if len(lines) > 1
-        else ("    if " + lines[0] + ":", "        " + append)
-    )
-
-
-def plan_policies(spec: Spec, header: str) -> PoliciesContext:
-    engine = PolicyEngine(spec)
-    path_facts = frozenset(n for n, f in spec.facts.items() if f.type.name == "path")
-    emitter = PythonEmitter(path_facts)
-    taken = set(_MODULE_NAMES)
-    tool_ids = sorted(spec.tools)
-    tool_names = {tool_id: identifier(tool_id, taken) for tool_id in tool_ids}
-    rules: dict[str, Any] = {}
-    defaults = []
-    blocks = []
-    matchers = []
-    for policy_name in sorted(spec.policies):
-        policy = spec.policies[policy_name]
-        short = identifier(_short_policy(spec, policy_name), set())
-        per_risk = []
-        for risk in RISK_LEVELS:
-            d = decide_from(policy.name, spec, policy.default, [], risk, "")
-            per_risk.append(Pair(Str(risk), py_node((d.effect, d.reason, _where(d.origin)))))
-        defaults.append(Pair(Str(policy.name), Seq("{", "}", tuple(per_risk))))
-        for rule in policy.rules:
-            rules.setdefault(
-                rule.label, Pair(Str(rule.label), py_node((rule.effect, _where(rule.origin))))
-            )
-        slots = _candidates(engine, policy)
-        functions = []
-        for tool_id in tool_ids:
-            slot = slots.get(tool_id)
-            if not slot:
-                continue
-            emitter.reads_facts = False
-            checks = []
-            for i in sorted(slot):  # INVARIANT: text order
-                rule = policy.rules[i]
-                tests = []
-                if slot[i] is not True:
-                    guards = tuple(emitter.selector(sel) for sel in slot[i])
-                    tests.append(guards[0] if len(guards) == 1 else BoolOp("or", guards))
-                if rule.condition is not None:
-                    tests.append(emitter.condition(rule.condition))
-                test = (
-                    None
-                    if not tests
-                    else tests[0]
-                    if len(tests) == 1
-                    else BoolOp("and", tuple(tests))
-                )
-                where = _where(rule.origin)
-                comment = f"{rule.label}: {rule.effect}" + (f" ({where})" if where else "")
-                checks.append(Check(tuple(comment_lines(comment, 4)), _statement(test, rule.label)))
-            fn = identifier(f"match_{short}__{tool_names[tool_id]}", taken)
-            functions.append(
-                MatchFunction(
-                    fn,
-                    tuple(comment_lines(f"tool {tool_id}", 4)),
-                    emitter.reads_facts,
-                    tuple(checks),
-                )
-            )
-            matchers.append(Pair(Seq("(", ")", (Str(policy.name), Str(tool_id))), Atom(fn)))
-        where = _where(policy.origin)
-        comment = f"-- policy {policy.name}" + (f" ({where})" if where else "")
-        blocks.append(PolicyBlock(tuple(comment_lines(comment, 0)), tuple(functions)))
-    views = []
-    op_views = []
-    for tool_id in tool_ids:
-        tool = spec.tools[tool_id]
-        views.append(Pair(Str(tool_id), _view_node(tool_view(tool))))
-        for op in sorted(tool.operations):
-            key = Seq("(", ")", (Str(tool_id), Str(op)))
-            op_views.append(Pair(key, _view_node(tool_view(tool, op))))
-    return PoliciesContext(
-        header=header,
-        imports=tuple(sorted(emitter.used)),
-        rules=_entries(rules[label] for label in sorted(rules)),
-        defaults=_entries(defaults),
-        tool_views=_entries(views),
-        operation_views=_entries(op_views),
-        tool_names=_entries(Pair(Str(t), Str(tool_names[t])) for t in tool_ids),
-        policies=tuple(blocks),
-        matchers=_entries(matchers),
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -803,6 +476,11 @@ def _para(text: str) -> Block:
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Block:
     return Block("table", table=Table(tuple(headers), tuple(tuple(r) for r in rows)))
+
+
+def _table_or(headers: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> Block:
+    """A table of the rows, or the paragraph `empty` when there are none."""
+    return _table(headers, rows) if rows else _para(empty)
 
 
 def _summary(text: str | None) -> list[Block]:
@@ -884,6 +562,23 @@ def doc_surfaces(spec: Spec, header: str) -> DocContext:
     return _page(header, "Surfaces", blocks)
 
 
+def _code(lines: Iterable[str]) -> Block:
+    return Block("code", text="python", items=tuple(lines))
+
+
+_COMPILED = (
+    "Under each tool, its rules in text order (`Bit`: the bit a match sets in `m`), then the "
+    "Python function the runtime compiles from `model.json` for that policy and tool when it "
+    "loads the harness, exactly as it runs (`PolicyEngine(spec).decider(policy).source(tool)` "
+    "returns it). The function normalizes the call's `path` arguments, picks the call's tool "
+    "view, and tests each candidate rule's condition; the set of matches `m` then picks a "
+    "cached decision. Spec text never enters this code: keys, literals and patterns are the "
+    "`_k` names listed under each policy; `_eq`, `_within` and the other `_` helpers are the "
+    "runtime's value semantics; `_T`, `_M`, `_C`, `_V`, `_O` and `_F` are bound to the tool's "
+    "id, decision builder, decision cache, tool view, operation views and path fixers."
+)
+
+
 def doc_policies(spec: Spec, header: str) -> DocContext:
     engine = PolicyEngine(spec)
     blocks: list[Block] = [
@@ -891,10 +586,12 @@ def doc_policies(spec: Spec, header: str) -> DocContext:
             "Per policy, every tool × rule pair where the rule selects the tool, in the rules' "
             "text order. DENY beats ASK beats ALLOW; the first rule of the strongest effect "
             "wins; when no rule matches, the default applies."
-        )
+        ),
+        _para(_COMPILED),
     ]
     for name in sorted(spec.policies):
         policy = spec.policies[name]
+        decider = engine.decider(name)
         blocks.append(_heading(md_code(name, cell=False)))
         blocks.extend(_summary(policy.summary))
         default = policy.default
@@ -907,19 +604,25 @@ def doc_policies(spec: Spec, header: str) -> DocContext:
         blocks.append(_para(f"Default: {text}."))
         if policy.includes:
             blocks.append(_para("Includes: " + _codes(policy.includes) + "."))
-        rows = []
+        constants = decider.constants
+        if constants:
+            blocks.append(_para("The names the compiled code reads its constants from:"))
+            blocks.append(_code(f"{k} = {py_literal(v)}" for k, v in constants.items()))
         slots = _candidates(engine, policy)
-        for tool_id in sorted(slots):
-            for i in sorted(slots[tool_id]):
+        for tool_id in sorted(spec.tools):
+            blocks.append(_heading(md_code(tool_id, cell=False), 3))
+            rows = []
+            slot = slots.get(tool_id, {})
+            for pos, i in enumerate(sorted(slot)):
                 rule = policy.rules[i]
                 parts = []
-                if slots[tool_id][i] is not True:
-                    parts.append(" or ".join(s.text for s in slots[tool_id][i]))
+                if slot[i] is not True:
+                    parts.append(" or ".join(s.text for s in slot[i]))
                 if rule.condition is not None:
                     parts.append(spec_text(rule.condition))
                 rows.append(
                     (
-                        md_code(tool_id),
+                        str(1 << pos),
                         md_code(rule.label),
                         rule.effect.upper(),
                         md_code(" and ".join(parts)) if parts else "always",
@@ -928,14 +631,9 @@ def doc_policies(spec: Spec, header: str) -> DocContext:
                         md_text(_where(rule.origin)),
                     )
                 )
-        if rows:
-            blocks.append(
-                _table(
-                    ("Tool", "Rule", "Effect", "Condition", "Reason", "Approver", "Source"), rows
-                )
-            )
-        else:
-            blocks.append(_para("No rule of this policy selects a tool."))
+            headers = ("Bit", "Rule", "Effect", "Condition", "Reason", "Approver", "Source")
+            blocks.append(_table_or(headers, rows, "No rule of this policy selects this tool."))
+            blocks.append(_code(decider.source(tool_id).rstrip("\n").split("\n")))
     return _page(header, "Policy matrix", blocks)
 
 
@@ -965,15 +663,8 @@ def doc_approvals(spec: Spec, header: str) -> DocContext:
                     md_text(rule.reason),
                 )
             )
-    if rows:
-        blocks.append(
-            _table(
-                ("Policy", "Rule", "Tools", "Condition", "Approver", "Grant", "Reason"),
-                rows,
-            )
-        )
-    else:
-        blocks.append(_para("No rule asks for approval."))
+    headers = ("Policy", "Rule", "Tools", "Condition", "Approver", "Grant", "Reason")
+    blocks.append(_table_or(headers, rows, "No rule asks for approval."))
     blocks.append(_heading("Risk tables"))
     rows = []
     for name in sorted(spec.risk_tables):
@@ -1230,8 +921,9 @@ def doc_index(spec: Spec, header: str, package: str, has_embeddings: bool) -> Do
     )
     blocks.append(
         _para(
-            "`model.json` is the compiled model, `policies.py` the policies as readable Python, "
-            f"`tool_docs.json` the text the exposure index ranks; {ranking}. JSON and `.npy` "
+            "`model.json` is the compiled model: the runtime loads it and compiles each policy "
+            "into Python then (the policy page shows that code, tool by tool); "
+            f"`tool_docs.json` is the text the exposure index ranks; {ranking}. JSON and `.npy` "
             "files cannot carry a comment: this page and `__init__.py` name the spec they come "
             "from."
         )
@@ -1300,7 +992,6 @@ def plan_build(
             ),
         ),
         GeneratedFile(base + "model.json", data=(spec.to_json() + "\n").encode("utf-8")),
-        GeneratedFile(base + "policies.py", "policies.py.j2", plan_policies(spec, header)),
         GeneratedFile(base + "tool_docs.json", data=_tool_docs_json(spec, header)),
     ]
     if embeddings is not None:
@@ -1381,138 +1072,3 @@ def tool_embeddings(spec: Spec) -> tuple[np.ndarray, list[str]] | None:
     indexed = [t for t in tools if t.kind in PUBLIC_KINDS | {"private"}]
     found = build_tool_embeddings(indexed)
     return None if found.matrix is None else (found.matrix, list(found.ids))
-
-
-# ---------------------------------------------------------------------------------------------
-# Layout: Python expressions as small trees, broken over lines to fit ruff's default width
-
-
-WIDTH = 88
-"""ruff's default line length: generated Python fits it, so `ruff check` passes under a
-project's configuration as well as under the defaults."""
-
-
-@dataclass(frozen=True)
-class Atom:
-    text: str
-
-    def flat(self) -> str:
-        return self.text
-
-
-@dataclass(frozen=True)
-class Str:
-    """A string literal: broken into implicitly joined pieces when it is too long."""
-
-    value: str
-
-    def flat(self) -> str:
-        return repr(self.value)
-
-
-@dataclass(frozen=True)
-class Call:
-    func: str
-    args: tuple[Any, ...]
-
-    def flat(self) -> str:
-        return f"{self.func}(" + ", ".join(a.flat() for a in self.args) + ")"
-
-
-@dataclass(frozen=True)
-class Seq:
-    open: str
-    close: str
-    items: tuple[Any, ...]
-
-    def flat(self) -> str:
-        if self.open == "(" and len(self.items) == 1:
-            return f"({self.items[0].flat()},)"
-        return self.open + ", ".join(i.flat() for i in self.items) + self.close
-
-
-@dataclass(frozen=True)
-class Pair:
-    key: Any
-    value: Any
-
-    def flat(self) -> str:
-        return f"{self.key.flat()}: {self.value.flat()}"
-
-
-@dataclass(frozen=True)
-class BoolOp:
-    op: str
-    items: tuple[Any, ...]
-
-    def flat(self) -> str:
-        return "(" + f" {self.op} ".join(i.flat() for i in self.items) + ")"
-
-
-@dataclass(frozen=True)
-class NotOp:
-    item: Any
-
-    def flat(self) -> str:
-        return f"(not {self.item.flat()})"
-
-
-def layout(node: Any, col: int, indent: int, tail: int = 1) -> list[str]:
-    """`node` as lines: the first starts at column `col`, continuation lines carry their
-    indentation; `tail` characters follow the last line (`:` or `,`)."""
-    flat = node.flat()
-    if col + len(flat) + tail <= WIDTH or isinstance(node, Atom):
-        return [flat]
-    inner = indent + 4
-    pad, end = " " * inner, " " * indent
-    if isinstance(node, Str):
-        room = max(WIDTH - inner - 1, 8)
-        pieces, piece = [], ""
-        for char in node.value:
-            if piece and len(repr(piece + char)) > room:
-                pieces.append(piece)
-                piece = ""
-            piece += char
-        pieces.append(piece)
-        return ["(", *(pad + repr(p) for p in pieces), end + ")"]
-    if isinstance(node, Pair):
-        value = node.value.flat()
-        keys = layout(node.key, col, indent, 2 + len(value) + tail)
-        start = (col if len(keys) == 1 else 0) + len(keys[-1]) + 2
-        values = layout(node.value, start, indent, tail)
-        return [*keys[:-1], f"{keys[-1]}: {values[0]}", *values[1:]]
-    if isinstance(node, NotOp):
-        lines = layout(node.item, col + 5, indent, tail + 1)
-        lines = _prefixed("(not ", lines)
-        lines[-1] += ")"
-        return lines
-    if isinstance(node, BoolOp):
-        out = ["("]
-        for i, item in enumerate(node.items):
-            word = f"{node.op} " if i else ""
-            out.extend(_prefixed(pad + word, layout(item, inner + len(word), inner, 0)))
-        return [*out, end + ")"]
-    if isinstance(node, Call | Seq):
-        head, items = (
-            (f"{node.func}(", node.args) if isinstance(node, Call) else (node.open, node.items)
-        )
-        close = ")" if isinstance(node, Call) else node.close
-        out = [head]
-        for item in items:
-            sub = layout(item, inner, inner, 1)
-            sub = _prefixed(pad, sub)
-            sub[-1] += ","
-            out.extend(sub)
-        return [*out, end + close]
-    return [flat]
-
-
-def _prefixed(prefix: str, lines: list[str]) -> list[str]:
-    return [prefix + lines[0], *lines[1:]]
-
-
-def comment_lines(text: str, indent: int) -> list[str]:
-    """`# text` wrapped to the width (spec text escaped by `py_comment`)."""
-    room = max(WIDTH - indent - 2, 20)
-    chunks = textwrap.wrap(py_comment(text), room, break_on_hyphens=False) or [""]
-    return ["# " + chunk for chunk in chunks]
