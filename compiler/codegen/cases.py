@@ -248,7 +248,7 @@ def conjuncts(cond: Condition) -> list[Condition]:
 
 def condition_text(cond: Condition) -> str:
     """A condition as the spec writes it, which is how a refusal names a failed condition."""
-    from .plan import spec_text  # plan imports this module
+    from .spec_text import spec_text
 
     return spec_text(cond)
 
