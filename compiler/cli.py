@@ -142,7 +142,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    from .testing import print_run, run_test_files
+    from .pipeline import run_test_files
+    from .testing import print_run
 
     runs = run_test_files(args.files, args.k)
     diagnostics = [d for run in runs for d in run.diagnostics]

@@ -9,7 +9,7 @@ stage every error is collected.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,6 +126,23 @@ def lint(paths: list[str | Path], config: LintConfig | None = None) -> CheckResu
         )
     result.diagnostics = filter_findings(result.diagnostics, result.resolution, config)
     return result
+
+
+def run_test_files(
+    paths: Sequence[str | Path], pattern: str | None = None
+) -> list[testing.TestRun]:
+    """Check each file as its own build and run its tests; a build with errors runs none."""
+    runs: list[testing.TestRun] = []
+    for path in paths:
+        result = check([path])
+        shown = result.files[0].source.path if result.files[0].source else str(path)
+        if not result.ok or result.model is None:
+            runs.append(testing.TestRun(shown, diagnostics=list(result.diagnostics)))
+            continue
+        run = testing.run_spec_tests(result.model, pattern, shown)
+        run.diagnostics = list(result.diagnostics)
+        runs.append(run)
+    return runs
 
 
 @dataclass

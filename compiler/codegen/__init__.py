@@ -2,7 +2,7 @@
 
 plan.py assembles the package's files from modules with one job each: escape.py (how spec text
 reaches generated files), spec_text.py (conditions written back as spec text), inputs.py (the
-package's name, the build root, the tool embeddings), docs.py (the review docs), cases.py (the
+package's name, the build root, the tool embeddings), docs.py (the review docs), cases/ (the
 generated tests' cases). The package's policies are its `model.json`, compiled by the runtime
 when it loads it (docs/architecture.md), so no policy code is emitted here. render.py turns
 the plan into bytes with jinja2 templates that only loop and branch; write.py writes those

@@ -11,9 +11,7 @@ import math
 import re
 from typing import Any
 
-from harnessc.runtime.model import (
-    SourceRef,
-)
+from harnessc.runtime.model import SourceRef
 
 __all__ = [
     "generated_header",

@@ -12,8 +12,8 @@ them; every name, order and escape is fixed in Python:
 - everything that comes from a dict or a set is sorted; rules and steps keep their text order,
   which is their meaning.
 
-The package's name and the build's inputs are inputs.py's; the review docs docs.py's; the
-generated tests' cases cases.py's.
+The package's name and the build's inputs come from inputs.py, the review docs from docs.py,
+the generated tests' cases from the cases package.
 """
 
 from __future__ import annotations
@@ -26,9 +26,7 @@ from typing import Any
 
 import numpy as np
 from harnessc.runtime.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, tool_docs
-from harnessc.runtime.model import (
-    Spec,
-)
+from harnessc.runtime.model import Spec
 from harnessc.runtime.sessions import PUBLIC_KINDS
 
 from ..analysis.policy import PolicyAnalysis
