@@ -163,10 +163,16 @@ class BuildResult:
 
 
 def build(
-    paths: list[str | Path], out: str | Path, check: bool = False, embed: bool = True
+    paths: list[str | Path],
+    out: str | Path,
+    check: bool = False,
+    embed: bool = True,
+    config: LintConfig | None = None,
 ) -> BuildResult:
-    """`harnessc build`: check → plan → render → write (`check=True`: compare with `out`
-    instead). A spec with errors writes nothing."""
+    """`harnessc build`: check → lint → plan → render → write (`check=True`: compare with
+    `out` instead). A spec with errors writes nothing; the lints' warnings and notes (`config`
+    and inline `# harnessc: ignore[…]` comments silence them, as in `lint`) do not stop it."""
+    config = config or LintConfig()
     from . import codegen  # jinja2 and the runtime's policy engine: loaded only to build
 
     root = codegen.build_root(paths[0])
@@ -176,8 +182,9 @@ def build(
     built = BuildResult(result, Path(out))
     if not result.ok or result.model is None or result.resolution is None:
         return built
-    # inline `# harnessc: ignore[…]` comments silence notes here as they do in lint
-    result.diagnostics = filter_findings(result.diagnostics, result.resolution, LintConfig())
+    # needs a valid model and its analysis, as in `lint`
+    result.diagnostics.extend(run_lints(result.model, result.resolution, result.analysis, config))
+    result.diagnostics = filter_findings(result.diagnostics, result.resolution, config)
     result.diagnostics.extend(
         codegen.check_package_name_of(result.model, result.resolution, built.out)
     )

@@ -619,3 +619,25 @@ def test_with_the_embed_extra_the_package_ships_tool_embeddings(tmp_path: Path) 
     again = pipeline.build([REMEDIATION], tmp_path / "again")
     embedded = [k for k in result.files if "embedding" in k]
     assert embedded and all(again.files[k] == result.files[k] for k in embedded)
+
+
+def test_a_build_runs_the_lints_and_their_warnings_do_not_stop_it(tmp_path: Path) -> None:
+    spec = tmp_path / "lenient.harness"
+    spec.write_text(
+        "harness lenient {}\n"
+        'tool t { summary "Reads a thing." use_when "A thing is needed." effects read }\n'
+        "policy p {\n  default allow\n}\n",
+        encoding="utf-8",
+    )
+    run = _cli("build", str(spec), "-o", str(tmp_path / "out"), "--no-embed")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "L005" in run.stderr
+    assert (tmp_path / "out" / "lenient" / "model.json").exists()
+    spec.write_text(
+        spec.read_text("utf-8").replace(
+            "default allow", "default allow  # harnessc: ignore[L005] on purpose"
+        ),
+        encoding="utf-8",
+    )
+    run = _cli("build", str(spec), "-o", str(tmp_path / "out"), "--no-embed")
+    assert run.returncode == 0 and "L005" not in run.stderr, run.stderr
