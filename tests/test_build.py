@@ -6,6 +6,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,8 +25,9 @@ REMEDIATION = ROOT / "examples" / "remediation" / "remediation.harness"
 EXAMPLES = sorted(
     p
     for p in (ROOT / "examples").glob("*/*.harness")
-    if p.read_text(encoding="utf-8").startswith("harness ")
+    if re.search(r"^harness ", p.read_text(encoding="utf-8"), re.MULTILINE)
 )
+"""Every example's root spec: the file with a `harness` header (scripts/test.sh builds the same)."""
 GOLDENS = ROOT / "tests" / "build_goldens"
 VENV_BIN = Path(sys.executable).parent
 
@@ -117,10 +119,8 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def remediation(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("remediation")
-    _fresh_build(REMEDIATION, out)
-    return out
+def remediation(examples: dict[str, Path]) -> Path:
+    return examples["remediation"]
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +251,7 @@ def test_generated_python_imports_only_the_runtime(examples: dict[str, Path]) ->
     `__all__`, never a submodule (which may change without notice)."""
     allowed = {"__future__", "ast", "collections.abc", "json", "pathlib", "pytest", "typing"}
     paths = sorted(p for out in examples.values() for p in out.rglob("*.py"))
-    assert len(paths) == len(EXAMPLES) * 7
+    assert len(EXAMPLES) >= 2 and len(paths) == len(EXAMPLES) * 7
     for path in paths:
         for module, names in _imports(path):
             if module.startswith("harnessc"):
@@ -366,16 +366,19 @@ def test_the_working_directory_does_not_change_the_output(
     assert _tree(tmp_path / "from-tmp") == _tree(remediation)
 
 
-def test_goldens_of_the_remediation_example(remediation: Path) -> None:
-    """The generated files as recorded under tests/build_goldens (`pytest --update-goldens`)."""
-    built = _tree(remediation)
+@pytest.mark.parametrize("spec", EXAMPLES, ids=lambda p: p.parent.name)
+def test_goldens_of_every_example(spec: Path, examples: dict[str, Path]) -> None:
+    """Every example builds byte for byte to its package as recorded under tests/build_goldens
+    (`pytest --update-goldens` rewrites them)."""
+    package = _package(examples[spec.parent.name]).name
+    built = _tree(examples[spec.parent.name])
     if update_goldens():
-        shutil.rmtree(GOLDENS / "remediation", ignore_errors=True)
+        shutil.rmtree(GOLDENS / package, ignore_errors=True)
         for rel, data in built.items():
             (GOLDENS / rel).parent.mkdir(parents=True, exist_ok=True)
             (GOLDENS / rel).write_bytes(data)
-    # conftest.py keeps pytest from collecting the golden copy of the generated tests
-    assert {k: v for k, v in _tree(GOLDENS).items() if k != "conftest.py"} == built
+    golden = {k: v for k, v in _tree(GOLDENS).items() if k.startswith(package + "/")}
+    assert golden == built
 
 
 # -- the output passes ruff and compileall ------------------------------------------------------
