@@ -4,7 +4,7 @@
 
 Prints, per size: spec lines and bytes, the check time (read → analyse), the build time
 (check + plan + render + write), the time of plan + render + write alone, the number of files
-and the bytes written, split into policies.py, model.json and docs/. Tools have distinct
+and the bytes written, split into docs/policies.md, model.json and docs/. Tools have distinct
 descriptions, as in a real registry. Without `--embed` no embeddings are computed (the build
 ranks lexically); with it, the first run fills the embedding cache.
 """
@@ -72,7 +72,7 @@ def generate(n_tools: int) -> str:
 def _size(folder: Path) -> tuple[int, int, int, int, int]:
     files = [p for p in folder.rglob("*") if p.is_file()]
     total = sum(p.stat().st_size for p in files)
-    policies = sum(p.stat().st_size for p in files if p.name == "policies.py")
+    policies = sum(p.stat().st_size for p in files if p.name == "policies.md")
     model = sum(p.stat().st_size for p in files if p.name == "model.json")
     docs = sum(p.stat().st_size for p in files if "docs" in p.parts)
     return len(files), total, policies, model, docs

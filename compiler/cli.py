@@ -23,6 +23,7 @@ from harnessc.dsl.render_formats import print_diagnostics
 from harnessc import __version__
 
 from . import pipeline
+from .config import ConfigError, LintConfig, load_config
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 _IO_CODES = {"H001", "H002", "H007"}
@@ -50,13 +51,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
-def cmd_lint(args: argparse.Namespace) -> int:
-    from .config import ConfigError, load_config
-
+def _lint_config(
+    files: Sequence[str], select: Sequence[str] | None = None, ignore: Sequence[str] | None = None
+) -> LintConfig | None:
+    """The lint configuration of a run (pyproject.toml), or None after reporting it unusable."""
     try:
-        config = load_config(args.files).extended(args.select, args.ignore)
+        return load_config(files).extended(select, ignore)
     except ConfigError as error:
         sys.stderr.write(f"harnessc: {error}\n")
+        return None
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    config = _lint_config(args.files, args.select, args.ignore)
+    if config is None:
         return EXIT_USAGE
     result = pipeline.lint(args.files, config)
     machine = args.format in MACHINE_FORMATS
@@ -160,7 +168,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    from .testing import print_run, run_test_files
+    from .pipeline import run_test_files
+    from .testing import print_run
 
     runs = run_test_files(args.files, args.k)
     diagnostics = [d for run in runs for d in run.diagnostics]
@@ -180,7 +189,12 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    result = pipeline.build([args.spec], args.out, check=args.check, embed=not args.no_embed)
+    config = _lint_config([args.spec])
+    if config is None:
+        return EXIT_USAGE
+    result = pipeline.build(
+        [args.spec], args.out, check=args.check, embed=not args.no_embed, config=config
+    )
     print_diagnostics(result.check.diagnostics, args.format)
     code = _exit_code(result.check.diagnostics)
     if code != EXIT_OK or result.package is None:

@@ -9,7 +9,7 @@ stage every error is collected.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,6 +128,23 @@ def lint(paths: list[str | Path], config: LintConfig | None = None) -> CheckResu
     return result
 
 
+def run_test_files(
+    paths: Sequence[str | Path], pattern: str | None = None
+) -> list[testing.TestRun]:
+    """Check each file as its own build and run its tests; a build with errors runs none."""
+    runs: list[testing.TestRun] = []
+    for path in paths:
+        result = check([path])
+        shown = result.files[0].source.path if result.files[0].source else str(path)
+        if not result.ok or result.model is None:
+            runs.append(testing.TestRun(shown, diagnostics=list(result.diagnostics)))
+            continue
+        run = testing.run_spec_tests(result.model, pattern, shown)
+        run.diagnostics = list(result.diagnostics)
+        runs.append(run)
+    return runs
+
+
 @dataclass
 class BuildResult:
     """What `build` did: the check, then the files it rendered and wrote (or compared)."""
@@ -146,10 +163,16 @@ class BuildResult:
 
 
 def build(
-    paths: list[str | Path], out: str | Path, check: bool = False, embed: bool = True
+    paths: list[str | Path],
+    out: str | Path,
+    check: bool = False,
+    embed: bool = True,
+    config: LintConfig | None = None,
 ) -> BuildResult:
-    """`harnessc build`: check → plan → render → write (`check=True`: compare with `out`
-    instead). A spec with errors writes nothing."""
+    """`harnessc build`: check → lint → plan → render → write (`check=True`: compare with
+    `out` instead). A spec with errors writes nothing; the lints' warnings and notes (`config`
+    and inline `# harnessc: ignore[…]` comments silence them, as in `lint`) do not stop it."""
+    config = config or LintConfig()
     from . import codegen  # jinja2 and the runtime's policy engine: loaded only to build
 
     root = codegen.build_root(paths[0])
@@ -159,8 +182,9 @@ def build(
     built = BuildResult(result, Path(out))
     if not result.ok or result.model is None or result.resolution is None:
         return built
-    # inline `# harnessc: ignore[…]` comments silence notes here as they do in lint
-    result.diagnostics = filter_findings(result.diagnostics, result.resolution, LintConfig())
+    # needs a valid model and its analysis, as in `lint`
+    result.diagnostics.extend(run_lints(result.model, result.resolution, result.analysis, config))
+    result.diagnostics = filter_findings(result.diagnostics, result.resolution, config)
     result.diagnostics.extend(
         codegen.check_package_name_of(result.model, result.resolution, built.out)
     )

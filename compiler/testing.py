@@ -12,7 +12,6 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 from harnessc.dsl import syntax as s
@@ -31,7 +30,6 @@ __all__ = [
     "policy_of",
     "render_run",
     "run_spec_tests",
-    "run_test_files",
     "split_facts",
 ]
 
@@ -311,23 +309,6 @@ def run_spec_tests(spec: Spec, pattern: str | None = None, file: str = "") -> Te
             outcome.explanation = explain(spec, decider, decision)
         run.outcomes.append(outcome)
     return run
-
-
-def run_test_files(paths: Sequence[str | Path], pattern: str | None = None) -> list[TestRun]:
-    """Check each file as its own build and run its tests; a build with errors runs none."""
-    from . import pipeline  # imported here: the pipeline imports this module's check_tests
-
-    runs: list[TestRun] = []
-    for path in paths:
-        result = pipeline.check([path])
-        shown = result.files[0].source.path if result.files[0].source else str(path)
-        if not result.ok or result.model is None:
-            runs.append(TestRun(shown, diagnostics=list(result.diagnostics)))
-            continue
-        run = run_spec_tests(result.model, pattern, shown)
-        run.diagnostics = list(result.diagnostics)
-        runs.append(run)
-    return runs
 
 
 # ---------------------------------------------------------------------------------------------

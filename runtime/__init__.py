@@ -22,12 +22,14 @@ See docs/runtime.md for the guide.
 - ApprovalRequest, ApprovalGrant, ApprovalOutcome, ApprovalError: approvals
 - Result, Outcome, Accepted, ExecutorContext: executors (Accepted: asynchronous work)
 - Evidence, EvidenceItem: evidence
-- Exposure, ExposureTrace: exposure
+- Exposure, ExposureTrace, load_tool_embeddings, LazyQueryEmbedder: exposure, and the tool
+  embeddings a generated package ships (runtime/exposure.py, runtime/embedding.py)
 - Execution, input_hash, canonical_json: canonical identity of a call
 - Action, ActionState, ActionError, IllegalTransitionError: the action lifecycle
 - FunctionCalling, ToolCall, AdapterError, openai_tool, openai_responses_tool, anthropic_tool,
   input_schema, tool_description: OpenAI and Anthropic function-calling adapters
-- EventStore, SQLiteStore, MemoryStore, Event, Verification, Projections: the event log
+- EventStore, SQLiteStore, MemoryStore, Event, Verification, Projections: the event log;
+  open_store opens one by URL (`sqlite:///PATH`, `postgresql://…`, `memory://`)
 - Checkpoint, CheckpointError, LogKey, LogKeyError: checkpoints of the log's head and the
   optional log key (runtime/integrity.py)
 - PostgresStore: the event log on PostgreSQL (runtime/pgstore.py; needs psycopg)
@@ -72,6 +74,7 @@ __all__ = [
     "Harness",
     "HarnessError",
     "IllegalTransitionError",
+    "LazyQueryEmbedder",
     "LogKey",
     "LogKeyError",
     "McpState",
@@ -97,6 +100,8 @@ __all__ = [
     "canonical_json",
     "input_hash",
     "input_schema",
+    "load_tool_embeddings",
+    "open_store",
     "openai_responses_tool",
     "openai_tool",
     "surface_tools",
@@ -136,6 +141,7 @@ _WHERE = {
     "Harness": "harness",
     "HarnessError": "harness",
     "IllegalTransitionError": "lifecycle",
+    "LazyQueryEmbedder": "embedding",
     "LogKey": "integrity",
     "LogKeyError": "integrity",
     "McpState": "availability",
@@ -161,6 +167,8 @@ _WHERE = {
     "canonical_json": "canonical",
     "input_hash": "canonical",
     "input_schema": "adapters",
+    "load_tool_embeddings": "exposure",
+    "open_store": "stores",
     "openai_responses_tool": "adapters",
     "openai_tool": "adapters",
     "surface_tools": "sessions",
@@ -189,10 +197,11 @@ if TYPE_CHECKING:
         ToolAvailability,
     )
     from .canonical import Execution, canonical_json, input_hash
+    from .embedding import LazyQueryEmbedder
     from .events import Event
     from .evidence import Evidence, EvidenceItem
     from .executors import Accepted, ExecutorContext, Outcome, Result
-    from .exposure import Exposure, ExposureTrace
+    from .exposure import Exposure, ExposureTrace, load_tool_embeddings
     from .harness import Harness, HarnessError
     from .integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
     from .lifecycle import Action, ActionError, ActionState, IllegalTransitionError
@@ -203,6 +212,7 @@ if TYPE_CHECKING:
     from .projections import Projections
     from .sessions import Session, surface_tools
     from .store import EventStore, MemoryStore, SQLiteStore, Verification
+    from .stores import open_store
     from .workflows import GateOutcome, WorkflowError, Workflows
 
 

@@ -328,6 +328,8 @@ class Decider:
                         slot[i] = True
                     else:
                         slot.setdefault(i, []).append(answer)
+        self._sources: dict[str, str] = {}
+        self._constants: dict[str, Any] = {}
         self._fns: dict[str, Callable[[CallContext], Decision]] = _generate(self, engine, slots)
 
     def decide(self, call: CallContext) -> Decision:
@@ -336,6 +338,22 @@ class Decider:
         if fn is None:
             return _refused(self.name, call.tool_id, f"`{call.tool_id}` is not a registered tool")
         return fn(call)
+
+    def source(self, tool_id: str) -> str:
+        """The Python source this policy compiled for calls of `tool_id`: the function that
+        decides them, exactly as `compile()` read it (its `_k…` names are `constants`).
+
+        >>> # print(PolicyEngine(spec).decider("remediation").source("read_open"))
+        """
+        found = self._sources.get(tool_id)
+        if found is None:
+            raise KeyError(f"`{tool_id}` is not a registered tool")
+        return found
+
+    @property
+    def constants(self) -> Mapping[str, Any]:
+        """The names the compiled source reads its keys, literals and patterns from (`_k3`)."""
+        return self._constants
 
     def _miss(
         self,
@@ -391,6 +409,7 @@ def _generate(
     # the functions of tools whose code reads the same (most of them, in large registries)
     # share one compiled code object; what differs per tool is bound as default arguments
     codes: dict[str, CodeType] = {}
+    texts: dict[str, str] = {}  # one copy of each source, however many tools share it
     namespace: dict[str, Any] = {
         "__builtins__": {},  # no builtins beyond the names the code uses
         "str": str,
@@ -484,6 +503,7 @@ def _generate(
             "def _d(x, _T=None, _M=None, _C=None, _V=None, _O=None, _F=None, _esc=None, "
             "_escn=None):\n    " + "\n    ".join(body) + "\n"
         )
+        source = decider._sources[tool_id] = texts.setdefault(source, source)
         code = codes.get(source)
         if code is None:
             scratch: dict[str, Any] = {"__builtins__": {}}
@@ -492,6 +512,7 @@ def _generate(
         defaults = (tool_id, miss, cache, first, ops, tuple(fixers), escaped, escaped_nested)
         fns[tool_id] = FunctionType(code, namespace, "decide_tool", (None, *defaults)[1:])
     namespace.update(emitter.consts)
+    decider._constants = dict(emitter.consts)
     return fns
 
 

@@ -6,19 +6,28 @@ import importlib
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import harnessc.runtime
 import pytest
 from harnessc.compiler import pipeline
 from harnessc.compiler.cli import main
 from harnessc.runtime import CallContext, Harness, MemoryStore, PolicyEngine, Spec
+from harnessc.runtime.store import StoreError
 
 from .conftest import ROOT, update_goldens
 
 REMEDIATION = ROOT / "examples" / "remediation" / "remediation.harness"
+EXAMPLES = sorted(
+    p
+    for p in (ROOT / "examples").glob("*/*.harness")
+    if re.search(r"^harness ", p.read_text(encoding="utf-8"), re.MULTILINE)
+)
+"""Every example's root spec: the file with a `harness` header (scripts/test.sh builds the same)."""
 GOLDENS = ROOT / "tests" / "build_goldens"
 VENV_BIN = Path(sys.executable).parent
 
@@ -110,10 +119,8 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def remediation(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("remediation")
-    _fresh_build(REMEDIATION, out)
-    return out
+def remediation(examples: dict[str, Path]) -> Path:
+    return examples["remediation"]
 
 
 @pytest.fixture(scope="module")
@@ -125,12 +132,29 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "out"
 
 
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every example spec (a `harness` header: the root of its example), built: its example's
+    folder name → the output folder, which holds the one package the build made."""
+    out = tmp_path_factory.mktemp("examples")
+    built = {}
+    for spec in EXAMPLES:
+        _fresh_build(spec, out / spec.parent.name)
+        built[spec.parent.name] = out / spec.parent.name
+    return built
+
+
+def _package(out: Path) -> Path:
+    (package,) = [p for p in out.iterdir() if p.is_dir()]
+    return package
+
+
 def _import(out: Path, name: str):  # type: ignore[no-untyped-def]
     sys.path.insert(0, str(out))
     try:
         for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
             del sys.modules[key]
-        return importlib.import_module(name), importlib.import_module(f"{name}.policies")
+        return importlib.import_module(name)
     finally:
         sys.path.remove(str(out))
 
@@ -143,7 +167,6 @@ def test_the_package_has_its_files(remediation: Path) -> None:
     assert {
         "remediation/__init__.py",
         "remediation/model.json",
-        "remediation/policies.py",
         "remediation/tool_docs.json",
         "remediation/docs/README.md",
         "remediation/docs/tools.md",
@@ -192,7 +215,7 @@ def test_model_json_is_the_ir(remediation: Path) -> None:
 
 
 def test_load_returns_the_runtime_harness(remediation: Path, tmp_path: Path) -> None:
-    package, _ = _import(remediation, "remediation")
+    package = _import(remediation, "remediation")
     harness = package.load(store="memory://")
     assert isinstance(harness, Harness)
     assert isinstance(harness.store, MemoryStore)
@@ -200,17 +223,42 @@ def test_load_returns_the_runtime_harness(remediation: Path, tmp_path: Path) -> 
     on_disk = package.load(store=f"sqlite:///{tmp_path / 'h.db'}")
     assert type(on_disk.store).__name__ == "SQLiteStore"
     assert (tmp_path / "h.db").exists()
-    with pytest.raises(ValueError, match="unknown store"):
-        package.load(store="postgres://x")
+    with pytest.raises(StoreError, match="no event store"):
+        package.load(store="ftp://x")
 
 
-def test_generated_python_imports_only_the_runtime(remediation: Path) -> None:
-    for path in (remediation / "remediation").glob("*.py"):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.startswith(("import ", "from ")):
-                module = line.split()[1]
-                allowed = ("__future__", "collections.abc", "typing", "pathlib")
-                assert module in allowed or module.startswith("harnessc.runtime"), line
+def test_the_package_ships_no_second_copy_of_its_policies(remediation: Path) -> None:
+    """The runtime compiles `model.json` when it loads it: no Python of the policies ships."""
+    package = remediation / "remediation"
+    assert sorted(p.name for p in package.glob("*.py")) == ["__init__.py"]
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) of every import statement of a generated Python file."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+            found.append((node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found.extend((a.name, []) for a in node.names)
+    return found
+
+
+def test_generated_python_imports_only_the_runtime(examples: dict[str, Path]) -> None:
+    """Generated code reaches the runtime through its public API alone: `harnessc.runtime`'s
+    `__all__`, never a submodule (which may change without notice)."""
+    allowed = {"__future__", "ast", "collections.abc", "json", "pathlib", "pytest", "typing"}
+    paths = sorted(p for out in examples.values() for p in out.rglob("*.py"))
+    assert len(EXAMPLES) >= 2 and len(paths) == len(EXAMPLES) * 7
+    for path in paths:
+        for module, names in _imports(path):
+            if module.startswith("harnessc"):
+                assert module == "harnessc.runtime", (path, module)
+                assert set(names) <= set(harnessc.runtime.__all__), (path, names)
+            else:
+                assert module in allowed, (path, module)
 
 
 def _spec_test_calls(spec: Spec) -> list[tuple[str, CallContext]]:
@@ -235,35 +283,60 @@ def _spec_test_calls(spec: Spec) -> list[tuple[str, CallContext]]:
     return calls
 
 
-def test_readable_policies_decide_as_the_runtime_engine(remediation: Path) -> None:
-    _, policies = _import(remediation, "remediation")
-    spec = Spec.from_json((remediation / "remediation" / "model.json").read_bytes())
-    engine = PolicyEngine(spec)
-    calls = _spec_test_calls(spec)
-    assert len(calls) >= 10
-    for policy, call in calls:
-        decision = engine.decide(policy, call)
-        assert policies.decide(policy, call) == (decision.effect, decision.rule), call
-        assert tuple(policies.matching_rules(policy, call)) == decision.matched
+def _code_blocks(markdown: str) -> list[str]:
+    """The Python code blocks of a Markdown page, in order."""
+    blocks, current = [], None
+    for line in markdown.splitlines():
+        if current is None and line == "```python":
+            current = []
+        elif current is not None and line == "```":
+            blocks.append("\n".join(current) + "\n")
+            current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
 
 
-def test_each_condition_names_its_rule_and_spec_line(remediation: Path) -> None:
-    text = (remediation / "remediation" / "policies.py").read_text(encoding="utf-8")
+@pytest.mark.parametrize("spec", EXAMPLES, ids=lambda p: p.parent.name)
+def test_the_policy_docs_show_the_code_the_runtime_compiled(
+    spec: Path, examples: dict[str, Path]
+) -> None:
+    """docs/policies.md shows, per policy and tool, the source the runtime compiled when it
+    loaded the package, after the names its constants are bound to."""
+    package = _package(examples[spec.parent.name])
+    harness = _import(package.parent, package.name).load(store="memory://")
+    shown = _code_blocks((package / "docs" / "policies.md").read_text(encoding="utf-8"))
+    expected = []
+    for name in sorted(harness.spec.policies):
+        decider = harness.engine.decider(name)
+        if decider.constants:
+            names = [line.split(" = ")[0] for line in shown[len(expected)].splitlines()]
+            assert names == list(decider.constants)
+            expected.append(shown[len(expected)])
+        expected.extend(decider.source(tool_id) for tool_id in sorted(harness.spec.tools))
+    assert len(shown) > len(harness.spec.tools)
+    assert shown == expected
+
+
+def test_each_rule_shows_its_bit_and_spec_line(remediation: Path) -> None:
+    text = (remediation / "remediation" / "docs" / "policies.md").read_text(encoding="utf-8")
+    section = text.split("### `production.deploy`\n", 2)[2].split("###", 1)[0]
     assert (
-        "    # remediation.release_manager: ask (examples/remediation/remediation.harness:294)\n"
-        "    if value_eq(args.get('environment'), 'production'):\n"
-        "        matched.append('remediation.release_manager')\n"
-    ) in text
+        '| `remediation.release_manager` | ASK | `args.environment == "production"` |'
+    ) in section
+    assert "examples/remediation/remediation.harness:294 |" in section
+    assert "\n```python\ndef _d(x, " in section
 
 
 def test_docs_hold_the_policy_matrix_and_the_workflow_diagram(remediation: Path) -> None:
     docs = remediation / "remediation" / "docs"
     matrix = (docs / "policies.md").read_text(encoding="utf-8")
+    deploy = matrix.split("### `production.deploy`\n", 2)[2].split("###", 1)[0]
     assert (
-        "| `production.deploy` | `remediation.release_manager` | ASK | "
+        "| `remediation.release_manager` | ASK | "
         '`args.environment == "production"` | Production deploys need a release manager. '
         "Approving the change request does not approve its deploy. | role `release-manager` |"
-    ) in matrix
+    ) in deploy
     workflows = (docs / "workflows.md").read_text(encoding="utf-8")
     assert "```mermaid\nflowchart TD\n" in workflows
     assert 's5 -.->|"on failure"| s7' in workflows
@@ -293,16 +366,19 @@ def test_the_working_directory_does_not_change_the_output(
     assert _tree(tmp_path / "from-tmp") == _tree(remediation)
 
 
-def test_goldens_of_the_remediation_example(remediation: Path) -> None:
-    """The generated files as recorded under tests/build_goldens (`pytest --update-goldens`)."""
-    built = _tree(remediation)
+@pytest.mark.parametrize("spec", EXAMPLES, ids=lambda p: p.parent.name)
+def test_goldens_of_every_example(spec: Path, examples: dict[str, Path]) -> None:
+    """Every example builds byte for byte to its package as recorded under tests/build_goldens
+    (`pytest --update-goldens` rewrites them)."""
+    package = _package(examples[spec.parent.name]).name
+    built = _tree(examples[spec.parent.name])
     if update_goldens():
-        shutil.rmtree(GOLDENS / "remediation", ignore_errors=True)
+        shutil.rmtree(GOLDENS / package, ignore_errors=True)
         for rel, data in built.items():
             (GOLDENS / rel).parent.mkdir(parents=True, exist_ok=True)
             (GOLDENS / rel).write_bytes(data)
-    # conftest.py keeps pytest from collecting the golden copy of the generated tests
-    assert {k: v for k, v in _tree(GOLDENS).items() if k != "conftest.py"} == built
+    golden = {k: v for k, v in _tree(GOLDENS).items() if k.startswith(package + "/")}
+    assert golden == built
 
 
 # -- the output passes ruff and compileall ------------------------------------------------------
@@ -329,8 +405,8 @@ def test_ruff_and_compileall_pass_on_the_output(
 
 
 def test_hostile_text_never_becomes_code(hostile: Path) -> None:
-    package, policies = _import(hostile, "hostile")
-    assert "os" not in vars(policies) and "os" not in vars(package)
+    package = _import(hostile, "hostile")
+    assert "os" not in vars(package)
     spec = Spec.from_json((hostile / "hostile" / "model.json").read_bytes())
     engine = PolicyEngine(spec)
     calls = [
@@ -344,14 +420,10 @@ def test_hostile_text_never_becomes_code(hostile: Path) -> None:
     for (policy, call), want in zip(calls, [*expected, ("allow", "p#1")], strict=True):
         decision = engine.decide(policy, call)
         assert (decision.effect, decision.rule) == want
-        assert policies.decide(policy, call) == want
-    # the two ids that mangle alike get two functions, told apart by the lookup table
-    assert policies.TOOL_FUNCTIONS == {
-        "a.b": "a_b",
-        "a_b": "a_b_2",
-        "mcp:evil:tool:import-os/x.y": "mcp_evil_tool_import_os_x_y",
-        "t.unicode": "t_unicode",
-    }
+    # the compiled code shown in the docs carries no spec text: only bound names
+    docs = (hostile / "hostile" / "docs" / "policies.md").read_text(encoding="utf-8")
+    for block in _code_blocks(docs)[1:]:
+        assert "import os" not in block and "a'b" not in block, block
 
 
 def test_hostile_text_cannot_break_the_markdown(hostile: Path) -> None:
@@ -395,7 +467,7 @@ def test_check_reports_missing_stale_and_extra_files(tmp_path: Path) -> None:
     assert "is up to date" in run.stderr
     package = out / "remediation"
     (package / "docs" / "tools.md").write_text("edited\n", encoding="utf-8")
-    (package / "policies.py").unlink()
+    (package / "docs" / "policies.md").unlink()
     (package / "notes.txt").write_text("mine\n", encoding="utf-8")
     (package / "tests" / "test_workflows.py").unlink()
     (package / "tests" / "cases.json").write_text("{}\n", encoding="utf-8")
@@ -404,7 +476,7 @@ def test_check_reports_missing_stale_and_extra_files(tmp_path: Path) -> None:
     run = _cli("build", "--check", *args)
     assert run.returncode == 1
     assert run.stdout.splitlines() == [
-        f"missing: {package / 'policies.py'}",
+        f"missing: {package / 'docs' / 'policies.md'}",
         f"missing: {package / 'tests' / 'test_workflows.py'}",
         f"stale: {package / 'docs' / 'tools.md'}",
         f"stale: {package / 'tests' / 'cases.json'}",
@@ -550,3 +622,25 @@ def test_with_the_embed_extra_the_package_ships_tool_embeddings(tmp_path: Path) 
     again = pipeline.build([REMEDIATION], tmp_path / "again")
     embedded = [k for k in result.files if "embedding" in k]
     assert embedded and all(again.files[k] == result.files[k] for k in embedded)
+
+
+def test_a_build_runs_the_lints_and_their_warnings_do_not_stop_it(tmp_path: Path) -> None:
+    spec = tmp_path / "lenient.harness"
+    spec.write_text(
+        "harness lenient {}\n"
+        'tool t { summary "Reads a thing." use_when "A thing is needed." effects read }\n'
+        "policy p {\n  default allow\n}\n",
+        encoding="utf-8",
+    )
+    run = _cli("build", str(spec), "-o", str(tmp_path / "out"), "--no-embed")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "L005" in run.stderr
+    assert (tmp_path / "out" / "lenient" / "model.json").exists()
+    spec.write_text(
+        spec.read_text("utf-8").replace(
+            "default allow", "default allow  # harnessc: ignore[L005] on purpose"
+        ),
+        encoding="utf-8",
+    )
+    run = _cli("build", str(spec), "-o", str(tmp_path / "out"), "--no-embed")
+    assert run.returncode == 0 and "L005" not in run.stderr, run.stderr

@@ -21,7 +21,8 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from harnessc.compiler.codegen.plan import condition_words, md_code, md_text, spec_text
+from harnessc.compiler.codegen.escape import md_code, md_text
+from harnessc.compiler.codegen.spec_text import condition_words, spec_text
 from harnessc.compiler.pipeline import check
 from harnessc.runtime.model import (
     Approver,

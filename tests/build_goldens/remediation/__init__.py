@@ -4,8 +4,9 @@
     h = load(store="sqlite:///harness.db")
     s = h.session(agent=..., actor={...}, task=..., facts={...})
 
-`store` is a URL (`sqlite:///relative/path.db`, `sqlite:////absolute/path.db`, `memory://`) or
-an event store object; other keyword options go to `Harness` (clock, aliases, embedder).
+`store` is a URL (`sqlite:///relative/path.db`, `sqlite:////absolute/path.db`,
+`postgresql://…`, `memory://`) or an event store object, opened by `harnessc.runtime.open_store`;
+other keyword options go to `Harness` (clock, aliases, embedder).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime import Harness, MemoryStore, SQLiteStore
+from harnessc.runtime import Harness, open_store
 
 __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
@@ -24,17 +25,6 @@ POLICY_VERSION = '51ba84a7e9610b434fb048a3b62015b2d3be2fa5cd11cd323e712a20b9420f
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
-
-
-def open_store(store: Any) -> Any:
-    """An event store for a URL, or `store` itself when it is already a store."""
-    if not isinstance(store, str):
-        return store
-    if store in ("memory://", ":memory:"):
-        return MemoryStore()
-    if store.startswith("sqlite:///"):
-        return SQLiteStore(store[len("sqlite:///") :])
-    raise ValueError(f"unknown store {store!r}: use sqlite:///PATH or memory://")
 
 
 def load(store: Any = "sqlite:///harness.db", **options: Any) -> Harness:
