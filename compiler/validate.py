@@ -31,6 +31,7 @@ from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import OPERATORS, Operator
 
 from .lower import module_name
 from .modules import head_span
@@ -47,7 +48,6 @@ KIND_WORDS = {
     "dynamic": "dynamic tool",
     "mcp": "MCP tool",
 }
-ORDER_OPS = frozenset({"<", "<=", ">", ">="})
 SHOWN_VALUES = 8
 
 
@@ -956,15 +956,15 @@ class _Validator:
     # -- comparisons ---------------------------------------------------------------------------
 
     def check_compare(self, node: s.Compare, ctx: _Context) -> None:
-        if node.op == "has":
+        if OPERATORS[node.op].family == "has":
             self.check_has(node, ctx)
             return
         left = self.operand(node.left, ctx)
         right = self.operand(node.right, ctx)
         if left is None or right is None:
             return
-        op = node.op
-        if op == "in":
+        operator = OPERATORS[node.op]
+        if operator.family == "member":
             self.check_in(node, left, right, ctx)
             return
         problems: list[_Problem] = []
@@ -972,12 +972,12 @@ class _Validator:
             for rt in _options(right.ty):
                 a = _Operand(left.node, lt, left.span, left.text)
                 b = _Operand(right.node, rt, right.span, right.text)
-                if op in ("==", "!="):
+                if operator.family == "equality":
                     found = _equality(a, b, node)
-                elif op in ORDER_OPS:
-                    found = _order(a, b, node)
+                elif operator.family == "order":
+                    found = _order(operator, a, b, node)
                 else:
-                    found = _text_op(op, a, b, node)
+                    found = _text_op(operator, a, b, node)
                 if found is None:
                     return
                 problems.append(found)
@@ -1089,8 +1089,7 @@ class _Validator:
             f"`has` needs an object, a map or a list on its left, not {describe(lt)}",
             left.span,
             f"{describe(lt)}",
-            "`has` tests a field of an object or map, or an element of a list; compare "
-            "values with `==`",
+            OPERATORS["has"].typing.help,
         )
 
 
@@ -1213,24 +1212,20 @@ def _equality(a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
     return None if _compatible(a.ty, b.ty) else _mismatch(a, b, node)
 
 
-ORDERED = NUMBERS | {"duration", "enum"}
-
-
-def _order(a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
+def _order(operator: Operator, a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
     if a.ty.name == "any" or b.ty.name == "any":
         return None
     sides = _enum_side(a, b)
     if sides is not None:
         return _member(*sides)
     for side in (a, b):
-        if side.ty.name not in ORDERED:
+        if side.ty.name not in operator.typing.left:
             return _Problem(
                 "H326",
                 f"`{node.op}` does not apply to {describe(side.ty)}",
                 side.span,
                 f"{describe(side.ty)} has no order",
-                "`<`, `<=`, `>` and `>=` order numbers, durations, risk levels and enum "
-                "values; compare strings with `==`, `startswith` or `matches`",
+                operator.typing.help,
             )
     same = (a.ty.name in NUMBERS and b.ty.name in NUMBERS) or a.ty.name == b.ty.name
     if same and a.ty.name == "enum":
@@ -1238,32 +1233,25 @@ def _order(a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
     return None if same else _mismatch(a, b, node)
 
 
-TEXT_OPS = {
-    "matches": ({"string", "path", "url", "enum"}, "a string", {"string"}),
-    "startswith": ({"string", "path", "url"}, "a string or a path", {"string", "path", "url"}),
-    "within": ({"string", "path"}, "a path", {"string", "path"}),
-}
-
-
-def _text_op(op: str, a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
-    lefts, wanted, rights = TEXT_OPS[op]
-    for side, allowed, where in ((a, lefts, "left"), (b, rights, "right")):
+def _text_op(operator: Operator, a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
+    typing = operator.typing
+    for side, allowed, where in ((a, typing.left, "left"), (b, typing.right, "right")):
         if side.ty.name == "any" or side.ty.name in allowed:
             continue
-        if op == "matches" and where == "right":
+        if where == "right" and typing.right_message:
             return _Problem(
                 "H326",
-                "`matches` takes a regular expression string on its right",
+                typing.right_message,
                 side.span,
-                f"{describe(side.ty)}, not a string",
-                'write the pattern as a string, such as `matches "^release/"`',
+                f"{describe(side.ty)}, {typing.right_label}",
+                typing.right_help,
             )
         return _Problem(
             "H326",
-            f"`{op}` needs {wanted} on its {where}, not {describe(side.ty)}",
+            f"`{operator.spelling}` needs {typing.wanted} on its {where}, not {describe(side.ty)}",
             side.span,
             f"{describe(side.ty)}",
-            "`startswith` and `within` compare paths and strings; `matches` tests a string",
+            typing.help,
         )
     return None
 

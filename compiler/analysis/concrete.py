@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind
 
 __all__ = [
     "ABSENT",
@@ -32,14 +33,6 @@ STRENGTH = {"allow": 0, "ask": 1, "deny": 2}
 NO_RULE_REASON = "no rule allows this call"
 _DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()
 
 
 @dataclass
@@ -252,62 +245,13 @@ def _number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _number(a) and _number(b):
-        return a == b
-    if isinstance(a, str) and isinstance(b, str):
-        return str(a) == str(b)
-    return False
-
-
-def _is_risk(node: object) -> bool:
-    return isinstance(node, m.Path) and node.root == "tool" and node.parts == ("risk",)
-
-
 def _compare(c: m.Compare, ctx: _Context) -> bool:
-    if c.op == "has":
-        left = _value(c.left, ctx)
-        word = _value(c.right, ctx)
-        if isinstance(left, dict):
-            return isinstance(c.right, m.EnumMember | m.Literal) and str(word) in left
-        if isinstance(left, list):
-            return any(_equal(i, word) for i in left)
-        return False
     left, right = _value(c.left, ctx), _value(c.right, ctx)
-    if c.op == "in":
-        if left is ABSENT or not isinstance(right, list):
-            return False
-        return any(_equal(left, i) for i in right)
-    if left is ABSENT or right is ABSENT:
-        return False
-    if c.op == "==":
-        return _equal(left, right)
-    if c.op == "!=":
-        return not _equal(left, right)
-    if c.op in ("<", "<=", ">", ">="):
-        if _is_risk(c.left) or _is_risk(c.right):
-            if left not in m.RISK_LEVELS or right not in m.RISK_LEVELS:
-                return False
-            left, right = m.risk_rank(left), m.risk_rank(right)
-        elif not (_number(left) and _number(right)):
-            return False
-        return {
-            "<": left < right,
-            "<=": left <= right,
-            ">": left > right,
-            ">=": left >= right,
-        }[c.op]
-    if not (isinstance(left, str) and isinstance(right, str)):
-        return False
-    if c.op == "matches":
-        return re.search(right, left) is not None
-    if c.op == "startswith":
-        return left.startswith(right)
-    if c.op == "within":
-        return left == right or left.startswith(right.rstrip("/") + "/")
-    return False
+    operator = OPERATORS[c.op]
+    named = isinstance(c.right, m.EnumMember | m.Literal)
+    if operator.family == "has" and isinstance(left, dict) and not named:
+        return False  # a record's field is named by a literal, never by a value read
+    return operator.concrete(left, right, ordering_kind(c.left, c.right))
 
 
 def holds(cond: object, ctx: _Context) -> bool:
