@@ -361,16 +361,12 @@ class _Validator:
     def compile(self, selector: s.Selector, module: Module) -> Selection:
         if isinstance(selector, s.RiskSelector):
             level = m.risk_rank(selector.level.text)
-            test = {
-                "==": lambda r: r == level,
-                "!=": lambda r: r != level,
-                "<": lambda r: r < level,
-                "<=": lambda r: r <= level,
-                ">": lambda r: r > level,
-                ">=": lambda r: r >= level,
-            }.get(selector.op, lambda r: True)
+            operator = OPERATORS.get(selector.op)
+            relation = operator.relation if operator is not None else None
             return frozenset(
-                t for t, risks in self.risks.items() if any(test(m.risk_rank(r)) for r in risks)
+                t
+                for t, risks in self.risks.items()
+                if relation is None or any(relation(m.risk_rank(r), level) for r in risks)
             )
         if isinstance(selector, s.EffectsSelector):
             return frozenset(self.by_effect.get(selector.effect.text, ()))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .approvals import ApprovalError, ApprovalGrant, ApprovalRequest, selects
+from .approvals import ApprovalError, ApprovalGrant, ApprovalRequest
 from .availability import Availability, Facts, McpState, ToolAvailability, unavailable_refusal
 from .canonical import Execution, jsonable
 from .events import (
@@ -77,8 +77,8 @@ def surface_tools(spec: Spec, surface: Surface) -> tuple[str, ...]:
     for tool in spec.tools.values():
         if tool.kind not in PUBLIC_KINDS or tool.id == DELEGATE_TASK:
             continue
-        if any(selects(s, tool) for s in surface.expose) and not any(
-            selects(s, tool) for s in surface.hide
+        if any(s.selects(tool) for s in surface.expose) and not any(
+            s.selects(tool) for s in surface.hide
         ):
             out.append(tool.id)
     return tuple(out)

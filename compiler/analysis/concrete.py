@@ -266,39 +266,14 @@ def holds(cond: object, ctx: _Context) -> bool:
     return _value(cond, ctx) is True
 
 
-def _selects(sel: m.Selector, ctx: _Context) -> bool:
-    tool = ctx.tool
-    if sel.kind == "id":
-        return tool.id == sel.value
-    if sel.kind == "glob":
-        return tool.id.startswith(sel.value)
-    if sel.kind == "all":
-        return True
-    if sel.kind == "module":
-        return tool.id in sel.tools
-    if sel.kind == "pack":
-        return sel.value in tool.packs
-    if sel.kind == "kind":
-        return tool.kind == sel.value
-    if sel.kind == "risk":
-        cond = m.Compare(
-            op=sel.op or ">=",  # type: ignore[arg-type]
-            left=m.Path(root="tool", parts=("risk",)),
-            right=m.EnumMember(name=sel.value),
-        )
-        return _compare(cond, ctx)
-    if sel.kind == "effects":
-        return sel.value in ctx.effects()
-    return False
-
-
 def rule_matches(spec: m.Spec, rule: m.Rule, call: Call) -> bool:
     ctx = _Context.of(spec, call)
     return _matches(rule, ctx)
 
 
 def _matches(rule: m.Rule, ctx: _Context) -> bool:
-    if not any(_selects(s, ctx) for s in rule.selectors):
+    view = {"risk": ctx.risk(), "effects": ctx.effects()}
+    if not any(s.selects(ctx.tool, view) for s in rule.selectors):
         return False
     return rule.condition is None or holds(rule.condition, ctx)
 

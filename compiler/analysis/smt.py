@@ -685,33 +685,20 @@ class Encoder:
 
     def selector(self, sel: m.Selector) -> Bool:
         tool = self.tool
-        if sel.kind == "id":
-            return tool.id == sel.value
-        if sel.kind == "glob":
-            return tool.id.startswith(sel.value)
-        if sel.kind == "all":
-            return True
-        if sel.kind == "module":
-            return tool.id in sel.tools
-        if sel.kind == "pack":
-            return sel.value in tool.packs
-        if sel.kind == "kind":
-            return tool.kind == sel.value
-        if sel.kind == "risk":
-            operator = OPERATORS.get(sel.op or "")
-            if sel.value not in m.RISK_LEVELS or operator is None or operator.relation is None:
-                return False
-            relation = operator.relation
-            level = m.risk_rank(sel.value)
-            if not tool.operations:
-                return bool(relation(m.risk_rank(tool.risk), level))
-            risk = self.risk_expr()
-            if operator.family == "equality":
-                return z3.simplify(relation(risk, level))
-            return relation(risk, level)
+        if sel.kind not in ("risk", "effects") or not tool.operations:
+            return sel.selects(tool)
         if sel.kind == "effects":
             return self.effect_expr(sel.value)
-        return False
+        # the call's operation sets its risk: the selector's comparison over z3's
+        operator = OPERATORS.get(sel.op or "")
+        if sel.value not in m.RISK_LEVELS or operator is None or operator.relation is None:
+            return False
+        relation = operator.relation
+        level = m.risk_rank(sel.value)
+        risk = self.risk_expr()
+        if operator.family == "equality":
+            return z3.simplify(relation(risk, level))
+        return relation(risk, level)
 
     def cond(self, c: object) -> Bool:
         if isinstance(c, m.Compare):

@@ -185,37 +185,8 @@ class LintContext:
     def selected_tools(self, selector: m.Selector) -> list[m.Tool]:
         """The tools a policy selector names (any kind of tool; sorted by id)."""
         return [
-            t for t in sorted(self.spec.tools.values(), key=lambda t: t.id) if selects(selector, t)
+            t for t in sorted(self.spec.tools.values(), key=lambda t: t.id) if selector.selects(t)
         ]
-
-
-def selects(selector: m.Selector, tool: m.Tool) -> bool:
-    kind = selector.kind
-    if kind == "all":
-        return True
-    if kind == "id":
-        return tool.id == selector.value
-    if kind == "glob":
-        return tool.id.startswith(selector.value)
-    if kind == "module":
-        return tool.id in selector.tools
-    if kind == "pack":
-        return selector.value in tool.packs
-    if kind == "kind":
-        return tool.kind == selector.value
-    if kind == "effects":
-        return selector.value in tool.effects
-    if kind == "risk":
-        level, wanted = m.risk_rank(tool.risk), m.risk_rank(selector.value)
-        return {
-            "==": level == wanted,
-            "!=": level != wanted,
-            "<": level < wanted,
-            "<=": level <= wanted,
-            ">": level > wanted,
-            ">=": level >= wanted,
-        }.get(selector.op or "==", False)
-    return False
 
 
 PUBLIC_KINDS = ("public", "dynamic", "mcp")

@@ -8,7 +8,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.runtime import model as m
 
-from .framework import PUBLIC_KINDS, LintContext, lint_rule, selects
+from .framework import PUBLIC_KINDS, LintContext, lint_rule
 
 
 def surface_tools(spec: m.Spec, surface: m.Surface) -> list[str]:
@@ -17,8 +17,8 @@ def surface_tools(spec: m.Spec, surface: m.Surface) -> list[str]:
     for tool in spec.tools.values():
         if tool.kind not in PUBLIC_KINDS:
             continue
-        if any(selects(sel, tool) for sel in surface.expose) and not any(
-            selects(sel, tool) for sel in surface.hide
+        if any(sel.selects(tool) for sel in surface.expose) and not any(
+            sel.selects(tool) for sel in surface.hide
         ):
             found.append(tool.id)
     return sorted(found)
