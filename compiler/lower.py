@@ -22,6 +22,7 @@ from harnessc.dsl.diagnostics import Diagnostic, has_errors
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
+from harnessc.runtime.model import WIRE_NAME, derive_wire_name
 from pydantic import ValidationError
 
 from .modules import head_span
@@ -36,7 +37,6 @@ PREFER_WORDS = ("packs",)
 SELF_APPROVAL = ("allow", "deny")
 SCALAR_TYPES = ("string", "int", "float", "bool", "path", "url", "duration")
 PRIMARY_EFFECTS = frozenset({"write", "external"})
-WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 EXPOSABLE_KINDS = frozenset({"public", "dynamic", "mcp"})
 
 TOOL_ATTRS = frozenset(
@@ -68,22 +68,6 @@ class Lowered:
 
     spec: m.Spec | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
-
-
-def derive_wire_name(tool_id: str) -> str:
-    """The name a model API sees: `[A-Za-z0-9_-]{1,64}`.
-
-    >>> derive_wire_name("change.create")
-    'change_create'
-    >>> derive_wire_name("mcp:scanner:tool:create-issue")
-    'mcp__scanner__create-issue'
-    """
-    if tool_id.startswith("mcp:") and tool_id.count(":") >= 3:
-        _, server, _, name = tool_id.split(":", 3)
-        raw = f"mcp__{server}__{name}"
-    else:
-        raw = tool_id.replace(".", "_")
-    return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64] or "_"
 
 
 def module_name(module: Module) -> str:

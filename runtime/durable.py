@@ -49,12 +49,12 @@ from dbos import (
 from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
 
 from .approvals import Approvals, is_approver, is_requester
+from .availability import Facts
 from .canonical import jsonable
 from .events import NO_SECRETS, Event, NewEvent, Secrets
 from .lifecycle import ActionState
 from .model import Agent, Approver, Step, Workflow
 from .normalize import Refusal
-from .sessions import facts_from_record
 from .store import (
     ConcurrencyError,
     EventStore,
@@ -652,7 +652,7 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
             ctx["agent"],
             actor=ctx["actor"],
             task=task,
-            facts=facts_from_record(ctx.get("facts")),
+            facts=Facts.from_json(ctx.get("facts")),
             resource=ctx.get("resource") or {},
             env=ctx.get("env") or {},
             session_id=stream,
@@ -664,7 +664,7 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
         agent=agent,
         actor=ctx["actor"],
         task=task,
-        facts=facts_from_record(ctx.get("facts")),
+        facts=Facts.from_json(ctx.get("facts")),
         resource=ctx.get("resource") or {},
         env=ctx.get("env") or {},
         session_id=stream,

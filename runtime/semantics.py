@@ -34,11 +34,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .model import RISK_LEVELS, Literal, Path
+from .model import RISK_LEVELS, Literal, Path, parse_duration
 
 __all__ = [
     "ABSENT",
-    "DURATION",
     "OPERATORS",
     "ORDER_OPS",
     "Operator",
@@ -61,9 +60,6 @@ __all__ = [
 _NUM = (int, float)
 _SEQ = (list, tuple, set, frozenset)
 _RANK = {level: i for i, level in enumerate(RISK_LEVELS)}
-DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
-"""One part of a duration (`1h30m` has two); a duration is one or more, nothing between."""
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,15 +111,9 @@ def duration_ms(value: object) -> int | float | None:
     """A duration in milliseconds: a number as is, a string such as `1h30m` parsed."""
     if type(value) in _NUM:
         return value  # type: ignore[return-value]
-    if type(value) is not str or not value:
+    if type(value) is not str:
         return None
-    total, pos = 0, 0
-    for match in DURATION.finditer(value):
-        if match.start() != pos:
-            return None
-        total += int(match.group(1)) * _UNIT_MS[match.group(2)]
-        pos = match.end()
-    return total if pos == len(value) else None
+    return parse_duration(value)
 
 
 def risk_of(value: object) -> int | None:

@@ -31,8 +31,6 @@ __all__ = [
 
 STRENGTH = {"allow": 0, "ask": 1, "deny": 2}
 NO_RULE_REASON = "no rule allows this call"
-_DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
-_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 @dataclass
@@ -107,9 +105,8 @@ def parse_duration(text: Any) -> Any:
     """`"1h30m"` → 5400000; an int is already milliseconds; anything else is ABSENT."""
     if isinstance(text, int) and not isinstance(text, bool):
         return text
-    if not isinstance(text, str) or not text or _DURATION.sub("", text):
-        return ABSENT
-    return sum(int(n) * _UNITS[u] for n, u in _DURATION.findall(text))
+    ms = m.parse_duration(text) if isinstance(text, str) else None
+    return ABSENT if ms is None else ms
 
 
 def format_duration(ms: int) -> str:
@@ -117,8 +114,8 @@ def format_duration(ms: int) -> str:
     if ms <= 0:
         return "0ms"
     out = []
-    for unit in ("d", "h", "m", "s", "ms"):
-        n, ms = divmod(ms, _UNITS[unit])
+    for unit, size in m.DURATION_UNITS.items():
+        n, ms = divmod(ms, size)
         if n:
             out.append(f"{n}{unit}")
     return "".join(out)
