@@ -57,6 +57,7 @@ from .events import (
 )
 from .model import Approver, Condition, Grant, Selector, Tool
 from .normalize import PendingCall, thaw
+from .semantics import selects
 from .store import ConcurrencyError, EventStore
 
 __all__ = [
@@ -256,7 +257,7 @@ class ApprovalGrant:
         if tool is None:
             return False
         view = tool_view(tool, pending.args)
-        if self.selector is not None and not self.selector.selects(tool, view):
+        if self.selector is not None and not selects(self.selector, tool, view):
             return False
         if self.check is not None:
             return bool(self.check(context, pending.args, view, facts or {}))

@@ -461,42 +461,6 @@ class Selector(_Model):
     text: str = ""
     """As written, for traces and messages."""
 
-    def selects(self, tool: Tool, view: t.Mapping[str, t.Any] | None = None) -> bool:
-        """Whether this selector selects `tool`: the one meaning of every selector, read by
-        the policy engine, approvals, lints and the analyses. The `risk` and `effects` sugar
-        read `view`, a call's `tool.*` (its operation's risk and effects), else the tool's own.
-
-        >>> tool = Tool(id="ci.run", wire_name="ci_run", risk="high")
-        >>> Selector(kind="glob", value="ci.").selects(tool)
-        True
-        >>> Selector(kind="risk", op=">=", value="high").selects(tool, {"risk": "low"})
-        False
-        """
-        kind = self.kind
-        if kind == "all":
-            return True
-        if kind == "id":
-            return tool.id == self.value
-        if kind == "glob":
-            return tool.id.startswith(self.value)
-        if kind == "module":
-            return tool.id in self.tools
-        if kind == "pack":
-            return self.value in tool.packs
-        if kind == "kind":
-            return tool.kind == self.value
-        if kind == "risk":
-            from .semantics import OPERATORS  # the operators' table reads the model
-
-            operator = OPERATORS.get(self.op or ">=")
-            if operator is None or operator.relation is None:
-                return False
-            risk = view["risk"] if view else tool.risk
-            return operator.evaluate(risk, self.value, "risk")
-        if kind == "effects":
-            return self.value in (view["effects"] if view else tool.effects)
-        return False
-
 
 class Rank(_Model):
     recall: t.Literal["embedding", "lexical"] = "embedding"

@@ -53,6 +53,7 @@ from .model import (
     Type,
     requester_may_approve,
 )
+from .semantics import selects
 
 __all__ = [
     "NO_RULE_REASON",
@@ -155,11 +156,11 @@ def _static_match(selector: Selector, tool: Tool) -> bool | Callable[[Mapping[st
     """True or False when the answer is the same for every call of the tool, else a test of
     the call's tool view (`risk`/`effects` sugar on a tool whose operations differ)."""
     if selector.kind in ("risk", "effects"):
-        answers = {selector.selects(tool, view) for view in _views(tool)}
+        answers = {selects(selector, tool, view) for view in _views(tool)}
         if len(answers) == 1:
             return answers.pop()
-        return partial(selector.selects, tool)
-    return selector.selects(tool)
+        return partial(selects, selector, tool)
+    return selects(selector, tool)
 
 
 PathFix = Callable[[Any], Any]
@@ -604,7 +605,7 @@ def naive_decide(spec: Spec, policy_name: str, call: CallContext) -> Decision:
     matched = [
         rule
         for rule in policy.rules
-        if any(s.selects(tool, view) for s in rule.selectors)
+        if any(selects(s, tool, view) for s in rule.selectors)
         and (rule.condition is None or evaluate(rule.condition, scope))
     ]
     return decide_from(policy.name, spec, policy.default, matched, view["risk"], tool.id)

@@ -1,4 +1,5 @@
-"""The meaning of the condition operators, written once: the value helpers and `OPERATORS`.
+"""The meaning of the condition operators and selectors, written once: the value helpers,
+`OPERATORS` and `selects`.
 
 Each operator of `compare_op` (dsl/harness.lark) is one frozen `Operator` record holding every
 part of its meaning that some stage needs: its spelling in spec text, the rule the validator
@@ -34,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .model import RISK_LEVELS, Literal, Path, parse_duration
+from .model import RISK_LEVELS, Literal, Path, Selector, Tool, parse_duration
 
 __all__ = [
     "ABSENT",
@@ -47,6 +48,7 @@ __all__ = [
     "normalize_path",
     "ordering_kind",
     "risk_of",
+    "selects",
     "value_eq",
     "value_has",
     "value_in",
@@ -475,3 +477,42 @@ OPERATORS: Mapping[str, Operator] = {o.spelling: o for o in _OPERATORS}
 """Every condition operator by its spelling, in the grammar's order."""
 
 ORDER_OPS = frozenset(o.spelling for o in _OPERATORS if o.family == "order")
+
+
+# ---------------------------------------------------------------------------------------------
+# Selectors
+
+
+def selects(selector: Selector, tool: Tool, view: Mapping[str, Any] | None = None) -> bool:
+    """Whether a selector selects `tool`: the one meaning of every selector, read by the
+    policy engine, approvals, sessions, lints and the analyses. The `risk` and `effects` sugar
+    read `view`, a call's `tool.*` (its operation's risk and effects), else the tool's own.
+
+    >>> tool = Tool(id="ci.run", wire_name="ci_run", risk="high")
+    >>> selects(Selector(kind="glob", value="ci."), tool)
+    True
+    >>> selects(Selector(kind="risk", op=">=", value="high"), tool, {"risk": "low"})
+    False
+    """
+    kind = selector.kind
+    if kind == "all":
+        return True
+    if kind == "id":
+        return tool.id == selector.value
+    if kind == "glob":
+        return tool.id.startswith(selector.value)
+    if kind == "module":
+        return tool.id in selector.tools
+    if kind == "pack":
+        return selector.value in tool.packs
+    if kind == "kind":
+        return tool.kind == selector.value
+    if kind == "risk":
+        operator = OPERATORS.get(selector.op or ">=")
+        if operator is None or operator.relation is None:
+            return False
+        risk = view["risk"] if view else tool.risk
+        return operator.evaluate(risk, selector.value, "risk")
+    if kind == "effects":
+        return selector.value in (view["effects"] if view else tool.effects)
+    return False

@@ -57,6 +57,7 @@ from .normalize import (
 )
 from .policy import CallContext, Decision
 from .projections import ActionView
+from .semantics import selects
 from .store import ConcurrencyError
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ def surface_tools(spec: Spec, surface: Surface) -> tuple[str, ...]:
     for tool in spec.tools.values():
         if tool.kind not in PUBLIC_KINDS or tool.id == DELEGATE_TASK:
             continue
-        if any(s.selects(tool) for s in surface.expose) and not any(
-            s.selects(tool) for s in surface.hide
+        if any(selects(s, tool) for s in surface.expose) and not any(
+            selects(s, tool) for s in surface.hide
         ):
             out.append(tool.id)
     return tuple(out)

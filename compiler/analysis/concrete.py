@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind
+from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind, selects
 
 __all__ = [
     "ABSENT",
@@ -270,7 +270,7 @@ def rule_matches(spec: m.Spec, rule: m.Rule, call: Call) -> bool:
 
 def _matches(rule: m.Rule, ctx: _Context) -> bool:
     view = {"risk": ctx.risk(), "effects": ctx.effects()}
-    if not any(s.selects(ctx.tool, view) for s in rule.selectors):
+    if not any(selects(s, ctx.tool, view) for s in rule.selectors):
         return False
     return rule.condition is None or holds(rule.condition, ctx)
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import z3
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import selects
 
 from .concrete import (
     STRENGTH,
@@ -131,8 +132,8 @@ def _static_selects(sel: m.Selector, tool: m.Tool) -> bool:
     """Whether the selector can match some call to the tool (sugar: for some operation)."""
     views = [{"risk": op.risk, "effects": op.effects} for op in tool.operations.values()]
     if not views:
-        return sel.selects(tool)
-    return any(sel.selects(tool, view) for view in views)
+        return selects(sel, tool)
+    return any(selects(sel, tool, view) for view in views)
 
 
 class _Index:

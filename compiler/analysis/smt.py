@@ -26,7 +26,7 @@ from typing import Any
 
 import z3
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import OPERATORS
+from harnessc.runtime.semantics import OPERATORS, selects
 
 __all__ = [
     "BUILTINS",
@@ -686,7 +686,7 @@ class Encoder:
     def selector(self, sel: m.Selector) -> Bool:
         tool = self.tool
         if sel.kind not in ("risk", "effects") or not tool.operations:
-            return sel.selects(tool)
+            return selects(sel, tool)
         if sel.kind == "effects":
             return self.effect_expr(sel.value)
         # the call's operation sets its risk: the selector's comparison over z3's

@@ -12,6 +12,7 @@ from harnessc.dsl.codes import Code, register
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import selects
 
 from ..analysis.policy import PolicyAnalysis
 from ..resolve import Module, Resolution
@@ -185,7 +186,7 @@ class LintContext:
     def selected_tools(self, selector: m.Selector) -> list[m.Tool]:
         """The tools a policy selector names (any kind of tool; sorted by id)."""
         return [
-            t for t in sorted(self.spec.tools.values(), key=lambda t: t.id) if selector.selects(t)
+            t for t in sorted(self.spec.tools.values(), key=lambda t: t.id) if selects(selector, t)
         ]
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import selects
 
 from .framework import PUBLIC_KINDS, LintContext, lint_rule
 
@@ -17,8 +18,8 @@ def surface_tools(spec: m.Spec, surface: m.Surface) -> list[str]:
     for tool in spec.tools.values():
         if tool.kind not in PUBLIC_KINDS:
             continue
-        if any(sel.selects(tool) for sel in surface.expose) and not any(
-            sel.selects(tool) for sel in surface.hide
+        if any(selects(sel, tool) for sel in surface.expose) and not any(
+            selects(sel, tool) for sel in surface.hide
         ):
             found.append(tool.id)
     return sorted(found)
