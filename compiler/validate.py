@@ -17,7 +17,8 @@ written, so every diagnostic underlines the text a user wrote. Checks, by layer:
 `delegate_task` on a surface and a grant without `ttl` never get here: resolve (H206) and the
 parser (H101) reject them. Work is linear in the spec: tools are indexed by id, pack, kind,
 effect, module and argument name once, each distinct selector is compiled once, and a rule's
-selection is computed only when its condition reads `args`.
+selection is computed only when its condition reads `args`. The types of operands and the rules
+that compare them are compiler/condition_types.py.
 """
 
 from __future__ import annotations
@@ -31,7 +32,30 @@ from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import OPERATORS
 
+from .condition_types import (
+    ANY,
+    BOOL,
+    ROOT_TYPES,
+    SHOWN_VALUES,
+    Operand,
+    Problem,
+    Ty,
+    article,
+    describe,
+    equality_problem,
+    field_of,
+    has_problem,
+    join_types,
+    object_type,
+    options_of,
+    order_problem,
+    quote_values,
+    schema_type,
+    text_problem,
+    type_of,
+)
 from .lower import module_name
 from .modules import head_span
 from .resolve import BUILTIN_ROOTS, Module, Resolution
@@ -47,142 +71,6 @@ KIND_WORDS = {
     "dynamic": "dynamic tool",
     "mcp": "MCP tool",
 }
-ORDER_OPS = frozenset({"<", "<=", ">", ">="})
-SHOWN_VALUES = 8
-
-
-# =============================================================================================
-# Types of condition operands
-
-
-@dataclass(frozen=True, slots=True)
-class Ty:
-    """The type of an operand.
-
-    `name` is a schema type name, `set` (of effects), `any` (open or unknown: never an error),
-    `bare` (a bare name, `lit` holding it) or `union` (an argument whose type differs between
-    the selected tools). An `object` with `open` reads unknown fields as `any`.
-    """
-
-    name: str
-    item: Ty | None = None
-    values: tuple[str, ...] = ()
-    fields: tuple[tuple[str, Ty], ...] = ()
-    open: bool = False
-    lit: str | None = None
-    owner: str = ""
-    """For an enum: what a member is, as a message says it (`a risk level`)."""
-    options: tuple[Ty, ...] = ()
-
-    def field(self, name: str) -> Ty | None:
-        for key, ty in self.fields:
-            if key == name:
-                return ty
-        return None
-
-
-ANY = Ty("any")
-STRING = Ty("string")
-BOOL = Ty("bool")
-STRINGISH = frozenset({"string", "path", "url", "enum"})
-NUMBERS = frozenset({"int", "float"})
-COLLECTIONS = frozenset({"object", "map", "list", "set"})
-
-
-def _object(fields: dict[str, Ty], open: bool = False) -> Ty:
-    return Ty("object", fields=tuple(fields.items()), open=open)
-
-
-RISK = Ty("enum", values=m.RISK_LEVELS, owner="a risk level")
-EFFECT = Ty("enum", values=m.EFFECTS, owner="an effect")
-ROOT_TYPES: dict[str, Ty] = {
-    "actor": _object(
-        {
-            "user": STRING,
-            "role": STRING,
-            "roles": Ty("list", item=STRING),
-            "tenant": STRING,
-            "agent": STRING,
-            "session": STRING,
-        }
-    ),
-    "task": _object({"id": STRING, "stage": STRING, "purpose": STRING}, open=True),
-    "env": _object({}, open=True),
-    "resource": _object({}, open=True),
-    "tool": _object(
-        {
-            "id": STRING,
-            "kind": Ty("enum", values=m.TOOL_KINDS, owner="a tool kind"),
-            "version": Ty("int"),
-            "risk": RISK,
-            "effects": Ty("set", item=EFFECT),
-            "tags": Ty("list", item=STRING),
-        }
-    ),
-    "call": _object(
-        {
-            "tool_call_id": STRING,
-            "cwd": Ty("path"),
-            "env": Ty("map", item=STRING),
-            "timeout": Ty("duration"),
-            "target": STRING,
-            "provenance": STRING,
-        }
-    ),
-}
-
-
-def type_of(t: m.Type, owner: str = "") -> Ty:
-    """The operand type of a schema type (optional or not: absence is a lint, not a type)."""
-    if t.name == "enum":
-        return Ty("enum", values=t.values, owner=owner)
-    if t.name in ("list", "map"):
-        return Ty(t.name, item=type_of(t.item) if t.item else ANY)
-    if t.name == "object":
-        return _object({f.name: type_of(f.type) for f in t.fields})
-    return Ty(t.name)
-
-
-def schema_type(schema: m.Schema | None) -> Ty:
-    """A step's value: its schema's fields (unknown ones are the workflow checks' concern)."""
-    if schema is None:
-        return ANY
-    return _object({f.name: type_of(f.type) for f in schema.fields}, open=True)
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1] in "aeiou" else "a"
-
-
-def _type_name(ty: Ty) -> str:
-    if ty.name in ("list", "map"):
-        return f"{ty.name}<{_type_name(ty.item or ANY)}>"
-    return ty.name
-
-
-def describe(ty: Ty) -> str:
-    """`an \\`int\\``, `a risk level`, `a string`: how a message names a type."""
-    if ty.name == "any":
-        return "a value"
-    if ty.name == "union":
-        return " or ".join(dict.fromkeys(describe(o) for o in ty.options))
-    if ty.name == "string" and ty.lit is not None:
-        return "a string"
-    if ty.name == "enum":
-        return ty.owner or "an enum value"
-    if ty.name == "set":
-        return "a set of effects"
-    if ty.name == "object":
-        return "an object"
-    if ty.name == "bare":
-        return "a bare name"
-    name = _type_name(ty)
-    return f"{_article(name)} `{name}`"
-
-
-def _values(values: Sequence[str]) -> str:
-    shown = ", ".join(f"`{v}`" for v in values[:SHOWN_VALUES])
-    return shown + (f" and {len(values) - SHOWN_VALUES} more" if len(values) > SHOWN_VALUES else "")
 
 
 # =============================================================================================
@@ -198,25 +86,6 @@ class _All:
 
 ALL = _All()
 Selection = frozenset[str] | _All
-
-
-@dataclass(frozen=True, slots=True)
-class _Problem:
-    """A finding about one comparison, before we know it is not excused by another option."""
-
-    code: str
-    message: str
-    span: Span
-    label: str
-    help: str | None = None
-
-
-@dataclass
-class _Operand:
-    node: object
-    ty: Ty
-    span: Span
-    text: str
 
 
 @dataclass
@@ -361,16 +230,12 @@ class _Validator:
     def compile(self, selector: s.Selector, module: Module) -> Selection:
         if isinstance(selector, s.RiskSelector):
             level = m.risk_rank(selector.level.text)
-            test = {
-                "==": lambda r: r == level,
-                "!=": lambda r: r != level,
-                "<": lambda r: r < level,
-                "<=": lambda r: r <= level,
-                ">": lambda r: r > level,
-                ">=": lambda r: r >= level,
-            }.get(selector.op, lambda r: True)
+            operator = OPERATORS.get(selector.op)
+            relation = operator.relation if operator is not None else None
             return frozenset(
-                t for t, risks in self.risks.items() if any(test(m.risk_rank(r)) for r in risks)
+                t
+                for t, risks in self.risks.items()
+                if relation is None or any(relation(m.risk_rank(r), level) for r in risks)
             )
         if isinstance(selector, s.EffectsSelector):
             return frozenset(self.by_effect.get(selector.effect.text, ()))
@@ -451,8 +316,8 @@ class _Validator:
             "H320",
             f"{word} `{tool.id}` cannot be named on a surface",
             pattern.span,
-            f"{_article(word)} {word}, never public",
-            secondary=[(symbol.span, f"declared as {_article(word)} {word} here")],
+            f"{article(word)} {word}, never public",
+            secondary=[(symbol.span, f"declared as {article(word)} {word} here")],
             help=help,
         )
         return True
@@ -701,7 +566,7 @@ class _Validator:
             f"subagent `{sub.name.text}` lists {word} `{tool.id}`",
             name.span,
             f"neither private to skill `{node.name.text}` nor public",
-            secondary=[(symbol.span, f"declared as {_article(word)} {word} here")],
+            secondary=[(symbol.span, f"declared as {article(word)} {word} here")],
             help=f"list its replacement `{tool.replaced_by}`"
             if tool.kind == "legacy" and tool.replaced_by
             else "a subagent calls its skill's private tools and public tools; remove it",
@@ -775,7 +640,7 @@ class _Validator:
                 help="compare it with a value, such as `… == …`",
             )
 
-    def operand(self, node: object, ctx: _Context) -> _Operand | None:
+    def operand(self, node: object, ctx: _Context) -> Operand | None:
         span: Span = node.span  # type: ignore[attr-defined]
         ty: Ty | None
         if isinstance(node, s.Str):
@@ -794,12 +659,12 @@ class _Validator:
             items = [self.operand(i, ctx) for i in node.items]
             if any(i is None for i in items):
                 return None
-            ty = Ty("list", item=_join([i.ty for i in items if i is not None]))
+            ty = Ty("list", item=join_types([i.ty for i in items if i is not None]))
         else:
             ty = ANY
         if ty is None:
             return None
-        return _Operand(node, ty, span, span.text)
+        return Operand(node, ty, span, span.text)
 
     # -- paths ---------------------------------------------------------------------------------
 
@@ -825,7 +690,7 @@ class _Validator:
                 if ctx.selectors is None:
                     return ANY
                 if len(parts) == 1:
-                    return _object({}, open=True)
+                    return object_type({}, open=True)
                 ty = self.argument(parts[1], node, ctx)
                 return None if ty is None else self.navigate(ty, parts, 2, node)
             return self.navigate(ROOT_TYPES.get(root, ANY), parts, 1, node)
@@ -862,7 +727,7 @@ class _Validator:
         """Read `parts[start:]` inside `ty`; H324 when a part is not there."""
         for index in range(start, len(parts)):
             name = parts[index]
-            found = _field_of(ty, name)
+            found = field_of(ty, name)
             if found is not None:
                 ty = found
                 continue
@@ -876,7 +741,7 @@ class _Validator:
                     f"`{owner}` has no field `{name}`",
                     node.span,
                     f"not a field of `{owner}`",
-                    notes=[f"its fields are {_values(sorted(set(fields)))}"] if fields else [],
+                    notes=[f"its fields are {quote_values(sorted(set(fields)))}"] if fields else [],
                     help=did_you_mean(name, fields),
                 )
             else:
@@ -927,7 +792,7 @@ class _Validator:
         for selector in ctx.selectors:
             types.extend(self.argument_types(selector, ctx.module, name))
         if types:
-            return _join(types)
+            return join_types(types)
         # only on an error: the selection itself, for the label and the suggestion
         selection = self.union(ctx.selectors, ctx.module)
         if not self.spec.tools or (isinstance(selection, frozenset) and not selection):
@@ -956,39 +821,39 @@ class _Validator:
     # -- comparisons ---------------------------------------------------------------------------
 
     def check_compare(self, node: s.Compare, ctx: _Context) -> None:
-        if node.op == "has":
+        if OPERATORS[node.op].family == "has":
             self.check_has(node, ctx)
             return
         left = self.operand(node.left, ctx)
         right = self.operand(node.right, ctx)
         if left is None or right is None:
             return
-        op = node.op
-        if op == "in":
+        operator = OPERATORS[node.op]
+        if operator.family == "member":
             self.check_in(node, left, right, ctx)
             return
-        problems: list[_Problem] = []
-        for lt in _options(left.ty):
-            for rt in _options(right.ty):
-                a = _Operand(left.node, lt, left.span, left.text)
-                b = _Operand(right.node, rt, right.span, right.text)
-                if op in ("==", "!="):
-                    found = _equality(a, b, node)
-                elif op in ORDER_OPS:
-                    found = _order(a, b, node)
+        problems: list[Problem] = []
+        for lt in options_of(left.ty):
+            for rt in options_of(right.ty):
+                a = Operand(left.node, lt, left.span, left.text)
+                b = Operand(right.node, rt, right.span, right.text)
+                if operator.family == "equality":
+                    found = equality_problem(a, b, node)
+                elif operator.family == "order":
+                    found = order_problem(operator, a, b, node)
                 else:
-                    found = _text_op(op, a, b, node)
+                    found = text_problem(operator, a, b, node)
                 if found is None:
                     return
                 problems.append(found)
         if problems:
             self.emit(problems[0])
 
-    def emit(self, problem: _Problem) -> None:
+    def emit(self, problem: Problem) -> None:
         self.report(problem.code, problem.message, problem.span, problem.label, help=problem.help)
 
-    def check_in(self, node: s.Compare, left: _Operand, right: _Operand, ctx: _Context) -> None:
-        rights = _options(right.ty)
+    def check_in(self, node: s.Compare, left: Operand, right: Operand, ctx: _Context) -> None:
+        rights = options_of(right.ty)
         if not any(r.name in ("list", "set", "any") for r in rights):
             self.report(
                 "H326",
@@ -1004,9 +869,9 @@ class _Validator:
                 if item_operand is None:
                     continue
                 problems = []
-                for lt in _options(left.ty):
-                    a = _Operand(left.node, lt, left.span, left.text)
-                    found = _equality(a, item_operand, node)
+                for lt in options_of(left.ty):
+                    a = Operand(left.node, lt, left.span, left.text)
+                    found = equality_problem(a, item_operand, node)
                     if found is None:
                         break
                     problems.append(found)
@@ -1015,13 +880,13 @@ class _Validator:
                         self.emit(problems[0])
             return
         items = [r.item or ANY for r in rights if r.name in ("list", "set")]
-        item = _join(items) if items else ANY
+        item = join_types(items) if items else ANY
         problems = []
-        for lt in _options(left.ty):
-            for it in _options(item):
-                a = _Operand(left.node, lt, left.span, left.text)
-                b = _Operand(right.node, it, right.span, right.text)
-                found = _equality(a, b, node)
+        for lt in options_of(left.ty):
+            for it in options_of(item):
+                a = Operand(left.node, lt, left.span, left.text)
+                b = Operand(right.node, it, right.span, right.text)
+                found = equality_problem(a, b, node)
                 if found is None:
                     return
                 problems.append(found)
@@ -1047,55 +912,18 @@ class _Validator:
         left = self.operand(left_node, ctx)
         if left is None:
             return
-        problems: list[_Problem] = []
-        for lt in _options(left.ty):
-            found = self.has_problem(lt, left, right, name)
+        problems: list[Problem] = []
+        for lt in options_of(left.ty):
+            found = has_problem(lt, left, right, name)
             if found is None:
                 return
             problems.append(found)
         if problems:
             self.emit(problems[0])
 
-    def has_problem(
-        self, lt: Ty, left: _Operand, right: object, name: str | None
-    ) -> _Problem | None:
-        right_span: Span = right.span  # type: ignore[attr-defined]
-        if lt.name in ("any", "map"):
-            return None
-        if lt.name == "object":
-            if lt.open or name is None or lt.field(name) is not None:
-                return None
-            fields = [k for k, _ in lt.fields]
-            return _Problem(
-                "H324",
-                f"`{left.text}` has no field `{name}`",
-                right_span,
-                f"not a field of `{left.text}`",
-                did_you_mean(name, fields) or f"its fields are {_values(fields)}",
-            )
-        if lt.name in ("list", "set"):
-            item = lt.item or ANY
-            if name is not None and item.name == "enum" and name not in item.values:
-                return _Problem(
-                    "H328",
-                    f"`{name}` is not {item.owner or 'a value of the list'}",
-                    right_span,
-                    f"not one of {_values(item.values)}",
-                    did_you_mean(name, item.values),
-                )
-            return None
-        return _Problem(
-            "H326",
-            f"`has` needs an object, a map or a list on its left, not {describe(lt)}",
-            left.span,
-            f"{describe(lt)}",
-            "`has` tests a field of an object or map, or an element of a list; compare "
-            "values with `==`",
-        )
-
 
 # =============================================================================================
-# Comparison rules
+# Options of rules
 
 
 def _has_option(options: Sequence[object] | None, key: str) -> bool:
@@ -1104,168 +932,6 @@ def _has_option(options: Sequence[object] | None, key: str) -> bool:
 
 def _has_approver(options: Sequence[object] | None) -> bool:
     return any(isinstance(o, s.Approver) for o in options or ())
-
-
-def _options(ty: Ty) -> tuple[Ty, ...]:
-    return ty.options if ty.name == "union" else (ty,)
-
-
-def _join(types: Sequence[Ty]) -> Ty:
-    unique = tuple(dict.fromkeys(types))
-    if not unique:
-        return ANY
-    if len(unique) == 1:
-        return unique[0]
-    if any(t.name == "any" for t in unique):
-        return ANY
-    return Ty("union", options=unique)
-
-
-def _field_of(ty: Ty, name: str) -> Ty | None:
-    if ty.name == "any":
-        return ANY
-    if ty.name == "object":
-        found = ty.field(name)
-        return found if found is not None else (ANY if ty.open else None)
-    if ty.name == "map":
-        return ty.item or ANY
-    if ty.name == "union":
-        found_types = [f for f in (_field_of(o, name) for o in ty.options) if f is not None]
-        return _join(found_types) if found_types else None
-    return None
-
-
-def _compatible(a: Ty, b: Ty) -> bool:
-    if a.name == "any" or b.name == "any":
-        return True
-    if a.name in NUMBERS and b.name in NUMBERS:
-        return True
-    if a.name in STRINGISH and b.name in STRINGISH:
-        if a.name == "enum" and b.name == "enum":
-            return bool(set(a.values) & set(b.values))
-        return True
-    if a.name in ("list", "set") and b.name in ("list", "set"):
-        return _compatible(a.item or ANY, b.item or ANY)
-    return a.name == b.name
-
-
-def _member(member: _Operand, other: _Operand) -> _Problem | None:
-    """A bare name or a string literal beside an enum must be one of its values."""
-    word = member.ty.lit or ""
-    enum = other.ty
-    if enum.name == "any" or (enum.name == "enum" and word in enum.values):
-        return None
-    if enum.name == "enum":
-        owner = enum.owner or f"a value of `{other.text}`"
-        return _Problem(
-            "H328",
-            f"`{word}` is not {owner}",
-            member.span,
-            f"not one of {_values(enum.values)}",
-            did_you_mean(word, enum.values) or f"the values are {_values(enum.values)}",
-        )
-    if member.ty.name != "bare":
-        return None
-    help = f'write it as a string: `"{word}"`' if enum.name in STRINGISH else None
-    return _Problem(
-        "H328",
-        f"bare name `{word}` is compared with {describe(enum)}, which has no named values",
-        member.span,
-        "not a value",
-        help,
-    )
-
-
-def _mismatch(a: _Operand, b: _Operand, node: s.Compare) -> _Problem:
-    help = "compare values of the same type"
-    for quoted, typed in ((b, a), (a, b)):
-        if quoted.ty.lit is not None and typed.ty.name in NUMBERS | {"bool", "duration"}:
-            help = f"write the value without quotes: `{quoted.ty.lit}`"
-            break
-    return _Problem(
-        "H325",
-        f"`{node.op}` compares {describe(a.ty)} with {describe(b.ty)}",
-        node.span,
-        f"`{a.text}` is {describe(a.ty)}, `{b.text}` is {describe(b.ty)}",
-        help,
-    )
-
-
-def _enum_side(a: _Operand, b: _Operand) -> tuple[_Operand, _Operand] | None:
-    """(member, enum) when one side is a bare name, or a string literal beside an enum."""
-    if a.ty.name == "bare":
-        return a, b
-    if b.ty.name == "bare":
-        return b, a
-    if a.ty.lit is not None and b.ty.name == "enum":
-        return a, b
-    if b.ty.lit is not None and a.ty.name == "enum":
-        return b, a
-    return None
-
-
-def _equality(a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
-    if a.ty.name == "any" or b.ty.name == "any":
-        return None
-    sides = _enum_side(a, b)
-    if sides is not None:
-        return _member(*sides)
-    return None if _compatible(a.ty, b.ty) else _mismatch(a, b, node)
-
-
-ORDERED = NUMBERS | {"duration", "enum"}
-
-
-def _order(a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
-    if a.ty.name == "any" or b.ty.name == "any":
-        return None
-    sides = _enum_side(a, b)
-    if sides is not None:
-        return _member(*sides)
-    for side in (a, b):
-        if side.ty.name not in ORDERED:
-            return _Problem(
-                "H326",
-                f"`{node.op}` does not apply to {describe(side.ty)}",
-                side.span,
-                f"{describe(side.ty)} has no order",
-                "`<`, `<=`, `>` and `>=` order numbers, durations, risk levels and enum "
-                "values; compare strings with `==`, `startswith` or `matches`",
-            )
-    same = (a.ty.name in NUMBERS and b.ty.name in NUMBERS) or a.ty.name == b.ty.name
-    if same and a.ty.name == "enum":
-        same = set(a.ty.values) == set(b.ty.values)
-    return None if same else _mismatch(a, b, node)
-
-
-TEXT_OPS = {
-    "matches": ({"string", "path", "url", "enum"}, "a string", {"string"}),
-    "startswith": ({"string", "path", "url"}, "a string or a path", {"string", "path", "url"}),
-    "within": ({"string", "path"}, "a path", {"string", "path"}),
-}
-
-
-def _text_op(op: str, a: _Operand, b: _Operand, node: s.Compare) -> _Problem | None:
-    lefts, wanted, rights = TEXT_OPS[op]
-    for side, allowed, where in ((a, lefts, "left"), (b, rights, "right")):
-        if side.ty.name == "any" or side.ty.name in allowed:
-            continue
-        if op == "matches" and where == "right":
-            return _Problem(
-                "H326",
-                "`matches` takes a regular expression string on its right",
-                side.span,
-                f"{describe(side.ty)}, not a string",
-                'write the pattern as a string, such as `matches "^release/"`',
-            )
-        return _Problem(
-            "H326",
-            f"`{op}` needs {wanted} on its {where}, not {describe(side.ty)}",
-            side.span,
-            f"{describe(side.ty)}",
-            "`startswith` and `within` compare paths and strings; `matches` tests a string",
-        )
-    return None
 
 
 def validate_spec(spec: m.Spec, resolution: Resolution) -> list[Diagnostic]:

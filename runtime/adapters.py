@@ -42,12 +42,11 @@ Shapes (payloads may be plain JSON or SDK objects with `model_dump()`):
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .canonical import CanonicalError, parse_json
-from .model import Tool
+from .model import WIRE_NAME, Tool
 from .normalize import Refusal
 
 __all__ = [
@@ -60,8 +59,6 @@ __all__ = [
     "openai_tool",
     "tool_description",
 ]
-
-WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class AdapterError(ValueError):

@@ -55,8 +55,9 @@ from .events import (
     redact_args,
     spent_stream,
 )
-from .model import Approver, Condition, Grant, Selector, Tool, risk_rank
+from .model import Approver, Condition, Grant, Selector, Tool
 from .normalize import PendingCall, thaw
+from .semantics import selects
 from .store import ConcurrencyError, EventStore
 
 __all__ = [
@@ -68,7 +69,6 @@ __all__ = [
     "Approvals",
     "is_approver",
     "is_requester",
-    "selects",
     "tool_view",
 ]
 
@@ -133,38 +133,6 @@ def tool_view(tool: Tool, args: Mapping[str, Any] | None = None) -> dict[str, An
         "tags": tool.tags,
         "packs": tool.packs,
     }
-
-
-def selects(selector: Selector, tool: Tool, view: Mapping[str, Any] | None = None) -> bool:
-    """Whether a selector (surface or rule) selects a tool; `view` gives the call's risk and
-    effects for the `risk`/`effects` sugar (the tool's own otherwise)."""
-    kind = selector.kind
-    view = view or {"risk": tool.risk, "effects": tool.effects}
-    if kind == "all":
-        return True
-    if kind == "id":
-        return tool.id == selector.value
-    if kind == "glob":
-        return tool.id.startswith(selector.value)
-    if kind == "module":
-        return tool.id in selector.tools
-    if kind == "pack":
-        return selector.value in tool.packs
-    if kind == "kind":
-        return tool.kind == selector.value
-    if kind == "risk":
-        a, b = risk_rank(view["risk"]), risk_rank(selector.value)
-        return {
-            "==": a == b,
-            "!=": a != b,
-            "<": a < b,
-            "<=": a <= b,
-            ">": a > b,
-            ">=": a >= b,
-        }[selector.op or ">="]
-    if kind == "effects":
-        return selector.value in view["effects"]
-    return False
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,35 @@ class Facts:
             )
         return cls(dict(values or {}), frozenset(connected), frozenset(running), dict(mcp or {}))
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Facts:
+        """A snapshot from JSON (the log's record of one, a test case's facts): `values`,
+        `connected`, `running` and, by server, `mcp` (a flag left out is false).
+
+        >>> Facts.from_json({"values": {"x": 1}, "mcp": {"s": {"enabled": True}}}).mcp["s"].enabled
+        True
+        """
+        if not data:
+            return cls()
+        mcp = {
+            name: McpState(
+                enabled=bool(m.get("enabled")),
+                connected=bool(m.get("connected")),
+                transport_valid=bool(m.get("transport_valid")),
+                disclaimer_accepted=bool(m.get("disclaimer_accepted")),
+                agent_access=bool(m.get("agent_access")),
+                discovered=m.get("discovered") or {},
+                registered=frozenset(m["registered"]) if m.get("registered") is not None else None,
+            )
+            for name, m in (data.get("mcp") or {}).items()
+        }
+        return cls.of(
+            data.get("values") or {},
+            connected=data.get("connected") or (),
+            running=data.get("running") or (),
+            mcp=mcp,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ToolAvailability:

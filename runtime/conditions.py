@@ -1,17 +1,9 @@
-"""Condition semantics: values, absent values, paths, and the compiler from IR to Python code.
+"""Conditions: paths, the reference interpreter, and the compiler from IR to Python code.
 
 One meaning, two implementations. `evaluate` interprets a condition of the IR directly and is
 the reference; `compile_conditions` turns conditions into Python functions once, at load time,
-so deciding a call runs no interpreter. Both share the value helpers below, which carry the
-rules of language.md §6:
-
-- an absent value (a path that reads nothing, or JSON `null`) makes a comparison false, `!=`
-  included; `has` tests presence;
-- `path` values are POSIX-normalized, `.`/`..` resolved; a path whose `..` climbs above its
-  root normalizes to None (refused); `within` is containment by whole segments, `startswith` a
-  string prefix;
-- `<`, `<=`, `>`, `>=` order numbers, durations (a duration literal reads the other side as a
-  duration) and risk levels (when either side is `tool.risk`).
+so deciding a call runs no interpreter. Both read each operator's meaning from
+`runtime/semantics.py` (`OPERATORS`), whose value helpers carry the rules of language.md §6.
 
 Generated code never contains spec text: every literal, key and regular expression is bound
 to a generated name (`_k3`) in the functions' namespace, so a spec cannot inject code.
@@ -28,13 +20,11 @@ True
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .model import (
-    RISK_LEVELS,
     And,
     Compare,
     Condition,
@@ -47,7 +37,27 @@ from .model import (
     Path,
     RecordValue,
 )
+from .semantics import (
+    _NUM,
+    _SEQ,
+    OPERATORS,
+    ORDER_OPS,
+    _regex,
+    duration_ms,
+    normalize_path,
+    ordering_kind,
+    risk_of,
+    value_eq,
+    value_has,
+    value_in,
+    value_matches,
+    value_ne,
+    value_order,
+    value_startswith,
+    within,
+)
 
+# the value helpers are re-exported: generated packages import them from here
 __all__ = [
     "Scope",
     "compile_conditions",
@@ -55,174 +65,14 @@ __all__ = [
     "evaluate",
     "normalize_path",
     "value_eq",
+    "value_has",
+    "value_in",
+    "value_matches",
+    "value_ne",
+    "value_order",
+    "value_startswith",
     "within",
 ]
-
-_NUM = (int, float)
-_SEQ = (list, tuple, set, frozenset)
-_RANK = {level: i for i, level in enumerate(RISK_LEVELS)}
-_DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
-
-
-# ---------------------------------------------------------------------------------------------
-# Values
-
-
-def normalize_path(value: object) -> str | None:
-    """A path in POSIX form with `.` and `..` resolved; None when `..` leaves the root.
-
-    >>> normalize_path("/repo/./src/../pom.xml")
-    '/repo/pom.xml'
-    >>> normalize_path("/repo/../../etc") is None
-    True
-    """
-    if type(value) is not str:
-        return None
-    if value and "/." not in value and "//" not in value and value[0] != "." and value[-1] != "/":
-        return value  # already normal: no `.`, `..` or empty segment
-    parts: list[str] = []
-    for segment in value.split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if not parts:
-                return None
-            parts.pop()
-        else:
-            parts.append(segment)
-    body = "/".join(parts)
-    if value.startswith("/"):
-        return "/" + body
-    return body or "."
-
-
-def within(inner: object, outer: object) -> bool:
-    """Containment by whole path segments, after normalization: `/repo/a` is within `/repo`,
-    `/repository` is not."""
-    a, b = normalize_path(inner), normalize_path(outer)
-    if a is None or b is None:
-        return False
-    if a.startswith("/") != b.startswith("/"):
-        return False
-    if b in ("/", "."):
-        return True
-    return a == b or a.startswith(b + "/")
-
-
-def duration_ms(value: object) -> int | float | None:
-    """A duration in milliseconds: a number as is, a string such as `1h30m` parsed."""
-    if type(value) in _NUM:
-        return value  # type: ignore[return-value]
-    if type(value) is not str or not value:
-        return None
-    total, pos = 0, 0
-    for match in _DURATION.finditer(value):
-        if match.start() != pos:
-            return None
-        total += int(match.group(1)) * _UNIT_MS[match.group(2)]
-        pos = match.end()
-    return total if pos == len(value) else None
-
-
-def risk_of(value: object) -> int | None:
-    return _RANK.get(value) if type(value) is str else None  # type: ignore[arg-type]
-
-
-def value_eq(a: object, b: object) -> bool:
-    """Equality of two present values: a bool equals only a bool, numbers compare by value,
-    lists and records element by element. An absent value (None) equals nothing."""
-    if a is None or b is None:
-        return False
-    ta, tb = type(a), type(b)
-    if ta is bool or tb is bool:
-        return a is b
-    if ta in _NUM and tb in _NUM:
-        return a == b
-    if ta is str and tb is str:
-        return a == b
-    if isinstance(a, _SEQ) and isinstance(b, _SEQ):
-        la, lb = list(a), list(b)
-        return len(la) == len(lb) and all(value_eq(x, y) for x, y in zip(la, lb, strict=True))
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(value_eq(a[k], b[k]) for k in a)
-    return False
-
-
-def value_ne(a: object, b: object) -> bool:
-    return a is not None and b is not None and not value_eq(a, b)
-
-
-def value_in(a: object, items: object) -> bool:
-    if a is None or not isinstance(items, _SEQ):
-        return False
-    return any(value_eq(a, item) for item in items)
-
-
-def value_has(container: object, member: object) -> bool:
-    """A record has a (present) field; a list or set contains an element."""
-    if type(container) is dict:
-        return type(member) is str and container.get(member) is not None
-    if isinstance(container, Mapping):
-        return type(member) is str and container.get(member) is not None
-    if isinstance(container, _SEQ):
-        return any(value_eq(item, member) for item in container)
-    return False
-
-
-_REGEX_CACHE: dict[str, re.Pattern[str] | None] = {}
-
-
-def _regex(pattern: str) -> re.Pattern[str] | None:
-    if pattern not in _REGEX_CACHE:
-        try:
-            _REGEX_CACHE[pattern] = re.compile(pattern)
-        except re.error:
-            _REGEX_CACHE[pattern] = None
-    return _REGEX_CACHE[pattern]
-
-
-def value_matches(a: object, pattern: object) -> bool:
-    if type(a) is not str or type(pattern) is not str:
-        return False
-    regex = _regex(pattern)
-    return regex is not None and regex.search(a) is not None
-
-
-def value_startswith(a: object, prefix: object) -> bool:
-    return type(a) is str and type(prefix) is str and a.startswith(prefix)
-
-
-_ORDER: dict[str, Callable[[Any, Any], bool]] = {
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
-
-
-def value_order(op: str, a: object, b: object, kind: str = "number") -> bool:
-    """`<` `<=` `>` `>=` over numbers, durations (`kind="duration"`) or risk levels
-    (`kind="risk"`); anything else, or an absent side, is false."""
-    if kind == "risk":
-        a, b = risk_of(a), risk_of(b)
-    elif kind == "duration":
-        a, b = duration_ms(a), duration_ms(b)
-    if type(a) not in _NUM or type(b) not in _NUM:
-        return False
-    return _ORDER[op](a, b)
-
-
-def _ordering_kind(left: object, right: object) -> str:
-    for side in (left, right):
-        if isinstance(side, Path) and side.root == "tool" and side.parts == ("risk",):
-            return "risk"
-    for side in (left, right):
-        if isinstance(side, Literal) and side.type == "duration":
-            return "duration"
-    return "number"
-
 
 # ---------------------------------------------------------------------------------------------
 # The reference interpreter
@@ -306,28 +156,6 @@ def value_of(node: object, scope: Scope) -> Any:
     raise TypeError(f"not a value: {node!r}")
 
 
-def _compare_values(op: str, left: object, right: object, kind: str) -> bool:
-    if op == "==":
-        if kind == "duration":
-            return value_eq(duration_ms(left), duration_ms(right))
-        return value_eq(left, right)
-    if op == "!=":
-        if kind == "duration":
-            return value_ne(duration_ms(left), duration_ms(right))
-        return value_ne(left, right)
-    if op == "in":
-        return value_in(left, right)
-    if op == "has":
-        return value_has(left, right)
-    if op == "matches":
-        return value_matches(left, right)
-    if op == "startswith":
-        return value_startswith(left, right)
-    if op == "within":
-        return within(left, right)
-    return value_order(op, left, right, kind)
-
-
 def evaluate(cond: Condition, scope: Scope) -> bool:
     """Interpret a condition directly: the reference meaning, used by tests and `explain`."""
     if isinstance(cond, And):
@@ -338,7 +166,7 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
         return not evaluate(cond.item, scope)
     if isinstance(cond, Compare):
         left, right = value_of(cond.left, scope), value_of(cond.right, scope)
-        return _compare_values(cond.op, left, right, _ordering_kind(cond.left, cond.right))
+        return OPERATORS[cond.op].evaluate(left, right, ordering_kind(cond.left, cond.right))
     return value_of(cond, scope) is True
 
 
@@ -352,14 +180,7 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
 def _helpers() -> dict[str, Any]:
     return {
         "_NUM": _NUM,
-        "_eq": value_eq,
-        "_ne": value_ne,
-        "_in": value_in,
-        "_has": value_has,
-        "_matches": value_matches,
-        "_startswith": value_startswith,
-        "_within": within,
-        "_order": value_order,
+        **{o.helper_name: o.helper for o in OPERATORS.values()},
         "_ms": duration_ms,
         "_rank": risk_of,
         "_dig": _dig,
@@ -473,49 +294,41 @@ class _Emitter:
     def compare(self, node: Compare) -> str:
         op: str = node.op  # widened from the node's literal: flipping may rebind it
         left, right = node.left, node.right
-        kind = _ordering_kind(left, right)
+        kind = ordering_kind(left, right)
         if self.is_const(left) and self.is_const(right):
             scope = Scope()
-            value = _compare_values(op, value_of(left, scope), value_of(right, scope), kind)
+            value = OPERATORS[op].evaluate(value_of(left, scope), value_of(right, scope), kind)
             return "True" if value else "False"
         # put a constant on the right where the operator is symmetric or mirrors
-        if self.is_const(left) and op in _FLIP:
-            op, left, right = _FLIP[op], right, left
+        mirror = OPERATORS[op].mirror
+        if self.is_const(left) and mirror is not None:
+            op, left, right = mirror, right, left
         if self.is_const(right):
             fast = self.fast(op, left, value_of(right, Scope()), kind)
             if fast is not None:
                 return fast
         lhs, rhs = self.operand(left), self.operand(right)
-        if op in ("==", "!=") and kind == "duration":
-            fn = "_eq" if op == "==" else "_ne"
+        operator = OPERATORS[op]
+        fn = operator.helper_name
+        if operator.family == "order":
+            return f"{fn}({self.const(op)}, {lhs}, {rhs}, {self.const(kind)})"
+        if operator.family == "equality" and kind == "duration":
             return f"{fn}(_ms({lhs}), _ms({rhs}))"
-        if op in ("==", "!="):
+        if operator.family == "equality":
             # two strings (the common case: tenants, roles, ids) compare in place; the chained
             # `is` evaluates both sides before testing, so both temporaries are always bound
             v, w = self.temp(), self.temp()
-            fn = "_eq" if op == "==" else "_ne"
             return (
                 f"({v} {op} {w} if ({v} := {lhs}).__class__ is ({w} := {rhs}).__class__ is str "
                 f"else {fn}({v}, {w}))"
             )
-        helper = {
-            "==": "_eq",
-            "!=": "_ne",
-            "in": "_in",
-            "has": "_has",
-            "matches": "_matches",
-            "startswith": "_startswith",
-            "within": "_within",
-        }.get(op)
-        if helper is not None:
-            return f"{helper}({lhs}, {rhs})"
-        return f"_order({self.const(op)}, {lhs}, {rhs}, {self.const(kind)})"
+        return f"{fn}({lhs}, {rhs})"
 
     def fast(self, op: str, left: object, value: Any, kind: str) -> str | None:
         """Inline code for the common shapes `PATH OP CONSTANT`; None to use a helper."""
         lhs = self.operand(left)
         v = self.temp()
-        if kind == "risk" and op in _ORDER:
+        if kind == "risk" and op in ORDER_OPS:
             rank = risk_of(value)
             if rank is None:
                 return "False"
@@ -524,10 +337,10 @@ class _Emitter:
             ms = duration_ms(value)
             if ms is None:
                 return "False"
-            if op in _ORDER:
+            if op in ORDER_OPS:
                 return f"(({v} := _ms({lhs})) is not None and {v} {op} {self.const(ms)})"
             return None
-        if op in _ORDER and type(value) in _NUM:
+        if op in ORDER_OPS and type(value) in _NUM:
             return f"(({v} := {lhs}).__class__ in _NUM and {v} {op} {self.const(value)})"
         if type(value) is str:
             k = self.const(value)

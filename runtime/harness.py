@@ -51,7 +51,7 @@ from .normalize import ToolNames, Validator
 from .policy import PolicyEngine
 from .projections import Projections, SessionView
 from .restore import restore_actions
-from .sessions import PUBLIC_KINDS, Session, facts_from_record, facts_record, surface_tools
+from .sessions import PUBLIC_KINDS, Session, facts_record, surface_tools
 from .store import Anchor, EventStore, MemoryStore, Verification
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
@@ -242,7 +242,7 @@ class Harness:
             agent=agent,
             actor=started.get("actor") or {},
             task=task,
-            facts=Facts.of(facts) if facts is not None else facts_from_record(started.get("facts")),
+            facts=Facts.of(facts) if facts is not None else Facts.from_json(started.get("facts")),
             resource=started.get("resource") or {},
             env=started.get("env") or {},
             parent=parent,

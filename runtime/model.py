@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import typing as t
 from typing import Annotated
 
@@ -21,10 +22,14 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from pydantic import Field as _Field
 
 __all__ = [
+    "DURATION_PART",
+    "DURATION_PATTERN",
+    "DURATION_UNITS",
     "EFFECTS",
     "PATH_ROOTS",
     "RISK_LEVELS",
     "TOOL_KINDS",
+    "WIRE_NAME",
     "Agent",
     "And",
     "Approver",
@@ -67,6 +72,8 @@ __all__ = [
     "Type",
     "Value",
     "Workflow",
+    "derive_wire_name",
+    "parse_duration",
     "requester_may_approve",
     "risk_rank",
 ]
@@ -123,7 +130,28 @@ class SourceRef(_Model):
 TypeName = t.Literal[
     "string", "int", "float", "bool", "path", "url", "duration", "enum", "list", "map", "object"
 ]
-DURATION_PATTERN = "^(?:[0-9]+(?:ms|[smhd]))+$"
+DURATION_UNITS: dict[str, int] = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
+"""A duration's units in milliseconds, largest first."""
+_DURATION_UNIT = "ms|[smhd]"
+DURATION_PART = re.compile(f"([0-9]+)({_DURATION_UNIT})")
+"""One part of a duration (`1h30m` has two): its number and its unit."""
+DURATION_PATTERN = f"^(?:[0-9]+(?:{_DURATION_UNIT}))+$"
+"""A whole duration, one or more parts with nothing between (JSON Schema's `pattern`)."""
+
+
+def parse_duration(text: str) -> int | None:
+    """A duration's milliseconds, or None when the text is not a duration.
+
+    >>> parse_duration("1h30m"), parse_duration("90"), parse_duration("")
+    (5400000, None, None)
+    """
+    total, pos = 0, 0
+    for match in DURATION_PART.finditer(text):
+        if match.start() != pos:
+            return None
+        total += int(match.group(1)) * DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    return total if text and pos == len(text) else None
 
 
 class Type(_Model):
@@ -335,6 +363,26 @@ class Operation(_Model):
     input: Schema | None = None
     """Fields this operation adds (also merged into the tool's input as optional fields)."""
     origin: SourceRef | None = None
+
+
+WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a model API accepts as a tool's name (`Tool.wire_name`)."""
+
+
+def derive_wire_name(tool_id: str) -> str:
+    """The name a model API sees: `[A-Za-z0-9_-]{1,64}`.
+
+    >>> derive_wire_name("change.create")
+    'change_create'
+    >>> derive_wire_name("mcp:scanner:tool:create-issue")
+    'mcp__scanner__create-issue'
+    """
+    if tool_id.startswith("mcp:") and tool_id.count(":") >= 3:
+        _, server, _, name = tool_id.split(":", 3)
+        raw = f"mcp__{server}__{name}"
+    else:
+        raw = tool_id.replace(".", "_")
+    return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64] or "_"
 
 
 class Tool(_Model):

@@ -50,7 +50,7 @@ from .canonical import (
 )
 from .conditions import normalize_path
 from .events import Secrets
-from .model import DURATION_PATTERN, Field, Schema, Spec, Tool, Type
+from .model import DURATION_PATTERN, Field, Schema, Spec, Tool, Type, derive_wire_name
 
 __all__ = [
     "DELEGATE_TASK",
@@ -226,7 +226,7 @@ class ToolNames:
         self.aliases = dict(aliases or {})
         self._folded: dict[str, str] = {}
         for tool in spec.tools.values():
-            for name in (tool.id, tool.wire_name, _default_wire_name(tool.id)):
+            for name in (tool.id, tool.wire_name, derive_wire_name(tool.id)):
                 self._folded.setdefault(_fold(name), tool.id)
         self._mcp: dict[str, str] = {}
         for tool in spec.tools.values():
@@ -297,15 +297,6 @@ class ToolNames:
         near = difflib.get_close_matches(name, list(self.tools), n=1, cutoff=0.8)
         hint = f"; did you mean `{near[0]}`?" if near else ""
         return None, Refusal("unknown-tool", f"unknown tool `{name}`{hint}", None, name)
-
-
-def _default_wire_name(tool_id: str) -> str:
-    if tool_id.startswith("mcp:") and tool_id.count(":") >= 3:
-        _, server, _, name = tool_id.split(":", 3)
-        raw = f"mcp__{server}__{name}"
-    else:
-        raw = tool_id.replace(".", "_")
-    return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64] or "_"
 
 
 # ---------------------------------------------------------------------------------------------

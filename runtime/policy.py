@@ -26,9 +26,10 @@ function, whose matches pick a cached decision (language.md §6):
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import takewhile
 from types import CodeType, FunctionType
 from typing import Any
 
@@ -38,7 +39,6 @@ from .conditions import (
     _helpers,
     evaluate,
     normalize_path,
-    value_order,
 )
 from .model import (
     Approver,
@@ -53,6 +53,7 @@ from .model import (
     Type,
     requester_may_approve,
 )
+from .semantics import selects
 
 __all__ = [
     "NO_RULE_REASON",
@@ -66,7 +67,6 @@ __all__ = [
 
 NO_RULE_REASON = "no rule allows this call"
 _STRENGTH = {"deny": 2, "ask": 1, "allow": 0}
-_EMPTY: Mapping[str, Any] = {}
 _CACHE_LIMIT = 4096
 
 
@@ -172,52 +172,15 @@ def _views(tool: Tool) -> list[dict[str, Any]]:
     return [tool_view(tool), *(tool_view(tool, op) for op in tool.operations)]
 
 
-def selector_matches(selector: Selector, tool: Tool, view: Mapping[str, Any]) -> bool:
-    """Whether a selector selects this call's tool (`view`: the call's `tool.*`)."""
-    kind = selector.kind
-    if kind == "all":
-        return True
-    if kind == "id":
-        return tool.id == selector.value
-    if kind == "glob":
-        return tool.id.startswith(selector.value)
-    if kind == "module":
-        return tool.id in selector.tools
-    if kind == "pack":
-        return selector.value in tool.packs
-    if kind == "kind":
-        return tool.kind == selector.value
-    if kind == "risk":
-        return _risk_selector(selector.op or ">=", selector.value)(view)
-    if kind == "effects":
-        return selector.value in view["effects"]
-    return False
-
-
-def _risk_selector(op: str, level: str) -> Callable[[Mapping[str, Any]], bool]:
-    if op == "==":
-        return lambda t: t["risk"] == level
-    if op == "!=":
-        return lambda t: t["risk"] != level
-    return lambda t: value_order(op, t["risk"], level, "risk")
-
-
-def _dynamic_selector(selector: Selector) -> Callable[[Mapping[str, Any]], bool]:
-    if selector.kind == "risk":
-        return _risk_selector(selector.op or ">=", selector.value)
-    value = selector.value
-    return lambda t: value in t["effects"]
-
-
 def _static_match(selector: Selector, tool: Tool) -> bool | Callable[[Mapping[str, Any]], bool]:
     """True or False when the answer is the same for every call of the tool, else a test of
     the call's tool view (`risk`/`effects` sugar on a tool whose operations differ)."""
     if selector.kind in ("risk", "effects"):
-        answers = {selector_matches(selector, tool, view) for view in _views(tool)}
+        answers = {selects(selector, tool, view) for view in _views(tool)}
         if len(answers) == 1:
             return answers.pop()
-        return _dynamic_selector(selector)
-    return selector_matches(selector, tool, _EMPTY)
+        return partial(selects, selector, tool)
+    return selects(selector, tool)
 
 
 PathFix = Callable[[Any], Any]
@@ -609,29 +572,22 @@ class PolicyEngine:
             return found
         kind, value = selector.kind, selector.value
         tools = self.spec.tools
+        # the index of ids only narrows the candidates: the selector itself decides
+        candidates: Iterable[str]
         if kind == "id":
-            found = [(value, True)] if value in tools else []
+            candidates = [value] if value in tools else []
         elif kind == "glob":
             start = bisect_left(self._ids, value)
-            found = []
-            for tool_id in self._ids[start:]:
-                if not tool_id.startswith(value):
-                    break
-                found.append((tool_id, True))
-        elif kind == "all":
-            found = [(tool_id, True) for tool_id in self._ids]
+            candidates = takewhile(lambda tool_id: tool_id.startswith(value), self._ids[start:])
         elif kind == "module":
-            found = [(tool_id, True) for tool_id in selector.tools if tool_id in tools]
-        elif kind == "pack":
-            found = [(t.id, True) for t in tools.values() if value in t.packs]
-        elif kind == "kind":
-            found = [(t.id, True) for t in tools.values() if t.kind == value]
+            candidates = [tool_id for tool_id in selector.tools if tool_id in tools]
         else:
-            found = []
-            for tool in tools.values():
-                answer = _static_match(selector, tool)
-                if answer is not False:
-                    found.append((tool.id, answer))
+            candidates = self._ids if kind == "all" else tools
+        found = []
+        for tool_id in candidates:
+            answer = _static_match(selector, tools[tool_id])
+            if answer is not False:
+                found.append((tool_id, answer))
         self._selected[key] = found
         return found
 
@@ -688,7 +644,7 @@ def naive_decide(spec: Spec, policy_name: str, call: CallContext) -> Decision:
     matched = [
         rule
         for rule in policy.rules
-        if any(selector_matches(s, tool, view) for s in rule.selectors)
+        if any(selects(s, tool, view) for s in rule.selectors)
         and (rule.condition is None or evaluate(rule.condition, scope))
     ]
     return decide_from(policy.name, spec, policy.default, matched, view["risk"], tool.id)

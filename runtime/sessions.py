@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .approvals import ApprovalGrant, ApprovalRequest, selects
-from .availability import Availability, Facts, McpState, ToolAvailability
+from .approvals import ApprovalGrant, ApprovalRequest
+from .availability import Availability, Facts, ToolAvailability
 from .calls import (
     Judged,
     ainvoke_call,
@@ -58,11 +58,12 @@ from .normalize import (
     thaw,
 )
 from .policy import CallContext, Decision
+from .semantics import selects
 
 if TYPE_CHECKING:
     from .harness import Harness
 
-__all__ = ["PUBLIC_KINDS", "Session", "facts_from_record", "facts_record", "surface_tools"]
+__all__ = ["PUBLIC_KINDS", "Session", "facts_record", "surface_tools"]
 
 PUBLIC_KINDS = frozenset({"public", "dynamic", "mcp"})
 """Kinds of tool a surface can hold: legacy, primitive and private tools never."""
@@ -563,7 +564,7 @@ class Session:
 
 
 def facts_record(facts: Facts) -> dict[str, Any]:
-    """A facts snapshot as JSON, for the log (`facts_from_record` reads it back)."""
+    """A facts snapshot as JSON, for the log (`Facts.from_json` reads it back)."""
     return {
         "values": jsonable(facts.values),
         "connected": sorted(facts.connected),
@@ -581,27 +582,3 @@ def facts_record(facts: Facts) -> dict[str, Any]:
             for name, m in sorted(facts.mcp.items())
         },
     }
-
-
-def facts_from_record(record: Mapping[str, Any] | None) -> Facts:
-    """The facts snapshot `facts_record` wrote."""
-    if not record:
-        return Facts()
-    mcp = {
-        name: McpState(
-            enabled=bool(m.get("enabled")),
-            connected=bool(m.get("connected")),
-            transport_valid=bool(m.get("transport_valid")),
-            disclaimer_accepted=bool(m.get("disclaimer_accepted")),
-            agent_access=bool(m.get("agent_access")),
-            discovered=m.get("discovered") or {},
-            registered=frozenset(m["registered"]) if m.get("registered") is not None else None,
-        )
-        for name, m in (record.get("mcp") or {}).items()
-    }
-    return Facts.of(
-        record.get("values") or {},
-        connected=record.get("connected") or (),
-        running=record.get("running") or (),
-        mcp=mcp,
-    )

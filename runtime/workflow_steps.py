@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .approvals import Approvals
+from .availability import Facts
 from .canonical import jsonable
 from .events import NO_SECRETS, Event, NewEvent, Secrets
 from .lifecycle import ActionState
 from .model import Agent
 from .normalize import Refusal
-from .sessions import facts_from_record
 from .store import (
     ConcurrencyError,
     EventStore,
@@ -209,7 +209,7 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
             ctx["agent"],
             actor=ctx["actor"],
             task=task,
-            facts=facts_from_record(ctx.get("facts")),
+            facts=Facts.from_json(ctx.get("facts")),
             resource=ctx.get("resource") or {},
             env=ctx.get("env") or {},
             session_id=stream,
@@ -221,7 +221,7 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
         agent=agent,
         actor=ctx["actor"],
         task=task,
-        facts=facts_from_record(ctx.get("facts")),
+        facts=Facts.from_json(ctx.get("facts")),
         resource=ctx.get("resource") or {},
         env=ctx.get("env") or {},
         session_id=stream,

@@ -53,6 +53,7 @@ FOLDERS = {"harnessc": "harnessc", "dsl": "harnessc.dsl", "compiler": "harnessc.
 COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime": "the package itself, executed on any `from harnessc.runtime import`",
     "harnessc.runtime.model": "the typed IR every stage after lowering reads and writes",
+    "harnessc.runtime.semantics": "operators and selectors: validate, lints, analyses read them",
     "harnessc.runtime.policy": "the one policy evaluator: spec tests, plans and cases decide by it",
     "harnessc.runtime.availability": "when a tool is available: cases replay it for their facts",
     "harnessc.runtime.canonical": "canonical JSON: cases hash as the runtime does; `debug model`",

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind, selects
 
 __all__ = [
     "ABSENT",
@@ -30,16 +31,6 @@ __all__ = [
 
 STRENGTH = {"allow": 0, "ask": 1, "deny": 2}
 NO_RULE_REASON = "no rule allows this call"
-_DURATION = re.compile(r"([0-9]+)(ms|s|m|h|d)")
-_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()
 
 
 @dataclass
@@ -114,9 +105,8 @@ def parse_duration(text: Any) -> Any:
     """`"1h30m"` → 5400000; an int is already milliseconds; anything else is ABSENT."""
     if isinstance(text, int) and not isinstance(text, bool):
         return text
-    if not isinstance(text, str) or not text or _DURATION.sub("", text):
-        return ABSENT
-    return sum(int(n) * _UNITS[u] for n, u in _DURATION.findall(text))
+    ms = m.parse_duration(text) if isinstance(text, str) else None
+    return ABSENT if ms is None else ms
 
 
 def format_duration(ms: int) -> str:
@@ -124,8 +114,8 @@ def format_duration(ms: int) -> str:
     if ms <= 0:
         return "0ms"
     out = []
-    for unit in ("d", "h", "m", "s", "ms"):
-        n, ms = divmod(ms, _UNITS[unit])
+    for unit, size in m.DURATION_UNITS.items():
+        n, ms = divmod(ms, size)
         if n:
             out.append(f"{n}{unit}")
     return "".join(out)
@@ -252,62 +242,13 @@ def _number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _number(a) and _number(b):
-        return a == b
-    if isinstance(a, str) and isinstance(b, str):
-        return str(a) == str(b)
-    return False
-
-
-def _is_risk(node: object) -> bool:
-    return isinstance(node, m.Path) and node.root == "tool" and node.parts == ("risk",)
-
-
 def _compare(c: m.Compare, ctx: _Context) -> bool:
-    if c.op == "has":
-        left = _value(c.left, ctx)
-        word = _value(c.right, ctx)
-        if isinstance(left, dict):
-            return isinstance(c.right, m.EnumMember | m.Literal) and str(word) in left
-        if isinstance(left, list):
-            return any(_equal(i, word) for i in left)
-        return False
     left, right = _value(c.left, ctx), _value(c.right, ctx)
-    if c.op == "in":
-        if left is ABSENT or not isinstance(right, list):
-            return False
-        return any(_equal(left, i) for i in right)
-    if left is ABSENT or right is ABSENT:
-        return False
-    if c.op == "==":
-        return _equal(left, right)
-    if c.op == "!=":
-        return not _equal(left, right)
-    if c.op in ("<", "<=", ">", ">="):
-        if _is_risk(c.left) or _is_risk(c.right):
-            if left not in m.RISK_LEVELS or right not in m.RISK_LEVELS:
-                return False
-            left, right = m.risk_rank(left), m.risk_rank(right)
-        elif not (_number(left) and _number(right)):
-            return False
-        return {
-            "<": left < right,
-            "<=": left <= right,
-            ">": left > right,
-            ">=": left >= right,
-        }[c.op]
-    if not (isinstance(left, str) and isinstance(right, str)):
-        return False
-    if c.op == "matches":
-        return re.search(right, left) is not None
-    if c.op == "startswith":
-        return left.startswith(right)
-    if c.op == "within":
-        return left == right or left.startswith(right.rstrip("/") + "/")
-    return False
+    operator = OPERATORS[c.op]
+    named = isinstance(c.right, m.EnumMember | m.Literal)
+    if operator.family == "has" and isinstance(left, dict) and not named:
+        return False  # a record's field is named by a literal, never by a value read
+    return operator.concrete(left, right, ordering_kind(c.left, c.right))
 
 
 def holds(cond: object, ctx: _Context) -> bool:
@@ -322,39 +263,14 @@ def holds(cond: object, ctx: _Context) -> bool:
     return _value(cond, ctx) is True
 
 
-def _selects(sel: m.Selector, ctx: _Context) -> bool:
-    tool = ctx.tool
-    if sel.kind == "id":
-        return tool.id == sel.value
-    if sel.kind == "glob":
-        return tool.id.startswith(sel.value)
-    if sel.kind == "all":
-        return True
-    if sel.kind == "module":
-        return tool.id in sel.tools
-    if sel.kind == "pack":
-        return sel.value in tool.packs
-    if sel.kind == "kind":
-        return tool.kind == sel.value
-    if sel.kind == "risk":
-        cond = m.Compare(
-            op=sel.op or ">=",  # type: ignore[arg-type]
-            left=m.Path(root="tool", parts=("risk",)),
-            right=m.EnumMember(name=sel.value),
-        )
-        return _compare(cond, ctx)
-    if sel.kind == "effects":
-        return sel.value in ctx.effects()
-    return False
-
-
 def rule_matches(spec: m.Spec, rule: m.Rule, call: Call) -> bool:
     ctx = _Context.of(spec, call)
     return _matches(rule, ctx)
 
 
 def _matches(rule: m.Rule, ctx: _Context) -> bool:
-    if not any(_selects(s, ctx) for s in rule.selectors):
+    view = {"risk": ctx.risk(), "effects": ctx.effects()}
+    if not any(selects(s, ctx.tool, view) for s in rule.selectors):
         return False
     return rule.condition is None or holds(rule.condition, ctx)
 

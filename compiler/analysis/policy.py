@@ -26,6 +26,7 @@ from typing import Any
 
 import z3
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import selects
 
 from .concrete import (
     STRENGTH,
@@ -129,37 +130,10 @@ def analyse_policy(
 
 def _static_selects(sel: m.Selector, tool: m.Tool) -> bool:
     """Whether the selector can match some call to the tool (sugar: for some operation)."""
-    if sel.kind == "id":
-        return tool.id == sel.value
-    if sel.kind == "glob":
-        return tool.id.startswith(sel.value)
-    if sel.kind == "all":
-        return True
-    if sel.kind == "module":
-        return tool.id in sel.tools
-    if sel.kind == "pack":
-        return sel.value in tool.packs
-    if sel.kind == "kind":
-        return tool.kind == sel.value
-    levels = [op.risk for op in tool.operations.values()] or [tool.risk]
-    if sel.kind == "risk":
-        if sel.value not in m.RISK_LEVELS:
-            return False
-        level = m.risk_rank(sel.value)
-        ops = {
-            "==": lambda a: a == level,
-            "!=": lambda a: a != level,
-            "<": lambda a: a < level,
-            "<=": lambda a: a <= level,
-            ">": lambda a: a > level,
-            ">=": lambda a: a >= level,
-        }
-        test = ops.get(sel.op or "")
-        return test is not None and any(test(m.risk_rank(r)) for r in levels)
-    if sel.kind == "effects":
-        sets = [op.effects for op in tool.operations.values()] or [tool.effects]
-        return any(sel.value in s for s in sets)
-    return False
+    views = [{"risk": op.risk, "effects": op.effects} for op in tool.operations.values()]
+    if not views:
+        return selects(sel, tool)
+    return any(selects(sel, tool, view) for view in views)
 
 
 class _Index:

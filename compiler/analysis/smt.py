@@ -26,6 +26,7 @@ from typing import Any
 
 import z3
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import OPERATORS, selects
 
 __all__ = [
     "BUILTINS",
@@ -78,13 +79,6 @@ MAX_SMT_TEXT = 256
 """The longest text constant `startswith`, `within` and `matches` give z3."""
 MAX_SEARCH_WIDTH = 32
 """The most characters a pattern not anchored at its start may need (searched anywhere)."""
-ORDER = {
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
-PY_ORDER = ORDER  # the same lambdas work on Python numbers
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,7 +407,7 @@ class Encoder:
                 right = c.right.items if isinstance(c.right, m.ListValue) else (c.right,)
                 keys = [k for k in (key_of(c.left), *(key_of(r) for r in right)) if k]
                 seen.update(keys)
-                if c.op in ("startswith", "matches", "within"):
+                if OPERATORS[c.op].smt == "text":
                     real.update(keys)
                 elif len(keys) > 1:
                     for k in keys:
@@ -691,38 +685,20 @@ class Encoder:
 
     def selector(self, sel: m.Selector) -> Bool:
         tool = self.tool
-        if sel.kind == "id":
-            return tool.id == sel.value
-        if sel.kind == "glob":
-            return tool.id.startswith(sel.value)
-        if sel.kind == "all":
-            return True
-        if sel.kind == "module":
-            return tool.id in sel.tools
-        if sel.kind == "pack":
-            return sel.value in tool.packs
-        if sel.kind == "kind":
-            return tool.kind == sel.value
-        if sel.kind == "risk":
-            if sel.value not in m.RISK_LEVELS or sel.op not in (*ORDER, "==", "!="):
-                return False
-            level = m.risk_rank(sel.value)
-            if not tool.operations:
-                rank = m.risk_rank(tool.risk)
-                if sel.op == "==":
-                    return rank == level
-                if sel.op == "!=":
-                    return rank != level
-                return bool(PY_ORDER[sel.op](rank, level))
-            risk = self.risk_expr()
-            if sel.op == "==":
-                return z3.simplify(risk == level)
-            if sel.op == "!=":
-                return z3.simplify(risk != level)
-            return ORDER[sel.op](risk, level)
+        if sel.kind not in ("risk", "effects") or not tool.operations:
+            return selects(sel, tool)
         if sel.kind == "effects":
             return self.effect_expr(sel.value)
-        return False
+        # the call's operation sets its risk: the selector's comparison over z3's
+        operator = OPERATORS.get(sel.op or "")
+        if sel.value not in m.RISK_LEVELS or operator is None or operator.relation is None:
+            return False
+        relation = operator.relation
+        level = m.risk_rank(sel.value)
+        risk = self.risk_expr()
+        if operator.family == "equality":
+            return z3.simplify(relation(risk, level))
+        return relation(risk, level)
 
     def cond(self, c: object) -> Bool:
         if isinstance(c, m.Compare):
@@ -743,25 +719,20 @@ class Encoder:
         return self.free(c, "a value that is not a boolean is used as a condition")
 
     def compare(self, c: m.Compare) -> Bool:
-        if c.op == "has":
-            return self.has(c.left, c.right, c)
-        if c.op == "in":
-            return self.member_of(c)
+        return ENCODINGS[OPERATORS[c.op].smt](self, c)
+
+    def binary(self, c: m.Compare, relate: Relate, negated: bool = False) -> Bool:
+        """`c` through `relate`, which gives (both present, the relation) or None."""
         a, b = self.operand(c.left), self.operand(c.right)
         if a.kind == "unsupported" or b.kind == "unsupported":
             return self.free(c, "an operand z3 cannot express")
         if a.present is False or b.present is False:
             return False
-        if c.op in ("==", "!="):
-            found = self.equal(a, b)
-        elif c.op in ORDER:
-            found = self.order(c.op, a, b)
-        else:
-            found = self.string_op(c.op, a, b)
+        found = relate(self, c.op, a, b)
         if found is None:
             return self.free(c, f"a comparison `{c.op}` z3 cannot express")
         present, holds = found
-        return conj(present, holds if c.op != "!=" else negate(holds))
+        return conj(present, negate(holds) if negated else holds)
 
     # --- equality and order ------------------------------------------------------------------
 
@@ -838,7 +809,7 @@ class Encoder:
             x, y = self.rank(a), self.rank(b)
             if x is None or y is None:
                 return None
-            return present, ORDER[op](x, y)
+            return present, _relation(op)(x, y)
         if a.kind in ("int", "real") and b.kind in ("int", "real"):
             x, y = a.expr, b.expr
             # a mixed comparison compares reals: only the int side is converted
@@ -846,7 +817,7 @@ class Encoder:
                 x = z3.ToReal(x)
             elif a.kind == "real" and b.kind == "int":
                 y = z3.ToReal(y)
-            return present, ORDER[op](x, y)
+            return present, _relation(op)(x, y)
         return None
 
     @staticmethod
@@ -939,6 +910,25 @@ class Encoder:
         if isinstance(c.left, m.Literal | m.EnumMember):
             return self.has(c.right, c.left, c)
         return self.free(c, "`in` with operands z3 cannot express")
+
+
+Relate = Callable[["Encoder", str, Term, Term], tuple[Bool, Bool] | None]
+
+ENCODINGS: dict[str, Callable[[Encoder, m.Compare], Bool]] = {
+    "equal": lambda e, c: e.binary(c, lambda e, op, a, b: e.equal(a, b)),
+    "unequal": lambda e, c: e.binary(c, lambda e, op, a, b: e.equal(a, b), negated=True),
+    "order": lambda e, c: e.binary(c, Encoder.order),
+    "text": lambda e, c: e.binary(c, Encoder.string_op),
+    "has": lambda e, c: e.has(c.left, c.right, c),
+    "member": Encoder.member_of,
+}
+"""The z3 encoding of each operator, by its `smt` key in `runtime/semantics.py`."""
+
+
+def _relation(op: str) -> Callable[[Any, Any], Any]:
+    relation = OPERATORS[op].relation
+    assert relation is not None, op
+    return relation
 
 
 def _sort_for(t: Term) -> str:

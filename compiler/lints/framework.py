@@ -12,6 +12,7 @@ from harnessc.dsl.codes import Code, register
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import selects
 
 from ..analysis.policy import PolicyAnalysis
 from ..resolve import Module, Resolution
@@ -187,35 +188,6 @@ class LintContext:
         return [
             t for t in sorted(self.spec.tools.values(), key=lambda t: t.id) if selects(selector, t)
         ]
-
-
-def selects(selector: m.Selector, tool: m.Tool) -> bool:
-    kind = selector.kind
-    if kind == "all":
-        return True
-    if kind == "id":
-        return tool.id == selector.value
-    if kind == "glob":
-        return tool.id.startswith(selector.value)
-    if kind == "module":
-        return tool.id in selector.tools
-    if kind == "pack":
-        return selector.value in tool.packs
-    if kind == "kind":
-        return tool.kind == selector.value
-    if kind == "effects":
-        return selector.value in tool.effects
-    if kind == "risk":
-        level, wanted = m.risk_rank(tool.risk), m.risk_rank(selector.value)
-        return {
-            "==": level == wanted,
-            "!=": level != wanted,
-            "<": level < wanted,
-            "<=": level <= wanted,
-            ">": level > wanted,
-            ">=": level >= wanted,
-        }.get(selector.op or "==", False)
-    return False
 
 
 PUBLIC_KINDS = ("public", "dynamic", "mcp")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
+from harnessc.runtime.model import WIRE_NAME, derive_wire_name
 
 from ..modules import head_span
 from ..resolve import Module
@@ -15,7 +15,6 @@ from .conditions import ConditionLowering
 from .core import origin
 
 PRIMARY_EFFECTS = frozenset({"write", "external"})
-WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 EXPOSABLE_KINDS = frozenset({"public", "dynamic", "mcp"})
 TOOL_ATTRS = frozenset(
     {
@@ -36,22 +35,6 @@ TOOL_ATTRS = frozenset(
 )
 KIND_ATTRS = ("legacy", "primitive", "dynamic")
 OPERATION_ATTRS = frozenset({"summary", "use_when", "not_for", "effects", "risk", "timeout"})
-
-
-def derive_wire_name(tool_id: str) -> str:
-    """The name a model API sees: `[A-Za-z0-9_-]{1,64}`.
-
-    >>> derive_wire_name("change.create")
-    'change_create'
-    >>> derive_wire_name("mcp:scanner:tool:create-issue")
-    'mcp__scanner__create-issue'
-    """
-    if tool_id.startswith("mcp:") and tool_id.count(":") >= 3:
-        _, server, _, name = tool_id.split(":", 3)
-        raw = f"mcp__{server}__{name}"
-    else:
-        raw = tool_id.replace(".", "_")
-    return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64] or "_"
 
 
 class ToolLowering(ConditionLowering):
