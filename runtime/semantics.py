@@ -340,6 +340,9 @@ class Operator:
       with it);
     - `concrete(left, right, kind)`: the analyses' meaning over concrete JSON values;
     - `smt`: the key `compiler/analysis/smt.py` dispatches its z3 encoding on;
+      `smt_text`, for a `text` operator z3's string theory states directly, the relation
+      itself: `(z3, left, right) -> z3 term`, given the z3 module (the runtime never imports
+      it) and the two strings;
     - `mirror`: the operator that reads its operands swapped (`a < b` is `b > a`), if any;
     - `relation`: for `==`, `!=` and the orderings, the relation itself (Python's operator,
       which z3's terms overload too).
@@ -352,6 +355,7 @@ class Operator:
     evaluate: Callable[[Any, Any, str], bool]
     concrete: Callable[[Any, Any, str], bool]
     smt: str
+    smt_text: Callable[[Any, Any, Any], Any] | None = None
     mirror: str | None = None
     relation: Callable[[Any, Any], Any] | None = None
 
@@ -405,7 +409,11 @@ def _ordering(op: str) -> Operator:
 
 
 def _text(
-    op: str, helper: Callable[[Any, Any], bool], concrete: Callable[[str, str], bool], **typing: Any
+    op: str,
+    helper: Callable[[Any, Any], bool],
+    concrete: Callable[[str, str], bool],
+    smt_text: Callable[[Any, Any, Any], Any] | None = None,
+    **typing: Any,
 ) -> Operator:
     return Operator(
         spelling=op,
@@ -415,6 +423,7 @@ def _text(
         evaluate=_values(helper),
         concrete=lambda a, b, kind: _present(a, b) and _texts(a, b) and concrete(a, b),
         smt="text",
+        smt_text=smt_text,
     )
 
 
@@ -459,6 +468,7 @@ _OPERATORS = (
         "startswith",
         value_startswith,
         lambda a, b: a.startswith(b),
+        lambda z3, a, b: z3.PrefixOf(b, a),
         left=frozenset({"string", "path", "url"}),
         right=frozenset({"string", "path", "url"}),
         wanted="a string or a path",

@@ -90,6 +90,28 @@ def test_the_smt_encoding_has_no_key_the_table_lacks() -> None:
     assert set(smt.ENCODINGS) == {o.smt for o in OPERATORS.values()}
 
 
+# text operators whose z3 encoding is more than one relation of z3's string theory: a regular
+# expression (`matches`) and containment by whole path segments (`within`), written in smt.py
+ENCODED_BY_HAND = {"matches", "within"}
+TEXT_OPS = [op for op in GRAMMAR_OPS if OPERATORS[op].family == "text"]
+
+
+@pytest.mark.parametrize("op", TEXT_OPS)
+def test_a_text_operator_has_its_z3_relation(op: str) -> None:
+    assert (OPERATORS[op].smt_text is None) == (op in ENCODED_BY_HAND)
+
+
+@pytest.mark.parametrize("op", [op for op in TEXT_OPS if op not in ENCODED_BY_HAND])
+@settings(max_examples=60, deadline=None)
+@given(left=st.text("ab/", max_size=4), right=st.text("ab/", max_size=3))
+def test_the_z3_relation_of_a_text_operator_is_its_meaning(op: str, left: str, right: str) -> None:
+    z3 = pytest.importorskip("z3")
+    entry = OPERATORS[op]
+    assert entry.smt_text is not None
+    term = z3.simplify(entry.smt_text(z3, z3.StringVal(left), z3.StringVal(right)))
+    assert z3.is_true(term) == entry.concrete(left, right, "number") == entry.helper(left, right)
+
+
 @pytest.mark.parametrize("op", GRAMMAR_OPS)
 def test_the_language_reference_documents_every_operator(op: str) -> None:
     text = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")

@@ -30,6 +30,7 @@ from harnessc.compiler.lints import RULES, LintRule
 from harnessc.dsl.builder import engine
 from harnessc.dsl.codes import CODES, Code
 from harnessc.dsl.lexer import Engine, ParseFailure
+from harnessc.runtime.semantics import OPERATORS
 from lark.parsers.lalr_analysis import Shift
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -398,19 +399,7 @@ def rule_files() -> dict[Path, str]:
 # for a keyword. Only states entered by shifting a token decide how the next word is read.
 
 
-COMPARISON_OPERATORS = (
-    "==",
-    "!=",
-    "<",
-    "<=",
-    ">",
-    ">=",
-    "in",
-    "has",
-    "matches",
-    "startswith",
-    "within",
-)
+COMPARISON_OPERATORS = tuple(OPERATORS)  # every `compare_op`, in the grammar's order
 
 
 @dataclass(frozen=True)

@@ -847,8 +847,11 @@ class Encoder:
             if regex is None:
                 return None
             return present, z3.InRe(a.expr, regex)
-        if op == "startswith":
-            return present, z3.PrefixOf(b.expr, a.expr)
+        relation = OPERATORS[op].smt_text
+        if relation is not None:
+            return present, relation(z3, a.expr, b.expr)
+        if op != "within":
+            return None  # a text operator the table gives no z3 relation: left free
         # within: containment by whole segments of normalized paths
         root, p = b.expr, a.expr
         slash = z3.StringVal("/")
