@@ -80,9 +80,9 @@ from typing import Any
 
 from harnessc.compiler.pipeline import check
 from harnessc.runtime.canonical import input_hash
-from harnessc.runtime.conditions import normalize_path
 from harnessc.runtime.model import Spec
 from harnessc.runtime.policy import CallContext, Decider, PolicyEngine
+from harnessc.runtime.semantics import normalize_path
 
 GROUP = 10
 

@@ -42,7 +42,7 @@ from typing import Any
 
 from .availability import condition_text
 from .canonical import jsonable
-from .conditions import compile_conditions, roles_of, value_eq
+from .conditions import compile_conditions, roles_of
 from .events import (
     REDACTED,
     Clock,
@@ -57,7 +57,7 @@ from .events import (
 )
 from .model import Approver, Condition, Grant, Selector, Tool
 from .normalize import PendingCall, thaw
-from .semantics import selects
+from .semantics import selects, value_eq
 from .store import ConcurrencyError, EventStore
 
 __all__ = [

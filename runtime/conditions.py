@@ -48,31 +48,9 @@ from .semantics import (
     ordering_kind,
     risk_of,
     value_eq,
-    value_has,
-    value_in,
-    value_matches,
-    value_ne,
-    value_order,
-    value_startswith,
-    within,
 )
 
-# the value helpers are re-exported: generated packages import them from here
-__all__ = [
-    "Scope",
-    "compile_conditions",
-    "duration_ms",
-    "evaluate",
-    "normalize_path",
-    "value_eq",
-    "value_has",
-    "value_in",
-    "value_matches",
-    "value_ne",
-    "value_order",
-    "value_startswith",
-    "within",
-]
+__all__ = ["Scope", "compile_conditions", "evaluate"]
 
 # ---------------------------------------------------------------------------------------------
 # The reference interpreter

@@ -48,9 +48,9 @@ from .canonical import (
     input_hash_from_json,
     json_string,
 )
-from .conditions import normalize_path
 from .events import Secrets
 from .model import DURATION_PATTERN, Field, Schema, Spec, Tool, Type, derive_wire_name
+from .semantics import normalize_path
 
 __all__ = [
     "DELEGATE_TASK",

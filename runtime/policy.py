@@ -33,13 +33,7 @@ from itertools import takewhile
 from types import CodeType, FunctionType
 from typing import Any
 
-from .conditions import (
-    Scope,
-    _Emitter,
-    _helpers,
-    evaluate,
-    normalize_path,
-)
+from .conditions import Scope, _Emitter, _helpers, evaluate
 from .model import (
     Approver,
     DefaultDecision,
@@ -53,7 +47,7 @@ from .model import (
     Type,
     requester_may_approve,
 )
-from .semantics import selects
+from .semantics import normalize_path, selects
 
 __all__ = [
     "NO_RULE_REASON",

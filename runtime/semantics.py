@@ -365,7 +365,7 @@ class Operator:
 
     @property
     def runtime_name(self) -> str:
-        """The helper's name in `harnessc.runtime.conditions` (generated code imports it)."""
+        """The helper's name in this module (`value_in`, `within`)."""
         return self.helper.__name__
 
 
