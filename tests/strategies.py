@@ -14,6 +14,7 @@ import re
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.builder import grammar_text
+from harnessc.runtime.semantics import OPERATORS
 from hypothesis import strategies as st
 
 # Every word the grammar spells out: reserved where the parser accepts it.
@@ -22,7 +23,7 @@ KEYWORDS = frozenset(re.findall(r'"([a-z_]+)"', grammar_text()))
 WORDS = ("a", "b", "svc", "x1", "deploy_2", "Zeta", "_p")
 TYPE_NAMES = ("string", "int", "float", "bool", "path", "url", "duration")
 EFFECTS = ("allow", "deny", "ask")
-COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "has", "matches", "startswith", "within")
+COMPARE_OPS = tuple(OPERATORS)  # every operator of the grammar (tests/test_semantics.py)
 TEST_RECORDS = ("actor", "resource", "facts", "task", "env", "execution")
 
 assert not KEYWORDS & set(WORDS)

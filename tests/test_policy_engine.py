@@ -41,6 +41,7 @@ from harnessc.runtime.policy import (
     PolicyEngine,
     naive_decide,
 )
+from harnessc.runtime.semantics import OPERATORS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -452,9 +453,7 @@ _consts = st.one_of(
 _operands = st.one_of(
     _paths, _consts, st.sampled_from(["crm", "x"]).map(lambda n: FactCall(func="connected", name=n))
 )
-_ops = st.sampled_from(
-    ["==", "!=", "<", "<=", ">", ">=", "in", "has", "matches", "startswith", "within"]
-)
+_ops = st.sampled_from(list(OPERATORS))
 _compares = st.builds(
     lambda op, lhs, rhs: Compare(op=op, left=lhs, right=rhs), _ops, _operands, _operands
 )
