@@ -316,7 +316,9 @@ class RecordValue(_Model):
 
 class Compare(_Model):
     kind: t.Literal["compare"] = "compare"
-    op: t.Literal["==", "!=", "<", "<=", ">", ">=", "in", "has", "matches", "startswith", "within"]
+    op: t.Literal[
+        "==", "!=", "<", "<=", ">", ">=", "in", "has", "matches", "startswith", "endswith", "within"
+    ]
     left: Value
     right: Value
 

@@ -49,6 +49,7 @@ __all__ = [
     "ordering_kind",
     "risk_of",
     "selects",
+    "value_endswith",
     "value_eq",
     "value_has",
     "value_in",
@@ -184,6 +185,10 @@ def value_matches(a: object, pattern: object) -> bool:
 
 def value_startswith(a: object, prefix: object) -> bool:
     return type(a) is str and type(prefix) is str and a.startswith(prefix)
+
+
+def value_endswith(a: object, suffix: object) -> bool:
+    return type(a) is str and type(suffix) is str and a.endswith(suffix)
 
 
 _ORDER: dict[str, Callable[[Any, Any], Any]] = {
@@ -427,6 +432,13 @@ def _text(
     )
 
 
+# a prefix or a suffix of a string, or of a normalized path (the typing of both sides)
+_AFFIX: dict[str, Any] = {
+    "left": frozenset({"string", "path", "url"}),
+    "right": frozenset({"string", "path", "url"}),
+    "wanted": "a string or a path",
+}
+
 _OPERATORS = (
     _equality("==", value_eq, negated=False),
     _equality("!=", value_ne, negated=True),
@@ -469,9 +481,14 @@ _OPERATORS = (
         value_startswith,
         lambda a, b: a.startswith(b),
         lambda z3, a, b: z3.PrefixOf(b, a),
-        left=frozenset({"string", "path", "url"}),
-        right=frozenset({"string", "path", "url"}),
-        wanted="a string or a path",
+        **_AFFIX,
+    ),
+    _text(
+        "endswith",
+        value_endswith,
+        lambda a, b: a.endswith(b),
+        lambda z3, a, b: z3.SuffixOf(b, a),
+        **_AFFIX,
     ),
     _text(
         "within",

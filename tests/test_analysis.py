@@ -123,6 +123,8 @@ def holds(spec: m.Spec, call: Call, c: Any) -> bool:
             return re.search(b, a) is not None
         case "startswith":
             return a.startswith(b)
+        case "endswith":
+            return a.endswith(b)
         case "within":
             return a == b or a.startswith(b.rstrip("/") + "/")
     raise AssertionError(c.op)
@@ -230,6 +232,33 @@ def test_a_rule_beaten_by_a_stronger_rule_never_wins(tmp_path: Path) -> None:
     assert analysis.witness("spec.p", "p.shadowed") is None
     for label in ("p.big", "p#3"):
         assert_witness_wins(spec, analysis.witness("spec.p", label))
+
+
+def test_string_prefixes_and_suffixes_get_exact_witnesses_and_shadowing(tmp_path: Path) -> None:
+    spec, analysis = analyse(
+        tmp_path,
+        """
+        policy p {
+          default deny
+          secrets: deny lookup when args.q endswith ".env" { reason "no secrets" }
+          dotted: allow lookup when args.q endswith "prod.env"
+          drafts: ask lookup when args.q startswith "draft/" and args.q endswith ".md" {
+            approver role "editor"
+          }
+          allow lookup
+        }
+        """,
+    )
+    # every string ending in `prod.env` ends in `.env`: the DENY always beats it
+    finding = only(analysis, "never-wins")
+    assert (finding.rule, finding.other_rule) == ("p.dotted", "p.secrets")
+    for label in ("p.secrets", "p.drafts", "p#4"):
+        w = analysis.witness("spec.p", label)
+        assert w is not None and w.exact, (label, w)
+        assert_witness_wins(spec, w)
+    drafts = analysis.witness("spec.p", "p.drafts")
+    assert drafts is not None
+    assert drafts.call.args["q"].startswith("draft/") and drafts.call.args["q"].endswith(".md")
 
 
 def test_an_earlier_rule_of_the_same_effect_hides_a_later_one(tmp_path: Path) -> None:

@@ -143,6 +143,17 @@ def test_keys_may_be_keywords_and_keywords_stay_names_elsewhere() -> None:
     assert rule.when == s.Compare(s.Path("args.risk"), "==", s.Path("risk"))
 
 
+def test_an_operator_after_an_operand_and_a_name_at_the_start_of_one() -> None:
+    module = parse('policy p { allow t when args.file endswith ".py" and args.x == endswith }')
+    rule = module.items[0].items[0]  # type: ignore[union-attr]
+    assert rule.when == s.And(
+        (
+            s.Compare(s.Path("args.file"), "endswith", s.Str((".py",))),
+            s.Compare(s.Path("args.x"), "==", s.Path("endswith")),
+        )
+    )
+
+
 def test_spans_underline_what_the_user_wrote() -> None:
     text = 'policy p {\n  allow change.create when actor.role == "sre"\n}\n'
     module = parse(text)

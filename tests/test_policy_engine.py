@@ -133,6 +133,27 @@ def test_within_is_segment_containment_and_startswith_a_string_prefix(tmp_path: 
     assert decide(spec, "files.read", args={"path": "/repo/a/./../b"}).rule == "p.inside"
 
 
+def test_endswith_is_a_string_suffix_of_the_normalized_path(tmp_path: Path) -> None:
+    spec = spec_of(
+        tmp_path,
+        TOOLS
+        + """
+        policy p {
+          default allow
+          secrets: deny files.read when args.path endswith ".env" { reason "no secrets" }
+        }
+        """,
+    )
+    assert decide(spec, "files.read", args={"path": "/repo/.env"}).rule == "p.secrets"
+    assert decide(spec, "files.read", args={"path": "/repo/prod.env"}).effect == "deny"
+    assert decide(spec, "files.read", args={"path": "/repo/a.env.bak"}).matched == ()
+    # normalized first: the suffix is the one the call really reads
+    assert decide(spec, "files.read", args={"path": "/repo/.env/../app.py"}).effect == "allow"
+    assert decide(spec, "files.read", args={"path": "/repo/x/../.env"}).rule == "p.secrets"
+    # absent, or not a string: false, as every comparison
+    assert decide(spec, "files.read", args={}).matched == ()
+
+
 def test_a_path_that_climbs_out_of_its_root_is_refused(tmp_path: Path) -> None:
     spec = spec_of(
         tmp_path,

@@ -283,6 +283,11 @@ def test_a_quoted_number_gets_a_help(tmp_path: Path) -> None:
             "`startswith` needs a string or a path on its left, not an `int`",
             "args.count",
         ),
+        (
+            'args.count endswith "1"',
+            "`endswith` needs a string or a path on its left, not an `int`",
+            "args.count",
+        ),
         ('actor.role in "x"', "the right side of `in` is a string, not a list", '"x"'),
         (
             "args.count has x",
