@@ -15,11 +15,11 @@ from harnessc.runtime.model import (
 from harnessc.runtime.normalize import DELEGATE_TASK
 from harnessc.runtime.sessions import surface_tools
 
+from ...analysis.availability import availability_condition
 from ...analysis.examples import NoExampleError
 from ...analysis.policy import PolicyAnalysis
 from .context import CaseContext
 from .facts import (
-    availability_condition,
     condition_text,
     conjuncts,
     facts_of,
