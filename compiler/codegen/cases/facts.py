@@ -8,7 +8,6 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from harnessc.runtime.availability import Facts
 from harnessc.runtime.model import (
     And,
     Compare,
@@ -25,6 +24,7 @@ from harnessc.runtime.model import (
     Spec,
     Tool,
 )
+from harnessc.runtime.semantics import OPERATORS
 
 from ...analysis.availability import AVAILABLE, availability_condition, availability_parts
 from ...analysis.concrete import Call, rule_matches
@@ -35,7 +35,6 @@ __all__ = [
     "available_facts",
     "condition_text",
     "conjuncts",
-    "facts_of",
     "failed_conditions",
     "mcp_name",
     "mcp_of",
@@ -55,7 +54,7 @@ def _wanted_facts(cond: Condition, positive: bool, out: dict[str, Any]) -> None:
         _wanted_facts(cond.item, not positive, out)
     elif isinstance(cond, Path) and cond.root == "fact" and len(cond.parts) == 1:
         out.setdefault(cond.parts[0], positive)
-    elif isinstance(cond, Compare) and cond.op in ("==", "!="):
+    elif isinstance(cond, Compare) and OPERATORS[cond.op].family == "equality":
         for side, other in ((cond.left, cond.right), (cond.right, cond.left)):
             if (
                 isinstance(side, Path)
@@ -104,24 +103,6 @@ def available_facts(spec: Spec) -> dict[str, Any]:
         "running": sorted(spec.runtimes),
         "mcp": {server: _mcp_state(spec, server) for server in sorted(spec.mcp_servers)},
     }
-
-
-def facts_of(data: Mapping[str, Any]) -> Facts:
-    """The runtime `Facts` of case data (as the generated runner builds them)."""
-    from harnessc.runtime.availability import McpState
-
-    mcp = {}
-    for server, state in data.get("mcp", {}).items():
-        fields = dict(state)
-        if fields.get("registered") is not None:
-            fields["registered"] = frozenset(fields["registered"])
-        mcp[server] = McpState(**fields)
-    return Facts.of(
-        data.get("values", {}),
-        connected=data.get("connected", ()),
-        running=data.get("running", ()),
-        mcp=mcp,
-    )
 
 
 # ---------------------------------------------------------------------------------------------
