@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from harnessc.compiler import pipeline
+from harnessc.compiler.analysis.availability import analyse_availability
 
 VERBS = ("create", "read", "update", "delete", "sync", "export", "import", "archive")
 NOUNS = ("invoice", "ticket", "deployment", "report", "user", "dataset", "alert", "branch")
@@ -91,8 +92,14 @@ def build_stages(spec: Path, out: Path, embed: bool) -> tuple[dict[str, float], 
     embeddings = codegen.tool_embeddings(checked.model) if embed else None
     times["embed"] = time.perf_counter() - start
     start = time.perf_counter()
+    available = analyse_availability(checked.model)  # timed with the plan, as it was
     plan = codegen.plan_build(
-        checked.model, spec.name, codegen.lint_suppressions(checked.resolution), embeddings
+        checked.model,
+        spec.name,
+        codegen.lint_suppressions(checked.resolution),
+        embeddings,
+        analysis=checked.analysis,
+        available=available,
     )
     times["plan"] = time.perf_counter() - start
     start = time.perf_counter()

@@ -1,6 +1,7 @@
 """The compiler's table of contents: each command runs a prefix of these stages, in order.
 
-read → parse → resolve → lower → validate → graph → analyse → (lint → plan → render → write)
+read → parse → resolve → lower → validate → graph → analyse → (lint → analyse availability →
+plan → render → write)
 
 A stage that reports errors ends the run, so later stages may assume valid input; inside a
 stage every error is collected.
@@ -23,6 +24,7 @@ from harnessc.dsl.syntax import Module
 from harnessc.runtime.model import Spec
 
 from . import graph, lower, resolve, testing, validate
+from .analysis.availability import analyse_availability
 from .analysis.policy import PolicyAnalysis, analyse_policies
 from .config import LintConfig
 from .lints import filter_findings, run_lints
@@ -169,9 +171,10 @@ def build(
     embed: bool = True,
     config: LintConfig | None = None,
 ) -> BuildResult:
-    """`harnessc build`: check → lint → plan → render → write (`check=True`: compare with
-    `out` instead). A spec with errors writes nothing; the lints' warnings and notes (`config`
-    and inline `# harnessc: ignore[…]` comments silence them, as in `lint`) do not stop it."""
+    """`harnessc build`: check → lint → analyse availability → plan → render → write
+    (`check=True`: compare with `out` instead). A spec with errors writes nothing; the lints'
+    warnings and notes (`config` and inline `# harnessc: ignore[…]` comments silence them, as
+    in `lint`) do not stop it."""
     config = config or LintConfig()
     from . import codegen  # jinja2 and the runtime's policy engine: loaded only to build
 
@@ -190,6 +193,8 @@ def build(
     )
     if not result.ok:
         return built
+    # needs a valid model; a fresh z3 context of its own, after the first analysis
+    available = analyse_availability(result.model)
     # needs a valid model: the plan assumes every name resolves and every condition type-checks
     embeddings = codegen.tool_embeddings(result.model) if embed else None
     if not embed:
@@ -202,6 +207,7 @@ def build(
         codegen.lint_suppressions(result.resolution),
         embeddings,
         analysis=result.analysis,
+        available=available,
     )
     built.package = plan.package
     built.files = codegen.render_plan(plan)

@@ -77,6 +77,10 @@ KIND_WORDS = {
 # Selections of tools
 
 
+_RISK_OPS = tuple(op for op, o in OPERATORS.items() if o.family in ("equality", "order"))
+"""The operators a risk selector (`risk >= high`) may use: those that compare risk levels."""
+
+
 class _All:
     """Every tool of the build (`*`): kept symbolic so a wildcard costs nothing to select."""
 
@@ -427,6 +431,8 @@ class _Validator:
         for selector in rule.selectors:
             if isinstance(selector, s.Pattern):
                 self.private_in_profile(selector, users, policy)
+            elif isinstance(selector, s.RiskSelector):
+                self.check_risk_selector(selector)
         if rule.when is not None:
             self.check_cond(rule.when, _Context(module, "rule", rule.selectors))
         for option in rule.options or ():
@@ -442,6 +448,20 @@ class _Validator:
             else:
                 context = _Context(module, "grant", rule.selectors)
             self.check_cond(grant.when, context)
+
+    def check_risk_selector(self, selector: s.RiskSelector) -> None:
+        """H334 for `risk OP level` with an operator that is neither an equality nor an order."""
+        if selector.op in _RISK_OPS:
+            return
+        *others, last = (f"`{op}`" for op in _RISK_OPS)
+        self.report(
+            "H334",
+            f"a risk selector cannot compare with `{selector.op}`",
+            selector.span,
+            "selects no tool",
+            help=f"compare risk levels with {', '.join(others)} or {last}, as in "
+            f"`risk >= {selector.level.text}`",
+        )
 
     def private_in_profile(self, pattern: s.Pattern, users: set[str], policy: s.Policy) -> None:
         """H332 for another skill's private tool named in a skill's profile."""

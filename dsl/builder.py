@@ -29,10 +29,7 @@ MAX_NESTING = 64
 
 _VALUE_TOKENS = {"NAME", "DOTTED", "MCP_ID", "KEY"}
 _QUOTED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
-_DURATION_PART = re.compile(r"([0-9]+)(ms|[smhd])")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_UNIT_RANK = {"d": 5, "h": 4, "m": 3, "s": 2, "ms": 1}
-_UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
 MAX_INT = 2**63 - 1
 """Integers, and durations in milliseconds, are 64-bit: what the model's JSON, the runtime and
 the policy engines all hold exactly."""
@@ -116,17 +113,17 @@ class _Builder:
 
     def _duration(self, tok: Tok) -> s.Duration:
         node = s.Duration(str(tok), span=self._tok_span(tok))
-        units = _DURATION_PART.findall(str(tok))
-        ranks = [_UNIT_RANK[unit] for _number, unit in units]
+        units = s.DURATION_PART.findall(str(tok))
+        sizes = [s.DURATION_UNITS[unit] for _number, unit in units]
         digits = max(len(number.lstrip("0")) for number, _unit in units)
-        if digits > len(str(MAX_INT)) or sum(int(n) * _UNIT_MS[u] for n, u in units) > MAX_INT:
+        if digits > len(str(MAX_INT)) or s.duration_ms(str(tok)) > MAX_INT:
             self._too_large(
                 node.span,
                 "duration",
                 f"durations are 64-bit: at most `{MAX_INT}ms` (292 million years)",
             )
             return node
-        if any(a <= b for a, b in itertools.pairwise(ranks)):
+        if any(a <= b for a, b in itertools.pairwise(sizes)):
             self.diagnostics.append(
                 Diagnostic.make(
                     "H111",

@@ -476,6 +476,15 @@ _CODES = [
         "A subagent calls its skill's private tools and public tools. Legacy tools are kept "
         "for old sessions and primitives for the runtime; list the tool that replaces them.",
     ),
+    Code(
+        "H334",
+        "risk-selector-operator",
+        "error",
+        "a risk selector compares with an operator that does not order risk levels",
+        "The sugar `risk OP level` selects the tools whose risk compares with `level` "
+        "(`risk >= high` is `* when tool.risk >= high`). Risk levels are compared with `==`, "
+        "`!=`, `<`, `<=`, `>` and `>=`; any other operator would select no tool at all.",
+    ),
     # H4 — graphs
     Code(
         "H401",

@@ -57,6 +57,7 @@ from .events import (
 )
 from .model import Approver, Condition, Grant, Selector, Tool
 from .normalize import PendingCall, thaw
+from .policy import tool_view
 from .semantics import selects, value_eq
 from .store import ConcurrencyError, EventStore
 
@@ -69,7 +70,6 @@ __all__ = [
     "Approvals",
     "is_approver",
     "is_requester",
-    "tool_view",
 ]
 
 DEFAULT_GRANT = Grant(scope="once", ttl_ms=10 * 60_000)
@@ -120,19 +120,10 @@ def is_requester(requester: Mapping[str, Any], by: Mapping[str, Any]) -> bool:
     return requester.get("user") == approver
 
 
-def tool_view(tool: Tool, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """`tool.*` of a call: its operation's risk and effects when `args.op` names one."""
+def _view(tool: Tool, args: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`tool.*` of a pending call: its operation's when `args.op` names one."""
     op = (args or {}).get("op")
-    operation = tool.operations.get(op) if isinstance(op, str) else None
-    return {
-        "id": tool.id,
-        "kind": tool.kind,
-        "version": tool.version,
-        "risk": operation.risk if operation else tool.risk,
-        "effects": tuple(sorted(operation.effects)) if operation else tool.effects,
-        "tags": tool.tags,
-        "packs": tool.packs,
-    }
+    return tool_view(tool, op if isinstance(op, str) else None)
 
 
 @dataclass(frozen=True)
@@ -256,7 +247,7 @@ class ApprovalGrant:
         # class: the selector, then the condition, inside the rule's scope
         if tool is None:
             return False
-        view = tool_view(tool, pending.args)
+        view = _view(tool, pending.args)
         if self.selector is not None and not selects(self.selector, tool, view):
             return False
         if self.check is not None:
@@ -338,7 +329,7 @@ class Approvals:
         task_id: str | None,
     ) -> ApprovalRequest:
         """Persist a request for an ASK decision and return it."""
-        view = tool_view(tool, pending.args)
+        view = _view(tool, pending.args)
         grant = decision.grant or DEFAULT_GRANT
         scope: dict[str, Any] = {
             "grant": grant.scope,

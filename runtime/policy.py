@@ -57,6 +57,7 @@ __all__ = [
     "PolicyEngine",
     "UnknownPolicyError",
     "naive_decide",
+    "tool_view",
 ]
 
 NO_RULE_REASON = "no rule allows this call"
@@ -237,7 +238,8 @@ def _fields_fixer(fields: tuple[Any, ...], prefix: str) -> PathFix | None:
 
 
 def _refused(policy: str, tool_id: str, reason: str) -> Decision:
-    return Decision("deny", None, (), reason, None, (), None, False, None, policy, tool_id)
+    """A call refused before any rule judged it (an unknown tool, a path that escapes)."""
+    return Decision.denied(reason, policy=policy, tool_id=tool_id, default_used=False)
 
 
 def _escape_reason(error: _Escape) -> str:

@@ -13,13 +13,19 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def count_calls(work: Callable[[], T]) -> tuple[T, int]:
-    """Run `work` and return its value with the number of calls made while it ran."""
+def count_calls(work: Callable[[], T], of: Callable[..., object] | None = None) -> tuple[T, int]:
+    """Run `work` and return its value with the number of calls made while it ran (`of`: only
+    the calls of that Python function)."""
     calls = 0
+    code = getattr(of, "__code__", None)
+    if of is not None and code is None:
+        raise TypeError("`of` counts the calls of a Python function")
 
     def profile(frame, event, arg) -> None:
         nonlocal calls
-        if event in ("call", "c_call"):
+        if code is not None:
+            calls += event == "call" and frame.f_code is code
+        elif event in ("call", "c_call"):
             calls += 1
 
     previous = sys.getprofile()

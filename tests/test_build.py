@@ -644,3 +644,37 @@ def test_a_build_runs_the_lints_and_their_warnings_do_not_stop_it(tmp_path: Path
     )
     run = _cli("build", str(spec), "-o", str(tmp_path / "out"), "--no-embed")
     assert run.returncode == 0 and "L005" not in run.stderr, run.stderr
+
+
+# -- the analysis is the pipeline's -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("requires", "runs"),
+    [("", 1), ("requires connected(c)", 2)],
+    ids=["no-availability", "availability"],
+)
+def test_a_build_runs_the_policy_analysis_as_often_as_its_stages_ask(
+    requires: str, runs: int, tmp_path: Path
+) -> None:
+    # the check's analysis, then (only when a tool has availability conditions) the analysis
+    # over available tools; planning runs none of its own
+    from harnessc.compiler.analysis.policy import analyse_policies
+
+    from .counting import count_calls
+
+    spec = tmp_path / "counted.harness"
+    spec.write_text(
+        'harness counted { version "1" }\n'
+        "connection c\n"
+        f'tool t {{ summary "t" effects read input {{ n: int }} {requires} }}\n'
+        "surface s { expose t }\n"
+        "policy p {\n  default deny\n  first: allow t when args.n > 1\n}\n"
+        "agent a { surface s\n policy p }\n",
+        encoding="utf-8",
+    )
+    built, calls = count_calls(
+        lambda: pipeline.build([spec], tmp_path / "out", embed=False), of=analyse_policies
+    )
+    assert built.ok and built.written is not None
+    assert calls == runs

@@ -141,3 +141,25 @@ def test_no_import_cycle_among_harnessc_modules() -> None:
     assert [sorted(c) for c in cycles] == [], (
         "break the cycle: move the shared piece where both read it one way"
     )
+
+
+def test_codegen_runs_no_analysis() -> None:
+    # the analyses are the pipeline's stages (compiler/pipeline.py); codegen only reads them
+    modules = _modules()
+    runs = ("analyse_policies", "analyse_availability")
+    wrong = set()
+    for name, path in modules.items():
+        if not _under(name, "harnessc.compiler.codegen"):
+            continue
+        read = _imports(name, path, modules)
+        wrong |= {
+            f"{name} imports {t}" for t in read if _under(t, "harnessc.compiler.analysis.smt")
+        }
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                wrong |= {f"{name} imports z3" for a in node.names if _under(a.name, "z3")}
+            elif isinstance(node, ast.ImportFrom):
+                if not node.level and _under(node.module or "", "z3"):
+                    wrong.add(f"{name} imports z3")
+                wrong |= {f"{name} imports {a.name}" for a in node.names if a.name in runs}
+    assert wrong == set()

@@ -10,10 +10,12 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.builder import build_lark, debug_tokens, engine
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
+from harnessc.runtime import model as m
 from hypothesis import given
 from hypothesis import strategies as st
 from lark.exceptions import UnexpectedInput
 
+from . import strategies
 from .conftest import ROOT, update_goldens
 
 SPECS = sorted([*ROOT.glob("examples/**/*.harness"), *ROOT.glob("stdlib/*.harness")])
@@ -182,6 +184,25 @@ def test_durations_have_values() -> None:
     module = parse("tool t { timeout 1h30m }")
     duration = module.items[0].items[0].values[0]  # type: ignore[union-attr]
     assert duration.ms == 90 * 60 * 1000
+
+
+_UNITS = sorted(set(s.DURATION_UNITS) | set(m.DURATION_UNITS))
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.sampled_from(_UNITS)), min_size=1, max_size=5))
+def test_the_dsl_and_the_runtime_read_a_duration_alike(parts: list[tuple[int, str]]) -> None:
+    # the dsl keeps its own copy of the units (it may not import the runtime): never apart
+    assert list(s.DURATION_UNITS.items()) == list(m.DURATION_UNITS.items())
+    text = "".join(f"{n}{unit}" for n, unit in parts)
+    assert re.fullmatch(m.DURATION_PATTERN, text)
+    assert s.DURATION_PART.findall(text) == m.DURATION_PART.findall(text)
+    assert s.duration_ms(text) == m.parse_duration(text)
+
+
+@given(strategies.durations)
+def test_a_parsed_duration_is_worth_what_the_runtime_reads(duration: s.Duration) -> None:
+    parsed = parse(f"tool t {{ timeout {duration.text} }}").items[0].items[0].values[0]  # type: ignore[union-attr]
+    assert parsed.ms == m.parse_duration(duration.text)
 
 
 def test_comments_are_kept_with_their_spans() -> None:

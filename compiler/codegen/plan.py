@@ -121,10 +121,13 @@ def _npy_bytes(matrix: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def _cases_json(spec: Spec, header: str, analysis: PolicyAnalysis | None) -> bytes:
+def _cases_json(
+    spec: Spec, header: str, analysis: PolicyAnalysis | None, available: PolicyAnalysis | None
+) -> bytes:
     """The generated suite's cases, the header first (so a rebuild knows the file as its own)."""
+    findings = analysis.findings if analysis is not None else ()
     body = json.dumps(
-        plan_cases(spec, analysis, analysis.findings if analysis is not None else ()),
+        plan_cases(spec, analysis, findings, available),
         sort_keys=True,
         indent=1,
         ensure_ascii=False,
@@ -140,10 +143,13 @@ def plan_build(
     embeddings: tuple[np.ndarray, Sequence[str]] | None = None,
     notes: Sequence[str] = (),
     analysis: PolicyAnalysis | None = None,
+    available: PolicyAnalysis | None = None,
 ) -> BuildPlan:
     """The files of the package for `spec` (already checked): `spec_path` is the root spec
     relative to the build root, `embeddings` the build-time tool embeddings if any, `analysis`
-    the policy analysis whose witnesses the generated tests check."""
+    the policy analysis whose witnesses the generated tests check, `available` the same over
+    calls to available tools (`analyse_availability`; None when no tool has availability
+    conditions). Both are the pipeline's: nothing here runs an analysis."""
     header = generated_header(spec_path)
     package = spec.name
     base = f"{package}/"
@@ -176,7 +182,9 @@ def plan_build(
     tests = base + "tests/"
     for name, template in TEST_MODULES:
         files.append(GeneratedFile(tests + name, template, TestsContext(header)))
-    files.append(GeneratedFile(tests + "cases.json", data=_cases_json(spec, header, analysis)))
+    files.append(
+        GeneratedFile(tests + "cases.json", data=_cases_json(spec, header, analysis, available))
+    )
     return BuildPlan(
         package=package,
         spec_path=spec_path,

@@ -18,22 +18,17 @@ from harnessc.runtime.model import (
     RecordValue,
 )
 
+from ..analysis.concrete import format_duration
 from .escape import md_code
 
 __all__ = ["condition_words", "duration_text", "spec_text"]
 
 
 def duration_text(ms: int | float) -> str:
+    """A duration literal's milliseconds as the spec writes them (`5400000` → `1h30m`)."""
     if not isinstance(ms, int) or ms <= 0:
         return f"{ms}ms"
-    out = []
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms >= size:
-            out.append(f"{ms // size}{unit}")
-            ms %= size
-    if ms:
-        out.append(f"{ms}ms")
-    return "".join(out)
+    return format_duration(ms)
 
 
 def spec_text(node: object, top: bool = True) -> str:

@@ -1,17 +1,17 @@
 """The generated test suite's cases: every decision about what to test, made from the spec alone.
 
-`plan_cases(spec, analysis, findings)` returns plain JSON data that the generated test modules
-(templates `tests_*.py.j2`) read through one generic runner. Spec text (ids, summaries, reasons,
-regexes) therefore only ever reaches the generated tests as JSON strings, never as code.
+`plan_cases(spec, analysis, findings, available)` returns plain JSON data that the generated test
+modules (templates `tests_*.py.j2`) read through one generic runner. Spec text (ids, summaries,
+reasons, regexes) therefore only ever reaches the generated tests as JSON strings, never as code.
 
 What is planned, section by section:
 
 - `witnesses`: per policy and rule, a witness call and the decision it must get, made with the
-  call's tool available (`availability_analysis`: the analysis again, over available tools
-  only, so z3 solves `requires` together with the rule); a rule that wins only while its tool
-  is unavailable keeps its first witness, decided by the policy alone, and a session must
-  refuse that call `unavailable`; rules without a witness are listed with the reason the lints
-  give (skipped);
+  call's tool available (`available`: the analysis again, over available tools only, so z3 solves
+  `requires` together with the rule; the pipeline runs it, `analysis.availability`); a rule that
+  wins only while its tool is unavailable keeps its first witness, decided by the policy alone, and
+  a session must refuse that call `unavailable`; rules without a witness are listed with the reason
+  the lints give (skipped);
 - `spec_tests`: the spec's `test` blocks, in the same shape, judged by the policy alone as
   `harnessc test` judges them (language.md §13);
 - `schemas`: per tool, a minimal valid input (required fields, enums, patterns) and an invalid
@@ -44,7 +44,7 @@ from ...analysis.examples import NoExampleError
 from ...analysis.policy import Finding, PolicyAnalysis
 from .calls import plan_spec_tests, plan_witnesses
 from .context import CaseContext
-from .facts import availability_analysis, available_facts
+from .facts import available_facts
 from .invocation import plan_exact_invocation
 from .surfaces import plan_availability, plan_delegation, plan_mcp, plan_schemas, plan_surfaces
 from .values import example_input, example_value
@@ -54,13 +54,16 @@ __all__ = ["NoExampleError", "example_input", "example_value", "plan_cases"]
 
 
 def plan_cases(
-    spec: Spec, analysis: PolicyAnalysis | None, findings: Sequence[Finding] = ()
+    spec: Spec,
+    analysis: PolicyAnalysis | None,
+    findings: Sequence[Finding] = (),
+    available: PolicyAnalysis | None = None,
 ) -> dict[str, Any]:
-    """Every case of the generated suite, as JSON-able data (see the module docstring)."""
+    """Every case of the generated suite, as JSON-able data (see the module docstring);
+    `available` is `analyse_availability(spec)`, None when no tool has availability conditions."""
     analysis = analysis if analysis is not None else PolicyAnalysis()
     cx = CaseContext(spec)
-    # needs the first analysis done: this one starts a fresh z3 context of its own
-    solved = availability_analysis(spec)
+    solved = available
     facts = available_facts(spec)
     witnesses = plan_witnesses(cx, analysis, findings, solved, facts["mcp"])
     planned = {

@@ -149,7 +149,7 @@ def plan_witnesses(
     mcp: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Per rule, a call it wins with its tool available: the witness of `solved` (the analysis
-    over available tools, `availability_analysis`). A rule that wins only while its tool is
+    over available tools, `analysis.availability`). A rule that wins only while its tool is
     unavailable (`deny kind:dynamic when not running(r)`) keeps the first analysis's witness:
     the policy alone must still decide it so, and a session must refuse the call `unavailable`
     before any policy sees it (`unavailable` lists the conditions the refusal names)."""

@@ -8,12 +8,10 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from harnessc.runtime.availability import Facts
 from harnessc.runtime.model import (
     And,
     Compare,
     Condition,
-    DefaultDecision,
     EnumMember,
     FactCall,
     ListValue,
@@ -21,24 +19,22 @@ from harnessc.runtime.model import (
     Not,
     Or,
     Path,
-    Policy,
     Rule,
     Selector,
     Spec,
     Tool,
 )
+from harnessc.runtime.semantics import OPERATORS
 
+from ...analysis.availability import AVAILABLE, availability_condition, availability_parts
 from ...analysis.concrete import Call, rule_matches
-from ...analysis.policy import PolicyAnalysis, Witness, analyse_policies
+from ...analysis.policy import PolicyAnalysis, Witness
 from ..spec_text import spec_text
 
 __all__ = [
-    "availability_analysis",
-    "availability_condition",
     "available_facts",
     "condition_text",
     "conjuncts",
-    "facts_of",
     "failed_conditions",
     "mcp_name",
     "mcp_of",
@@ -58,7 +54,7 @@ def _wanted_facts(cond: Condition, positive: bool, out: dict[str, Any]) -> None:
         _wanted_facts(cond.item, not positive, out)
     elif isinstance(cond, Path) and cond.root == "fact" and len(cond.parts) == 1:
         out.setdefault(cond.parts[0], positive)
-    elif isinstance(cond, Compare) and cond.op in ("==", "!="):
+    elif isinstance(cond, Compare) and OPERATORS[cond.op].family == "equality":
         for side, other in ((cond.left, cond.right), (cond.right, cond.left)):
             if (
                 isinstance(side, Path)
@@ -109,49 +105,8 @@ def available_facts(spec: Spec) -> dict[str, Any]:
     }
 
 
-def facts_of(data: Mapping[str, Any]) -> Facts:
-    """The runtime `Facts` of case data (as the generated runner builds them)."""
-    from harnessc.runtime.availability import McpState
-
-    mcp = {}
-    for server, state in data.get("mcp", {}).items():
-        fields = dict(state)
-        if fields.get("registered") is not None:
-            fields["registered"] = frozenset(fields["registered"])
-        mcp[server] = McpState(**fields)
-    return Facts.of(
-        data.get("values", {}),
-        connected=data.get("connected", ()),
-        running=data.get("running", ()),
-        mcp=mcp,
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # Availability of one tool (language.md §1, §8): what a case's facts must make true
-
-
-def availability_parts(spec: Spec, tool: Tool) -> list[Condition]:
-    """What a tool's availability asks of the facts: the runtime or connection that provides a
-    dynamic tool, then its `requires`. The MCP conditions of §8 are not facts a condition
-    reads; every case carries them all true."""
-    parts: list[Condition] = []
-    provider = tool.provided_by if tool.kind == "dynamic" else None
-    if provider in spec.runtimes:
-        parts.append(FactCall(func="running", name=provider))  # type: ignore[arg-type]
-    elif provider in spec.connections:
-        parts.append(FactCall(func="connected", name=provider))  # type: ignore[arg-type]
-    if tool.requires is not None:
-        parts.append(tool.requires)
-    return parts
-
-
-def availability_condition(spec: Spec, tool: Tool) -> Condition | None:
-    """`availability_parts` as one condition (None: nothing is asked of the facts)."""
-    parts = availability_parts(spec, tool)
-    if not parts:
-        return None
-    return parts[0] if len(parts) == 1 else And(items=tuple(parts))
 
 
 def conjuncts(cond: Condition) -> list[Condition]:
@@ -200,61 +155,6 @@ def failed_conditions(spec: Spec, tool: Tool, facts: Mapping[str, Any]) -> list[
             part = next(i for i in part.items if not fact_holds(spec, tool.id, i, facts))
         failed.append(condition_text(part))
     return list(dict.fromkeys(failed))  # one per condition, as the refusal lists them
-
-
-AVAILABLE = "(available) "
-"""The prefix of the policies that solve each tool's availability (never in a package)."""
-
-
-def availability_analysis(spec: Spec) -> PolicyAnalysis | None:
-    """The policy analysis once more, over calls to available tools only: every policy gets,
-    first, a DENY of each tool with availability conditions when they are false, so a rule wins
-    there only with facts under which its tool is available (a DENY that comes first beats every
-    rule); and a policy `(available) TOOL` allows the tool exactly when it is available, whose
-    witness is facts under which it is (z3 solves `requires` with the rest of the analysis).
-    None when no tool has availability conditions: the first analysis is that analysis."""
-    conditions = {
-        tool_id: cond
-        for tool_id in sorted(spec.tools)
-        if (cond := availability_condition(spec, spec.tools[tool_id])) is not None
-    }
-    if not conditions:
-        return None
-
-    def selector(tool_id: str) -> tuple[Selector, ...]:
-        return (Selector(kind="id", value=tool_id, text=tool_id),)
-
-    policies: dict[str, Policy] = {}
-    for name in sorted(spec.policies):
-        policy = spec.policies[name]
-        guards = tuple(
-            Rule(
-                label=f"{name}{AVAILABLE}{tool_id}",
-                policy=name,
-                effect="deny",
-                selectors=selector(tool_id),
-                condition=Not(item=cond),
-                reason="unavailable",
-            )
-            for tool_id, cond in conditions.items()
-        )
-        policies[name] = policy.model_copy(update={"rules": guards + policy.rules})
-    for tool_id, cond in conditions.items():
-        name = AVAILABLE + tool_id
-        policies[name] = Policy(
-            name=name,
-            default=DefaultDecision(effect="deny", reason="unavailable"),
-            rules=(
-                Rule(
-                    label=name,
-                    policy=name,
-                    effect="allow",
-                    selectors=selector(tool_id),
-                    condition=cond,
-                ),
-            ),
-        )
-    return analyse_policies(spec.model_copy(update={"policies": policies}))
 
 
 def mcp_of(spec: Spec, tool_id: str, mcp: Mapping[str, Any]) -> dict[str, Any]:

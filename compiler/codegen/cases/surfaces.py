@@ -6,7 +6,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harnessc.runtime.availability import AvailabilityChecker
+from harnessc.runtime.availability import AvailabilityChecker, Facts
 from harnessc.runtime.model import (
     Condition,
     Spec,
@@ -15,14 +15,13 @@ from harnessc.runtime.model import (
 from harnessc.runtime.normalize import DELEGATE_TASK
 from harnessc.runtime.sessions import surface_tools
 
+from ...analysis.availability import availability_condition
 from ...analysis.examples import NoExampleError
 from ...analysis.policy import PolicyAnalysis
 from .context import CaseContext
 from .facts import (
-    availability_condition,
     condition_text,
     conjuncts,
-    facts_of,
     failed_conditions,
     mcp_name,
     tool_facts,
@@ -115,7 +114,7 @@ _REFUSED = {"legacy": "legacy-tool", "primitive": "not-on-surface", "private": "
 
 
 def plan_surfaces(spec: Spec, facts: Mapping[str, Any]) -> list[dict[str, Any]]:
-    availability = AvailabilityChecker(spec).check(facts_of(facts))
+    availability = AvailabilityChecker(spec).check(Facts.from_json(facts))
     never = [
         {"tool": t, "code": _REFUSED[spec.tools[t].kind]}
         for t in sorted(spec.tools)

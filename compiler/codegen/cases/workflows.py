@@ -26,6 +26,7 @@ from harnessc.runtime.model import (
 )
 from harnessc.runtime.normalize import Validator
 from harnessc.runtime.policy import CallContext, PolicyEngine
+from harnessc.runtime.semantics import OPERATORS, ordering_kind
 
 from ...analysis.examples import NoExampleError
 from ...analysis.policy import PolicyAnalysis
@@ -68,8 +69,14 @@ def _value(node: object, inputs: Mapping[str, Any], steps: Mapping[str, Any]) ->
     return None
 
 
+_PLANNED = frozenset({"equality", "order", "member"})
+"""The operator families a path's `when` is planned with (others: its paths are skipped)."""
+
+
 def _holds(cond: Condition, inputs: Mapping[str, Any], steps: Mapping[str, Any]) -> bool:
-    """A step's `when` (it reads only `input` and step values) over the path's values."""
+    """A step's `when` (it reads only `input` and step values) over the path's values, each
+    operator meaning what it means when the runtime evaluates the `when` (runtime/semantics.py);
+    the compiler plans with equalities, orderings and `in` only."""
     if isinstance(cond, And):
         return all(_holds(i, inputs, steps) for i in cond.items)
     if isinstance(cond, Or):
@@ -77,24 +84,11 @@ def _holds(cond: Condition, inputs: Mapping[str, Any], steps: Mapping[str, Any])
     if isinstance(cond, Not):
         return not _holds(cond.item, inputs, steps)
     if isinstance(cond, Compare):
+        operator = OPERATORS[cond.op]
+        if operator.family not in _PLANNED:
+            raise NoExampleError(f"the compiler cannot evaluate `{cond.op}` in a step's `when`")
         left, right = _value(cond.left, inputs, steps), _value(cond.right, inputs, steps)
-        if left is None or right is None:
-            return False  # an absent value makes a comparison false
-        if cond.op == "==":
-            return bool(left == right)
-        if cond.op == "!=":
-            return bool(left != right)
-        if cond.op == "in":
-            return isinstance(right, list) and left in right
-        if cond.op in ("<", "<=", ">", ">=") and all(
-            isinstance(v, int | float) for v in (left, right)
-        ):
-            return bool(
-                {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[
-                    cond.op
-                ]
-            )
-        raise NoExampleError(f"the compiler cannot evaluate `{cond.op}` in a step's `when`")
+        return operator.evaluate(left, right, ordering_kind(cond.left, cond.right))
     if isinstance(cond, FactCall):
         raise NoExampleError("a step's `when` reads a fact")
     return _value(cond, inputs, steps) is True
