@@ -23,7 +23,7 @@ from itertools import pairwise
 
 import networkx as nx
 from harnessc.dsl import syntax as s
-from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.diagnostics import Diagnostic, Reporter
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
@@ -179,7 +179,7 @@ def _draw(cycle: list[str]) -> str:
 # One workflow
 
 
-class _WorkflowCheck:
+class _WorkflowCheck(Reporter):
     def __init__(
         self, spec: Spec, resolution: Resolution, node: s.Workflow, workflow: m.Workflow
     ) -> None:
@@ -200,9 +200,6 @@ class _WorkflowCheck:
                 self.steps[item.name.text] = info
                 self.collect(info)
         self.graph = step_graph(workflow)
-
-    def report(self, *args: object, **kwargs: object) -> None:
-        self.diagnostics.append(Diagnostic.make(*args, **kwargs))  # type: ignore[arg-type]
 
     # -- collecting references ---------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.diagnostics import Diagnostic, Reporter
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
@@ -107,7 +107,7 @@ class _Context:
     input: m.Schema | None = None
 
 
-class _Validator:
+class _Validator(Reporter):
     def __init__(self, spec: m.Spec, resolution: Resolution) -> None:
         self.spec = spec
         self.res = resolution
@@ -135,24 +135,6 @@ class _Validator:
         self.selectors: dict[tuple[object, ...], Selection] = {}
         self.argument_cache: dict[tuple[object, ...], tuple[Ty, ...]] = {}
         self.public: dict[tuple[object, ...], bool] = {}
-
-    # =========================================================================================
-    # Reporting
-
-    def report(
-        self,
-        code: str,
-        message: str,
-        span: Span,
-        label: str = "",
-        *,
-        secondary: Sequence[tuple[Span, str]] = (),
-        notes: Sequence[str] = (),
-        help: str | None = None,
-    ) -> None:
-        self.diagnostics.append(
-            Diagnostic.make(code, message, span, label, secondary=secondary, notes=notes, help=help)
-        )
 
     def shown(self, qualified: str) -> str:
         """A module-scoped name as a user of the root module writes it."""

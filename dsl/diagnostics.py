@@ -87,6 +87,28 @@ class Diagnostic:
     error = make
 
 
+class Reporter:
+    """What a checking stage shares: the diagnostics it has found, and `report` to add one
+    (the arguments of `Diagnostic.make`)."""
+
+    diagnostics: list[Diagnostic]
+
+    def report(
+        self,
+        code: str,
+        message: str,
+        span: Span | None,
+        label: str = "",
+        *,
+        secondary: Sequence[tuple[Span, str]] = (),
+        notes: Sequence[str] = (),
+        help: str | None = None,
+    ) -> None:
+        self.diagnostics.append(
+            Diagnostic.make(code, message, span, label, secondary=secondary, notes=notes, help=help)
+        )
+
+
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity is Severity.ERROR for d in diagnostics)
 

@@ -39,6 +39,7 @@ from .model import (
     DefaultDecision,
     Grant,
     Policy,
+    RiskEntry,
     Rule,
     Selector,
     SourceRef,
@@ -484,59 +485,50 @@ def decide_from(
     tool_id: str,
 ) -> Decision:
     """The decision given the matching rules in text order (shared by both deciders)."""
-    labels = tuple(r.label for r in matched)
     if matched:
         strongest = max(_STRENGTH[r.effect] for r in matched)
         win = next(r for r in matched if _STRENGTH[r.effect] == strongest)
-        return Decision(
-            effect=win.effect,
-            rule=win.label,
-            matched=labels,
-            reason=win.reason,
-            instead=win.instead,
-            approvers=win.approvers,
-            grant=win.grant,
-            default_used=False,
-            origin=win.origin,
-            policy=policy,
-            tool_id=tool_id,
-            requester_may_approve=requester_may_approve(win.self_approval, risk),
-        )
+        labels = tuple(r.label for r in matched)
+        return _decision(win, win.effect, win.label, labels, win.origin, policy, tool_id, risk)
     if default is None:
         return Decision.denied(NO_RULE_REASON, policy=policy, tool_id=tool_id)
     if default.table is None:
-        return Decision(
-            effect=default.effect or "deny",
-            rule=None,
-            matched=(),
-            reason=default.reason,
-            instead=default.instead,
-            approvers=default.approvers,
-            grant=default.grant,
-            default_used=True,
-            origin=default.origin,
-            policy=policy,
-            tool_id=tool_id,
-            requester_may_approve=requester_may_approve(default.self_approval, risk),
-        )
+        effect = default.effect or "deny"
+        return _decision(default, effect, None, (), default.origin, policy, tool_id, risk)
     table = spec.risk_tables.get(default.table)
     entry = table.entries.get(risk) if table is not None else None  # type: ignore[call-overload]
     if entry is None:
         reason = f"the risk table `{default.table}` has no entry for risk `{risk}`"
         return Decision.denied(reason, policy=policy, tool_id=tool_id)
+    origin = entry.origin or default.origin
+    return _decision(entry, entry.effect, None, (), origin, policy, tool_id, risk)
+
+
+def _decision(
+    source: Rule | DefaultDecision | RiskEntry,
+    effect: str,
+    rule: str | None,
+    matched: tuple[str, ...],
+    origin: SourceRef | None,
+    policy: str,
+    tool_id: str,
+    risk: str,
+) -> Decision:
+    """The decision a rule, a default or a risk-table entry makes: its options are the
+    decision's (a default or an entry is `default_used`)."""
     return Decision(
-        effect=entry.effect,
-        rule=None,
-        matched=(),
-        reason=entry.reason,
-        instead=entry.instead,
-        approvers=entry.approvers,
-        grant=entry.grant,
-        default_used=True,
-        origin=entry.origin or default.origin,
+        effect=effect,
+        rule=rule,
+        matched=matched,
+        reason=source.reason,
+        instead=source.instead,
+        approvers=source.approvers,
+        grant=source.grant,
+        default_used=not isinstance(source, Rule),
+        origin=origin,
         policy=policy,
         tool_id=tool_id,
-        requester_may_approve=requester_may_approve(entry.self_approval, risk),
+        requester_may_approve=requester_may_approve(source.self_approval, risk),
     )
 
 

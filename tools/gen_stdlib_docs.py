@@ -21,13 +21,12 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from harnessc.compiler.codegen.docs import approvers_text, codes_text, grant_text
 from harnessc.compiler.codegen.escape import md_code, md_text
-from harnessc.compiler.codegen.spec_text import condition_words, spec_text
+from harnessc.compiler.codegen.spec_text import condition_words, duration_text, spec_text
 from harnessc.compiler.pipeline import check
 from harnessc.runtime.model import (
-    Approver,
     Field,
-    Grant,
     Rule,
     Spec,
     SpecTest,
@@ -72,16 +71,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 
 
 def duration(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    out = []
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms >= size:
-            out.append(f"{ms // size}{unit}")
-            ms %= size
-    if ms:
-        out.append(f"{ms}ms")
-    return "".join(out)
+    return "" if ms is None else duration_text(ms)
 
 
 def type_text(t: Type) -> str:
@@ -111,25 +101,6 @@ def field_text(f: Field) -> str:
     return " ".join(parts)
 
 
-def _approvers(approvers: Iterable[Approver]) -> str:
-    return ", ".join(f"{a.kind} {md_code(a.value)}" for a in approvers)
-
-
-def _grant(grant: Grant | None) -> str:
-    if grant is None:
-        return ""
-    text = f"`{grant.scope}`, ttl {duration(grant.ttl_ms)}"
-    if grant.selector is not None:
-        text += f", for {md_code(grant.selector.text or grant.selector.value)}"
-    if grant.condition is not None:
-        text += f" when {md_code(spec_text(grant.condition))}"
-    return text
-
-
-def _codes(values: Iterable[str]) -> str:
-    return ", ".join(md_code(v) for v in values)
-
-
 def _short(name: str, module: str) -> str:
     return name.removeprefix(module + ".")
 
@@ -150,9 +121,9 @@ def _tools(spec: Spec, module: str) -> list[str]:
                 md_code(t.id),
                 t.kind,
                 t.risk,
-                _codes(t.effects),
+                codes_text(t.effects),
                 duration(t.timeout_ms),
-                _codes(t.packs),
+                codes_text(t.packs),
                 condition_words(t.requires) if t.requires is not None else "always",
             )
             for t in public
@@ -173,7 +144,7 @@ def _tools(spec: Spec, module: str) -> list[str]:
                 t.kind,
                 md_code(t.replaced_by) if t.replaced_by else "",
                 t.risk,
-                _codes(t.effects),
+                codes_text(t.effects),
                 ", ".join(md_code(f"{f.name}: {field_text(f)}") for f in t.input.fields),
                 md_text(t.summary),
             )
@@ -195,7 +166,7 @@ def _tool_detail(t: Tool) -> str:
             "Operations (the `op` argument; a call's `tool.risk` and `tool.effects` are its "
             "operation's):\n"
         )
-        rows = [(md_code(op.name), op.risk, _codes(op.effects)) for op in t.operations.values()]
+        rows = [(md_code(op.name), op.risk, codes_text(op.effects)) for op in t.operations.values()]
         lines.append(_table(("operation", "risk", "effects"), rows))
     if t.input.fields:
         rows = [(md_code(f.name), md_code(field_text(f))) for f in t.input.fields]
@@ -214,8 +185,8 @@ def _rule_row(rule: Rule) -> tuple[str, ...]:
         f"**{rule.effect}**",
         ", ".join(md_code(s.text or s.value or s.kind) for s in rule.selectors),
         md_code(spec_text(rule.condition)) if rule.condition is not None else "always",
-        _approvers(rule.approvers),
-        _grant(rule.grant),
+        approvers_text(rule.approvers),
+        grant_text(rule.grant, scope_as_code=True),
         md_text(rule.reason),
     )
 
@@ -231,8 +202,8 @@ def _policies(spec: Spec, module: str) -> list[str]:
             (
                 risk,
                 f"**{entry.effect}**",
-                _approvers(entry.approvers),
-                _grant(entry.grant),
+                approvers_text(entry.approvers),
+                grant_text(entry.grant, scope_as_code=True),
                 md_text(entry.reason),
             )
             for risk, entry in table.entries.items()
@@ -327,15 +298,15 @@ def index_table(spec: Spec) -> str:
         hidden = [t.id for t in spec.tools.values() if t.module == module and t.kind == "legacy"]
         declares = []
         if public:
-            declares.append(_plural("tool", public) + " " + _codes(public))
+            declares.append(_plural("tool", public) + " " + codes_text(public))
         if hidden:
-            declares.append("legacy " + _plural("tool", hidden) + " " + _codes(hidden))
+            declares.append("legacy " + _plural("tool", hidden) + " " + codes_text(hidden))
         tables = [n for n in spec.risk_tables if n.rpartition(".")[0] == module]
         policies = [n for n in spec.policies if n.rpartition(".")[0] == module]
         if tables:
-            declares.append("risk table " + _codes(_short(n, module) for n in tables))
+            declares.append("risk table " + codes_text(_short(n, module) for n in tables))
         if policies:
-            declares.append("policy " + _codes(_short(n, module) for n in policies))
+            declares.append("policy " + codes_text(_short(n, module) for n in policies))
         rows.append((f"[`{module}`]({page})", "; ".join(declares)))
     return f"{BEGIN}\n\n{_table(('module', 'declares'), rows)}\n{END}"
 

@@ -89,14 +89,15 @@ def _candidates(engine: PolicyEngine, policy: Policy) -> dict[str, dict[int, Any
 # Docs
 
 
-def _approvers(approvers: Iterable[Approver]) -> str:
+def approvers_text(approvers: Iterable[Approver]) -> str:
     return ", ".join(f"{a.kind} {md_code(a.value)}" for a in approvers)
 
 
-def _grant(grant: Grant | None) -> str:
+def grant_text(grant: Grant | None, *, scope_as_code: bool = False) -> str:
     if grant is None:
         return ""
-    text = f"{grant.scope}, ttl {duration_text(grant.ttl_ms)}"
+    scope = f"`{grant.scope}`" if scope_as_code else grant.scope
+    text = f"{scope}, ttl {duration_text(grant.ttl_ms)}"
     if grant.selector is not None:
         text += f", for {md_code(grant.selector.text or grant.selector.value)}"
     if grant.condition is not None:
@@ -104,7 +105,7 @@ def _grant(grant: Grant | None) -> str:
     return text
 
 
-def _codes(values: Iterable[str]) -> str:
+def codes_text(values: Iterable[str]) -> str:
     return ", ".join(md_code(v) for v in values)
 
 
@@ -164,7 +165,7 @@ def doc_tools(spec: Spec, header: str) -> DocContext:
                 md_code(tool.id),
                 tool.kind,
                 tool.risk,
-                _codes(tool.effects),
+                codes_text(tool.effects),
                 _reversible(tool),
                 _availability(tool),
                 md_text(tool.summary),
@@ -200,7 +201,7 @@ def doc_tools(spec: Spec, header: str) -> DocContext:
             _table(
                 ("Operation", "Risk", "Effects", "Summary"),
                 [
-                    (md_code(op.name), op.risk, _codes(op.effects), md_text(op.summary))
+                    (md_code(op.name), op.risk, codes_text(op.effects), md_text(op.summary))
                     for _, op in sorted(tool.operations.items())
                 ],
             )
@@ -217,12 +218,12 @@ def doc_surfaces(spec: Spec, header: str) -> DocContext:
         blocks.extend(_summary(surface.summary))
         rank = surface.rank
         items = [
-            "expose: " + (_codes(s.text or s.value for s in surface.expose) or "nothing"),
-            "hide: " + (_codes(s.text or s.value for s in surface.hide) or "nothing"),
+            "expose: " + (codes_text(s.text or s.value for s in surface.expose) or "nothing"),
+            "hide: " + (codes_text(s.text or s.value for s in surface.hide) or "nothing"),
             f"limit: {surface.limit} (more public, available tools than this are ranked)",
             f"rank: recall {rank.recall} top {rank.top}, rerank {rank.rerank}"
-            + (f", prefer {_codes(rank.prefer)}" if rank.prefer else ""),
-            f"tools ({len(tools)}): " + (_codes(tools) or "none"),
+            + (f", prefer {codes_text(rank.prefer)}" if rank.prefer else ""),
+            f"tools ({len(tools)}): " + (codes_text(tools) or "none"),
         ]
         blocks.append(Block("list", items=tuple(items)))
     if not blocks:
@@ -271,7 +272,7 @@ def doc_policies(spec: Spec, header: str) -> DocContext:
             text = default.effect or "deny"
         blocks.append(_para(f"Default: {text}."))
         if policy.includes:
-            blocks.append(_para("Includes: " + _codes(policy.includes) + "."))
+            blocks.append(_para("Includes: " + codes_text(policy.includes) + "."))
         constants = decider.constants
         if constants:
             blocks.append(_para("The names the compiled code reads its constants from:"))
@@ -295,7 +296,7 @@ def doc_policies(spec: Spec, header: str) -> DocContext:
                         rule.effect.upper(),
                         md_code(" and ".join(parts)) if parts else "always",
                         md_text(rule.reason),
-                        _approvers(rule.approvers),
+                        approvers_text(rule.approvers),
                         md_text(where(rule.origin)),
                     )
                 )
@@ -324,10 +325,10 @@ def doc_approvals(spec: Spec, header: str) -> DocContext:
                 (
                     md_code(name),
                     md_code(rule.label),
-                    _codes(s.text or s.value for s in rule.selectors),
+                    codes_text(s.text or s.value for s in rule.selectors),
                     md_code(spec_text(rule.condition)) if rule.condition is not None else "always",
-                    _approvers(rule.approvers),
-                    _grant(rule.grant),
+                    approvers_text(rule.approvers),
+                    grant_text(rule.grant),
                     md_text(rule.reason),
                 )
             )
@@ -346,8 +347,8 @@ def doc_approvals(spec: Spec, header: str) -> DocContext:
                     md_code(name),
                     risk,
                     entry.effect.upper(),
-                    _approvers(entry.approvers),
-                    _grant(entry.grant),
+                    approvers_text(entry.approvers),
+                    grant_text(entry.grant),
                     md_text(entry.reason),
                 )
             )
@@ -418,8 +419,8 @@ def doc_agents(spec: Spec, header: str) -> DocContext:
                 md_code(name),
                 md_code(agent.surface) if agent.surface else "",
                 md_code(agent.policy) if agent.policy else "",
-                _codes(sorted(agent.delegates)),
-                _codes(sorted(agent.skills)),
+                codes_text(sorted(agent.delegates)),
+                codes_text(sorted(agent.skills)),
                 md_text(agent.persona or agent.summary),
             )
         )
@@ -486,7 +487,7 @@ def _failure_text(step: Step) -> str:
         elif action.kind == "compensate":
             parts.append(f"compensate {md_code(action.step or '')}")
         else:
-            who = _approvers([action.approver]) if action.approver else ""
+            who = approvers_text([action.approver]) if action.approver else ""
             parts.append(f"escalate {who}".rstrip())
     return " then ".join(parts)
 
@@ -503,7 +504,7 @@ def doc_workflows(spec: Spec, header: str) -> DocContext:
         if workflow.policy:
             items.append(f"policy: {md_code(workflow.policy, cell=False)}")
         if workflow.input is not None and workflow.input.fields:
-            items.append("input: " + _codes(f.name for f in workflow.input.fields))
+            items.append("input: " + codes_text(f.name for f in workflow.input.fields))
         if items:
             blocks.append(Block("list", items=tuple(items)))
         blocks.append(Block("mermaid", items=workflow_diagram(workflow.steps)))
@@ -512,7 +513,7 @@ def doc_workflows(spec: Spec, header: str) -> DocContext:
                 md_code(step.name),
                 step.kind,
                 md_text(_step_label(step).split(": ", 1)[1]),
-                _codes(step.depends_on),
+                codes_text(step.depends_on),
                 md_code(spec_text(step.when)) if step.when is not None else "",
                 _failure_text(step),
                 md_text(where(step.origin)),
@@ -529,7 +530,7 @@ def doc_workflows(spec: Spec, header: str) -> DocContext:
 
 def doc_suppressions(suppressions: Sequence[Suppression], header: str) -> DocContext:
     rows = [
-        (md_text(f"{s.file}:{s.line}"), _codes(s.codes), md_text(s.reason))
+        (md_text(f"{s.file}:{s.line}"), codes_text(s.codes), md_text(s.reason))
         for s in sorted(suppressions, key=lambda s: (s.file, s.line, s.codes))
     ]
     blocks: list[Block] = [

@@ -8,7 +8,7 @@ from pathlib import Path as FilePath
 from typing import Any, TypeVar
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.diagnostics import Diagnostic, Reporter
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
@@ -48,7 +48,7 @@ def article(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
 
 
-class LowererBase:
+class LowererBase(Reporter):
     """The state of one lowering run and the helpers every declaration kind reads."""
 
     def __init__(self, resolution: Resolution) -> None:
@@ -67,24 +67,6 @@ class LowererBase:
         self.policy_parts: dict[str, tuple[s.Policy, m.Policy, list[m.Rule | tuple[str, Span]]]]
         self.policy_parts = {}
         self.cycles: set[frozenset[str]] = set()
-
-    # =========================================================================================
-    # Reporting
-
-    def report(
-        self,
-        code: str,
-        message: str,
-        span: Span,
-        label: str = "",
-        *,
-        secondary: Sequence[tuple[Span, str]] = (),
-        notes: Sequence[str] = (),
-        help: str | None = None,
-    ) -> None:
-        self.diagnostics.append(
-            Diagnostic.make(code, message, span, label, secondary=secondary, notes=notes, help=help)
-        )
 
     def guarded(self, node: object, build: Callable[[], T]) -> T | None:
         """Build one declaration's model; a validation failure is our bug, never the user's."""
