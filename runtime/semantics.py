@@ -307,7 +307,9 @@ _ORDER_HELP = (
     "`<`, `<=`, `>` and `>=` order numbers, durations, risk levels and enum values; compare "
     "strings with `==`, `startswith` or `matches`"
 )
-_TEXT_HELP = "`startswith` and `within` compare paths and strings; `matches` tests a string"
+_TEXT_HELP = (
+    "`startswith`, `endswith` and `within` compare paths and strings; `matches` tests a string"
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,11 @@ TEXT_OPS = [op for op in GRAMMAR_OPS if OPERATORS[op].family == "text"]
 
 
 @pytest.mark.parametrize("op", TEXT_OPS)
+def test_the_help_for_a_refused_text_operand_names_every_text_operator(op: str) -> None:
+    assert f"`{op}`" in OPERATORS[op].typing.help
+
+
+@pytest.mark.parametrize("op", TEXT_OPS)
 def test_a_text_operator_has_its_z3_relation(op: str) -> None:
     assert (OPERATORS[op].smt_text is None) == (op in ENCODED_BY_HAND)
 
