@@ -22,13 +22,17 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from pydantic import Field as _Field
 
 __all__ = [
+    "BUILTIN_LABELS",
     "DURATION_PART",
     "DURATION_PATTERN",
     "DURATION_UNITS",
     "EFFECTS",
+    "HISTORY_FUNCS",
     "PATH_ROOTS",
     "RISK_LEVELS",
+    "SOURCE_KINDS",
     "TOOL_KINDS",
+    "TRUST_LEVELS",
     "WIRE_NAME",
     "Agent",
     "And",
@@ -40,11 +44,16 @@ __all__ = [
     "Effect",
     "EnumMember",
     "Expectation",
+    "Extract",
     "Fact",
+    "FactAdd",
     "FactCall",
     "FailureAction",
     "Field",
     "Grant",
+    "History",
+    "Label",
+    "Length",
     "ListValue",
     "Literal",
     "McpServer",
@@ -53,6 +62,8 @@ __all__ = [
     "Or",
     "Path",
     "Policy",
+    "Provenance",
+    "Quantified",
     "Rank",
     "RecordValue",
     "RiskEntry",
@@ -61,6 +72,7 @@ __all__ = [
     "Runtime",
     "Schema",
     "Selector",
+    "SessionStep",
     "Skill",
     "SourceRef",
     "Spec",
@@ -92,7 +104,16 @@ PATH_ROOTS: tuple[str, ...] = (
     "input",
     "step",
     "fact",
+    "result",
+    "var",
 )
+BUILTIN_LABELS: tuple[str, ...] = ("secret", "pii")
+"""Data labels every spec knows; a spec declares more with `label NAME "description"`."""
+TRUST_LEVELS: tuple[str, ...] = ("trusted", "untrusted")
+SOURCE_KINDS: tuple[str, ...] = ("user", "trusted", "untrusted")
+"""What a value's provenance can contain: the user's messages, trusted data (a trusted tool's
+result, a fact, a constant of the spec, a workflow's input) and untrusted data."""
+HISTORY_FUNCS: tuple[str, ...] = ("called", "succeeded", "count", "sum", "seen")
 
 Risk = t.Literal["low", "medium", "high", "critical"]
 EffectWord = t.Literal["read", "write", "external", "reversible", "idempotent", "preview"]
@@ -200,6 +221,10 @@ class Field(_Model):
     pattern: str | None = None
     default: JsonValue = None
     secret: bool = False
+    trust: t.Literal["trusted", "untrusted"] | None = None
+    """Of an output field: where its data comes from, overriding the tool's `trust`."""
+    labels: tuple[str, ...] = ()
+    """Of an output field: data labels of its value, added to the tool's `labels`."""
     origin: SourceRef | None = None
 
     @property
@@ -279,12 +304,25 @@ class Path(_Model):
     """A value read at run time: `root` is a built-in root, `input`, `step` or `fact`.
 
     For `step` the first part is the step name; for `fact` it is the declared fact (`workspace.
-    root`), the remaining parts read inside it.
+    root`), the remaining parts read inside it. `result` reads an earlier call's result (inside
+    a history term) or the call's own result (in `on_success`); `var` reads a variable bound by
+    a quantifier (`all x in args.to: …`), the first part its name.
     """
 
     kind: t.Literal["path"] = "path"
     root: t.Literal[
-        "actor", "task", "env", "resource", "tool", "args", "call", "input", "step", "fact"
+        "actor",
+        "task",
+        "env",
+        "resource",
+        "tool",
+        "args",
+        "call",
+        "input",
+        "step",
+        "fact",
+        "result",
+        "var",
     ]
     parts: tuple[str, ...] = ()
 
@@ -314,6 +352,71 @@ class RecordValue(_Model):
     fields: dict[str, Value] = _Field(default_factory=dict)
 
 
+class Length(_Model):
+    """`len(value)`: the number of items of a list (or keys of a map, characters of a text);
+    absent when the value is absent or has no length."""
+
+    kind: t.Literal["length"] = "length"
+    of: Value
+
+
+class Extract(_Model):
+    """`urls(text)`, `hosts(text)`, `emails(text)`: the identifier-like tokens of that kind
+    inside a text, normalized as provenance normalizes them (runtime/provenance.py)."""
+
+    kind: t.Literal["extract"] = "extract"
+    func: t.Literal["urls", "hosts", "emails"]
+    of: Value
+
+
+class History(_Model):
+    """A term over earlier events of the session (language.md, "Session-aware policy").
+
+    - `called(sel …)`: an earlier call of a selected tool was authorised to run (any outcome);
+    - `succeeded(sel …)`: an earlier call of a selected tool completed with success;
+    - `count(sel …)`: the calls of selected tools that were authorised and have not failed,
+      this call included when it is selected and meets `where`;
+    - `sum(field of sel …)`: the sum of `field` (`args.x` or `result.x`) over the same calls;
+    - `seen(label …)`: a result carrying data label `label` was produced.
+
+    `window_ms` bounds the look-back (`within 1h`); None is the whole session. `where` is a
+    condition over the earlier call (`args.*`, `result.*`, `tool.*`).
+    """
+
+    kind: t.Literal["history"] = "history"
+    func: t.Literal["called", "succeeded", "count", "sum", "seen"]
+    selectors: tuple[Selector, ...] = ()
+    label: str | None = None
+    field: Path | None = None
+    window_ms: int | None = None
+    where: Condition | None = None
+
+
+class Provenance(_Model):
+    """`value from source [only]`: where a value of the call appeared earlier in the session.
+
+    `source` is `user`, `trusted`, `untrusted`, `label` (with `label`: a result carrying that
+    data label) or `nowhere` (it appeared in no source: the model made it up or rewrote it).
+    `only`: the value's sources are exactly that one kind (and there is at least one).
+    """
+
+    kind: t.Literal["provenance"] = "provenance"
+    value: Value
+    source: t.Literal["user", "trusted", "untrusted", "label", "nowhere"]
+    label: str | None = None
+    only: bool = False
+
+
+class Quantified(_Model):
+    """`all x in list: cond` / `any x in list: cond`; `x` is read as `Path(root="var")`."""
+
+    kind: t.Literal["quantified"] = "quantified"
+    quantifier: t.Literal["all", "any"]
+    var: str
+    over: Value
+    body: Condition
+
+
 class Compare(_Model):
     kind: t.Literal["compare"] = "compare"
     op: t.Literal[
@@ -339,11 +442,25 @@ class Not(_Model):
 
 
 Value = Annotated[
-    Literal | Path | EnumMember | FactCall | ListValue | RecordValue,
+    Literal | Path | EnumMember | FactCall | ListValue | RecordValue | Length | Extract | History,
     _Field(discriminator="kind"),
 ]
 Condition = Annotated[
-    Compare | And | Or | Not | Literal | Path | EnumMember | FactCall | ListValue | RecordValue,
+    Compare
+    | And
+    | Or
+    | Not
+    | Provenance
+    | Quantified
+    | Literal
+    | Path
+    | EnumMember
+    | FactCall
+    | ListValue
+    | RecordValue
+    | Length
+    | Extract
+    | History,
     _Field(discriminator="kind"),
 ]
 
@@ -387,6 +504,13 @@ def derive_wire_name(tool_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64] or "_"
 
 
+class FactAdd(_Model):
+    """`on_success add <value> to <fact>`: a successful call adds a value to a list fact."""
+
+    value: Path
+    fact: str
+
+
 class Tool(_Model):
     id: str
     kind: ToolKind = "public"
@@ -410,6 +534,12 @@ class Tool(_Model):
     input: Schema = _Field(default_factory=Schema)
     output: Schema | None = None
     requires: Condition | None = None
+    trust: t.Literal["trusted", "untrusted"] | None = None
+    """Where the tool's results come from (`trust trusted`); None: untrusted, the default."""
+    labels: tuple[str, ...] = ()
+    """Data labels of what the tool returns (`labels secret, pii`)."""
+    on_success: tuple[FactAdd, ...] = ()
+    """Facts a successful call changes (`on_success add args.user to team.members`)."""
     operations: dict[str, Operation] = _Field(default_factory=dict)
     module: str = ""
     origin: SourceRef | None = None
@@ -432,6 +562,14 @@ class Connection(_Model):
 
 
 class Runtime(_Model):
+    name: str
+    description: str | None = None
+    origin: SourceRef | None = None
+
+
+class Label(_Model):
+    """A data label the spec declares (`label finance "…"`); `secret` and `pii` are built in."""
+
     name: str
     description: str | None = None
     origin: SourceRef | None = None
@@ -651,6 +789,17 @@ class Expectation(_Model):
     reason: str | None = None
 
 
+class SessionStep(_Model):
+    """Something that happened in a test's session before the call under test: the user said
+    `said`, or an earlier call of `tool` with `args` returned `result` (`ago_ms` before it)."""
+
+    said: str | None = None
+    tool: str | None = None
+    args: dict[str, JsonValue] = _Field(default_factory=dict)
+    result: JsonValue = None
+    ago_ms: int | None = None
+
+
 class SpecTest(_Model):
     name: str
     policy: str | None = None
@@ -663,6 +812,8 @@ class SpecTest(_Model):
     task: dict[str, JsonValue] | None = None
     env: dict[str, JsonValue] | None = None
     execution: dict[str, JsonValue] | None = None
+    before: tuple[SessionStep, ...] = ()
+    """The session before the call: user messages and earlier calls with their results."""
     expect: Expectation | None = None
     origin: SourceRef | None = None
 
@@ -684,6 +835,8 @@ class Spec(_Model):
     connections: dict[str, Connection] = _Field(default_factory=dict)
     runtimes: dict[str, Runtime] = _Field(default_factory=dict)
     facts: dict[str, Fact] = _Field(default_factory=dict)
+    labels: dict[str, Label] = _Field(default_factory=dict)
+    """Data labels the spec declares (besides `BUILTIN_LABELS`)."""
     surfaces: dict[str, Surface] = _Field(default_factory=dict)
     policies: dict[str, Policy] = _Field(default_factory=dict)
     risk_tables: dict[str, RiskTable] = _Field(default_factory=dict)
@@ -735,5 +888,22 @@ def _without_origins(value: t.Any) -> t.Any:
     return value
 
 
-for _cls in (Type, ListValue, RecordValue, Compare, And, Or, Not, Grant, Tool, Step, Spec):
+for _cls in (
+    Type,
+    ListValue,
+    RecordValue,
+    Length,
+    Extract,
+    History,
+    Provenance,
+    Quantified,
+    Compare,
+    And,
+    Or,
+    Not,
+    Grant,
+    Tool,
+    Step,
+    Spec,
+):
     _cls.model_rebuild()

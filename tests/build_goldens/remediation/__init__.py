@@ -20,7 +20,7 @@ __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = '51ba84a7e9610b434fb048a3b62015b2d3be2fa5cd11cd323e712a20b9420fee'
+POLICY_VERSION = '2fe3bdfb1137fef93e2eff642d0173a455115c174e99ed896a6b9e33c34d4eeb'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
