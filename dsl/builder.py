@@ -220,6 +220,9 @@ class _Builder:
         description = c[4] if len(c) > 4 else None
         return s.Fact(self._name(c[1]), c[3], description, span=self._span(c))
 
+    def label(self, c):
+        return s.Label(self._name(c[1]), c[2] if len(c) > 2 else None, span=self._span(c))
+
     # -- tools and schemas -----------------------------------------------------------------
 
     def tool(self, c):
@@ -244,6 +247,10 @@ class _Builder:
 
     def requires(self, c):
         return s.Requires(c[1], span=self._span(c))
+
+    def on_success(self, c):
+        value = s.Path(str(c[2]), span=self._tok_span(c[2]))
+        return s.OnSuccess(value, self._name(c[4]), span=self._span(c))
 
     def schema_attr(self, c):
         return s.SchemaAttr(str(c[0]), c[1], span=self._span(c))
@@ -435,8 +442,44 @@ class _Builder:
     def path(self, c):
         return s.Path(str(c[0]), span=self._span(c))
 
+    def provenance(self, c):
+        only = isinstance(c[-1], Tok) and c[-1].type == "ONLY"
+        if str(c[2]) == "label" and len(c) > 3 + only:
+            source = self._name(c[2])
+            return s.Provenance(c[0], source, self._name(c[3]), only, span=self._span(c))
+        return s.Provenance(c[0], self._name(c[2]), None, only, span=self._span(c))
+
+    def quantified(self, c):
+        return s.Quantified(str(c[0]), self._name(c[1]), c[3], c[5], span=self._span(c))
+
     def func_call(self, c):
-        return s.FuncCall(self._name(c[0]), self._nodes(c[2:]), span=self._span(c))
+        args = []
+        of: tuple[s.Pattern, ...] = ()
+        window = None
+        when = None
+        for child in c[2:-1]:
+            if isinstance(child, _CallPart):
+                if child.kind == "of":
+                    of = child.value
+                elif child.kind == "within":
+                    window = child.value
+                else:
+                    when = child.value
+            elif child is not None and not isinstance(child, Tok):
+                args.append(child)
+        return s.FuncCall(self._name(c[0]), tuple(args), of, window, when, span=self._span(c))
+
+    def call_pattern(self, c):
+        return self.pattern(c)
+
+    def call_of(self, c):
+        return _CallPart("of", self._nodes(c[1:]), self._span(c))
+
+    def call_within(self, c):
+        return _CallPart("within", self._value(c[1]), self._span(c))
+
+    def call_when(self, c):
+        return _CallPart("when", c[1], self._span(c))
 
     def list_(self, c):
         return s.ListLit(self._nodes(c), span=self._span(c))
@@ -595,6 +638,29 @@ class _Builder:
         key = str(c[1]) if str(c[0]) == "as" else str(c[0])
         return s.TestRecord(key, c[-1], span=self._span(c))
 
+    def said(self, c):
+        return s.Said(c[1], span=self._span(c))
+
+    def earlier(self, c):
+        args = []
+        returns = None
+        ago = None
+        for child in c[2:]:
+            if isinstance(child, _CallPart):
+                if child.kind == "returns":
+                    returns = child.value
+                else:
+                    ago = child.value
+            elif isinstance(child, s.Arg):
+                args.append(child)
+        return s.Earlier(self._call_target(c[1]), tuple(args), returns, ago, span=self._span(c))
+
+    def earlier_returns(self, c):
+        return _CallPart("returns", c[1], self._span(c))
+
+    def earlier_ago(self, c):
+        return _CallPart("ago", self._value(c[1]), self._span(c))
+
     def expect(self, c):
         return s.Expect(str(c[1]), self._nodes(c[2:]), span=self._span(c))
 
@@ -605,6 +671,7 @@ _DECLARATIONS = (
     s.Connection,
     s.Runtime,
     s.Fact,
+    s.Label,
     s.Tool,
     s.Surface,
     s.Policy,
@@ -633,10 +700,20 @@ class _Tail:
         return iter((self.kind, self.value))
 
 
+@dataclass(frozen=True, slots=True)
+class _CallPart:
+    """A call's `of`, `within` or `when` part, or an earlier call's `returns` or `ago`, while it
+    travels up to its node."""
+
+    kind: str
+    value: Any
+    span: Span
+
+
 def _start(node: Any) -> int:
     if isinstance(node, Tok):
         return node.start_pos or 0
-    if isinstance(node, _Options):
+    if isinstance(node, _Options | _CallPart):
         return node.span.start
     if isinstance(node, tuple):
         return _start(node[0]) if node else 0
@@ -646,7 +723,7 @@ def _start(node: Any) -> int:
 def _end(node: Any) -> int:
     if isinstance(node, Tok):
         return node.end_pos or 0
-    if isinstance(node, _Options):
+    if isinstance(node, _Options | _CallPart):
         return node.span.end
     if isinstance(node, tuple):
         return _end(node[-1]) if node else 0

@@ -252,13 +252,14 @@ def _block_of(node: Any) -> tuple[Any, tuple[Any, ...]] | None:
 # The printer: one doc per node
 
 
-_COMMA_LISTS = {"packs", "tags", "options", "delegate", "tools", "skills"}
-_ONE_LINE_DECLS = (s.Import, s.Connection, s.Runtime, s.Fact)
+_COMMA_LISTS = {"packs", "tags", "labels", "options", "delegate", "tools", "skills"}
+_ONE_LINE_DECLS = (s.Import, s.Connection, s.Runtime, s.Fact, s.Label)
 _SIMPLE_OPTIONS = (
     s.Attr,
     s.Approver,
     s.Grant,
     s.Requires,
+    s.OnSuccess,
     s.By,
     s.Timeout,
     s.Context,
@@ -381,6 +382,8 @@ class _Printer:
         if isinstance(node, s.Fact):
             head = cat("fact ", node.name.text, ": ", self._type(node.type))
             return self._described(head, node.description)
+        if isinstance(node, s.Label):
+            return self._described(f"label {node.name.text}", node.description)
         if isinstance(node, s.Tool):
             return self._tool(node)
         if isinstance(node, s.Surface):
@@ -424,6 +427,8 @@ class _Printer:
             return cat(node.key, " ", block)
         if isinstance(node, s.Requires):
             return cat("requires ", self._cond(node.cond))
+        if isinstance(node, s.OnSuccess):
+            return cat("on_success add ", node.value.text, " to ", node.fact.text)
         if isinstance(node, s.Operation):
             block = self._block(node, node.items, self._item, inline=_inline_options(node.items))
             return cat("operation ", node.name.text, " ", block)
@@ -477,6 +482,12 @@ class _Printer:
         if isinstance(node, s.TestRecord):
             key = "as actor" if node.key == "actor" else node.key
             return cat(key, " ", self._record(node.record))
+        if isinstance(node, s.Said):
+            return cat("said ", nest(INDENT, self._str(node.text)))
+        if isinstance(node, s.Earlier):
+            returns = cat(" returns ", self._value(node.returns)) if node.returns else None
+            ago = f" ago {node.ago.text}" if node.ago is not None else None
+            return cat("earlier ", node.tool.text, self._args(node.args), returns, ago)
         if isinstance(node, s.Expect):
             details = [cat(" ", self._item(d)) for d in node.details]
             return cat("expect ", node.effect, *details)
@@ -628,6 +639,16 @@ class _Printer:
             return cat("not ", self._operand_cond(c.item, c))
         if isinstance(c, s.Compare):
             return cat(self._value(c.left), f" {c.op} ", self._value(c.right))
+        if isinstance(c, s.Provenance):
+            label = f" {c.label.text}" if c.label is not None else None
+            only = " only" if c.only else None
+            return cat(self._value(c.value), " from ", c.source.text, label, only)
+        if isinstance(c, s.Quantified):
+            head = f"{c.quantifier} {c.var.text} in "
+            body = self._cond(c.body)
+            if isinstance(c.body, s.Or | s.And):
+                body = cat("(", body, ")")
+            return group(head, self._value(c.over), ":", nest(INDENT, LINE, body))
         return self._value(c)
 
     def _operand_cond(self, child: Any, parent: Any) -> Doc:
@@ -650,7 +671,17 @@ class _Printer:
             if not v.args:
                 return cat(v.name.text, "()")
             args = [self._value(a) for a in v.args]
-            return group(v.name.text, "(", nest(INDENT, SOFT, *join([",", LINE], args)), SOFT, ")")
+            tail: list[Part] = []
+            if v.of:
+                patterns = [cat(p.text) for p in v.of]
+                tail.append(cat(LINE, "of ", *join([",", LINE], patterns)))
+            if v.window is not None:
+                tail.append(cat(LINE, "within ", self._value(v.window)))
+            if v.when is not None:
+                tail.append(cat(LINE, "when ", self._cond(v.when)))
+            return group(
+                v.name.text, "(", nest(INDENT, SOFT, *join([",", LINE], args), *tail), SOFT, ")"
+            )
         if isinstance(v, s.ListLit):
             if not v.items:
                 return cat("[]")

@@ -31,6 +31,7 @@ TOP_LEVEL = [
     "connection",
     "runtime",
     "fact",
+    "label",
     "tool",
     "surface",
     "policy",

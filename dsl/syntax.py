@@ -97,10 +97,21 @@ class Path:
 
 @dataclass(frozen=True, slots=True)
 class FuncCall:
-    """A fact function: `connected(github)`, `running(calendar_app)`."""
+    """A function call: a fact function (`connected(github)`), a history term (`count(files.
+    delete within 10m when args.recursive)`, `sum(args.amount of payments.send)`), `len(x)`,
+    or an extraction (`urls(args.body)`).
+
+    An argument is an operand or a tool pattern (a word or dotted name is read as a path; which
+    it means depends on the function). `of` holds the tool patterns of `sum`, `window` the
+    look-back as written (a number without a unit is kept, and refused by the compiler), `when`
+    the condition over the earlier call.
+    """
 
     name: Name
-    args: tuple[Expr, ...]
+    args: tuple[Expr | Pattern, ...]
+    of: tuple[Pattern, ...] = ()
+    window: Duration | Int | Float | None = None
+    when: Cond | None = None
     span: Span = _span()
 
 
@@ -153,9 +164,34 @@ class Not:
     span: Span = _span()
 
 
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """`value from user|trusted|untrusted|nowhere [only]`, `value from label NAME`.
+
+    `source` is the word as written (`label` for `from label NAME`, whose name is `label`).
+    """
+
+    value: Expr
+    source: Name
+    label: Name | None = None
+    only: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Quantified:
+    """`all x in list: cond`, `any x in list: cond`: `x` is bound in `body` only."""
+
+    quantifier: str
+    var: Name
+    over: Expr
+    body: Cond
+    span: Span = _span()
+
+
 Expr = Str | Int | Float | Duration | Bool | Path | FuncCall | ListLit
 Value = Expr | Record
-Cond = Compare | And | Or | Not | Expr
+Cond = Compare | And | Or | Not | Provenance | Quantified | Expr
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,10 +234,11 @@ class TypeRef:
 
 @dataclass(frozen=True, slots=True)
 class Constraint:
-    """`min N`, `max N`, `pattern "re"`, `default V`, `secret`."""
+    """`min N`, `max N`, `pattern "re"`, `default V`, `secret`; of output fields `trusted`,
+    `untrusted` and `label NAME` (whose value is the label's Name)."""
 
     kind: str
-    value: Value | None = None
+    value: Value | Name | None = None
     span: Span = _span()
 
 
@@ -287,6 +324,25 @@ class Fact:
 
 
 @dataclass(frozen=True, slots=True)
+class Label:
+    """`label NAME "description"`: a data label the spec declares."""
+
+    name: Name
+    description: Str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class OnSuccess:
+    """`on_success add args.x to team.members`: `value` is `args.*` or `result.*`, `fact` a
+    declared list fact."""
+
+    value: Path
+    fact: Name
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
 class Requires:
     cond: Cond
     span: Span = _span()
@@ -309,7 +365,7 @@ class Tool:
     span: Span = _span()
 
 
-ToolItem = Attr | SchemaAttr | Requires | Operation
+ToolItem = Attr | SchemaAttr | Requires | Operation | OnSuccess
 
 
 @dataclass(frozen=True, slots=True)
@@ -559,6 +615,26 @@ class TestRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Said:
+    """`said "…"`: the user said this in the test's session, before the call."""
+
+    text: Str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Earlier:
+    """`earlier TOOL(args) [returns VALUE] [ago DURATION]`: an earlier call of the test's
+    session and its result."""
+
+    tool: Name
+    args: tuple[Arg, ...]
+    returns: Value | None = None
+    ago: Duration | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
 class Expect:
     effect: str
     details: tuple[Approver | Attr, ...] = ()
@@ -570,7 +646,7 @@ class Test:
     __test__ = False  # not a pytest class
 
     name: Str
-    items: tuple[Attr | TestCall | TestRecord | Expect, ...]
+    items: tuple[Attr | TestCall | TestRecord | Expect | Said | Earlier, ...]
     span: Span = _span()
 
 
@@ -580,6 +656,7 @@ Declaration = (
     | Connection
     | Runtime
     | Fact
+    | Label
     | Tool
     | Surface
     | Policy

@@ -58,6 +58,13 @@ pattern_text = st.one_of(
     st.tuples(st.sampled_from(("pack", "kind")), word).map(lambda t: f"{t[0]}:{t[1]}"),
 )
 
+# In a call's arguments a word or dotted name is read as a path: only these are patterns there.
+call_patterns = st.one_of(
+    glob_text,
+    mcp_pattern_text,
+    st.tuples(st.sampled_from(("pack", "kind")), word).map(lambda t: f"{t[0]}:{t[1]}"),
+).map(s.Pattern)
+
 
 def names(text: st.SearchStrategy[str] = word) -> st.SearchStrategy[s.Name]:
     return text.map(s.Name)
@@ -107,9 +114,18 @@ def operands(depth: int = 2) -> st.SearchStrategy[s.Expr]:
     if depth <= 0:
         return leaves
     inner = operands(depth - 1)
+    call_args = st.lists(st.one_of(inner, call_patterns), min_size=1, max_size=3).map(tuple)
     return st.one_of(
         leaves,
         st.builds(s.FuncCall, names(), st.lists(inner, max_size=3).map(tuple)),
+        st.builds(
+            s.FuncCall,
+            names(),
+            call_args,
+            st.lists(pattern_text.map(s.Pattern), max_size=2).map(tuple),
+            st.none() | durations | naturals,
+            st.none() | conditions(0) if depth >= 2 else st.none(),
+        ),
         st.lists(values(depth - 1), max_size=3).map(lambda items: s.ListLit(tuple(items))),
     )
 
@@ -125,16 +141,31 @@ def values(depth: int = 1) -> st.SearchStrategy[s.Value]:
     return st.one_of(operands(depth), records(depth))
 
 
+SOURCES = ("user", "trusted", "untrusted", "nowhere")
+
+
+def provenance(depth: int) -> st.SearchStrategy[s.Provenance]:
+    value = operands(min(depth, 1))
+    return st.one_of(
+        st.builds(
+            s.Provenance, value, st.sampled_from(SOURCES).map(s.Name), st.none(), only=st.booleans()
+        ),
+        st.builds(s.Provenance, value, st.just(s.Name("label")), names(), only=st.booleans()),
+    )
+
+
 def conditions(depth: int = 2) -> st.SearchStrategy[s.Cond]:
     atoms = st.one_of(
         st.builds(s.Compare, operands(1), st.sampled_from(COMPARE_OPS), operands(1)),
         operands(1),
+        provenance(depth),
     )
     if depth <= 0:
         return atoms
     inner = conditions(depth - 1)
     return st.one_of(
         atoms,
+        st.builds(s.Quantified, st.sampled_from(("all", "any")), names(), operands(1), inner),
         st.builds(s.Not, inner),
         st.lists(inner, min_size=2, max_size=3).map(lambda items: s.And(tuple(items))),
         st.lists(inner, min_size=2, max_size=3).map(lambda items: s.Or(tuple(items))),
@@ -177,6 +208,9 @@ constraints = st.one_of(
     st.builds(s.Constraint, st.just("pattern"), strings),
     st.builds(s.Constraint, st.just("default"), values(1)),
     st.just(s.Constraint("secret")),
+    st.just(s.Constraint("trusted")),
+    st.just(s.Constraint("untrusted")),
+    st.builds(s.Constraint, st.just("label"), names()),
 )
 
 
@@ -230,6 +264,9 @@ def tool_items(depth: int = 1) -> st.SearchStrategy:
         st.just(s.Attr("primitive", ())),
         attr("dynamic", names()),
         st.builds(s.Requires, conditions()),
+        attr("trust", names()),
+        list_attr("labels", word),
+        st.builds(s.OnSuccess, paths, names(name_or_dotted_text)),
         schema_attr("input"),
         schema_attr("output"),
     ]
@@ -444,6 +481,10 @@ tests = st.builds(
         st.one_of(
             ref_attr("policy", "agent"),
             st.builds(s.TestCall, names(ref_text), args),
+            st.builds(s.Said, strings),
+            st.builds(
+                s.Earlier, names(ref_text), args, st.none() | values(1), st.none() | durations
+            ),
             st.builds(s.TestRecord, st.sampled_from(TEST_RECORDS), records(2)),
             st.builds(
                 s.Expect,
@@ -481,6 +522,7 @@ declarations = st.one_of(
     st.builds(s.Connection, names(), descriptions),
     st.builds(s.Runtime, names(), descriptions),
     st.builds(s.Fact, names(key_text), types(), descriptions),
+    st.builds(s.Label, names(), descriptions),
     tools,
     surfaces,
     policies,

@@ -428,7 +428,18 @@ POSITIONS = (
             "policy p { ask t { grant class t when",
             "workflow w { step s = gate",
             'workflow w { step s = decide "q" when',
+            "policy p { allow t when all x in a:",
+            "policy p { allow t when any x in a:",
+            "policy p { allow t when count(a when",
         ),
+    ),
+    Position(
+        "the list of a quantifier, after `all x in` or `any x in`",
+        ("policy p { allow t when all x in", "policy p { allow t when any x in"),
+    ),
+    Position(
+        "a value's source, after `from`",
+        ("policy p { allow t when a from",),
     ),
     Position(
         "after a comparison operator (also in the selector `risk OP LEVEL`)",
@@ -443,7 +454,7 @@ POSITIONS = (
         ),
     ),
     Position(
-        "in the arguments of a fact function",
+        "in the arguments of a function",
         (
             "tool t { requires connected(",
             "tool t { requires connected(a,",
@@ -451,9 +462,12 @@ POSITIONS = (
         ),
     ),
     Position(
-        "as the value of a record entry or a call argument (`key: …`)",
+        "as the value of a record entry or a call argument (`key: …`), or an earlier call's "
+        "`returns`",
         (
             'test "t" { call t(a:',
+            'test "t" { earlier t() returns',
+            'test "t" { earlier t(a:',
             'test "t" { actor { a:',
             "workflow w { step s = call t(a:",
         ),
@@ -463,6 +477,7 @@ POSITIONS = (
         (
             'workflow w { step s = decide "q" { context',
             'workflow w { step s = decide "q" { context a,',
+            'workflow w { step s = decide "q" { context a, b,',
         ),
     ),
     Position("after `default` in a schema field", ("tool t { input { a: int default",)),
