@@ -54,6 +54,43 @@ NUMBERS = frozenset({"int", "float"})
 COLLECTIONS = frozenset({"object", "map", "list", "set"})
 
 
+LISTS = frozenset({"list", "set"})
+HAS_LENGTH = frozenset({"list", "set", "map", *STRINGISH})
+"""What `len` measures: the items of a list or map, the characters of a text."""
+INT = Ty("int")
+TEXT_LIST = Ty("list", item=STRING)
+FUNCTION_TYPES: dict[str, Ty] = {
+    "connected": BOOL,
+    "running": BOOL,
+    "called": BOOL,
+    "succeeded": BOOL,
+    "seen": BOOL,
+    "count": INT,
+    "len": INT,
+    "urls": TEXT_LIST,
+    "hosts": TEXT_LIST,
+    "emails": TEXT_LIST,
+}
+"""The type of each function's value; `sum` has its field's number type."""
+
+
+def takes(ty: Ty, names: frozenset[str]) -> bool:
+    """Whether a value of type `ty` may be of one of `names` (`any` and unions included)."""
+    return any(o.name == "any" or o.name in names for o in options_of(ty))
+
+
+def only_lists(ty: Ty) -> bool:
+    """Whether a value of type `ty` is certainly a list (so `from` cannot apply to it)."""
+    options = options_of(ty)
+    return bool(options) and all(o.name in LISTS for o in options)
+
+
+def item_type(ty: Ty) -> Ty:
+    """The type of an item of a list-typed value (ANY when unknown)."""
+    items = [o.item or ANY for o in options_of(ty) if o.name in LISTS]
+    return join_types(items) if items else ANY
+
+
 def object_type(fields: dict[str, Ty], open: bool = False) -> Ty:
     return Ty("object", fields=tuple(fields.items()), open=open)
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean, suggest
+from harnessc.runtime.model import BUILTIN_LABELS, HISTORY_FUNCS
 
 from .modules import (
     STD_PREFIX,
@@ -34,6 +35,7 @@ from .modules import (
 
 __all__ = [
     "BUILTIN_ROOTS",
+    "FUNCTIONS",
     "GLOBAL_KINDS",
     "MODULE_KINDS",
     "ImportBinding",
@@ -43,9 +45,9 @@ __all__ = [
     "resolve_program",
 ]
 
-GLOBAL_KINDS = ("tool", "mcp", "fact", "connection", "runtime")
+GLOBAL_KINDS = ("tool", "mcp", "fact", "connection", "runtime", "label")
 MODULE_KINDS = ("surface", "policy", "risk_table", "agent", "workflow", "skill", "test")
-LOCAL_KINDS = ("step", "operation", "subagent", "rule")
+LOCAL_KINDS = ("step", "operation", "subagent", "rule", "var")
 
 KIND_WORDS = {
     "tool": "tool",
@@ -53,6 +55,7 @@ KIND_WORDS = {
     "fact": "fact",
     "connection": "connection",
     "runtime": "runtime",
+    "label": "label",
     "surface": "surface",
     "policy": "policy",
     "risk_table": "risk table",
@@ -64,12 +67,19 @@ KIND_WORDS = {
     "operation": "operation",
     "subagent": "subagent",
     "rule": "rule label",
+    "var": "variable",
 }
 
 BUILTIN_ROOTS = frozenset({"actor", "task", "env", "resource", "tool", "args", "call"})
+RESULT_ROOT = "result"
 # `input` is a root inside workflows; user facts may use none of these.
-RESERVED_FACT_ROOTS = BUILTIN_ROOTS | {"input"}
+RESERVED_FACT_ROOTS = BUILTIN_ROOTS | {"input", RESULT_ROOT}
 FACT_FUNCTIONS = {"connected": "connection", "running": "runtime"}
+VALUE_FUNCTIONS = ("len", "urls", "hosts", "emails")
+FUNCTIONS: tuple[str, ...] = (*FACT_FUNCTIONS, *HISTORY_FUNCS, *VALUE_FUNCTIONS)
+"""Every function a condition may call: fact functions, history terms, `len` and extractions."""
+SELECTING_FUNCTIONS = frozenset({"called", "succeeded", "count"})
+"""History functions whose arguments are tool selectors (`sum` selects with `of`)."""
 RESERVED_NAME = "delegate_task"
 NOT_DECLARED = "not declared in this module or its imports"
 
@@ -158,6 +168,10 @@ def _article(word: str) -> str:
     return "an" if word[0] in "aeioAEIO" or word.startswith("MCP") else "a"
 
 
+def _quoted(words: Iterable[str]) -> str:
+    return ", ".join(f"`{w}`" for w in words)
+
+
 def _names(values: Iterable[object]) -> Iterator[s.Name]:
     for value in values:
         if isinstance(value, s.Name):
@@ -171,6 +185,10 @@ class _Scope:
     module: Module
     steps: dict[str, Symbol] | None = None
     workflow: s.Workflow | None = None
+    vars: dict[str, Symbol] = field(default_factory=dict)
+    """Quantifier variables bound here (`all x in …: <here>`)."""
+    result: bool = False
+    """Whether `result.*` may be read: inside a history term and in `on_success`."""
 
 
 @dataclass
@@ -229,6 +247,8 @@ class _Resolver:
             self.declare_global(module, "runtime", item.name.text, item.name.span, item)
         elif isinstance(item, s.Fact):
             self.declare_fact(module, item)
+        elif isinstance(item, s.Label):
+            self.declare_label(module, item)
         elif isinstance(item, s.Tool):
             self.declare_tool(module, item, item.name.text, None)
         elif isinstance(item, s.Mcp):
@@ -346,6 +366,22 @@ class _Resolver:
             return
         if self.declare_global(module, "fact", name, fact.name.span, fact) is not None:
             self.fact_depth = max(self.fact_depth, name.count(".") + 1)
+
+    def declare_label(self, module: Module, label: s.Label) -> None:
+        name = label.name.text
+        if name in BUILTIN_LABELS:
+            self.report(
+                Diagnostic.make(
+                    "H206",
+                    f"`{name}` is a built-in label",
+                    label.name.span,
+                    "declared again here",
+                    notes=[f"the built-in labels are {_quoted(BUILTIN_LABELS)}"],
+                    help=f"use `{name}` without declaring it, or give the label another name",
+                )
+            )
+            return
+        self.declare_global(module, "label", name, label.name.span, label)
 
     def declare_tool(self, module: Module, tool: s.Tool, tool_id: str, parent: object) -> None:
         if isinstance(parent, s.Mcp):
@@ -613,10 +649,54 @@ class _Resolver:
                 elif item.key == "dynamic":
                     for name in _names(item.values):
                         self.resolve(scope.module, name, "runtime", "connection")
+                elif item.key == "labels":
+                    for name in _names(item.values):
+                        self.resolve_label(scope.module, name)
             elif isinstance(item, s.Requires):
                 self.visit_cond(scope, item.cond)
             elif isinstance(item, s.Operation):
                 self.visit_tool(scope, item)
+            elif isinstance(item, s.SchemaAttr):
+                self.visit_field_labels(scope.module, item.schema.fields)
+            elif isinstance(item, s.OnSuccess):
+                self.resolve(scope.module, item.fact, "fact")
+                value = item.value
+                self.resolve_path(replace(scope, result=True), value.text, value.span, value)
+
+    def visit_field_labels(self, module: Module, fields: Iterable[s.Field]) -> None:
+        """The labels of fields (`label secret`), nested fields too."""
+        for f in fields:
+            for constraint in f.constraints:
+                if constraint.kind == "label" and isinstance(constraint.value, s.Name):
+                    self.resolve_label(module, constraint.value)
+            stack = [f.type]
+            while stack:
+                ty = stack.pop()
+                stack.extend(ty.args)
+                self.visit_field_labels(module, ty.fields)
+
+    def resolve_label(self, module: Module, name: s.Name) -> None:
+        """A data label: built in (`secret`, `pii`) or declared with `label NAME`; else H201."""
+        if name.text in BUILTIN_LABELS:
+            return
+        symbol = self.globals["label"].get(name.text)
+        if symbol is not None:
+            self.bind(module, name, symbol)
+            return
+        if not self.complete:
+            return
+        known = [*BUILTIN_LABELS, *sorted(self.globals["label"])]
+        self.report(
+            Diagnostic.make(
+                "H201",
+                f"unknown label `{name.text}`",
+                name.span,
+                "not a built-in or declared label",
+                notes=[f"the labels are {_quoted(known)}"],
+                help=did_you_mean(name.text, known)
+                or f'declare it: `label {name.text} "what it marks"`',
+            )
+        )
 
     def visit_skill(self, scope: _Scope, skill: s.Skill) -> None:
         for item in skill.items:
@@ -700,7 +780,7 @@ class _Resolver:
     def visit_test(self, scope: _Scope, test: s.Test) -> None:
         self.visit_attrs(scope, test.items, {"policy": "policy", "agent": "agent"})
         for item in test.items:
-            if isinstance(item, s.TestCall):
+            if isinstance(item, s.TestCall | s.Earlier):
                 self.resolve(scope.module, item.tool, "tool")
                 for arg in item.args:
                     self.visit_value(scope, arg.value, lenient=True)
@@ -760,6 +840,13 @@ class _Resolver:
                 self.visit_cond(scope, item)
         elif isinstance(cond, s.Not):
             self.visit_cond(scope, cond.item)
+        elif isinstance(cond, s.Provenance):
+            self.visit_value(scope, cond.value)
+            if cond.label is not None:
+                self.resolve_label(scope.module, cond.label)
+        elif isinstance(cond, s.Quantified):
+            self.visit_value(scope, cond.over)
+            self.visit_cond(self.bind_var(scope, cond), cond.body)
         elif isinstance(cond, s.Compare):
             if cond.op == "has":
                 # the right of `has` is a field or an element, not a path
@@ -787,23 +874,75 @@ class _Resolver:
             return all([self.visit_value(scope, e.value, lenient) for e in value.entries])
         return True
 
+    def bind_var(self, scope: _Scope, node: s.Quantified) -> _Scope:
+        """The scope of a quantifier's body: its variable bound (H210 when it shadows a name)."""
+        var = node.var
+        name = var.text
+        shadowed: str | None = None
+        if name in scope.vars:
+            shadowed = "a variable of an enclosing quantifier"
+        elif name in BUILTIN_ROOTS or name in ("input", RESULT_ROOT):
+            shadowed = "a built-in root"
+        elif scope.steps is not None and name in scope.steps:
+            shadowed = "a step of this workflow"
+        elif any(fact.split(".", 1)[0] == name for fact in self.globals["fact"]):
+            shadowed = "a declared fact"
+        if shadowed is not None:
+            outer = scope.vars.get(name)
+            self.report(
+                Diagnostic.make(
+                    "H210",
+                    f"variable `{name}` shadows {shadowed}",
+                    var.span,
+                    "bound here",
+                    secondary=[(outer.span, "first bound here")] if outer is not None else [],
+                    help="give the variable a name of its own, such as `item`",
+                )
+            )
+        symbol = Symbol("var", name, node, scope.module, var.span)
+        return replace(scope, vars={**scope.vars, name: symbol})
+
     def visit_func(self, scope: _Scope, call: s.FuncCall) -> None:
-        kind = FACT_FUNCTIONS.get(call.name.text)
-        if kind is None:
+        name = call.name.text
+        kind = FACT_FUNCTIONS.get(name)
+        if kind is not None:
+            for arg in call.args:
+                if isinstance(arg, s.Path):
+                    self.resolve(scope.module, s.Name(arg.text, span=arg.span), kind)
+            return
+        if name in VALUE_FUNCTIONS:
+            for arg in call.args:
+                if not isinstance(arg, s.Pattern):
+                    self.visit_value(scope, arg)
+            return
+        if name not in HISTORY_FUNCS:
             self.report(
                 Diagnostic.make(
                     "H201",
-                    f"unknown function `{call.name.text}`",
+                    f"unknown function `{name}`",
                     call.name.span,
-                    "not a fact function",
-                    notes=["the fact functions are `connected(connection)` and `running(runtime)`"],
-                    help=did_you_mean(call.name.text, FACT_FUNCTIONS),
+                    "not a function of the language",
+                    notes=[f"the functions are {_quoted(FUNCTIONS)}"],
+                    help=did_you_mean(name, FUNCTIONS),
                 )
             )
             return
-        for arg in call.args:
-            if isinstance(arg, s.Path):
-                self.resolve(scope.module, s.Name(arg.text, span=arg.span), kind)
+        # A history term reads earlier calls: its own `args`, `result` and `tool`, never the
+        # variables of the decision's quantifiers.
+        history = replace(scope, vars={}, result=True)
+        for index, arg in enumerate(call.args):
+            if name == "seen":
+                if isinstance(arg, s.Path):
+                    self.resolve_label(scope.module, s.Name(arg.text, span=arg.span))
+            elif name == "sum" and index == 0:
+                if not isinstance(arg, s.Pattern):
+                    self.visit_value(history, arg)
+            elif isinstance(arg, s.Path | s.Pattern):
+                self.visit_pattern(scope, s.Pattern(arg.text, span=arg.span))
+        for pattern in call.of:
+            self.visit_pattern(scope, pattern)
+        if call.when is not None:
+            self.visit_cond(history, call.when)
 
     def resolve_path(
         self, scope: _Scope, text: str, span: Span, node: object, quiet: bool = False
@@ -811,7 +950,26 @@ class _Resolver:
         """A path starts with a built-in root, a declared fact, or in a workflow `input` or a
         step; facts have dotted names, so the longest declared fact that prefixes it wins."""
         first, _, _ = text.partition(".")
+        var = scope.vars.get(first)
+        if var is not None:
+            self.references[span] = var
+            return True
         if first in BUILTIN_ROOTS:
+            return True
+        if first == RESULT_ROOT and "." in text:
+            if not scope.result:
+                self.report(
+                    Diagnostic.make(
+                        "H209",
+                        f"`{text}` reads a result, but there is none here",
+                        span,
+                        "no result to read",
+                        help="`result.*` is read inside a history term (`count(t when result.ok)`, "
+                        "`sum(result.amount of t)`) and in `on_success`; a rule judges a call "
+                        "before it runs",
+                    )
+                )
+                return False
             return True
         if scope.steps is not None:
             if first == "input":

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic, Reporter
@@ -37,28 +37,36 @@ from harnessc.runtime.semantics import OPERATORS
 from .condition_types import (
     ANY,
     BOOL,
+    FUNCTION_TYPES,
+    HAS_LENGTH,
+    NUMBERS,
     ROOT_TYPES,
     SHOWN_VALUES,
+    STRINGISH,
     Operand,
     Problem,
     Ty,
     article,
+    compatible,
     describe,
     equality_problem,
     field_of,
     has_problem,
+    item_type,
     join_types,
     object_type,
+    only_lists,
     options_of,
     order_problem,
     quote_values,
     schema_type,
+    takes,
     text_problem,
     type_of,
 )
 from .lower import module_name
 from .modules import head_span
-from .resolve import BUILTIN_ROOTS, Module, Resolution
+from .resolve import BUILTIN_ROOTS, RESULT_ROOT, SELECTING_FUNCTIONS, Module, Resolution
 
 __all__ = ["validate_spec"]
 
@@ -105,6 +113,10 @@ class _Context:
     """How a message names the selection's owner (`rule`, `grant`)."""
     steps: dict[str, m.Step] = field(default_factory=dict)
     input: m.Schema | None = None
+    vars: dict[str, Ty] = field(default_factory=dict)
+    """The types of the quantifier variables bound here."""
+    results: tuple[s.Selector, ...] | None = None
+    """Inside a history term: the tools whose earlier results `result.*` reads."""
 
 
 class _Validator(Reporter):
@@ -132,6 +144,7 @@ class _Validator(Reporter):
                 [op.risk for op in tool.operations.values()] or [tool.risk]
             )
         self._arguments: dict[str, dict[str, Ty]] | None = None
+        self._results: dict[str, dict[str, Ty]] | None = None
         self.selectors: dict[tuple[object, ...], Selection] = {}
         self.argument_cache: dict[tuple[object, ...], tuple[Ty, ...]] = {}
         self.public: dict[tuple[object, ...], bool] = {}
@@ -159,11 +172,12 @@ class _Validator(Reporter):
         for module in self.res.modules:
             for item in module.syntax.items:
                 if isinstance(item, s.Tool):
-                    self.check_tool(module, item)
+                    self.check_tool(module, item, item.name.text)
                 elif isinstance(item, s.Mcp):
                     for child in item.items:
                         if isinstance(child, s.Tool):
-                            self.check_tool(module, child)
+                            tool_id = f"mcp:{item.name.text}:tool:{child.name.text}"
+                            self.check_tool(module, child, tool_id)
                 elif isinstance(item, s.Skill):
                     self.check_skill(module, item)
                 elif isinstance(item, s.Surface):
@@ -358,10 +372,55 @@ class _Validator(Reporter):
     # =========================================================================================
     # Tools and availability
 
-    def check_tool(self, module: Module, node: s.Tool) -> None:
+    def check_tool(self, module: Module, node: s.Tool, tool_id: str) -> None:
         for item in node.items:
             if isinstance(item, s.Requires):
                 self.check_cond(item.cond, _Context(module, "requires"))
+            elif isinstance(item, s.OnSuccess):
+                self.check_on_success(item, self.spec.tools.get(tool_id))
+
+    def check_on_success(self, node: s.OnSuccess, tool: m.Tool | None) -> None:
+        """H343: the fact is a list fact, and the value a field of the tool's input or output."""
+        fact = self.spec.facts.get(self.symbol_name(node.fact) or "")
+        if tool is None or fact is None:
+            return
+        if fact.type.name != "list":
+            self.report(
+                "H343",
+                f"`on_success` adds to fact `{fact.name}`, which is not a list",
+                node.fact.span,
+                f"{describe(type_of(fact.type))}",
+                help=f"declare it as a list (`fact {fact.name}: list<string>`), or add to a "
+                "list fact",
+            )
+            return
+        root, name = node.value.parts[0], node.value.parts[1]
+        schema = tool.input if root == "args" else tool.output
+        where = "input" if root == "args" else "output"
+        fields = {f.name: f for f in schema.fields} if schema is not None else {}
+        found = fields.get(name)
+        if found is None:
+            self.report(
+                "H343",
+                f"`on_success` adds `{node.value.text}`, but tool `{tool.id}` has no {where} "
+                f"field `{name}`",
+                node.value.span,
+                f"not in the tool's `{where}`",
+                help=did_you_mean(name, sorted(fields))
+                or f"declare `{name}` in the tool's `{where}`",
+            )
+            return
+        value = self.navigate(type_of(found.type), node.value.parts, 2, node.value)
+        item = type_of(fact.type.item) if fact.type.item is not None else ANY
+        if value is not None and not compatible(value, item):
+            self.report(
+                "H343",
+                f"`on_success` adds {describe(value)} to `{fact.name}`, a list of "
+                f"{describe(item).removeprefix('a ').removeprefix('an ')}",
+                node.value.span,
+                f"{describe(value)}",
+                help="add a value of the list's item type",
+            )
 
     # =========================================================================================
     # Policies and risk tables
@@ -536,7 +595,7 @@ class _Validator(Reporter):
         qualified = self.qualified(module, node.name.text)
         for item in node.items:
             if isinstance(item, s.PrivateTool):
-                self.check_tool(module, item.tool)
+                self.check_tool(module, item.tool, item.tool.name.text)
             elif isinstance(item, s.Subagent):
                 for attr in item.items:
                     if attr.key != "tools":
@@ -625,6 +684,10 @@ class _Validator(Reporter):
             self.check_cond(cond.item, ctx)
         elif isinstance(cond, s.Compare):
             self.check_compare(cond, ctx)
+        elif isinstance(cond, s.Provenance):
+            self.check_provenance(cond, ctx)
+        elif isinstance(cond, s.Quantified):
+            self.check_quantified(cond, ctx)
         else:
             operand = self.operand(cond, ctx)
             if operand is None:
@@ -653,8 +716,10 @@ class _Validator(Reporter):
             ty = Ty("float")
         elif isinstance(node, s.Duration):
             ty = Ty("duration")
-        elif isinstance(node, s.Bool | s.FuncCall):
+        elif isinstance(node, s.Bool):
             ty = BOOL
+        elif isinstance(node, s.FuncCall):
+            ty = self.call_type(node, ctx)
         elif isinstance(node, s.Path):
             ty = self.path_type(node, ctx)
         elif isinstance(node, s.ListLit):
@@ -667,6 +732,173 @@ class _Validator(Reporter):
         if ty is None:
             return None
         return Operand(node, ty, span, span.text)
+
+    # -- session terms -------------------------------------------------------------------------
+
+    def check_provenance(self, node: s.Provenance, ctx: _Context) -> None:
+        """H340: `from` asks where one value came from, never a list."""
+        value = self.operand(node.value, ctx)
+        if value is None or not only_lists(value.ty):
+            return
+        source = f"label {node.label.text}" if node.label is not None else node.source.text
+        only = " only" if node.only else ""
+        self.report(
+            "H340",
+            f"`{value.text}` is {describe(value.ty)}: `from` asks where one value came from",
+            value.span,
+            "a list",
+            help=f"ask it of each item: `all x in {value.text}: x from {source}{only}` (or "
+            "`any x in …`)",
+        )
+
+    def check_quantified(self, node: s.Quantified, ctx: _Context) -> None:
+        """H342: a quantifier ranges over a list; its variable has the list's item type."""
+        over = self.operand(node.over, ctx)
+        if over is None:
+            return
+        if not takes(over.ty, frozenset({"list", "set"})):
+            self.report(
+                "H342",
+                f"`{node.quantifier} {node.var.text} in` ranges over `{over.text}`, which is "
+                f"{describe(over.ty)}, not a list",
+                over.span,
+                "not a list",
+                help=f"compare it directly (`{over.text} …`), or range over a list argument "
+                "or `urls(…)`, `hosts(…)`, `emails(…)` of a text",
+            )
+            return
+        inner = replace(ctx, vars={**ctx.vars, node.var.text: item_type(over.ty)})
+        self.check_cond(node.body, inner)
+
+    def call_type(self, node: s.FuncCall, ctx: _Context) -> Ty | None:
+        """The type of a function's value, after checking its arguments (None after an error)."""
+        name = node.name.text
+        if name in ("len", "urls", "hosts", "emails"):
+            return self.value_call(node, ctx)
+        if name in SELECTING_FUNCTIONS or name == "sum":
+            return self.history_call(node, ctx)
+        return FUNCTION_TYPES.get(name, BOOL)
+
+    def value_call(self, node: s.FuncCall, ctx: _Context) -> Ty | None:
+        name = node.name.text
+        arg = self.operand(node.args[0], ctx) if node.args else None
+        if arg is None:
+            return None
+        wanted = HAS_LENGTH if name == "len" else STRINGISH
+        if not takes(arg.ty, wanted):
+            self.report(
+                "H339",
+                f"`{name}` "
+                + (
+                    "counts the items of a list or map, or the characters of a string"
+                    if name == "len"
+                    else "reads a string"
+                )
+                + f", not {describe(arg.ty)}",
+                arg.span,
+                f"{describe(arg.ty)}",
+                help="`len(args.to)` counts a list's items; `urls(args.body)` reads a text"
+                if name == "len"
+                else f"`{name}` finds the {name} inside a text, such as `{name}(args.body)`",
+            )
+            return None
+        return FUNCTION_TYPES[name]
+
+    def history_call(self, node: s.FuncCall, ctx: _Context) -> Ty | None:
+        """H337 for selectors selecting nothing; `when` and `sum`'s field read the selected
+        tools' arguments (H327) and results (H338); `sum` adds numbers (H339)."""
+        name = node.name.text
+        if name == "sum":
+            selectors: list[s.Selector] = list(node.of)
+        else:
+            selectors = [
+                a if isinstance(a, s.Pattern) else s.Pattern(a.text, span=a.span)
+                for a in node.args
+                if isinstance(a, s.Pattern | s.Path)
+            ]
+        empty = False
+        for selector in selectors:
+            selection = self.select(selector, ctx.module)
+            if isinstance(selection, frozenset) and not selection:
+                empty = True
+                self.report(
+                    "H337",
+                    f"`{selector.text}` in `{name}(…)` selects no tool",
+                    selector.span,
+                    "selects nothing",
+                    help="select a tool id, a glob, `pack:NAME` or `kind:NAME` that names "
+                    "declared tools",
+                )
+        if empty:
+            return None
+        history = _Context(
+            ctx.module, "history", tuple(selectors), what="history term", results=tuple(selectors)
+        )
+        if node.when is not None:
+            self.check_cond(node.when, history)
+        if name != "sum":
+            return FUNCTION_TYPES[name]
+        field_node = node.args[0] if node.args else None
+        if not isinstance(field_node, s.Path):
+            return None
+        summed = self.path_type(field_node, history)
+        if summed is None:
+            return None
+        if not takes(summed, NUMBERS):
+            self.report(
+                "H339",
+                f"`sum` adds numbers, but `{field_node.text}` is {describe(summed)}",
+                field_node.span,
+                f"{describe(summed)}",
+                help="sum an `int` or `float` field, or count the calls with `count(…)`",
+            )
+            return None
+        return summed if summed.name in NUMBERS else Ty("float")
+
+    def results(self) -> dict[str, dict[str, Ty]]:
+        """Result field name → tool id → its type; built on the first read of `result`."""
+        if self._results is None:
+            index: dict[str, dict[str, Ty]] = {}
+            for tool_id, tool in self.spec.tools.items():
+                for f in tool.output.fields if tool.output is not None else ():
+                    owner = f"a value of `result.{f.name}`"
+                    index.setdefault(f.name, {})[tool_id] = type_of(f.type, owner)
+            self._results = index
+        return self._results
+
+    def result_field(self, name: str, node: s.Path, ctx: _Context) -> Ty | None:
+        """The type of result field `name` over a history term's tools, or None after H338.
+
+        A tool without an `output` schema may return anything, so it has every field."""
+        assert ctx.results is not None
+        selection = self.union(ctx.results, ctx.module)
+        tools = self.spec.tools
+        chosen = (
+            tools.values()
+            if isinstance(selection, _All)
+            else (tools[t] for t in sorted(selection) if t in tools)
+        )
+        types: list[Ty] = []
+        candidates: set[str] = set()
+        for tool in chosen:
+            if tool.output is None:
+                types.append(ANY)
+                continue
+            for f in tool.output.fields:
+                candidates.add(f.name)
+            ty = self.results().get(name, {}).get(tool.id)
+            if ty is not None:
+                types.append(ty)
+        if types or not candidates:
+            return join_types(types) if types else ANY
+        self.report(
+            "H338",
+            f"no tool selected by this history term returns a field `{name}`",
+            node.span,
+            "not in the `output` of any selected tool",
+            help=did_you_mean(name, sorted(candidates)),
+        )
+        return None
 
     # -- paths ---------------------------------------------------------------------------------
 
@@ -697,6 +929,13 @@ class _Validator(Reporter):
                 return None if ty is None else self.navigate(ty, parts, 2, node)
             return self.navigate(ROOT_TYPES.get(root, ANY), parts, 1, node)
         symbol = self.res.references.get(node.span)
+        if symbol is not None and symbol.kind == "var":
+            return self.navigate(ctx.vars.get(symbol.name, ANY), parts, 1, node)
+        if root == RESULT_ROOT and len(parts) > 1:
+            if ctx.results is None:
+                return ANY  # `on_success` and misplaced reads are checked elsewhere
+            ty = self.result_field(parts[1], node, ctx)
+            return None if ty is None else self.navigate(ty, parts, 2, node)
         if symbol is not None and symbol.kind == "fact":
             fact = self.spec.facts.get(symbol.name)
             if fact is None:

@@ -233,7 +233,8 @@ _CODES = [
         "a declaration uses a reserved name",
         "`delegate_task` is the planner-only delegation protocol and the `std.` prefix belongs "
         "to the standard library; user facts may not start with a built-in root (`actor`, "
-        "`task`, `env`, `resource`, `tool`, `args`, `call`, `input`).",
+        "`task`, `env`, `resource`, `tool`, `args`, `call`, `input`, `result`). The data "
+        "labels `secret` and `pii` are built in and are not declared again.",
     ),
     Code(
         "H207",
@@ -250,6 +251,25 @@ _CODES = [
         "two imports bind the same name",
         "Each import binds a name (the module's last segment, the file stem, or its `as` "
         "name). Use `as` to give one of them another name.",
+    ),
+    Code(
+        "H209",
+        "result-out-of-scope",
+        "error",
+        "a condition reads `result.*` where no result exists",
+        "A rule judges a call before it runs, so it has no result. `result.*` is read inside a "
+        "history term, about an earlier call (`count(files.read when result.size > 1000)`, "
+        "`sum(result.amount of payments.send)`), and in a tool's `on_success`, about the call "
+        "that just succeeded.",
+    ),
+    Code(
+        "H210",
+        "shadowed-variable",
+        "error",
+        "a quantifier's variable hides another name",
+        "In `all x in list: …` the variable `x` is bound in the body only. A variable named "
+        "like a built-in root, a fact, a step or the variable of an enclosing quantifier would "
+        "hide that name inside the body; give it a name of its own.",
     ),
     # H3 — validation
     Code(
@@ -484,6 +504,85 @@ _CODES = [
         "The sugar `risk OP level` selects the tools whose risk compares with `level` "
         "(`risk >= high` is `* when tool.risk >= high`). Risk levels are compared with `==`, "
         "`!=`, `<`, `<=`, `>` and `>=`; any other operator would select no tool at all.",
+    ),
+    Code(
+        "H335",
+        "bad-function-call",
+        "error",
+        "a function is called with arguments of the wrong form",
+        "`called`, `succeeded` and `count` take tool selectors; `sum` takes a field (`args.x` "
+        "or `result.x`) and `of` selectors; `seen` takes one data label; `len`, `urls`, "
+        "`hosts` and `emails` take one value; `connected` and `running` take one name. Only "
+        "history terms take `within DURATION` and `when COND`, and only `sum` takes `of`.",
+    ),
+    Code(
+        "H336",
+        "window-without-unit",
+        "error",
+        "a history window is a number without a unit",
+        "`within` takes a duration: `within 10m`, `within 24h`, `within 30s`. A bare number "
+        "would leave the unit to guess.",
+    ),
+    Code(
+        "H337",
+        "history-selects-nothing",
+        "error",
+        "a history term's selector selects no tool",
+        "`called(x)`, `count(x …)` and `sum(f of x)` count earlier calls of the tools that `x` "
+        "selects. A selector that selects no tool makes the term always false (or zero), "
+        "which is never what was meant.",
+    ),
+    Code(
+        "H338",
+        "unknown-result-field",
+        "error",
+        "a history term reads a result field that no selected tool returns",
+        "`result.NAME` inside a history term reads a field of an earlier call's result, so at "
+        "least one selected tool must declare NAME in its `output`.",
+    ),
+    Code(
+        "H339",
+        "function-argument-type",
+        "error",
+        "a function is applied to a value of a type it does not take",
+        "`len` counts the items of a list or map, or the characters of a string; `urls`, "
+        "`hosts` and `emails` read a string; `sum` adds numbers, so its field must be an "
+        "`int` or a `float`.",
+    ),
+    Code(
+        "H340",
+        "provenance-of-list",
+        "error",
+        "`from` is applied to a list",
+        "Provenance is asked of one value: a list as a whole appeared nowhere. Ask it of each "
+        "item with a quantifier: `all x in args.to: x from user`.",
+    ),
+    Code(
+        "H341",
+        "only-not-applicable",
+        "error",
+        "`only` follows `from nowhere` or `from label`",
+        "`from K only` says a value's sources are exactly K (user, trusted or untrusted). A "
+        "value from nowhere has no sources at all, and a label is not a kind of source, so "
+        "`only` means nothing there.",
+    ),
+    Code(
+        "H342",
+        "quantifier-not-a-list",
+        "error",
+        "a quantifier ranges over a value that is not a list",
+        "`all x in V: …` and `any x in V: …` take each item of the list V (an argument or field "
+        "of type `list<…>`, a list literal, `urls(…)`, `hosts(…)` or `emails(…)`).",
+    ),
+    Code(
+        "H343",
+        "bad-on-success",
+        "error",
+        "an `on_success` adds to something that is not a list fact, or adds a value the tool "
+        "does not have",
+        "`on_success add VALUE to FACT` appends VALUE to FACT when a call of the tool succeeds. "
+        "FACT must be a declared fact of type `list<…>`, and VALUE an argument (`args.x`, in "
+        "the tool's `input`) or a result field (`result.x`, in its `output`).",
     ),
     # H4 — graphs
     Code(

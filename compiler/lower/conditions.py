@@ -8,8 +8,18 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
 
-from ..resolve import BUILTIN_ROOTS, Module
+from ..resolve import (
+    BUILTIN_ROOTS,
+    FACT_FUNCTIONS,
+    RESULT_ROOT,
+    SELECTING_FUNCTIONS,
+    VALUE_FUNCTIONS,
+    Module,
+)
 from .schemas import SchemaLowering
+
+SOURCE_WORDS = (*m.SOURCE_KINDS, "nowhere")
+"""The sources written after `from` as a plain word (`from label NAME` is the other form)."""
 
 
 class ConditionLowering(SchemaLowering):
@@ -29,7 +39,45 @@ class ConditionLowering(SchemaLowering):
             if node.op == "matches" and isinstance(node.right, s.Str):
                 self.regex(node.right)
             return m.Compare(op=node.op, left=left, right=right)  # type: ignore[arg-type]
+        if isinstance(node, s.Provenance):
+            return self.provenance(node, module)
+        if isinstance(node, s.Quantified):
+            return m.Quantified(
+                quantifier=node.quantifier,  # type: ignore[arg-type]
+                var=node.var.text,
+                over=self.value(node.over, module),
+                body=self.cond(node.body, module),
+            )
         return self.value(node, module)
+
+    def provenance(self, node: s.Provenance, module: Module) -> m.Provenance:
+        value = self.value(node.value, module)
+        if node.label is not None:
+            source = "label"
+        else:
+            source = self.word(node.source, SOURCE_WORDS, "source") or "nowhere"
+        if node.only and source in ("nowhere", "label"):
+            written = f"label {node.label.text}" if node.label is not None else source
+            self.report(
+                "H341",
+                f"`only` does not apply to `from {written}`",
+                node.span,
+                "`only` here",
+                help="`only` follows `user`, `trusted` or `untrusted`: "
+                + (
+                    "a value from nowhere has no sources at all"
+                    if source == "nowhere"
+                    else "write `from label "
+                    + (node.label.text if node.label else "")
+                    + "` without `only`"
+                ),
+            )
+        return m.Provenance(
+            value=value,
+            source=source,  # type: ignore[arg-type]
+            label=node.label.text if node.label is not None else None,
+            only=node.only and source not in ("nowhere", "label"),
+        )
 
     def check_members(self, node: s.Compare, left: m.Value, right: m.Value) -> None:
         """A bare name beside `tool.risk`, `tool.effects` or `tool.kind` is a word of that
@@ -64,12 +112,7 @@ class ConditionLowering(SchemaLowering):
         if isinstance(node, s.Path):
             return self.path(node)
         if isinstance(node, s.FuncCall):
-            arg = node.args[0] if node.args else None
-            target = ""
-            if isinstance(arg, s.Path):
-                symbol = self.res.references.get(arg.span)
-                target = symbol.name if symbol is not None else arg.text
-            return m.FactCall(func=node.name.text, name=target)  # type: ignore[arg-type]
+            return self.call(node, module)
         if isinstance(node, s.ListLit):
             return m.ListValue(items=tuple(self.value(i, module) for i in node.items))
         if isinstance(node, s.Record):
@@ -78,11 +121,181 @@ class ConditionLowering(SchemaLowering):
             )
         raise TypeError(f"not a value: {node!r}")  # pragma: no cover - the parser builds values
 
+    # -- function calls ----------------------------------------------------------------------
+
+    def call(self, node: s.FuncCall, module: Module) -> m.Value:
+        """A fact function, `len`, an extraction or a history term (language.md §7.4)."""
+        name = node.name.text
+        if name in FACT_FUNCTIONS:
+            self.call_form(node, "a fact function")
+            arg = node.args[0] if node.args else None
+            target = ""
+            if isinstance(arg, s.Path):
+                symbol = self.res.references.get(arg.span)
+                target = symbol.name if symbol is not None else arg.text
+            return m.FactCall(func=name, name=target)  # type: ignore[arg-type]
+        if name in VALUE_FUNCTIONS:
+            self.call_form(node, f"`{name}`")
+            arg = self.single_value(node)
+            of = self.value(arg, module) if arg is not None else m.Literal(value="", type="string")
+            if name == "len":
+                return m.Length(of=of)
+            return m.Extract(func=name, of=of)  # type: ignore[arg-type]
+        return self.history(node, module)
+
+    def call_form(self, node: s.FuncCall, what: str, *, window: bool = False) -> None:
+        """H335 for the parts of a history term on a function that is not one."""
+        parts = [("of", node.of[0].span if node.of else None)]
+        if not window:
+            parts.append(("within", node.window.span if node.window is not None else None))
+            parts.append(("when", node.when.span if node.when is not None else None))
+        for word, span in parts:
+            if span is not None:
+                self.report(
+                    "H335",
+                    f"{what} takes no `{word}`",
+                    span,
+                    f"`{word}` here",
+                    help="`of` belongs to `sum`; `within` and `when` to history terms "
+                    "(`called`, `succeeded`, `count`, `sum`, `seen`)",
+                )
+
+    def single_value(self, node: s.FuncCall) -> s.Expr | None:
+        """The one value argument of `len`, `urls`, `hosts`, `emails` (H335 otherwise)."""
+        args = node.args
+        if len(args) == 1 and not isinstance(args[0], s.Pattern):
+            return args[0]
+        self.report(
+            "H335",
+            f"`{node.name.text}` takes one value, not "
+            + (f"{len(args)} arguments" if len(args) != 1 else "a tool pattern"),
+            node.span,
+            "here",
+            help=f"write `{node.name.text}(args.x)`",
+        )
+        return None
+
+    def history(self, node: s.FuncCall, module: Module) -> m.History:
+        name = node.name.text
+        window_ms: int | None = None
+        window = node.window
+        if isinstance(window, s.Duration):
+            window_ms = window.ms
+        elif window is not None:
+            number = window.text if isinstance(window, s.Float) else str(window.value)
+            self.report(
+                "H336",
+                f"the window `within {number}` has no unit",
+                window.span,
+                "a number, not a duration",
+                help=f"write a duration: `within {number}m`, `within {number}h` or "
+                f"`within {number}s`",
+            )
+        selectors: list[m.Selector] = []
+        label: str | None = None
+        field: m.Path | None = None
+        args = node.args
+        if name in SELECTING_FUNCTIONS:
+            if node.of:
+                self.call_form(node, f"`{name}`", window=True)
+            if not args:
+                self.report(
+                    "H335",
+                    f"`{name}` needs the tools it counts",
+                    node.span,
+                    "no selector",
+                    help=f"write `{name}(files.delete)`, `{name}(payments.*)` or "
+                    f"`{name}(kind:mcp)`",
+                )
+            for arg in args:
+                pattern = self.pattern_arg(arg, name)
+                if pattern is not None:
+                    selectors.append(self.selector(pattern, module))
+        elif name == "sum":
+            field = self.sum_field(node)
+            if not node.of:
+                self.report(
+                    "H335",
+                    "`sum` needs the tools whose calls it adds up",
+                    node.span,
+                    "no `of`",
+                    help="write `sum(args.amount of payments.send)`",
+                )
+            selectors = [self.selector(p, module) for p in node.of]
+        else:  # seen
+            for word, span in (
+                ("of", node.of[0].span if node.of else None),
+                ("when", node.when.span if node.when is not None else None),
+            ):
+                if span is not None:
+                    self.report(
+                        "H335",
+                        f"`seen` takes no `{word}`",
+                        span,
+                        f"`{word}` here",
+                        help="`seen(LABEL within DURATION)` asks whether a result carrying the "
+                        "label was produced",
+                    )
+            if len(args) == 1 and isinstance(args[0], s.Path) and "." not in args[0].text:
+                label = args[0].text
+            else:
+                self.report(
+                    "H335",
+                    "`seen` takes one data label",
+                    node.span,
+                    "not a label",
+                    help="write `seen(secret)`, `seen(pii within 1h)` or a label the spec declares",
+                )
+                label = ""
+        where = self.cond(node.when, module) if node.when is not None else None
+        return m.History(
+            func=name,  # type: ignore[arg-type]
+            selectors=tuple(selectors),
+            label=label,
+            field=field,
+            window_ms=window_ms,
+            where=where,
+        )
+
+    def pattern_arg(self, arg: object, func: str) -> s.Pattern | None:
+        if isinstance(arg, s.Pattern):
+            return arg
+        if isinstance(arg, s.Path):
+            return s.Pattern(arg.text, span=arg.span)
+        span: Span = arg.span  # type: ignore[attr-defined]
+        self.report(
+            "H335",
+            f"`{func}` takes tool selectors, not {span.text}",
+            span,
+            "not a tool selector",
+            help="write a tool id, a glob (`payments.*`), `pack:NAME` or `kind:NAME`",
+        )
+        return None
+
+    def sum_field(self, node: s.FuncCall) -> m.Path | None:
+        args = node.args
+        if len(args) == 1 and isinstance(args[0], s.Path):
+            parts = args[0].parts
+            if parts[0] in ("args", RESULT_ROOT) and len(parts) > 1:
+                return m.Path(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
+        self.report(
+            "H335",
+            "`sum` adds up one field of the calls: `args.NAME` or `result.NAME`",
+            args[0].span if len(args) == 1 else node.span,
+            "not a field of a call",
+            help="write `sum(args.amount of payments.send)`",
+        )
+        return None
+
     def path(self, node: s.Path) -> m.Path | m.EnumMember:
         parts = node.parts
         if parts[0] in BUILTIN_ROOTS:
             return m.Path(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
         symbol = self.res.references.get(node.span)
+        if symbol is not None and symbol.kind == "var":
+            return m.Path(root="var", parts=parts)
+        if parts[0] == RESULT_ROOT and len(parts) > 1:
+            return m.Path(root="result", parts=parts[1:])
         if symbol is not None and symbol.kind == "step":
             return m.Path(root="step", parts=parts)
         if symbol is not None and symbol.kind == "fact":

@@ -29,6 +29,7 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
                 "connections",
                 "runtimes",
                 "facts",
+                "labels",
                 "surfaces",
                 "risk_tables",
                 "skills",
@@ -99,6 +100,12 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
                     description=fact.description.value if fact.description else None,
                     origin=origin(fact.span),
                 ),
+            )
+        elif isinstance(item, s.Label):
+            kinds["labels"][item.name.text] = m.Label(
+                name=item.name.text,
+                description=item.description.value if item.description else None,
+                origin=origin(item.span),
             )
         elif isinstance(item, s.Tool):
             self.add_tool(module, item, item.name.text, None, None)

@@ -92,8 +92,23 @@ class SchemaLowering(LowererBase):
     def field(self, node: s.Field) -> m.Field:
         type_ = self.type(node.type)
         seen: dict[str, s.Constraint] = {}
+        labels: list[str] = []
         for c in node.constraints:
+            if c.kind == "label":
+                if isinstance(c.value, s.Name) and c.value.text not in labels:
+                    labels.append(c.value.text)
+                continue
             self.once(seen, c.kind, c, c.span)
+        if "trusted" in seen and "untrusted" in seen:
+            first, second = sorted((seen["trusted"], seen["untrusted"]), key=lambda c: c.span.start)
+            self.report(
+                "H303",
+                f"`{second.kind}` is not allowed together with `{first.kind}`",
+                second.span,
+                "a second trust",
+                secondary=[(first.span, "the field's trust")],
+                help="a field is `trusted` or `untrusted`, not both",
+            )
         name = type_.name
         what = f"field `{node.name.text}`"
         bounds: dict[str, int | float] = {}
@@ -169,6 +184,8 @@ class SchemaLowering(LowererBase):
             pattern=pattern,
             default=default,
             secret="secret" in seen,
+            trust="trusted" if "trusted" in seen else "untrusted" if "untrusted" in seen else None,
+            labels=tuple(labels),
             origin=origin(node.name.span),
         )
 

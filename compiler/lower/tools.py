@@ -31,6 +31,8 @@ TOOL_ATTRS = frozenset(
         "legacy",
         "primitive",
         "dynamic",
+        "trust",
+        "labels",
     }
 )
 KIND_ATTRS = ("legacy", "primitive", "dynamic")
@@ -104,6 +106,9 @@ class ToolLowering(ConditionLowering):
                     provided_by = self.ref(name, module)
 
         schemas = self.schema_attrs(node.items, ("input", "output"), where)
+        for item in node.items:
+            if isinstance(item, s.SchemaAttr) and item.key == "input":
+                self.input_trust(item.schema.fields)
         requires = [i for i in node.items if isinstance(i, s.Requires)]
         for extra in requires[1:]:
             self.report(
@@ -175,6 +180,16 @@ class ToolLowering(ConditionLowering):
             value = next((v for v in attrs["version"].values if isinstance(v, s.Int)), None)
             if value is not None:
                 version = self.at_least_one(value, "a tool's `version`")
+        trust = None
+        if "trust" in attrs:
+            words = self.name_values(attrs["trust"])
+            if words:
+                trust = self.word(words[0], m.TRUST_LEVELS, "trust level")
+        on_success = tuple(
+            add
+            for add in (self.on_success(i) for i in node.items if isinstance(i, s.OnSuccess))
+            if add is not None
+        )
         return m.Tool(
             id=tool_id,
             kind=kind,
@@ -195,20 +210,62 @@ class ToolLowering(ConditionLowering):
             input=input_schema,
             output=schemas.get("output"),
             requires=self.cond(requires[0].cond, module) if requires else None,
+            trust=trust,  # type: ignore[arg-type]
+            labels=tuple(dict.fromkeys(n.text for n in self.name_values(attrs.get("labels")))),
+            on_success=on_success,
             operations=operations,
             module=self.names[module.key],
             origin=origin(node.name.span),
         )
 
+    def on_success(self, node: s.OnSuccess) -> m.FactAdd | None:
+        """`on_success add args.x to F`; whether F is a list fact is checked by validation."""
+        parts = node.value.parts
+        if parts[0] not in ("args", "result") or len(parts) < 2:
+            self.report(
+                "H343",
+                f"`on_success` adds `{node.value.text}`, which is not a value of the call",
+                node.value.span,
+                "not `args.*` or `result.*`",
+                help="add an argument (`args.user`) or a field of the result (`result.id`)",
+            )
+            return None
+        symbol = self.res.references.get(node.fact.span)
+        fact = symbol.name if symbol is not None else node.fact.text
+        value = m.Path(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
+        return m.FactAdd(value=value, fact=fact)
+
+    def input_trust(self, fields: Iterable[s.Field]) -> None:
+        """`trusted`, `untrusted` and `label` describe what a tool returns: H303 on an input."""
+        for f in fields:
+            for c in f.constraints:
+                if c.kind in ("trusted", "untrusted", "label"):
+                    self.not_allowed(
+                        c.kind,
+                        c.span,
+                        "an input field",
+                        help="trust and labels describe what a tool returns: put them on its "
+                        "`output` fields, or on the tool (`trust`, `labels`)",
+                    )
+            stack = [f.type]
+            while stack:
+                ty = stack.pop()
+                stack.extend(ty.args)
+                self.input_trust(ty.fields)
+
     def operation(self, module: Module, node: s.Operation) -> m.Operation:
         where = f"operation `{node.name.text}`"
         for item in node.items:
+            if isinstance(item, s.SchemaAttr) and item.key == "input":
+                self.input_trust(item.schema.fields)
             if isinstance(item, s.Attr) and item.key not in OPERATION_ATTRS:
                 self.not_allowed(
                     item.key, item.span, "an operation", help="declare it on the tool instead"
                 )
-            elif isinstance(item, s.Requires | s.Operation):
-                key = "requires" if isinstance(item, s.Requires) else "operation"
+            elif isinstance(item, s.Requires | s.Operation | s.OnSuccess):
+                key = {s.Requires: "requires", s.Operation: "operation"}.get(
+                    type(item), "on_success"
+                )
                 self.not_allowed(key, head_span(item), "an operation")
             elif isinstance(item, s.SchemaAttr) and item.key != "input":
                 self.not_allowed(

@@ -209,8 +209,24 @@ class WorkflowLowering(ConditionLowering):
         if agent:
             data["agent"] = self.ref(agent[0], module)
         seen: dict[str, Any] = {}
+        before: list[m.SessionStep] = []
         for item in node.items:
-            if isinstance(item, s.TestCall):
+            if isinstance(item, s.Said):
+                before.append(m.SessionStep(said=item.text.value))
+            elif isinstance(item, s.Earlier):
+                earlier: dict[str, Any] = {}
+                for arg in item.args:
+                    if self.once(earlier, arg.name.text, arg, arg.name.span):
+                        earlier[arg.name.text] = arg
+                before.append(
+                    m.SessionStep(
+                        tool=self.ref(item.tool, module),
+                        args={k: self.json_value(a.value) for k, a in earlier.items()},
+                        result=self.json_value(item.returns) if item.returns else None,
+                        ago_ms=item.ago.ms if item.ago is not None else None,
+                    )
+                )
+            elif isinstance(item, s.TestCall):
                 if not self.once(seen, "call", item, head_span(item)):
                     continue
                 data["tool"] = self.ref(item.tool, module)
@@ -226,6 +242,8 @@ class WorkflowLowering(ConditionLowering):
                 data["expect"] = self.expect(item)
         if "call" not in seen:
             self.missing("`call`", node, where, help="write the call to judge: `call TOOL(…)`")
+        if before:
+            data["before"] = tuple(before)
         return m.SpecTest(**data, origin=origin(node.name.span))
 
     def expect(self, node: s.Expect) -> m.Expectation:
@@ -258,6 +276,12 @@ def _steps_read(value: object) -> set[str]:
             found |= _steps_read(item)
     elif isinstance(value, m.Not):
         found |= _steps_read(value.item)
+    elif isinstance(value, m.Provenance):
+        found |= _steps_read(value.value)
+    elif isinstance(value, m.Quantified):
+        found |= _steps_read(value.over) | _steps_read(value.body)
+    elif isinstance(value, m.Length | m.Extract):
+        found |= _steps_read(value.of)
     elif isinstance(value, m.ListValue):
         for item in value.items:
             found |= _steps_read(item)
