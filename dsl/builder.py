@@ -454,7 +454,7 @@ class _Builder:
 
     def func_call(self, c):
         args = []
-        of: tuple[s.Pattern, ...] = ()
+        of = ()
         window = None
         when = None
         for child in c[2:-1]:

@@ -61,8 +61,8 @@ class ConditionLowering(SchemaLowering):
             self.report(
                 "H341",
                 f"`only` does not apply to `from {written}`",
-                node.span,
-                "`only` here",
+                Span(node.span.source, node.span.end - len("only"), node.span.end),
+                f"after `from {written}`",
                 help="`only` follows `user`, `trusted` or `untrusted`: "
                 + (
                     "a value from nowhere has no sources at all"
