@@ -7,6 +7,7 @@ reaching a generated test wrong. Everything here is plain JSON-able data.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,7 @@ __all__ = [
     "Call",
     "Decision",
     "Witness",
+    "canonical",
     "decide",
     "default_decision",
     "format_duration",
@@ -49,6 +51,10 @@ class Call:
     """`connected(c)` by connection; a connection left out is not connected."""
     runtimes: dict[str, bool] = field(default_factory=dict)
     """`running(r)` by runtime; a runtime left out is not running."""
+    session: dict[str, Any] = field(default_factory=dict)
+    """Session state the decision reads, by the term's canonical form (`smt.canonical`): the
+    value of a provenance, quantified or history term, or the items of `urls(…)` & co. A term
+    left out has its value in a session with no earlier event (nothing seen, no call made)."""
 
 
 @dataclass
@@ -99,6 +105,12 @@ class Witness:
                 rule=self.decision.rule,
             ),
         )
+
+
+def canonical(node: m.Condition) -> str:
+    """A term's canonical form: its JSON, keys sorted (what names its variable in the analysis
+    and its value in a witness's session state; the runtime keys its aggregates the same way)."""
+    return json.dumps(node.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
 
 def parse_duration(text: Any) -> Any:
@@ -155,6 +167,8 @@ class _Context:
     tool: m.Tool
     call: Call
     args: dict[str, Any]
+    bound: dict[str, Any] = field(default_factory=dict)
+    """The variables quantifiers bind (`all x in …`)."""
 
     @classmethod
     def of(cls, spec: m.Spec, call: Call) -> _Context:
@@ -198,6 +212,14 @@ class _Context:
         )
 
     def read(self, path: m.Path) -> Any:
+        if path.root == "var":
+            name, *rest = path.parts
+            value = self.bound.get(name, ABSENT)
+            for part in rest:
+                value = value.get(part, ABSENT) if isinstance(value, dict) else ABSENT
+            return value
+        if path.root == "result":
+            return ABSENT  # the call under decision has no result yet
         if path.root == "fact":
             name, *rest = path.parts
             value = self.call.facts.get(name, ABSENT)
@@ -235,7 +257,63 @@ def _value(node: object, ctx: _Context) -> Any:
         return bool(table.get(node.name, False))
     if isinstance(node, m.Path):
         return ctx.read(node)
+    if isinstance(node, m.Length):
+        of = _value(node.of, ctx)
+        return len(of) if isinstance(of, list | dict | str) else ABSENT
+    if isinstance(node, m.Extract):
+        return ctx.call.session.get(canonical(node), ABSENT)
+    if isinstance(node, m.History):
+        return _history(node, ctx)
     return ABSENT
+
+
+def _history(node: m.History, ctx: _Context) -> Any:
+    """A history term: from the call's session state, else as a session with no earlier event
+    sees it (nothing called or seen; `count` and `sum` only this call, when it is selected)."""
+    known = ctx.call.session.get(canonical(node), ABSENT)
+    if known is not ABSENT:
+        return known
+    if node.func in ("called", "succeeded", "seen"):
+        return False
+    view = {"risk": ctx.risk(), "effects": ctx.effects()}
+    counts = any(selects(s, ctx.tool, view) for s in node.selectors) and (
+        node.where is None or holds(node.where, ctx)
+    )
+    if node.func == "count":
+        return 1 if counts else 0
+    amount = _value(node.field, ctx) if counts and node.field is not None else ABSENT
+    return amount if _number(amount) else 0
+
+
+def _provenance(node: m.Provenance, ctx: _Context) -> bool:
+    """`value from source`: from the call's session state; else, with no earlier event, a
+    present value is from nowhere and from nothing else. An absent value is from nothing."""
+    value = _value(node.value, ctx)
+    if value is ABSENT:
+        return False
+    known = ctx.call.session.get(canonical(node), ABSENT)
+    if known is not ABSENT:
+        return bool(known)
+    return node.source == "nowhere"
+
+
+def _quantified(node: m.Quantified, ctx: _Context) -> bool:
+    known = ctx.call.session.get(canonical(node), ABSENT)
+    if known is not ABSENT:
+        return bool(known)
+    items = _value(node.over, ctx)
+    if not isinstance(items, list):
+        return False
+    outer = ctx.bound.get(node.var, ABSENT)
+    results = []
+    for item in items:
+        ctx.bound[node.var] = item
+        results.append(holds(node.body, ctx))
+    if outer is ABSENT:
+        ctx.bound.pop(node.var, None)
+    else:
+        ctx.bound[node.var] = outer
+    return all(results) if node.quantifier == "all" else any(results)
 
 
 def _number(v: Any) -> bool:
@@ -260,6 +338,10 @@ def holds(cond: object, ctx: _Context) -> bool:
         return any(holds(i, ctx) for i in cond.items)
     if isinstance(cond, m.Not):
         return not holds(cond.item, ctx)
+    if isinstance(cond, m.Provenance):
+        return _provenance(cond, ctx)
+    if isinstance(cond, m.Quantified):
+        return _quantified(cond, ctx)
     return _value(cond, ctx) is True
 
 

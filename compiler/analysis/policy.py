@@ -41,6 +41,7 @@ from .concrete import (
 from .examples import NoExampleError, forget_examples, string_example
 from .smt import (
     BUILTINS,
+    SESSION,
     Encoder,
     Key,
     Registry,
@@ -248,6 +249,10 @@ class _Reading:
     tags: dict[Key, int] = field(default_factory=dict)
     members: dict[Key, dict[Any, bool]] = field(default_factory=dict)
     funcs: dict[tuple[str, str], bool] = field(default_factory=dict)
+    lengths: dict[Key, int] = field(default_factory=dict)
+    session: dict[str, Any] = field(default_factory=dict)
+    """Session state by the term's canonical form (smt.SESSION): a boolean, a number, or the
+    items of an `urls`/`hosts`/`emails` term."""
 
 
 def _read_model(model: z3.ModelRef, registry: Registry) -> _Reading:
@@ -257,7 +262,14 @@ def _read_model(model: z3.ModelRef, registry: Registry) -> _Reading:
         if info is None or info.alt:
             continue
         value = _z3_value(model[decl])
-        if info.role == "has":
+        if info.role == SESSION:
+            out.session[info.key[1]] = value
+        elif info.role == "in" and info.key[0] == "extract":
+            if value:
+                out.session.setdefault(info.key[1], []).append(info.detail)
+        elif info.role == "len":
+            out.lengths[info.key] = int(value)
+        elif info.role == "has":
             out.present[info.key] = bool(value)
         elif info.role == "v":
             out.values.setdefault(info.key, {})[info.detail] = value
@@ -333,6 +345,7 @@ class _Assembler:
             role = self.actor_role()
             items = [role, *[i for i in items if i != role]]
         count = int(f.min) if f is not None and f.min is not None else 0
+        count = max(count, self.r.lengths.get(key, 0))
         n = 0
         while len(items) < count:
             n += 1
@@ -359,7 +372,12 @@ class _Assembler:
 
     def is_read(self, key: Key) -> bool:
         r = self.r
-        return key in r.values or key in r.members or any(k[: len(key)] == key for k in r.present)
+        return (
+            key in r.values
+            or key in r.members
+            or key in r.lengths
+            or any(k[: len(key)] == key for k in r.present)
+        )
 
     def untyped(self, key: Key) -> Any:
         raw = self.r.values.get(key, {})
@@ -438,6 +456,7 @@ class _Assembler:
             execution=self.untyped_children(("call",), None),
             connections=connections,
             runtimes=runtimes,
+            session=dict(sorted(self.r.session.items())),
         )
 
 
@@ -518,6 +537,10 @@ class _Bucket:
     def call(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Call:
         reading = _read_model(model, self.az.registry)
         _texts_for(reading, self.enc.texts())
+        for name, var in self.enc.session_vars():
+            key = self.az.registry[name].key[1]
+            if key not in reading.session:  # a term no constraint of the query mentions
+                reading.session[key] = _z3_value(model.eval(var, model_completion=True))
         return _Assembler(self.az.spec, self.tool, reading, set(absent)).call()
 
 
