@@ -26,7 +26,9 @@ __all__ = [
     "default_decision",
     "format_duration",
     "holds",
+    "holds_for",
     "parse_duration",
+    "read_value",
     "rule_matches",
     "schema_problems",
 ]
@@ -81,8 +83,9 @@ class Witness:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def to_spec_test(self, name: str) -> m.SpecTest:
-        """The witness as a `test` block of the model (for generated tests)."""
+    def to_spec_test(self, name: str, before: tuple[m.SessionStep, ...] = ()) -> m.SpecTest:
+        """The witness as a `test` block of the model (for generated tests); `before` is the
+        session before the call that gives its session terms their values (prelude.py)."""
         c = self.call
         approver = None
         if self.decision.approvers:
@@ -99,6 +102,7 @@ class Witness:
             task=c.task or None,
             env=c.env or None,
             execution=c.execution or None,
+            before=before,
             expect=m.Expectation(
                 effect=self.decision.effect,  # type: ignore[arg-type]
                 approver=approver,
@@ -169,6 +173,8 @@ class _Context:
     args: dict[str, Any]
     bound: dict[str, Any] = field(default_factory=dict)
     """The variables quantifiers bind (`all x in …`)."""
+    result: Any = ABSENT
+    """The call's result, for a history term's `when` over an earlier call (`result.*`)."""
 
     @classmethod
     def of(cls, spec: m.Spec, call: Call) -> _Context:
@@ -218,8 +224,11 @@ class _Context:
             for part in rest:
                 value = value.get(part, ABSENT) if isinstance(value, dict) else ABSENT
             return value
-        if path.root == "result":
-            return ABSENT  # the call under decision has no result yet
+        if path.root == "result":  # the call under decision has none yet
+            value = self.result
+            for part in path.parts:
+                value = value.get(part, ABSENT) if isinstance(value, dict) else ABSENT
+            return value
         if path.root == "fact":
             name, *rest = path.parts
             value = self.call.facts.get(name, ABSENT)
@@ -343,6 +352,18 @@ def holds(cond: object, ctx: _Context) -> bool:
     if isinstance(cond, m.Quantified):
         return _quantified(cond, ctx)
     return _value(cond, ctx) is True
+
+
+def holds_for(spec: m.Spec, cond: m.Condition, call: Call, result: Any = ABSENT) -> bool:
+    """Whether `cond` holds for a call (and, for an earlier call, its result)."""
+    ctx = _Context.of(spec, call)
+    ctx.result = result
+    return holds(cond, ctx)
+
+
+def read_value(spec: m.Spec, value: m.Value, call: Call) -> Any:
+    """A value as the policy reads it on `call` (ABSENT when it is not there)."""
+    return _value(value, _Context.of(spec, call))
 
 
 def rule_matches(spec: m.Spec, rule: m.Rule, call: Call) -> bool:

@@ -60,6 +60,7 @@ __all__ = [
     "Witness",
     "analyse_policies",
     "analyse_policy",
+    "sample_value",
 ]
 
 FINDING_KINDS = (
@@ -209,7 +210,7 @@ def _sample_pattern(pattern: str | None, low: int, high: int | None) -> str:
         return fallback
 
 
-def _sample(f: m.Field | None, t: m.Type) -> Any:
+def sample_value(f: m.Field | None, t: m.Type) -> Any:
     """A value of the type that satisfies the field's constraints, for what no rule reads."""
     name = t.name
     if f is not None and f.default is not None:
@@ -234,10 +235,10 @@ def _sample(f: m.Field | None, t: m.Type) -> Any:
     if name == "list":
         count = int(f.min) if f is not None and f.min is not None else 0
         assert t.item is not None
-        return [_sample(None, t.item) for _ in range(count)]
+        return [sample_value(None, t.item) for _ in range(count)]
     if name == "map":
         return {}
-    return {g.name: _sample(g, g.type) for g in t.fields if g.required}
+    return {g.name: sample_value(g, g.type) for g in t.fields if g.required}
 
 
 @dataclass
@@ -336,7 +337,7 @@ class _Assembler:
             return self.fields(key, t.fields)
         if name == "map":
             return self.untyped_children(key, t.item)
-        return _sample(f, t)
+        return sample_value(f, t)
 
     def list_value(self, key: Key, f: m.Field | None, t: m.Type) -> list[Any]:
         members = self.r.members.get(key, {})

@@ -80,7 +80,6 @@ SESSION = "session"
 or history term (`VarInfo.detail`: the node), the same term always the same variable."""
 
 
-
 # z3's sequence solver slows by seconds a query on long texts: a 1,000-character prefix takes
 # 3 s, a 100-character literal searched anywhere 8 s, with or without a timeout's help. Longer
 # ones are left out of the encoding (the condition is free, the rule's analysis inexact), as
