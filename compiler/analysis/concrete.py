@@ -11,7 +11,7 @@ import json
 import posixpath
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind, selects
@@ -20,6 +20,8 @@ __all__ = [
     "ABSENT",
     "Call",
     "Decision",
+    "Found",
+    "SessionTerm",
     "Witness",
     "canonical",
     "decide",
@@ -31,6 +33,7 @@ __all__ = [
     "read_value",
     "rule_matches",
     "schema_problems",
+    "session_terms",
 ]
 
 STRENGTH = {"allow": 0, "ask": 1, "deny": 2}
@@ -115,6 +118,53 @@ def canonical(node: m.Condition) -> str:
     """A term's canonical form: its JSON, keys sorted (what names its variable in the analysis
     and its value in a witness's session state; the runtime keys its aggregates the same way)."""
     return json.dumps(node.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+SessionTerm: TypeAlias = m.Provenance | m.Quantified | m.History | m.Extract
+
+
+@dataclass(frozen=True)
+class Found:
+    """A session term met walking a condition: negated under `not`; `over` is the list a
+    quantifier binds its variable from, when the term reads that variable."""
+
+    term: SessionTerm
+    negated: bool = False
+    over: m.Value | None = None
+
+
+def session_terms(node: object, negated: bool = False, bound: Any = None) -> list[Found]:
+    """Every provenance, quantified, history and extract term of a condition or value, outer
+    terms first (a quantifier's body, a history term's `when` and their operands too)."""
+    bound = bound or {}
+    out: list[Found] = []
+    if isinstance(node, m.Provenance):
+        over = None
+        if isinstance(node.value, m.Path) and node.value.root == "var":
+            over = bound.get(node.value.parts[0])
+        out.append(Found(node, negated, over))
+        out += session_terms(node.value, negated, bound)
+    elif isinstance(node, m.Quantified):
+        out.append(Found(node, negated))
+        out += session_terms(node.over, negated, bound)
+        out += session_terms(node.body, negated, {**bound, node.var: node.over})
+    elif isinstance(node, m.History):
+        out.append(Found(node, negated))
+        if node.where is not None:
+            out += session_terms(node.where, False)
+    elif isinstance(node, m.Extract):
+        out.append(Found(node, negated))
+        out += session_terms(node.of, negated, bound)
+    elif isinstance(node, m.Length):
+        out += session_terms(node.of, negated, bound)
+    elif isinstance(node, m.Compare):
+        out += session_terms(node.left, negated, bound) + session_terms(node.right, negated, bound)
+    elif isinstance(node, m.And | m.Or | m.ListValue):
+        for item in node.items:
+            out += session_terms(item, negated, bound)
+    elif isinstance(node, m.Not):
+        out += session_terms(node.item, not negated, bound)
+    return out
 
 
 def parse_duration(text: Any) -> Any:
