@@ -7,7 +7,8 @@ from typing import Any
 
 from harnessc.compiler.analysis.concrete import Call, canonical
 from harnessc.compiler.analysis.policy import analyse_policies
-from harnessc.compiler.analysis.prelude import prelude_text, session_prelude
+from harnessc.compiler.analysis.prelude import session_prelude
+from harnessc.compiler.analysis.text import prelude_text
 from harnessc.runtime import model as m
 
 from .session_specs import (

@@ -24,7 +24,6 @@ a prelude is never made up.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -474,20 +473,3 @@ def _scalars(value: Any) -> Iterable[Any]:
             yield from _scalars(v)
     else:
         yield value
-
-
-def prelude_text(steps: Iterable[m.SessionStep]) -> list[str]:
-    """The steps as a `test` block writes them (`said "…"`, `earlier t(a: 1) returns {…}`)."""
-    out = []
-    for step in steps:
-        if step.said is not None:
-            out.append(f"said {json.dumps(step.said, ensure_ascii=False)}")
-            continue
-        args = ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in step.args.items())
-        text = f"earlier {step.tool}({args})"
-        if step.result is not None:
-            text += f" returns {json.dumps(step.result, ensure_ascii=False)}"
-        if step.ago_ms is not None:
-            text += f" ago {step.ago_ms}ms"
-        out.append(text)
-    return out

@@ -4,7 +4,7 @@ the generated docs and the cases' notes (codegen/spec_text.py adds Markdown on t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harnessc.runtime.model import (
@@ -25,6 +25,7 @@ from harnessc.runtime.model import (
     Quantified,
     RecordValue,
     Selector,
+    SessionStep,
 )
 from pydantic import TypeAdapter
 
@@ -32,6 +33,7 @@ from .concrete import format_duration
 
 __all__ = [
     "duration_text",
+    "prelude_text",
     "selector_text",
     "session_lines",
     "spec_text",
@@ -148,3 +150,20 @@ def session_lines(session: Mapping[str, Any]) -> list[str]:
         f"session: `{spec_text(term_of(key))}` = {value_text(value)}"
         for key, value in session.items()
     ]
+
+
+def prelude_text(steps: Iterable[SessionStep]) -> list[str]:
+    """The steps as a `test` block writes them (`said "…"`, `earlier t(a: 1) returns {…}`)."""
+    out = []
+    for step in steps:
+        if step.said is not None:
+            out.append(f"said {json.dumps(step.said, ensure_ascii=False)}")
+            continue
+        args = ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in step.args.items())
+        text = f"earlier {step.tool}({args})"
+        if step.result is not None:
+            text += f" returns {json.dumps(step.result, ensure_ascii=False)}"
+        if step.ago_ms is not None:
+            text += f" ago {duration_text(step.ago_ms)}"
+        out.append(text)
+    return out

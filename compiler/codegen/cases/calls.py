@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harnessc.runtime.model import (
-    SessionStep,
     Spec,
     SpecTest,
 )
@@ -16,12 +15,12 @@ from ...analysis.concrete import session_terms
 from ...analysis.policy import Finding, PolicyAnalysis
 from ...analysis.prelude import session_prelude
 from ...analysis.text import session_lines
-from ...testing import policy_of, split_facts
+from ...testing import policy_of, split_facts, step_json
 from .context import EXECUTION_KEYS, CaseContext
 from .facts import failed_conditions, mcp_of
 from .values import schema_errors
 
-__all__ = ["PRELUDE_ALONE", "plan_spec_tests", "plan_witnesses", "reads_session", "step_json"]
+__all__ = ["PRELUDE_ALONE", "plan_spec_tests", "plan_witnesses", "reads_session"]
 
 # ---------------------------------------------------------------------------------------------
 # Calls as case data
@@ -236,11 +235,6 @@ def _rule_label(spec: Spec, policy: str, written: str | None) -> str | None:
         if written in names:
             return rule.label
     return written
-
-
-def step_json(step: SessionStep) -> dict[str, Any]:
-    """A step of the session before a call, as case data (only what it says)."""
-    return step.model_dump(mode="json", exclude_defaults=True)
 
 
 def reads_session(spec: Spec) -> bool:
