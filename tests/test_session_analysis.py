@@ -11,11 +11,13 @@ from harnessc.runtime import model as m
 from .session_specs import (
     arg,
     cmp,
+    field,
     history,
     lit,
     prov,
     rule,
     spec_of,
+    tool,
     var,
 )
 
@@ -242,3 +244,16 @@ def test_spec_text_prints_every_new_node() -> None:
     ) == ("succeeded(files.*)")
     assert spec_text(history("seen", label="secret")) == "seen(secret)"
     assert spec_text(m.Not(item=prov(arg("x"), "user"))) == "not args.x from user"
+
+
+def test_a_deny_on_the_length_of_an_optional_list_fails_open() -> None:
+    optional = m.Type(name="list", item=m.Type(name="string"), optional=True)
+    send = tool("mail.send", field("to", optional), effects=("external",))
+    spec = spec_of(
+        rule("many", "deny", "mail.send", cmp(">", m.Length(of=arg("to")), lit(3, "int"))),
+        rule("ok", "allow", "mail.send"),
+        tools=(send,),
+    )
+    [finding] = [f for f in analyse_policies(spec).findings if f.kind == "absent-value"]
+    assert finding.rule == "p.many" and "`args.to`" in finding.message
+    assert finding.example is not None and "to" not in finding.example.call.args

@@ -226,3 +226,17 @@ def test_the_runtime_decides_each_witness_as_the_analysis_on_its_prelude() -> No
             case["expect"]["effect"],
             case["expect"]["rule"],
         ), (label, case.get("session"), case.get("before"))
+
+
+def test_an_approval_test_skips_a_rule_that_reads_the_session() -> None:
+    from harnessc.compiler.codegen.cases.invocation import plan_exact_invocation
+
+    asked = rule("first", "ask", "files.delete", m.Not(item=history("called", "files.delete")))
+    asked = asked.model_copy(update={"grant": m.Grant(scope="once", ttl_ms=600_000)})
+    spec = spec_of(asked, rule("rm", "allow", "files.delete"))
+    [case] = [c for c in witness_cases(spec).values() if c["rule"] == "p.first"]
+    assert case["skip"] is None and case["via"] == "session" and "before" not in case
+    [planned] = plan_exact_invocation(spec, [case])
+    assert planned["skip"] == (
+        "the rule's decision reads session state, which the approved call and its variants change"
+    )

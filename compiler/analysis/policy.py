@@ -563,6 +563,8 @@ def _paths(cond: object) -> Iterator[m.Path]:
     elif isinstance(cond, m.ListValue):
         for item in cond.items:
             yield from _paths(item)
+    elif isinstance(cond, m.Length):
+        yield from _paths(cond.of)  # absent with its value (session terms read no call value)
 
 
 def _guarded(cond: object) -> set[Key]:
