@@ -257,3 +257,13 @@ def test_a_deny_on_the_length_of_an_optional_list_fails_open() -> None:
     [finding] = [f for f in analyse_policies(spec).findings if f.kind == "absent-value"]
     assert finding.rule == "p.many" and "`args.to`" in finding.message
     assert finding.example is not None and "to" not in finding.example.call.args
+
+
+def test_count_counts_the_call_being_decided() -> None:
+    count = history("count", "files.delete")
+    spec = spec_of(
+        rule("zero", "deny", "files.delete", cmp("<", count, lit(1, "int"))),
+        rule("other_tool", "deny", "payments.send", cmp("==", count, lit(0, "int"))),
+        rule("ok", "allow", "files.delete"),
+    )
+    assert kinds(spec) == {"p.zero": "unsatisfiable"}

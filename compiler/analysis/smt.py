@@ -547,7 +547,7 @@ class Encoder:
             if value.func in ("called", "succeeded", "seen"):
                 return Term("bool", expr=self.session_var(value, "bool"))
             if value.func == "count":
-                return Term("int", expr=self.session_var(value, "int"))
+                return Term("int", expr=self.count(value))
             return Term("real", expr=self.session_var(value, "real"))
         if isinstance(value, m.Length):
             return self.length(value)
@@ -565,6 +565,16 @@ class Encoder:
         (`count`, never negative) or a real (`sum`, unconstrained)."""
         floor = (lambda x: [x >= 0]) if sort == "int" else None
         return self.var(SESSION, (SESSION, canonical(node)), sort, constraints=floor)
+
+    def count(self, term: m.History) -> Any:
+        """`count(…)`: a non-negative integer; at least 1 when this call is of a tool the term
+        selects and the term has no `when` (the runtime counts the call being decided)."""
+        n = self.session_var(term, "int")
+        if term.where is None:
+            this = disj(*(self.selector(s) for s in term.selectors))
+            if this is not False:
+                self.domain.append(z3.Implies(to_z3(this), n >= 1))
+        return n
 
     def provenance(self, c: m.Provenance) -> Bool:
         """`value from source`: a session boolean, false for an absent value; with what every
