@@ -11,6 +11,14 @@ Meaning follows language.md §6 and §7.5: reading an absent value makes that co
 `!=` included; `has` tests presence (or membership, for a list or `tool.effects`). A comparison
 z3 cannot express becomes a free boolean and the encoding is marked inexact: a free boolean only
 adds models, so an "unsatisfiable" answer stays true, while a witness must be re-checked.
+
+Session state is uninterpreted the same way, and soundly: every provenance, quantified and
+history term is one variable per canonical form (`called`, `succeeded`, `seen`, `from …`,
+`all/any`: booleans; `count`: an integer ≥ 0, ≥ 1 when the call itself counts; `sum`: a real;
+`len(x)`: an integer ≥ 0, absent with `x`), so `count(x) > 5 and count(x) < 3` is
+unsatisfiable while two different terms never constrain each other. The only relations added
+are ones every ledger obeys (a value's provenance terms, above). A witness names the values it
+needs (`Call.session`); prelude.py builds the session that gives them, or says why it cannot.
 """
 
 from __future__ import annotations
@@ -76,8 +84,9 @@ BUILTINS: dict[Key, tuple[m.Type, bool]] = {
 }
 UNTYPED_SORTS = ("str", "real", "bool", "other")
 SESSION = "session"
-"""The key root of session state: `(SESSION, canonical form)` names one provenance, quantified
-or history term (`VarInfo.detail`: the node), the same term always the same variable."""
+"""The role and key root of session state: `(SESSION, canonical form)` names one provenance,
+quantified or history term (`concrete.canonical`), the same term always the same variable. A
+witness reads them back into `Call.session`; `text.term_of` turns a key back into its term."""
 
 
 # z3's sequence solver slows by seconds a query on long texts: a 1,000-character prefix takes
