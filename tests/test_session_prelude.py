@@ -183,5 +183,12 @@ def test_every_analysis_witness_gets_a_prelude_that_replays_to_its_state() -> No
         w = found.witness("s.p", label)
         assert w is not None and w.exact, label
         p = session_prelude(spec, w.call)
-        if p.missing is not None:  # only for values too short to quote
-            assert "too short" in p.missing or "text output" in p.missing, (label, p.missing)
+        assert p.missing is None, (label, p.missing)
+
+
+def test_a_value_only_provenance_reads_is_one_a_message_can_quote() -> None:
+    spec = spec_of(rule("ok", "allow", "payments.send", prov(arg("iban"), "user")))
+    w = analyse_policies(spec).witness("s.p", "p.ok")
+    assert w is not None and w.exact
+    assert w.call.args["iban"] == "iban-sample-1"
+    assert [s.said for s in session_prelude(spec, w.call).steps] == ["iban-sample-1"]

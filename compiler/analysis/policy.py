@@ -50,6 +50,7 @@ from .smt import (
     negate,
     to_z3,
 )
+from .text import term_of
 
 __all__ = [
     "FINDING_KINDS",
@@ -305,11 +306,31 @@ def _texts_for(reading: _Reading, texts: dict[int, str]) -> None:
         raw["str"] = fresh[n]
 
 
+def _quoted(session: dict[str, Any]) -> set[Key]:
+    """The call's values whose provenance the session state is about (`args.iban from …`)."""
+    out: set[Key] = set()
+    for key in session:
+        term = term_of(key)
+        if isinstance(term, m.Provenance) and isinstance(term.value, m.Path):
+            out.add((term.value.root, *term.value.parts))
+    return out
+
+
 class _Assembler:
     """Turns a model's reading into a `Call` to one tool."""
 
     def __init__(self, spec: m.Spec, tool: m.Tool, reading: _Reading, absent: set[Key]) -> None:
         self.spec, self.tool, self.r, self.absent = spec, tool, reading, absent
+        self.quoted = _quoted(reading.session)
+
+    def quotable(self, key: Key, f: m.Field | None, name: str) -> Any:
+        """For a value only provenance reads, one a session can quote (an id-like text, a
+        number of four digits), or None: a short sample (`x`, `0`) is found in no message."""
+        if key not in self.quoted or f is None or f.default is not None:
+            return None
+        if f.pattern is not None or f.min is not None or f.max is not None:
+            return None
+        return {"string": f"{key[-1]}-sample-1", "int": 1234}.get(name)
 
     def is_present(self, key: Key, always: bool) -> bool:
         if key in self.absent:
@@ -323,6 +344,8 @@ class _Assembler:
             return t.values[raw["enum"]] if 0 <= raw["enum"] < len(t.values) else t.values[0]
         if name in ("string", "url", "path") and raw.get("str") is not None:
             return raw["str"]
+        if not raw and (quoted := self.quotable(key, f, name)) is not None:
+            return quoted
         if name == "int" and raw.get("int") is not None:
             return raw["int"]
         if name == "duration" and raw.get("int") is not None:
