@@ -9,6 +9,8 @@ from harnessc.compiler.analysis.text import session_lines, spec_text
 from harnessc.runtime import model as m
 
 from .session_specs import (
+    MAIL_READ,
+    PAY,
     arg,
     cmp,
     field,
@@ -267,3 +269,24 @@ def test_count_counts_the_call_being_decided() -> None:
         rule("ok", "allow", "files.delete"),
     )
     assert kinds(spec) == {"p.zero": "unsatisfiable"}
+
+
+def test_the_availability_analysis_keeps_session_state_in_its_witnesses() -> None:
+    from harnessc.compiler.analysis.availability import analyse_availability
+
+    open_ = m.Fact(name="payments.open", type=m.Type(name="bool"))
+    requires = cmp("==", m.Path(root="fact", parts=("payments.open",)), lit(True, "bool"))
+    pay = PAY.model_copy(update={"requires": requires})
+    untrusted = prov(arg("iban"), "untrusted", only=True)
+    spec = spec_of(
+        rule("refuse", "deny", "payments.send", untrusted),
+        rule("ok", "allow", "payments.send"),
+        tools=(pay, MAIL_READ),
+        facts={"payments.open": open_},
+    )
+    found = analyse_availability(spec)
+    assert found is not None
+    w = found.witness("s.p", "p.refuse")
+    assert w is not None and w.exact
+    assert w.call.facts == {"payments.open": True}
+    assert w.call.session[canonical(untrusted)] is True

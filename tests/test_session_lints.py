@@ -124,3 +124,18 @@ def test_l023_history_of_tools_nobody_calls() -> None:
     # with no agent and no workflow, who calls what is not known here: only the empty selection
     alone = spec_of(*spec.policies["s.p"].rules, agent=False)
     assert [d.message.split(" in ")[0] for d in lint("L023", alone)] == ["`count(nothing.here)`"]
+
+
+def test_an_analysis_finding_names_the_session_state_of_its_example() -> None:
+    from harnessc.compiler.analysis.policy import analyse_policies
+
+    untrusted = prov(arg("iban"), "untrusted", only=True)
+    big = cmp(">", arg("amount"), lit(100, "int"))
+    spec = spec_of(
+        rule("refuse", "deny", "payments.send", untrusted),
+        rule("ask_big", "ask", "payments.send", m.And(items=(untrusted, big))),
+        rule("ok", "allow", "payments.send"),
+    )
+    context = LintContext(spec, Resolution(), analyse_policies(spec))
+    [d] = RULES["L001"].check(context)
+    assert "with session: `args.iban from untrusted only` = true" in d.notes
