@@ -142,7 +142,7 @@ def test_the_runner_replays_sessions_only_for_a_spec_that_needs_it(tmp_path: Pat
         (tmp_path / "session" / name).write_text(session, encoding="utf-8")
     runner = (tmp_path / "session" / "runner.py").read_text(encoding="utf-8")
     assert "from harnessc.runtime.provenance import prelude_ledger" in runner
-    assert "ledger=prelude(h, case)" in runner
+    assert "**prelude(h, case)," in runner
     ruff = [sys.executable, "-m", "ruff", "check", "--no-cache"]
     for config in (["--isolated"], ["--config", str(ROOT / "pyproject.toml")]):
         for folder in ("plain", "session"):
