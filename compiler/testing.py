@@ -8,21 +8,26 @@ A failure lists every rule that matched (label, effect, file:line) and why the w
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
-from harnessc.runtime.model import Approver, Expectation, Rule, Spec, SpecTest
+from harnessc.runtime.model import Approver, Expectation, Rule, SessionStep, Spec, SpecTest
 from harnessc.runtime.policy import CallContext, Decider, Decision, PolicyEngine
 
+from .analysis.text import prelude_text
 from .lower import module_name
 from .resolve import Resolution
 
 __all__ = [
+    "PRELUDE_MISSING",
+    "PreludeError",
     "TestOutcome",
     "TestRun",
     "call_of",
@@ -31,6 +36,7 @@ __all__ = [
     "render_run",
     "run_spec_tests",
     "split_facts",
+    "step_json",
 ]
 
 
@@ -119,12 +125,38 @@ def split_facts(spec: Spec, test: SpecTest) -> tuple[dict[str, Any], set[str], s
     return values, connected, running
 
 
-def call_of(spec: Spec, test: SpecTest) -> CallContext:
+PRELUDE_MISSING = (
+    "the test has earlier steps, and this runtime cannot replay them "
+    "(`harnessc.runtime.provenance.prelude_ledger` is missing)"
+)
+
+
+def prelude_ledger_function() -> Callable[..., Any] | None:
+    """The runtime's `prelude_ledger(spec, steps, now_ms)`, which turns a test's earlier steps
+    into the ledger of the session before its call; None in a runtime without it."""
+    try:
+        module = importlib.import_module("harnessc.runtime.provenance")
+    except ImportError:
+        return None
+    found = getattr(module, "prelude_ledger", None)
+    return found if callable(found) else None
+
+
+def call_of(spec: Spec, test: SpecTest, now_ms: int | None = None) -> CallContext:
     """The frozen call a test describes. In `facts`, a declared connection or runtime set to
-    `true` is up (`connected(c)`, `running(r)`); lists under `connected`/`running` work too."""
+    `true` is up (`connected(c)`, `running(r)`); lists under `connected`/`running` work too.
+    A test's `before` steps (user messages, earlier calls with results, `ago`) make the
+    session's ledger, replayed by the runtime (`prelude_ledger`) as of `now_ms`."""
     facts, connected, running = split_facts(spec, test)
     execution = dict(test.execution or {})
     tool_call_id = execution.get("tool_call_id")
+    extra: dict[str, Any] = {}
+    if test.before:
+        replay = prelude_ledger_function()
+        if replay is None:
+            raise PreludeError(PRELUDE_MISSING)
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        extra["ledger"] = replay(spec, test.before, now)
     return CallContext(
         tool_id=test.tool or "",
         args=_with_defaults(spec, test.tool, dict(test.args)),
@@ -137,7 +169,12 @@ def call_of(spec: Spec, test: SpecTest) -> CallContext:
         running=frozenset(running),
         tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
         execution=execution,
+        **extra,
     )
+
+
+class PreludeError(Exception):
+    """A test's earlier steps cannot be replayed (the message says why)."""
 
 
 def _with_defaults(spec: Spec, tool_id: str | None, args: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +214,8 @@ class TestRun:
     selected_none: bool = False
     incomplete: list[SpecTest] = field(default_factory=list)
     """Tests without `expect`: they pin nothing, and count as failures."""
+    unreplayed: list[tuple[SpecTest, str]] = field(default_factory=list)
+    """Tests whose earlier steps could not be replayed, and why: they count as failures."""
 
     @property
     def passed(self) -> int:
@@ -184,7 +223,9 @@ class TestRun:
 
     @property
     def failed(self) -> int:
-        return sum(not o.passed for o in self.outcomes) + len(self.incomplete)
+        return (
+            sum(not o.passed for o in self.outcomes) + len(self.incomplete) + len(self.unreplayed)
+        )
 
 
 def _names_of(rule: Rule) -> set[str]:
@@ -282,6 +323,16 @@ def explain(spec: Spec, decider: Decider, decision: Decision) -> list[str]:
     return lines
 
 
+def step_json(step: SessionStep) -> dict[str, Any]:
+    """A step of the session before a call, as JSON data (only what it says)."""
+    return step.model_dump(mode="json", exclude_defaults=True)
+
+
+def given_before(test: SpecTest) -> list[str]:
+    """What a failure shows of the session before the call: each earlier step, as written."""
+    return ["given before the call:", *(f"  {line}" for line in prelude_text(test.before))]
+
+
 def run_spec_tests(spec: Spec, pattern: str | None = None, file: str = "") -> TestRun:
     """Run the root module's tests (those whose name contains `pattern`, case-insensitively),
     in source order. Expects a spec whose tests passed `check_tests`."""
@@ -302,11 +353,18 @@ def run_spec_tests(spec: Spec, pattern: str | None = None, file: str = "") -> Te
         if policy is None:
             continue  # reported by check_tests (H601)
         decider = engine.decider(policy)
-        decision = decider.decide(call_of(spec, test))
+        try:
+            call = call_of(spec, test)
+        except PreludeError as why:
+            run.unreplayed.append((test, str(why)))
+            continue
+        decision = decider.decide(call)
         problems = compare(test.expect, decision, decider)
         outcome = TestOutcome(test, decider.name, decision, problems)
         if problems:
             outcome.explanation = explain(spec, decider, decision)
+            if test.before:
+                outcome.explanation += given_before(test)
         run.outcomes.append(outcome)
     return run
 
@@ -351,6 +409,15 @@ def render_run(runs: Sequence[TestRun], fmt: str = "plain", colour: bool = False
                 failures.append((run, o))
         for test in run.incomplete:
             lines.append(f"{paint('31;1', 'FAILED')} {run.file}::{test.name}")
+        for test, _ in run.unreplayed:
+            lines.append(f"{paint('31;1', 'FAILED')} {run.file}::{test.name}")
+    for run in runs:
+        for test, why in run.unreplayed:
+            where = f"{test.origin.file}:{test.origin.line}" if test.origin else run.file
+            lines.append("")
+            lines.append(paint("1", f"___ {test.name} ___"))
+            lines.append(f"{where}: {why}")
+            lines.extend(f"  {e}" for e in given_before(test))
     for run in runs:
         for test in run.incomplete:
             where = f"{test.origin.file}:{test.origin.line}" if test.origin else run.file
@@ -399,6 +466,7 @@ def _json(runs: Sequence[TestRun]) -> dict[str, Any]:
                     },
                     "problems": o.problems,
                     "explanation": o.explanation,
+                    "before": [step_json(step) for step in o.test.before],
                 }
             )
         tests.extend(
@@ -410,6 +478,17 @@ def _json(runs: Sequence[TestRun]) -> dict[str, Any]:
                 "problems": ["the test states no expected decision"],
             }
             for t in run.incomplete
+        )
+        tests.extend(
+            {
+                "file": run.file,
+                "name": t.name,
+                "line": t.origin.line if t.origin else None,
+                "outcome": "failed",
+                "problems": [why],
+                "before": [step_json(step) for step in t.before],
+            }
+            for t, why in run.unreplayed
         )
     return {
         "tests": tests,

@@ -7,10 +7,11 @@ reaching a generated test wrong. Everything here is plain JSON-able data.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind, selects
@@ -19,14 +20,20 @@ __all__ = [
     "ABSENT",
     "Call",
     "Decision",
+    "Found",
+    "SessionTerm",
     "Witness",
+    "canonical",
     "decide",
     "default_decision",
     "format_duration",
     "holds",
+    "holds_for",
     "parse_duration",
+    "read_value",
     "rule_matches",
     "schema_problems",
+    "session_terms",
 ]
 
 STRENGTH = {"allow": 0, "ask": 1, "deny": 2}
@@ -49,6 +56,10 @@ class Call:
     """`connected(c)` by connection; a connection left out is not connected."""
     runtimes: dict[str, bool] = field(default_factory=dict)
     """`running(r)` by runtime; a runtime left out is not running."""
+    session: dict[str, Any] = field(default_factory=dict)
+    """Session state the decision reads, by the term's canonical form (`smt.canonical`): the
+    value of a provenance, quantified or history term, or the items of `urls(…)` & co. A term
+    left out has its value in a session with no earlier event (nothing seen, no call made)."""
 
 
 @dataclass
@@ -75,8 +86,9 @@ class Witness:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def to_spec_test(self, name: str) -> m.SpecTest:
-        """The witness as a `test` block of the model (for generated tests)."""
+    def to_spec_test(self, name: str, before: tuple[m.SessionStep, ...] = ()) -> m.SpecTest:
+        """The witness as a `test` block of the model (for generated tests); `before` is the
+        session before the call that gives its session terms their values (prelude.py)."""
         c = self.call
         approver = None
         if self.decision.approvers:
@@ -93,12 +105,66 @@ class Witness:
             task=c.task or None,
             env=c.env or None,
             execution=c.execution or None,
+            before=before,
             expect=m.Expectation(
                 effect=self.decision.effect,  # type: ignore[arg-type]
                 approver=approver,
                 rule=self.decision.rule,
             ),
         )
+
+
+def canonical(node: m.Condition) -> str:
+    """A term's canonical form: its JSON, keys sorted (what names its variable in the analysis
+    and its value in a witness's session state; the runtime keys its aggregates the same way)."""
+    return json.dumps(node.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+SessionTerm: TypeAlias = m.Provenance | m.Quantified | m.History | m.Extract
+
+
+@dataclass(frozen=True)
+class Found:
+    """A session term met walking a condition: negated under `not`; `over` is the list a
+    quantifier binds its variable from, when the term reads that variable."""
+
+    term: SessionTerm
+    negated: bool = False
+    over: m.Value | None = None
+
+
+def session_terms(node: object, negated: bool = False, bound: Any = None) -> list[Found]:
+    """Every provenance, quantified, history and extract term of a condition or value, outer
+    terms first (a quantifier's body, a history term's `when` and their operands too)."""
+    bound = bound or {}
+    out: list[Found] = []
+    if isinstance(node, m.Provenance):
+        over = None
+        if isinstance(node.value, m.Path) and node.value.root == "var":
+            over = bound.get(node.value.parts[0])
+        out.append(Found(node, negated, over))
+        out += session_terms(node.value, negated, bound)
+    elif isinstance(node, m.Quantified):
+        out.append(Found(node, negated))
+        out += session_terms(node.over, negated, bound)
+        out += session_terms(node.body, negated, {**bound, node.var: node.over})
+    elif isinstance(node, m.History):
+        out.append(Found(node, negated))
+        if node.where is not None:
+            out += session_terms(node.where, False)
+    elif isinstance(node, m.Extract):
+        out.append(Found(node, negated))
+        out += session_terms(node.of, negated, bound)
+    elif isinstance(node, m.Length):
+        out += session_terms(node.of, negated, bound)
+    elif isinstance(node, m.Compare):
+        out += session_terms(node.left, negated, bound) + session_terms(node.right, negated, bound)
+    elif isinstance(node, m.And | m.Or | m.ListValue):
+        for item in node.items:
+            out += session_terms(item, negated, bound)
+    elif isinstance(node, m.Not):
+        out += session_terms(node.item, not negated, bound)
+    return out
 
 
 def parse_duration(text: Any) -> Any:
@@ -155,6 +221,10 @@ class _Context:
     tool: m.Tool
     call: Call
     args: dict[str, Any]
+    bound: dict[str, Any] = field(default_factory=dict)
+    """The variables quantifiers bind (`all x in …`)."""
+    result: Any = ABSENT
+    """The call's result, for a history term's `when` over an earlier call (`result.*`)."""
 
     @classmethod
     def of(cls, spec: m.Spec, call: Call) -> _Context:
@@ -198,6 +268,17 @@ class _Context:
         )
 
     def read(self, path: m.Path) -> Any:
+        if path.root == "var":
+            name, *rest = path.parts
+            value = self.bound.get(name, ABSENT)
+            for part in rest:
+                value = value.get(part, ABSENT) if isinstance(value, dict) else ABSENT
+            return value
+        if path.root == "result":  # the call under decision has none yet
+            value = self.result
+            for part in path.parts:
+                value = value.get(part, ABSENT) if isinstance(value, dict) else ABSENT
+            return value
         if path.root == "fact":
             name, *rest = path.parts
             value = self.call.facts.get(name, ABSENT)
@@ -235,7 +316,63 @@ def _value(node: object, ctx: _Context) -> Any:
         return bool(table.get(node.name, False))
     if isinstance(node, m.Path):
         return ctx.read(node)
+    if isinstance(node, m.Length):
+        of = _value(node.of, ctx)
+        return len(of) if isinstance(of, list | dict | str) else ABSENT
+    if isinstance(node, m.Extract):
+        return ctx.call.session.get(canonical(node), ABSENT)
+    if isinstance(node, m.History):
+        return _history(node, ctx)
     return ABSENT
+
+
+def _history(node: m.History, ctx: _Context) -> Any:
+    """A history term: from the call's session state, else as a session with no earlier event
+    sees it (nothing called or seen; `count` and `sum` only this call, when it is selected)."""
+    known = ctx.call.session.get(canonical(node), ABSENT)
+    if known is not ABSENT:
+        return known
+    if node.func in ("called", "succeeded", "seen"):
+        return False
+    view = {"risk": ctx.risk(), "effects": ctx.effects()}
+    counts = any(selects(s, ctx.tool, view) for s in node.selectors) and (
+        node.where is None or holds(node.where, ctx)
+    )
+    if node.func == "count":
+        return 1 if counts else 0
+    amount = _value(node.field, ctx) if counts and node.field is not None else ABSENT
+    return amount if _number(amount) else 0
+
+
+def _provenance(node: m.Provenance, ctx: _Context) -> bool:
+    """`value from source`: from the call's session state; else, with no earlier event, a
+    present value is from nowhere and from nothing else. An absent value is from nothing."""
+    value = _value(node.value, ctx)
+    if value is ABSENT:
+        return False
+    known = ctx.call.session.get(canonical(node), ABSENT)
+    if known is not ABSENT:
+        return bool(known)
+    return node.source == "nowhere"
+
+
+def _quantified(node: m.Quantified, ctx: _Context) -> bool:
+    known = ctx.call.session.get(canonical(node), ABSENT)
+    if known is not ABSENT:
+        return bool(known)
+    items = _value(node.over, ctx)
+    if not isinstance(items, list):
+        return False
+    outer = ctx.bound.get(node.var, ABSENT)
+    results = []
+    for item in items:
+        ctx.bound[node.var] = item
+        results.append(holds(node.body, ctx))
+    if outer is ABSENT:
+        ctx.bound.pop(node.var, None)
+    else:
+        ctx.bound[node.var] = outer
+    return all(results) if node.quantifier == "all" else any(results)
 
 
 def _number(v: Any) -> bool:
@@ -260,7 +397,23 @@ def holds(cond: object, ctx: _Context) -> bool:
         return any(holds(i, ctx) for i in cond.items)
     if isinstance(cond, m.Not):
         return not holds(cond.item, ctx)
+    if isinstance(cond, m.Provenance):
+        return _provenance(cond, ctx)
+    if isinstance(cond, m.Quantified):
+        return _quantified(cond, ctx)
     return _value(cond, ctx) is True
+
+
+def holds_for(spec: m.Spec, cond: m.Condition, call: Call, result: Any = ABSENT) -> bool:
+    """Whether `cond` holds for a call (and, for an earlier call, its result)."""
+    ctx = _Context.of(spec, call)
+    ctx.result = result
+    return holds(cond, ctx)
+
+
+def read_value(spec: m.Spec, value: m.Value, call: Call) -> Any:
+    """A value as the policy reads it on `call` (ABSENT when it is not there)."""
+    return _value(value, _Context.of(spec, call))
 
 
 def rule_matches(spec: m.Spec, rule: m.Rule, call: Call) -> bool:

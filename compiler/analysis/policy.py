@@ -41,6 +41,7 @@ from .concrete import (
 from .examples import NoExampleError, forget_examples, string_example
 from .smt import (
     BUILTINS,
+    SESSION,
     Encoder,
     Key,
     Registry,
@@ -49,6 +50,7 @@ from .smt import (
     negate,
     to_z3,
 )
+from .text import term_of
 
 __all__ = [
     "FINDING_KINDS",
@@ -59,6 +61,7 @@ __all__ = [
     "Witness",
     "analyse_policies",
     "analyse_policy",
+    "sample_value",
 ]
 
 FINDING_KINDS = (
@@ -208,7 +211,7 @@ def _sample_pattern(pattern: str | None, low: int, high: int | None) -> str:
         return fallback
 
 
-def _sample(f: m.Field | None, t: m.Type) -> Any:
+def sample_value(f: m.Field | None, t: m.Type) -> Any:
     """A value of the type that satisfies the field's constraints, for what no rule reads."""
     name = t.name
     if f is not None and f.default is not None:
@@ -233,10 +236,10 @@ def _sample(f: m.Field | None, t: m.Type) -> Any:
     if name == "list":
         count = int(f.min) if f is not None and f.min is not None else 0
         assert t.item is not None
-        return [_sample(None, t.item) for _ in range(count)]
+        return [sample_value(None, t.item) for _ in range(count)]
     if name == "map":
         return {}
-    return {g.name: _sample(g, g.type) for g in t.fields if g.required}
+    return {g.name: sample_value(g, g.type) for g in t.fields if g.required}
 
 
 @dataclass
@@ -248,6 +251,10 @@ class _Reading:
     tags: dict[Key, int] = field(default_factory=dict)
     members: dict[Key, dict[Any, bool]] = field(default_factory=dict)
     funcs: dict[tuple[str, str], bool] = field(default_factory=dict)
+    lengths: dict[Key, int] = field(default_factory=dict)
+    session: dict[str, Any] = field(default_factory=dict)
+    """Session state by the term's canonical form (smt.SESSION): a boolean, a number, or the
+    items of an `urls`/`hosts`/`emails` term."""
 
 
 def _read_model(model: z3.ModelRef, registry: Registry) -> _Reading:
@@ -257,7 +264,14 @@ def _read_model(model: z3.ModelRef, registry: Registry) -> _Reading:
         if info is None or info.alt:
             continue
         value = _z3_value(model[decl])
-        if info.role == "has":
+        if info.role == SESSION:
+            out.session[info.key[1]] = value
+        elif info.role == "in" and info.key[0] == "extract":
+            if value:
+                out.session.setdefault(info.key[1], []).append(info.detail)
+        elif info.role == "len":
+            out.lengths[info.key] = int(value)
+        elif info.role == "has":
             out.present[info.key] = bool(value)
         elif info.role == "v":
             out.values.setdefault(info.key, {})[info.detail] = value
@@ -292,11 +306,31 @@ def _texts_for(reading: _Reading, texts: dict[int, str]) -> None:
         raw["str"] = fresh[n]
 
 
+def _quoted(session: dict[str, Any]) -> set[Key]:
+    """The call's values whose provenance the session state is about (`args.iban from …`)."""
+    out: set[Key] = set()
+    for key in session:
+        term = term_of(key)
+        if isinstance(term, m.Provenance) and isinstance(term.value, m.Path):
+            out.add((term.value.root, *term.value.parts))
+    return out
+
+
 class _Assembler:
     """Turns a model's reading into a `Call` to one tool."""
 
     def __init__(self, spec: m.Spec, tool: m.Tool, reading: _Reading, absent: set[Key]) -> None:
         self.spec, self.tool, self.r, self.absent = spec, tool, reading, absent
+        self.quoted = _quoted(reading.session)
+
+    def quotable(self, key: Key, f: m.Field | None, name: str) -> Any:
+        """For a value only provenance reads, one a session can quote (an id-like text, a
+        number of four digits), or None: a short sample (`x`, `0`) is found in no message."""
+        if key not in self.quoted or f is None or f.default is not None:
+            return None
+        if f.pattern is not None or f.min is not None or f.max is not None:
+            return None
+        return {"string": f"{key[-1]}-sample-1", "int": 1234}.get(name)
 
     def is_present(self, key: Key, always: bool) -> bool:
         if key in self.absent:
@@ -310,6 +344,8 @@ class _Assembler:
             return t.values[raw["enum"]] if 0 <= raw["enum"] < len(t.values) else t.values[0]
         if name in ("string", "url", "path") and raw.get("str") is not None:
             return raw["str"]
+        if not raw and (quoted := self.quotable(key, f, name)) is not None:
+            return quoted
         if name == "int" and raw.get("int") is not None:
             return raw["int"]
         if name == "duration" and raw.get("int") is not None:
@@ -324,7 +360,7 @@ class _Assembler:
             return self.fields(key, t.fields)
         if name == "map":
             return self.untyped_children(key, t.item)
-        return _sample(f, t)
+        return sample_value(f, t)
 
     def list_value(self, key: Key, f: m.Field | None, t: m.Type) -> list[Any]:
         members = self.r.members.get(key, {})
@@ -333,6 +369,7 @@ class _Assembler:
             role = self.actor_role()
             items = [role, *[i for i in items if i != role]]
         count = int(f.min) if f is not None and f.min is not None else 0
+        count = max(count, self.r.lengths.get(key, 0))
         n = 0
         while len(items) < count:
             n += 1
@@ -359,7 +396,12 @@ class _Assembler:
 
     def is_read(self, key: Key) -> bool:
         r = self.r
-        return key in r.values or key in r.members or any(k[: len(key)] == key for k in r.present)
+        return (
+            key in r.values
+            or key in r.members
+            or key in r.lengths
+            or any(k[: len(key)] == key for k in r.present)
+        )
 
     def untyped(self, key: Key) -> Any:
         raw = self.r.values.get(key, {})
@@ -438,6 +480,7 @@ class _Assembler:
             execution=self.untyped_children(("call",), None),
             connections=connections,
             runtimes=runtimes,
+            session=dict(sorted(self.r.session.items())),
         )
 
 
@@ -518,6 +561,10 @@ class _Bucket:
     def call(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Call:
         reading = _read_model(model, self.az.registry)
         _texts_for(reading, self.enc.texts())
+        for name, var in self.enc.session_vars():
+            key = self.az.registry[name].key[1]
+            if key not in reading.session:  # a term no constraint of the query mentions
+                reading.session[key] = _z3_value(model.eval(var, model_completion=True))
         return _Assembler(self.az.spec, self.tool, reading, set(absent)).call()
 
 
@@ -539,6 +586,8 @@ def _paths(cond: object) -> Iterator[m.Path]:
     elif isinstance(cond, m.ListValue):
         for item in cond.items:
             yield from _paths(item)
+    elif isinstance(cond, m.Length):
+        yield from _paths(cond.of)  # absent with its value (session terms read no call value)
 
 
 def _guarded(cond: object) -> set[Key]:

@@ -11,6 +11,14 @@ Meaning follows language.md §6 and §7.5: reading an absent value makes that co
 `!=` included; `has` tests presence (or membership, for a list or `tool.effects`). A comparison
 z3 cannot express becomes a free boolean and the encoding is marked inexact: a free boolean only
 adds models, so an "unsatisfiable" answer stays true, while a witness must be re-checked.
+
+Session state is uninterpreted the same way, and soundly: every provenance, quantified and
+history term is one variable per canonical form (`called`, `succeeded`, `seen`, `from …`,
+`all/any`: booleans; `count`: an integer ≥ 0, ≥ 1 when the call itself counts; `sum`: a real;
+`len(x)`: an integer ≥ 0, absent with `x`), so `count(x) > 5 and count(x) < 3` is
+unsatisfiable while two different terms never constrain each other. The only relations added
+are ones every ledger obeys (a value's provenance terms, above). A witness names the values it
+needs (`Call.session`); prelude.py builds the session that gives them, or says why it cannot.
 """
 
 from __future__ import annotations
@@ -28,13 +36,17 @@ import z3
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import OPERATORS, selects
 
+from .concrete import canonical
+
 __all__ = [
     "BUILTINS",
+    "SESSION",
     "UNTYPED_SORTS",
     "Encoder",
     "Key",
     "Registry",
     "VarInfo",
+    "canonical",
     "conj",
     "disj",
     "negate",
@@ -71,6 +83,12 @@ BUILTINS: dict[Key, tuple[m.Type, bool]] = {
     ("call", "env"): (MAP_OF_STRINGS, False),
 }
 UNTYPED_SORTS = ("str", "real", "bool", "other")
+SESSION = "session"
+"""The role and key root of session state: `(SESSION, canonical form)` names one provenance,
+quantified or history term (`concrete.canonical`), the same term always the same variable. A
+witness reads them back into `Call.session`; `text.term_of` turns a key back into its term."""
+
+
 # z3's sequence solver slows by seconds a query on long texts: a 1,000-character prefix takes
 # 3 s, a 100-character literal searched anywhere 8 s, with or without a timeout's help. Longer
 # ones are left out of the encoding (the condition is free, the rule's analysis inexact), as
@@ -335,6 +353,7 @@ class Encoder:
     inexact: list[str] = field(default_factory=list)
     override: dict[Key, bool] = field(default_factory=dict)
     _vars: dict[str, Any] = field(default_factory=dict)
+    _provenance: dict[str, dict[tuple[str, str | None, bool], Any]] = field(default_factory=dict)
     _preferred: set[int] = field(default_factory=set)
     literals: dict[str, int] = field(default_factory=dict)
     """Text constants of this call, numbered for strings compared only by equality."""
@@ -365,6 +384,10 @@ class Encoder:
         if constraints is not None:
             self.domain.extend(constraints(made))
         return made
+
+    def session_vars(self) -> list[tuple[str, Any]]:
+        """The variables of the session terms encoded so far, by name."""
+        return [(n, v) for n, v in self._vars.items() if n.startswith(f"{SESSION}|")]
 
     def prefer(self, var: Any, wish: Any) -> None:
         if var.get_id() not in self._preferred:
@@ -529,7 +552,72 @@ class Encoder:
             return Term("bool", expr=self.var("fn", (value.func, value.name), "bool"))
         if isinstance(value, m.Path):
             return self.path(value)
+        if isinstance(value, m.History):
+            if value.func in ("called", "succeeded", "seen"):
+                return Term("bool", expr=self.session_var(value, "bool"))
+            if value.func == "count":
+                return Term("int", expr=self.count(value))
+            return Term("real", expr=self.session_var(value, "real"))
+        if isinstance(value, m.Length):
+            return self.length(value)
+        if isinstance(value, m.Extract):
+            of = self.operand(value.of)
+            key: Key = ("extract", canonical(value))
+            return Term("list", present=of.present, key=key)
         return Term("unsupported")
+
+    # =========================================================================================
+    # Session state: uninterpreted, keyed by the term's canonical form
+
+    def session_var(self, node: m.Condition, sort: str) -> Any:
+        """The variable of a provenance, quantified or history term: a boolean, or an integer
+        (`count`, never negative) or a real (`sum`, unconstrained)."""
+        floor = (lambda x: [x >= 0]) if sort == "int" else None
+        return self.var(SESSION, (SESSION, canonical(node)), sort, constraints=floor)
+
+    def count(self, term: m.History) -> Any:
+        """`count(…)`: a non-negative integer; at least 1 when this call is of a tool the term
+        selects and the term has no `when` (the runtime counts the call being decided)."""
+        n = self.session_var(term, "int")
+        if term.where is None:
+            this = disj(*(self.selector(s) for s in term.selectors))
+            if this is not False:
+                self.domain.append(z3.Implies(to_z3(this), n >= 1))
+        return n
+
+    def provenance(self, c: m.Provenance) -> Bool:
+        """`value from source`: a session boolean, false for an absent value; with what every
+        ledger obeys between the terms of one value: `from K only` implies `from K`, a value
+        from `K only` is from no other kind, and a value from nowhere is from nothing."""
+        of = self.operand(c.value)
+        held = self.session_var(c, "bool")
+        mine = (c.source, c.label, c.only)
+        siblings = self._provenance.setdefault(canonical(c.value), {})
+        if mine not in siblings:
+            for (source, _label, only), other in siblings.items():
+                self.domain.extend(
+                    _provenance_axioms((c.source, c.only), held, (source, only), other)
+                )
+                self.domain.extend(
+                    _provenance_axioms((source, only), other, (c.source, c.only), held)
+                )
+            siblings[mine] = held
+        if of.kind == "unsupported":
+            return held
+        return conj(of.present, held)
+
+    def length(self, value: m.Length) -> Term:
+        """`len(x)`: a non-negative integer, absent with `x`; a list literal's is known."""
+        if isinstance(value.of, m.ListValue):
+            return Term("int", expr=z3.IntVal(len(value.of.items)), const=len(value.of.items))
+        if isinstance(value.of, m.Literal) and isinstance(value.of.value, str):
+            return Term("int", expr=z3.IntVal(len(value.of.value)), const=len(value.of.value))
+        of = self.operand(value.of)
+        if isinstance(value.of, m.Path) and of.key is not None:
+            n = self.var("len", of.key, "int", None, of.alt, lambda x: [x >= 0])
+        else:
+            n = self.session_var(value, "int")
+        return Term("int", expr=n, present=of.present)
 
     @staticmethod
     def literal(value: m.Literal) -> Term:
@@ -711,6 +799,10 @@ class Encoder:
             return negate(self.cond(c.item))
         if isinstance(c, m.Literal) and c.type == "bool":
             return bool(c.value)
+        if isinstance(c, m.Provenance):
+            return self.provenance(c)
+        if isinstance(c, m.Quantified):
+            return self.session_var(c, "bool")
         t = self.operand(c)
         if t.kind == "untyped":
             t = self.untyped_as(t, "bool")
@@ -913,6 +1005,21 @@ class Encoder:
         if isinstance(c.left, m.Literal | m.EnumMember):
             return self.has(c.right, c.left, c)
         return self.free(c, "`in` with operands z3 cannot express")
+
+
+def _provenance_axioms(
+    a: tuple[str, bool], held_a: Any, b: tuple[str, bool], held_b: Any
+) -> list[Any]:
+    """What holds between two provenance terms of one value (`a` → …), by their sources."""
+    (source_a, only_a), (source_b, only_b) = a, b
+    out: list[Any] = []
+    if source_a == "nowhere" and source_b != "nowhere":
+        out.append(z3.Implies(held_a, z3.Not(held_b)))  # nowhere: no entry at all
+    elif only_a and source_a == source_b and not only_b:
+        out.append(z3.Implies(held_a, held_b))  # `K only` implies `K`
+    elif only_a and source_a != source_b and source_b in m.SOURCE_KINDS:
+        out.append(z3.Implies(held_a, z3.Not(held_b)))  # `K only`: no other kind
+    return out
 
 
 Relate = Callable[["Encoder", str, Term, Term], tuple[Bool, Bool] | None]

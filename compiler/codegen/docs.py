@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from harnessc.runtime.model import (
+    BUILTIN_LABELS,
     RISK_LEVELS,
     Approver,
+    Extract,
+    Field,
     Grant,
     Policy,
     Spec,
@@ -23,6 +26,7 @@ from harnessc.runtime.model import (
 from harnessc.runtime.policy import PolicyEngine
 from harnessc.runtime.sessions import surface_tools
 
+from ..analysis.concrete import session_terms
 from ..lints.suppress import Suppression
 from .escape import md_code, md_text, mermaid_label, py_literal, where
 from .spec_text import condition_words, duration_text, spec_text
@@ -34,6 +38,7 @@ __all__ = [
     "Table",
     "doc_index",
     "doc_pages",
+    "session_rows",
     "workflow_diagram",
 ]
 
@@ -192,6 +197,7 @@ def doc_tools(spec: Spec, header: str) -> DocContext:
             rows,
         ),
     ]
+    blocks.extend(_data_blocks(spec))
     for tool_id in sorted(spec.tools):
         tool = spec.tools[tool_id]
         if not tool.operations:
@@ -207,6 +213,80 @@ def doc_tools(spec: Spec, header: str) -> DocContext:
             )
         )
     return _page(header, "Tools", blocks)
+
+
+def _field_marks(fields: Iterable[Field], prefix: str = "") -> list[tuple[str, Field]]:
+    """Output fields (nested ones by dotted name) that declare their own trust or labels."""
+    out: list[tuple[str, Field]] = []
+    for f in fields:
+        if f.trust is not None or f.labels:
+            out.append((prefix + f.name, f))
+        out += _field_marks(f.type.fields, f"{prefix}{f.name}.")
+    return out
+
+
+def _declares_data(tool: Tool) -> bool:
+    fields = tool.output.fields if tool.output is not None else ()
+    return bool(tool.trust or tool.labels or tool.on_success or _field_marks(fields))
+
+
+def _data_blocks(spec: Spec) -> list[Block]:
+    """Where each tool's results come from (trust), the data labels they carry and the facts a
+    successful call changes; shown when the spec declares any of it."""
+    if not spec.labels and not any(_declares_data(t) for t in spec.tools.values()):
+        return []
+    rows = []
+    for tool_id in sorted(spec.tools):
+        tool = spec.tools[tool_id]
+        marks = _field_marks(tool.output.fields if tool.output is not None else ())
+        trust = tool.trust or "untrusted (default)"
+        trust_parts = [trust] + [f"{md_code(n)}: {f.trust}" for n, f in marks if f.trust]
+        label_parts = [codes_text(tool.labels)] if tool.labels else []
+        label_parts += [f"{md_code(n)}: {codes_text(f.labels)}" for n, f in marks if f.labels]
+        additions = [
+            f"add {md_code(spec_text(a.value))} to {md_code(a.fact)}" for a in tool.on_success
+        ]
+        rows.append(
+            (
+                md_code(tool.id),
+                "; ".join(trust_parts),
+                "; ".join(label_parts) or "none",
+                "; ".join(additions) or "nothing",
+            )
+        )
+    blocks = [
+        _heading("Data sources"),
+        _para(
+            "Where each tool's results come from for provenance (`from trusted`, `from "
+            "untrusted`; a field's own trust overrides its tool's), the data labels its "
+            "results carry (`seen(L)`, `from label L`), and the list facts a successful call "
+            "adds to. A tool's results are untrusted unless it says `trust trusted`."
+        ),
+        _table(("Tool", "Trust", "Labels", "On success"), rows),
+    ]
+    declared = [
+        (md_code(name), md_text(label.description)) for name, label in sorted(spec.labels.items())
+    ]
+    declared += [(md_code(name), "built in") for name in BUILTIN_LABELS if name not in spec.labels]
+    blocks.append(_table(("Label", "Description"), declared))
+    return blocks
+
+
+def session_rows(policy: Policy) -> list[tuple[str, ...]]:
+    """Per rule that reads session state, its provenance, quantified and history terms (as
+    spec text, one per line): what the rule needs from the session before the call."""
+    rows: list[tuple[str, ...]] = []
+    for rule in policy.rules:
+        if rule.condition is None:
+            continue
+        terms: list[str] = []
+        for found in session_terms(rule.condition):
+            text = spec_text(found.term)
+            if not isinstance(found.term, Extract) and found.over is None and text not in terms:
+                terms.append(text)
+        if terms:
+            rows.append((md_code(rule.label), "<br>".join(md_code(t) for t in terms)))
+    return rows
 
 
 def doc_surfaces(spec: Spec, header: str) -> DocContext:
@@ -277,6 +357,15 @@ def doc_policies(spec: Spec, header: str) -> DocContext:
         if constants:
             blocks.append(_para("The names the compiled code reads its constants from:"))
             blocks.append(_code(f"{k} = {py_literal(v)}" for k, v in constants.items()))
+        session = session_rows(policy)
+        if session:
+            blocks.append(
+                _para(
+                    "Rules that read the session (where a value came from, earlier calls, data "
+                    "seen), and the terms they read:"
+                )
+            )
+            blocks.append(_table(("Rule", "Session terms"), session))
         slots = _candidates(engine, policy)
         for tool_id in sorted(spec.tools):
             blocks.append(_heading(md_code(tool_id, cell=False), 3))

@@ -14,6 +14,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 
+from ..analysis.text import session_lines
 from .framework import LintContext, lint_rule, rule_head
 
 _DEPLOY = """\
@@ -113,6 +114,9 @@ def _adapt(
         span, _ = _place(ctx, finding, part)
         example = format_example(getattr(finding, "example", None))
         notes = [f"for example, the call `{example}`"] if example else []
+        call = getattr(getattr(finding, "example", None), "call", None)
+        if example and getattr(call, "session", None):
+            notes.extend(f"with {line}" for line in session_lines(call.session))  # type: ignore[union-attr]
         if example and getattr(finding, "exact", True) is False:
             notes.append("the analysis approximated part of a condition; check the example")
         yield Diagnostic.make(

@@ -11,13 +11,16 @@ from harnessc.runtime.model import (
     SpecTest,
 )
 
+from ...analysis.concrete import session_terms
 from ...analysis.policy import Finding, PolicyAnalysis
-from ...testing import policy_of, split_facts
+from ...analysis.prelude import session_prelude
+from ...analysis.text import session_lines
+from ...testing import policy_of, split_facts, step_json
 from .context import EXECUTION_KEYS, CaseContext
 from .facts import failed_conditions, mcp_of
 from .values import schema_errors
 
-__all__ = ["plan_spec_tests", "plan_witnesses"]
+__all__ = ["PRELUDE_ALONE", "plan_spec_tests", "plan_witnesses", "reads_session"]
 
 # ---------------------------------------------------------------------------------------------
 # Calls as case data
@@ -39,6 +42,7 @@ def _call_case(
     execution: Mapping[str, Any],
     mcp: Mapping[str, Any],
     alone: str | None = None,
+    before: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """A call judged under `policy`, and the way the runner judges it: through a session of an
     agent whose policy it is and whose surface holds the tool (`via: session`), else by the
@@ -68,6 +72,10 @@ def _call_case(
     agent, note = _session_agent(cx, policy, tool, args, execution)
     if alone is not None:
         agent, note = None, alone
+    elif before:
+        agent, note = None, PRELUDE_ALONE
+    if before:
+        case["before"] = [dict(step) for step in before]
     case["via"] = "session" if agent is not None else "policy"
     case["agent"] = agent
     case["note"] = note
@@ -172,6 +180,9 @@ def plan_witnesses(
             if available is not None:
                 witness = available
             c = witness.call
+            prelude = session_prelude(spec, c) if c.session else None
+            if c.session:
+                base["session"] = session_lines(c.session)
             case = _call_case(
                 cx,
                 policy=policy_name,
@@ -186,6 +197,7 @@ def plan_witnesses(
                 running=[n for n, up in c.runtimes.items() if up],
                 execution=c.execution,
                 mcp=mcp,
+                before=prelude.to_json() if prelude is not None else (),
             )
             if available is None:
                 failed = failed_conditions(spec, spec.tools[c.tool], case["facts"])
@@ -200,6 +212,10 @@ def plan_witnesses(
                 else "the analysis could only approximate this rule's witness: "
                 + "; ".join(witness.notes or ["inexact"])
             )
+            if prelude is not None and prelude.missing is not None and case["skip"] is None:
+                case["skip"] = (
+                    f"no session before the call is built for this witness: {prelude.missing}"
+                )
             cases.append(case)
     return cases
 
@@ -221,6 +237,20 @@ def _rule_label(spec: Spec, policy: str, written: str | None) -> str | None:
     return written
 
 
+def reads_session(spec: Spec) -> bool:
+    """Whether a rule reads session state or a `test` has earlier steps: then the generated
+    runner replays sessions before calls (`prelude_ledger`)."""
+    for policy in spec.policies.values():
+        for rule in policy.rules:
+            if rule.condition is not None and session_terms(rule.condition):
+                return True
+    return any(test.before for test in spec.tests.values())
+
+
+PRELUDE_ALONE = (
+    "the call needs a session before it (earlier messages and calls): the policy engine judges "
+    "it on the ledger its steps make (`harnessc.runtime.provenance.prelude_ledger`)"
+)
 SPEC_TESTS_ALONE = (
     "a `test` block judges the policy alone, as `harnessc test` does (language.md §13): "
     "availability, the surface and the input schema are not part of it"
@@ -258,6 +288,7 @@ def plan_spec_tests(cx: CaseContext) -> list[dict[str, Any]]:
             execution=test.execution or {},
             mcp={},
             alone=SPEC_TESTS_ALONE,
+            before=[step_json(step) for step in test.before],
         )
         e = test.expect
         approvers = [e.approver.model_dump(mode="json")] if e.approver is not None else []

@@ -138,6 +138,13 @@ def plan_exact_invocation(
             case["skip"] = f"the witness call cannot be made in a session: {case['note']}"
             cases.append(case)
             continue
+        if case.get("session"):
+            case["skip"] = (
+                "the rule's decision reads session state, which the approved call and its "
+                "variants change"
+            )
+            cases.append(case)
+            continue
         tool = spec.tools[case["tool"]]
         validator = Validator(tool.input)
         execution = {**BASE_EXECUTION, **case["execution"]}

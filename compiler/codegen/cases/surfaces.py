@@ -221,6 +221,7 @@ def _authorised_call(
             case.get("skip")  # a skipped witness may have no call at all
             or case["tool"] != tool.id
             or case["via"] != "session"
+            or case.get("session")  # the decision reads session state the calls change
             or case["unavailable"] is not None
             or case["expect"]["effect"] not in ("allow", "ask")
         ):

@@ -1,0 +1,475 @@
+"""The session before a witness call: earlier steps that give its session terms their values.
+
+A witness (policy.py) sets each provenance, quantified and history term its rule reads to a
+value (`Call.session`). A generated test can only reach that state by replaying a session: user
+messages and earlier calls with results (`SessionStep`, the steps of a `test` block's `before`).
+`session_prelude` builds those steps:
+
+- `v from user` → the user said `v`; `v from trusted|untrusted` → an earlier call of a tool of
+  that trust (per output field where declared) whose result holds `v` in a string field;
+  `v from label L` → that call's result carries `L`; `only` → that kind and no other;
+  `from nowhere` → no step holds `v` (and `not … from nowhere` → one that does);
+- `all/any x in args.l: x from …` → the same, item by item;
+- `called`/`succeeded(sel when c)` → an earlier call of a selected tool meeting `c`, with a
+  result; `count(…) = n` → `n` such calls, this call included when it is selected;
+  `sum(f of …) = s` → one earlier call whose `f` makes up the rest; `seen(L)` → an earlier
+  call of a tool producing `L`.
+
+Every step happens within every window (no `ago`). The steps are then replayed here by a small
+model of the ledger (whole values, whole fields, as the runtime indexes them at the least) and
+every term is re-evaluated: a prelude that does not give each term its value is not returned.
+When none can be built, `Prelude.missing` says why, and the case is skipped with that reason:
+a prelude is never made up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessc.runtime import model as m
+from harnessc.runtime.semantics import selects
+
+from .concrete import ABSENT, Call, holds_for, read_value
+from .policy import sample_value
+from .text import spec_text, term_of, value_text
+
+__all__ = ["Prelude", "session_prelude"]
+
+_KINDS = ("untrusted", "user", "trusted")
+"""Which source a value that must come from somewhere comes from, in order of preference."""
+_TEXT_TYPES = ("string", "url", "path")
+
+
+@dataclass
+class Prelude:
+    """The steps before the call (in order), or why none could be built (`missing`)."""
+
+    steps: list[m.SessionStep] = field(default_factory=list)
+    missing: str | None = None
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [s.model_dump(mode="json", exclude_defaults=True) for s in self.steps]
+
+
+class _Missing(Exception):
+    """No prelude: the message says why."""
+
+
+@dataclass
+class _Wants:
+    """What the prelude must do with one value of the call."""
+
+    need: set[str] = field(default_factory=set)
+    forbid: set[str] = field(default_factory=set)
+    labels: set[str] = field(default_factory=set)
+    no_labels: set[str] = field(default_factory=set)
+    not_only: set[str] = field(default_factory=set)
+    somewhere: bool = False
+
+
+def session_prelude(spec: m.Spec, call: Call) -> Prelude:
+    """The steps that give the witness call's session terms their values (see the module)."""
+    if not call.session:
+        return Prelude()
+    try:
+        return Prelude(_Builder(spec, call).build())
+    except _Missing as why:
+        return Prelude(missing=str(why))
+
+
+def _text(value: Any) -> str | None:
+    """A scalar as a source holds it: text as is, a number as canonical decimal text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    return None
+
+
+def _said_findable(text: str) -> bool:
+    """Whether a user message that is exactly `text` surely indexes it: an identifier-like
+    token (no space, 6 characters or more) or a number of 4 significant characters or more."""
+    if " " in text.strip():
+        return False
+    digits = text.replace(".", "").replace("-", "").lstrip("0")
+    if digits.isdigit():
+        return len(digits) >= 4
+    return len(text) >= 6
+
+
+class _Builder:
+    def __init__(self, spec: m.Spec, call: Call) -> None:
+        self.spec = spec
+        self.call = call
+        self.terms = [(term_of(k), v) for k, v in call.session.items()]
+        self.values: dict[str, tuple[Any, _Wants]] = {}
+        self.steps: list[m.SessionStep] = []
+
+    # --- what each term asks ------------------------------------------------------------------
+
+    def build(self) -> list[m.SessionStep]:
+        for term, value in self.terms:  # what the values need first: fillers avoid them
+            if isinstance(term, m.Provenance):
+                self.provenance(term, self.value(term.value, term), bool(value))
+            elif isinstance(term, m.Quantified):
+                self.quantified(term, bool(value))
+        for term, value in self.terms:
+            if isinstance(term, m.History):
+                self.history(term, value)
+            elif not isinstance(term, m.Provenance | m.Quantified):
+                raise _Missing(
+                    f"the witness needs `{spec_text(term)}` = {value_text(value)}, "
+                    "which depends on the text of the call; no prelude is built for it"
+                )
+        for text, (value, wants) in sorted(self.values.items()):
+            self.sources(text, value, wants)
+        self.check()
+        return self.steps
+
+    def value(self, node: m.Value, term: m.Condition) -> Any:
+        if not (isinstance(node, m.Path) and node.root == "args"):
+            raise _Missing(f"no prelude is built for `{spec_text(term)}`: it reads no argument")
+        return read_value(self.spec, node, self.call)
+
+    def wants(self, value: Any, term: m.Condition) -> _Wants:
+        text = _text(value)
+        if text is None:
+            raise _Missing(
+                f"`{spec_text(term)}`: the value {value_text(value)} is not text or a number, "
+                "so no source can hold it"
+            )
+        return self.values.setdefault(text, (value, _Wants()))[1]
+
+    def provenance(self, term: m.Provenance, value: Any, wanted: bool) -> None:
+        if value is ABSENT:
+            if wanted:
+                raise _Missing(f"`{spec_text(term)}` holds only for a value the call has")
+            return
+        if isinstance(value, list | dict):
+            if wanted != (term.source == "nowhere"):
+                raise _Missing(f"`{spec_text(term)}`: a list or record is from nowhere")
+            return
+        w = self.wants(value, term)
+        source = term.source
+        if source == "nowhere":
+            if wanted:
+                w.forbid.update(_KINDS)
+            else:
+                w.somewhere = True
+        elif source == "label":
+            assert term.label is not None
+            (w.labels if wanted else w.no_labels).add(term.label)
+            w.somewhere = w.somewhere or wanted
+        elif wanted:
+            w.need.add(source)
+            if term.only:
+                w.forbid.update(k for k in _KINDS if k != source)
+        elif term.only:
+            w.not_only.add(source)  # from nowhere, or from another kind as well
+        else:
+            w.forbid.add(source)
+
+    def quantified(self, term: m.Quantified, wanted: bool) -> None:
+        body = term.body
+        if not (
+            isinstance(body, m.Provenance) and body.value == m.Path(root="var", parts=(term.var,))
+        ):
+            raise _Missing(
+                f"no prelude is built for `{spec_text(term)}`: only a body `{term.var} from …` is"
+            )
+        items = self.value(term.over, term)
+        if not isinstance(items, list):
+            raise _Missing(f"`{spec_text(term)}`: the call's value is not a list")
+        every = (term.quantifier == "all") == wanted
+        if not every and not items:
+            raise _Missing(f"`{spec_text(term)}` = {value_text(wanted)} needs an item")
+        chosen = items if every else items[:1]
+        for item in chosen:
+            self.provenance(body, item, wanted)
+
+    def history(self, term: m.History, value: Any) -> None:
+        if term.func == "seen":
+            if value:
+                assert term.label is not None
+                self.steps.append(self.producing(term.label, term))
+            return
+        if term.func in ("called", "succeeded"):
+            if value:
+                self.steps.append(self.earlier(term))
+            return
+        this = self.this_counts(term)
+        if term.func == "count":
+            n = int(value) - (1 if this else 0)
+            if n < 0:
+                raise _Missing(f"`{spec_text(term)}` = {value} is below what this call counts")
+            self.steps.extend(self.earlier(term) for _ in range(n))
+            return
+        rest = float(value) - self.amount(term, self.call, ABSENT) if this else float(value)
+        if rest != 0:
+            self.steps.append(self.earlier(term, amount=rest))
+
+    # --- earlier calls ------------------------------------------------------------------------
+
+    def selected(self, term: m.History) -> list[m.Tool]:
+        return [
+            self.spec.tools[t]
+            for t in sorted(self.spec.tools)
+            if any(selects(s, self.spec.tools[t]) for s in term.selectors)
+        ]
+
+    def this_counts(self, term: m.History) -> bool:
+        tool = self.spec.tools[self.call.tool]
+        if not any(selects(s, tool) for s in term.selectors):
+            return False
+        return term.where is None or holds_for(self.spec, term.where, self.call)
+
+    def amount(self, term: m.History, call: Call, result: Any) -> float:
+        f = term.field
+        if f is None:
+            return 0.0
+        if f.root == "result":
+            value: Any = result
+            for part in f.parts:
+                value = value.get(part, ABSENT) if isinstance(value, dict) else ABSENT
+        else:
+            value = read_value(self.spec, f, call)
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return float(value) if ok else 0.0
+
+    def earlier(self, term: m.History, amount: float | None = None) -> m.SessionStep:
+        """An earlier call of a selected tool meeting the term's `when`, with a result."""
+        for tool in self.selected(term):
+            args = self.args_of(tool)
+            result = self.result_of(tool)
+            if amount is not None and not self.put_amount(term, tool, args, result, amount):
+                continue
+            call = Call(tool.id, args)
+            if term.where is None or holds_for(self.spec, term.where, call, result):
+                return m.SessionStep(tool=tool.id, args=args, result=result)
+        raise _Missing(
+            f"no example call of a tool `{spec_text(term)}` selects meets its `when`"
+            if term.where is not None
+            else f"`{spec_text(term)}` selects no tool an example call can be made of"
+        )
+
+    def put_amount(
+        self, term: m.History, tool: m.Tool, args: dict[str, Any], result: Any, amount: float
+    ) -> bool:
+        f = term.field
+        if f is None or len(f.parts) != 1:
+            return False
+        schema = tool.input if f.root == "args" else tool.output
+        target = args if f.root == "args" else result
+        found = next((g for g in schema.fields if g.name == f.parts[0]), None) if schema else None
+        if found is None or not isinstance(target, dict):
+            return False
+        if found.type.name == "int":
+            if not amount.is_integer():
+                return False
+            target[found.name] = int(amount)
+        elif found.type.name == "float":
+            target[found.name] = amount
+        else:
+            return False
+        low, high = found.min, found.max
+        return (low is None or amount >= low) and (high is None or amount <= high)
+
+    def filler(self, f: m.Field) -> Any:
+        """A sample value of a field that no value of the call is (so it is no source of one)."""
+        value = sample_value(f, f.type)
+        if _text(value) in self.values and f.type.name in _TEXT_TYPES and f.pattern is None:
+            value = f"{f.name}-sample"
+        return value
+
+    def sample(self, fields: Iterable[m.Field]) -> dict[str, Any]:
+        return {f.name: self.filler(f) for f in fields if f.required}
+
+    def result_of(self, tool: m.Tool, put: tuple[str, str] | None = None) -> dict[str, Any]:
+        fields = tool.output.fields if tool.output is not None else ()
+        out = self.sample(fields)
+        if put is not None:
+            out[put[0]] = put[1]
+        return out
+
+    def result_labels(self, tool: m.Tool, result: dict[str, Any]) -> set[str]:
+        fields = tool.output.fields if tool.output is not None else ()
+        return set(tool.labels).union(*(f.labels for f in fields if f.name in result))
+
+    def producing(self, label: str, term: m.History) -> m.SessionStep:
+        for t in sorted(self.spec.tools):
+            tool = self.spec.tools[t]
+            fields = tool.output.fields if tool.output is not None else ()
+            for extra in (None, *(f for f in fields if label in f.labels)):
+                result = self.result_of(tool)
+                if extra is not None:
+                    result[extra.name] = self.filler(extra)
+                if label in self.result_labels(tool, result):
+                    return m.SessionStep(tool=tool.id, args=self.args_of(tool), result=result)
+        raise _Missing(f"`{spec_text(term)}`: no tool produces a result labelled `{label}`")
+
+    def args_of(self, tool: m.Tool) -> dict[str, Any]:
+        return self.sample(tool.input.fields)
+
+    # --- sources of values --------------------------------------------------------------------
+
+    def sources(self, text: str, value: Any, w: _Wants) -> None:
+        need = set(w.need)
+        for kind in sorted(w.not_only & need):  # `K` and not `K only`: another kind too
+            other = next((k for k in _KINDS if k != kind and k not in w.forbid), None)
+            if other is not None:
+                need.add(other)
+        if need & w.forbid:
+            raise _Missing(
+                f"the witness needs {value_text(value)} both from and not from "
+                f"{' and '.join(sorted(need & w.forbid))}"
+            )
+        if (w.somewhere or w.labels) and not need:
+            # a label comes with a tool's result, never with a user message
+            kinds = [k for k in _KINDS if k not in w.forbid and not (w.labels and k == "user")]
+            if not kinds:
+                raise _Missing(
+                    f"the witness needs {value_text(value)} from somewhere, "
+                    "and from no kind of source"
+                )
+            need.add(kinds[0])
+        labels_left = set(w.labels)
+        for kind in sorted(need):
+            if kind == "user":
+                if not _said_findable(text):
+                    raise _Missing(
+                        f"the user would have to say {value_text(value)}, which is too short "
+                        "to be found inside a message (name a longer value in the rule, or "
+                        "write a `test` with `said`)"
+                    )
+                self.steps.append(m.SessionStep(said=text))
+                continue
+            step, labels = self.holding(kind, text, labels_left, w.no_labels, value)
+            labels_left -= labels
+            self.steps.append(step)
+        if labels_left:
+            raise _Missing(
+                f"no {' or '.join(sorted(need))} tool returns {value_text(value)} "
+                f"in a result labelled {', '.join(sorted(labels_left))}"
+            )
+
+    def holding(
+        self, kind: str, text: str, labels: set[str], no_labels: set[str], value: Any
+    ) -> tuple[m.SessionStep, set[str]]:
+        """An earlier call of a `kind` tool whose result holds `text` in a text field,
+        carrying as many of `labels` as one can and none of `no_labels`."""
+        best: tuple[m.SessionStep, set[str]] | None = None
+        for t in sorted(self.spec.tools):
+            tool = self.spec.tools[t]
+            for f in tool.output.fields if tool.output is not None else ():
+                trust = f.trust or tool.trust or "untrusted"
+                if trust != kind or f.secret or f.type.name not in _TEXT_TYPES:
+                    continue
+                result = self.result_of(tool, (f.name, text))
+                carried = self.result_labels(tool, result)
+                if carried & no_labels:
+                    continue
+                step = m.SessionStep(tool=tool.id, args=self.args_of(tool), result=result)
+                if best is None or len(carried & labels) > len(best[1] & labels):
+                    best = (step, carried)
+        if best is None:
+            raise _Missing(
+                f"no {kind} tool has a text output field to return {value_text(value)} in"
+            )
+        return best[0], best[1] & labels
+
+    # --- the prelude, replayed ------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Replay the steps on a model of the ledger; every term must get its value."""
+        for term, wanted in self.terms:
+            got = self.evaluate(term)
+            if got != wanted and not (isinstance(got, float) and got == wanted):
+                raise _Missing(
+                    f"the prelude gives `{spec_text(term)}` = {value_text(got)}, and the "
+                    f"witness needs {value_text(wanted)}: no session gives every term its value"
+                )
+
+    def kinds_of(self, value: Any) -> tuple[set[str], set[str]]:
+        text = _text(value)
+        kinds: set[str] = set()
+        labels: set[str] = set()
+        if text is None:
+            return kinds, labels
+        for step in self.steps:
+            if step.said is not None:
+                if step.said == text:
+                    kinds.add("user")
+                continue
+            tool = self.spec.tools[step.tool or ""]
+            result = step.result if isinstance(step.result, dict) else {}
+            carried = self.result_labels(tool, result)
+            for f in tool.output.fields if tool.output is not None else ():
+                if f.name in result and not f.secret and _text(result[f.name]) == text:
+                    kinds.add(f.trust or tool.trust or "untrusted")
+                    labels |= carried
+        for fact in _scalars(self.call.facts):
+            if _text(fact) == text:
+                kinds.add("trusted")
+        return kinds, labels
+
+    def holds(self, term: m.Provenance, value: Any) -> bool:
+        if value is ABSENT or isinstance(value, list | dict):
+            return term.source == "nowhere" and value is not ABSENT
+        kinds, labels = self.kinds_of(value)
+        if term.source == "nowhere":
+            return not kinds
+        if term.source == "label":
+            return term.label in labels
+        if term.only:
+            return kinds == {term.source}
+        return term.source in kinds
+
+    def evaluate(self, term: m.Condition) -> Any:
+        if isinstance(term, m.Provenance):
+            return self.holds(term, read_value(self.spec, term.value, self.call))
+        if isinstance(term, m.Quantified):
+            items = read_value(self.spec, term.over, self.call)
+            assert isinstance(term.body, m.Provenance) and isinstance(items, list)
+            found = [self.holds(term.body, item) for item in items]
+            return all(found) if term.quantifier == "all" else any(found)
+        assert isinstance(term, m.History)
+        earlier = [s for s in self.steps if s.tool is not None]
+        if term.func == "seen":
+            return any(
+                term.label in self.result_labels(self.spec.tools[s.tool or ""], _record(s.result))
+                for s in earlier
+            )
+        meets = [s for s in earlier if self.counts(term, s)]
+        if term.func in ("called", "succeeded"):
+            return bool(meets)
+        this = self.this_counts(term)
+        if term.func == "count":
+            return len(meets) + (1 if this else 0)
+        total = sum(self.amount(term, Call(s.tool or "", dict(s.args)), s.result) for s in meets)
+        total += self.amount(term, self.call, ABSENT) if this else 0.0
+        return int(total) if total.is_integer() else total
+
+    def counts(self, term: m.History, step: m.SessionStep) -> bool:
+        tool = self.spec.tools[step.tool or ""]
+        if not any(selects(s, tool) for s in term.selectors):
+            return False
+        call = Call(tool.id, dict(step.args))
+        return term.where is None or holds_for(self.spec, term.where, call, step.result)
+
+
+def _record(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _scalars(value: Any) -> Iterable[Any]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _scalars(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _scalars(v)
+    else:
+        yield value

@@ -1,0 +1,365 @@
+"""L020–L023: session-aware policy that cannot work as written (provenance, history, labels)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.source import Span
+from harnessc.runtime import model as m
+from harnessc.runtime.sessions import surface_tools
+
+from ..analysis.concrete import Found, canonical, session_terms
+from ..analysis.text import selector_text, spec_text
+from .framework import LintContext, lint_rule, rule_head
+
+__all__ = ["callable_tools", "label_producers"]
+
+_MAIL = """\
+tool mail.read {
+  summary "Read one mail of the inbox."
+  use_when "The user asks about a mail."
+  effects read
+  input { id: string }
+  output { sender: string, body: string }
+}
+
+tool payments.send {
+  summary "Send a payment to an IBAN."
+  use_when "The user asks to pay someone."
+  effects write, external
+  risk high
+  input { iban: string, amount: int }
+}
+
+surface everyday {
+  expose mail.read, payments.send
+}
+
+agent assistant {
+  surface everyday
+  policy payments
+}
+"""
+
+
+def _span(node: s.Rule | None) -> Span | None:
+    if node is None:
+        return None
+    return node.when.span if node.when is not None else rule_head(node)
+
+
+def _terms(ctx: LintContext) -> Iterator[tuple[m.Rule, s.Rule | None, Found]]:
+    for rule, node in ctx.rules():
+        if rule.condition is not None:
+            for found in session_terms(rule.condition):
+                yield rule, node, found
+
+
+def label_producers(spec: m.Spec, label: str) -> list[str]:
+    """The tools whose results can carry data label `label` (tool-wide or on an output field,
+    nested fields included), by id."""
+
+    def in_fields(fields: tuple[m.Field, ...]) -> bool:
+        return any(label in f.labels or in_fields(f.type.fields) for f in fields)
+
+    return sorted(
+        t.id
+        for t in spec.tools.values()
+        if label in t.labels or (t.output is not None and in_fields(t.output.fields))
+    )
+
+
+def callable_tools(spec: m.Spec) -> set[str] | None:
+    """The tools some agent, skill or workflow can call (None: the spec declares no agent and
+    no workflow, so who calls what is decided elsewhere)."""
+    if not spec.agents and not spec.workflows:
+        return None
+    out: set[str] = set()
+    for agent in spec.agents.values():
+        surface = spec.surfaces.get(agent.surface or "")
+        if surface is not None:
+            out.update(surface_tools(spec, surface))
+        for skill in agent.skills:
+            found = spec.skills.get(skill)
+            out.update(found.private_tools if found is not None else ())
+    for workflow in spec.workflows.values():
+        out.update(step.tool for step in workflow.steps if step.tool is not None)
+    return out
+
+
+@lint_rule(
+    "L020",
+    "label-never-produced",
+    "warning",
+    "a `seen(L)` or `from label L` that no tool's result can carry",
+    "A data label reaches a session only with the result of a tool that declares it: `labels "
+    "L` on the tool, or `label L` on one of its output fields. When no tool does, `seen(L)` "
+    "and `from label L` never hold, and the rule that tests them never fires (a DENY of leaked "
+    "secrets that guards nothing). Declare the label on the tools whose results carry that "
+    "data.",
+    bad=_MAIL
+    + """
+policy payments {
+  default deny
+  allow mail.read
+  no_leak: deny payments.send when seen(secret within 1h)
+  allow payments.send when args.amount < 100
+}
+""",
+    good=_MAIL.replace(
+        "output { sender: string, body: string }",
+        "output { sender: string, body: string label secret }",
+    )
+    + """
+policy payments {
+  default deny
+  allow mail.read
+  no_leak: deny payments.send when seen(secret within 1h)
+  allow payments.send when args.amount < 100
+}
+""",
+)
+def label_never_produced(ctx: LintContext) -> Iterator[Diagnostic]:
+    done: set[tuple[str, str]] = set()
+    for rule, node, found in _terms(ctx):
+        term = found.term
+        seen = isinstance(term, m.History) and term.func == "seen"
+        if not (seen or (isinstance(term, m.Provenance) and term.source == "label")):
+            continue
+        label = getattr(term, "label", None)
+        if label is None or label_producers(ctx.spec, label) or (rule.label, label) in done:
+            continue
+        done.add((rule.label, label))
+        yield Diagnostic.make(
+            "L020",
+            f"`{spec_text(term)}` in `{rule.label}` never holds: no tool's result carries the "
+            f"label `{label}`",
+            _span(node),
+            f"no tool produces `{label}`",
+            help=f"add `labels {label}` to the tools that return such data, or `label {label}` "
+            "to their output fields",
+        )
+
+
+@lint_rule(
+    "L021",
+    "nothing-trusted",
+    "warning",
+    "a `from trusted` in a spec where nothing is trusted",
+    "Every tool's results are untrusted unless the tool says `trust trusted` (or an output "
+    "field says `trusted`), and facts are trusted. In a spec with no trusted tool and no fact, "
+    "`from trusted` only ever holds for the spec's own constants and a workflow's input: an "
+    "ALLOW that waits for a trusted value allows almost nothing, and a DENY of untrusted data "
+    "written as `not … from trusted` refuses almost everything. Mark the systems of record "
+    "`trust trusted`.",
+    bad=_MAIL
+    + """
+tool crm.lookup {
+  summary "Look a customer up in the CRM."
+  use_when "The user names a customer."
+  effects read
+  input { name: string }
+  output { iban: string }
+}
+
+policy payments {
+  default deny
+  allow mail.read, crm.lookup
+  allow payments.send when args.iban from trusted
+}
+""",
+    good=_MAIL
+    + """
+tool crm.lookup {
+  summary "Look a customer up in the CRM."
+  use_when "The user names a customer."
+  effects read
+  input { name: string }
+  output { iban: string }
+  trust trusted
+}
+
+policy payments {
+  default deny
+  allow mail.read, crm.lookup
+  allow payments.send when args.iban from trusted
+}
+""",
+)
+def nothing_trusted(ctx: LintContext) -> Iterator[Diagnostic]:
+    spec = ctx.spec
+    if spec.facts or any(_trusts(t) for t in spec.tools.values()):
+        return
+    done: set[str] = set()
+    for rule, node, found in _terms(ctx):
+        term = found.term
+        if not isinstance(term, m.Provenance) or term.source != "trusted" or rule.label in done:
+            continue
+        done.add(rule.label)
+        yield Diagnostic.make(
+            "L021",
+            f"`{spec_text(term)}` in `{rule.label}`: no tool of this spec is trusted and no "
+            "fact is declared",
+            _span(node),
+            "nothing here is a trusted source",
+            notes=["a tool's results are untrusted unless it says `trust trusted`"],
+            help="add `trust trusted` to the tools that are systems of record",
+        )
+
+
+def _trusts(tool: m.Tool) -> bool:
+    def in_fields(fields: tuple[m.Field, ...]) -> bool:
+        return any(f.trust == "trusted" or in_fields(f.type.fields) for f in fields)
+
+    return tool.trust == "trusted" or (tool.output is not None and in_fields(tool.output.fields))
+
+
+_VERBS = {"deny": "refuses", "ask": "asks about"}
+
+
+def _value_key(found: Found) -> str:
+    """What a provenance term is about: its value, or the list a quantifier draws it from."""
+    term = found.term
+    assert isinstance(term, m.Provenance)
+    if found.over is not None:
+        return "in " + canonical(found.over)  # type: ignore[arg-type]
+    return canonical(term.value)  # type: ignore[arg-type]
+
+
+@lint_rule(
+    "L022",
+    "made-up-value-passes",
+    "warning",
+    "a DENY or ASK of `from untrusted only` lets a made-up value through",
+    "`args.x from untrusted only` holds when the value appeared in untrusted data and nowhere "
+    "else. A value that appeared nowhere (the model made it up, or rewrote the injected one: "
+    "changed a digit, dropped a space) is not from untrusted data at all, so the DENY does not "
+    "fire for it. When the policy has no rule for `from nowhere` on the same value, the "
+    "attacker's easiest move gets through. Test both: `args.x from untrusted only or args.x "
+    "from nowhere`.",
+    bad=_MAIL
+    + """
+policy payments {
+  default deny
+  allow mail.read
+  injected: deny payments.send when args.iban from untrusted only
+  allow payments.send when args.amount < 100
+}
+""",
+    good=_MAIL
+    + """
+policy payments {
+  default deny
+  allow mail.read
+  injected: deny payments.send when args.iban from untrusted only or args.iban from nowhere
+  allow payments.send when args.amount < 100
+}
+""",
+)
+def made_up_value_passes(ctx: LintContext) -> Iterator[Diagnostic]:
+    done: set[tuple[str, str]] = set()
+    for policy in ctx.spec.policies.values():
+        covered: set[str] = set()
+        refusals: list[tuple[m.Rule, Found]] = []
+        for rule in policy.rules:
+            if rule.effect not in ("deny", "ask") or rule.condition is None:
+                continue
+            for found in session_terms(rule.condition):
+                term = found.term
+                if not isinstance(term, m.Provenance) or found.negated:
+                    continue
+                if term.source == "nowhere":
+                    covered.add(_value_key(found))
+                elif term.source == "untrusted" and term.only:
+                    refusals.append((rule, found))
+        for rule, found in refusals:
+            key = _value_key(found)
+            if key in covered or (rule.label, key) in done:
+                continue
+            done.add((rule.label, key))
+            term = found.term
+            assert isinstance(term, m.Provenance)
+            value = spec_text(term.value)
+            yield Diagnostic.make(
+                "L022",
+                f"`{rule.label}` {_VERBS[rule.effect]} `{value}` from untrusted data only; a "
+                f"made-up `{value}` appeared nowhere and passes",
+                _span(ctx.node_at(rule.origin, s.Rule)),
+                "no rule of the policy tests `from nowhere`",
+                notes=[
+                    "a value the model made up or rewrote is from nowhere, not from untrusted data"
+                ],
+                help=f"add `or {value} from nowhere`",
+            )
+
+
+@lint_rule(
+    "L023",
+    "history-of-uncallable-tools",
+    "warning",
+    "a history term whose tools no agent can call",
+    "`called`, `succeeded`, `count` and `sum` look at earlier calls of the tools they select. "
+    "When the selected tools are on no agent's surface, in no skill and in no workflow, no "
+    "session ever makes such a call: the term is always false or zero and the rule does not "
+    "do what it says. Select the tools the agents call.",
+    bad=_MAIL
+    + """
+tool files.delete {
+  summary "Delete a file."
+  use_when "The user asks to remove a file."
+  effects write
+  input { path: path }
+}
+
+policy payments {
+  default deny
+  allow mail.read
+  after_delete: deny payments.send when called(files.delete within 10m)
+  allow payments.send when args.amount < 100
+}
+""",
+    good=_MAIL
+    + """
+policy payments {
+  default deny
+  allow mail.read
+  after_read: ask payments.send when called(mail.read within 10m) {
+    approver role "finance"
+  }
+  allow payments.send when args.amount < 100
+}
+""",
+)
+def history_of_uncallable_tools(ctx: LintContext) -> Iterator[Diagnostic]:
+    can_call = callable_tools(ctx.spec)
+    done: set[tuple[str, str]] = set()
+    for rule, node, found in _terms(ctx):
+        term = found.term
+        if not isinstance(term, m.History) or term.func == "seen":
+            continue
+        selected = sorted({t.id for sel in term.selectors for t in ctx.selected_tools(sel)})
+        text = spec_text(term)
+        if (rule.label, text) in done:
+            continue
+        if not selected:
+            what = ", ".join(f"`{selector_text(sel)}`" for sel in term.selectors)
+            message = f"`{text}` in `{rule.label}` selects no tool ({what})"
+            label = "selects no tool"
+        elif can_call is not None and not set(selected) & can_call:
+            listed = ", ".join(f"`{t}`" for t in selected)
+            message = f"`{text}` in `{rule.label}` counts calls of {listed}, which no agent, "
+            message += "skill or workflow can call"
+            label = "no session calls these tools"
+        else:
+            continue
+        done.add((rule.label, text))
+        yield Diagnostic.make(
+            "L023",
+            message,
+            _span(node),
+            label,
+            notes=["the term is always false (or zero) in every session"],
+            help="select tools an agent's surface exposes, or expose the tool",
+        )
