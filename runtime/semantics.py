@@ -45,6 +45,7 @@ __all__ = [
     "Typing",
     "duration_ms",
     "holds",
+    "length_of",
     "normalize_path",
     "ordering_kind",
     "risk_of",
@@ -121,6 +122,18 @@ def duration_ms(value: object) -> int | float | None:
 
 def risk_of(value: object) -> int | None:
     return _RANK.get(value) if type(value) is str else None  # type: ignore[arg-type]
+
+
+def length_of(value: object) -> int | None:
+    """`len(value)`: the items of a list, the keys of a map, the characters of a text; None
+    (absent) for anything else.
+
+    >>> length_of(["a", "b"]), length_of("abc"), length_of(3)
+    (2, 3, None)
+    """
+    if value.__class__ in (list, tuple, dict, str) or isinstance(value, Mapping):
+        return len(value)  # type: ignore[arg-type]
+    return None
 
 
 def value_eq(a: object, b: object) -> bool:

@@ -1,0 +1,576 @@
+"""A session's ledger: the provenance index and the history aggregates, fed by its events.
+
+`HistoryTerms` is the catalogue of a spec's distinct `History` nodes (keyed by canonical JSON),
+built once per spec. A `Ledger` belongs to a session family (a root session and its skill and
+delegated children) and is fed the events of their streams in log order (`feed`, `sync`), so a
+ledger rebuilt from the log (`Harness.resume`) is the ledger that was lost. Each aggregate is
+updated when an event enters; a decision reads it in O(1) (a windowed one first drops the
+entries that left its window).
+
+>>> from harnessc.runtime.model import History, Selector, Spec, Tool
+>>> spec = Spec(name="s", root_module="s", tools={"t": Tool(id="t", wire_name="t")})
+>>> terms = HistoryTerms(spec)
+>>> key = terms.intern(History(func="count", selectors=(Selector(kind="id", value="t"),)))
+>>> ledger = Ledger(terms)
+>>> ledger.requested("a1", "t", {}, position=1, time_ms=0)
+>>> ledger.authorised("a1", position=2, time_ms=0)
+>>> ledger.now_ms = 10
+>>> ledger.number(key)
+1
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .model import And, Condition, History, Not, Or, Path, Provenance, Quantified, Spec, Tool
+from .provenance import ProvenanceIndex, Source
+from .semantics import selects
+
+if TYPE_CHECKING:
+    from .events import Event
+    from .store import EventStore
+
+__all__ = [
+    "FACTS_UPDATED",
+    "USER_SAID",
+    "HistoryTerms",
+    "Ledger",
+    "history_key",
+    "reads_session",
+    "session_terms",
+    "time_ms",
+]
+
+USER_SAID = "user.said"
+"""The event of a user message (`Session.user_said`); its payload holds the text whole."""
+FACTS_UPDATED = "facts.updated"
+"""The event of changed facts (`Session.update_facts`, `on_success add`)."""
+WORKFLOW_INPUT = "workflow.input"
+"""A workflow run's input, a source of kind `user`."""
+
+
+def history_key(node: History) -> str:
+    """A history term's identity: its canonical JSON."""
+    return json.dumps(node.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def time_ms(text: str) -> int:
+    """An event's recorded time (RFC 3339) in milliseconds since the epoch."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return int(moment.timestamp() * 1000)
+
+
+def _children(node: object) -> Iterable[object]:
+    if isinstance(node, And | Or):
+        return node.items
+    if isinstance(node, Not):
+        return (node.item,)
+    if isinstance(node, Quantified):
+        return (node.over, node.body)
+    if isinstance(node, Provenance):
+        return (node.value,)
+    out: list[object] = []
+    for name in ("left", "right", "of", "items"):
+        value = getattr(node, name, None)
+        if isinstance(value, tuple):
+            out.extend(value)
+        elif value is not None and not isinstance(value, str):
+            out.append(value)
+    fields = getattr(node, "fields", None)
+    if isinstance(fields, dict):
+        out.extend(fields.values())
+    return out
+
+
+def session_terms(cond: object) -> list[History | Provenance]:
+    """The provenance and history terms inside a condition, outermost first (not those inside
+    a history term's `when`, which reads the earlier call)."""
+    out: list[History | Provenance] = []
+    stack = [cond]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if isinstance(node, History | Provenance):
+            out.append(node)
+            if isinstance(node, History):
+                continue
+        stack.extend(reversed(list(_children(node))))
+    return out
+
+
+def reads_session(cond: object) -> bool:
+    return bool(session_terms(cond))
+
+
+def _reads_result(node: object) -> bool:
+    if isinstance(node, Path):
+        return node.root == "result"
+    return any(_reads_result(child) for child in _children(node))
+
+
+class HistoryTerms:
+    """The distinct `History` nodes of a spec (every policy's rules, tools' `requires`, workflow
+    conditions), each keyed by its canonical JSON, and which of them a tool's calls feed."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.nodes: dict[str, History] = {}
+        self._settle_on_result: dict[str, bool] = {}
+        self._selected: dict[tuple[Any, ...], bool] = {}
+        self._by_tool: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+        for policy in spec.policies.values():
+            for rule in policy.rules:
+                self._collect(rule.condition)
+        for tool in spec.tools.values():
+            self._collect(tool.requires)
+        for workflow in spec.workflows.values():
+            for step in workflow.steps:
+                self._collect(step.condition)
+                self._collect(step.when)
+
+    def _collect(self, cond: object) -> None:
+        for term in session_terms(cond):
+            if isinstance(term, History):
+                self.intern(term)
+
+    def intern(self, node: History) -> str:
+        """The key of a history term, adding it to the catalogue when new."""
+        key = history_key(node)
+        if key not in self.nodes:
+            with self._lock:
+                self.nodes[key] = node
+                self._settle_on_result[key] = node.func == "succeeded" or (
+                    _reads_result(node.where) or _reads_result(node.field)
+                )
+                self._by_tool.clear()
+        return key
+
+    def settles_on_result(self, key: str) -> bool:
+        """Whether an earlier call enters the term when its result arrives (`succeeded`, or a
+        `when`/`sum` field reading `result.*`) rather than when it is authorised."""
+        return self._settle_on_result[key]
+
+    def feeding(self, tool_id: str) -> list[str]:
+        """The call terms (not `seen`) whose selectors may select a call of this tool."""
+        found = self._by_tool.get(tool_id)
+        if found is None:
+            tool = self.spec.tools.get(tool_id)
+            found = []
+            if tool is not None:
+                for key, node in list(self.nodes.items()):
+                    if node.func != "seen" and _may_select(node, tool):
+                        found.append(key)
+            self._by_tool[tool_id] = found
+        return found
+
+    def tools_fed(self, key: str) -> list[str]:
+        """The tools whose calls may feed a call term."""
+        return [tool_id for tool_id in self.spec.tools if key in self.feeding(tool_id)]
+
+    def selects(self, key: str, view: Mapping[str, Any]) -> bool:
+        """Whether the term's selectors select a call with this tool view (`tool.*`)."""
+        tool_id = view.get("id")
+        cache = (key, tool_id, view.get("risk"), view.get("effects"))
+        found = self._selected.get(cache)
+        if found is None:
+            tool = self.spec.tools.get(tool_id) if isinstance(tool_id, str) else None
+            node = self.nodes[key]
+            found = tool is not None and any(selects(s, tool, view) for s in node.selectors)
+            if len(self._selected) < 65536:
+                self._selected[cache] = found
+        return found
+
+
+def _may_select(node: History, tool: Tool) -> bool:
+    from .policy import tool_view
+
+    views = [tool_view(tool), *(tool_view(tool, op) for op in tool.operations)]
+    return any(selects(s, tool, v) for s in node.selectors for v in views)
+
+
+# ---------------------------------------------------------------------------------------------
+# Aggregates
+
+
+class _Entry:
+    __slots__ = ("alive", "call", "time", "value")
+
+    def __init__(self, time: int, value: int | float, call: str | None) -> None:
+        self.time, self.value, self.call, self.alive = time, value, call, True
+
+
+class _Aggregate:
+    """One term's entries: a running total of the live ones, and for a window the entries in
+    time order (those that left the window are dropped when the term is read)."""
+
+    __slots__ = ("by_call", "entries", "total", "window")
+
+    def __init__(self, window: int | None) -> None:
+        self.window = window
+        self.total: int | float = 0
+        self.entries: deque[_Entry] = deque()
+        self.by_call: dict[str, _Entry] = {}
+
+    def add(self, entry: _Entry) -> None:
+        self.total += entry.value
+        if self.window is not None:
+            self.entries.append(entry)
+        if entry.call is not None:
+            self.by_call[entry.call] = entry
+
+    def remove(self, call: str) -> None:
+        entry = self.by_call.get(call)
+        if entry is not None and entry.alive:
+            entry.alive = False
+            self.total -= entry.value
+
+    def read(self, now: int, exclude: str | None) -> int | float:
+        if self.window is not None:
+            start = now - self.window
+            entries = self.entries
+            while entries and entries[0].time < start:
+                old = entries.popleft()
+                if old.alive:
+                    old.alive = False
+                    self.total -= old.value
+        total = self.total
+        if exclude is not None:
+            own = self.by_call.get(exclude)
+            if own is not None and own.alive:
+                total -= own.value
+        return total
+
+
+@dataclass(slots=True)
+class _Call:
+    """A call of the family as the ledger knows it."""
+
+    action_id: str
+    tool_id: str
+    tool_call_id: str | None
+    args: Mapping[str, Any]
+    authorised: tuple[int, int] | None = None  # (position, time)
+    result: Any = None
+    result_at: tuple[int, int] | None = None
+    succeeded: bool = False
+    ended: bool = False
+    fed: set[str] = field(default_factory=set)
+
+
+# ---------------------------------------------------------------------------------------------
+# The ledger
+
+
+class Ledger:
+    """A session family's provenance index and history aggregates.
+
+    Fed in log order, either event by event (`feed`, `sync`) or through the typed methods the
+    events map to (`said`, `facts`, `requested`, `authorised`, `finished`). `now_ms` is the
+    decision's clock reading, set by `sync` (windows are measured against it).
+    """
+
+    def __init__(self, terms: HistoryTerms) -> None:
+        self.terms = terms
+        self.index = ProvenanceIndex()
+        self.now_ms = 0
+        self._aggs: dict[str, _Aggregate] = {}
+        self._calls: dict[str, _Call] = {}
+        self._order: list[_Call] = []
+        self._results: list[tuple[int, int, frozenset[str]]] = []  # (position, time, labels)
+        self._cursor: dict[str, int] = {}
+        self._lock = threading.RLock()
+
+    # -- streams and the log ------------------------------------------------------------------
+
+    @property
+    def streams(self) -> tuple[str, ...]:
+        return tuple(self._cursor)
+
+    def add_stream(self, stream: str) -> None:
+        """Share this ledger with another session of the family (its events are read next)."""
+        self._cursor.setdefault(stream, 0)
+
+    def sync(self, store: EventStore, now_ms: int | None = None) -> None:
+        """Read the family's events appended since the last look, in log order."""
+        with self._lock:
+            found: list[Event] = []
+            for stream, after in self._cursor.items():
+                found.extend(store.read(stream, after=after))
+            found.sort(key=lambda e: e.position)
+            for event in found:
+                self.feed(event)
+            if now_ms is not None:
+                self.now_ms = now_ms
+
+    def rebind(self, terms: HistoryTerms) -> None:
+        """Judge under another spec's terms: the aggregates are rebuilt from the calls kept."""
+        with self._lock:
+            if terms is not self.terms:
+                self.terms = terms
+                self._aggs.clear()
+                for call in self._order:
+                    call.fed.clear()
+
+    def feed(self, event: Event) -> None:
+        """Take one stored event of the family into the ledger."""
+        with self._lock:
+            if event.position <= self._cursor.get(event.stream, 0):
+                return
+            self._cursor[event.stream] = event.position
+            kind = event.type
+            if kind not in _FED:
+                return
+            p = event.payload
+            at = time_ms(event.time)
+            pos = event.position
+            if kind == "action.transition":
+                to = p.get("to")
+                action = p.get("action_id")
+                if not isinstance(action, str):
+                    return
+                if to == "REQUESTED":
+                    args = p.get("args")
+                    self.requested(
+                        action,
+                        str(p.get("tool_id")),
+                        args if isinstance(args, Mapping) else {},
+                        position=pos,
+                        time_ms=at,
+                        tool_call_id=p.get("tool_call_id"),
+                    )
+                elif to == "AUTHORIZED":
+                    self.authorised(action, position=pos, time_ms=at)
+                elif to in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                    result = p.get("result")
+                    data = result.get("data") if isinstance(result, Mapping) else None
+                    self.finished(action, to, data, position=pos, time_ms=at)
+            elif kind in (USER_SAID, WORKFLOW_INPUT):
+                self.said(
+                    p.get("text"), position=pos
+                ) if kind == USER_SAID else self.workflow_input(p.get("input"), position=pos)
+            elif kind == "session.started":
+                facts = p.get("facts")
+                if isinstance(facts, Mapping):
+                    self.facts(facts.get("values"), position=pos)
+            elif kind == FACTS_UPDATED:
+                self.facts(p.get("values"), position=pos)
+
+    # -- what enters ----------------------------------------------------------------------------
+
+    def said(self, text: Any, *, position: int) -> None:
+        """A user message: its whole text and its tokens, of kind `user`."""
+        if isinstance(text, str):
+            self.index.add_text(text, Source("user", position))
+
+    def workflow_input(self, value: Any, *, position: int) -> None:
+        """A workflow run's input, of kind `user`."""
+        self.index.add_value(value, Source("user", position))
+
+    def facts(self, values: Any, *, position: int) -> None:
+        """Fact values (when the session opens, when they change), of kind `trusted`."""
+        if isinstance(values, Mapping):
+            self.index.add_value(dict(values), Source("trusted", position))
+
+    def requested(
+        self,
+        action_id: str,
+        tool_id: str,
+        args: Mapping[str, Any],
+        *,
+        position: int,
+        time_ms: int,
+        tool_call_id: str | None = None,
+    ) -> None:
+        call = _Call(action_id, tool_id, tool_call_id, args)
+        self._calls[action_id] = call
+        self._order.append(call)
+
+    def authorised(self, action_id: str, *, position: int, time_ms: int) -> None:
+        call = self._calls.get(action_id)
+        if call is None or call.authorised is not None:
+            return
+        call.authorised = (position, time_ms)
+        for key in self.terms.feeding(call.tool_id):
+            agg = self._aggs.get(key)
+            if agg is not None and not self.terms.settles_on_result(key):
+                self._enter(key, agg, call, time_ms)
+
+    def finished(
+        self, action_id: str, state: str, data: Any, *, position: int, time_ms: int
+    ) -> None:
+        """A call ended: SUCCEEDED (its result enters as a source), FAILED or CANCELLED (it
+        leaves `count` and `sum`)."""
+        call = self._calls.get(action_id)
+        if call is None or call.ended:
+            return
+        call.ended = True
+        call.succeeded = state == "SUCCEEDED"
+        if data is not None:
+            call.result = data
+            call.result_at = (position, time_ms)
+            tool = self.terms.spec.tools.get(call.tool_id)
+            labels = result_labels(tool, data)
+            trust = (tool.trust if tool is not None else None) or "untrusted"
+            self.index.add_value(
+                data,
+                Source(trust, position, call.tool_id, labels),
+                tool.output if tool is not None else None,
+            )
+            if labels:
+                self._results.append((position, time_ms, labels))
+                for key, agg in self._aggs.items():
+                    node = self.terms.nodes[key]
+                    if node.func == "seen" and node.label in labels:
+                        agg.add(_Entry(time_ms, 1, None))
+        for key in self.terms.feeding(call.tool_id):
+            agg = self._aggs.get(key)
+            if agg is None:
+                continue
+            node = self.terms.nodes[key]
+            if self.terms.settles_on_result(key):
+                if call.succeeded or (node.func == "called" and call.authorised is not None):
+                    self._enter(key, agg, call, time_ms)
+            elif not call.succeeded and node.func in ("count", "sum"):
+                agg.remove(call.action_id)
+
+    # -- aggregates -------------------------------------------------------------------------
+
+    def _enter(self, key: str, agg: _Aggregate, call: _Call, at: int) -> None:
+        if key in call.fed:
+            return
+        node = self.terms.nodes[key]
+        value = _contribution(self.terms, key, node, call)
+        if value is None:
+            return
+        call.fed.add(key)
+        agg.add(_Entry(at, value, call.action_id))
+        if call.tool_call_id is not None:
+            agg.by_call[call.tool_call_id] = agg.by_call[call.action_id]
+
+    def _aggregate(self, key: str) -> _Aggregate:
+        agg = self._aggs.get(key)
+        if agg is None:
+            with self._lock:
+                node = self.terms.nodes.get(key)
+                if node is None:  # a term compiled under another catalogue of the spec
+                    node = History.model_validate_json(key)
+                    self.terms.intern(node)
+                agg = _Aggregate(node.window_ms)
+                # replay what the ledger already holds (a term new to this ledger)
+                if node.func == "seen":
+                    for _, at, labels in self._results:
+                        if node.label in labels:
+                            agg.add(_Entry(at, 1, None))
+                else:
+                    settle = self.terms.settles_on_result(key)
+                    feeding = set(self.terms.tools_fed(key))
+                    for call in self._order:
+                        if call.tool_id not in feeding:
+                            continue
+                        call.fed.discard(key)
+                        if settle:
+                            if call.result_at is not None and (
+                                call.succeeded
+                                or (node.func == "called" and call.authorised is not None)
+                            ):
+                                self._enter(key, agg, call, call.result_at[1])
+                        elif call.authorised is not None:
+                            self._enter(key, agg, call, call.authorised[1])
+                            if call.ended and not call.succeeded and node.func in ("count", "sum"):
+                                agg.remove(call.action_id)
+                    if agg.window is not None:
+                        agg.entries = deque(sorted(agg.entries, key=lambda e: e.time))
+                self._aggs[key] = agg
+        return agg
+
+    def number(self, key: str, exclude: str | None = None) -> int | float:
+        """`count`/`sum` over the earlier calls (the call `exclude` left out), or for
+        `called`/`succeeded`/`seen` how many entries hold."""
+        return self._aggregate(key).read(self.now_ms, exclude)
+
+    def holds(self, key: str, exclude: str | None = None) -> bool:
+        return self._aggregate(key).read(self.now_ms, exclude) > 0
+
+    def entries_of(self, key: str, exclude: str | None = None) -> list[tuple[int, str]]:
+        """For evidence: (position, tool id) of the live entries of a call term."""
+        agg = self._aggregate(key)
+        agg.read(self.now_ms, None)
+        out = []
+        for call in self._order:
+            entry = agg.by_call.get(call.action_id)
+            if entry is not None and entry.alive and call.tool_call_id != exclude:
+                pos = call.authorised[0] if call.authorised else 0
+                out.append((pos, call.tool_id))
+        return out
+
+
+_FED = frozenset({"action.transition", USER_SAID, WORKFLOW_INPUT, "session.started", FACTS_UPDATED})
+
+
+def _contribution(terms: HistoryTerms, key: str, node: History, call: _Call) -> int | float | None:
+    """What an earlier call adds to a term (1, or its field for `sum`), or None when the term
+    does not take it (not selected, `when` does not hold, the field is not a number)."""
+    from .conditions import Scope, evaluate, read_path
+    from .policy import tool_view
+
+    tool = terms.spec.tools.get(call.tool_id)
+    if tool is None:
+        return None
+    op = call.args.get("op")
+    view = tool_view(tool, op if isinstance(op, str) and op in tool.operations else None)
+    if not terms.selects(key, view):
+        return None
+    scope = Scope(args=call.args, tool=view, result=_record(call.result))
+    if node.where is not None and not evaluate(node.where, scope):
+        return None
+    if node.func != "sum":
+        return 1
+    if node.field is None:
+        return None
+    value = read_path(node.field, scope)
+    if value.__class__ not in (int, float):
+        return None
+    return value  # type: ignore[no-any-return]
+
+
+def _record(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def result_labels(tool: Tool | None, data: Any) -> frozenset[str]:
+    """The data labels a result carries: its tool's, plus those of its fields present in it."""
+    if tool is None:
+        return frozenset()
+    labels = set(tool.labels)
+    if tool.output is not None and isinstance(data, Mapping):
+        stack: list[tuple[Any, Any]] = [(data, tool.output.fields)]
+        while stack:
+            value, fields = stack.pop()
+            if isinstance(value, list):
+                stack.extend((v, fields) for v in value)
+                continue
+            if not isinstance(value, Mapping):
+                continue
+            for fld in fields:
+                if value.get(fld.name) is None:
+                    continue
+                labels.update(fld.labels)
+                inner = fld.type
+                while inner.name in ("list", "map") and inner.item is not None:
+                    inner = inner.item
+                if inner.fields:
+                    stack.append((value[fld.name], inner.fields))
+    return frozenset(labels)
+
+
+def condition_terms(conditions: Iterable[Condition | None]) -> list[History]:
+    return [t for c in conditions for t in session_terms(c) if isinstance(t, History)]
