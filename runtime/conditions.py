@@ -544,14 +544,18 @@ ConditionFn = Callable[[Any, Mapping[str, Any], Mapping[str, Any], Mapping[str, 
 
 
 def compile_conditions(
-    conditions: Mapping[str, Condition], path_facts: Iterable[str] = ()
+    conditions: Mapping[str, Condition],
+    path_facts: Iterable[str] = (),
+    terms: HistoryTerms | None = None,
 ) -> dict[str, ConditionFn]:
     """Compile named conditions into functions `fn(call, args, tool_view, facts) -> bool`.
 
     All conditions go into one generated module, compiled once; `path_facts` names the facts
-    of type `path` (normalized when read).
+    of type `path` (normalized when read); `terms`, the spec's history terms, tells whether
+    the call itself feeds a `count` or `sum` (without it, only earlier calls count). The call
+    `x` carries the session's `ledger` and the call's `tool_call_id`.
     """
-    emitter = _Emitter(frozenset(path_facts))
+    emitter = _Emitter(frozenset(path_facts), terms)
     lines: list[str] = []
     names: dict[str, str] = {}
     for i, (key, cond) in enumerate(conditions.items()):

@@ -427,14 +427,15 @@ class Ledger:
             )
             if labels:
                 self._results.append((position, time_ms, labels))
-                for key, agg in self._aggs.items():
+                for key, seen in self._aggs.items():
                     node = self.terms.nodes[key]
                     if node.func == "seen" and node.label in labels:
-                        agg.add(_Entry(time_ms, 1, None))
+                        seen.add(_Entry(time_ms, 1, None))
         for key in self.terms.feeding(call.tool_id):
-            agg = self._aggs.get(key)
-            if agg is None:
+            found = self._aggs.get(key)
+            if found is None:
                 continue
+            agg = found
             node = self.terms.nodes[key]
             if self.terms.settles_on_result(key):
                 if call.succeeded or (node.func == "called" and call.authorised is not None):

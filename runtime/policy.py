@@ -658,8 +658,8 @@ def naive_decide(spec: Spec, policy_name: str, call: CallContext) -> Decision:
         and (rule.condition is None or evaluate(rule.condition, scope))
     ]
     decision = decide_from(policy.name, spec, policy.default, matched, view["risk"], tool.id)
-    win = policy.rules and next((r for r in matched if r.label == decision.rule), None)
-    if win and win.condition is not None and reads_session(win.condition):
+    win = next((r for r in matched if r.label == decision.rule), None)
+    if win is not None and win.condition is not None and reads_session(win.condition):
         return with_evidence(decision, win, call, scope.terms)
     return decision
 

@@ -106,9 +106,7 @@ def _spec() -> Spec:
             policy="m.pay",
             effect="allow",
             selectors=_sel("payments.send"),
-            condition=Compare(
-                op="in", left=iban, right=Path(root="fact", parts=("paid",))
-            ),
+            condition=Compare(op="in", left=iban, right=Path(root="fact", parts=("paid",))),
         ),
     )
     return Spec(
@@ -214,10 +212,15 @@ def test_a_restart_between_two_calls_gives_the_same_decision_and_evidence(
     second = _harness(SQLiteStore(db), clock)
     again = second.resume("ses-1")
     assert again.facts.values["paid"] == ["NL91ABNA0417164300"]
-    after = again.judge(again.call("c4") or again.normalize("payments.send", "c4", {"iban": IBAN}))[0]
+    after = again.judge(again.call("c4") or again.normalize("payments.send", "c4", {"iban": IBAN}))[
+        0
+    ]
     assert after == before
     assert (after.effect, after.rule) == ("ask", "pay.many")
     assert after.evidence == before.evidence != ()
     # the rebuilt ledger answers provenance like the live one
     mail = again.normalize("payments.send", "c5", {"iban": "DE89370400440532013000"})
-    assert again.judge(mail)[0].rule == s.judge(s.normalize("payments.send", "c5", {"iban": IBAN}))[0].rule
+    assert (
+        again.judge(mail)[0].rule
+        == s.judge(s.normalize("payments.send", "c5", {"iban": IBAN}))[0].rule
+    )
