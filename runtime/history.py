@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = [
     "FACTS_UPDATED",
     "USER_SAID",
+    "WORKFLOW_INPUT",
+    "WORKFLOW_STEP_RESULT",
     "HistoryTerms",
     "Ledger",
     "history_key",
@@ -54,6 +56,9 @@ FACTS_UPDATED = "facts.updated"
 """The event of changed facts (`Session.update_facts`, `on_success add`)."""
 WORKFLOW_INPUT = "workflow.input"
 """A workflow run's input, a source of kind `user`."""
+WORKFLOW_STEP_RESULT = "workflow.step_result"
+"""An earlier call step's result, recorded in a later step's session: a source of its tool's
+trust and labels."""
 
 
 def history_key(node: History) -> str:
@@ -353,10 +358,14 @@ class Ledger:
                     result = p.get("result")
                     data = result.get("data") if isinstance(result, Mapping) else None
                     self.finished(action, to, data, position=pos, time_ms=at)
-            elif kind in (USER_SAID, WORKFLOW_INPUT):
-                self.said(
-                    p.get("text"), position=pos
-                ) if kind == USER_SAID else self.workflow_input(p.get("input"), position=pos)
+            elif kind == USER_SAID:
+                self.said(p.get("text"), position=pos)
+            elif kind == WORKFLOW_INPUT:
+                self.workflow_input(p.get("input"), position=pos)
+            elif kind == WORKFLOW_STEP_RESULT:
+                tool = p.get("tool")
+                if isinstance(tool, str):
+                    self.result(tool, p.get("data"), position=pos, time_ms=at)
             elif kind == "session.started":
                 facts = p.get("facts")
                 if isinstance(facts, Mapping):
@@ -417,20 +426,7 @@ class Ledger:
         if data is not None:
             call.result = data
             call.result_at = (position, time_ms)
-            tool = self.terms.spec.tools.get(call.tool_id)
-            labels = result_labels(tool, data)
-            trust = (tool.trust if tool is not None else None) or "untrusted"
-            self.index.add_value(
-                data,
-                Source(trust, position, call.tool_id, labels),
-                tool.output if tool is not None else None,
-            )
-            if labels:
-                self._results.append((position, time_ms, labels))
-                for key, seen in self._aggs.items():
-                    node = self.terms.nodes[key]
-                    if node.func == "seen" and node.label in labels:
-                        seen.add(_Entry(time_ms, 1, None))
+            self.result(call.tool_id, data, position=position, time_ms=time_ms)
         for key in self.terms.feeding(call.tool_id):
             found = self._aggs.get(key)
             if found is None:
@@ -442,6 +438,24 @@ class Ledger:
                     self._enter(key, agg, call, time_ms)
             elif not call.succeeded and node.func in ("count", "sum"):
                 agg.remove(call.action_id)
+
+    def result(self, tool_id: str, data: Any, *, position: int, time_ms: int) -> None:
+        """A result a tool produced: a source of the tool's trust (per field where declared),
+        carrying the tool's labels and those of its fields present in it (`seen`)."""
+        tool = self.terms.spec.tools.get(tool_id)
+        labels = result_labels(tool, data)
+        trust = (tool.trust if tool is not None else None) or "untrusted"
+        self.index.add_value(
+            data,
+            Source(trust, position, tool_id, labels),
+            tool.output if tool is not None else None,
+        )
+        if labels:
+            self._results.append((position, time_ms, labels))
+            for key, seen in self._aggs.items():
+                node = self.terms.nodes[key]
+                if node.func == "seen" and node.label in labels:
+                    seen.add(_Entry(time_ms, 1, None))
 
     # -- aggregates -------------------------------------------------------------------------
 
@@ -514,7 +528,16 @@ class Ledger:
         return out
 
 
-_FED = frozenset({"action.transition", USER_SAID, WORKFLOW_INPUT, "session.started", FACTS_UPDATED})
+_FED = frozenset(
+    {
+        "action.transition",
+        USER_SAID,
+        WORKFLOW_INPUT,
+        WORKFLOW_STEP_RESULT,
+        "session.started",
+        FACTS_UPDATED,
+    }
+)
 
 
 def _contribution(terms: HistoryTerms, key: str, node: History, call: _Call) -> int | float | None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .approvals import Approvals
 from .availability import Facts
 from .canonical import jsonable
 from .events import NO_SECRETS, Event, NewEvent, Secrets
+from .history import WORKFLOW_INPUT, WORKFLOW_STEP_RESULT
 from .lifecycle import ActionState
 from .model import Agent
 from .normalize import Refusal
@@ -194,9 +195,26 @@ def call_step(
         return found
     view, buffer = _step_harness(h)
     session = _step_session(view, ctx, step_name, stream)
+    seed_sources(session, ctx.get("sources"))
     outcome = _governed(view, session, tool, args, call_id, approval)
     session.end("completed" if outcome["status"] == "succeeded" else outcome["status"])
     return _commit(h, buffer, stream, outcome, after(outcome))
+
+
+def seed_sources(session: Any, sources: Mapping[str, Any] | None) -> None:
+    """Record a workflow run's sources in a step's session, so its policy reads provenance:
+    the run's input (`workflow.input`, of kind `user`) and each earlier call step's result
+    (`workflow.step_result`, of its tool's trust and labels)."""
+    if not sources:
+        return
+    if sources.get("input"):
+        session._append("State", WORKFLOW_INPUT, {"input": sources["input"]})
+    for name, found in sorted((sources.get("steps") or {}).items()):
+        session._append(
+            "State",
+            WORKFLOW_STEP_RESULT,
+            {"step": name, "tool": found.get("tool"), "data": found.get("value")},
+        )
 
 
 def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: str) -> Any:

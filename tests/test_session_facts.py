@@ -224,3 +224,32 @@ def test_a_restart_between_two_calls_gives_the_same_decision_and_evidence(
         again.judge(mail)[0].rule
         == s.judge(s.normalize("payments.send", "c5", {"iban": IBAN}))[0].rule
     )
+
+
+def test_a_requires_reading_the_session_is_refused_with_a_reason_not_a_traceback() -> None:
+    spec = _spec()
+    tool = spec.tools["mail.read"].model_copy(
+        update={"requires": History(func="called", selectors=_sel("crm.lookup"))}
+    )
+    h = Harness(spec.model_copy(update={"tools": {**spec.tools, "mail.read": tool}}))
+    found = h.availability().tools["mail.read"]
+    assert not found.available
+    assert "reads the session" in (found.reason or "")
+
+
+def test_a_workflow_steps_policy_sees_the_run_input_and_earlier_step_results() -> None:
+    from harnessc.runtime.workflow_steps import seed_sources
+
+    h = _harness(None, Clock())
+    s = h.session("bot", actor={"user": "u"})
+    seed_sources(
+        s,
+        {
+            "input": {"payee": IBAN},
+            "steps": {"read": {"tool": "mail.read", "value": {"body": "to NL91ABNA0417164300"}}},
+        },
+    )
+    assert _run(s, "payments.send", "c1", {"iban": IBAN}).rule is None  # from the input: user
+    injected = _run(s, "payments.send", "c2", {"iban": "NL91ABNA0417164300"})
+    assert injected.rule == "pay.injected"
+    assert "event #" in injected.evidence[0]
