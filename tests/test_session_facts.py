@@ -253,3 +253,12 @@ def test_a_workflow_steps_policy_sees_the_run_input_and_earlier_step_results() -
     injected = _run(s, "payments.send", "c2", {"iban": "NL91ABNA0417164300"})
     assert injected.rule == "pay.injected"
     assert "event #" in injected.evidence[0]
+
+
+def test_the_evidence_view_shows_what_the_session_showed_the_rule() -> None:
+    h = _harness(None, Clock())
+    s = h.session("bot", actor={"user": "u"})
+    _run(s, "mail.read", "c1", {"id": "m1"})
+    _run(s, "payments.send", "c2", {"iban": IBAN})
+    (item,) = s.evidence().for_call("c2")
+    assert item.session_evidence and "only in the result of `mail.read`" in item.proves
