@@ -43,7 +43,7 @@ from .model import (
     Quantified,
     RecordValue,
 )
-from .provenance import extract, provenance_holds
+from .provenance import KIND_BITS, Origin, extract, provenance_holds
 from .semantics import (
     _NUM,
     _SEQ,
@@ -223,9 +223,13 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
 # running), `a` the normalized arguments, `t` the call's tool view, `f` the facts.
 
 
-def _prov(ledger: Ledger | None, value: Any, source: str, label: str | None, only: bool) -> bool:
-    index = ledger.index if ledger is not None else None
-    return provenance_holds(index, value, source, label, only)
+_ABSENT_VALUE = object()  # `_origin` of an absent value: neither an origin nor nowhere
+
+
+def _origin(ledger: Ledger | None, value: Any) -> Any:
+    if value is None:
+        return _ABSENT_VALUE
+    return None if ledger is None else ledger.index.lookup(value)
 
 
 def _hnum(x: Any, key: str) -> int | float:
@@ -249,7 +253,8 @@ def _qlist(value: Any) -> Any:
 def _helpers() -> dict[str, Any]:
     return {
         "_NUM": _NUM,
-        "_prov": _prov,
+        "_origin": _origin,
+        "_Origin": Origin,
         "_hnum": _hnum,
         "_hold": _hold,
         "_numv": _numv,
@@ -417,10 +422,17 @@ class _Emitter:
         if isinstance(node, Compare):
             return self.compare(node)
         if isinstance(node, Provenance):
-            value = self.operand(node.value)
-            source, label = self.const(node.source), self.const(node.label)
+            # one normalisation and one dict lookup (`provenance_holds` is the meaning)
             ledger = "None" if self.own_call else "x.ledger"
-            return f"_prov({ledger}, {value}, {source}, {label}, {node.only!r})"
+            o = self.temp()
+            found = f"({o} := _origin({ledger}, {self.operand(node.value)}))"
+            if node.source == "nowhere":
+                return f"({found} is None)"
+            if node.source == "label":
+                return f"({found}.__class__ is _Origin and {self.const(node.label)} in {o}.labels)"
+            bit = self.const(KIND_BITS[node.source])
+            test = f"{o}.mask == {bit}" if node.only else f"{o}.mask & {bit} != 0"
+            return f"({found}.__class__ is _Origin and {test})"
         if isinstance(node, Quantified):
             over = self.operand(node.over)
             items = self.temp()

@@ -42,14 +42,8 @@ def session_evidence(
         terms=terms,
     )
     if terms is not None:
-        from .policy import tool_view
-
-        tool = terms.spec.tools.get(call.tool_id)
-        if tool is not None:
-            op = call.args.get("op")
-            scope.tool = tool_view(
-                tool, op if isinstance(op, str) and op in tool.operations else None
-            )
+        op = call.args.get("op")
+        scope.tool = terms.view(call.tool_id, op if isinstance(op, str) else None)
     out: list[str] = []
     _walk(cond, scope, out)
     return tuple(dict.fromkeys(out))[:_MAX_SENTENCES]

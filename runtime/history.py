@@ -61,9 +61,20 @@ WORKFLOW_STEP_RESULT = "workflow.step_result"
 trust and labels."""
 
 
+_KEYS: dict[int, tuple[History, str]] = {}
+
+
 def history_key(node: History) -> str:
-    """A history term's identity: its canonical JSON."""
-    return json.dumps(node.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """A history term's identity: its canonical JSON (remembered per node object, which the
+    memo keeps alive so its id is not reused)."""
+    found = _KEYS.get(id(node))
+    if found is not None and found[0] is node:
+        return found[1]
+    key = json.dumps(node.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    if len(_KEYS) >= 4096:
+        _KEYS.clear()
+    _KEYS[id(node)] = (node, key)
+    return key
 
 
 def time_ms(text: str) -> int:
@@ -131,6 +142,7 @@ class HistoryTerms:
         self._settle_on_result: dict[str, bool] = {}
         self._selected: dict[tuple[Any, ...], bool] = {}
         self._by_tool: dict[str, list[str]] = {}
+        self._views: dict[tuple[str, str | None], dict[str, Any]] = {}
         self._lock = threading.Lock()
         for policy in spec.policies.values():
             for rule in policy.rules:
@@ -175,6 +187,19 @@ class HistoryTerms:
                     if node.func != "seen" and _may_select(node, tool):
                         found.append(key)
             self._by_tool[tool_id] = found
+        return found
+
+    def view(self, tool_id: str, op: str | None = None) -> dict[str, Any]:
+        """A call's tool view (`tool.*`), computed once per tool and operation."""
+        found = self._views.get((tool_id, op))
+        if found is None:
+            from .policy import tool_view
+
+            tool = self.spec.tools.get(tool_id)
+            if tool is None:
+                return {"id": tool_id}
+            found = tool_view(tool, op if op in tool.operations else None)
+            self._views[tool_id, op] = found
         return found
 
     def tools_fed(self, key: str) -> list[str]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import takewhile
 from types import CodeType, FunctionType
@@ -671,4 +671,21 @@ def with_evidence(
     if call.ledger is None or rule.condition is None:
         return decision
     found = session_evidence(rule.condition, call, terms)
-    return replace(decision, evidence=found) if found else decision
+    if not found:
+        return decision
+    d = decision
+    return Decision(
+        d.effect,
+        d.rule,
+        d.matched,
+        d.reason,
+        d.instead,
+        d.approvers,
+        d.grant,
+        d.default_used,
+        d.origin,
+        d.policy,
+        d.tool_id,
+        d.requester_may_approve,
+        found,
+    )

@@ -64,6 +64,11 @@ _WHOLE = {
     "number": re.compile("-?(?:" + _NUMBER + ")"),
     "host": re.compile(_HOST),
 }
+_NUMBER_WHOLE = _WHOLE["number"].fullmatch
+_EMAIL_WHOLE = _WHOLE["email"].fullmatch
+_URL_WHOLE = _WHOLE["url"].fullmatch
+_HOST_WHOLE = _WHOLE["host"].fullmatch
+_IBAN_WHOLE = _WHOLE["iban"].fullmatch
 # one scan over a text: the leftmost token wins, the longer kinds tried first
 _SCAN = re.compile(
     r"(?<![\w@.+-])(?:"
@@ -127,16 +132,17 @@ def normalize(value: Any) -> str | None:
         text = _nfc(value)
         if not text:
             return None
+        # each kind's pattern runs only when a cheap test of the text allows it
         first = text[0]
-        if (first.isdigit() or first == "-") and _WHOLE["number"].fullmatch(text):
+        if (first.isdigit() or first == "-") and _NUMBER_WHOLE(text):
             return _number_text(text)
-        if _WHOLE["email"].fullmatch(text):
+        if "@" in text and _EMAIL_WHOLE(text):
             return text.lower()
-        if _WHOLE["url"].fullmatch(text):
+        if "://" in text and _URL_WHOLE(text):
             return _url_text(text)
-        if _WHOLE["iban"].fullmatch(text):
+        if len(text) >= 14 and "A" <= first <= "Z" and _IBAN_WHOLE(text):
             return text.replace(" ", "")
-        if _WHOLE["host"].fullmatch(text):
+        if "." in text and _HOST_WHOLE(text):
             return text.lower()
         return text
     if cls is int:
@@ -255,15 +261,20 @@ class ProvenanceIndex:
     """A session's index: normalised value → `Origin`. Sources are added once (`add_text`,
     `add_value`); `lookup` is one `normalize` and one dict lookup."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("_last", "_version", "entries")
 
     def __init__(self) -> None:
         self.entries: dict[str, Origin] = {}
+        # the last value looked up and its answer: a decision testing one argument against
+        # several sources normalises it once (cleared whenever a source enters)
+        self._version = 0
+        self._last: tuple[Any, Origin | None, int] = (None, None, -1)
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def _put(self, key: str, source: Source) -> None:
+        self._version += 1
         found = self.entries.get(key)
         if found is None:
             found = self.entries[key] = Origin()
@@ -305,8 +316,13 @@ class ProvenanceIndex:
 
     def lookup(self, value: Any) -> Origin | None:
         """The sources of a value (one normalisation, one dict lookup); None: nowhere."""
+        last, version = self._last, self._version
+        if last[0] is value and last[2] == version:
+            return last[1]
         key = normalize(value)
-        return None if key is None else self.entries.get(key)
+        found = None if key is None else self.entries.get(key)
+        self._last = (value, found, version)
+        return found
 
     def kinds_of(self, value: Any) -> frozenset[str]:
         found = self.lookup(value)
