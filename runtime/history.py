@@ -29,7 +29,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .model import And, Condition, History, Not, Or, Path, Provenance, Quantified, Spec, Tool
+from .model import (
+    And,
+    Condition,
+    History,
+    Not,
+    Or,
+    Path,
+    Provenance,
+    Quantified,
+    SessionStep,
+    Spec,
+    Tool,
+)
 from .provenance import ProvenanceIndex, Source
 from .semantics import selects
 
@@ -253,7 +265,14 @@ class _Aggregate:
     def add(self, entry: _Entry) -> None:
         self.total += entry.value
         if self.window is not None:
-            self.entries.append(entry)
+            entries = self.entries
+            if entries and entry.time < entries[-1].time:  # out of time order: keep it sorted
+                at = len(entries)
+                while at and entries[at - 1].time > entry.time:
+                    at -= 1
+                entries.insert(at, entry)
+            else:
+                entries.append(entry)
         if entry.call is not None:
             self.by_call[entry.call] = entry
 
@@ -318,6 +337,38 @@ class Ledger:
         self._results: list[tuple[int, int, frozenset[str]]] = []  # (position, time, labels)
         self._cursor: dict[str, int] = {}
         self._lock = threading.RLock()
+
+    @classmethod
+    def from_steps(cls, terms: HistoryTerms, steps: Iterable[SessionStep], now_ms: int) -> Ledger:
+        """A ledger for a spec test's session (`SpecTest.before`), in written order: a user
+        message, or an earlier call that was authorised and succeeded with its result
+        (`ago_ms` before `now_ms`, else at `now_ms`). Event positions are 1, 2, …; the
+        ledger's clock is `now_ms`.
+
+        >>> from harnessc.runtime.model import SessionStep, Spec
+        >>> ledger = Ledger.from_steps(HistoryTerms(Spec(name="s", root_module="s")),
+        ...     [SessionStep(said="pay DE89370400440532013000")], 0)
+        >>> ledger.index.kinds_of("DE89370400440532013000")
+        frozenset({'user'})
+        """
+        ledger = cls(terms)
+        position = 0
+        for n, step in enumerate(steps, 1):
+            position += 1
+            if step.said is not None:
+                ledger.said(step.said, position=position)
+                continue
+            if step.tool is None:
+                continue
+            at = now_ms - (step.ago_ms or 0)
+            action = f"earlier-{n}"
+            ledger.requested(
+                action, step.tool, step.args, position=position, time_ms=at, tool_call_id=action
+            )
+            ledger.authorised(action, position=position, time_ms=at)
+            ledger.finished(action, "SUCCEEDED", step.result, position=position, time_ms=at)
+        ledger.now_ms = now_ms
+        return ledger
 
     # -- streams and the log ------------------------------------------------------------------
 
