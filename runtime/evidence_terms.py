@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .conditions import Scope, evaluate, history_value, value_of
+from .conditions import Scope, _dig, history_value, value_of
 from .history import HistoryTerms, history_key
 from .model import (
     DURATION_UNITS,
@@ -20,7 +20,7 @@ from .model import (
     Provenance,
     Quantified,
 )
-from .provenance import Origin, Source
+from .provenance import Origin, Source, provenance_holds
 
 if TYPE_CHECKING:
     from .policy import CallContext
@@ -33,44 +33,83 @@ _MAX_SENTENCES = 8
 def session_evidence(
     cond: Condition, call: CallContext, terms: HistoryTerms | None
 ) -> tuple[str, ...]:
-    """The sentences for the session terms of `cond` that held for this call."""
-    scope = Scope(
-        args=call.args,
-        tool={"id": call.tool_id},
-        call=call.call,
-        ledger=call.ledger,
-        terms=terms,
-    )
-    if terms is not None:
-        op = call.args.get("op")
-        scope.tool = terms.view(call.tool_id, op if isinstance(op, str) else None)
+    """The sentences for the session terms of `cond` that held for this call (a provenance
+    term under `not`: when it did not hold, saying where the value does appear)."""
     out: list[str] = []
-    _walk(cond, scope, out)
+    _Walk(call, terms, out).walk(cond, False, None)
     return tuple(dict.fromkeys(out))[:_MAX_SENTENCES]
 
 
-def _walk(node: object, scope: Scope, out: list[str]) -> None:
-    if isinstance(node, And | Or):
-        for item in node.items:
-            _walk(item, scope, out)
-    elif isinstance(node, Not):
-        _walk(node.item, scope, out)
-    elif isinstance(node, Provenance):
-        if evaluate(node, scope):
-            out.append(_describe_provenance(node, scope))
-    elif isinstance(node, Quantified):
-        items = value_of(node.over, scope)
-        if isinstance(items, list | tuple):
-            for item in items:
-                inner = replace(scope, vars={**scope.vars, node.var: item})
-                _walk(node.body, inner, out)
-    elif isinstance(node, History):
-        out.append(f"`{describe_history(node)}` is {_shown(history_value(node, scope))}")
-    else:
-        for name in ("left", "right", "of"):
-            child = getattr(node, name, None)
-            if isinstance(child, History):
-                _walk(child, scope, out)
+class _Walk:
+    __slots__ = ("call", "out", "scope", "terms")
+
+    def __init__(self, call: CallContext, terms: HistoryTerms | None, out: list[str]) -> None:
+        self.call, self.terms, self.out = call, terms, out
+        self.scope: Scope | None = None
+
+    def base(self) -> Scope:
+        """The call as the interpreter reads it, built once, when a term needs it."""
+        if self.scope is None:
+            call, terms = self.call, self.terms
+            op = call.args.get("op")
+            view = (
+                terms.view(call.tool_id, op if isinstance(op, str) else None)
+                if terms is not None
+                else {"id": call.tool_id}
+            )
+            self.scope = Scope(
+                args=call.args,
+                tool=view,
+                call={"tool_call_id": call.tool_call_id},
+                ledger=call.ledger,
+                terms=terms,
+            )
+        return self.scope
+
+    def walk(self, node: object, negated: bool, scope: Scope | None) -> None:
+        if isinstance(node, Provenance):
+            self.provenance(node, negated, scope)
+        elif isinstance(node, And | Or):
+            for item in node.items:
+                self.walk(item, negated, scope)
+        elif isinstance(node, Not):
+            self.walk(node.item, not negated, scope)
+        elif isinstance(node, Quantified):
+            outer = scope or self.base()
+            items = value_of(node.over, outer)
+            if isinstance(items, list | tuple):
+                for item in items:
+                    inner = replace(outer, vars={**outer.vars, node.var: item})
+                    self.walk(node.body, negated, inner)
+        elif isinstance(node, History):
+            value = history_value(node, scope or self.base())
+            self.out.append(f"`{describe_history(node)}` is {_shown(value)}")
+        else:
+            for name in ("left", "right", "of"):
+                child = getattr(node, name, None)
+                if isinstance(child, History):
+                    self.walk(child, negated, scope)
+
+    def provenance(self, node: Provenance, negated: bool, scope: Scope | None) -> None:
+        path = node.value
+        if scope is None and isinstance(path, Path) and path.root == "args":
+            value = _dig(self.call.args, path.parts)  # the common case: no scope to build
+        else:
+            scope = scope or self.base()
+            value = value_of(path, scope)
+        ledger = self.call.ledger
+        index = ledger.index if ledger is not None else None
+        if provenance_holds(index, value, node.source, node.label, node.only) == negated:
+            return
+        if value is None:
+            return  # an absent value: nothing to say of where it appeared
+        what = f"`{_path_text(path, scope)}`"
+        origin = index.lookup(value) if index is not None else None
+        if origin is None:
+            self.out.append(f"{what} appeared in no source")
+        else:
+            only = " only" if len(origin.kinds) == 1 else ""
+            self.out.append(f"{what} appears{only} in {_sources(origin)}")
 
 
 def _shown(value: Any) -> str:
@@ -79,27 +118,15 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def _path_text(node: object, scope: Scope) -> str:
+def _path_text(node: object, scope: Scope | None) -> str:
     if isinstance(node, Path):
-        if node.root == "var" and node.parts:
+        if node.root == "var" and node.parts and scope is not None:
             value = scope.vars.get(node.parts[0])
             if not node.parts[1:] and isinstance(value, str | int | float):
                 return f"{value}"
             return ".".join(node.parts)
         return ".".join((node.root, *node.parts))
     return "the value"
-
-
-def _describe_provenance(node: Provenance, scope: Scope) -> str:
-    what = f"`{_path_text(node.value, scope)}`"
-    if node.source == "nowhere":
-        return f"{what} appeared in no source"
-    index = scope.ledger.index if scope.ledger is not None else None
-    origin = index.lookup(value_of(node.value, scope)) if index is not None else None
-    if origin is None:
-        return f"{what} appeared in no source"
-    only = " only" if len(origin.kinds) == 1 else ""
-    return f"{what} appears{only} in {_sources(origin)}"
 
 
 def _sources(origin: Origin) -> str:

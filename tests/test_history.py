@@ -401,3 +401,29 @@ def test_every_provenance_form_compiles_to_the_interpreters_answer() -> None:
         False,
         False,
     ) in answers
+
+
+def test_evidence_names_the_sources_of_a_value_a_negated_term_refused() -> None:
+    spec = _spec()
+    s_path = Path(root="args", parts=("s",))
+    rule = Rule(
+        label="p.r",
+        policy="m.p",
+        effect="deny",
+        selectors=_sel("del"),
+        condition=Not(item=Provenance(value=s_path, source="user")),
+    )
+    spec = spec.model_copy(update={"policies": {"m.p": Policy(name="m.p", rules=(rule,))}})
+    engine = PolicyEngine(spec)
+    ledger = Ledger(engine.terms)
+    _call(ledger, 1, "pay", {}, 0, state="SUCCEEDED", data={"v": "ref-424242"})
+    for s in ("ref-424242", "made-up-1"):
+        call = CallContext("del", {"s": s}, ledger=ledger, tool_call_id="x")
+        decision = engine.decider("p").decide(call)
+        assert decision == naive_decide(spec, "p", call)
+        assert decision.rule == "p.r" and len(decision.evidence) == 1
+    assert engine.decider("p").decide(
+        CallContext("del", {"s": "ref-424242"}, ledger=ledger)
+    ).evidence == (
+        "`args.s` appears only in the result of `pay` (untrusted, labels secret), event #12",
+    )
