@@ -89,9 +89,13 @@ def history_key(node: History) -> str:
     return key
 
 
-def time_ms(text: str) -> int:
-    """An event's recorded time (RFC 3339) in milliseconds since the epoch."""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+def time_ms(text: str) -> int | None:
+    """An event's recorded time (RFC 3339) in milliseconds since the epoch; None when the
+    event has none (a workflow step's buffer, whose events are timed when committed)."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
     return int(moment.timestamp() * 1000)
 
 
@@ -383,23 +387,28 @@ class Ledger:
     def sync(self, store: EventStore, now_ms: int | None = None) -> None:
         """Read the family's events appended since the last look, in log order."""
         with self._lock:
+            if now_ms is not None:
+                self.now_ms = now_ms
             found: list[Event] = []
             for stream, after in self._cursor.items():
                 found.extend(store.read(stream, after=after))
             found.sort(key=lambda e: e.position)
             for event in found:
                 self.feed(event)
-            if now_ms is not None:
-                self.now_ms = now_ms
 
     def rebind(self, terms: HistoryTerms) -> None:
-        """Judge under another spec's terms: the aggregates are rebuilt from the calls kept."""
+        """Judge under another spec (`Harness.load`): everything is forgotten and read again
+        from the log at the next `sync`, since a tool's trust, labels and output schema (what
+        the index holds) may have changed with it."""
         with self._lock:
             if terms is not self.terms:
                 self.terms = terms
+                self.index = ProvenanceIndex()
                 self._aggs.clear()
-                for call in self._order:
-                    call.fed.clear()
+                self._calls.clear()
+                self._order.clear()
+                self._results.clear()
+                self._cursor = dict.fromkeys(self._cursor, 0)
 
     def feed(self, event: Event) -> None:
         """Take one stored event of the family into the ledger."""
@@ -412,6 +421,8 @@ class Ledger:
                 return
             p = event.payload
             at = time_ms(event.time)
+            if at is None:
+                at = self.now_ms  # not yet timed: it happens now
             pos = event.position
             if kind == "action.transition":
                 to = p.get("to")

@@ -292,3 +292,14 @@ def test_children_share_the_ledger_and_a_spec_tests_session_is_built_from_steps(
         CallContext("payments.send", {"iban": IBAN}, ledger=ledger, tool_call_id="t")
     )
     assert decision.matched == ("pay.injected", "pay.many")
+
+
+def test_a_spec_reloaded_with_another_trust_judges_the_session_anew() -> None:
+    h = _harness(None, Clock())
+    s = h.session("bot", actor={"user": "u"})
+    _run(s, "mail.read", "c1", {"id": "m1"})
+    assert _run(s, "payments.send", "c2", {"iban": IBAN}).rule == "pay.injected"
+    spec = _spec()
+    trusted = spec.tools["mail.read"].model_copy(update={"trust": "trusted"})
+    h.load(spec.model_copy(update={"tools": {**spec.tools, "mail.read": trusted}}))
+    assert _run(s, "payments.send", "c3", {"iban": IBAN}).rule is None
