@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .history import HistoryTerms, Ledger, history_key
 from .model import (
     And,
     Compare,
@@ -57,6 +56,10 @@ from .semantics import (
     risk_of,
     value_eq,
 )
+from .session_terms import history_key
+
+if TYPE_CHECKING:
+    from .history import HistoryTerms, Ledger
 
 __all__ = ["Scope", "compile_conditions", "evaluate"]
 

@@ -21,7 +21,6 @@ entries that left its window).
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -29,21 +28,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .conditions import Scope, evaluate, read_path
 from .model import (
-    And,
     Condition,
     History,
-    Not,
-    Or,
-    Path,
-    Provenance,
-    Quantified,
     SessionStep,
     Spec,
     Tool,
 )
 from .provenance import ProvenanceIndex, Source
-from .semantics import selects
+from .semantics import selects, tool_view
+from .session_terms import history_key, reads_result, reads_session, session_terms
 
 if TYPE_CHECKING:
     from .events import Event
@@ -73,22 +68,6 @@ WORKFLOW_STEP_RESULT = "workflow.step_result"
 trust and labels."""
 
 
-_KEYS: dict[int, tuple[History, str]] = {}
-
-
-def history_key(node: History) -> str:
-    """A history term's identity: its canonical JSON (remembered per node object, which the
-    memo keeps alive so its id is not reused)."""
-    found = _KEYS.get(id(node))
-    if found is not None and found[0] is node:
-        return found[1]
-    key = json.dumps(node.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    if len(_KEYS) >= 4096:
-        _KEYS.clear()
-    _KEYS[id(node)] = (node, key)
-    return key
-
-
 def time_ms(text: str) -> int | None:
     """An event's recorded time (RFC 3339) in milliseconds since the epoch; None when the
     event has none (a workflow step's buffer, whose events are timed when committed)."""
@@ -97,55 +76,6 @@ def time_ms(text: str) -> int | None:
     except ValueError:
         return None
     return int(moment.timestamp() * 1000)
-
-
-def _children(node: object) -> Iterable[object]:
-    if isinstance(node, And | Or):
-        return node.items
-    if isinstance(node, Not):
-        return (node.item,)
-    if isinstance(node, Quantified):
-        return (node.over, node.body)
-    if isinstance(node, Provenance):
-        return (node.value,)
-    out: list[object] = []
-    for name in ("left", "right", "of", "items"):
-        value = getattr(node, name, None)
-        if isinstance(value, tuple):
-            out.extend(value)
-        elif value is not None and not isinstance(value, str):
-            out.append(value)
-    fields = getattr(node, "fields", None)
-    if isinstance(fields, dict):
-        out.extend(fields.values())
-    return out
-
-
-def session_terms(cond: object) -> list[History | Provenance]:
-    """The provenance and history terms inside a condition, outermost first (not those inside
-    a history term's `when`, which reads the earlier call)."""
-    out: list[History | Provenance] = []
-    stack = [cond]
-    while stack:
-        node = stack.pop()
-        if node is None:
-            continue
-        if isinstance(node, History | Provenance):
-            out.append(node)
-            if isinstance(node, History):
-                continue
-        stack.extend(reversed(list(_children(node))))
-    return out
-
-
-def reads_session(cond: object) -> bool:
-    return bool(session_terms(cond))
-
-
-def _reads_result(node: object) -> bool:
-    if isinstance(node, Path):
-        return node.root == "result"
-    return any(_reads_result(child) for child in _children(node))
 
 
 class HistoryTerms:
@@ -182,7 +112,7 @@ class HistoryTerms:
             with self._lock:
                 self.nodes[key] = node
                 self._settle_on_result[key] = node.func == "succeeded" or (
-                    _reads_result(node.where) or _reads_result(node.field)
+                    reads_result(node.where) or reads_result(node.field)
                 )
                 self._by_tool.clear()
         return key
@@ -209,8 +139,6 @@ class HistoryTerms:
         """A call's tool view (`tool.*`), computed once per tool and operation."""
         found = self._views.get((tool_id, op))
         if found is None:
-            from .policy import tool_view
-
             tool = self.spec.tools.get(tool_id)
             if tool is None:
                 return {"id": tool_id}
@@ -237,8 +165,6 @@ class HistoryTerms:
 
 
 def _may_select(node: History, tool: Tool) -> bool:
-    from .policy import tool_view
-
     views = [tool_view(tool), *(tool_view(tool, op) for op in tool.operations)]
     return any(selects(s, tool, v) for s in node.selectors for v in views)
 
@@ -630,9 +556,6 @@ _FED = frozenset(
 def _contribution(terms: HistoryTerms, key: str, node: History, call: _Call) -> int | float | None:
     """What an earlier call adds to a term (1, or its field for `sum`), or None when the term
     does not take it (not selected, `when` does not hold, the field is not a number)."""
-    from .conditions import Scope, evaluate, read_path
-    from .policy import tool_view
-
     tool = terms.spec.tools.get(call.tool_id)
     if tool is None:
         return None

@@ -50,7 +50,7 @@ from .model import (
     Type,
     requester_may_approve,
 )
-from .semantics import normalize_path, selects
+from .semantics import normalize_path, selects, tool_view
 
 __all__ = [
     "NO_RULE_REASON",
@@ -156,20 +156,6 @@ class Decision:
 
 # ---------------------------------------------------------------------------------------------
 # The registry side: tool views, selectors, path arguments
-
-
-def tool_view(tool: Tool, op: str | None = None) -> dict[str, Any]:
-    """`tool.*` for a call: its operation's risk and effects when `op` names one."""
-    operation = tool.operations.get(op) if op is not None else None
-    return {
-        "id": tool.id,
-        "kind": tool.kind,
-        "version": tool.version,
-        "risk": operation.risk if operation else tool.risk,
-        "effects": tuple(sorted(operation.effects)) if operation else tool.effects,
-        "tags": tool.tags,
-        "packs": tool.packs,
-    }
 
 
 def _views(tool: Tool) -> list[dict[str, Any]]:

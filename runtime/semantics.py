@@ -50,6 +50,7 @@ __all__ = [
     "ordering_kind",
     "risk_of",
     "selects",
+    "tool_view",
     "value_endswith",
     "value_eq",
     "value_has",
@@ -558,3 +559,17 @@ def selects(selector: Selector, tool: Tool, view: Mapping[str, Any] | None = Non
     if kind == "effects":
         return selector.value in (view["effects"] if view else tool.effects)
     return False
+
+
+def tool_view(tool: Tool, op: str | None = None) -> dict[str, Any]:
+    """`tool.*` for a call: its operation's risk and effects when `op` names one."""
+    operation = tool.operations.get(op) if op is not None else None
+    return {
+        "id": tool.id,
+        "kind": tool.kind,
+        "version": tool.version,
+        "risk": operation.risk if operation else tool.risk,
+        "effects": tuple(sorted(operation.effects)) if operation else tool.effects,
+        "tags": tool.tags,
+        "packs": tool.packs,
+    }
