@@ -523,10 +523,12 @@ class Ledger:
     def number(self, key: str, exclude: str | None = None) -> int | float:
         """`count`/`sum` over the earlier calls (the call `exclude` left out), or for
         `called`/`succeeded`/`seen` how many entries hold."""
-        return self._aggregate(key).read(self.now_ms, exclude)
+        with self._lock:  # a read drops expired entries: one reader or feeder at a time
+            return self._aggregate(key).read(self.now_ms, exclude)
 
     def holds(self, key: str, exclude: str | None = None) -> bool:
-        return self._aggregate(key).read(self.now_ms, exclude) > 0
+        with self._lock:
+            return self._aggregate(key).read(self.now_ms, exclude) > 0
 
     def entries_of(self, key: str, exclude: str | None = None) -> list[tuple[int, str]]:
         """For evidence: (position, tool id) of the live entries of a call term."""
