@@ -354,6 +354,263 @@ def cedar_decider(n: int, parsed: bool = True) -> Callable[[CallContext], str]:
 # ---------------------------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------------------------
+# Session-aware policy: provenance and history terms against the same policy without them
+#
+#     .venv/bin/python bench/decide.py --session [--calls 20000] [--rounds 3]
+#
+# The spec is built as IR (runtime/model.py): 50 tools, among them `mail.read` (untrusted
+# results), `payments.send` and `files.delete`. The base policy judges payments by amount and
+# role; the session policy has the same rules plus `args.iban from untrusted only` (deny),
+# `args.iban from nowhere` (deny), `sum(args.amount of payments.send within 24h) >= 30000`
+# (ask) and `count(files.delete within 10m) > 5` (ask). Each is measured over a session of 0,
+# 100 and 1,000 earlier calls (every other one a mail whose body names IBANs), and over 1,000
+# earlier calls whose results total about 10 MB. `decide` includes the evidence a decision
+# carries when a session term decided it.
+
+
+def _session_spec() -> Spec:
+    from harnessc.runtime.model import (
+        Compare,
+        DefaultDecision,
+        Field,
+        History,
+        ListValue,
+        Literal,
+        Policy,
+        Provenance,
+        Rule,
+        Schema,
+        Selector,
+        Tool,
+        Type,
+    )
+    from harnessc.runtime.model import (
+        Path as P,
+    )
+
+    def sel(tool: str) -> tuple[Selector, ...]:
+        return (Selector(kind="id", value=tool, text=tool),)
+
+    def field(name: str, type_: str) -> Field:
+        return Field(name=name, type=Type(name=type_, optional=True))  # type: ignore[arg-type]
+
+    def lit(value: Any) -> Literal:
+        return Literal(value=value, type="int" if isinstance(value, int) else "string")
+
+    amount, iban = P(root="args", parts=("amount",)), P(root="args", parts=("iban",))
+    tools = {f"misc.t{i}": Tool(id=f"misc.t{i}", wire_name=f"misc_t{i}") for i in range(47)}
+    tools["mail.read"] = Tool(
+        id="mail.read",
+        wire_name="mail_read",
+        input=Schema(fields=(field("id", "string"),)),
+        output=Schema(fields=(field("sender", "string"), field("body", "string"))),
+    )
+    tools["payments.send"] = Tool(
+        id="payments.send",
+        wire_name="payments_send",
+        input=Schema(fields=(field("iban", "string"), field("amount", "int"))),
+    )
+    tools["files.delete"] = Tool(
+        id="files.delete", wire_name="files_delete", input=Schema(fields=(field("p", "string"),))
+    )
+    roles = Compare(
+        op="in",
+        left=P(root="actor", parts=("role",)),
+        right=ListValue(items=(lit("finance"), lit("sre"))),
+    )
+    base = (
+        Rule(
+            label="p.big",
+            policy="b.p",
+            effect="deny",
+            selectors=sel("payments.send"),
+            condition=Compare(op=">", left=amount, right=lit(50_000)),
+        ),
+        Rule(
+            label="p.mid",
+            policy="b.p",
+            effect="ask",
+            selectors=sel("payments.send"),
+            condition=Compare(op=">", left=amount, right=lit(10_000)),
+        ),
+        Rule(
+            label="p.ok",
+            policy="b.p",
+            effect="allow",
+            selectors=(*sel("payments.send"), *sel("files.delete"), *sel("mail.read")),
+            condition=roles,
+        ),
+    )
+    session = (
+        Rule(
+            label="p.injected",
+            policy="b.s",
+            effect="deny",
+            selectors=sel("payments.send"),
+            condition=Provenance(value=iban, source="untrusted", only=True),
+        ),
+        Rule(
+            label="p.made_up",
+            policy="b.s",
+            effect="deny",
+            selectors=sel("payments.send"),
+            condition=Provenance(value=iban, source="nowhere"),
+        ),
+        Rule(
+            label="p.daily",
+            policy="b.s",
+            effect="ask",
+            selectors=sel("payments.send"),
+            condition=Compare(
+                op=">=",
+                left=History(
+                    func="sum", selectors=sel("payments.send"), field=amount, window_ms=86_400_000
+                ),
+                right=lit(30_000),
+            ),
+        ),
+        Rule(
+            label="p.burst",
+            policy="b.s",
+            effect="ask",
+            selectors=sel("files.delete"),
+            condition=Compare(
+                op=">",
+                left=History(func="count", selectors=sel("files.delete"), window_ms=600_000),
+                right=lit(5),
+            ),
+        ),
+        *(r.model_copy(update={"policy": "b.s"}) for r in base),
+    )
+    return Spec(
+        name="b",
+        root_module="b",
+        tools=tools,
+        policies={
+            "b.p": Policy(name="b.p", default=DefaultDecision(effect="deny"), rules=base),
+            "b.s": Policy(name="b.s", default=DefaultDecision(effect="deny"), rules=session),
+        },
+    )
+
+
+_IBANS = [f"DE{10 + i % 89:02d}{370400440532013000 + i * 7919:018d}" for i in range(400)]
+
+
+def _session_ledger(engine: PolicyEngine, earlier: int, result_bytes: int, now_ms: int) -> Any:
+    from harnessc.runtime.history import Ledger
+
+    ledger = Ledger(engine.terms)
+    rng = random.Random(11)
+    ledger.said(f"please pay {_IBANS[0]} and {_IBANS[1]} this week", position=1)
+    pos = 1
+    filler = "lorem ipsum dolor sit amet ref-{:06d} "
+    for n in range(earlier):
+        pos += 3
+        at = now_ms - (earlier - n) * 60_000  # one call a minute, the last a minute ago
+        if n % 2 == 0:
+            body = f"invoice {n}: pay {_IBANS[2 + n % 300]} by friday. "
+            if result_bytes:
+                body += "".join(filler.format(i) for i in range(result_bytes // 38))
+            tool, args, data = "mail.read", {"id": f"m{n}"}, {"sender": "x@y.test", "body": body}
+        elif n % 4 == 1:
+            tool, args, data = (
+                "payments.send",
+                {"iban": _IBANS[0], "amount": rng.randint(1, 9)},
+                {},
+            )
+        else:
+            tool, args, data = "files.delete", {"p": f"/tmp/{n}"}, {}
+        ledger.requested(f"a{n}", tool, args, position=pos, time_ms=at, tool_call_id=f"c{n}")
+        ledger.authorised(f"a{n}", position=pos + 1, time_ms=at)
+        ledger.finished(f"a{n}", "SUCCEEDED", data, position=pos + 2, time_ms=at)
+    ledger.now_ms = now_ms
+    return ledger
+
+
+def _session_calls(ledger: Any, count: int) -> list[CallContext]:
+    rng = random.Random(5)
+    out = []
+    for i in range(count):
+        kind = rng.random()
+        if kind < 0.7:
+            source = rng.random()
+            iban = (
+                _IBANS[0]
+                if source < 0.5  # the user said it
+                else _IBANS[2 + rng.randrange(300)]
+                if source < 0.8  # only a mail did
+                else f"FR76{rng.randrange(10**20):020d}"  # made up
+            )
+            args: dict[str, Any] = {"iban": iban, "amount": rng.choice([50, 2000, 20_000, 60_000])}
+            tool = "payments.send"
+        else:
+            tool, args = "files.delete", {"p": f"/tmp/x{i}"}
+        out.append(
+            CallContext(
+                tool,
+                args,
+                actor={"role": rng.choice(["finance", "guest"])},
+                tool_call_id=f"new-{i}",
+                ledger=ledger,
+            )
+        )
+    return out
+
+
+def session_main(opts: argparse.Namespace, cost: int) -> None:
+    import os
+
+    spec = _session_spec()
+    engine = PolicyEngine(spec)
+    base, session = engine.decider("b.p"), engine.decider("b.s")
+    now = 1_800_000_000_000
+    setups = []
+    for label, earlier, size in (
+        ("0 calls", 0, 0),
+        ("100 calls", 100, 0),
+        ("1,000 calls", 1000, 0),
+        ("1,000 calls, ~10 MB", 1000, 20_000),
+    ):
+        t0 = time.perf_counter()
+        ledger = _session_ledger(engine, earlier, size, now)
+        built = time.perf_counter() - t0
+        sample = _session_calls(ledger, opts.sample)
+        plain = [
+            CallContext(c.tool_id, c.args, actor=c.actor, tool_call_id=c.tool_call_id)
+            for c in sample
+        ]
+        setups.append((label, ledger, built, sample, plain))
+    best: dict[tuple[str, str], tuple[float, float]] = {}
+    for _ in range(max(opts.rounds, 1)):
+        for label, _ledger, _built, sample, plain in setups:
+            for name, fn, items in (
+                ("base", base.decide, plain),
+                ("session", session.decide, sample),
+            ):
+                found = median_p99(measure(fn, items, opts.calls, cost))
+                if (label, name) not in best or found[0] < best[label, name][0]:
+                    best[label, name] = found
+    head = (
+        f"{'earlier session':>20} | {'index keys':>10}{'built s':>8} | {'base med':>8}{'p99':>7}"
+        f" | {'session med':>11}{'p99':>7} | {'ratio':>5}"
+    )
+    print(head + "\n" + "-" * len(head))
+    for label, ledger, built, _sample, _plain in setups:
+        b, s = best[label, "base"], best[label, "session"]
+        print(
+            f"{label:>20} | {len(ledger.index):>10,}{built:>8.2f} | {b[0]:>8.2f}{b[1]:>7.2f}"
+            f" | {s[0]:>11.2f}{s[1]:>7.2f} | {s[0] / b[0]:>5.2f}"
+        )
+    lo, hi = setups[0][0], setups[-1][0]
+    print("\nall times in µs (medians of the best round); ratio = session median / base median")
+    print(
+        f"flatness of the session column, {hi} / {lo}: "
+        f"{best[hi, 'session'][0] / best[lo, 'session'][0]:.2f}"
+    )
+    print(f"load average: {Path('/proc/loadavg').read_text().strip()} ({os.cpu_count()} cpus)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50,500,5000")
@@ -363,7 +620,13 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1000, help="distinct calls per size")
     parser.add_argument("--agree", type=int, default=200, help="calls checked for agreement")
     parser.add_argument("--no-cedar", action="store_true", help="measure harnessc only")
+    parser.add_argument(
+        "--session", action="store_true", help="session-aware terms against the same policy"
+    )
     opts = parser.parse_args()
+    if opts.session:
+        session_main(opts, timer_cost())
+        return
     try:
         import cedarpy  # noqa: F401
 

@@ -19,6 +19,7 @@ See docs/runtime.md for the guide.
   availability (an `unavailable` refusal lists the failed conditions)
 - PendingCall, Refusal, REFUSAL_CODES, Validator, ToolNames, thaw: normalize
 - Decision, CallContext, PolicyEngine: compiled decisions (runtime/policy.py)
+- Ledger, HistoryTerms: a session's provenance index and history (runtime/history.py)
 - ApprovalRequest, ApprovalGrant, ApprovalOutcome, ApprovalError: approvals
 - Result, Outcome, Accepted, ExecutorContext: executors (Accepted: asynchronous work)
 - Evidence, EvidenceItem: evidence
@@ -73,8 +74,10 @@ __all__ = [
     "GateOutcome",
     "Harness",
     "HarnessError",
+    "HistoryTerms",
     "IllegalTransitionError",
     "LazyQueryEmbedder",
+    "Ledger",
     "LogKey",
     "LogKeyError",
     "McpState",
@@ -140,8 +143,10 @@ _WHERE = {
     "GateOutcome": "workflows",
     "Harness": "harness",
     "HarnessError": "harness",
+    "HistoryTerms": "history",
     "IllegalTransitionError": "lifecycle",
     "LazyQueryEmbedder": "embedding",
+    "Ledger": "history",
     "LogKey": "integrity",
     "LogKeyError": "integrity",
     "McpState": "availability",
@@ -203,6 +208,7 @@ if TYPE_CHECKING:
     from .executors import Accepted, ExecutorContext, Outcome, Result
     from .exposure import Exposure, ExposureTrace, load_tool_embeddings
     from .harness import Harness, HarnessError
+    from .history import HistoryTerms, Ledger
     from .integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
     from .lifecycle import Action, ActionError, ActionState, IllegalTransitionError
     from .model import Spec

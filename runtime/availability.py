@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .conditions import Scope, compile_conditions, evaluate, read_path
+from .history import reads_session
 from .model import (
     And,
     Compare,
@@ -221,7 +222,18 @@ class AvailabilityChecker:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self.path_facts = frozenset(n for n, f in spec.facts.items() if f.type.name == "path")
-        conditions = {t.id: t.requires for t in spec.tools.values() if t.requires is not None}
+        # a `requires` that reads the session (provenance, history) cannot be judged here:
+        # availability is per facts snapshot, with no session; such a tool is refused, saying so
+        self._session_bound = {
+            t.id
+            for t in spec.tools.values()
+            if t.requires is not None and reads_session(t.requires)
+        }
+        conditions = {
+            t.id: t.requires
+            for t in spec.tools.values()
+            if t.requires is not None and t.id not in self._session_bound
+        }
         self._compiled = compile_conditions(conditions, self.path_facts)
         self._declared_schemas = {
             t.id: _schema_shape(t.input.to_json_schema())
@@ -258,6 +270,14 @@ class AvailabilityChecker:
                         f"the connection `{provider}` that provides it is not connected",
                     )
                 )
+        if tool.id in self._session_bound:
+            failed.append(
+                (
+                    "requires",
+                    "its `requires` reads the session (a `from` or history term), which "
+                    "availability cannot judge: write that condition in a policy rule",
+                )
+            )
         fn = self._compiled.get(tool.id)
         if fn is not None and not fn(ctx or _Ctx(facts), {}, {}, facts.values):
             assert tool.requires is not None
@@ -349,9 +369,21 @@ class AvailabilityChecker:
 class _Ctx:
     """The call-shaped object compiled conditions read (`x`); availability has no call."""
 
-    __slots__ = ("actor", "call", "connected", "env", "resource", "running", "task")
+    __slots__ = (
+        "actor",
+        "call",
+        "connected",
+        "env",
+        "ledger",
+        "resource",
+        "running",
+        "task",
+        "tool_call_id",
+    )
 
     def __init__(self, facts: Facts) -> None:
+        self.ledger = None  # availability has no session: nothing is known of one
+        self.tool_call_id = None
         self.actor: Mapping[str, Any] = {}
         self.resource: Mapping[str, Any] = {}
         self.task: Mapping[str, Any] = {}

@@ -28,7 +28,7 @@ from .executors import (
 )
 from .lifecycle import Action, ActionState, after_decision
 from .model import Tool
-from .normalize import PendingCall, Refusal, describe_value, freeze, is_text
+from .normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from .policy import CallContext, Decision
 
 if TYPE_CHECKING:
@@ -190,6 +190,11 @@ def call_context(s: Session, pending: PendingCall) -> CallContext:
     if execution.target is not None:
         params["target"] = execution.target
     facts = s.facts
+    h = s.harness
+    ledger = s.ledger
+    if ledger.terms is not h.engine.terms:
+        ledger.rebind(h.engine.terms)
+    ledger.sync(h.store, clock_ms(h))
     return CallContext(
         tool_id=pending.tool_id,
         args=pending.args,
@@ -202,7 +207,37 @@ def call_context(s: Session, pending: PendingCall) -> CallContext:
         running=facts.running,
         tool_call_id=pending.tool_call_id,
         execution=params,
+        ledger=ledger,
     )
+
+
+def clock_ms(h: Harness) -> int:
+    """The harness clock in milliseconds since the epoch (history windows end there)."""
+    return int(h.clock().timestamp() * 1000)
+
+
+def apply_on_success(s: Session, tool: Tool, pending: PendingCall | None, result: Result) -> None:
+    """`on_success add PATH to FACT`: a successful call appends a value to a list fact
+    (recorded as `facts.updated`, like `Session.update_facts`)."""
+    if not tool.on_success or result.status != "success":
+        return
+    changed: dict[str, Any] = {}
+    for add in tool.on_success:
+        if add.value.root == "args":
+            source: Any = thaw(pending.args) if pending is not None else None
+        else:
+            source = result.data
+        value = source
+        for part in add.value.parts:
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is None:
+            continue
+        current = changed.get(add.fact, s.facts.values.get(add.fact))
+        items = list(current) if isinstance(current, list | tuple) else []
+        items.append(value)
+        changed[add.fact] = items
+    if changed:
+        s.update_facts(changed)
 
 
 def judge_call(s: Session, pending: PendingCall) -> Ruling:
@@ -275,6 +310,7 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
             effect=d.effect,
             rule=d.rule,
             reason=d.reason,
+            evidence=list(d.evidence),
             matched=list(d.matched),
             policy=d.policy,
             policies=list(s.policies),
@@ -496,6 +532,7 @@ def record(s: Session, prepared: Prepared, result: Result) -> Result:
         s._results[pending.key] = result
     finally:
         s._running.discard(pending.key)
+    apply_on_success(s, tool, pending, result)
     return result
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .calls import has_side_effect, not_run, now_text, user_of, who_of
+from .calls import apply_on_success, has_side_effect, not_run, now_text, user_of, who_of
 from .executors import Result, settle
 from .lifecycle import Action, ActionError, ActionState
 from .model import Tool
@@ -98,6 +98,7 @@ def complete_action(
             except ConcurrencyError:
                 continue  # another writer moved the stream: read the log again
             s._results[key] = final
+            apply_on_success(s, tool, s._pending.get(key), final)
             return final
 
 

@@ -21,22 +21,28 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from .model import (
     And,
     Compare,
     Condition,
     EnumMember,
+    Extract,
     FactCall,
+    History,
+    Length,
     ListValue,
     Literal,
     Not,
     Or,
     Path,
+    Provenance,
+    Quantified,
     RecordValue,
 )
+from .provenance import KIND_BITS, Origin, extract, provenance_holds
 from .semantics import (
     _NUM,
     _SEQ,
@@ -44,11 +50,16 @@ from .semantics import (
     ORDER_OPS,
     _regex,
     duration_ms,
+    length_of,
     normalize_path,
     ordering_kind,
     risk_of,
     value_eq,
 )
+from .session_terms import history_key
+
+if TYPE_CHECKING:
+    from .history import HistoryTerms, Ledger
 
 __all__ = ["Scope", "compile_conditions", "evaluate"]
 
@@ -74,6 +85,14 @@ class Scope:
     connected: Iterable[str] = ()
     running: Iterable[str] = ()
     path_facts: frozenset[str] = frozenset()
+    result: Mapping[str, Any] | None = None
+    """`result.*`: an earlier call's result, inside a history term's `when`."""
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    """Variables bound by quantifiers (`var` paths)."""
+    ledger: Ledger | None = None
+    """The session's provenance and history; None: nothing is known."""
+    terms: HistoryTerms | None = None
+    """The spec's history terms, to tell whether this call feeds `count`/`sum`."""
 
 
 def _dig(value: object, keys: Iterable[str]) -> Any:
@@ -106,6 +125,10 @@ def read_path(path: Path, scope: Scope) -> Any:
         return _dig(value, parts[1:])
     if path.root == "actor" and parts[:1] == ("roles",):
         return _dig(roles_of(scope.actor), parts[1:])
+    if path.root == "var":
+        return _dig(scope.vars.get(parts[0]), parts[1:]) if parts else None
+    if path.root == "result":
+        return _dig(scope.result, parts) if scope.result is not None else None
     base = {
         "args": scope.args,
         "actor": scope.actor,
@@ -131,7 +154,42 @@ def value_of(node: object, scope: Scope) -> Any:
         return [value_of(i, scope) for i in node.items]
     if isinstance(node, RecordValue):
         return {k: value_of(v, scope) for k, v in node.fields.items()}
+    if isinstance(node, Length):
+        return length_of(value_of(node.of, scope))
+    if isinstance(node, Extract):
+        return extract(node.func, value_of(node.of, scope))
+    if isinstance(node, History):
+        return history_value(node, scope)
     raise TypeError(f"not a value: {node!r}")
+
+
+def history_value(node: History, scope: Scope) -> Any:
+    """A history term's value (design: docs/runtime.md): `called`, `succeeded` and `seen` are
+    booleans over the earlier events; `count` and `sum` add this call when its tool is
+    selected and it meets `when` (read over its arguments and tool view, no result yet)."""
+    key = history_key(node)
+    ledger = scope.ledger
+    earlier: int | float = 0
+    if ledger is not None:
+        if key not in ledger.terms.nodes:
+            ledger.terms.intern(node)
+        earlier = ledger.number(key, scope.call.get("tool_call_id"))
+    if node.func in ("called", "succeeded", "seen"):
+        return earlier > 0
+    terms = scope.terms
+    if terms is None:
+        return earlier
+    if key not in terms.nodes:
+        terms.intern(node)
+    if not terms.selects(key, scope.tool):
+        return earlier
+    own = Scope(args=scope.args, tool=scope.tool)
+    if node.where is not None and not evaluate(node.where, own):
+        return earlier
+    if node.func == "count":
+        return earlier + 1
+    value = read_path(node.field, own) if node.field is not None else None
+    return earlier + (value if value.__class__ in _NUM else 0)
 
 
 def evaluate(cond: Condition, scope: Scope) -> bool:
@@ -145,6 +203,19 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
     if isinstance(cond, Compare):
         left, right = value_of(cond.left, scope), value_of(cond.right, scope)
         return OPERATORS[cond.op].evaluate(left, right, ordering_kind(cond.left, cond.right))
+    if isinstance(cond, Provenance):
+        index = scope.ledger.index if scope.ledger is not None else None
+        value = value_of(cond.value, scope)
+        return provenance_holds(index, value, cond.source, cond.label, cond.only)
+    if isinstance(cond, Quantified):
+        items = value_of(cond.over, scope)
+        if items.__class__ not in (list, tuple):
+            return False  # an absent value, or one that is not a list, satisfies neither
+        test = (
+            evaluate(cond.body, replace(scope, vars={**scope.vars, cond.var: item}))
+            for item in items
+        )
+        return all(test) if cond.quantifier == "all" else any(test)
     return value_of(cond, scope) is True
 
 
@@ -155,9 +226,46 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
 # running), `a` the normalized arguments, `t` the call's tool view, `f` the facts.
 
 
+_ABSENT_VALUE = object()  # `_origin` of an absent value: neither an origin nor nowhere
+
+
+def _origin(ledger: Ledger | None, value: Any) -> Any:
+    if value is None:
+        return _ABSENT_VALUE
+    return None if ledger is None else ledger.index.lookup(value)
+
+
+def _hnum(x: Any, key: str) -> int | float:
+    ledger = x.ledger
+    return 0 if ledger is None else ledger.number(key, x.tool_call_id)
+
+
+def _hold(x: Any, key: str) -> bool:
+    ledger = x.ledger
+    return ledger is not None and ledger.holds(key, x.tool_call_id)
+
+
+def _numv(value: Any) -> Any:
+    return value if value.__class__ in _NUM else 0
+
+
+def _qlist(value: Any) -> Any:
+    return value if value.__class__ in (list, tuple) else None
+
+
 def _helpers() -> dict[str, Any]:
     return {
         "_NUM": _NUM,
+        "_origin": _origin,
+        "_Origin": Origin,
+        "_hnum": _hnum,
+        "_hold": _hold,
+        "_numv": _numv,
+        "_qlist": _qlist,
+        "_len": length_of,
+        "_extract": extract,
+        "all": all,
+        "any": any,
         **{o.helper_name: o.helper for o in OPERATORS.values()},
         "_ms": duration_ms,
         "_rank": risk_of,
@@ -168,8 +276,12 @@ def _helpers() -> dict[str, Any]:
 
 
 class _Emitter:
-    def __init__(self, path_facts: frozenset[str]) -> None:
+    def __init__(self, path_facts: frozenset[str], terms: HistoryTerms | None = None) -> None:
         self.path_facts = path_facts
+        self.terms = terms
+        self.vars: dict[str, str] = {}  # a quantifier's variable → its generated name
+        self.quantified = 0
+        self.own_call = False  # emitting a history term's `when` for the call being decided
         self.consts: dict[str, Any] = {}
         self._const_ids: dict[tuple[type, Any], str] = {}
         self.temps = 0
@@ -221,6 +333,15 @@ class _Emitter:
             return self.const(value_of(node, Scope()))
         if isinstance(node, Path):
             parts = node.parts
+            if self.own_call and node.root not in ("args", "tool"):
+                return "None"  # a history term's `when` reads the call's args and tool view
+            if node.root == "var":
+                name = self.vars.get(parts[0]) if parts else None
+                if name is None:
+                    return "None"
+                return f"_dig({name}, {self.const(tuple(parts[1:]))})" if parts[1:] else name
+            if node.root == "result":
+                return "None"  # a call being decided has no result yet
             if node.root == "fact":
                 if not parts:
                     return "None"
@@ -245,6 +366,8 @@ class _Emitter:
             }.get(node.root)
             return "None" if base is None else self.dig(base, parts)
         if isinstance(node, FactCall):
+            if self.own_call:
+                return "False"
             where = "x.connected" if node.func == "connected" else "x.running"
             return f"({self.const(node.name)} in {where})"
         if isinstance(node, ListValue):
@@ -252,7 +375,43 @@ class _Emitter:
         if isinstance(node, RecordValue):
             items = ", ".join(f"{self.const(k)}: {self.operand(v)}" for k, v in node.fields.items())
             return "{" + items + "}"
+        if isinstance(node, Length):
+            return f"_len({self.operand(node.of)})"
+        if isinstance(node, Extract):
+            return f"_extract({self.const(node.func)}, {self.operand(node.of)})"
+        if isinstance(node, History):
+            return self.history(node)
         raise TypeError(f"not a value: {node!r}")
+
+    def history(self, node: History) -> str:
+        """`called`/`succeeded`/`seen`: the ledger's answer; `count`/`sum`: the ledger's total
+        plus this call when it is selected and meets `when` (see `history_value`)."""
+        if self.own_call:  # a history term inside a `when` of the call itself: nothing known
+            return "False" if node.func in ("called", "succeeded", "seen") else "0"
+        key = history_key(node)
+        k = self.const(key)
+        if node.func in ("called", "succeeded", "seen"):
+            return f"_hold(x, {k})"
+        earlier = f"_hnum(x, {k})"
+        if self.terms is None:
+            return earlier
+        self.terms.intern(node)
+        sel = self.const(self.terms.selects)
+        self.own_call, outer_vars = True, self.vars
+        try:
+            self.vars = {}
+            test = f"{sel}({k}, t)"
+            if node.where is not None:
+                test = f"({test} and {self.cond(node.where)})"
+            if node.func == "count":
+                own = "1"
+            elif node.field is None:
+                own = "0"
+            else:
+                own = f"_numv({self.operand(node.field)})"
+        finally:
+            self.own_call, self.vars = False, outer_vars
+        return f"({earlier} + ({own} if {test} else 0))"
 
     # -- conditions -------------------------------------------------------------------------
 
@@ -265,6 +424,34 @@ class _Emitter:
             return f"(not {self.cond(node.item)})"
         if isinstance(node, Compare):
             return self.compare(node)
+        if isinstance(node, Provenance):
+            # one normalisation and one dict lookup (`provenance_holds` is the meaning)
+            ledger = "None" if self.own_call else "x.ledger"
+            o = self.temp()
+            found = f"({o} := _origin({ledger}, {self.operand(node.value)}))"
+            if node.source == "nowhere":
+                return f"({found} is None)"
+            if node.source == "label":
+                return f"({found}.__class__ is _Origin and {self.const(node.label)} in {o}.labels)"
+            bit = self.const(KIND_BITS[node.source])
+            test = f"{o}.mask == {bit}" if node.only else f"{o}.mask & {bit} != 0"
+            return f"({found}.__class__ is _Origin and {test})"
+        if isinstance(node, Quantified):
+            over = self.operand(node.over)
+            items = self.temp()
+            self.quantified += 1
+            name = f"_q{self.quantified}"
+            outer = self.vars
+            self.vars = {**outer, node.var: name}
+            try:
+                body = self.cond(node.body)
+            finally:
+                self.vars = outer
+            fn = "all" if node.quantifier == "all" else "any"
+            return (
+                f"(False if ({items} := _qlist({over})) is None else "
+                f"{fn}({body} for {name} in {items}))"
+            )
         if self.is_const(node):
             return "True" if value_of(node, Scope()) is True else "False"
         return f"({self.operand(node)} is True)"
@@ -372,14 +559,18 @@ ConditionFn = Callable[[Any, Mapping[str, Any], Mapping[str, Any], Mapping[str, 
 
 
 def compile_conditions(
-    conditions: Mapping[str, Condition], path_facts: Iterable[str] = ()
+    conditions: Mapping[str, Condition],
+    path_facts: Iterable[str] = (),
+    terms: HistoryTerms | None = None,
 ) -> dict[str, ConditionFn]:
     """Compile named conditions into functions `fn(call, args, tool_view, facts) -> bool`.
 
     All conditions go into one generated module, compiled once; `path_facts` names the facts
-    of type `path` (normalized when read).
+    of type `path` (normalized when read); `terms`, the spec's history terms, tells whether
+    the call itself feeds a `count` or `sum` (without it, only earlier calls count). The call
+    `x` carries the session's `ledger` and the call's `tool_call_id`.
     """
-    emitter = _Emitter(frozenset(path_facts))
+    emitter = _Emitter(frozenset(path_facts), terms)
     lines: list[str] = []
     names: dict[str, str] = {}
     for i, (key, cond) in enumerate(conditions.items()):

@@ -52,6 +52,8 @@ class EvidenceItem:
     `failed` when a result came after the action was cancelled: never used as the result."""
     proves: str = ""
     positions: tuple[int, ...] = ()
+    session_evidence: tuple[str, ...] = ()
+    """What the session showed the decision's rule (provenance, history), when it read it."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -167,6 +169,7 @@ def _apply(
             effect=p.get("effect"),
             rule=p.get("rule"),
             policy_version=p.get("policy_version"),
+            session_evidence=tuple(p.get("evidence") or ()),
         )
         item["positions"].append(event.position)
     elif t == "approval.requested":
@@ -199,6 +202,8 @@ def _proves(v: dict[str, Any]) -> str:
     if v.get("decision_id"):
         rule = v.get("rule") or "the policy default"
         why = f" under decision {v['decision_id']} ({v.get('effect')}, {rule})"
+        if v.get("session_evidence"):
+            why += " [" + "; ".join(v["session_evidence"]) + "]"
     if v.get("approved_by"):
         why += f", approved by {v['approved_by']}"
     if status == "success":
@@ -256,4 +261,5 @@ def _item(v: dict[str, Any]) -> EvidenceItem:
         late=v.get("late"),
         proves=_proves(v),
         positions=tuple(v["positions"]),
+        session_evidence=tuple(v.get("session_evidence") or ()),
     )

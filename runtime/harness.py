@@ -33,7 +33,7 @@ True
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,7 +51,7 @@ from .normalize import ToolNames, Validator
 from .policy import PolicyEngine
 from .projections import Projections, SessionView
 from .restore import restore_actions
-from .sessions import PUBLIC_KINDS, Session, facts_record, surface_tools
+from .sessions import PUBLIC_KINDS, Session, facts_record, replay_facts, surface_tools
 from .store import Anchor, EventStore, MemoryStore, Verification
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
@@ -166,10 +166,12 @@ class Harness:
         resource: Mapping[str, Any] | None = None,
         env: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        said: Iterable[str] = (),
     ) -> Session:
         """Open a session of an agent (`planner` or `remediation.planner`) for an actor (user,
         role, roles, tenant) on a task (an id or `{id, stage, purpose}`), with a facts
-        snapshot (a `Facts`, or declared facts by name)."""
+        snapshot (a `Facts`, or declared facts by name). `said`: the user's messages so far
+        (`Session.user_said`), the source of values `from user`."""
         found = self.spec.agents.get(agent) or self.spec.agents.get(self.spec.qualified(agent))
         if found is None:
             raise HarnessError("unknown-agent", f"no agent `{agent}` is declared")
@@ -180,7 +182,7 @@ class Harness:
             task_map = {"id": task}
         else:
             task_map = task
-        return self._open(
+        session = self._open(
             agent=found,
             actor=actor or {},
             task=task_map,
@@ -189,6 +191,9 @@ class Harness:
             env=env or {},
             session_id=session_id,
         )
+        for text in [said] if isinstance(said, str) else said:
+            session.user_said(text)
+        return session
 
     def resume(self, session_id: str, *, facts: Facts | Mapping[str, Any] | None = None) -> Session:
         """The session `session_id`, open in this process or rebuilt from the log: its agent
@@ -242,7 +247,11 @@ class Harness:
             agent=agent,
             actor=started.get("actor") or {},
             task=task,
-            facts=Facts.of(facts) if facts is not None else Facts.from_json(started.get("facts")),
+            facts=Facts.of(facts)
+            if facts is not None
+            else replay_facts(
+                Facts.from_json(started.get("facts")), self.store.read(view.session_id)
+            ),
             resource=started.get("resource") or {},
             env=started.get("env") or {},
             parent=parent,

@@ -303,6 +303,16 @@ class _Run:
     def _summary(self) -> dict[str, Any]:
         return {"workflow": self.wf.name, "id": self.id, "version": self.run.get("hash")}
 
+    def sources(self) -> dict[str, Any]:
+        """What the policy of a step's call sees as the session's sources: the run's input
+        (of kind `user`) and the results of the call steps before it (of their tool's trust)."""
+        steps = {
+            name: {"tool": self.steps[name].tool, "value": value}
+            for name, value in self.values.items()
+            if name in self.steps and self.steps[name].kind == "call" and value is not None
+        }
+        return {"input": self.input, "steps": steps}
+
     def scope(self) -> dict[str, Any]:
         return {
             "input": self.input,
@@ -437,7 +447,7 @@ class _Run:
         result: dict[str, Any] = await DBOS.run_step_async(
             {"name": f"call:{key}"},
             call_step,
-            self.ctx,
+            {**self.ctx, "sources": self.sources()},
             step.name,
             step.tool,
             args,

@@ -34,6 +34,8 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from .conditions import Scope, _Emitter, _helpers, evaluate
+from .evidence_terms import session_evidence
+from .history import HistoryTerms, Ledger, reads_session
 from .model import (
     Approver,
     DefaultDecision,
@@ -48,7 +50,7 @@ from .model import (
     Type,
     requester_may_approve,
 )
-from .semantics import normalize_path, selects
+from .semantics import normalize_path, selects, tool_view
 
 __all__ = [
     "NO_RULE_REASON",
@@ -93,6 +95,9 @@ class CallContext:
     running: frozenset[str] = frozenset()
     tool_call_id: str | None = None
     execution: Mapping[str, Any] = field(default_factory=dict)
+    ledger: Ledger | None = None
+    """The session's provenance index and history (`runtime/history.py`); None: nothing is
+    known, so every value is from nowhere and every history term is zero or false."""
 
     @property
     def call(self) -> dict[str, Any]:
@@ -123,6 +128,10 @@ class Decision:
     requester_may_approve: bool = True
     """For an ASK: whether the actor who asked may approve the call themselves (the ASK's
     `self_approval`, else only below risk `high`)."""
+    evidence: tuple[str, ...] = ()
+    """When the winning rule reads the session (provenance, history): one sentence per such
+    term that held, e.g. "`args.iban` appears only in the result of `mail.read` (untrusted),
+    event #41"."""
 
     @classmethod
     def denied(
@@ -147,20 +156,6 @@ class Decision:
 
 # ---------------------------------------------------------------------------------------------
 # The registry side: tool views, selectors, path arguments
-
-
-def tool_view(tool: Tool, op: str | None = None) -> dict[str, Any]:
-    """`tool.*` for a call: its operation's risk and effects when `op` names one."""
-    operation = tool.operations.get(op) if op is not None else None
-    return {
-        "id": tool.id,
-        "kind": tool.kind,
-        "version": tool.version,
-        "risk": operation.risk if operation else tool.risk,
-        "effects": tuple(sorted(operation.effects)) if operation else tool.effects,
-        "tags": tool.tags,
-        "packs": tool.packs,
-    }
 
 
 def _views(tool: Tool) -> list[dict[str, Any]]:
@@ -290,14 +285,23 @@ class Decider:
                         slot.setdefault(i, []).append(answer)
         self._sources: dict[str, str] = {}
         self._constants: dict[str, Any] = {}
+        self._terms = engine.terms
+        # rules whose conditions read the session: their decisions carry evidence
+        self._session_rules: dict[str, Rule] = {
+            r.label: r for r in self.rules if r.condition is not None and reads_session(r.condition)
+        }
         self._fns: dict[str, Callable[[CallContext], Decision]] = _generate(self, engine, slots)
 
     def decide(self, call: CallContext) -> Decision:
-        """Judge a call: the strongest matching effect, its first rule, or the default."""
+        """Judge a call: the strongest matching effect, its first rule, or the default. When
+        the winning rule reads the session, the decision carries its `evidence`."""
         fn = self._fns.get(call.tool_id)
         if fn is None:
             return _refused(self.name, call.tool_id, f"`{call.tool_id}` is not a registered tool")
-        return fn(call)
+        decision = fn(call)
+        if decision.rule is not None and decision.rule in self._session_rules:
+            return with_evidence(decision, self._session_rules[decision.rule], call, self._terms)
+        return decision
 
     def source(self, tool_id: str) -> str:
         """The Python source this policy compiled for calls of `tool_id`: the function that
@@ -342,7 +346,7 @@ def _generate(
     decider: Decider, engine: PolicyEngine, slots: Mapping[str, Mapping[int, Any]]
 ) -> dict[str, Callable[[CallContext], Decision]]:
     """One function `fn(call) -> Decision` per tool, sharing the generated namespace."""
-    emitter = _Emitter(engine.path_facts)
+    emitter = _Emitter(engine.path_facts, engine.terms)
     k = emitter.const
     # each condition is emitted once and pasted into the functions of the tools it may judge
     # (per set of the tool's `path` arguments, which are normalized before conditions run)
@@ -547,6 +551,8 @@ class PolicyEngine:
             if fixer is not None:
                 self.fixers[tool.id] = fixer
         self.path_facts = frozenset(n for n, f in spec.facts.items() if f.type.name == "path")
+        self.terms = HistoryTerms(spec)
+        """The spec's history terms; a session's `Ledger` is built over them."""
         self._deciders: dict[str, Decider] = {}
         self._ids = sorted(spec.tools)
         self._selected: dict[tuple[Any, ...], list[tuple[str, Any]]] = {}
@@ -628,6 +634,8 @@ def naive_decide(spec: Spec, policy_name: str, call: CallContext) -> Decision:
         connected=call.connected,
         running=call.running,
         path_facts=frozenset(n for n, f in spec.facts.items() if f.type.name == "path"),
+        ledger=call.ledger,
+        terms=call.ledger.terms if call.ledger is not None else HistoryTerms(spec),
     )
     matched = [
         rule
@@ -635,4 +643,35 @@ def naive_decide(spec: Spec, policy_name: str, call: CallContext) -> Decision:
         if any(selects(s, tool, view) for s in rule.selectors)
         and (rule.condition is None or evaluate(rule.condition, scope))
     ]
-    return decide_from(policy.name, spec, policy.default, matched, view["risk"], tool.id)
+    decision = decide_from(policy.name, spec, policy.default, matched, view["risk"], tool.id)
+    win = next((r for r in matched if r.label == decision.rule), None)
+    if win is not None and win.condition is not None and reads_session(win.condition):
+        return with_evidence(decision, win, call, scope.terms)
+    return decision
+
+
+def with_evidence(
+    decision: Decision, rule: Rule, call: CallContext, terms: HistoryTerms | None
+) -> Decision:
+    """The decision with one sentence per session term of its rule that held."""
+    if call.ledger is None or rule.condition is None:
+        return decision
+    found = session_evidence(rule.condition, call, terms)
+    if not found:
+        return decision
+    d = decision
+    return Decision(
+        d.effect,
+        d.rule,
+        d.matched,
+        d.reason,
+        d.instead,
+        d.approvers,
+        d.grant,
+        d.default_used,
+        d.origin,
+        d.policy,
+        d.tool_id,
+        d.requester_may_approve,
+        found,
+    )

@@ -45,10 +45,12 @@ __all__ = [
     "Typing",
     "duration_ms",
     "holds",
+    "length_of",
     "normalize_path",
     "ordering_kind",
     "risk_of",
     "selects",
+    "tool_view",
     "value_endswith",
     "value_eq",
     "value_has",
@@ -121,6 +123,18 @@ def duration_ms(value: object) -> int | float | None:
 
 def risk_of(value: object) -> int | None:
     return _RANK.get(value) if type(value) is str else None  # type: ignore[arg-type]
+
+
+def length_of(value: object) -> int | None:
+    """`len(value)`: the items of a list, the keys of a map, the characters of a text; None
+    (absent) for anything else.
+
+    >>> length_of(["a", "b"]), length_of("abc"), length_of(3)
+    (2, 3, None)
+    """
+    if value.__class__ in (list, tuple, dict, str) or isinstance(value, Mapping):
+        return len(value)  # type: ignore[arg-type]
+    return None
 
 
 def value_eq(a: object, b: object) -> bool:
@@ -545,3 +559,17 @@ def selects(selector: Selector, tool: Tool, view: Mapping[str, Any] | None = Non
     if kind == "effects":
         return selector.value in (view["effects"] if view else tool.effects)
     return False
+
+
+def tool_view(tool: Tool, op: str | None = None) -> dict[str, Any]:
+    """`tool.*` for a call: its operation's risk and effects when `op` names one."""
+    operation = tool.operations.get(op) if op is not None else None
+    return {
+        "id": tool.id,
+        "kind": tool.kind,
+        "version": tool.version,
+        "risk": operation.risk if operation else tool.risk,
+        "effects": tuple(sorted(operation.effects)) if operation else tool.effects,
+        "tags": tool.tags,
+        "packs": tool.packs,
+    }

@@ -49,6 +49,7 @@ from .executors import (
     Result,
 )
 from .exposure import Exposure
+from .history import FACTS_UPDATED, USER_SAID, Ledger
 from .lifecycle import Action, ActionError, ActionState
 from .model import Agent, Skill, Spec, Surface
 from .normalize import (
@@ -63,7 +64,14 @@ from .semantics import selects
 if TYPE_CHECKING:
     from .harness import Harness
 
-__all__ = ["PUBLIC_KINDS", "Session", "facts_record", "surface_tools"]
+__all__ = [
+    "PUBLIC_KINDS",
+    "Session",
+    "facts_record",
+    "replay_facts",
+    "surface_tools",
+    "with_values",
+]
 
 PUBLIC_KINDS = frozenset({"public", "dynamic", "mcp"})
 """Kinds of tool a surface can hold: legacy, primitive and private tools never."""
@@ -114,6 +122,10 @@ class Session:
         self.resource: Mapping[str, Any] = MappingProxyType(dict(resource))
         self.env: Mapping[str, Any] = MappingProxyType(dict(env))
         self.parent = parent
+        self.ledger: Ledger = parent.ledger if parent is not None else Ledger(harness.engine.terms)
+        """Provenance and history, shared by the session family (a root and its children),
+        read from the family's events before each decision."""
+        self.ledger.add_stream(session_id)
         self.skill_def = skill
         self.goal = goal
         self.depth: int = 0 if parent is None else parent.depth + (0 if skill is not None else 1)
@@ -212,6 +224,20 @@ class Session:
         if self.goal is not None:
             extra["goal"] = self.goal
         self.harness.store.append(session_started(self.id, agent=self.agent.name, **extra))
+
+    def user_said(self, text: str) -> None:
+        """Record a user message (a `user.said` event holding the text whole, so a harness
+        that resumes the session indexes it again): its values are from `user`."""
+        if not isinstance(text, str):
+            raise TypeError("a user message is a text")
+        self._append("Text", USER_SAID, {"text": text})
+
+    def update_facts(self, values: Mapping[str, Any]) -> None:
+        """Change declared facts by name (a `facts.updated` event, replayed on resume): the
+        next decision and availability see them, and their values are from `trusted`."""
+        record = jsonable(dict(values))
+        self._append("State", FACTS_UPDATED, {"values": record})
+        self.facts = with_values(self.facts, record)
 
     def end(self, outcome: str = "completed") -> None:
         """Record the end of the session."""
@@ -561,6 +587,24 @@ class Session:
             out.append(child.id)
             out.extend(child._descendants())
         return out
+
+
+def with_values(facts: Facts, values: Mapping[str, Any]) -> Facts:
+    """A facts snapshot with some declared facts changed."""
+    return Facts({**facts.values, **values}, facts.connected, facts.running, facts.mcp)
+
+
+def replay_facts(facts: Facts, events: list[Any]) -> Facts:
+    """The facts a session's log leaves: its snapshot, then each `facts.updated` in order
+    (a `session.resumed` with facts replaces the snapshot)."""
+    for event in events:
+        if event.type == FACTS_UPDATED:
+            values = event.payload.get("values")
+            if isinstance(values, Mapping):
+                facts = with_values(facts, values)
+        elif event.type == "session.resumed" and isinstance(event.payload.get("facts"), Mapping):
+            facts = Facts.from_json(event.payload["facts"])
+    return facts
 
 
 def facts_record(facts: Facts) -> dict[str, Any]:

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .approvals import Approvals
 from .availability import Facts
 from .canonical import jsonable
-from .events import NO_SECRETS, Event, NewEvent, Secrets
+from .events import NO_SECRETS, REDACTED, Event, NewEvent, Secrets
+from .history import WORKFLOW_INPUT, WORKFLOW_STEP_RESULT
 from .lifecycle import ActionState
 from .model import Agent
+from .model import Path as ModelPath
 from .normalize import Refusal
 from .store import (
     ConcurrencyError,
@@ -194,9 +196,63 @@ def call_step(
         return found
     view, buffer = _step_harness(h)
     session = _step_session(view, ctx, step_name, stream)
+    seed_sources(session, ctx.get("sources"), _hidden_inputs(view, ctx, tool, args))
     outcome = _governed(view, session, tool, args, call_id, approval)
     session.end("completed" if outcome["status"] == "succeeded" else outcome["status"])
     return _commit(h, buffer, stream, outcome, after(outcome))
+
+
+def _hidden_inputs(
+    view: Harness, ctx: Mapping[str, Any], tool: str, args: Mapping[str, Any]
+) -> tuple[frozenset[str], Secrets]:
+    """What of a run's input never reaches the log: the input fields declared `secret`, or
+    passed by some step to a `secret` field of its tool; and this step's secret values."""
+    spec = view.spec
+    hidden: set[str] = set()
+    workflow = spec.workflows.get(ctx.get("workflow") or "")
+    if workflow is not None:
+        if workflow.input is not None:
+            hidden.update(f.name for f in workflow.input.fields if f.secret)
+        for step in workflow.steps:
+            called = spec.tools.get(step.tool or "")
+            if called is None:
+                continue
+            for name, value in step.args.items():
+                field = called.input.field(name)
+                if (
+                    field is not None
+                    and field.secret
+                    and isinstance(value, ModelPath)
+                    and value.root == "input"
+                    and value.parts
+                ):
+                    hidden.add(value.parts[0])
+    found = spec.tools.get(tool)
+    return frozenset(hidden), Secrets.of(found, args) if found is not None else NO_SECRETS
+
+
+def seed_sources(
+    session: Any,
+    sources: Mapping[str, Any] | None,
+    hidden: tuple[frozenset[str], Secrets] = (frozenset(), NO_SECRETS),
+) -> None:
+    """Record a workflow run's sources in a step's session, so its policy reads provenance:
+    the run's input (`workflow.input`, of kind `user`) and each earlier call step's result
+    (`workflow.step_result`, of its tool's trust and labels). `hidden`: the input fields and
+    the secret values that never reach the log (nor the index)."""
+    if not sources:
+        return
+    fields, secrets = hidden
+    given = sources.get("input")
+    if isinstance(given, Mapping) and given:
+        shown = {k: REDACTED if k in fields else v for k, v in given.items()}
+        session._append("State", WORKFLOW_INPUT, {"input": secrets.scrub(shown)})
+    for name, found in sorted((sources.get("steps") or {}).items()):
+        session._append(
+            "State",
+            WORKFLOW_STEP_RESULT,
+            {"step": name, "tool": found.get("tool"), "data": secrets.scrub(found.get("value"))},
+        )
 
 
 def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: str) -> Any:
