@@ -8,16 +8,16 @@ A failure lists every rule that matched (label, effect, file:line) and why the w
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.runtime.history import prelude_ledger
 from harnessc.runtime.model import Approver, Expectation, Rule, SessionStep, Spec, SpecTest
 from harnessc.runtime.policy import CallContext, Decider, Decision, PolicyEngine
 
@@ -26,8 +26,6 @@ from .lower import module_name
 from .resolve import Resolution
 
 __all__ = [
-    "PRELUDE_MISSING",
-    "PreludeError",
     "TestOutcome",
     "TestRun",
     "call_of",
@@ -125,23 +123,6 @@ def split_facts(spec: Spec, test: SpecTest) -> tuple[dict[str, Any], set[str], s
     return values, connected, running
 
 
-PRELUDE_MISSING = (
-    "the test has earlier steps, and this runtime cannot replay them "
-    "(`harnessc.runtime.provenance.prelude_ledger` is missing)"
-)
-
-
-def prelude_ledger_function() -> Callable[..., Any] | None:
-    """The runtime's `prelude_ledger(spec, steps, now_ms)`, which turns a test's earlier steps
-    into the ledger of the session before its call; None in a runtime without it."""
-    try:
-        module = importlib.import_module("harnessc.runtime.provenance")
-    except ImportError:
-        return None
-    found = getattr(module, "prelude_ledger", None)
-    return found if callable(found) else None
-
-
 def call_of(spec: Spec, test: SpecTest, now_ms: int | None = None) -> CallContext:
     """The frozen call a test describes. In `facts`, a declared connection or runtime set to
     `true` is up (`connected(c)`, `running(r)`); lists under `connected`/`running` work too.
@@ -152,11 +133,8 @@ def call_of(spec: Spec, test: SpecTest, now_ms: int | None = None) -> CallContex
     tool_call_id = execution.get("tool_call_id")
     extra: dict[str, Any] = {}
     if test.before:
-        replay = prelude_ledger_function()
-        if replay is None:
-            raise PreludeError(PRELUDE_MISSING)
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        extra["ledger"] = replay(spec, test.before, now)
+        extra["ledger"] = prelude_ledger(spec, test.before, now)
     return CallContext(
         tool_id=test.tool or "",
         args=_with_defaults(spec, test.tool, dict(test.args)),
@@ -171,10 +149,6 @@ def call_of(spec: Spec, test: SpecTest, now_ms: int | None = None) -> CallContex
         execution=execution,
         **extra,
     )
-
-
-class PreludeError(Exception):
-    """A test's earlier steps cannot be replayed (the message says why)."""
 
 
 def _with_defaults(spec: Spec, tool_id: str | None, args: dict[str, Any]) -> dict[str, Any]:
@@ -214,8 +188,6 @@ class TestRun:
     selected_none: bool = False
     incomplete: list[SpecTest] = field(default_factory=list)
     """Tests without `expect`: they pin nothing, and count as failures."""
-    unreplayed: list[tuple[SpecTest, str]] = field(default_factory=list)
-    """Tests whose earlier steps could not be replayed, and why: they count as failures."""
 
     @property
     def passed(self) -> int:
@@ -223,9 +195,7 @@ class TestRun:
 
     @property
     def failed(self) -> int:
-        return (
-            sum(not o.passed for o in self.outcomes) + len(self.incomplete) + len(self.unreplayed)
-        )
+        return sum(not o.passed for o in self.outcomes) + len(self.incomplete)
 
 
 def _names_of(rule: Rule) -> set[str]:
@@ -353,11 +323,7 @@ def run_spec_tests(spec: Spec, pattern: str | None = None, file: str = "") -> Te
         if policy is None:
             continue  # reported by check_tests (H601)
         decider = engine.decider(policy)
-        try:
-            call = call_of(spec, test)
-        except PreludeError as why:
-            run.unreplayed.append((test, str(why)))
-            continue
+        call = call_of(spec, test)
         decision = decider.decide(call)
         problems = compare(test.expect, decision, decider)
         outcome = TestOutcome(test, decider.name, decision, problems)
@@ -409,15 +375,6 @@ def render_run(runs: Sequence[TestRun], fmt: str = "plain", colour: bool = False
                 failures.append((run, o))
         for test in run.incomplete:
             lines.append(f"{paint('31;1', 'FAILED')} {run.file}::{test.name}")
-        for test, _ in run.unreplayed:
-            lines.append(f"{paint('31;1', 'FAILED')} {run.file}::{test.name}")
-    for run in runs:
-        for test, why in run.unreplayed:
-            where = f"{test.origin.file}:{test.origin.line}" if test.origin else run.file
-            lines.append("")
-            lines.append(paint("1", f"___ {test.name} ___"))
-            lines.append(f"{where}: {why}")
-            lines.extend(f"  {e}" for e in given_before(test))
     for run in runs:
         for test in run.incomplete:
             where = f"{test.origin.file}:{test.origin.line}" if test.origin else run.file
@@ -478,17 +435,6 @@ def _json(runs: Sequence[TestRun]) -> dict[str, Any]:
                 "problems": ["the test states no expected decision"],
             }
             for t in run.incomplete
-        )
-        tests.extend(
-            {
-                "file": run.file,
-                "name": t.name,
-                "line": t.origin.line if t.origin else None,
-                "outcome": "failed",
-                "problems": [why],
-                "before": [step_json(step) for step in t.before],
-            }
-            for t, why in run.unreplayed
         )
     return {
         "tests": tests,

@@ -52,6 +52,7 @@ __all__ = [
     "HistoryTerms",
     "Ledger",
     "history_key",
+    "prelude_ledger",
     "reads_session",
     "session_terms",
     "time_ms",
@@ -610,3 +611,15 @@ def result_labels(tool: Tool | None, data: Any) -> frozenset[str]:
 
 def condition_terms(conditions: Iterable[Condition | None]) -> list[History]:
     return [t for c in conditions for t in session_terms(c) if isinstance(t, History)]
+
+
+def prelude_ledger(spec: Spec, steps: Iterable[SessionStep], now_ms: int) -> Ledger:
+    """The ledger of a session before its call, from a spec test's or a generated case's
+    earlier steps (`SpecTest.before`): `Ledger.from_steps` over the spec's history terms.
+
+    >>> from harnessc.runtime.model import SessionStep, Spec
+    >>> spec = Spec(name="s", root_module="s")
+    >>> prelude_ledger(spec, [SessionStep(said="pay DE89370400440532013000")], 0).now_ms
+    0
+    """
+    return Ledger.from_steps(HistoryTerms(spec), steps, now_ms)

@@ -3,11 +3,8 @@ analysis, lint and codegen tests of session-aware policy share them."""
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from harnessc.dsl.parser import parse_source
-from harnessc.dsl.source import Source
 from harnessc.runtime import model as m
 
 STRING = m.Type(name="string")
@@ -116,27 +113,3 @@ def spec_of(
         **extra,
         **kw,
     )
-
-
-_PROBE = """\
-tool t {
-  effects read
-  trust trusted
-}
-
-policy p {
-  default deny
-  deny t when called(t within 1m) or args.x from untrusted only
-}
-"""
-
-
-@functools.cache
-def session_syntax_parses() -> bool:
-    """Whether this tree's parser reads the syntax of session-aware policy (design14 §1; it is
-    written on another branch): the tests of examples in that syntax skip until it does."""
-    result = parse_source(Source("probe.harness", _PROBE))
-    return not result.diagnostics
-
-
-SESSION_SYNTAX_MISSING = "the parser of session-aware syntax (design14 §1) is not on this branch"

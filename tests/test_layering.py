@@ -65,6 +65,7 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.integrity": "`harnessc log`: checkpoints and log keys of an event log",
     "harnessc.runtime.store": "`harnessc log`: verifying a stored log",
     "harnessc.runtime.stores": "`harnessc log`: opening the store a log lives in",
+    "harnessc.runtime.history": "`harnessc test`: a test's earlier steps become its ledger",
 }
 
 

@@ -3,13 +3,11 @@ that code only when a spec needs it, and the docs show trust, labels and session
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from harnessc.compiler.analysis.policy import analyse_policies
 from harnessc.compiler.codegen.cases.calls import (
     PRELUDE_ALONE,
@@ -141,7 +139,7 @@ def test_the_runner_replays_sessions_only_for_a_spec_that_needs_it(tmp_path: Pat
         (tmp_path / "plain" / name).write_text(plain, encoding="utf-8")
         (tmp_path / "session" / name).write_text(session, encoding="utf-8")
     runner = (tmp_path / "session" / "runner.py").read_text(encoding="utf-8")
-    assert "from harnessc.runtime.provenance import prelude_ledger" in runner
+    assert "from harnessc.runtime.history import prelude_ledger" in runner
     assert "**prelude(h, case)," in runner
     ruff = [sys.executable, "-m", "ruff", "check", "--no-cache"]
     for config in (["--isolated"], ["--config", str(ROOT / "pyproject.toml")]):
@@ -197,19 +195,8 @@ def test_the_docs_list_each_rules_session_terms() -> None:
     ]
 
 
-def _prelude_ledger() -> Any:
-    try:
-        module = importlib.import_module("harnessc.runtime.provenance")
-    except ImportError:
-        module = None
-    found = getattr(module, "prelude_ledger", None)
-    if found is None:
-        pytest.skip("harnessc.runtime.provenance.prelude_ledger is not on this branch yet")
-    return found
-
-
 def test_the_runtime_decides_each_witness_as_the_analysis_on_its_prelude() -> None:
-    prelude_ledger = _prelude_ledger()
+    from harnessc.runtime.history import prelude_ledger
     from harnessc.runtime.policy import CallContext, PolicyEngine
 
     spec = payments_spec()

@@ -28,7 +28,7 @@ tool mail.read {
 tool payments.send {
   summary "Send a payment to an IBAN."
   use_when "The user asks to pay someone."
-  effects write, external
+  effects write external
   risk high
   input { iban: string, amount: int }
 }
@@ -104,7 +104,9 @@ def callable_tools(spec: m.Spec) -> set[str] | None:
 policy payments {
   default deny
   allow mail.read
-  no_leak: deny payments.send when seen(secret within 1h)
+  no_leak: deny payments.send when seen(secret within 1h) {
+    reason "Secret data was read in the last hour: no payment leaves."
+  }
   allow payments.send when args.amount < 100
 }
 """,
@@ -116,7 +118,9 @@ policy payments {
 policy payments {
   default deny
   allow mail.read
-  no_leak: deny payments.send when seen(secret within 1h)
+  no_leak: deny payments.send when seen(secret within 1h) {
+    reason "Secret data was read in the last hour: no payment leaves."
+  }
   allow payments.send when args.amount < 100
 }
 """,
@@ -244,7 +248,9 @@ def _value_key(found: Found) -> str:
 policy payments {
   default deny
   allow mail.read
-  injected: deny payments.send when args.iban from untrusted only
+  injected: deny payments.send when args.iban from untrusted only {
+    reason "The IBAN must come from the user or a trusted source."
+  }
   allow payments.send when args.amount < 100
 }
 """,
@@ -253,7 +259,9 @@ policy payments {
 policy payments {
   default deny
   allow mail.read
-  injected: deny payments.send when args.iban from untrusted only or args.iban from nowhere
+  injected: deny payments.send when args.iban from untrusted only or args.iban from nowhere {
+    reason "The IBAN must come from the user or a trusted source."
+  }
   allow payments.send when args.amount < 100
 }
 """,
@@ -316,7 +324,9 @@ tool files.delete {
 policy payments {
   default deny
   allow mail.read
-  after_delete: deny payments.send when called(files.delete within 10m)
+  after_delete: deny payments.send when called(files.delete within 10m) {
+    reason "No payment right after files were deleted."
+  }
   allow payments.send when args.amount < 100
 }
 """,
