@@ -455,6 +455,7 @@ class Script:
         more = []
         if d.reason:
             more.append(f"why: {d.reason}")
+        more.extend(f"evidence: {e}" for e in d.evidence)
         others = [m for m in d.matched if m != d.rule]
         if others:
             more.append("also matched: " + ", ".join(others))

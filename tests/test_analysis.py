@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import z3
+from harnessc.compiler.analysis.concrete import canonical
 from harnessc.compiler.analysis.policy import (
     Call,
     Finding,
@@ -69,6 +70,8 @@ def _read(spec: m.Spec, call: Call, path: m.Path) -> Any:
 
 
 def _val(spec: m.Spec, call: Call, v: Any) -> Any:
+    if isinstance(v, m.History):
+        return call.session.get(canonical(v), ABSENT)  # the witness's session state
     if isinstance(v, m.Literal):
         return v.value
     if isinstance(v, m.EnumMember):
@@ -92,6 +95,8 @@ def holds(spec: m.Spec, call: Call, c: Any) -> bool:
         return any(holds(spec, call, i) for i in c.items)
     if isinstance(c, m.Not):
         return not holds(spec, call, c.item)
+    if isinstance(c, m.Provenance | m.Quantified):
+        return call.session.get(canonical(c)) is True  # the witness's session state
     if not isinstance(c, m.Compare):
         return _val(spec, call, c) is True
     a = _val(spec, call, c.left)

@@ -249,7 +249,16 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
 def test_generated_python_imports_only_the_runtime(examples: dict[str, Path]) -> None:
     """Generated code reaches the runtime through its public API alone: `harnessc.runtime`'s
     `__all__`, never a submodule (which may change without notice)."""
-    allowed = {"__future__", "ast", "collections.abc", "json", "pathlib", "pytest", "typing"}
+    allowed = {
+        "__future__",
+        "ast",
+        "collections.abc",
+        "json",
+        "pathlib",
+        "pytest",
+        "time",
+        "typing",
+    }
     paths = sorted(p for out in examples.values() for p in out.rglob("*.py"))
     assert len(EXAMPLES) >= 2 and len(paths) == len(EXAMPLES) * 7
     for path in paths:
@@ -324,7 +333,7 @@ def test_each_rule_shows_its_bit_and_spec_line(remediation: Path) -> None:
     assert (
         '| `remediation.release_manager` | ASK | `args.environment == "production"` |'
     ) in section
-    assert "examples/remediation/remediation.harness:294 |" in section
+    assert "examples/remediation/remediation.harness:296 |" in section
     assert "\n```python\ndef _d(x, " in section
 
 
@@ -341,7 +350,7 @@ def test_docs_hold_the_policy_matrix_and_the_workflow_diagram(remediation: Path)
     assert "```mermaid\nflowchart TD\n" in workflows
     assert 's5 -.->|"on failure"| s7' in workflows
     suppressions = (docs / "suppressions.md").read_text(encoding="utf-8")
-    assert "remediation.harness:457 | `L101` | reject ends the run on purpose" in suppressions
+    assert "remediation.harness:476 | `L101` | reject ends the run on purpose" in suppressions
     tools = (docs / "tools.md").read_text(encoding="utf-8")
     assert "| `change.create` | public | medium | `idempotent`, `reversible`, `write` | yes |" in (
         tools

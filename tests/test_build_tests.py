@@ -210,7 +210,7 @@ def test_an_approval_is_checked_against_every_change_of_the_call(built: dict[str
         for c in cases["exact_invocation"]
         if c["id"] == "remediation.remediation::remediation.release_manager"
     )
-    assert deploy["skip"] is None
+    assert deploy["skip"] is None, deploy["skip"]
     changed = {v["what"] for v in deploy["variants"]}
     assert {
         "another tool_call_id",

@@ -126,28 +126,17 @@ def test_spec_tests_carry_their_earlier_steps() -> None:
     assert not reads_session(spec_of(rule("ok", "allow", "payments.send")))
 
 
-def _render(template: str, session: bool) -> str:
-    return environment().get_template(template).render(p=TestsContext("# generated", session))
-
-
-def test_the_runner_replays_sessions_only_for_a_spec_that_needs_it(tmp_path: Path) -> None:
+def test_the_runner_replays_a_session_before_a_call_and_is_ruff_clean(tmp_path: Path) -> None:
     for name, template in TEST_MODULES:
-        plain, session = _render(template, False), _render(template, True)
-        assert "prelude_ledger" not in plain
-        (tmp_path / "plain").mkdir(exist_ok=True)
-        (tmp_path / "session").mkdir(exist_ok=True)
-        (tmp_path / "plain" / name).write_text(plain, encoding="utf-8")
-        (tmp_path / "session" / name).write_text(session, encoding="utf-8")
-    runner = (tmp_path / "session" / "runner.py").read_text(encoding="utf-8")
-    assert "from harnessc.runtime.history import prelude_ledger" in runner
+        text = environment().get_template(template).render(p=TestsContext("# generated"))
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    runner = (tmp_path / "runner.py").read_text(encoding="utf-8")
+    assert "    prelude_ledger,\n" in runner
     assert "**prelude(h, case)," in runner
     ruff = [sys.executable, "-m", "ruff", "check", "--no-cache"]
     for config in (["--isolated"], ["--config", str(ROOT / "pyproject.toml")]):
-        for folder in ("plain", "session"):
-            run = subprocess.run(
-                [*ruff, *config, str(tmp_path / folder)], capture_output=True, text=True
-            )
-            assert run.returncode == 0, run.stdout + run.stderr
+        run = subprocess.run([*ruff, *config, str(tmp_path)], capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_the_docs_show_trust_labels_and_on_success() -> None:
@@ -225,5 +214,18 @@ def test_an_approval_test_skips_a_rule_that_reads_the_session() -> None:
     assert case["skip"] is None and case["via"] == "session" and "before" not in case
     [planned] = plan_exact_invocation(spec, [case])
     assert planned["skip"] == (
-        "the rule's decision reads session state, which the approved call and its variants change"
+        "the policy reads the session's history, which the approved call changes for its variants"
     )
+
+
+def test_an_approval_test_runs_for_a_policy_that_reads_only_provenance() -> None:
+    """On a session with no earlier event, provenance terms read the same for the approved
+    call and its variants: the exact-invocation case runs."""
+    from harnessc.compiler.codegen.cases.invocation import plan_exact_invocation
+
+    asked = rule("pay", "ask", "payments.send", m.Not(item=prov(arg("iban"), "untrusted", True)))
+    asked = asked.model_copy(update={"grant": m.Grant(scope="once", ttl_ms=600_000)})
+    spec = spec_of(asked)
+    [case] = [c for c in witness_cases(spec).values() if c["rule"] == "p.pay"]
+    [planned] = plan_exact_invocation(spec, [case])
+    assert planned["skip"] is None and planned["variants"]

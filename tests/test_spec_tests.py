@@ -72,7 +72,7 @@ def test_the_remediation_example_passes_its_own_tests(
     code, out, _ = run(capsys, "examples/remediation/remediation.harness")
     assert code == 0, out
     lines = out.splitlines()
-    assert lines[-1] == "13 passed, 0 failed"
+    assert lines[-1] == "14 passed, 0 failed"
     assert (
         "PASSED examples/remediation/remediation.harness::"
         "a release manager must approve production deploys"

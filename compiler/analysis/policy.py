@@ -373,7 +373,9 @@ class _Assembler:
         n = 0
         while len(items) < count:
             n += 1
-            filler = f"item-{n}"
+            # named after its list, so two lists' items are different values (provenance
+            # reads each value, and one list's item must not answer for another's)
+            filler = f"{key[-1]}-item-{n}"
             if filler not in members:
                 items.append(filler)
         return items

@@ -182,6 +182,8 @@ class _Builder:
             )
         items = self.value(term.over, term)
         if not isinstance(items, list):
+            if not wanted:
+                return  # a quantifier over an absent value holds for no session
             raise _Missing(f"`{spec_text(term)}`: the call's value is not a list")
         every = (term.quantifier == "all") == wanted
         if not every and not items:
@@ -329,6 +331,8 @@ class _Builder:
         if (w.somewhere or w.labels) and not need:
             # a label comes with a tool's result, never with a user message
             kinds = [k for k in _KINDS if k not in w.forbid and not (w.labels and k == "user")]
+            # a kind the value must not come from alone goes last (`not K only`)
+            kinds.sort(key=lambda k: k in w.not_only)
             if not kinds:
                 raise _Missing(
                     f"the witness needs {value_text(value)} from somewhere, "
@@ -432,7 +436,9 @@ class _Builder:
             return self.holds(term, read_value(self.spec, term.value, self.call))
         if isinstance(term, m.Quantified):
             items = read_value(self.spec, term.over, self.call)
-            assert isinstance(term.body, m.Provenance) and isinstance(items, list)
+            assert isinstance(term.body, m.Provenance)
+            if not isinstance(items, list):
+                return False  # as the runtime: a quantifier over an absent value holds for none
             found = [self.holds(term.body, item) for item in items]
             return all(found) if term.quantifier == "all" else any(found)
         assert isinstance(term, m.History)

@@ -802,7 +802,15 @@ class Encoder:
         if isinstance(c, m.Provenance):
             return self.provenance(c)
         if isinstance(c, m.Quantified):
-            return self.session_var(c, "bool")
+            # a session boolean, false over an absent value (as the runtime: it holds for none)
+            held = self.session_var(c, "bool")
+            over = self.operand(c.over)
+            if isinstance(c.over, m.Path) and over.key is not None:
+                # `any` holds, or `all` fails, only for a list with an item
+                n = self.var("len", over.key, "int", None, over.alt, lambda x: [x >= 0])
+                needs_item = held if c.quantifier == "any" else z3.Not(held)
+                self.domain.append(z3.Implies(needs_item, n >= 1))
+            return held if over.kind == "unsupported" else conj(over.present, held)
         t = self.operand(c)
         if t.kind == "untyped":
             t = self.untyped_as(t, "bool")

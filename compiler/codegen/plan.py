@@ -32,7 +32,6 @@ from harnessc.runtime.sessions import PUBLIC_KINDS
 from ..analysis.policy import PolicyAnalysis
 from ..lints.suppress import Suppression
 from .cases import plan_cases
-from .cases.calls import reads_session
 
 # ---------------------------------------------------------------------------------------------
 # The plan's types
@@ -89,9 +88,6 @@ class TestsContext:
 
     __test__ = False  # not a pytest class
     header: str
-    session: bool = False
-    """Whether cases replay a session before their call (a rule reads session state, or a
-    `test` has earlier steps): only then does the runner carry that code."""
 
 
 TEST_MODULES = (
@@ -184,9 +180,8 @@ def plan_build(
     for name in sorted(pages):
         files.append(GeneratedFile(docs + name, "doc.md.j2", pages[name]))
     tests = base + "tests/"
-    session = reads_session(spec)
     for name, template in TEST_MODULES:
-        files.append(GeneratedFile(tests + name, template, TestsContext(header, session)))
+        files.append(GeneratedFile(tests + name, template, TestsContext(header)))
     files.append(
         GeneratedFile(tests + "cases.json", data=_cases_json(spec, header, analysis, available))
     )

@@ -8,13 +8,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harnessc.runtime.canonical import Execution
-from harnessc.runtime.model import (
-    Field,
-    Spec,
-)
+from harnessc.runtime.model import Field, History, Policy, Spec
 from harnessc.runtime.normalize import Validator
 from harnessc.runtime.policy import CallContext, PolicyEngine
 
+from ...analysis.concrete import session_terms
 from .values import example_value
 
 __all__ = ["plan_exact_invocation"]
@@ -138,9 +136,14 @@ def plan_exact_invocation(
             case["skip"] = f"the witness call cannot be made in a session: {case['note']}"
             cases.append(case)
             continue
-        if case.get("session"):
+        if case.get("before") or _reads_history(policy):
+            # an approved call that runs is a call of the session's history: it changes what
+            # its variants' counts, sums and `called` terms read (and a prelude its sources)
             case["skip"] = (
-                "the rule's decision reads session state, which the approved call and its "
+                "the policy reads the session's history, which the approved call changes for "
+                "its variants"
+                if not case.get("before")
+                else "the rule's decision needs earlier events, which the approved call and its "
                 "variants change"
             )
             cases.append(case)
@@ -210,3 +213,13 @@ def plan_exact_invocation(
         case["variants"] = variants
         cases.append(case)
     return cases
+
+
+def _reads_history(policy: Policy) -> bool:
+    """Whether a rule of the policy reads a history term (`count`, `sum`, `called`, …)."""
+    return any(
+        isinstance(found.term, History)
+        for rule in policy.rules
+        if rule.condition is not None
+        for found in session_terms(rule.condition)
+    )

@@ -166,6 +166,19 @@ def _stub(
         trial = {**out, f.name: value}
         if not schema_errors(schema, trial):
             out = trial
+    # a text names its step and field where both schemas allow it (`scan-report`): provenance
+    # reads where a value appeared, so one stub must not quote another step's value by accident
+    for name, value in list(out.items()):
+        if not isinstance(value, str):
+            continue
+        named = "-".join((*prefix, name))
+        trial = {**out, name: named}
+        wanted = demands.get((*prefix, name))
+        if schema_errors(schema, trial) or (
+            wanted is not None and schema_errors(Schema(fields=(wanted,)), {wanted.name: named})
+        ):
+            continue
+        out = trial
     return out
 
 

@@ -20,7 +20,7 @@ __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = '2fe3bdfb1137fef93e2eff642d0173a455115c174e99ed896a6b9e33c34d4eeb'
+POLICY_VERSION = 'b2cb5a5044e461e9be314ed5db2d11fe53c96b38ba227df8e073f4b4a29f0f2c'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent

@@ -20,7 +20,7 @@ __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness workspace_agent 0.1.0
 SPEC_NAME = 'workspace_agent'
-POLICY_VERSION = 'a5bb035e8064fe31546007095c85a4b4c96598a5c78d2074eab4bbe2792e4daf'
+POLICY_VERSION = 'ed234bcbb4aa0d29a131826d9c0b579fdf449a3fc739495a417cf3f66d8c36fb'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent

@@ -12,6 +12,7 @@ cases.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,9 @@ from harnessc.runtime import (
     PolicyEngine,
     Refusal,
     Session,
+    SessionStep,
     Validator,
+    prelude_ledger,
 )
 
 from .. import load
@@ -136,6 +139,24 @@ def refused_as_unavailable(h: Harness, case: Mapping[str, Any]) -> list[str]:
     return unavailable_problems(result, case["unavailable"]["conditions"])
 
 
+def prelude(h: Harness, case: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger of the session before the case's call (`CallContext`'s `ledger`), its
+    `before` steps replayed in order (user messages, earlier calls with their results); none
+    for a case without steps."""
+    steps = case.get("before") or []
+    if not steps:
+        return {}
+    given = [SessionStep.model_validate(step) for step in steps]
+    return {"ledger": prelude_ledger(h.spec, given, int(time.time() * 1000))}
+
+
+def session_given(case: Mapping[str, Any]) -> list[str]:
+    """What a failure shows of the session before the call: its steps and the session state
+    the analysis meant them to give."""
+    lines = [f"before: {json.dumps(step, sort_keys=True)}" for step in case.get("before") or []]
+    return lines + list(case.get("session") or [])
+
+
 def judge(h: Harness, case: Mapping[str, Any]) -> Decision:
     """The decision on the case's call: through a session of its agent (normalize → decide),
     or by the policy engine on the call's context, for a call no session can make, a `test`
@@ -158,6 +179,7 @@ def judge(h: Harness, case: Mapping[str, Any]) -> Decision:
         running=frozenset(data.get("running", ())),
         tool_call_id=case["tool_call_id"],
         execution=case["execution"],
+        **prelude(h, case),
     )
     return PolicyEngine(h.spec).decide(case["policy"], context)
 

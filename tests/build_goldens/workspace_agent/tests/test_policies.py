@@ -23,6 +23,7 @@ from .runner import (
     judge,
     refused_as_unavailable,
     session,
+    session_given,
 )
 
 
@@ -34,7 +35,7 @@ def test_each_rule_wins_its_witness_call(case: dict[str, Any]) -> None:
     if case["unavailable"] is not None and case["via"] == "session":
         assert not refused_as_unavailable(h, case)
     decision = judge(h, case)
-    assert not decision_problems(decision, case["expect"])
+    assert not decision_problems(decision, case["expect"]), session_given(case)
 
 
 @pytest.mark.parametrize("case", cases("spec_tests"), ids=case_id)
@@ -42,7 +43,7 @@ def test_each_test_block_of_the_spec(case: dict[str, Any]) -> None:
     if case["skip"]:
         pytest.skip(case["skip"])
     decision = judge(harness(), case)
-    assert not decision_problems(decision, case["expect"])
+    assert not decision_problems(decision, case["expect"]), session_given(case)
 
 
 @pytest.mark.parametrize("case", cases("exact_invocation"), ids=case_id)
