@@ -366,13 +366,16 @@ def cedar_decider(n: int, parsed: bool = True) -> Callable[[CallContext], str]:
 # (ask) and `count(files.delete within 10m) > 5` (ask). Each is measured over a session of 0,
 # 100 and 1,000 earlier calls (every other one a mail whose body names IBANs), and over 1,000
 # earlier calls whose results total about 10 MB. `decide` includes the evidence a decision
-# carries when a session term decided it.
+# carries when a session term decided it. The bar is the `shape` column: the same seven rules
+# with each session term replaced by an ordinary test of the call, so the ratio is what the
+# session terms themselves cost (at most 2x, flat in the session's length).
 
 
 def _session_spec() -> Spec:
     from harnessc.runtime.model import (
         Compare,
         DefaultDecision,
+        Fact,
         Field,
         History,
         ListValue,
@@ -483,13 +486,28 @@ def _session_spec() -> Spec:
         ),
         *(r.model_copy(update={"policy": "b.s"}) for r in base),
     )
+    # the same seven rules with each session term replaced by an ordinary test of the call
+    # (a fact lookup, a prefix, a comparison): what a decision costs without session state
+    p_path = P(root="args", parts=("p",))
+    plain_tests = {
+        "p.injected": Compare(op="in", left=iban, right=P(root="fact", parts=("blocked",))),
+        "p.made_up": Compare(op="startswith", left=iban, right=lit("FR")),
+        "p.daily": Compare(op=">=", left=amount, right=lit(30_000)),
+        "p.burst": Compare(op="startswith", left=p_path, right=lit("/danger/")),
+    }
+    shape = tuple(
+        r.model_copy(update={"policy": "b.q", "condition": plain_tests.get(r.label, r.condition)})
+        for r in session
+    )
     return Spec(
         name="b",
         root_module="b",
         tools=tools,
+        facts={"blocked": Fact(name="blocked", type=Type(name="list", item=Type(name="string")))},
         policies={
             "b.p": Policy(name="b.p", default=DefaultDecision(effect="deny"), rules=base),
             "b.s": Policy(name="b.s", default=DefaultDecision(effect="deny"), rules=session),
+            "b.q": Policy(name="b.q", default=DefaultDecision(effect="deny"), rules=shape),
         },
     )
 
@@ -564,6 +582,8 @@ def session_main(opts: argparse.Namespace, cost: int) -> None:
     spec = _session_spec()
     engine = PolicyEngine(spec)
     base, session = engine.decider("b.p"), engine.decider("b.s")
+    shape = engine.decider("b.q")
+    blocked = {"blocked": _IBANS[2:5]}
     now = 1_800_000_000_000
     setups = []
     for label, earlier, size in (
@@ -577,7 +597,9 @@ def session_main(opts: argparse.Namespace, cost: int) -> None:
         built = time.perf_counter() - t0
         sample = _session_calls(ledger, opts.sample)
         plain = [
-            CallContext(c.tool_id, c.args, actor=c.actor, tool_call_id=c.tool_call_id)
+            CallContext(
+                c.tool_id, c.args, actor=c.actor, tool_call_id=c.tool_call_id, facts=blocked
+            )
             for c in sample
         ]
         setups.append((label, ledger, built, sample, plain))
@@ -586,24 +608,32 @@ def session_main(opts: argparse.Namespace, cost: int) -> None:
         for label, _ledger, _built, sample, plain in setups:
             for name, fn, items in (
                 ("base", base.decide, plain),
+                ("shape", shape.decide, plain),
                 ("session", session.decide, sample),
             ):
                 found = median_p99(measure(fn, items, opts.calls, cost))
                 if (label, name) not in best or found[0] < best[label, name][0]:
                     best[label, name] = found
     head = (
-        f"{'earlier session':>20} | {'index keys':>10}{'built s':>8} | {'base med':>8}{'p99':>7}"
-        f" | {'session med':>11}{'p99':>7} | {'ratio':>5}"
+        f"{'earlier session':>20} | {'index keys':>10}{'built s':>8} | {'base med':>8}"
+        f" | {'shape med':>9}{'p99':>7} | {'session med':>11}{'p99':>7} | {'/shape':>6}"
+        f" {'/base':>6}"
     )
     print(head + "\n" + "-" * len(head))
     for label, ledger, built, _sample, _plain in setups:
-        b, s = best[label, "base"], best[label, "session"]
+        b, q, s = best[label, "base"], best[label, "shape"], best[label, "session"]
         print(
-            f"{label:>20} | {len(ledger.index):>10,}{built:>8.2f} | {b[0]:>8.2f}{b[1]:>7.2f}"
-            f" | {s[0]:>11.2f}{s[1]:>7.2f} | {s[0] / b[0]:>5.2f}"
+            f"{label:>20} | {len(ledger.index):>10,}{built:>8.2f} | {b[0]:>8.2f}"
+            f" | {q[0]:>9.2f}{q[1]:>7.2f} | {s[0]:>11.2f}{s[1]:>7.2f} | {s[0] / q[0]:>6.2f}"
+            f" {s[0] / b[0]:>6.2f}"
         )
     lo, hi = setups[0][0], setups[-1][0]
-    print("\nall times in µs (medians of the best round); ratio = session median / base median")
+    print(
+        "\nall times in µs (medians of the best round). base: the three rules without session "
+        "terms;\nshape: the seven rules of the session policy, each session term replaced by an "
+        "ordinary test\nof the call (a fact lookup, a prefix, a comparison); /shape and /base: "
+        "the session median\nover theirs"
+    )
     print(
         f"flatness of the session column, {hi} / {lo}: "
         f"{best[hi, 'session'][0] / best[lo, 'session'][0]:.2f}"
