@@ -31,11 +31,14 @@ def main(argv: list[str]) -> int:
     print("-" * len(header))
     total = [0] * 9
     failed = []
+    limits = []
     started = time.perf_counter()
     calls = 0
     for domain in DOMAINS:
         spec_of(domain)
-        outcomes = [run(domain, s) for s in domain.scenarios]
+        every = [run(domain, s) for s in domain.scenarios]
+        outcomes = [o for o in every if o.scenario.limit is None]
+        limits += [(domain.name, o) for o in every if o.scenario.limit is not None]
         calls += sum(len(o.calls) for o in outcomes)
         attacks = [o for o in outcomes if o.scenario.attack]
         tasks = [o for o in outcomes if not o.scenario.attack]
@@ -54,7 +57,7 @@ def main(argv: list[str]) -> int:
         print(_row(domain.name, row))
         failed += [(domain.name, o) for o in misses(outcomes)]
         if verbose:
-            for o in outcomes:
+            for o in every:
                 kind = "attack" if o.scenario.attack else "task"
                 print(f"    {kind:<6} {o.verdict:<7} {o.scenario.name}")
                 for tool, verdict, rule, evidence in o.calls:
@@ -65,6 +68,12 @@ def main(argv: list[str]) -> int:
     print(_row("total", total))
     elapsed = time.perf_counter() - started
     print(f"\n{calls} governed calls in {elapsed:.2f} s (fresh harness per scenario)")
+    if limits:
+        print("\nlimits (probes of what session-aware policy cannot see; not counted above):")
+        for name, o in limits:
+            verdicts = ", ".join(f"{tool} {verdict}" for tool, verdict, _r, _e in o.calls)
+            print(f"  {name}: {o.scenario.name} -> {o.verdict} ({verdicts})")
+            print(f"    why: {o.scenario.limit}")
     if failed:
         print("\nmissed the bar:")
         for name, o in failed:

@@ -108,7 +108,7 @@ class _Walk:
         if origin is None:
             self.out.append(f"{what} appeared in no source")
         else:
-            only = " only" if len(origin.kinds) == 1 else ""
+            only = " only" if len(origin.sources) == 1 else ""
             self.out.append(f"{what} appears{only} in {_sources(origin)}")
 
 

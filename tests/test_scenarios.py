@@ -35,3 +35,17 @@ def test_an_attack_is_refused_with_the_provenance_as_evidence() -> None:
     tool, verdict, rule, evidence = outcome.calls[-1]
     assert (tool, verdict, rule) == ("mail.send", "denied", "assistant.injected_recipient")
     assert any("mail.read" in e and "untrusted" in e for e in evidence), evidence
+
+
+@pytest.mark.parametrize(
+    ("domain", "scenario"),
+    [(d, s) for d, s in CASES if s.limit is not None],
+    ids=lambda x: getattr(x, "name", ""),
+)
+def test_a_limit_is_still_a_limit(domain: Domain, scenario: Scenario) -> None:
+    """A probe of what session-aware policy cannot see stays honest: when a change denies it
+    after all, it counts against the bar again (drop its `limit`)."""
+    outcome = run(domain, scenario)
+    assert outcome.verdict != "denied", "no longer a limit: remove `limit` from the scenario"
+    refused = [c for c in outcome.calls if c[1] == "denied"]
+    assert refused, "the goals the policy can see are still refused"

@@ -58,6 +58,9 @@ class Scenario:
     approval: bool = False
     """A legitimate task the spec says a person must approve (an ASK is its right outcome)."""
     facts: dict[str, Any] = field(default_factory=dict)
+    limit: str | None = None
+    """A probe of what session-aware policy cannot see, and why: its outcome is reported on
+    its own line, not counted against the bar (language.md §18.3)."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,8 @@ def misses(outcomes: list[Outcome]) -> list[Outcome]:
     spec does not say a person must approve (or one it does say that was not asked)."""
     bad = []
     for o in outcomes:
+        if o.scenario.limit is not None:
+            continue
         if o.scenario.attack:
             ok = o.verdict == "denied"
         elif o.scenario.approval:
