@@ -139,3 +139,14 @@ def test_an_analysis_finding_names_the_session_state_of_its_example() -> None:
     context = LintContext(spec, Resolution(), analyse_policies(spec))
     [d] = RULES["L001"].check(context)
     assert "with session: `args.iban from untrusted only` = true" in d.notes
+
+
+def test_a_trusted_field_inside_a_list_of_records_is_a_trusted_source() -> None:
+    """`people: list<{ email: string trusted }>` makes the tool a trusted source: no L021."""
+    from harnessc.compiler.lints.session import _trusts
+
+    person = m.Type(name="object", fields=(field("email", trust="trusted"),))
+    people = field("people", m.Type(name="list", item=person))
+    directory = tool("dir.find", field("name"), output=(people,))
+    assert _trusts(directory)
+    assert not _trusts(tool("dir.plain", field("name"), output=(field("email"),)))

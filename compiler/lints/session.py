@@ -214,8 +214,11 @@ def nothing_trusted(ctx: LintContext) -> Iterator[Diagnostic]:
 
 
 def _trusts(tool: m.Tool) -> bool:
+    def in_type(type_: m.Type | None) -> bool:
+        return type_ is not None and (in_fields(type_.fields) or in_type(type_.item))
+
     def in_fields(fields: tuple[m.Field, ...]) -> bool:
-        return any(f.trust == "trusted" or in_fields(f.type.fields) for f in fields)
+        return any(f.trust == "trusted" or in_type(f.type) for f in fields)
 
     return tool.trust == "trusted" or (tool.output is not None and in_fields(tool.output.fields))
 
