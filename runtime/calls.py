@@ -194,7 +194,8 @@ def call_context(s: Session, pending: PendingCall) -> CallContext:
     ledger = s.ledger
     if ledger.terms is not h.engine.terms:
         ledger.rebind(h.engine.terms)
-    ledger.sync(h.store, clock_ms(h))
+    if ledger.terms.read:  # a spec that reads no session state needs no current ledger
+        ledger.sync(h.store, clock_ms(h))
     return CallContext(
         tool_id=pending.tool_id,
         args=pending.args,

@@ -91,9 +91,14 @@ class HistoryTerms:
         self._by_tool: dict[str, list[str]] = {}
         self._views: dict[tuple[str, str | None], dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self.read = False
+        """Whether anything of the spec reads session state (a provenance, quantified, extract
+        or history term): when nothing does, sessions need not keep their ledger current."""
         for policy in spec.policies.values():
             for rule in policy.rules:
                 self._collect(rule.condition)
+                if rule.grant is not None:
+                    self._collect(rule.grant.condition)
         for tool in spec.tools.values():
             self._collect(tool.requires)
         for workflow in spec.workflows.values():
@@ -103,6 +108,7 @@ class HistoryTerms:
 
     def _collect(self, cond: object) -> None:
         for term in session_terms(cond):
+            self.read = True
             if isinstance(term, History):
                 self.intern(term)
 
@@ -110,6 +116,7 @@ class HistoryTerms:
         """The key of a history term, adding it to the catalogue when new."""
         key = history_key(node)
         if key not in self.nodes:
+            self.read = True
             with self._lock:
                 self.nodes[key] = node
                 self._settle_on_result[key] = node.func == "succeeded" or (
