@@ -1,6 +1,8 @@
 """The governed call in a session, end to end: normalize, decide, (approve), invoke, on the
-in-memory store and on a SQLite file, for an allowed call, an approved `once` call and a call
-whose tool takes a `secret` argument (its values are scrubbed from everything recorded).
+in-memory store and on a SQLite file, for an allowed call, an approved `once` call, a call
+whose tool takes a `secret` argument (its values are scrubbed from everything recorded), and
+the allowed call under a policy that also reads session state (`session`: a provenance term
+and a windowed count, so each decision brings the session's ledger up to date from the log).
 
     .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3]
 
@@ -50,14 +52,23 @@ policy bench {
 }
 agent runner { surface tools; policy bench }
 """
+# the same spec whose policy also reads session state (the allowed call still wins)
+SESSION_SPEC = SPEC.replace(
+    "  allow change.create, vault.put\n",
+    "  allow change.create, vault.put\n"
+    '  deny change.create when args.patch from untrusted only { reason "an injected patch" }\n'
+    "  ask change.create when count(change.create within 1m) > 1000000 {\n"
+    '    approver role "ops"\n'
+    "  }\n",
+)
 ACTOR = {"user": "u-1", "role": "dev"}
 OPS = {"user": "u-2", "role": "ops"}
 
 
-def compiled() -> Any:
+def compiled(text: str = SPEC) -> Any:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.harness"
-        path.write_text(SPEC, encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         result = check([path])
         assert result.ok and result.model is not None
         return result.model
@@ -68,10 +79,12 @@ def one_round(spec: Any, store: Any, case: str, calls: int) -> float:
     for tool in ("change.create", "ops.run", "vault.put"):
         h.bind(tool, lambda args: {})
     s = h.session("runner", actor=ACTOR, task="t-1")
+    if case == "session":
+        s.user_said("open a change for api with patch p")
     times: list[float] = []
     for i in range(calls):
         start = time.perf_counter()
-        if case == "allow":
+        if case in ("allow", "session"):
             call = s.normalize("change.create", f"c-{i}", {"service": "api", "patch": "p"})
         elif case == "secret":
             call = s.normalize("vault.put", f"c-{i}", {"name": "db", "value": f"s3cr3t-{i:08}"})
@@ -93,10 +106,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    spec = compiled()
+    specs = {"plain": compiled(), "session": compiled(SESSION_SPEC)}
     print(f"load average {os.getloadavg()[0]:.2f}; median µs per governed call, best round")
     for store_kind in ("memory", "sqlite"):
-        for case in ("allow", "once", "secret"):
+        for case in ("allow", "once", "secret", "session"):
+            spec = specs["session" if case == "session" else "plain"]
             best = float("inf")
             for _ in range(args.rounds):
                 with tempfile.TemporaryDirectory() as tmp:
