@@ -35,7 +35,8 @@ from .condition_types import (
     takes,
     type_of,
 )
-from .resolve import SELECTING_FUNCTIONS, Module
+from .resolve import Module
+from .resolve_session import SELECTING_FUNCTIONS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
