@@ -8,7 +8,9 @@ browser`, `connection browser` and `policy browser` live side by side (as in `st
 
 Every reference position expects exactly one kind of name, so an unknown name (H201) gets a
 "did you mean" among names of that kind only, and a name of another kind gets H207. Work is a
-dict lookup per reference; suggestions are computed only when an error is reported.
+dict lookup per reference; suggestions are computed only when an error is reported. Data labels
+and the functions a condition may call (history terms among them) are resolved by
+compiler/resolve_session.py, a mixin of the resolver.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean, suggest
-from harnessc.runtime.model import BUILTIN_LABELS, HISTORY_FUNCS
 
 from .modules import (
     STD_PREFIX,
@@ -32,10 +33,10 @@ from .modules import (
     load_modules,
     std_module_names,
 )
+from .resolve_session import SessionNames
 
 __all__ = [
     "BUILTIN_ROOTS",
-    "FUNCTIONS",
     "GLOBAL_KINDS",
     "MODULE_KINDS",
     "ImportBinding",
@@ -74,12 +75,6 @@ BUILTIN_ROOTS = frozenset({"actor", "task", "env", "resource", "tool", "args", "
 RESULT_ROOT = "result"
 # `input` is a root inside workflows; user facts may use none of these.
 RESERVED_FACT_ROOTS = BUILTIN_ROOTS | {"input", RESULT_ROOT}
-FACT_FUNCTIONS = {"connected": "connection", "running": "runtime"}
-VALUE_FUNCTIONS = ("len", "urls", "hosts", "emails")
-FUNCTIONS: tuple[str, ...] = (*FACT_FUNCTIONS, *HISTORY_FUNCS, *VALUE_FUNCTIONS)
-"""Every function a condition may call: fact functions, history terms, `len` and extractions."""
-SELECTING_FUNCTIONS = frozenset({"called", "succeeded", "count"})
-"""History functions whose arguments are tool selectors (`sum` selects with `of`)."""
 RESERVED_NAME = "delegate_task"
 NOT_DECLARED = "not declared in this module or its imports"
 
@@ -168,10 +163,6 @@ def _article(word: str) -> str:
     return "an" if word[0] in "aeioAEIO" or word.startswith("MCP") else "a"
 
 
-def _quoted(words: Iterable[str]) -> str:
-    return ", ".join(f"`{w}`" for w in words)
-
-
 def _names(values: Iterable[object]) -> Iterator[s.Name]:
     for value in values:
         if isinstance(value, s.Name):
@@ -200,7 +191,7 @@ class _Usage:
     kinds: set[str] = field(default_factory=set)
 
 
-class _Resolver:
+class _Resolver(SessionNames):
     def __init__(self, modules: list[Module], complete: bool) -> None:
         self.modules = modules
         self.complete = complete
@@ -366,22 +357,6 @@ class _Resolver:
             return
         if self.declare_global(module, "fact", name, fact.name.span, fact) is not None:
             self.fact_depth = max(self.fact_depth, name.count(".") + 1)
-
-    def declare_label(self, module: Module, label: s.Label) -> None:
-        name = label.name.text
-        if name in BUILTIN_LABELS:
-            self.report(
-                Diagnostic.make(
-                    "H206",
-                    f"`{name}` is a built-in label",
-                    label.name.span,
-                    "declared again here",
-                    notes=[f"the built-in labels are {_quoted(BUILTIN_LABELS)}"],
-                    help=f"use `{name}` without declaring it, or give the label another name",
-                )
-            )
-            return
-        self.declare_global(module, "label", name, label.name.span, label)
 
     def declare_tool(self, module: Module, tool: s.Tool, tool_id: str, parent: object) -> None:
         if isinstance(parent, s.Mcp):
@@ -663,41 +638,6 @@ class _Resolver:
                 value = item.value
                 self.resolve_path(replace(scope, result=True), value.text, value.span, value)
 
-    def visit_field_labels(self, module: Module, fields: Iterable[s.Field]) -> None:
-        """The labels of fields (`label secret`), nested fields too."""
-        for f in fields:
-            for constraint in f.constraints:
-                if constraint.kind == "label" and isinstance(constraint.value, s.Name):
-                    self.resolve_label(module, constraint.value)
-            stack = [f.type]
-            while stack:
-                ty = stack.pop()
-                stack.extend(ty.args)
-                self.visit_field_labels(module, ty.fields)
-
-    def resolve_label(self, module: Module, name: s.Name) -> None:
-        """A data label: built in (`secret`, `pii`) or declared with `label NAME`; else H201."""
-        if name.text in BUILTIN_LABELS:
-            return
-        symbol = self.globals["label"].get(name.text)
-        if symbol is not None:
-            self.bind(module, name, symbol)
-            return
-        if not self.complete:
-            return
-        known = [*BUILTIN_LABELS, *sorted(self.globals["label"])]
-        self.report(
-            Diagnostic.make(
-                "H201",
-                f"unknown label `{name.text}`",
-                name.span,
-                "not a built-in or declared label",
-                notes=[f"the labels are {_quoted(known)}"],
-                help=did_you_mean(name.text, known)
-                or f'declare it: `label {name.text} "what it marks"`',
-            )
-        )
-
     def visit_skill(self, scope: _Scope, skill: s.Skill) -> None:
         for item in skill.items:
             if isinstance(item, s.Attr) and item.key == "profile":
@@ -901,48 +841,6 @@ class _Resolver:
             )
         symbol = Symbol("var", name, node, scope.module, var.span)
         return replace(scope, vars={**scope.vars, name: symbol})
-
-    def visit_func(self, scope: _Scope, call: s.FuncCall) -> None:
-        name = call.name.text
-        kind = FACT_FUNCTIONS.get(name)
-        if kind is not None:
-            for arg in call.args:
-                if isinstance(arg, s.Path):
-                    self.resolve(scope.module, s.Name(arg.text, span=arg.span), kind)
-            return
-        if name in VALUE_FUNCTIONS:
-            for arg in call.args:
-                if not isinstance(arg, s.Pattern):
-                    self.visit_value(scope, arg)
-            return
-        if name not in HISTORY_FUNCS:
-            self.report(
-                Diagnostic.make(
-                    "H201",
-                    f"unknown function `{name}`",
-                    call.name.span,
-                    "not a function of the language",
-                    notes=[f"the functions are {_quoted(FUNCTIONS)}"],
-                    help=did_you_mean(name, FUNCTIONS),
-                )
-            )
-            return
-        # A history term reads earlier calls: its own `args`, `result` and `tool`, never the
-        # variables of the decision's quantifiers.
-        history = replace(scope, vars={}, result=True)
-        for index, arg in enumerate(call.args):
-            if name == "seen":
-                if isinstance(arg, s.Path):
-                    self.resolve_label(scope.module, s.Name(arg.text, span=arg.span))
-            elif name == "sum" and index == 0:
-                if not isinstance(arg, s.Pattern):
-                    self.visit_value(history, arg)
-            elif isinstance(arg, s.Path | s.Pattern):
-                self.visit_pattern(scope, s.Pattern(arg.text, span=arg.span))
-        for pattern in call.of:
-            self.visit_pattern(scope, pattern)
-        if call.when is not None:
-            self.visit_cond(history, call.when)
 
     def resolve_path(
         self, scope: _Scope, text: str, span: Span, node: object, quiet: bool = False

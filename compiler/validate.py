@@ -18,17 +18,17 @@ written, so every diagnostic underlines the text a user wrote. Checks, by layer:
 parser (H101) reject them. Work is linear in the spec: tools are indexed by id, pack, kind,
 effect, module and argument name once, each distinct selector is compiled once, and a rule's
 selection is computed only when its condition reads `args`. The types of operands and the rules
-that compare them are compiler/condition_types.py.
+that compare them are compiler/condition_types.py; the checks of session terms and
+`on_success` (H337–H340, H342, H343) are compiler/validate_session.py, a mixin of the validator.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.diagnostics import Diagnostic, Reporter
+from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
@@ -37,36 +37,29 @@ from harnessc.runtime.semantics import OPERATORS
 from .condition_types import (
     ANY,
     BOOL,
-    FUNCTION_TYPES,
-    HAS_LENGTH,
-    NUMBERS,
     ROOT_TYPES,
     SHOWN_VALUES,
-    STRINGISH,
     Operand,
     Problem,
     Ty,
     article,
-    compatible,
     describe,
     equality_problem,
     field_of,
     has_problem,
-    item_type,
     join_types,
     object_type,
-    only_lists,
     options_of,
     order_problem,
     quote_values,
     schema_type,
-    takes,
     text_problem,
     type_of,
 )
 from .lower import module_name
 from .modules import head_span
-from .resolve import BUILTIN_ROOTS, RESULT_ROOT, SELECTING_FUNCTIONS, Module, Resolution
+from .resolve import BUILTIN_ROOTS, RESULT_ROOT, Module, Resolution
+from .validate_session import ALL, Selection, SessionChecks, _All, _Context
 
 __all__ = ["validate_spec"]
 
@@ -89,37 +82,7 @@ _RISK_OPS = tuple(op for op, o in OPERATORS.items() if o.family in ("equality", 
 """The operators a risk selector (`risk >= high`) may use: those that compare risk levels."""
 
 
-class _All:
-    """Every tool of the build (`*`): kept symbolic so a wildcard costs nothing to select."""
-
-    def __repr__(self) -> str:
-        return "ALL"
-
-
-ALL = _All()
-Selection = frozenset[str] | _All
-
-
-@dataclass
-class _Context:
-    """Where a condition is read: what `args` selects, and in a workflow its steps and input."""
-
-    module: Module
-    kind: str
-    """`rule`, `grant`, `requires` or `workflow`."""
-    selectors: tuple[s.Selector, ...] | None = None
-    """What `args` reads from; None where there is no call (`requires`, workflows)."""
-    what: str = "rule"
-    """How a message names the selection's owner (`rule`, `grant`)."""
-    steps: dict[str, m.Step] = field(default_factory=dict)
-    input: m.Schema | None = None
-    vars: dict[str, Ty] = field(default_factory=dict)
-    """The types of the quantifier variables bound here."""
-    results: tuple[s.Selector, ...] | None = None
-    """Inside a history term: the tools whose earlier results `result.*` reads."""
-
-
-class _Validator(Reporter):
+class _Validator(SessionChecks):
     def __init__(self, spec: m.Spec, resolution: Resolution) -> None:
         self.spec = spec
         self.res = resolution
@@ -378,49 +341,6 @@ class _Validator(Reporter):
                 self.check_cond(item.cond, _Context(module, "requires"))
             elif isinstance(item, s.OnSuccess):
                 self.check_on_success(item, self.spec.tools.get(tool_id))
-
-    def check_on_success(self, node: s.OnSuccess, tool: m.Tool | None) -> None:
-        """H343: the fact is a list fact, and the value a field of the tool's input or output."""
-        fact = self.spec.facts.get(self.symbol_name(node.fact) or "")
-        if tool is None or fact is None:
-            return
-        if fact.type.name != "list":
-            self.report(
-                "H343",
-                f"`on_success` adds to fact `{fact.name}`, which is not a list",
-                node.fact.span,
-                f"{describe(type_of(fact.type))}",
-                help=f"declare it as a list (`fact {fact.name}: list<string>`), or add to a "
-                "list fact",
-            )
-            return
-        root, name = node.value.parts[0], node.value.parts[1]
-        schema = tool.input if root == "args" else tool.output
-        where = "input" if root == "args" else "output"
-        fields = {f.name: f for f in schema.fields} if schema is not None else {}
-        found = fields.get(name)
-        if found is None:
-            self.report(
-                "H343",
-                f"`on_success` adds `{node.value.text}`, but tool `{tool.id}` has no {where} "
-                f"field `{name}`",
-                node.value.span,
-                f"not in the tool's `{where}`",
-                help=did_you_mean(name, sorted(fields))
-                or f"declare `{name}` in the tool's `{where}`",
-            )
-            return
-        value = self.navigate(type_of(found.type), node.value.parts, 2, node.value)
-        item = type_of(fact.type.item) if fact.type.item is not None else ANY
-        if value is not None and not compatible(value, item):
-            self.report(
-                "H343",
-                f"`on_success` adds {describe(value)} to `{fact.name}`, a list of "
-                f"{describe(item).removeprefix('a ').removeprefix('an ')}",
-                node.value.span,
-                f"{describe(value)}",
-                help="add a value of the list's item type",
-            )
 
     # =========================================================================================
     # Policies and risk tables
@@ -732,173 +652,6 @@ class _Validator(Reporter):
         if ty is None:
             return None
         return Operand(node, ty, span, span.text)
-
-    # -- session terms -------------------------------------------------------------------------
-
-    def check_provenance(self, node: s.Provenance, ctx: _Context) -> None:
-        """H340: `from` asks where one value came from, never a list."""
-        value = self.operand(node.value, ctx)
-        if value is None or not only_lists(value.ty):
-            return
-        source = f"label {node.label.text}" if node.label is not None else node.source.text
-        only = " only" if node.only else ""
-        self.report(
-            "H340",
-            f"`{value.text}` is {describe(value.ty)}: `from` asks where one value came from",
-            value.span,
-            "a list",
-            help=f"ask it of each item: `all x in {value.text}: x from {source}{only}` (or "
-            "`any x in …`)",
-        )
-
-    def check_quantified(self, node: s.Quantified, ctx: _Context) -> None:
-        """H342: a quantifier ranges over a list; its variable has the list's item type."""
-        over = self.operand(node.over, ctx)
-        if over is None:
-            return
-        if not takes(over.ty, frozenset({"list", "set"})):
-            self.report(
-                "H342",
-                f"`{node.quantifier} {node.var.text} in` ranges over `{over.text}`, which is "
-                f"{describe(over.ty)}, not a list",
-                over.span,
-                "not a list",
-                help=f"compare it directly (`{over.text} …`), or range over a list argument "
-                "or `urls(…)`, `hosts(…)`, `emails(…)` of a text",
-            )
-            return
-        inner = replace(ctx, vars={**ctx.vars, node.var.text: item_type(over.ty)})
-        self.check_cond(node.body, inner)
-
-    def call_type(self, node: s.FuncCall, ctx: _Context) -> Ty | None:
-        """The type of a function's value, after checking its arguments (None after an error)."""
-        name = node.name.text
-        if name in ("len", "urls", "hosts", "emails"):
-            return self.value_call(node, ctx)
-        if name in SELECTING_FUNCTIONS or name == "sum":
-            return self.history_call(node, ctx)
-        return FUNCTION_TYPES.get(name, BOOL)
-
-    def value_call(self, node: s.FuncCall, ctx: _Context) -> Ty | None:
-        name = node.name.text
-        arg = self.operand(node.args[0], ctx) if node.args else None
-        if arg is None:
-            return None
-        wanted = HAS_LENGTH if name == "len" else STRINGISH
-        if not takes(arg.ty, wanted):
-            self.report(
-                "H339",
-                f"`{name}` "
-                + (
-                    "counts the items of a list or map, or the characters of a string"
-                    if name == "len"
-                    else "reads a string"
-                )
-                + f", not {describe(arg.ty)}",
-                arg.span,
-                f"{describe(arg.ty)}",
-                help="`len(args.to)` counts a list's items; `urls(args.body)` reads a text"
-                if name == "len"
-                else f"`{name}` finds the {name} inside a text, such as `{name}(args.body)`",
-            )
-            return None
-        return FUNCTION_TYPES[name]
-
-    def history_call(self, node: s.FuncCall, ctx: _Context) -> Ty | None:
-        """H337 for selectors selecting nothing; `when` and `sum`'s field read the selected
-        tools' arguments (H327) and results (H338); `sum` adds numbers (H339)."""
-        name = node.name.text
-        if name == "sum":
-            selectors: list[s.Selector] = list(node.of)
-        else:
-            selectors = [
-                a if isinstance(a, s.Pattern) else s.Pattern(a.text, span=a.span)
-                for a in node.args
-                if isinstance(a, s.Pattern | s.Path)
-            ]
-        empty = False
-        for selector in selectors:
-            selection = self.select(selector, ctx.module)
-            if isinstance(selection, frozenset) and not selection:
-                empty = True
-                self.report(
-                    "H337",
-                    f"`{selector.text}` in `{name}(…)` selects no tool",
-                    selector.span,
-                    "selects nothing",
-                    help="select a tool id, a glob, `pack:NAME` or `kind:NAME` that names "
-                    "declared tools",
-                )
-        if empty:
-            return None
-        history = _Context(
-            ctx.module, "history", tuple(selectors), what="history term", results=tuple(selectors)
-        )
-        if node.when is not None:
-            self.check_cond(node.when, history)
-        if name != "sum":
-            return FUNCTION_TYPES[name]
-        field_node = node.args[0] if node.args else None
-        if not isinstance(field_node, s.Path):
-            return None
-        summed = self.path_type(field_node, history)
-        if summed is None:
-            return None
-        if not takes(summed, NUMBERS):
-            self.report(
-                "H339",
-                f"`sum` adds numbers, but `{field_node.text}` is {describe(summed)}",
-                field_node.span,
-                f"{describe(summed)}",
-                help="sum an `int` or `float` field, or count the calls with `count(…)`",
-            )
-            return None
-        return summed if summed.name in NUMBERS else Ty("float")
-
-    def results(self) -> dict[str, dict[str, Ty]]:
-        """Result field name → tool id → its type; built on the first read of `result`."""
-        if self._results is None:
-            index: dict[str, dict[str, Ty]] = {}
-            for tool_id, tool in self.spec.tools.items():
-                for f in tool.output.fields if tool.output is not None else ():
-                    owner = f"a value of `result.{f.name}`"
-                    index.setdefault(f.name, {})[tool_id] = type_of(f.type, owner)
-            self._results = index
-        return self._results
-
-    def result_field(self, name: str, node: s.Path, ctx: _Context) -> Ty | None:
-        """The type of result field `name` over a history term's tools, or None after H338.
-
-        A tool without an `output` schema may return anything, so it has every field."""
-        assert ctx.results is not None
-        selection = self.union(ctx.results, ctx.module)
-        tools = self.spec.tools
-        chosen = (
-            tools.values()
-            if isinstance(selection, _All)
-            else (tools[t] for t in sorted(selection) if t in tools)
-        )
-        types: list[Ty] = []
-        candidates: set[str] = set()
-        for tool in chosen:
-            if tool.output is None:
-                types.append(ANY)
-                continue
-            for f in tool.output.fields:
-                candidates.add(f.name)
-            ty = self.results().get(name, {}).get(tool.id)
-            if ty is not None:
-                types.append(ty)
-        if types or not candidates:
-            return join_types(types) if types else ANY
-        self.report(
-            "H338",
-            f"no tool selected by this history term returns a field `{name}`",
-            node.span,
-            "not in the `output` of any selected tool",
-            help=did_you_mean(name, sorted(candidates)),
-        )
-        return None
 
     # -- paths ---------------------------------------------------------------------------------
 

@@ -39,17 +39,9 @@ from .concrete import (
     schema_problems,
 )
 from .examples import NoExampleError, forget_examples, string_example
-from .smt import (
-    BUILTINS,
-    SESSION,
-    Encoder,
-    Key,
-    Registry,
-    conj,
-    fresh_context,
-    negate,
-    to_z3,
-)
+from .smt import BUILTINS, Encoder, fresh_context
+from .smt_session import SESSION
+from .smt_terms import Key, Registry, conj, negate, to_z3
 from .text import term_of
 
 __all__ = [
@@ -253,8 +245,8 @@ class _Reading:
     funcs: dict[tuple[str, str], bool] = field(default_factory=dict)
     lengths: dict[Key, int] = field(default_factory=dict)
     session: dict[str, Any] = field(default_factory=dict)
-    """Session state by the term's canonical form (smt.SESSION): a boolean, a number, or the
-    items of an `urls`/`hosts`/`emails` term."""
+    """Session state by the term's canonical form (smt_session.SESSION): a boolean, a number,
+    or the items of an `urls`/`hosts`/`emails` term."""
 
 
 def _read_model(model: z3.ModelRef, registry: Registry) -> _Reading:

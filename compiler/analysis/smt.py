@@ -19,6 +19,8 @@ history term is one variable per canonical form (`called`, `succeeded`, `seen`, 
 unsatisfiable while two different terms never constrain each other. The only relations added
 are ones every ledger obeys (a value's provenance terms, above). A witness names the values it
 needs (`Call.session`); prelude.py builds the session that gives them, or says why it cannot.
+The encoding of session terms is smt_session.py, a mixin of `Encoder`; keys, constant-folding
+booleans and terms are smt_terms.py, which both read.
 """
 
 from __future__ import annotations
@@ -37,25 +39,10 @@ from harnessc.runtime import model as m
 from harnessc.runtime.semantics import OPERATORS, selects
 
 from .concrete import canonical
+from .smt_session import SessionEncoding
+from .smt_terms import Bool, Key, Registry, Term, VarInfo, conj, disj, negate
 
-__all__ = [
-    "BUILTINS",
-    "SESSION",
-    "UNTYPED_SORTS",
-    "Encoder",
-    "Key",
-    "Registry",
-    "VarInfo",
-    "canonical",
-    "conj",
-    "disj",
-    "negate",
-    "search_regex",
-    "to_z3",
-]
-
-Key = tuple[str, ...]
-Bool = Any  # a z3 BoolRef or a Python bool (kept unboxed while constant)
+__all__ = ["BUILTINS", "UNTYPED_SORTS", "Encoder", "canonical", "search_regex"]
 
 STRING = m.Type(name="string")
 PATH = m.Type(name="path")
@@ -83,10 +70,6 @@ BUILTINS: dict[Key, tuple[m.Type, bool]] = {
     ("call", "env"): (MAP_OF_STRINGS, False),
 }
 UNTYPED_SORTS = ("str", "real", "bool", "other")
-SESSION = "session"
-"""The role and key root of session state: `(SESSION, canonical form)` names one provenance,
-quantified or history term (`concrete.canonical`), the same term always the same variable. A
-witness reads them back into `Call.session`; `text.term_of` turns a key back into its term."""
 
 
 # z3's sequence solver slows by seconds a query on long texts: a 1,000-character prefix takes
@@ -97,38 +80,6 @@ MAX_SMT_TEXT = 256
 """The longest text constant `startswith`, `within` and `matches` give z3."""
 MAX_SEARCH_WIDTH = 32
 """The most characters a pattern not anchored at its start may need (searched anywhere)."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Booleans that stay Python values while constant
-
-
-def conj(*items: Bool) -> Bool:
-    out = [i for i in items if i is not True]
-    if any(i is False for i in out):
-        return False
-    if not out:
-        return True
-    return out[0] if len(out) == 1 else z3.And(*out)
-
-
-def disj(*items: Bool) -> Bool:
-    out = [i for i in items if i is not False]
-    if any(i is True for i in out):
-        return True
-    if not out:
-        return False
-    return out[0] if len(out) == 1 else z3.Or(*out)
-
-
-def negate(item: Bool) -> Bool:
-    if item is True or item is False:
-        return not item
-    return z3.Not(item)
-
-
-def to_z3(item: Bool) -> z3.BoolRef:
-    return z3.BoolVal(item) if isinstance(item, bool) else item
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,45 +249,8 @@ def search_regex(pattern: str) -> z3.ReRef | None:
     return _union(found)
 
 
-# ---------------------------------------------------------------------------------------------
-# Terms: an operand as z3 sees it
-
-
 @dataclass
-class Term:
-    """An operand: `kind` says how to compare it; `present` is false when the value is absent.
-
-    kinds: str int real bool (z3 scalars), enum (an index into `values`), risk (a rank), name
-    (a bare enum member, `const` is its text), effects (`extra`: effect → Bool), list (members
-    by boolean), constlist (`extra`: a tuple), record, untyped, listlit (`items`).
-    """
-
-    kind: str
-    expr: Any = None
-    present: Bool = True
-    values: tuple[str, ...] = ()
-    key: Key | None = None
-    const: Any = None
-    extra: Any = None
-    items: tuple[Term, ...] = ()
-    alt: bool = False
-
-
-@dataclass
-class VarInfo:
-    """What a z3 variable stands for: `role` is has, v, tag, in, fn or free."""
-
-    role: str
-    key: Key
-    detail: Any = None
-    alt: bool = False
-
-
-Registry = dict[str, VarInfo]
-
-
-@dataclass
-class Encoder:
+class Encoder(SessionEncoding):
     """Encodes conditions over one symbolic call to `tool`.
 
     `override` replaces the presence of chosen values: False (absent) or True (present, read
@@ -384,10 +298,6 @@ class Encoder:
         if constraints is not None:
             self.domain.extend(constraints(made))
         return made
-
-    def session_vars(self) -> list[tuple[str, Any]]:
-        """The variables of the session terms encoded so far, by name."""
-        return [(n, v) for n, v in self._vars.items() if n.startswith(f"{SESSION}|")]
 
     def prefer(self, var: Any, wish: Any) -> None:
         if var.get_id() not in self._preferred:
@@ -565,59 +475,6 @@ class Encoder:
             key: Key = ("extract", canonical(value))
             return Term("list", present=of.present, key=key)
         return Term("unsupported")
-
-    # =========================================================================================
-    # Session state: uninterpreted, keyed by the term's canonical form
-
-    def session_var(self, node: m.Condition, sort: str) -> Any:
-        """The variable of a provenance, quantified or history term: a boolean, or an integer
-        (`count`, never negative) or a real (`sum`, unconstrained)."""
-        floor = (lambda x: [x >= 0]) if sort == "int" else None
-        return self.var(SESSION, (SESSION, canonical(node)), sort, constraints=floor)
-
-    def count(self, term: m.History) -> Any:
-        """`count(…)`: a non-negative integer; at least 1 when this call is of a tool the term
-        selects and the term has no `when` (the runtime counts the call being decided)."""
-        n = self.session_var(term, "int")
-        if term.where is None:
-            this = disj(*(self.selector(s) for s in term.selectors))
-            if this is not False:
-                self.domain.append(z3.Implies(to_z3(this), n >= 1))
-        return n
-
-    def provenance(self, c: m.Provenance) -> Bool:
-        """`value from source`: a session boolean, false for an absent value; with what every
-        ledger obeys between the terms of one value: `from K only` implies `from K`, a value
-        from `K only` is from no other kind, and a value from nowhere is from nothing."""
-        of = self.operand(c.value)
-        held = self.session_var(c, "bool")
-        mine = (c.source, c.label, c.only)
-        siblings = self._provenance.setdefault(canonical(c.value), {})
-        if mine not in siblings:
-            for (source, _label, only), other in siblings.items():
-                self.domain.extend(
-                    _provenance_axioms((c.source, c.only), held, (source, only), other)
-                )
-                self.domain.extend(
-                    _provenance_axioms((source, only), other, (c.source, c.only), held)
-                )
-            siblings[mine] = held
-        if of.kind == "unsupported":
-            return held
-        return conj(of.present, held)
-
-    def length(self, value: m.Length) -> Term:
-        """`len(x)`: a non-negative integer, absent with `x`; a list literal's is known."""
-        if isinstance(value.of, m.ListValue):
-            return Term("int", expr=z3.IntVal(len(value.of.items)), const=len(value.of.items))
-        if isinstance(value.of, m.Literal) and isinstance(value.of.value, str):
-            return Term("int", expr=z3.IntVal(len(value.of.value)), const=len(value.of.value))
-        of = self.operand(value.of)
-        if isinstance(value.of, m.Path) and of.key is not None:
-            n = self.var("len", of.key, "int", None, of.alt, lambda x: [x >= 0])
-        else:
-            n = self.session_var(value, "int")
-        return Term("int", expr=n, present=of.present)
 
     @staticmethod
     def literal(value: m.Literal) -> Term:
@@ -802,15 +659,7 @@ class Encoder:
         if isinstance(c, m.Provenance):
             return self.provenance(c)
         if isinstance(c, m.Quantified):
-            # a session boolean, false over an absent value (as the runtime: it holds for none)
-            held = self.session_var(c, "bool")
-            over = self.operand(c.over)
-            if isinstance(c.over, m.Path) and over.key is not None:
-                # `any` holds, or `all` fails, only for a list with an item
-                n = self.var("len", over.key, "int", None, over.alt, lambda x: [x >= 0])
-                needs_item = held if c.quantifier == "any" else z3.Not(held)
-                self.domain.append(z3.Implies(needs_item, n >= 1))
-            return held if over.kind == "unsupported" else conj(over.present, held)
+            return self.quantified(c)
         t = self.operand(c)
         if t.kind == "untyped":
             t = self.untyped_as(t, "bool")
@@ -1013,21 +862,6 @@ class Encoder:
         if isinstance(c.left, m.Literal | m.EnumMember):
             return self.has(c.right, c.left, c)
         return self.free(c, "`in` with operands z3 cannot express")
-
-
-def _provenance_axioms(
-    a: tuple[str, bool], held_a: Any, b: tuple[str, bool], held_b: Any
-) -> list[Any]:
-    """What holds between two provenance terms of one value (`a` → …), by their sources."""
-    (source_a, only_a), (source_b, only_b) = a, b
-    out: list[Any] = []
-    if source_a == "nowhere" and source_b != "nowhere":
-        out.append(z3.Implies(held_a, z3.Not(held_b)))  # nowhere: no entry at all
-    elif only_a and source_a == source_b and not only_b:
-        out.append(z3.Implies(held_a, held_b))  # `K only` implies `K`
-    elif only_a and source_a != source_b and source_b in m.SOURCE_KINDS:
-        out.append(z3.Implies(held_a, z3.Not(held_b)))  # `K only`: no other kind
-    return out
 
 
 Relate = Callable[["Encoder", str, Term, Term], tuple[Bool, Bool] | None]

@@ -8,14 +8,8 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
 
-from ..resolve import (
-    BUILTIN_ROOTS,
-    FACT_FUNCTIONS,
-    RESULT_ROOT,
-    SELECTING_FUNCTIONS,
-    VALUE_FUNCTIONS,
-    Module,
-)
+from ..resolve import BUILTIN_ROOTS, RESULT_ROOT, Module
+from ..resolve_session import FACT_FUNCTIONS, SELECTING_FUNCTIONS, VALUE_FUNCTIONS
 from .schemas import SchemaLowering
 
 SOURCE_WORDS = (*m.SOURCE_KINDS, "nowhere")
