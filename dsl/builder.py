@@ -10,6 +10,7 @@ import gc
 import itertools
 import json
 import math
+import os
 import re
 import threading
 from dataclasses import dataclass, replace
@@ -752,6 +753,24 @@ class _Parser:
     lock: threading.Lock
 
 
+def parser_cache_file() -> str | None:
+    """Where the parser's tables are cached between runs: `$XDG_CACHE_HOME/harnessc` (else
+    `~/.cache/harnessc`), safe to delete; None when that folder cannot be made.
+
+    Lark keys the file by the grammar, the options, its own version and Python's, and builds
+    the tables again (rewriting the file) when any of them changed; a file it cannot read or
+    write only costs the build. Building the LALR tables and checking the terminals' regular
+    expressions for collisions is most of a cold start; reading them back takes milliseconds.
+    """
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(root, "harnessc")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return os.path.join(folder, "parser.lark-cache")
+
+
 @cache
 def _parser() -> _Parser:
     builder = _Builder()
@@ -763,6 +782,7 @@ def _parser() -> _Parser:
         maybe_placeholders=True,
         transformer=builder,
         propagate_positions=False,
+        cache=parser_cache_file() or False,
     )
     return _Parser(lark, Engine(lark), builder, threading.Lock())
 

@@ -98,7 +98,7 @@ class Engine:
 
     def __init__(self, lark: Lark, start: str = "start") -> None:
         terminals: list[TerminalDef] = list(lark.terminals)
-        ignore = set(lark.ignore_tokens)
+        ignore = set(lark.lexer_conf.ignore)  # also on a parser loaded from its cache
         name_re = re.compile(next(t for t in terminals if t.name == "NAME").pattern.to_regexp())
         self.regex_terms = [
             t for t in terminals if not isinstance(t.pattern, PatternStr) and t.name not in ignore
