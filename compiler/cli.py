@@ -1,5 +1,8 @@
 """The ``harnessc`` command line: a thin layer over the pipeline's stages.
 
+Each command imports the stages it runs when it runs (the pipeline loads the parser, the
+solver and the runtime's models), so `harnessc --version` and `--help` start at once.
+
 Exit codes: 0 clean, 1 the spec has errors (or `fmt --check` found files to reformat), 2 a usage
 or I/O problem (bad arguments, a missing or unreadable file).
 """
@@ -22,7 +25,6 @@ from harnessc.dsl.render_formats import print_diagnostics
 
 from harnessc import __version__
 
-from . import pipeline
 from .config import ConfigError, LintConfig, load_config
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -40,7 +42,9 @@ def _exit_code(diagnostics: Sequence[Diagnostic]) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    result = pipeline.check(args.files)
+    from .pipeline import check
+
+    result = check(args.files)
     print_diagnostics(
         result.diagnostics, args.format, sys.stdout if args.format in MACHINE_FORMATS else None
     )
@@ -66,7 +70,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
     config = _lint_config(args.files, args.select, args.ignore)
     if config is None:
         return EXIT_USAGE
-    result = pipeline.lint(args.files, config)
+    from .pipeline import lint
+
+    result = lint(args.files, config)
     machine = args.format in MACHINE_FORMATS
     print_diagnostics(result.diagnostics, args.format, sys.stdout if machine else None)
     code = _exit_code(result.diagnostics)
@@ -144,8 +150,9 @@ def cmd_debug(args: argparse.Namespace) -> int:
 def _debug_checked(args: argparse.Namespace) -> int:
     """`debug model|graph`: check the file and what it imports, then print what the stages built."""
     from . import debug
+    from .pipeline import check
 
-    result = pipeline.check([args.file])
+    result = check([args.file])
     print_diagnostics(result.diagnostics)
     if args.stage == "model" and result.model is not None:
         print(debug.model_json(result.model))
@@ -192,9 +199,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = _lint_config([args.spec])
     if config is None:
         return EXIT_USAGE
-    result = pipeline.build(
-        [args.spec], args.out, check=args.check, embed=not args.no_embed, config=config
-    )
+    from .pipeline import build
+
+    result = build([args.spec], args.out, check=args.check, embed=not args.no_embed, config=config)
     print_diagnostics(result.check.diagnostics, args.format)
     code = _exit_code(result.check.diagnostics)
     if code != EXIT_OK or result.package is None:

@@ -155,3 +155,23 @@ def test_debug_graph_prints_the_import_graph_and_each_workflow_dag(tmp_path: Pat
     dot = capsys.readouterr().out
     assert dot.startswith('digraph "modules" {\n  "w" -> "lib";\n}\n')
     assert '  "undo" [style=dashed];\n  "<entry>" -> "first";\n' in dot
+
+
+def test_version_and_help_load_no_stage() -> None:
+    """`harnessc --version` and `--help` start at once: they import neither the parser (lark),
+    the solver (z3), the models (pydantic) nor the templates (jinja2)."""
+    program = (
+        "import sys\n"
+        "from harnessc.compiler.cli import main\n"
+        "for argv in (['--version'], ['--help']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = sorted(m for m in ('lark', 'z3', 'pydantic', 'jinja2', 'networkx', 'numpy')\n"
+        "               if m in sys.modules)\n"
+        "print('loaded:', heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "loaded: []" in done.stderr, done.stderr
