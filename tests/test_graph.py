@@ -77,17 +77,49 @@ def secondary(diagnostic: Diagnostic) -> list[tuple[str, str]]:
 def test_the_remediation_workflow_only_notes_that_reject_ends_the_run() -> None:
     result = check([EXAMPLE])
     assert result.ok, render(result.diagnostics, "plain")
-    note = only(result, "L101")
-    assert note.severity is Severity.NOTE
+    assert result.model is not None and result.resolution is not None
+    [note] = check_workflows(result.model, result.resolution)
+    assert (note.code, note.severity) == ("L101", Severity.NOTE)
     assert underlined(note) == "reject"
     assert note.message == "option `reject` of decide step `review` ends the run"
-    assert [d.code for d in result.diagnostics] == ["L101"]
+    # the example says that is intended (`# harnessc: ignore[L101]`): check reports nothing
+    assert result.diagnostics == []
 
 
-def test_a_note_does_not_fail_check(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", str(EXAMPLE)]) == 0
+def _unsuppressed(tmp_path: Path) -> Path:
+    """The remediation example without its `ignore[L101]` comment."""
+    folder = tmp_path / "remediation"
+    folder.mkdir()
+    for source in EXAMPLE.parent.glob("*.harness"):
+        text = source.read_text(encoding="utf-8").replace("; harnessc: ignore[L101]", "")
+        (folder / source.name).write_text(text, encoding="utf-8")
+    return folder / EXAMPLE.name
+
+
+def test_a_note_does_not_fail_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(_unsuppressed(tmp_path))]) == 0
     shown = capsys.readouterr()
     assert "note[L101]" in shown.out + shown.err
+
+
+def test_a_suppressed_note_is_silent_in_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`# harnessc: ignore[L101]` silences the note for check, test, fmt and build too, not only
+    for lint; `check -q` of a clean spec prints nothing."""
+    for argv in (
+        ["check", str(EXAMPLE)],
+        ["check", "-q", str(EXAMPLE)],
+        ["test", str(EXAMPLE)],
+        ["fmt", "--diff", str(EXAMPLE)],
+        ["build", str(EXAMPLE), "-o", str(tmp_path / "out"), "--no-embed", "-q"],
+    ):
+        assert main(argv) == 0, argv
+        shown = capsys.readouterr()
+        assert "L101" not in shown.out + shown.err, argv
+    assert main(["check", "-q", str(EXAMPLE)]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.out + quiet.err == ""
 
 
 @pytest.mark.parametrize("stdlib", sorted((REPO / "stdlib").glob("*.harness")), ids=str)
