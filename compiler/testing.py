@@ -32,6 +32,7 @@ __all__ = [
     "check_tests",
     "policy_of",
     "render_run",
+    "rule_names",
     "run_spec_tests",
     "split_facts",
     "step_json",
@@ -198,7 +199,7 @@ class TestRun:
         return sum(not o.passed for o in self.outcomes) + len(self.incomplete)
 
 
-def _names_of(rule: Rule) -> set[str]:
+def rule_names(rule: Rule) -> set[str]:
     """The ways `expect rule …` may name a rule: its label, the label without the policy, and
     the label with the policy's full name."""
     names = {rule.label}
@@ -234,7 +235,7 @@ def compare(expect: Expectation, decision: Decision, decider: Decider) -> list[s
         problems.append(f"approver: expected {_approver_text(expect.approver)}, got {got}")
     if expect.rule is not None:
         winner = decider.rule(decision.rule) if decision.rule else None
-        if winner is None or expect.rule not in _names_of(winner):
+        if winner is None or expect.rule not in rule_names(winner):
             got = decision.rule or "the default (no rule matched)"
             problems.append(f"rule: expected {expect.rule}, got {got}")
     if expect.reason is not None and expect.reason != decision.reason:

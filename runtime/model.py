@@ -93,7 +93,7 @@ __all__ = [
 RISK_LEVELS: tuple[str, ...] = ("low", "medium", "high", "critical")
 EFFECTS: tuple[str, ...] = ("read", "write", "external", "reversible", "idempotent", "preview")
 TOOL_KINDS: tuple[str, ...] = ("public", "primitive", "legacy", "dynamic", "mcp", "private")
-PATH_ROOTS: tuple[str, ...] = (
+PathRoot = t.Literal[
     "actor",
     "task",
     "env",
@@ -106,7 +106,8 @@ PATH_ROOTS: tuple[str, ...] = (
     "fact",
     "result",
     "var",
-)
+]
+PATH_ROOTS: tuple[str, ...] = t.get_args(PathRoot)
 BUILTIN_LABELS: tuple[str, ...] = ("secret", "pii")
 """Data labels every spec knows; a spec declares more with `label NAME "description"`."""
 TRUST_LEVELS: tuple[str, ...] = ("trusted", "untrusted")
@@ -310,20 +311,7 @@ class Path(_Model):
     """
 
     kind: t.Literal["path"] = "path"
-    root: t.Literal[
-        "actor",
-        "task",
-        "env",
-        "resource",
-        "tool",
-        "args",
-        "call",
-        "input",
-        "step",
-        "fact",
-        "result",
-        "var",
-    ]
+    root: PathRoot
     parts: tuple[str, ...] = ()
 
 

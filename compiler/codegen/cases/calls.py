@@ -15,7 +15,7 @@ from ...analysis.concrete import session_terms
 from ...analysis.policy import Finding, PolicyAnalysis
 from ...analysis.prelude import session_prelude
 from ...analysis.text import session_lines
-from ...testing import policy_of, split_facts, step_json
+from ...testing import policy_of, rule_names, split_facts, step_json
 from .context import EXECUTION_KEYS, CaseContext
 from .facts import failed_conditions, mcp_of
 from .values import schema_errors
@@ -226,13 +226,7 @@ def _rule_label(spec: Spec, policy: str, written: str | None) -> str | None:
         return None
     found = spec.policies.get(policy)
     for rule in found.rules if found is not None else ():
-        names = {rule.label}
-        _, sep, tail = rule.label.partition(".")
-        if sep:
-            names.update({tail, f"{rule.policy}.{tail}"})
-        elif "#" in rule.label:
-            names.add(f"{rule.policy.rpartition('.')[0]}.{rule.label}")
-        if written in names:
+        if written in rule_names(rule):
             return rule.label
     return written
 
