@@ -235,6 +235,8 @@ class Session:
     def update_facts(self, values: Mapping[str, Any]) -> None:
         """Change declared facts by name (a `facts.updated` event, replayed on resume): the
         next decision and availability see them, and their values are from `trusted`."""
+        if not isinstance(values, Mapping):
+            raise TypeError("facts are given as a mapping of declared fact names to values")
         record = jsonable(dict(values))
         self._append("State", FACTS_UPDATED, {"values": record})
         self.facts = with_values(self.facts, record)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path as FilePath
 from typing import Any
 
+import pytest
 from harnessc.runtime.harness import Harness
 from harnessc.runtime.model import (
     Agent,
@@ -177,6 +178,15 @@ def test_facts_updated_and_on_success_are_seen_by_the_next_decision() -> None:
     s.update_facts({"paid": [IBAN, "NL91ABNA0417164300"]})
     third = _run(s, "payments.send", "c3", {"iban": "NL91ABNA0417164300"})
     assert third.matched == ("pay.many", "pay.known")  # neither made up nor injected
+
+
+def test_bad_facts_and_messages_are_refused_with_a_clear_error() -> None:
+    h = _harness(None, Clock())
+    s = h.session("bot", actor={"user": "u"})
+    with pytest.raises(TypeError, match="mapping of declared fact names"):
+        s.update_facts(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a user message is a text"):
+        s.user_said(42)  # type: ignore[arg-type]
 
 
 def test_count_within_a_window_counts_this_call_and_forgets_old_ones() -> None:
