@@ -74,7 +74,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,17 +95,22 @@ def tool_ids(n: int) -> list[str]:
     return [f"g{i // GROUP}.t{i}" for i in range(n)]
 
 
-def spec_text(n: int) -> str:
+def spec_text(
+    n: int, risk: Callable[[int], str] = lambda i: "medium", extra: Sequence[str] = ()
+) -> str:
+    """The spec of N tools (module docstring); `risk` gives tool i's risk, `extra` are rules
+    written first in the policy (bench/check_scale.py adds wildcards and risk selectors)."""
     ids = tool_ids(n)
     out = ['harness gen {\n  version "1.0.0"\n  summary "Generated decide benchmark."\n}\n']
-    for tool_id in ids:
+    for i, tool_id in enumerate(ids):
         out.append(
             f"tool {tool_id} {{\n"
             f'  summary "Generated tool {tool_id}."\n'
-            "  effects write\n  risk medium\n"
+            f"  effects write\n  risk {risk(i)}\n"
             '  input { path: path, env: enum("staging", "production"), n: int? }\n}\n'
         )
     out.append('policy gen {\n  default deny { reason "nothing allows it" }\n')
+    out.extend(f"  {rule}\n" for rule in extra)
     for g in range((n + GROUP - 1) // GROUP):
         out.append(
             f"  deny_g{g}: deny g{g}.* when resource.tenant != actor.tenant "

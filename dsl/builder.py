@@ -21,6 +21,7 @@ from typing import Any
 from lark import Lark, Tree
 
 from . import syntax as s
+from .cache import cache_folder
 from .diagnostics import Diagnostic
 from .lexer import Engine, ParseFailure, Tok
 from .source import Source, Span
@@ -762,13 +763,8 @@ def parser_cache_file() -> str | None:
     write only costs the build. Building the LALR tables and checking the terminals' regular
     expressions for collisions is most of a cold start; reading them back takes milliseconds.
     """
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(root, "harnessc")
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError:
-        return None
-    return os.path.join(folder, "parser.lark-cache")
+    folder = cache_folder()
+    return None if folder is None else os.path.join(folder, "parser.lark-cache")
 
 
 @cache

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The harnessc cache folder (the parser's tables, the analysis's answers) is a fresh one for the
+# test run, set before anything reads it and inherited by the commands tests start: tests never
+# write to the real one, and never read answers an earlier version of the analysis left there.
+_CACHE_HOME = tempfile.mkdtemp(prefix="harnessc-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
+atexit.register(shutil.rmtree, _CACHE_HOME, True)
 
 # No wall-clock limit on a property's example either: on a loaded machine an example that takes
 # 250 ms is not a bug (a test that must scale says so by counting operations, tests/counting.py)

@@ -682,8 +682,9 @@ def test_a_generated_spec_gets_a_witness_for_every_rule_that_can_win() -> None:
     for w in witnesses.values():
         assert w.exact, w.notes
         assert_witness_wins(spec, w)
-    # near-linear: a handful of queries per tool
-    assert analysis.queries <= 12 * 8
+    # near-linear: a handful of queries per tool (each tool's partition answers every question
+    # about its rules, the wildcards' included, so that the answers can be cached and shared)
+    assert analysis.queries <= 12 * 10
 
 
 def test_two_analyses_in_one_process_find_the_same_witnesses() -> None:

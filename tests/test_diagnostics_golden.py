@@ -18,6 +18,7 @@ from harnessc.dsl.codes import CODES
 from harnessc.dsl.render_formats import render
 
 from .conftest import ROOT, update_goldens
+from .test_lint import CASE_ENVIRONMENT
 
 CASES = ROOT / "tests" / "diagnostics" / "cases"
 _CASE_NAME = re.compile(r"^([HL][0-9]{3})-([a-z0-9-]+)")
@@ -34,7 +35,17 @@ def _cases() -> list[tuple[str, Path, Path]]:
 
 
 @pytest.mark.parametrize(("name", "entry", "expected"), _cases(), ids=lambda v: str(v))
-def test_case_renders_as_recorded(name: str, entry: Path, expected: Path, in_root: Path) -> None:
+def test_case_renders_as_recorded(
+    name: str,
+    entry: Path,
+    expected: Path,
+    in_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for variable, value in CASE_ENVIRONMENT.get(name[:4], {}).items():
+        monkeypatch.setenv(variable, value)
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no answer of another budget
     # a lint rule's code is reported by `harnessc lint` (check + lints), the others by `check`
     run = lint if name[:4] in RULES else check
     if name.startswith("H5"):  # build codes: `harnessc build --check`, which writes nothing

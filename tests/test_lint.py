@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from harnessc.compiler.analysis.budget import TIMEOUT_VARIABLE
 from harnessc.compiler.analysis.policy import PolicyAnalysis, analyse_policies
 from harnessc.compiler.cli import main
 from harnessc.compiler.config import ConfigError, LintConfig, load_config
@@ -29,6 +30,12 @@ KINDS = {
     "L004": "absent-value",
     "L005": "default-allow",
 }
+
+
+CASE_ENVIRONMENT = {"L006": {TIMEOUT_VARIABLE: "1"}}
+"""What a rule's examples run under (tests/test_diagnostics_golden.py too): L006's, a budget of
+1 ms per question, which the bad example's patterns exceed and the good example's plain text
+tests do not."""
 
 
 def write(tmp_path: Path, text: str, name: str = "spec.harness") -> Path:
@@ -66,8 +73,14 @@ def test_every_rule_is_registered_as_a_code() -> None:
 
 
 @pytest.mark.parametrize("code", sorted(RULES))
-def test_rule_fires_on_bad_and_not_on_good(code: str, tmp_path: Path) -> None:
+def test_rule_fires_on_bad_and_not_on_good(
+    code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rule = RULES[code]
+    for name, value in CASE_ENVIRONMENT.get(code, {}).items():
+        monkeypatch.setenv(name, value)
+        # answers decided under another budget would be read back from the cache
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     if code in ANALYSIS_RULES:
         bad = check([write(tmp_path, rule.bad)])
         assert bad.ok and bad.model is not None

@@ -18,6 +18,7 @@ from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind, selects
 
 __all__ = [
     "ABSENT",
+    "BUILTINS",
     "Call",
     "Decision",
     "Found",
@@ -37,6 +38,32 @@ __all__ = [
 ]
 
 STRENGTH = {"allow": 0, "ask": 1, "deny": 2}
+
+STRING = m.Type(name="string")
+PATH = m.Type(name="path")
+DURATION = m.Type(name="duration")
+LIST_OF_STRINGS = m.Type(name="list", item=STRING)
+MAP_OF_STRINGS = m.Type(name="map", item=STRING)
+
+# Built-in values with a known type, and whether a call always has them. The actor's identity
+# (user, role, roles) is established by the session; everything else may be missing.
+BUILTINS: dict[tuple[str, ...], tuple[m.Type, bool]] = {
+    ("actor", "user"): (STRING, True),
+    ("actor", "role"): (STRING, True),
+    ("actor", "roles"): (LIST_OF_STRINGS, True),
+    ("actor", "tenant"): (STRING, False),
+    ("actor", "agent"): (STRING, False),
+    ("actor", "session"): (STRING, False),
+    ("task", "id"): (STRING, False),
+    ("task", "stage"): (STRING, False),
+    ("task", "purpose"): (STRING, False),
+    ("call", "tool_call_id"): (STRING, True),
+    ("call", "cwd"): (PATH, False),
+    ("call", "timeout"): (DURATION, False),
+    ("call", "target"): (STRING, False),
+    ("call", "provenance"): (STRING, False),
+    ("call", "env"): (MAP_OF_STRINGS, False),
+}
 NO_RULE_REASON = "no rule allows this call"
 
 

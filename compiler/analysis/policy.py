@@ -2,9 +2,14 @@
 
 For every policy, the rules are bucketed by tool: a tool's bucket holds the rules whose
 selectors can match it (ids, globs, modules, packs, kinds, and the risk/effects sugar), in text
-order, so the cost grows with tools × rules per tool rather than rules². In one bucket the
-decision of language.md §6 is encoded exactly (smt.py): rule R wins a call when it matches,
-no stronger rule matches, and no earlier rule of its effect matches. z3 then answers:
+order, so the cost grows with tools × rules per tool rather than rules². A bucket is a
+partition of the analysis (partition.py): its rules are encoded once over one symbolic call,
+the decision of language.md §6 exactly (smt.py): rule R wins a call when it matches, no
+stronger rule matches, and no earlier rule of its effect matches; z3 answers every question
+about it under push/pop, each within a time budget (solve.py). Buckets with the same key (many
+tools under the same rules, with the same schema) are solved once, and every partition's
+answers are cached on disk by that key (cache.py), so a second check of an unchanged spec
+solves nothing and does not load z3. From the answers:
 
 - a witness per rule that can win: a concrete call (re-judged by concrete.py) and its decision;
 - `never-wins`: a rule that matches some call but always loses (naming the rule that beats it
@@ -13,36 +18,35 @@ no stronger rule matches, and no earlier rule of its effect matches. z3 then ans
 - `opposite-effects`: two rules that match exactly the same calls with different effects;
 - `absent-value`: a DENY or ASK reading a value that may be absent, without a `has` guard,
   that would fire if the value were there (it fails open), with the call where it does not;
-- `default-allow`: a policy whose `default` is `allow`, with a call that falls to it.
+- `default-allow`: a policy whose `default` is `allow`, with a call that falls to it;
+- `undecided`: a rule about which z3 did not answer a question in time (the claims above
+  about it rest on what was decided).
 
 "Allow, except …" overlaps are the normal shape of a policy and are not reported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import z3
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import selects
 
+from .budget import query_timeout_ms
+from .cache import AnalysisCache
 from .concrete import (
+    BUILTINS,
     STRENGTH,
     Call,
     Decision,
     Witness,
     decide,
     default_decision,
-    format_duration,
     schema_problems,
 )
-from .examples import NoExampleError, forget_examples, string_example
-from .smt import BUILTINS, Encoder, fresh_context
-from .smt_session import SESSION
-from .smt_terms import Key, Registry, conj, negate, to_z3
-from .text import term_of
+from .partition import Answers, Example, RuleKey, Undecided, partition_key, rule_key
 
 __all__ = [
     "FINDING_KINDS",
@@ -53,7 +57,6 @@ __all__ = [
     "Witness",
     "analyse_policies",
     "analyse_policy",
-    "sample_value",
 ]
 
 FINDING_KINDS = (
@@ -62,8 +65,10 @@ FINDING_KINDS = (
     "opposite-effects",
     "absent-value",
     "default-allow",
+    "undecided",
 )
-TIMEOUT_MS = 10_000
+
+Key = tuple[str, ...]
 
 
 @dataclass
@@ -96,18 +101,32 @@ class PolicyAnalysis:
     findings: list[Finding] = field(default_factory=list)
     witnesses: dict[str, dict[str, Witness]] = field(default_factory=dict)
     queries: int = 0
+    """SMT queries asked: the analysis's work, independent of the machine's load."""
+    partitions: int = 0
+    """Distinct partitions the policies were cut into (each solved once, or read back)."""
+    cache_hits: int = 0
+    """Partitions whose answers were read from the cache on disk."""
 
     def witness(self, policy: str, rule: str) -> Witness | None:
         return self.witnesses.get(policy, {}).get(rule)
 
 
-def analyse_policies(spec: m.Spec) -> PolicyAnalysis:
-    """Stage analyse: every policy of the spec, in name order."""
-    fresh_context()
-    forget_examples()
+def analyse_policies(
+    spec: m.Spec, *, partition: bool = True, cache: AnalysisCache | None = None
+) -> PolicyAnalysis:
+    """Stage analyse: every policy of the spec, in name order.
+
+    `partition=False` encodes every rule of the policy in every tool's bucket and shares no
+    answers between tools (the same analysis, done the long way: tests compare the two);
+    `cache` is where answers are kept (default: in memory for this run and on disk).
+    """
+    if cache is None:
+        cache = AnalysisCache(on_disk=partition)
     analysis = PolicyAnalysis()
     for name in sorted(spec.policies):
-        analyse_policy(spec, spec.policies[name], analysis)
+        _PolicyAnalyser(spec, spec.policies[name], analysis, cache, partition).run()
+    analysis.partitions = len(cache.memory)
+    analysis.cache_hits = cache.hits
     return analysis
 
 
@@ -115,7 +134,7 @@ def analyse_policy(
     spec: m.Spec, policy: m.Policy, analysis: PolicyAnalysis | None = None
 ) -> PolicyAnalysis:
     analysis = analysis if analysis is not None else PolicyAnalysis()
-    _PolicyAnalyser(spec, policy, analysis).run()
+    _PolicyAnalyser(spec, policy, analysis, AnalysisCache()).run()
     return analysis
 
 
@@ -132,13 +151,17 @@ def _static_selects(sel: m.Selector, tool: m.Tool) -> bool:
 
 
 class _Index:
-    """Rules by the tools they can match, without testing every rule against every tool."""
+    """Rules by the tools they can match, without testing every rule against every tool: ids,
+    modules, packs and kinds by their value, globs by their prefix (a tool's id is looked up
+    by each of its prefixes), `*` everywhere; only the risk/effects sugar is tested per tool."""
 
     def __init__(self, rules: tuple[m.Rule, ...]) -> None:
         self.rules = rules
         self.by_id: dict[str, set[int]] = {}
+        self.by_prefix: dict[str, set[int]] = {}
         self.by_pack: dict[str, set[int]] = {}
         self.by_kind: dict[str, set[int]] = {}
+        self.everywhere: set[int] = set()
         self.scan: list[tuple[int, m.Selector]] = []
         for i, rule in enumerate(rules):
             for sel in rule.selectors:
@@ -147,15 +170,24 @@ class _Index:
                 elif sel.kind == "module":
                     for tool_id in sel.tools:
                         self.by_id.setdefault(tool_id, set()).add(i)
+                elif sel.kind == "glob":
+                    self.by_prefix.setdefault(sel.value, set()).add(i)
+                elif sel.kind == "all":
+                    self.everywhere.add(i)
                 elif sel.kind == "pack":
                     self.by_pack.setdefault(sel.value, set()).add(i)
                 elif sel.kind == "kind":
                     self.by_kind.setdefault(sel.value, set()).add(i)
                 else:
                     self.scan.append((i, sel))
+        self.lengths = sorted({len(prefix) for prefix in self.by_prefix})
 
     def bucket(self, tool: m.Tool) -> list[int]:
-        found = set(self.by_id.get(tool.id, ()))
+        found = self.everywhere | self.by_id.get(tool.id, set())
+        for n in self.lengths:
+            if n > len(tool.id):
+                break
+            found |= self.by_prefix.get(tool.id[:n], set())
         for pack in tool.packs:
             found |= self.by_pack.get(pack, set())
         found |= self.by_kind.get(tool.kind, set())
@@ -164,402 +196,11 @@ class _Index:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading a call back out of a model
+# Text
 
 
 def _key_text(key: Key) -> str:
     return ".".join(key[1:]) if key[0] == "fact" else ".".join(key)
-
-
-def _z3_value(value: Any) -> Any:
-    if z3.is_true(value):
-        return True
-    if z3.is_false(value):
-        return False
-    if z3.is_int_value(value):
-        return value.as_long()
-    if z3.is_rational_value(value):
-        fraction = value.as_fraction()
-        return int(fraction) if fraction.denominator == 1 else float(fraction)
-    if z3.is_string_value(value):
-        return value.as_string()
-    return None
-
-
-def _sample_string(f: m.Field | None) -> str:
-    low = int(f.min) if f is not None and f.min is not None else 0
-    high = int(f.max) if f is not None and f.max is not None else None
-    pattern = f.pattern if f is not None else None
-    return _sample_pattern(pattern, low, high)
-
-
-def _sample_pattern(pattern: str | None, low: int, high: int | None) -> str:
-    fallback = "x" * max(low, 1) if high is None or high >= 1 else ""
-    if pattern is None:
-        return fallback
-    try:
-        return string_example(pattern, low, high)
-    except NoExampleError:
-        return fallback
-
-
-def sample_value(f: m.Field | None, t: m.Type) -> Any:
-    """A value of the type that satisfies the field's constraints, for what no rule reads."""
-    name = t.name
-    if f is not None and f.default is not None:
-        return f.default
-    if name in ("string", "url"):
-        if name == "url" and (f is None or f.pattern is None):
-            return "https://example.com/"
-        return _sample_string(f)
-    if name == "path":
-        return "/workspace/file.txt" if f is None or f.pattern is None else _sample_string(f)
-    if name == "duration":
-        return "1m"
-    if name in ("int", "float"):
-        low = f.min if f is not None and f.min is not None else 0
-        high = f.max if f is not None and f.max is not None else None
-        value = max(low, 0) if high is None or high >= 0 else high
-        return int(value) if name == "int" else float(value)
-    if name == "bool":
-        return False
-    if name == "enum":
-        return t.values[0] if t.values else ""
-    if name == "list":
-        count = int(f.min) if f is not None and f.min is not None else 0
-        assert t.item is not None
-        return [sample_value(None, t.item) for _ in range(count)]
-    if name == "map":
-        return {}
-    return {g.name: sample_value(g, g.type) for g in t.fields if g.required}
-
-
-@dataclass
-class _Reading:
-    """The call a model describes, before it is assembled into records."""
-
-    present: dict[Key, bool] = field(default_factory=dict)
-    values: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    tags: dict[Key, int] = field(default_factory=dict)
-    members: dict[Key, dict[Any, bool]] = field(default_factory=dict)
-    funcs: dict[tuple[str, str], bool] = field(default_factory=dict)
-    lengths: dict[Key, int] = field(default_factory=dict)
-    session: dict[str, Any] = field(default_factory=dict)
-    """Session state by the term's canonical form (smt_session.SESSION): a boolean, a number,
-    or the items of an `urls`/`hosts`/`emails` term."""
-
-
-def _read_model(model: z3.ModelRef, registry: Registry) -> _Reading:
-    out = _Reading()
-    for decl in model.decls():
-        info = registry.get(decl.name())
-        if info is None or info.alt:
-            continue
-        value = _z3_value(model[decl])
-        if info.role == SESSION:
-            out.session[info.key[1]] = value
-        elif info.role == "in" and info.key[0] == "extract":
-            if value:
-                out.session.setdefault(info.key[1], []).append(info.detail)
-        elif info.role == "len":
-            out.lengths[info.key] = int(value)
-        elif info.role == "has":
-            out.present[info.key] = bool(value)
-        elif info.role == "v":
-            out.values.setdefault(info.key, {})[info.detail] = value
-        elif info.role == "tag":
-            out.tags[info.key] = value
-        elif info.role == "in":
-            out.members.setdefault(info.key, {})[info.detail] = bool(value)
-        elif info.role == "fn":
-            out.funcs[(info.key[0], info.key[1])] = bool(value)
-    return out
-
-
-def _texts_for(reading: _Reading, texts: dict[int, str]) -> None:
-    """Strings encoded by number become texts: a known one, or a fresh one for each other
-    number (distinct numbers, distinct texts, none equal to a known one)."""
-    fresh: dict[int, str] = {}
-    known = set(texts.values())
-    for key in sorted(reading.values):
-        raw = reading.values[key]
-        if "sym" not in raw or raw["sym"] is None:
-            continue
-        n = raw.pop("sym")
-        if n in texts:
-            raw["str"] = texts[n]
-            continue
-        if n not in fresh:
-            count = 1
-            while (text := f"{key[-1]}-{count}") in known:
-                count += 1
-            known.add(text)
-            fresh[n] = text
-        raw["str"] = fresh[n]
-
-
-def _quoted(session: dict[str, Any]) -> set[Key]:
-    """The call's values whose provenance the session state is about (`args.iban from …`)."""
-    out: set[Key] = set()
-    for key in session:
-        term = term_of(key)
-        if isinstance(term, m.Provenance) and isinstance(term.value, m.Path):
-            out.add((term.value.root, *term.value.parts))
-    return out
-
-
-class _Assembler:
-    """Turns a model's reading into a `Call` to one tool."""
-
-    def __init__(self, spec: m.Spec, tool: m.Tool, reading: _Reading, absent: set[Key]) -> None:
-        self.spec, self.tool, self.r, self.absent = spec, tool, reading, absent
-        self.quoted = _quoted(reading.session)
-
-    def quotable(self, key: Key, f: m.Field | None, name: str) -> Any:
-        """For a value only provenance reads, one a session can quote (an id-like text, a
-        number of four digits), or None: a short sample (`x`, `0`) is found in no message."""
-        if key not in self.quoted or f is None or f.default is not None:
-            return None
-        if f.pattern is not None or f.min is not None or f.max is not None:
-            return None
-        return {"string": f"{key[-1]}-sample-1", "int": 1234}.get(name)
-
-    def is_present(self, key: Key, always: bool) -> bool:
-        if key in self.absent:
-            return False
-        return always or self.r.present.get(key, False)
-
-    def typed(self, key: Key, f: m.Field | None, t: m.Type) -> Any:
-        name = t.name
-        raw = self.r.values.get(key, {})
-        if name == "enum" and "enum" in raw and raw["enum"] is not None:
-            return t.values[raw["enum"]] if 0 <= raw["enum"] < len(t.values) else t.values[0]
-        if name in ("string", "url", "path") and raw.get("str") is not None:
-            return raw["str"]
-        if not raw and (quoted := self.quotable(key, f, name)) is not None:
-            return quoted
-        if name == "int" and raw.get("int") is not None:
-            return raw["int"]
-        if name == "duration" and raw.get("int") is not None:
-            return format_duration(int(raw["int"]))
-        if name == "float" and raw.get("real") is not None:
-            return float(raw["real"])
-        if name == "bool" and raw.get("bool") is not None:
-            return raw["bool"]
-        if name == "list":
-            return self.list_value(key, f, t)
-        if name == "object":
-            return self.fields(key, t.fields)
-        if name == "map":
-            return self.untyped_children(key, t.item)
-        return sample_value(f, t)
-
-    def list_value(self, key: Key, f: m.Field | None, t: m.Type) -> list[Any]:
-        members = self.r.members.get(key, {})
-        items: list[Any] = [w for w, yes in members.items() if yes]
-        if key == ("actor", "roles"):
-            role = self.actor_role()
-            items = [role, *[i for i in items if i != role]]
-        count = int(f.min) if f is not None and f.min is not None else 0
-        count = max(count, self.r.lengths.get(key, 0))
-        n = 0
-        while len(items) < count:
-            n += 1
-            # named after its list, so two lists' items are different values (provenance
-            # reads each value, and one list's item must not answer for another's)
-            filler = f"{key[-1]}-item-{n}"
-            if filler not in members:
-                items.append(filler)
-        return items
-
-    def actor_role(self) -> str:
-        return str(self.r.values.get(("actor", "role"), {}).get("str") or "member")
-
-    def fields(self, prefix: Key, fields: tuple[m.Field, ...]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields:
-            key = (*prefix, f.name)
-            always = not f.type.optional or f.default is not None
-            read = self.is_read(key)
-            if f.required or (always and read):
-                if key not in self.absent:
-                    out[f.name] = self.typed(key, f, f.type)
-            elif not always and self.is_present(key, False):
-                out[f.name] = self.typed(key, f, f.type)
-        return out
-
-    def is_read(self, key: Key) -> bool:
-        r = self.r
-        return (
-            key in r.values
-            or key in r.members
-            or key in r.lengths
-            or any(k[: len(key)] == key for k in r.present)
-        )
-
-    def untyped(self, key: Key) -> Any:
-        raw = self.r.values.get(key, {})
-        tag = self.r.tags.get(key)
-        sort = ("str", "real", "bool", "other")[tag] if tag is not None and 0 <= tag < 4 else None
-        if sort is None:
-            sort = next((s for s in ("str", "real", "bool") if raw.get(s) is not None), "str")
-        if sort == "other":
-            members = self.r.members.get(key, {})
-            return [w for w, yes in members.items() if yes]
-        value = raw.get(sort)
-        if value is None:
-            return {"str": "x", "real": 0, "bool": False}[sort]
-        return value
-
-    def untyped_children(self, prefix: Key, item: m.Type | None) -> dict[str, Any]:
-        """The present values under `prefix`, as nested records."""
-        out: dict[str, Any] = {}
-        keys = {
-            k for k in (*self.r.present, *self.r.values, *self.r.members) if len(k) > len(prefix)
-        }
-        for key in sorted(k for k in keys if k[: len(prefix)] == prefix):
-            if not self.is_present(key, False) and key not in self.r.values:
-                continue
-            if key in self.absent or self.r.present.get(key) is False:
-                continue
-            if key not in self.r.present and not self.typed_builtin(key):
-                continue
-            where = out
-            for part in key[len(prefix) : -1]:
-                nested = where.setdefault(part, {})
-                if not isinstance(nested, dict):
-                    break
-                where = nested
-            else:
-                where[key[-1]] = self.value_at(key, item if len(key) == len(prefix) + 1 else None)
-        return out
-
-    def typed_builtin(self, key: Key) -> bool:
-        known = BUILTINS.get(key[:2])
-        return known is not None and known[1]
-
-    def value_at(self, key: Key, item: m.Type | None) -> Any:
-        known = BUILTINS.get(key[:2]) if len(key) == 2 else None
-        if known is not None:
-            return self.typed(key, None, known[0])
-        if item is not None:
-            return self.typed(key, None, item)
-        return self.untyped(key)
-
-    def call(self) -> Call:
-        actor = self.untyped_children(("actor",), None)
-        actor["user"] = self.r.values.get(("actor", "user"), {}).get("str") or "u-1"
-        actor["role"] = self.actor_role()
-        if ("actor", "roles") in self.r.members:
-            actor["roles"] = self.list_value(("actor", "roles"), None, m.Type(name="list"))
-        facts: dict[str, Any] = {}
-        for name, fact in self.spec.facts.items():
-            key = ("fact", name)
-            if not self.is_present(key, False):
-                continue
-            if fact.type.name in ("object", "map"):
-                facts[name] = self.untyped_children(key, fact.type.item)
-            else:
-                facts[name] = self.typed(key, None, fact.type)
-        connections = {n: v for (f, n), v in self.r.funcs.items() if f == "connected"}
-        runtimes = {n: v for (f, n), v in self.r.funcs.items() if f == "running"}
-        return Call(
-            tool=self.tool.id,
-            args=self.fields(("args",), self.tool.input.fields),
-            actor=actor,
-            resource=self.untyped_children(("resource",), None),
-            facts=facts,
-            task=self.untyped_children(("task",), None),
-            env=self.untyped_children(("env",), None),
-            execution=self.untyped_children(("call",), None),
-            connections=connections,
-            runtimes=runtimes,
-            session=dict(sorted(self.r.session.items())),
-        )
-
-
-# ---------------------------------------------------------------------------------------------
-# One tool's bucket
-
-
-class _Bucket:
-    """The rules that can match one tool, encoded over one symbolic call, and a solver."""
-
-    def __init__(self, az: _PolicyAnalyser, tool: m.Tool, indices: list[int]) -> None:
-        self.az = az
-        self.tool = tool
-        self.indices = indices
-        self.enc = Encoder(az.spec, tool, az.registry)
-        self.enc.prepare(az.rules[i] for i in indices)
-        self.match: dict[int, Any] = {}
-        self.inexact: dict[int, bool] = {}
-        for i in indices:
-            before = len(self.enc.inexact)
-            self.match[i] = self.enc.rule_match(az.rules[i])
-            self.inexact[i] = len(self.enc.inexact) > before
-        self.solver = z3.SimpleSolver()
-        self.solver.set("timeout", TIMEOUT_MS)
-        self.solver.add(*self.enc.domain)
-        self.added = len(self.enc.domain)
-
-    def beaten_by(self, i: int) -> list[int]:
-        rules = self.az.rules
-        effect = STRENGTH[rules[i].effect]
-        return [
-            j
-            for j in self.indices
-            if STRENGTH[rules[j].effect] > effect or (rules[j].effect == rules[i].effect and j < i)
-        ]
-
-    def wins(self, i: int) -> Any:
-        return conj(self.match[i], *(negate(self.match[j]) for j in self.beaten_by(i)))
-
-    def check(self, *constraints: Any, nice: bool = True) -> z3.ModelRef | bool | None:
-        """A model, None when unsatisfiable, or False when z3 gave up.
-
-        With `nice`, the encoder's preferences are tried first, for readable witnesses.
-        """
-        self.az.analysis.queries += 1
-        extra = self.enc.domain[self.added :]
-        self.solver.push()
-        self.solver.add(*extra, *(to_z3(c) for c in constraints))
-        result = z3.unknown
-        if nice and self.enc.nice:
-            self.solver.push()
-            self.solver.add(*self.enc.nice)
-            result = self.solver.check()
-            model = self.solver.model() if result == z3.sat else None
-            self.solver.pop()
-        if result != z3.sat:
-            self.az.analysis.queries += 1 if nice and self.enc.nice else 0
-            result = self.solver.check()
-            model = self.solver.model() if result == z3.sat else None
-        self.solver.pop()
-        if result == z3.unknown:
-            return False
-        return model
-
-    def winner(self, model: z3.ModelRef) -> int | None:
-        """The rule that wins the model's call, by the same meaning as the encoding."""
-        rules = self.az.rules
-        matched = [
-            i
-            for i in self.indices
-            if z3.is_true(model.eval(to_z3(self.match[i]), model_completion=True))
-        ]
-        if not matched:
-            return None
-        strongest = max(STRENGTH[rules[i].effect] for i in matched)
-        return next(i for i in matched if STRENGTH[rules[i].effect] == strongest)
-
-    def call(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Call:
-        reading = _read_model(model, self.az.registry)
-        _texts_for(reading, self.enc.texts())
-        for name, var in self.enc.session_vars():
-            key = self.az.registry[name].key[1]
-            if key not in reading.session:  # a term no constraint of the query mentions
-                reading.session[key] = _z3_value(model.eval(var, model_completion=True))
-        return _Assembler(self.az.spec, self.tool, reading, set(absent)).call()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -625,6 +266,15 @@ def _reads(rule: m.Rule) -> list[Key]:
     return found
 
 
+def _fresh(value: Any) -> Any:
+    """A copy of JSON-like data (dicts, lists and scalars)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
+
+
 def _may_be_absent(tool: m.Tool, key: Key) -> bool:
     if key[0] != "args":
         return True
@@ -640,12 +290,21 @@ def _may_be_absent(tool: m.Tool, key: Key) -> bool:
 
 
 class _PolicyAnalyser:
-    def __init__(self, spec: m.Spec, policy: m.Policy, analysis: PolicyAnalysis) -> None:
+    def __init__(
+        self,
+        spec: m.Spec,
+        policy: m.Policy,
+        analysis: PolicyAnalysis,
+        cache: AnalysisCache,
+        partition: bool = True,
+    ) -> None:
         self.spec = spec
         self.policy = policy
         self.analysis = analysis
+        self.cache = cache
+        self.partition = partition
         self.rules = policy.rules
-        self.registry: Registry = {}
+        self.keys: list[RuleKey] = [rule_key(r) for r in self.rules]
         self.index = _Index(self.rules)
         self.scope: dict[int, list[str]] = {i: [] for i in range(len(self.rules))}
         self.witnesses: dict[str, Witness] = analysis.witnesses.setdefault(policy.name, {})
@@ -655,42 +314,86 @@ class _PolicyAnalyser:
         self.absent_done: set[tuple[int, Key]] = set()
         self.reads = {i: _reads(r) for i, r in enumerate(self.rules)}
         self.default_example: Witness | None = None
+        self.covers: dict[int, set[int]] = {}
+        self.scopes: dict[int, frozenset[str]] = {}
+        self.equals: dict[int, set[int]] = {}
+        self.undecided: dict[int | None, list[Undecided]] = {}
 
     # =========================================================================================
 
     def run(self) -> None:
         tools = [self.spec.tools[t] for t in sorted(self.spec.tools)]
         wants_default = self.policy.default is not None and self.policy.default.effect == "allow"
+        everything = list(range(len(self.rules)))
         for tool in tools:
             indices = self.index.bucket(tool)
             for i in indices:
                 self.scope[i].append(tool.id)
-            checks = self.absent_checks(tool, indices)
-            open_rules = [i for i in indices if i not in self.won]
-            needs_default = wants_default and self.default_example is None
-            if not (open_rules or checks or needs_default):
+            if not (indices or wants_default):
                 continue
-            bucket = _Bucket(self, tool, indices)
-            self.inexact |= {i for i, yes in bucket.inexact.items() if yes}
-            for i in open_rules:
-                self.try_win(bucket, i)
-            for i, key in checks:
-                self.check_absent(bucket, i, key)
-            if needs_default:
-                self.find_default(bucket)
+            if not self.partition:
+                indices = everything
+            self.take(tool, indices, self.answers(tool, indices, wants_default))
         self.report_losers()
         if wants_default:
             self.report_default_allow()
+        self.report_undecided()
 
-    def witness_for(
-        self, bucket: _Bucket, model: z3.ModelRef, absent: Iterable[Key] = ()
-    ) -> Witness:
-        call = bucket.call(model, absent)
-        winner = bucket.winner(model)
-        if winner is None:
+    def answers(self, tool: m.Tool, indices: list[int], wants_default: bool) -> Answers:
+        """The partition's answers: from this run, from the cache, or solved now."""
+        rules = [self.rules[i] for i in indices]
+        key = partition_key(self.spec, tool, rules, [self.keys[i] for i in indices], wants_default)
+        if not self.partition:
+            key = f"{tool.id}\n{key}"  # no sharing between tools
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        from .solve import solve_partition  # z3: loaded only when a partition must be solved
+
+        absent = [[k for k in self.reads[i] if _may_be_absent(tool, k)] for i in indices]
+        solved = solve_partition(self.spec, tool, rules, absent, wants_default, query_timeout_ms())
+        self.analysis.queries += solved.queries
+        return self.cache.put(key, solved)
+
+    def take(self, tool: m.Tool, indices: list[int], answers: Answers) -> None:
+        """What the partition of `tool` says about each of its rules, in text order."""
+        self.inexact |= {indices[p] for p, yes in enumerate(answers.inexact) if yes}
+        for p, i in enumerate(indices):
+            if i in self.won:
+                continue
+            won = answers.wins[p]
+            if won is not None:
+                self.won.add(i)
+                self.witnesses[self.rules[i].label] = self.witness_for(tool, indices, won)
+                continue
+            matched = answers.matches[p]
+            if matched is not None and i not in self.matchable:
+                self.matchable[i] = (tool.id, self.witness_for(tool, indices, matched))
+            if p in answers.covers:
+                mine = {indices[q] for q in answers.covers[p]}
+                self.covers[i] = self.covers[i] & mine if i in self.covers else mine
+                twins = {indices[q] for q in answers.equals.get(p, ())}
+                self.equals[i] = self.equals[i] & twins if i in self.equals else twins
+        for absent in answers.absent:
+            i = indices[absent.position]
+            if (i, absent.key) not in self.absent_done:
+                self.absent_done.add((i, absent.key))
+                self.report_absent(tool, indices, i, absent.key, absent.example)
+        if answers.default is not None and self.default_example is None:
+            self.default_example = self.witness_for(tool, indices, answers.default)
+        for undecided in answers.undecided:
+            rule = None if undecided.position is None else indices[undecided.position]
+            self.undecided.setdefault(rule, []).append(undecided)
+
+    def witness_for(self, tool: m.Tool, indices: list[int], example: Example) -> Witness:
+        """The partition's example as a call to `tool`, decided and re-judged for it."""
+        # a fresh copy for each tool: the partition's answers may serve many
+        call = Call(**{k: _fresh(v) for k, v in vars(example.call).items()})
+        call.tool = tool.id
+        if example.winner is None:
             decision = default_decision(self.spec, self.policy, call)
         else:
-            rule = self.rules[winner]
+            rule = self.rules[indices[example.winner]]
             decision = Decision(
                 rule.effect,
                 rule.label,
@@ -698,7 +401,7 @@ class _PolicyAnalyser:
                 rule.reason,
             )
         witness = Witness(self.policy.name, decision.rule, call, decision)
-        self.verify(witness, bucket.indices)
+        self.verify(witness, indices)
         return witness
 
     def verify(self, witness: Witness, indices: list[int]) -> None:
@@ -719,49 +422,13 @@ class _PolicyAnalyser:
             witness.exact = False
             witness.notes.extend(problems)
 
-    def try_win(self, bucket: _Bucket, i: int) -> None:
-        model = bucket.check(bucket.wins(i))
-        if isinstance(model, z3.ModelRef):
-            self.won.add(i)
-            self.witnesses[self.rules[i].label] = self.witness_for(bucket, model)
-            return
-        if model is False:
-            self.inexact.add(i)
-        if i in self.matchable:
-            return
-        found = bucket.check(bucket.match[i])
-        if isinstance(found, z3.ModelRef):
-            self.matchable[i] = (bucket.tool.id, self.witness_for(bucket, found))
-        elif found is False:
-            self.inexact.add(i)
-
     # --- absent values ------------------------------------------------------------------------
 
-    def absent_checks(self, tool: m.Tool, indices: list[int]) -> list[tuple[int, Key]]:
-        return [
-            (i, key)
-            for i in indices
-            if self.rules[i].effect in ("deny", "ask")
-            for key in self.reads[i]
-            if (i, key) not in self.absent_done and _may_be_absent(tool, key)
-        ]
-
-    def check_absent(self, bucket: _Bucket, i: int, key: Key) -> None:
-        """Does the rule fire for some value of `key`, but not when `key` is absent?"""
-        enc, rule = bucket.enc, self.rules[i]
-        enc.override = {key: False}
-        when_absent = enc.rule_match(rule)
-        enc.override = {key: True}
-        when_present = enc.rule_match(rule)
-        enc.override = {}
-        # usually unsatisfiable: look for a readable example only once one exists
-        if not isinstance(bucket.check(negate(when_absent), when_present, nice=False), z3.ModelRef):
-            return
-        model = bucket.check(negate(when_absent), when_present)
-        if not isinstance(model, z3.ModelRef):
-            return
-        self.absent_done.add((i, key))
-        example = self.witness_for(bucket, model, absent=[key])
+    def report_absent(
+        self, tool: m.Tool, indices: list[int], i: int, key: Key, found: Example
+    ) -> None:
+        rule = self.rules[i]
+        example = self.witness_for(tool, indices, found)
         what = _key_text(key)
         effect = rule.effect
         self.add(
@@ -775,11 +442,6 @@ class _PolicyAnalyser:
         )
 
     # --- default allow ------------------------------------------------------------------------
-
-    def find_default(self, bucket: _Bucket) -> None:
-        model = bucket.check(*(negate(bucket.match[i]) for i in bucket.indices))
-        if isinstance(model, z3.ModelRef):
-            self.default_example = self.witness_for(bucket, model)
 
     def report_default_allow(self) -> None:
         default = self.policy.default
@@ -801,6 +463,8 @@ class _PolicyAnalyser:
         for i, rule in enumerate(self.rules):
             if i in self.won or not self.scope[i]:
                 continue
+            if any(u.what in ("win", "match") for u in self.undecided.get(i, ())):
+                continue  # not known to lose: reported as undecided
             exact = i not in self.inexact
             if i not in self.matchable:
                 self.add(
@@ -849,55 +513,76 @@ class _PolicyAnalyser:
                 exact=exact,
             )
 
-    def buckets(self, i: int) -> Iterator[_Bucket]:
-        for tool_id in self.scope[i]:
-            tool = self.spec.tools[tool_id]
-            yield _Bucket(self, tool, self.index.bucket(tool))
+    def beats(self, j: int, i: int) -> bool:
+        """Whether `j` can beat `i` wherever `i` can match: a stronger effect, or the same one
+        earlier, and every tool `i` selects selected by `j` too."""
+        mine, other = self.rules[i], self.rules[j]
+        stronger = STRENGTH[other.effect] > STRENGTH[mine.effect]
+        if not (stronger or (other.effect == mine.effect and j < i)):
+            return False
+        return self.scope_set(i) <= self.scope_set(j)
 
-    def candidates(self, i: int) -> list[int]:
-        effect = STRENGTH[self.rules[i].effect]
-        mine = set(self.scope[i])
-        return [
-            j
-            for j, other in enumerate(self.rules)
-            if j != i
-            and (
-                STRENGTH[other.effect] > effect or (other.effect == self.rules[i].effect and j < i)
-            )
-            and mine <= set(self.scope[j])
-        ]
+    def scope_set(self, i: int) -> frozenset[str]:
+        found = self.scopes.get(i)
+        if found is None:
+            found = self.scopes[i] = frozenset(self.scope[i])
+        return found
 
     def single_beater(self, i: int) -> int | None:
-        """A rule that by itself beats `i` on every call `i` matches."""
-        left = self.candidates(i)
-        for bucket in self.buckets(i):
-            left = [
-                j
-                for j in left
-                if bucket.check(bucket.match[i], negate(bucket.match[j]), nice=False) is None
-            ]
-            if not left:
-                return None
-        return left[0] if left else None
+        """A rule that by itself beats `i` on every call `i` matches (in every partition)."""
+        return next((j for j in sorted(self.covers.get(i, ())) if self.beats(j, i)), None)
 
     def same_calls(self, i: int) -> int | None:
         """A rule with another effect that matches exactly the calls `i` matches."""
-        mine = set(self.scope[i])
-        left = [
-            j
-            for j in self.candidates(i)
-            if self.rules[j].effect != self.rules[i].effect and set(self.scope[j]) == mine
-        ]
-        for bucket in self.buckets(i) if left else ():
-            a = bucket.match[i]
-            left = [
+        return next(
+            (
                 j
-                for j in left
-                if bucket.check(z3.Xor(to_z3(a), to_z3(bucket.match[j])), nice=False) is None
-            ]
-            if not left:
-                return None
-        return left[0] if left else None
+                for j in sorted(self.equals.get(i, ()))
+                if self.rules[j].effect != self.rules[i].effect
+                and self.beats(j, i)
+                and self.scope_set(j) == self.scope_set(i)
+            ),
+            None,
+        )
+
+    # --- questions not decided ------------------------------------------------------------------
+
+    def report_undecided(self) -> None:
+        for i, asked in self.undecided.items():
+            # a rule that wins a call somewhere neither loses nor needs a beater
+            settled = i in self.won
+            found = [u for u in asked if not (settled and u.what != "absent")]
+            if not found:
+                continue
+            first = min(found, key=lambda u: list(_QUESTIONS).index(u.what))
+            timed_out = all(u.out_of_time for u in found)
+            did_not = "did not decide in time" if timed_out else "could not decide"
+            why = "" if timed_out else f" (z3: {first.reason or 'unknown'})"
+            if i is None:
+                default = self.policy.default
+                self.analysis.findings.append(
+                    Finding(
+                        "undecided",
+                        self.policy.name,
+                        None,
+                        None,
+                        f"the analysis {did_not} whether a call to policy `{self.policy.name}` "
+                        f"falls to its default{why}",
+                        None,
+                        default.origin if default is not None else self.policy.origin,
+                        exact=False,
+                    )
+                )
+                continue
+            rule = self.rules[i]
+            self.add(
+                "undecided",
+                rule,
+                None,
+                f"the analysis {did_not} whether rule `{rule.label}` {_QUESTIONS[first.what]}{why}",
+                None,
+                exact=False,
+            )
 
     def add(
         self,
@@ -920,3 +605,14 @@ class _PolicyAnalyser:
                 exact,
             )
         )
+
+
+_QUESTIONS = {
+    "win": "can decide a call",
+    "match": "matches any call",
+    "absent": "fails open when a value it reads is absent",
+    "beaten": "is beaten by one rule alone",
+    "twin": "matches the same calls as a rule with another effect",
+    "default": "",
+}
+"""How a finding names each question of solve.py, the weightiest first."""

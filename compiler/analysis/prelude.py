@@ -33,7 +33,7 @@ from harnessc.runtime import model as m
 from harnessc.runtime.semantics import selects
 
 from .concrete import ABSENT, Call, holds_for, read_value
-from .policy import sample_value
+from .solve import sample_value
 from .text import spec_text, term_of, value_text
 
 __all__ = ["Prelude", "session_prelude"]

@@ -38,37 +38,12 @@ import z3
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import OPERATORS, selects
 
-from .concrete import canonical
+from .concrete import BUILTINS, STRING, canonical
 from .smt_session import SessionEncoding
 from .smt_terms import Bool, Key, Registry, Term, VarInfo, conj, disj, negate
 
 __all__ = ["BUILTINS", "UNTYPED_SORTS", "Encoder", "canonical", "search_regex"]
 
-STRING = m.Type(name="string")
-PATH = m.Type(name="path")
-DURATION = m.Type(name="duration")
-LIST_OF_STRINGS = m.Type(name="list", item=STRING)
-MAP_OF_STRINGS = m.Type(name="map", item=STRING)
-
-# Built-in values with a known type, and whether a call always has them. The actor's identity
-# (user, role, roles) is established by the session; everything else may be missing.
-BUILTINS: dict[Key, tuple[m.Type, bool]] = {
-    ("actor", "user"): (STRING, True),
-    ("actor", "role"): (STRING, True),
-    ("actor", "roles"): (LIST_OF_STRINGS, True),
-    ("actor", "tenant"): (STRING, False),
-    ("actor", "agent"): (STRING, False),
-    ("actor", "session"): (STRING, False),
-    ("task", "id"): (STRING, False),
-    ("task", "stage"): (STRING, False),
-    ("task", "purpose"): (STRING, False),
-    ("call", "tool_call_id"): (STRING, True),
-    ("call", "cwd"): (PATH, False),
-    ("call", "timeout"): (DURATION, False),
-    ("call", "target"): (STRING, False),
-    ("call", "provenance"): (STRING, False),
-    ("call", "env"): (MAP_OF_STRINGS, False),
-}
 UNTYPED_SORTS = ("str", "real", "bool", "other")
 
 

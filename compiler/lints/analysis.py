@@ -14,6 +14,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 
+from ..analysis.budget import TIMEOUT_VARIABLE
 from ..analysis.text import session_lines
 from .framework import LintContext, lint_rule, rule_head
 
@@ -327,4 +328,66 @@ def default_allow(ctx: LintContext) -> Iterator[Diagnostic]:
         "every call no rule matches is allowed",
         "",
         "use `default deny`, `default ask` or a risk table such as `std.risk.defaults`",
+    )
+
+
+@lint_rule(
+    "L006",
+    "undecided",
+    "note",
+    "the policy analysis did not decide a question about a rule in time",
+    "Each question the policy analysis asks z3 about a rule (can it decide a call, does it match "
+    "any, does it fail open when a value is absent) has a time budget: 2 s, or "
+    "`HARNESSC_QUERY_TIMEOUT_MS` milliseconds. A question not answered in time is neither taken "
+    "as a yes nor as a no: the rule gets this note, and the warnings that would rest on the "
+    "answer (L001, L002, L004) are not reported for it. Long regular expressions, or many text "
+    "conditions on one value, are what usually make a question slow; simplify the condition or "
+    "raise the budget.",
+    bad="""\
+tool mail.send {
+  summary "Send an email."
+  use_when "The user asks to send an email."
+  effects external
+  risk medium
+  input { to: string, subject: string }
+}
+
+policy mail {
+  default deny
+
+  # two patterns over the same texts: the slowest kind of question for z3
+  replies: deny mail.send when args.subject matches "^(re|fw): [a-z ]{10,60}[0-9]{3}$"
+    and not args.to matches "^[a-m]{8,40}@corp\\\\.com$" {
+    reason "Replies go to the company only."
+  }
+}
+""",
+    good="""\
+tool mail.send {
+  summary "Send an email."
+  use_when "The user asks to send an email."
+  effects external
+  risk medium
+  input { to: string, subject: string }
+}
+
+policy mail {
+  default deny
+
+  # whole texts compared for equality: the quickest kind of question
+  everyone: deny mail.send when args.to == "everyone@corp.com" {
+    reason "Mail to everyone goes through the newsletter."
+  }
+}
+""",
+)
+def undecided(ctx: LintContext) -> Iterator[Diagnostic]:
+    yield from _adapt(
+        ctx,
+        "L006",
+        "undecided",
+        "head",
+        "not decided in time",
+        "",
+        f"simplify the condition, or raise the budget with `{TIMEOUT_VARIABLE}` (milliseconds)",
     )

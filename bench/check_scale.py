@@ -1,0 +1,200 @@
+"""`harnessc check` end to end against policy size: T tools, about 1.5 T rules, cold and warm.
+
+    .venv/bin/python bench/check_scale.py [--sizes 50,500,5000] [--baseline CHECKOUT]
+                                          [--cold-parser] [--limit 900]
+
+The spec is the policy benchmark's (`bench/decide.py spec_text`: tools `gG.tI` in groups of
+ten; an ALLOW per tool over `args.path within "/repo"`, every other one also over the actor's
+role; an ASK on 0.4 T tools over `args.env`; a DENY per group by the glob `gG.*` over
+`resource.tenant != actor.tenant`), with the tools' risk cycling through low, medium, high and
+critical, and four rules first that select by risk (`risk >= critical`, `risk == high`,
+`risk <= low`) and by `*`, over arguments and the actor.
+
+Each measurement is a fresh process that runs the pipeline's `check` on the file (parse →
+resolve → lower → validate → analyse, what `harnessc check` runs), so interpreter start-up and
+imports count as they do for a user. `cold`: an empty analysis cache (the parser's tables are
+cached, as after any first run; `--cold-parser` empties both); `warm`: a second run of the
+unchanged spec on the cache the cold run left. `queries` are the SMT queries of the cold run
+(the analysis's work, independent of the machine's load), `hits` the analysis cache's hits in
+the warm run. `--baseline CHECKOUT` times another checkout of harnessc (a git worktree of an
+older commit) with this interpreter, side by side; `--limit` stops a measurement that takes
+longer (shown as `>limit`).
+
+Targets: T=50 ≤ 0.5 s, T=500 ≤ 3 s, T=5,000 ≤ 20 s, a warm run ≤ 0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from decide import spec_text
+
+RISKS = ("low", "medium", "high", "critical")
+EXTRA_RULES = (
+    'deny risk >= critical when not actor.role == "sre" { reason "critical tools are for SREs" }',
+    'ask risk == high when args.env == "production" '
+    '{ approver role "owner"; reason "high risk in production" }',
+    'deny * when args has n and args.n > 1000 { reason "at most 1,000 items at once" }',
+    'allow risk <= low when args.env == "staging"',
+)
+
+# What a user's `harnessc check` runs, plus the analysis's counters on standard output.
+DRIVER = """
+import json, sys
+from harnessc.compiler.pipeline import check
+result = check([sys.argv[1]])
+if not result.ok:
+    sys.exit("the bench spec has errors: " + "; ".join(d.message for d in result.diagnostics[:3]))
+a = result.analysis
+print(json.dumps({"queries": getattr(a, "queries", 0), "hits": getattr(a, "cache_hits", 0),
+                  "z3": "z3" in sys.modules}))
+"""
+PACKAGES = {"dsl": "dsl", "compiler": "compiler", "runtime": "runtime", "stdlib": "stdlib"}
+
+
+def generate(n: int) -> str:
+    """The spec of `n` tools (module docstring)."""
+    return spec_text(n, risk=lambda i: RISKS[i % len(RISKS)], extra=EXTRA_RULES)
+
+
+def rule_count(n: int) -> int:
+    return len(EXTRA_RULES) + n + n * 4 // 10 + (n + 9) // 10
+
+
+@dataclass
+class Timing:
+    seconds: float | None  # None: over the limit
+    queries: int = 0
+    hits: int = 0
+    z3: bool = False
+
+    def text(self, limit: float) -> str:
+        return f">{limit:.0f}" if self.seconds is None else f"{self.seconds:.2f}"
+
+
+def importable(checkout: Path, into: Path) -> Path:
+    """A folder from which `import harnessc` loads `checkout` (laid out as pyproject maps it)."""
+    package = into / "harnessc"
+    package.mkdir(parents=True)
+    (package / "__init__.py").symlink_to(checkout / "harnessc" / "__init__.py")
+    for name, folder in PACKAGES.items():
+        (package / name).symlink_to(checkout / folder)
+    return into
+
+
+def run_check(path: Path, cache: Path, limit: float, pythonpath: Path | None) -> Timing:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", DRIVER, str(path)],
+            env=env,
+            cwd=path.parent,  # not a checkout's root, whose `harnessc/` would shadow the tree
+            capture_output=True,
+            text=True,
+            timeout=limit,
+        )
+    except subprocess.TimeoutExpired:
+        return Timing(None)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"check failed:\n{done.stderr[-2000:]}")
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    return Timing(seconds, data["queries"], data["hits"], data["z3"])
+
+
+def fresh_cache(root: Path, parser_cache: Path | None) -> Path:
+    """An empty cache folder, with the parser's tables in it unless `parser_cache` is None."""
+    folder = Path(tempfile.mkdtemp(dir=root))
+    if parser_cache is not None and parser_cache.exists():
+        (folder / "harnessc").mkdir()
+        shutil.copy(parser_cache, folder / "harnessc" / parser_cache.name)
+    return folder
+
+
+def plot(rows: list[tuple[int, dict[str, Timing]]], limit: float, width: int = 60) -> list[str]:
+    """Seconds against T as horizontal bars on a log scale (10 ms to the limit)."""
+    low, high = math.log10(0.01), math.log10(limit)
+    out = [f"{'':>14} |{'0.01 s':<{width // 2}}{f'{limit:.0f} s (log scale)':>{width // 2}}|"]
+    for n, timings in rows:
+        for label, timing in timings.items():
+            seconds = timing.seconds if timing.seconds is not None else limit
+            filled = round((math.log10(max(seconds, 0.01)) - low) / (high - low) * width)
+            bar = "#" * max(filled, 1)
+            out.append(f"{f'T={n} {label}':>14} |{bar:<{width}}| {timing.text(limit)}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sizes", default="50,500,5000")
+    parser.add_argument("--baseline", type=Path, help="another checkout of harnessc to time too")
+    parser.add_argument("--cold-parser", action="store_true", help="no parser cache when cold")
+    parser.add_argument("--limit", type=float, default=900.0, help="seconds per measurement")
+    args = parser.parse_args(argv)
+    sizes = [int(x) for x in args.sizes.split(",")]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        trees: dict[str, Path | None] = {"": None}
+        if args.baseline is not None:
+            trees = {"old ": importable(args.baseline.resolve(), root / "old"), "": None}
+        parser_caches: dict[str, Path | None] = {}
+        for name, pythonpath in trees.items():
+            # one run on a small spec fills a parser cache to copy into each cold cache
+            warmup = root / f"warmup{len(parser_caches)}"
+            warmup.mkdir()
+            small = warmup / "small.harness"
+            small.write_text(generate(10), encoding="utf-8")
+            run_check(small, warmup, args.limit, pythonpath)
+            filled = warmup / "harnessc" / "parser.lark-cache"
+            parser_caches[name] = None if args.cold_parser else filled
+
+        header = (
+            f"{'T':>6} {'rules':>6} {'lines':>7} "
+            + " ".join(f"{name + 'cold s':>11} {name + 'warm s':>11}" for name in trees)
+            + f" {'queries':>8} {'hits':>6} {'warm z3':>8}"
+        )
+        print(header)
+        print("-" * len(header))
+        rows: list[tuple[int, dict[str, Timing]]] = []
+        for n in sizes:
+            text = generate(n)
+            path = root / f"scale{n}.harness"
+            path.write_text(text, encoding="utf-8")
+            timings: dict[str, Timing] = {}
+            for name, pythonpath in trees.items():
+                cache = fresh_cache(root, parser_caches[name])
+                timings[name + "cold"] = run_check(path, cache, args.limit, pythonpath)
+                timings[name + "warm"] = run_check(path, cache, args.limit, pythonpath)
+            cold, warm = timings["cold"], timings["warm"]
+            print(
+                f"{n:>6} {rule_count(n):>6} {text.count(chr(10)):>7} "
+                + " ".join(f"{t.text(args.limit):>11}" for t in timings.values())
+                + f" {cold.queries:>8} {warm.hits:>6} {'yes' if warm.z3 else 'no':>8}",
+                flush=True,
+            )
+            rows.append((n, timings))
+        print()
+        print("\n".join(plot(rows, args.limit)))
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\nload average (1, 5, 15 min): {load} on {os.cpu_count()} CPUs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The analysis cache: each partition's answers (partition.py) by a hash of what decides them.
+
+Entries live in `<harnessc cache folder>/analysis/` (`dsl/cache.py`), one JSON file each, named
+by the SHA-256 of the partition's key together with harnessc's version, the z3-solver version
+and a digest of the analysis's own source (so a changed encoding never reads an old answer).
+The folder is safe to delete. Nothing here may break a check: an entry that cannot be read or
+parsed is a miss, and one that cannot be written is only not kept. Answers a query gave up on
+for lack of time are not kept: the next run, perhaps on an idler machine, asks again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from harnessc.dsl.cache import cache_folder
+from harnessc.runtime import semantics
+
+from harnessc import __version__
+
+from .partition import Answers, answers_from_json, answers_to_json
+
+__all__ = ["AnalysisCache"]
+
+_SOURCES = (
+    Path(__file__).parent,  # the analysis
+    Path(semantics.__file__),  # the operators and selectors
+)
+
+
+@cache
+def _salt() -> str:
+    """What every entry's hash includes: the versions, and the analysis's source text."""
+    try:
+        solver = metadata.version("z3-solver")
+    except metadata.PackageNotFoundError:
+        solver = "unknown"
+    digest = hashlib.sha256(f"harnessc {__version__}\nz3-solver {solver}\n".encode())
+    for root in _SOURCES:
+        files = sorted(root.glob("*.py")) if root.is_dir() else [root]
+        for path in files:
+            try:
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+            except OSError:
+                digest.update(path.name.encode() + b"\0?")
+    return digest.hexdigest()
+
+
+class AnalysisCache:
+    """Answers by partition key, in memory for one run and on disk between runs."""
+
+    def __init__(self, on_disk: bool = True) -> None:
+        self.folder = cache_folder("analysis") if on_disk else None
+        self.memory: dict[str, Answers] = {}
+        self.hits = 0
+
+    @staticmethod
+    def digest(key: str) -> str:
+        return hashlib.sha256(f"{_salt()}\n{key}".encode()).hexdigest()
+
+    def get(self, key: str) -> Answers | None:
+        digest = self.digest(key)
+        found = self.memory.get(digest)
+        if found is not None or self.folder is None:
+            return found
+        try:
+            text = Path(self.folder, digest[:2], digest + ".json").read_text(encoding="utf-8")
+            found = answers_from_json(text)
+        except (OSError, UnicodeError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        self.memory[digest] = found
+        self.hits += 1
+        return found
+
+    def put(self, key: str, answers: Answers) -> Answers:
+        """Keep the answers; returns them as a hit would read them back."""
+        digest = self.digest(key)
+        text = answers_to_json(answers)
+        answers = answers_from_json(text)
+        self.memory[digest] = answers
+        if self.folder is not None and not answers.out_of_time:
+            self._write(Path(self.folder, digest[:2]), digest + ".json", text)
+        return answers
+
+    @staticmethod
+    def _write(folder: Path, name: str, text: str) -> None:
+        # written aside and renamed: a reader never sees half an entry
+        try:
+            folder.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    out.write(text)
+                os.replace(tmp, folder / name)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError:
+            pass

@@ -1,0 +1,224 @@
+"""A partition of a policy's analysis: one tool's bucket of rules, what decides its answers, and
+the answers themselves as plain data (no z3: a run whose partitions are all cached never loads
+the solver).
+
+A partition is the rules that can match one tool, in text order, over one symbolic call to it.
+Its answers (`Answers`) depend only on what its `partition_key` writes down: each rule's effect
+and condition and whether its selectors select the tool (or, for the risk/effects sugar on a
+tool with operations, the selectors themselves), the parts of the tool the encoding reads (its
+input schema, risk, effects, operations, kind, version, tags and packs; its id only when a
+condition reads `tool.*` or a history term, which select tools), and the facts the conditions
+read. Rules are named by position in the bucket, never by label, so two tools whose buckets
+have the same key — many tools under the same rules, with the same schema — share one answer;
+a witness call is re-addressed to each tool (`Call.tool`) and re-judged for it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from harnessc.runtime import model as m
+from harnessc.runtime.semantics import selects
+
+from .concrete import Call
+
+__all__ = [
+    "Absent",
+    "Answers",
+    "Example",
+    "RuleKey",
+    "Undecided",
+    "answers_from_json",
+    "answers_to_json",
+    "partition_key",
+    "rule_key",
+]
+
+Key = tuple[str, ...]
+
+# what the encoding reads of a tool (smt.py `Encoder`): never its texts, origin or runtime wiring
+_TOOL_FIELDS = {"kind", "version", "effects", "risk", "packs", "tags", "input", "operations"}
+
+
+@dataclass
+class Example:
+    """A call the solver found, and the position of the rule that wins it (None: the default)."""
+
+    call: Call
+    winner: int | None
+
+
+@dataclass
+class Absent:
+    """The rule at `position` fires for some value of `key` but not when `key` is absent."""
+
+    position: int
+    key: Key
+    example: Example
+
+
+@dataclass
+class Undecided:
+    """A question the solver gave up on: `what` of the rule at `position` (None: the default).
+
+    `reason` is z3's (`timeout`, `canceled`, `incomplete …`)."""
+
+    position: int | None
+    what: str
+    reason: str
+
+    @property
+    def out_of_time(self) -> bool:
+        """Gave up for lack of time or resources: the same question may be decided next time."""
+        return self.reason in ("timeout", "canceled") or "resource" in self.reason
+
+
+@dataclass
+class Answers:
+    """Everything the analysis asks of one partition, by rule position.
+
+    `wins[p]`: a call rule p wins; else `matches[p]`: a call it matches (it loses there);
+    `covers[p]`: for a rule that does not win, the positions of the rules that beat it (stronger
+    effect, or the same effect and earlier) and match every call it matches; `equals[p]`: those
+    of them with another effect that match exactly the calls it matches. `inexact[p]`: the
+    encoding approximated part of rule p, or a question about it was not decided.
+    """
+
+    inexact: list[bool]
+    wins: list[Example | None]
+    matches: list[Example | None]
+    covers: dict[int, list[int]] = field(default_factory=dict)
+    equals: dict[int, list[int]] = field(default_factory=dict)
+    absent: list[Absent] = field(default_factory=list)
+    default: Example | None = None
+    undecided: list[Undecided] = field(default_factory=list)
+    queries: int = 0
+
+    @property
+    def out_of_time(self) -> bool:
+        return any(u.out_of_time for u in self.undecided)
+
+
+# ---------------------------------------------------------------------------------------------
+# What decides a partition's answers
+
+
+def _nodes(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        yield value
+        for item in value.values():
+            yield from _nodes(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _nodes(item)
+
+
+@dataclass(frozen=True)
+class RuleKey:
+    """What a rule contributes to a partition's key, whatever the tool: its effect and
+    condition as canonical JSON, the facts the condition reads, and whether it reads the tool's
+    identity."""
+
+    text: str
+    facts: tuple[str, ...]
+    reads_tool: bool
+
+
+def rule_key(rule: m.Rule) -> RuleKey:
+    condition = rule.condition.model_dump(mode="json") if rule.condition is not None else None
+    facts: set[str] = set()
+    reads_tool = False
+    for node in _nodes(condition):
+        kind = node.get("kind")
+        if kind == "path" and node.get("root") == "fact" and node.get("parts"):
+            facts.add(node["parts"][0])
+        elif (kind == "path" and node.get("root") == "tool") or kind == "history":
+            reads_tool = True
+    text = json.dumps([rule.effect, condition], sort_keys=True, separators=(",", ":"))
+    return RuleKey(text, tuple(sorted(facts)), reads_tool)
+
+
+def _without_origins(value: Any) -> Any:
+    """A model's JSON without where its parts are written (a field's `origin`)."""
+    if isinstance(value, dict):
+        return {k: _without_origins(v) for k, v in value.items() if k != "origin"}
+    if isinstance(value, list):
+        return [_without_origins(v) for v in value]
+    return value
+
+
+def _selected(rule: m.Rule, tool: m.Tool) -> Any:
+    """How the rule's selectors select the tool, as the encoding sees it: True or False, or the
+    risk/effects selectors that follow the call's operation."""
+    symbolic = []
+    for sel in rule.selectors:
+        if sel.kind in ("risk", "effects") and tool.operations:
+            symbolic.append(sel.model_dump(mode="json", exclude={"text"}))
+        elif selects(sel, tool):
+            return True
+    return symbolic or False
+
+
+def partition_key(
+    spec: m.Spec,
+    tool: m.Tool,
+    rules: Sequence[m.Rule],
+    keys: Sequence[RuleKey],
+    wants_default: bool,
+) -> str:
+    """Canonical JSON of everything the partition's answers depend on (module docstring)."""
+    described = _without_origins(tool.model_dump(mode="json", include=_TOOL_FIELDS))
+    if any(k.reads_tool for k in keys):
+        described["id"] = tool.id
+    facts = sorted({name for k in keys for name in k.facts})
+    return json.dumps(
+        {
+            "tool": described,
+            "rules": [[k.text, _selected(r, tool)] for r, k in zip(rules, keys, strict=True)],
+            "facts": {
+                n: _without_origins(spec.facts[n].type.model_dump(mode="json"))
+                for n in facts
+                if n in spec.facts
+            },
+            "default": wants_default,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Answers as JSON (the cache's format; a miss goes through it too, so a hit is the same value)
+
+
+def _example(data: Any) -> Example | None:
+    if data is None:
+        return None
+    return Example(Call(**data["call"]), data["winner"])
+
+
+def answers_to_json(answers: Answers) -> str:
+    return json.dumps(asdict(answers), sort_keys=True, separators=(",", ":"))
+
+
+def answers_from_json(text: str) -> Answers:
+    """The answers written by `answers_to_json`; raises (KeyError, TypeError, ValueError) on
+    anything else."""
+    data = json.loads(text)
+    return Answers(
+        inexact=[bool(x) for x in data["inexact"]],
+        wins=[_example(x) for x in data["wins"]],
+        matches=[_example(x) for x in data["matches"]],
+        covers={int(p): list(qs) for p, qs in data["covers"].items()},
+        equals={int(p): list(qs) for p, qs in data["equals"].items()},
+        absent=[
+            Absent(a["position"], tuple(a["key"]), _example(a["example"]))  # type: ignore[arg-type]
+            for a in data["absent"]
+        ],
+        default=_example(data["default"]),
+        undecided=[Undecided(u["position"], u["what"], u["reason"]) for u in data["undecided"]],
+        queries=int(data["queries"]),
+    )
