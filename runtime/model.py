@@ -88,6 +88,7 @@ __all__ = [
     "parse_duration",
     "requester_may_approve",
     "risk_rank",
+    "without_origins",
 ]
 
 RISK_LEVELS: tuple[str, ...] = ("low", "medium", "high", "critical")
@@ -855,24 +856,24 @@ class Spec(_Model):
         decision logs. Origins name files as the compiler was given them (relative to the
         working directory), so they would make the same spec hash differently per machine."""
         text = json.dumps(
-            _without_origins(self), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            without_origins(self), sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _without_origins(value: t.Any) -> t.Any:
+def without_origins(value: t.Any) -> t.Any:
     """`model_dump(mode="json")` of a model, leaving out every model's `origin` field (a value
     under a user-written key named `origin`, such as a test's argument, is kept)."""
     if isinstance(value, BaseModel):
         return {
-            name: _without_origins(getattr(value, name))
+            name: without_origins(getattr(value, name))
             for name in type(value).model_fields
             if name != "origin"
         }
     if isinstance(value, dict):
-        return {str(k): _without_origins(v) for k, v in value.items()}
+        return {str(k): without_origins(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_without_origins(v) for v in value]
+        return [without_origins(v) for v in value]
     return value
 
 

@@ -40,7 +40,7 @@ __all__ = [
 Key = tuple[str, ...]
 
 # what the encoding reads of a tool (smt.py `Encoder`): never its texts, origin or runtime wiring
-_TOOL_FIELDS = {"kind", "version", "effects", "risk", "packs", "tags", "input", "operations"}
+_TOOL_FIELDS = ("kind", "version", "effects", "risk", "packs", "tags", "input", "operations")
 
 
 @dataclass
@@ -141,15 +141,6 @@ def rule_key(rule: m.Rule) -> RuleKey:
     return RuleKey(text, tuple(sorted(facts)), reads_tool)
 
 
-def _without_origins(value: Any) -> Any:
-    """A model's JSON without where its parts are written (a field's `origin`)."""
-    if isinstance(value, dict):
-        return {k: _without_origins(v) for k, v in value.items() if k != "origin"}
-    if isinstance(value, list):
-        return [_without_origins(v) for v in value]
-    return value
-
-
 def _selected(rule: m.Rule, tool: m.Tool) -> Any:
     """How the rule's selectors select the tool, as the encoding sees it: True or False, or the
     risk/effects selectors that follow the call's operation."""
@@ -170,7 +161,7 @@ def partition_key(
     wants_default: bool,
 ) -> str:
     """Canonical JSON of everything the partition's answers depend on (module docstring)."""
-    described = _without_origins(tool.model_dump(mode="json", include=_TOOL_FIELDS))
+    described = {name: m.without_origins(getattr(tool, name)) for name in _TOOL_FIELDS}
     if any(k.reads_tool for k in keys):
         described["id"] = tool.id
     facts = sorted({name for k in keys for name in k.facts})
@@ -178,11 +169,7 @@ def partition_key(
         {
             "tool": described,
             "rules": [[k.text, _selected(r, tool)] for r, k in zip(rules, keys, strict=True)],
-            "facts": {
-                n: _without_origins(spec.facts[n].type.model_dump(mode="json"))
-                for n in facts
-                if n in spec.facts
-            },
+            "facts": {n: m.without_origins(spec.facts[n].type) for n in facts if n in spec.facts},
             "default": wants_default,
         },
         sort_keys=True,
