@@ -128,17 +128,16 @@ class RuleKey:
 
 
 def rule_key(rule: m.Rule) -> RuleKey:
-    condition = rule.condition.model_dump(mode="json") if rule.condition is not None else None
+    # pydantic's own JSON (fields in declaration order): a tenth of the cost of a dump and a walk
+    condition = rule.condition.model_dump_json() if rule.condition is not None else "null"
     facts: set[str] = set()
-    reads_tool = False
-    for node in _nodes(condition):
-        kind = node.get("kind")
-        if kind == "path" and node.get("root") == "fact" and node.get("parts"):
-            facts.add(node["parts"][0])
-        elif (kind == "path" and node.get("root") == "tool") or kind == "history":
-            reads_tool = True
-    text = json.dumps([rule.effect, condition], sort_keys=True, separators=(",", ":"))
-    return RuleKey(text, tuple(sorted(facts)), reads_tool)
+    if '"root":"fact"' in condition:
+        for node in _nodes(json.loads(condition)):
+            if node.get("kind") == "path" and node.get("root") == "fact" and node.get("parts"):
+                facts.add(node["parts"][0])
+    # a quote inside a string is escaped, so a user's text never looks like these
+    reads_tool = '"root":"tool"' in condition or '"kind":"history"' in condition
+    return RuleKey(f"[{json.dumps(rule.effect)},{condition}]", tuple(sorted(facts)), reads_tool)
 
 
 def _selected(rule: m.Rule, tool: m.Tool) -> Any:

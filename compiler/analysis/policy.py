@@ -316,6 +316,8 @@ class _PolicyAnalyser:
         self.default_example: Witness | None = None
         self.covers: dict[int, set[int]] = {}
         self.scopes: dict[int, frozenset[str]] = {}
+        self.judged: dict[int, tuple[bool, int | None, Decision]] = {}
+        """Re-judgements by example (`verify`); the examples live as long as the cache."""
         self.equals: dict[int, set[int]] = {}
         self.undecided: dict[int | None, list[Undecided]] = {}
 
@@ -401,21 +403,30 @@ class _PolicyAnalyser:
                 rule.reason,
             )
         witness = Witness(self.policy.name, decision.rule, call, decision)
-        self.verify(witness, indices)
+        self.verify(witness, indices, example)
         return witness
 
-    def verify(self, witness: Witness, indices: list[int]) -> None:
+    def verify(self, witness: Witness, indices: list[int], example: Example) -> None:
         """Re-judge the call the plain way; a disagreement makes the witness inexact.
 
-        Only the bucket's rules can match a call to its tool, so only they are re-judged.
+        Only the bucket's rules can match a call to its tool, so only they are re-judged. The
+        judgement is the same for every tool that shares the example's partition (it reads
+        only what the partition's key holds), so it is made once per example: the position of
+        the rule that decides the call, and its effect.
         """
-        rules = tuple(self.rules[i] for i in indices)
-        actual = decide(self.spec, self.policy.model_copy(update={"rules": rules}), witness.call)
-        if actual != witness.decision:
+        judged = self.judged.get(id(example))
+        if judged is None:
+            rules = tuple(self.rules[i] for i in indices)
+            policy = self.policy.model_copy(update={"rules": rules})
+            actual = decide(self.spec, policy, witness.call)
+            position = next((p for p, rule in enumerate(rules) if rule.label == actual.rule), None)
+            judged = self.judged[id(example)] = (actual == witness.decision, position, actual)
+        agrees, position, actual = judged
+        if not agrees:
+            rule = self.rules[indices[position]].label if position is not None else None
             witness.exact = False
             witness.notes.append(
-                f"re-judged, the call is decided `{actual.effect}` by "
-                f"`{actual.rule or 'the default'}`"
+                f"re-judged, the call is decided `{actual.effect}` by `{rule or 'the default'}`"
             )
         problems = schema_problems(self.spec, witness.call)
         if problems:
