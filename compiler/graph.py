@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
-import networkx as nx
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic, Reporter
 from harnessc.dsl.source import Span
@@ -31,6 +31,10 @@ from harnessc.runtime.model import Spec
 
 from .lower import module_name
 from .resolve import BUILTIN_ROOTS, Resolution
+
+if TYPE_CHECKING:
+    # loaded by the functions that use it, so a spec without workflows never loads it
+    import networkx as nx
 
 __all__ = ["check_workflows", "step_graph"]
 
@@ -73,6 +77,8 @@ def step_graph(workflow: m.Workflow) -> nx.DiGraph:
     Every step is a node (attribute `compensation`); `ENTRY` precedes every main-path step
     without dependencies.
     """
+    import networkx as nx
+
     graph = nx.DiGraph()
     graph.add_node(ENTRY, compensation=False)
     names = {step.name for step in workflow.steps}
@@ -255,6 +261,8 @@ class _WorkflowCheck(Reporter):
         return self.diagnostics
 
     def check_cycles(self) -> bool:
+        import networkx as nx
+
         """H401: each step that waits for itself, and one cycle per strongly connected
         component of several steps (all its other cycles go away with the same edits, and
         listing every simple cycle can take exponential time)."""
@@ -661,6 +669,8 @@ class _WorkflowCheck(Reporter):
                     )
 
     def ancestor_bits(self) -> dict[str, int]:
+        import networkx as nx
+
         """Each step → the bit set (by text index) of the steps that always run before it."""
         bits: dict[str, int] = {}
         for node in nx.topological_sort(self.graph):
