@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.compiler import graph, lower, pipeline, resolve, testing, validate
+from harnessc.compiler.analysis.cache import AnalysisCache
 from harnessc.compiler.analysis.policy import analyse_policies
 from harnessc.compiler.config import LintConfig
 from harnessc.compiler.lints import filter_findings, run_lints
@@ -303,7 +304,10 @@ def run_stages(
         errors = [d for d in diagnostics if d.severity is Severity.ERROR]
         if errors:
             raise SystemExit(f"the bench spec has errors: {[d.message for d in errors[:5]]}")
-        state["analysis"] = stage("analyse", lambda: analyse_policies(spec))
+        # answers kept in memory only: every run solves (bench/check_scale.py times the cache)
+        state["analysis"] = stage(
+            "analyse", lambda: analyse_policies(spec, cache=AnalysisCache(on_disk=False))
+        )
         config = LintConfig()
         found = stage(
             "lint",
