@@ -129,13 +129,13 @@ def fresh_cache(root: Path, parser_cache: Path | None) -> Path:
 def plot(rows: list[tuple[int, dict[str, Timing]]], limit: float, width: int = 60) -> list[str]:
     """Seconds against T as horizontal bars on a log scale (10 ms to the limit)."""
     low, high = math.log10(0.01), math.log10(limit)
-    out = [f"{'':>14} |{'0.01 s':<{width // 2}}{f'{limit:.0f} s (log scale)':>{width // 2}}|"]
+    out = [f"{'':>16} |{'0.01 s':<{width // 2}}{f'{limit:.0f} s (log scale)':>{width // 2}}|"]
     for n, timings in rows:
         for label, timing in timings.items():
             seconds = timing.seconds if timing.seconds is not None else limit
             filled = round((math.log10(max(seconds, 0.01)) - low) / (high - low) * width)
             bar = "#" * max(filled, 1)
-            out.append(f"{f'T={n} {label}':>14} |{bar:<{width}}| {timing.text(limit)}")
+            out.append(f"{f'T={n} {label}':>16} |{bar:<{width}}| {timing.text(limit)}")
     return out
 
 

@@ -182,7 +182,8 @@ _EXAMPLES: dict[tuple[str | None, int, int | None], str] = {}
 
 
 def forget_examples() -> None:
-    """Empty the cache: z3's answers depend on its context, so each analysis starts afresh."""
+    """Empty the cache: z3's answers depend on its context, so each partition of the analysis
+    starts afresh."""
     _EXAMPLES.clear()
 
 

@@ -80,7 +80,9 @@ def fresh_context() -> None:
     z3's models depend on the state of its context (the identifiers of every term it has ever
     built), so two analyses in one process could find different, equally valid witnesses — and a
     `build` followed by `build --check` in one process would call its own output stale. Every
-    analysis starts here, so the same spec gives the same witnesses in any process. z3py keeps its
+    partition of the analysis starts here (solve.py), so its answers depend on nothing but the
+    partition — the same in any process, alone or among others, solved or read from the
+    cache. z3py keeps its
     default context in the module global `_main_ctx` (z3-solver is pinned); the caches of z3
     terms are cleared with it, since terms of two contexts cannot be mixed.
     """
