@@ -6,11 +6,12 @@ A partition is the rules that can match one tool, in text order, over one symbol
 Its answers (`Answers`) depend only on what its `partition_key` writes down: each rule's effect
 and condition and whether its selectors select the tool (or, for the risk/effects sugar on a
 tool with operations, the selectors themselves), the parts of the tool the encoding reads (its
-input schema, risk, effects, operations, kind, version, tags and packs; its id only when a
-condition reads `tool.*` or a history term, which select tools), and the facts the conditions
-read. Rules are named by position in the bucket, never by label, so two tools whose buckets
-have the same key — many tools under the same rules, with the same schema — share one answer;
-a witness call is re-addressed to each tool (`Call.tool`) and re-judged for it.
+input schema; its operations, risk and effects when it has operations; its id and the rest of
+its registry entry only when a condition reads `tool.*` or a history term, which select
+tools), and the facts the conditions read. Rules are named by position in the bucket, never
+by label, so two tools whose buckets have the same key — many tools under the same rules, with
+the same schema — share one answer; a witness call is re-addressed to each tool (`Call.tool`)
+and re-judged for it.
 """
 
 from __future__ import annotations
@@ -39,8 +40,13 @@ __all__ = [
 
 Key = tuple[str, ...]
 
-# what the encoding reads of a tool (smt.py `Encoder`): never its texts, origin or runtime wiring
-_TOOL_FIELDS = ("kind", "version", "effects", "risk", "packs", "tags", "input", "operations")
+# What the encoding reads of a tool (smt.py `Encoder`): its input schema always; the operations
+# (and so its risk and effects) when a call's risk and effects follow `args.op`; its identity and
+# registry entry only through `tool.*` and the selectors of history terms. Selectors otherwise
+# select it or not, which the key records rule by rule. Never its texts, origin or wiring.
+_CALL_FIELDS = ("input", "operations")
+_OPERATION_FIELDS = ("risk", "effects")
+_TOOL_FIELDS = ("id", "kind", "version", "effects", "risk", "packs", "tags")
 
 
 @dataclass
@@ -160,9 +166,12 @@ def partition_key(
     wants_default: bool,
 ) -> str:
     """Canonical JSON of everything the partition's answers depend on (module docstring)."""
-    described = {name: m.without_origins(getattr(tool, name)) for name in _TOOL_FIELDS}
+    fields = list(_CALL_FIELDS)
+    if tool.operations:
+        fields += _OPERATION_FIELDS
     if any(k.reads_tool for k in keys):
-        described["id"] = tool.id
+        fields += _TOOL_FIELDS
+    described = {name: m.without_origins(getattr(tool, name)) for name in fields}
     facts = sorted({name for k in keys for name in k.facts})
     return json.dumps(
         {
