@@ -153,3 +153,23 @@ def test_a_question_not_decided_in_time_is_reported_not_guessed(
     monkeypatch.setenv(TIMEOUT_VARIABLE, "60000")
     decided = analyse_policies(spec, cache=AnalysisCache(on_disk=False))
     assert decided.findings == [] and set(decided.witnesses["s.p"]) == {"p.slow"}
+
+
+@pytest.mark.parametrize(("field", "shared"), [("risk", 2), ("id", 4)])
+def test_a_rule_that_reads_the_tool_keeps_apart_tools_that_differ_in_what_it_reads(
+    field: str, shared: int
+) -> None:
+    value = "high" if field == "risk" else "a.x"
+    reads = m.Compare(
+        op="==",
+        left=m.Path(root="tool", parts=(field,)),
+        right=m.Literal(value=value, type="string"),
+    )
+    spec = spec_of([("deny", [SELECTORS[5]], reads), ("allow", [SELECTORS[5]], None)])
+    analysis = analyse_policies(spec, cache=AnalysisCache(on_disk=False))
+    alone = analyse_policies(spec, partition=False, cache=AnalysisCache(on_disk=False))
+    assert analysis.partitions == shared
+    assert findings(analysis) == findings(alone)
+    for w in analysis.witnesses["s.p"].values():
+        assert w.exact, w.notes
+        assert_witness_wins(spec, w)

@@ -6,9 +6,9 @@ A partition is the rules that can match one tool, in text order, over one symbol
 Its answers (`Answers`) depend only on what its `partition_key` writes down: each rule's effect
 and condition and whether its selectors select the tool (or, for the risk/effects sugar on a
 tool with operations, the selectors themselves), the parts of the tool the encoding reads (its
-input schema; its operations, risk and effects when it has operations; its id and the rest of
-its registry entry only when a condition reads `tool.*` or a history term, which select
-tools), and the facts the conditions read. Rules are named by position in the bucket, never
+input schema; its operations, risk and effects when it has operations; the fields of its
+registry entry a condition reads as `tool.*`, all of them and its id for a history term, which
+selects tools), and the facts the conditions read. Rules are named by position in the bucket, never
 by label, so two tools whose buckets have the same key — many tools under the same rules, with
 the same schema — share one answer; a witness call is re-addressed to each tool (`Call.tool`)
 and re-judged for it.
@@ -42,8 +42,9 @@ Key = tuple[str, ...]
 
 # What the encoding reads of a tool (smt.py `Encoder`): its input schema always; the operations
 # (and so its risk and effects) when a call's risk and effects follow `args.op`; its identity and
-# registry entry only through `tool.*` and the selectors of history terms. Selectors otherwise
-# select it or not, which the key records rule by rule. Never its texts, origin or wiring.
+# registry entry only through `tool.*` (the fields read) and the selectors of history terms (all
+# of it). Selectors otherwise select it or not, which the key records rule by rule. Never its
+# texts, origin or wiring.
 _CALL_FIELDS = ("input", "operations")
 _OPERATION_FIELDS = ("risk", "effects")
 _TOOL_FIELDS = ("id", "kind", "version", "effects", "risk", "packs", "tags")
@@ -125,25 +126,32 @@ def _nodes(value: Any) -> Iterator[dict[str, Any]]:
 @dataclass(frozen=True)
 class RuleKey:
     """What a rule contributes to a partition's key, whatever the tool: its effect and
-    condition as canonical JSON, the facts the condition reads, and whether it reads the tool's
-    identity."""
+    condition as canonical JSON, the facts the condition reads, and the fields of the tool's
+    registry entry it reads (`tool.risk`: `risk`; a history term, whose selectors select
+    tools: all of them)."""
 
     text: str
     facts: tuple[str, ...]
-    reads_tool: bool
+    tool_fields: tuple[str, ...]
 
 
 def rule_key(rule: m.Rule) -> RuleKey:
-    # pydantic's own JSON (fields in declaration order): a tenth of the cost of a dump and a walk
+    # pydantic's own JSON (fields in declaration order): a tenth of the cost of a dump and a walk;
+    # a quote inside a string is escaped, so a user's text never looks like these keys
     condition = rule.condition.model_dump_json() if rule.condition is not None else "null"
     facts: set[str] = set()
-    if '"root":"fact"' in condition:
+    fields: set[str] = set()
+    if any(f'"{word}"' in condition for word in ('root":"fact', 'root":"tool', 'kind":"history')):
         for node in _nodes(json.loads(condition)):
-            if node.get("kind") == "path" and node.get("root") == "fact" and node.get("parts"):
-                facts.add(node["parts"][0])
-    # a quote inside a string is escaped, so a user's text never looks like these
-    reads_tool = '"root":"tool"' in condition or '"kind":"history"' in condition
-    return RuleKey(f"[{json.dumps(rule.effect)},{condition}]", tuple(sorted(facts)), reads_tool)
+            kind, root, parts = node.get("kind"), node.get("root"), node.get("parts")
+            if kind == "path" and root == "fact" and parts:
+                facts.add(parts[0])
+            elif kind == "path" and root == "tool":
+                fields.add(parts[0] if parts and parts[0] in _TOOL_FIELDS else "*")
+            elif kind == "history":
+                fields.add("*")
+    tool_fields = _TOOL_FIELDS if "*" in fields else tuple(sorted(fields))
+    return RuleKey(f"[{json.dumps(rule.effect)},{condition}]", tuple(sorted(facts)), tool_fields)
 
 
 def _selected(rule: m.Rule, tool: m.Tool) -> Any:
@@ -166,12 +174,12 @@ def partition_key(
     wants_default: bool,
 ) -> str:
     """Canonical JSON of everything the partition's answers depend on (module docstring)."""
-    fields = list(_CALL_FIELDS)
+    fields = set(_CALL_FIELDS)
     if tool.operations:
-        fields += _OPERATION_FIELDS
-    if any(k.reads_tool for k in keys):
-        fields += _TOOL_FIELDS
-    described = {name: m.without_origins(getattr(tool, name)) for name in fields}
+        fields.update(_OPERATION_FIELDS)
+    for k in keys:
+        fields.update(k.tool_fields)
+    described = {name: m.without_origins(getattr(tool, name)) for name in sorted(fields)}
     facts = sorted({name for k in keys for name in k.facts})
     return json.dumps(
         {
