@@ -32,6 +32,15 @@ tool deploy {
 }
 """
 
+_MAIL = """\
+tool mail.send {
+  summary "Send an email."
+  use_when "The user asks to send an email."
+  effects external
+  risk medium
+  input { to: string, subject: string }
+}
+"""
 
 _RECORDS = ("actor", "resource", "facts", "task", "env", "execution")
 
@@ -343,15 +352,8 @@ def default_allow(ctx: LintContext) -> Iterator[Diagnostic]:
     "answer (L001, L002, L004) are not reported for it. Long regular expressions, or many text "
     "conditions on one value, are what usually make a question slow; simplify the condition or "
     "raise the budget.",
-    bad="""\
-tool mail.send {
-  summary "Send an email."
-  use_when "The user asks to send an email."
-  effects external
-  risk medium
-  input { to: string, subject: string }
-}
-
+    bad=_MAIL
+    + """
 policy mail {
   default deny
 
@@ -362,15 +364,8 @@ policy mail {
   }
 }
 """,
-    good="""\
-tool mail.send {
-  summary "Send an email."
-  use_when "The user asks to send an email."
-  effects external
-  risk medium
-  input { to: string, subject: string }
-}
-
+    good=_MAIL
+    + """
 policy mail {
   default deny
 
