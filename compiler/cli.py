@@ -20,12 +20,13 @@ from typing import Any
 
 from harnessc.dsl.codes import BY_SLUG, CODES
 from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors
-from harnessc.dsl.files import display_path, read_source
+from harnessc.dsl.files import display_path, read_source, recording_reads
 from harnessc.dsl.render_formats import print_diagnostics
 
 from harnessc import __version__
 
 from .config import ConfigError, LintConfig, load_config
+from .result_cache import Cached, ResultCache
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 _IO_CODES = {"H001", "H002", "H007"}
@@ -41,16 +42,34 @@ def _exit_code(diagnostics: Sequence[Diagnostic]) -> int:
     return EXIT_ERRORS if has_errors(diagnostics) else EXIT_OK
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    from .pipeline import check
+def _cached_run(args: argparse.Namespace, config: LintConfig | None = None) -> Cached:
+    """Check (or, given a configuration, lint) the files, answered from the result cache when
+    nothing the run would read has changed (compiler/result_cache.py)."""
+    options = (
+        () if config is None else (*config.select, "--ignore", *config.ignore, str(config.path))
+    )
+    cache = ResultCache(args.command, args.files, options)
+    use_cache = ResultCache.enabled(args.no_cache)
+    if use_cache and (hit := cache.lookup()) is not None:
+        return hit
+    from .pipeline import check, lint
 
-    result = check(args.files)
+    with recording_reads() as reads:
+        result = check(args.files) if config is None else lint(args.files, config)
+    found = Cached(result.diagnostics, len(result.files))
+    if use_cache:
+        cache.store(reads, found.diagnostics, found.files)
+    return found
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    result = _cached_run(args)
     print_diagnostics(
         result.diagnostics, args.format, sys.stdout if args.format in MACHINE_FORMATS else None
     )
     code = _exit_code(result.diagnostics)
     if code == EXIT_OK and args.format not in MACHINE_FORMATS and not args.quiet:
-        checked = len(result.files)
+        checked = result.files
         sys.stderr.write(f"checked {checked} file{'s' if checked != 1 else ''}: no errors\n")
     return code
 
@@ -70,9 +89,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     config = _lint_config(args.files, args.select, args.ignore)
     if config is None:
         return EXIT_USAGE
-    from .pipeline import lint
-
-    result = lint(args.files, config)
+    result = _cached_run(args, config)
     machine = args.format in MACHINE_FORMATS
     print_diagnostics(result.diagnostics, args.format, sys.stdout if machine else None)
     code = _exit_code(result.diagnostics)
@@ -80,7 +97,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if code == EXIT_OK and args.strict and warnings:
         code = EXIT_ERRORS
     if not result.diagnostics and not machine and not args.quiet:
-        linted = len(result.files)
+        linted = result.files
         sys.stderr.write(f"linted {linted} file{'s' if linted != 1 else ''}: no findings\n")
     return code
 
@@ -329,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", metavar="FILE")
     check.add_argument("--format", choices=REPORT_FORMATS, default="human")
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing when clean")
+    check.add_argument(
+        "--no-cache", action="store_true", help="compile even when a stored result still holds"
+    )
     check.set_defaults(run=cmd_check)
 
     lint = sub.add_parser("lint", help="check specs, then report lint warnings and notes")
@@ -350,6 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="never report these codes or prefixes (comma-separated; adds to the config's)",
     )
     lint.add_argument("-q", "--quiet", action="store_true", help="print nothing when clean")
+    lint.add_argument(
+        "--no-cache", action="store_true", help="compile even when a stored result still holds"
+    )
     lint.set_defaults(run=cmd_lint)
 
     fmt = sub.add_parser("fmt", help="rewrite specs in the canonical layout")

@@ -10,7 +10,6 @@ import gc
 import itertools
 import json
 import math
-import os
 import re
 import threading
 from dataclasses import dataclass, replace
@@ -22,6 +21,7 @@ from lark import Lark, Tree
 
 from . import syntax as s
 from .diagnostics import Diagnostic
+from .files import cache_folder
 from .lexer import Engine, ParseFailure, Tok
 from .source import Source, Span
 
@@ -754,21 +754,20 @@ class _Parser:
 
 
 def parser_cache_file() -> str | None:
-    """Where the parser's tables are cached between runs: `$XDG_CACHE_HOME/harnessc` (else
-    `~/.cache/harnessc`), safe to delete; None when that folder cannot be made.
+    """Where the parser's tables are cached between runs: in `cache_folder()`, safe to delete;
+    None when that folder cannot be made.
 
     Lark keys the file by the grammar, the options, its own version and Python's, and builds
     the tables again (rewriting the file) when any of them changed; a file it cannot read or
     write only costs the build. Building the LALR tables and checking the terminals' regular
     expressions for collisions is most of a cold start; reading them back takes milliseconds.
     """
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(root, "harnessc")
+    folder = cache_folder()
     try:
-        os.makedirs(folder, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    return os.path.join(folder, "parser.lark-cache")
+    return str(folder / "parser.lark-cache")
 
 
 @cache

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# harnessc's caches (parser tables, check results, analysis) go to a folder of this run, never
+# the user's ~/.cache; subprocesses the tests start inherit it
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="harnessc-test-cache-")
 
 # No wall-clock limit on a property's example either: on a loaded machine an example that takes
 # 250 ms is not a bug (a test that must scale says so by counting operations, tests/counting.py)
