@@ -17,10 +17,15 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="harnessc-test-cache-")
 
 # No wall-clock limit on a property's example either: on a loaded machine an example that takes
 # 250 ms is not a bug (a test that must scale says so by counting operations, tests/counting.py)
-settings.register_profile("harnessc", deadline=None)
-# CI (.ci/run) draws the same examples on every run, so a red CI is a regression and never the
-# luck of a draw; runs elsewhere draw afresh each time and explore further
-settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+# Budgets (tests/budget.py scales each property's own `max_examples` alike):
+# - harnessc, the local default: half the standard budget, drawn afresh each run (fast, and
+#   over many runs it explores further than one large run);
+# - ci (.ci/run): the standard budget, and the same examples on every run, so a red CI is a
+#   regression and never the luck of a draw;
+# - thorough (`pytest --hypothesis-profile=thorough`, before a release): ten times the standard.
+settings.register_profile("harnessc", deadline=None, max_examples=50)
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True, max_examples=100)
+settings.register_profile("thorough", deadline=None, max_examples=1000)
 settings.load_profile(os.environ.get("HARNESSC_HYPOTHESIS_PROFILE", "harnessc"))
 
 
