@@ -7,8 +7,9 @@ a key made of everything that decides it besides the files' contents:
 
 - the command and its options (lint's selected and ignored codes, and the pyproject.toml they
   came from);
-- the files named, the working directory (diagnostics name files relative to it) and the
-  Python version;
+- the files named, the working directory (diagnostics name files relative to it), the
+  `HARNESSC_*` environment variables (such as the analysis's time budget) and the Python
+  version;
 - the compiler itself: the size and modification time of every file of the harnessc packages
   and of the libraries whose answers it reports (lark, pydantic, networkx, z3), so a new version
   of any of them, or an edit to the compiler in a development checkout, misses.
@@ -22,13 +23,15 @@ diagnostics with the text of every source they point into, so they print exactly
 run that found them printed them.
 
 The folder is `cache_folder()/results` (`$XDG_CACHE_HOME/harnessc`, else `~/.cache/harnessc`),
-one small JSON file per key; it is safe to delete. A damaged, unreadable or unwritable entry is
+one small JSON file per key; it is safe to delete, and holds at most `MAX_ENTRIES` entries (the
+oldest go first). A damaged, unreadable or unwritable entry is
 a miss, never an error. `--no-cache`, or `HARNESSC_NO_CACHE=1` in the environment, skips it.
 This module imports nothing heavy: a hit costs the files' reads and hashes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -38,6 +41,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from harnessc.dsl.diagnostics import Diagnostic, Label, Severity
@@ -53,6 +57,7 @@ FORMAT = 1
 _PACKAGES = ("harnessc", "harnessc.dsl", "harnessc.compiler", "harnessc.runtime", "harnessc.stdlib")
 _LIBRARIES = ("lark", "pydantic", "pydantic_core", "networkx", "z3")
 _CODE_SUFFIXES = (".py", ".lark", ".harness", ".j2", ".json", ".toml")
+MAX_ENTRIES = 1000
 NOT_STORED = frozenset({"H203"})
 """A result holding one of these is never stored. H203 (an import that cannot be loaded) depends
 on files the run never read: the one that is missing, and the folder listing its "did you mean"
@@ -101,9 +106,13 @@ class ResultCache:
     """The entry of one run: `lookup` before compiling, `store` after."""
 
     def __init__(self, command: str, files: Sequence[str], options: Iterable[str] = ()) -> None:
-        key = json.dumps(
-            [FORMAT, command, list(options), list(files), os.getcwd(), compiler_fingerprint()]
+        switches = sorted(
+            (name, value)
+            for name, value in os.environ.items()
+            if name.startswith("HARNESSC_") and name != "HARNESSC_NO_CACHE"
         )
+        cwd, fingerprint = os.getcwd(), compiler_fingerprint()
+        key = json.dumps([FORMAT, command, list(options), list(files), cwd, switches, fingerprint])
         self.path = cache_folder() / "results" / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
 
     @staticmethod
@@ -154,8 +163,21 @@ class ResultCache:
             ) as out:
                 json.dump(entry, out, ensure_ascii=False, separators=(",", ":"))
             os.replace(out.name, self.path)
+            _prune(self.path.parent)
         except OSError:
             return
+
+
+def _prune(folder: Path) -> None:
+    """Keep the newest `MAX_ENTRIES` entries (a development checkout makes new keys at every
+    edit of the compiler)."""
+    entries = list(os.scandir(folder))
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda e: e.stat().st_mtime_ns)
+    for entry in entries[: len(entries) - MAX_ENTRIES // 2]:
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
 
 
 def _states(paths: Sequence[str]) -> list[FileState]:

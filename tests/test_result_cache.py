@@ -109,6 +109,24 @@ def test_options_the_working_folder_and_the_command_are_part_of_the_key(
     assert compiles == ["compile"] * 4
 
 
+def test_the_harnessc_environment_is_part_of_the_key_and_old_entries_are_pruned(
+    folder: Path,
+    compiles: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run(["check", "main.harness"], capsys)
+    monkeypatch.setenv("HARNESSC_SOME_SWITCH", "1")
+    run(["check", "main.harness"], capsys)
+    run(["check", "main.harness"], capsys)
+    assert compiles == ["compile"] * 2
+    monkeypatch.setattr(result_cache, "MAX_ENTRIES", 4)
+    for n in range(6):
+        monkeypatch.setenv("HARNESSC_SOME_SWITCH", str(n + 2))
+        run(["check", "main.harness"], capsys)
+    assert len(list((folder / "cache" / "harnessc" / "results").iterdir())) <= 4
+
+
 def test_no_cache_and_the_environment_switch_compile_every_time(
     folder: Path,
     compiles: list[str],
