@@ -45,11 +45,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .pipeline import check
 
     result = check(args.files)
+    machine = args.format in MACHINE_FORMATS
     print_diagnostics(
-        result.diagnostics, args.format, sys.stdout if args.format in MACHINE_FORMATS else None
+        result.diagnostics, args.format, sys.stdout if machine else None, result.suppressed
     )
     code = _exit_code(result.diagnostics)
-    if code == EXIT_OK and args.format not in MACHINE_FORMATS and not args.quiet:
+    if code == EXIT_OK and not machine and not args.quiet:
         checked = len(result.files)
         sys.stderr.write(f"checked {checked} file{'s' if checked != 1 else ''}: no errors\n")
     return code
@@ -74,7 +75,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     result = lint(args.files, config)
     machine = args.format in MACHINE_FORMATS
-    print_diagnostics(result.diagnostics, args.format, sys.stdout if machine else None)
+    print_diagnostics(
+        result.diagnostics, args.format, sys.stdout if machine else None, result.suppressed
+    )
     code = _exit_code(result.diagnostics)
     warnings = sum(d.severity is Severity.WARNING for d in result.diagnostics)
     if code == EXIT_OK and args.strict and warnings:

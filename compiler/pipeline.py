@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harnessc.dsl.diagnostics import Diagnostic, has_errors
+from harnessc.dsl.diagnostics import Diagnostic, Suppressed, has_errors
 from harnessc.dsl.files import display_path, read_source
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
@@ -27,7 +27,7 @@ from . import graph, lower, resolve, testing, validate
 from .analysis.availability import analyse_availability
 from .analysis.policy import PolicyAnalysis, analyse_policies
 from .config import LintConfig
-from .lints import filter_findings, run_lints
+from .lints import run_lints, split_findings
 
 if TYPE_CHECKING:
     from .codegen import Staleness, WriteReport
@@ -59,10 +59,19 @@ class CheckResult:
     resolution: resolve.Resolution | None = None
     model: Spec | None = None
     analysis: PolicyAnalysis | None = None
+    suppressed: list[Suppressed] = field(default_factory=list)
+    """The warnings and notes an ignore silenced: left out of `diagnostics`."""
 
     @property
     def ok(self) -> bool:
         return not has_errors(self.diagnostics)
+
+    def silence(self, config: LintConfig) -> None:
+        """Move the warnings and notes that `config` or an inline comment silences from
+        `diagnostics` to `suppressed`."""
+        found = split_findings(self.diagnostics, self.resolution, config)
+        self.diagnostics = found.kept
+        self.suppressed.extend(found.suppressed)
 
 
 @contextmanager
@@ -93,7 +102,7 @@ def _check(paths: list[str | Path], shown: list[str] | None = None) -> CheckResu
     notes they report (never an error), for every command that checks, as it does for lint."""
     result = _stages(paths, shown)
     if result.resolution is not None:
-        result.diagnostics = filter_findings(result.diagnostics, result.resolution, LintConfig())
+        result.silence(LintConfig())
     return result
 
 
@@ -135,7 +144,7 @@ def lint(paths: list[str | Path], config: LintConfig | None = None) -> CheckResu
         result.diagnostics.extend(
             run_lints(result.model, result.resolution, result.analysis, config)
         )
-    result.diagnostics = filter_findings(result.diagnostics, result.resolution, config)
+    result.silence(config)
     return result
 
 
@@ -196,7 +205,7 @@ def build(
         return built
     # needs a valid model and its analysis, as in `lint`
     result.diagnostics.extend(run_lints(result.model, result.resolution, result.analysis, config))
-    result.diagnostics = filter_findings(result.diagnostics, result.resolution, config)
+    result.silence(config)
     result.diagnostics.extend(
         codegen.check_package_name_of(result.model, result.resolution, built.out)
     )
