@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.dsl.codes import BY_SLUG, CODES
 from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors
@@ -26,6 +26,9 @@ from harnessc.dsl.render_formats import print_diagnostics
 from harnessc import __version__
 
 from .config import ConfigError, LintConfig, load_config
+
+if TYPE_CHECKING:
+    from .pipeline import CheckResult, FilesResult
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 _IO_CODES = {"H001", "H002", "H007"}
@@ -42,16 +45,17 @@ def _exit_code(diagnostics: Sequence[Diagnostic]) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .pipeline import check
+    from .pipeline import check, check_each
+    from .roots import named_once
 
-    result = check(args.files)
+    result = check(args.files) if args.one_build else check_each(args.files)
     machine = args.format in MACHINE_FORMATS
     print_diagnostics(
         result.diagnostics, args.format, sys.stdout if machine else None, result.suppressed
     )
     code = _exit_code(result.diagnostics)
     if code == EXIT_OK and not machine and not args.quiet:
-        checked = len(result.files)
+        checked = len(named_once(args.files))
         sys.stderr.write(f"checked {checked} file{'s' if checked != 1 else ''}: no errors\n")
     return code
 
@@ -67,13 +71,40 @@ def _lint_config(
         return None
 
 
-def cmd_lint(args: argparse.Namespace) -> int:
-    config = _lint_config(args.files, args.select, args.ignore)
-    if config is None:
-        return EXIT_USAGE
-    from .pipeline import lint
+def _lint_configs(
+    files: Sequence[str], select: Sequence[str] | None, ignore: Sequence[str] | None
+) -> dict[str | Path, LintConfig] | None:
+    """Each named file's lint configuration (the nearest pyproject.toml above it), or None
+    after reporting one unusable; the files of a folder share theirs."""
+    by_folder: dict[Path, LintConfig] = {}
+    configs: dict[str | Path, LintConfig] = {}
+    for name in files:
+        folder = Path(name).resolve().parent
+        if folder not in by_folder:
+            config = _lint_config([name], select, ignore)
+            if config is None:
+                return None
+            by_folder[folder] = config
+        configs[name] = by_folder[folder]
+    return configs
 
-    result = lint(args.files, config)
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from .pipeline import lint, lint_each
+
+    if args.one_build:
+        config = _lint_config(args.files, args.select, args.ignore)
+        return EXIT_USAGE if config is None else _report_lint(args, lint(args.files, config))
+    # each build reads the configuration above its own root, whatever else is named
+    configs = _lint_configs(args.files, args.select, args.ignore)
+    if configs is None:
+        return EXIT_USAGE
+    return _report_lint(args, lint_each(args.files, configs.__getitem__))
+
+
+def _report_lint(args: argparse.Namespace, result: CheckResult | FilesResult) -> int:
+    from .roots import named_once
+
     machine = args.format in MACHINE_FORMATS
     print_diagnostics(
         result.diagnostics, args.format, sys.stdout if machine else None, result.suppressed
@@ -83,7 +114,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if code == EXIT_OK and args.strict and warnings:
         code = EXIT_ERRORS
     if not result.diagnostics and not machine and not args.quiet:
-        linted = len(result.files)
+        linted = len(named_once(args.files))
         sys.stderr.write(f"linted {linted} file{'s' if linted != 1 else ''}: no findings\n")
     return code
 
@@ -332,6 +363,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", metavar="FILE")
     check.add_argument("--format", choices=REPORT_FORMATS, default="human")
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing when clean")
+    check.add_argument(
+        "--one-build",
+        action="store_true",
+        help="check the files as one program (by default each file is its own build)",
+    )
     check.set_defaults(run=cmd_check)
 
     lint = sub.add_parser("lint", help="check specs, then report lint warnings and notes")
@@ -353,6 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="never report these codes or prefixes (comma-separated; adds to the config's)",
     )
     lint.add_argument("-q", "--quiet", action="store_true", help="print nothing when clean")
+    lint.add_argument(
+        "--one-build",
+        action="store_true",
+        help="lint the files as one program (by default each file is its own build)",
+    )
     lint.set_defaults(run=cmd_lint)
 
     fmt = sub.add_parser("fmt", help="rewrite specs in the canonical layout")

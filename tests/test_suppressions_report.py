@@ -94,6 +94,8 @@ def test_quiet_prints_nothing_when_nothing_is_reported(
 ) -> None:
     assert main([command, "-q", *fmt, name]) == 0
     assert capsys.readouterr() == ("", "")
+    assert main([command, "-q", *fmt, "clean.harness", "silenced.harness"]) == 0
+    assert capsys.readouterr() == ("", "")
     if command == "lint":
         assert main([command, "--strict", "-q", *fmt, name]) == 0
         assert capsys.readouterr() == ("", "")

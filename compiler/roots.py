@@ -1,0 +1,60 @@
+"""Which files named on a command line are roots of their own build.
+
+Each named file is the root of a build (it and what it imports), unless another named file's
+build loads it: then it is checked as part of that build, once. Files whose builds load each
+other (an import cycle, itself an error) make one build, rooted at the first one named.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from harnessc.dsl.files import display_path
+
+from .modules import LoadedFileLike, LoadFile, load_modules
+
+
+def named_once(paths: Sequence[str | Path]) -> list[str | Path]:
+    """The files named, in command-line order, each once however it is spelt."""
+    seen: dict[str, str | Path] = {}
+    for path in paths:
+        seen.setdefault(os.path.realpath(path), path)
+    return list(seen.values())
+
+
+def file_roots(paths: Sequence[str | Path], load_file: LoadFile) -> list[str | Path]:
+    """The named files that root a build, in command-line order, each file once.
+
+    Reads and parses every named file and what it imports (each file once) to learn which
+    named files each one loads; nothing is resolved and no diagnostic is kept: the builds
+    report them.
+    """
+    named = {os.path.realpath(path): path for path in named_once(paths)}
+    if len(named) < 2:
+        return list(named.values())
+    loaded: dict[str, LoadedFileLike] = {}
+
+    def load_once(path: Path, shown: str) -> LoadedFileLike:
+        key = os.path.realpath(path)
+        if key not in loaded:
+            loaded[key] = load_file(path, shown)
+        return loaded[key]
+
+    reaches: dict[str, set[str]] = {}
+    for key, path in named.items():
+        graph = load_modules([load_once(Path(path), display_path(path))], load_once)
+        reaches[key] = {m.key for m in graph.modules if m.key in named and m.key != key}
+    order = list(named)
+    roots: list[str | Path] = []
+    for index, key in enumerate(order):
+        # kept unless a file that loads it is not loaded by it back, or is, and was named first;
+        # INVARIANT: reach is transitive, so each dropped file is loaded by some kept one
+        dropped = any(
+            key in reaches[other] and (other not in reaches[key] or earlier < index)
+            for earlier, other in enumerate(order)
+        )
+        if not dropped:
+            roots.append(named[key])
+    return roots
