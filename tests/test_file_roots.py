@@ -173,3 +173,19 @@ def test_each_build_reads_the_configuration_above_its_root(here: Path, capsys) -
     # one build reads the configuration above the first file named
     assert main(["lint", "--strict", "--one-build", "quiet/w.harness", "loud/w.harness"]) == 1
     assert "H202" in capsys.readouterr().err
+
+
+def test_test_runs_each_named_file_once_with_its_own_tests(here: Path, capsys) -> None:
+    tested = spec("Look up an order.") + (
+        '\ntest "agents look orders up" {\n'
+        '  call orders.lookup(id: "o-1")\n'
+        '  as actor { role: "agent" }\n'
+        "  expect allow\n"
+        "}\n"
+    )
+    write(here, "a.harness", tested)
+    write(here, "b.harness", tested.replace("Look up an order.", "Find an order."))
+    assert main(["test", "a.harness", "./a.harness", "b.harness"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("PASSED a.harness::agents look orders up") == 1
+    assert out.count("PASSED b.harness::agents look orders up") == 1
