@@ -46,15 +46,17 @@ def file_roots(paths: Sequence[str | Path], load_file: LoadFile) -> list[str | P
     for key, path in named.items():
         graph = load_modules([load_once(Path(path), display_path(path))], load_once)
         reaches[key] = {m.key for m in graph.modules if m.key in named and m.key != key}
-    order = list(named)
-    roots: list[str | Path] = []
-    for index, key in enumerate(order):
-        # kept unless a file that loads it is not loaded by it back, or is, and was named first;
-        # INVARIANT: reach is transitive, so each dropped file is loaded by some kept one
-        dropped = any(
-            key in reaches[other] and (other not in reaches[key] or earlier < index)
-            for earlier, other in enumerate(order)
+    position = {key: index for index, key in enumerate(named)}
+    loaders: dict[str, list[str]] = {key: [] for key in named}
+    for other, reached in reaches.items():
+        for key in reached:
+            loaders[key].append(other)
+    # kept unless a file that loads it is not loaded by it back, or is, and was named first;
+    # INVARIANT: reach is transitive, so each dropped file is loaded by some kept one
+    return [
+        path
+        for key, path in named.items()
+        if not any(
+            other not in reaches[key] or position[other] < position[key] for other in loaders[key]
         )
-        if not dropped:
-            roots.append(named[key])
-    return roots
+    ]
