@@ -44,7 +44,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from harnessc.dsl.diagnostics import Diagnostic, Label, Severity
+from harnessc.dsl.diagnostics import Diagnostic, Label, Severity, Suppressed, SuppressionKind
 from harnessc.dsl.files import FileState, cache_folder, read_source, recording_reads
 from harnessc.dsl.source import Source, Span
 
@@ -52,7 +52,7 @@ from harnessc import __version__
 
 __all__ = ["Cached", "ResultCache", "compiler_fingerprint"]
 
-FORMAT = 1
+FORMAT = 2
 """The entries' layout; a change to it misses every older entry."""
 _PACKAGES = ("harnessc", "harnessc.dsl", "harnessc.compiler", "harnessc.runtime", "harnessc.stdlib")
 _LIBRARIES = ("lark", "pydantic", "pydantic_core", "networkx", "z3")
@@ -96,10 +96,11 @@ def _stat_into(digest: Any, path: str) -> None:
 
 @dataclass(frozen=True)
 class Cached:
-    """A stored result: its diagnostics and how many root files the run checked."""
+    """A run's result as it prints: its diagnostics, and the findings an ignore silenced (SARIF
+    lists them, marked suppressed)."""
 
     diagnostics: list[Diagnostic]
-    files: int
+    suppressed: list[Suppressed]
 
 
 class ResultCache:
@@ -130,19 +131,22 @@ class ResultCache:
                 return None
             sources = [Source(str(path), str(text)) for path, text in entry["sources"]]
             diagnostics = [_diagnostic(d, sources) for d in entry["diagnostics"]]
-            return Cached(diagnostics, int(entry["files"]))
+            suppressed = [
+                Suppressed(_diagnostic(d, sources), SuppressionKind(kind), str(why))
+                for d, kind, why in entry["suppressed"]
+            ]
+            return Cached(diagnostics, suppressed)
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
-    def store(
-        self, reads: Sequence[FileState], diagnostics: Sequence[Diagnostic], files: int
-    ) -> None:
+    def store(self, reads: Sequence[FileState], result: Cached) -> None:
         """Keep a result; quietly does nothing when the folder cannot be written."""
-        if any(d.code in NOT_STORED for d in diagnostics):
+        silenced = [s.diagnostic for s in result.suppressed]
+        if any(d.code in NOT_STORED for d in result.diagnostics):
             return
         sources: dict[int, int] = {}
         texts: list[list[str]] = []
-        for d in diagnostics:
+        for d in [*result.diagnostics, *silenced]:
             for label in d.labels:
                 source = label.span.source
                 if id(source) not in sources:
@@ -152,8 +156,11 @@ class ResultCache:
             "format": FORMAT,
             "reads": [list(read) for read in reads],
             "sources": texts,
-            "diagnostics": [_record(d, sources) for d in diagnostics],
-            "files": files,
+            "diagnostics": [_record(d, sources) for d in result.diagnostics],
+            "suppressed": [
+                [_record(s.diagnostic, sources), s.kind.value, s.justification]
+                for s in result.suppressed
+            ],
         }
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -34,6 +34,14 @@ def recording_reads() -> Iterator[list[FileState]]:
         yield reads
     finally:
         _READS.reset(token)
+
+
+def named_once(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+    """The files named, in command-line order, each once however it is spelt."""
+    seen: dict[str, str | os.PathLike[str]] = {}
+    for path in paths:
+        seen.setdefault(os.path.realpath(path), path)
+    return list(seen.values())
 
 
 def cache_folder() -> Path:

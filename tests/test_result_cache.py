@@ -194,3 +194,17 @@ def test_a_hit_starts_without_the_parser_the_models_or_the_solver(folder: Path) 
     ]
     assert runs[0].startswith("0 ") and "lark" in runs[0]
     assert runs[1] == "0 []\n"
+
+
+def test_a_hit_keeps_the_silenced_findings_sarif_lists(
+    folder: Path, compiles: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = LIB.replace("tool lib.x {", "tool lib.x {  # harnessc: ignore[L014] internal")
+    (folder / "lib.harness").write_text(text, encoding="utf-8")
+    first = run(["lint", "--format", "sarif", "main.harness"], capsys)
+    second = run(["lint", "--format", "sarif", "main.harness"], capsys)
+    assert second == first and compiles == ["compile"]
+    results = json.loads(second[1])["runs"][0]["results"]
+    silenced = [r for r in results if r.get("suppressions")]
+    assert [r["ruleId"] for r in silenced] == ["L014"]
+    assert silenced[0]["suppressions"][0] == {"kind": "inSource", "justification": "internal"}
