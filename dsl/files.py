@@ -45,8 +45,13 @@ def named_once(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLik
 
 
 def cache_folder() -> Path:
-    """harnessc's cache folder: `$XDG_CACHE_HOME/harnessc`, else `~/.cache/harnessc`. Everything
-    in it is rebuilt when missing or damaged, so it is safe to delete."""
+    """harnessc's cache folder: `$HARNESSC_CACHE_DIR`, else `$XDG_CACHE_HOME/harnessc`, else
+    `~/.cache/harnessc`. It holds the parser's tables, stored check results, the analysis's
+    results and tool embeddings; everything in it is rebuilt when missing or damaged, so it is
+    safe to delete."""
+    own = os.environ.get("HARNESSC_CACHE_DIR")
+    if own:
+        return Path(own)
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(root) / "harnessc"
 
