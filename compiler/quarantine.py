@@ -11,8 +11,10 @@ whole build ("this selector selects nothing") read to keep quiet.
 
 A declaration is set aside when an error's primary span lies in it, or when it holds a
 reference left unbound because it may name something a skipped declaration would have declared
-(`Resolution.unresolved`). Headers and imports are never set aside: an import's errors leave
-the references through it unbound, which sets their declarations aside instead.
+(`Resolution.unresolved`); in a policy, only the rule that holds the error or the reference is
+set aside, and the policy's other rules are checked on. Headers and imports are never set
+aside: an import's errors leave the references through it unbound, which sets their
+declarations aside instead.
 """
 
 from __future__ import annotations
@@ -73,6 +75,16 @@ class _Owners:
         item = self.items[span.source][index]
         return item if span.end <= item.span.end else None  # type: ignore[attr-defined]
 
+    def unit(self, span: Span) -> object | None:
+        """What is set aside for an error or a reference at `span`: the rule that holds it in
+        a policy (the policy's other rules are checked on), else its declaration."""
+        item = self.owner(span)
+        if isinstance(item, s.Policy):
+            for rule in item.items:
+                if isinstance(rule, s.Rule) and _within(span, rule.span):
+                    return rule
+        return item
+
 
 def set_aside(resolution: Resolution, diagnostics: Iterable[Diagnostic]) -> Resolution:
     """The resolution without the declarations that have errors and those that depend on
@@ -83,9 +95,9 @@ def set_aside(resolution: Resolution, diagnostics: Iterable[Diagnostic]) -> Reso
     owners = _Owners(resolution.modules)
     faulty: dict[int, object] = {}
     for span in errors:
-        _add(faulty, owners.owner(span))
+        _add(faulty, owners.unit(span))
     for span in resolution.unresolved:
-        _add(faulty, owners.owner(span))
+        _add(faulty, owners.unit(span))
     faulty = _with_dependents(resolution, owners, faulty)
     faulty.update(_tests_without_policy(resolution, faulty))
     if not faulty:
@@ -98,6 +110,10 @@ def set_aside(resolution: Resolution, diagnostics: Iterable[Diagnostic]) -> Reso
         poison=poison_of((key, module.syntax) for key, module in by_key.items()),
         unresolved=[],
     )
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return outer.start <= inner.start and inner.end <= outer.end
 
 
 def _add(faulty: dict[int, object], item: object | None) -> None:
@@ -113,7 +129,7 @@ def _with_dependents(
         return faulty
     users: dict[int, list[object]] = {}
     for span, symbol in resolution.references.items():
-        user = owners.owner(span)
+        user = owners.unit(span)
         target = owners.owner(symbol.span)
         if user is not None and target is not None and user is not target:
             users.setdefault(id(target), []).append(user)
@@ -155,12 +171,19 @@ def _tests_without_policy(resolution: Resolution, faulty: dict[int, object]) -> 
 
 def _without(module: Module, faulty: dict[int, object]) -> Module:
     items = module.syntax.items
-    kept = tuple(i for i in items if id(i) not in faulty)
-    if len(kept) == len(items):
+    kept = tuple(_rules_kept(i, faulty) for i in items if id(i) not in faulty)
+    if len(kept) == len(items) and all(a is b for a, b in zip(kept, items, strict=True)):
         return module
     set_aside = tuple(_declared(i) for i in items if id(i) in faulty)
     syntax = replace(module.syntax, items=kept, broken=module.syntax.broken + set_aside)
     return replace(module, syntax=syntax)
+
+
+def _rules_kept(item: s.Declaration, faulty: dict[int, object]) -> s.Declaration:
+    """A policy without its rules that are set aside; any other declaration as it is."""
+    if not isinstance(item, s.Policy) or not any(id(r) in faulty for r in item.items):
+        return item
+    return replace(item, items=tuple(r for r in item.items if id(r) not in faulty))
 
 
 def _declared(item: object) -> s.Broken:

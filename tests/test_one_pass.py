@@ -183,6 +183,23 @@ def test_names_of_a_broken_policy_and_workflow_are_not_reported_unknown(tmp_path
     assert ("H201", "suport") in codes
 
 
+def test_a_rule_naming_a_broken_tool_is_skipped_and_the_other_rules_are_checked(
+    tmp_path: Path,
+) -> None:
+    path = spec(
+        tmp_path,
+        'tool a { summary "A."; effects read; input { n: int } }\n'
+        'tool b { summary "B."; effects read; risk hihg; input { x: int } }\n'
+        "policy p {\n  default deny\n"
+        "  allow b when args.x == 1\n"  # b is set aside: so is this rule, silently
+        "  allow a when args.m == 2\n"  # a mistake of its own (validate)
+        '  ask a when actor.role == "x"\n'  # another (validate)
+        "}\n"
+        "agent helper { policy p }\n",  # the policy stays: its agent is checked too
+    )
+    assert found([path]) == [("H301", "hihg"), ("H327", "args.m"), ("H329", "ask a")]
+
+
 def test_an_imported_module_with_a_syntax_error_hides_only_its_broken_names(
     tmp_path: Path,
 ) -> None:
