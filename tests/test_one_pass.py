@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from harnessc.compiler.pipeline import check, lint
+from harnessc.compiler.pipeline import CheckResult, check, lint
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
 from hypothesis import HealthCheck, given, settings
@@ -245,24 +245,32 @@ POOL = [
 ]
 
 
-def alone(name: str) -> Counter[tuple[str, str]]:
-    result = check([CASES / f"{name}.harness"])
-    return Counter((d.code, d.message) for d in result.diagnostics)
+Finding = tuple[str, str, str]
+"""A diagnostic as it reads wherever its text lands: code, message, underlined text."""
+
+
+def findings(result: CheckResult) -> Counter[Finding]:
+    return Counter(
+        (d.code, d.message, d.primary.span.text if d.primary else "") for d in result.diagnostics
+    )
+
+
+def alone(name: str) -> Counter[Finding]:
+    return findings(check([CASES / f"{name}.harness"]))
 
 
 @pytest.fixture(scope="module")
-def by_case() -> dict[str, Counter[tuple[str, str]]]:
+def by_case() -> dict[str, Counter[Finding]]:
     return {name: alone(name) for name in POOL}
 
 
-def combined(tmp_path: Path, names: list[str]) -> Counter[tuple[str, str]]:
+def combined(tmp_path: Path, names: list[str]) -> Counter[Finding]:
     text = "\n".join((CASES / f"{n}.harness").read_text(encoding="utf-8") for n in names)
-    result = check([spec(tmp_path, text, "combined.harness")])
-    return Counter((d.code, d.message) for d in result.diagnostics)
+    return findings(check([spec(tmp_path, text, "combined.harness")]))
 
 
 def test_the_pool_declares_no_name_twice(tmp_path: Path) -> None:
-    assert not any(code == "H202" for code, _ in combined(tmp_path, POOL))
+    assert not any(code == "H202" for code, _, _ in combined(tmp_path, POOL))
 
 
 def test_the_whole_pool_reports_the_union_of_its_cases(tmp_path: Path, by_case) -> None:
