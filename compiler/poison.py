@@ -35,12 +35,16 @@ class Poison:
     any kind, reached from them may be missing."""
     skipped_in: set[str] = field(default_factory=set)
     """Keys of the modules that skipped a declaration."""
+    incomplete: bool = False
+    """A module failed to load (an unknown import, an unreadable file): any build-wide name
+    may be missing."""
 
     def __bool__(self) -> bool:
-        return bool(self.skipped_in)
+        return bool(self.skipped_in) or self.incomplete
 
     def covers_global(self, kind: str, name: str) -> bool:
-        """Whether a skipped declaration anywhere may have declared a build-wide name."""
+        """Whether a skipped declaration anywhere may have declared a build-wide name (a
+        module that failed to load is not counted: see `incomplete`)."""
         if self.everything:
             return True
         if kind == "tool" and name.startswith("mcp:") and self.covers_global("mcp", name[4:]):
@@ -71,7 +75,7 @@ class Poison:
         """Whether a tool selector (`orders.*`, `pack:NAME`, `mcp:scanner:*`, a tool id) may
         select a tool a skipped declaration would have declared; `module_key`: the module a
         module glob (`scanner.*`) selects the tools of."""
-        if self.everything:
+        if self.everything or self.incomplete:
             return True
         if module_key is not None:
             return module_key in self.skipped_in
@@ -90,9 +94,10 @@ class Poison:
         return any(t.startswith(prefix) or prefix.startswith(t + ".") for t in tools)
 
 
-def poison_of(modules: Iterable[tuple[str, s.Module]]) -> Poison:
-    """The poison of every module's skipped declarations, given as (module key, syntax)."""
-    poison = Poison()
+def poison_of(modules: Iterable[tuple[str, s.Module]], incomplete: bool = False) -> Poison:
+    """The poison of every module's skipped declarations, given as (module key, syntax);
+    `incomplete`: a module failed to load."""
+    poison = Poison(incomplete=incomplete)
     for key, syntax in modules:
         for broken in syntax.broken:
             _add(poison, key, broken)

@@ -107,7 +107,10 @@ def set_aside(resolution: Resolution, diagnostics: Iterable[Diagnostic]) -> Reso
     return replace(
         resolution,
         modules=modules,
-        poison=poison_of((key, module.syntax) for key, module in by_key.items()),
+        poison=poison_of(
+            ((key, module.syntax) for key, module in by_key.items()),
+            resolution.poison.incomplete,
+        ),
         unresolved=[],
     )
 

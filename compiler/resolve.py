@@ -195,7 +195,7 @@ class _Resolver(SessionNames, NameHelp):
         self.references: dict[Span, Symbol] = {}
         self.module_globs: dict[Span, Module] = {}
         self.diagnostics: list[Diagnostic] = []
-        self.poison = poison_of((m.key, m.syntax) for m in modules)
+        self.poison = poison_of(((m.key, m.syntax) for m in modules), not complete)
         self.unresolved: list[Span] = []
         # per module: its tool ids (sorted at the end, for prefix tests), packs and tool kinds
         self.tool_ids: dict[str, list[str]] = {m.key: [] for m in modules}

@@ -301,7 +301,8 @@ class _Validator(SessionChecks):
         if text.startswith("mcp:") and "*" in text:
             server = text[4:].split(":", 1)[0]
             missing = server and "*" not in server and server not in self.spec.mcp_servers
-            if missing and not self.res.poison.covers_global("mcp", server):
+            poison = self.res.poison
+            if missing and not (poison.incomplete or poison.covers_global("mcp", server)):
                 self.report(
                     "H321",
                     f"MCP server `{server}` is not declared in this build",

@@ -220,6 +220,20 @@ def test_an_imported_module_with_a_syntax_error_hides_only_its_broken_names(
     assert len(codes) == 2
 
 
+def test_an_unknown_import_hides_what_it_might_select(tmp_path: Path) -> None:
+    path = spec(
+        tmp_path,
+        'import "./nosuch.harness"\n'
+        'tool t { summary "T."; effects read; risk hihg }\n'
+        'tool v { summary "V."; effects read }\n'
+        "surface s { expose nosuch.*, mcp:scanner:*, v }\n"
+        "policy p { default deny\n  allow v when called(other.*) }\n",
+    )
+    # the tools the missing module would declare may match the globs: only the import, and
+    # the mistake independent of it, are reported
+    assert found([path]) == [("H203", '"./nosuch.harness"'), ("H301", "hihg")]
+
+
 def test_file_too_deeply_nested_hides_every_name_it_might_declare(tmp_path: Path) -> None:
     deep = "policy p { allow t when " + "(" * 70 + "true" + ")" * 70 + " }\n"
     path = spec(tmp_path, deep + "agent a { policy anything }\n")
