@@ -67,6 +67,12 @@ class Poison:
         """Whether a skipped declaration of the module may be of this kind."""
         return module_key in self.everything or bool(self.by_module.get(module_key, {}).get(kind))
 
+    def names(self, kind: str, module_key: str | None = None) -> list[str]:
+        """The names skipped declarations of this kind declare (in `module_key`, or anywhere),
+        sorted: what a "did you mean" may suggest."""
+        found = self.by_kind if module_key is None else self.by_module.get(module_key, {})
+        return sorted(n for n in found.get(kind, ()) if n != ANY)
+
     def covers_module(self, module_key: str) -> bool:
         """Whether the module skipped a declaration (which may have used its imports)."""
         return module_key in self.skipped_in

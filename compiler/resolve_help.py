@@ -14,6 +14,7 @@ from .kinds import GLOBAL_KINDS, KIND_WORDS
 from .modules import STD_PREFIX, Module, std_module_names
 
 if TYPE_CHECKING:
+    from .poison import Poison
     from .resolve import Symbol
 
 
@@ -24,6 +25,7 @@ class NameHelp:
         # what the help lines read of the resolver
         globals: dict[str, dict[str, Symbol]]
         scoped: dict[str, dict[str, dict[str, Symbol]]]
+        poison: Poison
 
     def kind_help(self, other: Symbol, kinds: tuple[str, ...]) -> str | None:
         if other.kind == "mcp" and "tool" in kinds:
@@ -34,6 +36,8 @@ class NameHelp:
         global_kinds = [k for k in kinds if k in GLOBAL_KINDS]
         if global_kinds:
             candidates = [name for k in global_kinds for name in self.globals[k]]
+            # a declaration with a syntax error still names what it declares
+            candidates += [n for k in global_kinds for n in self.poison.names(k)]
             found = did_you_mean(text, candidates)
             return found or self.global_qualified_help(module, text, global_kinds[0])
         (kind,) = kinds  # module-scoped references expect exactly one kind
@@ -49,7 +53,8 @@ class NameHelp:
             target = binding.target
             if target is not None and text in self.scoped[target.key][kind]:
                 return f"did you mean `{binding_name}.{text}`?"
-        return did_you_mean(text, self.scoped[module.key][kind])
+        skipped = self.poison.names(kind, module.key)
+        return did_you_mean(text, [*self.scoped[module.key][kind], *skipped])
 
     def unbound_help(self, module: Module, prefix: str, text: str, kind: str) -> str | None:
         known = std_module_names()

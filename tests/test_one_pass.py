@@ -181,6 +181,9 @@ def test_names_of_a_broken_policy_and_workflow_are_not_reported_unknown(tmp_path
     codes = found([path])
     assert [c for c, _ in codes] == ["H101", "H107", "H201"]
     assert ("H201", "suport") in codes
+    # the broken policy still names itself: the misspelling of it gets a suggestion
+    (unknown,) = [d for d in check([path]).diagnostics if d.code == "H201"]
+    assert unknown.help == "did you mean `support`?"
 
 
 def test_a_rule_naming_a_broken_tool_is_skipped_and_the_other_rules_are_checked(
