@@ -3,8 +3,13 @@
 read → parse → resolve → lower → validate → graph → analyse → (lint → analyse availability →
 plan → render → write)
 
-A stage that reports errors ends the run, so later stages may assume valid input; inside a
-stage every error is collected.
+Every stage checks every declaration it is given and collects every error; one mistake is
+reported once. A declaration a stage finds wrong is set aside, with every declaration that
+depends on it (compiler/quarantine.py), and the later stages check the rest: so later stages
+may assume valid input *for the declarations they see*. Parse skips a declaration with a
+syntax error and records the name it would have declared, which resolve then never reports
+as unknown. The stages that need the whole program (policy analysis, lints, availability,
+plan, render, write) run only when no stage reported an error.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from harnessc.dsl.source import Source
 from harnessc.dsl.syntax import Module
 from harnessc.runtime.model import Spec
 
-from . import graph, lower, resolve, testing, validate
+from . import graph, quarantine, resolve, testing, validate
 from .analysis.availability import analyse_availability
 from .analysis.policy import PolicyAnalysis, analyse_policies
 from .config import LintConfig
@@ -111,27 +116,28 @@ def _stages(paths: list[str | Path], shown: list[str] | None = None) -> CheckRes
     # `shown`: how to name the files (build: relative to the build root, not the cwd)
     files = [load_file(p, shown[i] if shown else display_path(p)) for i, p in enumerate(paths)]
     result = CheckResult(files, [d for f in files for d in f.diagnostics])
-    if not result.ok:
-        return result
-    # needs every root parsed: resolve loads imported modules through the same load_file
+    # needs every root parsed, with errors or not: resolve loads imported modules through the
+    # same load_file, and a name that a declaration skipped after a syntax error would have
+    # declared is poisoned, never reported unknown
     result.resolution = resolve.resolve_program(files, load_file)
     result.diagnostics.extend(result.resolution.diagnostics)
-    if not result.ok:
+    # needs every name resolved: from here each stage sees the declarations without errors
+    # so far, less those that depend on one, and assumes them valid
+    sound = quarantine.set_aside(result.resolution, result.diagnostics)
+    model, sound = quarantine.lower_sound(sound, result.diagnostics)
+    if model is None:
         return result
-    # needs every name resolved: the model keys references by their declarations
-    lowered = lower.lower_program(result.resolution)
-    result.model = lowered.spec
-    result.diagnostics.extend(lowered.diagnostics)
-    if result.model is None or not result.ok:
-        return result
+    if result.ok:
+        result.model = model  # the whole program: after an error, a part of it was set aside
     # needs the typed model: these stages read it, none changes it
-    result.diagnostics.extend(validate.validate_spec(result.model, result.resolution))
-    result.diagnostics.extend(graph.check_workflows(result.model, result.resolution))
-    result.diagnostics.extend(testing.check_tests(result.model, result.resolution))
+    result.diagnostics.extend(validate.validate_spec(model, sound))
+    result.diagnostics.extend(graph.check_workflows(model, sound))
+    result.diagnostics.extend(testing.check_tests(model, sound))
     if not result.ok:
         return result
-    # needs a valid model: analysis reasons about conditions that type-check
-    result.analysis = analyse_policies(result.model)
+    # needs the whole program valid: analysis reasons about every rule, and a rule set aside
+    # would change its answers
+    result.analysis = analyse_policies(model)
     return result
 
 

@@ -25,8 +25,9 @@ run that found them printed them.
 The folder is `cache_folder()/results` (dsl/files.py: `$HARNESSC_CACHE_DIR`, else
 `$XDG_CACHE_HOME/harnessc`, else `~/.cache/harnessc`), one small JSON file per key; it is safe to
 delete, and holds at most `MAX_ENTRIES` entries (the oldest go first). A damaged, unreadable or
-unwritable entry is a miss, never an error. `--no-cache`, or `HARNESSC_NO_CACHE=1` in the environment, skips it.
-This module imports nothing heavy: a hit costs the files' reads and hashes.
+unwritable entry is a miss, never an error. `--no-cache`, or `HARNESSC_NO_CACHE=1` in the
+environment, skips it. This module imports nothing heavy: a hit costs the files' reads and
+hashes.
 """
 
 from __future__ import annotations
