@@ -14,18 +14,22 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.dsl.codes import BY_SLUG, CODES
 from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors
-from harnessc.dsl.files import display_path, read_source
+from harnessc.dsl.files import display_path, named_once, read_source, recording_reads
 from harnessc.dsl.render_formats import print_diagnostics
 
 from harnessc import __version__
 
 from .config import ConfigError, LintConfig, load_config
+from .result_cache import Cached, ResultCache
+
+if TYPE_CHECKING:
+    from .pipeline import CheckResult, FilesResult
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 _IO_CODES = {"H001", "H002", "H007"}
@@ -41,16 +45,37 @@ def _exit_code(diagnostics: Sequence[Diagnostic]) -> int:
     return EXIT_ERRORS if has_errors(diagnostics) else EXIT_OK
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    from .pipeline import check
+def _cached(
+    args: argparse.Namespace, options: Sequence[str], run: Callable[[], CheckResult | FilesResult]
+) -> Cached:
+    """`run` a check or lint, or answer it from the result cache when nothing the run would read
+    has changed (compiler/result_cache.py); `options` is what else decides the result."""
+    cache = ResultCache(args.command, args.files, options)
+    use_cache = ResultCache.enabled(args.no_cache)
+    if use_cache and (hit := cache.lookup()) is not None:
+        return hit
+    with recording_reads() as reads:
+        result = run()
+    found = Cached(list(result.diagnostics), list(result.suppressed))
+    if use_cache:
+        cache.store(reads, found)
+    return found
 
-    result = check(args.files)
+
+def cmd_check(args: argparse.Namespace) -> int:
+    def run() -> CheckResult | FilesResult:
+        from .pipeline import check, check_each
+
+        return check(args.files) if args.one_build else check_each(args.files)
+
+    result = _cached(args, ["--one-build"] if args.one_build else [], run)
+    machine = args.format in MACHINE_FORMATS
     print_diagnostics(
-        result.diagnostics, args.format, sys.stdout if args.format in MACHINE_FORMATS else None
+        result.diagnostics, args.format, sys.stdout if machine else None, result.suppressed
     )
     code = _exit_code(result.diagnostics)
-    if code == EXIT_OK and args.format not in MACHINE_FORMATS and not args.quiet:
-        checked = len(result.files)
+    if code == EXIT_OK and not machine and not args.quiet:
+        checked = len(named_once(args.files))
         sys.stderr.write(f"checked {checked} file{'s' if checked != 1 else ''}: no errors\n")
     return code
 
@@ -66,21 +91,54 @@ def _lint_config(
         return None
 
 
-def cmd_lint(args: argparse.Namespace) -> int:
-    config = _lint_config(args.files, args.select, args.ignore)
-    if config is None:
-        return EXIT_USAGE
-    from .pipeline import lint
+def _lint_configs(
+    files: Sequence[str], select: Sequence[str] | None, ignore: Sequence[str] | None
+) -> dict[str | Path, LintConfig] | None:
+    """Each named file's lint configuration (the nearest pyproject.toml above it), or None
+    after reporting one unusable; the files of a folder share theirs."""
+    by_folder: dict[Path, LintConfig] = {}
+    configs: dict[str | Path, LintConfig] = {}
+    for name in files:
+        folder = Path(name).resolve().parent
+        if folder not in by_folder:
+            config = _lint_config([name], select, ignore)
+            if config is None:
+                return None
+            by_folder[folder] = config
+        configs[name] = by_folder[folder]
+    return configs
 
-    result = lint(args.files, config)
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    if args.one_build:
+        shared = _lint_config(args.files, args.select, args.ignore)
+        configs = None if shared is None else dict.fromkeys(args.files, shared)
+    else:
+        # each build reads the configuration above its own root, whatever else is named
+        configs = _lint_configs(args.files, args.select, args.ignore)
+    if configs is None:
+        return EXIT_USAGE
+    found = configs
+
+    def run() -> CheckResult | FilesResult:
+        from .pipeline import lint, lint_each
+
+        if args.one_build:
+            return lint(args.files, found[args.files[0]])
+        return lint_each(args.files, found.__getitem__)
+
+    options = [f"{c.select}|{c.ignore}|{c.path}" for c in found.values()]
+    result = _cached(args, ["--one-build", *options] if args.one_build else options, run)
     machine = args.format in MACHINE_FORMATS
-    print_diagnostics(result.diagnostics, args.format, sys.stdout if machine else None)
+    print_diagnostics(
+        result.diagnostics, args.format, sys.stdout if machine else None, result.suppressed
+    )
     code = _exit_code(result.diagnostics)
     warnings = sum(d.severity is Severity.WARNING for d in result.diagnostics)
     if code == EXIT_OK and args.strict and warnings:
         code = EXIT_ERRORS
     if not result.diagnostics and not machine and not args.quiet:
-        linted = len(result.files)
+        linted = len(named_once(args.files))
         sys.stderr.write(f"linted {linted} file{'s' if linted != 1 else ''}: no findings\n")
     return code
 
@@ -329,6 +387,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", metavar="FILE")
     check.add_argument("--format", choices=REPORT_FORMATS, default="human")
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing when clean")
+    check.add_argument(
+        "--no-cache", action="store_true", help="compile even when a stored result still holds"
+    )
+    check.add_argument(
+        "--one-build",
+        action="store_true",
+        help="check the files as one program (by default each file is its own build)",
+    )
     check.set_defaults(run=cmd_check)
 
     lint = sub.add_parser("lint", help="check specs, then report lint warnings and notes")
@@ -350,6 +416,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="never report these codes or prefixes (comma-separated; adds to the config's)",
     )
     lint.add_argument("-q", "--quiet", action="store_true", help="print nothing when clean")
+    lint.add_argument(
+        "--no-cache", action="store_true", help="compile even when a stored result still holds"
+    )
+    lint.add_argument(
+        "--one-build",
+        action="store_true",
+        help="lint the files as one program (by default each file is its own build)",
+    )
     lint.set_defaults(run=cmd_lint)
 
     fmt = sub.add_parser("fmt", help="rewrite specs in the canonical layout")

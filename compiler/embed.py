@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from harnessc.dsl.files import cache_folder
 from harnessc.runtime.embedding import (
     MODEL_NAME,
     EmbeddingUnavailableError,
@@ -43,10 +44,8 @@ TextEmbedder = Callable[[str], np.ndarray]
 
 
 def default_cache_dir() -> Path:
-    """`$HARNESSC_CACHE_DIR/embeddings`, else `~/.cache/harnessc/embeddings`."""
-    base = os.environ.get("HARNESSC_CACHE_DIR")
-    root = Path(base) if base else Path.home() / ".cache" / "harnessc"
-    return root / "embeddings"
+    """`embeddings` in harnessc's cache folder (`dsl/files.py` `cache_folder`)."""
+    return cache_folder() / "embeddings"
 
 
 def text_key(text: str, model: str = MODEL_NAME) -> str:

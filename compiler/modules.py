@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.diagnostics import Diagnostic, Label, has_errors
+from harnessc.dsl.diagnostics import Diagnostic, Label
 from harnessc.dsl.source import Source, Span
 from harnessc.dsl.suggest import did_you_mean
 
@@ -69,7 +69,7 @@ class Module:
     """`std.risk` for a standard-library module, None for a file."""
     is_root: bool = False
     broken: bool = False
-    """The file could not be read or parsed; names in it may be missing."""
+    """The file could not be read; any name in it may be missing."""
     imports: list[ImportBinding] = field(default_factory=list)
     bindings: dict[str, ImportBinding] = field(default_factory=dict)
     """Every name under which this module may refer to an import: the bound name, and for
@@ -96,7 +96,7 @@ class ModuleGraph:
     """Every module, each after the modules it imports (roots last, in command-line order)."""
     diagnostics: list[Diagnostic]
     complete: bool
-    """False when an import failed or a module could not be read or parsed."""
+    """False when an import failed or a module could not be read."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,7 +183,9 @@ class _Loader:
         if syntax is None:
             empty = source or Source(str(loaded.path), "")
             syntax = s.Module((), span=Span(empty, 0, 0))
-        broken = loaded.module is None or has_errors(loaded.diagnostics)
+        # a file that parsed with errors is not broken: its skipped declarations are recorded
+        # (`syntax.broken`) and only their names are missing
+        broken = loaded.module is None
         name = source.path if source is not None else str(loaded.path)
         module = Module(key, Path(loaded.path), name, source, syntax, module_path, is_root, broken)
         self.by_key[key] = module

@@ -3,31 +3,37 @@
 read → parse → resolve → lower → validate → graph → analyse → (lint → analyse availability →
 plan → render → write)
 
-A stage that reports errors ends the run, so later stages may assume valid input; inside a
-stage every error is collected.
+Every stage checks every declaration it is given and collects every error; one mistake is
+reported once. A declaration a stage finds wrong is set aside, with every declaration that
+depends on it (compiler/quarantine.py), and the later stages check the rest: so later stages
+may assume valid input *for the declarations they see*. Parse skips a declaration with a
+syntax error and records the name it would have declared, which resolve then never reports
+as unknown. The stages that need the whole program (policy analysis, lints, availability,
+plan, render, write) run only when no stage reported an error.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harnessc.dsl.diagnostics import Diagnostic, has_errors
+from harnessc.dsl.diagnostics import Diagnostic, Suppressed, has_errors, sort_diagnostics
 from harnessc.dsl.files import display_path, read_source
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
 from harnessc.dsl.syntax import Module
 from harnessc.runtime.model import Spec
 
-from . import graph, lower, resolve, testing, validate
+from . import graph, quarantine, resolve, testing, validate
 from .analysis.availability import analyse_availability
 from .analysis.policy import PolicyAnalysis, analyse_policies
 from .config import LintConfig
-from .lints import filter_findings, run_lints
+from .lints import run_lints, split_findings
+from .roots import file_roots, named_once
 
 if TYPE_CHECKING:
     from .codegen import Staleness, WriteReport
@@ -59,10 +65,19 @@ class CheckResult:
     resolution: resolve.Resolution | None = None
     model: Spec | None = None
     analysis: PolicyAnalysis | None = None
+    suppressed: list[Suppressed] = field(default_factory=list)
+    """The warnings and notes an ignore silenced: left out of `diagnostics`."""
 
     @property
     def ok(self) -> bool:
         return not has_errors(self.diagnostics)
+
+    def silence(self, config: LintConfig) -> None:
+        """Move the warnings and notes that `config` or an inline comment silences from
+        `diagnostics` to `suppressed`."""
+        found = split_findings(self.diagnostics, self.resolution, config)
+        self.diagnostics = found.kept
+        self.suppressed.extend(found.suppressed)
 
 
 @contextmanager
@@ -93,7 +108,7 @@ def _check(paths: list[str | Path], shown: list[str] | None = None) -> CheckResu
     notes they report (never an error), for every command that checks, as it does for lint."""
     result = _stages(paths, shown)
     if result.resolution is not None:
-        result.diagnostics = filter_findings(result.diagnostics, result.resolution, LintConfig())
+        result.silence(LintConfig())
     return result
 
 
@@ -101,27 +116,28 @@ def _stages(paths: list[str | Path], shown: list[str] | None = None) -> CheckRes
     # `shown`: how to name the files (build: relative to the build root, not the cwd)
     files = [load_file(p, shown[i] if shown else display_path(p)) for i, p in enumerate(paths)]
     result = CheckResult(files, [d for f in files for d in f.diagnostics])
-    if not result.ok:
-        return result
-    # needs every root parsed: resolve loads imported modules through the same load_file
+    # needs every root parsed, with errors or not: resolve loads imported modules through the
+    # same load_file, and a name that a declaration skipped after a syntax error would have
+    # declared is poisoned, never reported unknown
     result.resolution = resolve.resolve_program(files, load_file)
     result.diagnostics.extend(result.resolution.diagnostics)
-    if not result.ok:
+    # needs every name resolved: from here each stage sees the declarations without errors
+    # so far, less those that depend on one, and assumes them valid
+    sound = quarantine.set_aside(result.resolution, result.diagnostics)
+    model, sound = quarantine.lower_sound(sound, result.diagnostics)
+    if model is None:
         return result
-    # needs every name resolved: the model keys references by their declarations
-    lowered = lower.lower_program(result.resolution)
-    result.model = lowered.spec
-    result.diagnostics.extend(lowered.diagnostics)
-    if result.model is None or not result.ok:
-        return result
+    if result.ok:
+        result.model = model  # the whole program: after an error, a part of it was set aside
     # needs the typed model: these stages read it, none changes it
-    result.diagnostics.extend(validate.validate_spec(result.model, result.resolution))
-    result.diagnostics.extend(graph.check_workflows(result.model, result.resolution))
-    result.diagnostics.extend(testing.check_tests(result.model, result.resolution))
+    result.diagnostics.extend(validate.validate_spec(model, sound))
+    result.diagnostics.extend(graph.check_workflows(model, sound))
+    result.diagnostics.extend(testing.check_tests(model, sound))
     if not result.ok:
         return result
-    # needs a valid model: analysis reasons about conditions that type-check
-    result.analysis = analyse_policies(result.model)
+    # needs the whole program valid: analysis reasons about every rule, and a rule set aside
+    # would change its answers
+    result.analysis = analyse_policies(model)
     return result
 
 
@@ -135,8 +151,52 @@ def lint(paths: list[str | Path], config: LintConfig | None = None) -> CheckResu
         result.diagnostics.extend(
             run_lints(result.model, result.resolution, result.analysis, config)
         )
-    result.diagnostics = filter_findings(result.diagnostics, result.resolution, config)
+    result.silence(config)
     return result
+
+
+@dataclass
+class FilesResult:
+    """Files named together, each checked as the root of its own build (see `roots.py`)."""
+
+    named: list[str | Path]
+    """Every file named, once."""
+    builds: list[CheckResult]
+    """One build per root, in command-line order."""
+    diagnostics: list[Diagnostic]
+    """Every build's diagnostics, each once (a module several roots import is reported
+    once), sorted by file and position."""
+    suppressed: list[Suppressed]
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+
+def check_each(paths: Sequence[str | Path]) -> FilesResult:
+    """`harnessc check A B`: each file the root of its own build, unless another named file's
+    build loads it (then it is checked in that build only); `check` is one shared build."""
+    return _merged(paths, [check([root]) for root in file_roots(paths, load_file)])
+
+
+def lint_each(
+    paths: Sequence[str | Path], config_of: Callable[[str | Path], LintConfig] | None = None
+) -> FilesResult:
+    """`harnessc lint A B`: `lint` over each root, as `check_each` picks them; `config_of(root)`
+    is the configuration of a root's build (the defaults when not given)."""
+    roots = file_roots(paths, load_file)
+    return _merged(paths, [lint([root], config_of(root) if config_of else None) for root in roots])
+
+
+def _merged(paths: Sequence[str | Path], builds: list[CheckResult]) -> FilesResult:
+    suppressed = [s for b in builds for s in b.suppressed]
+    by_diagnostic = {id(s.diagnostic): s for s in suppressed}
+    return FilesResult(
+        named_once(paths),
+        builds,
+        sort_diagnostics(d for b in builds for d in b.diagnostics),
+        [by_diagnostic[id(d)] for d in sort_diagnostics(s.diagnostic for s in suppressed)],
+    )
 
 
 def run_test_files(
@@ -144,7 +204,8 @@ def run_test_files(
 ) -> list[testing.TestRun]:
     """Check each file as its own build and run its tests; a build with errors runs none."""
     runs: list[testing.TestRun] = []
-    for path in paths:
+    # a file's tests run with the file as the root, so every file named is a root here
+    for path in named_once(paths):
         result = check([path])
         shown = result.files[0].source.path if result.files[0].source else str(path)
         if not result.ok or result.model is None:
@@ -196,7 +257,7 @@ def build(
         return built
     # needs a valid model and its analysis, as in `lint`
     result.diagnostics.extend(run_lints(result.model, result.resolution, result.analysis, config))
-    result.diagnostics = filter_findings(result.diagnostics, result.resolution, config)
+    result.silence(config)
     result.diagnostics.extend(
         codegen.check_package_name_of(result.model, result.resolution, built.out)
     )

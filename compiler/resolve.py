@@ -24,6 +24,7 @@ from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean, suggest
 
+from .kinds import GLOBAL_KINDS, KIND_WORDS, MODULE_KINDS
 from .modules import (
     STD_PREFIX,
     ImportBinding,
@@ -33,6 +34,8 @@ from .modules import (
     load_modules,
     std_module_names,
 )
+from .poison import Poison, poison_of
+from .resolve_help import NameHelp
 from .resolve_session import SessionNames
 
 __all__ = [
@@ -45,31 +48,6 @@ __all__ = [
     "Symbol",
     "resolve_program",
 ]
-
-GLOBAL_KINDS = ("tool", "mcp", "fact", "connection", "runtime", "label")
-MODULE_KINDS = ("surface", "policy", "risk_table", "agent", "workflow", "skill", "test")
-LOCAL_KINDS = ("step", "operation", "subagent", "rule", "var")
-
-KIND_WORDS = {
-    "tool": "tool",
-    "mcp": "MCP server",
-    "fact": "fact",
-    "connection": "connection",
-    "runtime": "runtime",
-    "label": "label",
-    "surface": "surface",
-    "policy": "policy",
-    "risk_table": "risk table",
-    "agent": "agent",
-    "workflow": "workflow",
-    "skill": "skill",
-    "test": "test",
-    "step": "step",
-    "operation": "operation",
-    "subagent": "subagent",
-    "rule": "rule label",
-    "var": "variable",
-}
 
 BUILTIN_ROOTS = frozenset({"actor", "task", "env", "resource", "tool", "args", "call"})
 RESULT_ROOT = "result"
@@ -125,6 +103,12 @@ class Resolution:
     module_globs: dict[Span, Module] = field(default_factory=dict)
     """The span of each module glob (`std.workspace.*`, `scanner.*`) → the module it selects."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    poison: Poison = field(default_factory=Poison)
+    """The names that declarations skipped after a syntax error would have declared."""
+    unresolved: list[Span] = field(default_factory=list)
+    """References left unbound without a report: they may name what a skipped declaration, or
+    a module that failed to load, would have declared. The declarations holding them are set
+    aside (compiler/quarantine.py)."""
 
     def tool(self, tool_id: str) -> Symbol | None:
         return self.globals.get("tool", {}).get(tool_id)
@@ -163,6 +147,10 @@ def _article(word: str) -> str:
     return "an" if word[0] in "aeioAEIO" or word.startswith("MCP") else "a"
 
 
+def _overlap(a: Span, b: Span) -> bool:
+    return a.source is b.source and a.start < b.end and b.start < a.end
+
+
 def _names(values: Iterable[object]) -> Iterator[s.Name]:
     for value in values:
         if isinstance(value, s.Name):
@@ -191,10 +179,14 @@ class _Usage:
     kinds: set[str] = field(default_factory=set)
 
 
-class _Resolver(SessionNames):
-    def __init__(self, modules: list[Module], complete: bool) -> None:
+class _Resolver(SessionNames, NameHelp):
+    def __init__(
+        self, modules: list[Module], complete: bool, underlined: Sequence[Span] = ()
+    ) -> None:
         self.modules = modules
         self.complete = complete
+        self.underlined = underlined
+        """The spans syntax errors underline: a name there is not reported again."""
         self.globals: dict[str, dict[str, Symbol]] = {k: {} for k in GLOBAL_KINDS}
         self.scoped: dict[str, dict[str, dict[str, Symbol]]] = {
             m.key: {k: {} for k in MODULE_KINDS} for m in modules
@@ -203,6 +195,8 @@ class _Resolver(SessionNames):
         self.references: dict[Span, Symbol] = {}
         self.module_globs: dict[Span, Module] = {}
         self.diagnostics: list[Diagnostic] = []
+        self.poison = poison_of(((m.key, m.syntax) for m in modules), not complete)
+        self.unresolved: list[Span] = []
         # per module: its tool ids (sorted at the end, for prefix tests), packs and tool kinds
         self.tool_ids: dict[str, list[str]] = {m.key: [] for m in modules}
         self.packs: dict[str, set[str]] = {m.key: set() for m in modules}
@@ -219,6 +213,12 @@ class _Resolver(SessionNames):
         self.fact_depth = 1
 
     def report(self, diagnostic: Diagnostic) -> None:
+        primary = diagnostic.primary
+        if primary is not None and any(_overlap(primary.span, u) for u in self.underlined):
+            # a malformed pattern, say: the syntax error explains it, and its declaration is
+            # set aside with it
+            self.unresolved.append(primary.span)
+            return
         self.diagnostics.append(diagnostic)
 
     # =========================================================================================
@@ -478,6 +478,9 @@ class _Resolver(SessionNames):
                 )
             )
             return None
+        if self.poisoned(module, kinds, text) or self.suppressed(kinds, known_module, searched):
+            self.unresolved.append(name.span)
+            return None
         other = self.find_any(module, text, kinds)
         wanted = " or ".join(KIND_WORDS[k] for k in kinds)
         if other is not None:
@@ -494,8 +497,6 @@ class _Resolver(SessionNames):
                 )
             )
             return None
-        if self.suppressed(kinds, known_module, searched):
-            return None
         self.report(
             Diagnostic.make(
                 "H201",
@@ -507,66 +508,33 @@ class _Resolver(SessionNames):
         )
         return None
 
+    def poisoned(self, module: Module, kinds: tuple[str, ...], text: str) -> bool:
+        """True when a declaration skipped after a syntax error may have declared the name."""
+        for kind in kinds:
+            if kind in GLOBAL_KINDS:
+                if self.poison.covers_global(kind, text):
+                    return True
+            elif "." in text:
+                prefix, last = text.rsplit(".", 1)
+                binding = module.bindings.get(prefix)
+                target = binding.target if binding is not None else None
+                if target is None and module.key in self.poison.everything:
+                    return True  # qualified by an import that did not parse
+                if target is not None and self.poison.covers_scoped(target.key, kind, last):
+                    return True
+            elif self.poison.covers_scoped(module.key, kind, text):
+                return True
+        return False
+
     def suppressed(
         self, kinds: tuple[str, ...], known_module: bool, searched: Module | None
     ) -> bool:
-        """True when the name may be declared in a module that failed to load or parse."""
+        """True when the name may be declared in a module that failed to load."""
         if any(k in GLOBAL_KINDS for k in kinds):
             return not self.complete
         if searched is None and known_module:
             return True  # qualified by an import whose module does not exist (H203)
         return searched is not None and searched.broken
-
-    def kind_help(self, other: Symbol, kinds: tuple[str, ...]) -> str | None:
-        if other.kind == "mcp" and "tool" in kinds:
-            return f"select the server's tools with `mcp:{other.name}:*`"
-        return None
-
-    def unknown_help(self, module: Module, text: str, kinds: tuple[str, ...]) -> str | None:
-        global_kinds = [k for k in kinds if k in GLOBAL_KINDS]
-        if global_kinds:
-            candidates = [name for k in global_kinds for name in self.globals[k]]
-            found = did_you_mean(text, candidates)
-            return found or self.global_qualified_help(module, text, global_kinds[0])
-        (kind,) = kinds  # module-scoped references expect exactly one kind
-        if "." in text:
-            prefix, last = text.rsplit(".", 1)
-            binding = module.bindings.get(prefix)
-            if binding is None or binding.target is None:
-                return self.unbound_help(module, prefix, text, kind)
-            found = suggest(last, self.scoped[binding.target.key][kind])
-            return f"did you mean `{prefix}.{found}`?" if found else None
-        # a name of an imported module, written without its module
-        for binding_name, binding in module.bindings.items():
-            target = binding.target
-            if target is not None and text in self.scoped[target.key][kind]:
-                return f"did you mean `{binding_name}.{text}`?"
-        return did_you_mean(text, self.scoped[module.key][kind])
-
-    def unbound_help(self, module: Module, prefix: str, text: str, kind: str) -> str | None:
-        known = std_module_names()
-        for path in (prefix, STD_PREFIX + prefix):
-            if path in known:
-                return f"`{path}` is not imported here: add `import {path}`"
-        candidates = [
-            f"{binding_name}.{name}"
-            for binding_name, binding in module.bindings.items()
-            if binding.target is not None
-            for name in self.scoped[binding.target.key][kind]
-        ]
-        return did_you_mean(text, candidates)
-
-    def global_qualified_help(self, module: Module, text: str, kind: str) -> str | None:
-        """`std.workspace.read_open` for a tool: ids are global, written without the module."""
-        if "." not in text:
-            return None
-        for binding_name in module.bindings:
-            if text.startswith(binding_name + "."):
-                rest = text[len(binding_name) + 1 :]
-                if rest in self.globals[kind]:
-                    what = "tool ids" if kind == "tool" else f"{KIND_WORDS[kind]} names"
-                    return f"{what} are global: write `{rest}`"
-        return None
 
     # =========================================================================================
     # References
@@ -757,6 +725,9 @@ class _Resolver(SessionNames):
                         self.module_globs[pattern.span] = binding.target
                     return
                 if prefix.startswith(STD_PREFIX) and text[:-2] in std_module_names():
+                    if module.key in self.poison.everything:  # its import may not have parsed
+                        self.unresolved.append(pattern.span)
+                        return
                     self.report(
                         Diagnostic.make(
                             "H201",
@@ -884,7 +855,10 @@ class _Resolver(SessionNames):
                 self.references[span] = fact
                 self.mark_used(scope.module, fact.module)
                 return True
-        if quiet or not self.complete:
+        if quiet:
+            return False
+        if not self.complete or self.poison.covers_global("fact", text):
+            self.unresolved.append(span)
             return False
         in_workflow = scope.steps is not None
         self.report(
@@ -929,6 +903,8 @@ class _Resolver(SessionNames):
                 target = binding.target
                 if binding.used or target is None or target.broken:
                     continue
+                if self.poison.covers_module(module.key) or self.poison.covers_module(target.key):
+                    continue  # a declaration that did not parse may have used it
                 if self.used_by_selectors(usage, target):
                     binding.used = True
                     continue
@@ -956,7 +932,13 @@ class _Resolver(SessionNames):
 def resolve_program(roots: Sequence[LoadedFileLike], load_file: LoadFile) -> Resolution:
     """Stage resolve: load what the roots import, declare every name, bind every reference."""
     graph = load_modules(roots, load_file)
-    resolver = _Resolver(graph.modules, graph.complete)
+    underlined = [
+        d.primary.span
+        for d in (*(d for root in roots for d in root.diagnostics), *graph.diagnostics)
+        if d.primary is not None and d.code.startswith("H1")
+    ]
+    resolver = _Resolver(graph.modules, graph.complete, underlined)
+    # a module with syntax errors takes part: its skipped declarations' names are poisoned
     resolver.declare_all()  # needs every module loaded: tool ids and facts are global
     resolver.resolve_all()  # needs every declaration
     return Resolution(
@@ -967,4 +949,6 @@ def resolve_program(roots: Sequence[LoadedFileLike], load_file: LoadFile) -> Res
         references=resolver.references,
         module_globs=resolver.module_globs,
         diagnostics=graph.diagnostics + resolver.diagnostics,
+        poison=resolver.poison,
+        unresolved=resolver.unresolved,
     )

@@ -24,6 +24,7 @@ from .modules import Module
 if TYPE_CHECKING:
     from harnessc.dsl.source import Span
 
+    from .poison import Poison
     from .resolve import Symbol, _Scope
 
 __all__ = ["FACT_FUNCTIONS", "FUNCTIONS", "SELECTING_FUNCTIONS", "VALUE_FUNCTIONS", "SessionNames"]
@@ -47,6 +48,8 @@ class SessionNames:
         # what these read of the resolver (compiler/resolve.py)
         complete: bool
         globals: dict[str, dict[str, Symbol]]
+        poison: Poison
+        unresolved: list[Span]
 
         def report(self, diagnostic: Diagnostic) -> None: ...
         def declare_global(
@@ -102,7 +105,8 @@ class SessionNames:
         if symbol is not None:
             self.bind(module, name, symbol)
             return
-        if not self.complete:
+        if not self.complete or self.poison.covers_global("label", name.text):
+            self.unresolved.append(name.span)
             return
         known = [*BUILTIN_LABELS, *sorted(self.globals["label"])]
         self.report(

@@ -231,6 +231,17 @@ class _Validator(SessionChecks):
             found |= selection
         return frozenset(found)
 
+    def may_miss(self, selector: s.Selector, module: Module) -> bool:
+        """Whether the selector may select a tool this model lacks: one declared by a
+        declaration skipped after a syntax error or set aside for its errors."""
+        poison = self.res.poison
+        if not poison:
+            return False
+        if isinstance(selector, s.Pattern):
+            target = self.res.module_globs.get(selector.span)
+            return poison.may_select(selector.text, target.key if target is not None else None)
+        return poison.may_select("*")
+
     def public_in(self, selection: Selection) -> bool:
         tools = self.spec.tools
         if isinstance(selection, _All):
@@ -289,7 +300,9 @@ class _Validator(SessionChecks):
         text = pattern.text
         if text.startswith("mcp:") and "*" in text:
             server = text[4:].split(":", 1)[0]
-            if server and "*" not in server and server not in self.spec.mcp_servers:
+            missing = server and "*" not in server and server not in self.spec.mcp_servers
+            poison = self.res.poison
+            if missing and not (poison.incomplete or poison.covers_global("mcp", server)):
                 self.report(
                     "H321",
                     f"MCP server `{server}` is not declared in this build",
@@ -303,7 +316,7 @@ class _Validator(SessionChecks):
         key = self.key(pattern, module)
         if key not in self.public:
             self.public[key] = self.public_in(selection)
-        if self.public[key]:
+        if self.public[key] or self.may_miss(pattern, module):
             return
         notes: list[str] = []
         help: str | None = None
@@ -791,6 +804,8 @@ class _Validator(SessionChecks):
         selection = self.union(ctx.selectors, ctx.module)
         if not self.spec.tools or (isinstance(selection, frozenset) and not selection):
             return ANY
+        if any(self.may_miss(selector, ctx.module) for selector in ctx.selectors):
+            return ANY  # the argument may be one of a tool this model lacks
         where = span or (node.span if node is not None else None)
         assert where is not None
         if isinstance(selection, _All):

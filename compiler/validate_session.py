@@ -86,6 +86,7 @@ class SessionChecks(Reporter):
 
         def symbol_name(self, name: s.Name | s.Pattern) -> str | None: ...
         def select(self, selector: s.Selector, module: Module) -> Selection: ...
+        def may_miss(self, selector: s.Selector, module: Module) -> bool: ...
         def union(self, selectors: Iterable[s.Selector], module: Module) -> Selection: ...
         def check_cond(self, cond: object, ctx: _Context) -> None: ...
         def operand(self, node: object, ctx: _Context) -> Operand | None: ...
@@ -227,6 +228,8 @@ class SessionChecks(Reporter):
             selection = self.select(selector, ctx.module)
             if isinstance(selection, frozenset) and not selection:
                 empty = True
+                if self.may_miss(selector, ctx.module):
+                    continue
                 self.report(
                     "H337",
                     f"`{selector.text}` in `{name}(…)` selects no tool",
@@ -297,6 +300,8 @@ class SessionChecks(Reporter):
                 types.append(ty)
         if types or not candidates:
             return join_types(types) if types else ANY
+        if any(self.may_miss(selector, ctx.module) for selector in ctx.results):
+            return ANY  # the field may be one of a tool this model lacks
         self.report(
             "H338",
             f"no tool selected by this history term returns a field `{name}`",

@@ -10,7 +10,6 @@ import gc
 import itertools
 import json
 import math
-import os
 import re
 import threading
 from dataclasses import dataclass, replace
@@ -21,8 +20,8 @@ from typing import Any
 from lark import Lark, Tree
 
 from . import syntax as s
-from .cache import cache_folder
 from .diagnostics import Diagnostic
+from .files import cache_folder
 from .lexer import Engine, ParseFailure, Tok
 from .source import Source, Span
 
@@ -755,8 +754,8 @@ class _Parser:
 
 
 def parser_cache_file() -> str | None:
-    """Where the parser's tables are cached between runs: `$XDG_CACHE_HOME/harnessc` (else
-    `~/.cache/harnessc`), safe to delete; None when that folder cannot be made.
+    """Where the parser's tables are cached between runs: in `cache_folder()`, safe to delete;
+    None when that folder cannot be made.
 
     Lark keys the file by the grammar, the options, its own version and Python's, and builds
     the tables again (rewriting the file) when any of them changed; a file it cannot read or
@@ -764,7 +763,11 @@ def parser_cache_file() -> str | None:
     expressions for collisions is most of a cold start; reading them back takes milliseconds.
     """
     folder = cache_folder()
-    return None if folder is None else os.path.join(folder, "parser.lark-cache")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return str(folder / "parser.lark-cache")
 
 
 @cache

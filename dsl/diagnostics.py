@@ -109,6 +109,25 @@ class Reporter:
         )
 
 
+class SuppressionKind(StrEnum):
+    """How a finding was silenced, in SARIF's words (2.1.0 §3.35.2)."""
+
+    IN_SOURCE = "inSource"
+    """a `# harnessc: ignore[…]` comment in the spec"""
+    EXTERNAL = "external"
+    """the lint configuration (`[tool.harnessc]`, `--select`, `--ignore`)"""
+
+
+@dataclass(frozen=True, slots=True)
+class Suppressed:
+    """A warning or note an ignore silenced: commands leave it out; SARIF lists it, marked
+    suppressed, so code scanning shows it as such."""
+
+    diagnostic: Diagnostic
+    kind: SuppressionKind
+    justification: str = ""
+
+
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity is Severity.ERROR for d in diagnostics)
 

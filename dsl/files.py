@@ -2,13 +2,58 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from .diagnostics import Diagnostic
 from .source import Source, Span
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
+
+FileState = tuple[str, str]
+"""A file as a run saw it: its absolute path and the SHA-256 of its bytes, or the code of the
+diagnostic that made it unusable (H001 missing, H002 not a file, H005 too large, H007
+unreadable)."""
+
+_READS: ContextVar[list[FileState] | None] = ContextVar("harnessc_reads", default=None)
+
+
+@contextmanager
+def recording_reads() -> Iterator[list[FileState]]:
+    """Record the state of every file `read_source` reads until the block ends, in order.
+
+    What a run read decides what it reports, so a cached result is valid exactly while every
+    file it read is in the same state (compiler/result_cache.py)."""
+    reads: list[FileState] = []
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
+
+
+def named_once(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+    """The files named, in command-line order, each once however it is spelt."""
+    seen: dict[str, str | os.PathLike[str]] = {}
+    for path in paths:
+        seen.setdefault(os.path.realpath(path), path)
+    return list(seen.values())
+
+
+def cache_folder() -> Path:
+    """harnessc's cache folder: `$HARNESSC_CACHE_DIR`, else `$XDG_CACHE_HOME/harnessc`, else
+    `~/.cache/harnessc`. It holds the parser's tables, stored check results, the analysis's
+    results and tool embeddings; everything in it is rebuilt when missing or damaged, so it is
+    safe to delete."""
+    own = os.environ.get("HARNESSC_CACHE_DIR")
+    if own:
+        return Path(own)
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "harnessc"
 
 
 def display_path(path: str | os.PathLike[str]) -> str:
@@ -30,6 +75,17 @@ def read_source(
     large, not UTF-8, NUL bytes).
     """
     shown = shown_as or display_path(path)
+    data, problems = _read_bytes(path, shown)
+    reads = _READS.get()
+    if reads is not None:
+        state = hashlib.sha256(data).hexdigest() if data is not None else problems[0].code
+        reads.append((os.path.abspath(path), state))
+    if data is None:
+        return None, problems
+    return decode_source(data, shown)
+
+
+def _read_bytes(path: str | os.PathLike[str], shown: str) -> tuple[bytes | None, list[Diagnostic]]:
     p = Path(path)
     try:
         if p.is_dir():
@@ -65,7 +121,7 @@ def read_source(
         return None, [
             Diagnostic.make("H007", f"cannot read `{shown}`: {reason.lower()}", None, path=shown)
         ]
-    return decode_source(data, shown)
+    return data, []
 
 
 def decode_source(data: bytes, shown: str) -> tuple[Source | None, list[Diagnostic]]:

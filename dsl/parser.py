@@ -2,6 +2,8 @@
 
 ``parse_source`` never raises for bad input: it returns the module it could build and the
 diagnostics for everything it could not, recovering at the next declaration after an error.
+The module records each declaration it skipped (``Module.broken``), so the compiler can check
+the others without reporting a name the skipped one would have declared as unknown.
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ from . import syntax as s
 from .builder import parse_chunk
 from .diagnostics import Diagnostic
 from .lexer import Tok
-from .recovery import DECL_START, MAX_SYNTAX_ERRORS, check_nesting, explain, resume_point
+from .recovery import (
+    DECL_START,
+    MAX_SYNTAX_ERRORS,
+    broken_declaration,
+    check_nesting,
+    explain,
+    resume_point,
+)
 from .source import Source, Span
 
 
@@ -40,10 +49,12 @@ def parse_source(source: Source) -> ParseResult:
     empty_span = Span(source, 0, len(text))
     deep = check_nesting(source)
     if deep is not None:
-        return ParseResult(s.Module((), span=empty_span), (deep,))
+        everything = (s.Broken(None, None, span=empty_span),)
+        return ParseResult(s.Module((), broken=everything, span=empty_span), (deep,))
     items: list[object] = []
     comments: list[Tok] = []
     diagnostics: list[Diagnostic] = []
+    broken: list[s.Broken] = []
     starts = [m.start() for m in DECL_START.finditer(text)]
     pos = 0
     while True:
@@ -55,9 +66,13 @@ def parse_source(source: Source) -> ParseResult:
         if failure is None:
             break
         diagnostics.append(explain(source, failure))
-        if len(diagnostics) >= MAX_SYNTAX_ERRORS:
-            break
         resume = resume_point(starts, failure, pos)
+        if len(diagnostics) >= MAX_SYNTAX_ERRORS:
+            resume = None  # the rest of the file goes unread: it may declare anything
+            broken.append(s.Broken(None, None, span=Span(source, failure.pos, len(text))))
+        skipped = broken_declaration(source, failure, resume)
+        if skipped is not None:
+            broken.append(skipped)
         if resume is None:
             break
         pos = resume
@@ -74,6 +89,7 @@ def parse_source(source: Source) -> ParseResult:
     module = s.Module(
         tuple(items),  # type: ignore[arg-type]
         tuple(s.Comment(str(t), span=Span(source, t.start_pos, t.end_pos)) for t in comments),
+        tuple(broken),
         span=empty_span,
     )
     return ParseResult(module, tuple(diagnostics))

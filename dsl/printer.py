@@ -33,10 +33,12 @@ where the source had blank lines, so formatting is idempotent and never changes 
   stay as written. Comma lists print with `, `; `effects` names with spaces.
 - Comments are never lost. A comment on a line of its own leads the next item of its block, or
   stays at the end of the block when no item follows; a comment after an item on the same line
-  trails it, two spaces after it (trailing comments of consecutive lines at one indentation
-  start in one column, two spaces after the longest of those lines); a comment inside a
-  construct that cannot hold it (a condition, call arguments, a block header) moves to a line
-  of its own before that construct's item. A comment's trailing whitespace is dropped.
+  trails it, and one after the `{` that opens a block stays on the line of the `{` (so a
+  `# harnessc: ignore[…]` there keeps silencing that line), two spaces after it (trailing
+  comments of consecutive lines at one indentation start in one column, two spaces after the
+  longest of those lines); a comment inside a construct that cannot hold it (a condition, call
+  arguments, a block header) moves to a line of its own before that construct's item. A
+  comment's trailing whitespace is dropped.
 
 `format_source` proves each result: it parses the output again and refuses (H901) unless the
 tree and the comments are unchanged.
@@ -104,6 +106,7 @@ class _Comments:
         self.text = self.source.text
         self.notes: dict[int, _Note] = {}
         self.ends: dict[int, list[tuple[s.Comment, bool]]] = {}
+        self.openers: dict[int, s.Comment] = {}  # a comment on the line of a block's `{`
         comments = sorted(module.comments, key=lambda c: c.span.start)
         self.comment_starts = {c.span.end: c.span.start for c in comments}  # by end offset
         self._attach(module, module.items, comments, 0)
@@ -114,6 +117,9 @@ class _Comments:
     def end(self, container: Any) -> list[tuple[s.Comment, bool]]:
         return self.ends.get(id(container), [])
 
+    def opener(self, container: Any) -> s.Comment | None:
+        return self.openers.get(id(container))
+
     # -- positions -------------------------------------------------------------------------
 
     def _line(self, offset: int) -> int:
@@ -122,8 +128,8 @@ class _Comments:
     def _blank(self, start: int, end: int) -> bool:
         return start < end and _BLANK_LINE.search(self.text, start, end) is not None
 
-    def _after_open_brace(self, pos: int) -> bool:
-        """Whether the last token before `pos` (a comment's start) is `{`."""
+    def _open_brace_before(self, pos: int) -> int | None:
+        """The offset of the `{` when it is the last token before `pos` (a comment's start)."""
         i = pos  # the end of what is looked at
         while i > 0:
             if i in self.comment_starts:
@@ -131,9 +137,9 @@ class _Comments:
                 continue
             ch = self.text[i - 1]
             if not (ch.isspace() or ch == ";"):
-                return ch == "{"
+                return i - 1 if ch == "{" else None
             i -= 1
-        return False
+        return None
 
     def extent(self, node: Any) -> tuple[int, int]:
         """Start and end offsets of a unit (a block's span includes its closing `}`)."""
@@ -189,7 +195,11 @@ class _Comments:
         inside: list[s.Comment] = []
         for comment in comments:
             pos = comment.span.start
-            if (first is not None and pos >= first) or self._after_open_brace(pos):
+            brace = None if first is not None and pos >= first else self._open_brace_before(pos)
+            if brace is not None and not inside and self._line(brace) == self._line(pos):
+                # stays on the line of the `{`: a `# harnessc: ignore[…]` there keeps its line
+                self.openers[id(container)] = comment
+            elif (first is not None and pos >= first) or brace is not None:
                 inside.append(comment)
             else:
                 self._note(unit).inner.append(comment)
@@ -327,7 +337,9 @@ class _Printer:
         return lines
 
     def _has_comments(self, container: Any, items: Sequence[Any]) -> bool:
-        return bool(self.comments.end(container)) or any(
+        if self.comments.end(container) or self.comments.opener(container) is not None:
+            return True
+        return any(
             not self.comments.note(item).empty or self._nested_comments(item) for item in items
         )
 
@@ -339,7 +351,8 @@ class _Printer:
         self, container: Any, items: Sequence[Any], doc_of: Any, *, inline: bool, sep: str = ";"
     ) -> Doc:
         ends = self.comments.end(container)
-        if not items and not ends:
+        opener = self.comments.opener(container)
+        if not items and not ends and opener is None:
             return cat("{}")
         if inline and not self._has_comments(container, items):
             docs = [doc_of(item) for item in items]
@@ -359,7 +372,8 @@ class _Printer:
             if blank and i:
                 body.append(HARD)
             body.append(doc)
-        return cat("{", nest(INDENT, *body), HARD, "}")
+        brace = cat("{", Trailing(opener.text.rstrip())) if opener is not None else cat("{")
+        return cat(brace, nest(INDENT, *body), HARD, "}")
 
     def _items(self, node: Any) -> Doc:
         return self._block(node, node.items, self._item, inline=False)

@@ -91,6 +91,56 @@ def resume_point(starts: list[int], failure: ParseFailure, chunk_start: int) -> 
     return None
 
 
+_NAME_TOKENS = ("NAME", "DOTTED", "KEY", "STRING")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEAD_NAME = re.compile(r'\s*("[^"\n]*"|[A-Za-z_][A-Za-z0-9_.]*)')
+# a tool written inside an `mcp` or `skill` block: `tool NAME {` or `private tool NAME {`
+_INNER_TOOL = re.compile(r'^[ \t]*(?:private[ \t]+)?tool[ \t]+("[^"\n]*"|[A-Za-z_][\w.]*)', re.M)
+
+
+def broken_declaration(
+    source: Source, failure: ParseFailure, resume: int | None
+) -> s.Broken | None:
+    """The declaration a syntax error broke, skipped up to ``resume`` (None: the end of the
+    file): its keyword and name when the parser had read them (``tool orders.lookup { …``),
+    else guessed from the skipped text (a misspelt keyword); None for stray punctuation."""
+    # the completed declarations head the parser's stack; the broken one starts at its keyword
+    stack = failure.value_stack
+    first = next((i for i, v in enumerate(stack) if isinstance(v, Tok)), len(stack))
+    rest = [v for v in stack[first:] if v is not None]
+    end = len(source.text) if resume is None else resume
+    kind: str | None = None
+    name: str | None = None
+    if rest and isinstance(rest[0], Tok) and str(rest[0]) in TOP_LEVEL:
+        start = rest[0].start_pos
+        kind = str(rest[0])
+        name = _written_name(rest[1]) if len(rest) > 1 else None
+    else:
+        start = failure.token.start_pos if failure.token is not None else failure.pos
+        word = _WORD.search(source.text, start, end)
+        if word is None:
+            return None  # a stray `}` or `;`: it declared nothing
+        kind = suggest(word.group(), TOP_LEVEL)
+        head = _HEAD_NAME.match(source.text, word.end(), end) if kind is not None else None
+        name = head.group(1).strip('"') if head is not None else None
+    text = source.text[start:end]
+    tools: tuple[str, ...] = ()
+    if kind in ("mcp", "skill"):
+        tools = tuple(m.group(1).strip('"') for m in _INNER_TOOL.finditer(text, 1))
+    span = Span(source, start, start + len(text.rstrip()))
+    return s.Broken(kind, name, tools, span=span)
+
+
+def _written_name(value: object) -> str | None:
+    if isinstance(value, Tok) and value.type in _NAME_TOKENS:
+        return str(value).strip('"')
+    if isinstance(value, s.Str):
+        return value.value
+    if isinstance(value, s.Name):
+        return value.text
+    return None
+
+
 def _opened_before(failure: ParseFailure) -> bool:
     """Whether the failing token came while a declaration was still open."""
     return any(isinstance(v, Tok) for v in failure.value_stack)

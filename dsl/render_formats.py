@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePath
 
 from .codes import lookup
-from .diagnostics import Diagnostic, Label, Severity, sort_diagnostics
+from .diagnostics import Diagnostic, Label, Severity, Suppressed, sort_diagnostics
 
 MAX_SHOWN = 10
 
@@ -161,17 +161,19 @@ def render(
     *,
     colour: bool = False,
     limit: int | None = MAX_SHOWN,
+    suppressed: Sequence[Suppressed] = (),
 ) -> str:
     """Render sorted, de-duplicated diagnostics; human output is capped at ``limit``.
 
     ``fmt`` is ``human``, ``plain``, ``json``, ``sarif`` (SARIF 2.1.0) or ``github`` (workflow
-    annotations); the machine formats are never capped.
+    annotations); the machine formats are never capped. Only SARIF shows the ``suppressed``
+    findings, each marked with its suppression; the other formats leave them out.
     """
     ordered = sort_diagnostics(diagnostics)
     if fmt == "json":
         return json.dumps([diagnostic_to_json(d) for d in ordered], indent=2)
     if fmt in ("sarif", "github"):
-        return render_sarif(ordered) if fmt == "sarif" else render_github(ordered)
+        return render_sarif(ordered, suppressed) if fmt == "sarif" else render_github(ordered)
     shown = ordered if limit is None else ordered[:limit]
     blocks = [render_human(d, colour=colour and fmt == "human") for d in shown]
     hidden = len(ordered) - len(shown)
@@ -182,9 +184,15 @@ def render(
     return "\n\n".join(blocks)
 
 
-def print_diagnostics(diagnostics: Iterable[Diagnostic], fmt: str = "human", stream=None) -> None:
+def print_diagnostics(
+    diagnostics: Iterable[Diagnostic],
+    fmt: str = "human",
+    stream=None,
+    suppressed: Sequence[Suppressed] = (),
+) -> None:
     stream = stream or sys.stderr
-    text = render(diagnostics, fmt, colour=fmt == "human" and use_colour(stream))
+    colour = fmt == "human" and use_colour(stream)
+    text = render(diagnostics, fmt, colour=colour, suppressed=suppressed)
     if text:
         stream.write(text + "\n")
 
@@ -248,9 +256,22 @@ def _full_text(diagnostic: Diagnostic) -> str:
     return "\n".join(lines)
 
 
-def sarif_log(diagnostics: Sequence[Diagnostic], version: str = "") -> dict:
-    """One SARIF run: a rule per code used, a result per diagnostic (sorted input expected)."""
-    codes = sorted({d.code for d in diagnostics})
+def _suppression(suppressed: Suppressed) -> dict:
+    entry: dict = {"kind": suppressed.kind.value}
+    if suppressed.justification:
+        entry["justification"] = suppressed.justification
+    return entry
+
+
+def sarif_log(
+    diagnostics: Sequence[Diagnostic], version: str = "", suppressed: Sequence[Suppressed] = ()
+) -> dict:
+    """One SARIF run: a rule per code used, a result per diagnostic, and one per suppressed
+    finding with its `suppressions` (§3.27.23), all sorted by file and position."""
+    entries: list[tuple[Diagnostic, Suppressed | None]] = [(d, None) for d in diagnostics]
+    entries += [(s.diagnostic, s) for s in suppressed]
+    entries.sort(key=lambda entry: entry[0].sort_key())
+    codes = sorted({d.code for d, _ in entries})
     rules = []
     for code in codes:
         entry = lookup(code)
@@ -266,7 +287,7 @@ def sarif_log(diagnostics: Sequence[Diagnostic], version: str = "") -> dict:
             }
         )
     results = []
-    for d in diagnostics:
+    for d, silenced in entries:
         result: dict = {
             "ruleId": d.code,
             "ruleIndex": codes.index(d.code),
@@ -283,6 +304,8 @@ def sarif_log(diagnostics: Sequence[Diagnostic], version: str = "") -> dict:
                 ]
         elif d.path:
             result["locations"] = [{"physicalLocation": {"artifactLocation": _artifact(d.path)}}]
+        if silenced is not None:
+            result["suppressions"] = [_suppression(silenced)]
         results.append(result)
     driver: dict = {"name": "harnessc", "informationUri": INFORMATION_URI, "rules": rules}
     if version:
@@ -302,10 +325,11 @@ def sarif_log(diagnostics: Sequence[Diagnostic], version: str = "") -> dict:
     }
 
 
-def render_sarif(diagnostics: Sequence[Diagnostic]) -> str:
+def render_sarif(diagnostics: Sequence[Diagnostic], suppressed: Sequence[Suppressed] = ()) -> str:
     from harnessc import __version__
 
-    return json.dumps(sarif_log(diagnostics, __version__), indent=2, ensure_ascii=False)
+    log = sarif_log(diagnostics, __version__, suppressed)
+    return json.dumps(log, indent=2, ensure_ascii=False)
 
 
 def _escape_data(text: str) -> str:

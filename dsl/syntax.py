@@ -676,11 +676,25 @@ class Comment:
 
 
 @dataclass(frozen=True, slots=True)
+class Broken:
+    """A declaration the parser skipped after a syntax error, and what it would have declared
+    as far as the recovery can tell: its keyword and name, and the tools written inside an
+    `mcp` or `skill` block. None means unknown (any name, or any kind of declaration)."""
+
+    kind: str | None
+    name: str | None
+    tools: tuple[str, ...] = ()
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
 class Module:
-    """One parsed file: its declarations in source order, and its comments (for `fmt`)."""
+    """One parsed file: its declarations in source order, its comments (for `fmt`), and the
+    declarations that did not parse (after syntax errors)."""
 
     items: tuple[Declaration, ...]
     comments: tuple[Comment, ...] = field(default=(), compare=False)
+    broken: tuple[Broken, ...] = field(default=(), compare=False)
     span: Span = _span()
 
 

@@ -180,7 +180,7 @@ _WHERE = {
     "open_store": "stores",
     "openai_responses_tool": "adapters",
     "openai_tool": "adapters",
-    "surface_tools": "sessions",
+    "surface_tools": "semantics",
     "thaw": "normalize",
     "tool_description": "adapters",
 }
@@ -220,7 +220,8 @@ if TYPE_CHECKING:
     from .pgstore import PostgresStore
     from .policy import CallContext, Decision, PolicyEngine
     from .projections import Projections
-    from .sessions import Session, surface_tools
+    from .semantics import surface_tools
+    from .sessions import Session
     from .store import EventStore, MemoryStore, SQLiteStore, Verification
     from .stores import open_store
     from .workflows import GateOutcome, WorkflowError, Workflows

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .normalize import DELEGATE_TASK, Refusal
+from .model import DELEGATE_TASK
+from .normalize import Refusal
 
 if TYPE_CHECKING:
     from .sessions import Session

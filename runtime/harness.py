@@ -46,12 +46,13 @@ from .executors import Executors, Result
 from .exposure import ExposureIndex
 from .integrity import Checkpoint
 from .lifecycle import ActionError
-from .model import Agent, Skill, Spec
+from .model import PUBLIC_KINDS, Agent, Skill, Spec
 from .normalize import ToolNames, Validator
 from .policy import PolicyEngine
 from .projections import Projections, SessionView
 from .restore import restore_actions
-from .sessions import PUBLIC_KINDS, Session, facts_record, replay_facts, surface_tools
+from .semantics import surface_tools
+from .sessions import Session, facts_record, replay_facts
 from .store import Anchor, EventStore, MemoryStore, Verification
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]

@@ -23,12 +23,14 @@ from pydantic import Field as _Field
 
 __all__ = [
     "BUILTIN_LABELS",
+    "DELEGATE_TASK",
     "DURATION_PART",
     "DURATION_PATTERN",
     "DURATION_UNITS",
     "EFFECTS",
     "HISTORY_FUNCS",
     "PATH_ROOTS",
+    "PUBLIC_KINDS",
     "RISK_LEVELS",
     "SOURCE_KINDS",
     "TOOL_KINDS",
@@ -94,6 +96,10 @@ __all__ = [
 RISK_LEVELS: tuple[str, ...] = ("low", "medium", "high", "critical")
 EFFECTS: tuple[str, ...] = ("read", "write", "external", "reversible", "idempotent", "preview")
 TOOL_KINDS: tuple[str, ...] = ("public", "primitive", "legacy", "dynamic", "mcp", "private")
+PUBLIC_KINDS: frozenset[str] = frozenset({"public", "dynamic", "mcp"})
+"""Kinds of tool a surface can hold: legacy, primitive and private tools never."""
+DELEGATE_TASK = "delegate_task"
+"""The planner-only delegation protocol's name: never a tool, never on a surface."""
 PathRoot = t.Literal[
     "actor",
     "task",

@@ -49,7 +49,16 @@ from .canonical import (
     json_string,
 )
 from .events import Secrets
-from .model import DURATION_PATTERN, Field, Schema, Spec, Tool, Type, derive_wire_name
+from .model import (
+    DELEGATE_TASK,
+    DURATION_PATTERN,
+    Field,
+    Schema,
+    Spec,
+    Tool,
+    Type,
+    derive_wire_name,
+)
 from .semantics import normalize_path
 
 __all__ = [
@@ -69,8 +78,6 @@ __all__ = [
     "normal_execution",
     "thaw",
 ]
-
-DELEGATE_TASK = "delegate_task"
 
 REFUSAL_CODES: dict[str, str] = {
     "unknown-tool": "no registered tool has this id or wire name",

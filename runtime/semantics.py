@@ -35,7 +35,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .model import RISK_LEVELS, Literal, Path, Selector, Tool, parse_duration
+from .model import (
+    DELEGATE_TASK,
+    PUBLIC_KINDS,
+    RISK_LEVELS,
+    Literal,
+    Path,
+    Selector,
+    Spec,
+    Surface,
+    Tool,
+    parse_duration,
+)
 
 __all__ = [
     "ABSENT",
@@ -50,6 +61,7 @@ __all__ = [
     "ordering_kind",
     "risk_of",
     "selects",
+    "surface_tools",
     "tool_view",
     "value_endswith",
     "value_eq",
@@ -573,3 +585,17 @@ def tool_view(tool: Tool, op: str | None = None) -> dict[str, Any]:
         "tags": tool.tags,
         "packs": tool.packs,
     }
+
+
+def surface_tools(spec: Spec, surface: Surface) -> tuple[str, ...]:
+    """The public tools of a surface: selected by `expose`, not by `hide` (hide wins), never a
+    legacy, primitive or private tool, never `delegate_task`."""
+    out: list[str] = []
+    for tool in spec.tools.values():
+        if tool.kind not in PUBLIC_KINDS or tool.id == DELEGATE_TASK:
+            continue
+        if any(selects(s, tool) for s in surface.expose) and not any(
+            selects(s, tool) for s in surface.hide
+        ):
+            out.append(tool.id)
+    return tuple(out)

@@ -51,7 +51,7 @@ from .executors import (
 from .exposure import Exposure
 from .history import FACTS_UPDATED, USER_SAID, Ledger
 from .lifecycle import Action, ActionError, ActionState
-from .model import Agent, Skill, Spec, Surface
+from .model import Agent, Skill
 from .normalize import (
     DELEGATE_TASK,
     PendingCall,
@@ -59,37 +59,18 @@ from .normalize import (
     thaw,
 )
 from .policy import CallContext, Decision
-from .semantics import selects
 
 if TYPE_CHECKING:
     from .harness import Harness
 
 __all__ = [
-    "PUBLIC_KINDS",
     "Session",
     "facts_record",
     "replay_facts",
-    "surface_tools",
     "with_values",
 ]
 
-PUBLIC_KINDS = frozenset({"public", "dynamic", "mcp"})
-"""Kinds of tool a surface can hold: legacy, primitive and private tools never."""
 _S = ActionState
-
-
-def surface_tools(spec: Spec, surface: Surface) -> tuple[str, ...]:
-    """The public tools of a surface: selected by `expose`, not by `hide` (hide wins), never a
-    legacy, primitive or private tool, never `delegate_task`."""
-    out: list[str] = []
-    for tool in spec.tools.values():
-        if tool.kind not in PUBLIC_KINDS or tool.id == DELEGATE_TASK:
-            continue
-        if any(selects(s, tool) for s in surface.expose) and not any(
-            selects(s, tool) for s in surface.hide
-        ):
-            out.append(tool.id)
-    return tuple(out)
 
 
 class Session:

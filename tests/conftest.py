@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -13,19 +11,21 @@ from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The harnessc cache folder (the parser's tables, the analysis's answers) is a fresh one for the
-# test run, set before anything reads it and inherited by the commands tests start: tests never
-# write to the real one, and never read answers an earlier version of the analysis left there.
-_CACHE_HOME = tempfile.mkdtemp(prefix="harnessc-test-cache-")
-os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
-atexit.register(shutil.rmtree, _CACHE_HOME, True)
+# harnessc's caches (parser tables, check results, analysis) go to a folder of this run, never
+# the user's ~/.cache; subprocesses the tests start inherit it
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="harnessc-test-cache-")
 
 # No wall-clock limit on a property's example either: on a loaded machine an example that takes
 # 250 ms is not a bug (a test that must scale says so by counting operations, tests/counting.py)
-settings.register_profile("harnessc", deadline=None)
-# CI (.ci/run) draws the same examples on every run, so a red CI is a regression and never the
-# luck of a draw; runs elsewhere draw afresh each time and explore further
-settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+# Budgets (tests/budget.py scales each property's own `max_examples` alike):
+# - harnessc, the local default: half the standard budget, drawn afresh each run (fast, and
+#   over many runs it explores further than one large run);
+# - ci (.ci/run): the standard budget, and the same examples on every run, so a red CI is a
+#   regression and never the luck of a draw;
+# - thorough (`pytest --hypothesis-profile=thorough`, before a release): ten times the standard.
+settings.register_profile("harnessc", deadline=None, max_examples=50)
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True, max_examples=100)
+settings.register_profile("thorough", deadline=None, max_examples=1000)
 settings.load_profile(os.environ.get("HARNESSC_HYPOTHESIS_PROFILE", "harnessc"))
 
 

@@ -23,6 +23,7 @@ from harnessc.runtime import model as m
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
 from .conftest import ROOT
 
 # ---------------------------------------------------------------------------------------------
@@ -563,7 +564,7 @@ def _small_spec(parts: list[tuple[str, Any]]) -> m.Spec:
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

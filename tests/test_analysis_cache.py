@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from harnessc.compiler.analysis.budget import TIMEOUT_VARIABLE
+from harnessc.compiler.analysis.cache import AnalysisCache
 from harnessc.compiler.analysis.policy import PolicyAnalysis, analyse_policies
 from harnessc.compiler.pipeline import check
 from harnessc.dsl.builder import parser_cache_file
-from harnessc.dsl.cache import cache_folder
+from harnessc.dsl.files import cache_folder
 from harnessc.runtime import model as m
 
 from .conftest import ROOT
@@ -46,6 +47,7 @@ policy p {
 @pytest.fixture
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "cache-home"
+    monkeypatch.delenv("HARNESSC_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
     return home
 
@@ -123,8 +125,9 @@ def test_an_unusable_cache_folder_costs_only_the_solving(tmp_path: Path, monkeyp
     expected = seen(analysis)
     not_a_folder = tmp_path / "a-file"
     not_a_folder.write_text("", encoding="utf-8")
+    monkeypatch.delenv("HARNESSC_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_folder))
-    assert cache_folder("analysis") is None
+    assert AnalysisCache().folder is None
     first, second = analyse_policies(spec), analyse_policies(spec)
     assert seen(first) == seen(second) == expected
     assert second.cache_hits == 0 and second.queries == first.queries > 0
@@ -148,7 +151,8 @@ def test_an_entry_that_cannot_be_written_is_not_kept(tmp_path: Path, cache_home:
 def test_the_parser_and_the_analysis_share_one_cache_folder(cache_home: Path) -> None:
     parser = parser_cache_file()
     assert parser is not None
-    assert Path(parser).parent == cache_home / "harnessc" == Path(str(cache_folder()))
+    assert Path(parser).parent == cache_home / "harnessc" == cache_folder()
+    assert AnalysisCache().folder == cache_folder() / "analysis"
 
 
 def test_an_answer_out_of_time_is_not_kept(tmp_path: Path, cache_home: Path, monkeypatch):
@@ -175,6 +179,7 @@ def test_a_second_check_of_an_unchanged_spec_does_not_load_z3(tmp_path: Path) ->
     path = tmp_path / "spec.harness"
     path.write_text(TOOLS + POLICY, encoding="utf-8")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache-home")}
+    env.pop("HARNESSC_CACHE_DIR", None)
 
     def run() -> list[str]:
         done = subprocess.run(

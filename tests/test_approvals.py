@@ -14,6 +14,7 @@ from harnessc.runtime.model import Spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
 from .conftest import ROOT
 
 SHELL = """
@@ -100,7 +101,9 @@ VARIANTS = st.one_of(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(change=VARIANTS)
 def test_a_once_grant_never_matches_when_any_part_differs(

@@ -21,6 +21,7 @@ from harnessc.runtime.normalize import REFUSAL_CODES, is_text
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
 from .conftest import ROOT
 
 EXAMPLE = (ROOT / "examples" / "remediation" / "remediation.harness").read_text(encoding="utf-8")
@@ -127,7 +128,7 @@ _ALPHABET = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_ALPHABET, max_size=60).map("".join))
 def test_random_text_gives_a_module_or_diagnostics(text: str) -> None:
     result = parse_source(Source("fuzz.harness", text))
@@ -136,7 +137,7 @@ def test_random_text_gives_a_module_or_diagnostics(text: str) -> None:
         render([diagnostic], "human")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutated_example_gives_a_module_or_diagnostics(data: st.DataObject) -> None:
     text = EXAMPLE
@@ -346,7 +347,7 @@ def _hashable(value: Any) -> bool:
 
 
 @settings(
-    max_examples=300,
+    max_examples=examples(300),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

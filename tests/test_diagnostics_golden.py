@@ -4,6 +4,9 @@ A case is `CODE-slug.harness` (or a folder `CODE-slug/` whose entry is `main.har
 expected output is `CODE-slug.diagnostics` beside it: `harnessc check --format plain` (`harnessc
 lint` for a lint rule's code) run from the repository root. `pytest --update-goldens` rewrites
 the expected files.
+
+A spec under tests/diagnostics/combined holds several mistakes at once: `harnessc check` reports
+every one of them, each once, in one run.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from .conftest import ROOT, update_goldens
 from .test_lint import CASE_ENVIRONMENT
 
 CASES = ROOT / "tests" / "diagnostics" / "cases"
+COMBINED = ROOT / "tests" / "diagnostics" / "combined"
 _CASE_NAME = re.compile(r"^([HL][0-9]{3})-([a-z0-9-]+)")
 
 
@@ -59,6 +63,17 @@ def test_case_renders_as_recorded(
         f"{name} does not trigger {code.group(1)}:\n{rendered}"
     )
     assert CODES[code.group(1)].slug == code.group(2), f"{name}: slug does not match the registry"
+    if update_goldens():
+        expected.write_text(rendered, encoding="utf-8")
+    assert expected.exists(), f"no golden {expected.name}; run pytest --update-goldens"
+    assert rendered == expected.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("entry", sorted(COMBINED.glob("*.harness")), ids=lambda p: p.stem)
+def test_combined_case_renders_as_recorded(entry: Path, in_root: Path) -> None:
+    result = check([entry.relative_to(ROOT)])
+    rendered = render(result.diagnostics, "plain", limit=None) + "\n"
+    expected = entry.with_suffix(".diagnostics")
     if update_goldens():
         expected.write_text(rendered, encoding="utf-8")
     assert expected.exists(), f"no golden {expected.name}; run pytest --update-goldens"

@@ -36,6 +36,8 @@ from harnessc.runtime.store import (
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
+
 T0 = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
 
 
@@ -100,7 +102,9 @@ def test_a_flipped_byte_in_an_event_names_its_position(tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(offset=st.integers(min_value=0), mask=st.integers(min_value=1, max_value=255))
 @example(offset=3282, mask=128)  # a schema that is not UTF-8: sqlite3 cannot decode its error
@@ -234,7 +238,7 @@ _ANY = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(st.tuples(*[_ANY] * 10).map(lambda values: Event(*values)), max_size=4),
     st.one_of(

@@ -18,6 +18,7 @@ from harnessc.runtime.model import Spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
 from .postgres import ADMIN_URL, fresh_database
 from .test_approvals import OPS, SHELL, compile_text
 
@@ -224,7 +225,9 @@ def store_kind(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(steps=STEPS)
 def test_a_once_grant_yields_at_most_one_execution(

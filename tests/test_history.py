@@ -36,6 +36,8 @@ from hypothesis import strategies as st
 
 from tests.test_policy_engine import _IDS, _RISK, _conditions, _selectors, _tool
 
+from .budget import examples
+
 # ---------------------------------------------------------------------------------------------
 # The aggregates, by hand
 
@@ -113,7 +115,7 @@ def test_windows_and_seen() -> None:
     assert ledger.number(recent) == 1 and not ledger.holds(seen)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.data())
 def test_an_aggregate_made_late_equals_one_fed_all_along(data: st.DataObject) -> None:
     terms = HistoryTerms(_spec())
@@ -303,7 +305,7 @@ def _args(data: st.DataObject) -> dict[str, Any]:
     return {k: v for k, v in args.items() if v is not None}
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cond=st.one_of(_session_leaves, _session_conditions), data=st.data())
 def test_each_compiled_session_condition_agrees_with_the_interpreter(
     cond: Any, data: st.DataObject
@@ -323,7 +325,7 @@ def test_each_compiled_session_condition_agrees_with_the_interpreter(
         assert fn(call, args, view, {}) == evaluate(cond, scope)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=st.data(),
     rules=st.lists(

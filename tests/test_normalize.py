@@ -15,6 +15,7 @@ from harnessc.runtime.normalize import REFUSAL_CODES, freeze, thaw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
 from .conftest import ROOT
 
 ENGINEER = {"user": "u-1842", "role": "engineer", "tenant": "acme"}
@@ -315,7 +316,7 @@ flat_values = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(args=flat_values, cwd=st.none() | st.sampled_from(["/repo", "/tmp"]))
 def test_a_read_only_mapping_freezes_to_the_same_call_or_refusal(
     args: dict[str, Any], cwd: str | None

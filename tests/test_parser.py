@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -305,11 +306,16 @@ def _is_string_literal(text: str) -> bool:
     return i == end
 
 
+@functools.cache
+def _string_terminal() -> re.Pattern[str]:
+    (terminal,) = [t for t in build_lark().terminals if t.name == "STRING"]
+    return re.compile(terminal.pattern.to_regexp())
+
+
 @given(st.text(alphabet='a"\\\n\ré ', max_size=12))
 def test_the_string_terminal_is_the_string_literal_and_nothing_else(body: str) -> None:
     # written as a loop of runs (`[^"\\]*(?:\\.[^"\\]*)*`), not of single characters: Python's
     # `re` then lexes a long string many times faster, with the same meaning
-    (terminal,) = [t for t in build_lark().terminals if t.name == "STRING"]
-    pattern = re.compile(terminal.pattern.to_regexp())
+    pattern = _string_terminal()  # built once: a Lark build per example was most of its time
     for text in (body, f'"{body}"'):
         assert (pattern.fullmatch(text) is not None) == _is_string_literal(text), repr(text)

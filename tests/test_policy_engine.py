@@ -45,6 +45,8 @@ from harnessc.runtime.semantics import OPERATORS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
+
 
 def spec_of(tmp_path: Path, text: str) -> Spec:
     path = tmp_path / "spec.harness"
@@ -502,7 +504,7 @@ _rules = st.lists(
 _values = st.one_of(st.none(), _scalars, st.sampled_from(["/r/../x", "/r/./y", "/../z", "10m"]))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), rules=_rules)
 def test_the_compiled_decider_agrees_with_the_reference(data: st.DataObject, rules: list) -> None:
     tools = {i: _tool(i, data) for i in _IDS}
@@ -595,7 +597,7 @@ def test_spec_text_never_becomes_code(text: str) -> None:
     assert decide(spec, "c", args={text: "x"}).effect == "deny"
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(cond=_conditions, data=st.data())
 def test_each_compiled_condition_agrees_with_the_interpreter(
     cond: Any, data: st.DataObject

@@ -53,6 +53,18 @@ class Hooks:
             command, cwd=self.work, env=self.env, capture_output=True, text=True, timeout=900
         )
 
+    def run_staged(self, hook: str, *files: str) -> subprocess.CompletedProcess[str]:
+        """Run `hook` as a commit would: on the staged files, which are exactly `files`."""
+        git(self.work, self.env, "rm", "-r", "-q", "--cached", ".")
+        git(self.work, self.env, "add", ".pre-commit-config.yaml", *files)
+        try:
+            command = [str(PRE_COMMIT), "run", hook, "--verbose", "--color", "never"]
+            return subprocess.run(
+                command, cwd=self.work, env=self.env, capture_output=True, text=True, timeout=900
+            )
+        finally:
+            git(self.work, self.env, "add", "-A")
+
     def write(self, name: str, text: str) -> None:
         (self.work / name).write_text(text, encoding="utf-8")
         git(self.work, self.env, "add", name)
@@ -154,3 +166,29 @@ def test_the_manifest_declares_the_three_hooks_for_harness_files() -> None:
     entries = {hook["id"]: hook["entry"] for hook in manifest}
     assert entries["harnessc-lint"].split()[:3] == ["harnessc", "lint", "--strict"]
     assert entries["harnessc-fmt"].split() == ["harnessc", "fmt"]
+
+
+def test_each_staged_spec_is_judged_alone_whatever_is_staged_with_it(hooks: Hooks) -> None:
+    # two independent specs that declare the same tool ids: one build would report H202
+    (hooks.work / "roots").mkdir(exist_ok=True)
+    a, b, broken = "roots/a.harness", "roots/b.harness", "roots/broken.harness"
+    hooks.write(a, RULES["L012"].good)
+    hooks.write(b, RULES["L012"].good.replace("Read a scan report.", "Read what a scan found."))
+    groupings = [(a, b), (b, a), (a,), (b,)]
+    for hook in HOOK_IDS:
+        for files in groupings:
+            for done in (hooks.run(hook, *files), hooks.run_staged(hook, *files)):
+                output = done.stdout + done.stderr
+                assert done.returncode == 0, f"{hook} {files}:\n{output}"
+                assert "H202" not in output
+    hooks.write(broken, BROKEN)
+    try:
+        for hook in HOOK_IDS:
+            for files in [(a, b, broken), (broken,), (a, broken), (broken, b)]:
+                for done in (hooks.run(hook, *files), hooks.run_staged(hook, *files)):
+                    output = done.stdout + done.stderr
+                    assert done.returncode == 1, f"{hook} {files}:\n{output}"
+                    assert output.count("error[H102]") == 1, output
+                    assert "--> roots/broken.harness:" in output
+    finally:
+        git(hooks.work, hooks.env, "rm", "-q", "-f", broken)

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from harnessc.compiler import pipeline
 from harnessc.dsl import layout, printer
 from harnessc.dsl import syntax as s
 from harnessc.dsl.parser import parse_source
@@ -348,7 +349,7 @@ def test_on_failure_chains_print_with_then() -> None:
 def test_comments_lead_trail_and_end_blocks() -> None:
     text = (
         "# leads the policy\n"
-        "policy p {  # leads the first rule\n"
+        "policy p {  # trails the brace\n"
         "  allow a    # trails a\n"
         "  # leads b\n"
         "  allow b\n"
@@ -358,8 +359,7 @@ def test_comments_lead_trail_and_end_blocks() -> None:
     )
     assert _fmt(text) == (
         "# leads the policy\n"
-        "policy p {\n"
-        "  # leads the first rule\n"
+        "policy p {  # trails the brace\n"
         "  allow a  # trails a\n"
         "  # leads b\n"
         "  allow b\n"
@@ -389,8 +389,27 @@ def test_a_comment_after_a_rules_closing_brace_trails_the_rule() -> None:
 def test_a_comment_in_an_empty_option_block_stays_inside() -> None:
     text = "policy p {\n  default ask { # nothing yet\n  }\n  allow b {\n  # later\n  }\n}\n"
     assert _fmt(text) == (
-        "policy p {\n  default ask {\n    # nothing yet\n  }\n  allow b {\n    # later\n  }\n}\n"
+        "policy p {\n  default ask {  # nothing yet\n  }\n  allow b {\n    # later\n  }\n}\n"
     )
+
+
+def test_a_comment_on_the_line_of_an_open_brace_stays_there_and_keeps_silencing_it(
+    tmp_path: Path,
+) -> None:
+    # `# harnessc: ignore[…]` silences its own line: moved into the block, it would silence
+    # the first item instead and the finding on the tool's name would come back
+    text = (
+        "tool a.run { # harnessc: ignore[L014] internal tool\n"
+        '  summary "Run the thing."\n  effects read\n}\n'
+        "policy p {\n  default deny\n  allow a.run\n}\n"
+    )
+    formatted = _fmt(text)
+    assert formatted.startswith("tool a.run {  # harnessc: ignore[L014] internal tool\n")
+    assert _fmt(formatted) == formatted
+    for version in (text, formatted):
+        path = tmp_path / "a.harness"
+        path.write_text(version, encoding="utf-8")
+        assert pipeline.lint([path]).diagnostics == []
 
 
 def test_trailing_comments_of_neighbouring_lines_align() -> None:

@@ -17,6 +17,8 @@ from harnessc.runtime.provenance import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
+
 _json_scalars = st.one_of(
     st.text(max_size=40),
     st.integers(-(10**12), 10**12),
@@ -25,7 +27,7 @@ _json_scalars = st.one_of(
 _words = st.text(string.ascii_letters, min_size=1, max_size=8)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(value=_json_scalars)
 def test_normalisation_is_idempotent(value: object) -> None:
     once = normalize(value)
@@ -33,7 +35,7 @@ def test_normalisation_is_idempotent(value: object) -> None:
         assert normalize(once) == once
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=_json_scalars)
 def test_a_value_indexed_whole_is_found(value: object) -> None:
     index = ProvenanceIndex()
@@ -44,7 +46,7 @@ def test_a_value_indexed_whole_is_found(value: object) -> None:
         assert found.sources[0].position == 7
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     before=st.lists(_words, min_size=1, max_size=4).map(" ".join),
     after=st.lists(_words, max_size=4).map(" ".join),
@@ -62,7 +64,7 @@ def test_a_short_number_or_word_inside_text_is_not_indexed(
             assert index.lookup(word) is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(number=st.integers(1000, 10**9), words=st.lists(_words, max_size=3).map(" ".join))
 def test_a_long_number_inside_text_is_found_as_a_number(number: int, words: str) -> None:
     index = ProvenanceIndex()

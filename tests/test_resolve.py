@@ -655,9 +655,10 @@ def test_a_module_imported_twice_is_loaded_once(tmp_path):
 
 def test_an_import_cycle_across_three_files_is_drawn_as_a_path(tmp_path):
     files = {
-        "a.harness": 'import "./b.harness"\ntool a_tool { requires connected(b_conn) }\n',
+        "a.harness": 'import "./b.harness"\n'
+        "tool a_tool { effects read; requires connected(b_conn) }\n",
         "b.harness": 'import "./c.harness"\nconnection b_conn\n'
-        "tool b_tool { requires connected(c_conn) }\n",
+        "tool b_tool { effects read; requires connected(c_conn) }\n",
         "c.harness": 'import "./a.harness"\nconnection c_conn\npolicy p { allow a_tool }\n',
     }
     result = run(tmp_path, files, "a.harness")

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from . import strategies
+from .budget import examples
 
 _SETTINGS = {
     "deadline": None,
@@ -44,7 +45,7 @@ def _check_formats(text: str, module: s.Module) -> None:
     assert not again.changed
 
 
-@settings(max_examples=700, **_SETTINGS)
+@settings(max_examples=examples(700), **_SETTINGS)
 @given(strategies.modules)
 def test_printing_then_parsing_gives_the_same_tree(module: s.Module) -> None:
     text = format_module(module)
@@ -53,7 +54,7 @@ def test_printing_then_parsing_gives_the_same_tree(module: s.Module) -> None:
     assert format_module(parsed) == text
 
 
-@settings(max_examples=150, **_SETTINGS)
+@settings(max_examples=examples(150), **_SETTINGS)
 @given(strategies.modules, st.data())
 def test_comments_and_blank_lines_between_lines_survive(
     module: s.Module, data: st.DataObject
@@ -69,7 +70,7 @@ def test_comments_and_blank_lines_between_lines_survive(
     _check_formats("\n".join(lines), module)
 
 
-@settings(max_examples=150, **_SETTINGS)
+@settings(max_examples=examples(150), **_SETTINGS)
 @given(strategies.modules, st.data())
 def test_comments_between_any_two_tokens_survive(module: s.Module, data: st.DataObject) -> None:
     """A comment (and its line break) wherever a line break may go: inside conditions, call

@@ -30,6 +30,8 @@ from harnessc.runtime.semantics import OPERATORS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
+
 ROOT = FilePath(__file__).resolve().parent.parent
 
 
@@ -107,7 +109,7 @@ def test_a_text_operator_has_its_z3_relation(op: str) -> None:
 
 
 @pytest.mark.parametrize("op", [op for op in TEXT_OPS if op not in ENCODED_BY_HAND])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(left=st.text("ab/", max_size=4), right=st.text("ab/", max_size=3))
 def test_the_z3_relation_of_a_text_operator_is_its_meaning(op: str, left: str, right: str) -> None:
     z3 = pytest.importorskip("z3")
@@ -197,7 +199,7 @@ CALL = SimpleNamespace(
 
 
 @pytest.mark.parametrize("op", GRAMMAR_OPS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_compiled_conditions_agree_with_the_interpreter(op: str, data: st.DataObject) -> None:
     cond, args, tool = data.draw(cases(op))

@@ -12,6 +12,7 @@ from harnessc.runtime.model import Spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .budget import examples
 from .test_approvals import compile_text
 
 SPEC = """
@@ -98,7 +99,9 @@ ROLES = st.lists(st.sampled_from(["finance", "dev"]), max_size=2)
 
 
 @settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(120),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     tool=st.sampled_from(["pay.high", "pay.medium", "pay.strict", "pay.solo"]),

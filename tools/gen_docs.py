@@ -350,8 +350,8 @@ def rules_index(codes: Sequence[Code]) -> str:
         "",
         "## Configuration",
         "",
-        "`harnessc lint` reads `[tool.harnessc]` from the nearest `pyproject.toml` above the "
-        "first spec (or above the working directory):",
+        "`harnessc lint` reads `[tool.harnessc]` from the nearest `pyproject.toml` above each "
+        "build's root file (or above the working directory):",
         "",
         _fence(
             '[tool.harnessc]\nselect = ["L"]            # codes or prefixes to report\n'

@@ -1,6 +1,6 @@
 """The analysis cache: each partition's answers (partition.py) by a hash of what decides them.
 
-Entries live in `<harnessc cache folder>/analysis/` (`dsl/cache.py`), one JSON file each, named
+Entries live in `analysis` in harnessc's cache folder (`dsl/files.py`), one JSON file each, named
 by the SHA-256 of the partition's key together with harnessc's version, the z3-solver version
 and a digest of the analysis's own source (so a changed encoding never reads an old answer).
 The folder is safe to delete. Nothing here may break a check: an entry that cannot be read or
@@ -17,7 +17,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from harnessc.dsl.cache import cache_folder
+from harnessc.dsl.files import cache_folder
 from harnessc.runtime import semantics
 
 from harnessc import __version__
@@ -50,11 +50,20 @@ def _salt() -> str:
     return digest.hexdigest()
 
 
+def _analysis_folder() -> Path | None:
+    folder = cache_folder() / "analysis"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder
+
+
 class AnalysisCache:
     """Answers by partition key, in memory for one run and on disk between runs."""
 
     def __init__(self, on_disk: bool = True) -> None:
-        self.folder = cache_folder("analysis") if on_disk else None
+        self.folder = _analysis_folder() if on_disk else None
         self.memory: dict[str, Answers] = {}
         self.hits = 0
 

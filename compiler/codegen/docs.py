@@ -24,7 +24,7 @@ from harnessc.runtime.model import (
     Tool,
 )
 from harnessc.runtime.policy import PolicyEngine
-from harnessc.runtime.sessions import surface_tools
+from harnessc.runtime.semantics import surface_tools
 
 from ..analysis.concrete import session_terms
 from ..lints.suppress import Suppression

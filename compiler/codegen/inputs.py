@@ -13,8 +13,7 @@ import numpy as np
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
-from harnessc.runtime.model import Spec
-from harnessc.runtime.sessions import PUBLIC_KINDS
+from harnessc.runtime.model import PUBLIC_KINDS, Spec
 
 from ..resolve import Resolution
 

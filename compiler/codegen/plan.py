@@ -26,8 +26,7 @@ from typing import Any
 
 import numpy as np
 from harnessc.runtime.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, tool_docs
-from harnessc.runtime.model import Spec
-from harnessc.runtime.sessions import PUBLIC_KINDS
+from harnessc.runtime.model import PUBLIC_KINDS, Spec
 
 from ..analysis.policy import PolicyAnalysis
 from ..lints.suppress import Suppression

@@ -9,8 +9,9 @@ from collections.abc import Iterator, Sequence
 
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.runtime import model as m
+from harnessc.runtime.model import PUBLIC_KINDS
 
-from .framework import PUBLIC_KINDS, LintContext, lint_rule
+from .framework import LintContext, lint_rule
 
 NEAR_DUPLICATE = 0.8
 """Token Jaccard similarity of summary + use_when at or above which two tools are reported."""

@@ -190,7 +190,6 @@ class LintContext:
         ]
 
 
-PUBLIC_KINDS = ("public", "dynamic", "mcp")
 """Tools a planner can be shown (patterns on a surface select only these)."""
 
 

@@ -8,6 +8,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
+from harnessc.runtime.semantics import surface_tools
 
 from ..analysis.concrete import Found, canonical, session_terms
 from ..analysis.text import selector_text, spec_text
@@ -75,9 +76,6 @@ def callable_tools(spec: m.Spec) -> set[str] | None:
     no workflow, so who calls what is decided elsewhere)."""
     if not spec.agents and not spec.workflows:
         return None
-    # the runtime's sessions load its policy engine and ranker: only for a spec with agents
-    from harnessc.runtime.sessions import surface_tools
-
     out: set[str] = set()
     for agent in spec.agents.values():
         surface = spec.surfaces.get(agent.surface or "")

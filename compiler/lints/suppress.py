@@ -60,17 +60,23 @@ def lint_suppressions(resolution: Resolution) -> list[Suppression]:
     return sorted(found, key=lambda sup: (sup.file, sup.line))
 
 
-def is_suppressed(diagnostic: Diagnostic, by_line: dict[tuple[str, int], set[str]]) -> bool:
-    """Whether a warning or note is silenced (errors never are)."""
+def suppression_of(
+    diagnostic: Diagnostic, by_line: dict[tuple[str, int], dict[str, Suppression]]
+) -> Suppression | None:
+    """The comment that silences a warning or note, if one does (errors are never silenced)."""
     primary = diagnostic.primary
     if diagnostic.severity is Severity.ERROR or primary is None:
-        return False
-    key = (primary.span.source.path, primary.span.line)
-    return diagnostic.code in by_line.get(key, ())
+        return None
+    return by_line.get((primary.span.source.path, primary.span.line), {}).get(diagnostic.code)
 
 
-def suppression_index(suppressions: list[Suppression]) -> dict[tuple[str, int], set[str]]:
-    index: dict[tuple[str, int], set[str]] = {}
+def suppression_index(
+    suppressions: list[Suppression],
+) -> dict[tuple[str, int], dict[str, Suppression]]:
+    """(file, line) → code → the first comment on that line that silences the code."""
+    index: dict[tuple[str, int], dict[str, Suppression]] = {}
     for sup in suppressions:
-        index.setdefault((sup.file, sup.line), set()).update(sup.codes)
+        codes = index.setdefault((sup.file, sup.line), {})
+        for code in sup.codes:
+            codes.setdefault(code, sup)
     return index

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.runtime import model as m
+from harnessc.runtime.model import PUBLIC_KINDS
 from harnessc.runtime.semantics import selects
 
-from .framework import PUBLIC_KINDS, LintContext, lint_rule
+from .framework import LintContext, lint_rule
 
 
 def surface_tools(spec: m.Spec, surface: m.Surface) -> list[str]:

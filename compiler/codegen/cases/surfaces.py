@@ -8,12 +8,12 @@ from typing import Any
 
 from harnessc.runtime.availability import AvailabilityChecker, Facts
 from harnessc.runtime.model import (
+    DELEGATE_TASK,
     Condition,
     Spec,
     Tool,
 )
-from harnessc.runtime.normalize import DELEGATE_TASK
-from harnessc.runtime.sessions import surface_tools
+from harnessc.runtime.semantics import surface_tools
 
 from ...analysis.availability import availability_condition
 from ...analysis.examples import NoExampleError
