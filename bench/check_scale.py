@@ -14,7 +14,9 @@ Each measurement is a fresh process that runs the pipeline's `check` on the file
 resolve → lower → validate → analyse, what `harnessc check` runs), so interpreter start-up and
 imports count as they do for a user. `cold`: an empty analysis cache (the parser's tables are
 cached, as after any first run; `--cold-parser` empties both); `warm`: a second run of the
-unchanged spec on the cache the cold run left. `queries` are the SMT queries of the cold run
+unchanged spec on the cache the cold run left; `cli s`: then `harnessc check` itself, which
+answers an unchanged spec from its stored result (compiler/result_cache.py) without compiling
+at all. `queries` are the SMT queries of the cold run
 (the analysis's work, independent of the machine's load), `hits` the analysis cache's hits in
 the warm run. `--baseline CHECKOUT` times another checkout of harnessc (a git worktree of an
 older commit) with this interpreter, side by side; `--limit` stops a measurement that takes
@@ -61,6 +63,7 @@ a = result.analysis
 print(json.dumps({"queries": getattr(a, "queries", 0), "hits": getattr(a, "cache_hits", 0),
                   "z3": "z3" in sys.modules}))
 """
+CLI = "import sys; from harnessc.compiler.cli import main; sys.exit(main(sys.argv[1:]))"
 PACKAGES = {"dsl": "dsl", "compiler": "compiler", "runtime": "runtime", "stdlib": "stdlib"}
 
 
@@ -94,14 +97,18 @@ def importable(checkout: Path, into: Path) -> Path:
     return into
 
 
-def run_check(path: Path, cache: Path, limit: float, pythonpath: Path | None) -> Timing:
+def run_check(
+    path: Path, cache: Path, limit: float, pythonpath: Path | None, cli: bool = False
+) -> Timing:
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    env.pop("HARNESSC_CACHE_DIR", None)
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
+    command = [CLI, "check", "-q", str(path)] if cli else [DRIVER, str(path)]
     start = time.perf_counter()
     try:
         done = subprocess.run(
-            [sys.executable, "-c", DRIVER, str(path)],
+            [sys.executable, "-c", *command],
             env=env,
             cwd=path.parent,  # not a checkout's root, whose `harnessc/` would shadow the tree
             capture_output=True,
@@ -113,6 +120,8 @@ def run_check(path: Path, cache: Path, limit: float, pythonpath: Path | None) ->
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"check failed:\n{done.stderr[-2000:]}")
+    if cli:
+        return Timing(seconds)
     data = json.loads(done.stdout.strip().splitlines()[-1])
     return Timing(seconds, data["queries"], data["hits"], data["z3"])
 
@@ -167,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         header = (
             f"{'T':>6} {'rules':>6} {'lines':>7} "
             + " ".join(f"{name + 'cold s':>11} {name + 'warm s':>11}" for name in trees)
-            + f" {'queries':>8} {'hits':>6} {'warm z3':>8}"
+            + f" {'cli s':>7} {'queries':>8} {'hits':>6} {'warm z3':>8}"
         )
         print(header)
         print("-" * len(header))
@@ -182,10 +191,14 @@ def main(argv: list[str] | None = None) -> int:
                 timings[name + "cold"] = run_check(path, cache, args.limit, pythonpath)
                 timings[name + "warm"] = run_check(path, cache, args.limit, pythonpath)
             cold, warm = timings["cold"], timings["warm"]
+            # the current tree's cache (the last one): the first run stores the result
+            run_check(path, cache, args.limit, None, cli=True)
+            cli = run_check(path, cache, args.limit, None, cli=True)
+            z3 = "yes" if warm.z3 else "no"
             print(
                 f"{n:>6} {rule_count(n):>6} {text.count(chr(10)):>7} "
                 + " ".join(f"{t.text(args.limit):>11}" for t in timings.values())
-                + f" {cold.queries:>8} {warm.hits:>6} {'yes' if warm.z3 else 'no':>8}",
+                + f" {cli.text(args.limit):>7} {cold.queries:>8} {warm.hits:>6} {z3:>8}",
                 flush=True,
             )
             rows.append((n, timings))
