@@ -59,10 +59,11 @@ _PACKAGES = ("harnessc", "harnessc.dsl", "harnessc.compiler", "harnessc.runtime"
 _LIBRARIES = ("lark", "pydantic", "pydantic_core", "networkx", "z3")
 _CODE_SUFFIXES = (".py", ".lark", ".harness", ".j2", ".json", ".toml")
 MAX_ENTRIES = 1000
-NOT_STORED = frozenset({"H203"})
+NOT_STORED = frozenset({"H203", "L006"})
 """A result holding one of these is never stored. H203 (an import that cannot be loaded) depends
 on files the run never read: the one that is missing, and the folder listing its "did you mean"
-hint draws on."""
+hint draws on. L006 (a question the analysis did not decide in time) depends on the machine's
+speed and load: the next run asks again."""
 
 
 @cache

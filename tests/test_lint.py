@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from harnessc.compiler.analysis.budget import TIMEOUT_VARIABLE
+from harnessc.compiler.analysis.budget import RLIMIT_VARIABLE
 from harnessc.compiler.analysis.policy import PolicyAnalysis, analyse_policies
 from harnessc.compiler.cli import main
 from harnessc.compiler.config import ConfigError, LintConfig, load_config
@@ -32,10 +32,11 @@ KINDS = {
 }
 
 
-CASE_ENVIRONMENT = {"L006": {TIMEOUT_VARIABLE: "1"}}
+CASE_ENVIRONMENT = {"L006": {RLIMIT_VARIABLE: "5000"}}
 """What a rule's examples run under (tests/test_diagnostics_golden.py too): L006's, a budget of
-1 ms per question, which the bad example's patterns exceed and the good example's plain text
-tests do not."""
+5,000 of z3's resource units per question, which the bad example's patterns exceed and the good
+example's plain text tests do not; unlike a time budget it runs out at the same point on every
+machine and under any load."""
 
 
 def write(tmp_path: Path, text: str, name: str = "spec.harness") -> Path:

@@ -34,7 +34,7 @@ from typing import Any
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import selects
 
-from .budget import query_timeout_ms
+from .budget import query_rlimit, query_timeout_ms
 from .cache import AnalysisCache
 from .concrete import (
     BUILTINS,
@@ -353,7 +353,9 @@ class _PolicyAnalyser:
         from .solve import solve_partition  # z3: loaded only when a partition must be solved
 
         absent = [[k for k in self.reads[i] if _may_be_absent(tool, k)] for i in indices]
-        solved = solve_partition(self.spec, tool, rules, absent, wants_default, query_timeout_ms())
+        solved = solve_partition(
+            self.spec, tool, rules, absent, wants_default, query_timeout_ms(), query_rlimit()
+        )
         self.analysis.queries += solved.queries
         return self.cache.put(key, solved)
 

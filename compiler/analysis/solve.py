@@ -354,7 +354,7 @@ class _Bucket:
     """The rules that can match one tool, encoded over one symbolic call, and a solver."""
 
     def __init__(
-        self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], timeout_ms: int
+        self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], timeout_ms: int, rlimit: int
     ) -> None:
         self.spec = spec
         self.tool = tool
@@ -370,6 +370,8 @@ class _Bucket:
             self.inexact.append(len(self.enc.inexact) > before)
         self.solver = z3.SimpleSolver()
         self.solver.set("timeout", timeout_ms)
+        if rlimit:
+            self.solver.set("rlimit", rlimit)
         self.solver.add(*self.enc.domain)
         self.added = len(self.enc.domain)
         self.queries = 0
@@ -466,15 +468,17 @@ def solve_partition(
     absent_keys: Sequence[Sequence[Key]],
     wants_default: bool,
     timeout_ms: int,
+    rlimit: int = 0,
 ) -> Answers:
     """Every answer of the partition of `rules` over calls to `tool` (module docstring).
 
     `absent_keys[p]`: the values rule p reads without a `has` guard that calls to the tool may
-    lack (asked only of a DENY or ASK).
+    lack (asked only of a DENY or ASK). Each question may take `timeout_ms`, and `rlimit` of
+    z3's resource units when not 0 (budget.py).
     """
     fresh_context()
     forget_examples()
-    bucket = _Bucket(spec, tool, rules, timeout_ms)
+    bucket = _Bucket(spec, tool, rules, timeout_ms, rlimit)
     count = len(rules)
     answers = Answers(list(bucket.inexact), [None] * count, [None] * count)
     solving = _Solving(bucket, answers)
