@@ -1,7 +1,5 @@
 """`python -m harnessc.compiler`: the `harnessc` command line."""
 
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()

@@ -10,13 +10,14 @@ or I/O problem (bad arguments, a missing or unreadable file).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harnessc.dsl.codes import BY_SLUG, CODES
 from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors
@@ -507,6 +508,23 @@ def build_parser() -> argparse.ArgumentParser:
         )
     log.set_defaults(run=cmd_log)
     return parser
+
+
+QUICK_EXIT = frozenset({"check", "lint", "fmt", "explain"})
+"""Commands that hold nothing to close when they return (no store, no worker, no file open):
+the console script leaves without tearing the interpreter down, which for a large spec is
+freeing millions of objects one by one (a second of 3 at 5,000 tools)."""
+
+
+def entry() -> NoReturn:
+    """The `harnessc` console script and `python -m harnessc.compiler`: `main`, then exit."""
+    code = main()
+    if sys.argv[1:2] and sys.argv[1] in QUICK_EXIT:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to flush
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
