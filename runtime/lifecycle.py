@@ -27,16 +27,27 @@ sessions and processes.
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from .canonical import Execution, input_hash
-from .events import NO_SECRETS, REDACTED, Event, NewEvent, Secrets, redact, redact_args
+from .events import (
+    NO_SECRETS,
+    REDACTED,
+    Event,
+    NewEvent,
+    Secrets,
+    has_secrets,
+    hole,
+    payload_text,
+    redact,
+    redact_args,
+)
 from .model import Tool
-from .store import EventStore
+from .store import EventStore, defer_events
 
 __all__ = [
     "TERMINAL",
@@ -164,7 +175,7 @@ def execution_record(execution: Execution | Mapping[str, Any]) -> dict[str, Any]
 
 
 def new_action_id() -> str:
-    return "act-" + uuid.uuid4().hex[:16]
+    return "act-" + os.urandom(8).hex()
 
 
 def can_transition(from_state: ActionState | str, to_state: ActionState | str) -> bool:
@@ -266,35 +277,41 @@ class Action:
         *,
         execution: Execution | Mapping[str, Any] | None = None,
         digest: str | None = None,
+        defer: bool = False,
+        args_json: str | None = None,
         **details: Any,
     ) -> Action:
         """Record a new call as REQUESTED. The event carries the input hash (computed over the
-        real arguments unless `digest` is given) and the arguments with secret fields redacted."""
+        real arguments unless `digest` is given) and the arguments with secret fields redacted.
+        `defer`: append it with the store's next commit (`store.defer_events`). `args_json`:
+        the canonical JSON of `args`, written as it is when the tool has no secret field."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
-        action.secrets = Secrets.of(tool, args)
+        plain = args_json is not None and not has_secrets(tool)
+        if not plain:
+            action.secrets = Secrets.of(tool, args)
         if execution is not None:
             details.setdefault("execution", execution_record(execution))
-        event = store.append(
-            NewEvent(
-                stream,
-                "Tool",
-                "action.transition",
-                {
-                    "action_id": action.action_id,
-                    "tool_call_id": tool_call_id,
-                    "tool_id": tool.id,
-                    "tool_version": tool.version,
-                    "input_hash": digest,
-                    # a secret value given again in a field that is not secret is scrubbed too
-                    "args": action.secrets.scrub(redact_args(tool, args)),
-                    "from": None,
-                    "to": ActionState.REQUESTED.value,
-                    **details,
-                },
-            )
-        )
-        action.position = event.position
+        payload = {
+            "action_id": action.action_id,
+            "tool_call_id": tool_call_id,
+            "tool_id": tool.id,
+            "tool_version": tool.version,
+            "input_hash": digest,
+            # a secret value given again in a field that is not secret is scrubbed too
+            "args": args if plain else action.secrets.scrub(redact_args(tool, args)),
+            "from": None,
+            "to": ActionState.REQUESTED.value,
+            **details,
+        }
+        text = None
+        if plain and args_json is not None:
+            text = payload_text({**payload, "args": hole("args")}, {"args": args_json})
+        event = NewEvent(stream, "Tool", "action.transition", payload, text)
+        if defer:
+            defer_events(store, [event])
+        else:
+            action.position = store.append(event).position
         return action
 
     @property
@@ -307,9 +324,12 @@ class Action:
         *,
         reason: str | None = None,
         expected_seq: int | None = None,
+        defer: bool = False,
         **details: Any,
-    ) -> Event:
+    ) -> Event | None:
         """Move to `to` and append the event; an illegal move raises and records nothing.
+        `defer`: append it with the store's next commit (`store.defer_events`) and return
+        None, for a move nothing acts on before that commit.
 
         `details` go into the event (a decision id, an approval id, an external job id); a
         `result`'s data is redacted with the tool's output schema, and the result, the handle
@@ -344,15 +364,20 @@ class Action:
         }
         if reason is not None:
             payload["reason"] = reason
-        event = self.store.append(
-            NewEvent(self.stream, "Tool", "action.transition", payload), expected_seq=expected_seq
-        )
+        new = NewEvent(self.stream, "Tool", "action.transition", payload)
+        if defer and expected_seq is None:
+            defer_events(self.store, [new])
+            self.state = target
+            return None
+        event = self.store.append(new, expected_seq=expected_seq)
         self.state = target
         self.position = event.position
         return event
 
     def cancel(self, reason: str) -> Event:
-        return self.transition(ActionState.CANCELLED, reason=reason)
+        event = self.transition(ActionState.CANCELLED, reason=reason)
+        assert event is not None  # appended, never deferred
+        return event
 
     @classmethod
     def load(

@@ -24,12 +24,15 @@ True
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hmac
 import json
 import os
 import sqlite3
 import threading
 import urllib.parse
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
@@ -51,10 +54,13 @@ from .integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, Checkpoint, LogKey
 __all__ = [
     "ConcurrencyError",
     "EventStore",
+    "GroupCommit",
     "MemoryStore",
     "SQLiteStore",
     "StoreError",
     "Verification",
+    "defer_events",
+    "flush_deferred",
     "verify_events",
 ]
 
@@ -397,10 +403,19 @@ class _Numbering:
         self.position = position
         self.prev_hash = prev_hash
         self.key = key
+        self._time: str | None = None
+
+    @property
+    def time(self) -> str:
+        """The time of every event numbered here: they are committed together, so they share
+        one (read from the clock and formatted once)."""
+        if self._time is None:
+            self._time = format_time(self.clock())
+        return self._time
 
     def number(self, event: NewEvent, payload_json: str, seq: int) -> Event:
         self.position += 1
-        time = format_time(self.clock())
+        time = self.time
         h = event_hash(
             position=self.position,
             stream=event.stream,
@@ -467,6 +482,199 @@ def number_batch(
         seqs[event.stream] += 1
         out.append(numbering.number(event, payload_json, seqs[event.stream]))
     return out, seqs
+
+
+def defer_events(store: EventStore, events: Sequence[NewEvent]) -> None:
+    """Append `events` with the store's next commit (`SQLiteStore.defer`), or at once to a
+    store that has no deferred appends."""
+    defer = getattr(store, "defer", None)
+    if defer is not None:
+        defer(events)
+    else:
+        store.append_many(events)
+
+
+def flush_deferred(store: EventStore) -> None:
+    """Commit what the store defers (a store without deferred appends has nothing waiting)."""
+    flush = getattr(store, "flush", None)
+    if flush is not None:
+        flush()
+
+
+def flush_at_exit(ref: weakref.ref[Any]) -> None:
+    """Commit what a store still defers when the interpreter exits (registered by each
+    store that defers appends)."""
+    store = ref()
+    if store is not None:
+        with contextlib.suppress(Exception):
+            store.flush()
+
+
+def payload_texts(events: Sequence[NewEvent]) -> list[str]:
+    """The canonical JSON of each event's payload: the text its builder wrote, or the payload
+    canonicalized (the costly part of an append, done before any lock is taken)."""
+    return [
+        e.payload_json if e.payload_json is not None else canonical_json(e.payload) for e in events
+    ]
+
+
+class Batch:
+    """Events appended together (all or none), with what they expect of their streams; filled
+    in by the commit that writes them."""
+
+    __slots__ = ("deferred", "done", "error", "events", "expected", "out", "payloads")
+
+    def __init__(
+        self, events: Sequence[NewEvent], expected: Expected = None, *, deferred: bool = False
+    ) -> None:
+        self.events = events
+        self.payloads = payload_texts(events)
+        self.expected = expected
+        self.deferred = deferred
+        self.out: list[Event] = []
+        self.error: BaseException | None = None
+        self.done = False
+
+
+class GroupCommit:
+    """Commits the batches of many threads in one transaction (group commit).
+
+    A thread that appends queues its batch; the first to find no commit under way becomes the
+    leader: it takes every queued batch (its own among them) and commits them in one
+    transaction, while the batches of threads arriving meanwhile queue for the next one. So
+    under load one fsync serves many appends, and alone an append costs one commit as before.
+    Each batch is numbered in queue order; a batch whose expectations fail is left out (its
+    thread gets the ConcurrencyError) and the others commit.
+
+    A deferred batch (`defer`) has no thread waiting for it: it rides the next commit, made by
+    any append or by `flush`. A failed commit puts deferred batches back at the head of the
+    queue, so nothing deferred is dropped.
+    """
+
+    def __init__(self, commit: Callable[[list[Batch]], None]) -> None:
+        self._commit = commit
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: list[Batch] = []
+        self._busy = False
+        self._deferred = 0  # deferred batches not yet committed
+
+    @property
+    def deferred(self) -> bool:
+        """Whether deferred events wait for a commit."""
+        return self._deferred > 0
+
+    def defer(self, batch: Batch) -> None:
+        with self._cond:
+            self._queue.append(batch)
+            self._deferred += 1
+
+    def flush(self) -> None:
+        """Commit the deferred batches now (and wait for a commit of them under way)."""
+        if self._deferred:
+            self.submit(Batch(()))
+
+    def submit(self, batch: Batch) -> list[Event]:
+        """Commit `batch` (with whatever else waits) and return its events, numbered."""
+        with self._cond:
+            self._queue.append(batch)
+            while not batch.done and self._busy:
+                self._cond.wait()
+            if not batch.done:
+                self._busy = True
+                taken, self._queue = self._queue, []
+        if not batch.done:
+            self._lead(taken)
+        if batch.error is not None:
+            raise batch.error
+        return batch.out
+
+    def _lead(self, taken: list[Batch]) -> None:
+        failed: BaseException | None = None
+        try:
+            self._commit(taken)
+        except BaseException as error:
+            failed = error
+        with self._cond:
+            requeued = []
+            for b in taken:
+                if failed is not None:
+                    if b.deferred:
+                        requeued.append(b)
+                        continue
+                    b.error = failed
+                b.done = True
+                if b.deferred:
+                    self._deferred -= 1
+            self._queue[:0] = requeued
+            self._busy = False
+            self._cond.notify_all()
+
+
+class GroupCommitted:
+    """The appends of a store that commits through a `GroupCommit` (SQLite, PostgreSQL):
+    `_group` commits with the store's `_commit`; `_readonly` refuses every write."""
+
+    _group: GroupCommit
+    _readonly: bool
+
+    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
+        return self._append([event], expected_seq)[0]
+
+    def append_many(
+        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+    ) -> list[Event]:
+        return self._append(list(events), expect)
+
+    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
+        if not events:
+            return []
+        if self._readonly:
+            raise StoreError("the event store was opened read-only")
+        # canonicalized here, outside the write lock: it is the costly part and needs no lock
+        return self._group.submit(Batch(events, expected_seq))
+
+    def defer(self, events: Sequence[NewEvent]) -> None:
+        """Append events with the next commit instead of one of their own: the next append
+        (by any thread), a read, `flush` or `close` commits them, before anything appended
+        after them. Until then they are not durable and other processes do not see them."""
+        if not events:
+            return
+        if self._readonly:
+            raise StoreError("the event store was opened read-only")
+        self._group.defer(Batch(events, deferred=True))
+
+    def flush(self) -> None:
+        """Commit the deferred events now."""
+        self._group.flush()
+
+
+def commit_batches(
+    batches: list[Batch],
+    numbering: _Numbering,
+    last_seq: Callable[[str], int],
+) -> list[Event]:
+    """Number the batches of one transaction after each other: a batch whose expectations
+    fail gets its ConcurrencyError and takes no position. Returns every numbered event."""
+    seqs: dict[str, int] = {}
+    out: list[Event] = []
+
+    def current(stream: str) -> int:
+        found = seqs.get(stream)
+        return found if found is not None else last_seq(stream)
+
+    for b in batches:
+        if not b.events:
+            continue
+        mark = numbering.position, numbering.prev_hash
+        try:
+            b.out, changed = number_batch(b.events, b.payloads, numbering, current, b.expected)
+        except ConcurrencyError as error:
+            numbering.position, numbering.prev_hash = mark
+            b.error = error
+            continue
+        seqs.update(changed)
+        out.extend(b.out)
+    return out
 
 
 def row(e: Event) -> tuple[object, ...]:
@@ -544,7 +752,7 @@ _COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, m
 _READ_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
-class SQLiteStore:
+class SQLiteStore(GroupCommitted):
     """The embedded event store: one SQLite file, WAL mode, one transaction per append.
 
     Safe to share between threads (a lock serialises this connection) and between processes
@@ -578,6 +786,8 @@ class SQLiteStore:
         self._readonly = readonly
         self._columns = _COLUMNS
         self._lock = threading.Lock()
+        self._group = GroupCommit(self._commit)
+        atexit.register(flush_at_exit, weakref.ref(self))
         self._conn: sqlite3.Connection | None = None
         try:
             if readonly:
@@ -634,21 +844,9 @@ class SQLiteStore:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
-        return self._append([event], expected_seq)[0]
-
-    def append_many(
-        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
-    ) -> list[Event]:
-        return self._append(list(events), expect)
-
-    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
-        if not events:
-            return []
-        if self._readonly:
-            raise StoreError("the event store was opened read-only")
-        # canonicalize outside the write lock: it is the costly part and needs no lock
-        payloads = [canonical_json(e.payload) for e in events]
+    def _commit(self, batches: list[Batch]) -> None:
+        if not any(b.events for b in batches):
+            return
         with self._write() as c:
             conn = c.conn
             head = conn.execute(
@@ -656,20 +854,17 @@ class SQLiteStore:
             ).fetchone()
             position, head_hash, head_mac = head or (0, GENESIS_HASH, None)
             check_head_key(head_hash, head_mac, self._key)
-            out, _ = number_batch(
-                events,
-                payloads,
+            out = commit_batches(
+                batches,
                 _Numbering(self._clock, position, head_hash, self._key),
                 lambda stream: conn.execute(
                     "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
                 ).fetchone()[0],
-                expected_seq,
             )
             conn.executemany(
                 f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [row(e) for e in out],
             )
-        return out
 
     def _write(self) -> _WriteTransaction:
         return _WriteTransaction(self._lock, self._connection())
@@ -679,6 +874,7 @@ class SQLiteStore:
     def read(
         self, stream: str | None = None, *, after: int = 0, limit: int | None = None
     ) -> list[Event]:
+        self._group.flush()
         sql = f"SELECT {self._columns} FROM events WHERE position > ?"
         params: list[object] = [after]
         if stream is not None:
@@ -704,6 +900,7 @@ class SQLiteStore:
             after = page[-1].position
 
     def last(self, prefix: str, type: str) -> Event | None:
+        self._group.flush()
         # a range over the (stream, position) index: TEXT compares by bytes in SQLite, so the
         # streams starting with `prefix` are exactly those in [prefix, prefix + U+10FFFF)
         with self._lock:
@@ -719,6 +916,7 @@ class SQLiteStore:
         return Event(*row) if row else None
 
     def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
+        self._group.flush()
         with self._lock:
             rows = (
                 self._connection()
@@ -740,6 +938,7 @@ class SQLiteStore:
         return checkpoint_of(*self._head(), self._key)
 
     def _head(self) -> tuple[int, str, str | None]:
+        self._group.flush()
         with self._lock:
             try:
                 row = (
@@ -757,6 +956,7 @@ class SQLiteStore:
     def verify(self, anchor: Anchor | None = None) -> Verification:
         """Walk the whole chain in one read snapshot and report the first broken link; a damaged
         file is reported, not raised."""
+        self._group.flush()
         with self._lock:
             conn = self._connection()
             # text that is not UTF-8 comes back as bytes, for verify_events to name its row
@@ -776,6 +976,8 @@ class SQLiteStore:
                     conn.execute("ROLLBACK")
 
     def close(self) -> None:
+        if self._conn is not None and not self._readonly:
+            self._group.flush()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -885,8 +1087,15 @@ class MemoryStore:
     ) -> list[Event]:
         return self._append(list(events), expect)
 
+    def defer(self, events: Sequence[NewEvent]) -> None:
+        """Nothing here is durable, so nothing waits for a commit: appended now."""
+        self._append(events, None)
+
+    def flush(self) -> None:
+        pass
+
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
-        payloads = [canonical_json(e.payload) for e in events]
+        payloads = payload_texts(events)
         with self._lock:
             if self._events:
                 check_head_key(self._events[-1].hash, self._events[-1].mac, self._key)
