@@ -1078,6 +1078,12 @@ class MemoryStore:
         self._events: list[Event] = []
         self._seqs: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._deferred: list[NewEvent] = []
+        self._deferred_texts: list[str] = []
+
+    DEFERRED_MAX = 64
+    """Deferred events are numbered together once this many wait (or at the next append or
+    read): one time and one lock for all of them."""
 
     def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
         return self._append([event], expected_seq)[0]
@@ -1088,19 +1094,42 @@ class MemoryStore:
         return self._append(list(events), expect)
 
     def defer(self, events: Sequence[NewEvent]) -> None:
-        """Nothing here is durable, so nothing waits for a commit: appended now."""
-        self._append(events, None)
+        """Append events with the next append or read (nothing here is durable, so deferring
+        only numbers many events at once)."""
+        texts = payload_texts(events)  # a payload that is not JSON is refused now
+        with self._lock:
+            self._deferred.extend(events)
+            self._deferred_texts.extend(texts)
+            if len(self._deferred) >= self.DEFERRED_MAX:
+                self._settle()
 
     def flush(self) -> None:
-        pass
+        with self._lock:
+            self._settle()
+
+    def _settle(self, numbering: _Numbering | None = None) -> None:
+        """Number the deferred events (under the lock)."""
+        if not self._deferred:
+            return
+        if numbering is None:
+            numbering = self._numbering()
+        if self._events:
+            check_head_key(self._events[-1].hash, self._events[-1].mac, self._key)
+        events, texts = self._deferred, self._deferred_texts
+        self._deferred, self._deferred_texts = [], []
+        out, seqs = number_batch(events, texts, numbering, lambda s: self._seqs.get(s, 0), None)
+        self._events.extend(out)
+        self._seqs.update(seqs)
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         payloads = payload_texts(events)
         with self._lock:
+            numbering = self._numbering()
+            self._settle(numbering)
             if self._events:
                 check_head_key(self._events[-1].hash, self._events[-1].mac, self._key)
             out, seqs = number_batch(
-                events, payloads, self._numbering(), lambda s: self._seqs.get(s, 0), expected_seq
+                events, payloads, numbering, lambda s: self._seqs.get(s, 0), expected_seq
             )
             self._events.extend(out)
             self._seqs.update(seqs)
@@ -1119,12 +1148,14 @@ class MemoryStore:
         self, stream: str | None = None, *, after: int = 0, limit: int | None = None
     ) -> list[Event]:
         with self._lock:
+            self._settle()
             # INVARIANT: positions are 1..n, so the event after position p is at index p
             found = [e for e in self._events[max(after, 0) :] if stream in (None, e.stream)]
         return found if limit is None else found[:limit]
 
     def last(self, prefix: str, type: str) -> Event | None:
         with self._lock:
+            self._settle()
             for e in reversed(self._events):
                 if e.type == type and e.stream.startswith(prefix):
                     return e
@@ -1132,6 +1163,7 @@ class MemoryStore:
 
     def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
         with self._lock:
+            self._settle()
             return [
                 e
                 for e in self._events[max(after, 0) :]
@@ -1140,6 +1172,7 @@ class MemoryStore:
 
     def head(self) -> tuple[int, str]:
         with self._lock:
+            self._settle()
             return (
                 (self._events[-1].position, self._events[-1].hash)
                 if self._events
@@ -1148,6 +1181,7 @@ class MemoryStore:
 
     def checkpoint(self) -> Checkpoint:
         with self._lock:
+            self._settle()
             head = self._events[-1] if self._events else None
         if head is None:
             return checkpoint_of(0, GENESIS_HASH, None, self._key)
@@ -1155,8 +1189,9 @@ class MemoryStore:
 
     def verify(self, anchor: Anchor | None = None) -> Verification:
         with self._lock:
+            self._settle()
             events = list(self._events)
         return verify_events(events, anchor, key=self._key)
 
     def close(self) -> None:
-        pass
+        self.flush()
