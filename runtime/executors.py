@@ -522,7 +522,7 @@ class _Workers:
     until it finishes. At most `keep` idle threads are kept (daemons: an idle one never holds
     up the interpreter's exit)."""
 
-    def __init__(self, keep: int = 8) -> None:
+    def __init__(self, keep: int = 4) -> None:
         self._keep = keep
         self._idle: list[queue.SimpleQueue[Any]] = []
         self._lock = threading.Lock()

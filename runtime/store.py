@@ -1,9 +1,11 @@
 """Event stores: the `EventStore` interface, the embedded SQLite store and an in-memory one.
 
-The SQLite store keeps the whole log in one file in WAL mode. Every append is one transaction
+The SQLite store keeps the whole log in one file in WAL mode. Every commit is one transaction
 opened with `BEGIN IMMEDIATE`, which takes SQLite's single write lock before reading the head of
 the log, so `position`, `seq` and `prev_hash` are assigned under the lock: many threads or
-processes may append to the same file and the log stays one gap-free chain. Because writers are
+processes may append to the same file and the log stays one gap-free chain. Appends from the
+threads of one process share commits (`GroupCommit`), and `defer` holds events for the next
+commit (a call's events before it runs: docs/runtime.md, "What a call writes"). Because writers are
 serialised and positions are assigned inside the write transaction, a later commit always has a
 higher position than every earlier one, so a reader that resumes with `after=cursor` never misses
 an event and never sees one twice.

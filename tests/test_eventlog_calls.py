@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from harnessc.runtime.events import (
     payload_text,
 )
 from harnessc.runtime.store import Batch, ConcurrencyError, GroupCommit, MemoryStore
+
+from .postgres import ADMIN_URL, SKIP_REASON, fresh_database
 
 SPEC = """\
 harness calls { version "1.0.0" }
@@ -130,25 +133,41 @@ def test_a_denied_call_is_committed_at_once(spec: Any, tmp_path: Path) -> None:
         assert on_disk(path)[-2:] == ["decision", "action.transition"]
 
 
-def test_deferred_events_precede_later_appends_and_reads_see_them(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
-    store = SQLiteStore(path)
+@pytest.fixture(params=["sqlite", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    """Opens the same log again and again: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield lambda: SQLiteStore(tmp_path / "e.db")
+        return
+    if not ADMIN_URL:
+        pytest.skip(SKIP_REASON)
+    from harnessc.runtime.pgstore import PostgresStore
+
+    with fresh_database() as url:
+        yield lambda: PostgresStore(url)
+
+
+def test_deferred_events_precede_later_appends_and_reads_see_them(
+    opener: Callable[[], Any],
+) -> None:
+    store = opener()
+    other = opener()  # another connection, as another process would have
     store.defer([NewEvent("s", "Text", "a"), NewEvent("s", "Text", "b")])
-    assert on_disk(path) == []  # not committed yet: another process does not see them
+    assert other.read() == []  # not committed yet
     assert [e.type for e in store.read("s")] == ["a", "b"]  # a read commits them first
     store.defer([NewEvent("s", "Text", "c")])
     assert store.append(NewEvent("t", "Text", "d")).position == 4
     store.defer([NewEvent("s", "Text", "e")])
     store.close()  # closing commits what waits
-    with SQLiteStore(path) as again:
-        assert [(e.type, e.seq) for e in again.read()] == [
-            ("a", 1),
-            ("b", 2),
-            ("c", 3),
-            ("d", 1),
-            ("e", 4),
-        ]
-        assert again.verify().ok
+    assert [(e.type, e.seq) for e in other.read()] == [
+        ("a", 1),
+        ("b", 2),
+        ("c", 3),
+        ("d", 1),
+        ("e", 4),
+    ]
+    assert other.verify().ok
+    other.close()
 
 
 def test_group_commit_serves_waiting_appends_in_one_commit() -> None:
@@ -184,8 +203,10 @@ def test_group_commit_serves_waiting_appends_in_one_commit() -> None:
     assert sorted(rounds[1]) == [1, 2, 3] and len(rounds) == 2
 
 
-def test_a_failed_expectation_leaves_the_rest_of_its_group_committed(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "e.db")
+def test_a_failed_expectation_leaves_the_rest_of_its_group_committed(
+    opener: Callable[[], Any],
+) -> None:
+    store = opener()
     store.append(NewEvent("claimed", "Text", "x"))
     release = threading.Event()
     entered = threading.Event()
@@ -331,3 +352,16 @@ def test_format_time_writes_the_rfc3339_form() -> None:
     assert format_time(moment) == "2026-05-09T07:35:25.000012Z"
     east = moment.astimezone(timezone(timedelta(hours=2)))
     assert format_time(east) == "2026-05-09T07:35:25.000012Z"
+
+
+def test_deferred_events_are_committed_when_the_interpreter_exits(tmp_path: Path) -> None:
+    path = tmp_path / "e.db"
+    code = (
+        "import sys\n"
+        "from harnessc.runtime.events import NewEvent\n"
+        "from harnessc.runtime.store import SQLiteStore\n"
+        "store = SQLiteStore(sys.argv[1])\n"
+        "store.defer([NewEvent('s', 'Text', 'left')])\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
+    assert on_disk(path) == ["left"]
