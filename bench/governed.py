@@ -5,15 +5,16 @@ the allowed call under a policy that also reads session state (`session`: a prov
 and a windowed count, so each decision brings the session's ledger up to date from the log),
 and `decide`: the allowed call normalized and decided only, never invoked.
 
-    .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3] [--threads 4]
+    .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3] [--threads 4] [--postgres URL]
 
-Prints the median, p99 and mean microseconds per call of the best round for each case. Executors do
-nothing, so the figures are the machinery's cost. On SQLite (`synchronous=FULL`) each case is
-also given as a multiple of one commit (the median of single-event appends to the same file,
-one timed after each call); `threads` runs the allowed call in that many sessions at once,
-each on its own thread, and prints the calls per second of all of them against what one
-session making two commits per call could reach. Run it on two checkouts side by side, in one
-shell command, to compare them (the machines are shared: compare ratios, never lone figures).
+Prints the median, p99 and mean microseconds per call of the best round for each case.
+Executors do nothing, so the figures are the machinery's cost. On SQLite (`synchronous=FULL`) and on
+PostgreSQL (`--postgres`, or BENCH_POSTGRES_URL: a database created and dropped per round) each
+case is also given as a multiple of one commit (the median of single-event appends to the same
+store, one timed after each call); `threads` runs the allowed call in that many sessions at
+once, each on its own thread, and prints the calls per second of all of them against one
+session's. Run it on two checkouts side by side, in one shell command, to compare them (the
+machines are shared: compare ratios, never lone figures).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ import statistics
 import tempfile
 import threading
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +133,8 @@ def commit_cost(store: Any, count: int) -> list[float]:
     return times
 
 
-def concurrent(spec: Any, path: Path, threads: int, calls: int) -> float:
+def concurrent(spec: Any, store: Any, threads: int, calls: int) -> float:
     """Calls per second of `threads` sessions calling at once on one store."""
-    store = SQLiteStore(path)
     h = Harness(spec, store=store)
     h.bind("change.create", lambda args: {})
     sessions = [h.session("runner", actor=ACTOR, task="t-1") for _ in range(threads)]
@@ -155,7 +158,6 @@ def concurrent(spec: Any, path: Path, threads: int, calls: int) -> float:
         t.join()
     elapsed = time.perf_counter() - start
     assert store.verify().ok
-    store.close()
     return threads * calls / elapsed
 
 
@@ -169,53 +171,86 @@ def pct(samples: list[float]) -> tuple[float, float, float]:
     )
 
 
+@contextmanager
+def fresh_store(kind: str, folder: Path, postgres: str | None) -> Iterator[Any]:
+    """An empty store: in memory, a SQLite file in `folder`, or a database created on the
+    PostgreSQL server of `postgres` (dropped afterwards)."""
+    if kind == "memory":
+        yield MemoryStore()
+        return
+    if kind == "sqlite":
+        store = SQLiteStore(folder / f"{uuid.uuid4().hex[:8]}.db")
+        try:
+            yield store
+        finally:
+            store.close()
+        return
+    import psycopg
+    from harnessc.runtime.pgstore import PostgresStore
+
+    assert postgres is not None
+    name = "harnessc_bench_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(postgres, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        store = PostgresStore(f"{postgres.rpartition('/')[0]}/{name}")
+        try:
+            yield store
+        finally:
+            store.close()
+    finally:
+        with psycopg.connect(postgres, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--postgres", metavar="URL", default=os.environ.get("BENCH_POSTGRES_URL"))
     args = parser.parse_args()
     specs = {"plain": compiled(), "session": compiled(SESSION_SPEC)}
-    print(f"load average {os.getloadavg()[0]:.2f}; µs per governed call, best round by median")
-    commit_s = 0.0
-    for store_kind in ("memory", "sqlite"):
+    load = os.getloadavg()
+    print(
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        "µs per governed call, best round by median"
+    )
+    kinds = ["memory", "sqlite"] + (["postgres"] if args.postgres else [])
+    for kind in kinds:
+        alone = 0.0
         for case in ("decide", "allow", "once", "secret", "session"):
             spec = specs["session" if case == "session" else "plain"]
             best = (float("inf"), 0.0, 0.0)
             commit = (0.0, 0.0, 0.0)
             for _ in range(args.rounds):
                 with tempfile.TemporaryDirectory() as tmp:
-                    store = (
-                        MemoryStore() if store_kind == "memory" else SQLiteStore(Path(tmp) / "l.db")
-                    )
-                    calls = args.calls if store_kind == "memory" else max(args.calls // 4, 50)
-                    commits: list[float] | None = [] if store_kind == "sqlite" else None
-                    found = pct(one_round(spec, store, case, calls, commits))
+                    with fresh_store(kind, Path(tmp), args.postgres) as store:
+                        calls = args.calls if kind == "memory" else max(args.calls // 4, 50)
+                        commits: list[float] | None = [] if kind != "memory" else None
+                        found = pct(one_round(spec, store, case, calls, commits))
                     if found < best:
                         best = found
                         commit = pct(commits) if commits else commit
-                    store.close()
             ratio = ""
             if commit[0]:
-                commit_s = commit[0] / 1e6
                 ratio = (
                     f"  {best[0] / commit[0]:5.2f}× a commit"
                     f" ({commit[0]:.0f} µs, p99 {commit[1]:.0f})"
                 )
+            if case == "allow":
+                alone = 1e6 / best[0]
+            print(f"{kind:8} {case:7} {best[0]:9.1f} p99 {best[1]:9.1f} mean {best[2]:9.1f}{ratio}")
+        if args.threads > 1 and kind != "memory":
+            with (
+                tempfile.TemporaryDirectory() as tmp,
+                fresh_store(kind, Path(tmp), args.postgres) as store,
+            ):
+                rate = concurrent(specs["plain"], store, args.threads, max(args.calls // 8, 25))
             print(
-                f"{store_kind:7} {case:7} {best[0]:9.1f} p99 {best[1]:9.1f} "
-                f"mean {best[2]:9.1f}{ratio}"
+                f"{kind:8} allow, {args.threads} sessions on threads: {rate:7.0f} calls/s, "
+                f"{rate / alone:.2f}× one session's"
             )
-    if args.threads > 1:
-        with tempfile.TemporaryDirectory() as tmp:
-            rate = concurrent(
-                specs["plain"], Path(tmp) / "t.db", args.threads, max(args.calls // 8, 25)
-            )
-        # a call that takes two commits alone reaches 1 / (2 × commit) per second
-        print(
-            f"sqlite  allow, {args.threads} sessions on threads: {rate:9.0f} calls/s, "
-            f"{rate * 2 * commit_s:.2f}× one session's two-commit bound"
-        )
 
 
 if __name__ == "__main__":
