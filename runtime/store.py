@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
-from .canonical import canonical_json
+from .canonical import CanonicalError, canonical_json
 from .events import (
     GENESIS_HASH,
     KINDS,
@@ -515,9 +515,18 @@ def flush_at_exit(ref: weakref.ref[Any]) -> None:
 def payload_texts(events: Sequence[NewEvent]) -> list[str]:
     """The canonical JSON of each event's payload: the text its builder wrote, or the payload
     canonicalized (the costly part of an append, done before any lock is taken)."""
-    return [
-        e.payload_json if e.payload_json is not None else canonical_json(e.payload) for e in events
-    ]
+    out = []
+    for e in events:
+        text = e.payload_json
+        if text is None:
+            text = canonical_json(e.payload)
+        elif not text.isascii():
+            try:  # refused here, before a commit that numbers it could fail on it
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise CanonicalError("a string contains a lone surrogate") from None
+        out.append(text)
+    return out
 
 
 class Batch:

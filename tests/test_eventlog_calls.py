@@ -365,3 +365,13 @@ def test_deferred_events_are_committed_when_the_interpreter_exits(tmp_path: Path
     )
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
     assert on_disk(path) == ["left"]
+
+
+def test_a_payload_text_that_is_not_utf8_is_refused_before_it_is_deferred(tmp_path: Path) -> None:
+    from harnessc.runtime.canonical import CanonicalError
+
+    with SQLiteStore(tmp_path / "e.db") as store:
+        with pytest.raises(CanonicalError):
+            store.defer([NewEvent("s", "Text", "bad", {}, '{"a":"\udc80"}')])
+        store.append(NewEvent("s", "Text", "good"))
+        assert [e.type for e in store.read()] == ["good"]
