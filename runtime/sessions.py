@@ -361,6 +361,9 @@ class Session:
 
         DENY beats ASK beats ALLOW. An ASK whose grant matches (see `approvals`) authorises
         the call; the returned decision stays the policy's own (its `effect` is still `ask`).
+        A decision that authorises the call is committed with the call's RUNNING transition,
+        before its executor starts (or with any earlier append or read, or `store.flush()`);
+        one that stops it is committed before `decide` returns.
         """
         return decide_call(self, pending)
 
