@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from .approvals import ApprovalError, ApprovalGrant
 from .availability import unavailable_refusal
-from .canonical import Execution, canonical_json, json_string
-from .events import NewEvent, PayloadTemplate, decision, format_time, hole
+from .canonical import Execution
+from .events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
 from .executors import (
     BoundExecutor,
     ExecutorContext,
@@ -355,21 +355,10 @@ def decision_text(s: Session, d: Decision, payload: Mapping[str, Any]) -> str:
     if found is None or found[0] is not d or found[1] != payload["policy_version"]:
         if len(s._templates) > 256:
             s._templates.clear()
-        shape = dict(payload)
-        for name in _PER_CALL:
-            shape[name] = hole(name)
+        shape = {**payload, **{name: hole(name) for name in _PER_CALL}}
         found = (d, payload["policy_version"], PayloadTemplate(shape))
         s._templates[key] = found
-        if set(payload) != set(shape):  # pragma: no cover - the same keys by construction
-            return canonical_json(payload)
-    return found[2].fill({name: _scalar(payload[name]) for name in _PER_CALL})
-
-
-def _scalar(value: Any) -> str:
-    """The JSON text of a string, a boolean or null (the values a decision varies by)."""
-    if type(value) is str:
-        return json_string(value)
-    return canonical_json(value)
+    return found[2].fill({name: json_value(payload[name]) for name in _PER_CALL})
 
 
 def drive(s: Session, pending: PendingCall, judged: Judged) -> None:

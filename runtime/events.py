@@ -43,6 +43,7 @@ __all__ = [
     "approval_resolved",
     "decision",
     "event_hash",
+    "filled",
     "format_time",
     "grant_issued",
     "grant_revoked",
@@ -50,6 +51,7 @@ __all__ = [
     "grant_used",
     "has_secrets",
     "hole",
+    "json_value",
     "payload_text",
     "redact",
     "redact_args",
@@ -291,6 +293,38 @@ class PayloadTemplate:
             out.append(values[name])
             out.append(part)
         return "".join(out)
+
+
+_TEMPLATES: dict[Any, PayloadTemplate] = {}
+
+
+def filled(key: Any, shape: Callable[[], Mapping[str, Any]], values: Mapping[str, str]) -> str:
+    """The canonical JSON of a payload that is the same for every event with this `key` but for
+    the values named in `values` (given as JSON text, see `json_value`): `shape()` builds it
+    once, with `hole(name)` for each of them, and the template is kept.
+
+    >>> filled(("doc", "x"), lambda: {"a": hole("a"), "b": "x"}, {"a": json_value(None)})
+    '{"a":null,"b":"x"}'
+    """
+    template = _TEMPLATES.get(key)
+    if template is None:
+        if len(_TEMPLATES) > 4096:
+            _TEMPLATES.clear()
+        template = _TEMPLATES[key] = PayloadTemplate(shape())
+    return template.fill(values)
+
+
+def json_value(value: Any) -> str:
+    """The canonical JSON text of a value (a string, boolean or null written directly)."""
+    if type(value) is str:
+        return json_string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return canonical_json(value)
 
 
 # ---------------------------------------------------------------------------------------------

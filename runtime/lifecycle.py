@@ -40,9 +40,10 @@ from .events import (
     Event,
     NewEvent,
     Secrets,
+    filled,
     has_secrets,
     hole,
-    payload_text,
+    json_value,
     redact,
     redact_args,
 )
@@ -232,6 +233,24 @@ def after_decision(state: ActionState, effect: str, *, granted: bool) -> Move | 
     return None
 
 
+def _flat_text(payload: Mapping[str, Any]) -> str | None:
+    """The canonical JSON of a transition's payload whose values are all strings or null (most
+    moves: ids, states, a decision id, an executor's name), filled into a template per tool,
+    move and set of keys; None for any other payload (a result), which the store writes."""
+    for key, value in payload.items():
+        if (type(value) is not str and value is not None) or not key.isidentifier():
+            return None
+    keys = tuple(payload)
+    return filled(
+        ("transition", payload["tool_id"], payload["from"], payload["to"], *keys),
+        lambda: {k: v if k in _FIXED else hole(k) for k, v in payload.items()},
+        {k: json_value(v) for k, v in payload.items() if k not in _FIXED},
+    )
+
+
+_FIXED = frozenset({"tool_id", "from", "to"})
+
+
 class Action:
     """One tool call's lifecycle, recorded in an event store as `action.transition` events.
 
@@ -305,8 +324,17 @@ class Action:
             **details,
         }
         text = None
-        if plain and args_json is not None:
-            text = payload_text({**payload, "args": hole("args")}, {"args": args_json})
+        if plain and args_json is not None and all(k.isidentifier() for k in details):
+            # the same for every call of the tool but for the ids, the hash, the arguments and
+            # the details' values: a template per tool and set of details
+            varying = ("action_id", "tool_call_id", "input_hash", *details)
+            values = {name: json_value(payload[name]) for name in varying}
+            values["args"] = args_json
+            text = filled(
+                ("requested", tool.id, tool.version, *details),
+                lambda: {**payload, **{name: hole(name) for name in (*varying, "args")}},
+                values,
+            )
         event = NewEvent(stream, "Tool", "action.transition", payload, text)
         if defer:
             defer_events(store, [event])
@@ -364,7 +392,7 @@ class Action:
         }
         if reason is not None:
             payload["reason"] = reason
-        new = NewEvent(self.stream, "Tool", "action.transition", payload)
+        new = NewEvent(self.stream, "Tool", "action.transition", payload, _flat_text(payload))
         if defer and expected_seq is None:
             defer_events(self.store, [new])
             self.state = target

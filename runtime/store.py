@@ -621,12 +621,8 @@ class GroupCommit:
             self._cond.notify_all()
 
 
-class GroupCommitted:
-    """The appends of a store that commits through a `GroupCommit` (SQLite, PostgreSQL):
-    `_group` commits with the store's `_commit`; `_readonly` refuses every write."""
-
-    _group: GroupCommit
-    _readonly: bool
+class Appends:
+    """`append` and `append_many` over a store's `_append(events, expected)`."""
 
     def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
         return self._append([event], expected_seq)[0]
@@ -635,6 +631,17 @@ class GroupCommitted:
         self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
     ) -> list[Event]:
         return self._append(list(events), expect)
+
+    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
+        raise NotImplementedError
+
+
+class GroupCommitted(Appends):
+    """The appends of a store that commits through a `GroupCommit` (SQLite, PostgreSQL):
+    `_group` commits with the store's `_commit`; `_readonly` refuses every write."""
+
+    _group: GroupCommit
+    _readonly: bool
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         if not events:
@@ -1072,7 +1079,7 @@ def _statements(script: str) -> list[str]:
 # Memory
 
 
-class MemoryStore:
+class MemoryStore(Appends):
     """The same contract in memory, for tests and short-lived tools; nothing survives the
     process.
 
@@ -1095,14 +1102,6 @@ class MemoryStore:
     DEFERRED_MAX = 64
     """Deferred events are numbered together once this many wait (or at the next append or
     read): one time and one lock for all of them."""
-
-    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
-        return self._append([event], expected_seq)[0]
-
-    def append_many(
-        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
-    ) -> list[Event]:
-        return self._append(list(events), expect)
 
     def defer(self, events: Sequence[NewEvent]) -> None:
         """Append events with the next append or read (nothing here is durable, so deferring

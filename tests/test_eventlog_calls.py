@@ -375,3 +375,29 @@ def test_a_payload_text_that_is_not_utf8_is_refused_before_it_is_deferred(tmp_pa
             store.defer([NewEvent("s", "Text", "bad", {}, '{"a":"\udc80"}')])
         store.append(NewEvent("s", "Text", "good"))
         assert [e.type for e in store.read()] == ["good"]
+
+
+def test_every_payload_a_call_writes_from_templates_is_canonical(spec: Any) -> None:
+    from harnessc.runtime.canonical import canonicalize_text
+
+    h = Harness(spec, store=MemoryStore())
+    h.bind("change.create", lambda args: {"id": "é\n\u2028"})
+    h.bind("vault.put", lambda args: {})
+    s = h.session("runner", actor={"user": "ü-1\t", "role": "dev"}, task="t-1")
+    for i, (tool, args) in enumerate(
+        [
+            ("change.create", {"service": 'a"pi', "patch": "p\u00e9"}),
+            ("change.create", {"service": "api", "patch": "p"}),
+            ("vault.put", {"name": "db", "value": "s3cr3t-value-2"}),
+            ("change.drop", {"service": "api"}),
+        ]
+    ):
+        call = s.normalize(tool, f"c-{i}\u00e9", args)
+        assert isinstance(call, PendingCall)
+        if s.decide(call).effect == "allow":
+            s.invoke(call)
+    events = h.store.read(s.id)
+    assert len(events) > 15
+    for e in events:
+        assert canonicalize_text(e.payload_json) == e.payload_json, e.type
+    assert h.store.verify().ok
