@@ -365,8 +365,9 @@ class Action:
         append conditional on the stream's last sequence number (`store.ConcurrencyError`
         otherwise), for a move decided on a state read from the log.
         """
-        target = ActionState(to)
-        check_transition(self.tool_call_id, self.state, target)
+        target = to if type(to) is ActionState else ActionState(to)
+        if target not in TRANSITIONS[self.state]:
+            raise IllegalTransitionError(self.tool_call_id, self.state, target)
         result = details.get("result")
         if isinstance(result, Mapping) and self.tool is not None:
             if "status" in result and "data" in result:  # a `Result.to_dict()`: its data
