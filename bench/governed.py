@@ -2,13 +2,19 @@
 in-memory store and on a SQLite file, for an allowed call, an approved `once` call, a call
 whose tool takes a `secret` argument (its values are scrubbed from everything recorded), and
 the allowed call under a policy that also reads session state (`session`: a provenance term
-and a windowed count, so each decision brings the session's ledger up to date from the log).
+and a windowed count, so each decision brings the session's ledger up to date from the log),
+and `decide`: the allowed call normalized and decided only, never invoked.
 
-    .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3]
+    .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3] [--threads 4] [--postgres URL]
 
-Prints the median microseconds per call of the best round for each case. Executors do nothing,
-so the figures are the machinery's cost. Run it on two checkouts side by side, in one shell
-command, to compare them (the machines are shared: compare ratios, never lone figures).
+Prints the median, p99 and mean microseconds per call of the best round for each case.
+Executors do nothing, so the figures are the machinery's cost. On SQLite (`synchronous=FULL`) and on
+PostgreSQL (`--postgres`, or BENCH_POSTGRES_URL: a database created and dropped per round) each
+case is also given as a multiple of one commit (the median of single-event appends to the same
+store, one timed after each call); `threads` runs the allowed call in that many sessions at
+once, each on its own thread, and prints the calls per second of all of them against one
+session's. Run it on two checkouts side by side, in one shell command, to compare them (the
+machines are shared: compare ratios, never lone figures).
 """
 
 from __future__ import annotations
@@ -17,12 +23,17 @@ import argparse
 import os
 import statistics
 import tempfile
+import threading
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, MemoryStore, PendingCall, SQLiteStore
+from harnessc.runtime.events import NewEvent
 
 SPEC = """\
 harness bench { version "1.0.0" }
@@ -74,7 +85,9 @@ def compiled(text: str = SPEC) -> Any:
         return result.model
 
 
-def one_round(spec: Any, store: Any, case: str, calls: int) -> float:
+def one_round(
+    spec: Any, store: Any, case: str, calls: int, commits: list[float] | None = None
+) -> list[float]:
     h = Harness(spec, store=store)
     for tool in ("change.create", "ops.run", "vault.put"):
         h.bind(tool, lambda args: {})
@@ -84,7 +97,7 @@ def one_round(spec: Any, store: Any, case: str, calls: int) -> float:
     times: list[float] = []
     for i in range(calls):
         start = time.perf_counter()
-        if case in ("allow", "session"):
+        if case in ("allow", "session", "decide"):
             call = s.normalize("change.create", f"c-{i}", {"service": "api", "patch": "p"})
         elif case == "secret":
             call = s.normalize("vault.put", f"c-{i}", {"name": "db", "value": f"s3cr3t-{i:08}"})
@@ -95,32 +108,149 @@ def one_round(spec: Any, store: Any, case: str, calls: int) -> float:
             h.approve(s.request_approval(call).request_id, by=OPS)
         else:
             s.decide(call)
+        if case == "decide":
+            times.append(time.perf_counter() - start)
+            if commits is not None:
+                commits.extend(commit_cost(store, 1))
+            continue
         result = s.invoke(call)
         times.append(time.perf_counter() - start)
         assert result.ran, result.error
-    return statistics.median(times) * 1e6
+        if commits is not None:  # one commit, timed between the calls on the same file
+            commits.extend(commit_cost(store, 1))
+    s.end()
+    assert store.verify().ok
+    return times
+
+
+def commit_cost(store: Any, count: int) -> list[float]:
+    """Seconds of each single-event append (one transaction, one fsync on SQLite)."""
+    times: list[float] = []
+    for i in range(count):
+        start = time.perf_counter()
+        store.append(NewEvent("bench", "Text", "note", {"i": i}))
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def concurrent(spec: Any, store: Any, threads: int, calls: int) -> float:
+    """Calls per second of `threads` sessions calling at once on one store."""
+    h = Harness(spec, store=store)
+    h.bind("change.create", lambda args: {})
+    sessions = [h.session("runner", actor=ACTOR, task="t-1") for _ in range(threads)]
+    barrier = threading.Barrier(threads + 1)
+
+    def work(k: int) -> None:
+        s = sessions[k]
+        barrier.wait()
+        for i in range(calls):
+            call = s.normalize("change.create", f"c-{k}-{i}", {"service": "api", "patch": "p"})
+            assert isinstance(call, PendingCall)
+            s.decide(call)
+            assert s.invoke(call).ran
+
+    pool = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for t in pool:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in pool:
+        t.join()
+    elapsed = time.perf_counter() - start
+    assert store.verify().ok
+    return threads * calls / elapsed
+
+
+def pct(samples: list[float]) -> tuple[float, float, float]:
+    """Median, p99 and mean in µs (the mean counts work a store defers to a later call)."""
+    ordered = sorted(samples)
+    return (
+        statistics.median(ordered) * 1e6,
+        ordered[int(len(ordered) * 0.99)] * 1e6,
+        statistics.fmean(ordered) * 1e6,
+    )
+
+
+@contextmanager
+def fresh_store(kind: str, folder: Path, postgres: str | None) -> Iterator[Any]:
+    """An empty store: in memory, a SQLite file in `folder`, or a database created on the
+    PostgreSQL server of `postgres` (dropped afterwards)."""
+    if kind == "memory":
+        yield MemoryStore()
+        return
+    if kind == "sqlite":
+        store = SQLiteStore(folder / f"{uuid.uuid4().hex[:8]}.db")
+        try:
+            yield store
+        finally:
+            store.close()
+        return
+    import psycopg
+    from harnessc.runtime.pgstore import PostgresStore
+
+    assert postgres is not None
+    name = "harnessc_bench_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(postgres, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        store = PostgresStore(f"{postgres.rpartition('/')[0]}/{name}")
+        try:
+            yield store
+        finally:
+            store.close()
+    finally:
+        with psycopg.connect(postgres, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--postgres", metavar="URL", default=os.environ.get("BENCH_POSTGRES_URL"))
     args = parser.parse_args()
     specs = {"plain": compiled(), "session": compiled(SESSION_SPEC)}
-    print(f"load average {os.getloadavg()[0]:.2f}; median µs per governed call, best round")
-    for store_kind in ("memory", "sqlite"):
-        for case in ("allow", "once", "secret", "session"):
+    load = os.getloadavg()
+    print(
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        "µs per governed call, best round by median"
+    )
+    kinds = ["memory", "sqlite"] + (["postgres"] if args.postgres else [])
+    for kind in kinds:
+        alone = 0.0
+        for case in ("decide", "allow", "once", "secret", "session"):
             spec = specs["session" if case == "session" else "plain"]
-            best = float("inf")
+            best = (float("inf"), 0.0, 0.0)
+            commit = (0.0, 0.0, 0.0)
             for _ in range(args.rounds):
                 with tempfile.TemporaryDirectory() as tmp:
-                    store = (
-                        MemoryStore() if store_kind == "memory" else SQLiteStore(Path(tmp) / "l.db")
-                    )
-                    calls = args.calls if store_kind == "memory" else max(args.calls // 4, 50)
-                    best = min(best, one_round(spec, store, case, calls))
-                    store.close()
-            print(f"{store_kind:7} {case:7} {best:9.1f}")
+                    with fresh_store(kind, Path(tmp), args.postgres) as store:
+                        calls = args.calls if kind == "memory" else max(args.calls // 4, 50)
+                        commits: list[float] | None = [] if kind != "memory" else None
+                        found = pct(one_round(spec, store, case, calls, commits))
+                    if found < best:
+                        best = found
+                        commit = pct(commits) if commits else commit
+            ratio = ""
+            if commit[0]:
+                ratio = (
+                    f"  {best[0] / commit[0]:5.2f}× a commit"
+                    f" ({commit[0]:.0f} µs, p99 {commit[1]:.0f})"
+                )
+            if case == "allow":
+                alone = 1e6 / best[0]
+            print(f"{kind:8} {case:7} {best[0]:9.1f} p99 {best[1]:9.1f} mean {best[2]:9.1f}{ratio}")
+        if args.threads > 1 and kind != "memory":
+            with (
+                tempfile.TemporaryDirectory() as tmp,
+                fresh_store(kind, Path(tmp), args.postgres) as store,
+            ):
+                rate = concurrent(specs["plain"], store, args.threads, max(args.calls // 8, 25))
+            print(
+                f"{kind:8} allow, {args.threads} sessions on threads: {rate:7.0f} calls/s, "
+                f"{rate / alone:.2f}× one session's"
+            )
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ it returned: a `Ruling` (what the policies say), a `Judged` (the decision record
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .approvals import ApprovalError, ApprovalGrant
 from .availability import unavailable_refusal
 from .canonical import Execution
-from .events import decision, format_time
+from .events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
 from .executors import (
     BoundExecutor,
     ExecutorContext,
@@ -30,6 +30,7 @@ from .lifecycle import Action, ActionState, after_decision
 from .model import Tool
 from .normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from .policy import CallContext, Decision
+from .store import defer_events, flush_deferred
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -299,31 +300,35 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
     ruling = judge_call(s, pending)
     d, grant = ruling.decision, ruling.grant
     h = s.harness
-    decision_id = "dec-" + uuid.uuid4().hex[:16]
-    h.store.append(
-        decision(
-            s.id,
-            decision_id=decision_id,
-            policy_version=h.policy_version,
-            tool_id=pending.tool_id,
-            tool_call_id=pending.tool_call_id,
-            input_hash=pending.input_hash,
-            effect=d.effect,
-            rule=d.rule,
-            reason=d.reason,
-            evidence=list(d.evidence),
-            matched=list(d.matched),
-            policy=d.policy,
-            policies=list(s.policies),
-            default_used=d.default_used,
-            instead=d.instead,
-            approvers=[{"kind": a.kind, "value": a.value} for a in d.approvers],
-            grant_id=grant.grant_id if grant is not None else None,
-            authorized=d.effect == "allow" or grant is not None,
-            agent=s.agent.name,
-            skill=s.skill_name,
-        )
+    decision_id = "dec-" + os.urandom(8).hex()
+    authorized = d.effect == "allow" or grant is not None
+    event = decision(
+        s.id,
+        decision_id=decision_id,
+        policy_version=h.policy_version,
+        tool_id=pending.tool_id,
+        tool_call_id=pending.tool_call_id,
+        input_hash=pending.input_hash,
+        effect=d.effect,
+        rule=d.rule,
+        reason=d.reason,
+        evidence=list(d.evidence),
+        matched=list(d.matched),
+        policy=d.policy,
+        policies=list(s.policies),
+        default_used=d.default_used,
+        instead=d.instead,
+        approvers=[{"kind": a.kind, "value": a.value} for a in d.approvers],
+        grant_id=grant.grant_id if grant is not None else None,
+        authorized=authorized,
+        agent=s.agent.name,
+        skill=s.skill_name,
     )
+    event = NewEvent(s.id, "Tool", "decision", event.payload, decision_text(s, d, event.payload))
+    # a decision that lets the call run rides the commit that records it RUNNING, before the
+    # executor starts; one that stops it (deny, ask without a grant) is committed now, with
+    # the move it makes
+    defer_events(h.store, [event])
     judged = Judged(
         decision_id=decision_id,
         decision=d,
@@ -333,7 +338,27 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
     )
     s._judged[pending.key] = judged
     drive(s, pending, judged)
+    if not authorized:
+        flush_deferred(h.store)
     return d
+
+
+_PER_CALL = ("decision_id", "tool_id", "tool_call_id", "input_hash", "grant_id", "authorized")
+
+
+def decision_text(s: Session, d: Decision, payload: Mapping[str, Any]) -> str:
+    """The canonical JSON of a decision event's payload, filled into a template the session
+    keeps per decision object (the engine returns the same one for every call a rule decides
+    alike): only what differs from call to call is written each time."""
+    key = id(d)
+    found = s._templates.get(key)
+    if found is None or found[0] is not d or found[1] != payload["policy_version"]:
+        if len(s._templates) > 256:
+            s._templates.clear()
+        shape = {**payload, **{name: hole(name) for name in _PER_CALL}}
+        found = (d, payload["policy_version"], PayloadTemplate(shape))
+        s._templates[key] = found
+    return found[2].fill({name: json_value(payload[name]) for name in _PER_CALL})
 
 
 def drive(s: Session, pending: PendingCall, judged: Judged) -> None:
@@ -347,7 +372,7 @@ def drive(s: Session, pending: PendingCall, judged: Judged) -> None:
     details: dict[str, Any] = {"decision_id": judged.decision_id}
     if judged.grant is not None:
         details["grant_id"] = judged.grant.grant_id
-    action.transition(move.state, reason=move.reason, **details)
+    action.transition(move.state, reason=move.reason, defer=True, **details)
 
 
 def authorize(s: Session, pending: PendingCall) -> Judged | Result:

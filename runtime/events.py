@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,16 +37,22 @@ __all__ = [
     "Event",
     "EventError",
     "NewEvent",
+    "PayloadTemplate",
     "Secrets",
     "approval_requested",
     "approval_resolved",
     "decision",
     "event_hash",
+    "filled",
     "format_time",
     "grant_issued",
     "grant_revoked",
     "grant_spent",
     "grant_used",
+    "has_secrets",
+    "hole",
+    "json_value",
+    "payload_text",
     "redact",
     "redact_args",
     "session_ended",
@@ -75,10 +82,18 @@ def system_clock() -> datetime:
 
 
 def format_time(moment: datetime) -> str:
-    """RFC 3339 in UTC with microseconds: `2026-05-09T07:35:25.000000Z`."""
+    """RFC 3339 in UTC with microseconds: `2026-05-09T07:35:25.000000Z`.
+
+    >>> format_time(datetime(2026, 5, 9, 7, 35, 25, tzinfo=UTC))
+    '2026-05-09T07:35:25.000000Z'
+    """
     if moment.tzinfo is None:
         raise EventError("the clock returned a time without a timezone")
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    # isoformat is C code and writes the same digits as the strftime pattern
+    # `%Y-%m-%dT%H:%M:%S.%fZ` (whose `%Y` would not pad a year before 1000), then `+00:00`
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 class EventError(ValueError):
@@ -90,6 +105,26 @@ _SHA256_HEX = frozenset("0123456789abcdef")
 
 def _is_sha256(value: object) -> bool:
     return isinstance(value, str) and len(value) == 64 and set(value) <= _SHA256_HEX
+
+
+_CHECKED_NAMES: set[tuple[str, str, str]] = set()
+"""Streams, kinds and types already checked: a session writes the same few over and over."""
+
+
+def _check_names(stream: object, kind: object, type_: object) -> None:
+    if not isinstance(stream, str) or not stream:
+        raise EventError("an event needs a non-empty stream")
+    if kind not in KINDS:
+        raise EventError(f"unknown event kind `{kind}`; expected one of {', '.join(KINDS)}")
+    if not isinstance(type_, str) or not type_:
+        raise EventError("an event needs a non-empty type")
+    try:
+        canonical_json([stream, type_])
+    except CanonicalError as err:
+        raise EventError(f"an event's stream or type is not JSON text: {err}") from None
+    if len(_CHECKED_NAMES) > 4096:
+        _CHECKED_NAMES.clear()
+    _CHECKED_NAMES.add((stream, kind, type_))
 
 
 @dataclass(frozen=True)
@@ -104,20 +139,20 @@ class NewEvent:
     kind: str
     type: str
     payload: Mapping[str, Any] = field(default_factory=dict)
+    payload_json: str | None = field(default=None, compare=False, repr=False)
+    """The canonical JSON of `payload` when the code that built the event wrote it already
+    (from parts whose canonical form it holds, such as a call's normalized arguments); the
+    store writes and hashes it instead of canonicalizing `payload` again."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.stream, str) or not self.stream:
-            raise EventError("an event needs a non-empty stream")
-        if self.kind not in KINDS:
-            raise EventError(
-                f"unknown event kind `{self.kind}`; expected one of {', '.join(KINDS)}"
-            )
-        if not isinstance(self.type, str) or not self.type:
-            raise EventError("an event needs a non-empty type")
-        try:
-            canonical_json([self.stream, self.type])
-        except CanonicalError as err:
-            raise EventError(f"an event's stream or type is not JSON text: {err}") from None
+        names = (self.stream, self.kind, self.type)
+        if not (
+            type(self.stream) is str
+            and type(self.kind) is str
+            and type(self.type) is str
+            and names in _CHECKED_NAMES
+        ):
+            _check_names(self.stream, self.kind, self.type)
         if not isinstance(self.payload, Mapping):
             raise EventError("an event payload must be a JSON object")
         if self.type == "decision":
@@ -189,25 +224,107 @@ def event_hash(
     `sha256_hex(event.body())`.
     """
     text = (
-        '{"kind":'
-        + json_string(kind)
-        + ',"payload":'
-        + payload_json
-        + ',"position":'
-        + str(position)
-        + ',"prev_hash":'
-        + json_string(prev_hash)
-        + ',"seq":'
-        + str(seq)
-        + ',"stream":'
-        + json_string(stream)
-        + ',"time":'
-        + json_string(time)
-        + ',"type":'
-        + json_string(type)
-        + "}"
+        f'{{"kind":{json_string(kind)},"payload":{payload_json},"position":{position},'
+        f'"prev_hash":{json_string(prev_hash)},"seq":{seq},"stream":{json_string(stream)},'
+        f'"time":{json_string(time)},"type":{json_string(type)}}}'
     )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Payload text from parts held already
+
+_HOLE = "\x00hole-" + os.urandom(12).hex() + "-"
+"""A prefix no payload value holds (a NUL and a random tag, new in every process), marking
+where `payload_text` puts a value's JSON text."""
+
+
+def hole(name: str) -> str:
+    """The placeholder of `name` in a payload given to `payload_text` or `PayloadTemplate`."""
+    return _HOLE + name
+
+
+def payload_text(payload: Mapping[str, Any], raw: Mapping[str, str]) -> str:
+    """The canonical JSON of `payload` in which each value named in `raw` is `hole(name)` and
+    is written as the JSON text `raw` gives (canonical already, such as a call's normalized
+    arguments), so it is not walked and written again.
+
+    >>> payload_text({"a": 1, "args": hole("args")}, {"args": '{"x":2}'})
+    '{"a":1,"args":{"x":2}}'
+    """
+    return PayloadTemplate(payload).fill(raw)
+
+
+class PayloadTemplate:
+    """A payload's canonical JSON with holes (`hole(name)` as values) to fill with JSON text:
+    for an event whose payload is the same call after call but for a few values, written once
+    and filled each time.
+
+    >>> t = PayloadTemplate({"effect": "allow", "decision_id": hole("id")})
+    >>> t.fill({"id": json_string("dec-1")})
+    '{"decision_id":"dec-1","effect":"allow"}'
+    """
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, payload: Mapping[str, Any]) -> None:
+        text = canonical_json(payload)
+        # split the text at each hole's JSON string: the holes' names sit between the parts
+        marker = json_string(_HOLE)[:-1]  # the opening quote and the prefix
+        parts: list[str] = []
+        names: list[str] = []
+        rest = text
+        while True:
+            at = rest.find(marker)
+            if at < 0:
+                parts.append(rest)
+                break
+            end = rest.index('"', at + len(marker))
+            parts.append(rest[:at])
+            names.append(rest[at + len(marker) : end])
+            rest = rest[end + 1 :]
+        self._parts: tuple[tuple[str, ...], tuple[str, ...]] = (tuple(parts), tuple(names))
+
+    def fill(self, values: Mapping[str, str]) -> str:
+        """The text with each hole replaced by the JSON text `values` gives for its name."""
+        parts, names = self._parts
+        out = [parts[0]]
+        for name, part in zip(names, parts[1:], strict=True):
+            out.append(values[name])
+            out.append(part)
+        return "".join(out)
+
+
+_TEMPLATES: dict[Any, PayloadTemplate] = {}
+
+
+def filled(key: Any, shape: Callable[[], Mapping[str, Any]], values: Mapping[str, str]) -> str:
+    """The canonical JSON of a payload that is the same for every event with this `key` but for
+    the values named in `values` (given as JSON text, see `json_value`): `shape()` builds it
+    once, with `hole(name)` for each of them, and the template is kept.
+
+    >>> filled(("doc", "x"), lambda: {"a": hole("a"), "b": "x"}, {"a": json_value(None)})
+    '{"a":null,"b":"x"}'
+    """
+    template = _TEMPLATES.get(key)
+    if template is None:
+        if len(_TEMPLATES) > 4096:
+            _TEMPLATES.clear()
+        template = _TEMPLATES[key] = PayloadTemplate(shape())
+    return template.fill(values)
+
+
+def json_value(value: Any) -> str:
+    """The canonical JSON text of a value (a string, boolean or null written directly)."""
+    if type(value) is str:
+        return json_string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return canonical_json(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,6 +346,35 @@ def redact(schema: Schema | None, args: Mapping[str, Any]) -> dict[str, Any]:
     if schema is None:
         return dict(args)
     return _redact_fields(schema.fields, args)
+
+
+_SECRET_TOOLS: dict[int, tuple[Tool, bool]] = {}
+
+
+def has_secrets(tool: Tool) -> bool:
+    """Whether an input field of the tool or of one of its operations is `secret`, at any
+    depth (remembered per tool: a tool is immutable)."""
+    known = _SECRET_TOOLS.get(id(tool))
+    if known is not None and known[0] is tool:
+        return known[1]
+    schemas = [tool.input, *(op.input for op in tool.operations.values())]
+    found = any(s is not None and _any_secret(s.fields) for s in schemas)
+    if len(_SECRET_TOOLS) > 4096:
+        _SECRET_TOOLS.clear()
+    _SECRET_TOOLS[id(tool)] = (tool, found)
+    return found
+
+
+def _any_secret(fields: tuple[Any, ...]) -> bool:
+    for f in fields:
+        if f.secret:
+            return True
+        t = f.type
+        while t is not None:
+            if t.fields and _any_secret(t.fields):
+                return True
+            t = t.item
+    return False
 
 
 def redact_args(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:

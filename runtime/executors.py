@@ -31,6 +31,8 @@ import concurrent.futures
 import contextlib
 import inspect
 import json
+import queue
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -513,6 +515,54 @@ def _watch_late(future: concurrent.futures.Future[Any], on_late: LateHook | None
     future.add_done_callback(done)
 
 
+class _Workers:
+    """The threads executors run in, kept between calls: starting a thread costs more than a
+    no-op executor. A call takes an idle thread or starts one; a thread goes back to the idle
+    ones when its executor returns, so one that outlives its timeout is given no other work
+    until it finishes. At most `keep` idle threads are kept (daemons: an idle one never holds
+    up the interpreter's exit)."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self._keep = keep
+        self._idle: list[queue.SimpleQueue[Any]] = []
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+            if inbox is None:
+                self._count += 1
+                number = self._count
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(
+                target=self._work, args=(inbox,), name=f"harness-exec-{number}", daemon=True
+            ).start()
+        inbox.put((fn, args, future))
+        return future
+
+    def _work(self, inbox: queue.SimpleQueue[Any]) -> None:
+        while True:
+            fn, args, future = inbox.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    value = fn(*args)
+                except BaseException as error:  # the caller's result, never this thread's
+                    future.set_exception(error)
+                else:
+                    future.set_result(value)
+            del fn, args, future
+            with self._lock:
+                if len(self._idle) >= self._keep:
+                    return
+                self._idle.append(inbox)
+
+
+_WORKERS = _Workers()
+
+
 def run_sync(
     tool: Tool,
     pending: PendingCall,
@@ -536,19 +586,15 @@ def run_sync(
             return asyncio.run(bound.fn(*call_args))
         return bound.fn(*call_args)
 
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-exec")
+    future = _WORKERS.submit(target)
     try:
-        future = pool.submit(target)
-        try:
-            value = future.result(timeout=ctx.timeout_ms / 1000)
-        except concurrent.futures.TimeoutError:
-            timed_out = True
-            if not future.cancel():
-                _watch_late(future, on_late)
-        except Exception as exc:  # an executor's failure is a result, never a traceback
-            error = exc
-    finally:
-        pool.shutdown(wait=False)
+        value = future.result(timeout=ctx.timeout_ms / 1000)
+    except concurrent.futures.TimeoutError:
+        timed_out = True
+        if not future.cancel():
+            _watch_late(future, on_late)
+    except Exception as exc:  # an executor's failure is a result, never a traceback
+        error = exc
     return _finish(
         tool,
         pending,
@@ -586,11 +632,7 @@ async def run_async(
         if bound.is_async:
             awaitable = bound.fn(*call_args)
         else:
-            pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="harness-exec"
-            )
-            thread = pool.submit(bound.fn, *call_args)
-            pool.shutdown(wait=False)
+            thread = _WORKERS.submit(bound.fn, *call_args)
             awaitable = asyncio.wrap_future(thread)
         value = await asyncio.wait_for(awaitable, ctx.timeout_ms / 1000)
     except TimeoutError:

@@ -53,7 +53,7 @@ from .projections import Projections, SessionView
 from .restore import restore_actions
 from .semantics import surface_tools
 from .sessions import Session, facts_record, replay_facts
-from .store import Anchor, EventStore, MemoryStore, Verification
+from .store import Anchor, EventStore, MemoryStore, Verification, flush_deferred
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
 
@@ -397,6 +397,8 @@ class Harness:
                 path_facts=self.engine.path_facts,
             )
             session.decide(pending)  # the grant now authorises the call: AUTHORIZED
+        # an approval answered is acknowledged: the decisions it made are committed with it
+        flush_deferred(self.store)
         return ApprovalOutcome(resolved, "approved", grant, decision)
 
     def deny(self, request_id: str, *, by: Mapping[str, Any], reason: str) -> ApprovalOutcome:

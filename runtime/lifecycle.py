@@ -27,16 +27,28 @@ sessions and processes.
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from .canonical import Execution, input_hash
-from .events import NO_SECRETS, REDACTED, Event, NewEvent, Secrets, redact, redact_args
+from .events import (
+    NO_SECRETS,
+    REDACTED,
+    Event,
+    NewEvent,
+    Secrets,
+    filled,
+    has_secrets,
+    hole,
+    json_value,
+    redact,
+    redact_args,
+)
 from .model import Tool
-from .store import EventStore
+from .store import EventStore, defer_events
 
 __all__ = [
     "TERMINAL",
@@ -164,7 +176,7 @@ def execution_record(execution: Execution | Mapping[str, Any]) -> dict[str, Any]
 
 
 def new_action_id() -> str:
-    return "act-" + uuid.uuid4().hex[:16]
+    return "act-" + os.urandom(8).hex()
 
 
 def can_transition(from_state: ActionState | str, to_state: ActionState | str) -> bool:
@@ -221,6 +233,24 @@ def after_decision(state: ActionState, effect: str, *, granted: bool) -> Move | 
     return None
 
 
+def _flat_text(payload: Mapping[str, Any]) -> str | None:
+    """The canonical JSON of a transition's payload whose values are all strings or null (most
+    moves: ids, states, a decision id, an executor's name), filled into a template per tool,
+    move and set of keys; None for any other payload (a result), which the store writes."""
+    for key, value in payload.items():
+        if (type(value) is not str and value is not None) or not key.isidentifier():
+            return None
+    keys = tuple(payload)
+    return filled(
+        ("transition", payload["tool_id"], payload["from"], payload["to"], *keys),
+        lambda: {k: v if k in _FIXED else hole(k) for k, v in payload.items()},
+        {k: json_value(v) for k, v in payload.items() if k not in _FIXED},
+    )
+
+
+_FIXED = frozenset({"tool_id", "from", "to"})
+
+
 class Action:
     """One tool call's lifecycle, recorded in an event store as `action.transition` events.
 
@@ -266,35 +296,50 @@ class Action:
         *,
         execution: Execution | Mapping[str, Any] | None = None,
         digest: str | None = None,
+        defer: bool = False,
+        args_json: str | None = None,
         **details: Any,
     ) -> Action:
         """Record a new call as REQUESTED. The event carries the input hash (computed over the
-        real arguments unless `digest` is given) and the arguments with secret fields redacted."""
+        real arguments unless `digest` is given) and the arguments with secret fields redacted.
+        `defer`: append it with the store's next commit (`store.defer_events`). `args_json`:
+        the canonical JSON of `args`, written as it is when the tool has no secret field."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
-        action.secrets = Secrets.of(tool, args)
+        plain = args_json is not None and not has_secrets(tool)
+        if not plain:
+            action.secrets = Secrets.of(tool, args)
         if execution is not None:
             details.setdefault("execution", execution_record(execution))
-        event = store.append(
-            NewEvent(
-                stream,
-                "Tool",
-                "action.transition",
-                {
-                    "action_id": action.action_id,
-                    "tool_call_id": tool_call_id,
-                    "tool_id": tool.id,
-                    "tool_version": tool.version,
-                    "input_hash": digest,
-                    # a secret value given again in a field that is not secret is scrubbed too
-                    "args": action.secrets.scrub(redact_args(tool, args)),
-                    "from": None,
-                    "to": ActionState.REQUESTED.value,
-                    **details,
-                },
+        payload = {
+            "action_id": action.action_id,
+            "tool_call_id": tool_call_id,
+            "tool_id": tool.id,
+            "tool_version": tool.version,
+            "input_hash": digest,
+            # a secret value given again in a field that is not secret is scrubbed too
+            "args": args if plain else action.secrets.scrub(redact_args(tool, args)),
+            "from": None,
+            "to": ActionState.REQUESTED.value,
+            **details,
+        }
+        text = None
+        if plain and args_json is not None and all(k.isidentifier() for k in details):
+            # the same for every call of the tool but for the ids, the hash, the arguments and
+            # the details' values: a template per tool and set of details
+            varying = ("action_id", "tool_call_id", "input_hash", *details)
+            values = {name: json_value(payload[name]) for name in varying}
+            values["args"] = args_json
+            text = filled(
+                ("requested", tool.id, tool.version, *details),
+                lambda: {**payload, **{name: hole(name) for name in (*varying, "args")}},
+                values,
             )
-        )
-        action.position = event.position
+        event = NewEvent(stream, "Tool", "action.transition", payload, text)
+        if defer:
+            defer_events(store, [event])
+        else:
+            action.position = store.append(event).position
         return action
 
     @property
@@ -307,9 +352,12 @@ class Action:
         *,
         reason: str | None = None,
         expected_seq: int | None = None,
+        defer: bool = False,
         **details: Any,
-    ) -> Event:
+    ) -> Event | None:
         """Move to `to` and append the event; an illegal move raises and records nothing.
+        `defer`: append it with the store's next commit (`store.defer_events`) and return
+        None, for a move nothing acts on before that commit.
 
         `details` go into the event (a decision id, an approval id, an external job id); a
         `result`'s data is redacted with the tool's output schema, and the result, the handle
@@ -317,8 +365,9 @@ class Action:
         append conditional on the stream's last sequence number (`store.ConcurrencyError`
         otherwise), for a move decided on a state read from the log.
         """
-        target = ActionState(to)
-        check_transition(self.tool_call_id, self.state, target)
+        target = to if type(to) is ActionState else ActionState(to)
+        if target not in TRANSITIONS[self.state]:
+            raise IllegalTransitionError(self.tool_call_id, self.state, target)
         result = details.get("result")
         if isinstance(result, Mapping) and self.tool is not None:
             if "status" in result and "data" in result:  # a `Result.to_dict()`: its data
@@ -344,15 +393,20 @@ class Action:
         }
         if reason is not None:
             payload["reason"] = reason
-        event = self.store.append(
-            NewEvent(self.stream, "Tool", "action.transition", payload), expected_seq=expected_seq
-        )
+        new = NewEvent(self.stream, "Tool", "action.transition", payload, _flat_text(payload))
+        if defer and expected_seq is None:
+            defer_events(self.store, [new])
+            self.state = target
+            return None
+        event = self.store.append(new, expected_seq=expected_seq)
         self.state = target
         self.position = event.position
         return event
 
     def cancel(self, reason: str) -> Event:
-        return self.transition(ActionState.CANCELLED, reason=reason)
+        event = self.transition(ActionState.CANCELLED, reason=reason)
+        assert event is not None  # appended, never deferred
+        return event
 
     @classmethod
     def load(

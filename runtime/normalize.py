@@ -173,6 +173,9 @@ class PendingCall:
     skill: str | None = None
     wire_name: str | None = None
     """The name the model used, when it was the wire name."""
+    args_json: str | None = field(default=None, compare=False, repr=False)
+    """The canonical JSON of `args` when normalizing wrote it (for the input hash), so that
+    recording the call does not write it again."""
 
     @property
     def key(self) -> str:
@@ -906,12 +909,14 @@ def freeze(
                 problem.path,
             )
         execution = normal_execution(execution)
+    args_json = None
     try:
         if found is not None:
             try:
                 digest = input_hash_from_json(
                     tool.id, tool.version, found[1], execution_json(execution)
                 )
+                args_json = found[1]
             except CanonicalError:  # a lone surrogate: the reference names where
                 digest = input_hash(tool.id, tool.version, normalized, execution)
         else:
@@ -943,4 +948,5 @@ def freeze(
         task_id,
         skill,
         name if name is not None and name != tool.id else None,
+        args_json,
     )

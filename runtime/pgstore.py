@@ -13,26 +13,30 @@ Triggers refuse UPDATE and DELETE. `verify` walks the chain in one REPEATABLE RE
 
 from __future__ import annotations
 
+import atexit
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Iterator
 from typing import Any, cast
 
 import psycopg
 
-from .canonical import canonical_json
-from .events import GENESIS_HASH, Clock, Event, NewEvent, system_clock
+from .events import GENESIS_HASH, Clock, Event, system_clock
 from .integrity import Checkpoint, LogKey
 from .store import (
     _READABLE_VERSIONS,
     SCHEMA_VERSION,
     Anchor,
-    Expected,
+    Batch,
+    GroupCommit,
+    GroupCommitted,
     StoreError,
     Verification,
     _Numbering,
     check_head_key,
     checkpoint_of,
-    number_batch,
+    commit_batches,
+    flush_at_exit,
     row,
     verify_events,
 )
@@ -69,7 +73,7 @@ FOR EACH ROW EXECUTE FUNCTION harnessc.append_only();
 _COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, mac"
 
 
-class PostgresStore:
+class PostgresStore(GroupCommitted):
     """The event store on PostgreSQL; safe to share between threads (one connection behind a
     lock) and between processes and machines (the advisory lock serialises writers)."""
 
@@ -88,6 +92,8 @@ class PostgresStore:
         self._readonly = readonly
         self._columns = _COLUMNS
         self._lock = threading.Lock()
+        self._group = GroupCommit(self._commit)
+        atexit.register(flush_at_exit, weakref.ref(self))
         try:
             self._conn: psycopg.Connection[Any] | None = psycopg.connect(url, autocommit=False)
         except psycopg.Error as error:
@@ -112,20 +118,9 @@ class PostgresStore:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
-        return self._append([event], expected_seq)[0]
-
-    def append_many(
-        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
-    ) -> list[Event]:
-        return self._append(list(events), expect)
-
-    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
-        if not events:
-            return []
-        if self._readonly:
-            raise StoreError("the event store was opened read-only")
-        payloads = [canonical_json(e.payload) for e in events]
+    def _commit(self, batches: list[Batch]) -> None:
+        if not any(b.events for b in batches):
+            return
         with self._lock, self._connection().transaction():
             conn = self._connection()
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
@@ -134,9 +129,8 @@ class PostgresStore:
             ).fetchone()
             position, head_hash, head_mac = head or (0, GENESIS_HASH, None)
             check_head_key(head_hash, head_mac, self._key)
-            out, _ = number_batch(
-                events,
-                payloads,
+            out = commit_batches(
+                batches,
                 _Numbering(self._clock, int(position), head_hash, self._key),
                 # an aggregate with no GROUP BY returns exactly one row, never None
                 lambda stream: int(
@@ -148,21 +142,21 @@ class PostgresStore:
                         ).fetchone(),
                     )[0]
                 ),
-                expected_seq,
             )
-            with conn.cursor() as cur:
-                cur.executemany(
-                    f"INSERT INTO harnessc.events ({_COLUMNS}) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [row(e) for e in out],
-                )
-        return out
+            if out:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        f"INSERT INTO harnessc.events ({_COLUMNS}) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        [row(e) for e in out],
+                    )
 
     # -- reading ------------------------------------------------------------------------------
 
     def read(
         self, stream: str | None = None, *, after: int = 0, limit: int | None = None
     ) -> list[Event]:
+        self._group.flush()
         sql = f"SELECT {self._columns} FROM harnessc.events WHERE position > %s"
         params: list[object] = [after]
         if stream is not None:
@@ -191,6 +185,7 @@ class PostgresStore:
         # LIKE with a left-anchored pattern uses the text_pattern_ops index whatever the
         # database's collation; `\`, `%` and `_` in the prefix are escaped
         pattern = _prefix_pattern(prefix)
+        self._group.flush()
         with self._lock, self._connection().transaction():
             row = (
                 self._connection()
@@ -204,6 +199,7 @@ class PostgresStore:
         return Event(*row) if row else None
 
     def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
+        self._group.flush()
         with self._lock, self._connection().transaction():
             rows = (
                 self._connection()
@@ -225,6 +221,7 @@ class PostgresStore:
 
     def _head(self) -> tuple[int, str, str | None]:
         mac = self._columns.rpartition(", ")[2]
+        self._group.flush()
         with self._lock, self._connection().transaction():
             row = (
                 self._connection()
@@ -238,6 +235,7 @@ class PostgresStore:
 
     def verify(self, anchor: Anchor | None = None) -> Verification:
         """Walk the whole chain in one snapshot and report the first broken link."""
+        self._group.flush()
         with self._lock:
             conn = self._connection()
             try:
@@ -254,6 +252,8 @@ class PostgresStore:
                 return Verification(False, 0, None, f"the log cannot be read: {error}")
 
     def close(self) -> None:
+        if self._conn is not None and not self._readonly:
+            self._group.flush()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

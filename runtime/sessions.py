@@ -39,8 +39,10 @@ from .canonical import Execution, jsonable
 from .completion import cancel_action, complete_action
 from .delegation import delegate_to, open_skill
 from .events import (
+    NO_SECRETS,
     NewEvent,
     Secrets,
+    has_secrets,
     session_ended,
     session_started,
 )
@@ -132,6 +134,7 @@ class Session:
         # set so that normalizing a call costs only its own values; `Secrets` is built on demand
         self._secret_texts: set[str] = set()
         self._by_action_id: dict[str, str] = {}
+        self._templates: dict[int, Any] = {}  # event payload templates (runtime/calls.py)
         self._lock = threading.Lock()
         self._surface_version: str | None = None
         self._surface: frozenset[str] = frozenset()
@@ -303,7 +306,7 @@ class Session:
             self._pending[result.key] = result
             restored = self._actions.get(result.key)
             spec_tool = self.harness.spec.tools[result.tool_id]
-            secrets = Secrets.of(spec_tool, result.args)
+            secrets = Secrets.of(spec_tool, result.args) if has_secrets(spec_tool) else NO_SECRETS
             self._secret_texts.update(secrets.values)
         if restored is not None:
             # an action restored from the log whose call could not be rebuilt (its secret
@@ -316,14 +319,19 @@ class Session:
             self.id,
             spec_tool,
             tool_call_id,
-            thaw(result.args),
+            # the frozen arguments serve as they are when their canonical JSON is known
+            result.args if result.args_json is not None else thaw(result.args),
             execution=result.execution,
             digest=result.input_hash,
+            args_json=result.args_json,
             agent=self.agent.name,
             skill=self.skill_name,
             actor=jsonable(self.actor.get("user")),
+            # nothing acts on a call before its decision: both ride the commit that records
+            # it running (or the decision's own, when it stops the call)
+            defer=True,
         )
-        action.transition(_S.VALIDATED)
+        action.transition(_S.VALIDATED, defer=True)
         self._actions[result.key] = action
         self._index(action, result.key)
         return result
@@ -353,6 +361,9 @@ class Session:
 
         DENY beats ASK beats ALLOW. An ASK whose grant matches (see `approvals`) authorises
         the call; the returned decision stays the policy's own (its `effect` is still `ask`).
+        A decision that authorises the call is committed with the call's RUNNING transition,
+        before its executor starts (or with any earlier append or read, or `store.flush()`);
+        one that stops it is committed before `decide` returns.
         """
         return decide_call(self, pending)
 

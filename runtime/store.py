@@ -1,9 +1,11 @@
 """Event stores: the `EventStore` interface, the embedded SQLite store and an in-memory one.
 
-The SQLite store keeps the whole log in one file in WAL mode. Every append is one transaction
+The SQLite store keeps the whole log in one file in WAL mode. Every commit is one transaction
 opened with `BEGIN IMMEDIATE`, which takes SQLite's single write lock before reading the head of
 the log, so `position`, `seq` and `prev_hash` are assigned under the lock: many threads or
-processes may append to the same file and the log stays one gap-free chain. Because writers are
+processes may append to the same file and the log stays one gap-free chain. Appends from the
+threads of one process share commits (`GroupCommit`), and `defer` holds events for the next
+commit (a call's events before it runs: docs/runtime.md, "What a call writes"). Because writers are
 serialised and positions are assigned inside the write transaction, a later commit always has a
 higher position than every earlier one, so a reader that resumes with `after=cursor` never misses
 an event and never sees one twice.
@@ -24,18 +26,21 @@ True
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hmac
 import json
 import os
 import sqlite3
 import threading
 import urllib.parse
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
-from .canonical import canonical_json
+from .canonical import CanonicalError, canonical_json
 from .events import (
     GENESIS_HASH,
     KINDS,
@@ -51,10 +56,13 @@ from .integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, Checkpoint, LogKey
 __all__ = [
     "ConcurrencyError",
     "EventStore",
+    "GroupCommit",
     "MemoryStore",
     "SQLiteStore",
     "StoreError",
     "Verification",
+    "defer_events",
+    "flush_deferred",
     "verify_events",
 ]
 
@@ -397,10 +405,19 @@ class _Numbering:
         self.position = position
         self.prev_hash = prev_hash
         self.key = key
+        self._time: str | None = None
+
+    @property
+    def time(self) -> str:
+        """The time of every event numbered here: they are committed together, so they share
+        one (read from the clock and formatted once)."""
+        if self._time is None:
+            self._time = format_time(self.clock())
+        return self._time
 
     def number(self, event: NewEvent, payload_json: str, seq: int) -> Event:
         self.position += 1
-        time = format_time(self.clock())
+        time = self.time
         h = event_hash(
             position=self.position,
             stream=event.stream,
@@ -467,6 +484,215 @@ def number_batch(
         seqs[event.stream] += 1
         out.append(numbering.number(event, payload_json, seqs[event.stream]))
     return out, seqs
+
+
+def defer_events(store: EventStore, events: Sequence[NewEvent]) -> None:
+    """Append `events` with the store's next commit (`SQLiteStore.defer`), or at once to a
+    store that has no deferred appends."""
+    defer = getattr(store, "defer", None)
+    if defer is not None:
+        defer(events)
+    else:
+        store.append_many(events)
+
+
+def flush_deferred(store: EventStore) -> None:
+    """Commit what the store defers (a store without deferred appends has nothing waiting)."""
+    flush = getattr(store, "flush", None)
+    if flush is not None:
+        flush()
+
+
+def flush_at_exit(ref: weakref.ref[Any]) -> None:
+    """Commit what a store still defers when the interpreter exits (registered by each
+    store that defers appends)."""
+    store = ref()
+    if store is not None:
+        with contextlib.suppress(Exception):
+            store.flush()
+
+
+def payload_texts(events: Sequence[NewEvent]) -> list[str]:
+    """The canonical JSON of each event's payload: the text its builder wrote, or the payload
+    canonicalized (the costly part of an append, done before any lock is taken)."""
+    out = []
+    for e in events:
+        text = e.payload_json
+        if text is None:
+            text = canonical_json(e.payload)
+        elif not text.isascii():
+            try:  # refused here, before a commit that numbers it could fail on it
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise CanonicalError("a string contains a lone surrogate") from None
+        out.append(text)
+    return out
+
+
+class Batch:
+    """Events appended together (all or none), with what they expect of their streams; filled
+    in by the commit that writes them."""
+
+    __slots__ = ("deferred", "done", "error", "events", "expected", "out", "payloads")
+
+    def __init__(
+        self, events: Sequence[NewEvent], expected: Expected = None, *, deferred: bool = False
+    ) -> None:
+        self.events = events
+        self.payloads = payload_texts(events)
+        self.expected = expected
+        self.deferred = deferred
+        self.out: list[Event] = []
+        self.error: BaseException | None = None
+        self.done = False
+
+
+class GroupCommit:
+    """Commits the batches of many threads in one transaction (group commit).
+
+    A thread that appends queues its batch; the first to find no commit under way becomes the
+    leader: it takes every queued batch (its own among them) and commits them in one
+    transaction, while the batches of threads arriving meanwhile queue for the next one. So
+    under load one fsync serves many appends, and alone an append costs one commit as before.
+    Each batch is numbered in queue order; a batch whose expectations fail is left out (its
+    thread gets the ConcurrencyError) and the others commit.
+
+    A deferred batch (`defer`) has no thread waiting for it: it rides the next commit, made by
+    any append or by `flush`. A failed commit puts deferred batches back at the head of the
+    queue, so nothing deferred is dropped.
+    """
+
+    def __init__(self, commit: Callable[[list[Batch]], None]) -> None:
+        self._commit = commit
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: list[Batch] = []
+        self._busy = False
+        self._deferred = 0  # deferred batches not yet committed
+
+    @property
+    def deferred(self) -> bool:
+        """Whether deferred events wait for a commit."""
+        return self._deferred > 0
+
+    def defer(self, batch: Batch) -> None:
+        with self._cond:
+            self._queue.append(batch)
+            self._deferred += 1
+
+    def flush(self) -> None:
+        """Commit the deferred batches now (and wait for a commit of them under way)."""
+        if self._deferred:
+            self.submit(Batch(()))
+
+    def submit(self, batch: Batch) -> list[Event]:
+        """Commit `batch` (with whatever else waits) and return its events, numbered."""
+        with self._cond:
+            self._queue.append(batch)
+            while not batch.done and self._busy:
+                self._cond.wait()
+            if not batch.done:
+                self._busy = True
+                taken, self._queue = self._queue, []
+        if not batch.done:
+            self._lead(taken)
+        if batch.error is not None:
+            raise batch.error
+        return batch.out
+
+    def _lead(self, taken: list[Batch]) -> None:
+        failed: BaseException | None = None
+        try:
+            self._commit(taken)
+        except BaseException as error:
+            failed = error
+        with self._cond:
+            requeued = []
+            for b in taken:
+                if failed is not None:
+                    if b.deferred:
+                        requeued.append(b)
+                        continue
+                    b.error = failed
+                b.done = True
+                if b.deferred:
+                    self._deferred -= 1
+            self._queue[:0] = requeued
+            self._busy = False
+            self._cond.notify_all()
+
+
+class Appends:
+    """`append` and `append_many` over a store's `_append(events, expected)`."""
+
+    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
+        return self._append([event], expected_seq)[0]
+
+    def append_many(
+        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+    ) -> list[Event]:
+        return self._append(list(events), expect)
+
+    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
+        raise NotImplementedError
+
+
+class GroupCommitted(Appends):
+    """The appends of a store that commits through a `GroupCommit` (SQLite, PostgreSQL):
+    `_group` commits with the store's `_commit`; `_readonly` refuses every write."""
+
+    _group: GroupCommit
+    _readonly: bool
+
+    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
+        if not events:
+            return []
+        if self._readonly:
+            raise StoreError("the event store was opened read-only")
+        # canonicalized here, outside the write lock: it is the costly part and needs no lock
+        return self._group.submit(Batch(events, expected_seq))
+
+    def defer(self, events: Sequence[NewEvent]) -> None:
+        """Append events with the next commit instead of one of their own: the next append
+        (by any thread), a read, `flush` or `close` commits them, before anything appended
+        after them. Until then they are not durable and other processes do not see them."""
+        if not events:
+            return
+        if self._readonly:
+            raise StoreError("the event store was opened read-only")
+        self._group.defer(Batch(events, deferred=True))
+
+    def flush(self) -> None:
+        """Commit the deferred events now."""
+        self._group.flush()
+
+
+def commit_batches(
+    batches: list[Batch],
+    numbering: _Numbering,
+    last_seq: Callable[[str], int],
+) -> list[Event]:
+    """Number the batches of one transaction after each other: a batch whose expectations
+    fail gets its ConcurrencyError and takes no position. Returns every numbered event."""
+    seqs: dict[str, int] = {}
+    out: list[Event] = []
+
+    def current(stream: str) -> int:
+        found = seqs.get(stream)
+        return found if found is not None else last_seq(stream)
+
+    for b in batches:
+        if not b.events:
+            continue
+        mark = numbering.position, numbering.prev_hash
+        try:
+            b.out, changed = number_batch(b.events, b.payloads, numbering, current, b.expected)
+        except ConcurrencyError as error:
+            numbering.position, numbering.prev_hash = mark
+            b.error = error
+            continue
+        seqs.update(changed)
+        out.extend(b.out)
+    return out
 
 
 def row(e: Event) -> tuple[object, ...]:
@@ -544,7 +770,7 @@ _COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, m
 _READ_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
-class SQLiteStore:
+class SQLiteStore(GroupCommitted):
     """The embedded event store: one SQLite file, WAL mode, one transaction per append.
 
     Safe to share between threads (a lock serialises this connection) and between processes
@@ -578,6 +804,8 @@ class SQLiteStore:
         self._readonly = readonly
         self._columns = _COLUMNS
         self._lock = threading.Lock()
+        self._group = GroupCommit(self._commit)
+        atexit.register(flush_at_exit, weakref.ref(self))
         self._conn: sqlite3.Connection | None = None
         try:
             if readonly:
@@ -634,21 +862,9 @@ class SQLiteStore:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
-        return self._append([event], expected_seq)[0]
-
-    def append_many(
-        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
-    ) -> list[Event]:
-        return self._append(list(events), expect)
-
-    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
-        if not events:
-            return []
-        if self._readonly:
-            raise StoreError("the event store was opened read-only")
-        # canonicalize outside the write lock: it is the costly part and needs no lock
-        payloads = [canonical_json(e.payload) for e in events]
+    def _commit(self, batches: list[Batch]) -> None:
+        if not any(b.events for b in batches):
+            return
         with self._write() as c:
             conn = c.conn
             head = conn.execute(
@@ -656,20 +872,17 @@ class SQLiteStore:
             ).fetchone()
             position, head_hash, head_mac = head or (0, GENESIS_HASH, None)
             check_head_key(head_hash, head_mac, self._key)
-            out, _ = number_batch(
-                events,
-                payloads,
+            out = commit_batches(
+                batches,
                 _Numbering(self._clock, position, head_hash, self._key),
                 lambda stream: conn.execute(
                     "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
                 ).fetchone()[0],
-                expected_seq,
             )
             conn.executemany(
                 f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [row(e) for e in out],
             )
-        return out
 
     def _write(self) -> _WriteTransaction:
         return _WriteTransaction(self._lock, self._connection())
@@ -679,6 +892,7 @@ class SQLiteStore:
     def read(
         self, stream: str | None = None, *, after: int = 0, limit: int | None = None
     ) -> list[Event]:
+        self._group.flush()
         sql = f"SELECT {self._columns} FROM events WHERE position > ?"
         params: list[object] = [after]
         if stream is not None:
@@ -704,6 +918,7 @@ class SQLiteStore:
             after = page[-1].position
 
     def last(self, prefix: str, type: str) -> Event | None:
+        self._group.flush()
         # a range over the (stream, position) index: TEXT compares by bytes in SQLite, so the
         # streams starting with `prefix` are exactly those in [prefix, prefix + U+10FFFF)
         with self._lock:
@@ -719,6 +934,7 @@ class SQLiteStore:
         return Event(*row) if row else None
 
     def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
+        self._group.flush()
         with self._lock:
             rows = (
                 self._connection()
@@ -740,6 +956,7 @@ class SQLiteStore:
         return checkpoint_of(*self._head(), self._key)
 
     def _head(self) -> tuple[int, str, str | None]:
+        self._group.flush()
         with self._lock:
             try:
                 row = (
@@ -757,6 +974,7 @@ class SQLiteStore:
     def verify(self, anchor: Anchor | None = None) -> Verification:
         """Walk the whole chain in one read snapshot and report the first broken link; a damaged
         file is reported, not raised."""
+        self._group.flush()
         with self._lock:
             conn = self._connection()
             # text that is not UTF-8 comes back as bytes, for verify_events to name its row
@@ -776,6 +994,8 @@ class SQLiteStore:
                     conn.execute("ROLLBACK")
 
     def close(self) -> None:
+        if self._conn is not None and not self._readonly:
+            self._group.flush()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -859,7 +1079,7 @@ def _statements(script: str) -> list[str]:
 # Memory
 
 
-class MemoryStore:
+class MemoryStore(Appends):
     """The same contract in memory, for tests and short-lived tools; nothing survives the
     process.
 
@@ -876,22 +1096,50 @@ class MemoryStore:
         self._events: list[Event] = []
         self._seqs: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._deferred: list[NewEvent] = []
+        self._deferred_texts: list[str] = []
 
-    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
-        return self._append([event], expected_seq)[0]
+    DEFERRED_MAX = 64
+    """Deferred events are numbered together once this many wait (or at the next append or
+    read): one time and one lock for all of them."""
 
-    def append_many(
-        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
-    ) -> list[Event]:
-        return self._append(list(events), expect)
+    def defer(self, events: Sequence[NewEvent]) -> None:
+        """Append events with the next append or read (nothing here is durable, so deferring
+        only numbers many events at once)."""
+        texts = payload_texts(events)  # a payload that is not JSON is refused now
+        with self._lock:
+            self._deferred.extend(events)
+            self._deferred_texts.extend(texts)
+            if len(self._deferred) >= self.DEFERRED_MAX:
+                self._settle()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._settle()
+
+    def _settle(self, numbering: _Numbering | None = None) -> None:
+        """Number the deferred events (under the lock)."""
+        if not self._deferred:
+            return
+        if numbering is None:
+            numbering = self._numbering()
+        if self._events:
+            check_head_key(self._events[-1].hash, self._events[-1].mac, self._key)
+        events, texts = self._deferred, self._deferred_texts
+        self._deferred, self._deferred_texts = [], []
+        out, seqs = number_batch(events, texts, numbering, lambda s: self._seqs.get(s, 0), None)
+        self._events.extend(out)
+        self._seqs.update(seqs)
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
-        payloads = [canonical_json(e.payload) for e in events]
+        payloads = payload_texts(events)
         with self._lock:
+            numbering = self._numbering()
+            self._settle(numbering)
             if self._events:
                 check_head_key(self._events[-1].hash, self._events[-1].mac, self._key)
             out, seqs = number_batch(
-                events, payloads, self._numbering(), lambda s: self._seqs.get(s, 0), expected_seq
+                events, payloads, numbering, lambda s: self._seqs.get(s, 0), expected_seq
             )
             self._events.extend(out)
             self._seqs.update(seqs)
@@ -910,12 +1158,14 @@ class MemoryStore:
         self, stream: str | None = None, *, after: int = 0, limit: int | None = None
     ) -> list[Event]:
         with self._lock:
+            self._settle()
             # INVARIANT: positions are 1..n, so the event after position p is at index p
             found = [e for e in self._events[max(after, 0) :] if stream in (None, e.stream)]
         return found if limit is None else found[:limit]
 
     def last(self, prefix: str, type: str) -> Event | None:
         with self._lock:
+            self._settle()
             for e in reversed(self._events):
                 if e.type == type and e.stream.startswith(prefix):
                     return e
@@ -923,6 +1173,7 @@ class MemoryStore:
 
     def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
         with self._lock:
+            self._settle()
             return [
                 e
                 for e in self._events[max(after, 0) :]
@@ -931,6 +1182,7 @@ class MemoryStore:
 
     def head(self) -> tuple[int, str]:
         with self._lock:
+            self._settle()
             return (
                 (self._events[-1].position, self._events[-1].hash)
                 if self._events
@@ -939,6 +1191,7 @@ class MemoryStore:
 
     def checkpoint(self) -> Checkpoint:
         with self._lock:
+            self._settle()
             head = self._events[-1] if self._events else None
         if head is None:
             return checkpoint_of(0, GENESIS_HASH, None, self._key)
@@ -946,8 +1199,9 @@ class MemoryStore:
 
     def verify(self, anchor: Anchor | None = None) -> Verification:
         with self._lock:
+            self._settle()
             events = list(self._events)
         return verify_events(events, anchor, key=self._key)
 
     def close(self) -> None:
-        pass
+        self.flush()

@@ -147,6 +147,11 @@ class _Buffer(MemoryStore):
         self.appended.extend(events)
         return out
 
+    def defer(self, events: Sequence[NewEvent]) -> None:
+        # the whole buffer is one commit already: nothing to defer, and `appended` must
+        # keep every event in the order the step wrote them
+        self._append(events, None)
+
 
 def _step_harness(h: Harness) -> tuple[Harness, _Buffer]:
     """The harness seen by one step: the same compiled spec, executors and engine, but its own
