@@ -1,6 +1,6 @@
 """Start-up cost of the command line: what a pre-commit hook or an editor pays per run.
 
-    .venv/bin/python bench/startup.py [--rounds 7]
+    .venv/bin/python bench/startup.py [--rounds 7] [--baseline CHECKOUT]
 
 Each case is a fresh `harnessc` process, as a user starts it, timed from spawn to exit; the
 cases take turns within each round, so a change in the machine's load hits them alike. Printed:
@@ -14,6 +14,10 @@ same interpreter (the floor no command can go under). Cases, for each example sp
   not, so every stage runs (the first check after an edit to the spec);
 - `check`, stored: the run is answered from its stored result (an unchanged spec; target for
   the remediation example: 400 ms).
+
+`--baseline CHECKOUT` times another checkout of harnessc (a git worktree of an older commit) with
+this interpreter in the same rounds, its cases marked `before:` (it has no `--no-cache` if it
+predates the stored results: its `check` then compiles every time).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from check_scale import importable
+
 ROOT = Path(__file__).resolve().parent.parent
 HARNESSC = [sys.executable, "-m", "harnessc.compiler"]
 EXAMPLES = {
@@ -35,9 +43,9 @@ EXAMPLES = {
 }
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
+def timed(argv: list[str], env: dict[str, str], cwd: Path = ROOT) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
@@ -47,6 +55,7 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT")
     opts = parser.parse_args()
     for files in EXAMPLES.values():
         for name in files:
@@ -60,33 +69,44 @@ def main() -> None:
         ("harnessc --version", [*HARNESSC, "--version"], "warm"),
     ]
     for example, files in EXAMPLES.items():
+        paths = [str(ROOT / f) for f in files]
+        check = [*HARNESSC, "check", "-q"]
         cases += [
-            (f"check {example}, cold", [*HARNESSC, "check", "-q", *files], "cold"),
-            (
-                f"check {example}, --no-cache",
-                [*HARNESSC, "check", "-q", "--no-cache", *files],
-                "warm",
-            ),
-            (f"check {example}, stored", [*HARNESSC, "check", "-q", *files], "warm"),
+            (f"check {example}, cold", [*check, *paths], "cold"),
+            (f"check {example}, --no-cache", [*check, "--no-cache", *paths], "warm"),
+            (f"check {example}, stored", [*check, *paths], "warm"),
         ]
-    # fill the warm folder: parser tables, analysis results, stored results
+    old_tree = tempfile.mkdtemp(prefix="harnessc-bench-old-")
+    if opts.baseline is not None:
+        importable(opts.baseline.resolve(), Path(old_tree))
+        cases += [
+            (f"before: {label}", [a for a in argv if a != "--no-cache"], f"{kind}-old")
+            for label, argv, kind in cases[1:]
+        ]
+    old = {**warm, "PYTHONPATH": old_tree, "XDG_CACHE_HOME": tempfile.mkdtemp()}
+
+    def one(argv: list[str], kind: str) -> float:
+        # the old checkout runs from a folder of its own: ROOT's `harnessc/` would shadow it
+        env, cwd = (old, Path(old_tree)) if kind.endswith("-old") else (warm, ROOT)
+        if kind.startswith("cold"):
+            with tempfile.TemporaryDirectory(prefix="harnessc-bench-cold-") as empty:
+                return timed(argv, {**env, "XDG_CACHE_HOME": empty}, cwd)
+        return timed(argv, env, cwd)
+
+    # fill the warm folders: parser tables, analysis results, stored results
     for _, argv, kind in cases:
-        if kind == "warm":
-            timed(argv, warm)
+        if kind.startswith("warm"):
+            one(argv, kind)
     samples: dict[str, list[float]] = {label: [] for label, _, _ in cases}
     for _ in range(opts.rounds):
         for label, argv, kind in cases:
-            if kind == "cold":
-                with tempfile.TemporaryDirectory(prefix="harnessc-bench-cold-") as empty:
-                    samples[label].append(timed(argv, {**warm, "XDG_CACHE_HOME": empty}))
-            else:
-                samples[label].append(timed(argv, warm))
+            samples[label].append(one(argv, kind))
     floor = statistics.median(samples["python -c pass"])
     print(f"harnessc start-up, {opts.rounds} rounds; load average {os.getloadavg()}")
-    print(f"{'case':<36} {'median ms':>10} {'best ms':>8} {'x python':>9}")
+    print(f"{'case':<44} {'median ms':>10} {'best ms':>8} {'x python':>9}")
     for label, values in samples.items():
         median = statistics.median(values)
-        print(f"{label:<36} {median * 1e3:>10.0f} {min(values) * 1e3:>8.0f} {median / floor:>9.1f}")
+        print(f"{label:<44} {median * 1e3:>10.0f} {min(values) * 1e3:>8.0f} {median / floor:>9.1f}")
 
 
 if __name__ == "__main__":
