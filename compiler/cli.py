@@ -327,8 +327,8 @@ def cmd_workflow(args: argparse.Namespace) -> int:
 
 def cmd_log(args: argparse.Namespace) -> int:
     # the runtime's own log check: no spec is read, and the log is opened read-only
+    from harnessc.runtime.chain import StoreError, Verification
     from harnessc.runtime.integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
-    from harnessc.runtime.store import StoreError, Verification
     from harnessc.runtime.stores import open_store
 
     try:

@@ -168,7 +168,7 @@ _WHERE = {
     "ToolCall": "adapters",
     "ToolNames": "normalize",
     "Validator": "normalize",
-    "Verification": "store",
+    "Verification": "chain",
     "WorkflowError": "workflows",
     "Workflows": "workflows",
     "anthropic_tool": "adapters",
@@ -206,6 +206,7 @@ if TYPE_CHECKING:
         ToolAvailability,
     )
     from .canonical import Execution, canonical_json, input_hash
+    from .chain import Verification
     from .embedding import LazyQueryEmbedder
     from .events import Event
     from .evidence import Evidence, EvidenceItem
@@ -222,7 +223,7 @@ if TYPE_CHECKING:
     from .projections import Projections
     from .semantics import surface_tools
     from .sessions import Session
-    from .store import EventStore, MemoryStore, SQLiteStore, Verification
+    from .store import EventStore, MemoryStore, SQLiteStore
     from .stores import open_store
     from .workflows import GateOutcome, WorkflowError, Workflows
 

@@ -29,21 +29,26 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hmac
-import json
 import os
 import sqlite3
 import threading
 import urllib.parse
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
 from .canonical import CanonicalError, canonical_json
+from .chain import (
+    Anchor,
+    ConcurrencyError,
+    NotUtf8,
+    StoreError,
+    Verification,
+    verify_events,
+)
 from .events import (
     GENESIS_HASH,
-    KINDS,
     Clock,
     Event,
     NewEvent,
@@ -74,86 +79,6 @@ _READABLE_VERSIONS = ("1", SCHEMA_VERSION)
 Expected = int | Mapping[str, int] | None
 """What a batch expects of its streams' last seq: nothing, every stream at one seq, or the
 named streams at theirs (`number_batch`)."""
-
-
-class StoreError(RuntimeError):
-    """The store cannot do what was asked (closed, a newer file format, …)."""
-
-
-class ConcurrencyError(StoreError):
-    """`expected_seq` did not match: another writer appended to the stream first."""
-
-    def __init__(self, stream: str, expected: int, actual: int) -> None:
-        self.stream = stream
-        self.expected = expected
-        self.actual = actual
-        super().__init__(f"stream `{stream}` is at seq {actual}, not {expected}")
-
-
-@dataclass(frozen=True)
-class Verification:
-    """The result of walking the chain: ok, or the first broken link (position and reason).
-
-    `position` is None when the log could not be read at all (or past `checked` events).
-    `anchored` says a checkpoint was checked, `authenticated` that every MAC was checked with the
-    log key; `proves` says in a sentence what an ok result shows, and `notes` what was left
-    unchecked (MACs present but no key, a checkpoint's tag without the key).
-    """
-
-    ok: bool
-    checked: int
-    position: int | None = None
-    reason: str | None = None
-    anchored: bool = False
-    authenticated: bool = False
-    notes: tuple[str, ...] = ()
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-    @property
-    def proves(self) -> str | None:
-        """What an ok result shows (None when not ok)."""
-        if not self.ok:
-            return None
-        parts = [
-            "the events are consistent: no accidental corruption and no edit that breaks the chain"
-        ]
-        if self.anchored:
-            parts.append(
-                "no event up to the checkpoint was removed or rewritten (events after it are "
-                "covered by the chain alone)"
-            )
-        if self.authenticated:
-            parts.append("no event was written or rewritten by anyone without the log key")
-        if not self.anchored:
-            parts.append("removing the newest events is found only against a checkpoint")
-        if not self.authenticated and not self.anchored:
-            parts.append("a log rewritten with recomputed hashes would also pass")
-        return "; ".join(parts)
-
-    def describe(self) -> str:
-        """The result for a person, one statement a line (as `harnessc log verify` prints it)."""
-        if self.ok:
-            lines = [f"ok: {self.checked} event{'' if self.checked == 1 else 's'} verified"]
-            lines.append(f"proves: {self.proves}")
-        else:
-            where = f" at position {self.position}" if self.position is not None else ""
-            lines = [f"not ok{where}: {self.reason}"]
-            lines.append(f"checked: {self.checked} events before it")
-        return "\n".join([*lines, *(f"note: {note}" for note in self.notes)])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "checked": self.checked,
-            "position": self.position,
-            "reason": self.reason,
-            "anchored": self.anchored,
-            "authenticated": self.authenticated,
-            "proves": self.proves,
-            "notes": list(self.notes),
-        }
 
 
 @runtime_checkable
@@ -206,192 +131,6 @@ class EventStore(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-Anchor = Checkpoint | tuple[int, str] | str
-"""What `verify(anchor=…)` takes: a `Checkpoint`, its text, or `store.head()`."""
-
-
-def verify_events(
-    events: Iterable[Event], anchor: Anchor | None = None, *, key: LogKey | None = None
-) -> Verification:
-    """Walk events in position order and report the first broken link; with `anchor`, check the
-    log against a checkpoint; with `key`, check every event's MAC.
-
-    Never raises for what a damaged log can hold: a value of the wrong type, text that is not
-    JSON, a broken link, or a store that fails while being read (a `StoreError` from the
-    iteration) is reported as a failed `Verification`. A bad `anchor` is a CheckpointError.
-    """
-    walk = _Walk(Checkpoint.of(anchor) if anchor is not None else None, key)
-    return walk.run(iter(events))
-
-
-class _Walk:
-    """One verification: the chain, then the checkpoint, then the MACs."""
-
-    def __init__(self, anchor: Checkpoint | None, key: LogKey | None) -> None:
-        self.anchor = anchor
-        self.key = key
-        self.checked = 0
-        self.notes: list[str] = []
-        self.keyed_from: int | None = None  # the first event that carries a MAC
-        self.last: Event | None = None
-
-    def failed(self, position: int | None, reason: str) -> Verification:
-        return Verification(
-            False,
-            self.checked,
-            position,
-            reason,
-            anchored=self.anchor is not None,
-            authenticated=self.key is not None,
-            notes=tuple(self.notes),
-        )
-
-    def run(self, walk: Iterator[Event]) -> Verification:
-        anchor = self.anchor
-        if anchor is not None and anchor.tag is not None:
-            if self.key is None:
-                self.notes.append("the checkpoint's tag was not checked: no log key was given")
-            elif not hmac.compare_digest(
-                anchor.tag, self.key.checkpoint_tag(anchor.position, anchor.hash)
-            ):
-                return self.failed(
-                    anchor.position,
-                    "the checkpoint's tag does not match the log key: the checkpoint was "
-                    "altered or taken with another key",
-                )
-        prev_hash = GENESIS_HASH
-        last_seq: dict[str, int] = {}
-        while True:
-            try:
-                e = next(walk, None)
-            except StoreError as error:
-                return self.failed(
-                    None, f"the log cannot be read after position {self.checked}: {error}"
-                )
-            if e is None:
-                break
-            malformed = _malformed(e)
-            if malformed is not None:
-                return self.failed(self.checked + 1, malformed)
-            broken = _broken_link(e, self.checked + 1, prev_hash, last_seq)
-            if broken is not None:
-                return self.failed(*broken)
-            if anchor is not None and e.position == anchor.position and e.hash != anchor.hash:
-                return self.failed(
-                    e.position,
-                    f"the hash at position {e.position} differs from the checkpoint: the log "
-                    "was rewritten at or before it",
-                )
-            forged = self.check_mac(e)
-            if forged is not None:
-                return self.failed(e.position, forged)
-            last_seq[e.stream] = e.seq
-            prev_hash = e.hash
-            self.checked += 1
-            self.last = e
-        if anchor is not None and self.checked < anchor.position:
-            return self.failed(
-                anchor.position,
-                f"the log ends at position {self.checked}, before the checkpoint at position "
-                f"{anchor.position}: events were removed",
-            )
-        if self.key is not None and self.last is not None and self.last.mac is None:
-            what = "carries no MAC" if self.keyed_from is None else "lost their MACs"
-            return self.failed(
-                self.last.position if self.keyed_from is None else self.keyed_from,
-                f"the log {what}: it was not written with the log key from its last event "
-                "back, so nothing in it is authenticated"
-                if self.keyed_from is None
-                else f"events after position {self.keyed_from} {what}",
-            )
-        if self.key is None and self.keyed_from is not None:
-            self.notes.append(
-                "the log carries MACs but no log key was given: they were not checked, so a "
-                "rewrite by whoever can write the log would pass"
-            )
-        return Verification(
-            True,
-            self.checked,
-            anchored=anchor is not None,
-            authenticated=self.key is not None,
-            notes=tuple(self.notes),
-        )
-
-    def check_mac(self, e: Event) -> str | None:
-        if e.mac is None:
-            if self.key is not None and self.keyed_from is not None:
-                return f"no MAC, though the events from position {self.keyed_from} carry one"
-            return None
-        if self.keyed_from is None:
-            self.keyed_from = e.position
-        if self.key is not None and not hmac.compare_digest(e.mac, self.key.event_mac(e.hash)):
-            return (
-                "the MAC does not match the log key: the event was forged or rewritten, or "
-                "the log was written with another key"
-            )
-        return None
-
-
-def _broken_link(
-    e: Event, expected: int, prev_hash: str, last_seq: dict[str, int]
-) -> tuple[int, str] | None:
-    """The position and reason of a well-formed event that does not continue the chain."""
-    if e.position != expected:
-        what = "missing" if e.position > expected else "out of order"
-        return e.position, f"expected position {expected}: events are {what}"
-    if e.prev_hash != prev_hash:
-        return e.position, f"prev_hash does not match the hash of position {e.position - 1}"
-    try:
-        actual = event_hash(
-            position=e.position,
-            stream=e.stream,
-            seq=e.seq,
-            kind=e.kind,
-            type=e.type,
-            payload_json=e.payload_json,
-            time=e.time,
-            prev_hash=e.prev_hash,
-        )
-    except UnicodeEncodeError:  # a lone surrogate: no store returns one, a caller's list may
-        return e.position, "the event's text is not UTF-8"
-    if actual != e.hash:
-        return e.position, "hash does not match the contents"
-    seq = last_seq.get(e.stream, 0) + 1
-    if e.seq != seq:
-        return e.position, f"seq {e.seq} in stream `{e.stream}`, expected {seq}"
-    return None
-
-
-def _malformed(e: Event) -> str | None:
-    """Why a stored row cannot be an event (a column of the wrong type, a payload that is not a
-    JSON object), or None; a damaged file yields such rows. Whether `hash` is a SHA-256 digest
-    needs no check here: it is compared with the one recomputed."""
-    for name in ("position", "seq"):
-        value = getattr(e, name)
-        if type(value) is not int or value < 1:
-            return f"`{name}` is not a positive integer"
-    for name in ("stream", "kind", "type", "payload_json", "time", "prev_hash", "hash"):
-        value = getattr(e, name)
-        if type(value) is not str:
-            column = "payload" if name == "payload_json" else name
-            return (
-                f"`{column}` is not UTF-8 text"
-                if isinstance(value, _NotUtf8)
-                else f"`{column}` is not text"
-            )
-    if e.mac is not None and type(e.mac) is not str:
-        return "`mac` is not text"
-    if e.kind not in KINDS:
-        return f"unknown kind `{e.kind}`"
-    try:
-        payload = json.loads(e.payload_json)
-    except (ValueError, RecursionError):
-        return "the payload is not JSON"
-    if type(payload) is not dict:
-        return "the payload is not a JSON object"
-    return None
 
 
 class _Numbering:
@@ -1022,15 +761,11 @@ def _rows(conn: sqlite3.Connection, sql: str) -> Iterator[Event]:
         raise StoreError(str(error)) from None
 
 
-class _NotUtf8(bytes):
-    """Stored text that is not UTF-8 (a blob stays plain bytes)."""
-
-
 def _text_or_bytes(data: bytes) -> str | bytes:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        return _NotUtf8(data)
+        return NotUtf8(data)
 
 
 class _WriteTransaction:

@@ -63,7 +63,7 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.embedding": "the embedding model, so a build embeds what recall will query",
     "harnessc.runtime.workflows": "`harnessc workflow`: lists, shows and decides durable runs",
     "harnessc.runtime.integrity": "`harnessc log`: checkpoints and log keys of an event log",
-    "harnessc.runtime.store": "`harnessc log`: verifying a stored log",
+    "harnessc.runtime.chain": "`harnessc log`: verifying a stored log",
     "harnessc.runtime.stores": "`harnessc log`: opening the store a log lives in",
     "harnessc.runtime.history": "`harnessc test`: a test's earlier steps become its ledger",
 }
