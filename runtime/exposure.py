@@ -20,7 +20,7 @@ available, the reason the caller gave. Queries are read up to `QUERY_CAP` charac
 
 Speed: the dense side is one float32 product of the query with P's rows and one partition, with
 no Python loop over tools; it only chooses the recall. The recalled rows' dense scores are then
-computed exactly (float64, row by row), so the ranking never depends on how BLAS summed the
+computed again row by row, without BLAS, so the ranking never depends on how BLAS summed the
 product, and `expose_many` (one matrix product for a batch) ranks exactly like `expose`. BM25
 reads only the postings of the query's terms. The rerank, the dedupe and the trace work on the
 recalled rows only, and the trace's `Candidate`s are made when first read. Tool embeddings are
@@ -416,13 +416,13 @@ class ExposureIndex:
         self._slack = 0.0
         if embeddings is not None:
             self.matrix = _align(self.docs, np.asarray(embeddings), ids)
-            # INVARIANT: any float32 product of a unit query with a row is within `_slack / 2`
-            # of the exact dot product (|error| ≤ d·2⁻²⁴·|q|·|row|, whatever the summation
-            # order), so the rows within `_slack` of the k-th approximate score hold the true
-            # top k however the product was computed
+            # INVARIANT: any float32 dot product of a unit query with a row — the big product,
+            # however BLAS sums it, and the per-row rescoring (`_exact`) — is within
+            # d·2⁻²⁴·|row| of the true value; so the rows within `_slack` (six times that) of
+            # the k-th approximate score hold the rescoring's top k
             dim = self.matrix.shape[1]
             norms = np.einsum("ij,ij->i", self.matrix, self.matrix) if n else np.zeros(1)
-            self._slack = 3.0 * dim * 2.0**-24 * float(np.sqrt(norms.max())) + 1e-9
+            self._slack = 6.0 * dim * 2.0**-24 * float(np.sqrt(norms.max())) + 1e-9
         self._last_public: tuple[tuple[str, ...], list[str], _Pool | None] | None = None
 
     @classmethod
@@ -630,11 +630,12 @@ class ExposureIndex:
         return out if rows is None else out[:, rows]
 
     def _exact(self, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
-        # Each row's score alone, in float64 (a float32 product is exact there) and summed in
-        # a fixed order: the same bits whatever else is scored with it, so one query and a
-        # batch rank alike even where BLAS sums in another order.
+        # Each row's score alone: an elementwise product, then numpy's pairwise sum along the
+        # row (plain C, no BLAS, no dependence on the row's place or alignment). The same
+        # bits whatever else is scored with it, so one query and a batch rank alike even
+        # where BLAS sums the big product in another order.
         assert self.matrix is not None
-        return np.multiply(self.matrix[rows], qv.astype(np.float64)).sum(axis=1)
+        return np.multiply(self.matrix[rows], qv).sum(axis=1, dtype=np.float32).astype(np.float64)
 
     # -- ranking -------------------------------------------------------------------------------
 
@@ -725,18 +726,18 @@ class ExposureIndex:
             named_rows = named_rows[pool.tool_mask[np.asarray(q.named)]]
 
         # exact dense scores for every row that may reach the rerank, in one product
-        scored = np.unique(np.concatenate((near, lexical_list, named_rows)))
+        scored = _union(near, lexical_list, named_rows)
         exact = self._exact(scored, qv) if qv is not None else None
         if exact is not None and len(near):
-            at_near = np.searchsorted(scored, near)  # near ⊆ scored, both sorted
+            at_near = scored.searchsorted(near)  # near ⊆ scored, both sorted
             dense_list = near[_best(exact[at_near], near, rank_of, k)]
         else:
             dense_list = _EMPTY
-        cand = np.unique(np.concatenate((dense_list, lexical_list, named_rows)))
-        dense = None if exact is None else exact[np.searchsorted(scored, cand)]
+        cand = _union(dense_list, lexical_list, named_rows)
+        dense = None if exact is None else exact[scored.searchsorted(cand)]
         lexical = None
         if lexical_used:
-            at = np.minimum(np.searchsorted(docs, cand), max(len(docs) - 1, 0))
+            at = np.minimum(docs.searchsorted(cand), max(len(docs) - 1, 0))
             hit = docs[at] == cand if len(docs) else np.zeros(len(cand), dtype=bool)
             lexical = np.where(hit, bm25[at] if len(docs) else 0.0, 0.0)
 
@@ -767,9 +768,7 @@ class ExposureIndex:
         # order: score, then the row key, so equal scores give the same order always; then
         # each tool's best row only; then the tools named in the request go first
         order = np.lexsort((rank_of[cand], -score))
-        tools = self._row_tool[cand[order]]
-        _, first = np.unique(tools, return_index=True)
-        order = order[np.sort(first)]
+        order = order[_first_of_each(self._row_tool[cand[order]])]
         named: tuple[str, ...] = ()
         if len(named_rows):
             tools = self._row_tool[cand[order]]
@@ -796,7 +795,7 @@ class ExposureIndex:
         tags = np.zeros(len(cand), dtype=np.int64)
         for bit, listed in ((1, dense_list), (2, lexical_list), (4, named_rows)):
             if len(listed):
-                tags[np.searchsorted(cand, listed)] |= bit
+                tags[cand.searchsorted(listed)] |= bit
         sorted_score = score[order]
         exposed = tuple(self.tool_ids[t] for t in self._row_tool[rows[:limit]].tolist())
         last = min(limit, len(rows)) - 1
@@ -875,8 +874,10 @@ def _align(
 
 
 def _z(x: np.ndarray) -> np.ndarray:
-    centred = np.asarray(x, dtype=np.float64) - x.mean()
-    std = math.sqrt(float(centred @ centred) / len(centred)) if len(centred) else 0.0
+    if not len(x):
+        return np.zeros(0)
+    centred = np.asarray(x, dtype=np.float64) - float(np.add.reduce(x)) / len(x)
+    std = math.sqrt(float(centred @ centred) / len(centred))
     if not math.isfinite(std) or std < 1e-12:
         return np.zeros(len(centred))
     return centred / std
@@ -950,6 +951,32 @@ def _cap_note(q: _Query) -> tuple[str, ...]:
     )
 
 
+def _union(*arrays: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of `arrays` (np.unique without its Python overhead)."""
+    values = np.concatenate(arrays)
+    values.sort()
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def _first_of_each(keys: np.ndarray) -> np.ndarray:
+    """The positions, in order, of the first occurrence of each distinct key."""
+    if len(keys) < 2:
+        return np.arange(len(keys))
+    by_key = keys.argsort(kind="stable")
+    ordered = keys[by_key]
+    keep = np.empty(len(keys), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    first = by_key[keep]
+    first.sort()
+    return first
+
+
 def _near(approx: np.ndarray, k: int, slack: float) -> np.ndarray:
     """The rows whose approximate score is within `slack` of the k-th best (unordered)."""
     n = len(approx)
@@ -958,7 +985,7 @@ def _near(approx: np.ndarray, k: int, slack: float) -> np.ndarray:
     # one partition for the k best and a few more; only when all of those are near the k-th
     # does it take a second pass over every score
     m = min(n, k + 16)
-    top = np.argpartition(approx, n - m)[n - m :]
+    top = approx.argpartition(n - m)[n - m :]
     values = approx[top]
     floor = float(np.partition(values, m - k)[m - k]) - slack
     if m == n or float(values.min()) < floor:
@@ -974,7 +1001,7 @@ def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> 
         return np.arange(n)
     if k <= 0:
         return _EMPTY
-    top = np.argpartition(scores, n - k)[n - k :]
+    top = scores.argpartition(n - k)[n - k :]
     kth = scores[top].min()
     ties = np.flatnonzero(scores == kth)
     if len(ties) == np.count_nonzero(scores[top] == kth):

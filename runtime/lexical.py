@@ -307,18 +307,14 @@ class LexicalIndex:
         if len(spans) == 1:
             lo, hi = spans[0]
             return self._docs[lo:hi], self._weights[lo:hi]
-        total = sum(hi - lo for lo, hi in spans)
-        if 8 * total >= self.size:
-            # many postings: add them into one array over the documents
-            out = np.zeros(self.size, dtype=np.float64)
-            for lo, hi in spans:
-                # documents are unique within one posting list, so fancy-index += is exact
-                out[self._docs[lo:hi]] += self._weights[lo:hi]
-            docs = np.flatnonzero(out)  # every BM25 weight is > 0
-            return docs, out[docs]
         docs = np.concatenate([self._docs[lo:hi] for lo, hi in spans])
         weights = np.concatenate([self._weights[lo:hi] for lo, hi in spans])
-        # the same sums, in the same order (a document's terms as they came), as above
+        # a document's score sums its terms' weights in the order the terms came, either way
+        if 8 * len(docs) >= self.size:
+            # many postings: add them up in one array over the documents
+            out = np.bincount(docs, weights=weights, minlength=self.size)
+            docs = np.flatnonzero(out)  # every BM25 weight is > 0
+            return docs, out[docs]
         unique, inverse = np.unique(docs, return_inverse=True)
         return unique, np.bincount(inverse, weights=weights, minlength=len(unique))
 
