@@ -390,17 +390,22 @@ def synthetic_docs(n: int, rng: np.random.Generator) -> list[ToolDoc]:
     ]
 
 
-def paired(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, tuple[float, float]]:
-    """(median, best) µs of each function, run in turn within every repetition, so that all
-    of them see the same load."""
+def paired(
+    fns: dict[str, Callable[[], object]],
+    repeat: int,
+    clock: Callable[[], float] = time.perf_counter,
+    per: int = 1,
+) -> dict[str, tuple[float, float]]:
+    """(median, best) µs of each function (divided by `per`), run in turn within every
+    repetition, so that all of them see the same load."""
     for fn in fns.values():
         fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
-            started = time.perf_counter()
+            started = clock()
             fn()
-            times[name].append(time.perf_counter() - started)
+            times[name].append((clock() - started) / per)
     return {k: (statistics.median(v) * 1e6, min(v) * 1e6) for k, v in times.items()}
 
 
@@ -413,51 +418,84 @@ def expose_loop(
     ]
 
 
+def expose_one(index: ExposureIndex, public: tuple[str, ...], text: str, q: np.ndarray) -> object:
+    """One exposure, its trace left as the ranker made it."""
+    return index.expose(public, text, query_vector=q)
+
+
 def expose_traced(index: ExposureIndex, public: tuple[str, ...], text: str, q: np.ndarray) -> dict:
     """One exposure with its whole trace made into plain data, as a session logs it."""
     return index.expose(public, text, query_vector=q).trace.to_dict()
 
 
+def loop(fn: Callable[..., object], *args_lists: object) -> Callable[[], None]:
+    """Call `fn` once per item of the zipped argument lists."""
+    rows = list(zip(*args_lists, strict=True))  # type: ignore[call-overload]
+
+    def run() -> None:
+        for row in rows:
+            fn(*row)
+
+    return run
+
+
 def exposure_speed(data: dict[int, tuple[np.ndarray, np.ndarray, int]]) -> None:
     """`expose` and `expose_many` against numpy's product + argpartition on the same matrices,
-    and the index build for 10,000 tools."""
+    and the index build for 10,000 tools. Two tables: wall clock with numpy's default threads,
+    then the CPU time of the calling thread with BLAS on one thread (steadier when other
+    processes share the cores)."""
     rng = np.random.default_rng(1)
-    print(
-        "\nExposureIndex against numpy on the same matrices (synthetic tool text, limit 20, "
-        "hybrid: dense ∪ lexical recall of 60 each, exact rescoring, rerank, dedupe); median "
-        "(best) µs, paired runs"
-    )
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    header = (
-        f"{'tools':>8}{'numpy 1':>16}{'expose':>16}{'ratio':>7}{'+ trace dict':>16}"
-        f"{'numpy 64':>18}{'expose_many 64':>18}{'ratio':>7}"
-    )
-    print(header)
+    cases = []
     for n, (matrix, queries, reps) in data.items():
         docs = synthetic_docs(n, rng)
         index = ExposureIndex(docs, matrix, [d.row for d in docs])
+        words = [made_up_word(i) for i in rng.integers(0, 400, size=(len(queries), 6)).ravel()]
+        texts = [" ".join(words[i * 6 : (i + 1) * 6]) for i in range(len(queries))]
+        cases.append((n, index, matrix, queries, texts, max(3, reps // 16)))
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
+    print(
+        "\nExposureIndex against numpy on the same matrices: synthetic tool text, limit 20, "
+        "hybrid (dense and lexical recall of 60 each, rescoring, rerank, dedupe); the 64 "
+        "queries one by one (per query) and as one batch; median (best) µs, paired runs"
+    )
+    exposure_table(cases, time.perf_counter, "wall clock, default threads")
+    if threadpool_limits is not None:
+        with threadpool_limits(1):
+            exposure_table(cases, time.thread_time, "CPU time of this thread, BLAS on 1 thread")
+    build_speed(data[10_000][0])
+
+
+def exposure_table(cases: list, clock: Callable[[], float], title: str) -> None:
+    print(f"\n{title}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"{'tools':>8}{'numpy 1':>16}{'expose':>16}{'ratio':>7}{'+ trace dict':>16}"
+        f"{'numpy 64':>18}{'expose_many 64':>18}{'ratio':>7}"
+    )
+    for n, index, matrix, queries, texts, reps in cases:
         public = index.tool_ids
-        vocab_words = [
-            made_up_word(i) for i in rng.integers(0, 400, size=(len(queries), 6)).ravel()
-        ]
-        texts = [" ".join(vocab_words[i * 6 : (i + 1) * 6]) for i in range(len(queries))]
-        q, text = queries[0].copy(), texts[0]
         out = np.empty((len(queries), n), dtype=np.float32)
+        vectors = list(queries)
         one = paired(
             {
-                "numpy": lambda m=matrix, v=q: top20_one(m, v),
-                "expose": partial(index.expose, public, text, query_vector=q),
-                "trace": partial(expose_traced, index, public, text, q),
+                "numpy": loop(top20_one, [matrix] * len(vectors), vectors),
+                "expose": loop(partial(expose_one, index, public), texts, vectors),
+                "trace": loop(partial(expose_traced, index, public), texts, vectors),
             },
             reps,
+            clock,
+            per=len(vectors),
         )
         batch = getattr(index, "expose_many", None) or partial(expose_loop, index)
         many = paired(
             {
-                "numpy": lambda m=matrix, v=queries, o=out: top20_batch(m, v, o),
+                "numpy": partial(top20_batch, matrix, queries, out),
                 "many": partial(batch, public, texts, query_vectors=queries),
             },
-            max(5, reps // 4),
+            max(3, reps),
+            clock,
         )
         cell = {k: f"{v[0]:,.0f} ({v[1]:,.0f})" for k, v in one.items()}
         cell_many = {k: f"{v[0]:,.0f} ({v[1]:,.0f})" for k, v in many.items()}
@@ -467,7 +505,6 @@ def exposure_speed(data: dict[int, tuple[np.ndarray, np.ndarray, int]]) -> None:
             f"{cell_many['numpy']:>18}{cell_many['many']:>18}"
             f"{many['many'][0] / many['numpy'][0]:>7.2f}"
         )
-    build_speed(data[10_000][0])
 
 
 def build_speed(matrix: np.ndarray) -> None:

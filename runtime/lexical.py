@@ -313,7 +313,7 @@ class LexicalIndex:
         if 8 * len(docs) >= self.size:
             # many postings: add them up in one array over the documents
             out = np.bincount(docs, weights=weights, minlength=self.size)
-            docs = np.flatnonzero(out)  # every BM25 weight is > 0
+            docs = (out > 0).nonzero()[0]  # every BM25 weight is > 0; bools scan fastest
             return docs, out[docs]
         unique, inverse = np.unique(docs, return_inverse=True)
         return unique, np.bincount(inverse, weights=weights, minlength=len(unique))

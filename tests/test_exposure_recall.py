@@ -313,3 +313,18 @@ def test_a_batch_ranks_as_single_queries_where_blas_sums_differently() -> None:
         one = index.expose(index.tool_ids, q, query_vector=v)
         assert got.tools == one.tools
         assert got.trace.to_dict() == one.trace.to_dict()
+
+
+@pytest.mark.parametrize("dim", [7, 37, 100, 384, 385])
+def test_a_rows_rescored_value_does_not_depend_on_the_rows_scored_with_it(dim: int) -> None:
+    rng = np.random.default_rng(dim)
+    matrix = rng.standard_normal((300, dim)).astype(np.float32)
+    docs = [ToolDoc(id=f"t{i}", row=f"t{i}") for i in range(300)]
+    index = ExposureIndex(docs, matrix)
+    q = rng.standard_normal(dim).astype(np.float32)
+    for _ in range(10):
+        rows = np.sort(rng.choice(300, int(rng.integers(1, 120)), replace=False))
+        together = index._exact(rows, q)
+        for i, row in enumerate(rows.tolist()):
+            assert index._exact(np.array([row]), q)[0] == together[i]
+            assert index._exact(rows[i:], q)[0] == together[i]
