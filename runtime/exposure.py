@@ -804,16 +804,20 @@ class ExposureIndex:
         sorted_score = score[order]
         exposed = tuple(self.tool_ids[t] for t in self._row_tool[rows[:limit]].tolist())
         last = min(limit, len(rows)) - 1
-        cut = Cut(
-            limit=limit,
-            last_exposed=exposed[last],
-            last_score=round(float(sorted_score[last]), 6),
-            first_excluded=(
-                self.tool_ids[int(self._row_tool[rows[limit]])] if len(rows) > limit else None
-            ),
-            first_excluded_score=(
-                round(float(sorted_score[limit]), 6) if len(rows) > limit else None
-            ),
+        cut = (
+            None
+            if last < 0
+            else Cut(
+                limit=limit,
+                last_exposed=exposed[last],
+                last_score=round(float(sorted_score[last]), 6),
+                first_excluded=(
+                    self.tool_ids[int(self._row_tool[rows[limit]])] if len(rows) > limit else None
+                ),
+                first_excluded_score=(
+                    round(float(sorted_score[limit]), 6) if len(rows) > limit else None
+                ),
+            )
         )
         candidates = _Ranked(
             self.docs,
