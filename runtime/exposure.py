@@ -291,37 +291,45 @@ class _Ranked(Sequence[Candidate]):
     __slots__ = ("_args", "_built")
 
     def __init__(self, docs: Sequence[ToolDoc], limit: int, **arrays: Any) -> None:
+        # `cand` (sorted rows) and the score arrays align; `order` ranks them; `lists` are
+        # the dense, lexical and named rows (which recalled what)
         self._args = (docs, limit, arrays)
         self._built: tuple[Candidate, ...] | None = None
 
     def _all(self) -> tuple[Candidate, ...]:
         if self._built is None:
             docs, limit, a = self._args
-            rows = a["rows"].tolist()
-            rounded = {
-                k: None if a[k] is None else np.round(a[k].astype(np.float64), 6).tolist()
+            cand, order = a["cand"], a["order"]
+            tags = np.zeros(len(cand), dtype=np.int64)
+            for bit, listed in zip((1, 2, 4), a["lists"], strict=True):
+                if len(listed):
+                    tags[cand.searchsorted(listed)] |= bit
+            ranked = {
+                k: None if a[k] is None else np.round(a[k][order].astype(np.float64), 6).tolist()
                 for k in ("dense", "lexical", "fused", "score")
             }
-            boost = a["boost"].tolist()
+            boost = a["boost"][order].tolist()
             self._built = tuple(
                 Candidate(
                     tool=docs[r].id,
                     row=docs[r].row,
                     position=i + 1,
                     exposed=i < limit,
-                    dense=None if rounded["dense"] is None else rounded["dense"][i],
-                    lexical=None if rounded["lexical"] is None else rounded["lexical"][i],
-                    fused=None if rounded["fused"] is None else rounded["fused"][i],
+                    dense=None if ranked["dense"] is None else ranked["dense"][i],
+                    lexical=None if ranked["lexical"] is None else ranked["lexical"][i],
+                    fused=None if ranked["fused"] is None else ranked["fused"][i],
                     boost=boost[i],
-                    score=None if rounded["score"] is None else rounded["score"][i],
+                    score=None if ranked["score"] is None else ranked["score"][i],
                     recalled_by=_RECALLED[tag],
                 )
-                for i, (r, tag) in enumerate(zip(rows, a["recalled_by"].tolist(), strict=True))
+                for i, (r, tag) in enumerate(
+                    zip(cand[order].tolist(), tags[order].tolist(), strict=True)
+                )
             )
         return self._built
 
     def __len__(self) -> int:
-        return len(self._args[2]["rows"])
+        return len(self._args[2]["order"])
 
     @overload
     def __getitem__(self, i: int) -> Candidate: ...
@@ -407,6 +415,7 @@ class ExposureIndex:
         )
         # a tool's own row (not one of its operations): where a tool named in a query enters
         self._tool_row = np.unique(self._row_tool, return_index=True)[1]
+        self._several_rows = n > len(tool_ids)  # operations or duplicate registrations
         self._names: dict[str, int] = {}
         for d in self.docs:
             if _is_name(d.id):
@@ -705,7 +714,7 @@ class ExposureIndex:
                 near = pool.rows[near]
         # the lexical list: rows holding a query term (in P), best first
         lexical_used = recall_mode == "lexical" or rerank_mode != "dense"
-        docs, bm25 = self.lexical.match(q.terms) if lexical_used else (_EMPTY, _NONE)
+        docs, bm25, every = self.lexical.match_all(q.terms) if lexical_used else _NO_MATCH
         if pool.row_mask is not None and len(docs):
             keep = pool.row_mask[docs]
             docs, bm25 = docs[keep], bm25[keep]
@@ -733,15 +742,20 @@ class ExposureIndex:
         # exact dense scores for every row that may reach the rerank, in one product
         scored = _union(near, lexical_list, named_rows)
         exact = self._exact(scored, qv) if qv is not None else None
-        if exact is not None and len(near):
+        if exact is not None and len(near) > k:
             at_near = scored.searchsorted(near)  # near ⊆ scored, both sorted
             dense_list = near[_best(exact[at_near], near, rank_of, k)]
         else:
-            dense_list = _EMPTY
-        cand = _union(dense_list, lexical_list, named_rows)
-        dense = None if exact is None else exact[scored.searchsorted(cand)]
+            dense_list = near  # no more than k rows near the k-th: exactly the top k
+        if len(dense_list) == len(near):
+            cand, dense = scored, exact
+        else:
+            cand = _union(dense_list, lexical_list, named_rows)
+            dense = None if exact is None else exact[scored.searchsorted(cand)]
         lexical = None
-        if lexical_used:
+        if every is not None:
+            lexical = every[cand]
+        elif lexical_used:
             at = np.minimum(docs.searchsorted(cand), max(len(docs) - 1, 0))
             hit = docs[at] == cand if len(docs) else np.zeros(len(cand), dtype=bool)
             lexical = np.where(hit, bm25[at] if len(docs) else 0.0, 0.0)
@@ -773,7 +787,8 @@ class ExposureIndex:
         # order: score, then the row key, so equal scores give the same order always; then
         # each tool's best row only; then the tools named in the request go first
         order = np.lexsort((rank_of[cand], -score))
-        order = order[_first_of_each(self._row_tool[cand[order]])]
+        if self._several_rows:
+            order = order[_first_of_each(self._row_tool[cand[order]])]
         named: tuple[str, ...] = ()
         if len(named_rows):
             tools = self._row_tool[cand[order]]
@@ -796,11 +811,6 @@ class ExposureIndex:
                 )
 
         rows = cand[order]
-        # which lists brought each candidate: bit 1 dense, 2 lexical, 4 named
-        tags = np.zeros(len(cand), dtype=np.int64)
-        for bit, listed in ((1, dense_list), (2, lexical_list), (4, named_rows)):
-            if len(listed):
-                tags[cand.searchsorted(listed)] |= bit
         sorted_score = score[order]
         exposed = tuple(self.tool_ids[t] for t in self._row_tool[rows[:limit]].tolist())
         last = min(limit, len(rows)) - 1
@@ -822,13 +832,14 @@ class ExposureIndex:
         candidates = _Ranked(
             self.docs,
             limit,
-            rows=rows,
-            dense=None if dense is None else dense[order],
-            lexical=None if lexical is None else lexical[order],
-            fused=fused[order],
-            boost=boost[order],
-            score=sorted_score,
-            recalled_by=tags[order],
+            cand=cand,
+            order=order,
+            dense=dense,
+            lexical=lexical,
+            fused=fused,
+            boost=boost,
+            score=score,
+            lists=(dense_list, lexical_list, named_rows),
         )
         trace = ExposureTrace(
             rule="ranked",
@@ -933,6 +944,7 @@ def _availability(value: Any) -> tuple[bool, str]:
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _NONE = np.zeros(0, dtype=np.float64)
+_NO_MATCH: tuple[np.ndarray, np.ndarray, None] = (_EMPTY, _NONE, None)
 # a name as it may stand in a request: letters, digits and the separators of tool ids
 _NAME = re.compile(r"[\w.:/#@-]+")
 _NAME_EDGE = ".:/#@-"

@@ -300,13 +300,19 @@ class LexicalIndex:
 
     def match(self, terms: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
         """(documents holding at least one of `terms`, sorted; their BM25 scores)."""
+        docs, scores, _ = self.match_all(terms)
+        return docs, scores
+
+    def match_all(self, terms: Iterable[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """`match`, and the scores of every document when they were added up in one array
+        (many postings), else None."""
         starts = self._starts
         spans = [(starts[t], starts[t + 1]) for t in terms]
         if not spans:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), None
         if len(spans) == 1:
             lo, hi = spans[0]
-            return self._docs[lo:hi], self._weights[lo:hi]
+            return self._docs[lo:hi], self._weights[lo:hi], None
         docs = np.concatenate([self._docs[lo:hi] for lo, hi in spans])
         weights = np.concatenate([self._weights[lo:hi] for lo, hi in spans])
         # a document's score sums its terms' weights in the order the terms came, either way
@@ -314,9 +320,9 @@ class LexicalIndex:
             # many postings: add them up in one array over the documents
             out = np.bincount(docs, weights=weights, minlength=self.size)
             docs = (out > 0).nonzero()[0]  # every BM25 weight is > 0; bools scan fastest
-            return docs, out[docs]
+            return docs, out[docs], out
         unique, inverse = np.unique(docs, return_inverse=True)
-        return unique, np.bincount(inverse, weights=weights, minlength=len(unique))
+        return unique, np.bincount(inverse, weights=weights, minlength=len(unique)), None
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for `query` (float64, one per document).
