@@ -3,20 +3,28 @@
 The rule (language.md §5), exactly. Let P be the tools public on the surface and available now.
 
 - |P| ≤ limit: expose all of P, in the order given. No embedding is computed, nothing is ranked.
-- |P| > limit: recall the `top` best candidates (by dense score, or by BM25 when the surface
-  recalls lexically or no embeddings are at hand) → rerank them (`hybrid` fuses the dense and the
-  lexical score, `dense` and `lexical` use one) → add the bounded pack boost → dedupe by tool id
-  (a tool's operations and duplicate registrations are separate rows) → expose the first `limit`.
+- |P| > limit and the query has no terms (empty, or only function words and symbols): the first
+  `limit` of P in the order given, with a note (rule `order`).
+- |P| > limit: recall the `top` best rows by dense score together with the `top` best by BM25
+  (their union; BM25 alone when the surface recalls lexically or no embeddings are at hand) →
+  rerank them (`hybrid` fuses the dense and the lexical score, `dense` and `lexical` use one) →
+  add the bounded pack boost → dedupe by tool id (a tool's operations and duplicate
+  registrations are separate rows) → tools of P named verbatim in the request first → expose
+  the first `limit`.
 
 Ranking only ever orders P: it never adds a tool outside P, and it is never a permission — every
 exposed tool's calls are still judged by policy. Every exposure returns a trace: the candidates
-with their dense, lexical, fused and boost scores, the cut, the notes (a fallback to lexical
-ranking says why), and, for each public tool that is not available, the reason the caller gave.
+with their dense, lexical, fused and boost scores and the lists that recalled them, the cut, the
+notes (a fallback to lexical ranking says why), and, for each public tool that is not
+available, the reason the caller gave. Queries are read up to `QUERY_CAP` characters.
 
-Speed: dense recall is one float32 matrix–vector product over P's rows followed by
-`np.argpartition`, with no Python loop over tools; the rerank, the dedupe and the trace work on
-the recalled candidates only. Tool embeddings are computed at build time
-(`harnessc.compiler.embed`); only the query is embedded at run time
+Speed: the dense side is one float32 product of the query with P's rows and one partition, with
+no Python loop over tools; it only chooses the recall. The recalled rows' dense scores are then
+computed again row by row, without BLAS, so the ranking never depends on how BLAS summed the
+product, and `expose_many` (one matrix product for a batch) ranks exactly like `expose`. BM25
+reads only the postings of the query's terms. The rerank, the dedupe and the trace work on the
+recalled rows only, and the trace's `Candidate`s are made when first read. Tool embeddings are
+computed at build time (`harnessc.compiler.embed`); only the query is embedded at run time
 (`harnessc.runtime.embedding`). The product runs in numpy, or, when the embedder offers
 `scores(matrix, vector)` (MiniLM's does), in the embedder's own thread pool: one pool for the
 whole query side instead of two fighting over the cores.
@@ -32,14 +40,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
-from .lexical import LexicalIndex
+from .lexical import LexicalIndex, tokenize
 from .model import Rank, Surface, Tool
 
 __all__ = [
@@ -47,6 +56,7 @@ __all__ = [
     "EMBEDDING_IDS_FILE",
     "HYBRID_DENSE_WEIGHT",
     "PACK_BOOST",
+    "QUERY_CAP",
     "Candidate",
     "Cut",
     "Exposure",
@@ -66,6 +76,11 @@ PACK_BOOST = 0.5
 """The boost, in standard deviations of the fused score, for a tool in a pack the user selected.
 It is a constant, so a preference can lift a close candidate over the cut but cannot lift a
 poor match far, and it applies only to tools already in P and recalled."""
+
+QUERY_CAP = 2_000
+"""Characters of a query that ranking reads and the trace keeps (MiniLM reads 256 word pieces,
+about 1,000 characters of English; BM25 gains nothing from more). The trace's `query_chars`
+gives the length as given and a note says when the query was cut."""
 
 NO_AVAILABILITY_REASON = "no availability was given for this tool"
 EMBEDDINGS_FILE = "tool_embeddings.npy"
@@ -93,6 +108,8 @@ class ToolDoc:
     id: str
     row: str
     summary: str = ""
+    wire_name: str = ""
+    """The name a model calls the tool by, when it is not the id (matched verbatim in requests)."""
     use_when: str = ""
     not_for: str = ""
     args: tuple[str, ...] = ()
@@ -159,6 +176,7 @@ def tool_docs(tools: Iterable[Tool]) -> list[ToolDoc]:
                 id=tool.id,
                 row=tool.id,
                 summary=tool.summary or "",
+                wire_name=tool.wire_name if tool.wire_name != tool.id else "",
                 use_when=tool.use_when or "",
                 not_for=tool.not_for or "",
                 args=args,
@@ -201,6 +219,9 @@ class Candidate:
     boost: float = 0.0
     score: float | None = None
     """fused + boost: what the order is by."""
+    recalled_by: tuple[str, ...] = ()
+    """Which lists brought the row to the rerank: `dense`, `lexical`, and `named` for a tool
+    named verbatim in the request (exposed first, whatever its score)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,25 +240,40 @@ class ExposureTrace:
     """Why exactly these tools were exposed."""
 
     query: str
+    """The query as ranked: its first `QUERY_CAP` characters."""
     limit: int
     public: int
     available: int
     rule: str
-    """`all` (|P| ≤ limit: nothing ranked) or `ranked`."""
+    """`all` (|P| ≤ limit: nothing ranked), `ranked`, or `order` (the query has no terms: the
+    first `limit` of P in the surface's order)."""
     recall: str | None = None
     rerank: str | None = None
     recalled: int = 0
     """Rows recalled for the rerank (a tool's operations are rows of their own)."""
-    candidates: tuple[Candidate, ...] = ()
+    candidates: Sequence[Candidate] = ()
     cut: Cut | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
     packs: tuple[str, ...] = ()
     """The packs the user selected, as given."""
+    named: tuple[str, ...] = ()
+    """Tools of P named verbatim in the request (by id or wire name): always exposed."""
+    query_chars: int = 0
+    """The length of the query as given; more than `QUERY_CAP` means it was cut."""
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data."""
-        return asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        # field by field: `asdict` deep-copies every value, ten times slower on a ranked trace
+        names = _CANDIDATE_FIELDS
+        out["candidates"] = [{n: getattr(c, n) for n in names} for c in self.candidates]
+        out["cut"] = None if self.cut is None else asdict(self.cut)
+        out["unavailable"] = dict(self.unavailable)
+        return out
+
+
+_CANDIDATE_FIELDS = tuple(f.name for f in fields(Candidate))
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,8 +284,98 @@ class Exposure:
     trace: ExposureTrace
 
 
+class _Ranked(Sequence[Candidate]):
+    """A ranking's candidates, made into `Candidate`s when first read: the order and the
+    scores are decided (numpy arrays), only the Python objects of the trace wait."""
+
+    __slots__ = ("_args", "_built")
+
+    def __init__(self, docs: Sequence[ToolDoc], limit: int, **arrays: Any) -> None:
+        # `cand` (sorted rows) and the score arrays align; `order` ranks them; `lists` are
+        # the dense, lexical and named rows (which recalled what)
+        self._args = (docs, limit, arrays)
+        self._built: tuple[Candidate, ...] | None = None
+
+    def _all(self) -> tuple[Candidate, ...]:
+        if self._built is None:
+            docs, limit, a = self._args
+            cand, order = a["cand"], a["order"]
+            tags = np.zeros(len(cand), dtype=np.int64)
+            for bit, listed in zip((1, 2, 4), a["lists"], strict=True):
+                if len(listed):
+                    tags[cand.searchsorted(listed)] |= bit
+            ranked = {
+                k: None if a[k] is None else np.round(a[k][order].astype(np.float64), 6).tolist()
+                for k in ("dense", "lexical", "fused", "score")
+            }
+            boost = a["boost"][order].tolist()
+            self._built = tuple(
+                Candidate(
+                    tool=docs[r].id,
+                    row=docs[r].row,
+                    position=i + 1,
+                    exposed=i < limit,
+                    dense=None if ranked["dense"] is None else ranked["dense"][i],
+                    lexical=None if ranked["lexical"] is None else ranked["lexical"][i],
+                    fused=None if ranked["fused"] is None else ranked["fused"][i],
+                    boost=boost[i],
+                    score=None if ranked["score"] is None else ranked["score"][i],
+                    recalled_by=_RECALLED[tag],
+                )
+                for i, (r, tag) in enumerate(
+                    zip(cand[order].tolist(), tags[order].tolist(), strict=True)
+                )
+            )
+        return self._built
+
+    def __len__(self) -> int:
+        return len(self._args[2]["order"])
+
+    @overload
+    def __getitem__(self, i: int) -> Candidate: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Candidate, ...]: ...
+    def __getitem__(self, i: int | slice) -> Candidate | tuple[Candidate, ...]:
+        return self._all()[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return self._all() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
 # ---------------------------------------------------------------------------------------------
 # The index
+
+
+@dataclass(slots=True)
+class _Pool:
+    """P resolved against the index: the tools, their rows, and what was left out and why."""
+
+    public: int
+    tools: list[str]
+    unavailable: dict[str, str]
+    rows: np.ndarray | None
+    """P's rows, sorted; None when P is every tool of the index."""
+    row_mask: np.ndarray | None
+    tool_mask: np.ndarray | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    text: str
+    chars: int
+    terms: list[int]
+    """The lexical index's ids of the query's terms that some row holds."""
+    has_terms: bool
+    named: list[int]
+    """Tool positions named verbatim, in the order they came."""
 
 
 class ExposureIndex:
@@ -259,7 +385,7 @@ class ExposureIndex:
     row key from `tool_docs`, or a tool id, which then also serves that tool's operations).
     `embedder` turns a query into a vector (`harnessc.runtime.embedding.QueryEmbedder`); it is
     called only when ranking is needed and no `query_vector` was given. If it also has
-    `scores(matrix, vector)`, the query-side products run there instead of in numpy.
+    `scores(matrix, vector)`, the query-side product of `expose` runs there instead of in numpy.
     """
 
     def __init__(
@@ -277,18 +403,41 @@ class ExposureIndex:
         tool_ids = list(dict.fromkeys(d.id for d in self.docs))
         self._tool_pos = {t: i for i, t in enumerate(tool_ids)}
         self.tool_ids = tuple(tool_ids)
+        n = len(self.docs)
         # each row's place in the order of row keys: the tie-break of equal scores
-        by_key = sorted(range(len(self.docs)), key=lambda r: self.docs[r].row)
-        self._row_rank = np.empty(len(self.docs), dtype=np.int64)
-        self._row_rank[by_key] = np.arange(len(self.docs))
-        self._row_tool = np.fromiter(
-            (self._tool_pos[d.id] for d in self.docs), dtype=np.int64, count=len(self.docs)
+        self._by_rank = np.asarray(
+            sorted(range(n), key=[d.row for d in self.docs].__getitem__), dtype=np.int64
         )
+        self._row_rank = np.empty(n, dtype=np.int64)
+        self._row_rank[self._by_rank] = np.arange(n)
+        self._row_tool = np.fromiter(
+            map(self._tool_pos.__getitem__, (d.id for d in self.docs)), dtype=np.int64, count=n
+        )
+        # a tool's own row (not one of its operations): where a tool named in a query enters
+        self._tool_row = np.unique(self._row_tool, return_index=True)[1]
+        self._several_rows = n > len(tool_ids)  # operations or duplicate registrations
+        self._names: dict[str, int] = {}
+        for d in self.docs:
+            if _is_name(d.id):
+                self._names.setdefault(d.id, self._tool_pos[d.id])
+        for d in self.docs:
+            if d.wire_name and _is_name(d.wire_name):
+                self._names.setdefault(d.wire_name, self._tool_pos[d.id])
         self._packs = [frozenset(d.packs) for d in self.docs]
+        self._has_packs = any(self._packs)
         self.lexical = LexicalIndex([d.fields() for d in self.docs])
         self.matrix: np.ndarray | None = None
+        self._slack = 0.0
         if embeddings is not None:
             self.matrix = _align(self.docs, np.asarray(embeddings), ids)
+            # INVARIANT: any float32 dot product of a unit query with a row — the big product,
+            # however BLAS sums it, and the per-row rescoring (`_exact`) — is within
+            # d·2⁻²⁴·|row| of the true value; so the rows within `_slack` (six times that) of
+            # the k-th approximate score hold the rescoring's top k
+            dim = self.matrix.shape[1]
+            norms = np.einsum("ij,ij->i", self.matrix, self.matrix) if n else np.zeros(1)
+            self._slack = 6.0 * dim * 2.0**-24 * float(np.sqrt(norms.max())) + 1e-9
+        self._last_public: tuple[tuple[str, ...], list[str], _Pool | None] | None = None
 
     @classmethod
     def from_tools(
@@ -330,80 +479,296 @@ class ExposureIndex:
         else 20 and `Rank()`. `packs` are the packs the user selected: a bounded boost when the
         surface says `prefer packs`, and a trace entry either way.
         """
+        vectors = None if query_vector is None else [query_vector]
+        return self.expose_many(
+            public,
+            [query],
+            available=available,
+            limit=limit,
+            rank=rank,
+            packs=packs,
+            query_vectors=vectors,
+            surface=surface,
+        )[0]
+
+    def expose_many(
+        self,
+        public: Iterable[str],
+        queries: Sequence[str],
+        *,
+        available: Availability | None = None,
+        limit: int | None = None,
+        rank: Rank | None = None,
+        packs: Iterable[str] = (),
+        query_vectors: np.ndarray | Sequence[np.ndarray] | None = None,
+        surface: Surface | None = None,
+    ) -> list[Exposure]:
+        """`expose` for each of `queries` over the same P: one matrix product for the batch,
+        and the same result, query by query, as a loop of `expose`.
+
+        `query_vectors`, when given, has one vector per query. Without them each query is
+        embedded on its own (a padded batch would change a vector's last bits).
+
+        >>> from harnessc.runtime.model import Tool
+        >>> tools = [Tool(id=f"t{i}", wire_name=f"t{i}", summary=f"tool {i}") for i in range(3)]
+        >>> index = ExposureIndex.from_tools(tools)
+        >>> [e.tools for e in index.expose_many(["t0", "t2"], ["a", "b"], limit=1)]
+        [('t0',), ('t0',)]
+        """
         if limit is None:
             limit = surface.limit if surface is not None else 20
         if rank is None:
             rank = surface.rank if surface is not None else Rank()
         packs = tuple(packs)
-        ordered = list(dict.fromkeys(public))
-        if not all(map(self._tool_pos.__contains__, ordered)):
-            unknown = [t for t in ordered if t not in self._tool_pos]
-            raise UnknownToolError(f"not in the exposure index: {', '.join(unknown[:5])}")
-        pool, unavailable = _split_available(ordered, available)
-        trace_args: dict[str, Any] = {
-            "query": query,
-            "limit": limit,
-            "public": len(ordered),
-            "available": len(pool),
-            "unavailable": unavailable,
-            "packs": packs,
-        }
-        if len(pool) <= limit:
+        pool = self._pool(public, available)
+        if len(pool.tools) <= limit:
             # INVARIANT: the exact rule — no embedding, no rerank when P fits in the limit
-            candidates = tuple(
-                Candidate(tool=t, row=t, position=i + 1, exposed=True) for i, t in enumerate(pool)
+            return [self._fixed(pool, self._query(q), limit, packs, "all", ()) for q in queries]
+        prepared = [self._query(q) for q in queries]
+        ranked = [i for i, q in enumerate(prepared) if q.has_terms]
+        notes: list[str] = []
+        wants_dense = rank.recall == "embedding" or rank.rerank != "lexical"
+        vectors: list[np.ndarray] | None = None
+        if wants_dense and ranked:
+            given = None if query_vectors is None else [query_vectors[i] for i in ranked]
+            vectors = self._query_vectors([prepared[i].text for i in ranked], given, notes)
+        approx: list[np.ndarray | None] = [None] * len(ranked)
+        if vectors is not None and rank.recall == "embedding":
+            products = self._products(np.stack(vectors), pool.rows)
+            approx = list(products)
+        out: list[Exposure] = []
+        slot = {i: j for j, i in enumerate(ranked)}
+        for i, q in enumerate(prepared):
+            if i not in slot:
+                note = (
+                    "the query is empty: the first `limit` tools of the surface, in its order"
+                    if not q.text.strip()
+                    else "the query has no terms to rank by (only function words or symbols): "
+                    "the first `limit` tools of the surface, in its order"
+                )
+                out.append(self._fixed(pool, q, limit, packs, "order", (note,)))
+                continue
+            j = slot[i]
+            qv = None if vectors is None else vectors[j]
+            out.append(self._rank(pool, q, limit, rank, packs, qv, approx[j], list(notes)))
+        return out
+
+    # -- P and the query -----------------------------------------------------------------------
+
+    def _pool(self, public: Iterable[str], available: Availability | None) -> _Pool:
+        # A surface's tool ids come as the same tuple turn after turn: their order, checks and
+        # rows are worked out once (a tuple cannot change under us).
+        last = self._last_public
+        if last is not None and public is last[0]:
+            ordered, cached = last[1], last[2]
+            if available is None and cached is not None:
+                return cached
+        else:
+            ordered = list(dict.fromkeys(public))
+            if not all(map(self._tool_pos.__contains__, ordered)):
+                unknown = [t for t in ordered if t not in self._tool_pos]
+                raise UnknownToolError(f"not in the exposure index: {', '.join(unknown[:5])}")
+        tools, unavailable = _split_available(ordered, available)
+        if len(tools) == len(self.tool_ids):
+            pool = _Pool(len(ordered), tools, unavailable, None, None, None)
+        else:
+            tool_mask = np.zeros(len(self.tool_ids), dtype=bool)
+            tool_mask[np.fromiter(map(self._tool_pos.__getitem__, tools), dtype=np.int64)] = True
+            row_mask = tool_mask[self._row_tool]
+            pool = _Pool(
+                len(ordered), tools, unavailable, np.flatnonzero(row_mask), row_mask, tool_mask
             )
-            trace = ExposureTrace(rule="all", candidates=candidates, **trace_args)
-            return Exposure(tuple(pool), trace)
-        return self._ranked(pool, query, limit, rank, packs, query_vector, trace_args)
+        if isinstance(public, tuple):
+            self._last_public = (public, ordered, pool if available is None else None)
+        return pool
+
+    def _query(self, query: str) -> _Query:
+        text = query[:QUERY_CAP]
+        tokens = tokenize(text)
+        named: list[int] = []
+        if tokens:
+            names = self._names
+            for chunk in _NAME.findall(text):
+                for name in (chunk, chunk.strip(_NAME_EDGE)):
+                    pos = names.get(name)
+                    if pos is not None and pos not in named:
+                        named.append(pos)
+                        break
+        return _Query(text, len(query), self.lexical.known(tokens), bool(tokens), named)
+
+    def _query_vectors(
+        self, texts: list[str], given: Sequence[np.ndarray] | None, notes: list[str]
+    ) -> list[np.ndarray] | None:
+        if self.matrix is None:
+            notes.append(
+                "ranked lexically: " + (self.dense_note or "this build has no tool embeddings")
+            )
+            return None
+        if given is not None:
+            raw = [np.asarray(v, dtype=np.float32).reshape(-1) for v in given]
+        elif self.embedder is not None:
+            try:
+                raw = [np.asarray(self.embedder(t), dtype=np.float32).reshape(-1) for t in texts]
+            except ImportError as exc:  # the embed extra is missing (EmbeddingUnavailableError)
+                notes.append(f"ranked lexically: {exc}")
+                return None
+        else:
+            notes.append("ranked lexically: no query embedder was given")
+            return None
+        out = []
+        for qv in raw:
+            if qv.shape[0] != self.matrix.shape[1]:
+                raise ValueError(
+                    f"query vector has {qv.shape[0]} dimensions, the tool embeddings "
+                    f"{self.matrix.shape[1]}"
+                )
+            norm = math.sqrt(float(qv @ qv))
+            out.append(qv / norm if norm > 0 else qv)
+        return out
+
+    def _products(self, queries: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        """Approximate dense scores, one row per query over P's rows: one pass over the matrix.
+        They choose the recall only; the scores that rank are recomputed exactly (`_exact`)."""
+        assert self.matrix is not None
+        # over the whole matrix when P is most of it (no copy of the rows), else over P's rows
+        matrix = self.matrix
+        if rows is not None and 2 * len(rows) < len(self.docs):
+            matrix, rows = matrix[rows], None
+        scores = getattr(self.embedder, "scores", None)
+        if len(queries) == 1 and scores is not None:
+            out = np.asarray(scores(matrix, queries[0]), dtype=np.float32)[None, :]
+        elif len(queries) == 1:
+            out = (matrix @ queries[0])[None, :]
+        else:
+            out = queries @ matrix.T
+        return out if rows is None else out[:, rows]
+
+    def _exact(self, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
+        # Each row's score alone: numpy's own loop over the row's entries (einsum without
+        # `optimize` never calls BLAS), the same bits whatever else is scored with it and
+        # wherever the row sits; so one query and a batch rank alike even where BLAS sums the
+        # big product in another order (tests/test_exposure_recall.py checks both).
+        assert self.matrix is not None
+        return np.einsum("ij,j->i", self.matrix[rows], qv).astype(np.float64)
 
     # -- ranking -------------------------------------------------------------------------------
 
-    def _ranked(
+    def _fixed(
         self,
-        pool: list[str],
-        query: str,
+        pool: _Pool,
+        q: _Query,
+        limit: int,
+        packs: tuple[str, ...],
+        rule: str,
+        notes: tuple[str, ...],
+    ) -> Exposure:
+        shown = pool.tools[:limit]
+        candidates = tuple(
+            Candidate(tool=t, row=t, position=i + 1, exposed=True) for i, t in enumerate(shown)
+        )
+        trace = ExposureTrace(
+            rule=rule,
+            candidates=candidates,
+            notes=(*notes, *_cap_note(q)),
+            **self._trace_args(pool, q, limit, packs),
+        )
+        return Exposure(tuple(shown), trace)
+
+    def _trace_args(
+        self, pool: _Pool, q: _Query, limit: int, packs: tuple[str, ...]
+    ) -> dict[str, Any]:
+        return {
+            "query": q.text,
+            "query_chars": q.chars,
+            "limit": limit,
+            "public": pool.public,
+            "available": len(pool.tools),
+            "unavailable": pool.unavailable,
+            "packs": packs,
+        }
+
+    def _rank(
+        self,
+        pool: _Pool,
+        q: _Query,
         limit: int,
         rank: Rank,
         packs: tuple[str, ...],
-        query_vector: np.ndarray | None,
-        trace_args: dict[str, Any],
+        qv: np.ndarray | None,
+        approx: np.ndarray | None,
+        notes: list[str],
     ) -> Exposure:
-        notes: list[str] = []
-        rows = self._rows_of(pool)
-        wants_dense = rank.recall == "embedding" or rank.rerank != "lexical"
-        qv = self._query_vector(query, query_vector, notes) if wants_dense else None
+        n_rows = len(self.docs) if pool.rows is None else len(pool.rows)
         recall_mode = rank.recall if qv is not None else "lexical"
         rerank_mode = rank.rerank if qv is not None else "lexical"
-        lexical_all = self.lexical.scores(query)
-
         # recall: enough rows that at least `top` distinct tools survive the dedupe
-        k = min(len(rows), max(rank.top, limit) + (len(rows) - len(pool)))
-        dense_rows: np.ndarray | None = None
-        if recall_mode == "embedding":
+        k = min(n_rows, max(rank.top, limit) + (n_rows - len(pool.tools)))
+        rank_of = self._row_rank
+
+        # the dense list: the rows near the k-th approximate score, then the exact top k
+        near = _EMPTY
+        if approx is not None:
             assert qv is not None
-            dense_rows = self._dense(rows, qv)
-            picked = _top_k(dense_rows, k)
+            near = _near(approx, k, self._slack)
+            if pool.rows is not None:
+                near = pool.rows[near]
+        # the lexical list: rows holding a query term (in P), best first
+        lexical_used = recall_mode == "lexical" or rerank_mode != "dense"
+        docs, bm25, every = self.lexical.match_all(q.terms) if lexical_used else _NO_MATCH
+        if pool.row_mask is not None and len(docs):
+            keep = pool.row_mask[docs]
+            docs, bm25 = docs[keep], bm25[keep]
+        if recall_mode == "lexical":
+            lexical_list = docs[_best(bm25, docs, rank_of, k)]
+            if len(lexical_list) < k:  # too few rows hold a term: the rest by row key
+                order = (
+                    self._by_rank
+                    if pool.row_mask is None
+                    else self._by_rank[pool.row_mask[self._by_rank]]
+                )
+                held = np.zeros(len(self.docs), dtype=bool)
+                held[docs] = True
+                lexical_list = np.concatenate(
+                    (lexical_list, order[~held[order]][: k - len(lexical_list)])
+                )
+        elif lexical_used:
+            lexical_list = docs[_best(bm25, docs, rank_of, k)]
         else:
-            picked = _top_k(lexical_all[rows], k)
-        cand = rows[picked]
-        lexical = lexical_all[cand]
-        dense: np.ndarray | None = None
-        if dense_rows is not None:
-            dense = dense_rows[picked]
-        elif qv is not None:
-            assert self.matrix is not None
-            dense = self._product(self.matrix[cand], qv)
+            lexical_list = _EMPTY
+        named_rows = self._tool_row[q.named] if q.named else _EMPTY
+        if q.named and pool.tool_mask is not None:
+            named_rows = named_rows[pool.tool_mask[np.asarray(q.named)]]
+
+        # exact dense scores for every row that may reach the rerank, in one product
+        scored = _union(near, lexical_list, named_rows)
+        exact = self._exact(scored, qv) if qv is not None else None
+        if exact is not None and len(near) > k:
+            at_near = scored.searchsorted(near)  # near ⊆ scored, both sorted
+            dense_list = near[_best(exact[at_near], near, rank_of, k)]
+        else:
+            dense_list = near  # no more than k rows near the k-th: exactly the top k
+        if len(dense_list) == len(near):
+            cand, dense = scored, exact
+        else:
+            cand = _union(dense_list, lexical_list, named_rows)
+            dense = None if exact is None else exact[scored.searchsorted(cand)]
+        lexical = None
+        if every is not None:
+            lexical = every[cand]
+        elif lexical_used:
+            at = np.minimum(docs.searchsorted(cand), max(len(docs) - 1, 0))
+            hit = docs[at] == cand if len(docs) else np.zeros(len(cand), dtype=bool)
+            lexical = np.where(hit, bm25[at] if len(docs) else 0.0, 0.0)
 
         if rerank_mode == "hybrid":
-            assert dense is not None
+            assert dense is not None and lexical is not None
             fused = HYBRID_DENSE_WEIGHT * _z(dense) + (1.0 - HYBRID_DENSE_WEIGHT) * _z(lexical)
         elif rerank_mode == "dense":
             assert dense is not None
             fused = _z(dense)
         else:
+            assert lexical is not None
             fused = _z(lexical)
-
         boost = np.zeros(len(cand))
         if packs:
             if "packs" in rank.prefer:
@@ -419,104 +784,75 @@ class ExposureIndex:
                 )
         score = fused + boost
 
-        # order: score, then the row key, so equal scores give the same order always
-        order = np.lexsort((self._row_rank[cand], -score)).tolist()
-        # the trace's scores, rounded to 6 places in one step per array
-        rows_l = cand.tolist()
-        score_l, fused_l, lexical_l = (np.round(a, 6).tolist() for a in (score, fused, lexical))
-        dense_l = None if dense is None else np.round(dense.astype(np.float64), 6).tolist()
-        boost_l = boost.tolist()
-        seen: set[str] = set()
-        ranked: list[Candidate] = []
-        for i in order:
-            doc = self.docs[rows_l[i]]
-            if doc.id in seen:
-                continue
-            seen.add(doc.id)
-            ranked.append(
-                Candidate(
-                    tool=doc.id,
-                    row=doc.row,
-                    position=len(ranked) + 1,
-                    exposed=len(ranked) < limit,
-                    dense=None if dense_l is None else dense_l[i],
-                    lexical=lexical_l[i],
-                    fused=fused_l[i],
-                    boost=boost_l[i],
-                    score=score_l[i],
-                )
+        # order: score, then the row key, so equal scores give the same order always; then
+        # each tool's best row only; then the tools named in the request go first
+        order = np.lexsort((rank_of[cand], -score))
+        if self._several_rows:
+            order = order[_first_of_each(self._row_tool[cand[order]])]
+        named: tuple[str, ...] = ()
+        if len(named_rows):
+            tools = self._row_tool[cand[order]]
+            named_tools = self._row_tool[named_rows]
+            at_tool = {t: i for i, t in enumerate(tools.tolist())}
+            front = [at_tool[t] for t in named_tools.tolist()]
+            rest = np.ones(len(order), dtype=bool)
+            rest[front] = False
+            order = np.concatenate((order[front], order[rest]))
+            named = tuple(self.tool_ids[t] for t in named_tools.tolist())
+            notes.extend(
+                f"`{t}` is named in the request: exposed first, whatever its score"
+                for t in named[:limit]
             )
-        exposed = tuple(c.tool for c in ranked[:limit])
-        last = ranked[min(limit, len(ranked)) - 1]
-        nxt = ranked[limit] if len(ranked) > limit else None
-        cut = Cut(
-            limit=limit,
-            last_exposed=last.tool,
-            last_score=last.score or 0.0,
-            first_excluded=nxt.tool if nxt else None,
-            first_excluded_score=nxt.score if nxt else None,
+        for pos in q.named:
+            tool = self.tool_ids[pos]
+            if tool in pool.unavailable:
+                notes.append(
+                    f"`{tool}` is named in the request but not available: {pool.unavailable[tool]}"
+                )
+
+        rows = cand[order]
+        sorted_score = score[order]
+        exposed = tuple(self.tool_ids[t] for t in self._row_tool[rows[:limit]].tolist())
+        last = min(limit, len(rows)) - 1
+        cut = (
+            None
+            if last < 0
+            else Cut(
+                limit=limit,
+                last_exposed=exposed[last],
+                last_score=round(float(sorted_score[last]), 6),
+                first_excluded=(
+                    self.tool_ids[int(self._row_tool[rows[limit]])] if len(rows) > limit else None
+                ),
+                first_excluded_score=(
+                    round(float(sorted_score[limit]), 6) if len(rows) > limit else None
+                ),
+            )
+        )
+        candidates = _Ranked(
+            self.docs,
+            limit,
+            cand=cand,
+            order=order,
+            dense=dense,
+            lexical=lexical,
+            fused=fused,
+            boost=boost,
+            score=score,
+            lists=(dense_list, lexical_list, named_rows),
         )
         trace = ExposureTrace(
             rule="ranked",
             recall=recall_mode,
             rerank=rerank_mode,
             recalled=len(cand),
-            candidates=tuple(ranked),
+            candidates=candidates,
             cut=cut,
-            notes=tuple(notes),
-            **trace_args,
+            named=named,
+            notes=(*notes, *_cap_note(q)),
+            **self._trace_args(pool, q, limit, packs),
         )
         return Exposure(exposed, trace)
-
-    def _rows_of(self, pool: list[str]) -> np.ndarray:
-        if len(pool) == len(self.tool_ids):
-            return np.arange(len(self.docs))
-        wanted = np.zeros(len(self.tool_ids), dtype=bool)
-        wanted[np.fromiter(map(self._tool_pos.__getitem__, pool), dtype=np.int64)] = True
-        return np.flatnonzero(wanted[self._row_tool])
-
-    def _dense(self, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
-        assert self.matrix is not None
-        # one product: over the whole matrix when P is most of it (no copy of the rows),
-        # over P's rows otherwise
-        if len(rows) == len(self.docs):
-            return self._product(self.matrix, qv)
-        if 2 * len(rows) >= len(self.docs):
-            return self._product(self.matrix, qv)[rows]
-        return self._product(self.matrix[rows], qv)
-
-    def _product(self, matrix: np.ndarray, qv: np.ndarray) -> np.ndarray:
-        scores = getattr(self.embedder, "scores", None)
-        if scores is not None:
-            return np.asarray(scores(matrix, qv), dtype=np.float32)
-        return matrix @ qv
-
-    def _query_vector(
-        self, query: str, given: np.ndarray | None, notes: list[str]
-    ) -> np.ndarray | None:
-        if self.matrix is None:
-            notes.append(
-                "ranked lexically: " + (self.dense_note or "this build has no tool embeddings")
-            )
-            return None
-        if given is not None:
-            qv = np.asarray(given, dtype=np.float32).reshape(-1)
-        elif self.embedder is not None:
-            try:
-                qv = np.asarray(self.embedder(query), dtype=np.float32).reshape(-1)
-            except ImportError as exc:  # the embed extra is missing (EmbeddingUnavailableError)
-                notes.append(f"ranked lexically: {exc}")
-                return None
-        else:
-            notes.append("ranked lexically: no query embedder was given")
-            return None
-        if qv.shape[0] != self.matrix.shape[1]:
-            raise ValueError(
-                f"query vector has {qv.shape[0]} dimensions, the tool embeddings "
-                f"{self.matrix.shape[1]}"
-            )
-        norm = float(np.linalg.norm(qv))
-        return qv / norm if norm > 0 else qv
 
 
 def load_tool_embeddings(directory: str | Path) -> tuple[np.ndarray, list[str]] | None:
@@ -557,19 +893,14 @@ def _align(
     return np.ascontiguousarray(matrix[np.asarray(order, dtype=np.int64)])
 
 
-def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k highest scores (unordered); all of them when k covers the array."""
-    if k >= len(scores):
-        return np.arange(len(scores))
-    return np.argpartition(-scores, k - 1)[:k]
-
-
 def _z(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    std = float(x.std())
+    if not len(x):
+        return np.zeros(0)
+    centred = np.asarray(x, dtype=np.float64) - float(np.add.reduce(x)) / len(x)
+    std = math.sqrt(float(centred @ centred) / len(centred))
     if not math.isfinite(std) or std < 1e-12:
-        return np.zeros_like(x)
-    return (x - x.mean()) / std
+        return np.zeros(len(centred))
+    return centred / std
 
 
 def _split_available(
@@ -609,3 +940,94 @@ def _availability(value: Any) -> tuple[bool, str]:
             reason = "; ".join(str(r) for r in value.reasons)
         return False, str(reason or "unavailable")
     return bool(value), "" if value else "unavailable"
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+_NONE = np.zeros(0, dtype=np.float64)
+_NO_MATCH: tuple[np.ndarray, np.ndarray, None] = (_EMPTY, _NONE, None)
+# a name as it may stand in a request: letters, digits and the separators of tool ids
+_NAME = re.compile(r"[\w.:/#@-]+")
+_NAME_EDGE = ".:/#@-"
+_SEPARATORS = "._:/#-"
+_HUMP = re.compile(r"[a-z][A-Z]")
+_RECALLED = tuple(
+    tuple(name for bit, name in ((1, "dense"), (2, "lexical"), (4, "named")) if tag & bit)
+    for tag in range(8)
+)
+
+
+def _is_name(name: str) -> bool:
+    """Whether `name` reads as a tool's name in a request, not as a word: it holds a
+    separator (`change.create`, `get_weather`, `mcp:git:tool:log`) or a camelCase hump. Many
+    tools are named by a plain word (`record`, `sum`, `B`), and requests use those as words."""
+    return any(sep in name for sep in _SEPARATORS) or _HUMP.search(name) is not None
+
+
+def _cap_note(q: _Query) -> tuple[str, ...]:
+    if q.chars <= QUERY_CAP:
+        return ()
+    return (
+        f"the query has {q.chars:,} characters: ranking and this trace read the first "
+        f"{QUERY_CAP:,}",
+    )
+
+
+def _union(*arrays: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of `arrays` (np.unique without its Python overhead)."""
+    values = np.concatenate(arrays)
+    values.sort()
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def _first_of_each(keys: np.ndarray) -> np.ndarray:
+    """The positions, in order, of the first occurrence of each distinct key."""
+    if len(keys) < 2:
+        return np.arange(len(keys))
+    by_key = keys.argsort(kind="stable")
+    ordered = keys[by_key]
+    keep = np.empty(len(keys), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    first = by_key[keep]
+    first.sort()
+    return first
+
+
+def _near(approx: np.ndarray, k: int, slack: float) -> np.ndarray:
+    """The rows whose approximate score is within `slack` of the k-th best (unordered)."""
+    n = len(approx)
+    if k >= n:
+        return np.arange(n)
+    # one partition for the k best and a few more; only when all of those are near the k-th
+    # does it take a second pass over every score
+    m = min(n, k + 16)
+    top = approx.argpartition(n - m)[n - m :]
+    values = approx[top]
+    floor = float(np.partition(values, m - k)[m - k]) - slack
+    if m == n or float(values.min()) < floor:
+        return top[values >= floor]
+    return np.flatnonzero(approx >= floor)
+
+
+def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest `scores`, equal scores taken by their row's rank (lowest
+    first); unordered."""
+    n = len(scores)
+    if k >= n:
+        return np.arange(n)
+    if k <= 0:
+        return _EMPTY
+    top = scores.argpartition(n - k)[n - k :]
+    kth = scores[top].min()
+    ties = np.flatnonzero(scores == kth)
+    if len(ties) == np.count_nonzero(scores[top] == kth):
+        return top  # no score equal to the k-th was left out: no tie to break
+    above = np.flatnonzero(scores > kth)
+    need = k - len(above)
+    ties = ties[np.argsort(rank_of[rows[ties]], kind="stable")[:need]]
+    return np.concatenate((above, ties))

@@ -169,26 +169,27 @@ def test_lexical_recall_keeps_top_candidates() -> None:
     assert set(result.tools) <= {"mail.search", "github.search_code"}
 
 
-def test_the_rerank_orders_only_what_dense_recall_brought_back() -> None:
-    # the query's words point at production.deploy, its vector at the weather: recall by the
-    # vector keeps 3 tools, and the lexical half of the hybrid rerank cannot reach past them
+def test_the_rerank_sees_the_union_of_the_dense_and_the_lexical_list() -> None:
+    # the query's words point at production.deploy, its vector at the weather: the dense list
+    # (top 3) misses production.deploy, the lexical list holds it, and the rerank sees both
     tools = TOOLS[:-1]
     index = build(tools)
     weather = bag_embedder(tool_docs([tools[IDS.index("weather.forecast")]])[0].embedding_text())
-    result = index.expose(
-        IDS[:-1],
-        "deploy the change to production",
-        limit=2,
-        rank=Rank(top=3),
-        query_vector=weather,
+    query = "deploy the change to production"
+    result = index.expose(IDS[:-1], query, limit=2, rank=Rank(top=3), query_vector=weather)
+    trace = result.trace
+    assert trace.recall == "embedding"
+    by_tool = {c.tool: c for c in trace.candidates}
+    dense_only = index.expose(
+        IDS[:-1], query, limit=3, rank=Rank(top=3, rerank="dense"), query_vector=weather
     )
-    assert result.trace.recall == "embedding" and result.trace.recalled == 3
-    assert len(result.trace.candidates) == 3
-    assert "production.deploy" not in {c.tool for c in result.trace.candidates}
-    assert result.tools[0] == "weather.forecast"
-    lexical_only = index.expose(
-        IDS[:-1], "deploy the change to production", limit=2, rank=Rank(recall="lexical", top=3)
-    )
+    assert "production.deploy" not in dense_only.tools  # the dense list alone misses it
+    assert by_tool["production.deploy"].recalled_by == ("lexical",)
+    assert by_tool["weather.forecast"].recalled_by[0] == "dense"
+    assert 3 < trace.recalled <= 6  # the dense top 3 and the lexical top 3, without repeats
+    assert "production.deploy" in result.tools
+    assert {"dense"} <= {r for c in trace.candidates for r in c.recalled_by}
+    lexical_only = index.expose(IDS[:-1], query, limit=2, rank=Rank(recall="lexical", top=3))
     assert lexical_only.tools[0] == "production.deploy"
 
 
@@ -209,9 +210,9 @@ def test_an_embedder_with_its_own_product_gets_the_query_side_products() -> None
         assert own.tools == plain.tools
         assert own.trace.candidates == plain.trace.candidates
     rows = len(tool_docs(TOOLS))
-    # dense recall: one product over every row; lexical recall: one over the 5+ recalled rows
-    assert pooled.products[0] == (rows, 64)
-    assert pooled.products[1][0] < rows and len(pooled.products) == 2
+    # dense recall: one product over every row; lexical recall: none over the matrix (the
+    # recalled rows' exact scores are computed row by row)
+    assert pooled.products == [(rows, 64)]
 
 
 def test_ranking_never_exposes_a_tool_outside_p() -> None:

@@ -253,3 +253,19 @@ def test_a_built_package_ranks_with_minilm_by_default_and_lexically_when_asked(
     lexical = session(module.load(store="memory://", embedder=None))
     trace = lexical.expose("send an email to my manager").trace
     assert trace.notes == ("ranked lexically: no query embedder was given",)
+
+
+def test_a_long_query_is_not_logged_whole_twice(tmp_path: Path) -> None:
+    from harnessc.runtime.exposure import QUERY_CAP
+
+    h = harness_with_embeddings(compile_spec(tmp_path, "recall embedding top 4; rerank hybrid"))
+    s = session(h)
+    query = "send an email to my manager " * 3_600  # 100,800 characters
+    exposure = s.expose(query)  # type: ignore[attr-defined]
+    assert exposure.tools[0] == "mail.send"
+    event = next(e for e in h.store.read(s.id) if e.type == "tools.exposed")  # type: ignore[attr-defined]
+    trace = event.payload["trace"]
+    assert trace["query"] == query[:QUERY_CAP] and trace["query_chars"] == len(query)
+    assert any("read the first" in n for n in trace["notes"])
+    # the query as given once, the trace's capped copy, and little else
+    assert len(event.payload_json) < len(query) + QUERY_CAP + 10_000
