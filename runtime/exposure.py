@@ -42,12 +42,21 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
+from .exposure_data import (
+    Candidate,
+    Cut,
+    Exposure,
+    ExposureTrace,
+    Ranked,
+    ToolDoc,
+    tool_docs,
+)
 from .lexical import LexicalIndex, tokenize
 from .model import Rank, Surface, Tool
 
@@ -92,262 +101,6 @@ Availability = Mapping[str, Any] | Callable[[str], Any]
 
 class UnknownToolError(KeyError):
     """`expose` was given a tool id that the exposure index does not hold."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Tool documents: what lexical and dense ranking read of a tool
-
-
-@dataclass(frozen=True, slots=True)
-class ToolDoc:
-    """One row of the index: a tool, or one operation of a tool (`row` is `id#operation`).
-
-    `arg_text` holds argument descriptions where the source has them (MCP or imported schemas).
-    """
-
-    id: str
-    row: str
-    summary: str = ""
-    wire_name: str = ""
-    """The name a model calls the tool by, when it is not the id (matched verbatim in requests)."""
-    use_when: str = ""
-    not_for: str = ""
-    args: tuple[str, ...] = ()
-    arg_text: str = ""
-    operations: str = ""
-    packs: tuple[str, ...] = ()
-
-    def fields(self) -> dict[str, str]:
-        """The BM25 fields (weights in `lexical.FIELD_WEIGHTS`)."""
-        return {
-            "id": self.row.replace("#", " "),
-            "summary": self.summary,
-            "use_when": self.use_when,
-            "not_for": self.not_for,
-            "args": " ".join(self.args),
-            "arg_text": self.arg_text,
-            "operations": self.operations,
-            "packs": " ".join(self.packs),
-        }
-
-    def embedding_text(self) -> str:
-        """The text embedded at build time: name, summary, when to use it, its arguments.
-
-        `not_for` is left out on purpose: a sentence embedding does not model negation, so
-        "not for deploying" would pull deploy queries toward this tool.
-        """
-        name = _words(self.row.replace("#", " "))
-        parts = [f"{name}: {self.summary}".strip()]
-        if self.use_when:
-            parts.append(self.use_when)
-        if self.operations:
-            parts.append(f"Operations: {self.operations}")
-        if self.args:
-            parts.append("Arguments: " + ", ".join(self.args) + ".")
-        if self.arg_text:
-            parts.append(self.arg_text)
-        return " ".join(p for p in parts if p)
-
-
-def _words(name: str) -> str:
-    for sep in (".", ":", "_", "/", "-"):
-        name = name.replace(sep, " ")
-    return " ".join(name.split())
-
-
-def tool_docs(tools: Iterable[Tool]) -> list[ToolDoc]:
-    """The index rows of `tools`: one per tool, plus one per operation of a tool that has them.
-
-    >>> from harnessc.runtime.model import Operation
-    >>> ops = {"observe": Operation(name="observe")}
-    >>> t = Tool(id="browser", wire_name="browser", operations=ops)
-    >>> [d.row for d in tool_docs([t])]
-    ['browser', 'browser#observe']
-    """
-    docs: list[ToolDoc] = []
-    for tool in tools:
-        args = tuple(f.name for f in tool.input.fields)
-        ops = " ".join(
-            " ".join(x for x in (name, op.summary or "", op.use_when or "") if x)
-            for name, op in tool.operations.items()
-        )
-        docs.append(
-            ToolDoc(
-                id=tool.id,
-                row=tool.id,
-                summary=tool.summary or "",
-                wire_name=tool.wire_name if tool.wire_name != tool.id else "",
-                use_when=tool.use_when or "",
-                not_for=tool.not_for or "",
-                args=args,
-                operations=ops,
-                packs=tool.packs,
-            )
-        )
-        for name, op in tool.operations.items():
-            op_args = args + tuple(f.name for f in op.input.fields) if op.input else args
-            docs.append(
-                ToolDoc(
-                    id=tool.id,
-                    row=f"{tool.id}#{name}",
-                    summary=" ".join(x for x in (op.summary, tool.summary) if x),
-                    use_when=op.use_when or tool.use_when or "",
-                    not_for=op.not_for or tool.not_for or "",
-                    args=tuple(dict.fromkeys(op_args)),
-                    packs=tool.packs,
-                )
-            )
-    return docs
-
-
-# ---------------------------------------------------------------------------------------------
-# The result and its trace
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """One ranked tool: its best row's scores (None when that score was not computed)."""
-
-    tool: str
-    row: str
-    position: int
-    """1-based, after dedupe."""
-    exposed: bool
-    dense: float | None = None
-    lexical: float | None = None
-    fused: float | None = None
-    boost: float = 0.0
-    score: float | None = None
-    """fused + boost: what the order is by."""
-    recalled_by: tuple[str, ...] = ()
-    """Which lists brought the row to the rerank: `dense`, `lexical`, and `named` for a tool
-    named verbatim in the request (exposed first, whatever its score)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Cut:
-    """Where the list was cut: the last exposed and the first left out, with their scores."""
-
-    limit: int
-    last_exposed: str
-    last_score: float
-    first_excluded: str | None
-    first_excluded_score: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class ExposureTrace:
-    """Why exactly these tools were exposed."""
-
-    query: str
-    """The query as ranked: its first `QUERY_CAP` characters."""
-    limit: int
-    public: int
-    available: int
-    rule: str
-    """`all` (|P| ≤ limit: nothing ranked), `ranked`, or `order` (the query has no terms: the
-    first `limit` of P in the surface's order)."""
-    recall: str | None = None
-    rerank: str | None = None
-    recalled: int = 0
-    """Rows recalled for the rerank (a tool's operations are rows of their own)."""
-    candidates: Sequence[Candidate] = ()
-    cut: Cut | None = None
-    unavailable: dict[str, str] = field(default_factory=dict)
-    packs: tuple[str, ...] = ()
-    """The packs the user selected, as given."""
-    named: tuple[str, ...] = ()
-    """Tools of P named verbatim in the request (by id or wire name): always exposed."""
-    query_chars: int = 0
-    """The length of the query as given; more than `QUERY_CAP` means it was cut."""
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        # field by field: `asdict` deep-copies every value, ten times slower on a ranked trace
-        names = _CANDIDATE_FIELDS
-        out["candidates"] = [{n: getattr(c, n) for n in names} for c in self.candidates]
-        out["cut"] = None if self.cut is None else asdict(self.cut)
-        out["unavailable"] = dict(self.unavailable)
-        return out
-
-
-_CANDIDATE_FIELDS = tuple(f.name for f in fields(Candidate))
-
-
-@dataclass(frozen=True, slots=True)
-class Exposure:
-    """The tools the planner sees this turn, in order, and the trace of how they were chosen."""
-
-    tools: tuple[str, ...]
-    trace: ExposureTrace
-
-
-class _Ranked(Sequence[Candidate]):
-    """A ranking's candidates, made into `Candidate`s when first read: the order and the
-    scores are decided (numpy arrays), only the Python objects of the trace wait."""
-
-    __slots__ = ("_args", "_built")
-
-    def __init__(self, docs: Sequence[ToolDoc], limit: int, **arrays: Any) -> None:
-        # `cand` (sorted rows) and the score arrays align; `order` ranks them; `lists` are
-        # the dense, lexical and named rows (which recalled what)
-        self._args = (docs, limit, arrays)
-        self._built: tuple[Candidate, ...] | None = None
-
-    def _all(self) -> tuple[Candidate, ...]:
-        if self._built is None:
-            docs, limit, a = self._args
-            cand, order = a["cand"], a["order"]
-            tags = np.zeros(len(cand), dtype=np.int64)
-            for bit, listed in zip((1, 2, 4), a["lists"], strict=True):
-                if len(listed):
-                    tags[cand.searchsorted(listed)] |= bit
-            ranked = {
-                k: None if a[k] is None else np.round(a[k][order].astype(np.float64), 6).tolist()
-                for k in ("dense", "lexical", "fused", "score")
-            }
-            boost = a["boost"][order].tolist()
-            self._built = tuple(
-                Candidate(
-                    tool=docs[r].id,
-                    row=docs[r].row,
-                    position=i + 1,
-                    exposed=i < limit,
-                    dense=None if ranked["dense"] is None else ranked["dense"][i],
-                    lexical=None if ranked["lexical"] is None else ranked["lexical"][i],
-                    fused=None if ranked["fused"] is None else ranked["fused"][i],
-                    boost=boost[i],
-                    score=None if ranked["score"] is None else ranked["score"][i],
-                    recalled_by=_RECALLED[tag],
-                )
-                for i, (r, tag) in enumerate(
-                    zip(cand[order].tolist(), tags[order].tolist(), strict=True)
-                )
-            )
-        return self._built
-
-    def __len__(self) -> int:
-        return len(self._args[2]["order"])
-
-    @overload
-    def __getitem__(self, i: int) -> Candidate: ...
-    @overload
-    def __getitem__(self, i: slice) -> tuple[Candidate, ...]: ...
-    def __getitem__(self, i: int | slice) -> Candidate | tuple[Candidate, ...]:
-        return self._all()[i]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence):
-            return self._all() == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._all())
-
-    def __repr__(self) -> str:
-        return repr(self._all())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -829,7 +582,7 @@ class ExposureIndex:
                 ),
             )
         )
-        candidates = _Ranked(
+        candidates = Ranked(
             self.docs,
             limit,
             cand=cand,
@@ -950,10 +703,6 @@ _NAME = re.compile(r"[\w.:/#@-]+")
 _NAME_EDGE = ".:/#@-"
 _SEPARATORS = "._:/#-"
 _HUMP = re.compile(r"[a-z][A-Z]")
-_RECALLED = tuple(
-    tuple(name for bit, name in ((1, "dense"), (2, "lexical"), (4, "named")) if tag & bit)
-    for tag in range(8)
-)
 
 
 def _is_name(name: str) -> bool:
