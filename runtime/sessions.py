@@ -50,7 +50,7 @@ from .evidence import Evidence, build_evidence
 from .executors import (
     Result,
 )
-from .exposure import Exposure
+from .exposure import QUERY_CAP, Exposure
 from .history import FACTS_UPDATED, USER_SAID, Ledger
 from .lifecycle import Action, ActionError, ActionState
 from .model import Agent, Skill
@@ -265,11 +265,15 @@ class Session:
         )
         seen = Secrets.from_texts(self._secret_texts)
         trace = seen.scrub(jsonable(exposure.trace.to_dict()))
+        # the log keeps what ranking read, cut after the secrets are withheld: a secret across
+        # the cut is never half kept
+        logged = seen.text(query)[:QUERY_CAP]
+        trace["query"] = logged
         self._append(
             "Tool",
             "tools.exposed",
             {
-                "query": seen.text(query),
+                "query": logged,
                 "tools": list(exposure.tools),
                 "rule": exposure.trace.rule,
                 "unavailable": dict(exposure.trace.unavailable),

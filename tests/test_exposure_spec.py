@@ -255,7 +255,7 @@ def test_a_built_package_ranks_with_minilm_by_default_and_lexically_when_asked(
     assert trace.notes == ("ranked lexically: no query embedder was given",)
 
 
-def test_a_long_query_is_not_logged_whole_twice(tmp_path: Path) -> None:
+def test_a_long_query_is_logged_as_ranking_read_it(tmp_path: Path) -> None:
     from harnessc.runtime.exposure import QUERY_CAP
 
     h = harness_with_embeddings(compile_spec(tmp_path, "recall embedding top 4; rerank hybrid"))
@@ -267,5 +267,6 @@ def test_a_long_query_is_not_logged_whole_twice(tmp_path: Path) -> None:
     trace = event.payload["trace"]
     assert trace["query"] == query[:QUERY_CAP] and trace["query_chars"] == len(query)
     assert any("read the first" in n for n in trace["notes"])
-    # the query as given once, the trace's capped copy, and little else
-    assert len(event.payload_json) < len(query) + QUERY_CAP + 10_000
+    # the event keeps what ranking read, once in the event and once in its trace
+    assert event.payload["query"] == query[:QUERY_CAP]
+    assert len(event.payload_json) < 2 * QUERY_CAP + 10_000

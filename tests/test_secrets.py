@@ -23,6 +23,7 @@ from harnessc.runtime import (
 from harnessc.runtime.canonical import Execution
 from harnessc.runtime.events import REDACTED, SHORT_SECRET, Secrets
 from harnessc.runtime.evidence import build_evidence
+from harnessc.runtime.exposure import QUERY_CAP
 from harnessc.runtime.model import Spec
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -266,6 +267,25 @@ def test_an_exposure_query_quoting_a_secret_of_the_session_is_scrubbed(
     s.expose(f"sync the vault again with {TOKEN}")
     exposed = [e for e in h.store.read(s.id) if e.type == "tools.exposed"]
     assert exposed and exposed[0].payload["query"] == f"sync the vault again with {REDACTED}"
+    assert_absent(db, TOKEN)
+
+
+def test_a_secret_across_the_cut_of_a_long_query_is_not_half_kept(
+    spec: Spec, tmp_path: Path
+) -> None:
+    # the log keeps the first QUERY_CAP characters of a query, cut after the secrets are
+    # withheld: cut first, the half of a secret before the cut would not match it
+    h, db = open_vault(spec, tmp_path)
+    h.implement("vault.login")(lambda args: {"message": "ok", "session": "s"})
+    s, _ = login(h)
+    half = len(TOKEN) // 2
+    query = "sync " + "a" * (QUERY_CAP - 6 - half) + " " + TOKEN + " and more"
+    assert query.index(TOKEN) < QUERY_CAP < query.index(TOKEN) + len(TOKEN)
+    s.expose(query)
+    (exposed,) = [e for e in h.store.read(s.id) if e.type == "tools.exposed"]
+    assert TOKEN[:half] not in exposed.payload_json
+    assert len(exposed.payload["query"]) == QUERY_CAP == len(exposed.payload["trace"]["query"])
+    assert exposed.payload["trace"]["query_chars"] == len(query)
     assert_absent(db, TOKEN)
 
 
