@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .approvals import ApprovalError, ApprovalGrant
 from .availability import unavailable_refusal
 from .canonical import Execution
-from .events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
+from .events import PayloadTemplate, decision, format_time, hole, json_value
 from .executors import (
     BoundExecutor,
     ExecutorContext,
@@ -323,8 +323,8 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
         authorized=authorized,
         agent=s.agent.name,
         skill=s.skill_name,
+        write=lambda payload: decision_text(s, d, payload),
     )
-    event = NewEvent(s.id, "Tool", "decision", event.payload, decision_text(s, d, event.payload))
     # a decision that lets the call run rides the commit that records it RUNNING, before the
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes

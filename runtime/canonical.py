@@ -276,7 +276,7 @@ def input_hash_from_json(tool_id: str, tool_version: int, args_json: str, execut
         + ',"execution":'
         + execution
         + ',"tool":'
-        + _string(tool_id)
+        + json_string(tool_id)
         + ',"version":'
         + version
         + "}"
@@ -358,7 +358,7 @@ def _write(value: Any, out: list[str]) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, str):
-        out.append(_string(value))
+        out.append(json_string(value))
     elif isinstance(value, int):
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             out.append(str(int(value)))
@@ -395,7 +395,7 @@ def _write_object(value: Mapping[Any, Any], out: list[str]) -> None:
     for i, key in enumerate(keys):
         if i:
             out.append(",")
-        out.append(_string(key))
+        out.append(json_string(key))
         out.append(":")
         try:
             _write(value[key], out)
@@ -411,16 +411,9 @@ def _utf16(key: str) -> bytes:
 # json's encoder (what json.dumps uses with ensure_ascii=False) escapes exactly what JCS escapes:
 # `"`, `\`, and the C0 controls (\b \t \n \f \r by name, the rest as lowercase \u00xx); DEL and
 # everything beyond are kept.
-_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
-
-
-def json_string(value: str) -> str:
-    """One string as canonical JSON (the caller ensures it holds no lone surrogate).
-
-    >>> json_string("ü ok") == '"ü ok"'
-    True
-    """
-    return _string(value)
+json_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+"""One string as canonical JSON (the caller ensures it holds no lone surrogate): json's own C
+encoder, called directly (a string is written several times for every event)."""
 
 
 def format_number(value: float) -> str:
