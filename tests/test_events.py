@@ -210,7 +210,7 @@ def test_a_good_policy_version_does_not_let_a_bad_one_through() -> None:
 def test_a_filled_template_is_the_canonical_json_of_the_payload(holes: int) -> None:
     # the fixed text holds `%` and braces, which the filling must leave as they are
     payload: dict[str, object] = {"z": "100% {x}", "a": ["%s", {"k": "%%"}], "n": 1.5}
-    values = {f"h{i}": ["v%d" % i, {"%": None}] if i % 2 else f"x%s{i}" for i in range(holes)}
+    values = {f"h{i}": [f"v%{i}", {"%": None}] if i % 2 else f"x%s{i}" for i in range(holes)}
     shape = {**payload, **{name: hole(name) for name in values}}
     text = PayloadTemplate(shape).fill({k: json_value(v) for k, v in values.items()})
     assert text == canonical_json({**payload, **values})
