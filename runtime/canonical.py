@@ -31,6 +31,7 @@ from typing import Any
 __all__ = [
     "EXECUTION_FIELDS",
     "MAX_SAFE_INTEGER",
+    "NO_EXECUTION",
     "CanonicalError",
     "Execution",
     "canonical_bytes",
@@ -167,6 +168,10 @@ class Execution:
         return {name: getattr(self, name) for name in EXECUTION_FIELDS}
 
 
+NO_EXECUTION = Execution()
+"""The parameters of a call that gives none (most calls): one object, compared by identity."""
+
+
 def input_hash(
     tool_id: str,
     tool_version: int,
@@ -199,7 +204,7 @@ def input_hash(
 
 def _params(execution: Execution | Mapping[str, Any] | None) -> dict[str, Any]:
     """The execution parameters that are set, as a dict; unknown ones refused."""
-    if execution is None or execution is _NO_EXECUTION:
+    if execution is None or execution is NO_EXECUTION:
         return {}
     if isinstance(execution, Execution):
         params: dict[str, Any] = {}
@@ -227,7 +232,7 @@ def execution_json(execution: Execution | Mapping[str, Any] | None) -> str:
     >>> execution_json(Execution(timeout_ms=500, cwd="/repo"))
     '{"cwd":"/repo","timeout_ms":500}'
     """
-    if execution is None or execution is _NO_EXECUTION:
+    if execution is None or execution is NO_EXECUTION:
         return "{}"
     cacheable = type(execution) is Execution and _immutable(execution)
     if cacheable:
@@ -285,9 +290,6 @@ def input_hash_from_json(tool_id: str, tool_version: int, args_json: str, execut
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
     except UnicodeEncodeError as err:
         raise CanonicalError("a string contains a lone surrogate") from err
-
-
-_NO_EXECUTION = Execution()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -359,6 +359,8 @@ def json_value(value: Any) -> str:
         return "true"
     if value is False:
         return "false"
+    if type(value) is dict and not value:
+        return "{}"
     return canonical_json(value)
 
 

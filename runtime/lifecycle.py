@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from .canonical import Execution, input_hash, json_string
+from .canonical import NO_EXECUTION, Execution, input_hash, json_string
 from .events import (
     NO_SECRETS,
     REDACTED,
@@ -162,6 +162,8 @@ class ActionError(Exception):
 def execution_record(execution: Execution | Mapping[str, Any]) -> dict[str, Any]:
     """The execution parameters as recorded: the ones given, env values redacted (a variable
     may hold a credential), a command list as a list."""
+    if execution is NO_EXECUTION:
+        return {}  # most calls: no parameter given
     params = execution.as_dict() if isinstance(execution, Execution) else dict(execution)
     out: dict[str, Any] = {}
     for name, value in params.items():

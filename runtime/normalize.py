@@ -40,6 +40,7 @@ from typing import Any
 
 from .canonical import (
     MAX_SAFE_INTEGER,
+    NO_EXECUTION,
     CanonicalError,
     Execution,
     canonical_json,
@@ -706,7 +707,7 @@ class Validator:
         return self.run(args)[1]
 
 
-_NO_EXECUTION = Execution()
+_NO_EXECUTION = NO_EXECUTION
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
