@@ -608,12 +608,9 @@ def decision(
     effect: str,
     rule: str | None = None,
     reason: str | None = None,
-    write: Callable[[Mapping[str, Any]], str] | None = None,
     **extra: Any,
 ) -> NewEvent:
-    """A policy decision on one frozen call; `policy_version` is `Spec.content_hash()`.
-    `write`: gives the payload's canonical JSON from the payload (a template kept for the
-    decision), so the store does not canonicalize it."""
+    """A policy decision on one frozen call; `policy_version` is `Spec.content_hash()`."""
     payload = {
         "decision_id": decision_id,
         "policy_version": policy_version,
@@ -625,7 +622,7 @@ def decision(
         "reason": reason,
         **extra,
     }
-    return NewEvent(stream, "Tool", "decision", payload, write(payload) if write else None)
+    return NewEvent(stream, "Tool", "decision", payload)
 
 
 def approval_requested(
