@@ -6,6 +6,7 @@ and a windowed count, so each decision brings the session's ledger up to date fr
 and `decide`: the allowed call normalized and decided only, never invoked.
 
     .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3] [--threads 4] [--postgres URL]
+        [--only memory|sqlite|postgres] [--cases decide,allow,…]
 
 Prints the median, p99 and mean microseconds per call of the best round for each case.
 Executors do nothing, so the figures are the machinery's cost. On SQLite (`synchronous=FULL`) and on
@@ -74,6 +75,9 @@ SESSION_SPEC = SPEC.replace(
 )
 ACTOR = {"user": "u-1", "role": "dev"}
 OPS = {"user": "u-2", "role": "ops"}
+
+
+CASES = ("decide", "allow", "once", "secret", "session")
 
 
 def compiled(text: str = SPEC) -> Any:
@@ -209,7 +213,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--postgres", metavar="URL", default=os.environ.get("BENCH_POSTGRES_URL"))
+    parser.add_argument("--only", choices=("memory", "sqlite", "postgres"))
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help="comma-separated, of " + ", ".join(CASES)
+    )
     args = parser.parse_args()
+    cases = [c for c in CASES if c in args.cases.split(",")]
+    if args.only == "postgres" and not args.postgres:
+        parser.error("--only postgres needs --postgres URL (or BENCH_POSTGRES_URL)")
     specs = {"plain": compiled(), "session": compiled(SESSION_SPEC)}
     load = os.getloadavg()
     print(
@@ -217,9 +228,9 @@ def main() -> None:
         "µs per governed call, best round by median"
     )
     kinds = ["memory", "sqlite"] + (["postgres"] if args.postgres else [])
-    for kind in kinds:
+    for kind in [args.only] if args.only else kinds:
         alone = 0.0
-        for case in ("decide", "allow", "once", "secret", "session"):
+        for case in cases:
             spec = specs["session" if case == "session" else "plain"]
             best = (float("inf"), 0.0, 0.0)
             commit = (0.0, 0.0, 0.0)
@@ -241,7 +252,7 @@ def main() -> None:
             if case == "allow":
                 alone = 1e6 / best[0]
             print(f"{kind:8} {case:7} {best[0]:9.1f} p99 {best[1]:9.1f} mean {best[2]:9.1f}{ratio}")
-        if args.threads > 1 and kind != "memory":
+        if args.threads > 1 and kind != "memory" and alone:
             with (
                 tempfile.TemporaryDirectory() as tmp,
                 fresh_store(kind, Path(tmp), args.postgres) as store,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .approvals import ApprovalError, ApprovalGrant
 from .availability import unavailable_refusal
-from .canonical import Execution
+from .canonical import Execution, json_string
 from .events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
 from .executors import (
     BoundExecutor,
@@ -302,29 +302,29 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
     h = s.harness
     decision_id = "dec-" + os.urandom(8).hex()
     authorized = d.effect == "allow" or grant is not None
-    event = decision(
-        s.id,
-        decision_id=decision_id,
-        policy_version=h.policy_version,
-        tool_id=pending.tool_id,
-        tool_call_id=pending.tool_call_id,
-        input_hash=pending.input_hash,
-        effect=d.effect,
-        rule=d.rule,
-        reason=d.reason,
-        evidence=list(d.evidence),
-        matched=list(d.matched),
-        policy=d.policy,
-        policies=list(s.policies),
-        default_used=d.default_used,
-        instead=d.instead,
-        approvers=[{"kind": a.kind, "value": a.value} for a in d.approvers],
-        grant_id=grant.grant_id if grant is not None else None,
-        authorized=authorized,
-        agent=s.agent.name,
-        skill=s.skill_name,
+    grant_id = grant.grant_id if grant is not None else None
+    template, fixed = decision_template(s, d, h.policy_version)
+    payload = {
+        "decision_id": decision_id,
+        "policy_version": h.policy_version,
+        "tool_id": pending.tool_id,
+        "tool_call_id": pending.tool_call_id,
+        "input_hash": pending.input_hash,
+        **fixed,
+        "grant_id": grant_id,
+        "authorized": authorized,
+    }
+    text = template.fill(
+        {
+            "decision_id": json_string(decision_id),
+            "tool_id": json_string(pending.tool_id),
+            "tool_call_id": json_string(pending.tool_call_id),
+            "input_hash": json_string(pending.input_hash),
+            "grant_id": json_value(grant_id),
+            "authorized": "true" if authorized else "false",
+        }
     )
-    event = NewEvent(s.id, "Tool", "decision", event.payload, decision_text(s, d, event.payload))
+    event = NewEvent(s.id, "Tool", "decision", payload, text)
     # a decision that lets the call run rides the commit that records it RUNNING, before the
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes
@@ -346,19 +346,48 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
 _PER_CALL = ("decision_id", "tool_id", "tool_call_id", "input_hash", "grant_id", "authorized")
 
 
-def decision_text(s: Session, d: Decision, payload: Mapping[str, Any]) -> str:
-    """The canonical JSON of a decision event's payload, filled into a template the session
-    keeps per decision object (the engine returns the same one for every call a rule decides
-    alike): only what differs from call to call is written each time."""
+def decision_template(
+    s: Session, d: Decision, policy_version: str
+) -> tuple[PayloadTemplate, dict[str, Any]]:
+    """What a decision event's payload holds that is the same for every call the decision `d`
+    decides in this session (the engine returns the same object for every call a rule decides
+    alike), and the template of its canonical JSON, kept per decision object: only what
+    differs from call to call is written each time."""
     key = id(d)
     found = s._templates.get(key)
-    if found is None or found[0] is not d or found[1] != payload["policy_version"]:
+    if found is None or found[0] is not d or found[1] != policy_version:
         if len(s._templates) > 256:
             s._templates.clear()
-        shape = {**payload, **{name: hole(name) for name in _PER_CALL}}
-        found = (d, payload["policy_version"], PayloadTemplate(shape))
+        fixed = decision(
+            s.id,
+            decision_id="-",
+            policy_version=policy_version,
+            tool_id="",
+            tool_call_id="",
+            input_hash="",
+            effect=d.effect,
+            rule=d.rule,
+            reason=d.reason,
+            evidence=list(d.evidence),
+            matched=list(d.matched),
+            policy=d.policy,
+            policies=list(s.policies),
+            default_used=d.default_used,
+            instead=d.instead,
+            approvers=[{"kind": a.kind, "value": a.value} for a in d.approvers],
+            agent=s.agent.name,
+            skill=s.skill_name,
+        ).payload
+        fixed = {k: v for k, v in fixed.items() if k not in _PER_CALL and k != "policy_version"}
+        shape = {"policy_version": policy_version, **fixed}
+        found = (
+            d,
+            policy_version,
+            PayloadTemplate({**shape, **{n: hole(n) for n in _PER_CALL}}),
+            fixed,
+        )
         s._templates[key] = found
-    return found[2].fill({name: json_value(payload[name]) for name in _PER_CALL})
+    return found[2], found[3]
 
 
 def drive(s: Session, pending: PendingCall, judged: Judged) -> None:

@@ -31,6 +31,7 @@ from typing import Any
 __all__ = [
     "EXECUTION_FIELDS",
     "MAX_SAFE_INTEGER",
+    "NO_EXECUTION",
     "CanonicalError",
     "Execution",
     "canonical_bytes",
@@ -167,6 +168,10 @@ class Execution:
         return {name: getattr(self, name) for name in EXECUTION_FIELDS}
 
 
+NO_EXECUTION = Execution()
+"""The parameters of a call that gives none (most calls): one object, compared by identity."""
+
+
 def input_hash(
     tool_id: str,
     tool_version: int,
@@ -199,7 +204,7 @@ def input_hash(
 
 def _params(execution: Execution | Mapping[str, Any] | None) -> dict[str, Any]:
     """The execution parameters that are set, as a dict; unknown ones refused."""
-    if execution is None or execution is _NO_EXECUTION:
+    if execution is None or execution is NO_EXECUTION:
         return {}
     if isinstance(execution, Execution):
         params: dict[str, Any] = {}
@@ -227,7 +232,7 @@ def execution_json(execution: Execution | Mapping[str, Any] | None) -> str:
     >>> execution_json(Execution(timeout_ms=500, cwd="/repo"))
     '{"cwd":"/repo","timeout_ms":500}'
     """
-    if execution is None or execution is _NO_EXECUTION:
+    if execution is None or execution is NO_EXECUTION:
         return "{}"
     cacheable = type(execution) is Execution and _immutable(execution)
     if cacheable:
@@ -276,7 +281,7 @@ def input_hash_from_json(tool_id: str, tool_version: int, args_json: str, execut
         + ',"execution":'
         + execution
         + ',"tool":'
-        + _string(tool_id)
+        + json_string(tool_id)
         + ',"version":'
         + version
         + "}"
@@ -285,9 +290,6 @@ def input_hash_from_json(tool_id: str, tool_version: int, args_json: str, execut
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
     except UnicodeEncodeError as err:
         raise CanonicalError("a string contains a lone surrogate") from err
-
-
-_NO_EXECUTION = Execution()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,7 +360,7 @@ def _write(value: Any, out: list[str]) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, str):
-        out.append(_string(value))
+        out.append(json_string(value))
     elif isinstance(value, int):
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             out.append(str(int(value)))
@@ -395,7 +397,7 @@ def _write_object(value: Mapping[Any, Any], out: list[str]) -> None:
     for i, key in enumerate(keys):
         if i:
             out.append(",")
-        out.append(_string(key))
+        out.append(json_string(key))
         out.append(":")
         try:
             _write(value[key], out)
@@ -411,16 +413,9 @@ def _utf16(key: str) -> bytes:
 # json's encoder (what json.dumps uses with ensure_ascii=False) escapes exactly what JCS escapes:
 # `"`, `\`, and the C0 controls (\b \t \n \f \r by name, the rest as lowercase \u00xx); DEL and
 # everything beyond are kept.
-_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
-
-
-def json_string(value: str) -> str:
-    """One string as canonical JSON (the caller ensures it holds no lone surrogate).
-
-    >>> json_string("ü ok") == '"ü ok"'
-    True
-    """
-    return _string(value)
+json_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+"""One string as canonical JSON (the caller ensures it holds no lone surrogate): json's own C
+encoder, called directly (a string is written several times for every event)."""
 
 
 def format_number(value: float) -> str:

@@ -14,9 +14,11 @@ removing, reordering or editing any event breaks every later link.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import math
+import operator
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,7 +45,6 @@ __all__ = [
     "approval_resolved",
     "decision",
     "event_hash",
-    "filled",
     "format_time",
     "grant_issued",
     "grant_revoked",
@@ -107,6 +108,9 @@ def _is_sha256(value: object) -> bool:
     return isinstance(value, str) and len(value) == 64 and set(value) <= _SHA256_HEX
 
 
+_CHECKED_VERSIONS: set[object] = set()
+"""Policy versions of decision events already found to be SHA-256 digests."""
+
 _CHECKED_NAMES: set[tuple[str, str, str]] = set()
 """Streams, kinds and types already checked: a session writes the same few over and over."""
 
@@ -144,27 +148,45 @@ class NewEvent:
     (from parts whose canonical form it holds, such as a call's normalized arguments); the
     store writes and hashes it instead of canonicalizing `payload` again."""
 
-    def __post_init__(self) -> None:
-        names = (self.stream, self.kind, self.type)
+    def __init__(
+        self,
+        stream: str,
+        kind: str,
+        type: str,
+        payload: Mapping[str, Any] | None = None,
+        payload_json: str | None = None,
+    ) -> None:
+        # written here rather than generated: a frozen dataclass's own __init__ sets each field
+        # through object.__setattr__, which is most of the cost of an event built per call
+        if payload is None:
+            payload = {}
+        names = (stream, kind, type)
         if not (
-            type(self.stream) is str
-            and type(self.kind) is str
-            and type(self.type) is str
+            builtins.type(stream) is str
+            and builtins.type(kind) is str
+            and builtins.type(type) is str
             and names in _CHECKED_NAMES
         ):
-            _check_names(self.stream, self.kind, self.type)
-        if not isinstance(self.payload, Mapping):
+            _check_names(stream, kind, type)
+        if not isinstance(payload, Mapping):
             raise EventError("an event payload must be a JSON object")
-        if self.type == "decision":
-            if not self.payload.get("decision_id"):
+        if type == "decision":
+            if not payload.get("decision_id"):
                 raise EventError("a decision event needs a `decision_id`")
-            version = self.payload.get("policy_version")
-            if not (
-                isinstance(version, str) and len(version) == 64 and set(version) <= _SHA256_HEX
-            ):
-                raise EventError(
-                    "a decision event needs the spec's content hash as `policy_version`"
-                )
+            version = payload.get("policy_version")
+            if version not in _CHECKED_VERSIONS:
+                if not (
+                    isinstance(version, str) and len(version) == 64 and set(version) <= _SHA256_HEX
+                ):
+                    raise EventError(
+                        "a decision event needs the spec's content hash as `policy_version`"
+                    )
+                if len(_CHECKED_VERSIONS) > 64:
+                    _CHECKED_VERSIONS.clear()
+                _CHECKED_VERSIONS.add(version)
+        self.__dict__.update(
+            stream=stream, kind=kind, type=type, payload=payload, payload_json=payload_json
+        )
 
 
 @dataclass(frozen=True)
@@ -183,6 +205,33 @@ class Event:
     mac: str | None = None
     """HMAC-SHA256 of `hash` under the log key (runtime/integrity.py), when the log has one;
     outside the hash, which stays checkable without the key."""
+
+    def __init__(
+        self,
+        position: int,
+        stream: str,
+        seq: int,
+        kind: str,
+        type: str,
+        payload_json: str,
+        time: str,
+        prev_hash: str,
+        hash: str,
+        mac: str | None = None,
+    ) -> None:
+        # as NewEvent's: one dictionary update instead of a setattr per field
+        self.__dict__.update(
+            position=position,
+            stream=stream,
+            seq=seq,
+            kind=kind,
+            type=type,
+            payload_json=payload_json,
+            time=time,
+            prev_hash=prev_hash,
+            hash=hash,
+            mac=mac,
+        )
 
     @cached_property
     def payload(self) -> dict[str, Any]:
@@ -265,7 +314,7 @@ class PayloadTemplate:
     '{"decision_id":"dec-1","effect":"allow"}'
     """
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_format", "_values")
 
     def __init__(self, payload: Mapping[str, Any]) -> None:
         text = canonical_json(payload)
@@ -283,35 +332,21 @@ class PayloadTemplate:
             parts.append(rest[:at])
             names.append(rest[at + len(marker) : end])
             rest = rest[end + 1 :]
-        self._parts: tuple[tuple[str, ...], tuple[str, ...]] = (tuple(parts), tuple(names))
+        # filled with one `%` of the values in the holes' order, taken by one itemgetter
+        self._format = "%s".join(part.replace("%", "%%") for part in parts)
+        self._values: Callable[[Mapping[str, str]], tuple[str, ...]]
+        if len(names) > 1:
+            self._values = operator.itemgetter(*names)
+        else:  # itemgetter of one name gives the value, not a tuple
+
+            def values_of(values: Mapping[str, str]) -> tuple[str, ...]:
+                return tuple(values[name] for name in names)
+
+            self._values = values_of
 
     def fill(self, values: Mapping[str, str]) -> str:
         """The text with each hole replaced by the JSON text `values` gives for its name."""
-        parts, names = self._parts
-        out = [parts[0]]
-        for name, part in zip(names, parts[1:], strict=True):
-            out.append(values[name])
-            out.append(part)
-        return "".join(out)
-
-
-_TEMPLATES: dict[Any, PayloadTemplate] = {}
-
-
-def filled(key: Any, shape: Callable[[], Mapping[str, Any]], values: Mapping[str, str]) -> str:
-    """The canonical JSON of a payload that is the same for every event with this `key` but for
-    the values named in `values` (given as JSON text, see `json_value`): `shape()` builds it
-    once, with `hole(name)` for each of them, and the template is kept.
-
-    >>> filled(("doc", "x"), lambda: {"a": hole("a"), "b": "x"}, {"a": json_value(None)})
-    '{"a":null,"b":"x"}'
-    """
-    template = _TEMPLATES.get(key)
-    if template is None:
-        if len(_TEMPLATES) > 4096:
-            _TEMPLATES.clear()
-        template = _TEMPLATES[key] = PayloadTemplate(shape())
-    return template.fill(values)
+        return self._format % self._values(values)
 
 
 def json_value(value: Any) -> str:
@@ -324,6 +359,8 @@ def json_value(value: Any) -> str:
         return "true"
     if value is False:
         return "false"
+    if type(value) is dict and not value:
+        return "{}"
     return canonical_json(value)
 
 

@@ -33,14 +33,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from .canonical import Execution, input_hash
+from .canonical import NO_EXECUTION, Execution, input_hash, json_string
 from .events import (
     NO_SECRETS,
     REDACTED,
     Event,
     NewEvent,
+    PayloadTemplate,
     Secrets,
-    filled,
     has_secrets,
     hole,
     json_value,
@@ -162,6 +162,8 @@ class ActionError(Exception):
 def execution_record(execution: Execution | Mapping[str, Any]) -> dict[str, Any]:
     """The execution parameters as recorded: the ones given, env values redacted (a variable
     may hold a credential), a command list as a list."""
+    if execution is NO_EXECUTION:
+        return {}  # most calls: no parameter given
     params = execution.as_dict() if isinstance(execution, Execution) else dict(execution)
     out: dict[str, Any] = {}
     for name, value in params.items():
@@ -237,17 +239,32 @@ def _flat_text(payload: Mapping[str, Any]) -> str | None:
     """The canonical JSON of a transition's payload whose values are all strings or null (most
     moves: ids, states, a decision id, an executor's name), filled into a template per tool,
     move and set of keys; None for any other payload (a result), which the store writes."""
+    values: dict[str, str] = {}
     for key, value in payload.items():
-        if (type(value) is not str and value is not None) or not key.isidentifier():
+        if type(value) is str:
+            values[key] = json_string(value)
+        elif value is None:
+            values[key] = "null"
+        else:
             return None
-    keys = tuple(payload)
-    return filled(
-        ("transition", payload["tool_id"], payload["from"], payload["to"], *keys),
-        lambda: {k: v if k in _FIXED else hole(k) for k, v in payload.items()},
-        {k: json_value(v) for k, v in payload.items() if k not in _FIXED},
-    )
+    shape = ("transition", payload["tool_id"], payload["from"], payload["to"], *payload)
+    template = _TRANSITIONS.get(shape)
+    if template is None:
+        if not all(key.isidentifier() for key in payload):
+            return None
+        if len(_TRANSITIONS) > 4096:
+            _TRANSITIONS.clear()
+        template = _TRANSITIONS[shape] = PayloadTemplate(
+            {k: v if k in _FIXED else hole(k) for k, v in payload.items()}
+        )
+    return template.fill(values)
 
 
+_REQUESTS: dict[tuple[Any, ...], PayloadTemplate] = {}
+"""A REQUESTED event's template per tool and set of details (`Action.request`)."""
+
+_TRANSITIONS: dict[tuple[str | None, ...], PayloadTemplate] = {}
+"""A template per tool, move and set of keys (`_flat_text`)."""
 _FIXED = frozenset({"tool_id", "from", "to"})
 
 
@@ -324,17 +341,25 @@ class Action:
             **details,
         }
         text = None
-        if plain and args_json is not None and all(k.isidentifier() for k in details):
+        if plain and args_json is not None:
             # the same for every call of the tool but for the ids, the hash, the arguments and
             # the details' values: a template per tool and set of details
-            varying = ("action_id", "tool_call_id", "input_hash", *details)
-            values = {name: json_value(payload[name]) for name in varying}
-            values["args"] = args_json
-            text = filled(
-                ("requested", tool.id, tool.version, *details),
-                lambda: {**payload, **{name: hole(name) for name in (*varying, "args")}},
-                values,
-            )
+            shape = ("requested", tool.id, tool.version, *details)
+            template = _REQUESTS.get(shape)
+            if template is None and all(k.isidentifier() for k in details):
+                if len(_REQUESTS) > 4096:
+                    _REQUESTS.clear()
+                varying = ("action_id", "tool_call_id", "input_hash", "args", *details)
+                template = _REQUESTS[shape] = PayloadTemplate(
+                    {**payload, **{name: hole(name) for name in varying}}
+                )
+            if template is not None:
+                values = {name: json_value(value) for name, value in details.items()}
+                values["action_id"] = json_string(action.action_id)
+                values["tool_call_id"] = json_string(tool_call_id)
+                values["input_hash"] = json_string(digest)
+                values["args"] = args_json
+                text = template.fill(values)
         event = NewEvent(stream, "Tool", "action.transition", payload, text)
         if defer:
             defer_events(store, [event])
@@ -387,8 +412,9 @@ class Action:
             "action_id": self.action_id,
             "tool_call_id": self.tool_call_id,
             "tool_id": self.tool_id,
-            "from": self.state.value,
-            "to": target.value,
+            # `_value_`, the member's own attribute: `.value` goes through enum's descriptor
+            "from": self.state._value_,
+            "to": target._value_,
             **details,
         }
         if reason is not None:

@@ -40,6 +40,7 @@ from typing import Any
 
 from .canonical import (
     MAX_SAFE_INTEGER,
+    NO_EXECUTION,
     CanonicalError,
     Execution,
     canonical_json,
@@ -176,11 +177,12 @@ class PendingCall:
     args_json: str | None = field(default=None, compare=False, repr=False)
     """The canonical JSON of `args` when normalizing wrote it (for the input hash), so that
     recording the call does not write it again."""
+    key: str = field(init=False, compare=False, repr=False)
+    """The idempotency key: `tool_call_id` and `input_hash` (written once: a call looks its
+    action, decision and result up by it a score of times)."""
 
-    @property
-    def key(self) -> str:
-        """The idempotency key: `tool_call_id` and `input_hash`."""
-        return f"{self.tool_call_id}:{self.input_hash}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.tool_call_id}:{self.input_hash}")
 
     def __bool__(self) -> bool:
         return True
@@ -705,7 +707,7 @@ class Validator:
         return self.run(args)[1]
 
 
-_NO_EXECUTION = Execution()
+_NO_EXECUTION = NO_EXECUTION
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

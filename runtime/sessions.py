@@ -330,7 +330,7 @@ class Session:
             args_json=result.args_json,
             agent=self.agent.name,
             skill=self.skill_name,
-            actor=jsonable(self.actor.get("user")),
+            actor=user if type(user := self.actor.get("user")) is str else jsonable(user),
             # nothing acts on a call before its decision: both ride the commit that records
             # it running (or the decision's own, when it stops the call)
             defer=True,

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 from harnessc.compiler.pipeline import check
-from harnessc.runtime.canonical import CanonicalError, sha256_hex
+from harnessc.runtime.canonical import CanonicalError, canonical_json, sha256_hex
 from harnessc.runtime.events import (
     GENESIS_HASH,
     REDACTED,
     EventError,
     NewEvent,
+    PayloadTemplate,
     approval_requested,
     approval_resolved,
     decision,
@@ -32,6 +33,8 @@ from harnessc.runtime.events import (
     grant_issued,
     grant_revoked,
     grant_used,
+    hole,
+    json_value,
     redact,
     redact_args,
     session_ended,
@@ -182,6 +185,35 @@ def test_a_decision_names_its_decision_and_policy_version(store: EventStore) -> 
     assert (e.kind, e.type) == ("Tool", "decision")
     assert e.payload["decision_id"] == "dec-1"
     assert e.payload["policy_version"] == spec.content_hash()
+
+
+def test_a_good_policy_version_does_not_let_a_bad_one_through() -> None:
+    good = Spec(name="demo", root_module="demo").content_hash()
+    for version in (good, good.upper(), good[:-1], None):
+        make = lambda version=version: decision(  # noqa: E731
+            "s-1",
+            decision_id="dec-1",
+            policy_version=version,  # type: ignore[arg-type]
+            tool_id="fs.read",
+            tool_call_id="call-1",
+            input_hash="ab" * 32,
+            effect="allow",
+        )
+        if version == good:
+            assert make().payload["policy_version"] == good
+        else:
+            with pytest.raises(EventError, match="policy_version"):
+                make()
+
+
+@pytest.mark.parametrize("holes", [0, 1, 2, 5])
+def test_a_filled_template_is_the_canonical_json_of_the_payload(holes: int) -> None:
+    # the fixed text holds `%` and braces, which the filling must leave as they are
+    payload: dict[str, object] = {"z": "100% {x}", "a": ["%s", {"k": "%%"}], "n": 1.5}
+    values = {f"h{i}": [f"v%{i}", {"%": None}] if i % 2 else f"x%s{i}" for i in range(holes)}
+    shape = {**payload, **{name: hole(name) for name in values}}
+    text = PayloadTemplate(shape).fill({k: json_value(v) for k, v in values.items()})
+    assert text == canonical_json({**payload, **values})
 
 
 def test_a_naive_clock_is_refused(tmp_path: Path) -> None:
