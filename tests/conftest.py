@@ -12,8 +12,17 @@ from hypothesis import settings
 ROOT = Path(__file__).resolve().parent.parent
 
 # harnessc's caches (parser tables, check results, analysis) go to a folder of this run, never
-# the user's ~/.cache; subprocesses the tests start inherit it
+# the user's ~/.cache; subprocesses the tests start inherit it. The switches a shell may set
+# for harnessc (its cache folder, the analysis's budgets, no stored results) are dropped: the
+# suite runs on the defaults, and a test that needs a switch sets it.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="harnessc-test-cache-")
+for _switch in (
+    "HARNESSC_CACHE_DIR",
+    "HARNESSC_NO_CACHE",
+    "HARNESSC_QUERY_TIMEOUT_MS",
+    "HARNESSC_QUERY_RLIMIT",
+):
+    os.environ.pop(_switch, None)
 
 # No wall-clock limit on a property's example either: on a loaded machine an example that takes
 # 250 ms is not a bug (a test that must scale says so by counting operations, tests/counting.py)
