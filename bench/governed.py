@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -35,6 +36,10 @@ from typing import Any
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, MemoryStore, PendingCall, SQLiteStore
 from harnessc.runtime.events import NewEvent
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pgdb import fresh_database
 
 SPEC = """\
 harness bench { version "1.0.0" }
@@ -189,22 +194,15 @@ def fresh_store(kind: str, folder: Path, postgres: str | None) -> Iterator[Any]:
         finally:
             store.close()
         return
-    import psycopg
     from harnessc.runtime.pgstore import PostgresStore
 
     assert postgres is not None
-    name = "harnessc_bench_" + uuid.uuid4().hex[:10]
-    with psycopg.connect(postgres, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        store = PostgresStore(f"{postgres.rpartition('/')[0]}/{name}")
+    with fresh_database(postgres) as url:
+        store = PostgresStore(url)
         try:
             yield store
         finally:
             store.close()
-    finally:
-        with psycopg.connect(postgres, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def main() -> None:

@@ -35,6 +35,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pgdb import fresh_database
+
 STEPS = 16
 SPEC = (
     """\
@@ -117,17 +121,9 @@ def fresh_store(kind: str, folder: Path, postgres: str | None) -> Iterator[str]:
     if kind == "sqlite":
         yield f"sqlite:///{folder / ('bench-' + uuid.uuid4().hex[:8] + '.db')}"
         return
-    import psycopg
-
     assert postgres is not None
-    name = "harnessc_bench_" + uuid.uuid4().hex[:10]
-    with psycopg.connect(postgres, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{postgres.rpartition('/')[0]}/{name}"
-    finally:
-        with psycopg.connect(postgres, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with fresh_database(postgres) as url:
+        yield url
 
 
 def wait_all(wf: Any, ids: list[str], timeout_s: float = 600.0) -> None:
