@@ -15,6 +15,7 @@ plan, render, write) run only when no stage reported an error.
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -97,29 +98,51 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def check(paths: list[str | Path]) -> CheckResult:
+Load = Callable[[str | Path, str | None], LoadedFile]
+"""How a run reads and parses a file: `load_file`, or `loading_once()` for several builds."""
+
+
+def loading_once() -> Load:
+    """`load_file` that reads and parses each file once, however many builds load it (under
+    the same name): the builds of files named together share the modules they import."""
+    loaded: dict[tuple[str, str | None], LoadedFile] = {}
+
+    def load(path: str | Path, shown_as: str | None = None) -> LoadedFile:
+        key = (os.path.realpath(path), shown_as)
+        if key not in loaded:
+            loaded[key] = load_file(path, shown_as)
+        return loaded[key]
+
+    return load
+
+
+def check(paths: list[str | Path], load: Load = load_file) -> CheckResult:
     """`harnessc check`: read, parse and resolve every root file and what it imports."""
     with paused_gc():
-        return _check(paths)
+        return _check(paths, load=load)
 
 
-def _check(paths: list[str | Path], shown: list[str] | None = None) -> CheckResult:
+def _check(
+    paths: list[str | Path], shown: list[str] | None = None, load: Load = load_file
+) -> CheckResult:
     """The stages of `check`; a `# harnessc: ignore[…]` comment silences the warnings and
     notes they report (never an error), for every command that checks, as it does for lint."""
-    result = _stages(paths, shown)
+    result = _stages(paths, shown, load)
     if result.resolution is not None:
         result.silence(LintConfig())
     return result
 
 
-def _stages(paths: list[str | Path], shown: list[str] | None = None) -> CheckResult:
+def _stages(
+    paths: list[str | Path], shown: list[str] | None = None, load: Load = load_file
+) -> CheckResult:
     # `shown`: how to name the files (build: relative to the build root, not the cwd)
-    files = [load_file(p, shown[i] if shown else display_path(p)) for i, p in enumerate(paths)]
+    files = [load(p, shown[i] if shown else display_path(p)) for i, p in enumerate(paths)]
     result = CheckResult(files, [d for f in files for d in f.diagnostics])
     # needs every root parsed, with errors or not: resolve loads imported modules through the
     # same load_file, and a name that a declaration skipped after a syntax error would have
     # declared is poisoned, never reported unknown
-    result.resolution = resolve.resolve_program(files, load_file)
+    result.resolution = resolve.resolve_program(files, load)
     result.diagnostics.extend(result.resolution.diagnostics)
     # needs every name resolved: from here each stage sees the declarations without errors
     # so far, less those that depend on one, and assumes them valid
@@ -141,11 +164,13 @@ def _stages(paths: list[str | Path], shown: list[str] | None = None) -> CheckRes
     return result
 
 
-def lint(paths: list[str | Path], config: LintConfig | None = None) -> CheckResult:
+def lint(
+    paths: list[str | Path], config: LintConfig | None = None, load: Load = load_file
+) -> CheckResult:
     """`harnessc lint`: check, then the lint rules; `config` and inline `# harnessc:
     ignore[…]` comments silence warnings and notes, never errors."""
     config = config or LintConfig()
-    result = check(paths)
+    result = check(paths, load)
     if result.ok and result.model is not None and result.resolution is not None:
         # needs a valid model and its analysis: the rules read both and change neither
         result.diagnostics.extend(
@@ -176,7 +201,8 @@ class FilesResult:
 def check_each(paths: Sequence[str | Path]) -> FilesResult:
     """`harnessc check A B`: each file the root of its own build, unless another named file's
     build loads it (then it is checked in that build only); `check` is one shared build."""
-    return _merged(paths, [check([root]) for root in file_roots(paths, load_file)])
+    load = loading_once()
+    return _merged(paths, [check([root], load) for root in file_roots(paths, load)])
 
 
 def lint_each(
@@ -184,8 +210,11 @@ def lint_each(
 ) -> FilesResult:
     """`harnessc lint A B`: `lint` over each root, as `check_each` picks them; `config_of(root)`
     is the configuration of a root's build (the defaults when not given)."""
-    roots = file_roots(paths, load_file)
-    return _merged(paths, [lint([root], config_of(root) if config_of else None) for root in roots])
+    load = loading_once()
+    roots = file_roots(paths, load)
+    return _merged(
+        paths, [lint([root], config_of(root) if config_of else None, load) for root in roots]
+    )
 
 
 def _merged(paths: Sequence[str | Path], builds: list[CheckResult]) -> FilesResult:
@@ -205,8 +234,9 @@ def run_test_files(
     """Check each file as its own build and run its tests; a build with errors runs none."""
     runs: list[testing.TestRun] = []
     # a file's tests run with the file as the root, so every file named is a root here
+    load = loading_once()
     for path in named_once(paths):
-        result = check([path])
+        result = check([path], load)
         shown = result.files[0].source.path if result.files[0].source else str(path)
         if not result.ok or result.model is None:
             runs.append(testing.TestRun(shown, diagnostics=list(result.diagnostics)))

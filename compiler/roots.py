@@ -13,30 +13,23 @@ from pathlib import Path
 
 from harnessc.dsl.files import display_path, named_once
 
-from .modules import LoadedFileLike, LoadFile, load_modules
+from .modules import LoadFile, load_modules
 
 
 def file_roots(paths: Sequence[str | Path], load_file: LoadFile) -> list[str | Path]:
     """The named files that root a build, in command-line order, each file once.
 
-    Reads and parses every named file and what it imports (each file once) to learn which
-    named files each one loads; nothing is resolved and no diagnostic is kept: the builds
+    Reads and parses every named file and what it imports to learn which named files each one
+    loads (`load_file` should read each file once: the builds then reuse what it read, see
+    `pipeline.loading_once`); nothing is resolved and no diagnostic is kept: the builds
     report them.
     """
     named = {os.path.realpath(path): path for path in named_once(paths)}
     if len(named) < 2:
         return list(named.values())
-    loaded: dict[str, LoadedFileLike] = {}
-
-    def load_once(path: Path, shown: str) -> LoadedFileLike:
-        key = os.path.realpath(path)
-        if key not in loaded:
-            loaded[key] = load_file(path, shown)
-        return loaded[key]
-
     reaches: dict[str, set[str]] = {}
     for key, path in named.items():
-        graph = load_modules([load_once(Path(path), display_path(path))], load_once)
+        graph = load_modules([load_file(Path(path), display_path(path))], load_file)
         reaches[key] = {m.key for m in graph.modules if m.key in named and m.key != key}
     position = {key: index for index, key in enumerate(named)}
     loaders: dict[str, list[str]] = {key: [] for key in named}

@@ -91,7 +91,7 @@ def test_explain_by_code_and_slug(capsys) -> None:
 def test_an_internal_error_is_a_diagnostic_not_a_traceback(
     tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(paths):
+    def broken(*args: object) -> None:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(pipeline, "check", broken)
