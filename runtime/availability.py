@@ -51,6 +51,7 @@ __all__ = [
     "condition_text",
     "explain_failure",
     "failed_condition",
+    "schema_drift",
     "unavailable_refusal",
 ]
 
@@ -339,14 +340,11 @@ class AvailabilityChecker:
             reasons.append(
                 (discovery, f"the MCP server `{server}` did not discover the tool `{name}`")
             )
-        elif _schema_shape(discovered) != self._declared_schemas.get(tool.id):
+        elif (drift := _drift(self._declared_schemas.get(tool.id), discovered)) is not None:
             reasons.append(
                 (
                     discovery,
-                    f"the discovered schema of `{name}` differs from the declared one: "
-                    + _schema_difference(
-                        self._declared_schemas.get(tool.id), _schema_shape(discovered)
-                    ),
+                    f"the discovered schema of `{name}` differs from the declared one: {drift}",
                 )
             )
         if not state.agent_access:
@@ -418,6 +416,28 @@ def _schema_shape(schema: Any) -> Any:
     if isinstance(schema, list):
         return [_schema_shape(v) for v in schema]
     return schema
+
+
+def schema_drift(declared: Tool, discovered: Mapping[str, Any]) -> str | None:
+    """How the input schema an MCP server reports for a tool differs from the tool's declared
+    input, in words, or None when they accept the same arguments (annotations such as `title`
+    and `description`, and `additionalProperties`, aside). The one comparison behind §8's
+    "tool discovered with the declared schema": availability and `harnessc mcp discover`
+    both ask it.
+
+    >>> from harnessc.runtime.model import Tool
+    >>> schema_drift(Tool(id="mcp:s:tool:t", wire_name="t"), {"type": "object",
+    ...     "properties": {"q": {"type": "string"}}})
+    'extra `q`'
+    """
+    return _drift(_schema_shape(declared.input.to_json_schema()), discovered)
+
+
+def _drift(declared_shape: Any, discovered: Any) -> str | None:
+    found = _schema_shape(discovered)
+    if found == declared_shape:
+        return None
+    return _schema_difference(declared_shape, found)
 
 
 def _schema_difference(declared: Any, found: Any) -> str:

@@ -32,6 +32,7 @@ from .model import Schema, Tool, Type
 __all__ = [
     "GENESIS_HASH",
     "KINDS",
+    "MCP_TOOLS_CHANGED",
     "NO_SECRETS",
     "REDACTED",
     "SHORT_SECRET",
@@ -53,6 +54,7 @@ __all__ = [
     "has_secrets",
     "hole",
     "json_value",
+    "mcp_tools_changed",
     "payload_text",
     "redact",
     "redact_args",
@@ -728,3 +730,38 @@ def session_started(stream: str, *, agent: str, **extra: Any) -> NewEvent:
 
 def session_ended(stream: str, *, outcome: str, **extra: Any) -> NewEvent:
     return NewEvent(stream, "State", "session.ended", {"outcome": outcome, **extra})
+
+
+# -- MCP: a live server's tool list (runtime/mcp_client.py) --------------------------------------
+
+MCP_TOOLS_CHANGED = "mcp.tools_changed"
+"""What a live MCP server reports changed: tools added, removed or with another schema, the
+server's state after it (`facts_record`'s form, replayed when a session resumes) and the
+availability of each declared tool of the server."""
+
+
+def mcp_tools_changed(
+    stream: str,
+    *,
+    server: str,
+    cause: str,
+    added: list[str],
+    removed: list[str],
+    changed: list[str],
+    state: Mapping[str, Any],
+    unavailable: Mapping[str, str],
+) -> NewEvent:
+    return NewEvent(
+        stream,
+        "State",
+        MCP_TOOLS_CHANGED,
+        {
+            "server": server,
+            "cause": cause,
+            "added": added,
+            "removed": removed,
+            "changed": changed,
+            "state": dict(state),
+            "unavailable": dict(unavailable),
+        },
+    )

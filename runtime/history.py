@@ -466,11 +466,11 @@ class Ledger:
         tool = self.terms.spec.tools.get(tool_id)
         labels = result_labels(tool, data)
         trust = (tool.trust if tool is not None else None) or "untrusted"
-        self.index.add_value(
-            data,
-            Source(trust, position, tool_id, labels),
-            tool.output if tool is not None else None,
-        )
+        fields = tool.output if tool is not None else None
+        if tool is not None and tool.kind == "mcp":
+            # an external MCP server's result is untrusted whatever the spec says of it
+            trust, fields = "untrusted", None
+        self.index.add_value(data, Source(trust, position, tool_id, labels), fields)
         if labels:
             self._results.append((position, time_ms, labels))
             for key, seen in self._aggs.items():

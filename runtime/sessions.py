@@ -39,6 +39,7 @@ from .canonical import Execution, jsonable
 from .completion import cancel_action, complete_action
 from .delegation import delegate_to, open_skill
 from .events import (
+    MCP_TOOLS_CHANGED,
     NO_SECRETS,
     NewEvent,
     Secrets,
@@ -602,6 +603,13 @@ def replay_facts(facts: Facts, events: list[Any]) -> Facts:
                 facts = with_values(facts, values)
         elif event.type == "session.resumed" and isinstance(event.payload.get("facts"), Mapping):
             facts = Facts.from_json(event.payload["facts"])
+        elif event.type == MCP_TOOLS_CHANGED and isinstance(event.payload.get("state"), Mapping):
+            # a live MCP server's state as it changed (runtime/mcp_client.py)
+            server = event.payload["server"]
+            state = Facts.from_json({"mcp": {server: event.payload["state"]}}).mcp[server]
+            facts = Facts(
+                facts.values, facts.connected, facts.running, {**facts.mcp, server: state}
+            )
     return facts
 
 

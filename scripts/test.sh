@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# -- issue 20: the live MCP client's and the telemetry's tests need their extras ----------------
+.venv/bin/python -m pip install --quiet -e '.[mcp,otel]'
+# -- end issue 20 ----------------------------------------------------------------------------
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python -m mypy
