@@ -507,7 +507,31 @@ def build_parser() -> argparse.ArgumentParser:
             help="the log key (otherwise HARNESSC_LOG_KEY or HARNESSC_LOG_KEY_FILE)",
         )
     log.set_defaults(run=cmd_log)
+
+    mcp = sub.add_parser("mcp", help="ask a live MCP server for its tools (the `mcp` extra)")
+    mcp_actions = mcp.add_subparsers(dest="action", required=True, metavar="ACTION")
+    mcp_discover = mcp_actions.add_parser(
+        "discover",
+        help="print an `mcp NAME { … }` block of a server's tools, or, given a spec, its drift "
+        "(exit 0 none, 1 drift, 2 cannot connect)",
+    )
+    where = mcp_discover.add_mutually_exclusive_group(required=True)
+    where.add_argument("--stdio", metavar='"CMD ARGS"', help="start the server with this command")
+    where.add_argument("--http", metavar="URL", help="a streamable-HTTP server's URL")
+    mcp_discover.add_argument("--name", help="the server's name in the block (or in SPEC)")
+    mcp_discover.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="to connect and list"
+    )
+    mcp_discover.add_argument("--format", choices=("human", "json"), default="human")
+    mcp_discover.add_argument("spec", nargs="?", metavar="SPEC", help="report drift against it")
+    mcp.set_defaults(run=cmd_mcp)
     return parser
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_discover import run
+
+    return run(args)
 
 
 QUICK_EXIT = frozenset({"check", "lint", "fmt", "explain"})

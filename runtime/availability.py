@@ -401,15 +401,28 @@ _IGNORED_SCHEMA_KEYS = frozenset(
 )
 
 
+# keywords whose value maps names (a property called `title`) to schemas
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+
+
 def _schema_shape(schema: Any) -> Any:
     """A JSON Schema without annotations and with `required` as a sorted list: two schemas with
-    the same shape accept the same arguments."""
+    the same shape accept the same arguments.
+
+    >>> _schema_shape({"properties": {"title": {"type": "string", "title": "Title"}}})
+    {'properties': {'title': {'type': 'string'}}}
+    """
     if isinstance(schema, Mapping):
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in schema.items():
             if k in _IGNORED_SCHEMA_KEYS:
                 continue
-            out[k] = sorted(v) if k == "required" and isinstance(v, list) else _schema_shape(v)
+            if k in _NAMED_SCHEMAS and isinstance(v, Mapping):
+                out[k] = {name: _schema_shape(item) for name, item in v.items()}
+            elif k == "required" and isinstance(v, list):
+                out[k] = sorted(v)
+            else:
+                out[k] = _schema_shape(v)
         if out.get("required") == []:
             del out["required"]
         return out

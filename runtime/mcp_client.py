@@ -133,10 +133,21 @@ class McpEndpoint:
                 env=dict(self.env) if self.env is not None else None,
                 cwd=self.cwd,
             )
-            return stdio_client(params, errlog=errlog or sys.stderr)
+            return stdio_client(params, errlog=_stream(errlog or sys.stderr))
         from mcp.client.streamable_http import streamable_http_client
 
         return streamable_http_client(self.target)
+
+
+def _stream(errlog: TextIO) -> TextIO:
+    """Where a stdio server's standard error goes: `errlog` when it is a file the subprocess
+    can write to, else the process's own standard error (a test's captured `sys.stderr` has
+    no file descriptor)."""
+    try:
+        errlog.fileno()
+    except (OSError, ValueError, AttributeError):
+        return sys.__stderr__ or errlog
+    return errlog
 
 
 @dataclass(frozen=True)

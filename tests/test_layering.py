@@ -66,6 +66,7 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.chain": "`harnessc log`: verifying a stored log",
     "harnessc.runtime.stores": "`harnessc log`: opening the store a log lives in",
     "harnessc.runtime.history": "`harnessc test`: a test's earlier steps become its ledger",
+    "harnessc.runtime.mcp_client": "`harnessc mcp discover`: the runtime's MCP client lists tools",
 }
 
 

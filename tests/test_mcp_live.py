@@ -6,6 +6,7 @@ the SDK with its timeout and comes back untrusted."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import subprocess
 import sys
@@ -284,3 +285,118 @@ def test_a_streamable_http_server_is_discovered_called_and_followed(
         assert run(h, s, "mcp:scanner:tool:rotate", "call-2", {}).ok  # type: ignore[attr-defined]
         eventually(lambda: s.tool_availability(AUDIT).available, "audit appearing")
         assert not s.tool_availability(ISSUE).available
+
+
+# -- harnessc mcp discover ------------------------------------------------------------------------
+
+
+def discover_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from harnessc.compiler.cli import main
+
+    code = main(["mcp", "discover", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_discover_prints_a_canonical_block_that_shows_no_drift_against_itself(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from harnessc.dsl.printer import format_source
+    from harnessc.dsl.source import Source
+
+    code, block, _ = discover_cli(capsys, "--stdio", STDIO, "--name", "scanner")
+    assert code == 0
+    formatted = format_source(Source("b.harness", block))
+    assert formatted.text == block  # canonical: the formatter leaves it as it is
+    assert f'transport stdio "{STDIO}"' in block
+    # every annotation is a hint in a comment; the effects are the worst case, not the hint
+    assert '# untrusted hints from the server, not effects: title="Scan a repository", ' in block
+    assert "readOnlyHint=true" in block
+    assert 'tool "create-issue" {' in block and "effects write external" in block
+    spec = tmp_path / "scanner.harness"
+    spec.write_text(block, encoding="utf-8")
+    code, report, _ = discover_cli(capsys, "--stdio", STDIO, str(spec))
+    assert (code, report) == (
+        0,
+        "mcp scanner: no drift; every declared tool is listed with its schema\n",
+    )
+    # the same block, compiled, makes every tool available against the live server
+    h = Harness(_compiled(tmp_path, block))
+    with connect(h) as conn:
+        assert all(
+            h.availability(conn.facts()).available(t) for t in h.spec.mcp_servers["scanner"].tools
+        )
+
+
+def _compiled(tmp_path: Path, text: str) -> Spec:
+    folder = tmp_path / "compiled"
+    folder.mkdir()
+    return compile_text(folder, text)
+
+
+def test_discover_reports_drift_with_the_runtimes_comparison_and_exit_codes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "live.harness"
+    spec.write_text(SPEC, encoding="utf-8")
+    code, report, _ = discover_cli(capsys, "--stdio", f"{STDIO} --drift", str(spec))
+    assert code == 1
+    assert report.splitlines() == [
+        "mcp scanner: drift",
+        "  - audit: declared, not listed (unavailable)",
+        "  ~ scan: schema changed (unavailable): extra `depth`",
+    ]
+    code, out, _ = discover_cli(capsys, "--stdio", STDIO, "--format", "json", str(spec))
+    assert code == 1
+    assert json.loads(out) == {
+        "server": "scanner",
+        "drift": True,
+        "added": [],
+        "removed": ["audit"],
+        "changed": [],
+    }
+    code, out, err = discover_cli(capsys, "--stdio", "harnessc-no-such-mcp-server")
+    assert (code, out) == (2, "")
+    assert "cannot reach the MCP server at stdio `harnessc-no-such-mcp-server`" in err
+    code, _, err = discover_cli(capsys, "--http", "ftp://example.invalid/mcp")
+    assert code == 2 and "is not an http(s) URL" in err
+
+
+def test_schemas_translate_to_the_languages_types_and_inexact_ones_are_marked() -> None:
+    from harnessc.compiler.mcp_discover import mcp_block
+    from harnessc.runtime.mcp_client import DiscoveredTool, Discovery
+
+    exact = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "minLength": 1, "title": "Title"},
+            "level": {"type": "string", "enum": ["low", "high"]},
+            "tags": {"type": "array", "items": {"type": "integer"}, "maxItems": 3},
+            "limit": {"type": "integer", "default": 10},
+            "home": {"type": "string", "format": "uri"},
+            "labels": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        },
+        "required": ["title", "level", "tags"],
+    }
+    loose = {
+        "type": "object",
+        "properties": {"x": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+    }
+    found = Discovery(
+        "s",
+        None,
+        None,
+        (
+            DiscoveredTool("file.issue", exact, "Files an issue.\n\nMore text."),
+            DiscoveredTool("loose", loose, None),
+        ),
+    )
+    block = mcp_block("s", McpEndpoint("http", "https://mcp.example/mcp"), found)
+    assert "title: string min 1" in block
+    assert 'level: enum("low", "high")' in block
+    assert "tags: list<int> max 3" in block
+    assert "limit: int default 10" in block
+    assert "home: url?" in block and "labels: map<bool>?" in block
+    assert 'tool "file.issue" {' in block and 'summary "Files an issue."' in block
+    assert "cannot say the server's schema exactly" in block.split('tool "loose"')[0]
+    assert "cannot say" not in block.split('tool "file.issue"')[0]
