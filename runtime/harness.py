@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from . import telemetry
 from .approvals import ApprovalError, ApprovalOutcome, Approvals, is_approver, is_requester
 from .availability import Availability, AvailabilityChecker, Facts
 from .events import Clock, NewEvent, system_clock
@@ -367,6 +368,8 @@ class Harness:
             self.approvals.resolve(
                 request_id, "withdrawn", who, reason=decision.reason, rule=decision.rule
             )
+            if telemetry.tracer is not None:
+                telemetry.approval_waited(req, "denied-by-policy", self.clock())
             return ApprovalOutcome(
                 self.approvals.get(request_id),
                 "denied-by-policy",
@@ -399,6 +402,8 @@ class Harness:
             session.decide(pending)  # the grant now authorises the call: AUTHORIZED
         # an approval answered is acknowledged: the decisions it made are committed with it
         flush_deferred(self.store)
+        if telemetry.tracer is not None:
+            telemetry.approval_waited(req, "approved", self.clock())
         return ApprovalOutcome(resolved, "approved", grant, decision)
 
     def deny(self, request_id: str, *, by: Mapping[str, Any], reason: str) -> ApprovalOutcome:
@@ -410,6 +415,8 @@ class Harness:
             raise ApprovalError("not-an-approver", f"`{_who(by)}` may not deny `{request_id}`")
         resolved = self.approvals.resolve(request_id, "rejected", _who(by), reason=reason)
         session.record_denial(req.pending or req, _who(by), reason)
+        if telemetry.tracer is not None:
+            telemetry.approval_waited(req, "denied", self.clock())
         return ApprovalOutcome(resolved, "denied", None, None, reason)
 
     def _request(self, request_id: str) -> Any:

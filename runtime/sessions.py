@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from . import telemetry
 from .approvals import ApprovalGrant, ApprovalRequest
 from .availability import Availability, Facts, ToolAvailability
 from .calls import (
@@ -256,6 +257,11 @@ class Session:
 
         >>> # s.expose("deploy the change to staging").tools
         """
+        if telemetry.tracer is not None:
+            return telemetry.expose(self, tuple(packs), lambda: self._expose(query, packs))
+        return self._expose(query, packs)
+
+    def _expose(self, query: str, packs: tuple[str, ...] | list[str]) -> Exposure:
         h = self.harness
         avail = self.availability()
         surface = None
@@ -300,6 +306,22 @@ class Session:
         The call is recorded as an action (REQUESTED → VALIDATED); a refusal as a
         `call.refused` event. Normalizing the same call twice returns the same `PendingCall`.
         """
+        if telemetry.tracer is not None:
+            return telemetry.normalize(
+                self,
+                tool,
+                tool_call_id,
+                lambda: self._normalize(tool, tool_call_id, args, execution),
+            )
+        return self._normalize(tool, tool_call_id, args, execution)
+
+    def _normalize(
+        self,
+        tool: str,
+        tool_call_id: str,
+        args: Mapping[str, Any] | None,
+        execution: Execution | None,
+    ) -> PendingCall | Refusal:
         result = normalize_call(self, tool, tool_call_id, args, execution)
         if isinstance(result, Refusal):
             self._append("Error", "call.refused", {**result.to_dict(), "session": self.id})
@@ -370,6 +392,8 @@ class Session:
         before its executor starts (or with any earlier append or read, or `store.flush()`);
         one that stops it is committed before `decide` returns.
         """
+        if telemetry.tracer is not None:
+            return telemetry.decide(self, pending, lambda: decide_call(self, pending))
         return decide_call(self, pending)
 
     def _own(self, pending: PendingCall) -> None:
@@ -443,11 +467,15 @@ class Session:
         record the `Result`. Invoking the same pending call again returns the recorded result:
         it never runs twice (the idempotency key is `tool_call_id` + `input_hash`). A call that
         may not run returns a result with `ran=False` and says why."""
+        if telemetry.tracer is not None:
+            return telemetry.invoke(self, pending, lambda: invoke_call(self, pending))
         return invoke_call(self, pending)
 
     async def ainvoke(self, pending: PendingCall) -> Result:
         """`invoke` for asyncio: async executors run on the running loop, sync ones in a
         thread; concurrent calls with the same key share one run."""
+        if telemetry.tracer is not None:
+            return await telemetry.ainvoke(self, pending, lambda: ainvoke_call(self, pending))
         return await ainvoke_call(self, pending)
 
     def _key_lock(self, key: str) -> threading.Lock:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import telemetry
 from .approvals import Approvals
 from .availability import Facts
 from .canonical import jsonable
@@ -195,6 +196,26 @@ def call_step(
     """normalize → decide → (approval) → invoke → evidence, as the workflow's creator, in a
     session whose id is the step's stream; every event committed at the end, once, with the
     run's state `after(outcome)`."""
+    if telemetry.tracer is not None:
+        return telemetry.workflow_step(
+            ctx,
+            step_name,
+            "call",
+            lambda: _call_step(ctx, step_name, tool, args, stream, call_id, approval, after),
+        )
+    return _call_step(ctx, step_name, tool, args, stream, call_id, approval, after)
+
+
+def _call_step(
+    ctx: dict[str, Any],
+    step_name: str,
+    tool: str,
+    args: dict[str, Any],
+    stream: str,
+    call_id: str,
+    approval: dict[str, Any] | None,
+    after: Callable[[dict[str, Any]], Publication],
+) -> dict[str, Any]:
     h = worker().harness
     found = recorded(h.store, stream)
     if found is not None:
@@ -394,6 +415,20 @@ def _verify(
 
 
 def delegate_step(
+    ctx: dict[str, Any],
+    step: dict[str, Any],
+    context: list[Any],
+    stream: str,
+    after: Callable[[dict[str, Any]], Publication],
+) -> dict[str, Any]:
+    if telemetry.tracer is not None:
+        return telemetry.workflow_step(
+            ctx, step["name"], "delegate", lambda: _delegate_step(ctx, step, context, stream, after)
+        )
+    return _delegate_step(ctx, step, context, stream, after)
+
+
+def _delegate_step(
     ctx: dict[str, Any],
     step: dict[str, Any],
     context: list[Any],
