@@ -6,7 +6,7 @@ and a windowed count, so each decision brings the session's ledger up to date fr
 and `decide`: the allowed call normalized and decided only, never invoked.
 
     .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3] [--threads 4] [--postgres URL]
-        [--only memory|sqlite|postgres] [--cases decide,allow,…]
+        [--only memory|sqlite|postgres] [--cases decide,allow,…] [--telemetry]
 
 Prints the median, p99 and mean microseconds per call of the best round for each case.
 Executors do nothing, so the figures are the machinery's cost. On SQLite (`synchronous=FULL`) and on
@@ -215,7 +215,17 @@ def main() -> None:
     parser.add_argument(
         "--cases", default=",".join(CASES), help="comma-separated, of " + ", ".join(CASES)
     )
+    parser.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="with OpenTelemetry spans on (the `otel` extra; an SDK provider, nothing exported)",
+    )
     args = parser.parse_args()
+    if args.telemetry:
+        from harnessc.runtime import telemetry
+        from opentelemetry.sdk.trace import TracerProvider
+
+        telemetry.enable(tracer_provider=TracerProvider())
     cases = [c for c in CASES if c in args.cases.split(",")]
     if args.only == "postgres" and not args.postgres:
         parser.error("--only postgres needs --postgres URL (or BENCH_POSTGRES_URL)")
