@@ -60,6 +60,8 @@ __all__ = [
 
 DEFAULT_TIMEOUT_S = 30.0
 """How long connecting and listing the tools may take."""
+DEFAULT_PING_S = 10.0
+"""How often a live connection checks that the server still answers."""
 _TOOLS_CHANGED = "notifications/tools/list_changed"
 _PAGE_CAP = 100  # tools/list pages read at most: a server whose cursor never ends cannot hang us
 
@@ -268,7 +270,8 @@ class McpConnection:
     transport stays the declared one unless `url` is given for a stdio server, which makes it
     http); `enabled`, `disclaimer_accepted` and `agent_access` are the user's choices
     (`consent` changes them). `timeout_s` bounds connecting and each listing; a call's own
-    timeout is its tool's."""
+    timeout is its tool's. Every `ping_s` seconds the server is pinged: one that stopped
+    answering (a crashed process, a dropped HTTP session) is not connected from then on."""
 
     def __init__(
         self,
@@ -283,6 +286,7 @@ class McpConnection:
         disclaimer_accepted: bool = False,
         agent_access: bool = False,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        ping_s: float = DEFAULT_PING_S,
         errlog: TextIO | None = None,
     ) -> None:
         declared = harness.spec.mcp_servers.get(server)
@@ -298,6 +302,7 @@ class McpConnection:
         self.endpoint = replace(endpoint, env=env, cwd=cwd)
         self.declared = declared
         self.timeout_s = timeout_s
+        self.ping_s = ping_s
         self.error: str | None = None
         """Why the connection is down (cannot connect, lost), or None."""
         self.protocol_version: str | None = None
@@ -318,6 +323,7 @@ class McpConnection:
         self._stop: asyncio.Event | None = None
         self._dirty: asyncio.Event | None = None
         self._client: Any = None
+        self._lost = False
         self._ready = threading.Event()
 
     # -- state --------------------------------------------------------------------------------
@@ -446,6 +452,7 @@ class McpConnection:
         self._task = asyncio.current_task()
         self._stop, self._dirty = asyncio.Event(), asyncio.Event()
         cause = "disconnected"
+        self._lost = False
         try:
             client = _client(self.endpoint, self.timeout_s, self._on_message, self._errlog)
             async with client:
@@ -455,7 +462,7 @@ class McpConnection:
                 self._bind()
                 await self._refresh("connected")
                 self._ready.set()
-                watchers = [asyncio.create_task(self._watch())]
+                watchers = [asyncio.create_task(self._watch()), asyncio.create_task(self._ping())]
                 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
                 if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -474,6 +481,8 @@ class McpConnection:
             cause = "connection failed"
         finally:
             self._client = None
+            if self._lost:
+                cause = "connection lost"
             self._update(cause, connected=False, transport_valid=False, discovered={})
             self._ready.set()
 
@@ -490,6 +499,26 @@ class McpConnection:
                 async for _ in subscription:
                     assert self._dirty is not None
                     self._dirty.set()
+
+    def _gone(self, why: str) -> None:
+        """The server stopped answering: end the connection (on its loop)."""
+        self.error = f"the MCP server `{self.server}` stopped answering: {why}"
+        self._lost = True
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _ping(self) -> None:
+        while True:
+            await asyncio.sleep(self.ping_s)
+            client = self._client
+            if client is None:
+                return
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    await client.send_ping()
+            except Exception as exc:
+                self._gone(_why(exc))
+                return
 
     async def _watch(self) -> None:
         assert self._dirty is not None
@@ -623,6 +652,18 @@ class McpConnection:
                 status="unknown",
                 error=f"the MCP tool `{name}` did not answer within {timeout_ms} ms",
                 error_category="timeout",
+            )
+        except Exception as exc:
+            from mcp_types import CONNECTION_CLOSED
+
+            if getattr(exc, "code", None) != CONNECTION_CLOSED:
+                raise
+            self._gone(_why(exc))
+            # the request may have reached the server before it went away
+            return Outcome(
+                status="unknown",
+                error=f"the MCP server `{self.server}` went away during the call",
+                error_category="connection_lost",
             )
         return _outcome(name, result)
 

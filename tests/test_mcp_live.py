@@ -54,6 +54,7 @@ mcp scanner {
   tool slow { summary "Sleep, then answer."; effects read; timeout 1s; input { seconds: float } }
   tool broken { summary "Fail."; effects read; input { reason: string } }
   tool rotate { summary "Change the tool list."; effects write; input {} }
+  tool crash { summary "Stop the server."; effects write; input {} }
 }
 
 tool mail.send { summary "Send a mail."; effects external; input { to: string } }
@@ -196,6 +197,21 @@ def test_calls_keep_their_timeout_and_a_tool_error_is_a_failure(spec: Spec) -> N
         assert broken.status == "failure"  # type: ignore[attr-defined]
         assert broken.error_category == "mcp_tool_error"  # type: ignore[attr-defined]
         assert "disk full" in broken.error  # type: ignore[attr-defined]
+
+
+def test_a_server_that_goes_away_is_no_longer_connected(spec: Spec) -> None:
+    h = Harness(spec)
+    conn = connect(h, ping_s=0.2)
+    s = h.session("planner", actor={"user": "u-1"})
+    conn.attach(s)
+    gone = run(h, s, "mcp:scanner:tool:crash", "call-1", {})
+    assert (gone.status, gone.error_category) == ("unknown", "connection_lost")  # type: ignore[attr-defined]
+    eventually(lambda: not conn.state.connected, "the connection noticing")
+    assert "stopped answering" in (conn.error or "")
+    assert "the MCP server `scanner` is not connected" in s.tool_availability(SCAN).reasons
+    causes = [e.payload["cause"] for e in h.store.read(s.id) if e.type == MCP_TOOLS_CHANGED]
+    assert causes[-1] == "connection lost"
+    conn.close()
 
 
 def test_consent_and_a_server_that_cannot_be_reached_are_reasons(spec: Spec) -> None:

@@ -6,12 +6,13 @@ It serves `scan(target)`, `create-issue(title)` and `slow(seconds)` over stdio, 
 streamable HTTP on 127.0.0.1:PORT. `rotate` changes the tool list while a client is connected
 (removes `create-issue`, adds `audit`) and says so (`notifications/tools/list_changed`, and the
 tools-changed event of `subscriptions/listen`). With `--drift`, `scan` reports another input
-schema than the spec declares (a `depth` argument it requires).
+schema than the spec declares (a `depth` argument it requires). `crash` ends the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
@@ -55,6 +56,11 @@ def build(drift: bool) -> MCPServer:
     def broken(reason: str) -> str:
         """Fail with the reason given."""
         raise ToolError(reason)
+
+    @app.tool()
+    def crash() -> str:
+        """Stop the server at once, as a crash would."""
+        os._exit(3)
 
     def audit(repo: str, strict: bool = False) -> str:
         """Audit a repository's dependencies."""
