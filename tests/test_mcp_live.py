@@ -134,6 +134,7 @@ def test_a_live_stdio_server_feeds_availability_and_runs_allowed_calls(spec: Spe
             frozen(s.normalize("mail.send", "call-2", {"to": "owner@vendor.example"}))
         )
         assert (decision.effect, decision.rule) == ("deny", "p.outside")
+        assert s.ledger.index.kinds_of("owner@vendor.example") == frozenset({"untrusted"})
         allowed = s.decide(frozen(s.normalize("mail.send", "call-3", {"to": "me@corp.example"})))
         assert allowed.effect == "allow"
     # closed: the server's tools are unavailable, and the session was told
@@ -211,6 +212,10 @@ def test_a_server_that_goes_away_is_no_longer_connected(spec: Spec) -> None:
     assert "the MCP server `scanner` is not connected" in s.tool_availability(SCAN).reasons
     causes = [e.payload["cause"] for e in h.store.read(s.id) if e.type == MCP_TOOLS_CHANGED]
     assert causes[-1] == "connection lost"
+    conn.close()
+    conn.open()  # reconnecting starts the server again
+    assert conn.state.connected and conn.error is None
+    assert s.tool_availability(SCAN).available
     conn.close()
 
 
