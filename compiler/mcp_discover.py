@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessc.dsl.builder import _QUOTED_NAME as TOOL_NAME  # what a quoted tool name may hold
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.render_formats import print_diagnostics
 from harnessc.dsl.source import Source
@@ -79,8 +80,8 @@ def _type(schema: Any) -> str:
         props = schema.get("properties")
         if isinstance(props, Mapping) and props:
             required = set(schema.get("required") or ())
-            inner = ", ".join(_field(n, p, n in required) for n, p in props.items())
-            return "{ " + inner + " }"
+            fields = [_field(n, p, n in required) for n, p in props.items()]
+            return "{ " + ", ".join(f for f in fields if f is not None) + " }"
         extra = schema.get("additionalProperties")
         return f"map<{_type(extra) if isinstance(extra, Mapping) else 'string'}>"
     return "string"
@@ -98,9 +99,13 @@ _BOUNDS = {
 }
 
 
-def _field(name: str, schema: Any, required: bool) -> str:
+def _field(name: str, schema: Any, required: bool) -> str | None:
+    """A field, or None when the language cannot name it (a field name is a plain word: the
+    check after printing then says the tool's schema is not the server's)."""
+    if not _PLAIN.fullmatch(name):
+        return None
     ty = _type(schema)
-    text = name if _PLAIN.fullmatch(name) else _literal(name)
+    text = name
     has_default = isinstance(schema, Mapping) and "default" in schema
     if not required and not has_default and not ty.endswith("?"):
         ty += "?"
@@ -123,7 +128,9 @@ def _schema_block(keyword: str, schema: Mapping[str, Any] | None) -> list[str]:
     if not isinstance(props, Mapping) or not props:
         return [f"{keyword} {{}}"]
     required = set((schema or {}).get("required") or ())
-    fields = [_field(n, p, n in required) for n, p in props.items()]
+    fields = [f for n, p in props.items() if (f := _field(n, p, n in required)) is not None]
+    if not fields:
+        return [f"{keyword} {{}}"]
     return [f"{keyword} {{", *(f"  {f}" for f in fields), "}"]
 
 
@@ -161,6 +168,10 @@ def _raw_block(name: str, endpoint: McpEndpoint, tools: tuple[DiscoveredTool, ..
     ]
     for tool in tools:
         lines.append("")
+        if not TOOL_NAME.fullmatch(tool.name):
+            lines.append(f"  # the server's tool {_literal(tool.name)} cannot be declared:")
+            lines.append("  # only letters, digits and `_ - . /` make a tool name")
+            continue
         hint = _hints(tool)
         if hint:
             lines.append(f"  {hint}")
@@ -214,8 +225,8 @@ def _raw_block_noted(
         if tool.name in notes:
             opener = f"  tool {_name(tool.name)} {{\n"
             note = (
-                "  # harnessc: the input below cannot say the server's schema exactly "
-                f"({notes[tool.name]}); as written the tool stays unavailable\n"
+                "  # harnessc: this input cannot say the server's schema exactly, so as written\n"
+                f"  # the tool stays unavailable: {notes[tool.name]}\n"
             )
             text = text.replace(opener, note + opener, 1)
     return text
@@ -306,6 +317,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         spec = result.model
     name = args.name
+    if name is not None and not _PLAIN.fullmatch(name):
+        return _fail(f"`{name}` is not a server name: letters, digits and `_`, not first a digit")
     if spec is not None and name is None:
         if len(spec.mcp_servers) != 1:
             listed = ", ".join(f"`{n}`" for n in sorted(spec.mcp_servers)) or "none"
@@ -321,10 +334,14 @@ def run(args: argparse.Namespace) -> int:
         if name is None:
             guess = re.sub(r"[^A-Za-z0-9_]+", "_", found.server_name or "").strip("_")
             name = guess if _PLAIN.fullmatch(guess) else "server"
+        try:
+            block = mcp_block(name, endpoint, found)
+        except McpError as error:  # a bug in the translation: said, never a traceback
+            return _fail(error.message)
         if args.format == "json":
-            print(json.dumps({"server": name, "block": mcp_block(name, endpoint, found)}, indent=2))
+            print(json.dumps({"server": name, "block": block}, indent=2))
         else:
-            sys.stdout.write(mcp_block(name, endpoint, found))
+            sys.stdout.write(block)
         return EXIT_OK
     assert name is not None
     drift = drift_of(spec, name, found)

@@ -401,7 +401,10 @@ def test_schemas_translate_to_the_languages_types_and_inexact_ones_are_marked() 
     }
     loose = {
         "type": "object",
-        "properties": {"x": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        "properties": {
+            "x": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "x-y": {"type": "string"},  # no field of the language has this name
+        },
     }
     found = Discovery(
         "s",
@@ -410,6 +413,7 @@ def test_schemas_translate_to_the_languages_types_and_inexact_ones_are_marked() 
         (
             DiscoveredTool("file.issue", exact, "Files an issue.\n\nMore text."),
             DiscoveredTool("loose", loose, None),
+            DiscoveredTool("has spaces", exact, None),
         ),
     )
     block = mcp_block("s", McpEndpoint("http", "https://mcp.example/mcp"), found)
@@ -419,5 +423,10 @@ def test_schemas_translate_to_the_languages_types_and_inexact_ones_are_marked() 
     assert "limit: int default 10" in block
     assert "home: url?" in block and "labels: map<bool>?" in block
     assert 'tool "file.issue" {' in block and 'summary "Files an issue."' in block
-    assert "cannot say the server's schema exactly" in block.split('tool "loose"')[0]
+    before_loose = block.split("tool loose {")[0].split('tool "file.issue"')[1]
+    assert "cannot say the server's schema exactly" in before_loose
+    assert "unavailable: extra `x-y`; changed `x`" in before_loose
     assert "cannot say" not in block.split('tool "file.issue"')[0]
+    assert '# the server\'s tool "has spaces" cannot be declared:' in block
+    assert '\n  tool "has spaces"' not in block
+    assert all(len(line) <= 100 for line in block.splitlines())
