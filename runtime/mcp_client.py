@@ -266,12 +266,12 @@ async def discover(
 
 class McpConnection:
     """A live connection to the declared MCP server `server` of a harness's spec (see the
-    module docstring). `command` (stdio) or `url` (http) replaces the declared target (the
-    transport stays the declared one unless `url` is given for a stdio server, which makes it
-    http); `enabled`, `disclaimer_accepted` and `agent_access` are the user's choices
-    (`consent` changes them). `timeout_s` bounds connecting and each listing; a call's own
-    timeout is its tool's. Every `ping_s` seconds the server is pinged: one that stopped
-    answering (a crashed process, a dropped HTTP session) is not connected from then on."""
+    module docstring). `command` (a stdio server's command line) or `url` (a streamable-HTTP
+    server's) replaces the declared transport and target; `enabled`, `disclaimer_accepted`
+    and `agent_access` are the user's choices (`consent` changes them). `timeout_s` bounds
+    connecting and each listing; a call's own timeout is its tool's. Every `ping_s` seconds
+    the server is pinged: one that stopped answering (a crashed process, a dropped HTTP
+    session) is not connected from then on."""
 
     def __init__(
         self,
@@ -298,7 +298,7 @@ class McpConnection:
         if url is not None:
             endpoint = McpEndpoint("http", url)
         elif command is not None:
-            endpoint = McpEndpoint(declared.transport, command)
+            endpoint = McpEndpoint("stdio", command)
         self.endpoint = replace(endpoint, env=env, cwd=cwd)
         self.declared = declared
         self.timeout_s = timeout_s
@@ -381,6 +381,8 @@ class McpConnection:
         """Connect, list the tools and bind the declared ones' executors; wait at most
         `timeout_s`. A server that cannot be reached leaves the connection down with
         `error` saying why (its tools are unavailable: not connected), never an exception."""
+        if self._thread is not None and not self._thread.is_alive():
+            self._thread = None  # the connection ended (lost): open it again
         if self._thread is not None:
             return self
         problem = self.endpoint.problem()

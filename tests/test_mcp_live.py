@@ -212,7 +212,6 @@ def test_a_server_that_goes_away_is_no_longer_connected(spec: Spec) -> None:
     assert "the MCP server `scanner` is not connected" in s.tool_availability(SCAN).reasons
     causes = [e.payload["cause"] for e in h.store.read(s.id) if e.type == MCP_TOOLS_CHANGED]
     assert causes[-1] == "connection lost"
-    conn.close()
     conn.open()  # reconnecting starts the server again
     assert conn.state.connected and conn.error is None
     assert s.tool_availability(SCAN).available
