@@ -142,6 +142,9 @@ def test_a_live_stdio_server_feeds_availability_and_runs_allowed_calls(spec: Spe
     assert "is not connected" in (s.tool_availability(SCAN).reason or "")
     causes = [e.payload["cause"] for e in h.store.read(s.id) if e.type == MCP_TOOLS_CHANGED]
     assert causes == ["attached", "disconnected"]
+    evidence = s.evidence()  # the session's record reads as any other's
+    assert [i.tool_id for i in evidence.succeeded()] == [SCAN]
+    assert h.verify().ok
 
 
 def test_a_changed_tool_list_changes_availability_while_the_session_runs(spec: Spec) -> None:
