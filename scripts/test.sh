@@ -2,7 +2,7 @@
 # The whole test suite: set up, then lint, format-check, type-check and run every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh test
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python -m mypy
