@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -184,12 +185,12 @@ class _Walk:
 
 
 def _regex_problem(pattern: str) -> str | None:
-    """Why strict mode rejects a pattern: a lookaround or a back-reference (neither is a
-    regular language, so constrained decoding cannot follow them)."""
-    parser = importlib.import_module("re._parser")
+    """Why strict mode rejects a pattern: a lookaround (the API refuses it) or a back-reference
+    (not a regular language: constrained decoding cannot follow it)."""
+    parser = importlib.import_module("re._parser")  # Python's own parse of the pattern
     try:
         parsed = parser.parse(pattern)
-    except Exception as err:  # re.error; the compiler checks patterns, a model may not have
+    except re.error as err:  # the compiler checks patterns; a model built by hand may not be
         return f"the pattern `{pattern}` does not compile: {err}"
     found: set[str] = set()
 
