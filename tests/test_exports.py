@@ -8,6 +8,7 @@ runtime/exports.py: a rule the export gets wrong fails here rather than at the p
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -37,18 +38,21 @@ from .conftest import ROOT
 SPECS = ("examples/remediation/remediation.harness", "examples/workspace-agent/workspace.harness")
 
 
-@pytest.fixture(scope="module", params=SPECS, ids=["remediation", "workspace-agent"])
-def spec(request: pytest.FixtureRequest) -> Spec:
-    result = check([ROOT / request.param])
+@functools.cache
+def _model(path: str) -> Spec:
+    result = check([ROOT / path])
     assert result.ok and result.model is not None
     return result.model
 
 
+@pytest.fixture(scope="module", params=SPECS, ids=["remediation", "workspace-agent"])
+def spec(request: pytest.FixtureRequest) -> Spec:
+    return _model(request.param)
+
+
 @pytest.fixture(scope="module")
 def remediation() -> Spec:
-    result = check([ROOT / SPECS[0]])
-    assert result.model is not None
-    return result.model
+    return _model(SPECS[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,6 +330,7 @@ def _scalar(name: str) -> st.SearchStrategy[Type]:
     return st.builds(Type, name=st.just(name), optional=st.booleans())
 
 
+@functools.cache  # one strategy per depth: building strategies anew on each draw costs more
 def _types(depth: int) -> st.SearchStrategy[Type]:
     scalars = st.one_of(
         *(_scalar(n) for n in ("string", "path", "url", "duration", "int", "float", "bool")),
@@ -377,6 +382,7 @@ def _field(draw: st.DrawFn, name: str, depth: int) -> Field:
     )
 
 
+@functools.cache
 def _fields(depth: int) -> st.SearchStrategy[tuple[Field, ...]]:
     names = st.lists(st.sampled_from(["id", "name", "env", "when", "n", "tags", "x"]), unique=True)
     return names.flatmap(lambda ns: st.tuples(*(_field(n, depth) for n in ns)))
