@@ -29,6 +29,8 @@ See docs/runtime.md for the guide.
 - Action, ActionState, ActionError, IllegalTransitionError: the action lifecycle
 - FunctionCalling, ToolCall, AdapterError, openai_tool, openai_responses_tool, anthropic_tool,
   input_schema, tool_description: OpenAI and Anthropic function-calling adapters
+- mcp_tool, strict_parameters, StrictParameters: MCP `tools/list` and OpenAI strict-mode
+  exports (runtime/exports.py)
 - EventStore, SQLiteStore, MemoryStore, Event, Verification, Projections: the event log;
   open_store opens one by URL (`sqlite:///PATH`, `postgresql://…`, `memory://`)
 - Checkpoint, CheckpointError, LogKey, LogKeyError: checkpoints of the log's head and the
@@ -93,6 +95,7 @@ __all__ = [
     "Session",
     "SessionStep",
     "Spec",
+    "StrictParameters",
     "ToolAvailability",
     "ToolCall",
     "ToolNames",
@@ -105,10 +108,12 @@ __all__ = [
     "input_hash",
     "input_schema",
     "load_tool_embeddings",
+    "mcp_tool",
     "open_store",
     "openai_responses_tool",
     "openai_tool",
     "prelude_ledger",
+    "strict_parameters",
     "surface_tools",
     "thaw",
     "tool_description",
@@ -164,6 +169,7 @@ _WHERE = {
     "SQLiteStore": "store",
     "Session": "sessions",
     "Spec": "model",
+    "StrictParameters": "exports",
     "ToolAvailability": "availability",
     "ToolCall": "adapters",
     "ToolNames": "normalize",
@@ -176,7 +182,9 @@ _WHERE = {
     "input_hash": "canonical",
     "input_schema": "adapters",
     "load_tool_embeddings": "exposure",
+    "mcp_tool": "exports",
     "prelude_ledger": "history",
+    "strict_parameters": "exports",
     "open_store": "stores",
     "openai_responses_tool": "adapters",
     "openai_tool": "adapters",
@@ -211,6 +219,7 @@ if TYPE_CHECKING:
     from .events import Event
     from .evidence import Evidence, EvidenceItem
     from .executors import Accepted, ExecutorContext, Outcome, Result
+    from .exports import StrictParameters, mcp_tool, strict_parameters
     from .exposure import Exposure, ExposureTrace, load_tool_embeddings
     from .harness import Harness, HarnessError
     from .history import HistoryTerms, Ledger

@@ -1,5 +1,7 @@
-"""Function-calling adapters: exposed tools as OpenAI and Anthropic tool definitions, and a
-provider's tool calls read back as `(tool_id, tool_call_id, args)` ready for normalize.
+"""Function-calling adapters: exposed tools as OpenAI and Anthropic tool definitions (OpenAI's
+strict mode where a tool's schema allows it) or an MCP `tools/list` result, and a provider's
+tool calls read back as `(tool_id, tool_call_id, args)` ready for normalize. The definitions
+themselves are built by runtime/exports.py.
 
 A model sees a tool by its wire name (`Tool.wire_name`, `[A-Za-z0-9_-]{1,64}`) with a
 description and a JSON Schema of its input; traces, policies and grants use the tool id. So the
@@ -23,10 +25,14 @@ Shapes (payloads may be plain JSON or SDK objects with `model_dump()`):
   "parameters"}}]`; calls in `choices[i].message.tool_calls[]` as `{"id", "type": "function",
   "function": {"name", "arguments": "<JSON text>"}}`;
 - OpenAI Responses API: `tools=[{"type": "function", "name", "description", "parameters",
-  "strict": false}]`; calls in `output[]` items of `type: "function_call"` with `call_id`,
+  "strict"}]`; calls in `output[]` items of `type: "function_call"` with `call_id`,
   `name`, `arguments`;
 - Anthropic Messages: `tools=[{"name", "description", "input_schema"}]`; calls in `content[]`
   blocks of `type: "tool_use"` with `id`, `name`, `input` (an object).
+
+In OpenAI strict mode a model sends null for a field it leaves out (strict mode makes every
+field required); normalize reads null in an optional or defaulted field as absent, so the calls
+read back need no rewriting.
 
 >>> from harnessc.runtime.model import Field, Schema, Tool, Type
 >>> tool = Tool(id="change.create", wire_name="change_create", summary="Create a change.",
@@ -46,7 +52,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .canonical import CanonicalError, parse_json
-from .model import WIRE_NAME, Tool
+from .exports import (
+    AdapterError,
+    anthropic_tool,
+    input_schema,
+    mcp_tool,
+    openai_responses_tool,
+    openai_tool,
+    strict_parameters,
+    tool_description,
+    wire_name,
+)
+from .model import Tool
 from .normalize import Refusal
 
 __all__ = [
@@ -61,78 +78,12 @@ __all__ = [
 ]
 
 
-class AdapterError(ValueError):
-    """The tools cannot be offered (a bad or duplicate wire name), or a payload is not a
-    provider response of the expected shape."""
-
-
 class ToolCall(NamedTuple):
     """One tool call read back from a provider, ready for normalize."""
 
     tool_id: str
     tool_call_id: str
     args: dict[str, Any]
-
-
-# ---------------------------------------------------------------------------------------------
-# Export
-
-
-def tool_description(tool: Tool) -> str:
-    """What a model reads about a tool: its summary, then when to use it and what it is not
-    for, when the spec says so."""
-    parts = [tool.summary or ""]
-    if tool.use_when:
-        parts.append(f"Use when: {tool.use_when}")
-    if tool.not_for:
-        parts.append(f"Not for: {tool.not_for}")
-    return "\n".join(p for p in parts if p)
-
-
-def input_schema(tool: Tool) -> dict[str, Any]:
-    """The JSON Schema of a tool's input as providers take it (an object schema, without the
-    `$schema` dialect key, which some providers refuse)."""
-    schema = tool.input.to_json_schema()
-    schema.pop("$schema", None)
-    return schema
-
-
-def _wire_name(tool: Tool) -> str:
-    if not WIRE_NAME.fullmatch(tool.wire_name):
-        raise AdapterError(
-            f"the wire name `{tool.wire_name}` of `{tool.id}` is not `[A-Za-z0-9_-]{{1,64}}`"
-        )
-    return tool.wire_name
-
-
-def _with_description(out: dict[str, Any], tool: Tool) -> dict[str, Any]:
-    description = tool_description(tool)
-    if description:
-        out["description"] = description
-    return out
-
-
-def openai_tool(tool: Tool) -> dict[str, Any]:
-    """A chat-completions tool definition: `{"type": "function", "function": {…}}`."""
-    function = _with_description({"name": _wire_name(tool)}, tool)
-    function["parameters"] = input_schema(tool)
-    return {"type": "function", "function": function}
-
-
-def openai_responses_tool(tool: Tool) -> dict[str, Any]:
-    """A Responses-API function tool: flat, and `strict: false` (optional fields are allowed,
-    which OpenAI's strict mode does not accept)."""
-    out = _with_description({"type": "function", "name": _wire_name(tool)}, tool)
-    out["parameters"] = input_schema(tool)
-    out["strict"] = False
-    return out
-
-
-def anthropic_tool(tool: Tool) -> dict[str, Any]:
-    """An Anthropic Messages tool definition: `{"name", "description", "input_schema"}`."""
-    out = _with_description({"name": _wire_name(tool)}, tool)
-    out["input_schema"] = input_schema(tool)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,7 +112,7 @@ class FunctionCalling:
         self.tools: tuple[Tool, ...] = tuple(tools)
         self.by_wire: dict[str, str] = {}
         for tool in self.tools:
-            wire = _wire_name(tool)
+            wire = wire_name(tool)
             other = self.by_wire.get(wire)
             if other is not None and other != tool.id:
                 raise AdapterError(f"`{other}` and `{tool.id}` share the wire name `{wire}`")
@@ -169,17 +120,31 @@ class FunctionCalling:
 
     # -- export -------------------------------------------------------------------------------
 
-    def openai(self) -> list[dict[str, Any]]:
-        """`tools=` for OpenAI chat completions."""
-        return [openai_tool(t) for t in self.tools]
+    def openai(self, strict: bool = False) -> list[dict[str, Any]]:
+        """`tools=` for OpenAI chat completions; with `strict`, in strict mode where each
+        tool's schema allows it (`strict_notes()` says why a tool is not)."""
+        return [openai_tool(t, strict) for t in self.tools]
 
-    def openai_responses(self) -> list[dict[str, Any]]:
-        """`tools=` for the OpenAI Responses API."""
-        return [openai_responses_tool(t) for t in self.tools]
+    def openai_responses(self, strict: bool = False) -> list[dict[str, Any]]:
+        """`tools=` for the OpenAI Responses API; `strict` as for `openai`."""
+        return [openai_responses_tool(t, strict) for t in self.tools]
 
     def anthropic(self) -> list[dict[str, Any]]:
         """`tools=` for Anthropic Messages."""
         return [anthropic_tool(t) for t in self.tools]
+
+    def mcp(self) -> dict[str, Any]:
+        """The tools as an MCP server's `tools/list` result: `{"tools": [...]}`."""
+        return {"tools": [mcp_tool(t) for t in self.tools]}
+
+    def strict_notes(self) -> dict[str, tuple[str, ...]]:
+        """Why each tool that cannot be offered in OpenAI strict mode cannot, by tool id."""
+        out = {}
+        for tool in self.tools:
+            notes = strict_parameters(tool).notes
+            if notes:
+                out[tool.id] = notes
+        return out
 
     # -- read back ----------------------------------------------------------------------------
 

@@ -166,6 +166,8 @@ DURATION_PART = re.compile(f"([0-9]+)({_DURATION_UNIT})")
 """One part of a duration (`1h30m` has two): its number and its unit."""
 DURATION_PATTERN = f"^(?:[0-9]+(?:{_DURATION_UNIT}))+$"
 """A whole duration, one or more parts with nothing between (JSON Schema's `pattern`)."""
+URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$"
+"""What a `url` value must match: a scheme, a colon, no white space."""
 
 
 def parse_duration(text: str) -> int | None:

@@ -53,6 +53,7 @@ from .events import Secrets
 from .model import (
     DELEGATE_TASK,
     DURATION_PATTERN,
+    URL_PATTERN,
     Field,
     Schema,
     Spec,
@@ -316,7 +317,7 @@ class ToolNames:
 
 _Check = Callable[[Any, str, list[tuple[str, str]]], Any]
 _MISSING = object()
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$")
+_URL = re.compile(URL_PATTERN)
 _DURATION = re.compile(DURATION_PATTERN)
 
 

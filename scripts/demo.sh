@@ -3,7 +3,7 @@
 # example and run its application, a scripted planner through the generated runtime.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh demo
 for spec in examples/remediation/remediation.harness examples/workspace-agent/workspace.harness; do
   .venv/bin/harnessc check "$spec"
   .venv/bin/harnessc lint --strict "$spec"

@@ -1,14 +1,64 @@
 #!/usr/bin/env bash
-# Create .venv (once) and install harnessc with its development tools, from the registries.
+# Create .venv (once) and install harnessc into it, editable, from the registries.
+#
+#   scripts/setup.sh demo   what scripts/demo.sh needs: harnessc and its `workflows` extra (DBOS
+#                           for the remediate workflow). No torch: the demo ranks lexically.
+#   scripts/setup.sh test   what scripts/test.sh needs: also the `dev`, `embed`, `mcp` and `otel`
+#                           extras (the live MCP client's and telemetry's tests), after
+#                           the CPU build of torch (see "The embed extra" in the README).
+#
+# Each step prints a line; pip prints what it collects and installs. A profile already installed
+# from this pyproject.toml and this script is not installed again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PROFILE="${1:-test}"
 PYTHON="${PYTHON:-python3}"
+# --- extras per profile (one line each, so that a branch adding an extra changes one line)
+DEMO_EXTRAS="workflows"
+TEST_EXTRAS="dev,embed,workflows,mcp,otel"
+# --- torch for the embed extra: the CPU build, pinned as pyproject.toml pins it
+TORCH="torch==2.13.0"
+TORCH_INDEX_URL="${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"
+
+case "$PROFILE" in
+  demo) EXTRAS="$DEMO_EXTRAS" ;;
+  test) EXTRAS="$TEST_EXTRAS" ;;
+  *) echo "usage: scripts/setup.sh [demo|test]" >&2; exit 2 ;;
+esac
+STAMP="$("$PYTHON" -c 'import hashlib, sys; print(hashlib.sha256(b"".join(open(f, "rb").read()
+  for f in sys.argv[1:])).hexdigest()[:16])' pyproject.toml scripts/setup.sh)"
+up_to_date() { [ -f ".venv/.setup-$1" ] && [ "$(cat ".venv/.setup-$1")" = "$STAMP" ]; }
+# the test profile holds everything the demo profile installs
+if up_to_date "$PROFILE" || { [ "$PROFILE" = demo ] && up_to_date test; }; then
+  echo "setup: .venv is up to date ($PROFILE)"
+  exit 0
+fi
+
+step() { echo "setup: $*"; }
 if [ ! -x .venv/bin/python ]; then
+  step "creating .venv with $("$PYTHON" --version 2>&1)"
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-# torch first, pinned: the CPU wheel this machine keeps on disk (pip's find-links). Installed
-# after the embed extra instead, pip would resolve sentence-transformers' torch from the index
-# and pull a multi-GB CUDA build; with torch present, the extra keeps it.
-.venv/bin/python -m pip install --quiet torch==2.13.0
-.venv/bin/python -m pip install --quiet -e '.[dev,embed,workflows]'
+step "upgrading pip"
+.venv/bin/python -m pip install --upgrade pip
+if [ "$PROFILE" = test ]; then
+  # torch first, pinned, the CPU build: installed by the embed extra instead, pip would take
+  # sentence-transformers' torch from PyPI, a CUDA build of several GB on Linux. With torch
+  # present, the extra keeps it. A wheel pip already finds without an index (its find-links,
+  # as on a machine that keeps one on disk) is used as is; otherwise PyTorch's CPU index.
+  if .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" \
+    2>/dev/null; then
+    step "$TORCH is installed"
+  elif .venv/bin/python -m pip install --dry-run --quiet --no-index --no-deps "$TORCH" \
+    >/dev/null 2>&1; then
+    step "installing $TORCH (CPU) from pip's find-links"
+    .venv/bin/python -m pip install "$TORCH"
+  else
+    step "installing $TORCH (CPU) from $TORCH_INDEX_URL"
+    .venv/bin/python -m pip install "$TORCH" --index-url "$TORCH_INDEX_URL"
+  fi
+fi
+step "installing harnessc (editable) with the extras $EXTRAS"
+.venv/bin/python -m pip install -e ".[$EXTRAS]"
+echo "$STAMP" >".venv/.setup-$PROFILE"
+step "done ($PROFILE)"

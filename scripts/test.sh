@@ -2,10 +2,7 @@
 # The whole test suite: set up, then lint, format-check, type-check and run every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-# -- issue 20: the live MCP client's and the telemetry's tests need their extras ----------------
-.venv/bin/python -m pip install --quiet -e '.[mcp,otel]'
-# -- end issue 20 ----------------------------------------------------------------------------
+scripts/setup.sh test
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python -m mypy

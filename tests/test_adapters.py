@@ -267,3 +267,29 @@ def test_the_module_example_runs() -> None:
     from harnessc.runtime import adapters
 
     assert doctest.testmod(adapters).failed == 0
+
+
+def test_a_strict_mode_call_with_nulls_normalizes_as_one_leaving_them_out(
+    spec: Spec, fc: FunctionCalling
+) -> None:
+    # in strict mode every field is required: the model sends null for the ones it leaves out
+    strict = {t["name"]: t for t in fc.openai_responses(strict=True)}["production_deploy"]
+    assert strict["strict"] is True
+    assert strict["parameters"]["required"] == list(strict["parameters"]["properties"])
+    sent = {"change_id": "chg-9", "environment": "staging", "canary_percent": None}
+    sent |= {"max_error_rate": None, "bake_time": None}
+    response = {
+        "output": [
+            {"type": "function_call", "call_id": "call_s1", "name": "production_deploy",
+             "arguments": json.dumps(sent)},
+        ]
+    }  # fmt: skip
+    (item,) = fc.read_openai_responses(response)
+    assert isinstance(item, ToolCall)
+    tool = spec.tools[item.tool_id]
+    validator = Validator(tool.input)
+    with_nulls = freeze(tool, validator, item.tool_call_id, item.args)
+    left_out = freeze(tool, validator, "call_s2", {"change_id": "chg-9", "environment": "staging"})
+    assert isinstance(with_nulls, PendingCall) and isinstance(left_out, PendingCall)
+    assert with_nulls.args == left_out.args
+    assert with_nulls.args["canary_percent"] == 10  # the default, as if it were left out
