@@ -362,6 +362,12 @@ def cmd_log(args: argparse.Namespace) -> int:
         return _print_verification(store.verify(anchor), args.format)
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from .init import run
+
+    return run(args.dir, example=args.example, force=args.force)
+
+
 def _missing(store: str) -> bool:
     """A SQLite path that names no file (opening it would create an empty log)."""
     path = store.removeprefix("sqlite:///")
@@ -507,6 +513,16 @@ def build_parser() -> argparse.ArgumentParser:
             help="the log key (otherwise HARNESSC_LOG_KEY or HARNESSC_LOG_KEY_FILE)",
         )
     log.set_defaults(run=cmd_log)
+
+    init = sub.add_parser("init", help="write a starter spec, pre-commit hooks and a README")
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the folder (default: .)")
+    init.add_argument(
+        "--example",
+        choices=("remediation", "workspace"),
+        help="copy one of harnessc's examples instead of the starter spec",
+    )
+    init.add_argument("--force", action="store_true", help="overwrite files that already exist")
+    init.set_defaults(run=cmd_init)
     return parser
 
 
