@@ -222,6 +222,10 @@ def _debug_checked(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from harnessc.dsl.render_formats import EXPLAIN_URI
+
+    # a SARIF rule's helpUri, `harnessc:explain/CODE`, names the same page
+    args.code = args.code.removeprefix(f"{EXPLAIN_URI}/")
     key = args.code.upper() if args.code.upper() in CODES else args.code
     code = CODES.get(key) or BY_SLUG.get(args.code)
     if code is None:
