@@ -262,9 +262,18 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = _lint_config([args.spec])
     if config is None:
         return EXIT_USAGE
+    from .embed import ProgressPrinter
     from .pipeline import build
 
-    result = build([args.spec], args.out, check=args.check, embed=not args.no_embed, config=config)
+    progress = None if args.quiet else ProgressPrinter(sys.stderr)
+    result = build(
+        [args.spec],
+        args.out,
+        check=args.check,
+        embed=not args.no_embed,
+        config=config,
+        progress=progress,
+    )
     print_diagnostics(result.check.diagnostics, args.format)
     code = _exit_code(result.check.diagnostics)
     if code != EXIT_OK or result.package is None:
