@@ -25,7 +25,7 @@ from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
 
 from .conftest import ROOT
-from .test_docs import harness_blocks
+from .test_markdown_specs import markdown_files, spec_blocks
 
 GRAMMAR = ROOT / "editors" / "harness.tmLanguage.json"
 VSCODE = ROOT / "editors" / "vscode"
@@ -89,13 +89,11 @@ def _spec_files() -> list[Any]:
 
 def _doc_blocks() -> list[Any]:
     params = []
-    docs = [*sorted((ROOT / "docs").rglob("*.md")), *sorted(ROOT.glob("*.md"))]
-    docs += sorted((ROOT / "examples").rglob("*.md"))
-    for path in docs:
+    for path in markdown_files():
         rel = path.relative_to(ROOT).as_posix()
-        for line, body in harness_blocks(path.read_text(encoding="utf-8")):
-            if _valid(body, rel):
-                params.append(pytest.param(body, id=f"{rel}:{line}"))
+        for block in spec_blocks(path.read_text(encoding="utf-8")):
+            if _valid(block.body, rel):
+                params.append(pytest.param(block.body, id=f"{rel}:{block.line}"))
     return params
 
 
