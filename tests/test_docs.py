@@ -98,6 +98,21 @@ def test_cli_doc_mentions_every_subcommand() -> None:
         assert f"harnessc {name}" in text, f"docs/cli.md does not mention `harnessc {name}`"
 
 
+@pytest.mark.parametrize(("owner", "short"), [("Harness", "h"), ("Session", "s")])
+def test_the_runtime_guide_names_every_public_method(owner: str, short: str) -> None:
+    from harnessc.runtime.harness import Harness
+    from harnessc.runtime.sessions import Session
+
+    cls = {"Harness": Harness, "Session": Session}[owner]
+    text = (DOCS / "runtime.md").read_text(encoding="utf-8")
+    missing = [
+        name
+        for name in vars(cls)
+        if not name.startswith("_") and not any(f"{p}.{name}" in text for p in (short, owner))
+    ]
+    assert missing == [], f"docs/runtime.md does not mention {owner}'s {missing}"
+
+
 def test_the_cli_docs_table_lists_every_command() -> None:
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
     table = text.split("| command | what it does |", 1)[1].split("\n\n", 1)[0]
@@ -217,6 +232,25 @@ def _anchor(heading: str) -> str:
 def _anchors(path: Path) -> set[str]:
     text = path.read_text(encoding="utf-8")
     return {_anchor(m.group(1)) for m in re.finditer(r"^#{1,6} +(.+)$", text, re.M)}
+
+
+def test_section_links_name_the_section_they_link() -> None:
+    """`[§12](language.md#12-workflows)`: the number shown is the heading's, in every Markdown
+    file (a section renumbered leaves no `§11` pointing at the old place)."""
+    from .test_markdown_specs import markdown_files
+
+    wrong = []
+    for doc in markdown_files():
+        text = doc.read_text(encoding="utf-8")
+        for shown, target in re.findall(r"\[[^\]]*?§([0-9.]+)\]\(([^)]*)\)", text):
+            file_part, _, anchor = target.partition("#")
+            linked = (doc.parent / file_part).resolve() if file_part else doc
+            number = re.match(r"[0-9]+", anchor)
+            if number is None or number.group() != shown.replace(".", ""):
+                wrong.append(f"{doc.relative_to(ROOT)}: §{shown} -> {target}")
+            elif anchor not in _anchors(linked):
+                wrong.append(f"{doc.relative_to(ROOT)}: no heading for {target}")
+    assert wrong == []
 
 
 @pytest.mark.parametrize("doc", doc_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
