@@ -148,12 +148,13 @@ exist, which a planner may see, and which calls run, ask a person first, or are 
 harnessc check {root}   # names, types, the policy analysis
 harnessc lint {root}    # rules that can never apply, reads without a `has` guard, ...
 harnessc test {root}    # the `test` blocks: what the policy decides for concrete calls
-harnessc fmt {root}     # the canonical layout (`--check` in CI)
+harnessc fmt *.harness  # the canonical layout (`--check` in CI)
 ```
 
-`pre-commit install` runs the first three (and `fmt`) on every commit that touches a spec
-(`.pre-commit-config.yaml`). `harnessc build {root} -o build/` compiles the spec into the
-Python package the application embeds.
+After `pre-commit install`, every commit that touches a spec runs `check`, `lint --strict` (a
+warning fails too) and `fmt` on it (`.pre-commit-config.yaml`); run `test` in CI.
+`harnessc build {root} -o build/` compiles the spec into the Python package the application
+embeds.
 
 ## Changing a policy
 
