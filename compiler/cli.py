@@ -222,6 +222,10 @@ def _debug_checked(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from harnessc.dsl.render_formats import EXPLAIN_URI
+
+    # a SARIF rule's helpUri, `harnessc:explain/CODE`, names the same page
+    args.code = args.code.removeprefix(f"{EXPLAIN_URI}/")
     key = args.code.upper() if args.code.upper() in CODES else args.code
     code = CODES.get(key) or BY_SLUG.get(args.code)
     if code is None:
@@ -258,9 +262,18 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = _lint_config([args.spec])
     if config is None:
         return EXIT_USAGE
+    from .embed import ProgressPrinter
     from .pipeline import build
 
-    result = build([args.spec], args.out, check=args.check, embed=not args.no_embed, config=config)
+    progress = None if args.quiet else ProgressPrinter(sys.stderr)
+    result = build(
+        [args.spec],
+        args.out,
+        check=args.check,
+        embed=not args.no_embed,
+        config=config,
+        progress=progress,
+    )
     print_diagnostics(result.check.diagnostics, args.format)
     code = _exit_code(result.check.diagnostics)
     if code != EXIT_OK or result.package is None:
@@ -360,6 +373,12 @@ def cmd_log(args: argparse.Namespace) -> int:
             print(json.dumps(out, indent=2) if args.format == "json" else text)
             return EXIT_OK
         return _print_verification(store.verify(anchor), args.format)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from .init import run
+
+    return run(args.dir, example=args.example, force=args.force)
 
 
 def _missing(store: str) -> bool:
@@ -525,6 +544,16 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_discover.add_argument("--format", choices=("human", "json"), default="human")
     mcp_discover.add_argument("spec", nargs="?", metavar="SPEC", help="report drift against it")
     mcp.set_defaults(run=cmd_mcp)
+
+    init = sub.add_parser("init", help="write a starter spec, pre-commit hooks and a README")
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the folder (default: .)")
+    init.add_argument(
+        "--example",
+        choices=("remediation", "workspace"),
+        help="copy one of harnessc's examples instead of the starter spec",
+    )
+    init.add_argument("--force", action="store_true", help="overwrite files that already exist")
+    init.set_defaults(run=cmd_init)
     return parser
 
 

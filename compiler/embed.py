@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 from harnessc.dsl.files import cache_folder
@@ -31,6 +32,7 @@ from harnessc.runtime.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, ToolD
 from harnessc.runtime.model import Tool
 
 __all__ = [
+    "ProgressPrinter",
     "ToolEmbeddings",
     "build_tool_embeddings",
     "compute_doc_embeddings",
@@ -41,6 +43,8 @@ __all__ = [
 ]
 
 TextEmbedder = Callable[[str], np.ndarray]
+Progress = Callable[[int, int], None]
+"""Called with (texts embedded, texts to embed): (0, N) before the model loads, then after each."""
 
 
 def default_cache_dir() -> Path:
@@ -58,12 +62,14 @@ def compute_tool_embeddings(
     *,
     cache_dir: str | Path | None = None,
     embedder: TextEmbedder | None = None,
+    progress: Progress | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Embeddings of `tools`' index rows: (float32 matrix, L2-normalised rows; row ids).
 
     Raises `EmbeddingUnavailableError` without the embed extra (unless `embedder` is given).
     """
-    return compute_doc_embeddings(tool_docs(tools), cache_dir=cache_dir, embedder=embedder)
+    docs = tool_docs(tools)
+    return compute_doc_embeddings(docs, cache_dir=cache_dir, embedder=embedder, progress=progress)
 
 
 def compute_doc_embeddings(
@@ -72,6 +78,7 @@ def compute_doc_embeddings(
     cache_dir: str | Path | None = None,
     embedder: TextEmbedder | None = None,
     model: str = MODEL_NAME,
+    progress: Progress | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Like `compute_tool_embeddings`, for index rows built by the caller."""
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -87,13 +94,16 @@ def compute_doc_embeddings(
             missing.append(i)
         vectors[key] = cached  # type: ignore[assignment]
     if missing:
+        report = progress or (lambda done, total: None)
+        todo = list(dict.fromkeys(keys[i] for i in missing))  # the same text twice: once
+        text_of = {keys[i]: texts[i] for i in missing}
+        report(0, len(todo))
         embed = embedder or load_query_embedder()
-        for i in missing:
-            if vectors.get(keys[i]) is not None:
-                continue  # the same text twice
-            vector = _normalised(np.asarray(embed(texts[i]), dtype=np.float32).reshape(-1))
-            vectors[keys[i]] = vector
-            _write(directory, keys[i], vector)
+        for done, key in enumerate(todo, 1):
+            vector = _normalised(np.asarray(embed(text_of[key]), dtype=np.float32).reshape(-1))
+            vectors[key] = vector
+            _write(directory, key, vector)
+            report(done, len(todo))
     if not docs:
         return np.zeros((0, 384), dtype=np.float32), []
     matrix = np.stack([vectors[k] for k in keys]).astype(np.float32, copy=False)
@@ -110,12 +120,12 @@ class ToolEmbeddings:
 
 
 def build_tool_embeddings(
-    tools: Iterable[Tool], *, cache_dir: str | Path | None = None
+    tools: Iterable[Tool], *, cache_dir: str | Path | None = None, progress: Progress | None = None
 ) -> ToolEmbeddings:
     """`compute_tool_embeddings` for `harnessc build`: without the embed extra, a note instead
     of an error (the generated package then ranks lexically)."""
     try:
-        matrix, ids = compute_tool_embeddings(tools, cache_dir=cache_dir)
+        matrix, ids = compute_tool_embeddings(tools, cache_dir=cache_dir, progress=progress)
     except EmbeddingUnavailableError as exc:
         return ToolEmbeddings(None, [], f"{exc}; exposure will rank tools lexically")
     return ToolEmbeddings(matrix, ids)
@@ -158,3 +168,34 @@ def _write(directory: Path, key: str, vector: np.ndarray) -> None:
         os.replace(tmp, path)
     except OSError:
         pass  # a cache that cannot be written only costs time
+
+
+class ProgressPrinter:
+    """`harnessc build`'s report while it embeds: a bar redrawn in place on a terminal, plain
+    lines otherwise (a CI log gets the start, about every tenth and the end)."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if total <= 0:
+            return
+        if self.tty:
+            filled = self.WIDTH * done // total
+            bar = "#" * filled + "." * (self.WIDTH - filled)
+            what = " (loading the model)" if done == 0 else ""
+            line = f"embedding tool texts [{bar}] {done}/{total}{what}"
+            end = "\n" if done == total else ""
+            self.stream.write(f"\r{line:<{self.WIDTH + 60}}{end}")
+        elif done == 0:
+            self.stream.write(f"embedding {total} tool texts (the model loads first)\n")
+        else:
+            step = -(-total // 10)  # a tenth, rounded up
+            if done == total or done // step != self.shown // step:
+                self.stream.write(f"embedded {done}/{total}\n")
+                self.shown = done
+        self.stream.flush()

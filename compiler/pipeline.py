@@ -38,6 +38,7 @@ from .roots import file_roots, named_once
 
 if TYPE_CHECKING:
     from .codegen import Staleness, WriteReport
+    from .embed import Progress
 
 
 @dataclass(frozen=True)
@@ -270,6 +271,7 @@ def build(
     check: bool = False,
     embed: bool = True,
     config: LintConfig | None = None,
+    progress: Progress | None = None,
 ) -> BuildResult:
     """`harnessc build`: check → lint → analyse availability → plan → render → write
     (`check=True`: compare with `out` instead). A spec with errors writes nothing; the lints'
@@ -296,7 +298,7 @@ def build(
     # needs a valid model; a fresh z3 context of its own, after the first analysis
     available = analyse_availability(result.model)
     # needs a valid model: the plan assumes every name resolves and every condition type-checks
-    embeddings = codegen.tool_embeddings(result.model) if embed else None
+    embeddings = codegen.tool_embeddings(result.model, progress) if embed else None
     if not embed:
         built.notes.append("ranking will be lexical: built with --no-embed")
     elif embeddings is None:

@@ -35,7 +35,7 @@ from .modules import (
     std_module_names,
 )
 from .poison import Poison, poison_of
-from .resolve_help import NameHelp
+from .resolve_help import NameHelp, mcp_server_named, unknown_mcp_server
 from .resolve_session import SessionNames
 
 __all__ = [
@@ -480,6 +480,14 @@ class _Resolver(SessionNames, NameHelp):
             return None
         if self.poisoned(module, kinds, text) or self.suppressed(kinds, known_module, searched):
             self.unresolved.append(name.span)
+            return None
+        server = mcp_server_named(text) if "tool" in kinds else None
+        if server is not None and server not in self.globals["mcp"]:
+            # the server is what is missing, as for an `mcp:SERVER:*` pattern
+            if self.poison.covers_global("mcp", server):
+                self.unresolved.append(name.span)
+            else:
+                self.report(unknown_mcp_server(server, name.span, self.globals["mcp"]))
             return None
         other = self.find_any(module, text, kinds)
         wanted = " or ".join(KIND_WORDS[k] for k in kinds)

@@ -6,8 +6,11 @@ reported.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean, suggest
 
 from .kinds import GLOBAL_KINDS, KIND_WORDS
@@ -16,6 +19,27 @@ from .modules import STD_PREFIX, Module, std_module_names
 if TYPE_CHECKING:
     from .poison import Poison
     from .resolve import Symbol
+
+
+def mcp_server_named(text: str) -> str | None:
+    """The server an MCP id or pattern names (`scanner` in `mcp:scanner:tool:scan` and in
+    `mcp:scanner:*`); None for other names and for a server that is itself a glob."""
+    if not text.startswith("mcp:"):
+        return None
+    server = text[4:].split(":", 1)[0]
+    return server if server and "*" not in server else None
+
+
+def unknown_mcp_server(server: str, span: Span, declared: Iterable[str]) -> Diagnostic:
+    """H321, for an MCP pattern or a full MCP tool id alike."""
+    return Diagnostic.make(
+        "H321",
+        f"MCP server `{server}` is not declared in this build",
+        span,
+        "no such MCP server",
+        help=did_you_mean(server, declared)
+        or "declare it with `mcp NAME { … }`, or import the module that does",
+    )
 
 
 class NameHelp:

@@ -59,6 +59,7 @@ from .condition_types import (
 from .lower import module_name
 from .modules import head_span
 from .resolve import BUILTIN_ROOTS, RESULT_ROOT, Module, Resolution
+from .resolve_help import mcp_server_named, unknown_mcp_server
 from .validate_session import ALL, Selection, SessionChecks, _All, _Context
 
 __all__ = ["validate_spec"]
@@ -298,18 +299,12 @@ class _Validator(SessionChecks):
 
     def check_exposed(self, pattern: s.Pattern, module: Module) -> None:
         text = pattern.text
-        if text.startswith("mcp:") and "*" in text:
-            server = text[4:].split(":", 1)[0]
-            missing = server and "*" not in server and server not in self.spec.mcp_servers
+        server = mcp_server_named(text) if "*" in text else None
+        if server is not None and server not in self.spec.mcp_servers:
             poison = self.res.poison
-            if missing and not (poison.incomplete or poison.covers_global("mcp", server)):
-                self.report(
-                    "H321",
-                    f"MCP server `{server}` is not declared in this build",
-                    pattern.span,
-                    "no such MCP server",
-                    help=did_you_mean(server, self.spec.mcp_servers)
-                    or "declare it with `mcp NAME { … }`, or import the module that does",
+            if not (poison.incomplete or poison.covers_global("mcp", server)):
+                self.diagnostics.append(
+                    unknown_mcp_server(server, pattern.span, self.spec.mcp_servers)
                 )
                 return
         selection = self.select(pattern, module)

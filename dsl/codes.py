@@ -387,9 +387,10 @@ _CODES = [
         "H321",
         "unknown-mcp-server",
         "error",
-        "a surface exposes MCP tools of a server the build does not declare",
-        "`mcp:SERVER:*` selects the projected tools of an `mcp SERVER { … }` block. Declare the "
-        "server, or import the module that declares it.",
+        "an MCP tool id or pattern names a server the build does not declare",
+        "`mcp:SERVER:*` selects the projected tools of an `mcp SERVER { … }` block, and "
+        "`mcp:SERVER:tool:NAME` names one of them, wherever a tool is named (a surface, a rule, "
+        "a call). Declare the server, or import the module that declares it.",
     ),
     Code(
         "H322",

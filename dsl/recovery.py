@@ -334,14 +334,68 @@ def _unclosed(source: Source, failure: ParseFailure, open_block, span: Span, *, 
     name = _block_name(failure, open_block)
     opened = Span(source, bracket.start_pos, bracket.end_pos)
     where = "the file ends" if at_end else "a new declaration begins"
+    secondary = [(span, f"{where} here")]
+    if bracket == "{":
+        inner = _misclosed(source.text, bracket.start_pos, span.start)
+        if inner is not None:
+            # the block left open is an inner one: its `}` went to the block around it
+            inner_open, inner_close = inner
+            inner_name = _block_name_in_text(source.text, inner_open)
+            secondary.insert(
+                0,
+                (
+                    Span(source, inner_close, inner_close + 1),
+                    f"this `}}` closes {inner_name}, but is indented as the end of {name}",
+                ),
+            )
+            opened = Span(source, inner_open, inner_open + 1)
+            name = inner_name
     return Diagnostic.make(
         "H102",
         f"{name} is never closed",
         opened,
         f"this `{bracket}` has no matching `{close}`",
-        secondary=[(span, f"{where} here")],
+        secondary=secondary,
         help=f"add `{close}` where {name} ends",
     )
+
+
+def _misclosed(text: str, outer: int, end: int) -> tuple[int, int] | None:
+    """Inside a `{` block never closed (at `outer`), the first inner `{` whose `}` stands at the
+    start of a line indented as the outer block's line, less than the inner block's own line:
+    that `}` was meant for the outer block, so the inner one is the block left open."""
+    outer_indent = _indent(text, outer)
+    stack: list[int] = []
+    for m in _BRACKETS.finditer(text, outer + 1, end):
+        if m.group() == "{":
+            stack.append(m.start())
+        elif m.group() == "}" and stack:
+            inner = stack.pop()
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            at_line_start = not text[line_start : m.start()].strip()
+            if at_line_start and _indent(text, m.start()) == outer_indent < _indent(text, inner):
+                return inner, m.start()
+    return None
+
+
+def _indent(text: str, pos: int) -> int:
+    """The indentation of the line that holds `pos`."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    line = text[line_start:pos]
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _block_name_in_text(text: str, brace: int) -> str:
+    """Name a `{` by the words before it on its line (`input {` → "`input` schema")."""
+    line_start = text.rfind("\n", 0, brace) + 1
+    words = re.findall(r'"[^"\n]*"|[A-Za-z_][A-Za-z0-9_.]*', text[line_start:brace])
+    for i, word in enumerate(words):
+        if word in _BLOCK_WORDS:
+            kind = _BLOCK_WORDS[word]
+            if kind.startswith("`") or kind.startswith("the"):
+                return kind
+            return f"{kind} `{words[i + 1].strip(chr(34))}`" if i + 1 < len(words) else kind
+    return "the block opened here"
 
 
 def _bad_character(source: Source, pos: int) -> Diagnostic:

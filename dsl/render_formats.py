@@ -202,16 +202,18 @@ def print_diagnostics(
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
-INFORMATION_URI = "https://github.com/harnessc/harnessc"
+EXPLAIN_URI = "harnessc:explain"
+"""harnessc's installed documentation of its codes, as URIs: `harnessc:explain/CODE` is what
+`harnessc explain CODE` prints (which also accepts the URI), and `harnessc:explain` the set of
+them. harnessc has no public home page to point SARIF at; these resolve wherever it is installed."""
+INFORMATION_URI = EXPLAIN_URI
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
 _GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
 
 
 def help_uri(code: str) -> str:
-    """The docs page of a code, relative to the repository root: lint rules have their own."""
-    entry = lookup(code)
-    folder = "rules" if code.startswith("L") else "diagnostics"
-    return f"docs/{folder}/{entry.code}-{entry.slug}.md"
+    """The URI of a code's explanation: `harnessc:explain/H201` (`harnessc explain H201`)."""
+    return f"{EXPLAIN_URI}/{lookup(code).code}"
 
 
 def _region(label: Label) -> dict:

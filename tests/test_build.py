@@ -687,3 +687,40 @@ def test_a_build_runs_the_policy_analysis_as_often_as_its_stages_ask(
     )
     assert built.ok and built.written is not None
     assert calls == runs
+
+
+def test_a_workflow_diagram_labels_only_the_edges_its_when_reads(tmp_path: Path) -> None:
+    """`when review == approve` labels the edge from `review`, not the edges of the steps the
+    call only takes data from; a `when` that reads no step is written in the step's box; the
+    docs name a decide step's deciders, timeout and default."""
+    from harnessc.compiler.codegen.docs import workflow_diagram
+
+    spec = tmp_path / "w.harness"
+    spec.write_text(
+        'tool t {\n  summary "t"\n  effects read\n  input { x: string? }\n'
+        "  output { x: string }\n}\n"
+        "policy p {\n  default allow\n}\n"
+        "workflow w {\n  policy p\n  input { fast: bool }\n"
+        "  step a = call t()\n"
+        '  step review = decide "Go?" after a {\n'
+        "    options go, stop  # harnessc: ignore[L101] stop ends the run\n"
+        '    by role "security"\n    timeout 1h default stop\n  }\n'
+        "  step b = call t(x: a.x) when review == go\n"
+        "  step c = call t() after a when input.fast == true\n}\n",
+        encoding="utf-8",
+    )
+    result = pipeline.check([spec])
+    assert result.model is not None, result.diagnostics
+    steps = result.model.workflows["w.w"].steps
+    lines = workflow_diagram(steps)
+    ids = {step.name: f"s{i}" for i, step in enumerate(steps)}
+    assert f'{ids["review"]} -->|"review == go"| {ids["b"]}' in lines
+    assert f"{ids['a']} --> {ids['b']}" in lines
+    assert f'{ids["c"]}["c: call t when input.fast == true"]' in lines
+    assert f"{ids['a']} --> {ids['c']}" in lines
+
+    out = tmp_path / "out"
+    assert main(["build", str(spec), "-o", str(out), "--no-embed", "-q"]) == 0
+    page = next(out.rglob("docs/workflows.md")).read_text(encoding="utf-8")
+    assert "decide: Go? (go, stop); by role `security`; timeout 1h; default `stop`" in page
+    assert "1 workflow." in next(out.rglob("docs/README.md")).read_text(encoding="utf-8")

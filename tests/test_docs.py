@@ -1,5 +1,6 @@
-"""The docs are executed: every `harness` block checks, every diagnostic code has a current page,
-the command-line reference covers every command, and what the reference says about reserved
+"""The docs are executed (every `harness` block of every Markdown file checks and is canonical:
+tests/test_markdown_specs.py): every diagnostic code has a current page, the command-line
+reference covers every command, and what the reference says about reserved
 words and the standard library is what the compiler does.
 """
 
@@ -12,23 +13,19 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 from harnessc.compiler.cli import build_parser
-from harnessc.compiler.pipeline import check
 from harnessc.dsl import syntax as s
 from harnessc.dsl.codes import CODES
-from harnessc.dsl.diagnostics import Severity
 from harnessc.dsl.parser import parse_source
-from harnessc.dsl.render_formats import render
 from harnessc.dsl.source import Source
+
+from .test_markdown_specs import spec_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
-
-_OPEN_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\s`]*)[^`]*$")
 
 
 def doc_files() -> list[Path]:
@@ -39,56 +36,10 @@ def doc_files() -> list[Path]:
 
 
 def harness_blocks(text: str) -> list[tuple[int, str]]:
-    """The `harness` fenced blocks of a Markdown text: (line of the opening fence, body).
-
-    Every fence is tracked, so a `harness` fence shown inside a longer fence is not a block.
-    """
-    blocks: list[tuple[int, str]] = []
-    lines = text.splitlines(keepends=True)
-    i = 0
-    while i < len(lines):
-        m = _OPEN_FENCE.match(lines[i].rstrip("\n"))
-        if m is None:
-            i += 1
-            continue
-        fence = m.group("fence")
-        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-        body: list[str] = []
-        j = i + 1
-        while j < len(lines) and not closing.match(lines[j].rstrip("\n")):
-            body.append(lines[j])
-            j += 1
-        if m.group("info") == "harness":
-            blocks.append((i + 1, "".join(body)))
-        i = j + 1
-    return blocks
-
-
-def _blocks() -> list[Any]:
-    params = []
-    for path in doc_files():
-        rel = path.relative_to(ROOT).as_posix()
-        for index, (line, body) in enumerate(harness_blocks(path.read_text(encoding="utf-8"))):
-            params.append(pytest.param(rel, index, body, id=f"{rel}:{line}"))
-    return params
-
-
-BLOCKS = _blocks()
-"""The pages of the lints of session-aware policy, whose examples use its syntax."""
-
-
-def test_the_docs_have_harness_blocks() -> None:
-    assert any(param.values[0] == "docs/language.md" for param in BLOCKS)
-
-
-@pytest.mark.parametrize(("doc", "index", "body"), BLOCKS)
-def test_harness_block_checks(doc: str, index: int, body: str, tmp_path: Path) -> None:
-    stem = re.sub(r"[^A-Za-z0-9]+", "_", doc.removesuffix(".md")).strip("_")
-    path = tmp_path / f"{stem}-{index}.harness"
-    path.write_text(body, encoding="utf-8")
-    result = check([path])
-    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
-    assert not errors, f"block {index} of {doc} does not check:\n" + render(errors, "plain")
+    """The whole-spec `harness` blocks of a Markdown text (no `partial`, `wrong` or
+    `unformatted` marker): (line of the opening fence, body). tests/test_markdown_specs.py
+    checks and format-checks every block of every Markdown file."""
+    return [(b.line, b.body) for b in spec_blocks(text) if not b.markers]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,6 +96,28 @@ def test_cli_doc_mentions_every_subcommand() -> None:
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
     for name in _subcommands():
         assert f"harnessc {name}" in text, f"docs/cli.md does not mention `harnessc {name}`"
+
+
+@pytest.mark.parametrize(("owner", "short"), [("Harness", "h"), ("Session", "s")])
+def test_the_runtime_guide_names_every_public_method(owner: str, short: str) -> None:
+    from harnessc.runtime.harness import Harness
+    from harnessc.runtime.sessions import Session
+
+    cls = {"Harness": Harness, "Session": Session}[owner]
+    text = (DOCS / "runtime.md").read_text(encoding="utf-8")
+    missing = [
+        name
+        for name in vars(cls)
+        if not name.startswith("_") and not any(f"{p}.{name}" in text for p in (short, owner))
+    ]
+    assert missing == [], f"docs/runtime.md does not mention {owner}'s {missing}"
+
+
+def test_the_cli_docs_table_lists_every_command() -> None:
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    table = text.split("| command | what it does |", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"^\| \[`harnessc ([a-z]+)`\]\(#harnessc-\1\) \|", table, re.M)
+    assert sorted(listed) == sorted(_subcommands())
 
 
 def test_cli_doc_mentions_every_option_and_choice() -> None:
@@ -259,6 +232,25 @@ def _anchor(heading: str) -> str:
 def _anchors(path: Path) -> set[str]:
     text = path.read_text(encoding="utf-8")
     return {_anchor(m.group(1)) for m in re.finditer(r"^#{1,6} +(.+)$", text, re.M)}
+
+
+def test_section_links_name_the_section_they_link() -> None:
+    """`[§12](language.md#12-workflows)`: the number shown is the heading's, in every Markdown
+    file (a section renumbered leaves no `§11` pointing at the old place)."""
+    from .test_markdown_specs import markdown_files
+
+    wrong = []
+    for doc in markdown_files():
+        text = doc.read_text(encoding="utf-8")
+        for shown, target in re.findall(r"\[[^\]]*?§([0-9.]+)\]\(([^)]*)\)", text):
+            file_part, _, anchor = target.partition("#")
+            linked = (doc.parent / file_part).resolve() if file_part else doc
+            number = re.match(r"[0-9]+", anchor)
+            if number is None or number.group() != shown.replace(".", ""):
+                wrong.append(f"{doc.relative_to(ROOT)}: §{shown} -> {target}")
+            elif anchor not in _anchors(linked):
+                wrong.append(f"{doc.relative_to(ROOT)}: no heading for {target}")
+    assert wrong == []
 
 
 @pytest.mark.parametrize("doc", doc_files(), ids=lambda p: p.relative_to(ROOT).as_posix())

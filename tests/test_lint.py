@@ -375,8 +375,7 @@ def test_sarif_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert driver["name"] == "harnessc"
     [rule] = driver["rules"]
     assert rule["id"] == "L011" and rule["name"] == "high-risk-allowed-unconditionally"
-    assert rule["helpUri"] == "docs/rules/L011-high-risk-allowed-unconditionally.md"
-    assert (ROOT / rule["helpUri"]).is_file()
+    assert rule["helpUri"] == "harnessc:explain/L011"
     assert rule["defaultConfiguration"] == {"level": "warning"}
     [result] = run["results"]
     assert result["ruleId"] == "L011" and result["ruleIndex"] == 0

@@ -319,3 +319,26 @@ def test_the_string_terminal_is_the_string_literal_and_nothing_else(body: str) -
     pattern = _string_terminal()  # built once: a Lark build per example was most of its time
     for text in (body, f'"{body}"'):
         assert (pattern.fullmatch(text) is not None) == _is_string_literal(text), repr(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "underlined_line"),
+    [
+        # the tool's `}` went to the schema: the schema's brace is the one left open
+        ("tool t {\n  effects read\n  input {\n    a: string\n}\n", "`input` schema", 3),
+        ("tool t {\n  input {\n    a: string\n}\n\ntool u {\n}\n", "`input` schema", 2),
+        # the schema is closed where its indentation says: the tool is the block left open
+        ("tool t {\n  effects read\n  input {\n    a: string\n  }\n", "tool `t`", 1),
+        # a one-line schema closed on its line is not taken for the tool's end
+        ("tool t {\n  input { a: string }\n\ntool u {\n}\n", "tool `t`", 1),
+    ],
+)
+def test_an_unclosed_block_is_the_one_its_indentation_leaves_open(
+    text: str, message: str, underlined_line: int
+) -> None:
+    result = parse_source(Source("t.harness", text))
+    (error,) = [d for d in result.diagnostics if d.code == "H102"]
+    assert error.message == f"{message} is never closed"
+    assert error.primary is not None
+    assert error.primary.span.text == "{"
+    assert error.primary.span.line == underlined_line

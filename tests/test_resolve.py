@@ -877,3 +877,26 @@ def test_mangled_specs_give_diagnostics_never_a_traceback():
         root = LoadedFile(EXAMPLE.parent / "mangled.harness", source, parsed.module, ())
         resolution = resolve_program([root], load_file)
         assert all(isinstance(d, Diagnostic) for d in resolution.diagnostics)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "surface s {\n  expose {ref}\n}\n",
+        "policy p {\n  default deny\n  allow {ref}\n}\n",
+        'test "t" {\n  policy p\n  call {ref}(target: "x")\n  expect deny\n}\n'
+        "policy p {\n  default deny\n}\n",
+    ],
+    ids=["surface", "rule", "test call"],
+)
+def test_an_undeclared_mcp_server_in_a_full_id_is_reported_as_in_a_pattern(
+    tmp_path: Path, where: str
+) -> None:
+    """`mcp:scanner:tool:scan` and `mcp:scanner:*` name the same missing thing: the server."""
+    full = only(
+        run(tmp_path, {"main.harness": where.replace("{ref}", "mcp:scanner:tool:scan")}), "H321"
+    )
+    assert underlined(full) == "mcp:scanner:tool:scan"
+    glob = only(run(tmp_path, {"main.harness": "surface s {\n  expose mcp:scanner:*\n}\n"}), "H321")
+    assert (full.message, full.help) == (glob.message, glob.help)
+    assert full.help == "declare it with `mcp NAME { … }`, or import the module that does"

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("dbos", reason="durable workflows need dbos (pip install dbos==3.4.0)")
 
 from harnessc.runtime import Harness, SQLiteStore
-from harnessc.runtime.workflows import WorkflowError
+from harnessc.runtime.workflows import WorkflowError, render_run
 
 from .test_workflows_support import (
     ENGINEER,
@@ -265,6 +265,12 @@ def test_a_gate_deadline_takes_the_default(env: tuple[Harness, Jobs, Path]) -> N
     assert done["gates"]["approve"]["by"] == "timeout"
     assert {s["name"]: s["state"] for s in done["steps"]}["last"] == "skipped"
     assert jobs.ran.count(9) == before
+    # `harnessc workflow show` says so
+    deadline = done["gates"]["approve"]["deadline"]
+    shown = render_run("show", done).splitlines()
+    assert f"  timed out: approve: nobody decided by {deadline}; the default `stop` was taken" in (
+        shown
+    )
 
 
 def test_an_ask_becomes_a_gate_for_the_approver(env: tuple[Harness, Jobs, Path]) -> None:

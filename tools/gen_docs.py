@@ -30,6 +30,8 @@ from harnessc.compiler.lints import RULES, LintRule
 from harnessc.dsl.builder import engine
 from harnessc.dsl.codes import CODES, Code
 from harnessc.dsl.lexer import Engine, ParseFailure
+from harnessc.dsl.printer import format_source
+from harnessc.dsl.source import Source
 from harnessc.runtime.semantics import OPERATORS
 from lark.parsers.lalr_analysis import Shift
 
@@ -69,6 +71,13 @@ def _fence(text: str, info: str = "text") -> str:
     ticks = "`" * max(3, longest + 1)
     body = text if text.endswith("\n") else text + "\n"
     return f"{ticks}{info}\n{body}{ticks}\n"
+
+
+def canonical(spec: str) -> str:
+    """A rule's example as `harnessc fmt` writes it: every `harness` block of the docs is in
+    canonical form (tests/test_markdown_specs.py)."""
+    formatted = format_source(Source("example.harness", spec)).text
+    return formatted if formatted is not None else spec
 
 
 def _cell(text: str) -> str:
@@ -291,12 +300,12 @@ def rule_page(code: Code, rule: LintRule | None) -> str:
             "",
             f"`harnessc lint` reports {code.code} for this spec:",
             "",
-            _fence(rule.bad, "harness"),
+            _fence(canonical(rule.bad), "harness"),
             "## Good",
             "",
             "and nothing for this one:",
             "",
-            _fence(rule.good, "harness"),
+            _fence(canonical(rule.good), "harness"),
         ]
     else:
         out += [

@@ -28,6 +28,7 @@ from harnessc.runtime.semantics import surface_tools
 
 from ..analysis.concrete import session_terms
 from ..lints.suppress import Suppression
+from ..lower.workflows import steps_read
 from .escape import md_code, md_text, mermaid_label, py_literal, where
 from .spec_text import condition_words, duration_text, spec_text
 
@@ -551,15 +552,33 @@ def _step_label(step: Step) -> str:
     return f"{step.name}: {what}"
 
 
+def _step_details(step: Step) -> str:
+    """What a step's block adds to its action: who decides, the timeout and its default."""
+    parts = []
+    if step.by is not None:
+        parts.append(f"by {approvers_text([step.by])}")
+    if step.timeout_ms is not None:
+        parts.append(f"timeout {duration_text(step.timeout_ms)}")
+    if step.default is not None:
+        parts.append(f"default {md_code(step.default)}")
+    return "; ".join(parts)
+
+
 def workflow_diagram(steps: Sequence[Step]) -> tuple[str, ...]:
+    """A flowchart: an edge per dependency; the steps a `when` reads carry its condition on
+    their edge, and a `when` that reads no step is written in its step's box."""
     ids = {step.name: f"s{i}" for i, step in enumerate(steps)}
     lines = ["flowchart TD"]
     for step in steps:
-        lines.append(f'{ids[step.name]}["{mermaid_label(_step_label(step))}"]')
+        label = _step_label(step)
+        if step.when is not None and not steps_read(step.when) & set(step.depends_on):
+            label += f" when {spec_text(step.when)}"
+        lines.append(f'{ids[step.name]}["{mermaid_label(label)}"]')
     for step in steps:
-        when = f'|"{mermaid_label(spec_text(step.when))}"|' if step.when is not None else ""
+        read = steps_read(step.when) if step.when is not None else set()
         for dep in sorted(step.depends_on):
             if dep in ids:
+                when = f'|"{mermaid_label(spec_text(step.when))}"|' if dep in read else ""
                 lines.append(f"{ids[dep]} -->{when} {ids[step.name]}")
         for action in step.on_failure:
             if action.kind == "compensate" and action.step in ids:
@@ -601,7 +620,8 @@ def doc_workflows(spec: Spec, header: str) -> DocContext:
             (
                 md_code(step.name),
                 step.kind,
-                md_text(_step_label(step).split(": ", 1)[1]),
+                md_text(_step_label(step).split(": ", 1)[1])
+                + (f"; {_step_details(step)}" if _step_details(step) else ""),
                 codes_text(step.depends_on),
                 md_code(spec_text(step.when)) if step.when is not None else "",
                 _failure_text(step),
@@ -648,13 +668,17 @@ DOC_PAGES = (
 )
 
 
+def _counted(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
 def doc_index(spec: Spec, header: str, package: str, has_embeddings: bool) -> DocContext:
     counts = [
-        f"{len(spec.tools)} tools",
-        f"{len(spec.surfaces)} surfaces",
-        f"{len(spec.policies)} policies",
-        f"{len(spec.agents)} agents",
-        f"{len(spec.workflows)} workflows",
+        _counted(len(spec.tools), "tool", "tools"),
+        _counted(len(spec.surfaces), "surface", "surfaces"),
+        _counted(len(spec.policies), "policy", "policies"),
+        _counted(len(spec.agents), "agent", "agents"),
+        _counted(len(spec.workflows), "workflow", "workflows"),
     ]
     blocks: list[Block] = []
     blocks.extend(_summary(spec.summary))

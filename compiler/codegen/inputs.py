@@ -8,6 +8,7 @@ import keyword
 import os
 import pathlib
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 from harnessc.dsl import syntax as s
@@ -16,6 +17,9 @@ from harnessc.dsl.source import Span
 from harnessc.runtime.model import PUBLIC_KINDS, Spec
 
 from ..resolve import Resolution
+
+if TYPE_CHECKING:
+    from ..embed import Progress
 
 RESERVED_PACKAGE_NAMES = frozenset({"tests", "harnessc"})
 """`tests` is the name of the generated test suite's folder (inside the package), and a
@@ -130,12 +134,14 @@ def check_package_name_of(
     return check_package_name(spec, span, path, out)
 
 
-def tool_embeddings(spec: Spec) -> tuple[np.ndarray, list[str]] | None:
+def tool_embeddings(
+    spec: Spec, progress: Progress | None = None
+) -> tuple[np.ndarray, list[str]] | None:
     """The build-time embeddings of every tool the exposure index holds, or None without the
-    embed extra (the package then ranks lexically)."""
+    embed extra (the package then ranks lexically). `progress` hears how far embedding is."""
     from ..embed import build_tool_embeddings
 
     tools = [spec.tools[t] for t in sorted(spec.tools)]
     indexed = [t for t in tools if t.kind in PUBLIC_KINDS | {"private"}]
-    found = build_tool_embeddings(indexed)
+    found = build_tool_embeddings(indexed, progress=progress)
     return None if found.matrix is None else (found.matrix, list(found.ids))

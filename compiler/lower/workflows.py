@@ -122,10 +122,10 @@ class WorkflowLowering(ConditionLowering):
         if "on_failure" in values:
             data["on_failure"] = tuple(self.failure(a) for a in values["on_failure"].actions)
         for value in (*data.get("args", {}).values(), *data.get("context", ())):
-            refs |= _steps_read(value)
+            refs |= steps_read(value)
         for key in ("when", "condition"):
             if data.get(key) is not None:
-                refs |= _steps_read(data[key])
+                refs |= steps_read(data[key])
         return m.Step(
             **data,
             after=tuple(n.text for n in node.after),
@@ -263,29 +263,29 @@ class WorkflowLowering(ConditionLowering):
         return m.Expectation(effect=node.effect, approver=approver, **data)  # type: ignore[arg-type]
 
 
-def _steps_read(value: object) -> set[str]:
+def steps_read(value: object) -> set[str]:
     """The steps a value or condition reads."""
     found: set[str] = set()
     if isinstance(value, m.Path):
         if value.root == "step" and value.parts:
             found.add(value.parts[0])
     elif isinstance(value, m.Compare):
-        found |= _steps_read(value.left) | _steps_read(value.right)
+        found |= steps_read(value.left) | steps_read(value.right)
     elif isinstance(value, m.And | m.Or):
         for item in value.items:
-            found |= _steps_read(item)
+            found |= steps_read(item)
     elif isinstance(value, m.Not):
-        found |= _steps_read(value.item)
+        found |= steps_read(value.item)
     elif isinstance(value, m.Provenance):
-        found |= _steps_read(value.value)
+        found |= steps_read(value.value)
     elif isinstance(value, m.Quantified):
-        found |= _steps_read(value.over) | _steps_read(value.body)
+        found |= steps_read(value.over) | steps_read(value.body)
     elif isinstance(value, m.Length | m.Extract):
-        found |= _steps_read(value.of)
+        found |= steps_read(value.of)
     elif isinstance(value, m.ListValue):
         for item in value.items:
-            found |= _steps_read(item)
+            found |= steps_read(item)
     elif isinstance(value, m.RecordValue):
         for item in value.fields.values():
-            found |= _steps_read(item)
+            found |= steps_read(item)
     return found

@@ -1,0 +1,2 @@
+" .harness files are harnessc specs.
+autocmd BufRead,BufNewFile *.harness setfiletype harness
