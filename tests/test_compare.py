@@ -40,6 +40,16 @@ tool read {
 """
 
 
+BROWSE = """
+tool browse {
+  summary "Browse."
+  operation look { effects read; risk low }
+  operation buy { effects write; risk high }
+  input { url: url }
+}
+"""
+
+
 def spec_of(tmp_path: Path, name: str, text: str, tools: str = TOOLS) -> m.Spec:
     folder = tmp_path / name
     folder.mkdir()
@@ -265,14 +275,7 @@ def test_session_terms_are_compared_and_their_witness_replayed(tmp_path: Path) -
 
 
 def test_the_risk_sugar_follows_the_operation(tmp_path: Path) -> None:
-    tools = """
-    tool browse {
-      summary "Browse."
-      operation look { effects read; risk low }
-      operation buy { effects write; risk high }
-      input { url: url }
-    }
-    """
+    tools = BROWSE
     old = """
     policy p {
       default allow
@@ -286,14 +289,7 @@ def test_the_risk_sugar_follows_the_operation(tmp_path: Path) -> None:
 
 
 def test_a_risk_table_default_is_compared_per_operation(tmp_path: Path) -> None:
-    tools = """
-    tool browse {
-      summary "Browse."
-      operation look { effects read; risk low }
-      operation buy { effects write; risk high }
-      input { url: url }
-    }
-    """
+    tools = BROWSE
     old = """
     import std.risk
     policy p {
