@@ -205,6 +205,12 @@ class Region:
         return self.old.effect in ("deny", "ask") and self.new.effect == "allow"
 
     @property
+    def weaker(self) -> bool:
+        """The new decision is less strict (deny→ask, deny→allow, ask→allow): `widened`, or a
+        denied call that may now run once approved."""
+        return STRENGTH[self.new.effect] < STRENGTH[self.old.effect]
+
+    @property
     def narrowed(self) -> bool:
         """The new decision is stronger (allow→ask, allow→deny, ask→deny)."""
         return STRENGTH[self.new.effect] > STRENGTH[self.old.effect]
