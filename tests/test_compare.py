@@ -420,3 +420,16 @@ def test_a_question_not_decided_in_time_is_reported_with_its_tool(
     assert c.regions == []
     assert c.undecided and {u.tool for u in c.undecided} == {"read"}
     assert c.to_dict()["undecided"][0]["reason"]
+
+
+def test_a_fact_only_the_old_spec_declares_is_in_the_witness(tmp_path: Path) -> None:
+    old = "fact release.freeze: bool\n" + BASE.replace(
+        "  staging:",
+        '  frozen: deny deploy when release.freeze == true { reason "freeze" }\n  staging:',
+    )
+    c = diff(tmp_path, old, BASE)
+    assert changes(c) == [
+        ("deploy", "deny→allow", "p.frozen", "p.staging"),
+        ("deploy", "deny→ask", "p.frozen", "p.prod"),
+    ]
+    assert all(r.witness.facts == {"release.freeze": True} for r in c.regions)
