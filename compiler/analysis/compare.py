@@ -41,18 +41,22 @@ its tool, never taken as "no change".
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
+import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from harnessc.runtime import model as m
+from pydantic import BaseModel
 
 from .budget import query_rlimit, query_timeout_ms
 from .cache import AnalysisCache
 from .concrete import STRENGTH, Call, decide, schema_problems
-from .partition import partition_key, rule_key
+from .partition import _selected, partition_key, rule_key
 from .policy import _Index
 from .text import duration_text, selector_text, spec_text, term_of
 
@@ -334,11 +338,20 @@ class _Side:
     """Why every call is refused when there is no policy (`REFUSED_NO_POLICY`, …)."""
     index: _Index | None = None
     keys: list[Any] = field(default_factory=list)
+    outcomes: dict[int, Outcome] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.policy is not None:
             self.index = _Index(self.policy.rules)
             self.keys = [rule_key(r) for r in self.policy.rules]
+
+    def outcome(self, i: int) -> Outcome:
+        """The outcome of the policy's rule `i` (made once: many tools share a rule)."""
+        found = self.outcomes.get(i)
+        if found is None:
+            assert self.policy is not None
+            found = self.outcomes[i] = _rule_outcome(self.policy.rules[i], self.policy.name)
+        return found
 
 
 @dataclass
@@ -422,9 +435,75 @@ class _ToolSide:
     tool: m.Tool | None
     rules: list[m.Rule]
     winners: list[_Winner]
-    key: str
-    """Everything the side's decisions of the tool depend on (partition.py's key, the rules'
-    options, the default's outcomes by risk); equal keys: identical buckets."""
+    indices: list[int] = field(default_factory=list)
+    signature: tuple[Any, ...] = ()
+    """The bucket without the tool: each rule's key, how its selectors select the tool when
+    that follows the call's operation, and every winner's outcome (`Outcome.key`)."""
+
+    @functools.cached_property
+    def key(self) -> str:
+        """Everything the side's decisions of the tool depend on (partition.py's key, and each
+        winner's outcome); equal keys: identical buckets."""
+        if self.tool is None or self.side.policy is None:
+            return "refused"
+        keys = [self.side.keys[i] for i in self.indices]
+        described = {
+            "bucket": partition_key(self.side.spec, self.tool, self.rules, keys, False),
+            "options": [[w.name, list(w.outcome.key())] for w in self.winners],
+        }
+        return json.dumps(described, sort_keys=True)
+
+    def read(self) -> tuple[set[str], set[str]]:
+        """The tool's fields (partition.py's `_CALL_FIELDS` …) and the facts its rules read."""
+        assert self.tool is not None
+        fields = {"input", "operations"}
+        if self.tool.operations:
+            fields.update(("risk", "effects"))
+        facts: set[str] = set()
+        for i in self.indices:
+            fields.update(self.side.keys[i].tool_fields)
+            facts.update(self.side.keys[i].facts)
+        return fields, facts
+
+
+_ORIGIN = re.compile(r',?"origin":(?:null|\{"file":"(?:[^"\\]|\\.)*","line":\d+,"column":\d+\})')
+"""A model's `origin` in its JSON (a quote inside a user's text is escaped, so no text looks
+like it)."""
+
+
+def _without_origins(value: Any) -> Any:
+    """`m.without_origins` for comparing, quicker: a model's JSON without its origins."""
+    if isinstance(value, BaseModel):
+        return _ORIGIN.sub("", value.model_dump_json())
+    if isinstance(value, dict):
+        return {k: _without_origins(v) for k, v in value.items()}
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal models, wherever they were declared (the quick test first)."""
+    return bool(a == b) or _without_origins(a) == _without_origins(b)
+
+
+def identical(a: _ToolSide, b: _ToolSide) -> bool:
+    """Whether both sides decide every call to the tool alike for the same reasons: their keys
+    are equal. Tested part by part, cheapest first, without building the keys."""
+    if a.signature != b.signature:
+        return False
+    if a.tool is None or b.tool is None or a.side.policy is None or b.side.policy is None:
+        return a.key == b.key
+    (fields, facts), (other_fields, other_facts) = a.read(), b.read()
+    if fields != other_fields or facts != other_facts:
+        return False
+    if not all(_same(getattr(a.tool, f), getattr(b.tool, f)) for f in sorted(fields)):
+        return False
+    old_facts, new_facts = a.side.spec.facts, b.side.spec.facts
+    for name in facts:
+        if (name in old_facts) != (name in new_facts):
+            return False
+        if name in old_facts and not _same(old_facts[name].type, new_facts[name].type):
+            return False
+    return True
 
 
 def _tool_side(side: _Side, tool_id: str) -> _ToolSide:
@@ -434,28 +513,24 @@ def _tool_side(side: _Side, tool_id: str) -> _ToolSide:
         reason = REFUSED_UNREGISTERED.format(tool=tool_id) if tool is None else side.refusal
         name = policy.name if policy is not None else None
         refused = Outcome("deny", None, None, name, reason=reason, refused=True)
-        return _ToolSide(side, tool, [], [_Winner("x", refused)], "refused")
+        return _ToolSide(side, tool, [], [_Winner("x", refused)], signature=("refused",))
     indices = side.index.bucket(tool)
     rules = [policy.rules[i] for i in indices]
-    winners = [
-        _Winner(f"r{p}", _rule_outcome(rule, policy.name), rule, p) for p, rule in enumerate(rules)
-    ]
+    winners = [_Winner(f"r{p}", side.outcome(i), policy.rules[i], p) for p, i in enumerate(indices)]
     risks = _risks(tool)
     defaults = {risk: _default_outcome(side.spec, policy, risk) for risk in risks}
     if len({o.key() for o in defaults.values()}) == 1:
         winners.append(_Winner("d", defaults[risks[0]]))
     else:
         winners += [_Winner(f"d:{risk}", o, risk=risk) for risk, o in defaults.items()]
-    keys = [side.keys[i] for i in indices]
-    described = {
-        "bucket": partition_key(side.spec, tool, rules, keys, False),
-        "options": [_Winner_key(w) for w in winners],
-    }
-    return _ToolSide(side, tool, rules, winners, json.dumps(described, sort_keys=True))
-
-
-def _Winner_key(w: _Winner) -> list[Any]:
-    return [w.name, list(w.outcome.key())]
+    signature = (
+        tuple(
+            (side.keys[i].text, json.dumps(_selected(rule, tool)) if tool.operations else True)
+            for i, rule in zip(indices, rules, strict=True)
+        ),
+        tuple((w.name, w.outcome.key()) for w in winners),
+    )
+    return _ToolSide(side, tool, rules, winners, indices, signature)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -667,17 +742,34 @@ def runtime_outcome(decision: Any) -> tuple[Any, ...]:
 
 
 class _Runtime:
-    """The runtime's engines of both specs, made on first use, and calls judged by them."""
+    """The runtime's engines of both specs, and calls judged by them.
+
+    A decision reads nothing of the registry but the called tool's entry (the policy's rules
+    and default, the tool's view, the facts), so the witnesses of a run are decided by engines
+    made over each spec narrowed to the tools they call (`narrow`), made once — what keeps one
+    changed rule of a 5,000-tool spec from compiling every tool's decider twice. A witness
+    with session state is decided over the whole spec: its history terms select other tools.
+    """
 
     def __init__(self) -> None:
-        self.engines: dict[int, Any] = {}
+        self.engines: dict[tuple[int, bool], Any] = {}
+        self.tools: set[str] = set()
+        """The tools the witnesses without session state call (`narrow`)."""
 
-    def engine(self, spec: m.Spec) -> Any:
+    def narrow(self, tools: Iterable[str]) -> None:
+        self.tools = set(tools)
+        self.engines = {k: v for k, v in self.engines.items() if k[1]}
+
+    def engine(self, spec: m.Spec, whole: bool) -> Any:
         from harnessc.runtime.policy import PolicyEngine
 
-        found = self.engines.get(id(spec))
+        found = self.engines.get((id(spec), whole))
         if found is None:
-            found = self.engines[id(spec)] = (spec, PolicyEngine(spec))
+            narrowed = spec
+            if not whole:
+                tools = {t: spec.tools[t] for t in sorted(self.tools) if t in spec.tools}
+                narrowed = spec.model_copy(update={"tools": tools})
+            found = self.engines[(id(spec), whole)] = (spec, PolicyEngine(narrowed))
         return found[1]
 
     def decide(self, side: _Side, call: Call, steps: Sequence[m.SessionStep]) -> Any:
@@ -686,7 +778,8 @@ class _Runtime:
 
         if side.policy is None:
             return Decision.denied(side.refusal or _NO_RULE, policy="", tool_id=call.tool)
-        return self.engine(side.spec).decide(side.policy.name, runtime_call(side.spec, call, steps))
+        engine = self.engine(side.spec, whole=bool(steps) or call.tool not in self.tools)
+        return engine.decide(side.policy.name, runtime_call(side.spec, call, steps))
 
 
 def runtime_call(spec: m.Spec, call: Call, steps: Sequence[m.SessionStep] = ()) -> Any:
@@ -731,6 +824,7 @@ class _Comparer:
         self.cache = cache if cache is not None else AnalysisCache()
         self.verify = verify
         self.runtime = _Runtime()
+        self.pending: list[tuple[Region, _ToolSide, _ToolSide]] = []
         self.timeout_ms = query_timeout_ms()
         self.rlimit = query_rlimit()
 
@@ -746,7 +840,7 @@ class _Comparer:
                 out.tools_added.append(tool_id)
             if b.tool is None and tool_id not in out.tools_removed:
                 out.tools_removed.append(tool_id)
-            if a.key == b.key:
+            if identical(a, b):
                 if tool_id not in out.tools_skipped:
                     out.tools_skipped.append(tool_id)
                 continue
@@ -819,8 +913,15 @@ class _Comparer:
         for which, side, w in (("old", a, wa), ("new", b, wb)):
             self.rejudge(region, which, side, w)
         if self.verify:
-            self.run(region, a, b)
+            self.pending.append((region, a, b))
         return region
+
+    def finish(self) -> None:
+        """Decide every region's witness with the runtime (`run`), with engines made once."""
+        pending, self.pending = self.pending, []
+        self.runtime.narrow(r.witness.tool for r, _, _ in pending if not r.witness.session)
+        for region, a, b in pending:
+            self.run(region, a, b)
 
     @staticmethod
     def rejudge(region: Region, which: str, side: _ToolSide, w: _Winner) -> None:
@@ -877,6 +978,27 @@ def _key_text(key: tuple[Any, ...]) -> str:
 # The entry points
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _collector_paused(fn: _F) -> _F:
+    """Run `fn` with the cyclic garbage collector off, as the compiler's pipeline runs: a
+    comparison makes many small objects beside two whole specs, which the collector's full
+    passes would rescan again and again (a third of the time at 5,000 tools)."""
+
+    @functools.wraps(fn)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused  # type: ignore[return-value]
+
+
 def _policy(spec: m.Spec, policy: m.Policy | str | None) -> m.Policy | None:
     if policy is None or isinstance(policy, m.Policy):
         return policy
@@ -886,6 +1008,7 @@ def _policy(spec: m.Spec, policy: m.Policy | str | None) -> m.Policy | None:
     return found
 
 
+@_collector_paused
 def compare_policies(
     old_spec: m.Spec,
     old_policy: m.Policy | str | None,
@@ -919,6 +1042,7 @@ def compare_policies(
         _Side(new_spec, b, None if b is not None else _NO_RULE),
         ids,
     )
+    comparer.finish()
     out.seconds = time.perf_counter() - started
     return out
 
@@ -932,6 +1056,7 @@ def _agent_side(spec: m.Spec, name: str) -> _Side:
     return _Side(spec, spec.policy(agent.policy), REFUSED_NO_POLICY.format(agent=name))
 
 
+@_collector_paused
 def compare_specs(
     old_spec: m.Spec,
     new_spec: m.Spec,
@@ -963,5 +1088,6 @@ def compare_specs(
         if same_policy or (a.policy is None and b.policy is None and a.refusal == b.refusal):
             continue  # covered by the policy's comparison, or refused alike
         comparer.compare(out, f"agent {name}", a, b, ids)
+    comparer.finish()
     out.seconds = time.perf_counter() - started
     return out
