@@ -467,3 +467,20 @@ def test_a_second_comparison_of_the_same_pair_does_not_load_z3(tmp_path: Path) -
     regions, queries, hits, verified, z3 = run()
     assert (regions, hits, verified, z3) == ("1", "0", "True", "True") and int(queries) > 0
     assert run() == ["1", "0", "1", "True", "False"]
+
+
+def test_an_enum_with_a_value_added_compares_the_values_both_accept(tmp_path: Path) -> None:
+    # `staging` is the first value of the old enum and the second of the new one: the shared
+    # call must read it as the same value on both sides
+    new_tools = TOOLS.replace(
+        'enum("staging", "production")', 'enum("canary", "staging", "production")'
+    )
+    new = BASE.replace(
+        'staging: allow deploy when args.env == "staging"',
+        'staging: allow deploy when args.env == "staging" or args.env == "canary"\n'
+        '  big: deny deploy when args.env == "production" and args.n > 10 { reason "big" }',
+    )
+    c = diff(tmp_path, BASE, new, TOOLS, new_tools)
+    assert c.schema_changed == ["deploy"]
+    assert changes(c) == [("deploy", "ask→deny", "p.prod", "p.big")]
+    assert c.regions[0].witness.args["env"] == "production"

@@ -24,8 +24,10 @@ What is compared, and what it means:
   deny with no rule); a tool only in the new spec: its calls were refused before. Both are
   compared like any other tool, against that refusal (`tools_added`, `tools_removed`).
 - A tool whose input schema changed: the shared call is one both schemas accept (both
-  domains hold); calls only one schema accepts are refused by validation on the other side,
-  which is a change of the registry, not of policy (`schema_changed` names such tools).
+  domains hold; a field only one schema has, or types differently, is absent; an enum whose
+  values changed takes the values both accept, each one number on both sides); calls only one
+  schema accepts are refused by validation on the other side, which is a change of the
+  registry, not of policy (`schema_changed` names such tools).
 - `compare_specs` compares every policy the two specs both declare, by qualified name
   (subject `policy NAME`). Then each agent (subject `agent NAME`) whose policy changed name —
   added, removed, switched to another policy, or given or losing one — is compared as the

@@ -34,6 +34,8 @@ __all__ = [
     "tool_side",
 ]
 
+Key = tuple[str, ...]
+
 REFUSED_UNREGISTERED = "`{tool}` is not a registered tool"
 REFUSED_NO_POLICY = "the agent `{agent}` has no policy"
 REFUSED_NO_AGENT = "the agent `{agent}` does not exist"
@@ -304,15 +306,19 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
     forget_examples()
     primary = new if new.tool is not None else old
     assert primary.tool is not None
+    tools = {id(s): s.tool for s in (old, new)}
+    limits: list[tuple[Key, list[int]]] = []
+    if old.tool is not None and new.tool is not None and old.tool.input != new.tool.input:
+        tools[id(old)], tools[id(new)], limits = _aligned(old.tool, new.tool)
     registry: Registry = {}
-    enc = Encoder(primary.side.spec, primary.tool, registry)
+    enc = Encoder(primary.side.spec, tools[id(primary)], registry)  # type: ignore[arg-type]
     everything = [*old.rules, *new.rules]
     real: set[Any] = set()
-    sides = [s for s in (old, new) if s.tool is not None]
-    for s in sides:
-        enc.spec, enc.tool = s.side.spec, s.tool  # type: ignore[assignment]
-        enc.prepare(everything)
-        real |= enc.real_keys or set()
+    for s in (old, new):
+        if s.tool is not None:
+            enc.spec, enc.tool = s.side.spec, tools[id(s)]  # type: ignore[assignment]
+            enc.prepare(everything)
+            real |= enc.real_keys or set()
     enc.real_keys = real
     conditions: dict[int, list[Any]] = {}
     inexact: dict[int, list[bool]] = {}
@@ -320,7 +326,7 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
         if s.tool is not None:
             # each side's schema adds its own domain to the values both read
             enc._vars.clear()
-            enc.spec, enc.tool = s.side.spec, s.tool
+            enc.spec, enc.tool = s.side.spec, tools[id(s)]  # type: ignore[assignment]
         match, loose = [], []
         for rule in s.rules:
             before = len(enc.inexact)
@@ -346,15 +352,20 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
                 conds.append(nothing)
         conditions[id(s)] = conds
         inexact[id(s)] = [*loose, *([False] * (len(s.winners) - len(loose)))]
-    enc.spec, enc.tool = primary.side.spec, primary.tool
+    enc.spec, enc.tool = primary.side.spec, tools[id(primary)]  # type: ignore[assignment]
     if old.tool is not None and new.tool is not None and old.tool.input != new.tool.input:
         _both_schemas(enc, ("args",), old.tool.input.fields, new.tool.input.fields)
+        for key, allowed in limits:  # an enum's values both schemas accept
+            value = enc.path(m.Path(root="args", parts=key[1:])).expr
+            enc.domain.append(
+                z3.Or(*(value == i for i in allowed)) if allowed else z3.BoolVal(False)
+            )
     spec = primary.side.spec
     other = old.side.spec if primary is new else new.side.spec
     if any(name not in spec.facts for name in other.facts):
         # a witness carries the facts either side's rules read
         spec = spec.model_copy(update={"facts": {**other.facts, **spec.facts}})
-    q = Questions(spec, primary.tool, enc, registry, timeout_ms, rlimit)
+    q = Questions(spec, enc.tool, enc, registry, timeout_ms, rlimit)
     olds, news = conditions[id(old)], conditions[id(new)]
     answers = ToolAnswers()
 
@@ -415,6 +426,52 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
                     answers.found.append(Found(wa.name, wb.name, call, rough))
     answers.queries = q.queries
     return answers
+
+
+def _aligned(old: m.Tool, new: m.Tool) -> tuple[m.Tool, m.Tool, list[tuple[Key, list[int]]]]:
+    """Both tools with each enum argument whose values differ given the same values in the
+    same order (the old ones, then the new ones), so that a value is one number on both sides
+    of the shared call; and, for each, the numbers of the values both schemas accept. (A tool's
+    `op`, whose numbers follow its operations, is left as it is.)"""
+    limits: list[tuple[Key, list[int]]] = []
+
+    def retyped(f: m.Field, **update: Any) -> m.Field:
+        return f.model_copy(update={"type": f.type.model_copy(update=update)})
+
+    def merge(prefix: Key, a: tuple[m.Field, ...], b: tuple[m.Field, ...]) -> tuple[Any, Any]:
+        theirs = {f.name: (j, f) for j, f in enumerate(b)}
+        left, right = list(a), list(b)
+        for i, f in enumerate(a):
+            j, g = theirs.get(f.name, (-1, None))
+            if g is None or f.type.name != g.type.name:
+                continue
+            key = (*prefix, f.name)
+            if f.type.name == "object":
+                mine, yours = merge(key, f.type.fields, g.type.fields)
+                left[i], right[j] = retyped(f, fields=mine), retyped(g, fields=yours)
+            elif f.type.name == "enum" and f.type.values != g.type.values:
+                if key == ("args", "op") and (old.operations or new.operations):
+                    continue
+                values = (*f.type.values, *(v for v in g.type.values if v not in f.type.values))
+                limits.append(
+                    (
+                        key,
+                        [
+                            n
+                            for n, v in enumerate(values)
+                            if v in f.type.values and v in g.type.values
+                        ],
+                    )
+                )
+                left[i], right[j] = retyped(f, values=values), retyped(g, values=values)
+        return tuple(left), tuple(right)
+
+    a, b = merge(("args",), old.input.fields, new.input.fields)
+
+    def tool(t: m.Tool, fields: tuple[m.Field, ...]) -> m.Tool:
+        return t.model_copy(update={"input": t.input.model_copy(update={"fields": fields})})
+
+    return tool(old, a), tool(new, b), limits
 
 
 def _both_schemas(
