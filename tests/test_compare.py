@@ -400,11 +400,8 @@ def test_an_unknown_policy_name_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_a_tool_whose_schema_changed_is_compared_over_calls_both_accept(tmp_path: Path) -> None:
     new_tools = TOOLS.replace("    ticket: string?\n", "    ticket: string?\n    force: bool?\n")
-    new = BASE.replace(
-        '  staging: allow deploy when args.env == "staging"',
-        '  staging: allow deploy when args.env == "staging"\n'
-        '  forced: deny deploy when args has force { reason "no forcing" }',
-    )
+    forced = '  forced: deny deploy when args has force { reason "no forcing" }\n'
+    new = BASE.replace("  reads:", forced + "  reads:")
     c = diff(tmp_path, BASE, new, TOOLS, new_tools)
     assert c.schema_changed == ["deploy"]
     # a call with `force` exists only under the new schema: no region can be witnessed by
@@ -481,6 +478,5 @@ def test_an_enum_with_a_value_added_compares_the_values_both_accept(tmp_path: Pa
         '  big: deny deploy when args.env == "production" and args.n > 10 { reason "big" }',
     )
     c = diff(tmp_path, BASE, new, TOOLS, new_tools)
-    assert c.schema_changed == ["deploy"]
-    assert changes(c) == [("deploy", "ask→deny", "p.prod", "p.big")]
+    assert changes(c) == [("deploy", "ask→deny", "p.prod", "p.big")] and c.schema_changed
     assert c.regions[0].witness.args["env"] == "production"
