@@ -65,6 +65,7 @@ from .compare_solve import (
     ToolSide,
     Winner,
     identical,
+    same_model,
     solve_tool,
     tool_side,
 )
@@ -216,7 +217,7 @@ class _Comparer:
             if (
                 a.tool is not None
                 and b.tool is not None
-                and m.without_origins(a.tool.input) != m.without_origins(b.tool.input)
+                and not same_model(a.tool.input, b.tool.input)
                 and tool_id not in out.schema_changed
             ):
                 out.schema_changed.append(tool_id)

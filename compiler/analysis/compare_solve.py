@@ -30,6 +30,7 @@ __all__ = [
     "ToolSide",
     "Winner",
     "identical",
+    "same_model",
     "solve_tool",
     "tool_side",
 ]
@@ -195,7 +196,7 @@ def _without_origins(value: Any) -> Any:
     return value
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_model(a: Any, b: Any) -> bool:
     """Equal models, wherever they were declared (the quick test first)."""
     return bool(a == b) or _without_origins(a) == _without_origins(b)
 
@@ -210,13 +211,13 @@ def identical(a: ToolSide, b: ToolSide) -> bool:
     (fields, facts), (other_fields, other_facts) = a.read(), b.read()
     if fields != other_fields or facts != other_facts:
         return False
-    if not all(_same(getattr(a.tool, f), getattr(b.tool, f)) for f in sorted(fields)):
+    if not all(same_model(getattr(a.tool, f), getattr(b.tool, f)) for f in sorted(fields)):
         return False
     old_facts, new_facts = a.side.spec.facts, b.side.spec.facts
     for name in facts:
         if (name in old_facts) != (name in new_facts):
             return False
-        if name in old_facts and not _same(old_facts[name].type, new_facts[name].type):
+        if name in old_facts and not same_model(old_facts[name].type, new_facts[name].type):
             return False
     return True
 
