@@ -37,6 +37,11 @@ What is compared, and what it means:
   can take is covered once. A policy only one side declares and no agent uses decides no
   agent's calls; it is listed (`policies_added`, `policies_removed`), not compared.
 
+A skill's calls are judged by its parent's policy and its profile together, the strictest
+decision winning (runtime/calls.py `judge_call`): each of the two is compared as a policy, and
+a region of a profile is where a skill's decisions may change (a stricter parent may still
+decide those calls as before); the combination is not compared as such.
+
 A question z3 does not answer within its budget (budget.py) is reported in `undecided`, with
 its tool, never taken as "no change".
 """
