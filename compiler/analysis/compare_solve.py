@@ -76,7 +76,7 @@ class Winner:
     default applies (`risk`: for the call's risk, with a risk table), or the call is refused."""
 
     name: str
-    """`r<position in the policy>`, `d`, `d:<risk>` or `x` (refused): stable, for the cache."""
+    """`r<position in the bucket>`, `d`, `d:<risk>` or `x` (refused): what the cache keeps."""
     outcome: Outcome
     rule: m.Rule | None = None
     position: int | None = None
