@@ -65,6 +65,7 @@ class AnalysisCache:
     def __init__(self, on_disk: bool = True) -> None:
         self.folder = _analysis_folder() if on_disk else None
         self.memory: dict[str, Answers] = {}
+        self.texts: dict[str, str] = {}
         self.hits = 0
 
     @staticmethod
@@ -94,6 +95,28 @@ class AnalysisCache:
         if self.folder is not None and not answers.out_of_time:
             self._write(Path(self.folder, digest[:2]), digest + ".json", text)
         return answers
+
+    def read(self, key: str) -> str | None:
+        """Text kept by `write` under this key (another analysis's answers, as its own JSON),
+        or None."""
+        digest = self.digest(key)
+        found = self.texts.get(digest)
+        if found is not None or self.folder is None:
+            return found
+        try:
+            found = Path(self.folder, digest[:2], digest + ".json").read_text(encoding="utf-8")
+        except (OSError, UnicodeError):
+            return None
+        self.texts[digest] = found
+        return found
+
+    def write(self, key: str, text: str, keep: bool = True) -> None:
+        """Keep the text in memory, and on disk when `keep` (not for answers a query gave up
+        on for lack of time)."""
+        digest = self.digest(key)
+        self.texts[digest] = text
+        if self.folder is not None and keep:
+            self._write(Path(self.folder, digest[:2]), digest + ".json", text)
 
     @staticmethod
     def _write(folder: Path, name: str, text: str) -> None:

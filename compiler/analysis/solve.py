@@ -33,7 +33,7 @@ from .smt_session import SESSION
 from .smt_terms import Key, Registry, conj, negate, to_z3
 from .text import term_of
 
-__all__ = ["sample_value", "solve_partition"]
+__all__ = ["Questions", "sample_value", "solve_partition"]
 
 # ---------------------------------------------------------------------------------------------
 # Reading a call back out of a model
@@ -350,24 +350,24 @@ class _Assembler:
 # One partition
 
 
-class _Bucket:
-    """The rules that can match one tool, encoded over one symbolic call, and a solver."""
+class Questions:
+    """One solver over what an encoder has encoded of one symbolic call to `tool`: questions
+    asked under push/pop within a budget (`check`), and the call a model describes (`call`).
+    The encoding must be complete before it is made (its domain is added once)."""
 
     def __init__(
-        self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], timeout_ms: int, rlimit: int
+        self,
+        spec: m.Spec,
+        tool: m.Tool,
+        enc: Encoder,
+        registry: Registry,
+        timeout_ms: int,
+        rlimit: int,
     ) -> None:
         self.spec = spec
         self.tool = tool
-        self.rules = rules
-        self.registry: Registry = {}
-        self.enc = Encoder(spec, tool, self.registry)
-        self.enc.prepare(rules)
-        self.match: list[Any] = []
-        self.inexact: list[bool] = []
-        for rule in rules:
-            before = len(self.enc.inexact)
-            self.match.append(self.enc.rule_match(rule))
-            self.inexact.append(len(self.enc.inexact) > before)
+        self.enc = enc
+        self.registry = registry
         self.solver = z3.SimpleSolver()
         self.solver.set("timeout", timeout_ms)
         if rlimit:
@@ -377,18 +377,6 @@ class _Bucket:
         self.queries = 0
         self.reason = ""
         """Why z3 gave up on the last question that returned False."""
-
-    def beaten_by(self, p: int) -> list[int]:
-        rules = self.rules
-        effect = STRENGTH[rules[p].effect]
-        return [
-            q
-            for q in range(len(rules))
-            if STRENGTH[rules[q].effect] > effect or (rules[q].effect == rules[p].effect and q < p)
-        ]
-
-    def wins(self, p: int) -> Any:
-        return conj(self.match[p], *(negate(self.match[q]) for q in self.beaten_by(p)))
 
     def check(self, *constraints: Any, nice: bool = True) -> z3.ModelRef | bool | None:
         """A model, None when unsatisfiable, or False when z3 gave up (`reason` says why).
@@ -417,6 +405,46 @@ class _Bucket:
             return False
         return model
 
+    def call(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Call:
+        reading = _read_model(model, self.registry)
+        _texts_for(reading, self.enc.texts())
+        for name, var in self.enc.session_vars():
+            key = self.registry[name].key[1]
+            if key not in reading.session:  # a term no constraint of the query mentions
+                reading.session[key] = _z3_value(model.eval(var, model_completion=True))
+        return _Assembler(self.spec, self.tool, reading, set(absent)).call()
+
+
+class _Bucket(Questions):
+    """The rules that can match one tool, encoded over one symbolic call, and a solver."""
+
+    def __init__(
+        self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], timeout_ms: int, rlimit: int
+    ) -> None:
+        self.rules = rules
+        registry: Registry = {}
+        enc = Encoder(spec, tool, registry)
+        enc.prepare(rules)
+        self.match: list[Any] = []
+        self.inexact: list[bool] = []
+        for rule in rules:
+            before = len(enc.inexact)
+            self.match.append(enc.rule_match(rule))
+            self.inexact.append(len(enc.inexact) > before)
+        super().__init__(spec, tool, enc, registry, timeout_ms, rlimit)
+
+    def beaten_by(self, p: int) -> list[int]:
+        rules = self.rules
+        effect = STRENGTH[rules[p].effect]
+        return [
+            q
+            for q in range(len(rules))
+            if STRENGTH[rules[q].effect] > effect or (rules[q].effect == rules[p].effect and q < p)
+        ]
+
+    def wins(self, p: int) -> Any:
+        return conj(self.match[p], *(negate(self.match[q]) for q in self.beaten_by(p)))
+
     def winner(self, model: z3.ModelRef) -> int | None:
         """The position of the rule that wins the model's call, by the encoding's meaning."""
         rules = self.rules
@@ -429,15 +457,6 @@ class _Bucket:
             return None
         strongest = max(STRENGTH[rules[p].effect] for p in matched)
         return next(p for p in matched if STRENGTH[rules[p].effect] == strongest)
-
-    def call(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Call:
-        reading = _read_model(model, self.registry)
-        _texts_for(reading, self.enc.texts())
-        for name, var in self.enc.session_vars():
-            key = self.registry[name].key[1]
-            if key not in reading.session:  # a term no constraint of the query mentions
-                reading.session[key] = _z3_value(model.eval(var, model_completion=True))
-        return _Assembler(self.spec, self.tool, reading, set(absent)).call()
 
     def example(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Example:
         return Example(self.call(model, absent), self.winner(model))
