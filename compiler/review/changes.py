@@ -28,6 +28,7 @@ from harnessc.runtime.model import (
     Field,
     ListValue,
     Literal,
+    Path,
     RecordValue,
     Schema,
     SourceRef,
@@ -38,7 +39,8 @@ from harnessc.runtime.model import (
     without_origins,
 )
 from harnessc.runtime.policy import Decision, PolicyEngine
-from harnessc.runtime.semantics import surface_tools
+from harnessc.runtime.semantics import selects, surface_tools
+from pydantic import BaseModel
 
 from ..analysis.availability import availability_parts
 from ..analysis.compare import Comparison, Region, _runtime_outcome, call_text, runtime_call
@@ -435,17 +437,52 @@ def _step_call(step: Step, witness: Call) -> tuple[Call, list[str]]:
     return replace(witness, args=args), unknown
 
 
+def _args_read(node: object, out: set[str]) -> bool:
+    """Add to `out` the arguments a condition reads (`args.x` → `x`); False when it reads the
+    arguments as a whole (`args`), so that any argument may decide it."""
+    if isinstance(node, Path):
+        if node.root == "args":
+            if not node.parts:
+                return False
+            out.add(node.parts[0])
+        return True
+    if isinstance(node, BaseModel):
+        return all(_args_read(getattr(node, name), out) for name in type(node).model_fields)
+    if isinstance(node, dict):
+        return all(_args_read(v, out) for v in node.values())
+    if isinstance(node, list | tuple):
+        return all(_args_read(v, out) for v in node)
+    return True
+
+
+def _deciding_args(spec: Spec, policy: str | None, tool_id: str | None) -> set[str] | None:
+    """The arguments of a call of `tool_id` that the policy's rules can read (the operation
+    `op` always: it sets the call's risk and effects); None: any argument may decide."""
+    found = {"op"}
+    judged = spec.policy(policy) if policy is not None else None
+    tool = spec.tools.get(tool_id or "")
+    if judged is None or tool is None:
+        return found
+    for rule in judged.rules:
+        # the risk and effects sugar depends on the call's operation: such a rule may select it
+        selected = any(s.kind in ("risk", "effects") or selects(s, tool) for s in rule.selectors)
+        if selected and not _args_read(rule.condition, found):
+            return None
+    return found
+
+
 def step_changes(old: Spec, new: Spec, comparison: Comparison) -> list[Change]:
     """The call steps of workflows whose judgement changes.
 
     A `call` step is judged under its workflow's policy (`workflow_policy`). For each region
     of the comparison of that tool under those policies, the step's call is the region's
     witness with the step's written arguments: decided by the runtime under both specs, a
-    call whose decision differs makes the step `step-judgement-changed`, with that call. A
-    step whose tool has regions but whose calls flip for no witness — its arguments come from
-    the input or an earlier step, or another actor or fact would be needed — is
-    `step-affected`. A step added, removed, or calling another tool or with other arguments
-    is `step-changed`.
+    call whose decision differs makes the step `step-judgement-changed`, with that call. An
+    argument read from the input or an earlier step counts as written when no rule that can
+    select the tool reads it (its value cannot change the decision). A step whose tool has
+    regions but whose judgement is not settled so — a rule reads an argument it does not
+    write, or no witness flips with its arguments — is `step-affected`. A step added, removed,
+    or calling another tool or with other arguments is `step-changed`.
     """
     before, after = _by_local(old, old.workflows), _by_local(new, new.workflows)
     engines = (PolicyEngine(old), PolicyEngine(new)) if before or after else None
@@ -486,17 +523,33 @@ def step_changes(old: Spec, new: Spec, comparison: Comparison) -> list[Change]:
                 continue
             assert engines is not None
             judged = _judge_step(subject, engines, (policy_old, policy_new), was, now, regions)
-            if judged is not None:
+            _, unknown = _step_call(now, regions[0].witness)
+            # an argument no rule reads cannot change the decision: only the others are unknown
+            reads = [
+                _deciding_args(old, policy_old, was.tool),
+                _deciding_args(new, policy_new, now.tool),
+            ]
+            if all(r is not None for r in reads):
+                unknown = [u for u in unknown if any(u in r for r in reads if r is not None)]
+            if judged is not None and not unknown:
                 changes.append(judged)
                 continue
-            _, unknown = _step_call(now, regions[0].witness)
-            why = (
-                f"its argument{'s' if len(unknown) != 1 else ''} "
-                f"{', '.join(f'`{u}`' for u in unknown)} come{'s' if len(unknown) == 1 else ''} "
-                "from the workflow's input or an earlier step"
-                if unknown
-                else "no witness flips with its written arguments; another actor or other facts may"
-            )
+            if unknown:
+                why = (
+                    f"{plural(len(unknown), 'argument')} "
+                    f"({', '.join(f'`{u}`' for u in unknown)}) from the workflow's input or an "
+                    "earlier step"
+                    + (
+                        ": the call below is one the step makes when they take its values"
+                        if judged is not None
+                        else ""
+                    )
+                )
+            else:
+                why = (
+                    "no witness flips with its written arguments; another actor or other facts may"
+                )
+            flipped = judged.details if judged is not None else ()
             changes.append(
                 Change(
                     "step-affected",
@@ -504,10 +557,10 @@ def step_changes(old: Spec, new: Spec, comparison: Comparison) -> list[Change]:
                     f"step `{subject}` calls `{now.tool}`, which has "
                     f"{plural(len(regions), 'region')} of calls decided differently under its "
                     "workflow's policy",
-                    (why, *sorted({f"{r.change} [{r.subject}]" for r in regions})),
+                    (why, *sorted({f"{r.change} [{r.subject}]" for r in regions}), *flipped),
                     now.origin,
                     now.tool,
-                    widens=False,
+                    widens=judged is not None and judged.widens,
                 )
             )
     return changes
