@@ -205,6 +205,12 @@ class Region:
         return self.old.effect in ("deny", "ask") and self.new.effect == "allow"
 
     @property
+    def weaker(self) -> bool:
+        """The new decision is less strict (deny→ask, deny→allow, ask→allow): `widened`, or a
+        denied call that may now run once approved."""
+        return STRENGTH[self.new.effect] < STRENGTH[self.old.effect]
+
+    @property
     def narrowed(self) -> bool:
         """The new decision is stronger (allow→ask, allow→deny, ask→deny)."""
         return STRENGTH[self.new.effect] > STRENGTH[self.old.effect]
@@ -566,6 +572,8 @@ def _solve_tool(old: _ToolSide, new: _ToolSide, timeout_ms: int, rlimit: int) ->
         conditions[id(s)] = conds
         inexact[id(s)] = [*loose, *([False] * (len(s.winners) - len(loose)))]
     enc.spec, enc.tool = primary.side.spec, primary.tool
+    if old.tool is not None and new.tool is not None and old.tool.input != new.tool.input:
+        _both_schemas(enc, ("args",), old.tool.input.fields, new.tool.input.fields)
     q = Questions(primary.side.spec, primary.tool, enc, registry, timeout_ms, rlimit)
     olds, news = conditions[id(old)], conditions[id(new)]
     answers = _ToolAnswers()
@@ -627,6 +635,28 @@ def _solve_tool(old: _ToolSide, new: _ToolSide, timeout_ms: int, rlimit: int) ->
                     answers.found.append(_Found(wa.name, wb.name, call, rough))
     answers.queries = q.queries
     return answers
+
+
+def _both_schemas(
+    enc: Any, prefix: tuple[str, ...], old: Sequence[m.Field], new: Sequence[m.Field]
+) -> None:
+    """Only calls both input schemas accept: a field one schema lacks, or types differently,
+    is absent (no call at all when a schema requires it)."""
+    import z3
+
+    before = {f.name: f for f in old}
+    after = {f.name: f for f in new}
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        key = (*prefix, name)
+        if a is not None and b is not None and a.type.name == b.type.name:
+            if a.type.name == "object":
+                _both_schemas(enc, key, a.type.fields, b.type.fields)
+            continue
+        if any(f is not None and not f.type.optional and f.default is None for f in (a, b)):
+            enc.domain.append(z3.BoolVal(False))  # required on one side only: no such call
+            return
+        enc.domain.append(z3.Not(enc.presence(key)))
 
 
 # ---------------------------------------------------------------------------------------------

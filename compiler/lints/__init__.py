@@ -23,7 +23,7 @@ from ..resolve import Resolution
 
 # importing the rule modules registers their rules
 from . import analysis as _analysis_rules  # noqa: F401
-from . import descriptions, policies, session, surfaces, unused  # noqa: F401
+from . import delegation, descriptions, policies, session, surfaces, unused  # noqa: F401
 from .framework import RULES, LintContext, LintRule, lint_rule
 from .suppress import Suppression, lint_suppressions, suppression_index, suppression_of
 
