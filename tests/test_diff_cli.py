@@ -199,3 +199,12 @@ def test_the_docs_workflow_parses_and_runs_a_command_the_cli_accepts() -> None:
     # the steps after it read the status the command returns: 1 means widened
     conditions = [step.get("if", "") for step in steps]
     assert "steps.diff.outputs.status == '1'" in conditions
+
+
+def test_a_rewrite_that_decides_every_call_as_before_is_a_note_not_a_change(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "shop.harness").write_text(SPEC.replace("args.amount <= 100", "args.amount < 101"))
+    code, out, _ = run(["HEAD", "shop.harness", "--fail-on", "changed"], capsys)
+    assert code == 0
+    assert "note: policy `shop.main` is rewritten and decides every call as before" in out

@@ -20,9 +20,9 @@ from typing import TextIO
 
 from harnessc.dsl.diagnostics import sort_diagnostics
 from harnessc.dsl.render_formats import print_diagnostics
-from harnessc.runtime.model import Spec
+from harnessc.runtime.model import Spec, without_origins
 
-from ..analysis.compare import compare_specs
+from ..analysis.compare import Comparison, compare_specs
 from .changes import spec_changes, step_changes
 from .report import DiffReport, SpecDiff, render
 from .sources import Side, Sides, SourceError, SpecPair, load_sides
@@ -56,7 +56,27 @@ def compare_pair(pair: SpecPair) -> SpecDiff:
     status = "added" if pair.old is None else "removed" if pair.new is None else "changed"
     comparison = compare_specs(old, new)
     changes = [*spec_changes(old, new), *step_changes(old, new, comparison)]
-    return SpecDiff(pair.shown, status, comparison, changes)
+    return SpecDiff(pair.shown, status, comparison, changes, _policy_notes(old, new, comparison))
+
+
+def _policy_notes(old: Spec, new: Spec, comparison: Comparison) -> list[str]:
+    """What the comparison says about policies besides its regions: a policy rewritten that
+    decides every call as before, a policy on one side only that no agent uses."""
+    notes = []
+    changed = {r.old_policy for r in comparison.regions} | {
+        r.new_policy for r in comparison.regions
+    }
+    changed |= {u.subject.removeprefix("policy ") for u in comparison.undecided}
+    for name in sorted(old.policies.keys() & new.policies.keys()):
+        if name in changed:
+            continue
+        if without_origins(old.policies[name]) != without_origins(new.policies[name]):
+            notes.append(f"policy `{name}` is rewritten and decides every call as before")
+    for name in comparison.policies_added:
+        notes.append(f"policy `{name}` is new and no agent uses it: no call is decided by it")
+    for name in comparison.policies_removed:
+        notes.append(f"policy `{name}` is removed; no agent used it")
+    return notes
 
 
 def diff_report(sides: Sides) -> DiffReport:

@@ -52,6 +52,9 @@ class SpecDiff:
     status: str
     comparison: Comparison
     changes: list[Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the comparison says besides regions and changes (a policy rewritten to the same
+    decisions, a policy no agent uses); never a change."""
 
     @property
     def widened(self) -> bool:
@@ -258,6 +261,8 @@ def render_text(report: DiffReport) -> str:
                 out += [f"    {line}" for line in change.details]
         for question in spec.undecided():
             out.append(f"  undecided: {_undecided_text(question)}")
+        if spec.notes:
+            out += ["", *(f"note: {note}" for note in spec.notes)]
     if report.notes:
         out += ["", *(f"note: {note}" for note in report.notes)]
     counts = report.counts()
@@ -380,8 +385,9 @@ def render_markdown(report: DiffReport) -> str:
     if undecided:
         lines = [f"- {_md_words(_undecided_text(u))}" for _, u in undecided]
         out += _folded(f"### Undecided ({len(undecided)})", lines, len(undecided))
-    if report.notes:
-        out += [f"> {_md_words(note)}" for note in report.notes]
+    notes = [*report.notes, *(n for spec in report.specs for n in spec.notes)]
+    if notes:
+        out += [f"> {_md_words(note)}  " for note in notes]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -409,6 +415,7 @@ def report_json(report: DiffReport) -> dict[str, Any]:
                 "widened": spec.widened,
                 "changed": spec.changed,
                 "changes": [c.to_dict() for c in spec.changes],
+                "notes": list(spec.notes),
             }
         )
     return {
