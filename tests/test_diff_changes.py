@@ -186,3 +186,33 @@ def test_a_step_rewritten_is_reported_with_its_arguments(tmp_path: Path) -> None
     [change] = step_changes(old, new, compare_specs(old, new))
     assert change.kind == "step-changed" and change.subject == "file_note.write"
     assert change.details == ('argument `text`: "filed" → "archived"',)
+
+
+def test_a_root_module_renamed_is_the_spec_compiled_under_the_other_name(
+    tmp_path: Path,
+) -> None:
+    # the remediation example (imports, includes, agents, workflows, skills, tests), compiled
+    # once as it is and once with another header: renaming the first gives the second
+    from harnessc.compiler.review.diff import renamed_root
+    from harnessc.runtime.model import without_origins
+
+    from .conftest import ROOT
+
+    specs = []
+    for side, header in (("a", "harness remediation {"), ("b", "harness other {")):
+        folder = tmp_path / side
+        folder.mkdir()
+        for source in (ROOT / "examples" / "remediation").glob("*.harness"):
+            text = source.read_text(encoding="utf-8")
+            (folder / source.name).write_text(text.replace("harness remediation {", header))
+        result = check([folder / "remediation.harness"])
+        assert result.ok and result.model is not None
+        specs.append(result.model)
+    renamed = renamed_root(specs[0], "other")
+    assert renamed is not None and renamed.root_module == "other"
+    # the spec's own name (its header's) is not a module's: it stays
+    assert without_origins(renamed.model_copy(update={"name": "other"})) == without_origins(
+        specs[1]
+    )
+    # a name the spec already gives another module cannot be the root's
+    assert renamed_root(specs[0], "scanner") is None

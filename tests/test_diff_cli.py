@@ -208,3 +208,25 @@ def test_a_rewrite_that_decides_every_call_as_before_is_a_note_not_a_change(
     code, out, _ = run(["HEAD", "shop.harness", "--fail-on", "changed"], capsys)
     assert code == 0
     assert "note: policy `shop.main` is rewritten and decides every call as before" in out
+
+
+def test_two_files_of_different_names_pair_their_policies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # without a header a spec's root module is its file's stem: `before` and `after` here
+    monkeypatch.chdir(tmp_path)
+    headless = SPEC.split("\n", 1)[1]
+    (tmp_path / "before.harness").write_text(headless)
+    (tmp_path / "after.harness").write_text(WIDER.split("\n", 1)[1])
+    code, out, _ = run(["--format", "json", "before.harness", "after.harness"], capsys)
+    report = json.loads(out)
+    [spec] = report["specs"]
+    assert code == 1
+    assert [(r["subject"], r["change"]) for r in spec["regions"]] == [
+        ("policy after.main", "ask→allow")
+    ]
+    assert spec["changes"] == [] and spec["policies_added"] == []
+    assert report["notes"] == [
+        "`after.harness`: the root module is `before` on the old side and `after` on the new "
+        "one: its names are paired as the new side's"
+    ]

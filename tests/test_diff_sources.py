@@ -137,3 +137,23 @@ def test_a_folder_without_specs_says_so(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     with pytest.raises(SourceError, match=r"no `\.harness` files under `a`"):
         load_sides(["a", "b"], tmp_path)
+
+
+def test_a_file_imported_on_one_side_and_a_root_on_the_other_is_compared_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # files are named relative to the working directory
+    # old: main.harness imports tools.harness; new: main.harness no longer does
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "main.harness").write_text(MAIN)
+    (tmp_path / "a" / "tools.harness").write_text(TOOLS)
+    standalone = MAIN.replace('import "./tools.harness"\n', "").replace("allow read_doc", "deny *")
+    (tmp_path / "b" / "main.harness").write_text(standalone)
+    (tmp_path / "b" / "tools.harness").write_text(TOOLS)
+    sides = load_sides(["a", "b"], tmp_path)
+    assert [p.key for p in sides.pairs] == ["main.harness"]
+    assert sides.notes == [
+        "`b/tools.harness` is a spec of its own on the new side only: on the old side another "
+        "spec imports it, and its old version is compared inside that spec's build"
+    ]

@@ -16,16 +16,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from harnessc.dsl.diagnostics import sort_diagnostics
 from harnessc.dsl.render_formats import print_diagnostics
-from harnessc.runtime.model import Spec, without_origins
+from harnessc.runtime.model import Policy, Spec, Workflow, without_origins
 
 from ..analysis.compare import Comparison, compare_specs
 from .changes import spec_changes, step_changes
 from .report import DiffReport, SpecDiff, render
-from .sources import Side, Sides, SourceError, SpecPair, load_sides
+from .sources import Side, Sides, SourceError, load_sides
 
 __all__ = [
     "EXIT_CHANGED",
@@ -46,17 +46,17 @@ def empty_spec(like: Spec) -> Spec:
     return Spec(name=like.name, root_module=like.root_module)
 
 
-def compare_pair(pair: SpecPair) -> SpecDiff:
-    """One spec compared on both sides; a side without it is an empty spec."""
-    new = pair.new.model if pair.new is not None else None
-    old = pair.old.model if pair.old is not None else None
-    assert old is not None or new is not None
-    old = old if old is not None else empty_spec(new)  # type: ignore[arg-type]
-    new = new if new is not None else empty_spec(old)
-    status = "added" if pair.old is None else "removed" if pair.new is None else "changed"
+def compare_pair(shown: str, old: Spec | None, new: Spec | None) -> SpecDiff:
+    """One spec compared on both sides; a side without it (None) is an empty spec."""
+    status = "added" if old is None else "removed" if new is None else "changed"
+    if old is None:
+        assert new is not None
+        old = empty_spec(new)
+    if new is None:
+        new = empty_spec(old)
     comparison = compare_specs(old, new)
     changes = [*spec_changes(old, new), *step_changes(old, new, comparison)]
-    return SpecDiff(pair.shown, status, comparison, changes, _policy_notes(old, new, comparison))
+    return SpecDiff(shown, status, comparison, changes, _policy_notes(old, new, comparison))
 
 
 def _policy_notes(old: Spec, new: Spec, comparison: Comparison) -> list[str]:
@@ -79,20 +79,93 @@ def _policy_notes(old: Spec, new: Spec, comparison: Comparison) -> list[str]:
     return notes
 
 
+_REFERENCES: dict[str, tuple[str, ...]] = {
+    "surfaces": ("name",),
+    "risk_tables": ("name",),
+    "policies": ("name", "includes"),
+    "skills": ("name", "profile"),
+    "agents": ("name", "surface", "policy", "delegates", "skills"),
+    "workflows": ("name", "agent", "policy"),
+    "tests": ("name", "policy", "agent"),
+}
+"""The module-scoped kinds of a spec (language.md §2), keyed `module.name`, and the fields of
+each that hold such a name (besides `Policy.default.table`, `Rule.policy`, `Step.agent` and
+`Tool.skill`)."""
+
+
+def renamed_root(spec: Spec, root: str) -> Spec | None:
+    """`spec` with its root module named `root`: every module-scoped name of the root module
+    (`old.main` → `root.main`), as a declaration and wherever it is referenced; tool ids and
+    facts are global and stay. None when another module of the spec is already named `root`."""
+    before = spec.root_module + "."
+    modules = {t.module for t in spec.tools.values()}
+    modules |= {key.rpartition(".")[0] for kind in _REFERENCES for key in getattr(spec, kind)}
+    if root in modules - {spec.root_module}:
+        return None
+
+    def name(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return tuple(name(v) for v in value)
+        if isinstance(value, str) and value.startswith(before):
+            return root + "." + value[len(before) :]
+        return value
+
+    def nested(item: Any) -> dict[str, Any]:
+        if isinstance(item, Policy):
+            d = item.default
+            return {
+                "default": d.model_copy(update={"table": name(d.table)}) if d else None,
+                "rules": tuple(r.model_copy(update={"policy": name(r.policy)}) for r in item.rules),
+            }
+        if isinstance(item, Workflow):
+            return {
+                "steps": tuple(s.model_copy(update={"agent": name(s.agent)}) for s in item.steps)
+            }
+        return {}
+
+    update: dict[str, Any] = {
+        kind: {
+            name(key): item.model_copy(
+                update={**{f: name(getattr(item, f)) for f in fields}, **nested(item)}
+            )
+            for key, item in getattr(spec, kind).items()
+        }
+        for kind, fields in _REFERENCES.items()
+    }
+    update["root_module"] = root
+    update["tools"] = {
+        k: t.model_copy(
+            update={
+                "module": root if t.module == spec.root_module else t.module,
+                "skill": name(t.skill),
+            }
+        )
+        for k, t in spec.tools.items()
+    }
+    return spec.model_copy(update=update)
+
+
 def diff_report(sides: Sides) -> DiffReport:
     """The report of two compiled sides (both must compile)."""
     report = DiffReport(sides.old.described, sides.new.described, notes=list(sides.notes))
     for pair in sides.pairs:
-        spec = compare_pair(pair)
-        report.specs.append(spec)
         old = pair.old.model if pair.old is not None else None
         new = pair.new.model if pair.new is not None else None
         if old is not None and new is not None and old.root_module != new.root_module:
-            report.notes.append(
-                f"`{pair.shown}`: the root module is `{old.root_module}` on the old side and "
-                f"`{new.root_module}` on the new one, so their policies pair by agent, not by "
-                "name; give both the same `harness NAME` header to compare them policy by policy"
-            )
+            renamed = renamed_root(old, new.root_module)
+            if renamed is None:
+                report.notes.append(
+                    f"`{pair.shown}`: the root module is `{old.root_module}` on the old side and "
+                    f"`{new.root_module}` on the new one, which another module of the old side "
+                    "is named: policies pair by agent, not by name"
+                )
+            else:
+                report.notes.append(
+                    f"`{pair.shown}`: the root module is `{old.root_module}` on the old side and "
+                    f"`{new.root_module}` on the new one: its names are paired as the new side's"
+                )
+                old = renamed
+        report.specs.append(compare_pair(pair.shown, old, new))
     return report
 
 
