@@ -293,7 +293,9 @@ def _folded(title: str, lines: list[str], count: int) -> list[str]:
 
 def _md_region(spec: str, region: Region) -> list[str]:
     tool = md_code(region.tool, cell=False)
-    title = f"**{tool}** {md_text(region.change)} — {md_text(region.subject)}"
+    kind, _, name = region.subject.partition(" ")
+    subject = f"{md_text(kind)} {md_code(name, cell=False)}" if name else md_text(kind)
+    title = f"**{tool}** {md_text(region.change)} — {subject}"
     if spec:
         title += f" — {md_code(spec, cell=False)}"
     lines = [
@@ -310,7 +312,7 @@ def _md_region(spec: str, region: Region) -> list[str]:
 
 def _md_winner(outcome: Outcome) -> str:
     if outcome.refused:
-        return md_text(winner_text(outcome))
+        return _md_words(winner_text(outcome))
     where = md_code(_where(outcome.origin), cell=False)
     if outcome.rule is None:
         return f"by the default of {md_code(outcome.policy or '', cell=False)} ({where})"
