@@ -7,7 +7,9 @@ The spec is the policy benchmark's at T tools and about 1.5 T rules (`bench/chec
 generate`: tools in groups of ten, an ALLOW per tool, an ASK on 0.4 T tools, a DENY per group,
 four rules first that select by risk and by `*`). For each size and each kind, one random rule
 of the policy is changed (its condition narrowed or widened, its effect, or an ASK's approver),
-one rule is added, or one is removed, and `compare_specs` compares the two specs.
+one rule is added, or one is removed, and `compare_specs` compares the two specs; `wildcard`,
+the worst case, changes a rule every tool's bucket holds (`deny * when args has n and args.n >
+1000`), so that every tool is compared and most calls of each change.
 
 Each side is compiled by `check` in this process (parse → … → analyse, the first side on an
 empty analysis cache, the second on what the first left: what a `harnessc diff` of a pull
@@ -52,6 +54,10 @@ def mutate(text: str, kind: str, rng: random.Random) -> tuple[str, str]:
     if kind == "removed":
         del lines[i]
         return "\n".join(lines), f"removed `{line.strip()}`"
+    if kind == "wildcard":  # the worst case: a rule in every tool's bucket
+        return text.replace(
+            "args.n > 1000", "args.n > 100"
+        ), "changed `deny * when … args.n > 1000` to `> 100`"
     if kind == "added":
         tool = rng.choice(re.findall(r"^tool (\S+) \{", text, re.M))
         added = f'  added: allow {tool} when args.env == "staging" and args.n < 5'
@@ -92,7 +98,7 @@ def verified(comparison: Comparison) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", default="500,5000")
-    parser.add_argument("--kinds", default="changed,added,removed")
+    parser.add_argument("--kinds", default="changed,added,removed,wildcard")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)

@@ -408,3 +408,15 @@ def test_a_tool_whose_schema_changed_is_compared_over_calls_both_accept(tmp_path
     # it under the old one, so the new DENY shows no change of decision on shared calls
     assert c.regions == []
     assert "deploy" in c.tools_compared
+
+
+def test_a_question_not_decided_in_time_is_reported_with_its_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = spec_of(tmp_path, "old", BASE)
+    b = spec_of(tmp_path, "new", BASE.replace('within "/repo"', 'within "/"'))
+    monkeypatch.setenv("HARNESSC_QUERY_RLIMIT", "1")  # z3 gives up on every question
+    c = compare_specs(a, b, cache=AnalysisCache(on_disk=False))
+    assert c.regions == []
+    assert c.undecided and {u.tool for u in c.undecided} == {"read"}
+    assert c.to_dict()["undecided"][0]["reason"]

@@ -54,7 +54,7 @@ from .cache import AnalysisCache
 from .concrete import STRENGTH, Call, decide, schema_problems
 from .partition import partition_key, rule_key
 from .policy import _Index
-from .text import duration_text, selector_text, spec_text
+from .text import duration_text, selector_text, spec_text, term_of
 
 __all__ = [
     "Comparison",
@@ -155,16 +155,10 @@ def call_text(call: Call) -> str:
             text += f" {what} {json.dumps(value, ensure_ascii=False, sort_keys=True)}"
     if call.session:
         terms = "; ".join(
-            f"{spec_text(_term(k))} = {json.dumps(v)}" for k, v in call.session.items()
+            f"{spec_text(term_of(k))} = {json.dumps(v)}" for k, v in call.session.items()
         )
         text += f" session {{{terms}}}"
     return text
-
-
-def _term(key: str) -> Any:
-    from .text import term_of
-
-    return term_of(key)
 
 
 @dataclass
@@ -298,17 +292,6 @@ class Comparison:
 
     def counts(self) -> dict[str, int]:
         return {k: len(v) for k, v in self.by_change().items()}
-
-    def merge(self, other: Comparison) -> None:
-        self.regions += other.regions
-        self.undecided += other.undecided
-        self.subjects += other.subjects
-        for name in ("tools_compared", "tools_skipped", "tools_added", "tools_removed"):
-            mine = getattr(self, name)
-            mine += [t for t in getattr(other, name) if t not in mine]
-        self.schema_changed += [t for t in other.schema_changed if t not in self.schema_changed]
-        self.queries += other.queries
-        self.cache_hits += other.cache_hits
 
     def to_dict(self) -> dict[str, Any]:
         """A stable JSON shape (`"version": 1`)."""

@@ -32,6 +32,14 @@ surface shipping {
 }
 """
 
+_RELEASE = """
+policy release {
+  default deny
+  ask deploy when args.environment == "production" { approver role "release-manager" }
+  allow deploy when args.environment == "staging"
+}
+"""
+
 _AGENTS = """
 agent planner {
   surface shipping
@@ -95,13 +103,8 @@ def _who(agent: m.Agent) -> str:
     "the child's rule. Skills need no such check: a skill's calls are judged by the parent's "
     "policy and the skill's profile together, the strictest winning.",
     bad=_TOOLS
+    + _RELEASE
     + """
-policy release {
-  default deny
-  ask deploy when args.environment == "production" { approver role "release-manager" }
-  allow deploy when args.environment == "staging"
-}
-
 policy hands_on {
   default deny
   allow deploy
@@ -109,13 +112,8 @@ policy hands_on {
 """
     + _AGENTS,
     good=_TOOLS
+    + _RELEASE
     + """
-policy release {
-  default deny
-  ask deploy when args.environment == "production" { approver role "release-manager" }
-  allow deploy when args.environment == "staging"
-}
-
 policy hands_on {
   default deny
   allow deploy when args.environment == "staging"
