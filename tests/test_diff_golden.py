@@ -186,3 +186,23 @@ def test_json_is_stable_and_versioned() -> None:
     assert set(first["specs"][0]) >= {"spec", "status", "regions", "undecided", "changes"}
     assert "queries" not in first["specs"][0] and "cache_hits" not in first["specs"][0]
     assert render_json(report) == render_json(report)
+
+
+def test_an_undecided_question_is_shown_and_fails_unless_never() -> None:
+    from harnessc.compiler.analysis.compare import UndecidedRegion
+    from harnessc.compiler.review.diff import exit_status
+
+    report = _report([])
+    report.specs[0].changes = []
+    report.specs[0].comparison.undecided = [
+        UndecidedRegion("tool.t1", "policy demo.main", "main.r1", None, "timeout")
+    ]
+    assert not report.widened and report.undecided == 1
+    assert [exit_status(report, f) for f in ("widened", "changed", "never")] == [1, 1, 0]
+    line = "`tool.t1` [policy demo.main] (old main.r1, new default): the solver gave no answer"
+    assert f"undecided: {line}" in render_text(report)
+    assert "### Undecided (1)" in render_markdown(report)
+    assert "❔" in render_markdown(report)
+    sarif = json.loads(render_sarif(report))
+    [result] = sarif["runs"][0]["results"]
+    assert result["ruleId"] == "harnessc-diff/undecided" and result["level"] == "warning"
