@@ -32,7 +32,7 @@ from pathlib import Path
 
 from harnessc.dsl.files import display_path
 
-from ..pipeline import CheckResult, LoadedFile, check, loading_once
+from ..pipeline import CheckResult, Load, LoadedFile, check, loading_once
 from ..roots import file_roots
 
 __all__ = [
@@ -110,7 +110,7 @@ def load_sides(args: Sequence[str], cwd: str | Path | None = None) -> Sides:
         raise SourceError("name two specs, two folders, or a revision and the specs to compare")
     first = args[0]
     if len(args) == 2 and all((here / a).exists() for a in args):
-        return _paths(here / args[0], here / args[1], args[0], args[1])
+        return _paths(here / args[0], here / args[1], args[0], args[1], loading_once())
     if (here / first).exists():
         if len(args) == 1:
             raise SourceError(f"name what to compare `{first}` with")
@@ -122,14 +122,14 @@ def load_sides(args: Sequence[str], cwd: str | Path | None = None) -> Sides:
         raise SourceError(
             f"name the specs to compare at `{first}`: `harnessc diff {first} SPEC.harness`"
         )
-    return _revisions(first, args[1:], here)
+    return _revisions(first, args[1:], here, loading_once())
 
 
 # ---------------------------------------------------------------------------------------------
 # Files and folders
 
 
-def _paths(old: Path, new: Path, old_shown: str, new_shown: str) -> Sides:
+def _paths(old: Path, new: Path, old_shown: str, new_shown: str, once: Load) -> Sides:
     if old.is_dir() != new.is_dir():
         raise SourceError(
             f"compare a file with a file or a folder with a folder: `{old_shown}` is "
@@ -139,8 +139,8 @@ def _paths(old: Path, new: Path, old_shown: str, new_shown: str) -> Sides:
     if not old.is_dir():
         key = display_path(new)
         sides = [
-            _compile("old", old_shown, [Root(key, display_path(old), old)], {key}),
-            _compile("new", new_shown, [Root(key, key, new)], {key}),
+            _compile("old", old_shown, [Root(key, display_path(old), old)], {key}, once),
+            _compile("new", new_shown, [Root(key, key, new)], {key}, once),
         ]
         return _paired(sides[0], sides[1], [])
     found = []
@@ -152,7 +152,7 @@ def _paths(old: Path, new: Path, old_shown: str, new_shown: str) -> Sides:
     sides = []
     for which, shown, folder, files in found:
         named = [Root(f.relative_to(folder).as_posix(), display_path(f), f) for f in files]
-        sides.append(_compile(which, shown, named, {n.key for n in named}))
+        sides.append(_compile(which, shown, named, {n.key for n in named}, once))
     return _paired(sides[0], sides[1], [])
 
 
@@ -170,13 +170,15 @@ def _compile(
     described: str,
     files: list[Root],
     present: set[str],
+    once: Load,
     names: dict[str, str] | None = None,
 ) -> Side:
     """Check each root among `files` as `check` does (roots picked by compiler/roots.py), every
-    file read once; `names`: how to show files other than those named (a revision's)."""
+    file read once: `once` is shared by both sides, which read the standard library alike and
+    every other file at a path of their own; `names`: how to show files other than those named
+    (a revision's)."""
     side = Side(which, described, present=set(present))
     shown_as = {**(names or {}), **{os.path.realpath(f.path): f.shown for f in files}}
-    once = loading_once()
 
     def load(path: str | Path, shown: str | None = None) -> LoadedFile:
         return once(path, shown_as.get(os.path.realpath(path), shown))
@@ -245,7 +247,7 @@ def _commit(repo: Path, rev: str) -> str:
     return found.stdout.decode().strip()
 
 
-def _revisions(spec: str, paths: Sequence[str], here: Path) -> Sides:
+def _revisions(spec: str, paths: Sequence[str], here: Path, once: Load) -> Sides:
     repo = _repository(here)
     if ".." in spec and "..." not in spec:
         old_rev, new_rev = spec.split("..", 1)
@@ -266,12 +268,12 @@ def _revisions(spec: str, paths: Sequence[str], here: Path) -> Sides:
             raise SourceError(f"`{path}` is outside the repository at `{repo}`") from None
         wanted.append(("" if rel == "." else rel, path))
     with _checkout(repo, _commit(repo, old_rev)) as old_tree:
-        old = _side_at("old", old_rev, old_tree, repo, wanted)
+        old = _side_at("old", old_rev, old_tree, repo, wanted, once)
         if new_rev is None:
-            new = _side_at("new", WORKTREE, None, repo, wanted)
+            new = _side_at("new", WORKTREE, None, repo, wanted, once)
         else:
             with _checkout(repo, _commit(repo, new_rev)) as new_tree:
-                new = _side_at("new", new_rev, new_tree, repo, wanted)
+                new = _side_at("new", new_rev, new_tree, repo, wanted, once)
     for rel, path in wanted:
         if not any(_under(key, rel) for key in old.present | new.present):
             at = f"`{old_rev}` " + (f"nor at `{new_rev}`" if new_rev else "nor in the working tree")
@@ -329,7 +331,12 @@ def _stderr(done: subprocess.CompletedProcess[bytes]) -> str:
 
 
 def _side_at(
-    which: str, described: str, tree: Path | None, repo: Path, wanted: list[tuple[str, str]]
+    which: str,
+    described: str,
+    tree: Path | None,
+    repo: Path,
+    wanted: list[tuple[str, str]],
+    once: Load,
 ) -> Side:
     """The specs at `wanted` (repository-relative paths, as written) in `tree` (a revision's
     files), or in the working tree when `tree` is None."""
@@ -356,4 +363,5 @@ def _side_at(
         )
         for r in files
     ]
-    return _compile(which, described, roots, {f.relative_to(base).as_posix() for f in files}, names)
+    present = {f.relative_to(base).as_posix() for f in files}
+    return _compile(which, described, roots, present, once, names)
