@@ -230,3 +230,17 @@ def test_two_files_of_different_names_pair_their_policies(
         "`after.harness`: the root module is `before` on the old side and `after` on the new "
         "one: its names are paired as the new side's"
     ]
+
+
+def test_a_witness_reads_the_same_solved_or_from_the_analysis_cache(
+    repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("HARNESSC_CACHE_DIR", str(tmp_path / "empty-cache"))
+    (repo / "shop.harness").write_text(WIDER)
+    solved = run(["HEAD", "shop.harness"], capsys)
+    cached = run(["HEAD", "shop.harness"], capsys)
+    assert solved == cached
+    assert 'e.g. refund(order: "' in solved[1]  # arguments in the schema's order

@@ -20,9 +20,10 @@ from typing import Any, TextIO
 
 from harnessc.dsl.diagnostics import sort_diagnostics
 from harnessc.dsl.render_formats import print_diagnostics
-from harnessc.runtime.model import Policy, Spec, Workflow, without_origins
+from harnessc.runtime.model import Policy, Spec, Tool, Workflow, without_origins
 
 from ..analysis.compare import Comparison, compare_specs
+from ..analysis.concrete import Call
 from .changes import spec_changes, step_changes
 from .report import DiffReport, SpecDiff, render
 from .sources import Side, Sides, SourceError, load_sides
@@ -55,8 +56,41 @@ def compare_pair(shown: str, old: Spec | None, new: Spec | None) -> SpecDiff:
     if new is None:
         new = empty_spec(old)
     comparison = compare_specs(old, new)
+    for region in comparison.regions:
+        _canonical(region.witness, new.tools.get(region.tool) or old.tools.get(region.tool))
     changes = [*spec_changes(old, new), *step_changes(old, new, comparison)]
     return SpecDiff(shown, status, comparison, changes, _policy_notes(old, new, comparison))
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def _canonical(call: Call, tool: Tool | None) -> None:
+    """Put a witness's values in one order whether the solver found it or the analysis cache
+    kept it (which sorts keys): arguments as the tool's schema lists them, every other
+    mapping sorted (same input, same bytes)."""
+    order = {f.name: i for i, f in enumerate(tool.input.fields)} if tool is not None else {}
+    call.args = {
+        k: _sorted(call.args[k])
+        for k in sorted(call.args, key=lambda k: (order.get(k, len(order)), k))
+    }
+    for name in (
+        "actor",
+        "resource",
+        "facts",
+        "task",
+        "env",
+        "execution",
+        "connections",
+        "runtimes",
+        "session",
+    ):
+        setattr(call, name, _sorted(getattr(call, name)))
 
 
 def _policy_notes(old: Spec, new: Spec, comparison: Comparison) -> list[str]:
@@ -72,11 +106,22 @@ def _policy_notes(old: Spec, new: Spec, comparison: Comparison) -> list[str]:
             continue
         if without_origins(old.policies[name]) != without_origins(new.policies[name]):
             notes.append(f"policy `{name}` is rewritten and decides every call as before")
+    # a policy an agent uses is compared as that agent's (subject `agent NAME`)
     for name in comparison.policies_added:
-        notes.append(f"policy `{name}` is new and no agent uses it: no call is decided by it")
+        if name not in _used_policies(new):
+            notes.append(f"policy `{name}` is new and no agent uses it: no call is decided by it")
     for name in comparison.policies_removed:
-        notes.append(f"policy `{name}` is removed; no agent used it")
+        if name not in _used_policies(old):
+            notes.append(f"policy `{name}` is removed; no agent used it")
     return notes
+
+
+def _used_policies(spec: Spec) -> set[str]:
+    """The policies that judge calls: an agent's, a workflow's, a skill's profile."""
+    named = [a.policy for a in spec.agents.values()]
+    named += [w.policy for w in spec.workflows.values()]
+    named += [s.profile for s in spec.skills.values()]
+    return {p.name for n in named if n and (p := spec.policy(n)) is not None}
 
 
 _REFERENCES: dict[str, tuple[str, ...]] = {

@@ -118,6 +118,8 @@ def load_sides(args: Sequence[str], cwd: str | Path | None = None) -> Sides:
         raise SourceError(
             f"no such file or folder `{missing}`",
         )
+    if first.endswith(".harness"):
+        raise SourceError(f"no such file `{first}`")
     if len(args) < 2:
         raise SourceError(
             f"name the specs to compare at `{first}`: `harnessc diff {first} SPEC.harness`"
