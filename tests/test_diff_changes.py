@@ -139,8 +139,17 @@ def test_availability_changes_say_what_is_asked_before_and_after(tmp_path: Path)
     assert change.details == (
         "before: requires `connected(crm)`",
         "after: requires `connected(crm) and office.open == true`",
+        "no longer available, e.g. with connected(crm)",
     )
     assert change.origin is not None and change.origin.line == 9
+
+
+def test_availability_written_another_way_with_the_same_meaning_is_no_change(
+    tmp_path: Path,
+) -> None:
+    old = BASE.replace("requires connected(crm)", "requires connected(crm) and office.open == true")
+    new = BASE.replace("requires connected(crm)", "requires office.open == true and connected(crm)")
+    assert spec_changes(compiled(tmp_path, "a", old), compiled(tmp_path, "b", new)) == []
 
 
 def test_a_root_module_renamed_still_pairs_its_surfaces(tmp_path: Path) -> None:

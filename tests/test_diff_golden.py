@@ -84,6 +84,7 @@ def test_the_golden_pair_shows_each_kind_of_change(
     assert kinds["availability-changed"]["details"] == [
         "before: always available (asks nothing of the facts)",
         "after: requires `repo.open == true`",
+        "no longer available, e.g. with no fact supplied, nothing connected or running",
     ]
 
 

@@ -11,7 +11,8 @@ stems differ, still pairs `old.main` with `new.main`); tool ids are global and p
   there (`surface_tools`, the runtime's one meaning of `expose`/`hide`).
 - Availability: what a tool's availability asks of the facts (`availability_parts`: the
   runtime or connection that provides a dynamic tool, then `requires`; an MCP tool also the six
-  conditions of §8), before and after, in words (`condition_text`).
+  conditions of §8), before and after, in words (`condition_text`), compared by the solver
+  with facts under which the tool is available on one side only.
 - Workflow steps: see `step_changes`, which needs the policy comparison.
 """
 
@@ -24,13 +25,18 @@ from typing import Any
 
 from harnessc.runtime.availability import MCP_CONDITIONS, condition_text
 from harnessc.runtime.model import (
+    And,
+    DefaultDecision,
     EnumMember,
     Field,
     ListValue,
     Literal,
     Path,
+    Policy,
     RecordValue,
+    Rule,
     Schema,
+    Selector,
     SourceRef,
     Spec,
     Step,
@@ -42,8 +48,15 @@ from harnessc.runtime.policy import Decision, PolicyEngine
 from harnessc.runtime.semantics import selects, surface_tools
 from pydantic import BaseModel
 
-from ..analysis.availability import availability_parts
-from ..analysis.compare import Comparison, Region, _runtime_outcome, call_text, runtime_call
+from ..analysis.availability import AVAILABLE, availability_parts
+from ..analysis.compare import (
+    Comparison,
+    Region,
+    _runtime_outcome,
+    call_text,
+    compare_policies,
+    runtime_call,
+)
 from ..analysis.concrete import Call
 
 __all__ = [
@@ -346,17 +359,62 @@ def _availability_key(spec: Spec, tool: Tool) -> object:
     return (tool.kind == "mcp", [without_origins(part) for part in availability_parts(spec, tool)])
 
 
+def _available_policy(spec: Spec, tool: Tool) -> Policy:
+    """A policy that allows the tool's calls exactly when it is available (the analysis's
+    reading of availability, compiler/analysis/availability.py): compared like any policy."""
+    name = f"{AVAILABLE}{tool.id}"
+    parts = availability_parts(spec, tool)
+    condition = (parts[0] if len(parts) == 1 else And(items=tuple(parts))) if parts else None
+    allow = Rule(
+        label=name,
+        policy=name,
+        effect="allow",
+        selectors=(Selector(kind="id", value=tool.id, text=tool.id),),
+        condition=condition,
+    )
+    return Policy(name=name, default=DefaultDecision(effect="deny"), rules=(allow,))
+
+
+def _facts_text(call: Call) -> str:
+    """The facts of a witness, as a reader sets them (its arguments do not matter here)."""
+    parts = [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(call.facts.items())]
+    parts += [f"connected({k})" for k, v in sorted(call.connections.items()) if v]
+    parts += [f"running({k})" for k, v in sorted(call.runtimes.items()) if v]
+    return ", ".join(parts) or "no fact supplied, nothing connected or running"
+
+
 def availability_changes(old: Spec, new: Spec) -> list[Change]:
+    """Tools whose availability asks something else of the facts. The two conditions are
+    compared by the solver (as policies that allow a call exactly when its tool is
+    available), so a condition written another way with the same meaning is no change, and
+    each difference comes with facts under which the tool is available on one side only."""
     changes = []
     for tool_id in sorted(old.tools.keys() & new.tools.keys()):
         was, now = old.tools[tool_id], new.tools[tool_id]
         if _availability_key(old, was) == _availability_key(new, now):
             continue
+        # verify=False: the runtime has no such policy to decide the witness by
+        compared = compare_policies(
+            old,
+            _available_policy(old, was),
+            new,
+            _available_policy(new, now),
+            [tool_id],
+            verify=False,
+        )
+        flips = sorted({(r.old.effect, _facts_text(r.witness)) for r in compared.regions})
+        if not flips and not compared.undecided and (was.kind == "mcp") == (now.kind == "mcp"):
+            continue  # written another way, the same meaning
         before, after = _availability_words(old, was), _availability_words(new, now)
         lines = [f"before: {line}" for line in before if line not in after]
         lines += [f"after: {line}" for line in after if line not in before]
         if not lines:  # the same words from different conditions: show both whole
             lines = [*(f"before: {line}" for line in before), *(f"after: {line}" for line in after)]
+        for was_available, facts in flips:
+            where = "no longer available" if was_available == "allow" else "newly available"
+            lines.append(f"{where}, e.g. with {facts}")
+        if compared.undecided:
+            lines.append("the solver did not settle whether other facts change it")
         changes.append(
             Change(
                 "availability-changed",

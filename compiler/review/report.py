@@ -246,7 +246,7 @@ def render_text(report: DiffReport) -> str:
         out += ["", f"== {spec.spec}: {_spec_summary(spec)}"]
         for tool, regions, changes in _by_tool(spec):
             out.append("")
-            out.append(tool if tool is not None else "(not one tool)")
+            out.append(tool if tool is not None else "other changes")
             for region in regions:
                 mark = "WIDENED " if region.widened else ""
                 out.append(f"  {mark}{region.change}  [{_subject(region)}]")
