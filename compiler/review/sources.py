@@ -317,7 +317,10 @@ def _checkout(repo: Path, commit: str) -> Iterator[Path]:
             data, at = batch.stdout, 0
             for _, path in blobs:
                 header_end = data.index(b"\n", at)
-                size = int(data[at:header_end].split()[2])
+                header = data[at:header_end].split()
+                if len(header) != 3:  # `<oid> missing`: a partial or shallow clone
+                    raise SourceError(f"git has no copy of `{path}` at `{commit[:12]}`")
+                size = int(header[2])
                 body = data[header_end + 1 : header_end + 1 + size]
                 at = header_end + 1 + size + 1
                 target = folder / path
