@@ -4,6 +4,9 @@ its witness decided by the runtime under both specs, and what is compared or ski
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -420,3 +423,47 @@ def test_a_question_not_decided_in_time_is_reported_with_its_tool(
     assert c.regions == []
     assert c.undecided and {u.tool for u in c.undecided} == {"read"}
     assert c.to_dict()["undecided"][0]["reason"]
+
+
+def test_a_fact_only_the_old_spec_declares_is_in_the_witness(tmp_path: Path) -> None:
+    old = "fact release.freeze: bool\n" + BASE.replace(
+        "  staging:",
+        '  frozen: deny deploy when release.freeze == true { reason "freeze" }\n  staging:',
+    )
+    c = diff(tmp_path, old, BASE)
+    assert changes(c) == [
+        ("deploy", "deny→allow", "p.frozen", "p.staging"),
+        ("deploy", "deny→ask", "p.frozen", "p.prod"),
+    ]
+    assert all(r.witness.facts == {"release.freeze": True} for r in c.regions)
+
+
+WARM_DIFF = """
+import sys
+from harnessc.compiler.analysis.compare import compare_specs
+from harnessc.compiler.pipeline import check
+old, new = (check([path]).model for path in sys.argv[1:3])
+c = compare_specs(old, new)
+verified = all(r.verified for r in c.regions)
+print(len(c.regions), c.queries, c.cache_hits, verified, "z3" in sys.modules)
+"""
+
+
+def test_a_second_comparison_of_the_same_pair_does_not_load_z3(tmp_path: Path) -> None:
+    paths = []
+    for name, text in (("old", BASE), ("new", BASE.replace('within "/repo"', 'within "/"'))):
+        (tmp_path / name).mkdir()
+        paths.append(tmp_path / name / "spec.harness")
+        paths[-1].write_text(TOOLS + textwrap.dedent(text), encoding="utf-8")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache-home")}
+    env.pop("HARNESSC_CACHE_DIR", None)
+
+    def run() -> list[str]:
+        command = [sys.executable, "-c", WARM_DIFF, *map(str, paths)]
+        done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    regions, queries, hits, verified, z3 = run()
+    assert (regions, hits, verified, z3) == ("1", "0", "True", "True") and int(queries) > 0
+    assert run() == ["1", "0", "1", "True", "False"]

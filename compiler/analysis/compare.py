@@ -61,8 +61,12 @@ __all__ = [
     "Outcome",
     "Region",
     "UndecidedRegion",
+    "call_text",
+    "call_to_dict",
     "compare_policies",
     "compare_specs",
+    "runtime_call",
+    "runtime_outcome",
 ]
 
 REFUSED_UNREGISTERED = "`{tool}` is not a registered tool"
@@ -557,7 +561,12 @@ def _solve_tool(old: _ToolSide, new: _ToolSide, timeout_ms: int, rlimit: int) ->
     enc.spec, enc.tool = primary.side.spec, primary.tool
     if old.tool is not None and new.tool is not None and old.tool.input != new.tool.input:
         _both_schemas(enc, ("args",), old.tool.input.fields, new.tool.input.fields)
-    q = Questions(primary.side.spec, primary.tool, enc, registry, timeout_ms, rlimit)
+    spec = primary.side.spec
+    other = old.side.spec if primary is new else new.side.spec
+    if any(name not in spec.facts for name in other.facts):
+        # a witness carries the facts either side's rules read
+        spec = spec.model_copy(update={"facts": {**other.facts, **spec.facts}})
+    q = Questions(spec, primary.tool, enc, registry, timeout_ms, rlimit)
     olds, news = conditions[id(old)], conditions[id(new)]
     answers = _ToolAnswers()
 
@@ -646,8 +655,8 @@ def _both_schemas(
 # Witnesses: re-judged the plain way, then decided by the runtime under both specs
 
 
-def _runtime_outcome(decision: Any) -> tuple[Any, ...]:
-    """A runtime `Decision` as an `Outcome.key`."""
+def runtime_outcome(decision: Any) -> tuple[Any, ...]:
+    """A runtime `Decision` as an `Outcome.key`: what makes two decisions the same."""
     if decision.effect != "ask":
         return (decision.effect,)
     return (
@@ -845,14 +854,17 @@ class _Comparer:
                 region.notes.append(f"not run: no session gives its state ({prelude.missing})")
                 return
             steps = prelude.steps
-        old = _runtime_outcome(self.runtime.decide(a.side, region.witness, steps))
-        new = _runtime_outcome(self.runtime.decide(b.side, region.witness, steps))
+        old = runtime_outcome(self.runtime.decide(a.side, region.witness, steps))
+        new = runtime_outcome(self.runtime.decide(b.side, region.witness, steps))
         region.verified = old != new and old == region.old.key() and new == region.new.key()
         if not region.verified:
             region.notes.append(
                 f"the runtime decides it {_key_text(old)} under the old spec and "
                 f"{_key_text(new)} under the new one"
             )
+
+
+_runtime_outcome = runtime_outcome  # the name harnessc diff's first version imports
 
 
 def _key_text(key: tuple[Any, ...]) -> str:
