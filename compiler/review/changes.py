@@ -52,10 +52,10 @@ from ..analysis.availability import AVAILABLE, availability_parts
 from ..analysis.compare import (
     Comparison,
     Region,
-    _runtime_outcome,
     call_text,
     compare_policies,
     runtime_call,
+    runtime_outcome,
 )
 from ..analysis.concrete import Call
 
@@ -663,7 +663,7 @@ def _judge_step(
             continue
         a = _decided(engines[0], policies[0], call_old)
         b = _decided(engines[1], policies[1], call_new)
-        if _runtime_outcome(a) == _runtime_outcome(b):
+        if runtime_outcome(a) == runtime_outcome(b):
             continue
         widens = a.effect in ("deny", "ask") and b.effect == "allow"
         return Change(
