@@ -253,9 +253,7 @@ def render_text(report: DiffReport) -> str:
                 out.append(f"    old: {outcome_text(region.old)}, {winner_text(region.old)}")
                 out.append(f"    new: {outcome_text(region.new)}, {winner_text(region.new)}")
                 out.append(f"    e.g. {call_text(region.witness)}")
-                out += [f"    note: {note}" for note in region.notes]
-                if not region.verified:
-                    out.append("    note: the runtime did not confirm this witness flips")
+                out += [f"    note: {note}" for note in _region_notes(region)]
             for change in changes:
                 out.append(f"  {change.kind}: {change.summary}")
                 out += [f"    {line}" for line in change.details]
@@ -268,6 +266,13 @@ def render_text(report: DiffReport) -> str:
     counts = report.counts()
     out += ["", "summary: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "no changes")]
     return "\n".join(out) + "\n"
+
+
+def _region_notes(region: Region) -> list[str]:
+    """The comparison's notes on a region; an unverified one without a note says so."""
+    if region.verified or region.notes:
+        return list(region.notes)
+    return ["the runtime did not decide this witness under both specs"]
 
 
 def _undecided_text(question: UndecidedRegion) -> str:
@@ -304,9 +309,7 @@ def _md_region(spec: str, region: Region) -> list[str]:
         f"  - old: **{md_text(outcome_text(region.old))}**, {_md_winner(region.old)}",
         f"  - new: **{md_text(outcome_text(region.new))}**, {_md_winner(region.new)}",
     ]
-    lines += [f"  - note: {md_text(note)}" for note in region.notes]
-    if not region.verified:
-        lines.append("  - note: the runtime did not confirm this witness flips")
+    lines += [f"  - note: {_md_words(note)}" for note in _region_notes(region)]
     return lines
 
 
