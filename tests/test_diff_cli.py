@@ -244,3 +244,16 @@ def test_a_witness_reads_the_same_solved_or_from_the_analysis_cache(
     cached = run(["HEAD", "shop.harness"], capsys)
     assert solved == cached
     assert 'e.g. refund(order: "' in solved[1]  # arguments in the schema's order
+
+
+def test_a_spec_removed_by_the_change_narrows_and_passes(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git(repo, "rm", "-q", "shop.harness")
+    git(repo, "commit", "-qm", "remove the shop")
+    code, out, _ = run(["--format", "json", "HEAD~1..HEAD", "shop.harness"], capsys)
+    [spec] = json.loads(out)["specs"]
+    assert spec["status"] == "removed" and code == 0
+    assert {r["change"] for r in spec["regions"]} == {"allow→deny", "ask→deny"}
+    assert all(r["new"]["refused"] for r in spec["regions"])
+    assert [c["kind"] for c in spec["changes"]] == ["tool-removed"]
