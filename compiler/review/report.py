@@ -22,7 +22,6 @@ from typing import Any
 from harnessc.dsl.render_formats import artifact_location, sarif_envelope
 
 from ..analysis.compare import Comparison, Outcome, Region, UndecidedRegion, call_text
-from ..codegen.escape import md_code, md_text
 from .changes import CHANGE_KINDS, Change, plural
 
 __all__ = [
@@ -287,6 +286,19 @@ def _undecided_text(question: UndecidedRegion) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Markdown
+
+
+def md_code(text: str, cell: bool = True) -> str:
+    # loaded when Markdown is rendered: the code generator's package loads Jinja and its plan
+    from ..codegen.escape import md_code
+
+    return md_code(text, cell)
+
+
+def md_text(text: str | None) -> str:
+    from ..codegen.escape import md_text
+
+    return md_text(text)
 
 
 def _folded(title: str, lines: list[str], count: int) -> list[str]:
