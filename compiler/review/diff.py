@@ -24,6 +24,7 @@ from harnessc.runtime.model import Policy, Spec, Tool, Workflow, without_origins
 
 from ..analysis.compare import Comparison, compare_specs
 from ..analysis.concrete import Call
+from ..pipeline import paused_gc
 from .changes import spec_changes, step_changes
 from .report import DiffReport, SpecDiff, render
 from .sources import Side, Sides, SourceError, load_sides
@@ -237,18 +238,21 @@ def run_diff(
 ) -> int:
     """The command: read, compile and compare both sides, print or write the report, and
     return the exit status."""
-    try:
-        sides = load_sides(targets, cwd)
-    except SourceError as error:
-        sys.stderr.write(f"harnessc: {error}\n")
-        return EXIT_USAGE
-    failed = [side for side in (sides.old, sides.new) if side.failed]
-    for side in failed:
-        _print_failed(side, sys.stderr)
-    if failed:
-        return EXIT_USAGE
-    report = diff_report(sides)
-    text = render(report, fmt)
+    # both sides' models live until the report is written: the collector would rescan them
+    # at every full collection (pipeline.paused_gc)
+    with paused_gc():
+        try:
+            sides = load_sides(targets, cwd)
+        except SourceError as error:
+            sys.stderr.write(f"harnessc: {error}\n")
+            return EXIT_USAGE
+        failed = [side for side in (sides.old, sides.new) if side.failed]
+        for side in failed:
+            _print_failed(side, sys.stderr)
+        if failed:
+            return EXIT_USAGE
+        report = diff_report(sides)
+        text = render(report, fmt)
     if out is None:
         sys.stdout.write(text)
     else:
