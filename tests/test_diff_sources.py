@@ -118,6 +118,7 @@ def test_two_folders_pair_their_specs_by_relative_path(tmp_path: Path) -> None:
         (["specs", "specs/main.harness"], "compare a file with a file or a folder with a folder"),
         (["HEAD...main", "specs"], "name two revisions as `OLD..NEW`"),
         (["old.harness", "specs/main.harness"], "no such file `old.harness`"),
+        (["specs", "specs", "specs"], "name two files or two folders to compare"),
     ],
 )
 def test_arguments_that_name_nothing_comparable_are_usage_errors(

@@ -114,10 +114,13 @@ def load_sides(args: Sequence[str], cwd: str | Path | None = None) -> Sides:
     if (here / first).exists():
         if len(args) == 1:
             raise SourceError(f"name what to compare `{first}` with")
-        missing = next(a for a in args[1:] if not (here / a).exists())
-        raise SourceError(
-            f"no such file or folder `{missing}`",
-        )
+        missing = [a for a in args[1:] if not (here / a).exists()]
+        if not missing:
+            raise SourceError(
+                "name two files or two folders to compare, or a revision and the specs to "
+                "compare at it"
+            )
+        raise SourceError(f"no such file or folder `{missing[0]}`")
     if first.endswith(".harness"):
         raise SourceError(f"no such file `{first}`")
     if len(args) < 2:
