@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,8 @@ from harnessc.compiler.analysis.prelude import session_prelude
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import model as m
 from harnessc.runtime.policy import PolicyEngine
+
+from .conftest import ROOT
 
 TOOLS = """
 tool deploy {
@@ -400,11 +403,8 @@ def test_an_unknown_policy_name_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_a_tool_whose_schema_changed_is_compared_over_calls_both_accept(tmp_path: Path) -> None:
     new_tools = TOOLS.replace("    ticket: string?\n", "    ticket: string?\n    force: bool?\n")
-    new = BASE.replace(
-        '  staging: allow deploy when args.env == "staging"',
-        '  staging: allow deploy when args.env == "staging"\n'
-        '  forced: deny deploy when args has force { reason "no forcing" }',
-    )
+    forced = '  forced: deny deploy when args has force { reason "no forcing" }\n'
+    new = BASE.replace("  reads:", forced + "  reads:")
     c = diff(tmp_path, BASE, new, TOOLS, new_tools)
     assert c.schema_changed == ["deploy"]
     # a call with `force` exists only under the new schema: no region can be witnessed by
@@ -467,3 +467,44 @@ def test_a_second_comparison_of_the_same_pair_does_not_load_z3(tmp_path: Path) -
     regions, queries, hits, verified, z3 = run()
     assert (regions, hits, verified, z3) == ("1", "0", "True", "True") and int(queries) > 0
     assert run() == ["1", "0", "1", "True", "False"]
+
+
+def test_an_enum_with_a_value_added_compares_the_values_both_accept(tmp_path: Path) -> None:
+    # `staging` is the first value of the old enum and the second of the new one: the shared
+    # call must read it as the same value on both sides
+    new_tools = TOOLS.replace(
+        'enum("staging", "production")', 'enum("canary", "staging", "production")'
+    )
+    new = BASE.replace(
+        'staging: allow deploy when args.env == "staging"',
+        'staging: allow deploy when args.env == "staging" or args.env == "canary"\n'
+        '  big: deny deploy when args.env == "production" and args.n > 10 { reason "big" }',
+    )
+    c = diff(tmp_path, BASE, new, TOOLS, new_tools)
+    assert changes(c) == [("deploy", "ask→deny", "p.prod", "p.big")] and c.schema_changed
+    assert c.regions[0].witness.args["env"] == "production"
+
+
+def test_the_remediation_example_with_a_deny_narrowed(tmp_path: Path) -> None:
+    sides = []
+    for name in ("old", "new"):
+        folder = tmp_path / name
+        shutil.copytree(ROOT / "examples/remediation", folder)
+        sides.append(folder / "remediation.harness")
+    text = sides[1].read_text(encoding="utf-8")
+    narrowed = 'args.change_id from untrusted only and args.environment == "production" {'
+    sides[1].write_text(
+        text.replace("args.change_id from untrusted only {", narrowed), encoding="utf-8"
+    )
+    old, new = (check([path]).model for path in sides)
+    assert old is not None and new is not None
+    c = compare_specs(old, new, cache=AnalysisCache(on_disk=False))
+    assert "policy remediation.remediation" in c.subjects and c.undecided == []
+    [region] = c.regions
+    assert (region.tool, region.change) == ("production.deploy", "deny→allow")
+    assert region.old.rule == "remediation.untrusted_change"
+    assert region.witness.args["environment"] == "staging"
+    assert region.witness.session  # the change id came from an untrusted source only
+    assert region.verified and region.exact and region.widened
+    # every tool no changed rule selects is skipped without z3
+    assert set(c.tools_compared) == {"production.deploy"}

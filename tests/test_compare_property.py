@@ -1,6 +1,8 @@
 """Property: for random pairs of policies over a finite domain of calls, every region's witness
 flips under the runtime, and every call that flips is covered by a reported region (same
-tool, same old and new winner) — checked against brute force over every call."""
+tool, same old and new winner) — checked against brute force over every call. Half the pairs
+also change the tool's schema (an enum value added first), compared over the calls both
+schemas accept."""
 
 from __future__ import annotations
 
@@ -49,6 +51,18 @@ def _spec(default: str, parts: list[tuple[str, Any, str, int]]) -> m.Spec:
     return spec.model_copy(update={"policies": policies})
 
 
+def _with_enum(spec: m.Spec, values: tuple[str, ...]) -> m.Spec:
+    tool = spec.tools["t"]
+    fields = tuple(
+        f.model_copy(update={"type": f.type.model_copy(update={"values": values})})
+        if f.name == "e"
+        else f
+        for f in tool.input.fields
+    )
+    tool = tool.model_copy(update={"input": tool.input.model_copy(update={"fields": fields})})
+    return spec.model_copy(update={"tools": {"t": tool}})
+
+
 def _key(d: Decision) -> tuple[Any, ...]:
     if d.effect != "ask":
         return (d.effect,)
@@ -59,12 +73,16 @@ CALLS = [Call(tool="t", args={"n": n, "e": e}) for n in N_VALUES for e in E_VALU
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(policies, policies, st.booleans())
-def test_regions_agree_with_brute_force(old_parts: Any, new_parts: Any, mutate: bool) -> None:
+@given(policies, policies, st.booleans(), st.booleans())
+def test_regions_agree_with_brute_force(
+    old_parts: Any, new_parts: Any, mutate: bool, extended: bool
+) -> None:
     if mutate:  # a pair that differs by one rule, as in a pull request
         default, rules = old_parts
         new_parts = (default, [*rules[:1], *new_parts[1][:1], *rules[2:]])
     old, new = _spec(*old_parts), _spec(*new_parts)
+    if extended:  # the new schema's enum gains a first value: every other one moves
+        new = _with_enum(new, ("z", *E_VALUES))
     comparison = compare_policies(old, "p", new, "p", cache=AnalysisCache(on_disk=False))
     assert comparison.undecided == []
     for region in comparison.regions:
@@ -80,7 +98,7 @@ def test_regions_agree_with_brute_force(old_parts: Any, new_parts: Any, mutate: 
             flipped.add((call.tool, a.rule, b.rule))
     event(f"regions: {min(len(covered), 3)}")
     assert flipped == covered
-    if old_parts == new_parts:
+    if old_parts == new_parts and not extended:
         assert comparison.regions == [] and comparison.queries == 0
 
 

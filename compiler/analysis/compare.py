@@ -24,8 +24,10 @@ What is compared, and what it means:
   deny with no rule); a tool only in the new spec: its calls were refused before. Both are
   compared like any other tool, against that refusal (`tools_added`, `tools_removed`).
 - A tool whose input schema changed: the shared call is one both schemas accept (both
-  domains hold); calls only one schema accepts are refused by validation on the other side,
-  which is a change of the registry, not of policy (`schema_changed` names such tools).
+  domains hold; a field only one schema has, or types differently, is absent; an enum whose
+  values changed takes the values both accept, each one number on both sides); calls only one
+  schema accepts are refused by validation on the other side, which is a change of the
+  registry, not of policy (`schema_changed` names such tools).
 - `compare_specs` compares every policy the two specs both declare, by qualified name
   (subject `policy NAME`). Then each agent (subject `agent NAME`) whose policy changed name —
   added, removed, switched to another policy, or given or losing one — is compared as the
@@ -35,26 +37,54 @@ What is compared, and what it means:
   can take is covered once. A policy only one side declares and no agent uses decides no
   agent's calls; it is listed (`policies_added`, `policies_removed`), not compared.
 
+A skill's calls are judged by its parent's policy and its profile together, the strictest
+decision winning (runtime/calls.py `judge_call`): each of the two is compared as a policy, and
+a region of a profile is where a skill's decisions may change (a stricter parent may still
+decide those calls as before); the combination is not compared as such.
+
 A question z3 does not answer within its budget (budget.py) is reported in `undecided`, with
 its tool, never taken as "no change".
 """
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
+from typing import Any, TypeVar
 
 from harnessc.runtime import model as m
 
 from .budget import query_rlimit, query_timeout_ms
 from .cache import AnalysisCache
-from .concrete import STRENGTH, Call, decide, schema_problems
-from .partition import partition_key, rule_key
-from .policy import _Index
-from .text import duration_text, selector_text, spec_text, term_of
+from .compare_solve import (
+    NO_RULE,
+    REFUSED_NO_AGENT,
+    REFUSED_NO_POLICY,
+    Found,
+    Side,
+    ToolAnswers,
+    ToolSide,
+    Winner,
+    identical,
+    same_model,
+    solve_tool,
+    tool_side,
+)
+from .comparison import (
+    Comparison,
+    Outcome,
+    Region,
+    UndecidedRegion,
+    approver_text,
+    call_text,
+    call_to_dict,
+    grant_text,
+)
+from .concrete import Call, decide, schema_problems
 
 __all__ = [
     "Comparison",
@@ -68,588 +98,6 @@ __all__ = [
     "runtime_call",
     "runtime_outcome",
 ]
-
-REFUSED_UNREGISTERED = "`{tool}` is not a registered tool"
-REFUSED_NO_POLICY = "the agent `{agent}` has no policy"
-REFUSED_NO_AGENT = "the agent `{agent}` does not exist"
-
-
-# ---------------------------------------------------------------------------------------------
-# The data a report is made of
-
-
-def approver_text(approver: m.Approver) -> str:
-    """An approver as written: `role "owner"`, `user "ana"`."""
-    return f"{approver.kind} {json.dumps(approver.value, ensure_ascii=False)}"
-
-
-def grant_text(grant: m.Grant | None) -> str | None:
-    """A grant as written: `once ttl 15m`, `class deploy.* when … ttl 1h`; None: none written
-    (the runtime's default grant, this exact call for ten minutes)."""
-    if grant is None:
-        return None
-    scope = grant.scope
-    if grant.scope == "class":
-        scope = "class" + (f" {selector_text(grant.selector)}" if grant.selector else "")
-        if grant.condition is not None:
-            scope += f" when {spec_text(grant.condition)}"
-    return f"{scope} ttl {duration_text(grant.ttl_ms)}"
-
-
-@dataclass
-class Outcome:
-    """What one policy decides for the calls of a region.
-
-    `rule` is the winning rule's label (None: the policy's default, or a refusal before any
-    rule); `origin` is `file:line:col` of that rule, of the default (or risk-table entry) that
-    applied, or of the policy when it writes no default (None for a refusal). `approvers` and
-    `grant` are as written (for an ASK; empty and None otherwise), `reason` the decision's.
-    `refused` is set when no policy judged the call (an unregistered tool, an agent without a
-    policy or that does not exist).
-    """
-
-    effect: str
-    rule: str | None
-    origin: str | None
-    policy: str | None = None
-    approvers: list[str] = field(default_factory=list)
-    grant: str | None = None
-    reason: str | None = None
-    refused: bool = False
-
-    def key(self) -> tuple[Any, ...]:
-        """What makes two outcomes the same decision: the effect, and for an ASK its
-        approvers and grant."""
-        if self.effect == "ask":
-            return (self.effect, tuple(self.approvers), self.grant)
-        return (self.effect,)
-
-    @property
-    def label(self) -> str:
-        """The rule's label, or how the decision was made without one."""
-        if self.rule is not None:
-            return self.rule
-        return "refused" if self.refused else "default"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def call_to_dict(call: Call) -> dict[str, Any]:
-    """A witness call as JSON: only what it sets (`tool`, `args`, `actor`, … `session`)."""
-    data = asdict(call)
-    return {k: v for k, v in data.items() if k == "tool" or v}
-
-
-def call_text(call: Call) -> str:
-    """A witness call as one line: `deploy(env: "prod") as {"role": "sre"} with facts …`."""
-    args = ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in call.args.items())
-    text = f"{call.tool}({args})"
-    for what, value in (
-        ("as", call.actor),
-        ("resource", call.resource),
-        ("facts", call.facts),
-        ("task", call.task),
-        ("env", call.env),
-        ("call", call.execution),
-        ("connected", {k: v for k, v in call.connections.items() if v}),
-        ("running", {k: v for k, v in call.runtimes.items() if v}),
-    ):
-        if value:
-            text += f" {what} {json.dumps(value, ensure_ascii=False, sort_keys=True)}"
-    if call.session:
-        terms = "; ".join(
-            f"{spec_text(term_of(k))} = {json.dumps(v)}" for k, v in call.session.items()
-        )
-        text += f" session {{{terms}}}"
-    return text
-
-
-@dataclass
-class Region:
-    """A set of calls to one tool that the old side decides `old` and the new side `new`.
-
-    `subject` says what was compared: `policy NAME` or `agent NAME`. `witness` is a concrete
-    call of the region (its session state, when the rules read the session, in
-    `witness.session`). `verified`: the runtime decided the witness under both specs and the
-    decisions really differ as `change` says; `exact`: the encoding was exact and re-judging
-    the witness agreed with the solver (`notes` say what did not).
-    """
-
-    tool: str
-    subject: str
-    old_policy: str | None
-    new_policy: str | None
-    old: Outcome
-    new: Outcome
-    witness: Call
-    verified: bool = False
-    exact: bool = True
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def change(self) -> str:
-        """`allow→ask`, …; for the same effect, `ask→ask (approver)` or `ask→ask (grant)`."""
-        a, b = self.old, self.new
-        if a.effect != b.effect:
-            return f"{a.effect}→{b.effect}"
-        if a.approvers != b.approvers:
-            return f"{a.effect}→{b.effect} (approver)"
-        return f"{a.effect}→{b.effect} (grant)"
-
-    @property
-    def widened(self) -> bool:
-        """A call that was denied or asked is now allowed."""
-        return self.old.effect in ("deny", "ask") and self.new.effect == "allow"
-
-    @property
-    def weaker(self) -> bool:
-        """The new decision is less strict (deny→ask, deny→allow, ask→allow): `widened`, or a
-        denied call that may now run once approved."""
-        return STRENGTH[self.new.effect] < STRENGTH[self.old.effect]
-
-    @property
-    def narrowed(self) -> bool:
-        """The new decision is stronger (allow→ask, allow→deny, ask→deny)."""
-        return STRENGTH[self.new.effect] > STRENGTH[self.old.effect]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "subject": self.subject,
-            "old_policy": self.old_policy,
-            "new_policy": self.new_policy,
-            "change": self.change,
-            "widened": self.widened,
-            "old": self.old.to_dict(),
-            "new": self.new.to_dict(),
-            "witness": call_to_dict(self.witness),
-            "witness_text": call_text(self.witness),
-            "verified": self.verified,
-            "exact": self.exact,
-            "notes": list(self.notes),
-        }
-
-
-@dataclass
-class UndecidedRegion:
-    """A question about a tool z3 did not answer within its budget: whether the calls the old
-    side decides by `old_rule` and the new by `new_rule` exist (None, None: whether any call
-    of the tool changes at all). `reason` is z3's (`timeout`, …)."""
-
-    tool: str
-    subject: str
-    old_rule: str | None
-    new_rule: str | None
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Comparison:
-    """Every region of calls decided differently, and what was (not) compared.
-
-    `tools_compared`: tools solved or read from the cache; `tools_skipped`: tools whose
-    buckets are identical on both sides (no region, no z3); `tools_added`/`tools_removed`:
-    tools only one spec registers; `schema_changed`: tools compared over calls both input
-    schemas accept; `subjects`: what was compared (`policy NAME`, `agent NAME`).
-    """
-
-    regions: list[Region] = field(default_factory=list)
-    undecided: list[UndecidedRegion] = field(default_factory=list)
-    subjects: list[str] = field(default_factory=list)
-    tools_compared: list[str] = field(default_factory=list)
-    tools_skipped: list[str] = field(default_factory=list)
-    tools_added: list[str] = field(default_factory=list)
-    tools_removed: list[str] = field(default_factory=list)
-    schema_changed: list[str] = field(default_factory=list)
-    policies_added: list[str] = field(default_factory=list)
-    policies_removed: list[str] = field(default_factory=list)
-    queries: int = 0
-    """SMT queries asked (the comparison's work, independent of the machine's load)."""
-    cache_hits: int = 0
-    seconds: float = 0.0
-    """Wall time of the comparison (solving and verifying; not compiling the specs)."""
-
-    @property
-    def widened(self) -> bool:
-        return any(r.widened for r in self.regions)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.regions)
-
-    def by_change(self) -> dict[str, list[Region]]:
-        """Regions by `change` (`allow→ask`, …), in order of first appearance."""
-        out: dict[str, list[Region]] = {}
-        for r in self.regions:
-            out.setdefault(r.change, []).append(r)
-        return out
-
-    def by_tool(self) -> dict[str, list[Region]]:
-        out: dict[str, list[Region]] = {}
-        for r in self.regions:
-            out.setdefault(r.tool, []).append(r)
-        return out
-
-    def counts(self) -> dict[str, int]:
-        return {k: len(v) for k, v in self.by_change().items()}
-
-    def to_dict(self) -> dict[str, Any]:
-        """A stable JSON shape (`"version": 1`)."""
-        return {
-            "version": 1,
-            "widened": self.widened,
-            "changed": self.changed,
-            "counts": {
-                "by_change": self.counts(),
-                "by_tool": {k: len(v) for k, v in self.by_tool().items()},
-            },
-            "regions": [r.to_dict() for r in self.regions],
-            "undecided": [u.to_dict() for u in self.undecided],
-            "subjects": list(self.subjects),
-            "tools_compared": list(self.tools_compared),
-            "tools_skipped": list(self.tools_skipped),
-            "tools_added": list(self.tools_added),
-            "tools_removed": list(self.tools_removed),
-            "schema_changed": list(self.schema_changed),
-            "policies_added": list(self.policies_added),
-            "policies_removed": list(self.policies_removed),
-            "queries": self.queries,
-            "cache_hits": self.cache_hits,
-        }
-
-
-# ---------------------------------------------------------------------------------------------
-# One side of a comparison: a spec and the policy that judges (or the refusal of every call)
-
-
-@dataclass
-class _Side:
-    spec: m.Spec
-    policy: m.Policy | None
-    refusal: str | None = None
-    """Why every call is refused when there is no policy (`REFUSED_NO_POLICY`, …)."""
-    index: _Index | None = None
-    keys: list[Any] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.policy is not None:
-            self.index = _Index(self.policy.rules)
-            self.keys = [rule_key(r) for r in self.policy.rules]
-
-
-@dataclass
-class _Winner:
-    """One way a side can decide a call to a tool: rule `position` of its bucket wins, the
-    default applies (`risk`: for the call's risk, with a risk table), or the call is refused."""
-
-    name: str
-    """`r<position in the policy>`, `d`, `d:<risk>` or `x` (refused): stable, for the cache."""
-    outcome: Outcome
-    rule: m.Rule | None = None
-    position: int | None = None
-    """In the bucket."""
-    risk: str | None = None
-
-
-def _origin(ref: m.SourceRef | None) -> str | None:
-    return str(ref) if ref is not None else None
-
-
-def _options(source: m.Rule | m.DefaultDecision | m.RiskEntry, effect: str) -> dict[str, Any]:
-    if effect != "ask":
-        return {"approvers": [], "grant": None}
-    return {
-        "approvers": [approver_text(a) for a in source.approvers],
-        "grant": grant_text(source.grant),
-    }
-
-
-def _rule_outcome(rule: m.Rule, policy: str) -> Outcome:
-    return Outcome(
-        rule.effect,
-        rule.label,
-        _origin(rule.origin),
-        policy,
-        reason=rule.reason,
-        **_options(rule, rule.effect),
-    )
-
-
-def _default_outcome(spec: m.Spec, policy: m.Policy, risk: str) -> Outcome:
-    """The runtime's default (runtime/policy.py `decide_from`) for a call of this risk."""
-    d = policy.default
-    if d is None:
-        return Outcome("deny", None, _origin(policy.origin), policy.name, reason=_NO_RULE)
-    if d.table is None:
-        effect = d.effect or "deny"
-        return Outcome(
-            effect, None, _origin(d.origin), policy.name, reason=d.reason, **_options(d, effect)
-        )
-    table = spec.risk_tables.get(d.table)
-    entry = table.entries.get(risk) if table is not None else None  # type: ignore[call-overload]
-    if entry is None:
-        reason = f"the risk table `{d.table}` has no entry for risk `{risk}`"
-        return Outcome("deny", None, _origin(d.origin), policy.name, reason=reason)
-    return Outcome(
-        entry.effect,
-        None,
-        _origin(entry.origin or d.origin),
-        policy.name,
-        reason=entry.reason,
-        **_options(entry, entry.effect),
-    )
-
-
-_NO_RULE = "no rule allows this call"
-
-
-def _risks(tool: m.Tool) -> list[str]:
-    """The risks a call to the tool can have: its operations', else its own."""
-    if tool.operations:
-        return sorted({op.risk for op in tool.operations.values()}, key=m.risk_rank)
-    return [tool.risk]
-
-
-@dataclass
-class _ToolSide:
-    """One side's view of one tool: the ways it can decide a call, and what decides them."""
-
-    side: _Side
-    tool: m.Tool | None
-    rules: list[m.Rule]
-    winners: list[_Winner]
-    key: str
-    """Everything the side's decisions of the tool depend on (partition.py's key, the rules'
-    options, the default's outcomes by risk); equal keys: identical buckets."""
-
-
-def _tool_side(side: _Side, tool_id: str) -> _ToolSide:
-    tool = side.spec.tools.get(tool_id)
-    policy = side.policy
-    if tool is None or policy is None or side.index is None:
-        reason = REFUSED_UNREGISTERED.format(tool=tool_id) if tool is None else side.refusal
-        name = policy.name if policy is not None else None
-        refused = Outcome("deny", None, None, name, reason=reason, refused=True)
-        return _ToolSide(side, tool, [], [_Winner("x", refused)], "refused")
-    indices = side.index.bucket(tool)
-    rules = [policy.rules[i] for i in indices]
-    winners = [
-        _Winner(f"r{p}", _rule_outcome(rule, policy.name), rule, p) for p, rule in enumerate(rules)
-    ]
-    risks = _risks(tool)
-    defaults = {risk: _default_outcome(side.spec, policy, risk) for risk in risks}
-    if len({o.key() for o in defaults.values()}) == 1:
-        winners.append(_Winner("d", defaults[risks[0]]))
-    else:
-        winners += [_Winner(f"d:{risk}", o, risk=risk) for risk, o in defaults.items()]
-    keys = [side.keys[i] for i in indices]
-    described = {
-        "bucket": partition_key(side.spec, tool, rules, keys, False),
-        "options": [_Winner_key(w) for w in winners],
-    }
-    return _ToolSide(side, tool, rules, winners, json.dumps(described, sort_keys=True))
-
-
-def _Winner_key(w: _Winner) -> list[Any]:
-    return [w.name, list(w.outcome.key())]
-
-
-# ---------------------------------------------------------------------------------------------
-# Solving one tool
-
-
-@dataclass
-class _Found:
-    """A region as the solver (or the cache) gives it: the two winners' names and a call."""
-
-    old: str
-    new: str
-    call: Call
-    inexact: bool
-
-
-@dataclass
-class _ToolAnswers:
-    found: list[_Found] = field(default_factory=list)
-    undecided: list[tuple[str | None, str | None, str]] = field(default_factory=list)
-    queries: int = 0
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "found": [[f.old, f.new, asdict(f.call), f.inexact] for f in self.found],
-                "undecided": [list(u) for u in self.undecided],
-                "queries": self.queries,
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> _ToolAnswers:
-        data = json.loads(text)
-        return cls(
-            [_Found(a, b, Call(**c), bool(x)) for a, b, c, x in data["found"]],
-            [(a, b, r) for a, b, r in data["undecided"]],
-            int(data["queries"]),
-        )
-
-    @property
-    def out_of_time(self) -> bool:
-        return any(r in ("timeout", "canceled") or "resource" in r for _, _, r in self.undecided)
-
-
-def _solve_tool(old: _ToolSide, new: _ToolSide, timeout_ms: int, rlimit: int) -> _ToolAnswers:
-    """Every region of one tool (module docstring), with z3."""
-    import z3
-
-    from .examples import forget_examples
-    from .smt import Encoder, fresh_context
-    from .smt_terms import Registry, conj, disj, negate, to_z3
-    from .solve import Questions
-
-    fresh_context()
-    forget_examples()
-    primary = new if new.tool is not None else old
-    assert primary.tool is not None
-    registry: Registry = {}
-    enc = Encoder(primary.side.spec, primary.tool, registry)
-    everything = [*old.rules, *new.rules]
-    real: set[Any] = set()
-    sides = [s for s in (old, new) if s.tool is not None]
-    for s in sides:
-        enc.spec, enc.tool = s.side.spec, s.tool  # type: ignore[assignment]
-        enc.prepare(everything)
-        real |= enc.real_keys or set()
-    enc.real_keys = real
-    conditions: dict[int, list[Any]] = {}
-    inexact: dict[int, list[bool]] = {}
-    for s in (old, new):
-        if s.tool is not None:
-            # each side's schema adds its own domain to the values both read
-            enc._vars.clear()
-            enc.spec, enc.tool = s.side.spec, s.tool
-        match, loose = [], []
-        for rule in s.rules:
-            before = len(enc.inexact)
-            match.append(enc.rule_match(rule))
-            loose.append(len(enc.inexact) > before)
-        conds: list[Any] = []
-        for w in s.winners:
-            if w.position is not None:
-                p = w.position
-                beaten = [
-                    negate(match[q])
-                    for q, other in enumerate(s.rules)
-                    if STRENGTH[other.effect] > STRENGTH[s.rules[p].effect]
-                    or (other.effect == s.rules[p].effect and q < p)
-                ]
-                conds.append(conj(match[p], *beaten))
-            elif w.name == "x":
-                conds.append(True)
-            else:
-                nothing = conj(*(negate(x) for x in match))
-                if w.risk is not None:
-                    nothing = conj(nothing, enc.risk_expr() == m.risk_rank(w.risk))
-                conds.append(nothing)
-        conditions[id(s)] = conds
-        inexact[id(s)] = [*loose, *([False] * (len(s.winners) - len(loose)))]
-    enc.spec, enc.tool = primary.side.spec, primary.tool
-    if old.tool is not None and new.tool is not None and old.tool.input != new.tool.input:
-        _both_schemas(enc, ("args",), old.tool.input.fields, new.tool.input.fields)
-    spec = primary.side.spec
-    other = old.side.spec if primary is new else new.side.spec
-    if any(name not in spec.facts for name in other.facts):
-        # a witness carries the facts either side's rules read
-        spec = spec.model_copy(update={"facts": {**other.facts, **spec.facts}})
-    q = Questions(spec, primary.tool, enc, registry, timeout_ms, rlimit)
-    olds, news = conditions[id(old)], conditions[id(new)]
-    answers = _ToolAnswers()
-
-    def group(side: _ToolSide, conds: list[Any]) -> dict[tuple[Any, ...], list[Any]]:
-        out: dict[tuple[Any, ...], list[Any]] = {}
-        for w, c in zip(side.winners, conds, strict=True):
-            out.setdefault(w.outcome.key(), []).append(c)
-        return out
-
-    old_groups, new_groups = group(old, olds), group(new, news)
-    same = disj(
-        *(conj(disj(*old_groups[k]), disj(*new_groups[k])) for k in old_groups if k in new_groups)
-    )
-
-    def which(model: Any, conds: list[Any]) -> int:
-        return next(
-            i
-            for i, c in enumerate(conds)
-            if z3.is_true(model.eval(to_z3(c), model_completion=True))
-        )
-
-    blocked: list[Any] = []
-    seen: set[tuple[int, int]] = set()
-    while True:
-        found = q.check(negate(same), *blocked)
-        if found is None:
-            break
-        if found is False:
-            answers.undecided.append((None, None, q.reason or "unknown"))
-            break
-        a, b = which(found, olds), which(found, news)
-        if (a, b) in seen:  # cannot happen with an exact encoding; never loop
-            break
-        seen.add((a, b))
-        answers.found.append(
-            _Found(
-                old.winners[a].name,
-                new.winners[b].name,
-                q.call(found),
-                inexact[id(old)][a] or inexact[id(new)][b],
-            )
-        )
-        blocked.append(negate(conj(olds[a], news[b])))
-    if answers.undecided:
-        # one question per remaining pair, each within the budget
-        answers.undecided.clear()
-        for a, wa in enumerate(old.winners):
-            for b, wb in enumerate(new.winners):
-                if (a, b) in seen or wa.outcome.key() == wb.outcome.key():
-                    continue
-                found = q.check(olds[a], news[b])
-                if found is False:
-                    answers.undecided.append((wa.name, wb.name, q.reason or "unknown"))
-                elif found is not None:
-                    seen.add((a, b))
-                    call = q.call(found)
-                    rough = inexact[id(old)][a] or inexact[id(new)][b]
-                    answers.found.append(_Found(wa.name, wb.name, call, rough))
-    answers.queries = q.queries
-    return answers
-
-
-def _both_schemas(
-    enc: Any, prefix: tuple[str, ...], old: Sequence[m.Field], new: Sequence[m.Field]
-) -> None:
-    """Only calls both input schemas accept: a field one schema lacks, or types differently,
-    is absent (no call at all when a schema requires it)."""
-    import z3
-
-    before = {f.name: f for f in old}
-    after = {f.name: f for f in new}
-    for name in sorted(set(before) | set(after)):
-        a, b = before.get(name), after.get(name)
-        key = (*prefix, name)
-        if a is not None and b is not None and a.type.name == b.type.name:
-            if a.type.name == "object":
-                _both_schemas(enc, key, a.type.fields, b.type.fields)
-            continue
-        if any(f is not None and not f.type.optional and f.default is None for f in (a, b)):
-            enc.domain.append(z3.BoolVal(False))  # required on one side only: no such call
-            return
-        enc.domain.append(z3.Not(enc.presence(key)))
-
 
 # ---------------------------------------------------------------------------------------------
 # Witnesses: re-judged the plain way, then decided by the runtime under both specs
@@ -667,26 +115,44 @@ def runtime_outcome(decision: Any) -> tuple[Any, ...]:
 
 
 class _Runtime:
-    """The runtime's engines of both specs, made on first use, and calls judged by them."""
+    """The runtime's engines of both specs, and calls judged by them.
+
+    A decision reads nothing of the registry but the called tool's entry (the policy's rules
+    and default, the tool's view, the facts), so the witnesses of a run are decided by engines
+    made over each spec narrowed to the tools they call (`narrow`), made once — what keeps one
+    changed rule of a 5,000-tool spec from compiling every tool's decider twice. A witness
+    with session state is decided over the whole spec: its history terms select other tools.
+    """
 
     def __init__(self) -> None:
-        self.engines: dict[int, Any] = {}
+        self.engines: dict[tuple[int, bool], Any] = {}
+        self.tools: set[str] = set()
+        """The tools the witnesses without session state call (`narrow`)."""
 
-    def engine(self, spec: m.Spec) -> Any:
+    def narrow(self, tools: Iterable[str]) -> None:
+        self.tools = set(tools)
+        self.engines = {k: v for k, v in self.engines.items() if k[1]}
+
+    def engine(self, spec: m.Spec, whole: bool) -> Any:
         from harnessc.runtime.policy import PolicyEngine
 
-        found = self.engines.get(id(spec))
+        found = self.engines.get((id(spec), whole))
         if found is None:
-            found = self.engines[id(spec)] = (spec, PolicyEngine(spec))
+            narrowed = spec
+            if not whole:
+                tools = {t: spec.tools[t] for t in sorted(self.tools) if t in spec.tools}
+                narrowed = spec.model_copy(update={"tools": tools})
+            found = self.engines[(id(spec), whole)] = (spec, PolicyEngine(narrowed))
         return found[1]
 
-    def decide(self, side: _Side, call: Call, steps: Sequence[m.SessionStep]) -> Any:
+    def decide(self, side: Side, call: Call, steps: Sequence[m.SessionStep]) -> Any:
         """The runtime's decision of the call on this side (a refusal without a policy)."""
         from harnessc.runtime.policy import Decision
 
         if side.policy is None:
-            return Decision.denied(side.refusal or _NO_RULE, policy="", tool_id=call.tool)
-        return self.engine(side.spec).decide(side.policy.name, runtime_call(side.spec, call, steps))
+            return Decision.denied(side.refusal or NO_RULE, policy="", tool_id=call.tool)
+        engine = self.engine(side.spec, whole=bool(steps) or call.tool not in self.tools)
+        return engine.decide(side.policy.name, runtime_call(side.spec, call, steps))
 
 
 def runtime_call(spec: m.Spec, call: Call, steps: Sequence[m.SessionStep] = ()) -> Any:
@@ -731,22 +197,23 @@ class _Comparer:
         self.cache = cache if cache is not None else AnalysisCache()
         self.verify = verify
         self.runtime = _Runtime()
+        self.pending: list[tuple[Region, ToolSide, ToolSide]] = []
         self.timeout_ms = query_timeout_ms()
         self.rlimit = query_rlimit()
 
     def compare(
-        self, out: Comparison, subject: str, old: _Side, new: _Side, tool_ids: Iterable[str]
+        self, out: Comparison, subject: str, old: Side, new: Side, tool_ids: Iterable[str]
     ) -> None:
         out.subjects.append(subject)
         for tool_id in tool_ids:
-            a, b = _tool_side(old, tool_id), _tool_side(new, tool_id)
+            a, b = tool_side(old, tool_id), tool_side(new, tool_id)
             if a.tool is None and b.tool is None:
                 continue
             if a.tool is None and tool_id not in out.tools_added:
                 out.tools_added.append(tool_id)
             if b.tool is None and tool_id not in out.tools_removed:
                 out.tools_removed.append(tool_id)
-            if a.key == b.key:
+            if identical(a, b):
                 if tool_id not in out.tools_skipped:
                     out.tools_skipped.append(tool_id)
                 continue
@@ -755,7 +222,7 @@ class _Comparer:
             if (
                 a.tool is not None
                 and b.tool is not None
-                and m.without_origins(a.tool.input) != m.without_origins(b.tool.input)
+                and not same_model(a.tool.input, b.tool.input)
                 and tool_id not in out.schema_changed
             ):
                 out.schema_changed.append(tool_id)
@@ -779,17 +246,17 @@ class _Comparer:
                     )
                 )
 
-    def answers(self, out: Comparison, a: _ToolSide, b: _ToolSide) -> _ToolAnswers:
+    def answers(self, out: Comparison, a: ToolSide, b: ToolSide) -> ToolAnswers:
         key = f"compare\n{a.key}\n{b.key}"
         text = self.cache.read(key)
         if text is not None:
             try:
-                found = _ToolAnswers.from_json(text)
+                found = ToolAnswers.from_json(text)
                 out.cache_hits += 1
                 return found
             except (ValueError, KeyError, TypeError):
                 pass
-        solved = _solve_tool(a, b, self.timeout_ms, self.rlimit)
+        solved = solve_tool(a, b, self.timeout_ms, self.rlimit)
         out.queries += solved.queries
         self.cache.write(key, solved.to_json(), keep=not solved.out_of_time)
         return solved
@@ -798,11 +265,11 @@ class _Comparer:
         self,
         subject: str,
         tool_id: str,
-        a: _ToolSide,
-        b: _ToolSide,
-        wa: _Winner,
-        wb: _Winner,
-        found: _Found,
+        a: ToolSide,
+        b: ToolSide,
+        wa: Winner,
+        wb: Winner,
+        found: Found,
     ) -> Region:
         call = _copy(found.call)
         call.tool = tool_id
@@ -819,11 +286,18 @@ class _Comparer:
         for which, side, w in (("old", a, wa), ("new", b, wb)):
             self.rejudge(region, which, side, w)
         if self.verify:
-            self.run(region, a, b)
+            self.pending.append((region, a, b))
         return region
 
+    def finish(self) -> None:
+        """Decide every region's witness with the runtime (`run`), with engines made once."""
+        pending, self.pending = self.pending, []
+        self.runtime.narrow(r.witness.tool for r, _, _ in pending if not r.witness.session)
+        for region, a, b in pending:
+            self.run(region, a, b)
+
     @staticmethod
-    def rejudge(region: Region, which: str, side: _ToolSide, w: _Winner) -> None:
+    def rejudge(region: Region, which: str, side: ToolSide, w: Winner) -> None:
         """The witness judged the plain way (concrete.py) on one side: its winner must be the
         region's; a call that breaks the side's schema is noted."""
         policy = side.side.policy
@@ -842,7 +316,7 @@ class _Comparer:
             region.exact = False
             region.notes += [f"{which} schema: {p}" for p in problems]
 
-    def run(self, region: Region, a: _ToolSide, b: _ToolSide) -> None:
+    def run(self, region: Region, a: ToolSide, b: ToolSide) -> None:
         """Decide the witness with the runtime under both specs (`verified`)."""
         steps: list[m.SessionStep] = []
         if region.witness.session:
@@ -877,6 +351,27 @@ def _key_text(key: tuple[Any, ...]) -> str:
 # The entry points
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _collector_paused(fn: _F) -> _F:
+    """Run `fn` with the cyclic garbage collector off, as the compiler's pipeline runs: a
+    comparison makes many small objects beside two whole specs, which the collector's full
+    passes would rescan again and again (a third of the time at 5,000 tools)."""
+
+    @functools.wraps(fn)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused  # type: ignore[return-value]
+
+
 def _policy(spec: m.Spec, policy: m.Policy | str | None) -> m.Policy | None:
     if policy is None or isinstance(policy, m.Policy):
         return policy
@@ -886,6 +381,7 @@ def _policy(spec: m.Spec, policy: m.Policy | str | None) -> m.Policy | None:
     return found
 
 
+@_collector_paused
 def compare_policies(
     old_spec: m.Spec,
     old_policy: m.Policy | str | None,
@@ -915,23 +411,25 @@ def compare_policies(
     comparer.compare(
         out,
         subject,
-        _Side(old_spec, a, None if a is not None else _NO_RULE),
-        _Side(new_spec, b, None if b is not None else _NO_RULE),
+        Side(old_spec, a, None if a is not None else NO_RULE),
+        Side(new_spec, b, None if b is not None else NO_RULE),
         ids,
     )
+    comparer.finish()
     out.seconds = time.perf_counter() - started
     return out
 
 
-def _agent_side(spec: m.Spec, name: str) -> _Side:
+def _agent_side(spec: m.Spec, name: str) -> Side:
     agent = spec.agents.get(name)
     if agent is None:
-        return _Side(spec, None, REFUSED_NO_AGENT.format(agent=name))
+        return Side(spec, None, REFUSED_NO_AGENT.format(agent=name))
     if not agent.policy:
-        return _Side(spec, None, REFUSED_NO_POLICY.format(agent=name))
-    return _Side(spec, spec.policy(agent.policy), REFUSED_NO_POLICY.format(agent=name))
+        return Side(spec, None, REFUSED_NO_POLICY.format(agent=name))
+    return Side(spec, spec.policy(agent.policy), REFUSED_NO_POLICY.format(agent=name))
 
 
+@_collector_paused
 def compare_specs(
     old_spec: m.Spec,
     new_spec: m.Spec,
@@ -949,8 +447,8 @@ def compare_specs(
         comparer.compare(
             out,
             f"policy {name}",
-            _Side(old_spec, old_spec.policies[name]),
-            _Side(new_spec, new_spec.policies[name]),
+            Side(old_spec, old_spec.policies[name]),
+            Side(new_spec, new_spec.policies[name]),
             ids,
         )
     out.policies_added = sorted(set(new_spec.policies) - set(old_spec.policies))
@@ -963,5 +461,6 @@ def compare_specs(
         if same_policy or (a.policy is None and b.policy is None and a.refusal == b.refusal):
             continue  # covered by the policy's comparison, or refused alike
         comparer.compare(out, f"agent {name}", a, b, ids)
+    comparer.finish()
     out.seconds = time.perf_counter() - started
     return out
