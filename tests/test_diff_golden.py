@@ -207,3 +207,45 @@ def test_an_undecided_question_is_shown_and_fails_unless_never() -> None:
     sarif = json.loads(render_sarif(report))
     [result] = sarif["runs"][0]["results"]
     assert result["ruleId"] == "harnessc-diff/undecided" and result["level"] == "warning"
+
+
+def _same_kind(count: int, old_rule: str | None = None) -> list[Region]:
+    """Regions of `count` tools that one new DENY decides, each once allowed by its own rule
+    (or all by `old_rule`)."""
+    regions = []
+    for i in range(count):
+        line = 100 if old_rule else i + 100
+        old = Outcome("allow", old_rule or f"main.allow_{i}", f"a.harness:{line}:3", "demo.main")
+        new = Outcome("deny", "main.freeze", "b.harness:9:3", "demo.main", reason="frozen")
+        witness = Call(f"tool.t{i:05}", {"n": i}, {"role": "sre"})
+        region = Region(
+            witness.tool, "policy demo.main", "demo.main", "demo.main", old, new, witness
+        )
+        region.verified = True
+        regions.append(region)
+    return regions
+
+
+def test_markdown_groups_regions_of_one_kind_and_names_every_tool() -> None:
+    regions = _same_kind(30, old_rule="main.allow_all")
+    markdown = render_markdown(_report(regions))
+    assert "- **30 tools** allow→deny — policy `demo.main`" in markdown
+    assert markdown.count("witness:") == 1
+    assert all(f"`{r.tool}`" in markdown for r in regions)
+    assert "cut to fit" not in markdown
+
+
+def test_a_large_markdown_report_is_cut_to_fit_a_comment_and_says_so() -> None:
+    from harnessc.compiler.review.report import MARKDOWN_BUDGET
+
+    regions = _same_kind(6000)  # a new DENY over 6,000 tools, each once allowed its own way
+    regions += [_region(1, "ask", "allow")]
+    markdown = render_markdown(_report(regions))
+    assert len(markdown) <= MARKDOWN_BUDGET
+    assert "cut to fit a pull-request comment" in markdown
+    assert "- **6000 tools** allow→deny — policy `demo.main`" in markdown
+    assert "6000 ways:" in markdown and "and 5990 more" in markdown
+    # the widening region is shown whole, first
+    assert markdown.index("### Widening") < markdown.index("6000 tools")
+    assert "tool.t1(n: 1)" in markdown
+    assert render_text(_report(regions)).count("allow→deny  [") == 6000  # text keeps each

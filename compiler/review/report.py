@@ -357,7 +357,106 @@ def _md_change(spec: str, change: Change) -> list[str]:
     return lines
 
 
+MARKDOWN_BUDGET = 60_000
+"""Characters a Markdown report aims to stay under: GitHub keeps 65,536 of a comment."""
+NAMES_WHEN_CUT = 10
+"""Tools named per group of regions once a report is cut to fit."""
+ENTRIES_WHEN_CUT = 40
+"""Entries of each section after the widening one once a report is cut further."""
+
+
+def _md_group(spec: str, regions: list[Region], names: int | None) -> list[str]:
+    """Regions of one kind — the same change between the same winning rules — for several
+    tools: the winners once, one witness, every tool (the first `names` when cut)."""
+    if len(regions) == 1:
+        return _md_region(spec, regions[0])
+    first = regions[0]
+    kind, _, name = first.subject.partition(" ")
+    subject = f"{md_text(kind)} {md_code(name, cell=False)}" if name else md_text(kind)
+    title = f"**{len(regions)} tools** {md_text(first.change)} — {subject}"
+    if spec:
+        title += f" — {md_code(spec, cell=False)}"
+    tools = [md_code(r.tool, cell=False) for r in regions]
+    listed = _listed(tools, names)
+    # regions grouped by their new winner only may come from several old winners
+    olds: dict[tuple[Any, ...], Outcome] = {}
+    for region in regions:
+        olds.setdefault((region.old.label, region.old.origin, outcome_text(region.old)), region.old)
+    if len(olds) == 1:
+        old = f"**{md_text(outcome_text(first.old))}**, {_md_winner(first.old)}"
+    else:
+        effects = " or ".join(sorted({f"**{md_text(outcome_text(o))}**" for o in olds.values()}))
+        winners = _listed([_md_winner(o) for o in olds.values()], names)
+        old = f"{effects}, {len(olds)} ways: {winners}"
+    lines = [
+        f"- {title}",
+        f"  - old: {old}",
+        f"  - new: **{md_text(outcome_text(first.new))}**, {_md_winner(first.new)}",
+        f"  - witness: {md_code(call_text(first.witness), cell=False)}",
+        f"  - tools: {listed}",
+    ]
+    unverified = sum(not r.verified for r in regions)
+    if unverified:
+        lines.append(
+            f"  - note: the runtime did not confirm the witness of {unverified} of them "
+            "(`--format text` shows each)"
+        )
+    return lines
+
+
+def _listed(items: list[str], names: int | None) -> str:
+    listed = ", ".join(items if names is None else items[:names])
+    if names is not None and len(items) > names:
+        listed += f" and {len(items) - names} more"
+    return listed
+
+
+def _grouped(
+    pairs: list[tuple[str, Region]], coarse: bool = False
+) -> list[tuple[str, list[Region]]]:
+    """Regions by kind — spec, change, subject, both winners and outcomes (`coarse`: the new
+    winner and outcome only) — in order of the first of each."""
+    groups: dict[tuple[Any, ...], tuple[str, list[Region]]] = {}
+    for spec, region in pairs:
+        key: tuple[Any, ...] = (
+            spec,
+            region.change,
+            region.subject,
+            region.new.label,
+            region.new.origin,
+            outcome_text(region.new),
+        )
+        if not coarse:
+            key += (region.old.label, region.old.origin, outcome_text(region.old))
+        groups.setdefault(key, (spec, []))[1].append(region)
+    return list(groups.values())
+
+
+def _cut(entries: list[list[str]], limit: int | None, what: str) -> list[str]:
+    """The lines of the first `limit` entries, and how many more there are."""
+    if limit is None or len(entries) <= limit:
+        return [line for entry in entries for line in entry]
+    kept = [line for entry in entries[:limit] for line in entry]
+    return [*kept, f"- … and {len(entries) - limit} more {what}"]
+
+
 def render_markdown(report: DiffReport) -> str:
+    """The report as a pull-request comment, within `MARKDOWN_BUDGET` characters where it
+    can be: first every region and change (regions of one kind grouped), then with each
+    group's tools cut to `NAMES_WHEN_CUT`, then grouped by new winner alone (a new rule that
+    decides calls several rules decided), then every section but the widening one cut to
+    `ENTRIES_WHEN_CUT` entries; a cut report says so."""
+    text = _markdown(report, None, None)
+    for coarse, entries in ((False, None), (True, None), (True, ENTRIES_WHEN_CUT)):
+        if len(text) <= MARKDOWN_BUDGET:
+            break
+        text = _markdown(report, NAMES_WHEN_CUT, entries, coarse)
+    return text
+
+
+def _markdown(
+    report: DiffReport, names: int | None, entries: int | None, coarse: bool = False
+) -> str:
     icon = "⚠️" if report.widened else ("❔" if report.undecided else "✅")
     out = [
         f"## harnessc diff: {md_code(report.old, cell=False)} → {md_code(report.new, cell=False)}",
@@ -375,32 +474,44 @@ def render_markdown(report: DiffReport) -> str:
             f"- {md_code(s.spec, cell=False)}: {md_text(_spec_summary(s))}" for s in report.specs
         ]
         out.append("")
+    if names is not None:
+        out += [
+            "> This report is cut to fit a pull-request comment; `harnessc diff --format json` "
+            "lists every region and change.",
+            "",
+        ]
     # a spec's name is shown on each entry only when several specs were compared
     many = len(report.specs) > 1
     pairs = [(s.spec if many else "", r) for s in report.specs for r in s.regions()]
-    widening = [(s, r) for s, r in pairs if r.widened]
+    widening = _grouped([(s, r) for s, r in pairs if r.widened], coarse)
     step_widening = [
         (s.spec if many else "", c) for s in report.specs for c in s.changes if c.widens
     ]
     if widening or step_widening:
-        lines = [line for s, r in widening for line in _md_region(s, r)]
+        lines = [line for s, group in widening for line in _md_group(s, group, names)]
         lines += [line for s, c in step_widening for line in _md_change(s, c)]
         out += ["### Widening: now allowed", "", *lines, ""]
-    others = sorted(
-        [(s, r) for s, r in pairs if not r.widened],
-        key=lambda p: (change_order(p[1].change), p[1].tool, region_order(p[1])),
+    others = _grouped(
+        sorted(
+            [(s, r) for s, r in pairs if not r.widened],
+            key=lambda p: (change_order(p[1].change), p[1].tool, region_order(p[1])),
+        ),
+        coarse,
     )
     if others:
-        lines = [line for s, r in others for line in _md_region(s, r)]
-        out += _folded(f"### Other calls decided differently ({len(others)})", lines, len(others))
+        count = sum(len(group) for _, group in others)
+        found = [_md_group(s, group, names) for s, group in others]
+        lines = _cut(found, entries, "kinds of calls decided differently")
+        out += _folded(f"### Other calls decided differently ({count})", lines, len(found))
     rest = [(s.spec if many else "", c) for s in report.specs for c in s.changes if not c.widens]
     if rest:
-        lines = [line for s, c in rest for line in _md_change(s, c)]
+        lines = _cut([_md_change(s, c) for s, c in rest], entries, "changes")
         title = f"### Registry, surfaces, availability and workflows ({len(rest)})"
         out += _folded(title, lines, len(rest))
     undecided = [(s, u) for s in report.specs for u in s.undecided()]
     if undecided:
-        lines = [f"- {_md_words(_undecided_text(u))}" for _, u in undecided]
+        found = [[f"- {_md_words(_undecided_text(u))}"] for _, u in undecided]
+        lines = _cut(found, entries, "undecided questions")
         out += _folded(f"### Undecided ({len(undecided)})", lines, len(undecided))
     notes = [*report.notes, *(n for spec in report.specs for n in spec.notes)]
     if notes:
