@@ -395,6 +395,12 @@ def _print_verification(result: Any, format: str) -> int:
     return EXIT_OK if result.ok else EXIT_ERRORS
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .review.diff import run_diff  # the solver and the runtime: loaded only to compare
+
+    return run_diff(args.targets, args.format, args.fail_on, args.out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harnessc",
@@ -554,6 +560,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     init.add_argument("--force", action="store_true", help="overwrite files that already exist")
     init.set_defaults(run=cmd_init)
+
+    diff = sub.add_parser(
+        "diff", help="what a change to specs does: calls decided differently, with witness calls"
+    )
+    diff.add_argument(
+        "targets",
+        nargs="+",
+        metavar="SPEC",
+        help="OLD NEW (two files or two folders), or REV..REV2 SPEC… or REV SPEC… (git)",
+    )
+    diff.add_argument("--format", choices=("text", "markdown", "json", "sarif"), default="text")
+    diff.add_argument(
+        "--fail-on",
+        choices=("widened", "changed", "never"),
+        default="widened",
+        help="exit 1 when a call is newly allowed (default), on any change, or never",
+    )
+    diff.add_argument("-o", "--out", metavar="FILE", help="write the report to FILE")
+    diff.set_defaults(run=cmd_diff)
     return parser
 
 

@@ -228,7 +228,7 @@ def _region(label: Label) -> dict:
     }
 
 
-def _artifact(path: str) -> dict:
+def artifact_location(path: str) -> dict:
     """A relative path is resolved against the checkout (`%SRCROOT%`); an absolute one is a
     `file:` URI, as SARIF requires."""
     if PurePath(path).is_absolute():
@@ -239,7 +239,7 @@ def _artifact(path: str) -> dict:
 def _location(label: Label, index: int | None = None) -> dict:
     location: dict = {
         "physicalLocation": {
-            "artifactLocation": _artifact(label.span.source.path),
+            "artifactLocation": artifact_location(label.span.source.path),
             "region": _region(label),
         }
     }
@@ -305,10 +305,18 @@ def sarif_log(
                     _location(label, i) for i, label in enumerate(related, 1)
                 ]
         elif d.path:
-            result["locations"] = [{"physicalLocation": {"artifactLocation": _artifact(d.path)}}]
+            result["locations"] = [
+                {"physicalLocation": {"artifactLocation": artifact_location(d.path)}}
+            ]
         if silenced is not None:
             result["suppressions"] = [_suppression(silenced)]
         results.append(result)
+    return sarif_envelope(rules, results, version)
+
+
+def sarif_envelope(rules: list[dict], results: list[dict], version: str = "") -> dict:
+    """A SARIF 2.1.0 log of one run of harnessc: its `rules` (reportingDescriptors) and
+    `results`, paths relative to the checkout (`%SRCROOT%`)."""
     driver: dict = {"name": "harnessc", "informationUri": INFORMATION_URI, "rules": rules}
     if version:
         driver["version"] = version
