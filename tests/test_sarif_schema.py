@@ -91,3 +91,12 @@ def test_every_link_is_an_absolute_uri_that_harnessc_explain_opens(
         shown = capsys.readouterr().out
         assert shown.startswith(f"{rule['id']} {rule['name']} ")
         assert rule["help"]["text"] in shown
+
+
+def test_harnessc_diff_sarif_is_valid_sarif() -> None:
+    """The review report's SARIF (tests/review/release.sarif, the golden that
+    tests/test_diff_golden.py keeps equal to what `harnessc diff --format sarif` prints)."""
+    log = json.loads((ROOT / "tests" / "review" / "release.sarif").read_text(encoding="utf-8"))
+    _validate(log)
+    (run,) = log["runs"]
+    assert run["results"], "the golden diff reports regions"
