@@ -62,6 +62,8 @@ class Ruling:
 
     decision: Decision
     grants: tuple[ApprovalGrant, ...] = ()
+    context: CallContext | None = None
+    """The call as the policies saw it."""
 
     @property
     def grant(self) -> ApprovalGrant | None:
@@ -303,7 +305,7 @@ def judge_call(s: Session, pending: PendingCall) -> Ruling:
     tied = judge_policies(h.engine, s.policies, ctx, agent=s.agent.name)
     best = tied[0]
     if best.effect != "ask":
-        return Ruling(decision=best)
+        return Ruling(decision=best, context=ctx)
     tool = h.spec.tools.get(pending.tool_id)
     grants: list[ApprovalGrant] = []
     for d in tied:
@@ -319,9 +321,9 @@ def judge_call(s: Session, pending: PendingCall) -> Ruling:
             own_rule=len(tied) > 1,
         )
         if grant is None:
-            return Ruling(decision=d)
+            return Ruling(decision=d, context=ctx)
         grants.append(grant)
-    return Ruling(decision=best, grants=tuple(grants))
+    return Ruling(decision=best, grants=tuple(grants), context=ctx)
 
 
 def decide_call(s: Session, pending: PendingCall) -> Decision:
@@ -354,11 +356,24 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
             "authorized": "true" if authorized else "false",
         }
     )
-    event = NewEvent(s.id, "Tool", "decision", payload, text)
+    events = [NewEvent(s.id, "Tool", "decision", payload, text)]
+    shadow = h.shadowing
+    if shadow is not None and ruling.context is not None:
+        # the candidate's divergence rides the decision's commit (runtime/shadow.py)
+        diverged = shadow.judge(
+            s,
+            ruling.context,
+            d,
+            decision_id=decision_id,
+            policy_version=h.policy_version,
+            input_hash=pending.input_hash,
+        )
+        if diverged is not None:
+            events.append(diverged)
     # a decision that lets the call run rides the commit that records it RUNNING, before the
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes
-    defer_events(h.store, [event])
+    defer_events(h.store, events)
     judged = Judged(
         decision_id=decision_id,
         decision=d,

@@ -30,7 +30,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from .availability import Facts
 from .calls import execution_params
@@ -48,7 +48,7 @@ from .model import Spec
 from .policy import CallContext
 from .projections import Projections, SessionView
 from .sessions import FACT_EVENTS, fold_facts, session_policies
-from .store import EventStore
+from .store import EventStore, Row
 
 __all__ = [
     "PAGE",
@@ -56,6 +56,7 @@ __all__ = [
     "RecordedOutcome",
     "policies_in",
     "read_decisions",
+    "read_rows",
     "recorded_decision",
 ]
 
@@ -65,6 +66,7 @@ PAGE = 5000
 _SESSION_TYPES = ("session.started", "session.resumed", "session.ended", "task.fact")
 _LEDGER_TYPES = (USER_SAID, WORKFLOW_INPUT, WORKFLOW_STEP_RESULT)
 _TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+_MARK = json.dumps(REDACTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,16 +149,18 @@ class _Call:
 
     __slots__ = ("args", "execution", "key", "redacted")
 
-    def __init__(self, key: str, args: Any, execution: Any) -> None:
+    def __init__(self, key: str, args: Any, execution: Any, withheld: bool) -> None:
         self.key = key
-        self.args: Mapping[str, Any] = args if isinstance(args, Mapping) else {}
-        self.execution = execution_params(execution if isinstance(execution, Mapping) else None)
-        found: list[str] = []
-        _redacted(self.args, "$", found)
-        env = self.execution.get("env")
-        if isinstance(env, Mapping):
-            found.extend(f"$.execution.env.{name}" for name, v in env.items() if v == REDACTED)
-        self.redacted = tuple(found)
+        self.args: Mapping[str, Any] = args if type(args) is dict else {}
+        self.execution = execution_params(execution) if type(execution) is dict else {}
+        self.redacted: tuple[str, ...] = ()
+        if withheld:  # the text holds the redaction mark: find where
+            found: list[str] = []
+            _redacted(self.args, "$", found)
+            env = self.execution.get("env")
+            if isinstance(env, Mapping):
+                found.extend(f"$.execution.env.{k}" for k, v in env.items() if v == REDACTED)
+            self.redacted = tuple(found)
 
 
 class _Session:
@@ -211,30 +215,66 @@ def _redacted(value: Any, path: str, found: list[str]) -> None:
             _redacted(item, f"{path}[{i}]", found)
 
 
+class _Row:
+    """An event as the reader folds it: what `Projections.apply` and `Ledger.feed` read of an
+    `Event` (position, stream, type, payload, time), without its hashes."""
+
+    __slots__ = ("payload", "position", "stream", "time", "type")
+
+    def __init__(
+        self, position: int, stream: str, type_: str, payload: dict[str, Any], time: str
+    ) -> None:
+        self.position, self.stream, self.type, self.payload, self.time = (
+            position,
+            stream,
+            type_,
+            payload,
+            time,
+        )
+
+
 def _pages(
-    store: EventStore, types: Sequence[str], moves: Sequence[str], after: int, page: int
-) -> Iterator[list[Event]]:
-    """The store's events of `types` after `after`, page by page (the store selects them
-    when it can, `read_types`; else every event is read and the others dropped)."""
-    select = getattr(store, "read_types", None)
+    store: EventStore,
+    types: Sequence[str],
+    moves: Sequence[str],
+    short: Sequence[str],
+    after: int,
+    page: int,
+) -> Iterator[list[Row]]:
+    """The store's events of `types` after `after` as rows, page by page: selected by the
+    store when it can (`read_rows`: SQLite, PostgreSQL), else read whole and filtered."""
+    select = getattr(store, "read_rows", None)
     wanted = frozenset(types)
     while True:
         if select is not None:
-            found: list[Event] = select(types, after=after, limit=page, moves=moves)
+            found: list[Row] = select(types, after=after, limit=page, moves=moves, short=short)
             if not found:
                 return
             yield found
             if len(found) < page:
                 return
-            after = found[-1].position
+            after = found[-1][0]
         else:
             events = store.read(after=after, limit=page)
             if not events:
                 return
-            yield [e for e in events if e.type in wanted]
+            yield [
+                (e.position, e.stream, e.type, e.payload_json, e.time)
+                for e in events
+                if e.type in wanted
+            ]
             if len(events) < page:
                 return
             after = events[-1].position
+
+
+def read_rows(
+    store: EventStore, types: Sequence[str], *, after: int = 0, page: int = PAGE
+) -> Iterator[Row]:
+    """The events of `types` after `after` as rows (position, stream, type, payload text,
+    time), in position order, read a page at a time."""
+    for rows in _pages(store, types, (), (), after, page):
+        yield from rows
 
 
 def read_decisions(
@@ -256,53 +296,52 @@ def read_decisions(
         terms = HistoryTerms(spec)
     ledgers = terms is not None and terms.read
     types: tuple[str, ...] = ("decision", "action.transition", *_SESSION_TYPES, FACTS_UPDATED)
-    moves: tuple[str, ...] = ("REQUESTED", *_TERMINAL)
-    if ledgers:
+    moves: tuple[str, ...] = ("REQUESTED",)
+    short: tuple[str, ...] = _TERMINAL
+    if ledgers:  # the ledger reads authorisations and results too
         types += _LEDGER_TYPES
-        moves += ("AUTHORIZED",)
+        moves, short = ("REQUESTED", "AUTHORIZED", *_TERMINAL), ()
     folded = Projections()
     sessions: dict[str, _Session] = {}
     by_action: dict[str, tuple[_Session, str]] = {}
     family_ledgers: dict[str, Ledger] = {}
     loads = json.loads
-    for events in _pages(store, types, moves, after, page):
-        for event in events:
-            kind = event.type
-            stream = event.stream
+    for rows in _pages(store, types, moves, short, after, page):
+        for position, stream, kind, text, time in rows:
+            if kind == "decision":
+                yield _decision(position, stream, time, text, sessions, family_ledgers)
+                continue
             if kind == "action.transition":
-                text = event.payload_json
-                if '"to":"REQUESTED"' not in text and not ledgers:
-                    # the end of a call: its record is no longer needed
+                if not ledgers and '"to":"REQUESTED"' not in text:
+                    # the end of a call (its payload cut short): its record is not needed
                     ended = by_action.pop(_action_id(text), None)
                     if ended is not None:
                         ended[0].calls.pop(ended[1], None)
                     continue
-                p = event.__dict__.get("payload") or loads(text)
+                p = loads(text)
                 st = sessions.get(stream)
-                if p.get("to") == "REQUESTED" and st is not None:
+                to = p.get("to")
+                if to == "REQUESTED" and st is not None:
                     key = f"{p.get('tool_call_id')}:{p.get('input_hash')}"
-                    st.calls[key] = _Call(key, p.get("args"), p.get("execution"))
+                    st.calls[key] = _Call(key, p.get("args"), p.get("execution"), _MARK in text)
                     action = p.get("action_id")
                     if isinstance(action, str):
                         by_action[action] = (st, key)
-                elif p.get("to") in _TERMINAL:
+                elif to in _TERMINAL:
                     ended = by_action.pop(p.get("action_id"), None)
                     if ended is not None:
                         ended[0].calls.pop(ended[1], None)
                 if ledgers and st is not None:
-                    _feed(family_ledgers, st, event, p)
+                    _feed(family_ledgers, st, _Row(position, stream, kind, p, time))
                 continue
-            if kind == "decision":
-                yield _decision(event, loads(event.payload_json), sessions, family_ledgers)
-                continue
-            p = loads(event.payload_json)
-            event.__dict__["payload"] = p  # Event.payload, parsed once
+            row = _Row(position, stream, kind, loads(text), time)
             if kind in _SESSION_TYPES:
-                folded.apply(event)
+                folded.apply(cast(Event, row))
                 if kind == "session.started":
-                    st = _start(folded.sessions[stream], sessions, terms if ledgers else None)
+                    st = _start(folded.sessions[stream], sessions)
                     if ledgers:
-                        family_ledgers.setdefault(st.family, Ledger(terms))  # type: ignore[arg-type]
+                        assert terms is not None
+                        family_ledgers.setdefault(st.family, Ledger(terms))
                 elif kind == "task.fact" and stream in sessions:
                     sessions[stream].denied()
                 elif kind == "session.ended":
@@ -311,9 +350,9 @@ def read_decisions(
             if st is None:
                 continue
             if kind in FACT_EVENTS:
-                st.facts = fold_facts(st.facts, kind, p)
+                st.facts = fold_facts(st.facts, kind, row.payload)
             if ledgers:
-                _feed(family_ledgers, st, event, p)
+                _feed(family_ledgers, st, row)
 
 
 def _action_id(text: str) -> str:
@@ -324,9 +363,7 @@ def _action_id(text: str) -> str:
     return found if isinstance(found, str) else ""
 
 
-def _start(
-    view: SessionView, sessions: dict[str, _Session], terms: HistoryTerms | None
-) -> _Session:
+def _start(view: SessionView, sessions: dict[str, _Session]) -> _Session:
     started = view.started
     parent = sessions.get(started.get("parent") or "")
     me = (started.get("agent"), started.get("skill"))
@@ -338,19 +375,21 @@ def _start(
     return st
 
 
-def _feed(ledgers: dict[str, Ledger], st: _Session, event: Event, payload: Any) -> None:
+def _feed(ledgers: dict[str, Ledger], st: _Session, row: _Row) -> None:
     ledger = ledgers.get(st.family)
     if ledger is not None:
-        event.__dict__["payload"] = payload
-        ledger.feed(event)
+        ledger.feed(cast(Event, row))
 
 
 def _decision(
-    event: Event,
-    p: dict[str, Any],
+    position: int,
+    stream: str,
+    time: str,
+    text: str,
     sessions: dict[str, _Session],
     ledgers: dict[str, Ledger],
 ) -> RecordedDecision:
+    p = json.loads(text)
     tool_id = str(p.get("tool_id"))
     tool_call_id = str(p.get("tool_call_id"))
     input_hash = str(p.get("input_hash"))
@@ -362,7 +401,7 @@ def _decision(
         authorized=bool(p.get("authorized")),
         default_used=bool(p.get("default_used")),
     )
-    st = sessions.get(event.stream)
+    st = sessions.get(stream)
     context = None
     missing = None
     redacted: tuple[str, ...] = ()
@@ -379,7 +418,7 @@ def _decision(
         else:
             ledger = ledgers.get(st.family)
             if ledger is not None:
-                now = time_ms(event.time)
+                now = time_ms(time)
                 if now is not None:
                     ledger.now_ms = now
             facts = st.facts
@@ -399,10 +438,10 @@ def _decision(
             )
     policies = p.get("policies")
     return RecordedDecision(
-        position=event.position,
-        time=event.time,
+        position=position,
+        time=time,
         decision_id=str(p.get("decision_id")),
-        session_id=event.stream,
+        session_id=stream,
         agent=p.get("agent"),
         skill=p.get("skill"),
         tool_id=tool_id,

@@ -111,8 +111,8 @@ def run_sessions(h: Harness) -> list[tuple[str, str]]:
     return []
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+@pytest.fixture(params=["memory", "sqlite"], name="store")
+def store_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         yield MemoryStore()
     else:
