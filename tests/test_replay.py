@@ -284,3 +284,33 @@ def test_cli_a_log_damaged_mid_file_is_reported_with_what_was_read(
     )
     assert pages > 2 and code == 2
     assert "harnessc:" in err and "Traceback" not in err + out
+
+
+class _Failing(MemoryStore):
+    """A log whose reads fail past a position, as a store that loses its disk mid-read."""
+
+    def __init__(self, events: list[Any], fail_after: int) -> None:
+        super().__init__()
+        self.append_many([_copy(e) for e in events])
+        self.fail_after = fail_after
+
+    def read(self, stream: str | None = None, *, after: int = 0, limit: int | None = None) -> Any:
+        if after >= self.fail_after:
+            from harnessc.runtime.store import StoreError
+
+            raise StoreError("disk I/O error")
+        return super().read(stream, after=after, limit=limit)
+
+
+def test_a_log_that_fails_mid_read_gives_the_report_of_what_was_read(tmp_path: Path) -> None:
+    spec = compiled(tmp_path)
+    h = Harness(spec)
+    run_sessions(h)
+    events = h.store.read()
+    report = replay(_Failing(events, 20), spec, page=10)
+    assert report.incomplete is not None and "disk I/O error" in report.incomplete
+    assert 0 < report.decisions < len(decision_ids(h.store))
+    assert report.incomplete.startswith(
+        f"the log could not be read after position {report.last_position}"
+    )
+    assert report.to_dict()["incomplete"] == report.incomplete
