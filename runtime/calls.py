@@ -224,7 +224,7 @@ def execution_params(execution: Execution | Mapping[str, Any] | None) -> dict[st
     {'cwd': '/repo', 'timeout': 500}
     """
     params: dict[str, Any] = {}
-    if execution is None or execution is NO_EXECUTION:
+    if not execution or execution is NO_EXECUTION:
         return params
     if isinstance(execution, Execution):
         for name, as_read in _PARAMS:

@@ -190,15 +190,13 @@ class PostgresStore(GroupCommitted):
         after: int = 0,
         limit: int = 1000,
         moves: Sequence[str] = (),
-        short: Sequence[str] = (),
     ) -> list[Row]:
         """As `SQLiteStore.read_rows`."""
         self._group.flush()
-        sql, params = select_rows(types, moves, short, "%s")
+        sql, params = select_rows(types, moves, "%s")
         sql = "SELECT " + sql.format(table="harnessc.events") + f" LIMIT {int(limit)}"
-        params.insert(len(short), after)
         with self._lock, self._connection().transaction():
-            return self._connection().execute(sql, params).fetchall()
+            return self._connection().execute(sql, [after, *params]).fetchall()
 
     def last(self, prefix: str, type: str) -> Event | None:
         # LIKE with a left-anchored pattern uses the text_pattern_ops index whatever the

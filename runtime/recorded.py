@@ -27,6 +27,8 @@ own record is missing from the log (`missing` says which).
 from __future__ import annotations
 
 import json
+import re
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -90,7 +92,7 @@ class RecordedOutcome:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordedDecision:
     """One recorded decision and what it saw.
 
@@ -237,7 +239,6 @@ def _pages(
     store: EventStore,
     types: Sequence[str],
     moves: Sequence[str],
-    short: Sequence[str],
     after: int,
     page: int,
 ) -> Iterator[list[Row]]:
@@ -247,7 +248,7 @@ def _pages(
     wanted = frozenset(types)
     while True:
         if select is not None:
-            found: list[Row] = select(types, after=after, limit=page, moves=moves, short=short)
+            found: list[Row] = select(types, after=after, limit=page, moves=moves)
             if not found:
                 return
             yield found
@@ -273,7 +274,7 @@ def read_rows(
 ) -> Iterator[Row]:
     """The events of `types` after `after` as rows (position, stream, type, payload text,
     time), in position order, read a page at a time."""
-    for rows in _pages(store, types, (), (), after, page):
+    for rows in _pages(store, types, (), after, page):
         yield from rows
 
 
@@ -297,42 +298,31 @@ def read_decisions(
     ledgers = terms is not None and terms.read
     types: tuple[str, ...] = ("decision", "action.transition", *_SESSION_TYPES, FACTS_UPDATED)
     moves: tuple[str, ...] = ("REQUESTED",)
-    short: tuple[str, ...] = _TERMINAL
     if ledgers:  # the ledger reads authorisations and results too
         types += _LEDGER_TYPES
-        moves, short = ("REQUESTED", "AUTHORIZED", *_TERMINAL), ()
+        moves = ("REQUESTED", "AUTHORIZED", *_TERMINAL)
     folded = Projections()
     sessions: dict[str, _Session] = {}
-    by_action: dict[str, tuple[_Session, str]] = {}
+    settled: deque[tuple[_Session, str, _Call]] = deque()
     family_ledgers: dict[str, Ledger] = {}
     loads = json.loads
-    for rows in _pages(store, types, moves, short, after, page):
+    for rows in _pages(store, types, moves, after, page):
         for position, stream, kind, text, time in rows:
             if kind == "decision":
-                yield _decision(position, stream, time, text, sessions, family_ledgers)
+                found = _decision(position, stream, time, text, sessions, family_ledgers)
+                yield found
+                st = sessions.get(stream)
+                if st is not None and (found.outcome.authorized or found.outcome.effect == "deny"):
+                    _settle(settled, st, f"{found.tool_call_id}:{found.input_hash}")
                 continue
             if kind == "action.transition":
-                if not ledgers and '"to":"REQUESTED"' not in text:
-                    # the end of a call (its payload cut short): its record is not needed
-                    ended = by_action.pop(_action_id(text), None)
-                    if ended is not None:
-                        ended[0].calls.pop(ended[1], None)
-                    continue
-                p = loads(text)
                 st = sessions.get(stream)
-                to = p.get("to")
-                if to == "REQUESTED" and st is not None:
-                    key = f"{p.get('tool_call_id')}:{p.get('input_hash')}"
-                    st.calls[key] = _Call(key, p.get("args"), p.get("execution"), _MARK in text)
-                    action = p.get("action_id")
-                    if isinstance(action, str):
-                        by_action[action] = (st, key)
-                elif to in _TERMINAL:
-                    ended = by_action.pop(p.get("action_id"), None)
-                    if ended is not None:
-                        ended[0].calls.pop(ended[1], None)
+                if '"to":"REQUESTED"' in text and st is not None:
+                    call = _requested(text)
+                    if call is not None:
+                        st.calls[call.key] = call
                 if ledgers and st is not None:
-                    _feed(family_ledgers, st, _Row(position, stream, kind, p, time))
+                    _feed(family_ledgers, st, _Row(position, stream, kind, loads(text), time))
                 continue
             row = _Row(position, stream, kind, loads(text), time)
             if kind in _SESSION_TYPES:
@@ -355,12 +345,123 @@ def read_decisions(
                 _feed(family_ledgers, st, row)
 
 
-def _action_id(text: str) -> str:
-    """The `action_id` of a transition's canonical text (its first key, when present)."""
-    if text.startswith('{"action_id":"'):
-        return text[14 : text.index('"', 14)]
-    found: Any = json.loads(text).get("action_id")
-    return found if isinstance(found, str) else ""
+KEPT = 100_000
+"""How many decided calls keep their record (`read_decisions`)."""
+
+
+def _settle(settled: deque[tuple[_Session, str, _Call]], st: _Session, key: str) -> None:
+    """A call decided for good (authorised, or denied) keeps its record for the next `KEPT`
+    decided calls, for a judgement again before it runs (a grant that expired, a spec loaded
+    in between); then it is dropped, so memory holds only the recent and the waiting calls."""
+    call = st.calls.get(key)
+    if call is None:
+        return
+    settled.append((st, key, call))
+    if len(settled) > KEPT:
+        old, old_key, old_call = settled.popleft()
+        if old.calls.get(old_key) is old_call:
+            del old.calls[old_key]
+
+
+_REQUEST = re.compile(
+    r'\{"action_id":"[^"\\]*",(?:"actor":(?:"[^"\\]*"|null),)?"agent":(?:"[^"\\]*"|null),'
+    r'"args":'
+)
+"""The head of a REQUESTED transition's canonical text up to its arguments, when every value
+before them is a plain text (most calls: the actor's user is one)."""
+_EXECUTION = ',"execution":'
+_scan = json.JSONDecoder().raw_decode
+
+
+def _requested(text: str) -> _Call | None:
+    """A call's record from its REQUESTED transition's canonical text: its arguments and
+    execution parameters are decoded where they stand and the few values after them read
+    in place; any other shape is decoded whole."""
+    head = _REQUEST.match(text)
+    if head is not None:
+        args, end = _scan(text, head.end())
+        execution: Any = None
+        if text.startswith(_EXECUTION, end):
+            execution, end = _scan(text, end + len(_EXECUTION))
+        tail = _TAIL.match(text, end)
+        if tail is not None:
+            return _Call(f"{tail[2]}:{tail[1]}", args, execution, _MARK in text)
+    p = json.loads(text)
+    if p.get("to") != "REQUESTED":
+        return None
+    key = f"{p.get('tool_call_id')}:{p.get('input_hash')}"
+    return _Call(key, p.get("args"), p.get("execution"), _MARK in text)
+
+
+_TAIL = re.compile(
+    r',"from":null,"input_hash":"([0-9a-f]*)",(?:"skill":(?:"[^"\\]*"|null),)?'
+    r'"to":"REQUESTED","tool_call_id":"([^"\\]*)",'
+)
+"""The values after a REQUESTED transition's arguments: its input hash and tool_call_id."""
+
+
+_AUTHORIZED = re.compile(r'"authorized":(true|false),"decision_id":"([^"\\]*)",')
+_INPUT_HASH = re.compile(r'"grant_id":(?:null|"[^"\\]*"),"input_hash":"([^"\\]*)",')
+_TOOL_CALL_ID = re.compile(r'"tool_call_id":"([^"\\]*)",')
+"""The values of a decision event's payload that differ from call to call, in its canonical
+text (sorted keys), in this order; what is left is the same for every call a rule decides
+alike."""
+_DECIDED: dict[str, _Decided] = {}
+"""What the rest of a decision payload's text holds, by that text."""
+
+
+class _Decided:
+    """What a decision event holds that is the same for every call a rule decides alike."""
+
+    __slots__ = ("agent", "outcomes", "policies", "skill", "tool_id")
+
+    def __init__(self, p: Mapping[str, Any]) -> None:
+        self.tool_id = str(p.get("tool_id"))
+        self.agent: str | None = p.get("agent")
+        self.skill: str | None = p.get("skill")
+        policies = p.get("policies")
+        self.policies: tuple[str, ...] = tuple(policies) if isinstance(policies, list) else ()
+        self.outcomes = tuple(
+            RecordedOutcome(
+                effect=str(p.get("effect")),
+                rule=p.get("rule"),
+                policy=p.get("policy"),
+                policy_version=p.get("policy_version"),
+                authorized=authorized,
+                default_used=bool(p.get("default_used")),
+            )
+            for authorized in (False, True)
+        )
+
+
+def _decision_payload(text: str) -> tuple[_Decided, str, str, str, bool]:
+    """A decision event's shared part, decision id, input hash, tool_call_id and whether it
+    authorised the call: the per-call values are cut out of its text, the rest decoded once
+    per distinct text (`_DECIDED`); a text of another shape is decoded whole."""
+    m1 = _AUTHORIZED.search(text)
+    m2 = _INPUT_HASH.search(text, m1.end()) if m1 is not None else None
+    m3 = _TOOL_CALL_ID.search(text, m2.end()) if m2 is not None else None
+    if m1 is None or m2 is None or m3 is None:
+        p = json.loads(text)
+        return (
+            _Decided(p),
+            str(p.get("decision_id")),
+            str(p.get("input_hash")),
+            str(p.get("tool_call_id")),
+            bool(p.get("authorized")),
+        )
+    rest = (
+        text[: m1.start()]
+        + text[m1.end() : m2.start()]
+        + text[m2.end() : m3.start()]
+        + text[m3.end() :]
+    )
+    fixed = _DECIDED.get(rest)
+    if fixed is None:
+        if len(_DECIDED) > 4096:
+            _DECIDED.clear()
+        fixed = _DECIDED[rest] = _Decided(json.loads(rest))
+    return fixed, m1[2], m2[1], m3[1], m1[1] == "true"
 
 
 def _start(view: SessionView, sessions: dict[str, _Session]) -> _Session:
@@ -389,18 +490,8 @@ def _decision(
     sessions: dict[str, _Session],
     ledgers: dict[str, Ledger],
 ) -> RecordedDecision:
-    p = json.loads(text)
-    tool_id = str(p.get("tool_id"))
-    tool_call_id = str(p.get("tool_call_id"))
-    input_hash = str(p.get("input_hash"))
-    outcome = RecordedOutcome(
-        effect=str(p.get("effect")),
-        rule=p.get("rule"),
-        policy=p.get("policy"),
-        policy_version=p.get("policy_version"),
-        authorized=bool(p.get("authorized")),
-        default_used=bool(p.get("default_used")),
-    )
+    fixed, decision_id, input_hash, tool_call_id, authorized = _decision_payload(text)
+    tool_id = fixed.tool_id
     st = sessions.get(stream)
     context = None
     missing = None
@@ -436,23 +527,22 @@ def _decision(
                 execution=call.execution,
                 ledger=ledger,
             )
-    policies = p.get("policies")
     return RecordedDecision(
-        position=position,
-        time=time,
-        decision_id=str(p.get("decision_id")),
-        session_id=stream,
-        agent=p.get("agent"),
-        skill=p.get("skill"),
-        tool_id=tool_id,
-        tool_call_id=tool_call_id,
-        input_hash=input_hash,
-        policies=tuple(policies) if isinstance(policies, list) else (),
-        outcome=outcome,
-        context=context,
-        lineage=lineage,
-        redacted=redacted,
-        missing=missing,
+        position,
+        time,
+        decision_id,
+        stream,
+        fixed.agent,
+        fixed.skill,
+        tool_id,
+        tool_call_id,
+        input_hash,
+        fixed.policies,
+        fixed.outcomes[authorized],
+        context,
+        lineage,
+        redacted,
+        missing,
     )
 
 

@@ -441,24 +441,19 @@ Row = tuple[int, str, str, str, str]
 payload text and time; no hashes, no `Event`."""
 
 
-def select_rows(
-    types: Sequence[str], moves: Sequence[str], short: Sequence[str], mark: str
-) -> tuple[str, list[object]]:
-    """The SQL of `read_rows` after `SELECT ` (with `mark` as the parameter marker, the
-    position to read after its first parameter). A move is found in a transition's canonical
-    text (`"to":"RUNNING"`), so a reader still checks the parsed payload: the text may hold
-    it elsewhere."""
+def select_rows(types: Sequence[str], moves: Sequence[str], mark: str) -> tuple[str, list[object]]:
+    """The SQL of `read_rows` after `SELECT ` (with `mark` as the parameter marker; the position
+    to read after is its first parameter). A move is found in a transition's canonical text
+    (`"to":"RUNNING"`), so a reader still checks the parsed payload: the text may hold it
+    elsewhere."""
     find = "instr(payload, {0}) > 0" if mark == "?" else "strpos(payload, {0}) > 0"
-    cut = " OR ".join(find.format(mark) for _ in short) or "1 = 0"
-    keep = " OR ".join(find.format(mark) for _ in (*moves, *short)) or "1 = 1"
+    keep = " OR ".join(find.format(mark) for _ in moves) or "1 = 1"
     sql = (
-        f"position, stream, type, CASE WHEN type = 'action.transition' AND ({cut}) "
-        f"THEN substr(payload, 1, 64) ELSE payload END, time FROM {{table}} "
-        f"WHERE position > {mark} AND type IN ({', '.join([mark] * len(types))}) "
+        f"position, stream, type, payload, time FROM {{table}} WHERE position > {mark} "
+        f"AND type IN ({', '.join([mark] * len(types))}) "
         f"AND (type <> 'action.transition' OR {keep}) ORDER BY position"
     )
-    marks = [f'"to":"{m}"' for m in short]
-    return sql, [*marks, *types, *(f'"to":"{m}"' for m in moves), *marks]
+    return sql, [*types, *(f'"to":"{m}"' for m in moves)]
 
 
 def row(e: Event) -> tuple[object, ...]:
@@ -690,19 +685,15 @@ class SQLiteStore(GroupCommitted):
         after: int = 0,
         limit: int = 1000,
         moves: Sequence[str] = (),
-        short: Sequence[str] = (),
     ) -> list[Row]:
         """The events of `types` after `after` as `Row`s, in position order, for a reader that
-        folds a large log: of the `action.transition` events only those that move to one of
-        `moves` or `short`, and to one of `short` with only their payload's first 64
-        characters (its `action_id`)."""
+        folds a large log; of the `action.transition` events only those that move to one of
+        `moves` (all of them when `moves` is empty)."""
         self._group.flush()
-        sql, params = select_rows(types, moves, short, "?")
+        sql, params = select_rows(types, moves, "?")
         sql = "SELECT " + sql.format(table="events") + f" LIMIT {int(limit)}"
-        # the position to read after is the first marker after the CASE's
-        params.insert(len(short), after)
         with self._lock:
-            return self._connection().execute(sql, params).fetchall()
+            return self._connection().execute(sql, [after, *params]).fetchall()
 
     def last(self, prefix: str, type: str) -> Event | None:
         self._group.flush()
