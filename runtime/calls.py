@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .approvals import ApprovalError, ApprovalGrant
 from .availability import unavailable_refusal
@@ -29,7 +29,7 @@ from .executors import (
 from .lifecycle import Action, ActionState, after_decision
 from .model import Tool
 from .normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
-from .policy import CallContext, Decision, PolicyEngine
+from .policy import CallContext, Decider, Decision
 from .store import defer_events, flush_deferred
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .sessions import Session
 
 __all__ = [
+    "Deciders",
     "Judged",
     "Prepared",
     "Ruling",
@@ -268,8 +269,14 @@ def apply_on_success(s: Session, tool: Tool, pending: PendingCall | None, result
         s.update_facts(changed)
 
 
+class Deciders(Protocol):
+    """What judges a call by policy name: a `PolicyEngine`, or a cache in front of one."""
+
+    def decider(self, policy_name: str) -> Decider: ...
+
+
 def judge_policies(
-    engine: PolicyEngine, policies: Sequence[str], ctx: CallContext, *, agent: str
+    engine: Deciders, policies: Sequence[str], ctx: CallContext, *, agent: str
 ) -> list[Decision]:
     """The decisions of `policies` on one call that share the strongest effect (DENY beats
     ASK beats ALLOW), most specific first: a rule before a default, a later policy (a skill's

@@ -26,9 +26,9 @@ own record is missing from the log (`missing` says which).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -149,13 +149,15 @@ class RecordedDecision:
 class _Call:
     """A call's record (its REQUESTED transition), kept until the call ends."""
 
-    __slots__ = ("args", "execution", "key", "redacted")
+    __slots__ = ("args", "execution", "key", "redacted", "settled")
 
     def __init__(self, key: str, args: Any, execution: Any, withheld: bool) -> None:
         self.key = key
         self.args: Mapping[str, Any] = args if type(args) is dict else {}
         self.execution = execution_params(execution) if type(execution) is dict else {}
         self.redacted: tuple[str, ...] = ()
+        self.settled = False
+        """Decided for good (authorised, or denied): its record may be dropped."""
         if withheld:  # the text holds the redaction mark: find where
             found: list[str] = []
             _redacted(self.args, "$", found)
@@ -170,7 +172,6 @@ class _Session:
 
     __slots__ = (
         "actor",
-        "calls",
         "env",
         "facts",
         "family",
@@ -190,7 +191,6 @@ class _Session:
         self.env = _frozen(started.get("env"))
         self.facts = Facts.from_json(started.get("facts"))
         self.task: Mapping[str, Any] = {}
-        self.calls: dict[str, _Call] = {}
         self.denied()
 
     def denied(self) -> None:
@@ -303,24 +303,28 @@ def read_decisions(
         moves = ("REQUESTED", "AUTHORIZED", *_TERMINAL)
     folded = Projections()
     sessions: dict[str, _Session] = {}
-    settled: deque[tuple[_Session, str, _Call]] = deque()
+    calls: dict[tuple[str, str], _Call] = {}
+    sweep = 2 * KEPT
     family_ledgers: dict[str, Ledger] = {}
     loads = json.loads
     for rows in _pages(store, types, moves, after, page):
         for position, stream, kind, text, time in rows:
             if kind == "decision":
-                found = _decision(position, stream, time, text, sessions, family_ledgers)
+                found = _decision(position, stream, time, text, sessions, calls, family_ledgers)
                 yield found
-                st = sessions.get(stream)
-                if st is not None and (found.outcome.authorized or found.outcome.effect == "deny"):
-                    _settle(settled, st, f"{found.tool_call_id}:{found.input_hash}")
+                if found.outcome.authorized or found.outcome.effect == "deny":
+                    call = calls.get((stream, f"{found.tool_call_id}:{found.input_hash}"))
+                    if call is not None:
+                        call.settled = True
                 continue
             if kind == "action.transition":
                 st = sessions.get(stream)
                 if '"to":"REQUESTED"' in text and st is not None:
                     call = _requested(text)
                     if call is not None:
-                        st.calls[call.key] = call
+                        calls[stream, call.key] = call
+                        if len(calls) > sweep:
+                            sweep = len(_swept(calls)) + KEPT
                 if ledgers and st is not None:
                     _feed(family_ledgers, st, _Row(position, stream, kind, loads(text), time))
                 continue
@@ -346,21 +350,19 @@ def read_decisions(
 
 
 KEPT = 100_000
-"""How many decided calls keep their record (`read_decisions`)."""
+"""How many calls, at least, keep their record once decided (`read_decisions`)."""
 
 
-def _settle(settled: deque[tuple[_Session, str, _Call]], st: _Session, key: str) -> None:
-    """A call decided for good (authorised, or denied) keeps its record for the next `KEPT`
-    decided calls, for a judgement again before it runs (a grant that expired, a spec loaded
-    in between); then it is dropped, so memory holds only the recent and the waiting calls."""
-    call = st.calls.get(key)
-    if call is None:
-        return
-    settled.append((st, key, call))
-    if len(settled) > KEPT:
-        old, old_key, old_call = settled.popleft()
-        if old.calls.get(old_key) is old_call:
-            del old.calls[old_key]
+def _swept(calls: dict[tuple[str, str], _Call]) -> dict[tuple[str, str], _Call]:
+    """The call records without the oldest decided ones: a call decided for good (authorised,
+    or denied) keeps its record while `KEPT` calls are requested after it, for a judgement
+    again before it runs (a grant that expired, a spec loaded in between); a call waiting
+    for an approval keeps it. Memory holds the recent and the waiting calls."""
+    for key in list(itertools.islice(calls, len(calls) - KEPT)):
+        call = calls.pop(key)
+        if not call.settled:
+            calls[key] = call  # waiting: kept, now among the newest
+    return calls
 
 
 _REQUEST = re.compile(
@@ -488,6 +490,7 @@ def _decision(
     time: str,
     text: str,
     sessions: dict[str, _Session],
+    calls: dict[tuple[str, str], _Call],
     ledgers: dict[str, Ledger],
 ) -> RecordedDecision:
     fixed, decision_id, input_hash, tool_call_id, authorized = _decision_payload(text)
@@ -501,7 +504,7 @@ def _decision(
         missing = "session-not-recorded"
     else:
         lineage = st.lineage
-        call = st.calls.get(f"{tool_call_id}:{input_hash}")
+        call = calls.get((stream, f"{tool_call_id}:{input_hash}"))
         if call is None:
             missing = "call-not-recorded"
         elif call.redacted:

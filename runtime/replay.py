@@ -33,7 +33,7 @@ from typing import Any
 
 from .calls import judge_policies
 from .model import Spec
-from .policy import Decision, PolicyEngine, UnknownPolicyError
+from .policy import Decider, Decision, PolicyEngine, UnknownPolicyError
 from .recorded import PAGE, RecordedDecision, policies_in, read_decisions
 from .store import EventStore
 
@@ -214,6 +214,14 @@ class Replayer:
         self.spec = spec
         self.engine = engine if engine is not None else PolicyEngine(spec)
         self._policies: dict[tuple[Any, ...], tuple[str, ...] | Unreplayable] = {}
+        self._deciders: dict[str, Decider] = {}
+
+    def decider(self, policy_name: str) -> Decider:
+        """The engine's compiled policy, looked up once per name."""
+        found = self._deciders.get(policy_name)
+        if found is None:
+            found = self._deciders[policy_name] = self.engine.decider(policy_name)
+        return found
 
     def policies(self, d: RecordedDecision) -> tuple[str, ...] | Unreplayable:
         """The policies that judge `d` under the spec, or why none do."""
@@ -246,7 +254,7 @@ class Replayer:
             return policies
         assert d.context is not None
         try:
-            return judge_policies(self.engine, policies, d.context, agent=str(d.agent))[0]
+            return judge_policies(self, policies, d.context, agent=str(d.agent))[0]
         except UnknownPolicyError as err:
             return Unreplayable("policy-not-in-spec", str(err))
 
@@ -325,5 +333,5 @@ def _among(replayer: Replayer, d: RecordedDecision, got: Decision) -> bool:
     policies = replayer.policies(d)
     if isinstance(policies, Unreplayable):
         return False
-    tied = judge_policies(replayer.engine, policies, d.context, agent=str(d.agent))
+    tied = judge_policies(replayer, policies, d.context, agent=str(d.agent))
     return any(t.rule == d.outcome.rule for t in tied)
