@@ -542,6 +542,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--first", type=int, default=20, metavar="N", help="decision ids listed per group"
     )
     replay.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="read the log in N processes, each deciding a share of the sessions",
+    )
+    replay.add_argument(
         "--key-file",
         metavar="FILE",
         help="the log key (otherwise HARNESSC_LOG_KEY or HARNESSC_LOG_KEY_FILE)",

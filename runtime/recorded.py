@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -56,6 +57,7 @@ __all__ = [
     "PAGE",
     "RecordedDecision",
     "RecordedOutcome",
+    "family_part",
     "policies_in",
     "read_decisions",
     "read_rows",
@@ -285,11 +287,13 @@ def read_decisions(
     terms: HistoryTerms | None = None,
     after: int = 0,
     page: int = PAGE,
+    part: tuple[int, int] = (0, 1),
 ) -> Iterator[RecordedDecision]:
     """Every recorded decision of the log after position `after`, in log order, each with
-    its context rebuilt as of its position. `spec` (or its `terms`, `PolicyEngine.terms`)
-    is the spec the contexts are for: its history terms are what the ledger keeps; without
-    one, or when it reads no session state, contexts carry no ledger.
+    its context rebuilt as of its position. `spec` (or its `terms`, `PolicyEngine.terms`) is
+    the spec the contexts are for: its history terms are what the ledger keeps; without one,
+    or when it reads no session state, contexts carry no ledger. `part=(i, n)`: only the
+    decisions of the session families `family_part` gives to `i` of `n` readers in parallel.
 
     Raises what the store raises when the log cannot be read (the decisions before the
     failure have been yielded)."""
@@ -307,9 +311,15 @@ def read_decisions(
     sweep = 2 * KEPT
     family_ledgers: dict[str, Ledger] = {}
     loads = json.loads
+    index, parts = part
+    others: set[str] = set()  # the streams of other parts' families
     for rows in _pages(store, types, moves, after, page):
         for position, stream, kind, text, time in rows:
+            if stream in others:
+                continue
             if kind == "decision":
+                if parts > 1 and stream not in sessions and family_part(stream, parts) != index:
+                    continue
                 found = _decision(position, stream, time, text, sessions, calls, family_ledgers)
                 yield found
                 if found.outcome.authorized or found.outcome.effect == "deny":
@@ -333,6 +343,9 @@ def read_decisions(
                 folded.apply(cast(Event, row))
                 if kind == "session.started":
                     st = _start(folded.sessions[stream], sessions)
+                    if parts > 1 and family_part(st.family, parts) != index:
+                        others.add(stream)
+                        continue
                     if ledgers:
                         assert terms is not None
                         family_ledgers.setdefault(st.family, Ledger(terms))
@@ -347,6 +360,11 @@ def read_decisions(
                 st.facts = fold_facts(st.facts, kind, row.payload)
             if ledgers:
                 _feed(family_ledgers, st, row)
+
+
+def family_part(family: str, parts: int) -> int:
+    """Which of `parts` readers takes the session family rooted at `family` (a session id)."""
+    return zlib.crc32(family.encode("utf-8", "surrogatepass")) % parts
 
 
 KEPT = 100_000

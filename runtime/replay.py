@@ -29,13 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .calls import judge_policies
 from .model import Spec
 from .policy import Decider, Decision, PolicyEngine, UnknownPolicyError
 from .recorded import PAGE, RecordedDecision, policies_in, read_decisions
 from .store import EventStore
+from .stores import open_store
 
 __all__ = [
     "FIRST",
@@ -45,6 +46,7 @@ __all__ = [
     "Replayer",
     "Unreplayable",
     "change_kind",
+    "merged",
     "replay",
 ]
 
@@ -266,18 +268,30 @@ _MISSING = {
 
 
 def replay(
-    store: EventStore,
+    store: EventStore | str,
     spec: Spec,
     *,
     first: int = FIRST,
     after: int = 0,
     page: int = PAGE,
+    workers: int = 1,
+    part: tuple[int, int] = (0, 1),
 ) -> ReplayReport:
     """Every recorded decision of `store` decided again under `spec` (see the module
-    docstring); `first`: how many decision ids each group lists."""
+    docstring); `first`: how many decision ids each group lists. `store` is a store, or where
+    one is (`open_store`: a path, `sqlite:///…`, `postgresql://…`), opened read-only.
+
+    `workers > 1` (with `store` given by where it is) reads the log in that many processes,
+    each deciding the decisions of its share of the session families (`family_part`); their
+    reports are merged into the one a single reader gives."""
+    if workers > 1 and isinstance(store, str):
+        return _in_parallel(store, spec, first=first, after=after, page=page, workers=workers)
+    opened = open_store(store, readonly=True) if isinstance(store, str) else store
     replayer = Replayer(spec)
     report = ReplayReport(spec=spec.name, policy_version=spec.content_hash())
-    stream = read_decisions(store, spec, terms=replayer.engine.terms, after=after, page=page)
+    stream = read_decisions(
+        opened, spec, terms=replayer.engine.terms, after=after, page=page, part=part
+    )
     try:
         tally(report, replayer, stream, first)
     except Exception as err:  # the log could not be read on: report what was read
@@ -285,7 +299,63 @@ def replay(
             f"the log could not be read after position {report.last_position}: "
             f"{type(err).__name__}: {err}"
         )
+    finally:
+        if opened is not store:
+            opened.close()
     return report
+
+
+def _in_parallel(
+    target: str, spec: Spec, *, first: int, after: int, page: int, workers: int
+) -> ReplayReport:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    text = spec.to_json()
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        shares = [
+            pool.submit(_share, target, text, first, after, page, (i, workers))
+            for i in range(workers)
+        ]
+        reports = [share.result() for share in shares]
+    return merged(reports, first)
+
+
+def _share(
+    target: str, spec_json: str, first: int, after: int, page: int, part: tuple[int, int]
+) -> ReplayReport:
+    """One worker's replay: its share of the session families."""
+    spec = Spec.from_json(spec_json)
+    return replay(target, spec, first=first, after=after, page=page, part=part)
+
+
+K = TypeVar("K")
+
+
+def _merge(into: dict[K, Group], groups: dict[K, Group], first: int) -> None:
+    for key, group in groups.items():
+        found = into.setdefault(key, Group())
+        found.count += group.count
+        found.first = sorted(found.first + group.first)[:first]
+
+
+def merged(reports: list[ReplayReport], first: int = FIRST) -> ReplayReport:
+    """One report from the reports of disjoint shares of a log."""
+    out = ReplayReport(spec=reports[0].spec, policy_version=reports[0].policy_version)
+    for r in reports:
+        out.decisions += r.decisions
+        out.replayed += r.replayed
+        out.unchanged += r.unchanged
+        out.last_position = max(out.last_position, r.last_position)
+        out.incomplete = out.incomplete or r.incomplete
+        for version, n in r.policy_versions.items():
+            out.policy_versions[version] = out.policy_versions.get(version, 0) + n
+        _merge(out.flips, r.flips, first)
+        _merge(out.rule_changes, r.rule_changes, first)
+        _merge(out.not_replayed, r.not_replayed, first)
+    return out
 
 
 def tally(

@@ -314,3 +314,17 @@ def test_a_log_that_fails_mid_read_gives_the_report_of_what_was_read(tmp_path: P
         f"the log could not be read after position {report.last_position}"
     )
     assert report.to_dict()["incomplete"] == report.incomplete
+
+
+def test_workers_give_the_report_one_reader_gives(
+    logged: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = compiled(logged, CHANGED)
+    log = str(logged / "events.db")
+    one = replay(log, spec).to_dict()
+    assert replay(log, spec, workers=2).to_dict() == one
+    assert replay(log, spec, workers=3, first=1).to_dict()["totals"] == one["totals"]
+    argv = ["replay", "--log", log, "--spec", str(logged / "changed.harness"), "--format", "json"]
+    code, out, _ = run(capsys, *argv, "--workers", "2")
+    assert code == 1 and json.loads(out) == one
+    assert run(capsys, *argv, "--workers", "0")[0] == 2

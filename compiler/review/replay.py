@@ -3,7 +3,7 @@ mode. The work is the runtime's (`runtime/replay.py`, `runtime/shadow.py`); this
 compiles the spec, opens the log read-only, and prints the report.
 
     harnessc replay --log events.db --spec new/spec.harness [--format text|json|markdown]
-                    [--fail-on widened|changed|never] [--first N]
+                    [--fail-on widened|changed|never] [--first N] [--workers N]
     harnessc log divergences --store events.db [--format text|json] [--first N]
 
 Exit codes of `replay`: 0 nothing widened; 1 something widened (a call that was denied or asked
@@ -39,8 +39,15 @@ def replay_main(args: argparse.Namespace) -> int:
     store = open_log(args.log, getattr(args, "key_file", None))
     if store is None:
         return EXIT_USAGE
+    if args.workers < 1:
+        sys.stderr.write("harnessc: --workers takes a number of processes, 1 or more\n")
+        return EXIT_USAGE
     try:
-        report = replay(store, spec, first=args.first)
+        if args.workers > 1 and args.log != "memory://":
+            store.close()  # each worker opens the log itself
+            report = replay(args.log, spec, first=args.first, workers=args.workers)
+        else:
+            report = replay(store, spec, first=args.first)
     finally:
         store.close()
     sys.stdout.write(render_replay(report, args.format))
