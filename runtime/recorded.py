@@ -390,6 +390,7 @@ _REQUEST = re.compile(
 """The head of a REQUESTED transition's canonical text up to its arguments, when every value
 before them is a plain text (most calls: the actor's user is one)."""
 _EXECUTION = ',"execution":'
+_NO_EXECUTION = ',"execution":{}'
 _scan = json.JSONDecoder().raw_decode
 
 
@@ -401,7 +402,9 @@ def _requested(text: str) -> _Call | None:
     if head is not None:
         args, end = _scan(text, head.end())
         execution: Any = None
-        if text.startswith(_EXECUTION, end):
+        if text.startswith(_NO_EXECUTION, end):
+            end += len(_NO_EXECUTION)
+        elif text.startswith(_EXECUTION, end):
             execution, end = _scan(text, end + len(_EXECUTION))
         tail = _TAIL.match(text, end)
         if tail is not None:
@@ -420,12 +423,34 @@ _TAIL = re.compile(
 """The values after a REQUESTED transition's arguments: its input hash and tool_call_id."""
 
 
-_AUTHORIZED = re.compile(r'"authorized":(true|false),"decision_id":"([^"\\]*)",')
-_INPUT_HASH = re.compile(r'"grant_id":(?:null|"[^"\\]*"),"input_hash":"([^"\\]*)",')
-_TOOL_CALL_ID = re.compile(r'"tool_call_id":"([^"\\]*)",')
-"""The values of a decision event's payload that differ from call to call, in its canonical
-text (sorted keys), in this order; what is left is the same for every call a rule decides
-alike."""
+def _cut(text: str) -> tuple[str, str, str, str, bool] | None:
+    """The per-call values of a decision event's canonical text (sorted keys: `authorized`
+    and `decision_id`, then `grant_id` and `input_hash`, then `tool_call_id`) and the text
+    without them: the same for every call a rule decides alike. None for any other shape (a
+    value with an escape in it)."""
+    a = text.find('"authorized":')
+    if a < 0:
+        return None
+    authorized = text.startswith("true,", a + 13)
+    d = a + 13 + (5 if authorized else 6)
+    if not text.startswith('"decision_id":"', d):
+        return None
+    d_end = text.find('"', d + 15)
+    g = text.find('"grant_id":', d_end)
+    if g < 0:
+        return None
+    g_end = g + 16 if text.startswith("null,", g + 11) else text.find('"', g + 12) + 2
+    if not text.startswith('"input_hash":"', g_end):
+        return None
+    h_end = text.find('"', g_end + 14)
+    t = text.find('"tool_call_id":"', h_end)
+    t_end = text.find('"', t + 16) if t >= 0 else -1
+    if t_end < 0 or "\\" in text[d : d_end + 1] or "\\" in text[t : t_end + 1]:
+        return None
+    rest = text[:a] + text[d_end + 2 : g] + text[h_end + 2 : t] + text[t_end + 2 :]
+    return rest, text[d + 15 : d_end], text[g_end + 14 : h_end], text[t + 16 : t_end], authorized
+
+
 _DECIDED: dict[str, _Decided] = {}
 """What the rest of a decision payload's text holds, by that text."""
 
@@ -458,10 +483,8 @@ def _decision_payload(text: str) -> tuple[_Decided, str, str, str, bool]:
     """A decision event's shared part, decision id, input hash, tool_call_id and whether it
     authorised the call: the per-call values are cut out of its text, the rest decoded once
     per distinct text (`_DECIDED`); a text of another shape is decoded whole."""
-    m1 = _AUTHORIZED.search(text)
-    m2 = _INPUT_HASH.search(text, m1.end()) if m1 is not None else None
-    m3 = _TOOL_CALL_ID.search(text, m2.end()) if m2 is not None else None
-    if m1 is None or m2 is None or m3 is None:
+    cut = _cut(text)
+    if cut is None:
         p = json.loads(text)
         return (
             _Decided(p),
@@ -470,18 +493,13 @@ def _decision_payload(text: str) -> tuple[_Decided, str, str, str, bool]:
             str(p.get("tool_call_id")),
             bool(p.get("authorized")),
         )
-    rest = (
-        text[: m1.start()]
-        + text[m1.end() : m2.start()]
-        + text[m2.end() : m3.start()]
-        + text[m3.end() :]
-    )
+    rest, decision_id, input_hash, tool_call_id, authorized = cut
     fixed = _DECIDED.get(rest)
     if fixed is None:
         if len(_DECIDED) > 4096:
             _DECIDED.clear()
         fixed = _DECIDED[rest] = _Decided(json.loads(rest))
-    return fixed, m1[2], m2[1], m3[1], m1[1] == "true"
+    return fixed, decision_id, input_hash, tool_call_id, authorized
 
 
 def _start(view: SessionView, sessions: dict[str, _Session]) -> _Session:
