@@ -151,10 +151,20 @@ class RecordedDecision:
 class _Call:
     """A call's record (its REQUESTED transition), kept until the call ends."""
 
-    __slots__ = ("args", "execution", "key", "redacted", "settled")
+    __slots__ = ("action_id", "args", "execution", "key", "redacted", "settled", "tool")
 
-    def __init__(self, key: str, args: Any, execution: Any, withheld: bool) -> None:
+    def __init__(
+        self,
+        key: str,
+        args: Any,
+        execution: Any,
+        withheld: bool,
+        action_id: Any = None,
+        tool_id: Any = None,
+    ) -> None:
         self.key = key
+        self.action_id = action_id
+        self.tool = tool_id
         self.args: Mapping[str, Any] = args if type(args) is dict else {}
         self.execution = execution_params(execution) if type(execution) is dict else {}
         self.redacted: tuple[str, ...] = ()
@@ -167,6 +177,17 @@ class _Call:
             if isinstance(env, Mapping):
                 found.extend(f"$.execution.env.{k}" for k, v in env.items() if v == REDACTED)
             self.redacted = tuple(found)
+
+    def requested(self) -> dict[str, Any]:
+        """What `Ledger.feed` reads of the REQUESTED transition."""
+        tool_call_id = self.key.rsplit(":", 1)[0]
+        return {
+            "to": "REQUESTED",
+            "action_id": self.action_id,
+            "tool_id": self.tool,
+            "tool_call_id": tool_call_id,
+            "args": self.args,
+        }
 
 
 class _Session:
@@ -329,14 +350,16 @@ def read_decisions(
                 continue
             if kind == "action.transition":
                 st = sessions.get(stream)
-                if '"to":"REQUESTED"' in text and st is not None:
-                    call = _requested(text)
-                    if call is not None:
-                        calls[stream, call.key] = call
-                        if len(calls) > sweep:
-                            sweep = len(_swept(calls)) + KEPT
-                if ledgers and st is not None:
-                    _feed(family_ledgers, st, _Row(position, stream, kind, loads(text), time))
+                if st is None:
+                    continue
+                call = _requested(text) if '"to":"REQUESTED"' in text else None
+                if call is not None:
+                    calls[stream, call.key] = call
+                    if len(calls) > sweep:
+                        sweep = len(_swept(calls)) + KEPT
+                if ledgers:
+                    p = call.requested() if call is not None else loads(text)
+                    _feed(family_ledgers, st, _Row(position, stream, kind, p, time))
                 continue
             row = _Row(position, stream, kind, loads(text), time)
             if kind in _SESSION_TYPES:
@@ -384,7 +407,7 @@ def _swept(calls: dict[tuple[str, str], _Call]) -> dict[tuple[str, str], _Call]:
 
 
 _REQUEST = re.compile(
-    r'\{"action_id":"[^"\\]*",(?:"actor":(?:"[^"\\]*"|null),)?"agent":(?:"[^"\\]*"|null),'
+    r'\{"action_id":"([^"\\]*)",(?:"actor":(?:"[^"\\]*"|null),)?"agent":(?:"[^"\\]*"|null),'
     r'"args":'
 )
 """The head of a REQUESTED transition's canonical text up to its arguments, when every value
@@ -408,19 +431,23 @@ def _requested(text: str) -> _Call | None:
             execution, end = _scan(text, end + len(_EXECUTION))
         tail = _TAIL.match(text, end)
         if tail is not None:
-            return _Call(f"{tail[2]}:{tail[1]}", args, execution, _MARK in text)
+            key = f"{tail[2]}:{tail[1]}"
+            return _Call(key, args, execution, _MARK in text, head[1], tail[3])
     p = json.loads(text)
     if p.get("to") != "REQUESTED":
         return None
     key = f"{p.get('tool_call_id')}:{p.get('input_hash')}"
-    return _Call(key, p.get("args"), p.get("execution"), _MARK in text)
+    return _Call(
+        key, p.get("args"), p.get("execution"), _MARK in text, p.get("action_id"), p.get("tool_id")
+    )
 
 
 _TAIL = re.compile(
     r',"from":null,"input_hash":"([0-9a-f]*)",(?:"skill":(?:"[^"\\]*"|null),)?'
-    r'"to":"REQUESTED","tool_call_id":"([^"\\]*)",'
+    r'"to":"REQUESTED","tool_call_id":"([^"\\]*)","tool_id":"([^"\\]*)"'
 )
-"""The values after a REQUESTED transition's arguments: its input hash and tool_call_id."""
+"""The values after a REQUESTED transition's arguments: its input hash, tool_call_id and
+tool id."""
 
 
 def _cut(text: str) -> tuple[str, str, str, str, bool] | None:
