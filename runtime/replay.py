@@ -96,6 +96,8 @@ class Change:
     old_rule: str | None
     new_rule: str | None
     new_policy: str | None
+    new_origin: str | None = None
+    """Where the new winning rule (or default) is written: `file:line`."""
 
     @property
     def kind(self) -> str:
@@ -111,7 +113,12 @@ class Change:
             "kind": self.kind,
             "widened": self.widened,
             "old": {"effect": self.old_effect, "rule": self.old_rule},
-            "new": {"effect": self.new_effect, "rule": self.new_rule, "policy": self.new_policy},
+            "new": {
+                "effect": self.new_effect,
+                "rule": self.new_rule,
+                "policy": self.new_policy,
+                "origin": self.new_origin,
+            },
         }
 
 
@@ -395,7 +402,8 @@ def tally(
             target = report.rule_changes
         else:
             target = report.flips
-        change = Change(d.tool_id, old.effect, got.effect, old.rule, got.rule, got.policy)
+        origin = f"{got.origin.file}:{got.origin.line}" if got.origin is not None else None
+        change = Change(d.tool_id, old.effect, got.effect, old.rule, got.rule, got.policy, origin)
         group = target.get(change)
         if group is None:
             group = target[change] = Group()

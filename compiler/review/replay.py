@@ -127,6 +127,11 @@ def _rule(rule: str | None) -> str:
     return rule if rule else "(default)"
 
 
+def _at(group: dict[str, Any]) -> str:
+    origin = group["new"].get("origin")
+    return f" ({origin})" if origin else ""
+
+
 def _text(data: dict[str, Any]) -> str:
     t = data["totals"]
     out = [
@@ -144,7 +149,7 @@ def _text(data: dict[str, Any]) -> str:
             mark = "  WIDENED" if g["widened"] else ""
             out.append(
                 f"  {g['tool_id']}: {g['kind']}  {_rule(g['old']['rule'])} → "
-                f"{_rule(g['new']['rule'])}  ×{g['count']}{mark}"
+                f"{_rule(g['new']['rule'])}{_at(g)}  ×{g['count']}{mark}"
             )
             out.append(f"    {_ids(g)}")
     if data["rule_changes"]:
@@ -187,7 +192,7 @@ def _markdown(data: dict[str, Any]) -> str:
             first = ", ".join(f"`{d['decision_id']}`" for d in g["decisions"][:3])
             out.append(
                 f"| `{g['tool_id']}` | {kind} | `{_rule(g['old']['rule'])}` | "
-                f"`{_rule(g['new']['rule'])}` | {g['count']} | {first} |"
+                f"`{_rule(g['new']['rule'])}`{_at(g)} | {g['count']} | {first} |"
             )
     if data["not_replayed"]:
         out += ["", "| not replayed | detail | decisions |", "|---|---|---:|"]
