@@ -15,6 +15,7 @@ from harnessc.runtime.events import DECISION_DIVERGED
 from harnessc.runtime.replay import replay
 from harnessc.runtime.shadow import divergences
 
+from .postgres import ADMIN_URL, SKIP_REASON, fresh_database
 from .test_recorded import ACTOR, SPEC, compiled, pending, run_sessions
 from .test_replay import CHANGED
 
@@ -157,3 +158,22 @@ def test_harnessc_log_divergences(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert widened["tool_id"] == "deploy.run" and len(widened["decisions"]) == 1
     assert divergences(MemoryStore()).to_dict()["total"] == 0
     assert main(["log", "divergences", "--store", str(tmp_path / "none.db")]) == 2
+
+
+@pytest.mark.skipif(not ADMIN_URL, reason=SKIP_REASON)
+def test_shadow_mode_on_postgresql(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("psycopg")
+    from harnessc.runtime.pgstore import PostgresStore
+
+    with fresh_database() as url:
+        store = PostgresStore(url)
+        h = Harness(compiled(tmp_path), store=store, shadow=compiled(tmp_path, CHANGED))
+        run_sessions(h)
+        events = store.read()
+        store.close()
+        found = [e for e in events if e.type == DECISION_DIVERGED]
+        decided = {e.payload["decision_id"]: e.position for e in events if e.type == "decision"}
+        assert len(found) == 4
+        assert all(e.position == decided[e.payload["decision_id"]] + 1 for e in found)
+        assert main(["log", "divergences", "--store", url, "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["total"] == 4
