@@ -47,7 +47,7 @@ from .history import (
     Ledger,
     time_ms,
 )
-from .model import Spec
+from .model import Agent, Spec
 from .policy import CallContext
 from .projections import Projections, SessionView
 from .sessions import FACT_EVENTS, fold_facts, session_policies
@@ -62,6 +62,7 @@ __all__ = [
     "read_decisions",
     "read_rows",
     "recorded_decision",
+    "session_agent",
 ]
 
 PAGE = 5000
@@ -632,7 +633,7 @@ def policies_in(spec: Spec, decision: RecordedDecision) -> tuple[str, ...] | str
         return "its session is not recorded in the log"
     policies: tuple[str, ...] | None = None
     for agent_name, skill_name in decision.lineage:
-        agent = spec.agents.get(agent_name) if isinstance(agent_name, str) else None
+        agent = session_agent(spec, agent_name)
         if agent is None:
             return f"the agent `{agent_name}` is not declared in the spec"
         skill = None
@@ -643,3 +644,18 @@ def policies_in(spec: Spec, decision: RecordedDecision) -> tuple[str, ...] | str
         policies = session_policies(agent, skill, policies)
     assert policies is not None
     return policies
+
+
+def session_agent(spec: Spec, name: object) -> Agent | None:
+    """The agent a recorded session names, in `spec`: a declared agent, or for a workflow
+    judged by a policy rather than run by an agent the workflow itself (its session's agent
+    is named after it and holds its policy, `runtime/workflow_steps.py`)."""
+    if not isinstance(name, str):
+        return None
+    agent = spec.agents.get(name)
+    if agent is not None:
+        return agent
+    workflow = spec.workflows.get(name)
+    if workflow is not None and workflow.agent is None and workflow.policy:
+        return Agent(name=name, policy=workflow.policy)
+    return None

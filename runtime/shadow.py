@@ -33,6 +33,7 @@ from .calls import judge_policies
 from .events import DECISION_DIVERGED, NewEvent, decision_diverged
 from .model import Spec
 from .policy import CallContext, Decision, PolicyEngine
+from .recorded import session_agent
 from .sessions import session_policies
 from .store import EventStore
 
@@ -82,7 +83,7 @@ class Shadow:
     def _find(self, lineage: list[tuple[str, str | None]]) -> tuple[str, ...] | str:
         policies: tuple[str, ...] | None = None
         for agent_name, skill_name in lineage:
-            agent = self.spec.agents.get(agent_name)
+            agent = session_agent(self.spec, agent_name)
             if agent is None:
                 return f"the candidate does not declare the agent `{agent_name}`"
             skill = self.spec.skills.get(skill_name) if skill_name else None

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from harnessc.compiler.cli import main
-from harnessc.runtime import Harness, MemoryStore, SQLiteStore
-from harnessc.runtime.model import Spec
+from harnessc.runtime import Facts, Harness, MemoryStore, SQLiteStore
+from harnessc.runtime.model import Agent, Spec
 from harnessc.runtime.replay import ReplayReport, replay
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -331,3 +331,29 @@ def test_workers_give_the_report_one_reader_gives(
     cli = json.loads(out)  # the same report; its spec read from another file name
     assert code == 1 and (cli["totals"], cli["by_tool"]) == (one["totals"], one["by_tool"])
     assert run(capsys, *argv, "--workers", "0")[0] == 2
+
+
+def test_a_workflow_judged_by_a_policy_is_replayed_under_its_policy(tmp_path: Path) -> None:
+    workflow = "\nworkflow pays {\n  policy main\n  input { iban: string }\n"
+    workflow += "  step send = call pay.send(iban: input.iban, amount: 1)\n}\n"
+    spec = compiled(tmp_path, SPEC + workflow)
+    h = Harness(spec)
+    # a step's session as runtime/workflow_steps.py opens it for a workflow with no agent
+    wf = spec.workflows["rec.pays"]
+    s = h._open(
+        agent=Agent(name=wf.name, policy=wf.policy),
+        actor=ACTOR,
+        task={"id": "wf-1", "workflow": wf.name, "step": "send"},
+        facts=Facts(),
+        resource={},
+        env={},
+        session_id="workflow:wf-1/send",
+        tools=("pay.send",),
+    )
+    assert (
+        s.decide(pending(s.normalize("pay.send", "wf-1/send#1", {"iban": "X", "amount": 1}))).effect
+        == "ask"
+    )
+    changed = compiled(tmp_path, CHANGED + workflow)
+    report = replay(h.store, changed)
+    assert report.skipped == 0 and report.by_tool() == {"pay.send": {"ask→deny": 1}}
