@@ -12,6 +12,7 @@ import pytest
 from harnessc.compiler.cli import main
 from harnessc.runtime import Harness, MemoryStore, Refusal, SQLiteStore
 from harnessc.runtime.events import DECISION_DIVERGED
+from harnessc.runtime.projections import Projections
 from harnessc.runtime.replay import replay
 from harnessc.runtime.shadow import divergences
 
@@ -47,6 +48,11 @@ def test_the_candidate_is_recorded_never_enforced(tmp_path: Path) -> None:
     assert h.shadowing is not None
     assert h.shadowing.diverged == len(found) and h.shadowing.judged == len(decisions)
     assert h.verify().ok
+    # the projections fold the divergence into the call's view
+    views = Projections.rebuild(events)
+    assert views.calls["d-2"].diverged is not None
+    assert views.calls["d-2"].diverged["kind"] == "deny→allow"
+    assert views.calls["m-1"].diverged is None
 
 
 def test_shadow_and_replay_find_the_same_changes(tmp_path: Path) -> None:
