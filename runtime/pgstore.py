@@ -16,7 +16,7 @@ from __future__ import annotations
 import atexit
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import psycopg
@@ -30,6 +30,7 @@ from .store import (
     Batch,
     GroupCommit,
     GroupCommitted,
+    Row,
     StoreError,
     Verification,
     _Numbering,
@@ -38,6 +39,7 @@ from .store import (
     commit_batches,
     flush_at_exit,
     row,
+    select_rows,
     verify_events,
 )
 
@@ -180,6 +182,21 @@ class PostgresStore(GroupCommitted):
             if len(page) < batch:
                 return
             after = page[-1].position
+
+    def read_rows(
+        self,
+        types: Sequence[str],
+        *,
+        after: int = 0,
+        limit: int = 1000,
+        moves: Sequence[str] = (),
+    ) -> list[Row]:
+        """As `SQLiteStore.read_rows`."""
+        self._group.flush()
+        sql, params = select_rows(types, moves, "%s")
+        sql = "SELECT " + sql.format(table="harnessc.events") + f" LIMIT {int(limit)}"
+        with self._lock, self._connection().transaction():
+            return self._connection().execute(sql, [after, *params]).fetchall()
 
     def last(self, prefix: str, type: str) -> Event | None:
         # LIKE with a left-anchored pattern uses the text_pattern_ops index whatever the

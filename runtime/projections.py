@@ -48,6 +48,9 @@ class CallView:
     """The position of the last event that changed this view."""
     history: list[tuple[str | None, str, int]] = field(default_factory=list)
     """`(from, to, position)` for every transition, in order."""
+    diverged: dict[str, Any] | None = None
+    """Shadow mode: the last `decision.diverged` payload of this call (the candidate spec
+    decided it otherwise: `kind`, `active`, `candidate`), or None."""
 
 
 @dataclass
@@ -217,6 +220,12 @@ class Projections:
         call.effect = p.get("effect")
         call.position = event.position
 
+    def _diverged(self, event: Event, p: dict[str, Any]) -> None:
+        call = self.calls.get(p["tool_call_id"])
+        if call is not None:
+            call.diverged = dict(p)
+            call.position = event.position
+
     def _approval_requested(self, event: Event, p: dict[str, Any]) -> None:
         self.approvals[p["approval_id"]] = ApprovalView(
             p["approval_id"],
@@ -292,6 +301,7 @@ class Projections:
 _HANDLERS = {
     "action.transition": Projections._transition,
     "decision": Projections._decision,
+    "decision.diverged": Projections._diverged,
     "approval.requested": Projections._approval_requested,
     "approval.resolved": Projections._approval_resolved,
     "grant.issued": Projections._grant_issued,

@@ -63,11 +63,13 @@ __all__ = [
     "EventStore",
     "GroupCommit",
     "MemoryStore",
+    "Row",
     "SQLiteStore",
     "StoreError",
     "Verification",
     "defer_events",
     "flush_deferred",
+    "select_rows",
     "verify_events",
 ]
 
@@ -434,6 +436,26 @@ def commit_batches(
     return out
 
 
+Row = tuple[int, str, str, str, str]
+"""An event as a reader that folds a large log takes it (`read_rows`): position, stream, type,
+payload text and time; no hashes, no `Event`."""
+
+
+def select_rows(types: Sequence[str], moves: Sequence[str], mark: str) -> tuple[str, list[object]]:
+    """The SQL of `read_rows` after `SELECT ` (with `mark` as the parameter marker; the position
+    to read after is its first parameter). A move is found in a transition's canonical text
+    (`"to":"RUNNING"`), so a reader still checks the parsed payload: the text may hold it
+    elsewhere."""
+    find = "instr(payload, {0}) > 0" if mark == "?" else "strpos(payload, {0}) > 0"
+    keep = " OR ".join(find.format(mark) for _ in moves) or "1 = 1"
+    sql = (
+        f"position, stream, type, payload, time FROM {{table}} WHERE position > {mark} "
+        f"AND type IN ({', '.join([mark] * len(types))}) "
+        f"AND (type <> 'action.transition' OR {keep}) ORDER BY position"
+    )
+    return sql, [*types, *(f'"to":"{m}"' for m in moves)]
+
+
 def row(e: Event) -> tuple[object, ...]:
     """An event as the values of an INSERT, in the order of the columns."""
     return (
@@ -655,6 +677,23 @@ class SQLiteStore(GroupCommitted):
             if len(page) < batch:
                 return
             after = page[-1].position
+
+    def read_rows(
+        self,
+        types: Sequence[str],
+        *,
+        after: int = 0,
+        limit: int = 1000,
+        moves: Sequence[str] = (),
+    ) -> list[Row]:
+        """The events of `types` after `after` as `Row`s, in position order, for a reader that
+        folds a large log; of the `action.transition` events only those that move to one of
+        `moves` (all of them when `moves` is empty)."""
+        self._group.flush()
+        sql, params = select_rows(types, moves, "?")
+        sql = "SELECT " + sql.format(table="events") + f" LIMIT {int(limit)}"
+        with self._lock:
+            return self._connection().execute(sql, [after, *params]).fetchall()
 
     def last(self, prefix: str, type: str) -> Event | None:
         self._group.flush()

@@ -67,6 +67,8 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.stores": "`harnessc log`: opening the store a log lives in",
     "harnessc.runtime.history": "`harnessc test`: a test's earlier steps become its ledger",
     "harnessc.runtime.mcp_client": "`harnessc mcp discover`: the runtime's MCP client lists tools",
+    "harnessc.runtime.replay": "`harnessc replay`: recorded decisions decided again",
+    "harnessc.runtime.shadow": "`harnessc log divergences`: what shadow mode recorded",
 }
 
 
