@@ -376,6 +376,12 @@ def _print_verification(result: Any, format: str) -> int:
     return EXIT_OK if result.ok else EXIT_ERRORS
 
 
+def cmd_why(args: argparse.Namespace) -> int:
+    from .review.why import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harnessc",
@@ -507,6 +513,28 @@ def build_parser() -> argparse.ArgumentParser:
             help="the log key (otherwise HARNESSC_LOG_KEY or HARNESSC_LOG_KEY_FILE)",
         )
     log.set_defaults(run=cmd_log)
+
+    why = sub.add_parser(
+        "why", help="explain one decision and the nearest calls decided differently"
+    )
+    why.add_argument("spec", metavar="SPEC")
+    why.add_argument("--tool", metavar="TOOL", help="the tool called")
+    for name, what in (
+        ("args", "the call's arguments"),
+        ("actor", "who calls (user, role, roles, tenant, …)"),
+        ("facts", "the application's facts; connections and runtimes that are up as true"),
+        ("resource", "the resource acted on"),
+        ("task", "the task (id, stage, purpose)"),
+        ("env", "the environment"),
+    ):
+        why.add_argument(f"--{name}", metavar="JSON", help=f"{what}, as a JSON object")
+    judged = why.add_mutually_exclusive_group()
+    judged.add_argument("--agent", metavar="AGENT", help="judge under this agent's policy")
+    judged.add_argument("--policy", metavar="POLICY", help="judge under this policy")
+    why.add_argument("--log", metavar="URL", help="an event log: explain a recorded decision")
+    why.add_argument("--decision", metavar="ID", help="the recorded decision's id (dec-…)")
+    why.add_argument("--format", choices=("text", "json"), default="text")
+    why.set_defaults(run=cmd_why)
     return parser
 
 
