@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .approvals import ApprovalError, ApprovalGrant
 from .availability import unavailable_refusal
-from .canonical import Execution, json_string
+from .canonical import NO_EXECUTION, Execution, json_string
 from .events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
 from .executors import (
     BoundExecutor,
@@ -29,7 +29,7 @@ from .executors import (
 from .lifecycle import Action, ActionState, after_decision
 from .model import Tool
 from .normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
-from .policy import CallContext, Decision
+from .policy import CallContext, Decision, PolicyEngine
 from .store import defer_events, flush_deferred
 
 if TYPE_CHECKING:
@@ -43,8 +43,10 @@ __all__ = [
     "ainvoke_call",
     "call_context",
     "decide_call",
+    "execution_params",
     "invoke_call",
     "judge_call",
+    "judge_policies",
     "normalize_call",
     "not_run",
 ]
@@ -178,18 +180,6 @@ def normalize_call(
 
 def call_context(s: Session, pending: PendingCall) -> CallContext:
     """`Session.context`: the call as policy sees it."""
-    execution = pending.execution
-    params: dict[str, Any] = {}
-    if execution.command is not None:
-        params["command"] = execution.command
-    if execution.cwd is not None:
-        params["cwd"] = execution.cwd
-    if execution.env is not None:
-        params["env"] = execution.env
-    if execution.timeout_ms is not None:
-        params["timeout"] = execution.timeout_ms
-    if execution.target is not None:
-        params["target"] = execution.target
     facts = s.facts
     h = s.harness
     ledger = s.ledger
@@ -208,9 +198,43 @@ def call_context(s: Session, pending: PendingCall) -> CallContext:
         connected=facts.connected,
         running=facts.running,
         tool_call_id=pending.tool_call_id,
-        execution=params,
+        execution=execution_params(pending.execution),
         ledger=ledger,
     )
+
+
+_PARAMS = (
+    ("command", "command"),
+    ("cwd", "cwd"),
+    ("env", "env"),
+    ("timeout_ms", "timeout"),
+    ("target", "target"),
+)
+"""An execution parameter's name in `Execution` (and in the log's record of it), and in
+policy (`call.timeout`)."""
+
+
+def execution_params(execution: Execution | Mapping[str, Any] | None) -> dict[str, Any]:
+    """A call's execution parameters as policy reads them (`call.cwd`, `call.timeout`, …),
+    from the frozen call's `Execution` or from the log's record of it (`execution_record`).
+
+    >>> execution_params({"cwd": "/repo", "timeout_ms": 500})
+    {'cwd': '/repo', 'timeout': 500}
+    """
+    params: dict[str, Any] = {}
+    if execution is None or execution is NO_EXECUTION:
+        return params
+    if isinstance(execution, Execution):
+        for name, as_read in _PARAMS:
+            value = getattr(execution, name)
+            if value is not None:
+                params[as_read] = value
+        return params
+    for name, as_read in _PARAMS:
+        value = execution.get(name)
+        if value is not None:
+            params[as_read] = tuple(value) if isinstance(value, list) else value
+    return params
 
 
 def clock_ms(h: Harness) -> int:
@@ -242,35 +266,41 @@ def apply_on_success(s: Session, tool: Tool, pending: PendingCall | None, result
         s.update_facts(changed)
 
 
+def judge_policies(
+    engine: PolicyEngine, policies: Sequence[str], ctx: CallContext, *, agent: str
+) -> list[Decision]:
+    """The decisions of `policies` on one call that share the strongest effect (DENY beats
+    ASK beats ALLOW), most specific first: a rule before a default, a later policy (a skill's
+    profile) before an earlier one (the parent's policy). No policy at all denies. The one
+    judging function of sessions, replay (`runtime/replay.py`) and shadow mode
+    (`runtime/shadow.py`); raises `UnknownPolicyError` for a policy the engine lacks."""
+    if len(policies) == 1:
+        return [engine.decider(policies[0]).decide(ctx)]
+    if not policies:
+        return [
+            Decision.denied(f"the agent `{agent}` has no policy", policy="", tool_id=ctx.tool_id)
+        ]
+    decisions = [engine.decider(name).decide(ctx) for name in policies]
+    strongest = max(_STRENGTH[d.effect] for d in decisions)
+    # INVARIANT: most specific first. `policies` lists the parent's policy before the
+    # skill's profile, so a later policy is the more specific one; a rule that matched is
+    # more specific than a default.
+    ranked = sorted(
+        (
+            (d.default_used, -i, d)
+            for i, d in enumerate(decisions)
+            if _STRENGTH[d.effect] == strongest
+        ),
+        key=lambda r: (r[0], r[1]),
+    )
+    return [d for _, _, d in ranked]
+
+
 def judge_call(s: Session, pending: PendingCall) -> Ruling:
     """The decision of the session's policies, and the grants that authorise it (pure)."""
     h = s.harness
     ctx = call_context(s, pending)
-    if len(s.policies) == 1:
-        tied = [h.engine.decider(s.policies[0]).decide(ctx)]
-    elif not s.policies:
-        tied = [
-            Decision.denied(
-                f"the agent `{s.agent.name}` has no policy",
-                policy="",
-                tool_id=pending.tool_id,
-            )
-        ]
-    else:
-        decisions = [h.engine.decider(name).decide(ctx) for name in s.policies]
-        strongest = max(_STRENGTH[d.effect] for d in decisions)
-        # INVARIANT: most specific first. `s.policies` lists the parent's policy before
-        # the skill's profile, so a later policy is the more specific one; a rule that
-        # matched is more specific than a default.
-        ranked = sorted(
-            (
-                (d.default_used, -i, d)
-                for i, d in enumerate(decisions)
-                if _STRENGTH[d.effect] == strongest
-            ),
-            key=lambda r: (r[0], r[1]),
-        )
-        tied = [d for _, _, d in ranked]
+    tied = judge_policies(h.engine, s.policies, ctx, agent=s.agent.name)
     best = tied[0]
     if best.effect != "ask":
         return Ruling(decision=best)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import atexit
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import psycopg
@@ -38,6 +38,7 @@ from .store import (
     commit_batches,
     flush_at_exit,
     row,
+    select_types,
     verify_events,
 )
 
@@ -180,6 +181,27 @@ class PostgresStore(GroupCommitted):
             if len(page) < batch:
                 return
             after = page[-1].position
+
+    def read_types(
+        self,
+        types: Sequence[str],
+        *,
+        after: int = 0,
+        limit: int | None = None,
+        moves: Sequence[str] = (),
+    ) -> list[Event]:
+        """The events of `types` after `after`, in position order (`select_types`)."""
+        self._group.flush()
+        where, params = select_types(types, moves, "%s")
+        sql = (
+            f"SELECT {self._columns} FROM harnessc.events WHERE position > %s AND {where} "
+            "ORDER BY position"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock, self._connection().transaction():
+            rows = self._connection().execute(sql, [after, *params]).fetchall()
+        return [Event(*row) for row in rows]
 
     def last(self, prefix: str, type: str) -> Event | None:
         # LIKE with a left-anchored pattern uses the text_pattern_ops index whatever the

@@ -66,9 +66,12 @@ if TYPE_CHECKING:
     from .harness import Harness
 
 __all__ = [
+    "FACT_EVENTS",
     "Session",
     "facts_record",
+    "fold_facts",
     "replay_facts",
+    "session_policies",
     "with_values",
 ]
 
@@ -113,14 +116,9 @@ class Session:
         self.goal = goal
         self.depth: int = 0 if parent is None else parent.depth + (0 if skill is not None else 1)
         self.children: list[Session] = []
-        policies: list[str] = []
-        if parent is not None and skill is not None:
-            policies.extend(parent.policies)
-        elif agent.policy:
-            policies.append(agent.policy)
-        if skill is not None and skill.profile:
-            policies.append(skill.profile)
-        self.policies: tuple[str, ...] = tuple(policies)
+        self.policies: tuple[str, ...] = session_policies(
+            agent, skill, parent.policies if parent is not None else None
+        )
         self._actions: dict[str, Action] = {}
         self._pending: dict[str, PendingCall] = {}
         self._judged: dict[str, Judged] = {}
@@ -592,16 +590,42 @@ def with_values(facts: Facts, values: Mapping[str, Any]) -> Facts:
     return Facts({**facts.values, **values}, facts.connected, facts.running, facts.mcp)
 
 
+def session_policies(
+    agent: Agent, skill: Skill | None, parent_policies: tuple[str, ...] | None
+) -> tuple[str, ...]:
+    """The policies that judge a session's calls: its agent's policy; in a skill session the
+    parent session's policies, then the skill's profile (the most specific last)."""
+    policies: list[str] = []
+    if parent_policies is not None and skill is not None:
+        policies.extend(parent_policies)
+    elif agent.policy:
+        policies.append(agent.policy)
+    if skill is not None and skill.profile:
+        policies.append(skill.profile)
+    return tuple(policies)
+
+
 def replay_facts(facts: Facts, events: list[Any]) -> Facts:
     """The facts a session's log leaves: its snapshot, then each `facts.updated` in order
     (a `session.resumed` with facts replaces the snapshot)."""
     for event in events:
-        if event.type == FACTS_UPDATED:
-            values = event.payload.get("values")
-            if isinstance(values, Mapping):
-                facts = with_values(facts, values)
-        elif event.type == "session.resumed" and isinstance(event.payload.get("facts"), Mapping):
-            facts = Facts.from_json(event.payload["facts"])
+        facts = fold_facts(facts, event.type, event.payload)
+    return facts
+
+
+FACT_EVENTS = frozenset({FACTS_UPDATED, "session.resumed"})
+"""The events of a session's stream that change its facts (`fold_facts`)."""
+
+
+def fold_facts(facts: Facts, type_: str, payload: Mapping[str, Any]) -> Facts:
+    """The facts after one event of the session's stream: a `facts.updated` changes some
+    values, a `session.resumed` with facts replaces the snapshot, any other leaves them."""
+    if type_ == FACTS_UPDATED:
+        values = payload.get("values")
+        if isinstance(values, Mapping):
+            return with_values(facts, values)
+    elif type_ == "session.resumed" and isinstance(payload.get("facts"), Mapping):
+        return Facts.from_json(payload["facts"])
     return facts
 
 

@@ -68,6 +68,7 @@ __all__ = [
     "Verification",
     "defer_events",
     "flush_deferred",
+    "select_types",
     "verify_events",
 ]
 
@@ -434,6 +435,24 @@ def commit_batches(
     return out
 
 
+def select_types(types: Sequence[str], moves: Sequence[str], mark: str) -> tuple[str, list[str]]:
+    """The SQL condition (with `mark` as the parameter marker) of `read_types`: the event's
+    type is one of `types`, and an `action.transition` moves to one of `moves` (any, when
+    `moves` is empty). The move is found in the payload's canonical text (`"to":"RUNNING"`),
+    so a reader still checks the parsed payload: the text may hold it elsewhere."""
+    if not types:
+        return "0 = 1", []
+    where = f"type IN ({', '.join([mark] * len(types))})"
+    params = list(types)
+    if moves:
+        found = " OR ".join(
+            f"{'instr' if mark == '?' else 'strpos'}(payload, {mark}) > 0" for _ in moves
+        )
+        where += f" AND (type <> 'action.transition' OR {found})"
+        params.extend(f'"to":"{m}"' for m in moves)
+    return where, params
+
+
 def row(e: Event) -> tuple[object, ...]:
     """An event as the values of an INSERT, in the order of the columns."""
     return (
@@ -655,6 +674,24 @@ class SQLiteStore(GroupCommitted):
             if len(page) < batch:
                 return
             after = page[-1].position
+
+    def read_types(
+        self,
+        types: Sequence[str],
+        *,
+        after: int = 0,
+        limit: int | None = None,
+        moves: Sequence[str] = (),
+    ) -> list[Event]:
+        """The events of `types` after `after`, in position order (`select_types`)."""
+        self._group.flush()
+        where, params = select_types(types, moves, "?")
+        sql = f"SELECT {self._columns} FROM events WHERE position > ? AND {where} ORDER BY position"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._connection().execute(sql, [after, *params]).fetchall()
+        return [Event(*row) for row in rows]
 
     def last(self, prefix: str, type: str) -> Event | None:
         self._group.flush()
