@@ -22,7 +22,6 @@ such, never as an answer.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -223,7 +222,15 @@ class _Search:
         the call's own values meet: a changed value is readable, a kept one stays as it is."""
         pins = [(v, o) for found in self.groups.values() for v, o in found]
         kept = []
-        for wish in self.enc.nice:
+        # a value given rather than taken away: `release.freeze` false, not absent
+        present = [
+            var == True  # noqa: E712 - a z3 equation
+            for name, var in self.enc._vars.items()
+            if (info := self.bucket.registry.get(name)) is not None
+            and info.role == "has"
+            and not info.alt
+        ]
+        for wish in [*self.enc.nice, *present]:
             held = z3.simplify(z3.substitute(wish, *pins)) if pins else wish
             if not z3.is_false(held):
                 kept.append(wish)
@@ -372,12 +379,17 @@ class _Search:
         return best
 
     def exclusion(self, model: z3.ModelRef) -> Any:
-        """Not this proposal again: one of its moved values takes another value."""
+        """Not this proposal again: one of its moved values, or of the conditions z3 could
+        only leave free (inexact), takes another value."""
         parts = []
         for g in self.moved(model):
             pins = self.groups[g]
             parts.append(z3.And(*(v == model.eval(v, model_completion=True) for v, _ in pins)))
-        return z3.Not(z3.And(*parts)) if parts else z3.BoolVal(True)
+        for name, var in self.enc._vars.items():
+            info = self.bucket.registry.get(name)
+            if info is not None and info.role == "free":
+                parts.append(var == model.eval(var, model_completion=True))
+        return z3.Not(z3.And(*parts)) if parts else z3.BoolVal(False)
 
     # --- the proposal as a call, decided by the runtime ----------------------------------------
 
@@ -429,12 +441,10 @@ class _Search:
             )
         steps: list[m.SessionStep] = []
         if session:
-            concrete = _concrete(self.spec, call)
-            concrete.session = session
-            prelude = session_prelude(self.spec, concrete)
-            if prelude.missing is not None:
-                return f"no session can be built for it: {prelude.missing}"
-            steps = prelude.steps
+            prelude = self._prelude(call, session, proposal)
+            if isinstance(prelude, str):
+                return prelude
+            steps = prelude
             call = replace(call, ledger=prelude_ledger(self.spec, steps, int(time.time() * 1000)))
         decision = self.engine.decider(self.policy.name).decide(call)
         if decision.effect != target:
@@ -444,6 +454,26 @@ class _Search:
             )
         changes += self._implied(call, moved)
         return changes, call, decision, steps
+
+    def _prelude(
+        self, call: CallContext, session: dict[str, Any], proposal: Call
+    ) -> list[m.SessionStep] | str:
+        """The steps of a session that give the session terms their new values. A recorded
+        call's session is rebuilt whole (every term the rules read, at its value), since the
+        steps replace its ledger; a call judged outside a session needs only the changed ones."""
+        concrete = _concrete(call)
+        tries = [session]
+        if self.call.ledger is not None:
+            every = {g[1]: proposal.session.get(g[1]) for g in self.groups if g[0] == SESSION}
+            tries.insert(0, {**every, **session})
+        missing = ""
+        for state in tries:
+            concrete.session = state
+            prelude = session_prelude(self.spec, concrete)
+            if prelude.missing is None:
+                return prelude.steps
+            missing = prelude.missing
+        return f"no session can be built for it: {missing}"
 
     def _new_value(self, g: Key, model: z3.ModelRef, proposal: Call) -> tuple[Any, bool]:
         """A moved value's new value: a list keeps its other items; else the proposal's."""
@@ -571,18 +601,22 @@ def _dig(roots: Mapping[str, Any], key: Key) -> Any:
     return value
 
 
+_RECORDS = ("args", "actor", "resource", "task", "env", "facts", "execution")
+"""The records a call holds, by their name in both `CallContext` and the analysis's `Call`."""
+
+
 def _thaw(call: CallContext) -> CallContext:
-    """A copy of the call whose records may be changed."""
-    return replace(
-        call,
-        args=copy.deepcopy(dict(call.args)),
-        actor=copy.deepcopy(dict(call.actor)),
-        resource=copy.deepcopy(dict(call.resource)),
-        task=copy.deepcopy(dict(call.task)),
-        env=copy.deepcopy(dict(call.env)),
-        facts=copy.deepcopy(dict(call.facts)),
-        execution=copy.deepcopy(dict(call.execution)),
-    )
+    """A copy of the call whose records may be changed (a recorded call's are read-only)."""
+    return replace(call, **{name: _plain(getattr(call, name)) for name in _RECORDS})
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy of JSON-like data, read-only mappings and tuples included."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _put(call: CallContext, key: Key, value: Any, present: bool) -> None:
@@ -604,19 +638,13 @@ def _put(call: CallContext, key: Key, value: Any, present: bool) -> None:
         record.pop(parts[-1], None)
 
 
-def _concrete(spec: m.Spec, call: CallContext) -> Call:
+def _concrete(call: CallContext) -> Call:
     """The runtime's call as the analysis writes one (for prelude.py)."""
     return Call(
         tool=call.tool_id,
-        args=dict(call.args),
-        actor=dict(call.actor),
-        resource=dict(call.resource),
-        facts=dict(call.facts),
-        task=dict(call.task),
-        env=dict(call.env),
-        execution=dict(call.execution),
         connections={c: True for c in call.connected},
         runtimes={r: True for r in call.running},
+        **{name: _plain(getattr(call, name)) for name in _RECORDS},
     )
 
 
@@ -721,8 +749,8 @@ def _blockers(search: _Search, out: Counterfactual, free: Sequence[Key]) -> None
             continue
         values = read_values(rule.condition, search.scope)
         (out.blockers if stronger else out.missing).append((rule, values))
-    if out.blockers:
-        return
+    if out.blockers or z3.is_false(z3.simplify(to_z3(search._default_is(target)))):
+        return  # said by the rules, or the default never gives the target
     for p, rule in enumerate(search.rules):
         if rule.effect == target:
             continue

@@ -32,9 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
+from harnessc.runtime.calls import judge_policies
 from harnessc.runtime.conditions import Scope, evaluate, read_path, value_of
 from harnessc.runtime.policy import CallContext, Decision, PolicyEngine
+from harnessc.runtime.recorded import policies_in, recorded_decision
 from harnessc.runtime.semantics import selects
+from harnessc.runtime.store import EventStore
 
 from ..analysis.concrete import Call, schema_problems
 from ..analysis.nearest import (
@@ -58,6 +61,7 @@ __all__ = [
     "call_from_json",
     "judging_policy",
     "why",
+    "why_recorded",
 ]
 
 VERSION = 1
@@ -161,7 +165,8 @@ class Explanation:
             },
             "rules": [r.to_dict() for r in self.rules],
             "counterfactuals": [
-                _counterfactual_dict(self.call.tool_id, c) for c in self.counterfactuals
+                _counterfactual_dict(self.call.tool_id, c, self.recorded is not None)
+                for c in self.counterfactuals
             ],
             "recorded": self.recorded,
             "notes": list(self.notes),
@@ -347,6 +352,84 @@ def _default_text(spec: m.Spec, policy: m.Policy, decision: Decision) -> str | N
 
 
 # ---------------------------------------------------------------------------------------------
+# A recorded decision
+
+
+def why_recorded(
+    spec: m.Spec,
+    store: EventStore,
+    decision_id: str,
+    *,
+    agent: str | None = None,
+    policy: str | None = None,
+    counterfactuals: bool = True,
+) -> Explanation:
+    """Explain the recorded decision `decision_id` of an event log under `spec`: the call as it
+    was decided (its arguments, actor, facts and session as of its position, read by
+    `runtime.recorded`), judged by `policy`, `agent`'s policy, or else the policies of its
+    session's agent in `spec`. The explanation's `recorded` says what the log holds (the
+    effect, rule and policy version), and a note says when the spec given is another version
+    or decides the call otherwise."""
+    found = recorded_decision(store, decision_id, spec)
+    if found is None:
+        raise WhyError(f"the log holds no decision `{decision_id}`")
+    if found.context is None:
+        if found.redacted:
+            withheld = ", ".join(f"`{p}`" for p in found.redacted)
+            raise WhyError(
+                f"decision `{decision_id}` cannot be decided again: the log withholds {withheld}"
+            )
+        raise WhyError(
+            f"decision `{decision_id}` cannot be decided again: {found.missing or 'no call'}"
+        )
+    notes: list[str] = []
+    engine = PolicyEngine(spec)
+    if agent is None and policy is None:
+        policies = policies_in(spec, found)
+        if isinstance(policies, str):
+            raise WhyError(
+                f"decision `{decision_id}` has no policy in this spec: {policies}; "
+                "name one with --policy or --agent"
+            )
+        judged = judge_policies(engine, policies, found.context, agent=str(found.agent))
+        policy = judged[0].policy
+        if len(policies) > 1:
+            listed = ", ".join(f"`{p}`" for p in policies)
+            notes.append(
+                f"its session is judged by {listed}; this explains `{policy}`, whose decision "
+                "is the session's"
+            )
+    out = why(
+        spec,
+        found.context,
+        agent=agent,
+        policy=policy,
+        counterfactuals=counterfactuals,
+        engine=engine,
+    )
+    outcome = found.outcome
+    version = spec.content_hash()
+    out.recorded = {
+        **found.to_dict(),
+        "spec_version": version,
+        "same_version": outcome.policy_version == version,
+    }
+    if outcome.policy_version != version:
+        notes.append(
+            f"the decision was recorded under policy version {outcome.policy_version}; it is "
+            f"explained under the spec given, version {version}"
+        )
+    now = out.decision
+    if (now.effect, now.rule) != (outcome.effect, outcome.rule):
+        notes.append(
+            f"recorded: {outcome.effect} by {outcome.rule or 'the default'}; under this spec: "
+            f"{now.effect} by {now.rule or 'the default'}"
+        )
+    out.notes = notes + out.notes
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # In words
 
 
@@ -424,7 +507,7 @@ def _changes_text(changes: Sequence[Change]) -> str:
     return text
 
 
-def _counterfactual_lines(tool: str, c: Counterfactual) -> list[str]:
+def _counterfactual_lines(tool: str, c: Counterfactual, recorded: bool = False) -> list[str]:
     outcome = _OUTCOME[c.target]
     only = " of the arguments" if c.scope == "arguments" else ""
     if c.status == "found":
@@ -433,7 +516,8 @@ def _counterfactual_lines(tool: str, c: Counterfactual) -> list[str]:
         head = "changing only the arguments: " if c.scope == "arguments" else ""
         lines = [f"{head}`{tool}` would be {outcome} if {_changes_text(c.changes)} ({rule})"]
         if c.before:
-            lines.append("  with this session before the call:")
+            instead = " (in place of the recorded one)" if recorded else ""
+            lines.append(f"  with this session before the call{instead}:")
             lines += [f"    {step}" for step in prelude_text(c.before)]
         return lines
     if c.status == "unreachable":
@@ -492,8 +576,10 @@ def _describe(e: Explanation) -> list[str]:
     tool = e.call.tool_id
     lines = [f"`{tool}` is {_DECIDED[d.effect]} under policy `{e.policy}`"]
     if e.recorded is not None:
+        held, was = e.recorded, e.recorded["outcome"]
         lines.append(
-            f"recorded decision {e.recorded.get('decision_id')}: {e.recorded.get('effect')}"
+            f"recorded decision {held['decision_id']} (position {held['position']}, "
+            f"{held['time']}): {was['effect']} by {was['rule'] or 'the default'}"
         )
     approvers = ", ".join(f"{a.kind} {json.dumps(a.value)}" for a in d.approvers)
     if d.rule is None and not d.default_used:
@@ -533,12 +619,14 @@ def _describe(e: Explanation) -> list[str]:
     if e.counterfactuals:
         lines.append("nearest calls decided differently:")
         for c in e.counterfactuals:
-            lines += [f"  {line}" for line in _counterfactual_lines(tool, c)]
+            lines += [
+                f"  {line}" for line in _counterfactual_lines(tool, c, e.recorded is not None)
+            ]
     lines += [f"note: {n}" for n in e.notes]
     return lines
 
 
-def _counterfactual_dict(tool: str, c: Counterfactual) -> dict[str, Any]:
+def _counterfactual_dict(tool: str, c: Counterfactual, recorded: bool) -> dict[str, Any]:
     d = c.decision
     return {
         "target": c.target,
@@ -572,7 +660,7 @@ def _counterfactual_dict(tool: str, c: Counterfactual) -> dict[str, Any]:
             }
             for r, v in c.missing
         ],
-        "text": "\n".join(_counterfactual_lines(tool, c)),
+        "text": "\n".join(_counterfactual_lines(tool, c, recorded)),
     }
 
 
@@ -599,8 +687,10 @@ def run(args: Any) -> int:
 
     if args.tool is None and args.log is None:
         return fail("say which call: --tool TOOL --args JSON, or --log URL --decision ID")
-    if args.log is not None:
-        return fail("`--log` needs the reader of recorded decisions, which this build lacks")
+    if args.log is not None and args.tool is not None:
+        return fail("say which call: --tool for a given call, or --log for a recorded one")
+    if args.log is not None and args.decision is None:
+        return fail("--log needs --decision ID (a decision's id, dec-…)")
     data: dict[str, Any] = {"tool": args.tool}
     for name in ("args", "actor", "facts", "resource", "task", "env"):
         text = getattr(args, name)
@@ -615,7 +705,10 @@ def run(args: Any) -> int:
         print_diagnostics(result.diagnostics)
         return 2
     try:
-        explained = why(result.model, data, agent=args.agent, policy=args.policy)
+        if args.log is not None:
+            explained = _recorded(result.model, args)
+        else:
+            explained = why(result.model, data, agent=args.agent, policy=args.policy)
     except WhyError as error:
         return fail(str(error))
     if args.format == "json":
@@ -623,3 +716,22 @@ def run(args: Any) -> int:
     else:
         print(explained.describe())
     return 0
+
+
+def _recorded(spec: m.Spec, args: Any) -> Explanation:
+    """`--log URL --decision ID`: the log opened read-only (its key from the environment)."""
+    from pathlib import Path
+
+    from harnessc.runtime.chain import StoreError
+    from harnessc.runtime.integrity import LogKey, LogKeyError
+    from harnessc.runtime.stores import open_store
+
+    path = args.log.removeprefix("sqlite:///")
+    if "://" not in path and not Path(path).exists():
+        raise WhyError(f"no event log at `{args.log}`")
+    try:
+        store = open_store(args.log, key=LogKey.from_env(), readonly=True)
+    except (StoreError, LogKeyError) as error:
+        raise WhyError(str(error)) from None
+    with store:
+        return why_recorded(spec, store, args.decision, agent=args.agent, policy=args.policy)
