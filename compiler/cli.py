@@ -528,6 +528,12 @@ def build_parser() -> argparse.ArgumentParser:
         ("env", "the environment"),
     ):
         why.add_argument(f"--{name}", metavar="JSON", help=f"{what}, as a JSON object")
+    why.add_argument(
+        "--before",
+        metavar="JSON",
+        help='the session before the call: a JSON list of steps, {"said": …} or '
+        '{"tool": …, "args": …, "result": …}',
+    )
     judged = why.add_mutually_exclusive_group()
     judged.add_argument("--agent", metavar="AGENT", help="judge under this agent's policy")
     judged.add_argument("--policy", metavar="POLICY", help="judge under this policy")

@@ -23,7 +23,7 @@ such, never as an answer.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -113,6 +113,8 @@ class Counterfactual:
     decision: Decision | None = None
     before: list[m.SessionStep] = field(default_factory=list)
     reason: str = ""
+    session_replaced: bool = False
+    """The call had a session (a ledger) and `before` replaces it whole."""
     blockers: list[tuple[m.Rule, list[tuple[str, Any]]]] = field(default_factory=list)
     missing: list[tuple[m.Rule, list[tuple[str, Any]]]] = field(default_factory=list)
     deciders: list[m.Rule] = field(default_factory=list)
@@ -182,9 +184,11 @@ class _Search:
         self.groups: dict[Key, list[tuple[Any, Any]]] = {}
         self.original: dict[Key, Any] = {}
         self._pin()
-        self.changed = {
-            g: negate(conj(*(v == o for v, o in pins))) for g, pins in self.groups.items()
-        }
+        kept = {g: conj(*(v == o for v, o in pins)) for g, pins in self.groups.items()}
+        self.changed = {g: negate(k) for g, k in kept.items()}
+        self.follows: list[Any] = []
+        """What a session term is when a value it reads changes (`_session_links`)."""
+        self._session_links(kept)
         self._readable()
 
     # --- the decision over the symbolic call --------------------------------------------------
@@ -297,10 +301,46 @@ class _Search:
             return evaluate(term, self.scope)
         return value_of(term, self.scope)
 
+    def _session_links(self, kept: dict[Key, Any]) -> None:
+        """A session term follows the call's values it reads (a provenance's value, a
+        quantifier's list, a `when` over the arguments, a `sum`'s field, a sugar selector's
+        operation): it is kept only while they are, and moves with them without counting as
+        a change of its own. A provenance term of a changed value reads a value no source
+        holds — from nowhere — as the runtime reads a value new to the session."""
+        for g in [g for g in self.groups if g[0] == SESSION]:
+            term = term_of(g[1])
+            reads = self._reads_of(term)
+            if not reads:
+                continue
+            same = conj(*(kept[r] for r in reads))
+            self.changed[g] = conj(same, negate(kept[g]))
+            if isinstance(term, m.Provenance):
+                fresh = term.source == "nowhere"
+                self.follows += [
+                    z3.Implies(z3.Not(to_z3(same)), v == z3.BoolVal(fresh))
+                    for v, _ in self.groups[g]
+                ]
+
+    def _reads_of(self, term: m.Condition) -> list[Key]:
+        """The groups of the call's own values a session term reads."""
+        keys: list[Key] = []
+        if isinstance(term, m.History):
+            sugar = any(sel.kind in ("risk", "effects") for sel in term.selectors)
+            if sugar and self.tool.operations:
+                keys.append(("args", "op"))
+        for path in _paths(term):
+            keys.append((path.root, *path.parts))
+        return [
+            g
+            for g in self.groups
+            if g[0] not in (SESSION, "fn")
+            and any(g[: len(k)] == k or k[: len(g)] == g for k in keys)
+        ]
+
     # --- questions ----------------------------------------------------------------------------
 
     def ask(self, *constraints: Any) -> z3.ModelRef | bool | None:
-        return self.bucket.check(*constraints, nice=False)
+        return self.bucket.check(*self.follows, *constraints, nice=False)
 
     def pinned(self, free: Iterable[Key]) -> list[Any]:
         free = set(free)
@@ -345,6 +385,9 @@ class _Search:
                     continue
                 out.status = "found"
                 out.changes, out.call, out.decision, out.before = verdict
+                out.session_replaced = self.call.ledger is not None and any(
+                    c.kind == "session" and not c.implied for c in out.changes
+                )
                 out.reason = ""
                 return out
             out.status = "unverified"
@@ -373,7 +416,9 @@ class _Search:
                 best, most = smaller, k
                 break
         if flags and self.enc.nice:
-            nicer = self.bucket.check(goal, *fixed, *excluded, z3.AtMost(*flags, most))
+            nicer = self.bucket.check(
+                *self.follows, goal, *fixed, *excluded, z3.AtMost(*flags, most)
+            )
             if isinstance(nicer, z3.ModelRef):
                 return nicer
         return best
@@ -433,8 +478,8 @@ class _Search:
             old = self.original.get(g)
             if g == ("actor", "roles"):
                 old = self.call.actor.get("roles")  # as given: without the role it adds
-            if old is None and not present:
-                continue
+            if (old is None and not present) or (present and _plain(old) == new):
+                continue  # moved in z3's terms only (a role's roles), not in the call
             _put(call, g, new, present)
             changes.append(
                 Change(_path_text(g), _KINDS.get(g[0], g[0]), old, new, old is not None, present)
@@ -526,6 +571,32 @@ class _Search:
             if before != after:
                 out.append(Change(spec_text(term), "session", before, after, implied=True))
         return out
+
+
+def _paths(node: object) -> list[m.Path]:
+    """The call's values a session term reads: its paths, but a quantifier's variable, an
+    earlier call's result and the tool's own attributes."""
+    found: list[m.Path] = []
+
+    def visit(item: object) -> bool:
+        if isinstance(item, m.Path) and item.parts and item.root not in ("var", "result", "tool"):
+            found.append(item)
+        return isinstance(item, m.Path)
+
+    _visit(node, visit)
+    return found
+
+
+def _visit(node: object, visit: Callable[[object], bool]) -> None:
+    """Every node of a condition or value, outer first; `visit` returns True to skip inside."""
+    if isinstance(node, BaseModel):
+        if visit(node):
+            return
+        for name in type(node).model_fields:
+            _visit(getattr(node, name), visit)
+    elif isinstance(node, tuple | list):
+        for item in node:
+            _visit(item, visit)
 
 
 def _session_now(term: m.Condition, scope: Scope) -> Any:
@@ -670,29 +741,23 @@ def read_values(cond: object, scope: Scope) -> list[tuple[str, Any]]:
     path (a `has` test by the field it tests), a session term, `connected(c)`."""
     found: dict[str, Any] = {}
 
-    def walk(node: object) -> None:
+    def visit(node: object) -> bool:
         if has_field(node):
             assert isinstance(node, m.Compare)
-            walk(tested_field(node))
-            return
+            node = tested_field(node)
         if isinstance(node, m.Path):
             if node.parts and node.root not in ("tool", "var", "result", "args"):
                 found.setdefault(spec_text(node), read_path(node, scope))
-            return
+            return True
         if isinstance(node, m.FactCall):
             found.setdefault(spec_text(node), value_of(node, scope))
-            return
+            return True
         if isinstance(node, m.Provenance | m.Quantified | m.History):
             found.setdefault(spec_text(node), _session_now(node, scope))
-            return
-        if isinstance(node, BaseModel):
-            for name in type(node).model_fields:
-                walk(getattr(node, name))
-        elif isinstance(node, tuple | list):
-            for item in node:
-                walk(item)
+            return True
+        return False
 
-    walk(cond)
+    _visit(cond, visit)
     return list(found.items())
 
 
@@ -711,7 +776,11 @@ def nearest(
     the call; and when that change is not to the arguments alone, the nearest changing only the
     arguments, or the proof that none exists (with the rules that stand in the way)."""
     engine = engine or PolicyEngine(spec)
-    search = _Search(spec, policy, call, engine)
+    try:
+        search = _Search(spec, policy, call, engine)
+    except z3.Z3Exception as error:  # an encoding z3 refuses: said, never guessed around
+        reason = f"z3 cannot encode the rules of this tool: {error}"
+        return [Counterfactual(target, "any", "undecided", reason=reason) for target in targets]
     out: list[Counterfactual] = []
     everything = list(search.groups)
     arguments = [g for g in everything if g[0] == "args"]

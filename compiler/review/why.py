@@ -210,9 +210,11 @@ def judging_policy(
 
 def call_from_json(spec: m.Spec, data: Mapping[str, Any]) -> CallContext:
     """A call written as JSON data — `tool`, `args`, `actor`, `facts`, `resource`, `task`, `env`,
-    `execution` — as `harnessc test` builds a test's call (schema defaults filled in; a declared
-    connection or runtime set to `true` in `facts` is up). Raises WhyError for an unknown tool
-    or arguments the tool's schema refuses."""
+    `execution`, and `before`, the session's earlier steps (`{"said": …}`, `{"tool": …,
+    "args": …, "result": …}`) — as `harnessc test` builds a test's call (schema defaults filled
+    in; a declared connection or runtime set to `true` in `facts` is up; the steps replayed into
+    the session's ledger). Raises WhyError for an unknown tool or arguments the tool's schema
+    refuses."""
     tool = data.get("tool")
     if not isinstance(tool, str) or tool not in spec.tools:
         raise WhyError(f"unknown tool `{tool}`{_near(str(tool), spec.tools)}")
@@ -227,7 +229,21 @@ def call_from_json(spec: m.Spec, data: Mapping[str, Any]) -> CallContext:
     problems = schema_problems(spec, Call(tool=tool, args=dict(parts.get("args", {}))))
     if problems:
         raise WhyError(f"the arguments do not fit the schema of `{tool}`: " + "; ".join(problems))
-    test = m.SpecTest(name="why", tool=tool, **parts)
+    before = data.get("before") or []
+    if not isinstance(before, list):
+        raise WhyError("`before` must be a JSON list of steps")
+    steps = []
+    for n, step in enumerate(before, 1):
+        try:
+            steps.append(m.SessionStep.model_validate(step))
+        except ValueError:
+            raise WhyError(
+                f'step {n} of `before` is not a step: write {{"said": TEXT}} or '
+                '{"tool": ID, "args": {…}, "result": …, "ago_ms": N}'
+            ) from None
+        if steps[-1].tool is not None and steps[-1].tool not in spec.tools:
+            raise WhyError(f"step {n} of `before` calls an unknown tool `{steps[-1].tool}`")
+    test = m.SpecTest(name="why", tool=tool, before=tuple(steps), **parts)
     return call_of(spec, test)
 
 
@@ -515,8 +531,11 @@ def _counterfactual_lines(tool: str, c: Counterfactual, recorded: bool = False) 
         rule = _rule_name(c.decision.rule, c.decision.origin)
         head = "changing only the arguments: " if c.scope == "arguments" else ""
         lines = [f"{head}`{tool}` would be {outcome} if {_changes_text(c.changes)} ({rule})"]
-        if c.before:
-            instead = " (in place of the recorded one)" if recorded else ""
+        what = "recorded" if recorded else "given"
+        if c.session_replaced and not c.before:
+            lines.append(f"  with no earlier step in the session (in place of the {what} one)")
+        elif c.before:
+            instead = f" (in place of the {what} one)" if c.session_replaced else ""
             lines.append(f"  with this session before the call{instead}:")
             lines += [f"    {step}" for step in prelude_text(c.before)]
         return lines
@@ -638,6 +657,7 @@ def _counterfactual_dict(tool: str, c: Counterfactual, recorded: bool) -> dict[s
         else {"effect": d.effect, "rule": d.rule, "origin": _where(d.origin), "reason": d.reason},
         "call": _call_dict(c.call) if c.call is not None else None,
         "before": [s.model_dump(mode="json", exclude_defaults=True) for s in c.before],
+        "session_replaced": c.session_replaced,
         "reason": c.reason or None,
         "blockers": [
             {
@@ -692,7 +712,7 @@ def run(args: Any) -> int:
     if args.log is not None and args.decision is None:
         return fail("--log needs --decision ID (a decision's id, dec-…)")
     data: dict[str, Any] = {"tool": args.tool}
-    for name in ("args", "actor", "facts", "resource", "task", "env"):
+    for name in ("args", "actor", "facts", "resource", "task", "env", "before"):
         text = getattr(args, name)
         if text is None:
             continue
