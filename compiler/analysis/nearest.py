@@ -113,6 +113,9 @@ class Counterfactual:
     decision: Decision | None = None
     before: list[m.SessionStep] = field(default_factory=list)
     reason: str = ""
+    fresh_only: bool = False
+    """An unreachable outcome of changed arguments was searched among values new to the
+    call's session (a value the session already holds has its own provenance)."""
     session_replaced: bool = False
     """The call had a session (a ledger) and `before` replaces it whole."""
     blockers: list[tuple[m.Rule, list[tuple[str, Any]]]] = field(default_factory=list)
@@ -356,6 +359,7 @@ class _Search:
     def search(self, target: str, free: Sequence[Key]) -> Counterfactual:
         scope = "any" if len(free) == len(self.groups) else "arguments"
         out = Counterfactual(target, scope, "unreachable")
+        out.fresh_only = self.call.ledger is not None and bool(self.follows)
         goal = self.effect_of[target]
         fixed = self.pinned(free)
         excluded: list[Any] = []

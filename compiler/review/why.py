@@ -542,7 +542,8 @@ def _counterfactual_lines(tool: str, c: Counterfactual, recorded: bool = False) 
     if c.status == "unreachable":
         if c.scope == "any":
             return [f"no call of `{tool}` is {outcome} under this policy, whatever its values"]
-        lines = [f"no change{only} makes this call {outcome}:"]
+        fresh = " (to values new to its session)" if c.fresh_only else ""
+        lines = [f"no change{only}{fresh} makes this call {outcome}:"]
         for rule, values in c.blockers:
             lines.append(
                 f"  rule `{rule.label}` ({rule.effect}, {_where(rule.origin)}) matches every "
@@ -658,6 +659,7 @@ def _counterfactual_dict(tool: str, c: Counterfactual, recorded: bool) -> dict[s
         "call": _call_dict(c.call) if c.call is not None else None,
         "before": [s.model_dump(mode="json", exclude_defaults=True) for s in c.before],
         "session_replaced": c.session_replaced,
+        "fresh_only": c.fresh_only,
         "reason": c.reason or None,
         "blockers": [
             {
