@@ -303,7 +303,7 @@ def test_a_path_that_leaves_its_root_is_refused_before_any_rule(remediation: m.S
         "facts": {"workspace.root": "/repo", "workspace.open": True},
     }
     e = why(remediation, call, policy="remediation")
-    assert e.decision.effect == "deny" and e.counterfactuals == []
+    assert e.decision.effect == "deny" and e.counterfactuals == [] and e.rules == []
     assert e.notes == [
         "the call was refused before any rule: the path `/repo/../../etc/passwd` in "
         "`args.manifest` leaves its root"

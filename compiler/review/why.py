@@ -280,6 +280,7 @@ def why(
     checks = [_check(rule, scope, tool, decision) for rule in bucket_rules(judged, tool)]
     out = Explanation(judged.name, ctx, decision, checks, [], _default_text(spec, judged, decision))
     if decision.rule is None and not decision.default_used:
+        out.rules = []  # no rule judged it
         out.notes.append(f"the call was refused before any rule: {decision.reason}")
         return out
     if counterfactuals:
