@@ -29,7 +29,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime import model as m
 from harnessc.runtime.calls import judge_policies
@@ -37,7 +37,6 @@ from harnessc.runtime.conditions import Scope, evaluate, read_path, value_of
 from harnessc.runtime.policy import CallContext, Decision, PolicyEngine
 from harnessc.runtime.recorded import policies_in, recorded_decision
 from harnessc.runtime.semantics import selects
-from harnessc.runtime.store import EventStore
 
 from ..analysis.concrete import Call, schema_problems
 from ..analysis.nearest import (
@@ -52,6 +51,9 @@ from ..analysis.nearest import (
 )
 from ..analysis.text import prelude_text, selector_text, spec_text
 from ..testing import call_of
+
+if TYPE_CHECKING:
+    from harnessc.runtime.store import EventStore
 
 __all__ = [
     "Explanation",
