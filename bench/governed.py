@@ -3,7 +3,9 @@ in-memory store and on a SQLite file, for an allowed call, an approved `once` ca
 whose tool takes a `secret` argument (its values are scrubbed from everything recorded), and
 the allowed call under a policy that also reads session state (`session`: a provenance term
 and a windowed count, so each decision brings the session's ledger up to date from the log),
-and `decide`: the allowed call normalized and decided only, never invoked.
+and `decide`: the allowed call normalized and decided only, never invoked; `shadow` and
+`diverge`: `decide` with a candidate spec in shadow mode that agrees, or that asks instead (a
+`decision.diverged` event rides each decision's commit).
 
     .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3] [--threads 4] [--postgres URL]
         [--only memory|sqlite|postgres] [--cases decide,allow,…]
@@ -82,7 +84,16 @@ ACTOR = {"user": "u-1", "role": "dev"}
 OPS = {"user": "u-2", "role": "ops"}
 
 
-CASES = ("decide", "allow", "once", "secret", "session")
+CASES = ("decide", "allow", "once", "secret", "session", "shadow", "diverge")
+# shadow mode: `decide` with a candidate spec that agrees (`shadow`: one more judgement)
+# or that asks instead (`diverge`: and a `decision.diverged` event in the decision's commit)
+AGREE = SPEC.replace(
+    "  default deny\n", '  default deny\n  deny ops.run when args.command == "rm" { reason "no" }\n'
+)
+DIVERGE = SPEC.replace(
+    "  allow change.create, vault.put\n",
+    '  allow vault.put\n  ask change.create { approver role "ops" }\n',
+)
 
 
 def compiled(text: str = SPEC) -> Any:
@@ -95,9 +106,14 @@ def compiled(text: str = SPEC) -> Any:
 
 
 def one_round(
-    spec: Any, store: Any, case: str, calls: int, commits: list[float] | None = None
+    spec: Any,
+    store: Any,
+    case: str,
+    calls: int,
+    commits: list[float] | None = None,
+    shadow: Any = None,
 ) -> list[float]:
-    h = Harness(spec, store=store)
+    h = Harness(spec, store=store, shadow=shadow)
     for tool in ("change.create", "ops.run", "vault.put"):
         h.bind(tool, lambda args: {})
     s = h.session("runner", actor=ACTOR, task="t-1")
@@ -106,7 +122,7 @@ def one_round(
     times: list[float] = []
     for i in range(calls):
         start = time.perf_counter()
-        if case in ("allow", "session", "decide"):
+        if case in ("allow", "session", "decide", "shadow", "diverge"):
             call = s.normalize("change.create", f"c-{i}", {"service": "api", "patch": "p"})
         elif case == "secret":
             call = s.normalize("vault.put", f"c-{i}", {"name": "db", "value": f"s3cr3t-{i:08}"})
@@ -117,7 +133,7 @@ def one_round(
             h.approve(s.request_approval(call).request_id, by=OPS)
         else:
             s.decide(call)
-        if case == "decide":
+        if case in ("decide", "shadow", "diverge"):
             times.append(time.perf_counter() - start)
             if commits is not None:
                 commits.extend(commit_cost(store, 1))
@@ -220,6 +236,7 @@ def main() -> None:
     if args.only == "postgres" and not args.postgres:
         parser.error("--only postgres needs --postgres URL (or BENCH_POSTGRES_URL)")
     specs = {"plain": compiled(), "session": compiled(SESSION_SPEC)}
+    shadows = {"shadow": compiled(AGREE), "diverge": compiled(DIVERGE)}
     load = os.getloadavg()
     print(
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
@@ -237,7 +254,7 @@ def main() -> None:
                     with fresh_store(kind, Path(tmp), args.postgres) as store:
                         calls = args.calls if kind == "memory" else max(args.calls // 4, 50)
                         commits: list[float] | None = [] if kind != "memory" else None
-                        found = pct(one_round(spec, store, case, calls, commits))
+                        found = pct(one_round(spec, store, case, calls, commits, shadows.get(case)))
                     if found < best:
                         best = found
                         commit = pct(commits) if commits else commit

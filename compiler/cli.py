@@ -326,6 +326,10 @@ def cmd_workflow(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
+    if args.action == "divergences":
+        from .review.replay import divergences_main
+
+        return divergences_main(args)
     # the runtime's own log check: no spec is read, and the log is opened read-only
     from harnessc.runtime.chain import StoreError, Verification
     from harnessc.runtime.integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
@@ -512,7 +516,50 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="FILE",
             help="the log key (otherwise HARNESSC_LOG_KEY or HARNESSC_LOG_KEY_FILE)",
         )
+    log_divergences = log_actions.add_parser(
+        "divergences", help="the decisions a shadow spec would have taken otherwise"
+    )
+    log_divergences.add_argument(
+        "--store", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
+    )
+    log_divergences.add_argument("--format", choices=("text", "json"), default="text")
+    log_divergences.add_argument(
+        "--first", type=int, default=20, metavar="N", help="decision ids listed per group"
+    )
     log.set_defaults(run=cmd_log)
+
+    replay = sub.add_parser(
+        "replay", help="re-decide every recorded decision of an event log under a new spec"
+    )
+    replay.add_argument(
+        "--log", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
+    )
+    replay.add_argument(
+        "--spec", required=True, metavar="SPEC", help="a .harness file or folder, or a spec.json"
+    )
+    replay.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    replay.add_argument(
+        "--fail-on",
+        choices=("widened", "changed", "never"),
+        default="widened",
+        help="exit 1 when a decision widened (default), when any flipped, or never",
+    )
+    replay.add_argument(
+        "--first", type=int, default=20, metavar="N", help="decision ids listed per group"
+    )
+    replay.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="read the log in N processes, each deciding a share of the sessions",
+    )
+    replay.add_argument(
+        "--key-file",
+        metavar="FILE",
+        help="the log key (otherwise HARNESSC_LOG_KEY or HARNESSC_LOG_KEY_FILE)",
+    )
+    replay.set_defaults(run=cmd_replay)
 
     why = sub.add_parser(
         "why", help="explain one decision and the nearest calls decided differently"
@@ -542,6 +589,12 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument("--format", choices=("text", "json"), default="text")
     why.set_defaults(run=cmd_why)
     return parser
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .review.replay import replay_main
+
+    return replay_main(args)
 
 
 QUICK_EXIT = frozenset({"check", "lint", "fmt", "explain"})

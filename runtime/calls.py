@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .approvals import ApprovalError, ApprovalGrant
 from .availability import unavailable_refusal
@@ -29,7 +29,7 @@ from .executors import (
 from .lifecycle import Action, ActionState, after_decision
 from .model import Tool
 from .normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
-from .policy import CallContext, Decision, PolicyEngine
+from .policy import CallContext, Decider, Decision
 from .store import defer_events, flush_deferred
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .sessions import Session
 
 __all__ = [
+    "Deciders",
     "Judged",
     "Prepared",
     "Ruling",
@@ -62,6 +63,8 @@ class Ruling:
 
     decision: Decision
     grants: tuple[ApprovalGrant, ...] = ()
+    context: CallContext | None = None
+    """The call as the policies saw it."""
 
     @property
     def grant(self) -> ApprovalGrant | None:
@@ -222,7 +225,7 @@ def execution_params(execution: Execution | Mapping[str, Any] | None) -> dict[st
     {'cwd': '/repo', 'timeout': 500}
     """
     params: dict[str, Any] = {}
-    if execution is None or execution is NO_EXECUTION:
+    if not execution or execution is NO_EXECUTION:
         return params
     if isinstance(execution, Execution):
         for name, as_read in _PARAMS:
@@ -266,8 +269,14 @@ def apply_on_success(s: Session, tool: Tool, pending: PendingCall | None, result
         s.update_facts(changed)
 
 
+class Deciders(Protocol):
+    """What judges a call by policy name: a `PolicyEngine`, or a cache in front of one."""
+
+    def decider(self, policy_name: str) -> Decider: ...
+
+
 def judge_policies(
-    engine: PolicyEngine, policies: Sequence[str], ctx: CallContext, *, agent: str
+    engine: Deciders, policies: Sequence[str], ctx: CallContext, *, agent: str
 ) -> list[Decision]:
     """The decisions of `policies` on one call that share the strongest effect (DENY beats
     ASK beats ALLOW), most specific first: a rule before a default, a later policy (a skill's
@@ -303,7 +312,7 @@ def judge_call(s: Session, pending: PendingCall) -> Ruling:
     tied = judge_policies(h.engine, s.policies, ctx, agent=s.agent.name)
     best = tied[0]
     if best.effect != "ask":
-        return Ruling(decision=best)
+        return Ruling(decision=best, context=ctx)
     tool = h.spec.tools.get(pending.tool_id)
     grants: list[ApprovalGrant] = []
     for d in tied:
@@ -319,9 +328,9 @@ def judge_call(s: Session, pending: PendingCall) -> Ruling:
             own_rule=len(tied) > 1,
         )
         if grant is None:
-            return Ruling(decision=d)
+            return Ruling(decision=d, context=ctx)
         grants.append(grant)
-    return Ruling(decision=best, grants=tuple(grants))
+    return Ruling(decision=best, grants=tuple(grants), context=ctx)
 
 
 def decide_call(s: Session, pending: PendingCall) -> Decision:
@@ -354,11 +363,24 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
             "authorized": "true" if authorized else "false",
         }
     )
-    event = NewEvent(s.id, "Tool", "decision", payload, text)
+    events = [NewEvent(s.id, "Tool", "decision", payload, text)]
+    shadow = h.shadowing
+    if shadow is not None and ruling.context is not None:
+        # the candidate's divergence rides the decision's commit (runtime/shadow.py)
+        diverged = shadow.judge(
+            s,
+            ruling.context,
+            d,
+            decision_id=decision_id,
+            policy_version=h.policy_version,
+            input_hash=pending.input_hash,
+        )
+        if diverged is not None:
+            events.append(diverged)
     # a decision that lets the call run rides the commit that records it RUNNING, before the
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes
-    defer_events(h.store, [event])
+    defer_events(h.store, events)
     judged = Judged(
         decision_id=decision_id,
         decision=d,

@@ -30,6 +30,7 @@ from .canonical import CanonicalError, canonical_json, json_string
 from .model import Schema, Tool, Type
 
 __all__ = [
+    "DECISION_DIVERGED",
     "GENESIS_HASH",
     "KINDS",
     "NO_SECRETS",
@@ -44,6 +45,7 @@ __all__ = [
     "approval_requested",
     "approval_resolved",
     "decision",
+    "decision_diverged",
     "event_hash",
     "format_time",
     "grant_issued",
@@ -728,3 +730,37 @@ def session_started(stream: str, *, agent: str, **extra: Any) -> NewEvent:
 
 def session_ended(stream: str, *, outcome: str, **extra: Any) -> NewEvent:
     return NewEvent(stream, "State", "session.ended", {"outcome": outcome, **extra})
+
+
+DECISION_DIVERGED = "decision.diverged"
+"""Shadow mode (`runtime/shadow.py`): a candidate spec decided a call otherwise than the active
+one (or failed on it); recorded in the session's stream, in the commit of the decision."""
+
+
+def decision_diverged(
+    stream: str,
+    *,
+    decision_id: str,
+    tool_id: str,
+    tool_call_id: str,
+    input_hash: str,
+    active: Mapping[str, Any],
+    candidate: Mapping[str, Any],
+    **extra: Any,
+) -> NewEvent:
+    """The candidate's outcome beside the active decision `decision_id`: `active` and
+    `candidate` hold effect, rule, policy and policy version (the candidate's `error` instead
+    when it failed); `kind` is `old→new` (`allow→ask`) or `error`."""
+    effect = candidate.get("effect")
+    kind = f"{active.get('effect')}→{effect}" if effect is not None else "error"
+    payload = {
+        "decision_id": decision_id,
+        "tool_id": tool_id,
+        "tool_call_id": tool_call_id,
+        "input_hash": input_hash,
+        "kind": kind,
+        "active": dict(active),
+        "candidate": dict(candidate),
+        **extra,
+    }
+    return NewEvent(stream, "Tool", DECISION_DIVERGED, payload)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from .projections import Projections, SessionView
 from .restore import restore_actions
 from .semantics import surface_tools
 from .sessions import Session, facts_record, replay_facts
+
+if TYPE_CHECKING:
+    from .shadow import Shadow
 from .store import Anchor, EventStore, MemoryStore, Verification, flush_deferred
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
@@ -86,8 +89,11 @@ class Harness:
         aliases: Mapping[str, str] | None = None,
         embeddings: tuple[np.ndarray, list[str]] | None = None,
         embedder: Callable[[str], Any] | None = None,
+        shadow: Spec | None = None,
     ) -> None:
         self.clock = clock
+        self.shadowing: Shadow | None = None
+        """The candidate spec judging beside this one (`shadow`), or None."""
         self.store: EventStore = store if store is not None else MemoryStore(clock=clock)
         self.executors = Executors()
         self.approvals = Approvals(self.store, clock)
@@ -101,6 +107,8 @@ class Harness:
         self._embedder = embedder
         self.load(spec)
         self.catch_up()
+        if shadow is not None:
+            self.shadow(shadow)
 
     @classmethod
     def from_json(cls, path: str | Path, **options: Any) -> Harness:
@@ -121,6 +129,8 @@ class Harness:
         self.checker = AvailabilityChecker(spec)
         self._surfaces: dict[str, tuple[str, ...]] = {}
         self._index: ExposureIndex | None = None
+        if self.shadowing is not None:
+            self.shadowing.attach(self)
         self.store.append(
             NewEvent(
                 HARNESS_STREAM,
@@ -129,6 +139,39 @@ class Harness:
                 {"spec": spec.name, "version": spec.version, "policy_version": self.policy_version},
             )
         )
+
+    def shadow(self, candidate: Spec | None) -> Shadow | None:
+        """Judge every decision from now on also under `candidate`, never enforcing it: a
+        decision it takes otherwise is recorded as a `decision.diverged` event in the
+        session's stream, in the decision's commit (`runtime/shadow.py`; listed by `harnessc
+        log divergences`). A candidate replaces the one before; None stops. Returns the
+        `Shadow` (its `judged`, `diverged` and `errors` counts), or None.
+
+        >>> h = Harness(Spec(name="demo", root_module="demo"))
+        >>> h.shadow(Spec(name="demo", root_module="demo")).judged
+        0
+        >>> h.shadow(None) is None
+        True
+        """
+        if candidate is None:
+            if self.shadowing is not None:
+                self.shadowing = None
+                self.store.append(NewEvent(HARNESS_STREAM, "State", "shadow.stopped", {}))
+            return None
+        from .shadow import Shadow
+
+        found = Shadow(candidate)
+        found.attach(self)
+        self.shadowing = found
+        self.store.append(
+            NewEvent(
+                HARNESS_STREAM,
+                "State",
+                "shadow.loaded",
+                {"spec": candidate.name, "policy_version": found.policy_version},
+            )
+        )
+        return found
 
     # -- the registry side ------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from .store import (
     Batch,
     GroupCommit,
     GroupCommitted,
+    Row,
     StoreError,
     Verification,
     _Numbering,
@@ -38,7 +39,7 @@ from .store import (
     commit_batches,
     flush_at_exit,
     row,
-    select_types,
+    select_rows,
     verify_events,
 )
 
@@ -182,26 +183,20 @@ class PostgresStore(GroupCommitted):
                 return
             after = page[-1].position
 
-    def read_types(
+    def read_rows(
         self,
         types: Sequence[str],
         *,
         after: int = 0,
-        limit: int | None = None,
+        limit: int = 1000,
         moves: Sequence[str] = (),
-    ) -> list[Event]:
-        """The events of `types` after `after`, in position order (`select_types`)."""
+    ) -> list[Row]:
+        """As `SQLiteStore.read_rows`."""
         self._group.flush()
-        where, params = select_types(types, moves, "%s")
-        sql = (
-            f"SELECT {self._columns} FROM harnessc.events WHERE position > %s AND {where} "
-            "ORDER BY position"
-        )
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        sql, params = select_rows(types, moves, "%s")
+        sql = "SELECT " + sql.format(table="harnessc.events") + f" LIMIT {int(limit)}"
         with self._lock, self._connection().transaction():
-            rows = self._connection().execute(sql, [after, *params]).fetchall()
-        return [Event(*row) for row in rows]
+            return self._connection().execute(sql, [after, *params]).fetchall()
 
     def last(self, prefix: str, type: str) -> Event | None:
         # LIKE with a left-anchored pattern uses the text_pattern_ops index whatever the

@@ -26,11 +26,14 @@ own record is missing from the log (`missing` says which).
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from .availability import Facts
 from .calls import execution_params
@@ -48,14 +51,16 @@ from .model import Spec
 from .policy import CallContext
 from .projections import Projections, SessionView
 from .sessions import FACT_EVENTS, fold_facts, session_policies
-from .store import EventStore
+from .store import EventStore, Row
 
 __all__ = [
     "PAGE",
     "RecordedDecision",
     "RecordedOutcome",
+    "family_part",
     "policies_in",
     "read_decisions",
+    "read_rows",
     "recorded_decision",
 ]
 
@@ -65,6 +70,7 @@ PAGE = 5000
 _SESSION_TYPES = ("session.started", "session.resumed", "session.ended", "task.fact")
 _LEDGER_TYPES = (USER_SAID, WORKFLOW_INPUT, WORKFLOW_STEP_RESULT)
 _TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+_MARK = json.dumps(REDACTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +94,7 @@ class RecordedOutcome:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordedDecision:
     """One recorded decision and what it saw.
 
@@ -145,18 +151,43 @@ class RecordedDecision:
 class _Call:
     """A call's record (its REQUESTED transition), kept until the call ends."""
 
-    __slots__ = ("args", "execution", "key", "redacted")
+    __slots__ = ("action_id", "args", "execution", "key", "redacted", "settled", "tool")
 
-    def __init__(self, key: str, args: Any, execution: Any) -> None:
+    def __init__(
+        self,
+        key: str,
+        args: Any,
+        execution: Any,
+        withheld: bool,
+        action_id: Any = None,
+        tool_id: Any = None,
+    ) -> None:
         self.key = key
-        self.args: Mapping[str, Any] = args if isinstance(args, Mapping) else {}
-        self.execution = execution_params(execution if isinstance(execution, Mapping) else None)
-        found: list[str] = []
-        _redacted(self.args, "$", found)
-        env = self.execution.get("env")
-        if isinstance(env, Mapping):
-            found.extend(f"$.execution.env.{name}" for name, v in env.items() if v == REDACTED)
-        self.redacted = tuple(found)
+        self.action_id = action_id
+        self.tool = tool_id
+        self.args: Mapping[str, Any] = args if type(args) is dict else {}
+        self.execution = execution_params(execution) if type(execution) is dict else {}
+        self.redacted: tuple[str, ...] = ()
+        self.settled = False
+        """Decided for good (authorised, or denied): its record may be dropped."""
+        if withheld:  # the text holds the redaction mark: find where
+            found: list[str] = []
+            _redacted(self.args, "$", found)
+            env = self.execution.get("env")
+            if isinstance(env, Mapping):
+                found.extend(f"$.execution.env.{k}" for k, v in env.items() if v == REDACTED)
+            self.redacted = tuple(found)
+
+    def requested(self) -> dict[str, Any]:
+        """What `Ledger.feed` reads of the REQUESTED transition."""
+        tool_call_id = self.key.rsplit(":", 1)[0]
+        return {
+            "to": "REQUESTED",
+            "action_id": self.action_id,
+            "tool_id": self.tool,
+            "tool_call_id": tool_call_id,
+            "args": self.args,
+        }
 
 
 class _Session:
@@ -164,7 +195,6 @@ class _Session:
 
     __slots__ = (
         "actor",
-        "calls",
         "env",
         "facts",
         "family",
@@ -184,7 +214,6 @@ class _Session:
         self.env = _frozen(started.get("env"))
         self.facts = Facts.from_json(started.get("facts"))
         self.task: Mapping[str, Any] = {}
-        self.calls: dict[str, _Call] = {}
         self.denied()
 
     def denied(self) -> None:
@@ -211,30 +240,65 @@ def _redacted(value: Any, path: str, found: list[str]) -> None:
             _redacted(item, f"{path}[{i}]", found)
 
 
+class _Row:
+    """An event as the reader folds it: what `Projections.apply` and `Ledger.feed` read of an
+    `Event` (position, stream, type, payload, time), without its hashes."""
+
+    __slots__ = ("payload", "position", "stream", "time", "type")
+
+    def __init__(
+        self, position: int, stream: str, type_: str, payload: dict[str, Any], time: str
+    ) -> None:
+        self.position, self.stream, self.type, self.payload, self.time = (
+            position,
+            stream,
+            type_,
+            payload,
+            time,
+        )
+
+
 def _pages(
-    store: EventStore, types: Sequence[str], moves: Sequence[str], after: int, page: int
-) -> Iterator[list[Event]]:
-    """The store's events of `types` after `after`, page by page (the store selects them
-    when it can, `read_types`; else every event is read and the others dropped)."""
-    select = getattr(store, "read_types", None)
+    store: EventStore,
+    types: Sequence[str],
+    moves: Sequence[str],
+    after: int,
+    page: int,
+) -> Iterator[list[Row]]:
+    """The store's events of `types` after `after` as rows, page by page: selected by the
+    store when it can (`read_rows`: SQLite, PostgreSQL), else read whole and filtered."""
+    select = getattr(store, "read_rows", None)
     wanted = frozenset(types)
     while True:
         if select is not None:
-            found: list[Event] = select(types, after=after, limit=page, moves=moves)
+            found: list[Row] = select(types, after=after, limit=page, moves=moves)
             if not found:
                 return
             yield found
             if len(found) < page:
                 return
-            after = found[-1].position
+            after = found[-1][0]
         else:
             events = store.read(after=after, limit=page)
             if not events:
                 return
-            yield [e for e in events if e.type in wanted]
+            yield [
+                (e.position, e.stream, e.type, e.payload_json, e.time)
+                for e in events
+                if e.type in wanted
+            ]
             if len(events) < page:
                 return
             after = events[-1].position
+
+
+def read_rows(
+    store: EventStore, types: Sequence[str], *, after: int = 0, page: int = PAGE
+) -> Iterator[Row]:
+    """The events of `types` after `after` as rows (position, stream, type, payload text,
+    time), in position order, read a page at a time."""
+    for rows in _pages(store, types, (), after, page):
+        yield from rows
 
 
 def read_decisions(
@@ -244,11 +308,13 @@ def read_decisions(
     terms: HistoryTerms | None = None,
     after: int = 0,
     page: int = PAGE,
+    part: tuple[int, int] = (0, 1),
 ) -> Iterator[RecordedDecision]:
     """Every recorded decision of the log after position `after`, in log order, each with
-    its context rebuilt as of its position. `spec` (or its `terms`, `PolicyEngine.terms`)
-    is the spec the contexts are for: its history terms are what the ledger keeps; without
-    one, or when it reads no session state, contexts carry no ledger.
+    its context rebuilt as of its position. `spec` (or its `terms`, `PolicyEngine.terms`) is
+    the spec the contexts are for: its history terms are what the ledger keeps; without one,
+    or when it reads no session state, contexts carry no ledger. `part=(i, n)`: only the
+    decisions of the session families `family_part` gives to `i` of `n` readers in parallel.
 
     Raises what the store raises when the log cannot be read (the decisions before the
     failure have been yielded)."""
@@ -256,53 +322,56 @@ def read_decisions(
         terms = HistoryTerms(spec)
     ledgers = terms is not None and terms.read
     types: tuple[str, ...] = ("decision", "action.transition", *_SESSION_TYPES, FACTS_UPDATED)
-    moves: tuple[str, ...] = ("REQUESTED", *_TERMINAL)
-    if ledgers:
+    moves: tuple[str, ...] = ("REQUESTED",)
+    if ledgers:  # the ledger reads authorisations and results too
         types += _LEDGER_TYPES
-        moves += ("AUTHORIZED",)
+        moves = ("REQUESTED", "AUTHORIZED", *_TERMINAL)
     folded = Projections()
     sessions: dict[str, _Session] = {}
-    by_action: dict[str, tuple[_Session, str]] = {}
+    calls: dict[tuple[str, str], _Call] = {}
+    sweep = 2 * KEPT
     family_ledgers: dict[str, Ledger] = {}
     loads = json.loads
-    for events in _pages(store, types, moves, after, page):
-        for event in events:
-            kind = event.type
-            stream = event.stream
-            if kind == "action.transition":
-                text = event.payload_json
-                if '"to":"REQUESTED"' not in text and not ledgers:
-                    # the end of a call: its record is no longer needed
-                    ended = by_action.pop(_action_id(text), None)
-                    if ended is not None:
-                        ended[0].calls.pop(ended[1], None)
-                    continue
-                p = event.__dict__.get("payload") or loads(text)
-                st = sessions.get(stream)
-                if p.get("to") == "REQUESTED" and st is not None:
-                    key = f"{p.get('tool_call_id')}:{p.get('input_hash')}"
-                    st.calls[key] = _Call(key, p.get("args"), p.get("execution"))
-                    action = p.get("action_id")
-                    if isinstance(action, str):
-                        by_action[action] = (st, key)
-                elif p.get("to") in _TERMINAL:
-                    ended = by_action.pop(p.get("action_id"), None)
-                    if ended is not None:
-                        ended[0].calls.pop(ended[1], None)
-                if ledgers and st is not None:
-                    _feed(family_ledgers, st, event, p)
+    index, parts = part
+    others: set[str] = set()  # the streams of other parts' families
+    for rows in _pages(store, types, moves, after, page):
+        for position, stream, kind, text, time in rows:
+            if stream in others:
                 continue
             if kind == "decision":
-                yield _decision(event, loads(event.payload_json), sessions, family_ledgers)
+                if parts > 1 and stream not in sessions and family_part(stream, parts) != index:
+                    continue
+                found = _decision(position, stream, time, text, sessions, calls, family_ledgers)
+                yield found
+                if found.outcome.authorized or found.outcome.effect == "deny":
+                    call = calls.get((stream, f"{found.tool_call_id}:{found.input_hash}"))
+                    if call is not None:
+                        call.settled = True
                 continue
-            p = loads(event.payload_json)
-            event.__dict__["payload"] = p  # Event.payload, parsed once
+            if kind == "action.transition":
+                st = sessions.get(stream)
+                if st is None:
+                    continue
+                call = _requested(text) if '"to":"REQUESTED"' in text else None
+                if call is not None:
+                    calls[stream, call.key] = call
+                    if len(calls) > sweep:
+                        sweep = len(_swept(calls)) + KEPT
+                if ledgers:
+                    p = call.requested() if call is not None else loads(text)
+                    _feed(family_ledgers, st, _Row(position, stream, kind, p, time))
+                continue
+            row = _Row(position, stream, kind, loads(text), time)
             if kind in _SESSION_TYPES:
-                folded.apply(event)
+                folded.apply(cast(Event, row))
                 if kind == "session.started":
-                    st = _start(folded.sessions[stream], sessions, terms if ledgers else None)
+                    st = _start(folded.sessions[stream], sessions)
+                    if parts > 1 and family_part(st.family, parts) != index:
+                        others.add(stream)
+                        continue
                     if ledgers:
-                        family_ledgers.setdefault(st.family, Ledger(terms))  # type: ignore[arg-type]
+                        assert terms is not None
+                        family_ledgers.setdefault(st.family, Ledger(terms))
                 elif kind == "task.fact" and stream in sessions:
                     sessions[stream].denied()
                 elif kind == "session.ended":
@@ -311,22 +380,156 @@ def read_decisions(
             if st is None:
                 continue
             if kind in FACT_EVENTS:
-                st.facts = fold_facts(st.facts, kind, p)
+                st.facts = fold_facts(st.facts, kind, row.payload)
             if ledgers:
-                _feed(family_ledgers, st, event, p)
+                _feed(family_ledgers, st, row)
 
 
-def _action_id(text: str) -> str:
-    """The `action_id` of a transition's canonical text (its first key, when present)."""
-    if text.startswith('{"action_id":"'):
-        return text[14 : text.index('"', 14)]
-    found: Any = json.loads(text).get("action_id")
-    return found if isinstance(found, str) else ""
+def family_part(family: str, parts: int) -> int:
+    """Which of `parts` readers takes the session family rooted at `family` (a session id)."""
+    return zlib.crc32(family.encode("utf-8", "surrogatepass")) % parts
 
 
-def _start(
-    view: SessionView, sessions: dict[str, _Session], terms: HistoryTerms | None
-) -> _Session:
+KEPT = 100_000
+"""How many calls, at least, keep their record once decided (`read_decisions`)."""
+
+
+def _swept(calls: dict[tuple[str, str], _Call]) -> dict[tuple[str, str], _Call]:
+    """The call records without the oldest decided ones: a call decided for good (authorised,
+    or denied) keeps its record while `KEPT` calls are requested after it, for a judgement
+    again before it runs (a grant that expired, a spec loaded in between); a call waiting
+    for an approval keeps it. Memory holds the recent and the waiting calls."""
+    for key in list(itertools.islice(calls, len(calls) - KEPT)):
+        call = calls.pop(key)
+        if not call.settled:
+            calls[key] = call  # waiting: kept, now among the newest
+    return calls
+
+
+_REQUEST = re.compile(
+    r'\{"action_id":"([^"\\]*)",(?:"actor":(?:"[^"\\]*"|null),)?"agent":(?:"[^"\\]*"|null),'
+    r'"args":'
+)
+"""The head of a REQUESTED transition's canonical text up to its arguments, when every value
+before them is a plain text (most calls: the actor's user is one)."""
+_EXECUTION = ',"execution":'
+_NO_EXECUTION = ',"execution":{}'
+_scan = json.JSONDecoder().raw_decode
+
+
+def _requested(text: str) -> _Call | None:
+    """A call's record from its REQUESTED transition's canonical text: its arguments and
+    execution parameters are decoded where they stand and the few values after them read
+    in place; any other shape is decoded whole."""
+    head = _REQUEST.match(text)
+    if head is not None:
+        args, end = _scan(text, head.end())
+        execution: Any = None
+        if text.startswith(_NO_EXECUTION, end):
+            end += len(_NO_EXECUTION)
+        elif text.startswith(_EXECUTION, end):
+            execution, end = _scan(text, end + len(_EXECUTION))
+        tail = _TAIL.match(text, end)
+        if tail is not None:
+            key = f"{tail[2]}:{tail[1]}"
+            return _Call(key, args, execution, _MARK in text, head[1], tail[3])
+    p = json.loads(text)
+    if p.get("to") != "REQUESTED":
+        return None
+    key = f"{p.get('tool_call_id')}:{p.get('input_hash')}"
+    return _Call(
+        key, p.get("args"), p.get("execution"), _MARK in text, p.get("action_id"), p.get("tool_id")
+    )
+
+
+_TAIL = re.compile(
+    r',"from":null,"input_hash":"([0-9a-f]*)",(?:"skill":(?:"[^"\\]*"|null),)?'
+    r'"to":"REQUESTED","tool_call_id":"([^"\\]*)","tool_id":"([^"\\]*)"'
+)
+"""The values after a REQUESTED transition's arguments: its input hash, tool_call_id and
+tool id."""
+
+
+def _cut(text: str) -> tuple[str, str, str, str, bool] | None:
+    """The per-call values of a decision event's canonical text (sorted keys: `authorized`
+    and `decision_id`, then `grant_id` and `input_hash`, then `tool_call_id`) and the text
+    without them: the same for every call a rule decides alike. None for any other shape (a
+    value with an escape in it)."""
+    a = text.find('"authorized":')
+    if a < 0:
+        return None
+    authorized = text.startswith("true,", a + 13)
+    d = a + 13 + (5 if authorized else 6)
+    if not text.startswith('"decision_id":"', d):
+        return None
+    d_end = text.find('"', d + 15)
+    g = text.find('"grant_id":', d_end)
+    if g < 0:
+        return None
+    g_end = g + 16 if text.startswith("null,", g + 11) else text.find('"', g + 12) + 2
+    if not text.startswith('"input_hash":"', g_end):
+        return None
+    h_end = text.find('"', g_end + 14)
+    t = text.find('"tool_call_id":"', h_end)
+    t_end = text.find('"', t + 16) if t >= 0 else -1
+    if t_end < 0 or "\\" in text[d : d_end + 1] or "\\" in text[t : t_end + 1]:
+        return None
+    rest = text[:a] + text[d_end + 2 : g] + text[h_end + 2 : t] + text[t_end + 2 :]
+    return rest, text[d + 15 : d_end], text[g_end + 14 : h_end], text[t + 16 : t_end], authorized
+
+
+_DECIDED: dict[str, _Decided] = {}
+"""What the rest of a decision payload's text holds, by that text."""
+
+
+class _Decided:
+    """What a decision event holds that is the same for every call a rule decides alike."""
+
+    __slots__ = ("agent", "outcomes", "policies", "skill", "tool_id")
+
+    def __init__(self, p: Mapping[str, Any]) -> None:
+        self.tool_id = str(p.get("tool_id"))
+        self.agent: str | None = p.get("agent")
+        self.skill: str | None = p.get("skill")
+        policies = p.get("policies")
+        self.policies: tuple[str, ...] = tuple(policies) if isinstance(policies, list) else ()
+        self.outcomes = tuple(
+            RecordedOutcome(
+                effect=str(p.get("effect")),
+                rule=p.get("rule"),
+                policy=p.get("policy"),
+                policy_version=p.get("policy_version"),
+                authorized=authorized,
+                default_used=bool(p.get("default_used")),
+            )
+            for authorized in (False, True)
+        )
+
+
+def _decision_payload(text: str) -> tuple[_Decided, str, str, str, bool]:
+    """A decision event's shared part, decision id, input hash, tool_call_id and whether it
+    authorised the call: the per-call values are cut out of its text, the rest decoded once
+    per distinct text (`_DECIDED`); a text of another shape is decoded whole."""
+    cut = _cut(text)
+    if cut is None:
+        p = json.loads(text)
+        return (
+            _Decided(p),
+            str(p.get("decision_id")),
+            str(p.get("input_hash")),
+            str(p.get("tool_call_id")),
+            bool(p.get("authorized")),
+        )
+    rest, decision_id, input_hash, tool_call_id, authorized = cut
+    fixed = _DECIDED.get(rest)
+    if fixed is None:
+        if len(_DECIDED) > 4096:
+            _DECIDED.clear()
+        fixed = _DECIDED[rest] = _Decided(json.loads(rest))
+    return fixed, decision_id, input_hash, tool_call_id, authorized
+
+
+def _start(view: SessionView, sessions: dict[str, _Session]) -> _Session:
     started = view.started
     parent = sessions.get(started.get("parent") or "")
     me = (started.get("agent"), started.get("skill"))
@@ -338,31 +541,24 @@ def _start(
     return st
 
 
-def _feed(ledgers: dict[str, Ledger], st: _Session, event: Event, payload: Any) -> None:
+def _feed(ledgers: dict[str, Ledger], st: _Session, row: _Row) -> None:
     ledger = ledgers.get(st.family)
     if ledger is not None:
-        event.__dict__["payload"] = payload
-        ledger.feed(event)
+        ledger.feed(cast(Event, row))
 
 
 def _decision(
-    event: Event,
-    p: dict[str, Any],
+    position: int,
+    stream: str,
+    time: str,
+    text: str,
     sessions: dict[str, _Session],
+    calls: dict[tuple[str, str], _Call],
     ledgers: dict[str, Ledger],
 ) -> RecordedDecision:
-    tool_id = str(p.get("tool_id"))
-    tool_call_id = str(p.get("tool_call_id"))
-    input_hash = str(p.get("input_hash"))
-    outcome = RecordedOutcome(
-        effect=str(p.get("effect")),
-        rule=p.get("rule"),
-        policy=p.get("policy"),
-        policy_version=p.get("policy_version"),
-        authorized=bool(p.get("authorized")),
-        default_used=bool(p.get("default_used")),
-    )
-    st = sessions.get(event.stream)
+    fixed, decision_id, input_hash, tool_call_id, authorized = _decision_payload(text)
+    tool_id = fixed.tool_id
+    st = sessions.get(stream)
     context = None
     missing = None
     redacted: tuple[str, ...] = ()
@@ -371,7 +567,7 @@ def _decision(
         missing = "session-not-recorded"
     else:
         lineage = st.lineage
-        call = st.calls.get(f"{tool_call_id}:{input_hash}")
+        call = calls.get((stream, f"{tool_call_id}:{input_hash}"))
         if call is None:
             missing = "call-not-recorded"
         elif call.redacted:
@@ -379,7 +575,7 @@ def _decision(
         else:
             ledger = ledgers.get(st.family)
             if ledger is not None:
-                now = time_ms(event.time)
+                now = time_ms(time)
                 if now is not None:
                     ledger.now_ms = now
             facts = st.facts
@@ -397,23 +593,22 @@ def _decision(
                 execution=call.execution,
                 ledger=ledger,
             )
-    policies = p.get("policies")
     return RecordedDecision(
-        position=event.position,
-        time=event.time,
-        decision_id=str(p.get("decision_id")),
-        session_id=event.stream,
-        agent=p.get("agent"),
-        skill=p.get("skill"),
-        tool_id=tool_id,
-        tool_call_id=tool_call_id,
-        input_hash=input_hash,
-        policies=tuple(policies) if isinstance(policies, list) else (),
-        outcome=outcome,
-        context=context,
-        lineage=lineage,
-        redacted=redacted,
-        missing=missing,
+        position,
+        time,
+        decision_id,
+        stream,
+        fixed.agent,
+        fixed.skill,
+        tool_id,
+        tool_call_id,
+        input_hash,
+        fixed.policies,
+        fixed.outcomes[authorized],
+        context,
+        lineage,
+        redacted,
+        missing,
     )
 
 

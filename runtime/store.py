@@ -63,12 +63,13 @@ __all__ = [
     "EventStore",
     "GroupCommit",
     "MemoryStore",
+    "Row",
     "SQLiteStore",
     "StoreError",
     "Verification",
     "defer_events",
     "flush_deferred",
-    "select_types",
+    "select_rows",
     "verify_events",
 ]
 
@@ -435,22 +436,24 @@ def commit_batches(
     return out
 
 
-def select_types(types: Sequence[str], moves: Sequence[str], mark: str) -> tuple[str, list[str]]:
-    """The SQL condition (with `mark` as the parameter marker) of `read_types`: the event's
-    type is one of `types`, and an `action.transition` moves to one of `moves` (any, when
-    `moves` is empty). The move is found in the payload's canonical text (`"to":"RUNNING"`),
-    so a reader still checks the parsed payload: the text may hold it elsewhere."""
-    if not types:
-        return "0 = 1", []
-    where = f"type IN ({', '.join([mark] * len(types))})"
-    params = list(types)
-    if moves:
-        found = " OR ".join(
-            f"{'instr' if mark == '?' else 'strpos'}(payload, {mark}) > 0" for _ in moves
-        )
-        where += f" AND (type <> 'action.transition' OR {found})"
-        params.extend(f'"to":"{m}"' for m in moves)
-    return where, params
+Row = tuple[int, str, str, str, str]
+"""An event as a reader that folds a large log takes it (`read_rows`): position, stream, type,
+payload text and time; no hashes, no `Event`."""
+
+
+def select_rows(types: Sequence[str], moves: Sequence[str], mark: str) -> tuple[str, list[object]]:
+    """The SQL of `read_rows` after `SELECT ` (with `mark` as the parameter marker; the position
+    to read after is its first parameter). A move is found in a transition's canonical text
+    (`"to":"RUNNING"`), so a reader still checks the parsed payload: the text may hold it
+    elsewhere."""
+    find = "instr(payload, {0}) > 0" if mark == "?" else "strpos(payload, {0}) > 0"
+    keep = " OR ".join(find.format(mark) for _ in moves) or "1 = 1"
+    sql = (
+        f"position, stream, type, payload, time FROM {{table}} WHERE position > {mark} "
+        f"AND type IN ({', '.join([mark] * len(types))}) "
+        f"AND (type <> 'action.transition' OR {keep}) ORDER BY position"
+    )
+    return sql, [*types, *(f'"to":"{m}"' for m in moves)]
 
 
 def row(e: Event) -> tuple[object, ...]:
@@ -675,23 +678,22 @@ class SQLiteStore(GroupCommitted):
                 return
             after = page[-1].position
 
-    def read_types(
+    def read_rows(
         self,
         types: Sequence[str],
         *,
         after: int = 0,
-        limit: int | None = None,
+        limit: int = 1000,
         moves: Sequence[str] = (),
-    ) -> list[Event]:
-        """The events of `types` after `after`, in position order (`select_types`)."""
+    ) -> list[Row]:
+        """The events of `types` after `after` as `Row`s, in position order, for a reader that
+        folds a large log; of the `action.transition` events only those that move to one of
+        `moves` (all of them when `moves` is empty)."""
         self._group.flush()
-        where, params = select_types(types, moves, "?")
-        sql = f"SELECT {self._columns} FROM events WHERE position > ? AND {where} ORDER BY position"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        sql, params = select_rows(types, moves, "?")
+        sql = "SELECT " + sql.format(table="events") + f" LIMIT {int(limit)}"
         with self._lock:
-            rows = self._connection().execute(sql, [after, *params]).fetchall()
-        return [Event(*row) for row in rows]
+            return self._connection().execute(sql, [after, *params]).fetchall()
 
     def last(self, prefix: str, type: str) -> Event | None:
         self._group.flush()

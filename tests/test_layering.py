@@ -66,6 +66,8 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.chain": "`harnessc log`: verifying a stored log",
     "harnessc.runtime.stores": "`harnessc log`: opening the store a log lives in",
     "harnessc.runtime.history": "`harnessc test`: a test's earlier steps become its ledger",
+    "harnessc.runtime.replay": "`harnessc replay`: recorded decisions decided again",
+    "harnessc.runtime.shadow": "`harnessc log divergences`: what shadow mode recorded",
     "harnessc.runtime.conditions": "`harnessc why`: each part of a condition read as decided",
     "harnessc.runtime.recorded": "`harnessc why --log`: a recorded decision with what it saw",
     "harnessc.runtime.calls": "`harnessc why --log`: a session's policies judged as it judges",

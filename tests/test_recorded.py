@@ -111,8 +111,8 @@ def run_sessions(h: Harness) -> list[tuple[str, str]]:
     return []
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+@pytest.fixture(params=["memory", "sqlite"], name="store")
+def store_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         yield MemoryStore()
     else:
@@ -208,3 +208,26 @@ def test_a_spec_without_the_agent_says_so(tmp_path: Path) -> None:
     other = compiled(tmp_path, SPEC.replace("agent payer", "agent sender"))
     d = next(read_decisions(h.store, spec))
     assert policies_in(other, d) == "the agent `rec.payer` is not declared in the spec"
+
+
+def test_memory_keeps_waiting_calls_and_drops_old_decided_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harnessc.runtime.recorded as recorded
+
+    monkeypatch.setattr(recorded, "KEPT", 2)
+    spec = compiled(tmp_path)
+    h = Harness(spec)
+    h.bind("mail.read", lambda args: {"body": "x"})
+    s = h.session("payer", actor=ACTOR, task="t")
+    waiting = pending(s.normalize("pay.send", "p-1", {"iban": "X", "amount": 1}))
+    assert s.decide(waiting).effect == "ask"
+    reads = []
+    for i in range(8):
+        reads.append(pending(s.normalize("mail.read", f"m-{i}", {"folder": str(i)})))
+        s.decide(reads[-1])
+    s.decide(waiting)  # judged again long after: its record was kept
+    s.decide(reads[0])  # an old decided call judged again: its record is gone, never guessed
+    found = list(read_decisions(h.store, spec))
+    assert found[-2].tool_call_id == "p-1" and found[-2].context is not None
+    assert found[-1].tool_call_id == "m-0" and found[-1].missing == "call-not-recorded"
