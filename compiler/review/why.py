@@ -562,9 +562,11 @@ def _counterfactual_lines(tool: str, c: Counterfactual, recorded: bool = False) 
             lines += [f"    `{r.label}` ({r.effect}, {_where(r.origin)})" for r in c.deciders]
         return lines
     if c.status == "undecided":
-        return [f"the solver gave up looking for a call{only} that is {outcome} ({c.reason})"]
+        changing = " changing only the arguments" if only else ""
+        return [f"the solver gave up looking for a call{changing} that is {outcome} ({c.reason})"]
     return [
-        f"no verified call{only} that is {outcome}: the solver's proposals were decided otherwise "
+        f"no verified call{' changing only the arguments' if only else ''} that is {outcome}: "
+        "the solver's proposals were decided otherwise "
         f"by the runtime ({c.reason})"
     ]
 
