@@ -405,6 +405,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return run_diff(args.targets, args.format, args.fail_on, args.out)
 
 
+def cmd_why(args: argparse.Namespace) -> int:
+    from .review.why import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harnessc",
@@ -626,6 +632,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="the log key (otherwise HARNESSC_LOG_KEY or HARNESSC_LOG_KEY_FILE)",
     )
     replay.set_defaults(run=cmd_replay)
+
+    why = sub.add_parser(
+        "why", help="explain one decision and the nearest calls decided differently"
+    )
+    why.add_argument("spec", metavar="SPEC")
+    why.add_argument("--tool", metavar="TOOL", help="the tool called")
+    for name, what in (
+        ("args", "the call's arguments"),
+        ("actor", "who calls (user, role, roles, tenant, …)"),
+        ("facts", "the application's facts; connections and runtimes that are up as true"),
+        ("resource", "the resource acted on"),
+        ("task", "the task (id, stage, purpose)"),
+        ("env", "the environment"),
+    ):
+        why.add_argument(f"--{name}", metavar="JSON", help=f"{what}, as a JSON object")
+    why.add_argument(
+        "--before",
+        metavar="JSON",
+        help='the session before the call: a JSON list of steps, {"said": …} or '
+        '{"tool": …, "args": …, "result": …}',
+    )
+    judged = why.add_mutually_exclusive_group()
+    judged.add_argument("--agent", metavar="AGENT", help="judge under this agent's policy")
+    judged.add_argument("--policy", metavar="POLICY", help="judge under this policy")
+    why.add_argument("--log", metavar="URL", help="an event log: explain a recorded decision")
+    why.add_argument("--decision", metavar="ID", help="the recorded decision's id (dec-…)")
+    why.add_argument("--format", choices=("text", "json"), default="text")
+    why.set_defaults(run=cmd_why)
     return parser
 
 

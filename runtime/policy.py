@@ -59,6 +59,7 @@ __all__ = [
     "Decision",
     "PolicyEngine",
     "UnknownPolicyError",
+    "call_scope",
     "naive_decide",
     "tool_view",
 ]
@@ -620,9 +621,27 @@ def naive_decide(spec: Spec, policy_name: str, call: CallContext) -> Decision:
                 args[fld.name] = fixer(args[fld.name])
             except _Escape as error:
                 return _refused(policy.name, call.tool_id, _escape_reason(error))
+    scope = call_scope(spec, tool, call, args)
+    view = scope.tool
+    matched = [
+        rule
+        for rule in policy.rules
+        if any(selects(s, tool, view) for s in rule.selectors)
+        and (rule.condition is None or evaluate(rule.condition, scope))
+    ]
+    decision = decide_from(policy.name, spec, policy.default, matched, view["risk"], tool.id)
+    win = next((r for r in matched if r.label == decision.rule), None)
+    if win is not None and win.condition is not None and reads_session(win.condition):
+        return with_evidence(decision, win, call, scope.terms)
+    return decision
+
+
+def call_scope(spec: Spec, tool: Tool, call: CallContext, args: Mapping[str, Any]) -> Scope:
+    """What a condition reads of a call whose (normalized) arguments are `args`: its parts, its
+    tool view (its operation's, when `args.op` names one), the session's ledger."""
     op = args.get("op")
     view = tool_view(tool, op if isinstance(op, str) and op in tool.operations else None)
-    scope = Scope(
+    return Scope(
         args=args,
         actor=call.actor,
         resource=call.resource,
@@ -637,17 +656,6 @@ def naive_decide(spec: Spec, policy_name: str, call: CallContext) -> Decision:
         ledger=call.ledger,
         terms=call.ledger.terms if call.ledger is not None else HistoryTerms(spec),
     )
-    matched = [
-        rule
-        for rule in policy.rules
-        if any(selects(s, tool, view) for s in rule.selectors)
-        and (rule.condition is None or evaluate(rule.condition, scope))
-    ]
-    decision = decide_from(policy.name, spec, policy.default, matched, view["risk"], tool.id)
-    win = next((r for r in matched if r.label == decision.rule), None)
-    if win is not None and win.condition is not None and reads_session(win.condition):
-        return with_evidence(decision, win, call, scope.terms)
-    return decision
 
 
 def with_evidence(

@@ -69,6 +69,9 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.mcp_client": "`harnessc mcp discover`: the runtime's MCP client lists tools",
     "harnessc.runtime.replay": "`harnessc replay`: recorded decisions decided again",
     "harnessc.runtime.shadow": "`harnessc log divergences`: what shadow mode recorded",
+    "harnessc.runtime.conditions": "`harnessc why`: each part of a condition read as decided",
+    "harnessc.runtime.recorded": "`harnessc why --log`: a recorded decision with what it saw",
+    "harnessc.runtime.calls": "`harnessc why --log`: a session's policies judged as it judges",
 }
 
 

@@ -504,9 +504,8 @@ _rules = st.lists(
 _values = st.one_of(st.none(), _scalars, st.sampled_from(["/r/../x", "/r/./y", "/../z", "10m"]))
 
 
-@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), rules=_rules)
-def test_the_compiled_decider_agrees_with_the_reference(data: st.DataObject, rules: list) -> None:
+def random_spec(data: st.DataObject, rules: list) -> Spec:
+    """A spec of the random tools and `rules` (drawn from `_rules`), under policy `p`."""
     tools = {i: _tool(i, data) for i in _IDS}
     default = data.draw(
         st.sampled_from([None, DefaultDecision(effect="allow"), DefaultDecision(table="m.t")])
@@ -532,20 +531,32 @@ def test_the_compiled_decider_agrees_with_the_reference(data: st.DataObject, rul
             )
         },
     )
+    return spec
+
+
+def random_call(data: st.DataObject, tools: tuple[str, ...] = (*_IDS, "zz")) -> CallContext:
+    """A random call to one of `tools` (`zz` is not registered) over the paths `_rules` read."""
+    args = {k: v for k in ("n", "s", "p", "op") if (v := data.draw(_values)) is not None}
+    if data.draw(st.booleans()):
+        args["op"] = data.draw(st.sampled_from(["o1", "o2"]))
+    return CallContext(
+        data.draw(st.sampled_from(tools)),
+        args,
+        actor={k: v for k in ("role", "roles", "tenant") if (v := data.draw(_values))},
+        resource={"tenant": data.draw(_values)},
+        facts={"root": data.draw(_values)},
+        connected=frozenset(data.draw(st.sets(st.sampled_from(["crm", "x"])))),
+        execution={"timeout": data.draw(_values)},
+    )
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), rules=_rules)
+def test_the_compiled_decider_agrees_with_the_reference(data: st.DataObject, rules: list) -> None:
+    spec = random_spec(data, rules)
     decider = PolicyEngine(spec).decider("p")
     for _ in range(4):
-        args = {k: v for k in ("n", "s", "p", "op") if (v := data.draw(_values)) is not None}
-        if data.draw(st.booleans()):
-            args["op"] = data.draw(st.sampled_from(["o1", "o2"]))
-        call = CallContext(
-            data.draw(st.sampled_from([*_IDS, "zz"])),
-            args,
-            actor={k: v for k in ("role", "roles", "tenant") if (v := data.draw(_values))},
-            resource={"tenant": data.draw(_values)},
-            facts={"root": data.draw(_values)},
-            connected=frozenset(data.draw(st.sets(st.sampled_from(["crm", "x"])))),
-            execution={"timeout": data.draw(_values)},
-        )
+        call = random_call(data)
         assert decider.decide(call) == naive_decide(spec, "p", call)
         # a second call hits the decision cache and must answer the same
         assert decider.decide(call) == naive_decide(spec, "p", call)
