@@ -240,6 +240,27 @@ def test_a_rule_beaten_by_a_stronger_rule_never_wins(tmp_path: Path) -> None:
         assert_witness_wins(spec, analysis.witness("spec.p", label))
 
 
+@pytest.mark.parametrize("condition", ["args.n == resource.limit", "resource.limit == args.n"])
+def test_an_int_argument_equal_to_an_untyped_value_is_analysed(
+    tmp_path: Path, condition: str
+) -> None:
+    """An untyped value compared with an int is read as a number on both sides (z3 gets a real
+    and the int made real, in either order), with a witness that wins."""
+    spec, analysis = analyse(
+        tmp_path,
+        f"""
+        policy p {{
+          default deny
+          same: allow deploy when {condition}
+          allow deploy when {condition} and args.n > 3
+        }}
+        """,
+    )
+    assert_witness_wins(spec, analysis.witness("spec.p", "p.same"))
+    finding = only(analysis, "never-wins")
+    assert (finding.rule, finding.other_rule) == ("p#2", "p.same")
+
+
 def test_string_prefixes_and_suffixes_get_exact_witnesses_and_shadowing(tmp_path: Path) -> None:
     spec, analysis = analyse(
         tmp_path,

@@ -706,9 +706,9 @@ class Encoder(SessionEncoding):
         if b.kind == "name":
             b = Term("str", expr=z3.StringVal(b.const), const=b.const)
         if {a.kind, b.kind} == {"int", "real"}:
-            return present, z3.ToReal(a.expr) == z3.ToReal(b.expr) if a.kind == "int" else (
-                a.expr == z3.ToReal(b.expr)
-            )
+            if a.kind == "int":
+                return present, z3.ToReal(a.expr) == b.expr
+            return present, a.expr == z3.ToReal(b.expr)
         if a.kind == b.kind and a.kind in ("str", "int", "real", "bool"):
             if a.const is not None and b.const is not None:
                 return present, a.const == b.const
