@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -236,3 +237,66 @@ def test_ainvoke_and_workflow_steps_are_spans(spec: Spec, spans: InMemorySpanExp
         "harnessc.invoke",
     }
     assert PATH not in everything_said(spans)
+
+
+DELEGATING = """
+harness d { version "1.0.0" }
+tool files.read { summary "Read a file."; effects read; input { path: string } }
+policy p { default deny; reads: allow files.read }
+surface planner_tools { expose files.* }
+surface child_tools { expose files.* }
+agent planner { surface planner_tools; policy p; delegate helper }
+agent helper { surface child_tools; policy p }
+"""
+
+
+def test_a_delegate_step_is_a_span_holding_the_childs_calls(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    """A workflow's delegate step: one `harnessc.workflow.step` span of kind delegate, its
+    status, and the child session's own normalize/decide/invoke under it; the goal and the
+    child's argument values stay out of every span."""
+    h = Harness(compile_text(tmp_path, DELEGATING))
+    h.bind("files.read", lambda args: {"text": f"contents of {args['path']}"})
+    goal = "Summarise the diary-0c1d notes."
+
+    def run_child(child: Any, goal_: str, context: list[Any]) -> dict[str, Any]:
+        call = frozen(child.normalize("files.read", "child-1", {"path": PATH}))
+        child.decide(call)
+        assert child.invoke(call).ok
+        return {"summary": "done"}
+
+    class Worker:
+        def __init__(self, harness: Harness) -> None:
+            self.harness = harness
+            self.delegate = run_child
+            self.previewers: dict[str, Any] = {}
+            self.verifiers: dict[str, Any] = {}
+
+    ctx = {"workflow_id": "wf-2", "workflow": "nightly", "agent": "planner", "actor": USER}
+    steps.attach(Worker(h))
+    try:
+        outcome = steps.delegate_step(
+            ctx,
+            {"name": "summarise", "goal": goal, "agent": "helper"},
+            [],
+            "workflow:wf-2/summarise",
+            lambda outcome: ("workflow.state", {"state": "running"}),
+        )
+    finally:
+        steps.attach(None)
+    assert outcome["status"] == "succeeded", outcome
+    (step,) = by_name(spans)["harnessc.workflow.step"]
+    attributes = step.attributes or {}
+    assert attributes["harnessc.workflow.id"] == "wf-2"
+    assert attributes["harnessc.workflow.step"] == "summarise"
+    assert attributes["harnessc.workflow.step.kind"] == "delegate"
+    assert attributes["harnessc.workflow.step.status"] == "succeeded"
+    inside = [x for x in spans.get_finished_spans() if x.parent is not None]
+    assert {x.name for x in inside if x.parent.span_id == step.context.span_id} == {  # type: ignore[union-attr]
+        "harnessc.normalize",
+        "harnessc.decide",
+        "harnessc.invoke",
+    }
+    said = everything_said(spans)
+    assert PATH not in said and "diary" not in said
