@@ -93,6 +93,46 @@ def test_rule_fires_on_bad_and_not_on_good(
     assert not only(good, code), render(good, "plain")
 
 
+BEATEN = """
+tool deploy {
+  summary "Deploy."
+  use_when "Shipping."
+  effects external
+  risk high
+  input { env: enum("staging", "production") }
+}
+
+policy p {
+  default deny
+RULES}
+"""
+STAGING = 'ok_staging: allow deploy when args.env == "staging" and actor.role == "dev"'
+
+
+@pytest.mark.parametrize(
+    ("rules", "help"),
+    [
+        (
+            [STAGING, 'no_deploys: deny deploy when actor.role != "admin" { reason "No." }'],
+            "a `deny` rule beats an `allow` rule wherever both match, in any order: remove this "
+            "rule, or narrow `p.no_deploys` to leave out the calls this rule is for",
+        ),
+        (
+            ['devs: allow deploy when actor.role == "dev"', STAGING],
+            "remove the rule, or move it before the rule that beats it",
+        ),
+    ],
+)
+def test_l001_help_says_moving_helps_only_against_the_same_effect(
+    tmp_path: Path, rules: list[str], help: str
+) -> None:
+    """A DENY beats an ALLOW whatever the order, so "move it before" would mislead; against an
+    earlier rule of the same effect, moving it is the fix."""
+    text = BEATEN.replace("RULES", "".join(f"  {rule}\n" for rule in rules))
+    [d] = only(lint_text(tmp_path, text), "L001")
+    assert d.help == help
+
+
 # ---------------------------------------------------------------------------------------------
 # L010–L018: what the user sees
 

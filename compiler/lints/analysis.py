@@ -7,8 +7,8 @@ finding in the source and say what to do about it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
@@ -17,6 +17,9 @@ from harnessc.dsl.source import Span
 from ..analysis.budget import TIMEOUT_VARIABLE
 from ..analysis.text import session_lines
 from .framework import LintContext, lint_rule, rule_head
+
+if TYPE_CHECKING:
+    from ..analysis.policy import Finding
 
 _DEPLOY = """\
 tool deploy {
@@ -118,7 +121,13 @@ def _other(ctx: LintContext, finding: Any, label: str) -> list[tuple[Span, str]]
 
 
 def _adapt(
-    ctx: LintContext, code: str, kind: str, part: str, label: str, other: str, help: str
+    ctx: LintContext,
+    code: str,
+    kind: str,
+    part: str,
+    label: str,
+    other: str,
+    help: str | Callable[[LintContext, Finding], str],
 ) -> Iterator[Diagnostic]:
     for finding in _findings(ctx, kind):
         span, _ = _place(ctx, finding, part)
@@ -136,7 +145,7 @@ def _adapt(
             label,
             secondary=_other(ctx, finding, other),
             notes=notes,
-            help=help,
+            help=help if isinstance(help, str) else help(ctx, finding),
         )
 
 
@@ -149,7 +158,8 @@ def _adapt(
     "effect (DENY beats ASK beats ALLOW). This rule is always beaten: every call it matches is "
     "also matched by a stronger rule, or by an earlier rule of the same effect, which the "
     "warning names. Its options (approver, reason) are never used, and whoever reads the policy "
-    "is misled. Remove it, narrow the rule that beats it, or move it before that rule.",
+    "is misled. Remove it or narrow the rule that beats it; moving it helps only against an "
+    "earlier rule of the same effect, since a stronger effect wins in any order.",
     bad=_DEPLOY
     + """
 policy release {
@@ -178,8 +188,26 @@ def never_wins(ctx: LintContext) -> Iterator[Diagnostic]:
         "head",
         "this rule never decides a call",
         "every call it matches is decided by this rule",
-        "remove the rule, or move it before the rule that beats it",
+        _never_wins_help,
     )
+
+
+def _never_wins_help(ctx: LintContext, finding: Finding) -> str:
+    """Order helps only against an earlier rule of the same effect: a stronger effect wins
+    wherever both match, whatever their order (DENY beats ASK beats ALLOW)."""
+    policy = ctx.spec.policies.get(finding.policy)
+    rules = {r.label: r for r in policy.rules} if policy is not None else {}
+    mine = rules.get(finding.rule or "")
+    beater = rules.get(finding.other_rule or "")
+    if beater is None:
+        return "remove the rule, or narrow the rules that beat it"
+    if mine is not None and beater.effect != mine.effect:
+        return (
+            f"a `{beater.effect}` rule beats an `{mine.effect}` rule wherever both match, in any "
+            f"order: remove this rule, or narrow `{beater.label}` to leave out the calls this "
+            "rule is for"
+        )
+    return "remove the rule, or move it before the rule that beats it"
 
 
 @lint_rule(
