@@ -61,6 +61,7 @@ __all__ = [
 
 FINDING_KINDS = (
     "never-wins",
+    "selector-never-wins",
     "unsatisfiable",
     "opposite-effects",
     "absent-value",
@@ -88,6 +89,8 @@ class Finding:
     example: Witness | None
     origin: m.SourceRef | None
     exact: bool = True
+    selector: int | None = None
+    """For `selector-never-wins`: the position of the selector in the rule."""
 
 
 @dataclass
@@ -309,6 +312,10 @@ class _PolicyAnalyser:
         self.scope: dict[int, list[str]] = {i: [] for i in range(len(self.rules))}
         self.witnesses: dict[str, Witness] = analysis.witnesses.setdefault(policy.name, {})
         self.won: set[int] = set()
+        self.wins_on: dict[int, set[str]] = {}
+        """The tools on whose calls each rule wins somewhere (for its selectors)."""
+        self.lost_on: dict[int, dict[str, tuple[m.Tool, list[int], Example]]] = {}
+        """A call of a tool each rule matches and loses, by tool (kept, not yet a witness)."""
         self.matchable: dict[int, tuple[str, Witness]] = {}
         self.inexact: set[int] = set()
         self.absent_done: set[tuple[int, Key]] = set()
@@ -337,6 +344,7 @@ class _PolicyAnalyser:
                 indices = everything
             self.take(tool, indices, self.answers(tool, indices, wants_default))
         self.report_losers()
+        self.report_selectors()
         if wants_default:
             self.report_default_allow()
         self.report_undecided()
@@ -363,14 +371,17 @@ class _PolicyAnalyser:
         """What the partition of `tool` says about each of its rules, in text order."""
         self.inexact |= {indices[p] for p, yes in enumerate(answers.inexact) if yes}
         for p, i in enumerate(indices):
+            won, matched = answers.wins[p], answers.matches[p]
+            if won is not None:
+                self.wins_on.setdefault(i, set()).add(tool.id)
+            elif matched is not None:
+                self.lost_on.setdefault(i, {}).setdefault(tool.id, (tool, indices, matched))
             if i in self.won:
                 continue
-            won = answers.wins[p]
             if won is not None:
                 self.won.add(i)
                 self.witnesses[self.rules[i].label] = self.witness_for(tool, indices, won)
                 continue
-            matched = answers.matches[p]
             if matched is not None and i not in self.matchable:
                 self.matchable[i] = (tool.id, self.witness_for(tool, indices, matched))
             if p in answers.covers:
@@ -525,6 +536,40 @@ class _PolicyAnalyser:
                 example,
                 exact=exact,
             )
+
+    def report_selectors(self) -> None:
+        """A selector of a rule that wins elsewhere, under which it never wins: every call of
+        the tools it selects that the rule matches is decided by other rules (an `allow` of
+        MCP tools under an `ask` of every MCP call). Only exact, decided claims."""
+        for i, rule in enumerate(self.rules):
+            if len(rule.selectors) < 2 or i not in self.won or i in self.inexact:
+                continue
+            if self.undecided.get(i):
+                continue
+            wins = self.wins_on.get(i, set())
+            lost = self.lost_on.get(i, {})
+            for position, selector in enumerate(rule.selectors):
+                tools = [t for t in self.scope[i] if selects(selector, self.spec.tools[t])]
+                if not tools or wins.intersection(tools):
+                    continue
+                seen = next((lost[t] for t in tools if t in lost), None)
+                example = self.witness_for(*seen) if seen is not None else None
+                text = selector.text or selector.value or selector.kind
+                named = ", ".join(f"`{t}`" for t in tools[:3]) + (", …" if len(tools) > 3 else "")
+                self.analysis.findings.append(
+                    Finding(
+                        "selector-never-wins",
+                        self.policy.name,
+                        rule.label,
+                        None,
+                        f"`{text}` in rule `{rule.label}` never decides a call: other rules "
+                        f"decide every call of {named} it matches",
+                        example,
+                        rule.origin,
+                        example is None or example.exact,
+                        position,
+                    )
+                )
 
     def beats(self, j: int, i: int) -> bool:
         """Whether `j` can beat `i` wherever `i` can match: a stronger effect, or the same one

@@ -211,6 +211,64 @@ def _never_wins_help(ctx: LintContext, finding: Finding) -> str:
 
 
 @lint_rule(
+    "L025",
+    "selector-never-wins",
+    "warning",
+    "a selector of a rule never decides a call",
+    "A rule that names several selectors may decide calls of some of their tools and never of "
+    "others: under one selector every call it matches is decided by other rules — a stronger "
+    "effect (an `ask` of every MCP call beats an `allow` of one MCP tool), or an earlier rule of "
+    "the same effect. The rule as a whole wins somewhere, so L001 says nothing; the selector "
+    "still misleads whoever reads it. Remove the selector, or change the rules that beat it.",
+    bad=_DEPLOY
+    + _MAIL
+    + """
+policy release {
+  default deny
+
+  ask deploy {
+    approver role "release-manager"
+    reason "Deploys need a release manager."
+  }
+  # `deploy` never wins here: the ASK above decides every deploy call
+  routine: allow mail.send, deploy
+}
+""",
+    good=_DEPLOY
+    + _MAIL
+    + """
+policy release {
+  default deny
+
+  ask deploy {
+    approver role "release-manager"
+    reason "Deploys need a release manager."
+  }
+  routine: allow mail.send
+}
+""",
+)
+def selector_never_wins(ctx: LintContext) -> Iterator[Diagnostic]:
+    for finding in _findings(ctx, "selector-never-wins"):
+        span, node = _place(ctx, finding, "head")
+        at = finding.selector
+        if node is not None and at is not None and at < len(node.selectors):
+            span = node.selectors[at].span
+        example = format_example(finding.example)
+        notes = [f"for example, the call `{example}` is decided by another rule"] if example else []
+        if example and finding.exact is False:
+            notes.append("the analysis approximated part of a condition; check the example")
+        yield Diagnostic.make(
+            "L025",
+            finding.message,
+            span,
+            "this selector never decides a call",
+            notes=notes,
+            help="remove the selector, or change the rules that decide its calls",
+        )
+
+
+@lint_rule(
     "L002",
     "unsatisfiable-condition",
     "warning",
