@@ -1,0 +1,181 @@
+"""Completion from the text before the cursor and the document's last build: keywords of the
+block the cursor is in, tool ids in selectors and `call`s, argument names and enum values in
+conditions and `call` arguments, facts and roots in conditions, approver roles already used."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Iterator
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.recovery import TOP_LEVEL
+from harnessc.runtime import model as m
+from lsprotocol import types as lsp
+
+from ..lower.tools import TOOL_ATTRS
+from ..resolve import BUILTIN_ROOTS
+from .workspace import Build
+
+CK = lsp.CompletionItemKind
+BLOCK_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "": tuple(TOP_LEVEL),
+    "harness": ("version", "summary"),
+    "tool": tuple(sorted(TOOL_ATTRS | {"input", "output", "requires", "operation"})),
+    "mcp": ("transport", "tool"),
+    "skill": ("profile", "private", "subagent", "runtime"),
+    "surface": ("expose", "hide", "rank", "limit"),
+    "policy": ("allow", "ask", "deny", "default", "include"),
+    "agent": ("persona", "surface", "policy", "delegate"),
+    "workflow": ("agent", "policy", "input", "step"),
+    "test": ("policy", "agent", "call", "as", "resource", "facts", "expect", "said", "earlier"),
+    "rule": ("approver", "reason", "grant", "instead", "self_approval"),
+    "step": ("context", "output", "options", "by", "timeout", "on_failure"),
+}
+"""The words that may begin a line in each block (`rule`: a rule's or default's options)."""
+_RULE_HEAD = re.compile(r"^\s*(?:\w+\s*:\s*)?(?:allow|ask|deny)\b")
+_SELECTING = re.compile(
+    r"(?:^\s*(?:\w+\s*:\s*)?(?:allow|ask|deny)|^\s*(?:expose|hide)|\bcall|\bearlier)\s+"
+    r"(?:[\w.:*-]+\s*,\s*)*[\w.:*-]*$"
+)
+_CALL_ARGS = re.compile(r"\b(?:call|earlier)\s+([\w.:-]+)\s*\(([^)]*)$")
+_ARG_VALUE = re.compile(r"(?:^|,)\s*(\w+)\s*:\s*\"?[\w-]*$")
+_ARGS_FIELD = re.compile(r"\bargs\.(\w+)\s*(?:==|!=|in\s*\[[^\]]*)\s*\"?[\w-]*$")
+_ARGS_DOT = re.compile(r"\bargs\.\w*$")
+_ROLE = re.compile(r"\b(?:approver|by|escalate)\s+role\s+\"[^\"]*$")
+_CONDITION = re.compile(r"\b(?:when|and|or|not|requires)\s+[\w.]*$")
+_LINE_START = re.compile(r"^\s*\w*$")
+
+
+def complete(build: Build | None, text: str, offset: int) -> list[lsp.CompletionItem]:
+    line = text[text.rfind("\n", 0, offset) + 1 : offset]
+    if _ROLE.search(line):
+        return [lsp.CompletionItem(r, kind=CK.Value) for r in sorted(roles(build))]
+    call = _CALL_ARGS.search(line)
+    if call is not None:
+        tool = _tool(build, call.group(1))
+        value = _ARG_VALUE.search(call.group(2))
+        if value is not None:
+            return _enum_items(tool, value.group(1))
+        return [
+            lsp.CompletionItem(f.name, kind=CK.Field, insert_text=f"{f.name}: ")
+            for f in (tool.input.fields if tool else ())
+        ]
+    if _SELECTING.search(line):
+        return _tool_items(build)
+    field = _ARGS_FIELD.search(line)
+    if field is not None:
+        return [i for t in _selected(build, line) for i in _enum_items(t, field.group(1))]
+    if _ARGS_DOT.search(line):
+        names = sorted({f.name for t in _selected(build, line) for f in t.input.fields})
+        return [lsp.CompletionItem(n, kind=CK.Field) for n in names]
+    if _CONDITION.search(line):
+        return _condition_items(build)
+    if _LINE_START.match(line):
+        block = enclosing_block(text, offset)
+        return [lsp.CompletionItem(w, kind=CK.Keyword) for w in BLOCK_KEYWORDS.get(block, ())]
+    return []
+
+
+def enclosing_block(text: str, offset: int) -> str:
+    """The kind of the innermost block open at `offset` (a key of BLOCK_KEYWORDS, or "")."""
+    opened: list[int] = []
+    for match in re.finditer(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|[{}]', text[:offset]):
+        if match.group() == "{":
+            opened.append(match.start())
+        elif match.group() == "}" and opened:
+            opened.pop()
+    if not opened:
+        return ""
+    head = text[text.rfind("\n", 0, opened[-1]) + 1 : opened[-1]]
+    if _RULE_HEAD.search(head) or head.lstrip().startswith("default"):
+        return "rule"
+    word = head.split()[0] if head.split() else ""
+    if word == "private":
+        return "tool"
+    return word if word in BLOCK_KEYWORDS else ""
+
+
+def _model(build: Build | None) -> m.Spec | None:
+    return build.result.model if build is not None else None
+
+
+def _tool(build: Build | None, tool_id: str) -> m.Tool | None:
+    model = _model(build)
+    return model.tools.get(tool_id) if model is not None else None
+
+
+def _tool_items(build: Build | None) -> list[lsp.CompletionItem]:
+    resolution = build.result.resolution if build is not None else None
+    if resolution is None:
+        return []
+    model = _model(build)
+    items = []
+    for tool_id in sorted(resolution.globals.get("tool", {})):
+        tool = model.tools.get(tool_id) if model is not None else None
+        items.append(
+            lsp.CompletionItem(tool_id, kind=CK.Function, detail=tool.summary if tool else None)
+        )
+    return items
+
+
+def _selected(build: Build | None, line: str) -> list[m.Tool]:
+    """The tools the rule on `line` names by id, else every tool of the build."""
+    model = _model(build)
+    if model is None:
+        return []
+    head = _RULE_HEAD.search(line)
+    if head is not None:
+        named = re.findall(r"[\w.:-]+", line[head.end() :].split(" when ", 1)[0])
+        chosen = [model.tools[n] for n in named if n in model.tools]
+        if chosen:
+            return chosen
+    return list(model.tools.values())
+
+
+def _enum_items(tool: m.Tool | None, name: str) -> list[lsp.CompletionItem]:
+    field = tool.input.field(name) if tool is not None else None
+    if field is None or field.type.name != "enum":
+        return []
+    return [
+        lsp.CompletionItem(v, kind=CK.EnumMember, insert_text=v, detail=f"{tool.id}: {name}")  # type: ignore[union-attr]
+        for v in field.type.values
+    ]
+
+
+def _condition_items(build: Build | None) -> list[lsp.CompletionItem]:
+    items = [lsp.CompletionItem(r, kind=CK.Variable) for r in sorted(BUILTIN_ROOTS)]
+    resolution = build.result.resolution if build is not None else None
+    if resolution is not None:
+        items += [
+            lsp.CompletionItem(f, kind=CK.Property, detail="fact")
+            for f in sorted(resolution.globals.get("fact", {}))
+        ]
+    return items
+
+
+def roles(build: Build | None) -> set[str]:
+    """The roles the build's own modules (not the standard library) name as approvers
+    (`approver role "…"`, `by role "…"`, `escalate role "…"`)."""
+    found: set[str] = set()
+    resolution = build.result.resolution if build is not None else None
+    for module in resolution.modules if resolution is not None else ():
+        if module.is_std:
+            continue
+        for node in _walk(module.syntax.items):
+            if isinstance(node, s.Approver | s.By) and node.kind == "role":
+                found.add(node.value.value)
+            elif isinstance(node, s.FailureAction) and node.principal == "role" and node.who:
+                found.add(node.who.value)
+    return found
+
+
+def _walk(nodes: Iterable[object]) -> Iterator[object]:
+    for node in nodes:
+        if isinstance(node, tuple):
+            yield from _walk(node)
+        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+            yield node
+            yield from _walk(
+                getattr(node, f.name) for f in dataclasses.fields(node) if f.name != "span"
+            )
