@@ -414,6 +414,67 @@ def test_a_code_action_fixes_the_diagnostic(
     edit(client, main, MAIN)
 
 
+OPTIONAL = """\
+tool deploy {
+  summary "Deploy."
+  use_when "Always."
+  effects write
+  input {
+    environment: enum("staging", "production")
+    ticket: string?
+  }
+}
+
+policy release {
+  default deny
+
+  allow deploy
+  no_ticket: deny deploy when args.ticket == "none" or args.environment == "production" {
+    reason "A ticket is needed."
+  }
+}
+"""
+
+
+def test_a_has_guard_for_a_value_that_may_be_absent(client: StdioClient, folder: Path) -> None:
+    (folder / "optional.harness").write_text(OPTIONAL, encoding="utf-8")
+    address = uri(folder, "optional.harness")
+    client.open(address, OPTIONAL)
+    found = client.diagnostics(address, 1, timeout=TIMEOUT)
+    assert [d["code"] for d in found] == ["L004"]
+    offered = actions(client, address, found)
+    assert [a["title"] for a in offered] == ["guard with `args has ticket`"]
+    fixed = apply(OPTIONAL, offered[0], address)
+    assert '(args has ticket and args.ticket == "none") or' in fixed
+    assert edit(client, address, fixed) == []
+    client.notify("textDocument/didClose", {"textDocument": {"uri": address}})
+    assert client.diagnostics(address, timeout=TIMEOUT) == []
+
+
+def test_completion_in_a_call_being_typed_and_definition_of_a_step(
+    client: StdioClient, main: str
+) -> None:
+    typing = MAIN + "\nworkflow ship {\n  agent shipper\n  step go = call deploy("
+    assert edit(client, main, typing) != []  # half typed: a syntax error
+    assert set(complete(client, main, typing, "call deploy(")) == {"environment", "build"}
+    typing += 'environment: "'
+    edit(client, main, typing)
+    assert complete(client, main, typing, 'environment: "') == ["staging", "production"]
+    flow = MAIN + (
+        "\nworkflow ship {\n  agent shipper\n"
+        '  step find = call lookup(build: "b-1")\n'
+        '  step go = call deploy(environment: "staging", build: "b-1") after find\n}\n'
+    )
+    edit(client, main, flow)
+    answer = client.request(
+        "textDocument/definition",
+        {"textDocument": {"uri": main}, "position": position_of(flow, "after find", inside=7)},
+    )
+    assert answer["range"]["start"]["line"] == flow[: flow.index("step find")].count("\n")
+    assert underlined(flow, answer) == "find"
+    edit(client, main, MAIN)
+
+
 def test_shutdown_and_exit(folder: Path) -> None:
     server = StdioClient([sys.executable, "-m", "harnessc.compiler", "lsp"], cwd=str(folder))
     server.initialize(folder.as_uri())

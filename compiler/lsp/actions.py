@@ -1,7 +1,9 @@
 """Quick fixes for the diagnostics that carry one: a "did you mean" suggestion (H201, H203,
 H207 and the syntax errors' keyword suggestions: the primary span replaced by it), an unclosed
 block (H102: its `}` added where the next declaration begins or the file ends) and a DENY without
-a reason (H330: a `reason "…"` added to the rule or risk entry)."""
+a reason (H330: a `reason "…"` added to the rule or risk entry), and a DENY or ASK that reads a
+value that may be absent (L004: each comparison that reads it guarded with `has`, in
+parentheses, which the formatter drops where precedence does not need them)."""
 
 from __future__ import annotations
 
@@ -13,10 +15,13 @@ from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
 from lsprotocol import types as lsp
 
+from ..resolve import BUILTIN_ROOTS
 from .convert import SOURCE
+from .outline import walk
 from .positions import Positions
 
 _DID_YOU_MEAN = re.compile(r"did you mean `([^`]+)`\?")
+_UNGUARDED = re.compile(r"reads `([^`]+)` without a `has` guard")
 REASON = 'reason "…"'
 
 
@@ -65,6 +70,13 @@ def _edits(
         edit = _add_reason(source, start, positions)
         if edit is not None:
             yield f"add `{REASON}`", [edit]
+    unguarded = _UNGUARDED.search(diagnostic.message)
+    if diagnostic.code == "L004" and unguarded is not None:
+        path = unguarded.group(1)
+        edits = _guard(source, path, start, end, positions)
+        if edits:
+            owner, _, field = path.rpartition(".")
+            yield f"guard with `{owner} has {field}`", edits
 
 
 def _indent(text: str) -> str:
@@ -123,3 +135,41 @@ def _reason_edit(
         return lsp.TextEdit(lsp.Range(at, at), f"{indent}  {REASON}\n")
     point = positions.position(source, close)
     return lsp.TextEdit(lsp.Range(point, point), f" {REASON} ")
+
+
+def _guard(
+    source: Source, path: str, start: int, end: int, positions: Positions
+) -> list[lsp.TextEdit]:
+    """`(OWNER has FIELD and …)` around each comparison between `start` and `end` that reads
+    `path` (a path of a built-in root: a fact's name is not a path `has` can test)."""
+    owner, _, field = path.rpartition(".")
+    if not owner or owner.split(".", 1)[0] not in BUILTIN_ROOTS:
+        return []
+    parsed = parse_source(source)
+    inside = [
+        node
+        for node in walk(parsed.module.items)
+        if isinstance(node, s.Compare | s.Path | s.FuncCall | s.Quantified)
+        and start <= node.span.start
+        and node.span.end <= end
+    ]
+    reading = [
+        node
+        for node in inside
+        if isinstance(node, s.Compare)
+        and node.op != "has"
+        and any(isinstance(side, s.Path) and side.text == path for side in (node.left, node.right))
+    ]
+    if not reading:  # a bare path as a condition (`when args.force`), not an operand
+        operands = [n.span for n in inside if not isinstance(n, s.Path)]
+        reading = [
+            node
+            for node in inside
+            if isinstance(node, s.Path)
+            and node.text == path
+            and not any(o.start <= node.span.start and node.span.end <= o.end for o in operands)
+        ]
+    return [
+        lsp.TextEdit(positions.range(node.span), f"({owner} has {field} and {node.span.text})")
+        for node in reading
+    ]

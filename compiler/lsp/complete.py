@@ -4,9 +4,7 @@ conditions and `call` arguments, facts and roots in conditions, approver roles a
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Iterable, Iterator
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.recovery import TOP_LEVEL
@@ -15,6 +13,7 @@ from lsprotocol import types as lsp
 
 from ..lower.tools import TOOL_ATTRS
 from ..resolve import BUILTIN_ROOTS
+from .outline import walk
 from .workspace import Build
 
 CK = lsp.CompletionItemKind
@@ -47,13 +46,17 @@ _CONDITION = re.compile(r"\b(?:when|and|or|not|requires)\s+[\w.]*$")
 _LINE_START = re.compile(r"^\s*\w*$")
 
 
-def complete(build: Build | None, text: str, offset: int) -> list[lsp.CompletionItem]:
+def complete(
+    build: Build | None, model: m.Spec | None, text: str, offset: int
+) -> list[lsp.CompletionItem]:
+    """The completions at `offset`: names from `build` (the document's last check), tools and
+    their arguments from `model` (its last check without errors)."""
     line = text[text.rfind("\n", 0, offset) + 1 : offset]
     if _ROLE.search(line):
         return [lsp.CompletionItem(r, kind=CK.Value) for r in sorted(roles(build))]
     call = _CALL_ARGS.search(line)
     if call is not None:
-        tool = _tool(build, call.group(1))
+        tool = model.tools.get(call.group(1)) if model is not None else None
         value = _ARG_VALUE.search(call.group(2))
         if value is not None:
             return _enum_items(tool, value.group(1))
@@ -62,12 +65,12 @@ def complete(build: Build | None, text: str, offset: int) -> list[lsp.Completion
             for f in (tool.input.fields if tool else ())
         ]
     if _SELECTING.search(line):
-        return _tool_items(build)
+        return _tool_items(build, model)
     field = _ARGS_FIELD.search(line)
     if field is not None:
-        return [i for t in _selected(build, line) for i in _enum_items(t, field.group(1))]
+        return [i for t in _selected(model, line) for i in _enum_items(t, field.group(1))]
     if _ARGS_DOT.search(line):
-        names = sorted({f.name for t in _selected(build, line) for f in t.input.fields})
+        names = sorted({f.name for t in _selected(model, line) for f in t.input.fields})
         return [lsp.CompletionItem(n, kind=CK.Field) for n in names]
     if _CONDITION.search(line):
         return _condition_items(build)
@@ -96,20 +99,10 @@ def enclosing_block(text: str, offset: int) -> str:
     return word if word in BLOCK_KEYWORDS else ""
 
 
-def _model(build: Build | None) -> m.Spec | None:
-    return build.result.model if build is not None else None
-
-
-def _tool(build: Build | None, tool_id: str) -> m.Tool | None:
-    model = _model(build)
-    return model.tools.get(tool_id) if model is not None else None
-
-
-def _tool_items(build: Build | None) -> list[lsp.CompletionItem]:
+def _tool_items(build: Build | None, model: m.Spec | None) -> list[lsp.CompletionItem]:
     resolution = build.result.resolution if build is not None else None
     if resolution is None:
         return []
-    model = _model(build)
     items = []
     for tool_id in sorted(resolution.globals.get("tool", {})):
         tool = model.tools.get(tool_id) if model is not None else None
@@ -119,9 +112,8 @@ def _tool_items(build: Build | None) -> list[lsp.CompletionItem]:
     return items
 
 
-def _selected(build: Build | None, line: str) -> list[m.Tool]:
-    """The tools the rule on `line` names by id, else every tool of the build."""
-    model = _model(build)
+def _selected(model: m.Spec | None, line: str) -> list[m.Tool]:
+    """The tools the rule on `line` names by id, else every tool of the model."""
     if model is None:
         return []
     head = _RULE_HEAD.search(line)
@@ -162,20 +154,9 @@ def roles(build: Build | None) -> set[str]:
     for module in resolution.modules if resolution is not None else ():
         if module.is_std:
             continue
-        for node in _walk(module.syntax.items):
+        for node in walk(module.syntax.items):
             if isinstance(node, s.Approver | s.By) and node.kind == "role":
                 found.add(node.value.value)
             elif isinstance(node, s.FailureAction) and node.principal == "role" and node.who:
                 found.add(node.who.value)
     return found
-
-
-def _walk(nodes: Iterable[object]) -> Iterator[object]:
-    for node in nodes:
-        if isinstance(node, tuple):
-            yield from _walk(node)
-        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
-            yield node
-            yield from _walk(
-                getattr(node, f.name) for f in dataclasses.fields(node) if f.name != "span"
-            )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Iterable, Iterator
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
@@ -116,3 +117,15 @@ def _comment_fold(lines: list[int], found: list[lsp.FoldingRange]) -> None:
         found.append(
             lsp.FoldingRange(lines[0] - 1, lines[-1] - 1, kind=lsp.FoldingRangeKind.Comment)
         )
+
+
+def walk(nodes: Iterable[object]) -> Iterator[object]:
+    """Every syntax node under `nodes`, each before the nodes inside it."""
+    for node in nodes:
+        if isinstance(node, tuple):
+            yield from walk(node)
+        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+            yield node
+            yield from walk(
+                getattr(node, f.name) for f in dataclasses.fields(node) if f.name != "span"
+            )

@@ -30,6 +30,8 @@ class HarnessServer(LanguageServer):
         self.specs = Workspace()
         self.pending: dict[str, asyncio.Task[None]] = {}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harnessc-check")
+        self.told: set[str] = set()
+        """The configuration problems already shown (each is shown once)."""
 
     @property
     def positions(self) -> Positions:
@@ -78,7 +80,8 @@ class HarnessServer(LanguageServer):
             return
         if build is None:
             return
-        if build.config_problem:
+        if build.config_problem and build.config_problem not in self.told:
+            self.told.add(build.config_problem)
             self.window_show_message(
                 lsp.ShowMessageParams(lsp.MessageType.Warning, build.config_problem)
             )
@@ -214,7 +217,10 @@ def completion(ls: HarnessServer, params: lsp.CompletionParams) -> lsp.Completio
     source = ls.text_of(params.text_document.uri)
     offset = ls.positions.offset(source, params.position)
     found = ls.build_of(params.text_document.uri)
-    items = complete.complete(found[0] if found else None, source.text, offset)
+    build = found[0] if found else None
+    modelled = ls.specs.modelled.get(uri_to_path(params.text_document.uri) or "")
+    model = (build.result.model if build else None) or (modelled.result.model if modelled else None)
+    items = complete.complete(build, model, source.text, offset)
     return lsp.CompletionList(is_incomplete=False, items=items)
 
 

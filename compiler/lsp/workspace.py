@@ -75,6 +75,9 @@ class Workspace:
     def __init__(self) -> None:
         self.texts: dict[str, tuple[int | None, str]] = {}
         self.builds: dict[str, Build] = {}
+        self.modelled: dict[str, Build] = {}
+        """The last build of each open document that had a model (no errors): completion reads
+        tools and their arguments from it while the document is half typed."""
         self._parsed: dict[tuple[str, str | None], tuple[object, LoadedFile]] = {}
         self._lock = threading.Lock()
 
@@ -88,6 +91,7 @@ class Workspace:
         with self._lock:
             self.texts.pop(path, None)
             self.builds.pop(path, None)
+            self.modelled.pop(path, None)
 
     def importers(self, path: str) -> list[str]:
         """The open documents whose last build loaded `path` (itself first): the roots to check
@@ -126,6 +130,8 @@ class Workspace:
         with self._lock:
             if path in self.texts:
                 self.builds[path] = build
+                if result.model is not None:
+                    self.modelled[path] = build
         return build
 
     def _load(
