@@ -197,6 +197,30 @@ def test_an_unsaved_change_to_an_imported_file_rechecks_the_files_that_import_it
     assert (folder / "lib.harness").read_text(encoding="utf-8") == LIB  # nothing saved
 
 
+def test_an_imported_file_that_is_not_open_gets_its_diagnostics_from_the_importer(
+    client: StdioClient, folder: Path
+) -> None:
+    part = folder / "part.harness"
+    part.write_text(
+        'tool part {\n  summary "Part."\n  use_when "Always."\n  effects reed\n}\n',
+        encoding="utf-8",
+    )
+    importer = 'import "./part.harness"\n\npolicy p {\n  default deny\n\n  allow part\n}\n'
+    (folder / "importer.harness").write_text(importer, encoding="utf-8")
+    address = uri(folder, "importer.harness")
+    client.open(address, importer)
+    found = client.diagnostics(part.as_uri(), timeout=TIMEOUT)
+    assert any("`reed`" in d["message"] for d in found), found
+    part.write_text(
+        'tool part {\n  summary "Part."\n  use_when "Always."\n  effects read\n}\n',
+        encoding="utf-8",
+    )
+    client.change(address, importer + "\n", next(versions))  # the next check reads it again
+    assert client.diagnostics(part.as_uri(), timeout=TIMEOUT) == []
+    client.notify("textDocument/didClose", {"textDocument": {"uri": address}})
+    assert client.diagnostics(address, timeout=TIMEOUT) == []
+
+
 # ---------------------------------------------------------------------------------------------
 # Hover, definition, references
 
@@ -242,6 +266,14 @@ def test_hover_on_a_code_in_an_ignore_comment_explains_it(client: StdioClient, m
     assert edit(client, main, commented) == []
     text = hover(client, main, position_of(commented, "L014", inside=2))
     assert text.startswith("**L014**")
+    assert edit(client, main, MAIN) == []
+
+
+def test_hover_on_a_diagnostic_explains_its_code(client: StdioClient, main: str) -> None:
+    broken = MAIN.replace("allow lookup", "allow lokup")
+    edit(client, main, broken)
+    text = hover(client, main, position_of(broken, "lokup", inside=2))
+    assert "**H201** `unknown-name`" in text
     assert edit(client, main, MAIN) == []
 
 

@@ -109,6 +109,18 @@ def code_at(source: Source, offset: int) -> str | None:
 
 
 def hover_text(build: Build, source: Source, offset: int) -> str | None:
+    """What is at `offset`, then the explanation of each diagnostic reported there."""
+    codes = [
+        d.code
+        for d in build.own()
+        if d.primary is not None and _inside(d.primary.span, source, offset)
+    ]
+    parts = [_hover_subject(build, source, offset), *(explain(c) for c in dict.fromkeys(codes))]
+    shown = [part for part in parts if part]
+    return "\n\n---\n\n".join(shown) if shown else None
+
+
+def _hover_subject(build: Build, source: Source, offset: int) -> str | None:
     code = code_at(source, offset)
     if code is not None:
         return explain(code)

@@ -30,6 +30,9 @@ class HarnessServer(LanguageServer):
         self.specs = Workspace()
         self.pending: dict[str, asyncio.Task[None]] = {}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harnessc-check")
+        self.imported: dict[str, set[str]] = {}
+        """For each open document, the files it imports that its last check published
+        diagnostics for (files that are not open: their own checks do not run)."""
         self.told: set[str] = set()
         """The configuration problems already shown (each is shown once)."""
 
@@ -93,6 +96,20 @@ class HarnessServer(LanguageServer):
                 diagnostics=[to_lsp(d, build, positions) for d in build.own()],
             )
         )
+        # an imported file that is not open is checked only by the builds that import it:
+        # its diagnostics are published from here, and cleared once they are gone
+        found = {p: d for p, d in build.by_file().items() if p not in self.specs.texts}
+        for gone in self.imported.get(path, set()) - set(found):
+            if gone not in self.specs.texts:
+                found[gone] = []
+        self.imported[path] = {p for p, d in found.items() if d}
+        for other, diagnostics in found.items():
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(
+                    uri=path_to_uri(other),
+                    diagnostics=[to_lsp(d, build, positions) for d in diagnostics],
+                )
+            )
 
 
 server = HarnessServer()
@@ -122,6 +139,11 @@ def did_close(ls: HarnessServer, params: lsp.DidCloseTextDocumentParams) -> None
     path = uri_to_path(uri)
     if path is not None:
         ls.specs.close(path)
+        for other in ls.imported.pop(path, set()):
+            if other not in ls.specs.texts:
+                ls.text_document_publish_diagnostics(
+                    lsp.PublishDiagnosticsParams(uri=path_to_uri(other), diagnostics=[])
+                )
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 

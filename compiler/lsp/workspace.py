@@ -54,6 +54,21 @@ class Build:
         """The diagnostics about the document itself (an imported file's are its own)."""
         return [d for d in self.result.diagnostics if self.file_of(d) == self.path]
 
+    def by_file(self) -> dict[str, list[Diagnostic]]:
+        """The diagnostics about each file of the build other than the document itself and the
+        standard library's, by real path."""
+        std = {
+            self.module_paths.get(id(m.source))
+            for m in (self.result.resolution.modules if self.result.resolution else ())
+            if m.is_std
+        }
+        found: dict[str, list[Diagnostic]] = {}
+        for diagnostic in self.result.diagnostics:
+            path = self.file_of(diagnostic)
+            if path is not None and path != self.path and path not in std:
+                found.setdefault(path, []).append(diagnostic)
+        return found
+
     def module(self, path: str) -> Module | None:
         resolution = self.result.resolution
         if resolution is None:
