@@ -431,6 +431,22 @@ def apply(text: str, action: dict, address: str) -> str:
             MAIN.replace(' {\n    reason "Releases are frozen."\n  }', ""),
             'add `reason "…"`',
         ),
+        (
+            MAIN.replace(' {\n    approver role "release-manager"\n  }', ""),
+            'add `approver role "…"`',
+        ),
+        (MAIN.replace('  use_when "A build passed its tests."\n', ""), 'add `use_when "…"`'),
+        (MAIN.replace('  summary "Deploy a build to an environment."\n', ""), 'add `summary "…"`'),
+        (
+            MAIN.replace("import std.workspace\n", "import std.workspace\nimport std.mail\n"),
+            "remove the import",
+        ),
+        (
+            MAIN.replace("import std.workspace\n", "")
+            .replace("expose deploy, read_open, lib.*", "expose deploy, lib.*")
+            .replace("allow read_open", 'deny std.workspace.* { reason "Not here." }'),
+            "add `import std.workspace`",
+        ),
     ],
 )
 def test_a_code_action_fixes_the_diagnostic(

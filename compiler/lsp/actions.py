@@ -1,7 +1,10 @@
 """Quick fixes for the diagnostics that carry one: a "did you mean" suggestion (H201, H203,
 H207 and the syntax errors' keyword suggestions: the primary span replaced by it), an unclosed
-block (H102: its `}` added where the next declaration begins or the file ends) and a DENY without
-a reason (H330: a `reason "…"` added to the rule or risk entry), and a DENY or ASK that reads a
+block (H102: its `}` added where the next declaration begins or the file ends), a DENY without
+a reason or an ASK without an approver (H330, H329: `reason "…"` or `approver role "…"` added to
+the rule, default or risk entry), a tool without a summary or `use_when` (L013, L014: the line
+added), an unused import (H205: removed), a module glob of a module not imported (H201: the
+`import` added), and a DENY or ASK that reads a
 value that may be absent (L004: each comparison that reads it guarded with `has`, in
 parentheses, which the formatter drops where precedence does not need them)."""
 
@@ -22,7 +25,12 @@ from .positions import Positions
 
 _DID_YOU_MEAN = re.compile(r"did you mean `([^`]+)`\?")
 _UNGUARDED = re.compile(r"reads `([^`]+)` without a `has` guard")
+_ADD_IMPORT = re.compile(r"^add `(import [^`]+)`$")
 REASON = 'reason "…"'
+OPTIONS = {"H330": REASON, "H329": 'approver role "…"'}
+"""The option each code's fix adds to a rule, a default or a risk entry."""
+TOOL_LINES = {"L013": 'summary "…"', "L014": 'use_when "…"'}
+"""The line each code's fix adds to a tool."""
 
 
 def fixes(
@@ -66,10 +74,23 @@ def _edits(
         edit = _close_block(source, diagnostic, positions)
         if edit is not None:
             yield "add the missing `}`", [edit]
-    if diagnostic.code == "H330":
-        edit = _add_reason(source, start, positions)
+    option = OPTIONS.get(str(diagnostic.code))
+    if option is not None:
+        edit = _add_option(source, start, option, positions)
         if edit is not None:
-            yield f"add `{REASON}`", [edit]
+            yield f"add `{option}`", [edit]
+    line = TOOL_LINES.get(str(diagnostic.code))
+    if line is not None:
+        edit = _add_tool_line(source, start, line)
+        if edit is not None:
+            yield f"add `{line}`", [edit]
+    if diagnostic.code == "H205":
+        first, last = diagnostic.range.start.line, diagnostic.range.end.line
+        whole = lsp.Range(lsp.Position(first, 0), lsp.Position(last + 1, 0))
+        yield "remove the import", [lsp.TextEdit(whole, "")]
+    wanted = _ADD_IMPORT.match(_help(diagnostic))
+    if wanted is not None:
+        yield f"add `{wanted.group(1)}`", [_add_import(source, wanted.group(1))]
     unguarded = _UNGUARDED.search(diagnostic.message)
     if diagnostic.code == "L004" and unguarded is not None:
         path = unguarded.group(1)
@@ -103,8 +124,10 @@ def _close_block(
     return lsp.TextEdit(lsp.Range(at, at), close + "\n")
 
 
-def _add_reason(source: Source, offset: int, positions: Positions) -> lsp.TextEdit | None:
-    """`reason "…"` in the options of the rule or risk entry written at `offset`."""
+def _add_option(
+    source: Source, offset: int, option: str, positions: Positions
+) -> lsp.TextEdit | None:
+    """`option` in the options of the rule, default or risk entry written at `offset`."""
     parsed = parse_source(source)
     for item in parsed.module.items:
         if not item.span.start <= offset <= item.span.end:
@@ -118,23 +141,23 @@ def _add_reason(source: Source, offset: int, positions: Positions) -> lsp.TextEd
             if isinstance(node, s.Rule | s.RiskEntry | s.Default) and (
                 node.span.start <= offset <= node.span.end
             ):
-                return _reason_edit(source, node, positions)
+                return _option_edit(source, node, option, positions)
     return None
 
 
-def _reason_edit(
-    source: Source, node: s.Rule | s.RiskEntry | s.Default, positions: Positions
+def _option_edit(
+    source: Source, node: s.Rule | s.RiskEntry | s.Default, option: str, positions: Positions
 ) -> lsp.TextEdit:
     indent = _indent(source.line_text(node.span.line))
     if node.options is None:
         at = positions.position(source, node.span.end)
-        return lsp.TextEdit(lsp.Range(at, at), f" {{\n{indent}  {REASON}\n{indent}}}")
+        return lsp.TextEdit(lsp.Range(at, at), f" {{\n{indent}  {option}\n{indent}}}")
     close = node.span.end - 1  # the options' `}`
     if source.line_text(node.span.end_line).strip() == "}":
         at = lsp.Position(node.span.end_line - 1, 0)
-        return lsp.TextEdit(lsp.Range(at, at), f"{indent}  {REASON}\n")
+        return lsp.TextEdit(lsp.Range(at, at), f"{indent}  {option}\n")
     point = positions.position(source, close)
-    return lsp.TextEdit(lsp.Range(point, point), f" {REASON} ")
+    return lsp.TextEdit(lsp.Range(point, point), f"; {option} ")
 
 
 def _guard(
@@ -173,3 +196,41 @@ def _guard(
         lsp.TextEdit(positions.range(node.span), f"({owner} has {field} and {node.span.text})")
         for node in reading
     ]
+
+
+def _add_tool_line(source: Source, offset: int, line: str) -> lsp.TextEdit | None:
+    """`line` in the block of the tool named at `offset`: after its summary, else first."""
+    parsed = parse_source(source)
+    for node in walk(parsed.module.items):
+        if not (isinstance(node, s.Tool) and node.name.span.start <= offset <= node.name.span.end):
+            continue
+        summary = next(
+            (i for i in node.items if isinstance(i, s.Attr) and i.key == "summary"), None
+        )
+        if summary is not None:
+            after = summary.span.end_line
+            indent = _indent(source.line_text(summary.span.line))
+        else:
+            brace = source.text.find("{", node.name.span.end)
+            after, _ = source.location(brace)
+            if brace < 0 or source.text[brace + 1 :].split("\n", 1)[0].split("#", 1)[0].strip():
+                return None  # a block on one line: where the new line goes is a choice
+            indent = _indent(source.line_text(node.name.span.line)) + "  "
+        at = lsp.Position(after, 0)
+        return lsp.TextEdit(lsp.Range(at, at), f"{indent}{line}\n")
+    return None
+
+
+def _add_import(source: Source, line: str) -> lsp.TextEdit:
+    """`line` after the module's last import, else after its header, else first."""
+    parsed = parse_source(source)
+    imports = [i for i in parsed.module.items if isinstance(i, s.Import)]
+    headers = [i for i in parsed.module.items if isinstance(i, s.Header)]
+    if imports:
+        after, text = imports[-1].span.end_line, f"{line}\n"
+    elif headers:
+        after, text = headers[0].span.end_line, f"\n{line}\n"
+    else:
+        after, text = 0, f"{line}\n\n"
+    at = lsp.Position(after, 0)
+    return lsp.TextEdit(lsp.Range(at, at), text)
