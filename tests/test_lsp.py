@@ -221,6 +221,22 @@ def test_an_imported_file_that_is_not_open_gets_its_diagnostics_from_the_importe
     assert client.diagnostics(address, timeout=TIMEOUT) == []
 
 
+def test_a_change_on_disk_to_an_imported_file_rechecks_the_files_that_import_it(
+    client: StdioClient, main: str, folder: Path
+) -> None:
+    library = folder / "lib.harness"
+    changed = {"changes": [{"uri": library.as_uri(), "type": 2}]}
+    library.write_text(LIB.replace("tool lookup", "tool find"), encoding="utf-8")
+    try:
+        client.notify("workspace/didChangeWatchedFiles", changed)
+        found = client.diagnostics(main, timeout=TIMEOUT)
+        assert [(d["code"], underlined(MAIN, d)) for d in found] == [("H201", "lookup")]
+    finally:
+        library.write_text(LIB, encoding="utf-8")
+    client.notify("workspace/didChangeWatchedFiles", changed)
+    assert client.diagnostics(main, timeout=TIMEOUT) == []
+
+
 # ---------------------------------------------------------------------------------------------
 # Hover, definition, references
 
@@ -523,9 +539,15 @@ def test_completion_in_a_call_being_typed_and_definition_of_a_step(
     edit(client, main, MAIN)
 
 
-def test_shutdown_and_exit(folder: Path) -> None:
+def test_shutdown_and_exit_and_asking_to_watch_specs_on_disk(folder: Path) -> None:
     server = StdioClient([sys.executable, "-m", "harnessc.compiler", "lsp"], cwd=str(folder))
-    server.initialize(folder.as_uri())
+    watching = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
+    server.initialize(folder.as_uri(), watching)
+    asked = server.asked.get(timeout=TIMEOUT)
+    assert asked["method"] == "client/registerCapability"
+    (registration,) = asked["params"]["registrations"]
+    assert registration["method"] == "workspace/didChangeWatchedFiles"
+    assert registration["registerOptions"]["watchers"] == [{"globPattern": "**/*.harness"}]
     assert server.close() == 0
 
 

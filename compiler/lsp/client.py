@@ -33,6 +33,8 @@ class StdioClient:
         self._answers: dict[int, queue.Queue[Message]] = {}
         self._lock = threading.Lock()
         self.notifications: queue.Queue[Message] = queue.Queue()
+        self.asked: queue.Queue[Message] = queue.Queue()
+        """The requests the server sent (each answered with null)."""
         self.stderr: list[str] = []
         """What the server wrote to its standard error (its log), line by line."""
         self._threads = [
@@ -76,6 +78,7 @@ class StdioClient:
                 continue
             message = json.loads(stdout.read(length))
             if "id" in message and "method" in message:
+                self.asked.put(message)
                 self._send({"id": message["id"], "result": None})
             elif "id" in message:
                 self._answers.setdefault(message["id"], queue.Queue()).put(message)
@@ -119,10 +122,10 @@ class StdioClient:
 
     # -- the session ---------------------------------------------------------------------------
 
-    def initialize(self, root_uri: str | None = None) -> Any:
+    def initialize(self, root_uri: str | None = None, capabilities: Any = None) -> Any:
         result = self.request(
             "initialize",
-            {"processId": None, "rootUri": root_uri, "capabilities": {}},
+            {"processId": None, "rootUri": root_uri, "capabilities": capabilities or {}},
         )
         self.notify("initialized", {})
         return result

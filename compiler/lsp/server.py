@@ -64,10 +64,14 @@ class HarnessServer(LanguageServer):
             return
         self.specs.open(path, version, text)
         for root in self.specs.importers(path):
-            task = self.pending.pop(root, None)
-            if task is not None:
-                task.cancel()
-            self.pending[root] = asyncio.ensure_future(self.check_later(root, delay))
+            self.schedule(root, delay)
+
+    def schedule(self, root: str, delay: float) -> None:
+        """Check an open document after `delay`, in place of a check not yet started."""
+        task = self.pending.pop(root, None)
+        if task is not None:
+            task.cancel()
+        self.pending[root] = asyncio.ensure_future(self.check_later(root, delay))
 
     async def check_later(self, path: str, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -145,6 +149,41 @@ def did_close(ls: HarnessServer, params: lsp.DidCloseTextDocumentParams) -> None
                     lsp.PublishDiagnosticsParams(uri=path_to_uri(other), diagnostics=[])
                 )
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(lsp.INITIALIZED)
+async def initialized(ls: HarnessServer, params: lsp.InitializedParams) -> None:
+    """Ask the editor to say when a spec changes on disk (a `git checkout`, another program),
+    where it can be asked."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace is not None else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    watcher = lsp.FileSystemWatcher(glob_pattern="**/*.harness")
+    await ls.client_register_capability_async(
+        lsp.RegistrationParams(
+            [
+                lsp.Registration(
+                    id="harnessc-specs",
+                    method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=lsp.DidChangeWatchedFilesRegistrationOptions([watcher]),
+                )
+            ]
+        )
+    )
+
+
+@server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def watched_files(ls: HarnessServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+    """A spec changed on disk: check again the open documents whose builds read it (an open
+    document itself is checked with the editor's text, not the file's)."""
+    roots: set[str] = set()
+    for change in params.changes:
+        path = uri_to_path(change.uri)
+        if path is not None and path not in ls.specs.texts:
+            roots.update(ls.specs.importers(path)[1:])
+    for root in sorted(roots):
+        ls.schedule(root, 0)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
