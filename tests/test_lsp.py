@@ -13,9 +13,8 @@ import pytest
 pytest.importorskip("pygls")
 
 from harnessc.compiler.lsp.client import StdioClient
-from harnessc.compiler.lsp.complete import BLOCK_KEYWORDS, enclosing_block
+from harnessc.compiler.lsp.complete import keywords_at
 from harnessc.compiler.lsp.positions import Positions
-from harnessc.dsl.builder import engine
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
 from lsprotocol import types as lsp
@@ -361,19 +360,25 @@ def test_completion_of_argument_names_and_enum_values(client: StdioClient, main:
 def test_completion_of_approver_roles_keywords_and_facts(client: StdioClient, main: str) -> None:
     assert complete(client, main, MAIN, 'approver role "') == ["release-manager"]
     assert "release.freeze" in complete(client, main, MAIN, "frozen: deny deploy when ")
-    assert "approver" in complete(client, main, MAIN, '  reason "Releases are frozen."\n')
-    assert "allow" in complete(client, main, MAIN, "  default deny\n")
 
 
-def test_every_completed_keyword_is_a_keyword_of_the_language() -> None:
-    keywords = set(engine().keyword_types)
-    for words in BLOCK_KEYWORDS.values():
-        assert set(words) <= keywords, set(words) - keywords
+def test_completion_of_the_keywords_the_grammar_accepts_there(
+    client: StdioClient, main: str
+) -> None:
+    options = complete(client, main, MAIN, '    reason "Releases are frozen."\n')
+    assert set(options) == {"approver", "grant", "instead", "reason", "self_approval"}
+    assert set(complete(client, main, MAIN, "  default deny\n")) >= {"allow", "ask", "deny"}
+    assert "use_when" in complete(client, main, MAIN, "tool deploy {\n")
+    assert "allow" not in complete(client, main, MAIN, "tool deploy {\n")
+    top = complete(client, main, MAIN, "}\n\n")
+    assert {"tool", "policy", "workflow", "risk_table"} <= set(top) and "allow" not in top
+    assert "not" in complete(client, main, MAIN, "frozen: deny deploy when ")
 
 
-def test_the_enclosing_block_skips_braces_in_strings_and_comments() -> None:
-    text = 'policy p {\n  deny x { reason "a { b" }  # {\n  '
-    assert enclosing_block(text, len(text)) == "policy"
+def test_keywords_at_a_half_typed_word_and_in_text_that_does_not_parse() -> None:
+    text = "policy p {\n  default deny\n  al"
+    assert "allow" in keywords_at(text, len(text) - 2)
+    assert keywords_at("tool { {", 8) == []
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,37 +1,25 @@
-"""Completion from the text before the cursor and the document's last build: keywords of the
-block the cursor is in, tool ids in selectors and `call`s, argument names and enum values in
-conditions and `call` arguments, facts and roots in conditions, approver roles already used."""
+"""Completion from the text before the cursor and the document's last build: the keywords the
+grammar accepts at the cursor, tool ids in selectors and `call`s, argument names and enum values
+in conditions and `call` arguments, facts and roots in conditions, approver roles already used."""
 
 from __future__ import annotations
 
 import re
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.recovery import TOP_LEVEL
+from harnessc.dsl.builder import engine, parse_chunk
+from harnessc.dsl.recovery import DECL_START
+from harnessc.dsl.source import Source
 from harnessc.runtime import model as m
 from lsprotocol import types as lsp
 
-from ..lower.tools import TOOL_ATTRS
 from ..resolve import BUILTIN_ROOTS
 from .outline import walk
 from .workspace import Build
 
 CK = lsp.CompletionItemKind
-BLOCK_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "": tuple(TOP_LEVEL),
-    "harness": ("version", "summary"),
-    "tool": tuple(sorted(TOOL_ATTRS | {"input", "output", "requires", "operation"})),
-    "mcp": ("transport", "tool"),
-    "skill": ("profile", "private", "subagent", "runtime"),
-    "surface": ("expose", "hide", "rank", "limit"),
-    "policy": ("allow", "ask", "deny", "default", "include"),
-    "agent": ("persona", "surface", "policy", "delegate"),
-    "workflow": ("agent", "policy", "input", "step"),
-    "test": ("policy", "agent", "call", "as", "resource", "facts", "expect", "said", "earlier"),
-    "rule": ("approver", "reason", "grant", "instead", "self_approval"),
-    "step": ("context", "output", "options", "by", "timeout", "on_failure"),
-}
-"""The words that may begin a line in each block (`rule`: a rule's or default's options)."""
+_NOT_A_TOKEN = "\x01"
+"""Appended to the text before the cursor: the parser stops there and says what it expected."""
 _RULE_HEAD = re.compile(r"^\s*(?:\w+\s*:\s*)?(?:allow|ask|deny)\b")
 _SELECTING = re.compile(
     r"(?:^\s*(?:\w+\s*:\s*)?(?:allow|ask|deny)|^\s*(?:expose|hide)|\bcall|\bearlier)\s+"
@@ -43,7 +31,7 @@ _ARGS_FIELD = re.compile(r"\bargs\.(\w+)\s*(?:==|!=|in\s*\[[^\]]*)\s*\"?[\w-]*$"
 _ARGS_DOT = re.compile(r"\bargs\.\w*$")
 _ROLE = re.compile(r"\b(?:approver|by|escalate)\s+role\s+\"[^\"]*$")
 _CONDITION = re.compile(r"\b(?:when|and|or|not|requires)\s+[\w.]*$")
-_LINE_START = re.compile(r"^\s*\w*$")
+_WORD = re.compile(r"[A-Za-z_]\w*$")
 
 
 def complete(
@@ -72,31 +60,33 @@ def complete(
     if _ARGS_DOT.search(line):
         names = sorted({f.name for t in _selected(model, line) for f in t.input.fields})
         return [lsp.CompletionItem(n, kind=CK.Field) for n in names]
+    typed = _WORD.search(line)
+    keywords = [
+        lsp.CompletionItem(w, kind=CK.Keyword)
+        for w in keywords_at(text, offset - (len(typed.group()) if typed else 0))
+    ]
     if _CONDITION.search(line):
-        return _condition_items(build)
-    if _LINE_START.match(line):
-        block = enclosing_block(text, offset)
-        return [lsp.CompletionItem(w, kind=CK.Keyword) for w in BLOCK_KEYWORDS.get(block, ())]
-    return []
+        return _condition_items(build) + keywords
+    return keywords
 
 
-def enclosing_block(text: str, offset: int) -> str:
-    """The kind of the innermost block open at `offset` (a key of BLOCK_KEYWORDS, or "")."""
-    opened: list[int] = []
-    for match in re.finditer(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|[{}]', text[:offset]):
-        if match.group() == "{":
-            opened.append(match.start())
-        elif match.group() == "}" and opened:
-            opened.pop()
-    if not opened:
-        return ""
-    head = text[text.rfind("\n", 0, opened[-1]) + 1 : opened[-1]]
-    if _RULE_HEAD.search(head) or head.lstrip().startswith("default"):
-        return "rule"
-    word = head.split()[0] if head.split() else ""
-    if word == "private":
-        return "tool"
-    return word if word in BLOCK_KEYWORDS else ""
+def keywords_at(text: str, offset: int) -> list[str]:
+    """The keywords the grammar accepts at `offset`: the parser is run from the start of the
+    declaration around it to `offset`, and each keyword it says it may expect there is tried."""
+    starts = [m.start() for m in DECL_START.finditer(text, 0, offset)]
+    prefix = text[starts[-1] if starts else 0 : offset]
+    failure = parse_chunk(Source("", prefix + _NOT_A_TOKEN)).failure
+    if failure is None or failure.pos < len(prefix):
+        return []  # the text before the cursor does not parse: nothing to say
+    accepted = []
+    for word, terminal in sorted(engine().keyword_types.items()):
+        if terminal not in failure.expected:
+            continue
+        # an LALR state may list a token it rejects after reducing: shift it to be sure
+        trial = parse_chunk(Source("", f"{prefix}{word} {_NOT_A_TOKEN}")).failure
+        if trial is None or trial.pos >= len(prefix) + len(word):
+            accepted.append(word)
+    return accepted
 
 
 def _tool_items(build: Build | None, model: m.Spec | None) -> list[lsp.CompletionItem]:
