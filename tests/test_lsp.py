@@ -276,6 +276,17 @@ def test_hover_on_a_selector_lists_the_tools_it_matches(client: StdioClient, mai
     edit(client, main, MAIN)
 
 
+def test_hover_on_an_expose_pattern_lists_the_tools_it_exposes(
+    client: StdioClient, main: str
+) -> None:
+    exposing = MAIN.replace("expose deploy, read_open, lib.*", "expose deploy, kind:public")
+    edit(client, main, exposing)
+    text = hover(client, main, position_of(exposing, "kind:public", inside=2))
+    assert "`kind:public` selects" in text
+    assert "`deploy`" in text and "`lookup`" in text and "`read_open`" in text
+    edit(client, main, MAIN)
+
+
 def test_hover_on_a_code_in_an_ignore_comment_explains_it(client: StdioClient, main: str) -> None:
     commented = MAIN.replace("allow read_open", "allow read_open  # harnessc: ignore[L014]")
     assert edit(client, main, commented) == []

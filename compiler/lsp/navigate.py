@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.codes import CODES
@@ -17,6 +18,8 @@ from harnessc.runtime.semantics import selects
 from ..lower.core import origin
 from ..resolve import Symbol
 from .workspace import Build
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,7 @@ def _hover_subject(build: Build, source: Source, offset: int) -> str | None:
     rule, selector = _rule_at(build, source, offset)
     if rule is not None:
         return describe_rule(build, rule, selector)
-    return None
+    return _surface_pattern_at(build, source, offset)
 
 
 def describe(build: Build, found: Found) -> str:
@@ -221,22 +224,50 @@ def _module_glob_at(build: Build, source: Source, offset: int) -> str | None:
     return None
 
 
+def _surface_pattern_at(build: Build, source: Source, offset: int) -> str | None:
+    """What an `expose` or `hide` pattern at `offset` selects (from the model: a build with
+    errors has none)."""
+    model = build.result.model
+    if model is None:
+        return None
+    for node in _items_at(build, source, offset, s.Surface):
+        surface = next(
+            (x for x in model.surfaces.values() if x.origin == origin(node.name.span)), None
+        )
+        if surface is None:
+            continue
+        written: dict[type, list[s.Pattern]] = {s.Expose: [], s.Hide: []}
+        for item in node.items:
+            if isinstance(item, s.Expose | s.Hide):
+                written[type(item)].extend(item.patterns)
+        for kind, selectors in ((s.Expose, surface.expose), (s.Hide, surface.hide)):
+            for pattern, selector in zip(written[kind], selectors, strict=False):
+                if _inside(pattern.span, source, offset):
+                    ids = sorted(t.id for t in model.tools.values() if selects(selector, t))
+                    return _tool_list(pattern.text, ids)
+    return None
+
+
+def _items_at(build: Build, source: Source, offset: int, kind: type[T]) -> Iterator[T]:
+    """The declarations of type `kind` around `offset` in `source`."""
+    for module in build.result.resolution.modules if build.result.resolution else ():
+        if module.source is source:
+            for item in module.syntax.items:
+                if _inside(item.span, source, offset) and isinstance(item, kind):
+                    yield item
+
+
 def _rule_at(build: Build, source: Source, offset: int) -> tuple[s.Rule | None, int | None]:
     """The rule whose effect or selector is at `offset`, and the selector's index."""
-    for module in build.result.resolution.modules if build.result.resolution else ():
-        if module.source is not source:
-            continue
-        for item in module.syntax.items:
-            if not (isinstance(item, s.Policy) and _inside(item.span, source, offset)):
+    for item in _items_at(build, source, offset, s.Policy):
+        for rule in item.items:
+            if not isinstance(rule, s.Rule):
                 continue
-            for rule in item.items:
-                if not isinstance(rule, s.Rule):
-                    continue
-                if _inside(rule.effect_span, source, offset):
-                    return rule, None
-                for index, selector in enumerate(rule.selectors):
-                    if _inside(selector.span, source, offset):
-                        return rule, index
+            if _inside(rule.effect_span, source, offset):
+                return rule, None
+            for index, selector in enumerate(rule.selectors):
+                if _inside(selector.span, source, offset):
+                    return rule, index
     return None, None
 
 
