@@ -256,6 +256,15 @@ def test_hover_on_a_tool_shows_its_summary_effects_risk_and_input(
     assert 'environment: enum("staging", "production")' in text
 
 
+def test_hover_on_a_reference_names_what_it_refers_to_and_where(
+    client: StdioClient, main: str
+) -> None:
+    text = hover(client, main, position_of(MAIN, "  policy release\n}", inside=10))
+    assert text.startswith("**policy** `release`  \n*main.harness:25*")
+    text = hover(client, main, position_of(MAIN, "when not release.freeze", inside=12))
+    assert "**fact** `release.freeze`" in text and "fact release.freeze: bool" in text
+
+
 def test_hover_on_a_rule_shows_its_effect_reason_and_a_call_it_decides(
     client: StdioClient, main: str
 ) -> None:

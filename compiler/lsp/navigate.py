@@ -149,7 +149,8 @@ def describe(build: Build, found: Found) -> str:
     if isinstance(node, s.Rule):
         return describe_rule(build, node, None)
     parts = [head]
-    text = _attr_text(getattr(node, "items", ()), "summary") or _description(node)
+    items = getattr(node, "items", ())
+    text = _attr_text(items, "summary") or _attr_text(items, "persona") or _description(node)
     if text:
         parts.append(text)
     if isinstance(node, s.Fact):
