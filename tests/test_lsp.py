@@ -549,6 +549,9 @@ def test_completion_in_a_call_being_typed_and_definition_of_a_step(
     typing += 'environment: "'
     edit(client, main, typing)
     assert complete(client, main, typing, 'environment: "') == ["staging", "production"]
+    typing += 'staging",\n    build: "b-1",\n    '
+    edit(client, main, typing)
+    assert set(complete(client, main, typing, 'build: "b-1",\n    ')) == {"environment", "build"}
     flow = MAIN + (
         "\nworkflow ship {\n  agent shipper\n"
         '  step find = call lookup(build: "b-1")\n'

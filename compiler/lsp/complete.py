@@ -32,6 +32,8 @@ _ARGS_DOT = re.compile(r"\bargs\.\w*$")
 _ROLE = re.compile(r"\b(?:approver|by|escalate)\s+role\s+\"[^\"]*$")
 _CONDITION = re.compile(r"\b(?:when|and|or|not|requires)\s+[\w.]*$")
 _WORD = re.compile(r"[A-Za-z_]\w*$")
+_CALL_REACH = 2000
+"""How far before the cursor a `call` whose arguments are being typed is looked for."""
 
 
 def complete(
@@ -42,7 +44,7 @@ def complete(
     line = text[text.rfind("\n", 0, offset) + 1 : offset]
     if _ROLE.search(line):
         return [lsp.CompletionItem(r, kind=CK.Value) for r in sorted(roles(build))]
-    call = _CALL_ARGS.search(line)
+    call = _CALL_ARGS.search(text, max(0, offset - _CALL_REACH), offset)  # arguments may span lines
     if call is not None:
         tool = model.tools.get(call.group(1)) if model is not None else None
         value = _ARG_VALUE.search(call.group(2))
