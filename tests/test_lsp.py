@@ -564,6 +564,9 @@ def test_completion_in_a_call_being_typed_and_definition_of_a_step(
     )
     assert answer["range"]["start"]["line"] == flow[: flow.index("step find")].count("\n")
     assert underlined(flow, answer) == "find"
+    text = hover(client, main, position_of(flow, "after find", inside=7))
+    assert text.startswith("**step** `find`")
+    assert '```harness\nstep find = call lookup(build: "b-1")\n```' in text
     edit(client, main, MAIN)
 
 

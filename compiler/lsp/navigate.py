@@ -153,8 +153,9 @@ def describe(build: Build, found: Found) -> str:
     text = _attr_text(items, "summary") or _attr_text(items, "persona") or _description(node)
     if text:
         parts.append(text)
-    if isinstance(node, s.Fact):
-        parts.append(f"```harness\n{node.span.text}\n```")
+    span = getattr(node, "span", None)
+    if isinstance(span, Span):  # the declaration's first line: `step go = call deploy(…)`
+        parts.append(f"```harness\n{span.source.line_text(span.line).strip()}\n```")
     return "\n\n".join(parts)
 
 
