@@ -467,6 +467,7 @@ def apply(text: str, action: dict, address: str) -> str:
     [
         (MAIN.replace("allow lookup", "allow lokup"), "replace with `lookup`"),
         (MAIN.replace("  }\n}\n\nsurface", "  }\n\nsurface"), "add the missing `}`"),
+        (MAIN.replace("    build: string\n  }\n", "    build: string\n"), "add the missing `}`"),
         (MAIN.replace('    reason "Releases are frozen."\n', ""), 'add `reason "…"`'),
         (
             MAIN.replace(' {\n    reason "Releases are frozen."\n  }', ""),

@@ -1,6 +1,7 @@
 """Quick fixes for the diagnostics that carry one: a "did you mean" suggestion (H201, H203,
 H207 and the syntax errors' keyword suggestions: the primary span replaced by it), an unclosed
-block (H102: its `}` added where the next declaration begins or the file ends), a DENY without
+block (H102: its `}` added where the next declaration begins or the file ends, or before the
+`}` an inner block took from the block around it), a DENY without
 a reason or an ASK without an approver (H330, H329: `reason "…"` or `approver role "…"` added to
 the rule, default or risk entry), a tool without a summary or `use_when` (L013, L014: the line
 added), an unused import (H205: removed), a module glob of a module not imported (H201: the
@@ -108,13 +109,17 @@ def _close_block(
     source: Source, diagnostic: lsp.Diagnostic, positions: Positions
 ) -> lsp.TextEdit | None:
     related = diagnostic.related_information or []
-    if any("closes" in r.message for r in related):
-        return None  # a `}` went to the wrong block: where the missing one goes is a choice
+    opened_line = source.line_text(diagnostic.range.start.line + 1)
+    close = _indent(opened_line) + "}\n"
+    misplaced = next((r for r in related if " closes " in r.message), None)
+    if misplaced is not None:
+        # the block left open is an inner one, whose `}` went to the block around it: its own
+        # `}` goes before that one, at its indentation
+        at = lsp.Position(misplaced.location.range.start.line, 0)
+        return lsp.TextEdit(lsp.Range(at, at), close)
     where = next((r for r in related if r.message.endswith("here")), None)
     if where is None:
         return None
-    opened_line = source.line_text(diagnostic.range.start.line + 1)
-    close = _indent(opened_line) + "}\n"
     if where.message.startswith("the file ends"):
         end = positions.position(source, len(source.text))
         text = close if source.text.endswith("\n") or not source.text else "\n" + close
