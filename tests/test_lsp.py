@@ -14,6 +14,7 @@ pytest.importorskip("pygls")
 
 from harnessc.compiler.lsp.client import StdioClient
 from harnessc.compiler.lsp.complete import keywords_at
+from harnessc.compiler.lsp.convert import to_lsp
 from harnessc.compiler.lsp.positions import Positions
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
@@ -604,3 +605,31 @@ def test_lsp_help_succeeds_as_the_vs_code_extension_checks() -> None:
     )
     assert done.returncode == 0
     assert "language server" in done.stdout
+
+
+def test_every_request_at_every_place_of_the_example_answers_without_an_error() -> None:
+    """Hover, definition, completion and the code actions' parses, in process, at a spread of
+    offsets of the remediation example, as it is and cut short (half typed)."""
+    from harnessc.compiler.lsp import actions, complete, navigate
+    from harnessc.compiler.lsp.workspace import Workspace
+
+    spec = (
+        Path(__file__).resolve().parent.parent / "examples" / "remediation" / "remediation.harness"
+    )
+    text = spec.read_text(encoding="utf-8")
+    specs = Workspace()
+    path = str(spec.resolve())
+    for version, written in enumerate((text, text[: len(text) // 2])):
+        specs.open(path, version, written)
+        build = specs.check(path)
+        assert build is not None
+        module = build.module(path)
+        assert module is not None and module.source is not None
+        source = module.source
+        model = (specs.modelled.get(path) or build).result.model
+        for offset in range(0, len(written), 211):
+            navigate.hover_text(build, source, offset)
+            navigate.symbol_at(build, source, offset)
+            complete.complete(build, model, written, offset)
+        found = [to_lsp(d, build, Positions()) for d in build.own()]
+        assert actions.fixes(spec.as_uri(), source, found, Positions()) is not None
