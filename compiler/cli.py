@@ -660,6 +660,10 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument("--decision", metavar="ID", help="the recorded decision's id (dec-…)")
     why.add_argument("--format", choices=("text", "json"), default="text")
     why.set_defaults(run=cmd_why)
+
+    lsp_help = "run the language server on standard input and output (the `lsp` extra)"
+    lsp = sub.add_parser("lsp", help=lsp_help, description=lsp_help)
+    lsp.set_defaults(run=cmd_lsp)
     return parser
 
 
@@ -667,6 +671,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from .mcp_discover import run
 
     return run(args)
+
+
+def cmd_lsp(args: argparse.Namespace) -> int:
+    try:
+        from .lsp.server import serve
+    except ImportError as error:  # pygls is the `lsp` extra
+        sys.stderr.write(
+            f"harnessc: the language server needs the `lsp` extra "
+            f"(pip install 'harnessc[lsp]'): {error}\n"
+        )
+        return EXIT_USAGE
+    serve()
+    return EXIT_OK
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

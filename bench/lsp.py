@@ -1,0 +1,104 @@
+"""Keystroke-to-diagnostics latency of `harnessc lsp` on the remediation example (target: 200 ms).
+
+    .venv/bin/python bench/lsp.py [--keystrokes 30]
+
+Starts the server as an editor does (a subprocess on stdio), opens
+examples/remediation/remediation.harness and types into it, one character at a time, waiting
+for each keystroke's diagnostics before the next: the time is from sending `didChange` to
+receiving `publishDiagnostics` for that version, debounce included. Three kinds of typing:
+
+- `comment`: a word typed into a comment (the spec stays valid: a full lint, the policy
+  analysis answered from its cache on disk);
+- `reason`: a word typed into the first rule reason (the model changes at each keystroke);
+- `error`: a tool id broken and fixed in turn (H201 published, then none).
+
+Prints the median and the 95th percentile of each, and the load average before and after: on a
+loaded machine the figures grow with the load, so read them together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from harnessc.compiler.lsp.client import StdioClient
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT / "examples" / "remediation" / "remediation.harness"
+TARGET_MS = 200
+
+
+def keystrokes(text: str, kind: str, count: int) -> list[str]:
+    """The document's text after each of `count` keystrokes."""
+    if kind == "comment":
+        anchor = "# Verify: read the change back"
+        where = text.index(anchor) + len("# Verify:")
+        return [text[:where] + " " + "x" * (n + 1) + text[where:] for n in range(count)]
+    if kind == "reason":
+        anchor = 'reason "'
+        where = text.index(anchor) + len(anchor)
+        return [text[:where] + " " + "x" * (n + 1) + text[where:] for n in range(count)]
+    broken = text.replace("  allow change.get\n", "  allow change.gett\n", 1)
+    return [broken if n % 2 == 0 else text for n in range(count)]
+
+
+def measure(client: StdioClient, uri: str, texts: list[str], version: int) -> list[float]:
+    times: list[float] = []
+    for text in texts:
+        version += 1
+        start = time.perf_counter()
+        client.change(uri, text, version)
+        client.diagnostics(uri, version, timeout=120)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--keystrokes", type=int, default=30, help="keystrokes of each kind")
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    client = StdioClient([sys.executable, "-m", "harnessc.compiler", "lsp"], cwd=str(ROOT))
+    try:
+        client.initialize(ROOT.as_uri())
+        uri, text = SPEC.as_uri(), SPEC.read_text(encoding="utf-8")
+        start = time.perf_counter()
+        client.open(uri, text)
+        opened = client.diagnostics(uri, 1, timeout=120)
+        first = (time.perf_counter() - start) * 1000
+        assert opened == [], f"the example should be clean: {opened}"
+        print(f"{SPEC.relative_to(ROOT)}: {text.count(chr(10))} lines")
+        print(f"didOpen → diagnostics (cold start of the pipeline): {first:.0f} ms")
+        print(
+            f"{'typing':<10} {'keystrokes':>10} {'median ms':>10} {'p95 ms':>8} {'p95/target':>11}"
+        )
+        version = 1
+        for kind in ("comment", "reason", "error"):
+            times = measure(client, uri, keystrokes(text, kind, args.keystrokes), version)
+            version += len(times)
+            p95 = percentile(times, 0.95)
+            print(
+                f"{kind:<10} {len(times):>10} {statistics.median(times):>10.0f} {p95:>8.0f}"
+                f" {p95 / TARGET_MS:>11.2f}"
+            )
+    finally:
+        client.close()
+    after = os.getloadavg()
+    print(
+        "load average before: {:.2f} {:.2f} {:.2f}, after: {:.2f} {:.2f} {:.2f} ({} cores)".format(
+            *load_before, *after, os.cpu_count()
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""Completion from the text before the cursor and the document's last build: the keywords the
+grammar accepts at the cursor, tool ids in selectors and `call`s, argument names and enum values
+in conditions and `call` arguments, facts and roots in conditions, approver roles already used."""
+
+from __future__ import annotations
+
+import re
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.builder import engine, parse_chunk
+from harnessc.dsl.recovery import DECL_START
+from harnessc.dsl.source import Source
+from harnessc.runtime import model as m
+from lsprotocol import types as lsp
+
+from ..resolve import BUILTIN_ROOTS
+from .outline import walk
+from .workspace import Build
+
+CK = lsp.CompletionItemKind
+_NOT_A_TOKEN = "\x01"
+"""Appended to the text before the cursor: the parser stops there and says what it expected."""
+_RULE_HEAD = re.compile(r"^\s*(?:\w+\s*:\s*)?(?:allow|ask|deny)\b")
+_SELECTING = re.compile(
+    r"(?:^\s*(?:\w+\s*:\s*)?(?:allow|ask|deny)|^\s*(?:expose|hide)|\bcall|\bearlier)\s+"
+    r"(?:[\w.:*-]+\s*,\s*)*[\w.:*-]*$"
+)
+_CALL_ARGS = re.compile(r"\b(?:call|earlier)\s+([\w.:-]+)\s*\(([^)]*)$")
+_ARG_VALUE = re.compile(r"(?:^|,)\s*(\w+)\s*:\s*\"?[\w-]*$")
+_ARGS_FIELD = re.compile(r"\bargs\.(\w+)\s*(?:==|!=|in\s*\[[^\]]*)\s*\"?[\w-]*$")
+_ARGS_DOT = re.compile(r"\bargs\.\w*$")
+_ROLE = re.compile(r"\b(?:approver|by|escalate)\s+role\s+\"[^\"]*$")
+_CONDITION = re.compile(r"\b(?:when|and|or|not|requires)\s+[\w.]*$")
+_WORD = re.compile(r"[A-Za-z_]\w*$")
+_CALL_REACH = 2000
+"""How far before the cursor a `call` whose arguments are being typed is looked for."""
+
+
+def complete(
+    build: Build | None, model: m.Spec | None, text: str, offset: int
+) -> list[lsp.CompletionItem]:
+    """The completions at `offset`: names from `build` (the document's last check), tools and
+    their arguments from `model` (its last check without errors)."""
+    line = text[text.rfind("\n", 0, offset) + 1 : offset]
+    if _ROLE.search(line):
+        return [lsp.CompletionItem(r, kind=CK.Value) for r in sorted(roles(build))]
+    call = _CALL_ARGS.search(text, max(0, offset - _CALL_REACH), offset)  # arguments may span lines
+    if call is not None:
+        tool = model.tools.get(call.group(1)) if model is not None else None
+        value = _ARG_VALUE.search(call.group(2))
+        if value is not None:
+            return _enum_items(tool, value.group(1))
+        return [
+            lsp.CompletionItem(f.name, kind=CK.Field, insert_text=f"{f.name}: ")
+            for f in (tool.input.fields if tool else ())
+        ]
+    if _SELECTING.search(line):
+        return _tool_items(build, model)
+    field = _ARGS_FIELD.search(line)
+    if field is not None:
+        return [i for t in _selected(model, line) for i in _enum_items(t, field.group(1))]
+    if _ARGS_DOT.search(line):
+        names = sorted({f.name for t in _selected(model, line) for f in t.input.fields})
+        return [lsp.CompletionItem(n, kind=CK.Field) for n in names]
+    typed = _WORD.search(line)
+    keywords = [
+        lsp.CompletionItem(w, kind=CK.Keyword)
+        for w in keywords_at(text, offset - (len(typed.group()) if typed else 0))
+    ]
+    if _CONDITION.search(line):
+        return _condition_items(build) + keywords
+    return keywords
+
+
+def keywords_at(text: str, offset: int) -> list[str]:
+    """The keywords the grammar accepts at `offset`: the parser is run from the start of the
+    declaration around it to `offset`, and each keyword it says it may expect there is tried."""
+    starts = [m.start() for m in DECL_START.finditer(text, 0, offset)]
+    prefix = text[starts[-1] if starts else 0 : offset]
+    failure = parse_chunk(Source("", prefix + _NOT_A_TOKEN)).failure
+    if failure is None or failure.pos < len(prefix):
+        return []  # the text before the cursor does not parse: nothing to say
+    accepted = []
+    for word, terminal in sorted(engine().keyword_types.items()):
+        if terminal not in failure.expected:
+            continue
+        # an LALR state may list a token it rejects after reducing: shift it to be sure
+        trial = parse_chunk(Source("", f"{prefix}{word} {_NOT_A_TOKEN}")).failure
+        if trial is None or trial.pos >= len(prefix) + len(word):
+            accepted.append(word)
+    return accepted
+
+
+def _tool_items(build: Build | None, model: m.Spec | None) -> list[lsp.CompletionItem]:
+    resolution = build.result.resolution if build is not None else None
+    if resolution is None:
+        return []
+    items = []
+    for tool_id in sorted(resolution.globals.get("tool", {})):
+        tool = model.tools.get(tool_id) if model is not None else None
+        items.append(
+            lsp.CompletionItem(tool_id, kind=CK.Function, detail=tool.summary if tool else None)
+        )
+    return items
+
+
+def _selected(model: m.Spec | None, line: str) -> list[m.Tool]:
+    """The tools the rule on `line` names by id, else every tool of the model."""
+    if model is None:
+        return []
+    head = _RULE_HEAD.search(line)
+    if head is not None:
+        named = re.findall(r"[\w.:-]+", line[head.end() :].split(" when ", 1)[0])
+        chosen = [model.tools[n] for n in named if n in model.tools]
+        if chosen:
+            return chosen
+    return list(model.tools.values())
+
+
+def _enum_items(tool: m.Tool | None, name: str) -> list[lsp.CompletionItem]:
+    field = tool.input.field(name) if tool is not None else None
+    if field is None or field.type.name != "enum":
+        return []
+    return [
+        lsp.CompletionItem(v, kind=CK.EnumMember, insert_text=v, detail=f"{tool.id}: {name}")  # type: ignore[union-attr]
+        for v in field.type.values
+    ]
+
+
+def _condition_items(build: Build | None) -> list[lsp.CompletionItem]:
+    items = [lsp.CompletionItem(r, kind=CK.Variable) for r in sorted(BUILTIN_ROOTS)]
+    resolution = build.result.resolution if build is not None else None
+    if resolution is not None:
+        items += [
+            lsp.CompletionItem(f, kind=CK.Property, detail="fact")
+            for f in sorted(resolution.globals.get("fact", {}))
+        ]
+    return items
+
+
+def roles(build: Build | None) -> set[str]:
+    """The roles the build's own modules (not the standard library) name as approvers
+    (`approver role "…"`, `by role "…"`, `escalate role "…"`)."""
+    found: set[str] = set()
+    resolution = build.result.resolution if build is not None else None
+    for module in resolution.modules if resolution is not None else ():
+        if module.is_std:
+            continue
+        for node in walk(module.syntax.items):
+            if isinstance(node, s.Approver | s.By) and node.kind == "role":
+                found.add(node.value.value)
+            elif isinstance(node, s.FailureAction) and node.principal == "role" and node.who:
+                found.add(node.who.value)
+    return found

@@ -1,0 +1,131 @@
+"""Document symbols (the outline) and folding ranges, from a module's syntax tree."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.source import Span
+from lsprotocol import types as lsp
+
+from .positions import Positions
+
+K = lsp.SymbolKind
+_KINDS: dict[type, tuple[lsp.SymbolKind, str]] = {
+    s.Header: (K.File, "harness"),
+    s.Connection: (K.Constant, "connection"),
+    s.Runtime: (K.Constant, "runtime"),
+    s.Fact: (K.Property, "fact"),
+    s.Label: (K.Constant, "label"),
+    s.Tool: (K.Function, "tool"),
+    s.Operation: (K.Method, "operation"),
+    s.Mcp: (K.Module, "mcp"),
+    s.Skill: (K.Namespace, "skill"),
+    s.Subagent: (K.Object, "subagent"),
+    s.Surface: (K.Interface, "surface"),
+    s.Policy: (K.Class, "policy"),
+    s.Rule: (K.Method, "rule"),
+    s.RiskTable: (K.Enum, "risk"),
+    s.Agent: (K.Object, "agent"),
+    s.Workflow: (K.Class, "workflow"),
+    s.Step: (K.Event, "step"),
+    s.Test: (K.Method, "test"),
+}
+
+
+def _name(node: object) -> tuple[str, Span] | None:
+    if isinstance(node, s.PrivateTool):
+        node = node.tool
+    if isinstance(node, s.Rule):
+        if node.label is not None:
+            return node.label.text, node.label.span
+        return f"{node.effect} {' '.join(_selector_text(x) for x in node.selectors)}", node.span
+    name = getattr(node, "name", None)
+    if isinstance(name, s.Name):
+        return name.text, name.span
+    if isinstance(name, s.Str):
+        return name.value, name.span
+    return None
+
+
+def _selector_text(selector: object) -> str:
+    span = getattr(selector, "span", None)
+    return span.text if isinstance(span, Span) else "?"
+
+
+def _children(node: object) -> Iterable[object]:
+    if isinstance(node, s.PrivateTool):
+        node = node.tool
+    items = getattr(node, "items", None)
+    return items if isinstance(items, tuple) else ()
+
+
+def document_symbols(module: s.Module, positions: Positions) -> list[lsp.DocumentSymbol]:
+    return [symbol for item in module.items if (symbol := _symbol(item, positions))]
+
+
+def _symbol(node: object, positions: Positions) -> lsp.DocumentSymbol | None:
+    inner = node.tool if isinstance(node, s.PrivateTool) else node
+    kind = _KINDS.get(type(inner))
+    named = _name(node)
+    if kind is None or named is None:
+        return None
+    text, name_span = named
+    span: Span = node.span  # type: ignore[attr-defined]
+    whole = positions.range(span)
+    chosen = positions.range(name_span)
+    if not (whole.start.line, whole.start.character) <= (chosen.start.line, chosen.start.character):
+        chosen = whole  # a selection must lie inside the symbol's range
+    children = [c for child in _children(node) if (c := _symbol(child, positions))]
+    return lsp.DocumentSymbol(
+        name=text or "?",
+        kind=kind[0],
+        range=whole,
+        selection_range=chosen,
+        detail=kind[1],
+        children=children or None,
+    )
+
+
+def folding_ranges(module: s.Module) -> list[lsp.FoldingRange]:
+    """A fold per block of more than one line (declarations, rules, steps, operations) and per
+    run of two or more comment lines."""
+    found: list[lsp.FoldingRange] = []
+
+    def walk(nodes: Iterable[object]) -> None:
+        for node in nodes:
+            span = getattr(node, "span", None)
+            if isinstance(span, Span) and span.end > span.start and span.end_line > span.line:
+                found.append(lsp.FoldingRange(span.line - 1, span.end_line - 1))
+            walk(_children(node))
+
+    walk(module.items)
+    run: list[int] = []
+    for comment in module.comments:
+        line = comment.span.line
+        if run and line != run[-1] + 1:
+            _comment_fold(run, found)
+            run = []
+        run.append(line)
+    _comment_fold(run, found)
+    return found
+
+
+def _comment_fold(lines: list[int], found: list[lsp.FoldingRange]) -> None:
+    if len(lines) > 1:
+        found.append(
+            lsp.FoldingRange(lines[0] - 1, lines[-1] - 1, kind=lsp.FoldingRangeKind.Comment)
+        )
+
+
+def walk(nodes: Iterable[object]) -> Iterator[object]:
+    """Every syntax node under `nodes`, each before the nodes inside it."""
+    for node in nodes:
+        if isinstance(node, tuple):
+            yield from walk(node)
+        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+            yield node
+            yield from walk(
+                getattr(node, f.name) for f in dataclasses.fields(node) if f.name != "span"
+            )

@@ -1,0 +1,307 @@
+"""The language server: pygls over stdio, each request answered from the last check of its
+document; checks run on one worker thread, debounced, so the editor is never kept waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from harnessc.dsl.parser import parse_source
+from harnessc.dsl.printer import format_source
+from harnessc.dsl.source import Source
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from harnessc import __version__
+
+from . import actions, complete, navigate, outline
+from .convert import SOURCE, to_lsp
+from .positions import Positions, path_to_uri, uri_to_path
+from .workspace import Build, Workspace
+
+DEBOUNCE_SECONDS = 0.05
+"""How long a check waits for the next keystroke: typing a word checks once, at its end."""
+
+
+class HarnessServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(SOURCE, __version__)
+        self.specs = Workspace()
+        self.pending: dict[str, asyncio.Task[None]] = {}
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harnessc-check")
+        self.imported: dict[str, set[str]] = {}
+        """For each open document, the files it imports that its last check published
+        diagnostics for (files that are not open: their own checks do not run)."""
+        self.told: set[str] = set()
+        """The configuration problems already shown (each is shown once)."""
+        self.settled = False
+
+    @property
+    def positions(self) -> Positions:
+        encoding = self.workspace.position_encoding
+        return Positions(str(getattr(encoding, "value", encoding) or "utf-16"))
+
+    def text_of(self, uri: str) -> Source:
+        document = self.workspace.get_text_document(uri)
+        return Source(uri_to_path(uri) or uri, document.source)
+
+    def build_of(self, uri: str) -> tuple[Build, Source] | None:
+        """The last build of a document, and the document's source in it."""
+        path = uri_to_path(uri)
+        build = self.specs.builds.get(path) if path else None
+        if build is None:
+            return None
+        module = build.module(build.path)
+        if module is None or module.source is None:
+            return None
+        return build, module.source
+
+    # -- checking ------------------------------------------------------------------------------
+
+    def changed(self, uri: str, version: int | None, text: str, delay: float) -> None:
+        path = uri_to_path(uri)
+        if path is None:
+            return
+        self.specs.open(path, version, text)
+        for root in self.specs.importers(path):
+            self.schedule(root, delay)
+
+    def schedule(self, root: str, delay: float) -> None:
+        """Check an open document after `delay`, in place of a check not yet started."""
+        task = self.pending.pop(root, None)
+        if task is not None:
+            task.cancel()
+        self.pending[root] = asyncio.ensure_future(self.check_later(root, delay))
+
+    async def check_later(self, path: str, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self.pending.pop(path, None)
+        loop = asyncio.get_running_loop()
+        try:
+            build = await loop.run_in_executor(self.worker, self.specs.check, path)
+        except Exception as error:  # a bug in harnessc: say so in the editor, keep serving
+            logging.exception("checking %s", path)
+            self.window_show_message(
+                lsp.ShowMessageParams(lsp.MessageType.Error, f"harnessc: internal error: {error}")
+            )
+            return
+        if build is None:
+            return
+        if not self.settled:
+            # what the first check loaded lives as long as the server (the parser's tables,
+            # the standard library, z3): out of the collector's sight, a full collection takes
+            # a few milliseconds instead of a hundred, which a keystroke would otherwise wait for
+            gc.freeze()
+            self.settled = True
+        if build.config_problem and build.config_problem not in self.told:
+            self.told.add(build.config_problem)
+            self.window_show_message(
+                lsp.ShowMessageParams(lsp.MessageType.Warning, build.config_problem)
+            )
+        positions = self.positions
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(
+                uri=path_to_uri(path),
+                version=build.version,
+                diagnostics=[to_lsp(d, build, positions) for d in build.own()],
+            )
+        )
+        # an imported file that is not open is checked only by the builds that import it:
+        # its diagnostics are published from here, and cleared once they are gone
+        found = {p: d for p, d in build.by_file().items() if p not in self.specs.texts}
+        for gone in self.imported.get(path, set()) - set(found):
+            if gone not in self.specs.texts:
+                found[gone] = []
+        self.imported[path] = {p for p, d in found.items() if d}
+        for other, diagnostics in found.items():
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(
+                    uri=path_to_uri(other),
+                    diagnostics=[to_lsp(d, build, positions) for d in diagnostics],
+                )
+            )
+
+
+server = HarnessServer()
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: HarnessServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    document = params.text_document
+    ls.changed(document.uri, document.version, document.text, 0)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: HarnessServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    ls.changed(document.uri, params.text_document.version, document.source, DEBOUNCE_SECONDS)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: HarnessServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    ls.changed(document.uri, document.version, document.source, 0)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: HarnessServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    path = uri_to_path(uri)
+    if path is not None:
+        ls.specs.close(path)
+        for other in ls.imported.pop(path, set()):
+            if other not in ls.specs.texts:
+                ls.text_document_publish_diagnostics(
+                    lsp.PublishDiagnosticsParams(uri=path_to_uri(other), diagnostics=[])
+                )
+    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(lsp.INITIALIZED)
+async def initialized(ls: HarnessServer, params: lsp.InitializedParams) -> None:
+    """Ask the editor to say when a spec changes on disk (a `git checkout`, another program),
+    where it can be asked."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace is not None else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    watcher = lsp.FileSystemWatcher(glob_pattern="**/*.harness")
+    await ls.client_register_capability_async(
+        lsp.RegistrationParams(
+            [
+                lsp.Registration(
+                    id="harnessc-specs",
+                    method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=lsp.DidChangeWatchedFilesRegistrationOptions([watcher]),
+                )
+            ]
+        )
+    )
+
+
+@server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def watched_files(ls: HarnessServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+    """A spec changed on disk: check again the open documents whose builds read it (an open
+    document itself is checked with the editor's text, not the file's)."""
+    roots: set[str] = set()
+    for change in params.changes:
+        path = uri_to_path(change.uri)
+        if path is not None and path not in ls.specs.texts:
+            roots.update(ls.specs.importers(path)[1:])
+    for root in sorted(roots):
+        ls.schedule(root, 0)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+def formatting(
+    ls: HarnessServer, params: lsp.DocumentFormattingParams
+) -> list[lsp.TextEdit] | None:
+    """The formatter's text as one edit; nothing when the file does not parse (the
+    diagnostics say why) or is already canonical."""
+    source = ls.text_of(params.text_document.uri)
+    result = format_source(source)
+    if result.text is None or not result.changed:
+        return []
+    end = ls.positions.position(source, len(source.text))
+    return [lsp.TextEdit(lsp.Range(lsp.Position(0, 0), end), result.text)]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def document_symbol(
+    ls: HarnessServer, params: lsp.DocumentSymbolParams
+) -> list[lsp.DocumentSymbol]:
+    parsed = parse_source(ls.text_of(params.text_document.uri))
+    return outline.document_symbols(parsed.module, ls.positions)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+def folding_range(ls: HarnessServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
+    parsed = parse_source(ls.text_of(params.text_document.uri))
+    return outline.folding_ranges(parsed.module)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_HOVER)
+def hover(ls: HarnessServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    found = ls.build_of(params.text_document.uri)
+    if found is None:
+        return None
+    build, source = found
+    text = navigate.hover_text(build, source, ls.positions.offset(source, params.position))
+    if text is None:
+        return None
+    return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text))
+
+
+def symbol_at(
+    ls: HarnessServer, params: lsp.DefinitionParams | lsp.ReferenceParams
+) -> tuple[Build, navigate.Found] | None:
+    """The document's last build and the symbol at the request's position."""
+    found = ls.build_of(params.text_document.uri)
+    if found is None:
+        return None
+    build, source = found
+    at = navigate.symbol_at(build, source, ls.positions.offset(source, params.position))
+    return (build, at) if at is not None else None
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+def definition(ls: HarnessServer, params: lsp.DefinitionParams) -> lsp.Location | None:
+    found = symbol_at(ls, params)
+    if found is None:
+        return None
+    build, at = found
+    span = at.symbol.span
+    return lsp.Location(path_to_uri(build.path_of(span.source)), ls.positions.range(span))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+def references(ls: HarnessServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
+    """The references in every open document's build (a symbol of an imported module is
+    referenced wherever a build imports it), each once."""
+    found = symbol_at(ls, params)
+    if found is None:
+        return []
+    build, at = found
+    positions = ls.positions
+    seen: dict[tuple[str, int], lsp.Location] = {}
+    spans = [(build, span) for span in navigate.references(build, at.symbol, build)]
+    for other in list(ls.specs.builds.values()):
+        if other is not build:
+            spans += [(other, span) for span in navigate.references(other, at.symbol, build)]
+    if params.context.include_declaration:
+        spans.insert(0, (build, at.symbol.span))
+    for owner, span in spans:
+        path = owner.path_of(span.source)
+        seen.setdefault((path, span.start), lsp.Location(path_to_uri(path), positions.range(span)))
+    return list(seen.values())
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_COMPLETION,
+    lsp.CompletionOptions(trigger_characters=[".", ":", "(", '"', " "]),
+)
+def completion(ls: HarnessServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+    source = ls.text_of(params.text_document.uri)
+    offset = ls.positions.offset(source, params.position)
+    found = ls.build_of(params.text_document.uri)
+    build = found[0] if found else None
+    modelled = ls.specs.modelled.get(uri_to_path(params.text_document.uri) or "")
+    model = (build.result.model if build else None) or (modelled.result.model if modelled else None)
+    items = complete.complete(build, model, source.text, offset)
+    return lsp.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_CODE_ACTION,
+    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+)
+def code_action(ls: HarnessServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    uri = params.text_document.uri
+    return actions.fixes(uri, ls.text_of(uri), params.context.diagnostics, ls.positions)
+
+
+def serve() -> None:
+    """Answer the editor on standard input and output until it says `exit`."""
+    server.start_io()

@@ -1,0 +1,635 @@
+"""`harnessc lsp` driven over stdio as an editor drives it: one server for the module, specs
+written to a temporary folder, every answer read as the editor reads it (ranges, codes, edits)."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls")
+
+from harnessc.compiler.lsp.client import StdioClient
+from harnessc.compiler.lsp.complete import keywords_at
+from harnessc.compiler.lsp.convert import to_lsp
+from harnessc.compiler.lsp.positions import Positions
+from harnessc.dsl.printer import format_source
+from harnessc.dsl.source import Source
+from lsprotocol import types as lsp
+
+MAIN = """\
+harness demo {
+  version "1.0.0"
+}
+
+import std.workspace
+import "./lib.harness" as lib
+
+fact release.freeze: bool
+
+tool deploy {
+  summary "Deploy a build to an environment."
+  use_when "A build passed its tests."
+  effects write external
+  risk high
+  input {
+    environment: enum("staging", "production")
+    build: string
+  }
+}
+
+surface main {
+  expose deploy, read_open, lib.*
+}
+
+policy release {
+  default deny
+
+  to_staging: allow deploy when args.environment == "staging"
+  to_production: ask deploy when args.environment == "production" {
+    approver role "release-manager"
+  }
+  frozen: deny deploy when not release.freeze == false {
+    reason "Releases are frozen."
+  }
+  allow read_open
+  allow lookup
+}
+
+agent shipper {
+  surface main
+  policy release
+}
+"""
+LIB = """\
+tool lookup {
+  summary "Look a build up."
+  use_when "Before a deploy."
+  effects read
+  input { build: string }
+}
+"""
+TIMEOUT = 120  # generous: the machine may be loaded; nothing here measures time
+versions = itertools.count(2)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("lsp")
+    (root / "main.harness").write_text(MAIN, encoding="utf-8")
+    (root / "lib.harness").write_text(LIB, encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def client(folder: Path) -> Iterator[StdioClient]:
+    server = StdioClient([sys.executable, "-m", "harnessc.compiler", "lsp"], cwd=str(folder))
+    result = server.initialize(folder.as_uri())
+    assert result["capabilities"]["hoverProvider"]
+    yield server
+    server.close()
+
+
+def uri(folder: Path, name: str) -> str:
+    return (folder / name).as_uri()
+
+
+def edit(client: StdioClient, address: str, text: str) -> list[dict]:
+    """Change a document's unsaved text; the diagnostics published for that version."""
+    version = next(versions)
+    client.change(address, text, version)
+    return client.diagnostics(address, version, timeout=TIMEOUT)
+
+
+def underlined(text: str, found: dict) -> str:
+    source = Source("x", text)
+    positions = Positions()
+    start = positions.offset(source, lsp.Position(**found["range"]["start"]))
+    end = positions.offset(source, lsp.Position(**found["range"]["end"]))
+    return text[start:end]
+
+
+def position_of(text: str, needle: str, nth: int = 0, inside: int = 1) -> dict:
+    """The position `inside` characters into the `nth` occurrence of `needle`."""
+    offset = -1
+    for _ in range(nth + 1):
+        offset = text.index(needle, offset + 1)
+    source = Source("x", text)
+    position = Positions().position(source, offset + inside)
+    return {"line": position.line, "character": position.character}
+
+
+@pytest.fixture(scope="module")
+def main(client: StdioClient, folder: Path) -> str:
+    address = uri(folder, "main.harness")
+    client.open(address, MAIN)
+    assert client.diagnostics(address, 1, timeout=TIMEOUT) == []
+    return address
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagnostics
+
+
+def test_errors_are_published_with_codes_ranges_links_and_related_locations(
+    client: StdioClient, main: str
+) -> None:
+    broken = MAIN.replace("allow lookup", "allow lokup").replace(
+        "agent shipper {", 'tool deploy {\n  summary "again"\n}\n\nagent shipper {'
+    )
+    found = {d["code"]: d for d in edit(client, main, broken)}
+    assert set(found) == {"H201", "H202"}
+    unknown = found["H201"]
+    assert underlined(broken, unknown) == "lokup"
+    assert unknown["severity"] == lsp.DiagnosticSeverity.Error
+    assert unknown["codeDescription"]["href"] == "harnessc:explain/H201"
+    assert "did you mean `lookup`?" in unknown["message"]
+    twice = found["H202"]
+    related = twice["relatedInformation"]
+    assert related[0]["message"] == "first defined here"
+    assert related[0]["location"]["uri"] == main
+    assert related[0]["location"]["range"]["start"]["line"] == MAIN[: MAIN.index("deploy {")].count(
+        "\n"
+    )
+    assert edit(client, main, MAIN) == []
+
+
+def test_a_syntax_error_then_its_fix(client: StdioClient, main: str) -> None:
+    unclosed = MAIN.replace("  }\n}\n\nsurface", "  }\n\nsurface")
+    found = edit(client, main, unclosed)
+    assert [d["code"] for d in found] == ["H102"]
+    assert edit(client, main, MAIN) == []
+
+
+def test_lint_warnings_are_published_and_an_ignore_comment_silences_them(
+    client: StdioClient, main: str
+) -> None:
+    unguarded = MAIN.replace("not release.freeze == false", "release.freeze")
+    found = edit(client, main, unguarded)
+    assert [d["code"] for d in found] == ["L004"]
+    assert found[0]["severity"] == lsp.DiagnosticSeverity.Warning
+    assert underlined(unguarded, found[0]) == "release.freeze"
+    silenced = unguarded.replace(
+        "when release.freeze {", "when release.freeze {  # harnessc: ignore[L004] a test"
+    )
+    assert edit(client, main, silenced) == []
+    assert edit(client, main, MAIN) == []
+
+
+def test_an_unsaved_change_to_an_imported_file_rechecks_the_files_that_import_it(
+    client: StdioClient, main: str, folder: Path
+) -> None:
+    library = uri(folder, "lib.harness")
+    client.open(library, LIB)
+    assert client.diagnostics(library, 1, timeout=TIMEOUT) == []
+    assert client.diagnostics(main, timeout=TIMEOUT) == []  # main imports it: checked again
+    renamed = LIB.replace("tool lookup", "tool find")
+    client.change(library, renamed, next(versions))
+    found = client.diagnostics(main, timeout=TIMEOUT)  # main imports it: checked again
+    assert [(d["code"], underlined(MAIN, d)) for d in found] == [("H201", "lookup")]
+    client.change(library, LIB, next(versions))
+    assert client.diagnostics(main, timeout=TIMEOUT) == []
+    client.notify("textDocument/didClose", {"textDocument": {"uri": library}})
+    assert client.diagnostics(library, timeout=TIMEOUT) == []
+    assert (folder / "lib.harness").read_text(encoding="utf-8") == LIB  # nothing saved
+
+
+def test_an_imported_file_that_is_not_open_gets_its_diagnostics_from_the_importer(
+    client: StdioClient, folder: Path
+) -> None:
+    part = folder / "part.harness"
+    part.write_text(
+        'tool part {\n  summary "Part."\n  use_when "Always."\n  effects reed\n}\n',
+        encoding="utf-8",
+    )
+    importer = 'import "./part.harness"\n\npolicy p {\n  default deny\n\n  allow part\n}\n'
+    (folder / "importer.harness").write_text(importer, encoding="utf-8")
+    address = uri(folder, "importer.harness")
+    client.open(address, importer)
+    found = client.diagnostics(part.as_uri(), timeout=TIMEOUT)
+    assert any("`reed`" in d["message"] for d in found), found
+    part.write_text(
+        'tool part {\n  summary "Part."\n  use_when "Always."\n  effects read\n}\n',
+        encoding="utf-8",
+    )
+    client.change(address, importer + "\n", next(versions))  # the next check reads it again
+    assert client.diagnostics(part.as_uri(), timeout=TIMEOUT) == []
+    client.notify("textDocument/didClose", {"textDocument": {"uri": address}})
+    assert client.diagnostics(address, timeout=TIMEOUT) == []
+
+
+def test_a_change_on_disk_to_an_imported_file_rechecks_the_files_that_import_it(
+    client: StdioClient, main: str, folder: Path
+) -> None:
+    library = folder / "lib.harness"
+    changed = {"changes": [{"uri": library.as_uri(), "type": 2}]}
+    library.write_text(LIB.replace("tool lookup", "tool find"), encoding="utf-8")
+    try:
+        client.notify("workspace/didChangeWatchedFiles", changed)
+        found = client.diagnostics(main, timeout=TIMEOUT)
+        assert [(d["code"], underlined(MAIN, d)) for d in found] == [("H201", "lookup")]
+    finally:
+        library.write_text(LIB, encoding="utf-8")
+    client.notify("workspace/didChangeWatchedFiles", changed)
+    assert client.diagnostics(main, timeout=TIMEOUT) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Hover, definition, references
+
+
+def hover(client: StdioClient, address: str, position: dict) -> str:
+    answer = client.request(
+        "textDocument/hover", {"textDocument": {"uri": address}, "position": position}
+    )
+    return answer["contents"]["value"] if answer else ""
+
+
+def test_hover_on_a_tool_shows_its_summary_effects_risk_and_input(
+    client: StdioClient, main: str
+) -> None:
+    text = hover(client, main, position_of(MAIN, "allow deploy"[6:], inside=2))
+    assert "Deploy a build to an environment." in text
+    assert "effects: external write · risk: high" in text
+    assert 'environment: enum("staging", "production")' in text
+
+
+def test_hover_on_a_reference_names_what_it_refers_to_and_where(
+    client: StdioClient, main: str
+) -> None:
+    text = hover(client, main, position_of(MAIN, "  policy release\n}", inside=10))
+    assert text.startswith("**policy** `release`  \n*main.harness:25*")
+    text = hover(client, main, position_of(MAIN, "when not release.freeze", inside=12))
+    assert "**fact** `release.freeze`" in text and "fact release.freeze: bool" in text
+
+
+def test_hover_on_a_rule_shows_its_effect_reason_and_a_call_it_decides(
+    client: StdioClient, main: str
+) -> None:
+    text = hover(client, main, position_of(MAIN, "frozen: deny", inside=9))
+    assert "`release.frozen`: **DENY**" in text
+    assert "reason: Releases are frozen." in text
+    assert "wins under `demo.release`" in text
+
+
+def test_hover_on_a_selector_lists_the_tools_it_matches(client: StdioClient, main: str) -> None:
+    text = hover(client, main, position_of(MAIN, "lib.*", inside=1))
+    assert "`lib.*` selects 1 tool(s): `lookup`" in text
+    globbed = MAIN.replace("allow read_open", "allow effects has read")
+    edit(client, main, globbed)
+    text = hover(client, main, position_of(globbed, "effects has read", inside=1))
+    assert "`effects has read` selects" in text
+    assert "`read_open`" in text and "`lookup`" in text and "`deploy`" not in text
+    edit(client, main, MAIN)
+
+
+def test_hover_on_an_expose_pattern_lists_the_tools_it_exposes(
+    client: StdioClient, main: str
+) -> None:
+    exposing = MAIN.replace("expose deploy, read_open, lib.*", "expose deploy, kind:public")
+    edit(client, main, exposing)
+    text = hover(client, main, position_of(exposing, "kind:public", inside=2))
+    assert "`kind:public` selects" in text
+    assert "`deploy`" in text and "`lookup`" in text and "`read_open`" in text
+    edit(client, main, MAIN)
+
+
+def test_hover_on_a_code_in_an_ignore_comment_explains_it(client: StdioClient, main: str) -> None:
+    commented = MAIN.replace("allow read_open", "allow read_open  # harnessc: ignore[L014]")
+    assert edit(client, main, commented) == []
+    text = hover(client, main, position_of(commented, "L014", inside=2))
+    assert text.startswith("**L014**")
+    assert edit(client, main, MAIN) == []
+
+
+def test_hover_on_a_diagnostic_explains_its_code(client: StdioClient, main: str) -> None:
+    broken = MAIN.replace("allow lookup", "allow lokup")
+    edit(client, main, broken)
+    text = hover(client, main, position_of(broken, "lokup", inside=2))
+    assert "**H201** `unknown-name`" in text
+    assert edit(client, main, MAIN) == []
+
+
+def test_definition_of_a_standard_library_tool_opens_the_standard_library(
+    client: StdioClient, main: str
+) -> None:
+    answer = client.request(
+        "textDocument/definition",
+        {"textDocument": {"uri": main}, "position": position_of(MAIN, "allow read_open", inside=8)},
+    )
+    assert answer["uri"].endswith("/workspace.harness")
+    target = Path(answer["uri"].removeprefix("file://")).read_text(encoding="utf-8")
+    assert underlined(target, answer) == "read_open"
+
+
+def test_definition_across_a_file_import(client: StdioClient, main: str, folder: Path) -> None:
+    answer = client.request(
+        "textDocument/definition",
+        {"textDocument": {"uri": main}, "position": position_of(MAIN, "allow lookup", inside=8)},
+    )
+    assert answer["uri"] == uri(folder, "lib.harness")
+    assert underlined(LIB, answer) == "lookup"
+
+
+def test_references_of_a_tool(client: StdioClient, main: str) -> None:
+    answer = client.request(
+        "textDocument/references",
+        {
+            "textDocument": {"uri": main},
+            "position": position_of(MAIN, "tool deploy", inside=6),
+            "context": {"includeDeclaration": True},
+        },
+    )
+    lines = sorted(r["range"]["start"]["line"] for r in answer)
+    expected = [
+        MAIN[: MAIN.index(needle)].count("\n")
+        for needle in ("tool deploy", "expose deploy", "allow deploy", "ask deploy", "deny deploy")
+    ]
+    assert lines == sorted(expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# Completion
+
+
+def complete(client: StdioClient, address: str, text: str, needle: str) -> list[str]:
+    """Completion at the end of `needle` in `text` (the document's unsaved text)."""
+    position = position_of(text, needle, inside=len(needle))
+    answer = client.request(
+        "textDocument/completion", {"textDocument": {"uri": address}, "position": position}
+    )
+    items = answer["items"] if isinstance(answer, dict) else answer
+    return [item["label"] for item in items]
+
+
+def test_completion_of_tool_ids_in_a_selector(client: StdioClient, main: str) -> None:
+    typing = MAIN.replace("  allow lookup\n", "  allow lookup\n  deny \n")
+    edit(client, main, typing)
+    labels = complete(client, main, typing, "  deny ")
+    assert {"deploy", "lookup", "read_open", "write_file"} <= set(labels)
+    edit(client, main, MAIN)
+
+
+def test_completion_of_argument_names_and_enum_values(client: StdioClient, main: str) -> None:
+    assert set(complete(client, main, MAIN, "when args.")) == {"environment", "build"}
+    assert complete(client, main, MAIN, 'args.environment == "') == ["staging", "production"]
+
+
+def test_completion_of_approver_roles_keywords_and_facts(client: StdioClient, main: str) -> None:
+    assert complete(client, main, MAIN, 'approver role "') == ["release-manager"]
+    assert "release.freeze" in complete(client, main, MAIN, "frozen: deny deploy when ")
+
+
+def test_completion_of_the_keywords_the_grammar_accepts_there(
+    client: StdioClient, main: str
+) -> None:
+    options = complete(client, main, MAIN, '    reason "Releases are frozen."\n')
+    assert set(options) == {"approver", "grant", "instead", "reason", "self_approval"}
+    assert set(complete(client, main, MAIN, "  default deny\n")) >= {"allow", "ask", "deny"}
+    assert "use_when" in complete(client, main, MAIN, "tool deploy {\n")
+    assert "allow" not in complete(client, main, MAIN, "tool deploy {\n")
+    top = complete(client, main, MAIN, "}\n\n")
+    assert {"tool", "policy", "workflow", "risk_table"} <= set(top) and "allow" not in top
+    assert "not" in complete(client, main, MAIN, "frozen: deny deploy when ")
+
+
+def test_keywords_at_a_half_typed_word_and_in_text_that_does_not_parse() -> None:
+    text = "policy p {\n  default deny\n  al"
+    assert "allow" in keywords_at(text, len(text) - 2)
+    assert keywords_at("tool { {", 8) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting, symbols, folding, code actions
+
+
+def test_formatting_returns_the_formatters_text(client: StdioClient, main: str) -> None:
+    messy = MAIN.replace("  default deny", "default    deny")
+    edit(client, main, messy)
+    answer = client.request(
+        "textDocument/formatting",
+        {"textDocument": {"uri": main}, "options": {"tabSize": 2, "insertSpaces": True}},
+    )
+    assert [e["newText"] for e in answer] == [format_source(Source("m", messy)).text]
+    edit(client, main, MAIN)
+    canonical = format_source(Source("m", MAIN)).text
+    edit(client, main, canonical)
+    answer = client.request(
+        "textDocument/formatting",
+        {"textDocument": {"uri": main}, "options": {"tabSize": 2, "insertSpaces": True}},
+    )
+    assert answer == []
+    edit(client, main, MAIN)
+
+
+def test_document_symbols_and_folding(client: StdioClient, main: str) -> None:
+    symbols = client.request("textDocument/documentSymbol", {"textDocument": {"uri": main}})
+    names = [(s["name"], s["detail"]) for s in symbols]
+    assert ("deploy", "tool") in names and ("release", "policy") in names
+    policy = next(s for s in symbols if s["name"] == "release")
+    assert [c["name"] for c in policy["children"]][:3] == ["to_staging", "to_production", "frozen"]
+    folds = client.request("textDocument/foldingRange", {"textDocument": {"uri": main}})
+    starts = {f["startLine"] for f in folds}
+    assert MAIN[: MAIN.index("policy release")].count("\n") in starts
+
+
+def actions(client: StdioClient, address: str, found: list[dict]) -> list[dict]:
+    return client.request(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": address},
+            "range": found[0]["range"],
+            "context": {"diagnostics": found},
+        },
+    )
+
+
+def apply(text: str, action: dict, address: str) -> str:
+    source = Source("x", text)
+    positions = Positions()
+    edits = action["edit"]["changes"][address]
+    for change in sorted(
+        edits,
+        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+        reverse=True,
+    ):
+        start = positions.offset(source, lsp.Position(**change["range"]["start"]))
+        end = positions.offset(source, lsp.Position(**change["range"]["end"]))
+        text = text[:start] + change["newText"] + text[end:]
+        source = Source("x", text)
+    return text
+
+
+@pytest.mark.parametrize(
+    ("broken", "title"),
+    [
+        (MAIN.replace("allow lookup", "allow lokup"), "replace with `lookup`"),
+        (MAIN.replace("  }\n}\n\nsurface", "  }\n\nsurface"), "add the missing `}`"),
+        (MAIN.replace("    build: string\n  }\n", "    build: string\n"), "add the missing `}`"),
+        (MAIN.replace('    reason "Releases are frozen."\n', ""), 'add `reason "…"`'),
+        (
+            MAIN.replace(' {\n    reason "Releases are frozen."\n  }', ""),
+            'add `reason "…"`',
+        ),
+        (
+            MAIN.replace(' {\n    approver role "release-manager"\n  }', ""),
+            'add `approver role "…"`',
+        ),
+        (MAIN.replace('  use_when "A build passed its tests."\n', ""), 'add `use_when "…"`'),
+        (MAIN.replace('  summary "Deploy a build to an environment."\n', ""), 'add `summary "…"`'),
+        (
+            MAIN.replace("import std.workspace\n", "import std.workspace\nimport std.mail\n"),
+            "remove the import",
+        ),
+        (
+            MAIN.replace("import std.workspace\n", "")
+            .replace("expose deploy, read_open, lib.*", "expose deploy, lib.*")
+            .replace("allow read_open", 'deny std.workspace.* { reason "Not here." }'),
+            "add `import std.workspace`",
+        ),
+    ],
+)
+def test_a_code_action_fixes_the_diagnostic(
+    client: StdioClient, main: str, broken: str, title: str
+) -> None:
+    found = edit(client, main, broken)
+    assert len(found) == 1
+    offered = actions(client, main, found)
+    assert [a["title"] for a in offered] == [title]
+    fixed = apply(broken, offered[0], main)
+    remaining = edit(client, main, fixed)
+    assert remaining == [], remaining
+    edit(client, main, MAIN)
+
+
+OPTIONAL = """\
+tool deploy {
+  summary "Deploy."
+  use_when "Always."
+  effects write
+  input {
+    environment: enum("staging", "production")
+    ticket: string?
+  }
+}
+
+policy release {
+  default deny
+
+  allow deploy
+  no_ticket: deny deploy when args.ticket == "none" or args.environment == "production" {
+    reason "A ticket is needed."
+  }
+}
+"""
+
+
+def test_a_has_guard_for_a_value_that_may_be_absent(client: StdioClient, folder: Path) -> None:
+    (folder / "optional.harness").write_text(OPTIONAL, encoding="utf-8")
+    address = uri(folder, "optional.harness")
+    client.open(address, OPTIONAL)
+    found = client.diagnostics(address, 1, timeout=TIMEOUT)
+    assert [d["code"] for d in found] == ["L004"]
+    offered = actions(client, address, found)
+    assert [a["title"] for a in offered] == ["guard with `args has ticket`"]
+    fixed = apply(OPTIONAL, offered[0], address)
+    assert '(args has ticket and args.ticket == "none") or' in fixed
+    assert edit(client, address, fixed) == []
+    client.notify("textDocument/didClose", {"textDocument": {"uri": address}})
+    assert client.diagnostics(address, timeout=TIMEOUT) == []
+
+
+def test_completion_in_a_call_being_typed_and_definition_of_a_step(
+    client: StdioClient, main: str
+) -> None:
+    typing = MAIN + "\nworkflow ship {\n  agent shipper\n  step go = call deploy("
+    assert edit(client, main, typing) != []  # half typed: a syntax error
+    assert set(complete(client, main, typing, "call deploy(")) == {"environment", "build"}
+    typing += 'environment: "'
+    edit(client, main, typing)
+    assert complete(client, main, typing, 'environment: "') == ["staging", "production"]
+    typing += 'staging",\n    build: "b-1",\n    '
+    edit(client, main, typing)
+    assert set(complete(client, main, typing, 'build: "b-1",\n    ')) == {"environment", "build"}
+    flow = MAIN + (
+        "\nworkflow ship {\n  agent shipper\n"
+        '  step find = call lookup(build: "b-1")\n'
+        '  step go = call deploy(environment: "staging", build: "b-1") after find\n}\n'
+    )
+    edit(client, main, flow)
+    answer = client.request(
+        "textDocument/definition",
+        {"textDocument": {"uri": main}, "position": position_of(flow, "after find", inside=7)},
+    )
+    assert answer["range"]["start"]["line"] == flow[: flow.index("step find")].count("\n")
+    assert underlined(flow, answer) == "find"
+    text = hover(client, main, position_of(flow, "after find", inside=7))
+    assert text.startswith("**step** `find`")
+    assert '```harness\nstep find = call lookup(build: "b-1")\n```' in text
+    edit(client, main, MAIN)
+
+
+def test_shutdown_and_exit_and_asking_to_watch_specs_on_disk(folder: Path) -> None:
+    server = StdioClient([sys.executable, "-m", "harnessc.compiler", "lsp"], cwd=str(folder))
+    watching = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
+    server.initialize(folder.as_uri(), watching)
+    asked = server.asked.get(timeout=TIMEOUT)
+    assert asked["method"] == "client/registerCapability"
+    (registration,) = asked["params"]["registrations"]
+    assert registration["method"] == "workspace/didChangeWatchedFiles"
+    assert registration["registerOptions"]["watchers"] == [{"globPattern": "**/*.harness"}]
+    assert server.close() == 0
+
+
+def test_positions_count_utf16_units() -> None:
+    source = Source("x", 'tool t { summary "héllo 😀 x" }\n')
+    positions = Positions()
+    offset = source.text.index("x")
+    position = positions.position(source, offset)
+    assert position.character == offset + 1  # the emoji is two UTF-16 units
+    assert positions.offset(source, position) == offset
+    assert Positions("utf-32").position(source, offset).character == offset
+
+
+def test_lsp_help_succeeds_as_the_vs_code_extension_checks() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "harnessc.compiler", "lsp", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0
+    assert "language server" in done.stdout
+
+
+def test_every_request_at_every_place_of_the_example_answers_without_an_error() -> None:
+    """Hover, definition, completion and the code actions' parses, in process, at a spread of
+    offsets of the remediation example, as it is and cut short (half typed)."""
+    from harnessc.compiler.lsp import actions, complete, navigate
+    from harnessc.compiler.lsp.workspace import Workspace
+
+    spec = (
+        Path(__file__).resolve().parent.parent / "examples" / "remediation" / "remediation.harness"
+    )
+    text = spec.read_text(encoding="utf-8")
+    specs = Workspace()
+    path = str(spec.resolve())
+    for version, written in enumerate((text, text[: len(text) // 2])):
+        specs.open(path, version, written)
+        build = specs.check(path)
+        assert build is not None
+        module = build.module(path)
+        assert module is not None and module.source is not None
+        source = module.source
+        model = (specs.modelled.get(path) or build).result.model
+        for offset in range(0, len(written), 211):
+            navigate.hover_text(build, source, offset)
+            navigate.symbol_at(build, source, offset)
+            complete.complete(build, model, written, offset)
+        found = [to_lsp(d, build, Positions()) for d in build.own()]
+        assert actions.fixes(spec.as_uri(), source, found, Positions()) is not None
