@@ -3,8 +3,9 @@
 #
 #   scripts/setup.sh demo   what scripts/demo.sh needs: harnessc and its `workflows` extra (DBOS
 #                           for the remediate workflow). No torch: the demo ranks lexically.
-#   scripts/setup.sh test   what scripts/test.sh needs: also the `dev`, `embed`, `mcp` and `otel`
-#                           extras (the live MCP client's and telemetry's tests), after
+#   scripts/setup.sh test   what scripts/test.sh needs: also the `dev`, `embed`, `mcp`, `otel`
+#                           and `lsp` extras (the MCP client's, telemetry's and language
+#                           server's tests), after
 #                           the CPU build of torch (see "The embed extra" in the README).
 #
 # Each step prints a line; pip prints what it collects and installs. A profile already installed
