@@ -1,19 +1,40 @@
-"""A minimal language client over a server's standard input and output (JSON-RPC with
-`Content-Length` headers): what the tests and bench/lsp.py drive `harnessc lsp` with, as an
-editor does. Requests from the server (registrations, progress) are answered with null."""
+"""A language client for `harnessc lsp` over the server's standard input and output: pygls's
+`LanguageClient` (lsprotocol's messages, typed both ways) on an event loop of its own thread,
+behind a small synchronous face for the tests and bench/lsp.py. Requests and notifications take
+and give plain JSON values, as an editor's wire does; pygls structures them with lsprotocol's
+types on the way out and this client unstructures the answers. The server's own requests
+(registrations, progress) are answered with null and kept in `asked`."""
 
 from __future__ import annotations
 
-import itertools
-import json
+import asyncio
 import queue
-import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import IO, Any
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
+
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
 
 Message = dict[str, Any]
+T = TypeVar("T")
+
+_NOTIFIED = (
+    lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+    lsp.WINDOW_LOG_MESSAGE,
+    lsp.WINDOW_SHOW_MESSAGE,
+    lsp.PROGRESS,
+)
+_ASKED = (
+    lsp.CLIENT_REGISTER_CAPABILITY,
+    lsp.CLIENT_UNREGISTER_CAPABILITY,
+    lsp.WINDOW_WORK_DONE_PROGRESS_CREATE,
+    lsp.WORKSPACE_CONFIGURATION,
+    lsp.WORKSPACE_SEMANTIC_TOKENS_REFRESH,
+    lsp.WORKSPACE_INLAY_HINT_REFRESH,
+    lsp.WORKSPACE_DIAGNOSTIC_REFRESH,
+)
 
 
 class ClientError(Exception):
@@ -22,87 +43,66 @@ class ClientError(Exception):
 
 class StdioClient:
     def __init__(self, command: Sequence[str], cwd: str | None = None) -> None:
-        self.process = subprocess.Popen(
-            list(command),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-        )
-        self._ids = itertools.count(1)
-        self._answers: dict[int, queue.Queue[Message]] = {}
-        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._client = LanguageClient("harnessc-client", "1")
+        self._converter = self._client.protocol._converter
         self.notifications: queue.Queue[Message] = queue.Queue()
         self.asked: queue.Queue[Message] = queue.Queue()
         """The requests the server sent (each answered with null)."""
         self.stderr: list[str] = []
         """What the server wrote to its standard error (its log), line by line."""
-        self._threads = [
-            threading.Thread(target=target, daemon=True) for target in (self._read, self._drain)
-        ]
-        for thread in self._threads:
-            thread.start()
+        for method in _NOTIFIED:
+            self._client.feature(method)(self._keeper(method, self.notifications))
+        for method in _ASKED:
+            self._client.feature(method)(self._keeper(method, self.asked))
+        self._run(self._client.start_io(*command, cwd=cwd))
+        process = self._client._server
+        assert process is not None and process.stderr is not None
+        self._process = process
+        self._drained = asyncio.run_coroutine_threadsafe(self._drain(process.stderr), self._loop)
 
-    # -- the wire ------------------------------------------------------------------------------
+    def _keeper(self, method: str, into: queue.Queue[Message]) -> Callable[[Any], None]:
+        def keep(params: Any) -> None:
+            into.put({"method": method, "params": self._converter.unstructure(params)})
 
-    def _send(self, message: Message) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
-        stdin: IO[bytes] | None = self.process.stdin
-        if stdin is None:
-            raise ClientError("the server's input is closed")
-        with self._lock:
-            stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            stdin.flush()
+        return keep
 
-    def _drain(self) -> None:
-        stderr = self.process.stderr
-        assert stderr is not None
-        for line in stderr:
+    async def _drain(self, stderr: asyncio.StreamReader) -> None:
+        async for line in stderr:
             self.stderr.append(line.decode("utf-8", "replace"))
 
-    def _read(self) -> None:
-        stdout = self.process.stdout
-        assert stdout is not None
-        while True:
-            length = None
-            while True:
-                line = stdout.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                name, _, value = line.decode("ascii").partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            if length is None:
-                continue
-            message = json.loads(stdout.read(length))
-            if "id" in message and "method" in message:
-                self.asked.put(message)
-                self._send({"id": message["id"], "result": None})
-            elif "id" in message:
-                self._answers.setdefault(message["id"], queue.Queue()).put(message)
-            else:
-                self.notifications.put(message)
+    def _run(self, work: Coroutine[Any, Any, T], timeout: float = 60) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout)
+
+    def _typed(self, method: str, params: Any) -> Any:
+        """`params` as lsprotocol's type for `method`, as pygls sends them."""
+        types = lsp.METHOD_TO_TYPES.get(method)
+        kind: Any = types[2] if types is not None else None
+        if params is None or kind is None:
+            return params
+        return self._converter.structure(params, kind)
 
     # -- requests and notifications ------------------------------------------------------------
 
     def request(self, method: str, params: Any = None, timeout: float = 60) -> Any:
-        number = next(self._ids)
-        answer = self._answers.setdefault(number, queue.Queue())
-        self._send({"id": number, "method": method, "params": params})
+        typed = self._typed(method, params)
+
+        async def ask() -> Any:
+            return await self._client.protocol.send_request_async(method, typed)
+
         try:
-            message = answer.get(timeout=timeout)
-        except queue.Empty:
+            result = self._run(ask(), timeout)
+        except TimeoutError:
             raise ClientError(f"no answer to {method} in {timeout} s") from None
-        finally:
-            self._answers.pop(number, None)
-        if "error" in message:
-            raise ClientError(f"{method}: {message['error']}")
-        return message.get("result")
+        except Exception as error:  # an error answer, or the server went away
+            raise ClientError(f"{method}: {error}") from error
+        return self._converter.unstructure(result)
 
     def notify(self, method: str, params: Any = None) -> None:
-        self._send({"method": method, "params": params})
+        typed = self._typed(method, params)
+        self._loop.call_soon_threadsafe(self._client.protocol.notify, method, typed)
 
     def wait_for(
         self, method: str, accept: Callable[[Any], bool] = lambda _: True, timeout: float = 60
@@ -164,15 +164,17 @@ class StdioClient:
             self.request("shutdown", timeout=timeout)
             self.notify("exit")
         except (ClientError, OSError):
-            self.process.kill()
+            self._process.kill()
         try:
-            code = self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
-        for thread in self._threads:  # each ends at the end of its pipe
-            thread.join(timeout)
-        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
+            code = self._run(self._process.wait(), timeout)
+        except TimeoutError:
+            self._process.kill()
+            code = self._run(self._process.wait(), timeout)
+        try:
+            self._drained.result(timeout)
+            self._run(self._client.stop(), timeout)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout)
+            self._loop.close()
         return code
