@@ -664,6 +664,20 @@ def build_parser() -> argparse.ArgumentParser:
     lsp_help = "run the language server on standard input and output (the `lsp` extra)"
     lsp = sub.add_parser("lsp", help=lsp_help, description=lsp_help)
     lsp.set_defaults(run=cmd_lsp)
+
+    console_help = "serve the operations console: approvals, grants, sessions, workflow gates"
+    console = sub.add_parser("console", help=console_help, description=console_help)
+    console.add_argument("--store", metavar="URL", help="sqlite:///PATH or postgresql://…")
+    console.add_argument("--spec", metavar="SPEC", help="a .harness file or folder, or spec JSON")
+    console.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    console.add_argument("--port", type=int, default=8765)
+    console.add_argument("--operators", metavar="FILE", help="the operators (TOML or JSON)")
+    console.add_argument(
+        "--hash-password",
+        action="store_true",
+        help="read a password on standard input, print its hash for the operators file",
+    )
+    console.set_defaults(run=cmd_console)
     return parser
 
 
@@ -684,6 +698,12 @@ def cmd_lsp(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     serve()
     return EXIT_OK
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    from .console.command import run
+
+    return run(args)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -61,9 +61,10 @@ def replay_main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def load_spec(path: str) -> Spec | None:
+def load_spec(path: str, *, nothing: str = "nothing was replayed") -> Spec | None:
     """The spec to replay under: a `.harness` file or folder compiled by the pipeline
-    (diagnostics printed as `check` prints them), or a spec saved as JSON (`Spec.to_json`)."""
+    (diagnostics printed as `check` prints them), or a spec saved as JSON (`Spec.to_json`);
+    `nothing` ends the message when it does not compile."""
     from harnessc.dsl.diagnostics import has_errors
     from harnessc.dsl.render_formats import print_diagnostics
     from harnessc.runtime.model import Spec
@@ -82,7 +83,7 @@ def load_spec(path: str) -> Spec | None:
     if result.diagnostics:
         print_diagnostics(result.diagnostics)
     if has_errors(result.diagnostics) or result.model is None:
-        sys.stderr.write(f"harnessc: `{path}` does not compile; nothing was replayed\n")
+        sys.stderr.write(f"harnessc: `{path}` does not compile; {nothing}\n")
         return None
     return result.model
 

@@ -1,0 +1,327 @@
+"""The console's web application (Starlette, Jinja2 templates, a little plain JavaScript).
+
+Reads go to the harness's projections and the event log; every change is a runtime command
+(`Harness.approve`, `Harness.deny`, `Workflows.decide`) taken as the logged-in operator, whose
+refusal is shown as it is. Pages redirect to the login form without a session; `/api/…`
+answers 401. Every POST carries the session's CSRF token (form field `csrf` or header
+`X-CSRF-Token`), else 403."""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from harnessc.runtime import ApprovalError, Harness
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .auth import APPROVER, Operator, authenticate, new_csrf
+
+HERE = Path(__file__).parent
+PAGE = 50
+"""Events per page of a session's timeline."""
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Console:
+    """The state the pages share: the harness over the store, the operators, a lock that
+    makes one operator's answer to a request land before another's is judged."""
+
+    def __init__(
+        self, harness: Harness, operators: dict[str, Operator], store_url: str | None = None
+    ) -> None:
+        self.harness = harness
+        self.operators = operators
+        self.store_url = store_url
+        self.lock = threading.Lock()
+        self.templates = Environment(
+            loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape()
+        )
+
+    def fresh(self) -> Harness:
+        """The harness with every event appended since (by any process) folded in."""
+        with self.lock:
+            self.harness.catch_up()
+        return self.harness
+
+    def render(self, request: Request, name: str, status: int = 200, **data: Any) -> Response:
+        op = operator_of(request, self)
+        html = self.templates.get_template(name).render(
+            operator=op, csrf=request.session.get("csrf", ""), **data
+        )
+        return HTMLResponse(html, status_code=status)
+
+
+def operator_of(request: Request, console: Console) -> Operator | None:
+    name = request.session.get("operator")
+    return console.operators.get(name) if isinstance(name, str) else None
+
+
+def pending(h: Harness) -> list[dict[str, Any]]:
+    """The approval requests still waiting, oldest first, as the log recorded them (secret
+    arguments already masked)."""
+    out = []
+    for view in h.projections.approvals.values():
+        if view.status != "pending":
+            continue
+        p = view.requested
+        out.append(
+            {
+                "id": view.approval_id,
+                "tool": view.tool_id,
+                "tool_call_id": view.tool_call_id,
+                "input_hash": view.input_hash,
+                "arguments": p.get("arguments", {}),
+                "rule": p.get("rule"),
+                "policy": p.get("policy"),
+                "why": p.get("why"),
+                "approvers": [f"{a.get('kind')} {a.get('value')}" for a in view.approvers],
+                "scope": p.get("scope", {}),
+                "session": view.stream,
+                "requested_at": view.requested_at,
+            }
+        )
+    return out
+
+
+def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
+    def page(need_role: str | None = None) -> Callable[[Handler], Handler]:
+        """A route for a logged-in operator (an HTML page: redirect to /login; /api: 401);
+        a POST also checks the CSRF token and, with `need_role`, the operator's role."""
+
+        def wrap(fn: Handler) -> Handler:
+            async def handler(request: Request) -> Response:
+                api = request.url.path.startswith("/api/")
+                op = operator_of(request, console)
+                if op is None:
+                    if api or request.method == "POST":
+                        return JSONResponse({"error": "log in first"}, status_code=401)
+                    return RedirectResponse("/login", status_code=303)
+                if request.method == "POST":
+                    form = await request.form()
+                    sent = str(form.get("csrf") or request.headers.get("x-csrf-token") or "")
+                    token = str(request.session.get("csrf", ""))
+                    if not token or not hmac.compare_digest(sent, token):
+                        return JSONResponse(
+                            {"error": "missing or wrong CSRF token"}, status_code=403
+                        )
+                    if need_role is not None and not op.may(need_role):
+                        return console.render(
+                            request,
+                            "message.html",
+                            403,
+                            title="Refused",
+                            text=f"`{op.name}` does not hold the console role "
+                            f"`{need_role}`, which this action needs",
+                        )
+                return await fn(request)
+
+            return handler
+
+        return wrap
+
+    async def login(request: Request) -> Response:
+        if request.method == "GET":
+            return console.render(request, "login.html", error=None)
+        form = await request.form()
+        op = authenticate(
+            console.operators, str(form.get("name", "")), str(form.get("password", ""))
+        )
+        if op is None:
+            return console.render(request, "login.html", 401, error="unknown name or password")
+        request.session.clear()
+        request.session.update({"operator": op.name, "csrf": new_csrf()})
+        return RedirectResponse("/", status_code=303)
+
+    async def logout(request: Request) -> Response:
+        form = await request.form()
+        if hmac.compare_digest(str(form.get("csrf", "")), str(request.session.get("csrf", ""))):
+            request.session.clear()
+        return RedirectResponse("/login", status_code=303)
+
+    @page()
+    async def approvals(request: Request) -> Response:
+        items = pending(console.fresh())
+        name = "approvals_list.html" if request.query_params.get("part") else "approvals.html"
+        return console.render(request, name, items=items)
+
+    @page()
+    async def api_pending(request: Request) -> Response:
+        return JSONResponse({"pending": [a["id"] for a in pending(console.fresh())]})
+
+    def answer(kind: str) -> Handler:
+        @page(APPROVER)
+        async def act(request: Request) -> Response:
+            op = operator_of(request, console)
+            assert op is not None
+            request_id = request.path_params["id"]
+            reason = str((await request.form()).get("reason", "")).strip()
+            if kind == "deny" and not reason:
+                return console.render(
+                    request, "message.html", 400, title="Refused", text="a denial needs a reason"
+                )
+            h = console.harness
+            try:
+                with console.lock:  # one answer at a time: a second finds it answered
+                    h.catch_up()
+                    if kind == "approve":
+                        outcome = h.approve(request_id, by=op.actor)
+                    else:
+                        outcome = h.deny(request_id, by=op.actor, reason=reason)
+            except ApprovalError as error:
+                return console.render(
+                    request,
+                    "message.html",
+                    409,
+                    title=f"Not {kind}d ({error.code})",
+                    text=error.message,
+                )
+            text = f"`{request_id}`: {outcome.status}"
+            if outcome.reason:
+                text += f" ({outcome.reason})"
+            return console.render(request, "message.html", title="Done", text=text)
+
+        return act
+
+    @page()
+    async def grants(request: Request) -> Response:
+        h = console.fresh()
+        now = h.clock()
+        rows = [g for g in h.projections.grants.values() if g.active_at(now)]
+        return console.render(request, "grants.html", grants=rows)
+
+    @page()
+    async def sessions(request: Request) -> Response:
+        h = console.fresh()
+        return console.render(
+            request, "sessions.html", sessions=list(h.projections.sessions.values())
+        )
+
+    @page()
+    async def session(request: Request) -> Response:
+        sid = request.path_params["id"]
+        try:
+            after = max(0, int(request.query_params.get("after", "0")))
+        except ValueError:
+            after = 0
+        # one page of this session's events, read by position: the first page costs one page
+        events = console.harness.store.read(sid, after=after, limit=PAGE + 1)
+        more = len(events) > PAGE
+        events = events[:PAGE]
+        if not events and after == 0:
+            return console.render(
+                request, "message.html", 404, title="Unknown session", text=f"no events in `{sid}`"
+            )
+        nxt = events[-1].position if more else None
+        return console.render(
+            request, "session.html", sid=sid, events=events, next=nxt, after=after
+        )
+
+    @page()
+    async def log(request: Request) -> Response:
+        result = console.harness.verify()
+        return console.render(request, "log.html", result=result, head=console.harness.head())
+
+    def workflows_ops() -> Any:
+        from harnessc.runtime.workflows import Workflows
+
+        if console.store_url is None:
+            raise _NoWorkflows("the console was started without a store URL")
+        return Workflows.operator(console.store_url)
+
+    @page()
+    async def workflows(request: Request) -> Response:
+        from harnessc.runtime.workflows import WorkflowError
+
+        try:
+            ops = workflows_ops()
+        except (WorkflowError, _NoWorkflows, ImportError) as error:
+            return console.render(request, "workflows.html", runs=[], error=_message(error))
+        try:
+            runs = [ops.status(r["id"]) for r in ops.list()]
+        except WorkflowError as error:
+            return console.render(request, "workflows.html", runs=[], error=error.message)
+        finally:
+            ops.close()
+        return console.render(request, "workflows.html", runs=runs, error=None)
+
+    @page(APPROVER)
+    async def decide(request: Request) -> Response:
+        from harnessc.runtime.workflows import WorkflowError
+
+        op = operator_of(request, console)
+        assert op is not None
+        form = await request.form()
+        run, gate, option = (
+            request.path_params["id"],
+            str(form.get("gate")),
+            str(form.get("option")),
+        )
+        try:
+            ops = workflows_ops()
+        except (WorkflowError, _NoWorkflows, ImportError) as error:
+            return console.render(
+                request, "message.html", 409, title="Refused", text=_message(error)
+            )
+        try:
+            out = ops.decide(run, gate, option, by=op.actor).to_dict()
+        except WorkflowError as error:
+            return console.render(
+                request, "message.html", 409, title=f"Refused ({error.code})", text=error.message
+            )
+        finally:
+            ops.close()
+        return console.render(
+            request, "message.html", title="Done", text=f"{run} {gate}: {out.get('outcome', out)}"
+        )
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse("/approvals", status_code=303)
+
+    routes = [
+        Route("/", home),
+        Route("/login", login, methods=["GET", "POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/approvals", approvals),
+        Route("/approvals/{id}/approve", answer("approve"), methods=["POST"]),
+        Route("/approvals/{id}/deny", answer("deny"), methods=["POST"]),
+        Route("/api/pending", api_pending),
+        Route("/grants", grants),
+        Route("/sessions", sessions),
+        Route("/sessions/{id}", session),
+        Route("/log", log),
+        Route("/workflows", workflows),
+        Route("/workflows/{id}/decide", decide, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    from .auth import session_secret
+
+    middleware = [
+        Middleware(
+            SessionMiddleware,
+            secret_key=session_secret(),
+            session_cookie="harnessc_console",
+            max_age=8 * 3600,
+            same_site="strict",
+            https_only=secure_cookie,
+        )
+    ]
+    return Starlette(routes=routes, middleware=middleware)
+
+
+class _NoWorkflows(Exception):
+    pass
+
+
+def _message(error: Exception) -> str:
+    return str(getattr(error, "message", None) or error)

@@ -1,0 +1,71 @@
+"""`harnessc console`: serve the operations console on the event store of a compiled spec."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from typing import Any
+
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.hash_password:
+        return _hash_password()
+    if not args.store or not args.spec:
+        sys.stderr.write("harnessc: console needs --store URL and --spec SPEC\n")
+        return 2
+    try:
+        import uvicorn
+
+        from .app import Console, build_app
+    except ImportError as error:  # starlette and uvicorn are the `console` extra
+        sys.stderr.write(
+            f"harnessc: the console needs the `console` extra "
+            f"(pip install 'harnessc[console]'): {error}\n"
+        )
+        return 2
+    from harnessc.runtime import Harness
+    from harnessc.runtime.chain import StoreError
+    from harnessc.runtime.stores import open_store
+
+    from ..review.replay import load_spec
+    from .auth import OperatorsError, load_operators
+
+    try:
+        operators = load_operators(args.operators)
+    except OperatorsError as error:
+        sys.stderr.write(f"harnessc: {error}\n")
+        return 2
+    spec = load_spec(args.spec, nothing="the console was not started")
+    if spec is None:
+        return 1
+    try:
+        store: Any = open_store(args.store)
+    except StoreError as error:
+        sys.stderr.write(f"harnessc: {error}\n")
+        return 2
+    loopback = args.host in LOOPBACK
+    if not loopback:
+        sys.stderr.write(
+            f"warning: the console listens on {args.host}, not only on this machine: serve it "
+            "behind HTTPS (its session cookie is marked Secure)\n"
+        )
+    console = Console(Harness(spec, store), operators, args.store)
+    app = build_app(console, secure_cookie=not loopback)
+    sys.stderr.write(f"harnessc console on http://{args.host}:{args.port}/\n")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def _hash_password() -> int:
+    from .auth import hash_password
+
+    first = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline()
+    password = first.rstrip("\n")
+    if not password:
+        sys.stderr.write("harnessc: an empty password\n")
+        return 2
+    print(hash_password(password))
+    return 0

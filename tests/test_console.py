@@ -1,0 +1,299 @@
+"""The operations console (`harnessc console`): every page and action through Starlette's
+TestClient, on a SQLite store that real harness sessions filled, as logged-in operators."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from harnessc.compiler.console.app import Console, build_app
+from harnessc.compiler.console.auth import (
+    OperatorsError,
+    hash_password,
+    load_operators,
+    token_hash,
+)
+from harnessc.runtime import Harness, PendingCall, SQLiteStore
+from starlette.testclient import TestClient
+
+from .test_approvals import SHELL, compile_text
+
+TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "carol": "tok-carol", "dave": "tok-dave"}
+ROLES = {
+    "alice": ["approver", "ops"],
+    "bob": ["approver", "ops"],
+    "carol": ["ops"],  # reads, but may not act in the console
+    "dave": ["approver"],  # may act in the console, but the policy names role ops
+}
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Any]:
+    spec = compile_text(tmp_path, SHELL)  # shell.run: ask, approver role ops, a secret token
+    db = tmp_path / "h.db"
+    agent = Harness(spec, SQLiteStore(db))  # the agents' process
+    s = agent.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    requests = []
+    for i, args in enumerate(({"cmd": "ls", "token": "hunter2"}, {"cmd": "df"})):
+        call = s.normalize("shell.run", f"call-{i}", args)
+        assert isinstance(call, PendingCall)
+        requests.append(s.request_approval(call).request_id)
+    ops = [{"name": n, "roles": ROLES[n], "token_sha256": token_hash(t)} for n, t in TOKENS.items()]
+    ops.append({"name": "erin", "roles": ["approver", "ops"], "password_hash": hash_password("pw")})
+    (tmp_path / "ops.json").write_text(json.dumps({"operators": ops}), encoding="utf-8")
+    console = Console(Harness(spec, SQLiteStore(db)), load_operators(str(tmp_path / "ops.json")))
+    app = build_app(console)
+    return {"app": app, "agent": agent, "session": s, "requests": requests, "tmp": tmp_path}
+
+
+def login(app: Any, name: str, token: str | None = None) -> tuple[TestClient, str]:
+    client = TestClient(app, follow_redirects=False)
+    r = client.post("/login", data={"name": name, "password": token or TOKENS[name]})
+    assert r.status_code == 303, r.text
+    page = client.get("/approvals")
+    match = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert match
+    return client, match.group(1)
+
+
+def test_unauthenticated_pages_redirect_to_login_and_the_api_answers_401(world: Any) -> None:
+    client = TestClient(world["app"], follow_redirects=False)
+    for path in ("/approvals", "/grants", "/sessions", "/log", "/workflows"):
+        r = client.get(path)
+        assert r.status_code == 303 and r.headers["location"] == "/login", path
+    assert client.get("/api/pending").status_code == 401
+    rid = world["requests"][0]
+    assert client.post(f"/approvals/{rid}/approve").status_code == 401
+
+
+def test_a_password_logs_in_a_wrong_one_does_not_and_the_cookie_is_strict(world: Any) -> None:
+    client = TestClient(world["app"], follow_redirects=False)
+    r = client.post("/login", data={"name": "erin", "password": "nope"})
+    assert r.status_code == 401 and "unknown name or password" in r.text
+    r = client.post("/login", data={"name": "erin", "password": "pw"})
+    assert r.status_code == 303
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "secure" not in cookie
+    assert client.get("/approvals").status_code == 200
+
+
+def test_a_change_without_the_csrf_token_is_refused(world: Any) -> None:
+    client, csrf = login(world["app"], "alice")
+    rid = world["requests"][0]
+    assert client.post(f"/approvals/{rid}/approve").status_code == 403
+    assert client.post(f"/approvals/{rid}/approve", data={"csrf": "x" + csrf}).status_code == 403
+    assert client.post(f"/approvals/{rid}/deny", data={"reason": "no"}).status_code == 403
+    assert rid in client.get("/api/pending").json()["pending"]  # nothing changed
+
+
+def test_the_pending_page_shows_the_frozen_call_with_its_secret_masked(world: Any) -> None:
+    client, _ = login(world["app"], "carol")
+    page = client.get("/approvals").text
+    rid = world["requests"][0]
+    view = world["agent"].approvals.get(rid)
+    assert rid in page and "shell.run" in page and view.input_hash in page
+    assert "hunter2" not in page and "Operators approve each command." in page
+    assert "role ops" in page
+    assert client.get("/api/pending").json() == {"pending": world["requests"]}
+
+
+def test_an_approval_is_taken_by_the_runtime_as_the_operator(world: Any) -> None:
+    client, csrf = login(world["app"], "alice")
+    rid = world["requests"][1]
+    r = client.post(f"/approvals/{rid}/approve", data={"csrf": csrf})
+    assert r.status_code == 200 and "approved" in r.text
+    agent = world["agent"]
+    agent.catch_up()
+    assert agent.projections.approvals[rid].status == "approved"
+    assert agent.projections.approvals[rid].by == "alice"
+    grants = client.get("/grants").text
+    assert "once" in grants and "call-1" in grants and "alice" in grants
+    # answered: a second approval says so
+    r = client.post(f"/approvals/{rid}/approve", data={"csrf": csrf})
+    assert r.status_code == 409 and "not-pending" in r.text and "already approved" in r.text
+
+
+def test_a_denial_needs_a_reason_and_is_recorded(world: Any) -> None:
+    client, csrf = login(world["app"], "bob")
+    rid = world["requests"][0]
+    assert client.post(f"/approvals/{rid}/deny", data={"csrf": csrf}).status_code == 400
+    r = client.post(f"/approvals/{rid}/deny", data={"csrf": csrf, "reason": "not now"})
+    assert r.status_code == 200 and "denied" in r.text
+    assert rid not in client.get("/api/pending").json()["pending"]
+    s = world["session"]
+    world["agent"].catch_up()
+    denials = [e for e in world["agent"].store.read(s.id) if e.type == "task.fact"]
+    assert denials[0].payload["value"]["reason"] == "not now"
+    assert denials[0].payload["value"]["by"] == "bob"
+
+
+def test_an_operator_without_the_approver_role_is_refused_with_the_reason(world: Any) -> None:
+    client, csrf = login(world["app"], "carol")
+    rid = world["requests"][0]
+    r = client.post(f"/approvals/{rid}/approve", data={"csrf": csrf})
+    assert r.status_code == 403 and "`carol` does not hold the console role `approver`" in r.text
+    # the console lets dave act, the runtime's approver check refuses him
+    client, csrf = login(world["app"], "dave")
+    r = client.post(f"/approvals/{rid}/approve", data={"csrf": csrf})
+    assert r.status_code == 409 and "not-an-approver" in r.text
+    assert rid in client.get("/api/pending").json()["pending"]
+
+
+def test_two_operators_approving_at_once_exactly_one_wins(world: Any) -> None:
+    rid = world["requests"][1]
+    clients = [login(world["app"], n) for n in ("alice", "bob")]
+    codes: list[int] = []
+    barrier = threading.Barrier(2)
+
+    def approve(client: TestClient, csrf: str) -> None:
+        barrier.wait()
+        codes.append(client.post(f"/approvals/{rid}/approve", data={"csrf": csrf}).status_code)
+
+    threads = [threading.Thread(target=approve, args=pair) for pair in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(codes) == [200, 409]
+    agent = world["agent"]
+    agent.catch_up()
+    grants = [g for g in agent.projections.grants.values() if g.tool_call_id == "call-1"]
+    assert len(grants) == 1
+
+
+def test_sessions_and_a_paged_timeline(world: Any) -> None:
+    client, _ = login(world["app"], "carol")
+    sid = world["session"].id
+    assert sid in client.get("/sessions").text
+    first = client.get(f"/sessions/{sid}").text
+    assert "session.started" in first and "approval.requested" in first
+    assert "hunter2" not in first
+    # a page starts after a position: the page after the last event is empty
+    events = world["agent"].store.read(sid)
+    later = client.get(f"/sessions/{sid}?after={events[-2].position}").text
+    assert events[-1].type in later and "session.started" not in later
+    assert client.get("/sessions/no-such").status_code == 404
+
+
+def test_the_log_page_verifies_the_chain(world: Any) -> None:
+    client, _ = login(world["app"], "carol")
+    page = client.get("/log").text
+    assert "The hash chain verifies" in page and "Head checkpoint" in page
+
+
+def test_new_requests_appear_on_the_polled_list(world: Any) -> None:
+    client, _ = login(world["app"], "carol")
+    s = world["session"]
+    call = s.normalize("shell.run", "call-9", {"cmd": "uptime"})
+    new = s.request_approval(call).request_id
+    assert new in client.get("/api/pending").json()["pending"]
+    part = client.get("/approvals?part=1").text
+    assert new in part and "<nav>" not in part
+    assert "/static/console.js" in client.get("/approvals").text
+    assert "api/pending" in client.get("/static/console.js").text
+
+
+def test_logout_ends_the_session(world: Any) -> None:
+    client, csrf = login(world["app"], "carol")
+    assert client.post("/logout", data={"csrf": csrf}).status_code == 303
+    assert client.get("/api/pending").status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "is not valid"),
+        ('{"operators": []}', "non-empty list"),
+        ('{"operators": [{"name": "x"}]}', "needs `password_hash`"),
+        ('{"operators": [{"name": "x", "roles": "ops", "token_sha256": "a"}]}', "list of strings"),
+    ],
+)
+def test_a_bad_operators_file_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "ops.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(OperatorsError, match=message):
+        load_operators(str(path))
+
+
+def test_operators_come_from_toml_or_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ops.toml"
+    path.write_text(
+        f'[[operators]]\nname = "a"\nroles = ["approver"]\ntoken_sha256 = "{token_hash("t")}"\n',
+        encoding="utf-8",
+    )
+    assert load_operators(str(path))["a"].roles == ("approver",)
+    monkeypatch.setenv(
+        "HARNESSC_CONSOLE_OPERATORS", '{"operators": [{"name": "b", "token_sha256": "x"}]}'
+    )
+    assert list(load_operators(None)) == ["b"]
+    monkeypatch.delenv("HARNESSC_CONSOLE_OPERATORS")
+    with pytest.raises(OperatorsError, match="--operators FILE"):
+        load_operators(None)
+
+
+def test_a_workflow_gate_is_decided_as_the_operator(tmp_path: Path) -> None:
+    pytest.importorskip("dbos")
+    from .test_workflows_support import Worker, compiled, until
+
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    worker = Worker(tmp_path, url)
+    try:
+        worker.create("hold", {"base": 4}, id="console-1")
+        ops = [
+            {"name": "sec", "roles": ["approver", "security"], "token_sha256": token_hash("t1")},
+            {"name": "eng", "roles": ["approver", "engineer"], "token_sha256": token_hash("t2")},
+        ]
+        (tmp_path / "ops.json").write_text(json.dumps({"operators": ops}), encoding="utf-8")
+        spec = compiled()
+        console = Console(
+            Harness(spec, SQLiteStore(tmp_path / "harness.db")),
+            load_operators(str(tmp_path / "ops.json")),
+            url,
+        )
+        app = build_app(console)
+        client, csrf = login(app, "eng", "t2")
+
+        def gate_shown() -> str | None:
+            text = client.get("/workflows").text
+            return text if "Gate approve" in text else None
+
+        page = until(gate_shown, what="the gate on the page")
+        assert "console-1" in page and "default stop" in page and "deadline" in page
+        assert 'value="go"' in page and 'value="stop"' in page
+        form = {"csrf": csrf, "gate": "approve", "option": "go"}
+        r = client.post("/workflows/console-1/decide", data=form)
+        assert r.status_code == 409 and "not-an-approver" in r.text
+        client, csrf = login(app, "sec", "t1")
+        r = client.post("/workflows/console-1/decide", data=form | {"csrf": csrf})
+        assert r.status_code == 200 and "accepted" in r.text
+        until(lambda: "completed" in client.get("/workflows").text, what="the run to complete")
+    finally:
+        worker.kill()
+
+
+def test_the_command_hashes_a_password_and_refuses_without_its_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from harnessc.compiler.cli import main
+    from harnessc.compiler.console.auth import verify_password
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("s3cret\n"))
+    assert main(["console", "--hash-password"]) == 0
+    assert verify_password("s3cret", capsys.readouterr().out.strip())
+    assert main(["console", "--store", str(tmp_path / "h.db")]) == 2
+    assert "needs --store URL and --spec SPEC" in capsys.readouterr().err
+    monkeypatch.delenv("HARNESSC_CONSOLE_OPERATORS", raising=False)
+    assert main(["console", "--store", str(tmp_path / "h.db"), "--spec", "x.harness"]) == 2
+    assert "no operators" in capsys.readouterr().err
