@@ -102,6 +102,8 @@ def test_the_pending_page_shows_the_frozen_call_with_its_secret_masked(world: An
     assert rid in page and "shell.run" in page and view.input_hash in page
     assert "hunter2" not in page and "Operators approve each command." in page
     assert "role ops" in page
+    line = 1 + next(i for i, text in enumerate(SHELL.splitlines()) if "ops: ask" in text)
+    assert re.search(rf"<code>p\.ops</code> at <code>[^<]*g\.harness:{line}</code>", page)
     assert client.get("/api/pending").json() == {"pending": world["requests"]}
 
 

@@ -67,9 +67,20 @@ def operator_of(request: Request, console: Console) -> Operator | None:
     return console.operators.get(name) if isinstance(name, str) else None
 
 
+def rule_origins(h: Harness) -> dict[str, str]:
+    """`file:line` of each rule of the loaded spec, by its label."""
+    return {
+        rule.label: f"{rule.origin.file}:{rule.origin.line}"
+        for policy in h.spec.policies.values()
+        for rule in policy.rules
+        if rule.origin is not None
+    }
+
+
 def pending(h: Harness) -> list[dict[str, Any]]:
     """The approval requests still waiting, oldest first, as the log recorded them (secret
-    arguments already masked)."""
+    arguments already masked), with where the rule that asked is written."""
+    origins = rule_origins(h)
     out = []
     for view in h.projections.approvals.values():
         if view.status != "pending":
@@ -83,6 +94,7 @@ def pending(h: Harness) -> list[dict[str, Any]]:
                 "input_hash": view.input_hash,
                 "arguments": p.get("arguments", {}),
                 "rule": p.get("rule"),
+                "where": origins.get(str(p.get("rule"))),
                 "policy": p.get("policy"),
                 "why": p.get("why"),
                 "approvers": [f"{a.get('kind')} {a.get('value')}" for a in view.approvers],
