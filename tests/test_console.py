@@ -135,6 +135,7 @@ def test_a_denial_needs_a_reason_and_is_recorded(world: Any) -> None:
     denials = [e for e in world["agent"].store.read(s.id) if e.type == "task.fact"]
     assert denials[0].payload["value"]["reason"] == "not now"
     assert denials[0].payload["value"]["by"] == "bob"
+    assert f"approval {rid} rejected by bob: not now" in client.get(f"/sessions/{s.id}").text
 
 
 def test_an_operator_without_the_approver_role_is_refused_with_the_reason(world: Any) -> None:
@@ -177,6 +178,8 @@ def test_sessions_and_a_paged_timeline(world: Any) -> None:
     assert sid in client.get("/sessions").text
     first = client.get(f"/sessions/{sid}").text
     assert "session.started" in first and "approval.requested" in first
+    assert "ASK shell.run by p.ops: Operators approve each command. (matching: p.ops)" in first
+    assert "shell.run call-0: new → REQUESTED" in first
     assert "hunter2" not in first
     # a page starts after a position: the page after the last event is empty
     events = world["agent"].store.read(sid)

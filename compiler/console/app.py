@@ -47,6 +47,7 @@ class Console:
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape()
         )
+        self.templates.filters["summary"] = summary
 
     def fresh(self) -> Harness:
         """The harness with every event appended since (by any process) folded in."""
@@ -65,6 +66,39 @@ class Console:
 def operator_of(request: Request, console: Console) -> Operator | None:
     name = request.session.get("operator")
     return console.operators.get(name) if isinstance(name, str) else None
+
+
+def summary(event: Any) -> str:
+    """One line on what an event of a session's timeline says (its payload is shown beside)."""
+    p = event.payload
+    kind = event.type
+    if kind == "tools.exposed":
+        cut = ", ".join(p.get("tools") or []) or "none"
+        hidden = ", ".join(f"{t}: {why}" for t, why in (p.get("unavailable") or {}).items())
+        return f"exposed {cut}" + (f"; unavailable {hidden}" if hidden else "")
+    if kind == "decision":
+        rules = ", ".join(
+            str(m.get("rule", m)) if isinstance(m, dict) else str(m) for m in p.get("matched") or []
+        )
+        text = f"{str(p.get('effect', '')).upper()} {p.get('tool_id') or ''}".strip()
+        text += f" by {p.get('rule') or p.get('policy')}"
+        if p.get("reason"):
+            text += f": {p['reason']}"
+        return text + (f" (matching: {rules})" if rules else "")
+    if kind == "action.transition":
+        return (
+            f"{p.get('tool_id')} {p.get('tool_call_id')}: {p.get('from') or 'new'} → {p.get('to')}"
+        )
+    if kind == "approval.requested":
+        return f"approval {p.get('approval_id')} asked for {p.get('tool_id')} by {p.get('rule')}"
+    if kind == "approval.resolved":
+        reason = f": {p['reason']}" if p.get("reason") else ""
+        return f"approval {p.get('approval_id')} {p.get('outcome')} by {p.get('by')}{reason}"
+    if kind.startswith("grant."):
+        return f"{kind.removeprefix('grant.')} {p.get('grant_id')}"
+    if kind == "task.fact":
+        return f"task fact {p.get('fact')}"
+    return ""
 
 
 def rule_origins(h: Harness) -> dict[str, str]:
