@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -302,3 +305,60 @@ def test_the_command_hashes_a_password_and_refuses_without_its_inputs(
     monkeypatch.delenv("HARNESSC_CONSOLE_OPERATORS", raising=False)
     assert main(["console", "--store", str(tmp_path / "h.db"), "--spec", "x.harness"]) == 2
     assert "no operators" in capsys.readouterr().err
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture
+def served(world: dict[str, Any]) -> Iterator[str]:
+    """The console on a real socket (uvicorn in a thread), for a browser."""
+    import socket
+
+    import uvicorn
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(world["app"], host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the console did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs it)")
+def test_in_a_browser_an_operator_logs_in_sees_a_new_request_appear_and_approves_it(
+    world: dict[str, Any], served: str
+) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(f"{served}/approvals")
+            assert page.url.endswith("/login")
+            page.fill("input[name=name]", "alice")
+            page.fill("input[name=password]", TOKENS["alice"])
+            page.click("button:has-text('Log in')")
+            page.wait_for_url(f"{served}/approvals")
+            for rid in world["requests"]:
+                assert page.locator(f"section#{rid}").is_visible()
+            # a request asked after the page loaded appears without a reload
+            s = world["session"]
+            new = s.request_approval(s.normalize("shell.run", "call-7", {"cmd": "w"})).request_id
+            page.wait_for_selector(f"section#{new}", timeout=20_000)
+            page.click(f"section#{new} >> button:has-text('Approve')")
+            page.wait_for_selector("text=Done")
+            assert f"`{new}`: approved" in page.inner_text("p.message")
+        finally:
+            browser.close()
+    world["agent"].catch_up()
+    assert world["agent"].projections.approvals[new].by == "alice"
