@@ -46,6 +46,7 @@ from .conditions import compile_conditions, roles_of
 from .events import (
     REDACTED,
     Clock,
+    NewEvent,
     Secrets,
     approval_requested,
     approval_resolved,
@@ -288,6 +289,14 @@ class ApprovalOutcome:
     grant: ApprovalGrant | None = None
     decision: Any = None
     reason: str | None = None
+    call: PendingCall | None = None
+    """`approve_with_edits`: the edited call that replaces the original (the agent invokes
+    it; `Session.call(tool_call_id)` returns it too)."""
+
+
+def answered_stream(request_id: str) -> str:
+    """The stream of an approval request's single answer claim (`approval.answered`)."""
+    return f"approval:{request_id}"
 
 
 def _reversibility(tool: Tool, view: Mapping[str, Any]) -> str:
@@ -415,21 +424,42 @@ class Approvals:
     def resolve(
         self, request_id: str, outcome: str, by: str | None, **extra: Any
     ) -> ApprovalRequest:
-        """Mark a pending request resolved (`approved`, `rejected`, `expired`, `withdrawn`)."""
+        """Mark a pending request resolved (`approved`, `rejected`, `expired`, `withdrawn`,
+        `superseded`). The answer is claimed on the request's own stream (`approval:<id>`),
+        appended only while that stream is empty: when two operators (threads, processes on
+        one store) answer at once, exactly one wins; the other gets `not-pending`."""
+        req = self.get(request_id)
+        claim = NewEvent(
+            answered_stream(request_id),
+            "Approval",
+            "approval.answered",
+            {"approval_id": request_id, "outcome": outcome, "by": by},
+        )
+        resolved = approval_resolved(
+            req.session_id, approval_id=request_id, outcome=outcome, by=by, **extra
+        )
         with self._lock:
             req = self.get(request_id)
             if req.status != "pending":
                 raise ApprovalError(
                     "not-pending", f"the approval request `{request_id}` is already {req.status}"
                 )
-            req = replace(req, status=outcome)
-            self.requests[request_id] = req
-        self.store.append(
-            approval_resolved(
-                req.session_id, approval_id=request_id, outcome=outcome, by=by, **extra
-            )
-        )
-        return req
+            answered = replace(req, status=outcome)
+            self.requests[request_id] = answered
+        try:
+            self.store.append_many([claim, resolved], expect={claim.stream: 0})
+        except ConcurrencyError:
+            with self._lock:
+                self.requests[request_id] = replace(req, status="answered")
+            raise ApprovalError(
+                "not-pending",
+                f"the approval request `{request_id}` was already answered by someone else",
+            ) from None
+        except BaseException:
+            with self._lock:
+                self.requests[request_id] = req
+            raise
+        return answered
 
     # -- grants -------------------------------------------------------------------------------
 

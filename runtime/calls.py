@@ -459,6 +459,9 @@ def drive(s: Session, pending: PendingCall, judged: Judged) -> None:
 def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     """The judgement that authorises the call now, or a result saying why it may not run."""
     action = s._actions[pending.key]
+    superseded = superseded_result(s, pending, action)
+    if superseded is not None:
+        return superseded
     judged = s._judged.get(pending.key)
     now = s.harness.clock()
     stale = (
@@ -473,6 +476,10 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     if action.state == _S.AUTHORIZED:
         assert judged is not None  # judged again above when it was missing
         return judged
+    s.harness.catch_up()  # it may not run: perhaps an operator edited it in another process
+    superseded = superseded_result(s, pending, action)
+    if superseded is not None:
+        return superseded
     category = {
         _S.WAITING_APPROVAL: "waiting_approval",
         _S.FAILED: "denied",
@@ -483,6 +490,19 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     if why:
         message += f" ({why})"
     return not_run(s, pending, category, message, action.state.value, judged)
+
+
+def superseded_result(s: Session, pending: PendingCall, action: Action) -> Result | None:
+    """The not-run result of a call an operator approved with edits (`call.superseded`)."""
+    edit = s.harness.projections.superseded.get(f"{s.id}:{pending.key}")
+    if edit is None:
+        return None
+    message = (
+        f"`{pending.tool_id}` may not run: the call `{pending.tool_call_id}` was superseded "
+        f"by an edit of `{edit['by']}` (input hash {edit['edited_input_hash'][:12]}…): "
+        "invoke the edited call, `Session.call(tool_call_id)`"
+    )
+    return not_run(s, pending, "superseded", message, action.state.value, None)
 
 
 def unavailable(s: Session, pending: PendingCall) -> Result | None:

@@ -45,6 +45,7 @@ __all__ = [
     "Secrets",
     "approval_requested",
     "approval_resolved",
+    "call_superseded",
     "decision",
     "decision_diverged",
     "event_hash",
@@ -655,8 +656,9 @@ def approval_requested(
 def approval_resolved(
     stream: str, *, approval_id: str, outcome: str, by: str | None = None, **extra: Any
 ) -> NewEvent:
-    """`outcome`: `approved`, `rejected`, `expired` or `withdrawn`."""
-    if outcome not in ("approved", "rejected", "expired", "withdrawn"):
+    """`outcome`: `approved`, `rejected`, `expired`, `withdrawn` or `superseded` (approved
+    with edits: see `call_superseded`)."""
+    if outcome not in ("approved", "rejected", "expired", "withdrawn", "superseded"):
         raise EventError(f"unknown approval outcome `{outcome}`")
     payload = {"approval_id": approval_id, "outcome": outcome, "by": by, **extra}
     return NewEvent(stream, "Approval", "approval.resolved", payload)
@@ -724,6 +726,38 @@ def spent_stream(grant_id: str) -> str:
 
 def grant_revoked(stream: str, *, grant_id: str, reason: str | None = None) -> NewEvent:
     return NewEvent(stream, "Approval", "grant.revoked", {"grant_id": grant_id, "reason": reason})
+
+
+def call_superseded(
+    stream: str,
+    *,
+    approval_id: str,
+    tool_id: str,
+    tool_call_id: str,
+    input_hash: str,
+    edited_input_hash: str,
+    by: str,
+    reason: str | None,
+    effect: str,
+) -> NewEvent:
+    """An operator approved a call with edited arguments (`Harness.approve_with_edits`): the
+    call `input_hash` is superseded by the call `edited_input_hash` (same tool and
+    tool_call_id), which was decided afresh (`effect`); the original never runs."""
+    return NewEvent(
+        stream,
+        "Approval",
+        "call.superseded",
+        {
+            "approval_id": approval_id,
+            "tool_id": tool_id,
+            "tool_call_id": tool_call_id,
+            "input_hash": input_hash,
+            "edited_input_hash": edited_input_hash,
+            "by": by,
+            "reason": reason,
+            "effect": effect,
+        },
+    )
 
 
 def session_started(stream: str, *, agent: str, **extra: Any) -> NewEvent:

@@ -40,16 +40,24 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from . import telemetry
-from .approvals import ApprovalError, ApprovalOutcome, Approvals, is_approver, is_requester
+from .approvals import (
+    ApprovalError,
+    ApprovalGrant,
+    ApprovalOutcome,
+    ApprovalRequest,
+    Approvals,
+    is_approver,
+    is_requester,
+)
 from .availability import Availability, AvailabilityChecker, Facts
-from .events import Clock, NewEvent, system_clock
+from .events import Clock, NewEvent, call_superseded, system_clock
 from .executors import Executors, Result
 from .exposure import ExposureIndex
 from .integrity import Checkpoint
 from .lifecycle import ActionError
 from .model import PUBLIC_KINDS, Agent, Skill, Spec
-from .normalize import ToolNames, Validator
-from .policy import PolicyEngine
+from .normalize import PendingCall, ToolNames, Validator
+from .policy import Decision, PolicyEngine
 from .projections import Projections, SessionView
 from .restore import restore_actions
 from .semantics import surface_tools
@@ -420,31 +428,9 @@ class Harness:
                 decision,
                 decision.reason,
             )
-        if decision.effect == "ask" and not is_approver(decision.approvers, by):
-            raise ApprovalError(
-                "not-an-approver",
-                f"`{who}` is not an approver of `{request_id}` under the current policy",
-            )
-        if (
-            decision.effect == "ask"
-            and not decision.requester_may_approve
-            and is_requester(session.actor, by)
-        ):
-            raise ApprovalError("self-approval", _self_approval(who, by, req.tool_id, request_id))
+        _may_approve(decision, session, by, req.tool_id, request_id)
         resolved = self.approvals.resolve(request_id, "approved", who)
-        grant = None
-        if decision.effect == "ask":
-            grant = self.approvals.issue(
-                resolved,
-                pending,
-                decision,
-                by=who,
-                task_id=session.task_id,
-                path_facts=self.engine.path_facts,
-            )
-            session.decide(pending)  # the grant now authorises the call: AUTHORIZED
-        # an approval answered is acknowledged: the decisions it made are committed with it
-        flush_deferred(self.store)
+        grant = self._grant(resolved, session, pending, decision, who)
         if telemetry.tracer is not None:
             telemetry.approval_waited(req, "approved", self.clock())
         return ApprovalOutcome(resolved, "approved", grant, decision)
@@ -461,6 +447,112 @@ class Harness:
         if telemetry.tracer is not None:
             telemetry.approval_waited(req, "denied", self.clock())
         return ApprovalOutcome(resolved, "denied", None, None, reason)
+
+    def approve_with_edits(
+        self,
+        request_id: str,
+        args: Mapping[str, Any],
+        *,
+        by: Mapping[str, Any],
+        reason: str | None = None,
+    ) -> ApprovalOutcome:
+        """Approve a request with edited arguments, as `by` (an approver of the request).
+
+        The edited arguments are normalized as a new frozen call of the same tool, with the
+        same tool_call_id, in the request's session (a new input hash; schema-checked: an
+        invalid edit raises `ApprovalError("invalid-edit")` and the request stays pending) and
+        decided afresh under the spec loaded now. A DENY stays a DENY: the edit is refused
+        (`edit-denied`, with the rule) and the request stays pending. An ASK is approved by
+        `by` (the same approver and self-approval checks as `approve`): the grant is bound to
+        the edited call only. An ALLOW needs no grant. Either way the original request is
+        answered `superseded`, a `call.superseded` event records both input hashes, who
+        edited and why, and the original call is cancelled: it never runs (invoking it
+        returns a not-run result with `error_category` `superseded`). The agent receives
+        the edited call as `outcome.call`, or as `session.call(tool_call_id)` in any process.
+
+        >>> # out = h.approve_with_edits("apr-…", {**args, "canary_percent": 5}, by=sre)
+        >>> # s.invoke(out.call)
+        """
+        req = self._request(request_id)
+        if req.status != "pending":
+            raise ApprovalError(
+                "not-pending", f"the approval request `{request_id}` is already {req.status}"
+            )
+        who = _who(by)
+        if not is_approver(req.approvers, by):
+            raise ApprovalError("not-an-approver", f"`{who}` is not an approver of `{request_id}`")
+        if not isinstance(args, Mapping):
+            raise ApprovalError("invalid-edit", "the edited arguments must be an object")
+        session = self.resume(req.session_id)
+        edited = session.normalize(req.tool_id, req.tool_call_id, args)
+        if not isinstance(edited, PendingCall):
+            raise ApprovalError(
+                "invalid-edit",
+                f"the edited arguments of `{request_id}` are refused ({edited.code}): "
+                f"{edited.message}",
+            )
+        if edited.input_hash == req.input_hash:
+            raise ApprovalError(
+                "edit-unchanged",
+                f"the edited arguments of `{request_id}` are the call's own: approve it instead",
+            )
+        decision = session.decide(edited)  # the edited call judged afresh
+        if decision.effect == "deny":
+            flush_deferred(self.store)
+            raise ApprovalError(
+                "edit-denied",
+                f"the edited call of `{request_id}` is denied by `{decision.rule}`: "
+                f"{decision.reason} (the request stays pending)",
+            )
+        _may_approve(decision, session, by, req.tool_id, request_id)
+        resolved = self.approvals.resolve(
+            request_id, "superseded", who, reason=reason, edited_input_hash=edited.input_hash
+        )
+        original = session._actions.get(f"{req.tool_call_id}:{req.input_hash}")
+        if original is not None and not original.terminal:
+            original.cancel(f"superseded by an edit of `{who}`")
+        self.store.append(
+            call_superseded(
+                req.session_id,
+                approval_id=request_id,
+                tool_id=req.tool_id,
+                tool_call_id=req.tool_call_id,
+                input_hash=req.input_hash,
+                edited_input_hash=edited.input_hash,
+                by=who,
+                reason=reason,
+                effect=decision.effect,
+            )
+        )
+        grant = self._grant(resolved, session, edited, decision, who)
+        self.catch_up()
+        if telemetry.tracer is not None:
+            telemetry.approval_waited(req, "approved", self.clock())
+        return ApprovalOutcome(resolved, "approved", grant, decision, reason, edited)
+
+    def _grant(
+        self,
+        resolved: ApprovalRequest,
+        session: Session,
+        pending: PendingCall,
+        decision: Decision,
+        who: str,
+    ) -> ApprovalGrant | None:
+        """The grant an approved ASK issues, bound to `pending` (None for an ALLOW)."""
+        grant = None
+        if decision.effect == "ask":
+            grant = self.approvals.issue(
+                resolved,
+                pending,
+                decision,
+                by=who,
+                task_id=session.task_id,
+                path_facts=self.engine.path_facts,
+            )
+            session.decide(pending)  # the grant now authorises the call: AUTHORIZED
+        # an approval answered is acknowledged: the decisions it made are committed with it
+        flush_deferred(self.store)
+        return grant
 
     def _request(self, request_id: str) -> Any:
         if request_id not in self.approvals.requests:
@@ -545,6 +637,23 @@ class Harness:
         """Walk the event log's hash chain (`store.verify(anchor)`); see `Verification.proves`
         for what an ok result shows."""
         return self.store.verify(anchor)
+
+
+def _may_approve(
+    decision: Decision, session: Session, by: Mapping[str, Any], tool_id: str, request_id: str
+) -> None:
+    """Raise unless `by` may approve the call `decision` judged (an ASK: one of its
+    approvers, and not the requester under separation of duties)."""
+    if decision.effect != "ask":
+        return
+    who = _who(by)
+    if not is_approver(decision.approvers, by):
+        raise ApprovalError(
+            "not-an-approver",
+            f"`{who}` is not an approver of `{request_id}` under the current policy",
+        )
+    if not decision.requester_may_approve and is_requester(session.actor, by):
+        raise ApprovalError("self-approval", _self_approval(who, by, tool_id, request_id))
 
 
 def _self_approval(who: str, by: Mapping[str, Any], tool_id: str, request_id: str) -> str:

@@ -138,6 +138,9 @@ class Projections:
     sessions: dict[str, SessionView] = field(default_factory=dict)
     actions: dict[str, ActionView] = field(default_factory=dict)
     """By `action_id` (events recorded before action ids existed are only in `calls`)."""
+    superseded: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The `call.superseded` payloads by `<session>:<tool_call_id>:<input_hash>` of the
+    original call (an operator approved it with edits: it never runs)."""
     position: int = 0
 
     @classmethod
@@ -270,6 +273,10 @@ class Projections:
     def _grant_spent(self, event: Event, p: dict[str, Any]) -> None:
         self._grant_used(event, p)
 
+    def _call_superseded(self, event: Event, p: dict[str, Any]) -> None:
+        key = f"{event.stream}:{p['tool_call_id']}:{p['input_hash']}"
+        self.superseded[key] = {**p, "session_id": event.stream, "position": event.position}
+
     def _grant_revoked(self, event: Event, p: dict[str, Any]) -> None:
         grant = self.grants.get(p["grant_id"])
         if grant is not None:
@@ -308,6 +315,7 @@ _HANDLERS = {
     "grant.used": Projections._grant_used,
     "grant.spent": Projections._grant_spent,
     "grant.revoked": Projections._grant_revoked,
+    "call.superseded": Projections._call_superseded,
     "session.started": Projections._session_started,
     "session.ended": Projections._session_ended,
     "session.resumed": Projections._session_resumed,

@@ -15,7 +15,7 @@ from .projections import ActionView
 if TYPE_CHECKING:
     from .sessions import Session
 
-__all__ = ["rebuild_call", "restore_actions"]
+__all__ = ["rebuild_call", "restore_actions", "take_up_edits"]
 
 
 def restore_actions(s: Session, views: list[ActionView]) -> None:
@@ -74,3 +74,27 @@ def rebuild_call(s: Session, view: ActionView, tool: Tool) -> PendingCall | None
     if isinstance(pending, PendingCall) and pending.input_hash == view.input_hash:
         return pending
     return None
+
+
+def take_up_edits(s: Session, tool_call_id: str) -> None:
+    """Take up the calls an operator approved with edits in another process
+    (`call.superseded`): the edited call and the original's state, as the log has them."""
+    h = s.harness
+    edits = [
+        e
+        for e in h.projections.superseded.values()
+        if e["session_id"] == s.id
+        and e["tool_call_id"] == tool_call_id
+        and f"{tool_call_id}:{e['edited_input_hash']}" not in s._pending
+    ]
+    if not edits:
+        return
+    hashes = {e["edited_input_hash"] for e in edits} | {e["input_hash"] for e in edits}
+    restore_actions(
+        s,
+        [
+            v
+            for v in h.projections.actions.values()
+            if v.stream == s.id and v.tool_call_id == tool_call_id and v.input_hash in hashes
+        ],
+    )

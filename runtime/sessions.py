@@ -63,6 +63,7 @@ from .normalize import (
     thaw,
 )
 from .policy import CallContext, Decision
+from .restore import take_up_edits
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -526,10 +527,17 @@ class Session:
 
     def call(self, tool_call_id: str) -> PendingCall | None:
         """The frozen call with this tool_call_id (the latest, when the model reused the id
-        with other arguments), normalized here or restored from the log."""
+        with other arguments), normalized here or restored from the log. A call an operator
+        approved with edits is replaced by the edited one (`Harness.approve_with_edits`)."""
+        self.harness.catch_up()  # an operator may have edited it, in any process
+        take_up_edits(self, tool_call_id)
         found = None
+        superseded = self.harness.projections.superseded
         for pending in list(self._pending.values()):
-            if pending.tool_call_id == tool_call_id:
+            if (
+                pending.tool_call_id == tool_call_id
+                and f"{self.id}:{pending.key}" not in superseded
+            ):
                 found = pending
         return found
 
