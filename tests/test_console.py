@@ -126,6 +126,37 @@ def test_an_approval_is_taken_by_the_runtime_as_the_operator(world: Any) -> None
     assert r.status_code == 409 and "not-pending" in r.text and "already approved" in r.text
 
 
+def test_an_approval_with_edits_binds_to_the_edited_call_and_supersedes_the_original(
+    world: Any,
+) -> None:
+    client, csrf = login(world["app"], "alice")
+    masked, plain = world["requests"]
+    page = client.get("/approvals").text
+    assert f'action="/approvals/{plain}/edit"' in page
+    edit = {"csrf": csrf, "arguments": json.dumps({"cmd": "df -h"}), "reason": "human units"}
+    for bad, message in (
+        ("{", "not JSON"),
+        ("[1]", "must be a JSON object"),
+        (json.dumps({"cmd": "ls", "token": "[REDACTED]"}), "cannot be edited here"),
+    ):
+        r = client.post(f"/approvals/{masked}/edit", data=edit | {"arguments": bad})
+        assert r.status_code == 400 and message in r.text
+    r = client.post(f"/approvals/{plain}/edit", data=edit | {"arguments": '{"cmd": 5}'})
+    assert r.status_code == 409 and "invalid-edit" in r.text
+    r = client.post(f"/approvals/{plain}/edit", data=edit)
+    assert r.status_code == 200 and "as the edited call" in r.text, r.text
+    agent = world["agent"]
+    agent.catch_up()
+    assert agent.projections.approvals[plain].status == "superseded"
+    (superseded,) = agent.projections.superseded.values()
+    assert superseded["by"] == "alice"
+    call = world["session"].call("call-1")
+    assert call is not None and call.args["cmd"] == "df -h"
+    timeline = client.get(f"/sessions/{world['session'].id}").text
+    assert "call.superseded" in timeline and "superseded by alice: human units" in timeline
+    assert plain not in client.get("/api/pending").json()["pending"]
+
+
 def test_a_denial_needs_a_reason_and_is_recorded(world: Any) -> None:
     client, csrf = login(world["app"], "bob")
     rid = world["requests"][0]

@@ -9,12 +9,14 @@ answers 401. Every POST carries the session's CSRF token (form field `csrf` or h
 from __future__ import annotations
 
 import hmac
+import json
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from harnessc.runtime import ApprovalError, Harness
+from harnessc.runtime.events import REDACTED
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -94,6 +96,13 @@ def summary(event: Any) -> str:
     if kind == "approval.resolved":
         reason = f": {p['reason']}" if p.get("reason") else ""
         return f"approval {p.get('approval_id')} {p.get('outcome')} by {p.get('by')}{reason}"
+    if kind == "call.superseded":
+        reason = f": {p['reason']}" if p.get("reason") else ""
+        return (
+            f"{p.get('tool_id')} {p.get('tool_call_id')} {str(p.get('input_hash'))[:12]}… "
+            f"superseded by {p.get('by')}{reason} → {str(p.get('edited_input_hash'))[:12]}… "
+            f"({p.get('effect')})"
+        )
     if kind.startswith("grant."):
         return f"{kind.removeprefix('grant.')} {p.get('grant_id')}"
     if kind == "task.fact":
@@ -211,17 +220,29 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
             op = operator_of(request, console)
             assert op is not None
             request_id = request.path_params["id"]
-            reason = str((await request.form()).get("reason", "")).strip()
+            form = await request.form()
+            reason = str(form.get("reason", "")).strip()
             if kind == "deny" and not reason:
                 return console.render(
                     request, "message.html", 400, title="Refused", text="a denial needs a reason"
                 )
+            edited: Any = None
+            if kind == "edit":
+                edited, problem = _edited_arguments(str(form.get("arguments", "")))
+                if problem is not None:
+                    return console.render(
+                        request, "message.html", 400, title="Not approved", text=problem
+                    )
             h = console.harness
             try:
                 with console.lock:  # one answer at a time: a second finds it answered
                     h.catch_up()
                     if kind == "approve":
                         outcome = h.approve(request_id, by=op.actor)
+                    elif kind == "edit":
+                        outcome = h.approve_with_edits(
+                            request_id, edited, by=op.actor, reason=reason or None
+                        )
                     else:
                         outcome = h.deny(request_id, by=op.actor, reason=reason)
             except ApprovalError as error:
@@ -229,10 +250,12 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
                     request,
                     "message.html",
                     409,
-                    title=f"Not {kind}d ({error.code})",
+                    title=f"Not {'denied' if kind == 'deny' else 'approved'} ({error.code})",
                     text=error.message,
                 )
             text = f"`{request_id}`: {outcome.status}"
+            if outcome.call is not None:
+                text += f", as the edited call (input hash {outcome.call.input_hash})"
             if outcome.reason:
                 text += f" ({outcome.reason})"
             return console.render(request, "message.html", title="Done", text=text)
@@ -341,6 +364,7 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         Route("/approvals", approvals),
         Route("/approvals/{id}/approve", answer("approve"), methods=["POST"]),
         Route("/approvals/{id}/deny", answer("deny"), methods=["POST"]),
+        Route("/approvals/{id}/edit", answer("edit"), methods=["POST"]),
         Route("/api/pending", api_pending),
         Route("/grants", grants),
         Route("/sessions", sessions),
@@ -363,6 +387,24 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         )
     ]
     return Starlette(routes=routes, middleware=middleware)
+
+
+def _edited_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The edited arguments of the edit form (a JSON object), or why they are refused. A secret
+    argument is shown masked and never known to the console: an edit that keeps a mask as a
+    value is refused rather than approved with the mask in place of the secret."""
+    try:
+        args = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"the edited arguments are not JSON: {error}"
+    if not isinstance(args, dict):
+        return None, "the edited arguments must be a JSON object"
+    if REDACTED in json.dumps(args):
+        return None, (
+            f"the edited arguments still hold {REDACTED}: a secret argument cannot be edited "
+            "here, since the console never sees its value"
+        )
+    return args, None
 
 
 class _NoWorkflows(Exception):
