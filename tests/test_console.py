@@ -366,7 +366,7 @@ def served(world: dict[str, Any]) -> Iterator[str]:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs it)")
-def test_in_a_browser_an_operator_logs_in_sees_a_new_request_appear_and_approves_it(
+def test_in_a_browser_an_operator_logs_in_sees_a_new_request_appear_and_approves_it_and_an_edit(
     world: dict[str, Any], served: str
 ) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
@@ -389,7 +389,18 @@ def test_in_a_browser_an_operator_logs_in_sees_a_new_request_appear_and_approves
             page.click(f"section#{new} >> button:has-text('Approve')")
             page.wait_for_selector("text=Done")
             assert f"`{new}`: approved" in page.inner_text("p.message")
+            # approve another with an edited argument
+            plain = world["requests"][1]
+            page.goto(f"{served}/approvals")
+            page.click(f"section#{plain} >> summary")
+            page.fill(f"section#{plain} >> textarea[name=arguments]", '{"cmd": "df -h"}')
+            page.click(f"section#{plain} >> button:has-text('Approve edited call')")
+            page.wait_for_selector("text=Done")
+            assert "as the edited call" in page.inner_text("p.message")
+            page.goto(f"{served}/sessions/{s.id}")
+            assert "superseded by alice" in page.inner_text("table.timeline")
         finally:
             browser.close()
     world["agent"].catch_up()
     assert world["agent"].projections.approvals[new].by == "alice"
+    assert world["session"].call("call-1").args == {"cmd": "df -h"}
