@@ -664,7 +664,23 @@ def build_parser() -> argparse.ArgumentParser:
     lsp_help = "run the language server on standard input and output (the `lsp` extra)"
     lsp = sub.add_parser("lsp", help=lsp_help, description=lsp_help)
     lsp.set_defaults(run=cmd_lsp)
+
+    from .approvals_cli import add_parsers as approvals_parsers
+
+    approvals_parsers(sub, cmd_approvals, cmd_grants)
     return parser
+
+
+def cmd_approvals(args: argparse.Namespace) -> int:
+    from .approvals_cli import run_approvals
+
+    return run_approvals(args, _missing)
+
+
+def cmd_grants(args: argparse.Namespace) -> int:
+    from .approvals_cli import run_grants
+
+    return run_grants(args, _missing)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@ Python caller share. Real sessions, a SQLite file (and PostgreSQL when the test 
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from datetime import timedelta
@@ -218,3 +219,61 @@ def test_a_revoked_once_grant_cannot_be_spent_and_a_spent_one_cannot_be_revoked(
     with pytest.raises(ApprovalError) as err:
         ops.revoke_grant(h, "grt-nope", by=OPS)
     assert err.value.code == "unknown-grant"
+
+
+def test_the_cli_lists_approves_edits_denies_and_revokes(
+    spec: Spec, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harnessc.compiler.cli import main
+
+    db = str(tmp_path / "e.db")
+    (tmp_path / "spec.json").write_text(spec.to_json(), encoding="utf-8")
+    spec_arg = ["--spec", str(tmp_path / "spec.json")]
+    ops_arg = ["--as", json.dumps(OPS)]
+    agent = Harness(spec, store=SQLiteStore(db))
+    s, _, req = ask(agent, args=PLAIN)
+    _, _, req2 = ask(agent, args=PLAIN, call_id="call-2")
+    _, _, req3 = ask(agent, "deploy.status", {"service": "payments"}, call_id="call-3")
+
+    def run(*argv: str) -> tuple[int, Any]:
+        code = main([*argv, "--store", db, "--format", "json"])
+        out = capsys.readouterr().out
+        return code, json.loads(out) if out.strip() else None
+
+    code, listed = run("approvals", "list")
+    assert code == 0 and [r["request_id"] for r in listed] == [
+        req.request_id,
+        req2.request_id,
+        req3.request_id,
+    ]
+    assert listed[0]["rule"]["at"] is None  # no spec given: no rule location
+    code, shown = run("approvals", "show", req.request_id, *spec_arg)
+    assert code == 0 and shown["rule"]["line"] == 13
+    edited = json.dumps({**PLAIN, "canary_percent": 4})
+    code, out = run("approvals", "edit", req.request_id, "--args", edited, *spec_arg, *ops_arg)
+    assert code == 0 and out["request_status"] == "superseded"
+    assert s.call("call-1").input_hash == out["edited_input_hash"]  # type: ignore[union-attr]
+    code, out = run("approvals", "approve", req.request_id, *spec_arg, *ops_arg)
+    assert code == 1 and out["error"]["code"] == "not-pending"
+    code, out = run("approvals", "deny", req2.request_id, "--reason", "no", *spec_arg, *ops_arg)
+    assert code == 0 and out["status"] == "denied"
+    code, out = run("approvals", "approve", req3.request_id, *spec_arg, *ops_arg)
+    assert code == 0 and out["grant"]["scope"] == "task"
+    code, grants = run("grants", "list")
+    assert code == 0 and {g["scope"] for g in grants} == {"once", "task"}
+    task_grant = out["grant"]["grant_id"]
+    code, out = run("grants", "revoke", task_grant, "--reason", "rotated", *ops_arg)
+    assert code == 0 and out["status"] == "revoked"
+    code, grants = run("grants", "list")
+    assert [g["scope"] for g in grants] == ["once"]
+    code, _ = run("approvals", "list")
+    assert code == 0
+    assert main(["approvals", "list", "--store", db, *spec_arg]) == 0
+    human = capsys.readouterr().out
+    assert human == "nothing pending\n"
+    assert main(["grants", "list", "--store", db]) == 0
+    assert "once deploy.run  by u-ops" in capsys.readouterr().out
+    assert main(["approvals", "list", "--store", str(tmp_path / "none.db")]) == 2
+    bad = ["--as", "not json"]
+    assert main(["approvals", "approve", req.request_id, "--store", db, *spec_arg, *bad]) == 2
+    assert Harness(spec, store=SQLiteStore(db)).verify().ok
