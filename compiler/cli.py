@@ -678,7 +678,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="read a password on standard input, print its hash for the operators file",
     )
     console.set_defaults(run=cmd_console)
+
+    from .approvals_cli import add_parsers as approvals_parsers
+
+    approvals_parsers(sub, cmd_approvals, cmd_grants)
     return parser
+
+
+def cmd_approvals(args: argparse.Namespace) -> int:
+    from .approvals_cli import run_approvals
+
+    return run_approvals(args, _missing)
+
+
+def cmd_grants(args: argparse.Namespace) -> int:
+    from .approvals_cli import run_grants
+
+    return run_grants(args, _missing)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

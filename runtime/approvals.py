@@ -51,6 +51,7 @@ from .events import (
     approval_requested,
     approval_resolved,
     grant_issued,
+    grant_revoked,
     grant_spent,
     grant_used,
     redact_args,
@@ -591,7 +592,14 @@ class Approvals:
         """Record that `grants` authorise `pending` now, in one transaction; each `once` grant
         is spent by a `grant.spent` claim that only the first execution can append. Raises
         `ApprovalError("grant-spent")` and records nothing when another execution (another
-        thread, session or process) spent one of them first."""
+        thread, session or process) spent one of them first, or when one was revoked
+        (`grant-revoked`)."""
+        revoked = self._revoked(grants)
+        if revoked is not None:
+            raise ApprovalError(
+                "grant-revoked",
+                f"the grant `{revoked.grant_id}` was revoked: it authorises nothing",
+            )
         events = [
             grant_used(stream, grant_id=g.grant_id, tool_call_id=pending.tool_call_id)
             for g in grants
@@ -615,10 +623,52 @@ class Approvals:
             raise ApprovalError(
                 "grant-spent",
                 f"the once grant `{spent}` already authorised an execution of "
-                f"`{pending.tool_call_id}`",
+                f"`{pending.tool_call_id}`, or was revoked",
             ) from None
         for g in claims:
             self.spend(g.grant_id)
+
+    def revoke(self, grant_id: str, *, by: str, reason: str | None = None) -> ApprovalGrant:
+        """Revoke an active grant: a `grant.revoked` event on the grant's own stream
+        (`grant:<id>`), appended only while that stream is empty, so a `once` grant is either
+        spent or revoked, never both, in any process. `use` reads that stream before a task or
+        class grant authorises an execution: a revoked grant never authorises again. Raises
+        `ApprovalError` `unknown-grant`, or `not-active` (spent, revoked or expired)."""
+        grant = self.grants.get(grant_id)
+        if grant is None:
+            raise ApprovalError("unknown-grant", f"no grant `{grant_id}`")
+        if not grant.active(self.clock()):
+            state = grant.status if grant.status != "active" else "expired"
+            raise ApprovalError("not-active", f"the grant `{grant_id}` is already {state}")
+        event = grant_revoked(
+            spent_stream(grant_id),
+            grant_id=grant_id,
+            reason=reason,
+            by=by,
+            session=grant.session_id,
+            tool_id=grant.tool_id,
+        )
+        try:
+            self.store.append_many([event], expect={event.stream: 0})
+        except ConcurrencyError:
+            self.spend(grant_id)
+            raise ApprovalError(
+                "not-active", f"the grant `{grant_id}` was already spent or revoked"
+            ) from None
+        with self._lock:
+            revoked = self.grants[grant_id] = replace(grant, status="revoked")
+        return revoked
+
+    def _revoked(self, grants: tuple[ApprovalGrant, ...]) -> ApprovalGrant | None:
+        """The first task or class grant revoked in the log (perhaps by another process)."""
+        for g in grants:
+            if g.scope != "once" and any(
+                e.type == "grant.revoked" for e in self.store.read(spent_stream(g.grant_id))
+            ):
+                with self._lock:
+                    self.grants[g.grant_id] = replace(g, status="revoked")
+                return g
+        return None
 
     def spend(self, grant_id: str) -> None:
         """Mark a grant spent in memory (the log already says so)."""

@@ -473,13 +473,19 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     if stale and not action.terminal:
         decide_call(s, pending)
         judged = s._judged[pending.key]
+    if action.state != _S.AUTHORIZED:
+        # it may not run here: perhaps an operator answered or edited it in another process
+        known = set(s.harness.approvals.grants)
+        s.harness.catch_up()
+        superseded = superseded_result(s, pending, action)
+        if superseded is not None:
+            return superseded
+        if not action.terminal and known != set(s.harness.approvals.grants):
+            decide_call(s, pending)  # judged again with the grants issued elsewhere
+            judged = s._judged[pending.key]
     if action.state == _S.AUTHORIZED:
         assert judged is not None  # judged again above when it was missing
         return judged
-    s.harness.catch_up()  # it may not run: perhaps an operator edited it in another process
-    superseded = superseded_result(s, pending, action)
-    if superseded is not None:
-        return superseded
     category = {
         _S.WAITING_APPROVAL: "waiting_approval",
         _S.FAILED: "denied",
@@ -612,7 +618,8 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
                     "stage": "invoke",
                 },
             )
-            return not_run(s, pending, "grant_spent", exc.message, action.state.value, judged)
+            category = exc.code.replace("-", "_")  # grant_spent, grant_revoked
+            return not_run(s, pending, category, exc.message, action.state.value, judged)
     action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
     s._running.add(pending.key)
     context = ExecutorContext(

@@ -724,8 +724,14 @@ def spent_stream(grant_id: str) -> str:
     return f"grant:{grant_id}"
 
 
-def grant_revoked(stream: str, *, grant_id: str, reason: str | None = None) -> NewEvent:
-    return NewEvent(stream, "Approval", "grant.revoked", {"grant_id": grant_id, "reason": reason})
+def grant_revoked(
+    stream: str, *, grant_id: str, reason: str | None = None, **extra: Any
+) -> NewEvent:
+    """A grant revoked (`Approvals.revoke`: on the grant's own stream `grant:<id>`, with `by`
+    and its `session`): it never authorises again."""
+    return NewEvent(
+        stream, "Approval", "grant.revoked", {"grant_id": grant_id, "reason": reason, **extra}
+    )
 
 
 def call_superseded(

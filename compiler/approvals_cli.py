@@ -1,0 +1,188 @@
+"""`harnessc approvals …` and `harnessc grants …`: the operator's commands on a store
+(`runtime/operations.py`), the same ones the operations console's buttons run.
+
+    harnessc approvals list --store log.db [--spec remediation.harness]
+    harnessc approvals show apr-… --store log.db
+    harnessc approvals approve apr-… --store log.db --spec S --as '{"user": "u-7", "role": "ops"}'
+    harnessc approvals deny apr-… --reason "not now" --store … --spec S --as …
+    harnessc approvals edit apr-… --args '{"canary_percent": 5, …}' --reason … --store … --as …
+    harnessc grants list --store log.db
+    harnessc grants revoke grt-… --reason "rotated" --store log.db --as …
+
+The spec is needed where the runtime judges the call again (approve, deny, edit); listing
+without it shows no rule locations. Errors print `error[code]: message` (or `{"error": …}`
+with `--format json`) and exit 1; bad arguments exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+JUDGING = frozenset({"approve", "deny", "edit"})
+
+
+def add_parsers(sub: Any, run_approvals: Any, run_grants: Any) -> None:
+    """The `approvals` and `grants` parsers (`build_parser` appends them)."""
+    approvals = sub.add_parser(
+        "approvals", help="list, show, approve, deny and edit pending approval requests"
+    )
+    actions = approvals.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listed = actions.add_parser("list", help="every pending request, oldest first")
+    show = actions.add_parser("show", help="one request: tool, arguments, rule, approvers")
+    approve = actions.add_parser("approve", help="approve a request (the call judged again)")
+    deny = actions.add_parser("deny", help="deny a request with a reason")
+    edit = actions.add_parser("edit", help="approve with edited arguments (decided afresh)")
+    for action in (show, approve, deny, edit):
+        action.add_argument("id", metavar="REQUEST_ID")
+    deny.add_argument("--reason", required=True, help="why (recorded as a task fact)")
+    edit.add_argument("--args", required=True, metavar="JSON", help="the edited arguments")
+    edit.add_argument("--reason", help="why the arguments were edited (recorded)")
+    for action in (listed, show, approve, deny, edit):
+        _common(action, judging=action in (approve, deny, edit))
+    approvals.set_defaults(run=run_approvals, noun="approvals")
+
+    grants = sub.add_parser("grants", help="list active grants and revoke one")
+    g_actions = grants.add_subparsers(dest="action", required=True, metavar="ACTION")
+    g_list = g_actions.add_parser("list", help="every active grant, soonest to expire first")
+    revoke = g_actions.add_parser("revoke", help="revoke a grant: it never authorises again")
+    revoke.add_argument("id", metavar="GRANT_ID")
+    revoke.add_argument("--reason", help="why (recorded)")
+    _common(g_list, judging=False)
+    _common(revoke, judging=False, actor=True)
+    grants.set_defaults(run=run_grants, noun="grants")
+
+
+def _common(action: Any, *, judging: bool, actor: bool | None = None) -> None:
+    action.add_argument(
+        "--store", required=True, metavar="URL", help="PATH, sqlite:///PATH or postgresql://…"
+    )
+    action.add_argument(
+        "--spec",
+        required=judging,
+        metavar="SPEC",
+        help="the spec the agents run (.harness file or folder, or a spec saved as JSON)",
+    )
+    if judging if actor is None else actor:
+        action.add_argument(
+            "--as",
+            dest="actor",
+            required=True,
+            metavar="JSON",
+            help='who acts: {"user": …, "role": …, "roles": […]}',
+        )
+    action.add_argument("--format", choices=("human", "json"), default="human")
+
+
+def run_approvals(args: argparse.Namespace, missing: Callable[[str], bool]) -> int:
+    from harnessc.runtime import operations as ops
+
+    def act(h: Any, by: Any) -> Any:
+        if args.action == "list":
+            return ops.pending_approvals(h)
+        if args.action == "show":
+            return ops.approval(h, args.id)
+        if args.action == "approve":
+            return ops.approve(h, args.id, by=by)
+        if args.action == "deny":
+            return ops.deny(h, args.id, by=by, reason=args.reason)
+        edited = _json(args.args, "--args")
+        if not isinstance(edited, dict):
+            raise _Usage("--args is a JSON object: the whole edited argument object")
+        return ops.approve_with_edits(h, args.id, edited, by=by, reason=args.reason)
+
+    return _run(args, act, missing)
+
+
+def run_grants(args: argparse.Namespace, missing: Callable[[str], bool]) -> int:
+    from harnessc.runtime import operations as ops
+
+    def act(h: Any, by: Any) -> Any:
+        if args.action == "list":
+            return ops.active_grants(h)
+        return ops.revoke_grant(h, args.id, by=by, reason=args.reason)
+
+    return _run(args, act, missing)
+
+
+class _Usage(Exception):
+    pass
+
+
+def _json(text: str, flag: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise _Usage(f"{flag} is not JSON: {error}") from None
+
+
+def _run(args: argparse.Namespace, act: Any, missing: Callable[[str], bool]) -> int:
+    """Open the store (`missing`: a SQLite path that names no file) and run `act`."""
+    from harnessc.runtime import ApprovalError, Harness
+    from harnessc.runtime.chain import StoreError
+    from harnessc.runtime.model import Spec
+    from harnessc.runtime.stores import open_store
+
+    from .review.replay import load_spec
+
+    try:
+        by = _json(args.actor, "--as") if getattr(args, "actor", None) else None
+        if by is not None and not isinstance(by, dict):
+            raise _Usage('--as is a JSON object: {"user": …, "role": …}')
+    except _Usage as error:
+        sys.stderr.write(f"harnessc: {error}\n")
+        return EXIT_USAGE
+    if missing(args.store):
+        sys.stderr.write(f"harnessc: no event log at `{args.store}`\n")
+        return EXIT_USAGE
+    spec = load_spec(args.spec) if args.spec else Spec(name="operator", root_module="operator")
+    if spec is None:
+        return EXIT_USAGE
+    try:
+        store = open_store(args.store)
+    except StoreError as error:
+        sys.stderr.write(f"harnessc: {error}\n")
+        return EXIT_USAGE
+    with store:
+        try:
+            out = act(Harness(spec, store=store), by)
+        except _Usage as error:
+            sys.stderr.write(f"harnessc: {error}\n")
+            return EXIT_USAGE
+        except ApprovalError as error:
+            if args.format == "json":
+                print(json.dumps({"error": {"code": error.code, "message": error.message}}))
+            else:
+                sys.stderr.write(f"error[{error.code}]: {error.message}\n")
+            return EXIT_ERRORS
+    print(json.dumps(out, indent=2) if args.format == "json" else _human(args, out))
+    return EXIT_OK
+
+
+def _human(args: argparse.Namespace, out: Any) -> str:
+    if isinstance(out, list):
+        if not out:
+            return "nothing pending" if args.noun == "approvals" else "no active grants"
+        return "\n".join(_line(item) for item in out)
+    return "\n".join(f"{k}: {json.dumps(v)}" for k, v in out.items())
+
+
+def _line(item: dict[str, Any]) -> str:
+    if "request_id" in item:
+        rule = item["rule"]
+        where = f" at {rule['at']}" if rule.get("at") else ""
+        approvers = ", ".join(f"{a['kind']} {a['value']}" for a in item["approvers"])
+        return (
+            f"{item['request_id']}  {item['what']}\n"
+            f"    rule {rule['label']}{where}: {rule['reason']}\n"
+            f"    input {item['input_hash'][:16]}…  approvers: {approvers}  "
+            f"asked {item['requested_at']}"
+        )
+    return (
+        f"{item['grant_id']}  {item['scope']} {item['tool_id']}  by {item['by']}  "
+        f"expires {item['expires_at']} ({item['ttl_left_ms'] // 1000}s left)"
+    )
