@@ -121,6 +121,20 @@ def test_an_approval_is_taken_by_the_runtime_as_the_operator(world: Any) -> None
     assert agent.projections.approvals[rid].by == "alice"
     grants = client.get("/grants").text
     assert "once" in grants and "call-1" in grants and "alice" in grants
+    # revoked from the grants page: it never authorises again
+    (grant_id,) = re.findall(r'<tr id="(grt-[^"]+)"', grants)
+    assert client.post(f"/grants/{grant_id}/revoke", data={"reason": "x"}).status_code == 403
+    viewer, viewer_csrf = login(world["app"], "carol")
+    r = viewer.post(f"/grants/{grant_id}/revoke", data={"csrf": viewer_csrf})
+    assert r.status_code == 403 and "console role `approver`" in r.text
+    form = {"csrf": csrf, "reason": "rotated"}
+    r = client.post(f"/grants/{grant_id}/revoke", data=form)
+    assert r.status_code == 200 and f"`{grant_id}`: revoked by alice" in r.text
+    assert grant_id not in client.get("/grants").text
+    agent.catch_up()
+    assert agent.projections.grants[grant_id].status == "revoked"
+    r = client.post(f"/grants/{grant_id}/revoke", data=form)
+    assert r.status_code == 409 and "not-active" in r.text
     # answered: a second approval says so
     r = client.post(f"/approvals/{rid}/approve", data={"csrf": csrf})
     assert r.status_code == 409 and "not-pending" in r.text and "already approved" in r.text
@@ -160,7 +174,8 @@ def test_an_approval_with_edits_binds_to_the_edited_call_and_supersedes_the_orig
 def test_a_denial_needs_a_reason_and_is_recorded(world: Any) -> None:
     client, csrf = login(world["app"], "bob")
     rid = world["requests"][0]
-    assert client.post(f"/approvals/{rid}/deny", data={"csrf": csrf}).status_code == 400
+    r = client.post(f"/approvals/{rid}/deny", data={"csrf": csrf})
+    assert r.status_code == 409 and "reason-required" in r.text
     r = client.post(f"/approvals/{rid}/deny", data={"csrf": csrf, "reason": "not now"})
     assert r.status_code == 200 and "denied" in r.text
     assert rid not in client.get("/api/pending").json()["pending"]

@@ -1,7 +1,8 @@
 """The console's web application (Starlette, Jinja2 templates, a little plain JavaScript).
 
 Reads go to the harness's projections and the event log; every change is a runtime command
-(`Harness.approve`, `Harness.deny`, `Workflows.decide`) taken as the logged-in operator, whose
+(`runtime.operations`: approve, deny, approve with edits, revoke; `Workflows.decide`) taken as
+the logged-in operator, whose
 refusal is shown as it is. Pages redirect to the login form without a session; `/api/…`
 answers 401. Every POST carries the session's CSRF token (form field `csrf` or header
 `X-CSRF-Token`), else 403."""
@@ -15,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime import ApprovalError, Harness
+from harnessc.runtime import ApprovalError, Harness, operations
 from harnessc.runtime.events import REDACTED
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -110,43 +111,27 @@ def summary(event: Any) -> str:
     return ""
 
 
-def rule_origins(h: Harness) -> dict[str, str]:
-    """`file:line` of each rule of the loaded spec, by its label."""
-    return {
-        rule.label: f"{rule.origin.file}:{rule.origin.line}"
-        for policy in h.spec.policies.values()
-        for rule in policy.rules
-        if rule.origin is not None
-    }
-
-
 def pending(h: Harness) -> list[dict[str, Any]]:
-    """The approval requests still waiting, oldest first, as the log recorded them (secret
-    arguments already masked), with where the rule that asked is written."""
-    origins = rule_origins(h)
-    out = []
-    for view in h.projections.approvals.values():
-        if view.status != "pending":
-            continue
-        p = view.requested
-        out.append(
-            {
-                "id": view.approval_id,
-                "tool": view.tool_id,
-                "tool_call_id": view.tool_call_id,
-                "input_hash": view.input_hash,
-                "arguments": p.get("arguments", {}),
-                "rule": p.get("rule"),
-                "where": origins.get(str(p.get("rule"))),
-                "policy": p.get("policy"),
-                "why": p.get("why"),
-                "approvers": [f"{a.get('kind')} {a.get('value')}" for a in view.approvers],
-                "scope": p.get("scope", {}),
-                "session": view.stream,
-                "requested_at": view.requested_at,
-            }
-        )
-    return out
+    """The approval requests still waiting, oldest first (`operations.pending_approvals`:
+    secret arguments masked, the rule with its `file:line`), as the page shows them."""
+    return [
+        {
+            "id": r["request_id"],
+            "tool": r["tool_id"],
+            "tool_call_id": r["tool_call_id"],
+            "input_hash": r["input_hash"],
+            "arguments": r["arguments"],
+            "rule": r["rule"]["label"],
+            "policy": r["rule"]["policy"],
+            "where": r["rule"]["at"],
+            "why": r["rule"]["reason"],
+            "approvers": [f"{a['kind']} {a['value']}" for a in r["approvers"]],
+            "scope": r["scope"],
+            "session": r["session_id"],
+            "requested_at": r["requested_at"],
+        }
+        for r in operations.pending_approvals(h)
+    ]
 
 
 def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
@@ -222,10 +207,6 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
             request_id = request.path_params["id"]
             form = await request.form()
             reason = str(form.get("reason", "")).strip()
-            if kind == "deny" and not reason:
-                return console.render(
-                    request, "message.html", 400, title="Refused", text="a denial needs a reason"
-                )
             edited: Any = None
             if kind == "edit":
                 edited, problem = _edited_arguments(str(form.get("arguments", "")))
@@ -235,16 +216,18 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
                     )
             h = console.harness
             try:
-                with console.lock:  # one answer at a time: a second finds it answered
+                # the runtime claims each answer once; the lock keeps the shared harness to
+                # one thread at a time
+                with console.lock:
                     h.catch_up()
                     if kind == "approve":
-                        outcome = h.approve(request_id, by=op.actor)
+                        outcome = operations.approve(h, request_id, by=op.actor)
                     elif kind == "edit":
-                        outcome = h.approve_with_edits(
-                            request_id, edited, by=op.actor, reason=reason or None
+                        outcome = operations.approve_with_edits(
+                            h, request_id, edited, by=op.actor, reason=reason or None
                         )
                     else:
-                        outcome = h.deny(request_id, by=op.actor, reason=reason)
+                        outcome = operations.deny(h, request_id, by=op.actor, reason=reason)
             except ApprovalError as error:
                 return console.render(
                     request,
@@ -253,21 +236,41 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
                     title=f"Not {'denied' if kind == 'deny' else 'approved'} ({error.code})",
                     text=error.message,
                 )
-            text = f"`{request_id}`: {outcome.status}"
-            if outcome.call is not None:
-                text += f", as the edited call (input hash {outcome.call.input_hash})"
-            if outcome.reason:
-                text += f" ({outcome.reason})"
+            text = f"`{request_id}`: {outcome['status']}"
+            if outcome["edited_input_hash"]:
+                text += f", as the edited call (input hash {outcome['edited_input_hash']})"
+            if outcome["reason"]:
+                text += f" ({outcome['reason']})"
             return console.render(request, "message.html", title="Done", text=text)
 
         return act
 
     @page()
     async def grants(request: Request) -> Response:
-        h = console.fresh()
-        now = h.clock()
-        rows = [g for g in h.projections.grants.values() if g.active_at(now)]
+        with console.lock:
+            rows = operations.active_grants(console.harness)
         return console.render(request, "grants.html", grants=rows)
+
+    @page(APPROVER)
+    async def revoke(request: Request) -> Response:
+        op = operator_of(request, console)
+        assert op is not None
+        grant_id = request.path_params["id"]
+        reason = str((await request.form()).get("reason", "")).strip() or None
+        try:
+            with console.lock:
+                operations.revoke_grant(console.harness, grant_id, by=op.actor, reason=reason)
+        except ApprovalError as error:
+            return console.render(
+                request,
+                "message.html",
+                409,
+                title=f"Not revoked ({error.code})",
+                text=error.message,
+            )
+        return console.render(
+            request, "message.html", title="Done", text=f"`{grant_id}`: revoked by {op.name}"
+        )
 
     @page()
     async def sessions(request: Request) -> Response:
@@ -367,6 +370,7 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         Route("/approvals/{id}/edit", answer("edit"), methods=["POST"]),
         Route("/api/pending", api_pending),
         Route("/grants", grants),
+        Route("/grants/{id}/revoke", revoke, methods=["POST"]),
         Route("/sessions", sessions),
         Route("/sessions/{id}", session),
         Route("/log", log),
