@@ -50,7 +50,7 @@ from .approvals import (
     is_requester,
 )
 from .availability import Availability, AvailabilityChecker, Facts
-from .events import Clock, NewEvent, call_superseded, system_clock
+from .events import REDACTED, Clock, NewEvent, call_superseded, system_clock
 from .executors import Executors, Result
 from .exposure import ExposureIndex
 from .integrity import Checkpoint
@@ -483,6 +483,12 @@ class Harness:
             raise ApprovalError("not-an-approver", f"`{who}` is not an approver of `{request_id}`")
         if not isinstance(args, Mapping):
             raise ApprovalError("invalid-edit", "the edited arguments must be an object")
+        if _masked(args):
+            raise ApprovalError(
+                "invalid-edit",
+                f"the edited arguments of `{request_id}` hold `{REDACTED}`, the mask of a "
+                "secret value: give the value itself",
+            )
         session = self.resume(req.session_id)
         edited = session.normalize(req.tool_id, req.tool_call_id, args)
         if not isinstance(edited, PendingCall):
@@ -654,6 +660,17 @@ def _may_approve(
         )
     if not decision.requester_may_approve and is_requester(session.actor, by):
         raise ApprovalError("self-approval", _self_approval(who, by, tool_id, request_id))
+
+
+def _masked(value: Any) -> bool:
+    """Whether an operator's edit still holds a masked secret (`[REDACTED]`)."""
+    if isinstance(value, str):
+        return value == REDACTED
+    if isinstance(value, Mapping):
+        return any(_masked(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_masked(v) for v in value)
+    return False
 
 
 def _self_approval(who: str, by: Mapping[str, Any], tool_id: str, request_id: str) -> str:

@@ -151,10 +151,12 @@ def test_an_approval_with_edits_binds_to_the_edited_call_and_supersedes_the_orig
     for bad, message in (
         ("{", "not JSON"),
         ("[1]", "must be a JSON object"),
-        (json.dumps({"cmd": "ls", "token": "[REDACTED]"}), "cannot be edited here"),
     ):
         r = client.post(f"/approvals/{masked}/edit", data=edit | {"arguments": bad})
         assert r.status_code == 400 and message in r.text
+    kept_mask = json.dumps({"cmd": "ls", "token": "[REDACTED]"})
+    r = client.post(f"/approvals/{masked}/edit", data=edit | {"arguments": kept_mask})
+    assert r.status_code == 409 and "invalid-edit" in r.text and "mask of a secret" in r.text
     r = client.post(f"/approvals/{plain}/edit", data=edit | {"arguments": '{"cmd": 5}'})
     assert r.status_code == 409 and "invalid-edit" in r.text
     r = client.post(f"/approvals/{plain}/edit", data=edit)

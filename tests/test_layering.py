@@ -72,8 +72,7 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.conditions": "`harnessc why`: each part of a condition read as decided",
     "harnessc.runtime.recorded": "`harnessc why --log`: a recorded decision with what it saw",
     "harnessc.runtime.calls": "`harnessc why --log`: a session's policies judged as it judges",
-    "harnessc.runtime.operations": "`harnessc console`: the operator's commands its buttons run",
-    "harnessc.runtime.events": "`harnessc console`: the mask of a secret an edit may not keep",
+    "harnessc.runtime.operations": "`harnessc approvals`/`grants`: the operator's commands",
 }
 
 

@@ -98,6 +98,10 @@ def test_answers_by_request_id_and_their_clear_errors(spec: Spec) -> None:
     with pytest.raises(ApprovalError) as err:
         ops.approve(h, "apr-nope", by=OPS)
     assert err.value.code == "unknown-request"
+    masked = ops.approval(h, req.request_id)["arguments"]
+    with pytest.raises(ApprovalError) as err:  # the shown arguments hold the secret's mask
+        ops.approve_with_edits(h, req.request_id, {**masked, "canary_percent": 5}, by=OPS)
+    assert err.value.code == "invalid-edit" and "[REDACTED]" in err.value.message
     out = ops.approve_with_edits(h, req.request_id, {**ARGS, "canary_percent": 5}, by=OPS)
     assert out["status"] == "approved" and out["request_status"] == "superseded"
     assert out["effect"] == "ask" and out["grant"]["input_hash"] == out["edited_input_hash"]

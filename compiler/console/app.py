@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.runtime import ApprovalError, Harness, operations
-from harnessc.runtime.events import REDACTED
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -394,20 +393,14 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
 
 
 def _edited_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The edited arguments of the edit form (a JSON object), or why they are refused. A secret
-    argument is shown masked and never known to the console: an edit that keeps a mask as a
-    value is refused rather than approved with the mask in place of the secret."""
+    """The edited arguments of the edit form (a JSON object), or why they are not one (an edit
+    that keeps a secret's mask is the runtime's to refuse)."""
     try:
         args = json.loads(text)
     except json.JSONDecodeError as error:
         return None, f"the edited arguments are not JSON: {error}"
     if not isinstance(args, dict):
         return None, "the edited arguments must be a JSON object"
-    if REDACTED in json.dumps(args):
-        return None, (
-            f"the edited arguments still hold {REDACTED}: a secret argument cannot be edited "
-            "here, since the console never sees its value"
-        )
     return args, None
 
 
