@@ -5,6 +5,7 @@ decision and the RUNNING transition in the log."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sqlite3
 import subprocess
@@ -135,16 +136,40 @@ def test_a_denied_call_is_committed_at_once(spec: Any, tmp_path: Path) -> None:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
-    """Opens the same log again and again: a SQLite file, or a fresh PostgreSQL database."""
+    """Opens the same log again and again: a SQLite file, or a fresh PostgreSQL database. Every
+    store it opened is kept until the test ends, then closed (a PostgreSQL connection dropped
+    unclosed is a ResourceWarning, which the suite turns into an error)."""
+    opened: list[Any] = []
+
+    def keeping(make: Callable[[], Any]) -> Callable[[], Any]:
+        def open_store() -> Any:
+            store = make()
+            opened.append(store)
+            return store
+
+        return open_store
+
+    def close_all() -> None:
+        for store in opened:
+            # closed by the test already, or its connection is gone
+            with contextlib.suppress(Exception):
+                store.close()
+
     if request.param == "sqlite":
-        yield lambda: SQLiteStore(tmp_path / "e.db")
+        try:
+            yield keeping(lambda: SQLiteStore(tmp_path / "e.db"))
+        finally:
+            close_all()
         return
     if not ADMIN_URL:
         pytest.skip(SKIP_REASON)
     from harnessc.runtime.pgstore import PostgresStore
 
     with fresh_database() as url:
-        yield lambda: PostgresStore(url)
+        try:
+            yield keeping(lambda: PostgresStore(url))
+        finally:
+            close_all()
 
 
 def test_deferred_events_precede_later_appends_and_reads_see_them(

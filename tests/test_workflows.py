@@ -372,9 +372,12 @@ def test_an_ask_in_a_parallel_branch_is_decided_like_any_gate(
     run = h.workflows.create("fan_ask", {"base": 0}, id="fan-ask-1", actor=ENGINEER, start=True)
 
     def gate_open_left_done() -> Any:
+        # one reading of the run: the gate, the other branch and the status as of the same
+        # moment (a second `status` call could see a gate the first reading had not)
         seen = h.workflows.status(run)
         states = {s["name"]: s["state"] for s in seen["steps"]}
-        return waiting(h, run, "right.approval") and states["left"] == "succeeded" and seen
+        gate_open = any(g["gate"] == "right.approval" for g in seen["pending_gates"])
+        return gate_open and states["left"] == "succeeded" and seen
 
     seen = until(gate_open_left_done, what="the branch's approval gate, the other branch done")
     assert seen["status"] == "waiting"
