@@ -56,6 +56,16 @@ QUERY_WORD = "quarterly-zebra-report"
 NEVER = (CMD, TOKEN, str(NUMBER), PATH, QUERY_WORD, "payroll", "5ecr3t", "diary")
 
 
+class Worker:
+    """What `workflow_steps` reads of a workflow worker: the harness, the delegate runner."""
+
+    def __init__(self, harness: Harness, delegate: Any = None) -> None:
+        self.harness = harness
+        self.delegate = delegate
+        self.previewers: dict[str, Any] = {}
+        self.verifiers: dict[str, Any] = {}
+
+
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory: pytest.TempPathFactory) -> Spec:
     return compile_text(tmp_path_factory.mktemp("otel"), SPEC)
@@ -202,13 +212,6 @@ def test_ainvoke_and_workflow_steps_are_spans(spec: Spec, spans: InMemorySpanExp
     (span,) = by_name(spans)["harnessc.invoke"]
     assert (span.attributes or {})["harnessc.async"] is True
 
-    class Worker:
-        def __init__(self, harness: Harness) -> None:
-            self.harness = harness
-            self.delegate = None
-            self.previewers: dict[str, Any] = {}
-            self.verifiers: dict[str, Any] = {}
-
     ctx = {"workflow_id": "wf-1", "workflow": "nightly", "agent": "a", "actor": USER}
     steps.attach(Worker(h))
     try:
@@ -266,15 +269,8 @@ def test_a_delegate_step_is_a_span_holding_the_childs_calls(
         assert child.invoke(call).ok
         return {"summary": "done"}
 
-    class Worker:
-        def __init__(self, harness: Harness) -> None:
-            self.harness = harness
-            self.delegate = run_child
-            self.previewers: dict[str, Any] = {}
-            self.verifiers: dict[str, Any] = {}
-
     ctx = {"workflow_id": "wf-2", "workflow": "nightly", "agent": "planner", "actor": USER}
-    steps.attach(Worker(h))
+    steps.attach(Worker(h, delegate=run_child))
     try:
         outcome = steps.delegate_step(
             ctx,
