@@ -168,7 +168,49 @@ def _human(args: argparse.Namespace, out: Any) -> str:
         if not out:
             return "nothing pending" if args.noun == "approvals" else "no active grants"
         return "\n".join(_line(item) for item in out)
-    return "\n".join(f"{k}: {json.dumps(v)}" for k, v in out.items())
+    review = ("preview", "provenance", "diff")
+    lines = [f"{k}: {json.dumps(v)}" for k, v in out.items() if k not in review]
+    if "request_id" in out and all(k in out for k in review):
+        lines.extend(_review(out))
+    return "\n".join(lines)
+
+
+def _review(item: dict[str, Any]) -> list[str]:
+    """A request's preview, its arguments' sources and its diff, in words."""
+    preview = item["preview"]
+    if preview.get("recorded"):
+        if preview.get("error"):
+            lines = [f"preview: the previewer failed: {preview['error']}"]
+        else:
+            lines = [f"preview: {json.dumps(preview.get('value'))}"]
+    elif preview.get("can_preview"):
+        lines = ["preview: none recorded (the tool declares the `preview` effect)"]
+    else:
+        lines = []
+    if item["provenance"]:
+        lines.append("provenance:")
+    for arg in item["provenance"]:
+        if arg["secret"]:
+            where = "secret (masked)"
+        elif arg["sources"]:
+            where = "; ".join(s["text"] for s in arg["sources"])
+        else:
+            where = "no source (not said by the user, not in the facts or any result)"
+        lines.append(f"    {arg['arg']}: {where}")
+    diff = item["diff"]
+    if diff is None:
+        lines.append("diff: no earlier call of this tool in the session")
+        return lines
+    lines.append(
+        f"diff: against call {diff['tool_call_id']} ({diff['outcome']}), input "
+        f"{diff['input_hash'][:16]}…, {diff['differing']} argument(s) differ"
+    )
+    for change in diff["changes"]:
+        before = json.dumps(change.get("before")) if "before" in change else "-"
+        after = json.dumps(change.get("after")) if "after" in change else "-"
+        secret = " (secret, compared by digest)" if change["secret"] else ""
+        lines.append(f"    {change['arg']}{secret}: {change['change']} {before} -> {after}")
+    return lines
 
 
 def _line(item: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from .canonical import CanonicalError, canonical_json, json_string
+from .canonical import CanonicalError, canonical_json, json_string, sha256_hex
 from .model import Schema, Tool, Type
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "payload_text",
     "redact",
     "redact_args",
+    "secret_digests",
     "session_ended",
     "session_started",
     "system_clock",
@@ -426,6 +427,19 @@ def redact_args(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:
         if operation.input is not None:
             out = redact(operation.input, out)
     return out
+
+
+def secret_digests(tool: Tool, args: Mapping[str, Any]) -> dict[str, str]:
+    """For each argument that holds a secret value (a `secret` field, or one inside it), the
+    SHA-256 of the tool id, the argument's name and its value: two calls' secret arguments are
+    compared by it without the value being stored. (It tells no more than the call's input
+    hash, which covers the same values.)"""
+    redacted = redact_args(tool, args)
+    return {
+        name: sha256_hex({"tool": tool.id, "arg": name, "value": value})
+        for name, value in args.items()
+        if redacted.get(name) != value
+    }
 
 
 def _redact_fields(fields: tuple[Any, ...], value: Mapping[str, Any]) -> dict[str, Any]:

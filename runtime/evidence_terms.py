@@ -25,7 +25,7 @@ from .provenance import Origin, Source, provenance_holds
 if TYPE_CHECKING:
     from .policy import CallContext
 
-__all__ = ["describe_history", "session_evidence"]
+__all__ = ["describe_history", "session_evidence", "source_text"]
 
 _MAX_SENTENCES = 8
 
@@ -132,16 +132,20 @@ def _path_text(node: object, scope: Scope | None) -> str:
 def _sources(origin: Origin) -> str:
     parts: list[str] = []
     for source in origin.sources[:3]:
-        parts.append(_source_text(source))
+        parts.append(source_text(source))
     more = len(origin.sources) - 3
     text = " and ".join(parts)
     return text + (f" (and {more} more)" if more > 0 else "")
 
 
-def _source_text(source: Source) -> str:
+def source_text(source: Source, tool_call_id: str | None = None) -> str:
+    """One source in words: "the result of `mail.read` (untrusted), call c-4, event #41"
+    (the call when known), "a user message, event #3", "the facts (trusted), event #1"."""
     if source.tool is not None:
         labels = f", labels {', '.join(sorted(source.labels))}" if source.labels else ""
         where = f"the result of `{source.tool}` ({source.kind}{labels})"
+        if tool_call_id is not None:
+            where += f", call {tool_call_id}"
     elif source.kind == "user":
         where = "a user message"
     else:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from . import telemetry
+from .approval_view import call_previewed, run_preview
 from .approvals import (
     ApprovalError,
     ApprovalGrant,
@@ -56,7 +57,7 @@ from .exposure import ExposureIndex
 from .integrity import Checkpoint
 from .lifecycle import ActionError
 from .model import PUBLIC_KINDS, Agent, Skill, Spec
-from .normalize import PendingCall, ToolNames, Validator
+from .normalize import PendingCall, ToolNames, Validator, thaw
 from .policy import Decision, PolicyEngine
 from .projections import Projections, SessionView
 from .restore import restore_actions
@@ -111,6 +112,7 @@ class Harness:
         """The log folded (calls, approvals, grants, sessions, actions), brought forward from
         its cursor whenever this harness meets an id it does not know."""
         self._action_sessions: dict[str, Session] = {}
+        self._previewers: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self._aliases = dict(aliases or {})
         self._embeddings = embeddings
         self._embedder = embedder
@@ -386,6 +388,46 @@ class Harness:
             raise HarnessError("unknown-tool", f"no tool `{tool_id}` is registered")
         self.executors.bind(tool_id, fn)
 
+    def preview_with(self, tool_id: str, previewer: Callable[[dict[str, Any]], Any]) -> None:
+        """Preview → approve: when a session's call of `tool_id` asks for approval,
+        `previewer(args)` (what the call would do: a diff, the target, a dry run) runs on the
+        frozen arguments and its output, scrubbed of the call's secret values, is recorded as
+        `call.previewed` (bound to tool_call_id and input hash) before the request; an edited
+        call approved with `approve_with_edits` is previewed afresh. A previewer that raises
+        records its error instead. Only a tool with the `preview` effect (on the tool or one of
+        its operations) takes one: `HarnessError` `unknown-tool` or `no-preview-effect`."""
+        tool = self.spec.tools.get(tool_id)
+        if tool is None:
+            raise HarnessError("unknown-tool", f"no tool `{tool_id}` is registered")
+        effects = set(tool.effects).union(*(op.effects for op in tool.operations.values()))
+        if "preview" not in effects:
+            raise HarnessError(
+                "no-preview-effect",
+                f"the tool `{tool_id}` does not declare the `preview` effect: a dry run of it "
+                "is not promised, so it takes no previewer",
+            )
+        if not callable(previewer):
+            raise TypeError("a previewer is a callable: previewer(args) -> what the call would do")
+        self._previewers[tool_id] = previewer
+
+    def _record_preview(self, session_id: str, pending: PendingCall) -> None:
+        """Run the previewer of `pending`'s tool (`preview_with`), if it has one, and record
+        its answer bound to the call (a `call.previewed` event in the session's stream)."""
+        previewer = self._previewers.get(pending.tool_id)
+        if previewer is None:
+            return
+        tool = self.spec.tools.get(pending.tool_id)
+        args = thaw(pending.args)
+        self.store.append(
+            call_previewed(
+                session_id,
+                tool_id=pending.tool_id,
+                tool_call_id=pending.tool_call_id,
+                input_hash=pending.input_hash,
+                preview=run_preview(previewer, tool, args),
+            )
+        )
+
     # -- approvals ------------------------------------------------------------------------------
 
     def approve(self, request_id: str, *, by: Mapping[str, Any]) -> ApprovalOutcome:
@@ -511,6 +553,7 @@ class Harness:
                 f"{decision.reason} (the request stays pending)",
             )
         _may_approve(decision, session, by, req.tool_id, request_id)
+        self._record_preview(req.session_id, edited)  # the edited call previewed afresh
         resolved = self.approvals.resolve(
             request_id, "superseded", who, reason=reason, edited_input_hash=edited.input_hash
         )

@@ -46,6 +46,7 @@ from .events import (
     json_value,
     redact,
     redact_args,
+    secret_digests,
 )
 from .model import Tool
 from .store import EventStore, defer_events
@@ -340,6 +341,12 @@ class Action:
             "to": ActionState.REQUESTED.value,
             **details,
         }
+        if not plain and has_secrets(tool):
+            # an argument holding a secret: its digest, so a later call is compared with it
+            # (an operator's diff) without the value in the log
+            digests = secret_digests(tool, args)
+            if digests:
+                payload["secret_digests"] = digests
         text = None
         if plain and args_json is not None:
             # the same for every call of the tool but for the ids, the hash, the arguments and

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from .approval_view import approval_view
 from .approvals import ApprovalError, ApprovalOutcome, ApprovalRequest
 from .calls import who_of
 
@@ -51,7 +52,10 @@ def pending_approvals(h: Harness) -> list[dict[str, Any]]:
 def approval(h: Harness, request_id: str) -> dict[str, Any]:
     """One request as an operator sees it: tool, the frozen arguments with secrets masked,
     input hash, why, the rule (label, `file:line`, reason), who may approve, when it was
-    asked, the grant an approval gives (scope, ttl, what it covers) and its status."""
+    asked, the grant an approval gives (scope, ttl, what it covers) and its status; also
+    `preview` (the tool's recorded preview, or whether it could have one), `provenance` (each
+    argument value's sources before the request) and `diff` (the closest earlier call of the
+    tool in the session and what changed, or None): see `approval_view`."""
     h.catch_up()
     return _shown(h, h.approvals.get(request_id))
 
@@ -111,6 +115,7 @@ def _shown(h: Harness, req: ApprovalRequest) -> dict[str, Any]:
     item = req.to_dict()
     item["requested_at"] = req.requested_at.isoformat()
     item["rule"] = _rule(h, req)
+    item.update(approval_view(h, item))  # preview, provenance, diff: from the log
     return item
 
 

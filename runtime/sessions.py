@@ -424,6 +424,7 @@ class Session:
         if decision.effect != "ask":
             raise ValueError(f"only an ASK decision needs approval, not `{decision.effect}`")
         h = self.harness
+        h._record_preview(self.id, pending)  # what the call would do, shown with the request
         return h.approvals.request(
             session_id=self.id,
             pending=pending,

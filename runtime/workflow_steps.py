@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import telemetry
+from .approval_view import run_preview
 from .approvals import Approvals
 from .availability import Facts
 from .canonical import jsonable
@@ -375,10 +376,8 @@ def _preview(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     previewer = worker().previewers.get(tool)
     if previewer is None:
         return {}
-    try:
-        return {"preview": jsonable(previewer(dict(args)))}
-    except Exception as exc:  # the previewer is the application's code
-        return {"preview": {"error": f"{type(exc).__name__}: {exc}"}}
+    found = run_preview(previewer, worker().harness.spec.tools.get(tool), args)
+    return {"preview": {"error": found.error} if found.error is not None else found.value}
 
 
 def _verify(
