@@ -112,7 +112,9 @@ def summary(event: Any) -> str:
 
 def pending(h: Harness) -> list[dict[str, Any]]:
     """The approval requests still waiting, oldest first (`operations.pending_approvals`:
-    secret arguments masked, the rule with its `file:line`), as the page shows them."""
+    secret arguments masked, the rule with its `file:line`, the tool's preview, each
+    argument's sources and the diff against the closest earlier call), as the page shows
+    them."""
     return [
         {
             "id": r["request_id"],
@@ -128,6 +130,10 @@ def pending(h: Harness) -> list[dict[str, Any]]:
             "scope": r["scope"],
             "session": r["session_id"],
             "requested_at": r["requested_at"],
+            # what the call would do, where its values came from, how it differs
+            "preview": r["preview"],
+            "provenance": r["provenance"],
+            "diff": r["diff"],
         }
         for r in operations.pending_approvals(h)
     ]
