@@ -21,7 +21,7 @@ Preview(value=None, error='ZeroDivisionError: division by zero')
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "CALL_PREVIEWED",
     "Preview",
     "approval_view",
+    "approval_views",
     "call_previewed",
     "closest_call",
     "run_preview",
@@ -97,18 +98,29 @@ def call_previewed(
 def approval_view(h: Harness, request: Mapping[str, Any]) -> dict[str, Any]:
     """`preview`, `provenance` and `diff` of an approval request (as `ApprovalRequest.to_dict`
     gives it), from the log."""
-    session_id = request["session_id"]
-    streams = _family(h, session_id)
-    events = sorted(
-        (e for stream in streams for e in h.store.read(stream)), key=lambda e: e.position
-    )
-    asked = _asked_at(h, request)
-    own = [e for e in events if e.stream == session_id]
-    return {
-        "preview": _preview(own, request),
-        "provenance": _provenance(h, streams, events, asked, request),
-        "diff": closest_call(own, request, asked),
-    }
+    return approval_views(h, [request])[0]
+
+
+def approval_views(h: Harness, requests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`approval_view` of many requests at once: each session family's events are read once
+    and folded once, in log order, the sources of each request's arguments taken when the
+    fold reaches it."""
+    out: list[dict[str, Any]] = [{} for _ in requests]
+    families: dict[tuple[str, ...], list[int]] = {}
+    for n, request in enumerate(requests):
+        families.setdefault(tuple(_family(h, request["session_id"])), []).append(n)
+    for streams, members in families.items():
+        family = _Fold(h, streams)
+        asked = {n: _asked_at(h, requests[n]) for n in members}
+        for n in sorted(members, key=asked.__getitem__):
+            request = requests[n]
+            previews, calls = family.session(request["session_id"])
+            out[n] = {
+                "preview": _preview(previews, request),
+                "provenance": family.provenance(request, asked[n]),
+                "diff": closest_call(calls, request, asked[n]),
+            }
+    return out
 
 
 def _family(h: Harness, session_id: str) -> list[str]:
@@ -139,11 +151,17 @@ def _asked_at(h: Harness, request: Mapping[str, Any]) -> int:
     return view.position if view is not None and view.position else 1 << 62
 
 
-def _preview(events: list[Event], request: Mapping[str, Any]) -> dict[str, Any]:
-    found = None
-    for e in events:
-        if e.type == CALL_PREVIEWED and _same_call(e.payload, request):
-            found = e
+def _previews(events: Iterable[Event]) -> dict[tuple[str, str], Event]:
+    """The last `call.previewed` of each call (tool_call_id, input hash) of a session."""
+    return {
+        (str(e.payload.get("tool_call_id")), str(e.payload.get("input_hash"))): e
+        for e in events
+        if e.type == CALL_PREVIEWED
+    }
+
+
+def _preview(previews: dict[tuple[str, str], Event], request: Mapping[str, Any]) -> dict[str, Any]:
+    found = previews.get((request["tool_call_id"], request["input_hash"]))
     effects = (request.get("impact") or {}).get("effects") or ()
     shown: dict[str, Any] = {"can_preview": "preview" in effects, "recorded": found is not None}
     if found is not None:
@@ -153,59 +171,67 @@ def _preview(events: list[Event], request: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def _same_call(p: Mapping[str, Any], request: Mapping[str, Any]) -> bool:
-    return (p.get("tool_call_id"), p.get("input_hash")) == (
-        request["tool_call_id"],
-        request["input_hash"],
-    )
-
-
 # -- provenance --------------------------------------------------------------------------------
 
 
-def _provenance(
-    h: Harness,
-    streams: list[str],
-    events: list[Event],
-    asked: int,
-    request: Mapping[str, Any],
-) -> list[dict[str, Any]]:
-    """For each argument value (every scalar, by its path), its sources before the request:
-    the session family's events folded by the policy's own `Ledger`."""
-    ledger = Ledger(h.engine.terms)
-    for stream in streams:
-        ledger.add_stream(stream)
-    calls: dict[int, str] = {}
-    for e in events:
-        if e.position >= asked:
-            break
-        call = e.payload.get("tool_call_id")
-        if isinstance(call, str):
-            calls[e.position] = call
-        ledger.feed(e)
-    shown: list[dict[str, Any]] = []
-    for path, value in _leaves(request.get("arguments") or {}, ""):
-        if len(shown) >= _MAX_PATHS:
-            break
-        if value == REDACTED:
-            shown.append({"arg": path, "secret": True, "value": REDACTED, "sources": []})
-            continue
-        origin = ledger.index.lookup(value)
-        sources = []
-        for source in origin.sources if origin is not None else ():
-            call = calls.get(source.position) if source.tool is not None else None
-            sources.append(
-                {
-                    "kind": source.kind,
-                    "tool": source.tool,
-                    "tool_call_id": call,
-                    "labels": sorted(source.labels),
-                    "position": source.position,
-                    "text": source_text(source, call),
-                }
-            )
-        shown.append({"arg": path, "secret": False, "value": value, "sources": sources})
-    return shown
+class _Fold:
+    """A session family's events, read once, and its `Ledger` fed from them in log order up to
+    the request being shown (requests are taken in the order they were asked)."""
+
+    def __init__(self, h: Harness, streams: tuple[str, ...]) -> None:
+        self.streams = {stream: list(h.store.read(stream)) for stream in streams}
+        self.events = sorted(
+            (e for found in self.streams.values() for e in found), key=lambda e: e.position
+        )
+        self.ledger = Ledger(h.engine.terms)
+        for stream in streams:
+            self.ledger.add_stream(stream)
+        self.calls: dict[int, str] = {}  # event position → the call whose result it holds
+        self.next = 0
+        self._sessions: dict[str, tuple[dict[tuple[str, str], Event], list[_Earlier]]] = {}
+
+    def session(self, stream: str) -> tuple[dict[tuple[str, str], Event], list[_Earlier]]:
+        """A session's previews and calls, read from its own stream once."""
+        found = self._sessions.get(stream)
+        if found is None:
+            events = self.streams.get(stream, [])
+            found = self._sessions[stream] = (_previews(events), _session_calls(events))
+        return found
+
+    def provenance(self, request: Mapping[str, Any], asked: int) -> list[dict[str, Any]]:
+        """For each argument value (every scalar, by its path), its sources before the request:
+        the session family's events folded by the policy's own `Ledger`."""
+        events = self.events
+        while self.next < len(events) and events[self.next].position < asked:
+            e = events[self.next]
+            call = e.payload.get("tool_call_id")
+            if isinstance(call, str):
+                self.calls[e.position] = call
+            self.ledger.feed(e)
+            self.next += 1
+        shown: list[dict[str, Any]] = []
+        for path, value in _leaves(request.get("arguments") or {}, ""):
+            if len(shown) >= _MAX_PATHS:
+                break
+            if value == REDACTED:
+                shown.append({"arg": path, "secret": True, "value": REDACTED, "sources": []})
+                continue
+            origin = self.ledger.index.lookup(value)
+            sources = []
+            for source in origin.sources if origin is not None else ():
+                call = self.calls.get(source.position) if source.tool is not None else None
+                sources.append(
+                    {
+                        "kind": source.kind,
+                        "tool": source.tool,
+                        "tool_call_id": call,
+                        "labels": sorted(source.labels),
+                        "position": source.position,
+                        "text": source_text(source, call),
+                    }
+                )
+            shown.append({"arg": path, "secret": False, "value": value, "sources": sources})
+        return shown
 
 
 def _leaves(value: Any, path: str) -> Iterable[tuple[str, Any]]:
@@ -225,6 +251,7 @@ def _leaves(value: Any, path: str) -> Iterable[tuple[str, Any]]:
 @dataclass
 class _Earlier:
     action_id: str
+    tool_id: str
     tool_call_id: str
     input_hash: str
     position: int
@@ -235,15 +262,9 @@ class _Earlier:
     approval: str | None = None
 
 
-def closest_call(
-    events: list[Event], request: Mapping[str, Any], asked: int
-) -> dict[str, Any] | None:
-    """The earlier call of the same tool in the session (its own stream's events) with the
-    fewest differing arguments (ties: the most recent), with its outcome and each change
-    (`added`, `removed`, `changed`; a secret argument compared by its digest and shown
-    masked); None when the session made no earlier call of the tool."""
-    tool, key = request["tool_id"], (request["tool_call_id"], request["input_hash"])
-    mine: _Earlier | None = None
+def _session_calls(events: Iterable[Event]) -> list[_Earlier]:
+    """Every call of a session (its own stream's events), in the order they were requested,
+    with its last state, its last decision's effect and its approval's status."""
     calls: dict[str, _Earlier] = {}
     by_call: dict[tuple[str, str], _Earlier] = {}
     asked_for: dict[str, _Earlier] = {}
@@ -251,20 +272,18 @@ def closest_call(
         p = e.payload
         if e.type == "action.transition":
             action = p.get("action_id")
-            if p.get("to") == "REQUESTED" and p.get("tool_id") == tool and isinstance(action, str):
+            if p.get("to") == "REQUESTED" and isinstance(action, str):
                 call = _Earlier(
                     action,
+                    str(p.get("tool_id")),
                     str(p.get("tool_call_id")),
                     str(p.get("input_hash")),
                     e.position,
                     p.get("args") or {},
                     p.get("secret_digests") or {},
                 )
-                if (call.tool_call_id, call.input_hash) == key:
-                    mine = mine or call
-                elif e.position < asked:
-                    calls[action] = call
-                    by_call[(call.tool_call_id, call.input_hash)] = call
+                calls[action] = call
+                by_call.setdefault((call.tool_call_id, call.input_hash), call)
             elif action in calls and isinstance(p.get("to"), str):
                 calls[action].state = p["to"]
         elif e.type == "decision":
@@ -280,12 +299,27 @@ def closest_call(
             found = asked_for.get(str(p.get("approval_id")))
             if found is not None:
                 found.approval = p.get("outcome")
-    if mine is not None:
-        calls = {a: c for a, c in calls.items() if c.position < mine.position}
+    return list(calls.values())
+
+
+def closest_call(
+    calls: list[_Earlier], request: Mapping[str, Any], asked: int
+) -> dict[str, Any] | None:
+    """Of a session's calls (`_session_calls`), the earlier call of the request's tool with the
+    fewest differing arguments (ties: the most recent), with its outcome and each change
+    (`added`, `removed`, `changed`; a secret argument compared by its digest and shown
+    masked); None when the session made no earlier call of the tool."""
+    tool, key = request["tool_id"], (request["tool_call_id"], request["input_hash"])
+    mine = next((c for c in calls if (c.tool_call_id, c.input_hash) == key), None)
+    before = min(asked, mine.position) if mine is not None else asked
     now_args = mine.args if mine is not None else request.get("arguments") or {}
     now_digests = mine.digests if mine is not None else {}
     best: tuple[int, int, _Earlier, list[dict[str, Any]]] | None = None
-    for call in calls.values():
+    for call in calls:
+        if call.tool_id != tool or call.position >= before:
+            continue
+        if (call.tool_call_id, call.input_hash) == key:
+            continue
         changes = _changes(call.args, call.digests, now_args, now_digests)
         rank = (len(changes), -call.position)
         if best is None or rank < (best[0], best[1]):

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .approval_view import approval_view
+from .approval_view import approval_view, approval_views
 from .approvals import ApprovalError, ApprovalOutcome, ApprovalRequest
 from .calls import who_of
 
@@ -42,11 +42,17 @@ __all__ = [
 ]
 
 
-def pending_approvals(h: Harness) -> list[dict[str, Any]]:
-    """Every pending approval request in the store, oldest first (see `approval`)."""
+def pending_approvals(h: Harness, *, review: bool = True) -> list[dict[str, Any]]:
+    """Every pending approval request in the store, oldest first (see `approval`). With
+    `review=False`, without `preview`, `provenance` and `diff` (which read the sessions'
+    events): enough to tell which requests wait."""
     h.catch_up()
     found = [r for r in h.approvals.requests.values() if r.status == "pending"]
-    return [_shown(h, r) for r in sorted(found, key=lambda r: r.requested_at)]
+    shown = [_shown(h, r) for r in sorted(found, key=lambda r: r.requested_at)]
+    if review:
+        for item, seen in zip(shown, approval_views(h, shown), strict=True):
+            item.update(seen)  # preview, provenance, diff: from the log
+    return shown
 
 
 def approval(h: Harness, request_id: str) -> dict[str, Any]:
@@ -57,7 +63,9 @@ def approval(h: Harness, request_id: str) -> dict[str, Any]:
     argument value's sources before the request) and `diff` (the closest earlier call of the
     tool in the session and what changed, or None): see `approval_view`."""
     h.catch_up()
-    return _shown(h, h.approvals.get(request_id))
+    item = _shown(h, h.approvals.get(request_id))
+    item.update(approval_view(h, item))  # preview, provenance, diff: from the log
+    return item
 
 
 def approve(h: Harness, request_id: str, *, by: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,7 +123,6 @@ def _shown(h: Harness, req: ApprovalRequest) -> dict[str, Any]:
     item = req.to_dict()
     item["requested_at"] = req.requested_at.isoformat()
     item["rule"] = _rule(h, req)
-    item.update(approval_view(h, item))  # preview, provenance, diff: from the log
     return item
 
 

@@ -202,7 +202,9 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
 
     @page()
     async def api_pending(request: Request) -> Response:
-        return JSONResponse({"pending": [a["id"] for a in pending(console.fresh())]})
+        h = console.fresh()
+        found = operations.pending_approvals(h, review=False)  # the ids only: no review
+        return JSONResponse({"pending": [r["request_id"] for r in found]})
 
     def answer(kind: str) -> Handler:
         @page(APPROVER)
