@@ -61,6 +61,8 @@ class ChangePlatform:
         h.bind("change.get", self.get)
         h.bind("production.deploy", self.deploy)
         h.bind("change.revert", self.revert)
+        # `production.deploy` declares `preview`: an approver sees the rollout plan first
+        h.preview_with("production.deploy", self.plan)
 
     def create(self, args: Mapping[str, Any]) -> dict[str, Any]:
         change_id = f"chg-{241 + len(self.changes)}"
@@ -74,6 +76,17 @@ class ChangePlatform:
     def get(self, args: Mapping[str, Any]) -> dict[str, Any]:
         change = self.changes[args["change_id"]]
         return {"change_id": args["change_id"], **change}
+
+    def plan(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """What a deploy would do, changing nothing: the dry run an approver reads."""
+        change = self.changes.get(args["change_id"])
+        return {
+            "change_id": args["change_id"],
+            "environment": args["environment"],
+            "current_state": change["state"] if change is not None else "unknown change",
+            "rollout": f"{args['canary_percent']}% canary, bake {args['bake_time']}, rolled "
+            f"back above {args['max_error_rate']:.0%} errors",
+        }
 
     def deploy(self, args: Mapping[str, Any]) -> dict[str, Any]:
         self.deployments += 1
