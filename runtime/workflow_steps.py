@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import telemetry
-from .approval_view import run_preview
+from .approval_view import Preview, call_previewed, run_preview
 from .approvals import Approvals
 from .availability import Facts
 from .canonical import jsonable
@@ -332,6 +332,17 @@ def _governed(
     if decision.effect == "deny":
         return {"status": "denied", "error": decision.reason or "the policy denies this call"}
     if decision.effect == "ask" and session.action_state(pending) != ActionState.AUTHORIZED:
+        previewed = _preview(pending.tool_id, args) if approval is None else None
+        if previewed is not None:  # bound to the call in the log too, as a session's preview
+            session.harness.store.append(
+                call_previewed(
+                    session.id,
+                    tool_id=pending.tool_id,
+                    tool_call_id=pending.tool_call_id,
+                    input_hash=pending.input_hash,
+                    preview=previewed,
+                )
+            )
         request = session.request_approval(pending, decision)
         if approval is None:
             return {
@@ -346,7 +357,7 @@ def _governed(
                         "arguments": jsonable(request.arguments),
                         "reversibility": request.reversibility,
                         "impact": jsonable(request.impact),
-                        **_preview(pending.tool_id, args),
+                        **_gate_preview(previewed),
                     }
                 ),
             }
@@ -370,13 +381,19 @@ def _governed(
     }
 
 
-def _preview(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+def _preview(tool: str, args: dict[str, Any]) -> Preview | None:
     """What the tool's previewer (`workflows.preview_with`) says the call would do, for the
-    approval request; nothing when the tool has none."""
+    approval request; None when the tool has none."""
     previewer = worker().previewers.get(tool)
     if previewer is None:
+        return None
+    return run_preview(previewer, worker().harness.spec.tools.get(tool), args)
+
+
+def _gate_preview(found: Preview | None) -> dict[str, Any]:
+    """The gate's `preview`: the previewer's output, or `{"error": …}`; nothing without one."""
+    if found is None:
         return {}
-    found = run_preview(previewer, worker().harness.spec.tools.get(tool), args)
     return {"preview": {"error": found.error} if found.error is not None else found.value}
 
 

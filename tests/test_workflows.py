@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("dbos", reason="durable workflows need dbos (pip install dbos==3.4.0)")
 
-from harnessc.runtime import Harness, SQLiteStore
+from harnessc.runtime import Harness, SQLiteStore, operations
 from harnessc.runtime.workflows import WorkflowError, render_run
 
 from .test_workflows_support import (
@@ -404,6 +404,13 @@ def test_a_workflow_judged_by_a_policy_alone(env: tuple[Harness, Jobs, Path]) ->
     # preview → approve: the gate shows what the call would do, from the tool's previewer
     gate = h.workflows.status(run)["pending_gates"][0]
     assert gate["preview"]["preview"] == {"would_ship": 51}
+    # and bound to the call in the log, as the approval request's preview
+    [asked] = [
+        r
+        for r in operations.pending_approvals(h)
+        if r["tool_id"] == "job.ship" and r["session_id"].startswith(f"workflow:{run}/")
+    ]
+    assert asked["preview"]["value"] == {"would_ship": 51}
     h.workflows.decide(run, "second.approval", "approve", by=RELEASE_MANAGER)
     assert h.workflows.wait(run)["status"] == "completed"
     assert 51 in jobs.ran and 51 in jobs.shipped
