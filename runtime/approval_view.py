@@ -33,6 +33,8 @@ from .model import Tool
 
 if TYPE_CHECKING:
     from .harness import Harness
+    from .normalize import PendingCall
+    from .store import EventStore
 
 __all__ = [
     "CALL_PREVIEWED",
@@ -41,6 +43,7 @@ __all__ = [
     "approval_views",
     "call_previewed",
     "closest_call",
+    "record_preview",
     "run_preview",
 ]
 
@@ -89,6 +92,19 @@ def call_previewed(
     else:
         payload["preview"] = preview.value
     return NewEvent(stream, "Approval", CALL_PREVIEWED, payload)
+
+
+def record_preview(store: EventStore, stream: str, pending: PendingCall, preview: Preview) -> None:
+    """Append a frozen call's preview to its session's stream (`call.previewed`)."""
+    store.append(
+        call_previewed(
+            stream,
+            tool_id=pending.tool_id,
+            tool_call_id=pending.tool_call_id,
+            input_hash=pending.input_hash,
+            preview=preview,
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from . import telemetry
-from .approval_view import call_previewed, run_preview
+from .approval_view import record_preview, run_preview
 from .approvals import (
     ApprovalError,
     ApprovalGrant,
@@ -418,15 +418,7 @@ class Harness:
             return
         tool = self.spec.tools.get(pending.tool_id)
         args = thaw(pending.args)
-        self.store.append(
-            call_previewed(
-                session_id,
-                tool_id=pending.tool_id,
-                tool_call_id=pending.tool_call_id,
-                input_hash=pending.input_hash,
-                preview=run_preview(previewer, tool, args),
-            )
-        )
+        record_preview(self.store, session_id, pending, run_preview(previewer, tool, args))
 
     # -- approvals ------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import telemetry
-from .approval_view import Preview, call_previewed, run_preview
+from .approval_view import Preview, record_preview, run_preview
 from .approvals import Approvals
 from .availability import Facts
 from .canonical import jsonable
@@ -334,15 +334,7 @@ def _governed(
     if decision.effect == "ask" and session.action_state(pending) != ActionState.AUTHORIZED:
         previewed = _preview(pending.tool_id, args) if approval is None else None
         if previewed is not None:  # bound to the call in the log too, as a session's preview
-            session.harness.store.append(
-                call_previewed(
-                    session.id,
-                    tool_id=pending.tool_id,
-                    tool_call_id=pending.tool_call_id,
-                    input_hash=pending.input_hash,
-                    preview=previewed,
-                )
-            )
+            record_preview(session.harness.store, session.id, pending, previewed)
         request = session.request_approval(pending, decision)
         if approval is None:
             return {
