@@ -4,12 +4,20 @@ the log by `operations.approval` / `pending_approvals`, also from another harnes
 
 from __future__ import annotations
 
+import doctest
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harnessc.runtime import Harness, HarnessError, PendingCall, SQLiteStore, operations
+from harnessc.runtime import (
+    Harness,
+    HarnessError,
+    PendingCall,
+    SQLiteStore,
+    approval_view,
+    operations,
+)
 from harnessc.runtime.approval_view import run_preview
 from harnessc.runtime.model import Spec
 
@@ -163,6 +171,8 @@ def test_an_edited_call_is_previewed_afresh(spec: Spec) -> None:
 def test_run_preview_is_the_one_previewer_runner() -> None:
     assert run_preview(lambda a: {"x": a["v"]}, None, {"v": 1}).value == {"x": 1}
     assert run_preview(lambda a: a["missing"], None, {}).error == "KeyError: 'missing'"
+    found = doctest.testmod(approval_view)
+    assert found.attempted and not found.failed
 
 
 # -- provenance ---------------------------------------------------------------------------------
