@@ -14,6 +14,7 @@ from harnessc.runtime import (
     Harness,
     HarnessError,
     PendingCall,
+    Refusal,
     SQLiteStore,
     approval_view,
     operations,
@@ -52,7 +53,8 @@ policy p {
   }
 }
 surface s { expose ticket.*, prod.* }
-agent a { surface s; policy p }
+agent a { surface s; policy p; delegate helper }
+agent helper { surface s; policy p }
 """
 OPS = {"user": "u-ops", "role": "ops"}
 SECRET = "tok-7f3a9c2e41d8"
@@ -344,3 +346,24 @@ def test_the_cli_shows_the_preview_the_sources_and_the_diff(
     assert '    version: changed "release-2040" -> "release-2041"' in text
     assert '    token (secret, compared by digest): added - -> "[REDACTED]"' in text
     assert SECRET not in text
+
+
+def test_a_delegated_childs_call_sees_the_families_sources_and_only_its_own_calls(
+    spec: Spec, tmp_path: Path
+) -> None:
+    db = tmp_path / "h.db"
+    h = Harness(spec, SQLiteStore(db))
+    h.bind("ticket.read", lambda args: {"host": "web-7.example.test"})
+    s = h.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1", said="ship release-2041")
+    assert s.invoke(call(s, "ticket.read", "t-1", {"id": "TCK-1"})).ok
+    ask(s, "prod.deploy", "c-1", {"host": "web-7.example.test", "version": "release-2040"})
+    child = s.delegate("deploy it", agent="helper")
+    assert not isinstance(child, Refusal)
+    rid = ask(
+        child, "prod.deploy", "k-1", {"host": "web-7.example.test", "version": "release-2041"}
+    )
+    shown = operations.approval(Harness(spec, SQLiteStore(db)), rid)
+    by_arg = {p["arg"]: p for p in shown["provenance"]}
+    assert [x["tool_call_id"] for x in by_arg["host"]["sources"]] == ["t-1"]  # the parent's call
+    assert [x["kind"] for x in by_arg["version"]["sources"]] == ["user"]  # the parent's user
+    assert shown["diff"] is None  # the parent's deploy is another session's call
