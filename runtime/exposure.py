@@ -43,6 +43,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,25 @@ class _Pool:
     """P's rows, sorted; None when P is every tool of the index."""
     row_mask: np.ndarray | None
     tool_mask: np.ndarray | None
+
+
+@dataclass(slots=True)
+class _Recall:
+    """One query's recall, before the rerank: the lists and the rows to rescore exactly."""
+
+    recall_mode: str
+    rerank_mode: str
+    k: int
+    near: np.ndarray
+    """The rows (of the index) near the k-th approximate dense score; empty without them."""
+    lexical_list: np.ndarray
+    named_rows: np.ndarray
+    scored: np.ndarray
+    """The sorted union of the three lists: the rows whose exact dense score is computed."""
+    docs: np.ndarray
+    bm25: np.ndarray
+    every: np.ndarray | None
+    exact: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,10 +305,23 @@ class ExposureIndex:
         if wants_dense and ranked:
             given = None if query_vectors is None else [query_vectors[i] for i in ranked]
             vectors = self._query_vectors([prepared[i].text for i in ranked], given, notes)
-        approx: list[np.ndarray | None] = [None] * len(ranked)
+        near: list[np.ndarray | None] = [None] * len(ranked)
+        k = self._recall_size(pool, limit, rank)
         if vectors is not None and rank.recall == "embedding":
             products = self._products(np.stack(vectors), pool.rows)
-            approx = list(products)
+            near = _near_many(products, k, self._slack, pool.rows)
+        recalls = [
+            self._recall(pool, prepared[i], k, rank, vectors is not None, near[j])
+            for j, i in enumerate(ranked)
+        ]
+        if vectors is not None:
+            # the exact dense scores of every row that may reach a rerank, in one pass
+            scored = [r.scored for r in recalls]
+            exact = self._exact_many(scored, vectors)
+            lo = 0
+            for r in recalls:
+                r.exact = exact[lo : lo + len(r.scored)]
+                lo += len(r.scored)
         out: list[Exposure] = []
         slot = {i: j for j, i in enumerate(ranked)}
         for i, q in enumerate(prepared):
@@ -301,9 +334,7 @@ class ExposureIndex:
                 )
                 out.append(self._fixed(pool, q, limit, packs, "order", (note,)))
                 continue
-            j = slot[i]
-            qv = None if vectors is None else vectors[j]
-            out.append(self._rank(pool, q, limit, rank, packs, qv, approx[j], list(notes)))
+            out.append(self._rank(pool, q, limit, rank, packs, recalls[slot[i]], list(notes)))
         return out
 
     # -- P and the query -----------------------------------------------------------------------
@@ -404,6 +435,13 @@ class ExposureIndex:
         assert self.matrix is not None
         return np.einsum("ij,j->i", self.matrix[rows], qv).astype(np.float64)
 
+    def _exact_many(self, rows: Sequence[np.ndarray], vectors: list[np.ndarray]) -> np.ndarray:
+        """`_exact` of `rows[i]` with `vectors[i]` for every i, concatenated: query by query
+        (a gather of one query's rows stays in cache; one of the whole batch's does not)."""
+        if len(rows) == 1:
+            return self._exact(rows[0], vectors[0])
+        return np.concatenate([self._exact(r, v) for r, v in zip(rows, vectors, strict=True)])
+
     # -- ranking -------------------------------------------------------------------------------
 
     def _fixed(
@@ -440,31 +478,25 @@ class ExposureIndex:
             "packs": packs,
         }
 
-    def _rank(
+    def _recall_size(self, pool: _Pool, limit: int, rank: Rank) -> int:
+        # enough rows that at least `top` distinct tools survive the dedupe
+        n_rows = len(self.docs) if pool.rows is None else len(pool.rows)
+        return min(n_rows, max(rank.top, limit) + (n_rows - len(pool.tools)))
+
+    def _recall(
         self,
         pool: _Pool,
         q: _Query,
-        limit: int,
+        k: int,
         rank: Rank,
-        packs: tuple[str, ...],
-        qv: np.ndarray | None,
-        approx: np.ndarray | None,
-        notes: list[str],
-    ) -> Exposure:
-        n_rows = len(self.docs) if pool.rows is None else len(pool.rows)
-        recall_mode = rank.recall if qv is not None else "lexical"
-        rerank_mode = rank.rerank if qv is not None else "lexical"
-        # recall: enough rows that at least `top` distinct tools survive the dedupe
-        k = min(n_rows, max(rank.top, limit) + (n_rows - len(pool.tools)))
+        dense_at_hand: bool,
+        near: np.ndarray | None,
+    ) -> _Recall:
+        """One query's lists (the rows near the k-th dense score, the lexical top k, the named
+        rows) and every row whose exact dense score the rerank may read."""
+        recall_mode = rank.recall if dense_at_hand else "lexical"
+        rerank_mode = rank.rerank if dense_at_hand else "lexical"
         rank_of = self._row_rank
-
-        # the dense list: the rows near the k-th approximate score, then the exact top k
-        near = _EMPTY
-        if approx is not None:
-            assert qv is not None
-            near = _near(approx, k, self._slack)
-            if pool.rows is not None:
-                near = pool.rows[near]
         # the lexical list: rows holding a query term (in P), best first
         lexical_used = recall_mode == "lexical" or rerank_mode != "dense"
         docs, bm25, every = self.lexical.match_all(q.terms) if lexical_used else _NO_MATCH
@@ -491,20 +523,43 @@ class ExposureIndex:
         named_rows = self._tool_row[q.named] if q.named else _EMPTY
         if q.named and pool.tool_mask is not None:
             named_rows = named_rows[pool.tool_mask[np.asarray(q.named)]]
+        if near is None:
+            near = _EMPTY
+        scored = _union(near, lexical_list, named_rows) if dense_at_hand else _EMPTY
+        return _Recall(
+            recall_mode, rerank_mode, k, near, lexical_list, named_rows, scored, docs, bm25, every
+        )
 
-        # exact dense scores for every row that may reach the rerank, in one product
-        scored = _union(near, lexical_list, named_rows)
-        exact = self._exact(scored, qv) if qv is not None else None
+    def _rank(
+        self,
+        pool: _Pool,
+        q: _Query,
+        limit: int,
+        rank: Rank,
+        packs: tuple[str, ...],
+        r: _Recall,
+        notes: list[str],
+    ) -> Exposure:
+        recall_mode, rerank_mode, k = r.recall_mode, r.rerank_mode, r.k
+        near, lexical_list, named_rows = r.near, r.lexical_list, r.named_rows
+        docs, bm25, every = r.docs, r.bm25, r.every
+        rank_of = self._row_rank
+        lexical_used = recall_mode == "lexical" or rerank_mode != "dense"
+
+        # the dense list: the exact top k of the rows near the k-th approximate score
+        scored, exact = r.scored, r.exact
         if exact is not None and len(near) > k:
             at_near = scored.searchsorted(near)  # near ⊆ scored, both sorted
             dense_list = near[_best(exact[at_near], near, rank_of, k)]
         else:
             dense_list = near  # no more than k rows near the k-th: exactly the top k
-        if len(dense_list) == len(near):
+        if exact is None:
+            cand, dense = _union(dense_list, lexical_list, named_rows), None
+        elif len(dense_list) == len(near):
             cand, dense = scored, exact
         else:
             cand = _union(dense_list, lexical_list, named_rows)
-            dense = None if exact is None else exact[scored.searchsorted(cand)]
+            dense = exact[scored.searchsorted(cand)]
         lexical = None
         if every is not None:
             lexical = every[cand]
@@ -565,7 +620,7 @@ class ExposureIndex:
 
         rows = cand[order]
         sorted_score = score[order]
-        exposed = tuple(self.tool_ids[t] for t in self._row_tool[rows[:limit]].tolist())
+        exposed = _pick(self.tool_ids, self._row_tool[rows[:limit]].tolist())
         last = min(limit, len(rows)) - 1
         cut = (
             None
@@ -721,6 +776,13 @@ def _cap_note(q: _Query) -> tuple[str, ...]:
     )
 
 
+def _pick(values: Sequence[str], at: list[int]) -> tuple[str, ...]:
+    """`values` at the positions `at`, as a tuple (one C call for the lot)."""
+    if len(at) > 1:
+        return itemgetter(*at)(values)  # type: ignore[no-any-return]
+    return (values[at[0]],) if at else ()
+
+
 def _union(*arrays: np.ndarray) -> np.ndarray:
     """The sorted distinct values of `arrays` (np.unique without its Python overhead)."""
     values = np.concatenate(arrays)
@@ -747,20 +809,31 @@ def _first_of_each(keys: np.ndarray) -> np.ndarray:
     return first
 
 
-def _near(approx: np.ndarray, k: int, slack: float) -> np.ndarray:
-    """The rows whose approximate score is within `slack` of the k-th best (unordered)."""
-    n = len(approx)
+def _near_many(
+    approx: np.ndarray, k: int, slack: float, rows: np.ndarray | None
+) -> list[np.ndarray | None]:
+    """`_near` for each row of `approx` (one query's approximate scores per row), as rows of
+    the index (`rows` maps a column to its row when P is not every row)."""
+    n = approx.shape[1]
     if k >= n:
-        return np.arange(n)
-    # one partition for the k best and a few more; only when all of those are near the k-th
-    # does it take a second pass over every score
+        every = np.arange(n) if rows is None else rows
+        return [every] * len(approx)
+    # one partition of each query's scores for its k best and a few more; a second pass over
+    # every score only for a query all of whose few more are near its k-th
     m = min(n, k + 16)
-    top = approx.argpartition(n - m)[n - m :]
-    values = approx[top]
-    floor = float(np.partition(values, m - k)[m - k]) - slack
-    if m == n or float(values.min()) < floor:
-        return top[values >= floor]
-    return np.flatnonzero(approx >= floor)
+    top = approx.argpartition(n - m, axis=1)[:, n - m :]
+    values = np.take_along_axis(approx, top, axis=1)
+    ordered = np.sort(values, axis=1)
+    floor = ordered[:, m - k].astype(np.float64) - slack
+    floor32 = floor.astype(np.float32)
+    out: list[np.ndarray | None] = []
+    for i, inside in enumerate(values >= floor32[:, None]):
+        if m == n or ordered[i, 0] < floor[i]:
+            found = top[i][inside]
+        else:
+            found = np.flatnonzero(approx[i] >= floor32[i])
+        out.append(found if rows is None else rows[found])
+    return out
 
 
 def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> np.ndarray:
