@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from .availability import Availability as AvailabilitySnapshot
 from .exposure_data import (
     Candidate,
     Cut,
@@ -97,7 +98,7 @@ EMBEDDINGS_FILE = "tool_embeddings.npy"
 EMBEDDING_IDS_FILE = "tool_embedding_ids.json"
 
 Embedder = Callable[[str], Any]
-Availability = Mapping[str, Any] | Callable[[str], Any]
+Availability = AvailabilitySnapshot | Mapping[str, Any] | Callable[[str], Any]
 
 
 class UnknownToolError(KeyError):
@@ -210,7 +211,7 @@ class ExposureIndex:
             dim = self.matrix.shape[1]
             norms = np.einsum("ij,ij->i", self.matrix, self.matrix) if n else np.zeros(1)
             self._slack = 6.0 * dim * 2.0**-24 * float(np.sqrt(norms.max())) + 1e-9
-        self._last_public: tuple[tuple[str, ...], list[str], _Pool | None] | None = None
+        self._last_public: tuple[tuple[str, ...], list[str], _Pool | None, Any] | None = None
 
     @classmethod
     def from_tools(
@@ -247,7 +248,9 @@ class ExposureIndex:
 
         `public` lists the surface's public tool ids. `available` (a mapping or a callable) says
         for each whether it is available: `True`, or `False`/a reason string/an object with
-        `available` and `reason`; a mapping without the tool counts as unavailable. Without
+        `available` and `reason`; a mapping without the tool counts as unavailable. It may also
+        be an `Availability` (every tool under one facts snapshot, as a session passes it):
+        given the same one and the same tuple of ids again, P is not worked out again. Without
         `available`, every public tool is available. `limit` and `rank` default to `surface`'s,
         else 20 and `Rank()`. `packs` are the packs the user selected: a bounded boost when the
         surface says `prefer packs`, and a trace entry either way.
@@ -345,14 +348,17 @@ class ExposureIndex:
         last = self._last_public
         if last is not None and public is last[0]:
             ordered, cached = last[1], last[2]
-            if available is None and cached is not None:
+            if cached is not None and available is last[3]:
                 return cached
         else:
             ordered = list(dict.fromkeys(public))
             if not all(map(self._tool_pos.__contains__, ordered)):
                 unknown = [t for t in ordered if t not in self._tool_pos]
                 raise UnknownToolError(f"not in the exposure index: {', '.join(unknown[:5])}")
-        tools, unavailable = _split_available(ordered, available)
+        snapshot = isinstance(available, AvailabilitySnapshot)
+        tools, unavailable = _split_available(
+            ordered, available.tools if isinstance(available, AvailabilitySnapshot) else available
+        )
         if len(tools) == len(self.tool_ids):
             pool = _Pool(len(ordered), tools, unavailable, None, None, None)
         else:
@@ -363,7 +369,10 @@ class ExposureIndex:
                 len(ordered), tools, unavailable, np.flatnonzero(row_mask), row_mask, tool_mask
             )
         if isinstance(public, tuple):
-            self._last_public = (public, ordered, pool if available is None else None)
+            # a mapping or a callable may answer otherwise next time; an `Availability` (one
+            # facts snapshot, immutable) may not: its split is kept for the next call with it
+            keep = available is None or snapshot
+            self._last_public = (public, ordered, pool if keep else None, available)
         return pool
 
     def _query(self, query: str) -> _Query:
@@ -712,7 +721,7 @@ def _z(x: np.ndarray) -> np.ndarray:
 
 
 def _split_available(
-    ordered: list[str], available: Availability | None
+    ordered: list[str], available: Mapping[str, Any] | Callable[[str], Any] | None
 ) -> tuple[list[str], dict[str, str]]:
     if available is None:
         return ordered, {}
