@@ -294,7 +294,7 @@ class ExposureIndex:
         if limit is None:
             limit = surface.limit if surface is not None else 20
         if rank is None:
-            rank = surface.rank if surface is not None else Rank()
+            rank = surface.rank if surface is not None else _DEFAULT_RANK
         packs = tuple(packs)
         pool = self._pool(public, available)
         if len(pool.tools) <= limit:
@@ -586,7 +586,7 @@ class ExposureIndex:
         else:
             assert lexical is not None
             fused = _z(lexical)
-        boost = np.zeros(len(cand))
+        boost = None  # no boost: every candidate's is 0.0
         if packs:
             if "packs" in rank.prefer:
                 chosen = frozenset(packs)
@@ -599,7 +599,7 @@ class ExposureIndex:
                 notes.append(
                     "selected packs are not a preference here: the surface has no `prefer packs`"
                 )
-        score = fused + boost
+        score = fused if boost is None else fused + boost
 
         # order: score, then the row key, so equal scores give the same order always; then
         # each tool's best row only; then the tools named in the request go first
@@ -759,6 +759,7 @@ def _availability(value: Any) -> tuple[bool, str]:
     return bool(value), "" if value else "unavailable"
 
 
+_DEFAULT_RANK = Rank()
 _EMPTY = np.zeros(0, dtype=np.int64)
 _NONE = np.zeros(0, dtype=np.float64)
 _NO_MATCH: tuple[np.ndarray, np.ndarray, None] = (_EMPTY, _NONE, None)
@@ -830,6 +831,17 @@ def _near_many(
     # one partition of each query's scores for its k best and a few more; a second pass over
     # every score only for a query all of whose few more are near its k-th
     m = min(n, k + 16)
+    if len(approx) == 1:  # one query: the same steps on the one row, without the 2-D calls
+        row = approx[0]
+        top1 = row.argpartition(n - m)[n - m :]
+        values1 = row[top1]
+        values1.sort()  # (a copy: `top1` stays in the partition's order)
+        floor1 = float(values1[m - k]) - slack
+        if m == n or float(values1[0]) < floor1:
+            found = top1[row[top1] >= floor1]
+        else:
+            found = np.flatnonzero(row >= floor1)
+        return [found if rows is None else rows[found]]
     top = approx.argpartition(n - m, axis=1)[:, n - m :]
     values = np.take_along_axis(approx, top, axis=1)
     ordered = np.sort(values, axis=1)
@@ -854,11 +866,11 @@ def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> 
     if k <= 0:
         return _EMPTY
     top = scores.argpartition(n - k)[n - k :]
-    kth = scores[top].min()
-    ties = np.flatnonzero(scores == kth)
-    if len(ties) == np.count_nonzero(scores[top] == kth):
+    kth = scores[top[0]]  # the partition's pivot: the k-th highest score
+    if np.count_nonzero(scores >= kth) == k:
         return top  # no score equal to the k-th was left out: no tie to break
     above = np.flatnonzero(scores > kth)
+    ties = np.flatnonzero(scores == kth)
     need = k - len(above)
     ties = ties[np.argsort(rank_of[rows[ties]], kind="stable")[:need]]
     return np.concatenate((above, ties))
