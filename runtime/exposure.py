@@ -21,13 +21,14 @@ available, the reason the caller gave. Queries are read up to `QUERY_CAP` charac
 Speed: the dense side is one float32 product of the query with P's rows and one partition, with
 no Python loop over tools; it only chooses the recall. The recalled rows' dense scores are then
 computed again row by row, without BLAS, so the ranking never depends on how BLAS summed the
-product, and `expose_many` (one matrix product for a batch) ranks exactly like `expose`. BM25
-reads only the postings of the query's terms. The rerank, the dedupe and the trace work on the
-recalled rows only, and the trace's `Candidate`s are made when first read. Tool embeddings are
-computed at build time (`harnessc.compiler.embed`); only the query is embedded at run time
-(`harnessc.runtime.embedding`). The product runs in numpy, or, when the embedder offers
-`scores(matrix, vector)` (MiniLM's does), in the embedder's own thread pool: one pool for the
-whole query side instead of two fighting over the cores.
+product, and `expose_many` (one matrix product and one partition along its rows for a batch)
+ranks exactly like `expose`. BM25 reads only the postings of the query's terms. P is worked out
+once for a surface's tuple of ids and an `Availability` snapshot, not on every call. The rerank,
+the dedupe and the trace work on the recalled rows only, and the trace's `Candidate`s are made
+when first read. Tool embeddings are computed at build time (`harnessc.compiler.embed`); only
+the query is embedded at run time (`harnessc.runtime.embedding`). The product runs in numpy,
+or, when the embedder offers `scores(matrix, vector)` (MiniLM's does), in the embedder's own
+thread pool: one pool for the whole query side instead of two fighting over the cores.
 
 >>> from harnessc.runtime.model import Tool
 >>> tools = [Tool(id=f"t{i}", wire_name=f"t{i}", summary=f"tool number {i}") for i in range(3)]
