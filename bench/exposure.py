@@ -3,7 +3,7 @@
     .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[embed]'   # MiniLM
     .venv/bin/pip install --no-deps bfcl-eval faiss-cpu     # bench only: never a dependency
     .venv/bin/python bench/exposure.py [--quality] [--speed] [--tune] [--repeat 200]
-                                       [--torch-threads N]
+                                       [--torch-threads N] [--baseline CHECKOUT]
 
 Quality: every distinct function of BFCL_v4_multiple, simple_python, simple_java,
 simple_javascript and live_simple is pooled into one registry (one definition per name: BFCL
@@ -29,21 +29,29 @@ surface (the quality pool topped up with BFCL_v4_live_multiple functions): MiniL
 embedding + ranking + trace over BFCL questions, the runtime's path (the query-side product in
 torch's pool) and the product in numpy, in alternating blocks so that both see the same load.
 The thread settings used are printed first; `--torch-threads` overrides torch's (the runtime's
-is `embedding.TORCH_THREADS`). Tool embeddings are cached (compiler.embed) under
-$HARNESSC_CACHE_DIR or ~/.cache/harnessc, so only the first run embeds the pool.
+is `embedding.TORCH_THREADS`). `--baseline CHECKOUT` (a checkout of another commit, e.g. a
+`git worktree`) adds that checkout's `ExposureIndex` to the paired runs of the `expose` and
+`expose_many` tables, imported under another package name, so both are timed side by side.
+Tool embeddings are cached (compiler.embed) under $HARNESSC_CACHE_DIR or ~/.cache/harnessc, so
+only the first run embeds the pool.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
+import importlib.util
 import json
 import os
 import statistics
 import sys
 import time
+import types
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from harnessc.runtime import exposure as exposure_mod
@@ -303,7 +311,7 @@ def thread_settings() -> str:
     return "; ".join(parts)
 
 
-def speed(repeat: int, quality_state: State | None) -> None:
+def speed(repeat: int, quality_state: State | None, baseline: Any = None) -> None:
     try:
         import faiss
     except ImportError:
@@ -364,7 +372,7 @@ def speed(repeat: int, quality_state: State | None) -> None:
         t = [f"{c[0]:,.0f} ({c[1]:,.0f})" if c else "-" for c in row]
         print(f"{n:>8,}{t[0]:>18}{t[1]:>18}{t[2]:>20}{t[3]:>20}{t[4]:>18}{t[5]:>20}")
 
-    exposure_speed(data)
+    exposure_speed(data, baseline)
     questions = quality_state[1] if quality_state else load_questions(bfcl_data_dir())
     end_to_end(questions, repeat)
 
@@ -447,7 +455,29 @@ def loop(fn: Callable[..., object], *args_lists: object) -> Callable[[], None]:
     return run
 
 
-def exposure_speed(data: dict[int, tuple[np.ndarray, np.ndarray, int]]) -> None:
+def load_baseline(checkout: str) -> Any:
+    """The `harnessc.runtime.exposure` module of another checkout, imported as the package
+    `harnessc_baseline` (its relative imports stay inside that checkout)."""
+    root = Path(checkout).resolve()
+    name = "harnessc_baseline"
+    package = types.ModuleType(name)
+    package.__path__ = [str(root / "harnessc")]
+    sys.modules[name] = package
+    runtime = root / "runtime"
+    spec = importlib.util.spec_from_file_location(
+        f"{name}.runtime", runtime / "__init__.py", submodule_search_locations=[str(runtime)]
+    )
+    if spec is None or spec.loader is None:
+        sys.exit(f"--baseline: no runtime package under {root}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return importlib.import_module(f"{name}.runtime.exposure")
+
+
+def exposure_speed(
+    data: dict[int, tuple[np.ndarray, np.ndarray, int]], baseline: Any = None
+) -> None:
     """`expose` and `expose_many` against numpy's product + argpartition on the same matrices,
     and the index build for 10,000 tools. Two tables: wall clock with numpy's default threads,
     then the CPU time of the calling thread with BLAS on one thread (steadier when other
@@ -457,9 +487,13 @@ def exposure_speed(data: dict[int, tuple[np.ndarray, np.ndarray, int]]) -> None:
     for n, (matrix, queries, reps) in data.items():
         docs = synthetic_docs(n, rng)
         index = ExposureIndex(docs, matrix, [d.row for d in docs])
+        base = None
+        if baseline is not None:
+            base_docs = [baseline.ToolDoc(**dataclasses.asdict(d)) for d in docs]
+            base = baseline.ExposureIndex(base_docs, matrix, [d.row for d in docs])
         words = [made_up_word(i) for i in rng.integers(0, 400, size=(len(queries), 6)).ravel()]
         texts = [" ".join(words[i * 6 : (i + 1) * 6]) for i in range(len(queries))]
-        cases.append((n, index, matrix, queries, texts, max(3, reps // 16)))
+        cases.append((n, index, base, matrix, queries, texts, max(3, reps // 16)))
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -478,41 +512,47 @@ def exposure_speed(data: dict[int, tuple[np.ndarray, np.ndarray, int]]) -> None:
 
 def exposure_table(cases: list, clock: Callable[[], float], title: str) -> None:
     print(f"\n{title}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    with_base = any(case[2] is not None for case in cases)
     print(
         f"{'tools':>8}{'numpy 1':>16}{'expose':>16}{'ratio':>7}{'+ trace dict':>16}"
-        f"{'numpy 64':>18}{'expose_many 64':>18}{'ratio':>7}"
+        + (f"{'baseline':>16}{'ratio':>7}" if with_base else "")
+        + f"{'numpy 64':>18}{'expose_many 64':>18}{'ratio':>7}"
+        + (f"{'baseline 64':>18}{'ratio':>7}" if with_base else "")
     )
-    for n, index, matrix, queries, texts, reps in cases:
+    for n, index, base, matrix, queries, texts, reps in cases:
         public = index.tool_ids
         out = np.empty((len(queries), n), dtype=np.float32)
         vectors = list(queries)
-        one = paired(
-            {
-                "numpy": loop(top20_one, [matrix] * len(vectors), vectors),
-                "expose": loop(partial(expose_one, index, public), texts, vectors),
-                "trace": loop(partial(expose_traced, index, public), texts, vectors),
-            },
-            reps,
-            clock,
-            per=len(vectors),
-        )
-        batch = getattr(index, "expose_many", None) or partial(expose_loop, index)
-        many = paired(
-            {
-                "numpy": partial(top20_batch, matrix, queries, out),
-                "many": partial(batch, public, texts, query_vectors=queries),
-            },
-            max(3, reps),
-            clock,
-        )
+        singles = {
+            "numpy": loop(top20_one, [matrix] * len(vectors), vectors),
+            "expose": loop(partial(expose_one, index, public), texts, vectors),
+            "trace": loop(partial(expose_traced, index, public), texts, vectors),
+        }
+        batches = {
+            "numpy": partial(top20_batch, matrix, queries, out),
+            "many": partial(index.expose_many, public, texts, query_vectors=queries),
+        }
+        if base is not None:
+            singles["base"] = loop(partial(expose_one, base, base.tool_ids), texts, vectors)
+            batch = getattr(base, "expose_many", None) or partial(expose_loop, base)
+            batches["base"] = partial(batch, base.tool_ids, texts, query_vectors=queries)
+        one = paired(singles, reps, clock, per=len(vectors))
+        many = paired(batches, max(3, reps), clock)
         cell = {k: f"{v[0]:,.0f} ({v[1]:,.0f})" for k, v in one.items()}
         cell_many = {k: f"{v[0]:,.0f} ({v[1]:,.0f})" for k, v in many.items()}
-        print(
+        line = (
             f"{n:>8,}{cell['numpy']:>16}{cell['expose']:>16}"
             f"{one['expose'][0] / one['numpy'][0]:>7.2f}{cell['trace']:>16}"
+        )
+        if base is not None:
+            line += f"{cell['base']:>16}{one['base'][0] / one['numpy'][0]:>7.2f}"
+        line += (
             f"{cell_many['numpy']:>18}{cell_many['many']:>18}"
             f"{many['many'][0] / many['numpy'][0]:>7.2f}"
         )
+        if base is not None:
+            line += f"{cell_many['base']:>18}{many['base'][0] / many['numpy'][0]:>7.2f}"
+        print(line)
 
 
 def build_speed(matrix: np.ndarray) -> None:
@@ -621,6 +661,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--torch-threads", type=int, help="torch's intra-op threads (default: the runtime's)"
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="another checkout whose ExposureIndex joins the paired expose tables",
+    )
     args = parser.parse_args(argv)
     if args.torch_threads is not None:
         from harnessc.runtime.embedding import load_query_embedder
@@ -631,7 +676,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quality or args.tune or both:
         state = quality(args.tune)
     if args.speed or both:
-        speed(args.repeat, state)
+        speed(args.repeat, state, load_baseline(args.baseline) if args.baseline else None)
 
 
 if __name__ == "__main__":

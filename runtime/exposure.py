@@ -21,13 +21,14 @@ available, the reason the caller gave. Queries are read up to `QUERY_CAP` charac
 Speed: the dense side is one float32 product of the query with P's rows and one partition, with
 no Python loop over tools; it only chooses the recall. The recalled rows' dense scores are then
 computed again row by row, without BLAS, so the ranking never depends on how BLAS summed the
-product, and `expose_many` (one matrix product for a batch) ranks exactly like `expose`. BM25
-reads only the postings of the query's terms. The rerank, the dedupe and the trace work on the
-recalled rows only, and the trace's `Candidate`s are made when first read. Tool embeddings are
-computed at build time (`harnessc.compiler.embed`); only the query is embedded at run time
-(`harnessc.runtime.embedding`). The product runs in numpy, or, when the embedder offers
-`scores(matrix, vector)` (MiniLM's does), in the embedder's own thread pool: one pool for the
-whole query side instead of two fighting over the cores.
+product, and `expose_many` (one matrix product and one partition along its rows for a batch)
+ranks exactly like `expose`. BM25 reads only the postings of the query's terms. P is worked out
+once for a surface's tuple of ids and an `Availability` snapshot, not on every call. The rerank,
+the dedupe and the trace work on the recalled rows only, and the trace's `Candidate`s are made
+when first read. Tool embeddings are computed at build time (`harnessc.compiler.embed`); only
+the query is embedded at run time (`harnessc.runtime.embedding`). The product runs in numpy,
+or, when the embedder offers `scores(matrix, vector)` (MiniLM's does), in the embedder's own
+thread pool: one pool for the whole query side instead of two fighting over the cores.
 
 >>> from harnessc.runtime.model import Tool
 >>> tools = [Tool(id=f"t{i}", wire_name=f"t{i}", summary=f"tool number {i}") for i in range(3)]
@@ -43,11 +44,13 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .availability import Availability as AvailabilitySnapshot
 from .exposure_data import (
     Candidate,
     Cut,
@@ -96,7 +99,7 @@ EMBEDDINGS_FILE = "tool_embeddings.npy"
 EMBEDDING_IDS_FILE = "tool_embedding_ids.json"
 
 Embedder = Callable[[str], Any]
-Availability = Mapping[str, Any] | Callable[[str], Any]
+Availability = AvailabilitySnapshot | Mapping[str, Any] | Callable[[str], Any]
 
 
 class UnknownToolError(KeyError):
@@ -118,6 +121,25 @@ class _Pool:
     """P's rows, sorted; None when P is every tool of the index."""
     row_mask: np.ndarray | None
     tool_mask: np.ndarray | None
+
+
+@dataclass(slots=True)
+class _Recall:
+    """One query's recall, before the rerank: the lists and the rows to rescore exactly."""
+
+    recall_mode: str
+    rerank_mode: str
+    k: int
+    near: np.ndarray
+    """The rows (of the index) near the k-th approximate dense score; empty without them."""
+    lexical_list: np.ndarray
+    named_rows: np.ndarray
+    scored: np.ndarray
+    """The sorted union of the three lists: the rows whose exact dense score is computed."""
+    docs: np.ndarray
+    bm25: np.ndarray
+    every: np.ndarray | None
+    exact: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +212,7 @@ class ExposureIndex:
             dim = self.matrix.shape[1]
             norms = np.einsum("ij,ij->i", self.matrix, self.matrix) if n else np.zeros(1)
             self._slack = 6.0 * dim * 2.0**-24 * float(np.sqrt(norms.max())) + 1e-9
-        self._last_public: tuple[tuple[str, ...], list[str], _Pool | None] | None = None
+        self._last_public: tuple[tuple[str, ...], list[str], _Pool | None, Any] | None = None
 
     @classmethod
     def from_tools(
@@ -227,7 +249,9 @@ class ExposureIndex:
 
         `public` lists the surface's public tool ids. `available` (a mapping or a callable) says
         for each whether it is available: `True`, or `False`/a reason string/an object with
-        `available` and `reason`; a mapping without the tool counts as unavailable. Without
+        `available` and `reason`; a mapping without the tool counts as unavailable. It may also
+        be an `Availability` (every tool under one facts snapshot, as a session passes it):
+        given the same one and the same tuple of ids again, P is not worked out again. Without
         `available`, every public tool is available. `limit` and `rank` default to `surface`'s,
         else 20 and `Rank()`. `packs` are the packs the user selected: a bounded boost when the
         surface says `prefer packs`, and a trace entry either way.
@@ -271,7 +295,7 @@ class ExposureIndex:
         if limit is None:
             limit = surface.limit if surface is not None else 20
         if rank is None:
-            rank = surface.rank if surface is not None else Rank()
+            rank = surface.rank if surface is not None else _DEFAULT_RANK
         packs = tuple(packs)
         pool = self._pool(public, available)
         if len(pool.tools) <= limit:
@@ -285,10 +309,23 @@ class ExposureIndex:
         if wants_dense and ranked:
             given = None if query_vectors is None else [query_vectors[i] for i in ranked]
             vectors = self._query_vectors([prepared[i].text for i in ranked], given, notes)
-        approx: list[np.ndarray | None] = [None] * len(ranked)
+        near: list[np.ndarray | None] = [None] * len(ranked)
+        k = self._recall_size(pool, limit, rank)
         if vectors is not None and rank.recall == "embedding":
             products = self._products(np.stack(vectors), pool.rows)
-            approx = list(products)
+            near = _near_many(products, k, self._slack, pool.rows)
+        recalls = [
+            self._recall(pool, prepared[i], k, rank, vectors is not None, near[j])
+            for j, i in enumerate(ranked)
+        ]
+        if vectors is not None:
+            # the exact dense scores of every row that may reach a rerank, in one pass
+            scored = [r.scored for r in recalls]
+            exact = self._exact_many(scored, vectors)
+            lo = 0
+            for r in recalls:
+                r.exact = exact[lo : lo + len(r.scored)]
+                lo += len(r.scored)
         out: list[Exposure] = []
         slot = {i: j for j, i in enumerate(ranked)}
         for i, q in enumerate(prepared):
@@ -301,9 +338,7 @@ class ExposureIndex:
                 )
                 out.append(self._fixed(pool, q, limit, packs, "order", (note,)))
                 continue
-            j = slot[i]
-            qv = None if vectors is None else vectors[j]
-            out.append(self._rank(pool, q, limit, rank, packs, qv, approx[j], list(notes)))
+            out.append(self._rank(pool, q, limit, rank, packs, recalls[slot[i]], list(notes)))
         return out
 
     # -- P and the query -----------------------------------------------------------------------
@@ -314,14 +349,17 @@ class ExposureIndex:
         last = self._last_public
         if last is not None and public is last[0]:
             ordered, cached = last[1], last[2]
-            if available is None and cached is not None:
+            if cached is not None and available is last[3]:
                 return cached
         else:
             ordered = list(dict.fromkeys(public))
             if not all(map(self._tool_pos.__contains__, ordered)):
                 unknown = [t for t in ordered if t not in self._tool_pos]
                 raise UnknownToolError(f"not in the exposure index: {', '.join(unknown[:5])}")
-        tools, unavailable = _split_available(ordered, available)
+        snapshot = isinstance(available, AvailabilitySnapshot)
+        tools, unavailable = _split_available(
+            ordered, available.tools if isinstance(available, AvailabilitySnapshot) else available
+        )
         if len(tools) == len(self.tool_ids):
             pool = _Pool(len(ordered), tools, unavailable, None, None, None)
         else:
@@ -332,7 +370,10 @@ class ExposureIndex:
                 len(ordered), tools, unavailable, np.flatnonzero(row_mask), row_mask, tool_mask
             )
         if isinstance(public, tuple):
-            self._last_public = (public, ordered, pool if available is None else None)
+            # a mapping or a callable may answer otherwise next time; an `Availability` (one
+            # facts snapshot, immutable) may not: its split is kept for the next call with it
+            keep = available is None or snapshot
+            self._last_public = (public, ordered, pool if keep else None, available)
         return pool
 
     def _query(self, query: str) -> _Query:
@@ -404,6 +445,13 @@ class ExposureIndex:
         assert self.matrix is not None
         return np.einsum("ij,j->i", self.matrix[rows], qv).astype(np.float64)
 
+    def _exact_many(self, rows: Sequence[np.ndarray], vectors: list[np.ndarray]) -> np.ndarray:
+        """`_exact` of `rows[i]` with `vectors[i]` for every i, concatenated: query by query
+        (a gather of one query's rows stays in cache; one of the whole batch's does not)."""
+        if len(rows) == 1:
+            return self._exact(rows[0], vectors[0])
+        return np.concatenate([self._exact(r, v) for r, v in zip(rows, vectors, strict=True)])
+
     # -- ranking -------------------------------------------------------------------------------
 
     def _fixed(
@@ -440,31 +488,25 @@ class ExposureIndex:
             "packs": packs,
         }
 
-    def _rank(
+    def _recall_size(self, pool: _Pool, limit: int, rank: Rank) -> int:
+        # enough rows that at least `top` distinct tools survive the dedupe
+        n_rows = len(self.docs) if pool.rows is None else len(pool.rows)
+        return min(n_rows, max(rank.top, limit) + (n_rows - len(pool.tools)))
+
+    def _recall(
         self,
         pool: _Pool,
         q: _Query,
-        limit: int,
+        k: int,
         rank: Rank,
-        packs: tuple[str, ...],
-        qv: np.ndarray | None,
-        approx: np.ndarray | None,
-        notes: list[str],
-    ) -> Exposure:
-        n_rows = len(self.docs) if pool.rows is None else len(pool.rows)
-        recall_mode = rank.recall if qv is not None else "lexical"
-        rerank_mode = rank.rerank if qv is not None else "lexical"
-        # recall: enough rows that at least `top` distinct tools survive the dedupe
-        k = min(n_rows, max(rank.top, limit) + (n_rows - len(pool.tools)))
+        dense_at_hand: bool,
+        near: np.ndarray | None,
+    ) -> _Recall:
+        """One query's lists (the rows near the k-th dense score, the lexical top k, the named
+        rows) and every row whose exact dense score the rerank may read."""
+        recall_mode = rank.recall if dense_at_hand else "lexical"
+        rerank_mode = rank.rerank if dense_at_hand else "lexical"
         rank_of = self._row_rank
-
-        # the dense list: the rows near the k-th approximate score, then the exact top k
-        near = _EMPTY
-        if approx is not None:
-            assert qv is not None
-            near = _near(approx, k, self._slack)
-            if pool.rows is not None:
-                near = pool.rows[near]
         # the lexical list: rows holding a query term (in P), best first
         lexical_used = recall_mode == "lexical" or rerank_mode != "dense"
         docs, bm25, every = self.lexical.match_all(q.terms) if lexical_used else _NO_MATCH
@@ -491,20 +533,43 @@ class ExposureIndex:
         named_rows = self._tool_row[q.named] if q.named else _EMPTY
         if q.named and pool.tool_mask is not None:
             named_rows = named_rows[pool.tool_mask[np.asarray(q.named)]]
+        if near is None:
+            near = _EMPTY
+        scored = _union(near, lexical_list, named_rows) if dense_at_hand else _EMPTY
+        return _Recall(
+            recall_mode, rerank_mode, k, near, lexical_list, named_rows, scored, docs, bm25, every
+        )
 
-        # exact dense scores for every row that may reach the rerank, in one product
-        scored = _union(near, lexical_list, named_rows)
-        exact = self._exact(scored, qv) if qv is not None else None
+    def _rank(
+        self,
+        pool: _Pool,
+        q: _Query,
+        limit: int,
+        rank: Rank,
+        packs: tuple[str, ...],
+        r: _Recall,
+        notes: list[str],
+    ) -> Exposure:
+        recall_mode, rerank_mode, k = r.recall_mode, r.rerank_mode, r.k
+        near, lexical_list, named_rows = r.near, r.lexical_list, r.named_rows
+        docs, bm25, every = r.docs, r.bm25, r.every
+        rank_of = self._row_rank
+        lexical_used = recall_mode == "lexical" or rerank_mode != "dense"
+
+        # the dense list: the exact top k of the rows near the k-th approximate score
+        scored, exact = r.scored, r.exact
         if exact is not None and len(near) > k:
             at_near = scored.searchsorted(near)  # near ⊆ scored, both sorted
             dense_list = near[_best(exact[at_near], near, rank_of, k)]
         else:
             dense_list = near  # no more than k rows near the k-th: exactly the top k
-        if len(dense_list) == len(near):
+        if exact is None:
+            cand, dense = _union(dense_list, lexical_list, named_rows), None
+        elif len(dense_list) == len(near):
             cand, dense = scored, exact
         else:
             cand = _union(dense_list, lexical_list, named_rows)
-            dense = None if exact is None else exact[scored.searchsorted(cand)]
+            dense = exact[scored.searchsorted(cand)]
         lexical = None
         if every is not None:
             lexical = every[cand]
@@ -522,7 +587,7 @@ class ExposureIndex:
         else:
             assert lexical is not None
             fused = _z(lexical)
-        boost = np.zeros(len(cand))
+        boost = None  # no boost: every candidate's is 0.0
         if packs:
             if "packs" in rank.prefer:
                 chosen = frozenset(packs)
@@ -535,7 +600,7 @@ class ExposureIndex:
                 notes.append(
                     "selected packs are not a preference here: the surface has no `prefer packs`"
                 )
-        score = fused + boost
+        score = fused if boost is None else fused + boost
 
         # order: score, then the row key, so equal scores give the same order always; then
         # each tool's best row only; then the tools named in the request go first
@@ -565,7 +630,7 @@ class ExposureIndex:
 
         rows = cand[order]
         sorted_score = score[order]
-        exposed = tuple(self.tool_ids[t] for t in self._row_tool[rows[:limit]].tolist())
+        exposed = _pick(self.tool_ids, self._row_tool[rows[:limit]].tolist())
         last = min(limit, len(rows)) - 1
         cut = (
             None
@@ -657,7 +722,7 @@ def _z(x: np.ndarray) -> np.ndarray:
 
 
 def _split_available(
-    ordered: list[str], available: Availability | None
+    ordered: list[str], available: Mapping[str, Any] | Callable[[str], Any] | None
 ) -> tuple[list[str], dict[str, str]]:
     if available is None:
         return ordered, {}
@@ -695,6 +760,7 @@ def _availability(value: Any) -> tuple[bool, str]:
     return bool(value), "" if value else "unavailable"
 
 
+_DEFAULT_RANK = Rank()
 _EMPTY = np.zeros(0, dtype=np.int64)
 _NONE = np.zeros(0, dtype=np.float64)
 _NO_MATCH: tuple[np.ndarray, np.ndarray, None] = (_EMPTY, _NONE, None)
@@ -719,6 +785,13 @@ def _cap_note(q: _Query) -> tuple[str, ...]:
         f"the query has {q.chars:,} characters: ranking and this trace read the first "
         f"{QUERY_CAP:,}",
     )
+
+
+def _pick(values: Sequence[str], at: list[int]) -> tuple[str, ...]:
+    """`values` at the positions `at`, as a tuple (one C call for the lot)."""
+    if len(at) > 1:
+        return itemgetter(*at)(values)  # type: ignore[no-any-return]
+    return (values[at[0]],) if at else ()
 
 
 def _union(*arrays: np.ndarray) -> np.ndarray:
@@ -747,20 +820,42 @@ def _first_of_each(keys: np.ndarray) -> np.ndarray:
     return first
 
 
-def _near(approx: np.ndarray, k: int, slack: float) -> np.ndarray:
-    """The rows whose approximate score is within `slack` of the k-th best (unordered)."""
-    n = len(approx)
+def _near_many(
+    approx: np.ndarray, k: int, slack: float, rows: np.ndarray | None
+) -> list[np.ndarray | None]:
+    """`_near` for each row of `approx` (one query's approximate scores per row), as rows of
+    the index (`rows` maps a column to its row when P is not every row)."""
+    n = approx.shape[1]
     if k >= n:
-        return np.arange(n)
-    # one partition for the k best and a few more; only when all of those are near the k-th
-    # does it take a second pass over every score
+        every = np.arange(n) if rows is None else rows
+        return [every] * len(approx)
+    # one partition of each query's scores for its k best and a few more; a second pass over
+    # every score only for a query all of whose few more are near its k-th
     m = min(n, k + 16)
-    top = approx.argpartition(n - m)[n - m :]
-    values = approx[top]
-    floor = float(np.partition(values, m - k)[m - k]) - slack
-    if m == n or float(values.min()) < floor:
-        return top[values >= floor]
-    return np.flatnonzero(approx >= floor)
+    if len(approx) == 1:  # one query: the same steps on the one row, without the 2-D calls
+        row = approx[0]
+        top1 = row.argpartition(n - m)[n - m :]
+        values1 = row[top1]
+        values1.sort()  # (a copy: `top1` stays in the partition's order)
+        floor1 = float(values1[m - k]) - slack
+        if m == n or float(values1[0]) < floor1:
+            found = top1[row[top1] >= floor1]
+        else:
+            found = np.flatnonzero(row >= floor1)
+        return [found if rows is None else rows[found]]
+    top = approx.argpartition(n - m, axis=1)[:, n - m :]
+    values = np.take_along_axis(approx, top, axis=1)
+    ordered = np.sort(values, axis=1)
+    floor = ordered[:, m - k].astype(np.float64) - slack
+    floor32 = floor.astype(np.float32)
+    out: list[np.ndarray | None] = []
+    for i, inside in enumerate(values >= floor32[:, None]):
+        if m == n or ordered[i, 0] < floor[i]:
+            found = top[i][inside]
+        else:
+            found = np.flatnonzero(approx[i] >= floor32[i])
+        out.append(found if rows is None else rows[found])
+    return out
 
 
 def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> np.ndarray:
@@ -772,11 +867,11 @@ def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> 
     if k <= 0:
         return _EMPTY
     top = scores.argpartition(n - k)[n - k :]
-    kth = scores[top].min()
-    ties = np.flatnonzero(scores == kth)
-    if len(ties) == np.count_nonzero(scores[top] == kth):
+    kth = scores[top[0]]  # the partition's pivot: the k-th highest score
+    if np.count_nonzero(scores >= kth) == k:
         return top  # no score equal to the k-th was left out: no tie to break
     above = np.flatnonzero(scores > kth)
+    ties = np.flatnonzero(scores == kth)
     need = k - len(above)
     ties = ties[np.argsort(rank_of[rows[ties]], kind="stable")[:need]]
     return np.concatenate((above, ties))

@@ -226,7 +226,7 @@ class Ranked(Sequence[Candidate]):
                 k: None if a[k] is None else np.round(a[k][order].astype(np.float64), 6).tolist()
                 for k in ("dense", "lexical", "fused", "score")
             }
-            boost = a["boost"][order].tolist()
+            boost = [0.0] * len(order) if a["boost"] is None else a["boost"][order].tolist()
             self._built = tuple(
                 Candidate(
                     tool=docs[r].id,

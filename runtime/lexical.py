@@ -316,7 +316,7 @@ class LexicalIndex:
         docs = np.concatenate([self._docs[lo:hi] for lo, hi in spans])
         weights = np.concatenate([self._weights[lo:hi] for lo, hi in spans])
         # a document's score sums its terms' weights in the order the terms came, either way
-        if 8 * len(docs) >= self.size:
+        if 32 * len(docs) >= self.size:
             # many postings: add them up in one array over the documents
             out = np.bincount(docs, weights=weights, minlength=self.size)
             docs = (out > 0).nonzero()[0]  # every BM25 weight is > 0; bools scan fastest

@@ -143,6 +143,9 @@ class Session:
         # (facts snapshot, policy version, tool id → availability): replaced, never mutated in
         # place, when the facts or the spec change, so a reader needs no lock
         self._availability: tuple[Facts | None, str, dict[str, ToolAvailability]] = (None, "", {})
+        # (facts snapshot, policy version, every tool's availability under them): the same
+        # object turn after turn while neither changes, so exposure reuses its split of P
+        self._snapshot: tuple[Facts | None, str, Availability | None] = (None, "", None)
 
     # -- identity -----------------------------------------------------------------------------
 
@@ -233,8 +236,15 @@ class Session:
     # -- availability and exposure --------------------------------------------------------------
 
     def availability(self) -> Availability:
-        """Every tool's availability under this session's facts, with reasons."""
-        return self.harness.availability(self.facts)
+        """Every tool's availability under this session's facts, with reasons (computed once
+        per facts snapshot and spec, like `tool_availability`)."""
+        h = self.harness
+        facts, version, found = self._snapshot
+        if found is None or facts is not self.facts or version != h.policy_version:
+            facts, version = self.facts, h.policy_version
+            found = h.availability(facts)
+            self._snapshot = (facts, version, found)
+        return found
 
     def tool_availability(self, tool_id: str) -> ToolAvailability:
         """One tool's availability under this session's facts now (computed once per facts
@@ -267,7 +277,7 @@ class Session:
         if self.skill_def is None and self.agent.surface:
             surface = h.spec.surfaces.get(self.agent.surface)
         exposure = h.exposure_index().expose(
-            self.surface, query, available=avail.tools, surface=surface, packs=tuple(packs)
+            self.surface, query, available=avail, surface=surface, packs=tuple(packs)
         )
         seen = Secrets.from_texts(self._secret_texts)
         trace = seen.scrub(jsonable(exposure.trace.to_dict()))

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from harnessc.compiler import embed
 from harnessc.runtime import embedding
+from harnessc.runtime.availability import Availability, ToolAvailability
 from harnessc.runtime.embedding import EmbeddingUnavailableError
 from harnessc.runtime.exposure import (
     PACK_BOOST,
@@ -317,6 +318,32 @@ def test_availability_as_a_callable_or_objects_with_reasons() -> None:
     assert result.trace.unavailable == {
         "calendar.create_event": "runtime `calendar_app` is not running"
     }
+
+
+def test_an_availability_snapshot_exposes_as_its_mapping_and_a_mapping_is_read_each_call() -> None:
+    index = build()
+    public = tuple(IDS)
+    tools = {
+        t: ToolAvailability(t, "mail" not in t, () if "mail" not in t else ("no mailbox",))
+        for t in IDS
+    }
+    snapshot = Availability(tools)
+    first = index.expose(public, "send an email", limit=3, available=snapshot)
+    again = index.expose(public, "send an email", limit=3, available=snapshot)
+    plain = index.expose(public, "send an email", limit=3, available=dict(tools))
+    assert first.tools == again.tools == plain.tools
+    assert first.trace.to_dict() == again.trace.to_dict() == plain.trace.to_dict()
+    assert first.trace.unavailable == {"mail.send": "no mailbox", "mail.search": "no mailbox"}
+    # a mapping may change between calls with the same ids: it is read again every time
+    mapping = {t: True for t in IDS}
+    assert "mail.send" in index.expose(public, "send an email", limit=3, available=mapping).tools
+    mapping["mail.send"] = "mailbox not connected"
+    result = index.expose(public, "send an email", limit=3, available=mapping)
+    assert "mail.send" not in result.tools
+    assert result.trace.unavailable == {"mail.send": "mailbox not connected"}
+    # and a new snapshot is a new P
+    fresh = Availability({**tools, "mail.send": ToolAvailability("mail.send", True)})
+    assert "mail.send" in index.expose(public, "send an email", limit=3, available=fresh).tools
 
 
 def test_unknown_tool_ids_are_an_error() -> None:

@@ -153,6 +153,31 @@ def test_the_path_of_a_call_end_to_end_is_recorded_and_verifies(spec: Spec, tmp_
     store.close()
 
 
+def test_availability_is_worked_out_once_per_facts_and_new_facts_change_the_exposure(
+    spec: Spec,
+) -> None:
+    h = Harness(spec)
+    checks: list[Facts] = []
+    check = h.checker.check
+
+    def counted(facts: Any = None) -> Any:
+        checks.append(facts)
+        return check(facts)
+
+    h.checker.check = counted  # type: ignore[method-assign]
+    s = planner(h, facts=Facts.of({"workspace.open": False}, connected={"change_platform"}))
+    shut = s.expose("inspect the dependency manifests")
+    assert s.expose("bump the vulnerable package").trace.unavailable == shut.trace.unavailable
+    assert len(checks) == 1  # the same facts: the same snapshot, not a second check
+    reason = shut.trace.unavailable["deps"]
+    assert "workspace.open" in reason
+    s.update_facts({"workspace.open": True})
+    opened = s.expose("inspect the dependency manifests")
+    assert len(checks) == 2
+    assert "deps" not in opened.trace.unavailable
+    assert "deps" in opened.tools and "deps" not in shut.tools
+
+
 def test_from_json_loads_a_saved_spec(spec: Spec, tmp_path: Path) -> None:
     path = tmp_path / "spec.json"
     path.write_text(spec.to_json(), encoding="utf-8")
