@@ -507,20 +507,102 @@ def _watch_late(future: concurrent.futures.Future[Any], on_late: LateHook | None
     def done(f: concurrent.futures.Future[Any]) -> None:
         if f.cancelled():
             return
-        error = f.exception()
-        # a late report must never break the worker thread (nor leak a thread exception)
-        with contextlib.suppress(Exception):
-            on_late("raised" if error is not None else "returned", error)
+        _report_late(on_late, f.exception())
 
     future.add_done_callback(done)
+
+
+def _report_late(on_late: LateHook, error: BaseException | None) -> None:
+    # a late report must never break the worker thread (nor leak a thread exception)
+    with contextlib.suppress(Exception):
+        on_late("raised" if error is not None else "returned", error)
+
+
+class _Run:
+    """One executor run handed to a worker thread by `run_sync`, and its way back: the caller
+    waits on `done` (a lock the worker releases when the executor returned), which is cheaper
+    than a `Future` and its condition. `claim` is taken by whoever gets there first: the worker
+    to run the executor, or the caller whose timeout passed before it started (it then never
+    runs). A run that outlives its timeout reports to `late` when it finishes."""
+
+    __slots__ = ("claim", "done", "ended", "error", "fn", "late", "value")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.claim = threading.Lock()
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.late: LateHook | None = None
+        self.ended = False
+
+    def execute(self) -> None:
+        if not self.claim.acquire(blocking=False):
+            return  # its caller gave up before it started
+        try:
+            self.value = self.fn()
+        except BaseException as error:  # the caller's result, never this thread's
+            self.error = error
+
+    def settle(self) -> None:
+        with _LATE:
+            self.ended = True
+            late = self.late
+        self.done.release()
+        if late is not None:
+            _report_late(late, self.error)
+
+    def abandon(self, on_late: LateHook | None) -> None:
+        """The caller's timeout passed: the run never starts, or `on_late` hears when it ends
+        (at once, from a thread of its own, if it ended meanwhile)."""
+        if self.claim.acquire(blocking=False) or on_late is None:
+            return
+        with _LATE:
+            ended = self.ended
+            if not ended:
+                self.late = on_late
+        if ended:
+            threading.Thread(target=_report_late, args=(on_late, self.error), daemon=True).start()
+
+
+_LATE = threading.Lock()
+"""Orders a run's end against its caller giving up on it (`_Run`)."""
+
+
+class _Submitted:
+    """A callable run for a `Future` (`_Workers.submit`, for `run_async`)."""
+
+    __slots__ = ("args", "fn", "future")
+
+    def __init__(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], future: concurrent.futures.Future[Any]
+    ) -> None:
+        self.fn = fn
+        self.args = args
+        self.future = future
+
+    def execute(self) -> None:
+        future = self.future
+        if future.set_running_or_notify_cancel():
+            try:
+                value = self.fn(*self.args)
+            except BaseException as error:  # the caller's result, never this thread's
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+    def settle(self) -> None:
+        pass
 
 
 class _Workers:
     """The threads executors run in, kept between calls: starting a thread costs more than a
     no-op executor. A call takes an idle thread or starts one; a thread goes back to the idle
-    ones when its executor returns, so one that outlives its timeout is given no other work
-    until it finishes. At most `keep` idle threads are kept (daemons: an idle one never holds
-    up the interpreter's exit)."""
+    ones when its executor returns (before its caller is woken, so that the thread is asleep
+    again, waiting for work, when the caller wakes), so one that outlives its timeout is given
+    no other work until it finishes. At most `keep` idle threads are kept (daemons: an idle one
+    never holds up the interpreter's exit)."""
 
     def __init__(self, keep: int = 4) -> None:
         self._keep = keep
@@ -530,6 +612,10 @@ class _Workers:
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.start(_Submitted(fn, args, future))
+        return future
+
+    def start(self, job: _Run | _Submitted) -> None:
         with self._lock:
             inbox = self._idle.pop() if self._idle else None
             if inbox is None:
@@ -540,24 +626,20 @@ class _Workers:
             threading.Thread(
                 target=self._work, args=(inbox,), name=f"harness-exec-{number}", daemon=True
             ).start()
-        inbox.put((fn, args, future))
-        return future
+        inbox.put(job)
 
     def _work(self, inbox: queue.SimpleQueue[Any]) -> None:
         while True:
-            fn, args, future = inbox.get()
-            if future.set_running_or_notify_cancel():
-                try:
-                    value = fn(*args)
-                except BaseException as error:  # the caller's result, never this thread's
-                    future.set_exception(error)
-                else:
-                    future.set_result(value)
-            del fn, args, future
+            job = inbox.get()
+            job.execute()
             with self._lock:
-                if len(self._idle) >= self._keep:
-                    return
-                self._idle.append(inbox)
+                stay = len(self._idle) < self._keep
+                if stay:
+                    self._idle.append(inbox)
+            job.settle()
+            del job
+            if not stay:
+                return
 
 
 _WORKERS = _Workers()
@@ -586,15 +668,15 @@ def run_sync(
             return asyncio.run(bound.fn(*call_args))
         return bound.fn(*call_args)
 
-    future = _WORKERS.submit(target)
-    try:
-        value = future.result(timeout=ctx.timeout_ms / 1000)
-    except concurrent.futures.TimeoutError:
+    run = _Run(target)
+    _WORKERS.start(run)
+    if run.done.acquire(timeout=ctx.timeout_ms / 1000):
+        value, error = run.value, run.error
+        if error is not None and not isinstance(error, Exception):
+            raise error  # KeyboardInterrupt, SystemExit: the caller's, as they were
+    else:
         timed_out = True
-        if not future.cancel():
-            _watch_late(future, on_late)
-    except Exception as exc:  # an executor's failure is a result, never a traceback
-        error = exc
+        run.abandon(on_late)
     return _finish(
         tool,
         pending,
