@@ -39,9 +39,10 @@ from .model import (
 from .provenance import ProvenanceIndex, Source
 from .semantics import selects, tool_view
 from .session_terms import history_key, reads_result, reads_session, session_terms
+from .store import flush_deferred, held_events, read_committed
 
 if TYPE_CHECKING:
-    from .events import Event
+    from .events import Event, NewEvent
     from .store import EventStore
 
 __all__ = [
@@ -323,9 +324,14 @@ class Ledger:
         with self._lock:
             if now_ms is not None:
                 self.now_ms = now_ms
+            # the events this process holds back (a call normalized, or decided and not yet
+            # run) are committed first only when the ledger takes something from them now:
+            # the others are read once committed, in order, and no decision misses them
+            if any(e.stream in self._cursor and _feeds_now(e) for e in held_events(store)):
+                flush_deferred(store)
             found: list[Event] = []
             for stream, after in self._cursor.items():
-                found.extend(store.read(stream, after=after))
+                found.extend(read_committed(store, stream, after=after))
             found.sort(key=lambda e: e.position)
             for event in found:
                 self.feed(event)
@@ -561,6 +567,18 @@ _FED = frozenset(
         FACTS_UPDATED,
     }
 )
+
+
+def _feeds_now(event: NewEvent) -> bool:
+    """Whether feeding `event` can change what a decision reads from the ledger. A REQUESTED
+    or VALIDATED transition only makes a call known (no term counts it before it is
+    AUTHORIZED, no source comes from it) and a decision is not fed at all, so reading such an
+    event later, once committed, changes no decision taken meanwhile."""
+    if event.type not in _FED:
+        return False
+    if event.type == "action.transition":
+        return event.payload.get("to") not in ("REQUESTED", "VALIDATED")
+    return True
 
 
 def _contribution(terms: HistoryTerms, key: str, node: History, call: _Call) -> int | float | None:

@@ -67,11 +67,15 @@ def spec_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def spec(spec_file: Path) -> Any:
-    result = check([spec_file])
+def model_of(path: Path) -> Any:
+    result = check([path])
     assert result.ok and result.model is not None
     return result.model
+
+
+@pytest.fixture(scope="module")
+def spec(spec_file: Path) -> Any:
+    return model_of(spec_file)
 
 
 def commits(store: SQLiteStore) -> list[str]:
@@ -118,6 +122,68 @@ def test_an_allowed_call_costs_one_commit_before_the_executor_and_one_after(
     states = [e.payload.get("to") for e in store.read(s.id) if e.type == "action.transition"]
     assert states == ["REQUESTED", "VALIDATED", "AUTHORIZED", "RUNNING", "SUCCEEDED"]
     assert store.verify().ok
+    store.close()
+
+
+# the same policy, and a rule that reads the session's history: every decision brings the
+# session's ledger up to date from the log first
+COUNTING = SPEC.replace(
+    "  allow change.create, vault.put\n",
+    "  allow change.create, vault.put\n"
+    '  ask change.create when count(change.create within 1h) >= 3 { approver role "ops" }\n',
+)
+
+
+@pytest.fixture(scope="module")
+def counting(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    path = tmp_path_factory.mktemp("counting") / "calls.harness"
+    path.write_text(COUNTING, encoding="utf-8")
+    return model_of(path)
+
+
+def test_a_call_whose_policy_reads_the_session_still_commits_twice(
+    counting: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "e.db"
+    store = SQLiteStore(path)
+    h = Harness(counting, store=store)
+    h.bind("change.create", lambda args: {})
+    s = h.session("runner", actor=ACTOR, task="t-1")
+    counted = commits(store)
+    for i in range(2):
+        call = s.normalize("change.create", f"c-{i}", {"service": "api", "patch": "p"})
+        assert isinstance(call, PendingCall)
+        assert s.decide(call).effect == "allow"  # the ledger read left the call's events held
+        assert s.invoke(call).ok
+        assert len(counted) == 2 * (i + 1)
+    # the two calls that ran are counted, and the third itself: it asks
+    third = s.normalize("change.create", "c-2", {"service": "api", "patch": "p"})
+    assert isinstance(third, PendingCall)
+    assert s.decide(third).effect == "ask"
+    assert store.verify().ok
+    store.close()
+
+
+def test_a_held_authorisation_is_committed_before_the_session_is_read(
+    counting: Any, tmp_path: Path
+) -> None:
+    """A call decided and not yet run is counted by the next decision: what the ledger takes
+    from held events (an AUTHORIZED) is committed and read first."""
+    store = SQLiteStore(tmp_path / "e.db")
+    h = Harness(counting, store=store)
+    h.bind("change.create", lambda args: {})
+    s = h.session("runner", actor=ACTOR, task="t-1")
+    calls = [
+        s.normalize("change.create", f"c-{i}", {"service": "api", "patch": "p"}) for i in range(3)
+    ]
+    assert all(isinstance(c, PendingCall) for c in calls)
+    assert [s.decide(c).effect for c in calls] == ["allow", "allow", "ask"]
+    other = SQLiteStore(tmp_path / "e.db")  # as another process sees the file
+    authorised = [
+        e.payload["tool_call_id"] for e in other.read(s.id) if e.payload.get("to") == "AUTHORIZED"
+    ]
+    assert authorised == ["c-0", "c-1"]
+    other.close()
     store.close()
 
 
