@@ -333,8 +333,9 @@ def judge_call(s: Session, pending: PendingCall) -> Ruling:
     return Ruling(decision=best, grants=tuple(grants), context=ctx)
 
 
-def decide_call(s: Session, pending: PendingCall) -> Decision:
-    """`Session.decide`: judge the call and record the decision."""
+def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Decision:
+    """`Session.decide`: judge the call and record the decision (`commit=False`: a decision
+    that stops the call is held too, for the caller to commit with what it appends next)."""
     s._own(pending)
     ruling = judge_call(s, pending)
     d, grant = ruling.decision, ruling.grant
@@ -390,7 +391,7 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
     )
     s._judged[pending.key] = judged
     drive(s, pending, judged)
-    if not authorized:
+    if not authorized and commit:
         flush_deferred(h.store)
     return d
 
@@ -599,8 +600,12 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
         )
     action = s._actions[pending.key]
     if judged.grants:
+        # the grants are spent and the call recorded RUNNING in one transaction
+        target, running = action.move(
+            _S.RUNNING, executor=bound.name, decision_id=judged.decision_id
+        )
         try:
-            h.approvals.use(judged.grants, s.id, pending)
+            appended = h.approvals.use(judged.grants, s.id, pending, also=[running])
         except ApprovalError as exc:
             # another execution (a thread, or a process sharing the store) spent the once
             # grant first: this one does not run; judged again, the call asks anew
@@ -620,7 +625,9 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
             )
             category = exc.code.replace("-", "_")  # grant_spent, grant_revoked
             return not_run(s, pending, category, exc.message, action.state.value, judged)
-    action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
+        action.moved(target, appended[-1])
+    else:
+        action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
     s._running.add(pending.key)
     context = ExecutorContext(
         pending,

@@ -390,6 +390,21 @@ class Action:
         append conditional on the stream's last sequence number (`store.ConcurrencyError`
         otherwise), for a move decided on a state read from the log.
         """
+        target, new = self.move(to, reason=reason, **details)
+        if defer and expected_seq is None:
+            defer_events(self.store, [new])
+            self.state = target
+            return None
+        event = self.store.append(new, expected_seq=expected_seq)
+        self.moved(target, event)
+        return event
+
+    def move(
+        self, to: ActionState | str, *, reason: str | None = None, **details: Any
+    ) -> tuple[ActionState, NewEvent]:
+        """The state `to` and the event that records the move there, checked (an illegal move
+        raises) but neither appended nor applied: `transition` does both; a caller that
+        appends the event with others applies it with `moved` once it is in the log."""
         target = to if type(to) is ActionState else ActionState(to)
         if target not in TRANSITIONS[self.state]:
             raise IllegalTransitionError(self.tool_call_id, self.state, target)
@@ -419,15 +434,14 @@ class Action:
         }
         if reason is not None:
             payload["reason"] = reason
-        new = NewEvent(self.stream, "Tool", "action.transition", payload, _flat_text(payload))
-        if defer and expected_seq is None:
-            defer_events(self.store, [new])
-            self.state = target
-            return None
-        event = self.store.append(new, expected_seq=expected_seq)
+        return target, NewEvent(
+            self.stream, "Tool", "action.transition", payload, _flat_text(payload)
+        )
+
+    def moved(self, target: ActionState, event: Event) -> None:
+        """Take the state of a move whose event (`move`) is in the log."""
         self.state = target
         self.position = event.position
-        return event
 
     def cancel(self, reason: str) -> Event:
         event = self.transition(ActionState.CANCELLED, reason=reason)

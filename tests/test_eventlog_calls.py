@@ -187,6 +187,55 @@ def test_a_held_authorisation_is_committed_before_the_session_is_read(
     store.close()
 
 
+ONCE = SPEC.replace(
+    "  allow change.create, vault.put\n",
+    "  allow change.create, vault.put\n"
+    '  ask change.drop { approver role "ops"; grant once ttl 10m }\n',
+)
+
+
+def test_an_approved_once_call_commits_once_asked_twice_approved_and_twice_run(
+    tmp_path: Path,
+) -> None:
+    spec_path = tmp_path / "once.harness"
+    spec_path.write_text(ONCE, encoding="utf-8")
+    path = tmp_path / "e.db"
+    store = SQLiteStore(path)
+    h = Harness(model_of(spec_path), store=store)
+    seen_at_run: list[list[str]] = []
+    h.bind("change.drop", lambda args: seen_at_run.append(on_disk(path)) or {})
+    s = h.session("runner", actor=ACTOR, task="t-1")
+    call = s.normalize("change.drop", "c-1", {"service": "api"})
+    assert isinstance(call, PendingCall)
+    counted = commits(store)
+    request = s.request_approval(call)
+    # the decision and WAITING_APPROVAL ride the request's commit
+    assert len(counted) == 1 and on_disk(path)[-2:] == ["action.transition", "approval.requested"]
+    outcome = h.approve(request.request_id, by={"user": "u-2", "role": "ops"})
+    assert outcome.grant is not None
+    # the decision judged again rides the answer; the grant, the decision it makes and
+    # AUTHORIZED are the second commit, before `approve` returns
+    assert len(counted) == 3
+    assert on_disk(path)[-3:] == ["grant.issued", "decision", "action.transition"]
+    result = s.invoke(call)
+    assert result.ran and result.ok and len(counted) == 5
+    # the grant was spent and RUNNING on disk, in one commit, before the executor ran
+    assert seen_at_run[0][-3:] == ["grant.used", "grant.spent", "action.transition"]
+    states = [e.payload.get("to") for e in store.read(s.id) if e.type == "action.transition"]
+    assert states == [
+        "REQUESTED",
+        "VALIDATED",
+        "WAITING_APPROVAL",
+        "AUTHORIZED",
+        "RUNNING",
+        "SUCCEEDED",
+    ]
+    assert s.invoke(call) is result  # invoked again: the recorded result, nothing committed
+    assert len(counted) == 5
+    assert store.verify().ok
+    store.close()
+
+
 def test_a_denied_call_is_committed_at_once(spec: Any, tmp_path: Path) -> None:
     path = tmp_path / "e.db"
     with SQLiteStore(path) as store:
