@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .events import NO_SECRETS, Clock, Secrets, format_time, redact
+from .events import NO_SECRETS, Clock, Secrets, format_time, has_secrets, redact
 from .model import Tool
 from .normalize import PendingCall, Validator, thaw
 
@@ -159,6 +159,62 @@ class Result:
     handle: str | None = None
     completed_by: str | None = None
     secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
+
+    def __init__(
+        self,
+        tool_id: str,
+        tool_call_id: str,
+        input_hash: str,
+        status: str,
+        data: Mapping[str, Any] | None,
+        observation: str,
+        error: str | None,
+        error_category: str | None,
+        retryable: bool,
+        side_effect: bool,
+        executor: str | None,
+        actor: str | None,
+        started_at: str | None,
+        finished_at: str | None,
+        duration_ms: float,
+        state: str,
+        ran: bool = True,
+        decision_id: str | None = None,
+        grant_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        action_id: str | None = None,
+        handle: str | None = None,
+        completed_by: str | None = None,
+        secrets: Secrets = NO_SECRETS,
+    ) -> None:
+        # written here rather than generated: a frozen dataclass's own __init__ sets each of
+        # these fields through object.__setattr__, which costs more than a no-op executor
+        self.__dict__.update(
+            tool_id=tool_id,
+            tool_call_id=tool_call_id,
+            input_hash=input_hash,
+            status=status,
+            data=data,
+            observation=observation,
+            error=error,
+            error_category=error_category,
+            retryable=retryable,
+            side_effect=side_effect,
+            executor=executor,
+            actor=actor,
+            started_at=started_at,
+            finished_at=finished_at,
+            duration_ms=duration_ms,
+            state=state,
+            ran=ran,
+            decision_id=decision_id,
+            grant_id=grant_id,
+            extra={} if extra is None else extra,
+            action_id=action_id,
+            handle=handle,
+            completed_by=completed_by,
+            secrets=secrets,
+        )
 
     @property
     def ok(self) -> bool:
@@ -369,6 +425,8 @@ def _finish(
     finished: str,
     duration_ms: float,
     output: Validator | None,
+    decision_id: str | None = None,
+    grant_id: str | None = None,
 ) -> Result:
     idempotent = "idempotent" in tool.effects
     side = _side_effect_possible(tool, pending)
@@ -396,7 +454,7 @@ def _finish(
         )
     else:
         judged = _judge_value(tool, pending, value, output, side)
-    secrets = Secrets.of(tool, pending.args)
+    secrets = Secrets.of(tool, pending.args) if has_secrets(tool) else NO_SECRETS
     return Result(
         tool_id=tool.id,
         tool_call_id=pending.tool_call_id,
@@ -414,6 +472,8 @@ def _finish(
         finished_at=finished,
         duration_ms=round(duration_ms, 3),
         state=_state_of(judged.status),
+        decision_id=decision_id,
+        grant_id=grant_id,
         action_id=ctx.action_id,
         handle=judged.handle,
         secrets=secrets,
@@ -653,10 +713,14 @@ def run_sync(
     clock: Clock,
     output: Validator | None = None,
     on_late: LateHook | None = None,
+    *,
+    decision_id: str | None = None,
+    grant_id: str | None = None,
 ) -> Result:
     """Run an executor in a worker thread, waiting at most the timeout; async executors run
     in their own event loop there. A thread cannot be stopped: past the timeout it is left to
-    finish, its return value is dropped and `on_late` hears of it."""
+    finish, its return value is dropped and `on_late` hears of it. `decision_id` and
+    `grant_id` go into the result as they are."""
     started, t0 = format_time(clock()), time.perf_counter()
     value: Any = None
     error: BaseException | None = None
@@ -689,6 +753,8 @@ def run_sync(
         format_time(clock()),
         (time.perf_counter() - t0) * 1000,
         output,
+        decision_id,
+        grant_id,
     )
 
 
@@ -700,6 +766,9 @@ async def run_async(
     clock: Clock,
     output: Validator | None = None,
     on_late: LateHook | None = None,
+    *,
+    decision_id: str | None = None,
+    grant_id: str | None = None,
 ) -> Result:
     """Run an executor on the running event loop (a sync one in a thread), with the timeout.
     An async executor past its timeout is cancelled; a sync one is left to finish in its
@@ -735,4 +804,6 @@ async def run_async(
         format_time(clock()),
         (time.perf_counter() - t0) * 1000,
         output,
+        decision_id,
+        grant_id,
     )

@@ -315,12 +315,14 @@ class Action:
         digest: str | None = None,
         defer: bool = False,
         args_json: str | None = None,
+        then: ActionState | None = None,
         **details: Any,
     ) -> Action:
         """Record a new call as REQUESTED. The event carries the input hash (computed over the
         real arguments unless `digest` is given) and the arguments with secret fields redacted.
         `defer`: append it with the store's next commit (`store.defer_events`). `args_json`:
-        the canonical JSON of `args`, written as it is when the tool has no secret field."""
+        the canonical JSON of `args`, written as it is when the tool has no secret field.
+        `then`: the move that follows at once (VALIDATED), appended with the request."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
         plain = args_json is not None and not has_secrets(tool)
@@ -360,11 +362,16 @@ class Action:
                 values["input_hash"] = json_string(digest)
                 values["args"] = args_json
                 text = template.fill(values)
-        event = NewEvent(stream, "Tool", "action.transition", payload, text)
+        events = [NewEvent(stream, "Tool", "action.transition", payload, text)]
+        target = None
+        if then is not None:
+            target, moved = action.move(then)
+            events.append(moved)
         if defer:
-            defer_events(store, [event])
+            defer_events(store, events)
+            action.moved(target)
         else:
-            action.position = store.append(event).position
+            action.moved(target, store.append_many(events)[-1])
         return action
 
     @property
@@ -438,10 +445,13 @@ class Action:
             self.stream, "Tool", "action.transition", payload, _flat_text(payload)
         )
 
-    def moved(self, target: ActionState, event: Event) -> None:
-        """Take the state of a move whose event (`move`) is in the log."""
-        self.state = target
-        self.position = event.position
+    def moved(self, target: ActionState | None, event: Event | None = None) -> None:
+        """Take the state of a move whose event (`move`) is in the log, or deferred (no
+        `event`); None keeps the state."""
+        if target is not None:
+            self.state = target
+        if event is not None:
+            self.position = event.position
 
     def cancel(self, reason: str) -> Event:
         event = self.transition(ActionState.CANCELLED, reason=reason)

@@ -357,8 +357,8 @@ class Session:
             # nothing acts on a call before its decision: both ride the commit that records
             # it running (or the decision's own, when it stops the call)
             defer=True,
+            then=_S.VALIDATED,
         )
-        action.transition(_S.VALIDATED, defer=True)
         self._actions[result.key] = action
         self._index(action, result.key)
         return result
