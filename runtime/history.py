@@ -275,6 +275,7 @@ class Ledger:
         self._order: list[_Call] = []
         self._results: list[tuple[int, int, frozenset[str]]] = []  # (position, time, labels)
         self._cursor: dict[str, int] = {}
+        self._time: tuple[str, int | None] = ("", None)  # the last event time read, in ms
         self._lock = threading.RLock()
 
     @classmethod
@@ -359,8 +360,19 @@ class Ledger:
             kind = event.type
             if kind not in _FED:
                 return
+            # VALIDATED, RUNNING …: not parsed, since a move is in its canonical text (a
+            # reader's row has no text, only the payload)
+            text = getattr(event, "payload_json", None)
+            if (
+                kind == "action.transition"
+                and text is not None
+                and not any(m in text for m in _MOVES_FED)
+            ):
+                return
             p = event.payload
-            at = time_ms(event.time)
+            if event.time != self._time[0]:  # the events of one commit share their time
+                self._time = (event.time, time_ms(event.time))
+            at = self._time[1]
             if at is None:
                 at = self.now_ms  # not yet timed: it happens now
             pos = event.position
@@ -567,6 +579,13 @@ _FED = frozenset(
         FACTS_UPDATED,
     }
 )
+
+
+_MOVES_FED = tuple(
+    f'"to":"{m}"' for m in ("REQUESTED", "AUTHORIZED", "SUCCEEDED", "FAILED", "CANCELLED")
+)
+"""How the moves `feed` takes appear in a transition's canonical text: a transition whose text
+holds none of them is none of them (one that holds one elsewhere is parsed and checked)."""
 
 
 def _feeds_now(event: NewEvent) -> bool:
