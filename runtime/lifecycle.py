@@ -237,26 +237,33 @@ def after_decision(state: ActionState, effect: str, *, granted: bool) -> Move | 
 
 def _flat_text(payload: Mapping[str, Any]) -> str | None:
     """The canonical JSON of a transition's payload whose values are all strings or null (most
-    moves: ids, states, a decision id, an executor's name), filled into a template per tool,
-    move and set of keys; None for any other payload (a result), which the store writes."""
+    moves: ids, states, a decision id, an executor's name), but for a `result` object (a
+    `Result.to_dict()`) whose fields are each written on their own, filled into a template per
+    tool, move and set of keys; None for any other payload, which the store writes."""
     values: dict[str, str] = {}
+    fields: tuple[str, ...] = ()
     for key, value in payload.items():
         if type(value) is str:
             values[key] = json_string(value)
         elif value is None:
             values[key] = "null"
+        elif key == "result" and type(value) is dict and not fields:
+            fields = tuple(value)
+            for name, item in value.items():
+                values["result." + name] = json_value(item)
         else:
             return None
-    shape = ("transition", payload["tool_id"], payload["from"], payload["to"], *payload)
+    shape = ("transition", payload["tool_id"], payload["from"], payload["to"], *payload, fields)
     template = _TRANSITIONS.get(shape)
     if template is None:
-        if not all(key.isidentifier() for key in payload):
+        if not all(key.isidentifier() for key in (*payload, *fields)):
             return None
         if len(_TRANSITIONS) > 4096:
             _TRANSITIONS.clear()
-        template = _TRANSITIONS[shape] = PayloadTemplate(
-            {k: v if k in _FIXED else hole(k) for k, v in payload.items()}
-        )
+        shaped = {k: v if k in _FIXED else hole(k) for k, v in payload.items()}
+        if fields:
+            shaped["result"] = {name: hole("result." + name) for name in fields}
+        template = _TRANSITIONS[shape] = PayloadTemplate(shaped)
     return template.fill(values)
 
 

@@ -6,6 +6,7 @@ decision and the RUNNING transition in the log."""
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sqlite3
 import subprocess
@@ -518,12 +519,17 @@ def test_a_payload_text_that_is_not_utf8_is_refused_before_it_is_deferred(tmp_pa
 
 
 def test_every_payload_a_call_writes_from_templates_is_canonical(spec: Any) -> None:
-    from harnessc.runtime.canonical import canonicalize_text
+    from harnessc.runtime.canonical import canonical_json, canonicalize_text
 
     h = Harness(spec, store=MemoryStore())
-    h.bind("change.create", lambda args: {"id": "é\n\u2028"})
-    h.bind("vault.put", lambda args: {})
+    h.bind("change.create", lambda args: {"id": "é\n\u2028", "n": [1, 2.5, None, True]})
+
+    def failing(args: Any) -> Any:
+        raise RuntimeError('failed: "é"\\ \U0001f600')
+
+    h.bind("vault.put", failing)  # a failed result: its error and observation are text
     s = h.session("runner", actor={"user": "ü-1\t", "role": "dev"}, task="t-1")
+    results = []
     for i, (tool, args) in enumerate(
         [
             ("change.create", {"service": 'a"pi', "patch": "p\u00e9"}),
@@ -535,9 +541,14 @@ def test_every_payload_a_call_writes_from_templates_is_canonical(spec: Any) -> N
         call = s.normalize(tool, f"c-{i}\u00e9", args)
         assert isinstance(call, PendingCall)
         if s.decide(call).effect == "allow":
-            s.invoke(call)
+            results.append(s.invoke(call))
     events = h.store.read(s.id)
     assert len(events) > 15
     for e in events:
         assert canonicalize_text(e.payload_json) == e.payload_json, e.type
+    # a result's transition holds the result as `to_dict` gives it, field by field
+    ended = {e.payload["action_id"]: e.payload for e in events if "result" in e.payload}
+    assert [r.status for r in results] == ["success", "success", "failure"]
+    for r in results:
+        assert ended[r.action_id]["result"] == json.loads(canonical_json(r.to_dict()))
     assert h.store.verify().ok
