@@ -164,7 +164,7 @@ class PostgresStore(GroupCommitted):
         flush: bool = True,
     ) -> list[Event]:
         """Events after `after` (of one stream, or all); the deferred events are committed
-        first, unless `flush` is False (`store.read_committed`)."""
+        first, unless `flush` is False (`read_committed` in runtime/store.py)."""
         if flush:
             self._group.flush()
         sql = f"SELECT {self._columns} FROM harnessc.events WHERE position > %s"
