@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -46,6 +46,7 @@ from .conditions import compile_conditions, roles_of
 from .events import (
     REDACTED,
     Clock,
+    Event,
     NewEvent,
     Secrets,
     approval_requested,
@@ -61,7 +62,7 @@ from .model import Approver, Condition, Grant, Selector, Tool
 from .normalize import PendingCall, thaw
 from .policy import tool_view
 from .semantics import selects, value_eq
-from .store import ConcurrencyError, EventStore
+from .store import ConcurrencyError, EventStore, defer_events
 
 __all__ = [
     "DEFAULT_GRANT",
@@ -473,8 +474,11 @@ class Approvals:
         by: str | None,
         task_id: str | None,
         path_facts: frozenset[str] = frozenset(),
+        defer: bool = False,
     ) -> ApprovalGrant:
-        """Issue the grant an approval of `req` gives, under the (re-judged) `decision`."""
+        """Issue the grant an approval of `req` gives, under the (re-judged) `decision`.
+        `defer`: its event rides the store's next commit (`store.defer_events`), for a caller
+        that commits it with the decision the grant authorises."""
         spec = decision.grant or DEFAULT_GRANT
         expires = self.clock() + timedelta(milliseconds=spec.ttl_ms)
         check = None
@@ -497,7 +501,8 @@ class Approvals:
             check=check,
             session_id=req.session_id,
         )
-        self.store.append(
+        record = self.store.append if not defer else lambda e: defer_events(self.store, [e])
+        record(
             grant_issued(
                 req.session_id,
                 grant_id=grant.grant_id,
@@ -588,12 +593,19 @@ class Approvals:
             self.requests[request_id] = req
             return req
 
-    def use(self, grants: tuple[ApprovalGrant, ...], stream: str, pending: PendingCall) -> None:
-        """Record that `grants` authorise `pending` now, in one transaction; each `once` grant
-        is spent by a `grant.spent` claim that only the first execution can append. Raises
+    def use(
+        self,
+        grants: tuple[ApprovalGrant, ...],
+        stream: str,
+        pending: PendingCall,
+        also: Sequence[NewEvent] = (),
+    ) -> list[Event]:
+        """Record that `grants` authorise `pending` now, in one transaction (with the events
+        `also`, after them: the call's RUNNING transition); each `once` grant is spent by a
+        `grant.spent` claim that only the first execution can append. Raises
         `ApprovalError("grant-spent")` and records nothing when another execution (another
         thread, session or process) spent one of them first, or when one was revoked
-        (`grant-revoked`)."""
+        (`grant-revoked`). Returns the events appended."""
         revoked = self._revoked(grants)
         if revoked is not None:
             raise ApprovalError(
@@ -616,7 +628,7 @@ class Approvals:
         ]
         claimed = {spent_stream(g.grant_id): g.grant_id for g in claims}
         try:
-            self.store.append_many(events, expect=dict.fromkeys(claimed, 0))
+            appended = self.store.append_many([*events, *also], expect=dict.fromkeys(claimed, 0))
         except ConcurrencyError as exc:
             spent = claimed[exc.stream]
             self.spend(spent)
@@ -627,6 +639,7 @@ class Approvals:
             ) from None
         for g in claims:
             self.spend(g.grant_id)
+        return appended
 
     def revoke(self, grant_id: str, *, by: str, reason: str | None = None) -> ApprovalGrant:
         """Revoke an active grant: a `grant.revoked` event on the grant's own stream

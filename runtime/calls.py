@@ -333,8 +333,9 @@ def judge_call(s: Session, pending: PendingCall) -> Ruling:
     return Ruling(decision=best, grants=tuple(grants), context=ctx)
 
 
-def decide_call(s: Session, pending: PendingCall) -> Decision:
-    """`Session.decide`: judge the call and record the decision."""
+def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Decision:
+    """`Session.decide`: judge the call and record the decision (`commit=False`: a decision
+    that stops the call is held too, for the caller to commit with what it appends next)."""
     s._own(pending)
     ruling = judge_call(s, pending)
     d, grant = ruling.decision, ruling.grant
@@ -377,10 +378,6 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
         )
         if diverged is not None:
             events.append(diverged)
-    # a decision that lets the call run rides the commit that records it RUNNING, before the
-    # executor starts; one that stops it (deny, ask without a grant) is committed now, with
-    # the move it makes
-    defer_events(h.store, events)
     judged = Judged(
         decision_id=decision_id,
         decision=d,
@@ -388,9 +385,17 @@ def decide_call(s: Session, pending: PendingCall) -> Decision:
         policy_version=h.policy_version,
         grants=ruling.grants,
     )
+    move = drive(s, pending, judged)
+    if move is not None:
+        events.append(move[2])
+    # a decision that lets the call run rides the commit that records it RUNNING, before the
+    # executor starts; one that stops it (deny, ask without a grant) is committed now, with
+    # the move it makes
+    defer_events(h.store, events)
     s._judged[pending.key] = judged
-    drive(s, pending, judged)
-    if not authorized:
+    if move is not None:
+        move[0].moved(move[1])
+    if not authorized and commit:
         flush_deferred(h.store)
     return d
 
@@ -442,18 +447,23 @@ def decision_template(
     return found[2], found[3]
 
 
-def drive(s: Session, pending: PendingCall, judged: Judged) -> None:
-    """Move the call's action where its recorded decision leads (`after_decision`)."""
+def drive(
+    s: Session, pending: PendingCall, judged: Judged
+) -> tuple[Action, ActionState, NewEvent] | None:
+    """Where the call's action moves after its decision (`after_decision`): the action, its
+    next state and the event that records the move, for the decision's commit (`moved` takes
+    the state once it is deferred); None when it stays."""
     action = s._actions.get(pending.key)
     if action is None or action.terminal:
-        return
+        return None
     move = after_decision(action.state, judged.decision.effect, granted=judged.grant is not None)
     if move is None:
-        return
+        return None
     details: dict[str, Any] = {"decision_id": judged.decision_id}
     if judged.grant is not None:
         details["grant_id"] = judged.grant.grant_id
-    action.transition(move.state, reason=move.reason, defer=True, **details)
+    target, event = action.move(move.state, reason=move.reason, **details)
+    return action, target, event
 
 
 def authorize(s: Session, pending: PendingCall) -> Judged | Result:
@@ -599,8 +609,12 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
         )
     action = s._actions[pending.key]
     if judged.grants:
+        # the grants are spent and the call recorded RUNNING in one transaction
+        target, running = action.move(
+            _S.RUNNING, executor=bound.name, decision_id=judged.decision_id
+        )
         try:
-            h.approvals.use(judged.grants, s.id, pending)
+            appended = h.approvals.use(judged.grants, s.id, pending, also=[running])
         except ApprovalError as exc:
             # another execution (a thread, or a process sharing the store) spent the once
             # grant first: this one does not run; judged again, the call asks anew
@@ -620,7 +634,9 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
             )
             category = exc.code.replace("-", "_")  # grant_spent, grant_revoked
             return not_run(s, pending, category, exc.message, action.state.value, judged)
-    action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
+        action.moved(target, appended[-1])
+    else:
+        action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
     s._running.add(pending.key)
     context = ExecutorContext(
         pending,
@@ -644,12 +660,15 @@ def record(s: Session, prepared: Prepared, result: Result) -> Result:
         prepared.judged,
         prepared.action,
     )
-    result = replace(
-        result,
-        decision_id=judged.decision_id,
-        grant_id=judged.grant.grant_id if judged.grant is not None else None,
-        action_id=action.action_id,
-    )
+    grant_id = judged.grant.grant_id if judged.grant is not None else None
+    if (result.decision_id, result.grant_id, result.action_id) != (
+        judged.decision_id,
+        grant_id,
+        action.action_id,
+    ):
+        result = replace(
+            result, decision_id=judged.decision_id, grant_id=grant_id, action_id=action.action_id
+        )
     try:
         if result.accepted:
             # RUNNING → ACCEPTED (the external system took it) → WAITING_RESULT
@@ -668,6 +687,15 @@ def record(s: Session, prepared: Prepared, result: Result) -> Result:
         s._running.discard(pending.key)
     apply_on_success(s, tool, pending, result)
     return result
+
+
+def ids_of(judged: Judged) -> dict[str, str | None]:
+    """The decision and grant ids a call's result carries (`run_sync`, `run_async`)."""
+    grant = judged.grant
+    return {
+        "decision_id": judged.decision_id,
+        "grant_id": grant.grant_id if grant is not None else None,
+    }
 
 
 def late_hook(s: Session, action: Action, settled: threading.Event) -> LateHook:
@@ -709,6 +737,7 @@ def invoke_call(s: Session, pending: PendingCall) -> Result:
                 s.harness.clock,
                 s.harness.outputs.get(prepared.tool.id),
                 late_hook(s, prepared.action, settled),
+                **ids_of(prepared.judged),
             )
             return record(s, prepared, result)
         finally:
@@ -735,6 +764,7 @@ async def ainvoke_call(s: Session, pending: PendingCall) -> Result:
             s.harness.clock,
             s.harness.outputs.get(prepared.tool.id),
             late_hook(s, prepared.action, settled),
+            **ids_of(prepared.judged),
         )
         result = record(s, prepared, result)
         future.set_result(result)

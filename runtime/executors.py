@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .events import NO_SECRETS, Clock, Secrets, format_time, redact
+from .events import NO_SECRETS, Clock, Secrets, format_time, has_secrets, redact
 from .model import Tool
 from .normalize import PendingCall, Validator, thaw
 
@@ -159,6 +159,62 @@ class Result:
     handle: str | None = None
     completed_by: str | None = None
     secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
+
+    def __init__(
+        self,
+        tool_id: str,
+        tool_call_id: str,
+        input_hash: str,
+        status: str,
+        data: Mapping[str, Any] | None,
+        observation: str,
+        error: str | None,
+        error_category: str | None,
+        retryable: bool,
+        side_effect: bool,
+        executor: str | None,
+        actor: str | None,
+        started_at: str | None,
+        finished_at: str | None,
+        duration_ms: float,
+        state: str,
+        ran: bool = True,
+        decision_id: str | None = None,
+        grant_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        action_id: str | None = None,
+        handle: str | None = None,
+        completed_by: str | None = None,
+        secrets: Secrets = NO_SECRETS,
+    ) -> None:
+        # written here rather than generated: a frozen dataclass's own __init__ sets each of
+        # these fields through object.__setattr__, which costs more than a no-op executor
+        self.__dict__.update(
+            tool_id=tool_id,
+            tool_call_id=tool_call_id,
+            input_hash=input_hash,
+            status=status,
+            data=data,
+            observation=observation,
+            error=error,
+            error_category=error_category,
+            retryable=retryable,
+            side_effect=side_effect,
+            executor=executor,
+            actor=actor,
+            started_at=started_at,
+            finished_at=finished_at,
+            duration_ms=duration_ms,
+            state=state,
+            ran=ran,
+            decision_id=decision_id,
+            grant_id=grant_id,
+            extra={} if extra is None else extra,
+            action_id=action_id,
+            handle=handle,
+            completed_by=completed_by,
+            secrets=secrets,
+        )
 
     @property
     def ok(self) -> bool:
@@ -369,6 +425,8 @@ def _finish(
     finished: str,
     duration_ms: float,
     output: Validator | None,
+    decision_id: str | None = None,
+    grant_id: str | None = None,
 ) -> Result:
     idempotent = "idempotent" in tool.effects
     side = _side_effect_possible(tool, pending)
@@ -396,7 +454,7 @@ def _finish(
         )
     else:
         judged = _judge_value(tool, pending, value, output, side)
-    secrets = Secrets.of(tool, pending.args)
+    secrets = Secrets.of(tool, pending.args) if has_secrets(tool) else NO_SECRETS
     return Result(
         tool_id=tool.id,
         tool_call_id=pending.tool_call_id,
@@ -414,6 +472,8 @@ def _finish(
         finished_at=finished,
         duration_ms=round(duration_ms, 3),
         state=_state_of(judged.status),
+        decision_id=decision_id,
+        grant_id=grant_id,
         action_id=ctx.action_id,
         handle=judged.handle,
         secrets=secrets,
@@ -507,20 +567,102 @@ def _watch_late(future: concurrent.futures.Future[Any], on_late: LateHook | None
     def done(f: concurrent.futures.Future[Any]) -> None:
         if f.cancelled():
             return
-        error = f.exception()
-        # a late report must never break the worker thread (nor leak a thread exception)
-        with contextlib.suppress(Exception):
-            on_late("raised" if error is not None else "returned", error)
+        _report_late(on_late, f.exception())
 
     future.add_done_callback(done)
+
+
+def _report_late(on_late: LateHook, error: BaseException | None) -> None:
+    # a late report must never break the worker thread (nor leak a thread exception)
+    with contextlib.suppress(Exception):
+        on_late("raised" if error is not None else "returned", error)
+
+
+class _Run:
+    """One executor run handed to a worker thread by `run_sync`, and its way back: the caller
+    waits on `done` (a lock the worker releases when the executor returned), which is cheaper
+    than a `Future` and its condition. `claim` is taken by whoever gets there first: the worker
+    to run the executor, or the caller whose timeout passed before it started (it then never
+    runs). A run that outlives its timeout reports to `late` when it finishes."""
+
+    __slots__ = ("claim", "done", "ended", "error", "fn", "late", "value")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.claim = threading.Lock()
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.late: LateHook | None = None
+        self.ended = False
+
+    def execute(self) -> None:
+        if not self.claim.acquire(blocking=False):
+            return  # its caller gave up before it started
+        try:
+            self.value = self.fn()
+        except BaseException as error:  # the caller's result, never this thread's
+            self.error = error
+
+    def settle(self) -> None:
+        with _LATE:
+            self.ended = True
+            late = self.late
+        self.done.release()
+        if late is not None:
+            _report_late(late, self.error)
+
+    def abandon(self, on_late: LateHook | None) -> None:
+        """The caller's timeout passed: the run never starts, or `on_late` hears when it ends
+        (at once, from a thread of its own, if it ended meanwhile)."""
+        if self.claim.acquire(blocking=False) or on_late is None:
+            return
+        with _LATE:
+            ended = self.ended
+            if not ended:
+                self.late = on_late
+        if ended:
+            threading.Thread(target=_report_late, args=(on_late, self.error), daemon=True).start()
+
+
+_LATE = threading.Lock()
+"""Orders a run's end against its caller giving up on it (`_Run`)."""
+
+
+class _Submitted:
+    """A callable run for a `Future` (`_Workers.submit`, for `run_async`)."""
+
+    __slots__ = ("args", "fn", "future")
+
+    def __init__(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], future: concurrent.futures.Future[Any]
+    ) -> None:
+        self.fn = fn
+        self.args = args
+        self.future = future
+
+    def execute(self) -> None:
+        future = self.future
+        if future.set_running_or_notify_cancel():
+            try:
+                value = self.fn(*self.args)
+            except BaseException as error:  # the caller's result, never this thread's
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+    def settle(self) -> None:
+        pass
 
 
 class _Workers:
     """The threads executors run in, kept between calls: starting a thread costs more than a
     no-op executor. A call takes an idle thread or starts one; a thread goes back to the idle
-    ones when its executor returns, so one that outlives its timeout is given no other work
-    until it finishes. At most `keep` idle threads are kept (daemons: an idle one never holds
-    up the interpreter's exit)."""
+    ones when its executor returns (before its caller is woken, so that the thread is asleep
+    again, waiting for work, when the caller wakes), so one that outlives its timeout is given
+    no other work until it finishes. At most `keep` idle threads are kept (daemons: an idle one
+    never holds up the interpreter's exit)."""
 
     def __init__(self, keep: int = 4) -> None:
         self._keep = keep
@@ -530,6 +672,10 @@ class _Workers:
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.start(_Submitted(fn, args, future))
+        return future
+
+    def start(self, job: _Run | _Submitted) -> None:
         with self._lock:
             inbox = self._idle.pop() if self._idle else None
             if inbox is None:
@@ -540,24 +686,20 @@ class _Workers:
             threading.Thread(
                 target=self._work, args=(inbox,), name=f"harness-exec-{number}", daemon=True
             ).start()
-        inbox.put((fn, args, future))
-        return future
+        inbox.put(job)
 
     def _work(self, inbox: queue.SimpleQueue[Any]) -> None:
         while True:
-            fn, args, future = inbox.get()
-            if future.set_running_or_notify_cancel():
-                try:
-                    value = fn(*args)
-                except BaseException as error:  # the caller's result, never this thread's
-                    future.set_exception(error)
-                else:
-                    future.set_result(value)
-            del fn, args, future
+            job = inbox.get()
+            job.execute()
             with self._lock:
-                if len(self._idle) >= self._keep:
-                    return
-                self._idle.append(inbox)
+                stay = len(self._idle) < self._keep
+                if stay:
+                    self._idle.append(inbox)
+            job.settle()
+            del job
+            if not stay:
+                return
 
 
 _WORKERS = _Workers()
@@ -571,10 +713,14 @@ def run_sync(
     clock: Clock,
     output: Validator | None = None,
     on_late: LateHook | None = None,
+    *,
+    decision_id: str | None = None,
+    grant_id: str | None = None,
 ) -> Result:
     """Run an executor in a worker thread, waiting at most the timeout; async executors run
     in their own event loop there. A thread cannot be stopped: past the timeout it is left to
-    finish, its return value is dropped and `on_late` hears of it."""
+    finish, its return value is dropped and `on_late` hears of it. `decision_id` and
+    `grant_id` go into the result as they are."""
     started, t0 = format_time(clock()), time.perf_counter()
     value: Any = None
     error: BaseException | None = None
@@ -586,15 +732,15 @@ def run_sync(
             return asyncio.run(bound.fn(*call_args))
         return bound.fn(*call_args)
 
-    future = _WORKERS.submit(target)
-    try:
-        value = future.result(timeout=ctx.timeout_ms / 1000)
-    except concurrent.futures.TimeoutError:
+    run = _Run(target)
+    _WORKERS.start(run)
+    if run.done.acquire(timeout=ctx.timeout_ms / 1000):
+        value, error = run.value, run.error
+        if error is not None and not isinstance(error, Exception):
+            raise error  # KeyboardInterrupt, SystemExit: the caller's, as they were
+    else:
         timed_out = True
-        if not future.cancel():
-            _watch_late(future, on_late)
-    except Exception as exc:  # an executor's failure is a result, never a traceback
-        error = exc
+        run.abandon(on_late)
     return _finish(
         tool,
         pending,
@@ -607,6 +753,8 @@ def run_sync(
         format_time(clock()),
         (time.perf_counter() - t0) * 1000,
         output,
+        decision_id,
+        grant_id,
     )
 
 
@@ -618,6 +766,9 @@ async def run_async(
     clock: Clock,
     output: Validator | None = None,
     on_late: LateHook | None = None,
+    *,
+    decision_id: str | None = None,
+    grant_id: str | None = None,
 ) -> Result:
     """Run an executor on the running event loop (a sync one in a thread), with the timeout.
     An async executor past its timeout is cancelled; a sync one is left to finish in its
@@ -653,4 +804,6 @@ async def run_async(
         format_time(clock()),
         (time.perf_counter() - t0) * 1000,
         output,
+        decision_id,
+        grant_id,
     )

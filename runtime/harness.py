@@ -447,23 +447,27 @@ class Harness:
                 f"are never stored: normalize it again in session `{req.session_id}` (same tool, "
                 "tool_call_id and arguments), then approve",
             )
-        decision = session.decide(pending)  # judged again: the policy may have changed
-        who = _who(by)
-        if decision.effect == "deny":
-            self.approvals.resolve(
-                request_id, "withdrawn", who, reason=decision.reason, rule=decision.rule
-            )
-            if telemetry.tracer is not None:
-                telemetry.approval_waited(req, "denied-by-policy", self.clock())
-            return ApprovalOutcome(
-                self.approvals.get(request_id),
-                "denied-by-policy",
-                None,
-                decision,
-                decision.reason,
-            )
-        _may_approve(decision, session, by, req.tool_id, request_id)
-        resolved = self.approvals.resolve(request_id, "approved", who)
+        # judged again (the policy may have changed); the decision is committed with the answer
+        decision = session._decide(pending, commit=False)
+        try:
+            who = _who(by)
+            if decision.effect == "deny":
+                self.approvals.resolve(
+                    request_id, "withdrawn", who, reason=decision.reason, rule=decision.rule
+                )
+                if telemetry.tracer is not None:
+                    telemetry.approval_waited(req, "denied-by-policy", self.clock())
+                return ApprovalOutcome(
+                    self.approvals.get(request_id),
+                    "denied-by-policy",
+                    None,
+                    decision,
+                    decision.reason,
+                )
+            _may_approve(decision, session, by, req.tool_id, request_id)
+            resolved = self.approvals.resolve(request_id, "approved", who)
+        finally:
+            flush_deferred(self.store)  # committed already, unless the answer was refused
         grant = self._grant(resolved, session, pending, decision, who)
         if telemetry.tracer is not None:
             telemetry.approval_waited(req, "approved", self.clock())
@@ -581,18 +585,22 @@ class Harness:
     ) -> ApprovalGrant | None:
         """The grant an approved ASK issues, bound to `pending` (None for an ALLOW)."""
         grant = None
-        if decision.effect == "ask":
-            grant = self.approvals.issue(
-                resolved,
-                pending,
-                decision,
-                by=who,
-                task_id=session.task_id,
-                path_facts=self.engine.path_facts,
-            )
-            session.decide(pending)  # the grant now authorises the call: AUTHORIZED
-        # an approval answered is acknowledged: the decisions it made are committed with it
-        flush_deferred(self.store)
+        try:
+            if decision.effect == "ask":
+                grant = self.approvals.issue(
+                    resolved,
+                    pending,
+                    decision,
+                    by=who,
+                    task_id=session.task_id,
+                    path_facts=self.engine.path_facts,
+                    defer=True,
+                )
+                session.decide(pending)  # the grant now authorises the call: AUTHORIZED
+        finally:
+            # an approval answered is acknowledged: the grant and the decisions it made are
+            # committed, in one transaction, before it returns
+            flush_deferred(self.store)
         return grant
 
     def _request(self, request_id: str) -> Any:

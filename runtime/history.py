@@ -39,9 +39,10 @@ from .model import (
 from .provenance import ProvenanceIndex, Source
 from .semantics import selects, tool_view
 from .session_terms import history_key, reads_result, reads_session, session_terms
+from .store import flush_deferred, held_events, read_committed
 
 if TYPE_CHECKING:
-    from .events import Event
+    from .events import Event, NewEvent
     from .store import EventStore
 
 __all__ = [
@@ -274,6 +275,7 @@ class Ledger:
         self._order: list[_Call] = []
         self._results: list[tuple[int, int, frozenset[str]]] = []  # (position, time, labels)
         self._cursor: dict[str, int] = {}
+        self._time: tuple[str, int | None] = ("", None)  # the last event time read, in ms
         self._lock = threading.RLock()
 
     @classmethod
@@ -323,9 +325,14 @@ class Ledger:
         with self._lock:
             if now_ms is not None:
                 self.now_ms = now_ms
+            # the events this process holds back (a call normalized, or decided and not yet
+            # run) are committed first only when the ledger takes something from them now:
+            # the others are read once committed, in order, and no decision misses them
+            if any(e.stream in self._cursor and _feeds_now(e) for e in held_events(store)):
+                flush_deferred(store)
             found: list[Event] = []
             for stream, after in self._cursor.items():
-                found.extend(store.read(stream, after=after))
+                found.extend(read_committed(store, stream, after=after))
             found.sort(key=lambda e: e.position)
             for event in found:
                 self.feed(event)
@@ -353,8 +360,19 @@ class Ledger:
             kind = event.type
             if kind not in _FED:
                 return
+            # VALIDATED, RUNNING …: not parsed, since a move is in its canonical text (a
+            # reader's row has no text, only the payload)
+            text = getattr(event, "payload_json", None)
+            if (
+                kind == "action.transition"
+                and text is not None
+                and not any(m in text for m in _MOVES_FED)
+            ):
+                return
             p = event.payload
-            at = time_ms(event.time)
+            if event.time != self._time[0]:  # the events of one commit share their time
+                self._time = (event.time, time_ms(event.time))
+            at = self._time[1]
             if at is None:
                 at = self.now_ms  # not yet timed: it happens now
             pos = event.position
@@ -561,6 +579,25 @@ _FED = frozenset(
         FACTS_UPDATED,
     }
 )
+
+
+_MOVES_FED = tuple(
+    f'"to":"{m}"' for m in ("REQUESTED", "AUTHORIZED", "SUCCEEDED", "FAILED", "CANCELLED")
+)
+"""How the moves `feed` takes appear in a transition's canonical text: a transition whose text
+holds none of them is none of them (one that holds one elsewhere is parsed and checked)."""
+
+
+def _feeds_now(event: NewEvent) -> bool:
+    """Whether feeding `event` can change what a decision reads from the ledger. A REQUESTED
+    or VALIDATED transition only makes a call known (no term counts it before it is
+    AUTHORIZED, no source comes from it) and a decision is not fed at all, so reading such an
+    event later, once committed, changes no decision taken meanwhile."""
+    if event.type not in _FED:
+        return False
+    if event.type == "action.transition":
+        return event.payload.get("to") not in ("REQUESTED", "VALIDATED")
+    return True
 
 
 def _contribution(terms: HistoryTerms, key: str, node: History, call: _Call) -> int | float | None:

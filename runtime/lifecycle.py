@@ -238,26 +238,33 @@ def after_decision(state: ActionState, effect: str, *, granted: bool) -> Move | 
 
 def _flat_text(payload: Mapping[str, Any]) -> str | None:
     """The canonical JSON of a transition's payload whose values are all strings or null (most
-    moves: ids, states, a decision id, an executor's name), filled into a template per tool,
-    move and set of keys; None for any other payload (a result), which the store writes."""
+    moves: ids, states, a decision id, an executor's name), but for a `result` object (a
+    `Result.to_dict()`) whose fields are each written on their own, filled into a template per
+    tool, move and set of keys; None for any other payload, which the store writes."""
     values: dict[str, str] = {}
+    fields: tuple[str, ...] = ()
     for key, value in payload.items():
         if type(value) is str:
             values[key] = json_string(value)
         elif value is None:
             values[key] = "null"
+        elif key == "result" and type(value) is dict and not fields:
+            fields = tuple(value)
+            for name, item in value.items():
+                values["result." + name] = json_value(item)
         else:
             return None
-    shape = ("transition", payload["tool_id"], payload["from"], payload["to"], *payload)
+    shape = ("transition", payload["tool_id"], payload["from"], payload["to"], *payload, fields)
     template = _TRANSITIONS.get(shape)
     if template is None:
-        if not all(key.isidentifier() for key in payload):
+        if not all(key.isidentifier() for key in (*payload, *fields)):
             return None
         if len(_TRANSITIONS) > 4096:
             _TRANSITIONS.clear()
-        template = _TRANSITIONS[shape] = PayloadTemplate(
-            {k: v if k in _FIXED else hole(k) for k, v in payload.items()}
-        )
+        shaped = {k: v if k in _FIXED else hole(k) for k, v in payload.items()}
+        if fields:
+            shaped["result"] = {name: hole("result." + name) for name in fields}
+        template = _TRANSITIONS[shape] = PayloadTemplate(shaped)
     return template.fill(values)
 
 
@@ -316,12 +323,14 @@ class Action:
         digest: str | None = None,
         defer: bool = False,
         args_json: str | None = None,
+        then: ActionState | None = None,
         **details: Any,
     ) -> Action:
         """Record a new call as REQUESTED. The event carries the input hash (computed over the
         real arguments unless `digest` is given) and the arguments with secret fields redacted.
         `defer`: append it with the store's next commit (`store.defer_events`). `args_json`:
-        the canonical JSON of `args`, written as it is when the tool has no secret field."""
+        the canonical JSON of `args`, written as it is when the tool has no secret field.
+        `then`: the move that follows at once (VALIDATED), appended with the request."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
         plain = args_json is not None and not has_secrets(tool)
@@ -367,11 +376,16 @@ class Action:
                 values["input_hash"] = json_string(digest)
                 values["args"] = args_json
                 text = template.fill(values)
-        event = NewEvent(stream, "Tool", "action.transition", payload, text)
+        events = [NewEvent(stream, "Tool", "action.transition", payload, text)]
+        target = None
+        if then is not None:
+            target, moved = action.move(then)
+            events.append(moved)
         if defer:
-            defer_events(store, [event])
+            defer_events(store, events)
+            action.moved(target)
         else:
-            action.position = store.append(event).position
+            action.moved(target, store.append_many(events)[-1])
         return action
 
     @property
@@ -397,6 +411,21 @@ class Action:
         append conditional on the stream's last sequence number (`store.ConcurrencyError`
         otherwise), for a move decided on a state read from the log.
         """
+        target, new = self.move(to, reason=reason, **details)
+        if defer and expected_seq is None:
+            defer_events(self.store, [new])
+            self.state = target
+            return None
+        event = self.store.append(new, expected_seq=expected_seq)
+        self.moved(target, event)
+        return event
+
+    def move(
+        self, to: ActionState | str, *, reason: str | None = None, **details: Any
+    ) -> tuple[ActionState, NewEvent]:
+        """The state `to` and the event that records the move there, checked (an illegal move
+        raises) but neither appended nor applied: `transition` does both; a caller that
+        appends the event with others applies it with `moved` once it is in the log."""
         target = to if type(to) is ActionState else ActionState(to)
         if target not in TRANSITIONS[self.state]:
             raise IllegalTransitionError(self.tool_call_id, self.state, target)
@@ -426,15 +455,17 @@ class Action:
         }
         if reason is not None:
             payload["reason"] = reason
-        new = NewEvent(self.stream, "Tool", "action.transition", payload, _flat_text(payload))
-        if defer and expected_seq is None:
-            defer_events(self.store, [new])
+        return target, NewEvent(
+            self.stream, "Tool", "action.transition", payload, _flat_text(payload)
+        )
+
+    def moved(self, target: ActionState | None, event: Event | None = None) -> None:
+        """Take the state of a move whose event (`move`) is in the log, or deferred (no
+        `event`); None keeps the state."""
+        if target is not None:
             self.state = target
-            return None
-        event = self.store.append(new, expected_seq=expected_seq)
-        self.state = target
-        self.position = event.position
-        return event
+        if event is not None:
+            self.position = event.position
 
     def cancel(self, reason: str) -> Event:
         event = self.transition(ActionState.CANCELLED, reason=reason)

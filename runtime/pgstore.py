@@ -156,9 +156,17 @@ class PostgresStore(GroupCommitted):
     # -- reading ------------------------------------------------------------------------------
 
     def read(
-        self, stream: str | None = None, *, after: int = 0, limit: int | None = None
+        self,
+        stream: str | None = None,
+        *,
+        after: int = 0,
+        limit: int | None = None,
+        flush: bool = True,
     ) -> list[Event]:
-        self._group.flush()
+        """Events after `after` (of one stream, or all); the deferred events are committed
+        first, unless `flush` is False (`read_committed` in runtime/store.py)."""
+        if flush:
+            self._group.flush()
         sql = f"SELECT {self._columns} FROM harnessc.events WHERE position > %s"
         params: list[object] = [after]
         if stream is not None:

@@ -64,6 +64,7 @@ from .normalize import (
 )
 from .policy import CallContext, Decision
 from .restore import take_up_edits
+from .store import flush_deferred
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -366,8 +367,8 @@ class Session:
             # nothing acts on a call before its decision: both ride the commit that records
             # it running (or the decision's own, when it stops the call)
             defer=True,
+            then=_S.VALIDATED,
         )
-        action.transition(_S.VALIDATED, defer=True)
         self._actions[result.key] = action
         self._index(action, result.key)
         return result
@@ -401,9 +402,16 @@ class Session:
         before its executor starts (or with any earlier append or read, or `store.flush()`);
         one that stops it is committed before `decide` returns.
         """
+        return self._decide(pending, commit=True)
+
+    def _decide(self, pending: PendingCall, *, commit: bool) -> Decision:
+        """`decide`; `commit=False` leaves a decision that stops the call held too, for a
+        caller that commits it with what it appends next (`request_approval`, `approve`)."""
         if telemetry.tracer is not None:
-            return telemetry.decide(self, pending, lambda: decide_call(self, pending))
-        return decide_call(self, pending)
+            return telemetry.decide(
+                self, pending, lambda: decide_call(self, pending, commit=commit)
+            )
+        return decide_call(self, pending, commit=commit)
 
     def _own(self, pending: PendingCall) -> None:
         if pending.session_id != self.id or pending.key not in self._pending:
@@ -425,26 +433,30 @@ class Session:
         expected impact, the arguments (secrets redacted), reversibility and the grant's
         scope. The harness answers it (`Harness.approve` / `Harness.deny`)."""
         self._own(pending)
-        judged = self._judged.get(pending.key)
-        if decision is None:
-            if judged is None:
-                self.decide(pending)
-                judged = self._judged[pending.key]
-            decision = judged.decision
-        if decision.effect != "ask":
-            raise ValueError(f"only an ASK decision needs approval, not `{decision.effect}`")
         h = self.harness
-        h._record_preview(self.id, pending)  # what the call would do, shown with the request
-        return h.approvals.request(
-            session_id=self.id,
-            pending=pending,
-            tool=h.spec.tools[pending.tool_id],
-            decision=decision,
-            decision_id=judged.decision_id if judged is not None else None,
-            actor=self.actor,
-            resource=self.resource,
-            task_id=self.task_id,
-        )
+        judged = self._judged.get(pending.key)
+        try:
+            if decision is None:
+                if judged is None:
+                    # the decision is committed with the request, in one transaction
+                    self._decide(pending, commit=False)
+                    judged = self._judged[pending.key]
+                decision = judged.decision
+            if decision.effect != "ask":
+                raise ValueError(f"only an ASK decision needs approval, not `{decision.effect}`")
+            h._record_preview(self.id, pending)  # what the call would do, shown with the request
+            return h.approvals.request(
+                session_id=self.id,
+                pending=pending,
+                tool=h.spec.tools[pending.tool_id],
+                decision=decision,
+                decision_id=judged.decision_id if judged is not None else None,
+                actor=self.actor,
+                resource=self.resource,
+                task_id=self.task_id,
+            )
+        finally:
+            flush_deferred(h.store)  # committed already, unless the request was refused
 
     def record_denial(
         self, pending: PendingCall | ApprovalRequest, by: str | None, reason: str | None

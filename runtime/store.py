@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
-from .canonical import CanonicalError, canonical_json
 from .chain import (
     Anchor,
     ConcurrencyError,
@@ -56,9 +55,11 @@ from .events import (
     format_time,
     system_clock,
 )
+from .group_commit import Batch, Expected, GroupCommit, payload_texts
 from .integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, Checkpoint, LogKey
 
 __all__ = [
+    "Batch",
     "ConcurrencyError",
     "EventStore",
     "GroupCommit",
@@ -69,6 +70,9 @@ __all__ = [
     "Verification",
     "defer_events",
     "flush_deferred",
+    "held_events",
+    "payload_texts",
+    "read_committed",
     "select_rows",
     "verify_events",
 ]
@@ -77,10 +81,6 @@ SCHEMA_VERSION = "2"
 """1: the chain; 2: and a `mac` column (NULL without a log key). A version 1 log is upgraded
 when opened for writing (the column added, no event rewritten) and read as it is otherwise."""
 _READABLE_VERSIONS = ("1", SCHEMA_VERSION)
-
-Expected = int | Mapping[str, int] | None
-"""What a batch expects of its streams' last seq: nothing, every stream at one seq, or the
-named streams at theirs (`number_batch`)."""
 
 
 @runtime_checkable
@@ -244,6 +244,23 @@ def flush_deferred(store: EventStore) -> None:
         flush()
 
 
+def held_events(store: EventStore) -> list[NewEvent]:
+    """The events `store` defers and has not committed yet, in order (none for a store
+    without deferred appends)."""
+    held = getattr(store, "held", None)
+    return held() if held is not None else []
+
+
+def read_committed(store: EventStore, stream: str, *, after: int = 0) -> list[Event]:
+    """`store.read(stream, after=after)`, leaving the events the store defers uncommitted: for
+    a reader that checked (`held_events`) that it needs none of them now. They are committed
+    later with positions above every event read here, so a reader that goes on `after` the
+    last position it read takes them in order."""
+    if getattr(store, "held", None) is not None:
+        return store.read(stream, after=after, flush=False)  # type: ignore[call-arg]
+    return store.read(stream, after=after)
+
+
 def flush_at_exit(ref: weakref.ref[Any]) -> None:
     """Commit what a store still defers when the interpreter exits (registered by each
     store that defers appends)."""
@@ -251,115 +268,6 @@ def flush_at_exit(ref: weakref.ref[Any]) -> None:
     if store is not None:
         with contextlib.suppress(Exception):
             store.flush()
-
-
-def payload_texts(events: Sequence[NewEvent]) -> list[str]:
-    """The canonical JSON of each event's payload: the text its builder wrote, or the payload
-    canonicalized (the costly part of an append, done before any lock is taken)."""
-    out = []
-    for e in events:
-        text = e.payload_json
-        if text is None:
-            text = canonical_json(e.payload)
-        elif not text.isascii():
-            try:  # refused here, before a commit that numbers it could fail on it
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                raise CanonicalError("a string contains a lone surrogate") from None
-        out.append(text)
-    return out
-
-
-class Batch:
-    """Events appended together (all or none), with what they expect of their streams; filled
-    in by the commit that writes them."""
-
-    __slots__ = ("deferred", "done", "error", "events", "expected", "out", "payloads")
-
-    def __init__(
-        self, events: Sequence[NewEvent], expected: Expected = None, *, deferred: bool = False
-    ) -> None:
-        self.events = events
-        self.payloads = payload_texts(events)
-        self.expected = expected
-        self.deferred = deferred
-        self.out: list[Event] = []
-        self.error: BaseException | None = None
-        self.done = False
-
-
-class GroupCommit:
-    """Commits the batches of many threads in one transaction (group commit).
-
-    A thread that appends queues its batch; the first to find no commit under way becomes the
-    leader: it takes every queued batch (its own among them) and commits them in one
-    transaction, while the batches of threads arriving meanwhile queue for the next one. So
-    under load one fsync serves many appends, and alone an append costs one commit as before.
-    Each batch is numbered in queue order; a batch whose expectations fail is left out (its
-    thread gets the ConcurrencyError) and the others commit.
-
-    A deferred batch (`defer`) has no thread waiting for it: it rides the next commit, made by
-    any append or by `flush`. A failed commit puts deferred batches back at the head of the
-    queue, so nothing deferred is dropped.
-    """
-
-    def __init__(self, commit: Callable[[list[Batch]], None]) -> None:
-        self._commit = commit
-        self._cond = threading.Condition(threading.Lock())
-        self._queue: list[Batch] = []
-        self._busy = False
-        self._deferred = 0  # deferred batches not yet committed
-
-    @property
-    def deferred(self) -> bool:
-        """Whether deferred events wait for a commit."""
-        return self._deferred > 0
-
-    def defer(self, batch: Batch) -> None:
-        with self._cond:
-            self._queue.append(batch)
-            self._deferred += 1
-
-    def flush(self) -> None:
-        """Commit the deferred batches now (and wait for a commit of them under way)."""
-        if self._deferred:
-            self.submit(Batch(()))
-
-    def submit(self, batch: Batch) -> list[Event]:
-        """Commit `batch` (with whatever else waits) and return its events, numbered."""
-        with self._cond:
-            self._queue.append(batch)
-            while not batch.done and self._busy:
-                self._cond.wait()
-            if not batch.done:
-                self._busy = True
-                taken, self._queue = self._queue, []
-        if not batch.done:
-            self._lead(taken)
-        if batch.error is not None:
-            raise batch.error
-        return batch.out
-
-    def _lead(self, taken: list[Batch]) -> None:
-        failed: BaseException | None = None
-        try:
-            self._commit(taken)
-        except BaseException as error:
-            failed = error
-        with self._cond:
-            requeued = []
-            for b in taken:
-                if failed is not None:
-                    if b.deferred:
-                        requeued.append(b)
-                        continue
-                    b.error = failed
-                b.done = True
-                if b.deferred:
-                    self._deferred -= 1
-            self._queue[:0] = requeued
-            self._busy = False
-            self._cond.notify_all()
 
 
 class Appends:
@@ -383,6 +291,10 @@ class GroupCommitted(Appends):
 
     _group: GroupCommit
     _readonly: bool
+
+    def held(self) -> list[NewEvent]:
+        """The deferred events not committed yet, in order (`defer`)."""
+        return self._group.held()
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         if not events:
@@ -651,9 +563,17 @@ class SQLiteStore(GroupCommitted):
     # -- reading ------------------------------------------------------------------------------
 
     def read(
-        self, stream: str | None = None, *, after: int = 0, limit: int | None = None
+        self,
+        stream: str | None = None,
+        *,
+        after: int = 0,
+        limit: int | None = None,
+        flush: bool = True,
     ) -> list[Event]:
-        self._group.flush()
+        """Events after `after` (of one stream, or all); the deferred events are committed
+        first, unless `flush` is False (`read_committed`)."""
+        if flush:
+            self._group.flush()
         sql = f"SELECT {self._columns} FROM events WHERE position > ?"
         params: list[object] = [after]
         if stream is not None:
@@ -893,6 +813,11 @@ class MemoryStore(Appends):
         with self._lock:
             self._settle()
 
+    def held(self) -> list[NewEvent]:
+        """The deferred events not numbered yet, in order."""
+        with self._lock:
+            return list(self._deferred)
+
     def _settle(self, numbering: _Numbering | None = None) -> None:
         """Number the deferred events (under the lock)."""
         if not self._deferred:
@@ -931,10 +856,16 @@ class MemoryStore(Appends):
         )
 
     def read(
-        self, stream: str | None = None, *, after: int = 0, limit: int | None = None
+        self,
+        stream: str | None = None,
+        *,
+        after: int = 0,
+        limit: int | None = None,
+        flush: bool = True,
     ) -> list[Event]:
         with self._lock:
-            self._settle()
+            if flush:
+                self._settle()
             # INVARIANT: positions are 1..n, so the event after position p is at index p
             found = [e for e in self._events[max(after, 0) :] if stream in (None, e.stream)]
         return found if limit is None else found[:limit]

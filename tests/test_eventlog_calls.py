@@ -6,6 +6,7 @@ decision and the RUNNING transition in the log."""
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sqlite3
 import subprocess
@@ -67,11 +68,15 @@ def spec_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def spec(spec_file: Path) -> Any:
-    result = check([spec_file])
+def model_of(path: Path) -> Any:
+    result = check([path])
     assert result.ok and result.model is not None
     return result.model
+
+
+@pytest.fixture(scope="module")
+def spec(spec_file: Path) -> Any:
+    return model_of(spec_file)
 
 
 def commits(store: SQLiteStore) -> list[str]:
@@ -117,6 +122,117 @@ def test_an_allowed_call_costs_one_commit_before_the_executor_and_one_after(
     )
     states = [e.payload.get("to") for e in store.read(s.id) if e.type == "action.transition"]
     assert states == ["REQUESTED", "VALIDATED", "AUTHORIZED", "RUNNING", "SUCCEEDED"]
+    assert store.verify().ok
+    store.close()
+
+
+# the same policy, and a rule that reads the session's history: every decision brings the
+# session's ledger up to date from the log first
+COUNTING = SPEC.replace(
+    "  allow change.create, vault.put\n",
+    "  allow change.create, vault.put\n"
+    '  ask change.create when count(change.create within 1h) >= 3 { approver role "ops" }\n',
+)
+
+
+@pytest.fixture(scope="module")
+def counting(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    path = tmp_path_factory.mktemp("counting") / "calls.harness"
+    path.write_text(COUNTING, encoding="utf-8")
+    return model_of(path)
+
+
+def test_a_call_whose_policy_reads_the_session_still_commits_twice(
+    counting: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "e.db"
+    store = SQLiteStore(path)
+    h = Harness(counting, store=store)
+    h.bind("change.create", lambda args: {})
+    s = h.session("runner", actor=ACTOR, task="t-1")
+    counted = commits(store)
+    for i in range(2):
+        call = s.normalize("change.create", f"c-{i}", {"service": "api", "patch": "p"})
+        assert isinstance(call, PendingCall)
+        assert s.decide(call).effect == "allow"  # the ledger read left the call's events held
+        assert s.invoke(call).ok
+        assert len(counted) == 2 * (i + 1)
+    # the two calls that ran are counted, and the third itself: it asks
+    third = s.normalize("change.create", "c-2", {"service": "api", "patch": "p"})
+    assert isinstance(third, PendingCall)
+    assert s.decide(third).effect == "ask"
+    assert store.verify().ok
+    store.close()
+
+
+def test_a_held_authorisation_is_committed_before_the_session_is_read(
+    counting: Any, tmp_path: Path
+) -> None:
+    """A call decided and not yet run is counted by the next decision: what the ledger takes
+    from held events (an AUTHORIZED) is committed and read first."""
+    store = SQLiteStore(tmp_path / "e.db")
+    h = Harness(counting, store=store)
+    h.bind("change.create", lambda args: {})
+    s = h.session("runner", actor=ACTOR, task="t-1")
+    calls = [
+        s.normalize("change.create", f"c-{i}", {"service": "api", "patch": "p"}) for i in range(3)
+    ]
+    assert all(isinstance(c, PendingCall) for c in calls)
+    assert [s.decide(c).effect for c in calls] == ["allow", "allow", "ask"]
+    other = SQLiteStore(tmp_path / "e.db")  # as another process sees the file
+    authorised = [
+        e.payload["tool_call_id"] for e in other.read(s.id) if e.payload.get("to") == "AUTHORIZED"
+    ]
+    assert authorised == ["c-0", "c-1"]
+    other.close()
+    store.close()
+
+
+ONCE = SPEC.replace(
+    "  allow change.create, vault.put\n",
+    "  allow change.create, vault.put\n"
+    '  ask change.drop { approver role "ops"; grant once ttl 10m }\n',
+)
+
+
+def test_an_approved_once_call_commits_once_asked_twice_approved_and_twice_run(
+    tmp_path: Path,
+) -> None:
+    spec_path = tmp_path / "once.harness"
+    spec_path.write_text(ONCE, encoding="utf-8")
+    path = tmp_path / "e.db"
+    store = SQLiteStore(path)
+    h = Harness(model_of(spec_path), store=store)
+    seen_at_run: list[list[str]] = []
+    h.bind("change.drop", lambda args: seen_at_run.append(on_disk(path)) or {})
+    s = h.session("runner", actor=ACTOR, task="t-1")
+    call = s.normalize("change.drop", "c-1", {"service": "api"})
+    assert isinstance(call, PendingCall)
+    counted = commits(store)
+    request = s.request_approval(call)
+    # the decision and WAITING_APPROVAL ride the request's commit
+    assert len(counted) == 1 and on_disk(path)[-2:] == ["action.transition", "approval.requested"]
+    outcome = h.approve(request.request_id, by={"user": "u-2", "role": "ops"})
+    assert outcome.grant is not None
+    # the decision judged again rides the answer; the grant, the decision it makes and
+    # AUTHORIZED are the second commit, before `approve` returns
+    assert len(counted) == 3
+    assert on_disk(path)[-3:] == ["grant.issued", "decision", "action.transition"]
+    result = s.invoke(call)
+    assert result.ran and result.ok and len(counted) == 5
+    # the grant was spent and RUNNING on disk, in one commit, before the executor ran
+    assert seen_at_run[0][-3:] == ["grant.used", "grant.spent", "action.transition"]
+    states = [e.payload.get("to") for e in store.read(s.id) if e.type == "action.transition"]
+    assert states == [
+        "REQUESTED",
+        "VALIDATED",
+        "WAITING_APPROVAL",
+        "AUTHORIZED",
+        "RUNNING",
+        "SUCCEEDED",
+    ]
+    assert s.invoke(call) is result  # invoked again: the recorded result, nothing committed
+    assert len(counted) == 5
     assert store.verify().ok
     store.close()
 
@@ -403,12 +519,17 @@ def test_a_payload_text_that_is_not_utf8_is_refused_before_it_is_deferred(tmp_pa
 
 
 def test_every_payload_a_call_writes_from_templates_is_canonical(spec: Any) -> None:
-    from harnessc.runtime.canonical import canonicalize_text
+    from harnessc.runtime.canonical import canonical_json, canonicalize_text
 
     h = Harness(spec, store=MemoryStore())
-    h.bind("change.create", lambda args: {"id": "é\n\u2028"})
-    h.bind("vault.put", lambda args: {})
+    h.bind("change.create", lambda args: {"id": "é\n\u2028", "n": [1, 2.5, None, True]})
+
+    def failing(args: Any) -> Any:
+        raise RuntimeError('failed: "é"\\ \U0001f600')
+
+    h.bind("vault.put", failing)  # a failed result: its error and observation are text
     s = h.session("runner", actor={"user": "ü-1\t", "role": "dev"}, task="t-1")
+    results = []
     for i, (tool, args) in enumerate(
         [
             ("change.create", {"service": 'a"pi', "patch": "p\u00e9"}),
@@ -420,9 +541,14 @@ def test_every_payload_a_call_writes_from_templates_is_canonical(spec: Any) -> N
         call = s.normalize(tool, f"c-{i}\u00e9", args)
         assert isinstance(call, PendingCall)
         if s.decide(call).effect == "allow":
-            s.invoke(call)
+            results.append(s.invoke(call))
     events = h.store.read(s.id)
     assert len(events) > 15
     for e in events:
         assert canonicalize_text(e.payload_json) == e.payload_json, e.type
+    # a result's transition holds the result as `to_dict` gives it, field by field
+    ended = {e.payload["action_id"]: e.payload for e in events if "result" in e.payload}
+    assert [r.status for r in results] == ["success", "success", "failure"]
+    for r in results:
+        assert ended[r.action_id]["result"] == json.loads(canonical_json(r.to_dict()))
     assert h.store.verify().ok

@@ -100,6 +100,9 @@ def test_two_harnesses_racing_on_one_log_run_a_once_grant_once(spec: Spec, tmp_p
     assert {r.error_category for r in results if not r.ran} <= {"grant_spent", "waiting_approval"}
     spent = [e for e in first.store.read() if e.type == "grant.spent"]
     assert len(spent) == 1 and spent[0].payload["session"] == a.id
+    # a claim that lost records no RUNNING: the transition rides the claim's transaction
+    running = [e for e in first.store.read() if e.payload.get("to") == "RUNNING"]
+    assert len(running) == 1 and running[0].position == spent[0].position + 1
 
 
 # Each process opens the log, resumes session A and invokes the approved call; the executor
