@@ -16,8 +16,8 @@ same interpreter (the floor no command can go under). Cases, for each example sp
   the remediation example: 400 ms).
 
 `--baseline CHECKOUT` times another checkout of harnessc (a git worktree of an older commit) with
-this interpreter in the same rounds, its cases marked `before:` (it has no `--no-cache` if it
-predates the stored results: its `check` then compiles every time).
+this interpreter in the same rounds, its cases marked `before:` (one that predates the stored
+results has no `--no-cache`: its `check` compiles every time, and runs without the option).
 """
 
 from __future__ import annotations
@@ -79,8 +79,10 @@ def main() -> None:
     old_tree = tempfile.mkdtemp(prefix="harnessc-bench-old-")
     if opts.baseline is not None:
         importable(opts.baseline.resolve(), Path(old_tree))
+        # a checkout from before the stored results has no `--no-cache`: it compiles each time
+        stores = "--no-cache" in (opts.baseline / "compiler" / "cli.py").read_text("utf-8")
         cases += [
-            (f"before: {label}", [a for a in argv if a != "--no-cache"], f"{kind}-old")
+            (f"before: {label}", [a for a in argv if stores or a != "--no-cache"], f"{kind}-old")
             for label, argv, kind in cases[1:]
         ]
     old = {**warm, "PYTHONPATH": old_tree, "XDG_CACHE_HOME": tempfile.mkdtemp()}
