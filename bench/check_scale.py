@@ -102,6 +102,8 @@ def run_check(
 ) -> Timing:
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     env.pop("HARNESSC_CACHE_DIR", None)
+    # an installed harnessc has its bytecode: the warm-up run writes it, as installing does
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     command = [CLI, "check", "-q", str(path)] if cli else [DRIVER, str(path)]

@@ -13,13 +13,22 @@ and is skipped when one of them was skipped. Two consequences shape the checks b
 
 Everything here is linear in the number of steps and references, except the check of
 compensation bindings, which keeps one ancestor bit set per step (a few machine words each).
+
+What networkx answers (the cycles to report, a topological order) depends only on the step
+graph's shape, so it is kept in the analysis cache (analysis/cache.py) by a hash of that shape:
+a check after an edit that leaves every workflow's steps and dependencies as they were reads
+the answers back and never loads networkx.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import pairwise
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harnessc.dsl import syntax as s
@@ -29,6 +38,7 @@ from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
 from harnessc.runtime.model import Spec
 
+from .analysis.cache import AnalysisCache, installed_version
 from .lower import module_name
 from .resolve import BUILTIN_ROOTS, Resolution
 
@@ -60,6 +70,7 @@ _TYPE_WORDS = {
 def check_workflows(spec: Spec, resolution: Resolution) -> list[Diagnostic]:
     """Errors and notes about every workflow's step graph."""
     diagnostics: list[Diagnostic] = []
+    shapes = AnalysisCache()
     for module in resolution.modules:
         prefix = module_name(module)
         for item in module.syntax.items:
@@ -67,7 +78,7 @@ def check_workflows(spec: Spec, resolution: Resolution) -> list[Diagnostic]:
                 continue
             workflow = spec.workflows.get(f"{prefix}.{item.name.text}")
             if workflow is not None:
-                diagnostics.extend(_WorkflowCheck(spec, resolution, item, workflow).run())
+                diagnostics.extend(_WorkflowCheck(spec, resolution, item, workflow, shapes).run())
     return diagnostics
 
 
@@ -90,6 +101,65 @@ def step_graph(workflow: m.Workflow) -> nx.DiGraph:
         if not deps and not step.compensation:
             graph.add_edge(ENTRY, step.name)
     return graph
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What networkx finds in a step graph: the cycles to report (H401), and an order."""
+
+    cycles: list[list[str]]
+    """Each step that waits for itself, as `[name]`, in text order; then one cycle per strongly
+    connected component of several steps, starting at its first step in text order."""
+    order: list[str]
+    """Every step, each after the steps it depends on (empty when there is a cycle)."""
+
+
+@cache
+def _shape_salt() -> str:
+    """What a cached shape's key includes: this file's text and networkx's version."""
+    version = installed_version("networkx")
+    text = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return f"workflow shape\n{text}\nnetworkx {version}"
+
+
+def _shape(workflow: m.Workflow, order: dict[str, int], shapes: AnalysisCache) -> _Shape:
+    """The cycles and order of the workflow's step graph; `order` is each step's text index."""
+    names = {step.name for step in workflow.steps}
+    graph = [
+        [step.name, step.compensation, [d for d in step.depends_on if d in names]]
+        for step in workflow.steps
+    ]
+    key = f"{_shape_salt()}\n{json.dumps([graph, sorted(order.items())])}"
+    text = shapes.read(key)
+    if text is not None:
+        try:
+            kept = json.loads(text)
+            return _Shape([list(c) for c in kept["cycles"]], list(kept["order"]))
+        except (ValueError, KeyError, TypeError):
+            pass  # a damaged entry is a miss
+    found = _find_shape(workflow, order)
+    shapes.write(key, json.dumps({"cycles": found.cycles, "order": found.order}))
+    return found
+
+
+def _find_shape(workflow: m.Workflow, order: dict[str, int]) -> _Shape:
+    import networkx as nx
+
+    graph = step_graph(workflow)
+    loops = sorted(nx.nodes_with_selfloops(graph), key=order.__getitem__)
+    cycles = [[name] for name in loops]
+    for component in nx.strongly_connected_components(graph):
+        if len(component) == 1:
+            continue
+        first = min(component, key=order.__getitem__)
+        inner = graph.subgraph(component).copy()
+        inner.remove_edges_from(nx.selfloop_edges(inner))
+        edges = nx.find_cycle(inner, source=first)
+        cycle = [u for u, _ in edges]
+        start = min(range(len(cycle)), key=lambda i: order[cycle[i]])
+        cycles.append(cycle[start:] + cycle[:start])
+    steps = [] if cycles else [n for n in nx.topological_sort(graph) if n != ENTRY]
+    return _Shape(cycles, steps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,7 +257,12 @@ def _draw(cycle: list[str]) -> str:
 
 class _WorkflowCheck(Reporter):
     def __init__(
-        self, spec: Spec, resolution: Resolution, node: s.Workflow, workflow: m.Workflow
+        self,
+        spec: Spec,
+        resolution: Resolution,
+        node: s.Workflow,
+        workflow: m.Workflow,
+        shapes: AnalysisCache,
     ) -> None:
         self.spec = spec
         self.res = resolution
@@ -205,7 +280,7 @@ class _WorkflowCheck(Reporter):
                 info = _StepInfo(item, models[item.name.text], len(self.steps))
                 self.steps[item.name.text] = info
                 self.collect(info)
-        self.graph = step_graph(workflow)
+        self.shape = _shape(workflow, {n: i.index for n, i in self.steps.items()}, shapes)
 
     # -- collecting references ---------------------------------------------------------------
 
@@ -261,29 +336,12 @@ class _WorkflowCheck(Reporter):
         return self.diagnostics
 
     def check_cycles(self) -> bool:
-        import networkx as nx
-
         """H401: each step that waits for itself, and one cycle per strongly connected
         component of several steps (all its other cycles go away with the same edits, and
         listing every simple cycle can take exponential time)."""
-        order = {name: info.index for name, info in self.steps.items()}
-        loops = sorted(nx.nodes_with_selfloops(self.graph), key=order.__getitem__)
-        for name in loops:
-            self.report_cycle([name])
-        found = bool(loops)
-        for component in nx.strongly_connected_components(self.graph):
-            if len(component) == 1:
-                continue
-            found = True
-            first = min(component, key=order.__getitem__)
-            inner = self.graph.subgraph(component).copy()
-            inner.remove_edges_from(nx.selfloop_edges(inner))
-            edges = nx.find_cycle(inner, source=first)
-            cycle = [u for u, _ in edges]
-            start = min(range(len(cycle)), key=lambda i: order[cycle[i]])
-            cycle = cycle[start:] + cycle[:start]
+        for cycle in self.shape.cycles:
             self.report_cycle(cycle)
-        return found
+        return bool(self.shape.cycles)
 
     def report_cycle(self, cycle: list[str]) -> None:
         head, last = cycle[0], cycle[-1]
@@ -669,16 +727,12 @@ class _WorkflowCheck(Reporter):
                     )
 
     def ancestor_bits(self) -> dict[str, int]:
-        import networkx as nx
-
         """Each step → the bit set (by text index) of the steps that always run before it."""
         bits: dict[str, int] = {}
-        for node in nx.topological_sort(self.graph):
-            if node == ENTRY:
-                continue
+        for node in self.shape.order:
             acc = 0
-            for dep in self.graph.predecessors(node):
-                if dep != ENTRY:
+            for dep in self.steps[node].model.depends_on:
+                if dep in self.steps:
                     acc |= bits[dep] | (1 << self.steps[dep].index)
             bits[node] = acc
         return bits

@@ -30,11 +30,10 @@ from harnessc.dsl.syntax import Module
 from harnessc.runtime.model import Spec
 
 from . import graph, quarantine, resolve, testing, validate
-from .analysis.availability import analyse_availability
 from .analysis.policy import PolicyAnalysis, analyse_policies
 from .config import LintConfig
-from .lints import run_lints, split_findings
 from .roots import file_roots, named_once
+from .suppress import split_findings
 
 if TYPE_CHECKING:
     from .codegen import Staleness, WriteReport
@@ -170,6 +169,8 @@ def lint(
 ) -> CheckResult:
     """`harnessc lint`: check, then the lint rules; `config` and inline `# harnessc:
     ignore[…]` comments silence warnings and notes, never errors."""
+    from .lints import run_lints  # the rules: loaded by the commands that lint
+
     config = config or LintConfig()
     result = check(paths, load)
     if result.ok and result.model is not None and result.resolution is not None:
@@ -279,6 +280,8 @@ def build(
     in `lint`) do not stop it."""
     config = config or LintConfig()
     from . import codegen  # jinja2 and the runtime's policy engine: loaded only to build
+    from .analysis.availability import analyse_availability
+    from .lints import run_lints
 
     root = codegen.build_root(paths[0])
     shown = [codegen.relative_to_root(p, root) for p in paths]

@@ -13,17 +13,20 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
-from harnessc.runtime.history import prelude_ledger
 from harnessc.runtime.model import Approver, Expectation, Rule, SessionStep, Spec, SpecTest
-from harnessc.runtime.policy import CallContext, Decider, Decision, PolicyEngine
 
 from .analysis.text import prelude_text
 from .lower import module_name
 from .resolve import Resolution
+
+if TYPE_CHECKING:
+    # the runtime's engine and ledger: loaded by the functions that run tests, so that
+    # `check` (which runs `check_tests` only) does not load them
+    from harnessc.runtime.policy import CallContext, Decider, Decision
 
 __all__ = [
     "TestOutcome",
@@ -129,6 +132,9 @@ def call_of(spec: Spec, test: SpecTest, now_ms: int | None = None) -> CallContex
     `true` is up (`connected(c)`, `running(r)`); lists under `connected`/`running` work too.
     A test's `before` steps (user messages, earlier calls with results, `ago`) make the
     session's ledger, replayed by the runtime (`prelude_ledger`) as of `now_ms`."""
+    from harnessc.runtime.history import prelude_ledger
+    from harnessc.runtime.policy import CallContext
+
     facts, connected, running = split_facts(spec, test)
     execution = dict(test.execution or {})
     tool_call_id = execution.get("tool_call_id")
@@ -307,6 +313,8 @@ def given_before(test: SpecTest) -> list[str]:
 def run_spec_tests(spec: Spec, pattern: str | None = None, file: str = "") -> TestRun:
     """Run the root module's tests (those whose name contains `pattern`, case-insensitively),
     in source order. Expects a spec whose tests passed `check_tests`."""
+    from harnessc.runtime.policy import PolicyEngine
+
     run = TestRun(file)
     engine = PolicyEngine(spec)
     prefix = f"{spec.root_module}."

@@ -139,7 +139,8 @@ def risk_rank(level: str) -> int:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # built once each, at the end of this module (see there)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class SourceRef(_Model):
@@ -885,22 +886,7 @@ def without_origins(value: t.Any) -> t.Any:
     return value
 
 
-for _cls in (
-    Type,
-    ListValue,
-    RecordValue,
-    Length,
-    Extract,
-    History,
-    Provenance,
-    Quantified,
-    Compare,
-    And,
-    Or,
-    Not,
-    Grant,
-    Tool,
-    Step,
-    Spec,
-):
+# Every model is built here, once, in the order of definition. Built as each class is defined, a
+# model that names `Value`, `Condition` or a later model would fail, and be built again here.
+for _cls in _Model.__subclasses__():
     _cls.model_rebuild()

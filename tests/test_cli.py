@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +176,27 @@ def test_version_and_help_load_no_stage() -> None:
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "loaded: []" in done.stderr, done.stderr
+
+
+def test_check_after_an_edit_loads_only_the_stages_it_runs(tmp_path: Path) -> None:
+    """`check` of a spec whose workflow graphs and analysis answers are cached (the first check
+    after an edit) loads neither the lint rules, the runtime's engine, networkx nor z3."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "remediation"
+    program = (
+        "import sys\n"
+        "from harnessc.compiler.cli import main\n"
+        f"code = main(['check', '-q', '--no-cache', {str(example / 'remediation.harness')!r}])\n"
+        "heavy = ('harnessc.compiler.lints', 'harnessc.compiler.analysis.availability',\n"
+        "         'harnessc.runtime.policy', 'harnessc.runtime.history', 'networkx', 'z3')\n"
+        "print(code, sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache-home")}
+    env.pop("HARNESSC_CACHE_DIR", None)
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True
+        ).stdout
+        for _ in range(2)
+    ]
+    assert "networkx" in runs[0] and "z3" in runs[0]  # the first run answers and caches
+    assert runs[1] == "0 []\n"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -195,6 +198,66 @@ def test_a_long_cycle_is_drawn_shortened(tmp_path: Path) -> None:
     cycle = only(run(tmp_path, "\n".join(steps)), "H401")
     assert "`s0 → s1 → s2 → … → s18 → s19 → s0`" in cycle.message
     assert underlined(cycle) == "s19"
+
+
+SHAPES_CHECK = """
+import sys
+from harnessc.compiler.pipeline import check
+from harnessc.dsl.render_formats import render
+result = check([sys.argv[1]])
+print("networkx" in sys.modules)
+print(render(result.diagnostics, "plain", limit=None))
+"""
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        """
+  step a = call change.get() after b
+  step b = call change.get() after a
+  step c = call change.get() after d
+  step d = call change.get(change_id: c.state)
+  step e = call change.get(change_id: e.state)
+""",
+        """
+  step create = call change.create(patch_ref: input.patch_ref) { on_failure compensate revert }
+  step deploy = call production.deploy(change_id: create.change_id) {
+    on_failure compensate revert
+  }
+  step after_deploy = call change.get() after deploy
+  step revert = call change.revert(change_id: create.change_id, d: after_deploy.state) compensation
+""",
+    ],
+)
+def test_a_workflow_whose_steps_did_not_change_is_checked_without_networkx(
+    tmp_path: Path, steps: str
+) -> None:
+    path = tmp_path / "main.harness"
+    path.write_text(f"{TOOLS}\nworkflow ship {{\n  policy release\n  input {{}}\n{steps}\n}}\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache-home")}
+    env.pop("HARNESSC_CACHE_DIR", None)
+
+    def run_check() -> tuple[str, str]:
+        done = subprocess.run(
+            [sys.executable, "-c", SHAPES_CHECK, str(path)],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        loaded, _, shown = done.stdout.partition("\n")
+        return loaded, shown
+
+    loaded, first = run_check()
+    assert loaded == "True" and ("H401" in first or "H406" in first), first
+    # the step graph's answers are read back from the cache, and say the same
+    assert run_check() == ("False", first)
+    # an edit elsewhere in the workflow keeps the graph's shape: still no networkx
+    path.write_text(path.read_text().replace("input {}", "input { note: string? }"))
+    loaded, edited = run_check()
+    assert loaded == "False" and edited.count("H40") == first.count("H40")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -340,3 +342,17 @@ def test_the_model_carries_origins(spec: m.Spec) -> None:
     assert origin is not None
     assert (origin.line, origin.column) == (34, 6)
     assert str(origin).endswith("remediation.harness:34:6")
+
+
+def test_every_model_is_built_when_the_module_is_imported() -> None:
+    """The runtime validates from its first call, from any thread: no model is left to build on
+    first use (the models are built at the end of runtime/model.py)."""
+    code = (
+        "import harnessc.runtime.model as m\n"
+        "models = [v for v in vars(m).values() if isinstance(v, type)"
+        " and issubclass(v, m._Model) and v is not m._Model]\n"
+        "print(len(models), sorted(c.__name__ for c in models if not c.__pydantic_complete__))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    count, unbuilt = done.stdout.split(" ", 1)
+    assert int(count) > 40 and unbuilt.strip() == "[]", done.stdout

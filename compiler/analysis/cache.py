@@ -24,7 +24,7 @@ from harnessc import __version__
 
 from .partition import Answers, answers_from_json, answers_to_json
 
-__all__ = ["AnalysisCache"]
+__all__ = ["AnalysisCache", "installed_version"]
 
 _SOURCES = (
     Path(__file__).parent,  # the analysis
@@ -32,13 +32,18 @@ _SOURCES = (
 )
 
 
+def installed_version(package: str) -> str:
+    """The installed version of a distribution, or "unknown"."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 @cache
 def _salt() -> str:
     """What every entry's hash includes: the versions, and the analysis's source text."""
-    try:
-        solver = metadata.version("z3-solver")
-    except metadata.PackageNotFoundError:
-        solver = "unknown"
+    solver = installed_version("z3-solver")
     digest = hashlib.sha256(f"harnessc {__version__}\nz3-solver {solver}\n".encode())
     for root in _SOURCES:
         files = sorted(root.glob("*.py")) if root.is_dir() else [root]

@@ -9,7 +9,7 @@ the plan into bytes with jinja2 templates that only loop and branch; write.py wr
 bytes atomically or compares them with what is on disk (`--check`).
 """
 
-from ..lints.suppress import lint_suppressions
+from ..suppress import lint_suppressions
 from .inputs import (
     build_root,
     check_package_name,

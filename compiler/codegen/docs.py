@@ -27,8 +27,8 @@ from harnessc.runtime.policy import PolicyEngine
 from harnessc.runtime.semantics import surface_tools
 
 from ..analysis.concrete import session_terms
-from ..lints.suppress import Suppression
 from ..lower.workflows import steps_read
+from ..suppress import Suppression
 from .escape import md_code, md_text, mermaid_label, py_literal, where
 from .spec_text import condition_words, duration_text, spec_text
 

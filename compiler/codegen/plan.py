@@ -29,7 +29,7 @@ from harnessc.runtime.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, tool_
 from harnessc.runtime.model import PUBLIC_KINDS, Spec
 
 from ..analysis.policy import PolicyAnalysis
-from ..lints.suppress import Suppression
+from ..suppress import Suppression
 from .cases import plan_cases
 
 # ---------------------------------------------------------------------------------------------

@@ -12,20 +12,23 @@ golden and run `python tools/gen_docs.py`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-
-from harnessc.dsl.diagnostics import Diagnostic, Severity, Suppressed, SuppressionKind
+from harnessc.dsl.diagnostics import Diagnostic
 
 from ..analysis.policy import PolicyAnalysis
 from ..config import LintConfig
 from ..resolve import Resolution
+from ..suppress import (
+    Findings,
+    Suppression,
+    filter_findings,
+    lint_suppressions,
+    split_findings,
+)
 
 # importing the rule modules registers their rules
 from . import analysis as _analysis_rules  # noqa: F401
 from . import delegation, descriptions, policies, session, surfaces, unused  # noqa: F401
 from .framework import RULES, LintContext, LintRule, lint_rule
-from .suppress import Suppression, lint_suppressions, suppression_index, suppression_of
 
 __all__ = [
     "RULES",
@@ -58,36 +61,3 @@ def run_lints(
                 continue
             found.append(diagnostic)
     return found
-
-
-@dataclass
-class Findings:
-    kept: list[Diagnostic] = field(default_factory=list)
-    suppressed: list[Suppressed] = field(default_factory=list)
-
-
-def split_findings(
-    diagnostics: Iterable[Diagnostic], resolution: Resolution | None, config: LintConfig
-) -> Findings:
-    """Set apart the warnings and notes that the configuration or an inline comment silences,
-    each with how it was silenced; errors are always kept."""
-    index = suppression_index(lint_suppressions(resolution)) if resolution is not None else {}
-    found = Findings()
-    for d in diagnostics:
-        if d.severity is Severity.ERROR:
-            found.kept.append(d)
-        elif not config.enabled(d.code):
-            why = f"`{d.code}` is not selected by the lint configuration"
-            found.suppressed.append(Suppressed(d, SuppressionKind.EXTERNAL, why))
-        elif (comment := suppression_of(d, index)) is not None:
-            found.suppressed.append(Suppressed(d, SuppressionKind.IN_SOURCE, comment.reason))
-        else:
-            found.kept.append(d)
-    return found
-
-
-def filter_findings(
-    diagnostics: Iterable[Diagnostic], resolution: Resolution | None, config: LintConfig
-) -> list[Diagnostic]:
-    """Drop warnings and notes that the configuration or an inline comment silences."""
-    return split_findings(diagnostics, resolution, config).kept

@@ -6,17 +6,22 @@ ignore[L101]`).
 A suppression silences the listed codes for a finding reported on the comment's own line (a
 trailing comment) or, when the comment stands alone on its line, on the next line. Text after
 the bracket is the justification; the generated docs of a build list every suppression with it.
+
+`split_findings` sets apart what the lint configuration or a comment silences, for every command
+that checks; it lives outside the lint rules' package so that `check` does not load the rules.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from harnessc.dsl.diagnostics import Diagnostic, Severity
+from harnessc.dsl.diagnostics import Diagnostic, Severity, Suppressed, SuppressionKind
 from harnessc.dsl.source import Span
 
-from ..resolve import Resolution
+from .config import LintConfig
+from .resolve import Resolution
 
 _SUPPRESSION = re.compile(
     r"\bharnessc:\s*ignore\[(?P<codes>[^\]]*)\](?P<reason>.*)$", re.IGNORECASE
@@ -80,3 +85,36 @@ def suppression_index(
         for code in sup.codes:
             codes.setdefault(code, sup)
     return index
+
+
+@dataclass
+class Findings:
+    kept: list[Diagnostic] = field(default_factory=list)
+    suppressed: list[Suppressed] = field(default_factory=list)
+
+
+def split_findings(
+    diagnostics: Iterable[Diagnostic], resolution: Resolution | None, config: LintConfig
+) -> Findings:
+    """Set apart the warnings and notes that the configuration or an inline comment silences,
+    each with how it was silenced; errors are always kept."""
+    index = suppression_index(lint_suppressions(resolution)) if resolution is not None else {}
+    found = Findings()
+    for d in diagnostics:
+        if d.severity is Severity.ERROR:
+            found.kept.append(d)
+        elif not config.enabled(d.code):
+            why = f"`{d.code}` is not selected by the lint configuration"
+            found.suppressed.append(Suppressed(d, SuppressionKind.EXTERNAL, why))
+        elif (comment := suppression_of(d, index)) is not None:
+            found.suppressed.append(Suppressed(d, SuppressionKind.IN_SOURCE, comment.reason))
+        else:
+            found.kept.append(d)
+    return found
+
+
+def filter_findings(
+    diagnostics: Iterable[Diagnostic], resolution: Resolution | None, config: LintConfig
+) -> list[Diagnostic]:
+    """Drop warnings and notes that the configuration or an inline comment silences."""
+    return split_findings(diagnostics, resolution, config).kept
