@@ -59,7 +59,7 @@ from .model import PUBLIC_KINDS, Agent, Skill, Spec
 from .normalize import PendingCall, ToolNames, Validator
 from .policy import Decision, PolicyEngine
 from .projections import Projections, SessionView
-from .restore import restore_actions
+from .restore import restore_actions, take_up_calls
 from .semantics import surface_tools
 from .sessions import Session, facts_record, replay_facts
 
@@ -406,6 +406,9 @@ class Harness:
             )
         session = self.resume(req.session_id)
         pending = self.approvals.get(request_id).pending  # resuming attaches a restored call
+        if pending is None:
+            take_up_calls(session)  # a call made since this process resumed the session
+            pending = self.approvals.get(request_id).pending
         if pending is None:
             raise ApprovalError(
                 "call-not-restorable",
