@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -44,7 +45,6 @@ from harnessc.runtime import (
     Result,
     Session,
 )
-from harnessc.runtime.harness import HARNESS_STREAM
 
 __all__ = [
     "Answer",
@@ -124,8 +124,12 @@ class Script:
         self.turns = 0
         self.calls = 0
         # Sessions and calls get readable ids; the run number keeps them unique when a run
-        # appends to an event log that earlier runs wrote.
-        self.run = sum(1 for e in h.store.read(HARNESS_STREAM) if e.type == "spec.loaded")
+        # appends to an event log that earlier runs wrote (one more than the runs it holds).
+        earlier = re.compile(rf"{re.escape(prefix)}-(\d+)-")
+        self.run = 1 + max(
+            (int(m.group(1)) for sid in h.projections.sessions if (m := earlier.match(sid))),
+            default=0,
+        )
         self.prefix = f"{prefix}-{self.run}"
 
     # -- ids ---------------------------------------------------------------------------------------

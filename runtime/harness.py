@@ -140,14 +140,17 @@ class Harness:
         self._index: ExposureIndex | None = None
         if self.shadowing is not None:
             self.shadowing.attach(self)
-        self.store.append(
-            NewEvent(
-                HARNESS_STREAM,
-                "State",
-                "spec.loaded",
-                {"spec": spec.name, "version": spec.version, "policy_version": self.policy_version},
-            )
+        loaded = NewEvent(
+            HARNESS_STREAM,
+            "State",
+            "spec.loaded",
+            {"spec": spec.name, "version": spec.version, "policy_version": self.policy_version},
         )
+        announce = getattr(self.store, "announce", None)
+        if announce is not None:
+            announce([loaded])  # written with this harness's first event: a reader writes none
+        else:
+            self.store.append(loaded)
 
     def shadow(self, candidate: Spec | None) -> Shadow | None:
         """Judge every decision from now on also under `candidate`, never enforcing it: a
