@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -199,3 +200,41 @@ def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[s
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_denial_in_the_console_reaches_the_agent_and_ctrl_c_stops_the_wait(
+    app: dict[str, Any],
+) -> None:
+    """The first scan denied with a reason in the browser: the agent does not run it and goes
+    on; at the next waiting call, SIGINT (Ctrl-C) ends the run with a clear message, and the
+    console stops with it."""
+    url = app["url"]
+    until(lambda: f"console      {url}/" in output(app), 120, "the console to start")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(f"{url}/login")
+            page.fill("input[name=name]", OPERATOR)
+            page.fill("input[name=password]", TOKEN)
+            page.click("button:has-text('Log in')")
+            page.wait_for_url(f"{url}/approvals")
+            section = page.locator("section.approval").first
+            section.wait_for(timeout=120_000)
+            assert "mcp:scanner:tool:scan" in section.locator("h2").inner_text()
+            section.locator("input[name=reason]").first.fill("not during the freeze")
+            section.locator("button:has-text('Deny')").click()
+            page.wait_for_selector("p.message")
+        finally:
+            browser.close()
+    until(lambda: "for a person: " in output(app).split("DENIED by")[-1], 180, "the next wait")
+    out = output(app)
+    assert f"DENIED by {OPERATOR}: not during the freeze" in out
+    scan = out[out.index("[1] step scan") : out.index("[·] step patch")]
+    assert "NOT RUN" in scan and "SUCCESS" not in scan
+    app["process"].send_signal(signal.SIGINT)
+    assert app["process"].wait(timeout=60) == 130
+    out = output(app)
+    assert "interrupted: the run stopped here" in out and "console      stopped" in out
+    with socket.socket() as sock:
+        assert sock.connect_ex(("127.0.0.1", int(url.rsplit(":", 1)[1]))) != 0
