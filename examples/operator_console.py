@@ -130,10 +130,22 @@ class Console:
             time.sleep(0.1)
         self.out(f"console      {self.url}/  (log in: {login})")
 
-    def stop(self) -> None:
-        """Stop the console (SIGTERM, then SIGKILL after 10 s) and remove its files."""
+    def check(self) -> None:
+        """Raise `ConsoleError` when the console is no longer running (nobody could answer)."""
+        code = self.process.poll() if self.process is not None else None
+        if self.process is None or code is not None:
+            said = (self._dir / "console.log").read_text(encoding="utf-8", errors="replace")
+            raise ConsoleError(
+                f"the console stopped (exit status {code}), so nobody can answer; its output:\n"
+                + said.strip()[-2000:]
+            )
+
+    def stop(self) -> bool:
+        """Stop the console (SIGTERM, then SIGKILL after 10 s) and remove its files; whether it
+        was running."""
         process, self.process = self.process, None
-        if process is not None and process.poll() is None:
+        running = process is not None and process.poll() is None
+        if process is not None and running:
             process.send_signal(signal.SIGTERM)
             try:
                 process.wait(timeout=10)
@@ -141,6 +153,7 @@ class Console:
                 process.kill()
                 process.wait()
         shutil.rmtree(self._dir, ignore_errors=True)
+        return running
 
 
 class ConsolePerson:
@@ -193,6 +206,7 @@ class ConsolePerson:
             view = self.h.projections.approvals.get(request_id)
             if view is not None and view.status != "pending":
                 return view
+            self.console.check()
             time.sleep(POLL_S)
 
 
@@ -224,6 +238,7 @@ def wait_for_gates(wf: Any, run: str, console: Console, line: Callable[..., None
                     f"{', '.join(info.get('options') or [])}) — decide it at "
                     f"{console.url}/workflows",
                 )
+        console.check()
         time.sleep(POLL_S)
         status = wf.status(run)
     show_decided(status)

@@ -189,14 +189,13 @@ def play(h: Harness, args: argparse.Namespace, store: str) -> int:
     )
     try:
         console.start()
+        return play_script(h, args, store, console)
     except ConsoleError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    try:
-        return play_script(h, args, store, console)
     finally:
-        console.stop()
-        print(f"console      stopped ({console.url})")
+        if console.stop():
+            print(f"console      stopped ({console.url})")
 
 
 def stop_waiting(signum: int, frame: Any) -> None:
