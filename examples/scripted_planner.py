@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -44,7 +45,6 @@ from harnessc.runtime import (
     Result,
     Session,
 )
-from harnessc.runtime.harness import HARNESS_STREAM
 
 __all__ = [
     "Answer",
@@ -53,6 +53,7 @@ __all__ = [
     "Turn",
     "approve",
     "deny",
+    "harnessc_command",
     "load_package",
     "main",
 ]
@@ -106,14 +107,29 @@ class Turn:
 class Script:
     """Plays scripted turns through a harness and prints the transcript."""
 
-    def __init__(self, h: Harness, *, prefix: str, out: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        h: Harness,
+        *,
+        prefix: str,
+        out: Callable[[str], None] = print,
+        person: Callable[[Turn], tuple[ApprovalOutcome, str]] | None = None,
+    ) -> None:
         self.h = h
         self.out = out
+        self.person = person
+        """Who answers an ASK instead of the scripted answer (`app.py --console`: a person in
+        the operations console); it returns what they decided (an edited call included) and
+        who they are."""
         self.turns = 0
         self.calls = 0
         # Sessions and calls get readable ids; the run number keeps them unique when a run
-        # appends to an event log that earlier runs wrote.
-        self.run = sum(1 for e in h.store.read(HARNESS_STREAM) if e.type == "spec.loaded")
+        # appends to an event log that earlier runs wrote (one more than the runs it holds).
+        earlier = re.compile(rf"{re.escape(prefix)}-(\d+)-")
+        self.run = 1 + max(
+            (int(m.group(1)) for sid in h.projections.sessions if (m := earlier.match(sid))),
+            default=0,
+        )
         self.prefix = f"{prefix}-{self.run}"
 
     # -- ids ---------------------------------------------------------------------------------------
@@ -258,6 +274,8 @@ class Script:
         """Answer the turn's approval request, then (by default) invoke the call again."""
         assert turn.request is not None and turn.pending is not None
         self.check(turn.outcome is None, f"the request for `{turn.tool}` was already answered")
+        if self.person is not None:
+            return self._answered_by_person(turn, invoke=invoke)
         who = _who(answer.by)
         if answer.says:
             self.line("person", f"{who}: “{answer.says}”")
@@ -278,6 +296,41 @@ class Script:
         else:
             outcome = self.h.deny(turn.request.request_id, by=answer.by, reason=answer.reason or "")
             self.line("answer", f"DENIED by {who}: {answer.reason}")
+        turn.outcome = outcome
+        if invoke:
+            self._invoke(turn)
+        return outcome
+
+    def _answered_by_person(self, turn: Turn, *, invoke: bool) -> ApprovalOutcome:
+        """What the person decided (approve, approve with edits, deny), shown; an edited call
+        replaces the turn's call, and is the one invoked."""
+        assert self.person is not None and turn.pending is not None
+        outcome, who = self.person(turn)
+        if outcome.status == "approved":
+            text = f"APPROVED by {who}"
+            grant = outcome.grant
+            if grant is not None:
+                text += (
+                    f": grant {grant.grant_id} ({grant.scope}, until {grant.expires_at:%H:%M:%S})"
+                )
+            lines = []
+            if outcome.call is not None:
+                before, after = turn.pending.args, outcome.call.args
+                changed = [
+                    f"{k}: {json.dumps(before.get(k))} → {json.dumps(after.get(k))}"
+                    for k in sorted({*before, *after})
+                    if before.get(k) != after.get(k)
+                ]
+                lines.append("with edits: " + "; ".join(changed))
+                lines.append(
+                    f"the call {turn.pending.tool_call_id} "
+                    f"{_short_hash(turn.pending.input_hash)} is superseded by "
+                    f"{_short_hash(outcome.call.input_hash)}: the agent runs the edited call"
+                )
+                turn.pending = outcome.call
+            self.line("answer", text, *lines)
+        else:
+            self.line("answer", f"{outcome.status.upper()} by {who}: {outcome.reason}")
         turn.outcome = outcome
         if invoke:
             self._invoke(turn)
@@ -516,7 +569,8 @@ def load_package(package_dir: Path, name: str) -> Any:
     return importlib.import_module(name)
 
 
-def _harnessc() -> str:
+def harnessc_command() -> str:
+    """The `harnessc` command beside this Python, else on PATH."""
     beside = Path(sys.executable).with_name("harnessc")
     if beside.is_file():
         return str(beside)
@@ -528,7 +582,7 @@ def _harnessc() -> str:
 
 def build(spec: str, package_dir: Path) -> None:
     """Build `spec` (relative to the repository) into `package_dir` with the harnessc command."""
-    cmd = [_harnessc(), "build", spec, "-o", str(package_dir)]
+    cmd = [harnessc_command(), "build", spec, "-o", str(package_dir)]
     # run from the repository so that decisions name the spec as `examples/…:LINE`
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -544,8 +598,10 @@ def main(
     package: str,
     play: Callable[[Any, argparse.Namespace, str], int],
     description: str,
+    options: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> int:
-    """Parse the command line, build if asked, load the generated package and play the script."""
+    """Parse the command line (`options` adds an application's own), build if asked, load the
+    generated package and play the script."""
     default_dir = Path("build") / example
     parser = argparse.ArgumentParser(
         prog=f"examples/{example}/app.py",
@@ -571,9 +627,11 @@ def main(
         action="store_true",
         help="rank with the MiniLM query embedder (needs the `embed` extra); lexical otherwise",
     )
+    if options is not None:
+        options(parser)
     args = parser.parse_args()
     package_dir = args.package_dir if args.package_dir is not None else REPO / default_dir
-    package_dir = package_dir.resolve()
+    package_dir = args.package_dir = package_dir.resolve()
     if args.build:
         build(spec, package_dir)
     try:
@@ -603,6 +661,13 @@ def main(
         print(f"MISMATCH: {exc}", file=sys.stderr)
         print("the run did not behave as scripted: exit 1", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("", flush=True)
+        print(
+            "interrupted: the run stopped here; the event log keeps everything recorded so far",
+            file=sys.stderr,
+        )
+        return 130
 
 
 # ---------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ from .model import PUBLIC_KINDS, Agent, Skill, Spec
 from .normalize import PendingCall, ToolNames, Validator, thaw
 from .policy import Decision, PolicyEngine
 from .projections import Projections, SessionView
-from .restore import restore_actions
+from .restore import restore_actions, take_up_calls
 from .semantics import surface_tools
 from .sessions import Session, facts_record, replay_facts
 
@@ -142,14 +142,17 @@ class Harness:
         self._index: ExposureIndex | None = None
         if self.shadowing is not None:
             self.shadowing.attach(self)
-        self.store.append(
-            NewEvent(
-                HARNESS_STREAM,
-                "State",
-                "spec.loaded",
-                {"spec": spec.name, "version": spec.version, "policy_version": self.policy_version},
-            )
+        loaded = NewEvent(
+            HARNESS_STREAM,
+            "State",
+            "spec.loaded",
+            {"spec": spec.name, "version": spec.version, "policy_version": self.policy_version},
         )
+        announce = getattr(self.store, "announce", None)
+        if announce is not None:
+            announce([loaded])  # written with this harness's first event: a reader writes none
+        else:
+            self.store.append(loaded)
 
     def shadow(self, candidate: Spec | None) -> Shadow | None:
         """Judge every decision from now on also under `candidate`, never enforcing it: a
@@ -440,6 +443,9 @@ class Harness:
             )
         session = self.resume(req.session_id)
         pending = self.approvals.get(request_id).pending  # resuming attaches a restored call
+        if pending is None:
+            take_up_calls(session)  # a call made since this process resumed the session
+            pending = self.approvals.get(request_id).pending
         if pending is None:
             raise ApprovalError(
                 "call-not-restorable",

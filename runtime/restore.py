@@ -15,7 +15,7 @@ from .projections import ActionView
 if TYPE_CHECKING:
     from .sessions import Session
 
-__all__ = ["rebuild_call", "restore_actions", "take_up_edits"]
+__all__ = ["rebuild_call", "restore_actions", "take_up_calls", "take_up_edits"]
 
 
 def restore_actions(s: Session, views: list[ActionView]) -> None:
@@ -96,5 +96,20 @@ def take_up_edits(s: Session, tool_call_id: str) -> None:
             v
             for v in h.projections.actions.values()
             if v.stream == s.id and v.tool_call_id == tool_call_id and v.input_hash in hashes
+        ],
+    )
+
+
+def take_up_calls(s: Session) -> None:
+    """Take up the actions another process recorded in this session after this process
+    resumed it (the agent's calls since, asked about in an operator's process): the ones the
+    session does not hold yet, as `restore_actions` does."""
+    h = s.harness
+    restore_actions(
+        s,
+        [
+            v
+            for v in h.projections.actions.values()
+            if v.stream == s.id and f"{v.tool_call_id}:{v.input_hash}" not in s._actions
         ],
     )

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
+from .announce import Announcing
 from .chain import (
     Anchor,
     ConcurrencyError,
@@ -270,16 +271,9 @@ def flush_at_exit(ref: weakref.ref[Any]) -> None:
             store.flush()
 
 
-class Appends:
-    """`append` and `append_many` over a store's `_append(events, expected)`."""
-
-    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
-        return self._append([event], expected_seq)[0]
-
-    def append_many(
-        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
-    ) -> list[Event]:
-        return self._append(list(events), expect)
+class Appends(Announcing):
+    """`append` and `append_many` over a store's `_append(events, expected)`, with the events
+    `announce`d written first (`runtime/announce.py`)."""
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         raise NotImplementedError
@@ -312,7 +306,8 @@ class GroupCommitted(Appends):
             return
         if self._readonly:
             raise StoreError("the event store was opened read-only")
-        self._group.defer(Batch(events, deferred=True))
+        batch, _ = self._with_announced(events)
+        self._group.defer(Batch(batch, deferred=True))
 
     def flush(self) -> None:
         """Commit the deferred events now."""
@@ -802,6 +797,7 @@ class MemoryStore(Appends):
     def defer(self, events: Sequence[NewEvent]) -> None:
         """Append events with the next append or read (nothing here is durable, so deferring
         only numbers many events at once)."""
+        events, _ = self._with_announced(events)
         texts = payload_texts(events)  # a payload that is not JSON is refused now
         with self._lock:
             self._deferred.extend(events)

@@ -281,3 +281,29 @@ def test_the_cli_lists_approves_edits_denies_and_revokes(
     bad = ["--as", "not json"]
     assert main(["approvals", "approve", req.request_id, "--store", db, *spec_arg, *bad]) == 2
     assert Harness(spec, store=SQLiteStore(db)).verify().ok
+
+
+def test_reading_writes_nothing_and_the_first_write_says_which_spec_loaded(
+    spec: Spec, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Listing requests and grants (the CLI, a harness opened to read) appends nothing to the
+    log; a harness's `spec.loaded` goes with the first event it writes."""
+    from harnessc.compiler.cli import main
+
+    db = str(tmp_path / "e.db")
+    (tmp_path / "spec.json").write_text(spec.to_json(), encoding="utf-8")
+    agent = Harness(spec, store=SQLiteStore(db))
+    _, _, req = ask(agent, args=PLAIN)
+    head = SQLiteStore(db, readonly=True).head()
+    reader = Harness(spec, store=SQLiteStore(db))
+    assert [r["request_id"] for r in ops.pending_approvals(reader)] == [req.request_id]
+    assert ops.active_grants(reader) == []
+    for argv in (["approvals", "list"], ["grants", "list"], ["approvals", "show", req.request_id]):
+        assert main([*argv, "--store", db, "--spec", str(tmp_path / "spec.json")]) == 0
+    capsys.readouterr()
+    assert SQLiteStore(db, readonly=True).head() == head
+    ops.approve(reader, req.request_id, by=OPS)
+    written = SQLiteStore(db, readonly=True).read(after=head[0])
+    assert written[0].type == "spec.loaded" and written[0].stream == "harness"
+    assert [e.type for e in written].count("spec.loaded") == 1
+    assert Harness(spec, store=SQLiteStore(db)).verify().ok

@@ -310,3 +310,27 @@ def test_a_session_resumed_in_the_same_harness_is_the_open_one(spec: Spec) -> No
     h = Harness(spec)
     s = h.session("planner", actor=ENGINEER, task="task-7", facts=FACTS)
     assert h.resume(s.id) is s
+
+
+def test_a_call_made_after_another_process_resumed_its_session_is_approved_there(
+    spec: Spec, files: tuple[Path, Path]
+) -> None:
+    """An operator's process resumes a session to approve its first call; the agent's next
+    call in that session is approved there too (taken up from the log, not `call-not-
+    restorable`)."""
+    agent = Harness(spec, store=SQLiteStore(files[0]))
+    operator = Harness(spec, store=SQLiteStore(files[0]))
+    s = agent.session("planner", actor=ENGINEER, task="task-7", facts=FACTS)
+    outcomes = []
+    for n in (1, 2):
+        call = pending(s.normalize("production.deploy", f"call-{n}", DEPLOY))
+        request = s.request_approval(call)
+        outcome = operator.approve(request.request_id, by=RELEASE_MANAGER)
+        assert outcome.status == "approved" and outcome.grant is not None
+        assert outcome.grant.tool_call_id == f"call-{n}"
+        outcomes.append(outcome)
+    agent.catch_up()
+    assert [agent.projections.approvals[o.request.request_id].status for o in outcomes] == [
+        "approved",
+        "approved",
+    ]

@@ -3,6 +3,7 @@
     python examples/remediation/app.py --build     # build build/remediation, then run
     python examples/remediation/app.py             # run an existing build
     python examples/remediation/app.py OUT --store sqlite:///events.db
+    python examples/remediation/app.py --console   # a person answers in the operations console
 
 It imports the package `harnessc build examples/remediation/remediation.harness -o
 build/remediation` wrote (never the compiler), binds deterministic fake executors, and plays the
@@ -13,11 +14,16 @@ draft change request and nothing else: the production deploy that follows still 
 manager. Then the same `remediate` workflow runs on the durable engine (DBOS, the `workflows`
 extra) on the same store: people decide its gates as they open. Exit status 0 only when every
 turn behaved as scripted, the workflow completed, and the event log verifies.
+
+With `--console` the operations console (`harnessc console`, the `console` extra) serves the
+same store, and wherever the script would approve, the run waits for a person to decide in it
+(approve, approve with edits, deny; the workflow's gates on its Workflows page).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from collections import Counter
@@ -28,12 +34,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harnessc.runtime import Execution, Facts, Harness, McpState
+from operator_console import Console, ConsoleError, ConsolePerson, add_options, wait_for_gates
 from scripted_planner import Script, ScriptError, approve, main
 
 ENGINEER = {"user": "u-1842", "role": "engineer", "tenant": "acme"}
 ANALYST = {"user": "u-3310", "role": "security", "tenant": "acme"}
 RELEASE_MANAGER = {"user": "u-0042", "role": "release-manager"}
 SECURITY_REVIEWER = {"user": "u-0031", "role": "security"}
+# `--console` without `--operators`: a one-time operator holding the console's `approver` and
+# every approver role the script asks (the deploys, the security review, the user's go-ahead)
+OPERATOR = ("release-manager", ("approver", "release-manager", "security", "user"))
 
 
 # A patch reference that only the scanner's report names (content from outside the team).
@@ -175,16 +185,54 @@ def facts(h: Harness, *, agent_access: bool = True) -> Facts:
 
 
 def play(h: Harness, args: argparse.Namespace, store: str) -> int:
+    if not args.console:
+        return play_script(h, args, store, None)
+    if not args.store_url.startswith(("sqlite:///", "postgresql://")):
+        print("error: --console needs a sqlite:/// or postgresql:// store", file=sys.stderr)
+        return 2
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    signal.signal(signal.SIGTERM, stop_waiting)  # a `kill` ends the run as Ctrl-C does
+    console = Console(
+        args.store_url,
+        args.package_dir / "remediation" / "model.json",
+        host=args.host,
+        port=args.port,
+        operators=args.operators,
+        operator=OPERATOR,
+    )
+    try:
+        console.start()
+        return play_script(h, args, store, console)
+    except ConsoleError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if console.stop():
+            print(f"console      stopped ({console.url})")
+
+
+def stop_waiting(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def play_script(h: Harness, args: argparse.Namespace, store: str, console: Console | None) -> int:
     platform = ChangePlatform()
     platform.bind(h)
     bind_workspace(h)
     script = Script(h, prefix="rem")
+    if console is not None:
+        script.person = ConsolePerson(h, console, script.line)
     script.title(
         "remediation: a scripted planner through the generated runtime",
         [
             f"spec {h.spec.name} {h.spec.version}, policy version {h.policy_version[:16]}…",
             f"events: {store}; run {script.run} on this log",
-        ],
+        ]
+        + (
+            [f"a person answers every approval in the console at {console.url}/"]
+            if console is not None
+            else []
+        ),
     )
     planner = h.session(
         "planner",
@@ -442,6 +490,10 @@ def play(h: Harness, args: argparse.Namespace, store: str) -> int:
         rule="drafts.draft_change",
         answer=approve(as_user(ANALYST), says="go ahead with the draft"),
     )
+    if console is not None and not (draft.result is not None and draft.result.ran):
+        script.line("skipped", "the draft was not approved: no deploy follows it")
+        run_durably(h, script, args.store_url, console)
+        return script.finish(sessions, store)
     assert draft.result is not None and draft.result.data is not None
     assert draft.outcome is not None and draft.outcome.grant is not None
     draft_grant = draft.outcome.grant
@@ -475,7 +527,7 @@ def play(h: Harness, args: argparse.Namespace, store: str) -> int:
         expect="refused:legacy-tool",
         replacement="production.deploy",
     )
-    run_durably(h, script, args.store_url)
+    run_durably(h, script, args.store_url, console)
     return script.finish(sessions, store)
 
 
@@ -517,12 +569,17 @@ def patch_runner(child: Any, goal: str, context: list[Any]) -> dict[str, Any]:
     return dict(PATCH)
 
 
-def run_durably(h: Harness, script: Any, url: str) -> None:
+def run_durably(h: Harness, script: Any, url: str, console: Console | None = None) -> None:
     script.section(
         "The remediate workflow on the durable engine",
         "DBOS runs the workflow from its compiled IR on the same store; each call goes through "
         "the harness as the creator. The run waits at each gate (an ASK, the security review) "
-        "until the person in its `by` decides it; here they decide as the gates open.",
+        "until the person in its `by` decides it; "
+        + (
+            "here a person decides each in the console's Workflows page."
+            if console is not None
+            else "here they decide as the gates open."
+        ),
     )
     if not url.startswith(("sqlite:///", "postgresql://")):
         script.line("skipped", "durable workflows need a sqlite:/// or postgresql:// store")
@@ -546,27 +603,15 @@ def run_durably(h: Harness, script: Any, url: str) -> None:
             start=True,
         )
         script.line("created", f"{run}, as {ENGINEER['user']} (engineer, acme)")
-        deadline = time.monotonic() + 120
-        decided: set[str] = set()
-        status = wf.status(run)
-        while status["status"] not in ("completed", "failed", "cancelled"):
-            for gate in status["pending_gates"]:
-                if gate["gate"] in decided:
-                    continue
-                option, by = DECIDERS[gate["gate"]]
-                wanted = " or ".join(f"{b['kind']} {b['value']}" for b in gate["by"])
-                script.line("waiting", f"{gate['gate']}: {gate['question']} (by {wanted})")
-                outcome = wf.decide(run, gate["gate"], option, by=by)
-                decided.add(gate["gate"])
-                script.line("decided", f"{gate['gate']}: {outcome.option} by {outcome.by}")
-            if time.monotonic() > deadline:
-                raise ScriptError(f"the durable run {run} did not finish")
-            time.sleep(0.05)
-            status = wf.status(run)
+        if console is not None:
+            status = wait_for_gates(wf, run, console, script.line)
+        else:
+            status = decide_as_scripted(wf, run, script)
         for step in status["steps"]:
             script.line("step", f"{step['name']:<8} {step['kind']:<8} {step['state']}")
+        # a person may reject the review (the run ends early, on purpose) or deny an ASK
         script.check(
-            status["status"] == "completed",
+            status["status"] == "completed" or console is not None,
             f"the durable run ended {status['status']}: {status['error']}",
         )
         recorded = Counter(
@@ -578,12 +623,34 @@ def run_durably(h: Harness, script: Any, url: str) -> None:
             set(recorded.values()) == {1}, f"a step of {run} was recorded twice: {recorded}"
         )
         script.line(
-            "completed",
+            status["status"],
             f"{len(status['artifacts'])} artifacts; {len(recorded)} steps, gates and marks, "
             "each recorded once",
         )
     finally:
         wf.close()
+
+
+def decide_as_scripted(wf: Any, run: str, script: Any) -> dict[str, Any]:
+    """Decide each gate as it opens, as the scripted people would; the run's last status."""
+    deadline = time.monotonic() + 120
+    decided: set[str] = set()
+    status: dict[str, Any] = wf.status(run)
+    while status["status"] not in ("completed", "failed", "cancelled"):
+        for gate in status["pending_gates"]:
+            if gate["gate"] in decided:
+                continue
+            option, by = DECIDERS[gate["gate"]]
+            wanted = " or ".join(f"{b['kind']} {b['value']}" for b in gate["by"])
+            script.line("waiting", f"{gate['gate']}: {gate['question']} (by {wanted})")
+            outcome = wf.decide(run, gate["gate"], option, by=by)
+            decided.add(gate["gate"])
+            script.line("decided", f"{gate['gate']}: {outcome.option} by {outcome.by}")
+        if time.monotonic() > deadline:
+            raise ScriptError(f"the durable run {run} did not finish")
+        time.sleep(0.05)
+        status = wf.status(run)
+    return status
 
 
 if __name__ == "__main__":
@@ -594,5 +661,6 @@ if __name__ == "__main__":
             package="remediation",
             play=play,
             description=__doc__ or "",
+            options=add_options,
         )
     )

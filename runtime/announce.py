@@ -1,0 +1,57 @@
+"""Events announced to a store: written with the next write through it, never without one.
+
+A harness announces its `spec.loaded` this way (`Harness.load`), so a process that only reads
+the log (listing requests and grants, the console's pages) leaves it as it found it, and the
+first event the harness writes comes after the spec it was judged under.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .events import Event, NewEvent
+
+__all__ = ["Announcing"]
+
+
+class Announcing:
+    """`append` and `append_many` over the store's `_append(events, expected)`, each write
+    preceded by the events announced since the last one, in its transaction."""
+
+    _announced: list[NewEvent] | None = None
+    _announce_lock = threading.Lock()
+
+    def _append(self, events: Sequence[NewEvent], expected_seq: Any) -> list[Event]:
+        raise NotImplementedError
+
+    def announce(self, events: Sequence[NewEvent]) -> None:
+        """Write `events` with the next write through this store (an append or a deferred
+        append, by any thread), first and in its transaction; never if nothing is written."""
+        with self._announce_lock:
+            self._announced = [*(self._announced or ()), *events]
+
+    def _with_announced(self, events: Sequence[NewEvent]) -> tuple[list[NewEvent], int]:
+        """The events to write, the announced ones first, and how many of those there are."""
+        if not self._announced:
+            return list(events), 0
+        with self._announce_lock:
+            first, self._announced = self._announced or [], None
+        return [*first, *events], len(first)
+
+    def append(self, event: NewEvent, *, expected_seq: int | None = None) -> Event:
+        expect = None if expected_seq is None else {event.stream: expected_seq}
+        return self.append_many([event], expect=expect)[0]
+
+    def append_many(
+        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+    ) -> list[Event]:
+        batch, n = self._with_announced(list(events))
+        try:
+            return self._append(batch, expect)[n:]
+        except BaseException:
+            if n:  # not written: they go with the next write
+                with self._announce_lock:
+                    self._announced = [*batch[:n], *(self._announced or ())]
+            raise
