@@ -659,6 +659,8 @@ class Rule(_Model):
     instead: str | None = None
     self_approval: SelfApproval | None = None
     """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
+    expires_ms: int | None = None
+    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
     origin: SourceRef | None = None
 
 
@@ -673,6 +675,8 @@ class DefaultDecision(_Model):
     instead: str | None = None
     self_approval: SelfApproval | None = None
     """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
+    expires_ms: int | None = None
+    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
     origin: SourceRef | None = None
 
 
@@ -694,6 +698,8 @@ class RiskEntry(_Model):
     instead: str | None = None
     self_approval: SelfApproval | None = None
     """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
+    expires_ms: int | None = None
+    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
     origin: SourceRef | None = None
 
 

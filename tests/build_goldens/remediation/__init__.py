@@ -20,7 +20,7 @@ __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = 'b2cb5a5044e461e9be314ed5db2d11fe53c96b38ba227df8e073f4b4a29f0f2c'
+POLICY_VERSION = '8d7bb61a3bc0486aed48945104a3122b3d64b8d974f07ea5942873d2e89bfd47'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
