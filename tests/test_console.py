@@ -9,6 +9,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from harnessc.compiler.console.auth import (
 from harnessc.runtime import Harness, PendingCall, SQLiteStore
 from starlette.testclient import TestClient
 
-from .test_approvals import SHELL, compile_text
+from .test_approvals import SHELL, Clock, compile_text
 
 TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "carol": "tok-carol", "dave": "tok-dave"}
 ROLES = {
@@ -221,6 +222,43 @@ def test_two_operators_approving_at_once_exactly_one_wins(world: Any) -> None:
     agent.catch_up()
     grants = [g for g in agent.projections.grants.values() if g.tool_call_id == "call-1"]
     assert len(grants) == 1
+
+
+def test_approval_of_an_expired_request_shows_a_clear_message(tmp_path: Path) -> None:
+    text = SHELL.replace("    grant once ttl 10m\n", "    grant once ttl 10m\n    expires 15m\n", 1)
+    assert text != SHELL
+    spec = compile_text(tmp_path, text)
+    clock = Clock()
+    db = tmp_path / "h.db"
+    agent = Harness(spec, SQLiteStore(db), clock=clock)
+    s = agent.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    call = s.normalize("shell.run", "call-1", {"cmd": "df"})
+    assert isinstance(call, PendingCall)
+    rid = s.request_approval(call).request_id
+    ops = [{"name": n, "roles": ROLES[n], "token_sha256": token_hash(t)} for n, t in TOKENS.items()]
+    (tmp_path / "ops.json").write_text(json.dumps({"operators": ops}), encoding="utf-8")
+    console = Console(
+        Harness(spec, SQLiteStore(db), clock=clock), load_operators(str(tmp_path / "ops.json"))
+    )
+    client, csrf = login(build_app(console), "alice")
+    clock.now += timedelta(minutes=5)
+    page = client.get("/approvals").text
+    deadline = (Clock().now + timedelta(minutes=15)).isoformat()
+    assert f'data-expires-at="{deadline}"' in page and 'data-expires-in-ms="600000"' in page
+    assert f"expires {deadline} (10m left)" in page  # the text without JavaScript
+    clock.now += timedelta(minutes=10)
+    assert client.get("/api/pending").json() == {"pending": []}
+    assert rid not in client.get("/approvals").text
+    for action, form in (("approve", {}), ("deny", {"reason": "late"})):
+        r = client.post(f"/approvals/{rid}/{action}", data={"csrf": csrf, **form})
+        assert r.status_code == 409 and "(expired)" in r.text, r.text
+        assert f"the approval request `{rid}` expired at {deadline}" in r.text
+    edited = {"csrf": csrf, "arguments": json.dumps({"cmd": "du"})}
+    r = client.post(f"/approvals/{rid}/edit", data=edited)
+    assert r.status_code == 409 and "(expired)" in r.text
+    agent.catch_up()
+    assert agent.projections.approvals[rid].status == "expired"
+    assert client.get("/static/console.js").text.count("data-expires-at") >= 1
 
 
 def test_sessions_and_a_paged_timeline(world: Any) -> None:
