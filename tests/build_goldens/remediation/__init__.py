@@ -20,7 +20,7 @@ __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = '8d7bb61a3bc0486aed48945104a3122b3d64b8d974f07ea5942873d2e89bfd47'
+POLICY_VERSION = 'a22331646e7c5e0b13e8094c469e3a8025139fd0e22452470d2bc0566ddee444'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
