@@ -9,7 +9,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -399,6 +399,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture
 def served(world: dict[str, Any]) -> Iterator[str]:
     """The console on a real socket (uvicorn in a thread), for a browser."""
+    yield from serve(world["app"])
+
+
+def serve(app: Any) -> Iterator[str]:
+    """Serve `app` on a free local port until the generator is closed; yields its URL."""
     import socket
 
     import uvicorn
@@ -406,18 +411,18 @@ def served(world: dict[str, Any]) -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(world["app"], host="127.0.0.1", port=port, log_level="warning")
-    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started:
         assert time.monotonic() < deadline, "the console did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:  # also when the generator is closed
+        server.should_exit = True
+        thread.join(timeout=30)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs it)")
@@ -459,3 +464,52 @@ def test_in_a_browser_an_operator_logs_in_sees_a_new_request_appear_and_approves
     world["agent"].catch_up()
     assert world["agent"].projections.approvals[new].by == "alice"
     assert world["session"].call("call-1").args == {"cmd": "df -h"}
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs it)")
+def test_in_a_browser_a_request_counts_down_to_its_deadline_and_then_is_refused(
+    tmp_path: Path,
+) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    text = SHELL.replace("    grant once ttl 10m\n", "    grant once ttl 10m\n    expires 1h\n", 1)
+    spec = compile_text(tmp_path, text)
+    db = tmp_path / "h.db"
+    clock = Clock()  # the agent asked almost an hour ago: 15 seconds are left
+    clock.now = datetime.now(UTC) - timedelta(hours=1) + timedelta(seconds=15)
+    agent = Harness(spec, SQLiteStore(db), clock=clock)
+    s = agent.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    call = s.normalize("shell.run", "call-1", {"cmd": "df"})
+    assert isinstance(call, PendingCall)
+    rid = s.request_approval(call).request_id
+    ops = [{"name": "alice", "roles": ROLES["alice"], "token_sha256": token_hash(TOKENS["alice"])}]
+    (tmp_path / "ops.json").write_text(json.dumps({"operators": ops}), encoding="utf-8")
+    console = Console(Harness(spec, SQLiteStore(db)), load_operators(str(tmp_path / "ops.json")))
+    server = serve(build_app(console))
+    url = next(server)
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page()
+                page.goto(f"{url}/login")
+                page.fill("input[name=name]", "alice")
+                page.fill("input[name=password]", TOKENS["alice"])
+                page.click("button:has-text('Log in')")
+                page.wait_for_url(f"{url}/approvals")
+                expiry = page.locator(f"section#{rid} .expiry")
+                assert " left)" in expiry.inner_text()
+                assert expiry.get_attribute("data-deadline")  # the script counts it down
+                # past the deadline the script says so, before the list drops the request
+                page.wait_for_function(
+                    f"document.querySelector('#{rid} .expiry')?.textContent.includes('expired')",
+                    timeout=60_000,
+                )
+                page.click(f"section#{rid} >> button:has-text('Approve')")
+                page.wait_for_selector("text=Not approved (expired)")
+                assert f"`{rid}` expired at" in page.inner_text("p.message")
+            finally:
+                browser.close()
+    finally:
+        server.close()
+    agent.catch_up()
+    assert agent.projections.approvals[rid].status == "expired"
