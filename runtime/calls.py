@@ -535,6 +535,7 @@ def expired_result(
     if not mine or any(r.status != "expired" for r in mine):
         return None  # another request of the call waits, or was answered
     req = max(mine, key=lambda r: r.requested_at)
+    s.cancel_expired(req)  # recorded elsewhere perhaps: the call ends here too
     message = f"`{pending.tool_id}` may not run: {expiry_text(req)}"
     return not_run(s, pending, "expired", message, action.state.value, judged)
 

@@ -215,8 +215,30 @@ def test_the_agent_invoking_its_call_records_the_expiry_and_gets_a_refusal(
     with pytest.raises(ApprovalError) as err:
         ops.approve(console, req.request_id, by=OPS)
     assert err.value.code == "expired"
+    state = s.action_state(call)
+    assert state is not None and state.value == "CANCELLED"
     outcomes = [e.payload["outcome"] for e in console.store.read() if e.type == "approval.resolved"]
     assert outcomes == ["expired"]
+
+
+def test_an_expiry_recorded_by_another_process_reaches_the_agent(
+    spec: Spec,
+    opener: Callable[[], Any],  # noqa: F811  (the fixture imported above)
+) -> None:
+    clock = Clock()
+    agent = Harness(spec, store=opener(), clock=clock)
+    s, call, req = ask(agent)
+    clock.now += timedelta(minutes=45)
+    console = Harness(spec, store=opener(), clock=clock)
+    with pytest.raises(ApprovalError) as err:  # a late denial records the expiry
+        ops.deny(console, req.request_id, by=OPS, reason="too late anyway")
+    assert err.value.code == "expired"
+    refused = s.invoke(call)  # the agent's process has not caught up: invoking does
+    assert not refused.ran and refused.error_category == "expired"
+    state = s.action_state(call)
+    assert state is not None and state.value == "CANCELLED"
+    events = [e.type for e in Harness(spec, store=opener()).store.read()]
+    assert events.count("approval.resolved") == 1 and "task.fact" not in events  # no denial
 
 
 def test_a_sweep_records_each_expiry_once_across_processes(
