@@ -59,6 +59,17 @@ def spec(tmp_path_factory: pytest.TempPathFactory) -> Spec:
     return compile_text(tmp_path_factory.mktemp("expiry"), SPEC)
 
 
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def agent(spec: Spec, opener: Callable[[], Any], clock: Clock) -> Harness:  # noqa: F811
+    """The agents' harness on the store (SQLite, or PostgreSQL when the test server is up)."""
+    return Harness(spec, store=opener(), clock=clock)
+
+
 def ask(h: Harness, call_id: str = "call-1", tool: str = "deploy.run") -> Any:
     h.bind("deploy.run", lambda a: {"ok": True})
     h.bind("deploy.status", lambda a: {"state": "rolling"})
@@ -130,9 +141,9 @@ def test_expires_survives_the_formatter() -> None:
 def test_the_deadline_is_recorded_and_seen_the_same_after_a_restart(
     spec: Spec,
     opener: Callable[[], Any],  # noqa: F811  (the fixture imported above)
+    clock: Clock,
+    agent: Harness,
 ) -> None:
-    clock = Clock()
-    agent = Harness(spec, store=opener(), clock=clock)
     _, _, req = ask(agent)
     assert req.expires_at == clock.now + timedelta(minutes=30)
     clock.now += timedelta(minutes=10)  # the second process starts later: the deadline stays
@@ -201,9 +212,9 @@ def test_an_answer_just_before_the_deadline_wins(spec: Spec) -> None:
 def test_the_agent_invoking_its_call_records_the_expiry_and_gets_a_refusal(
     spec: Spec,
     opener: Callable[[], Any],  # noqa: F811  (the fixture imported above)
+    clock: Clock,
+    agent: Harness,
 ) -> None:
-    clock = Clock()
-    agent = Harness(spec, store=opener(), clock=clock)
     s, call, req = ask(agent)
     waiting = s.invoke(call)
     assert not waiting.ran and waiting.error_category == "waiting_approval"
@@ -224,9 +235,9 @@ def test_the_agent_invoking_its_call_records_the_expiry_and_gets_a_refusal(
 def test_an_expiry_recorded_by_another_process_reaches_the_agent(
     spec: Spec,
     opener: Callable[[], Any],  # noqa: F811  (the fixture imported above)
+    clock: Clock,
+    agent: Harness,
 ) -> None:
-    clock = Clock()
-    agent = Harness(spec, store=opener(), clock=clock)
     s, call, req = ask(agent)
     clock.now += timedelta(minutes=45)
     console = Harness(spec, store=opener(), clock=clock)
@@ -244,9 +255,9 @@ def test_an_expiry_recorded_by_another_process_reaches_the_agent(
 def test_a_sweep_records_each_expiry_once_across_processes(
     spec: Spec,
     opener: Callable[[], Any],  # noqa: F811  (the fixture imported above)
+    clock: Clock,
+    agent: Harness,
 ) -> None:
-    clock = Clock()
-    agent = Harness(spec, store=opener(), clock=clock)
     ask(agent, "call-1")
     _, _, read = ask(agent, "call-2", tool="deploy.status")  # the risk table's ASK: 5m
     clock.now += timedelta(minutes=6)
