@@ -6,6 +6,7 @@
     harnessc approvals approve apr-… --store log.db --spec S --as '{"user": "u-7", "role": "ops"}'
     harnessc approvals deny apr-… --reason "not now" --store … --spec S --as …
     harnessc approvals edit apr-… --args '{"canary_percent": 5, …}' --reason … --store … --as …
+    harnessc approvals expire --store log.db
     harnessc grants list --store log.db
     harnessc grants revoke grt-… --reason "rotated" --store log.db --as …
 
@@ -37,12 +38,15 @@ def add_parsers(sub: Any, run_approvals: Any, run_grants: Any) -> None:
     approve = actions.add_parser("approve", help="approve a request (the call judged again)")
     deny = actions.add_parser("deny", help="deny a request with a reason")
     edit = actions.add_parser("edit", help="approve with edited arguments (decided afresh)")
+    expire = actions.add_parser(
+        "expire", help="record the expiry of every request past its `expires` deadline"
+    )
     for action in (show, approve, deny, edit):
         action.add_argument("id", metavar="REQUEST_ID")
     deny.add_argument("--reason", required=True, help="why (recorded as a task fact)")
     edit.add_argument("--args", required=True, metavar="JSON", help="the edited arguments")
     edit.add_argument("--reason", help="why the arguments were edited (recorded)")
-    for action in (listed, show, approve, deny, edit):
+    for action in (listed, show, approve, deny, edit, expire):
         _common(action, judging=action in (approve, deny, edit))
     approvals.set_defaults(run=run_approvals, noun="approvals")
 
@@ -86,6 +90,8 @@ def run_approvals(args: argparse.Namespace, missing: Callable[[str], bool]) -> i
             return ops.pending_approvals(h)
         if args.action == "show":
             return ops.approval(h, args.id)
+        if args.action == "expire":
+            return ops.expire_approvals(h)
         if args.action == "approve":
             return ops.approve(h, args.id, by=by)
         if args.action == "deny":
@@ -166,10 +172,14 @@ def _run(args: argparse.Namespace, act: Any, missing: Callable[[str], bool]) -> 
 def _human(args: argparse.Namespace, out: Any) -> str:
     if isinstance(out, list):
         if not out:
-            return "nothing pending" if args.noun == "approvals" else "no active grants"
+            if args.noun == "grants":
+                return "no active grants"
+            return "nothing expired" if args.action == "expire" else "nothing pending"
         return "\n".join(_line(item) for item in out)
     review = ("preview", "provenance", "diff")
     lines = [f"{k}: {json.dumps(v)}" for k, v in out.items() if k not in review]
+    if "expires_in_ms" in out:
+        lines.append(f"expiry: {deadline_words(out)}")
     if "request_id" in out and all(k in out for k in review):
         lines.extend(_review(out))
     return "\n".join(lines)
@@ -213,6 +223,27 @@ def _review(item: dict[str, Any]) -> list[str]:
     return lines
 
 
+def deadline_words(item: dict[str, Any]) -> str:
+    """A request's deadline in words (`operations.approval`'s `expires_at`, `expires_in_ms`,
+    `status`): when, and the time left. The console shows it too."""
+    if item.get("expires_at") is None:
+        return "never (waits until answered)"
+    left = item.get("expires_in_ms") or 0
+    if item.get("status") == "expired" or left <= 0:
+        return f"expired at {item['expires_at']}"
+    return f"expires {item['expires_at']} ({_duration(left)} left)"
+
+
+def _duration(ms: int) -> str:
+    """Milliseconds as the largest two units: `1h 5m`, `4m 20s`, `12s`."""
+    seconds = ms // 1000
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{n}{u}" for n, u in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n]
+    return " ".join(parts[:2]) or "under 1s"
+
+
 def _line(item: dict[str, Any]) -> str:
     if "request_id" in item:
         rule = item["rule"]
@@ -222,7 +253,8 @@ def _line(item: dict[str, Any]) -> str:
             f"{item['request_id']}  {item['what']}\n"
             f"    rule {rule['label']}{where}: {rule['reason']}\n"
             f"    input {item['input_hash'][:16]}…  approvers: {approvers}  "
-            f"asked {item['requested_at']}"
+            f"asked {item['requested_at']}\n"
+            f"    {deadline_words(item)}"
         )
     return (
         f"{item['grant_id']}  {item['scope']} {item['tool_id']}  by {item['by']}  "

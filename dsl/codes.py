@@ -342,8 +342,9 @@ _CODES = [
         "invalid-value",
         "error",
         "an attribute's value is out of range",
-        "Durations such as `ttl` and `timeout` are positive; `limit`, `top`, a tool's `version` "
-        "and a retry count are at least 1; a surface's recall `top` is at least its `limit`; "
+        "Durations such as `ttl`, `expires` and `timeout` are positive; `limit`, `top`, a "
+        "tool's `version` and a retry count are at least 1; a surface's recall `top` is at "
+        "least its `limit`; "
         "a `wire_name` matches `[A-Za-z0-9_-]{1,64}`; a decide's `default` is one of its "
         "options.",
     ),
@@ -351,9 +352,10 @@ _CODES = [
         "H309",
         "grant-without-ask",
         "error",
-        "a `grant` or `approver` on a rule that does not ask",
-        "Grants and approvers only mean something on an ASK: a grant turns an approved ASK "
-        "into ALLOW for a bounded scope and time.",
+        "a `grant`, `approver`, `expires` or `self_approval` on a rule that does not ask",
+        "Grants, approvers, `expires` and `self_approval` only mean something on an ASK: a "
+        "grant turns an approved ASK into ALLOW for a bounded scope and time, and `expires` "
+        "bounds how long its request waits for an answer.",
     ),
     Code(
         "H310",

@@ -226,7 +226,11 @@ _EXAMPLES = (
         "a duration is written without spaces",
         "the unit must follow the number",
         "write durations such as `30s`, `15m`, `1h30m` or `7d`",
-        ("tool t { timeout 30 }", "policy p { ask t { grant once ttl 15 } }"),
+        (
+            "tool t { timeout 30 }",
+            "policy p { ask t { grant once ttl 15 } }",
+            "policy p { ask t { expires 15 } }",
+        ),
     ),
 )
 

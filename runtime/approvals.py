@@ -71,6 +71,8 @@ __all__ = [
     "ApprovalOutcome",
     "ApprovalRequest",
     "Approvals",
+    "expired_error",
+    "expiry_text",
     "is_approver",
     "is_requester",
 ]
@@ -81,8 +83,9 @@ DEFAULT_GRANT = Grant(scope="once", ttl_ms=10 * 60_000)
 
 class ApprovalError(Exception):
     """An approval that cannot be given or used: `code` is `unknown-request`, `not-pending`,
-    `not-an-approver`, `self-approval` (the requester may not approve their own call) or
-    `grant-spent` (a `once` grant already authorised an execution)."""
+    `expired` (the request waited past its `expires` deadline), `not-an-approver`,
+    `self-approval` (the requester may not approve their own call) or `grant-spent` (a `once`
+    grant already authorised an execution)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -132,7 +135,8 @@ def _view(tool: Tool, args: Mapping[str, Any] | None) -> dict[str, Any]:
 @dataclass(frozen=True)
 class ApprovalRequest:
     """What a person is asked to approve. `arguments` has secret fields redacted; `pending`
-    is the frozen call itself (kept in memory, never shown)."""
+    is the frozen call itself (kept in memory, never shown). `expires_at` is the deadline for
+    an answer (the request time plus the ASK's `expires`; None: it waits until answered)."""
 
     request_id: str
     session_id: str
@@ -156,6 +160,18 @@ class ApprovalRequest:
     task_id: str | None = None
     pending: PendingCall | None = field(default=None, repr=False, compare=False)
     status: str = "pending"
+    expires_at: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the request is pending past its deadline (a pure function of the clock:
+        nothing is recorded; `Approvals.expire` records it)."""
+        return self.status == "pending" and self.expires_at is not None and now >= self.expires_at
+
+    def expires_in_ms(self, now: datetime) -> int | None:
+        """Milliseconds left to answer (0 once past the deadline); None: it never expires."""
+        if self.expires_at is None:
+            return None
+        return max(0, (self.expires_at - now) // timedelta(milliseconds=1))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,6 +195,7 @@ class ApprovalRequest:
             "approvers": [{"kind": a.kind, "value": a.value} for a in self.approvers],
             "task_id": self.task_id,
             "status": self.status,
+            "expires_at": self.expires_at.isoformat() if self.expires_at is not None else None,
         }
 
 
@@ -359,6 +376,9 @@ class Approvals:
             what = grant.selector.text if grant.selector else tool.id
             cond = f" when {condition_text(grant.condition)}" if grant.condition else ""
             scope["covers"] = f"calls of `{what}`{cond} asked by this rule, in any session"
+        requested_at = self.clock()
+        expires_ms = getattr(decision, "expires_ms", None)
+        expires_at = requested_at + timedelta(milliseconds=expires_ms) if expires_ms else None
         execution = {
             k: v for k, v in pending.execution.as_dict().items() if v is not None and k != "env"
         }
@@ -386,10 +406,13 @@ class Approvals:
             reversibility=_reversibility(tool, view),
             scope=scope,
             approvers=tuple(decision.approvers),
-            requested_at=self.clock(),
+            requested_at=requested_at,
             task_id=task_id,
             pending=pending,
+            expires_at=expires_at,
         )
+        # the deadline is recorded, not recomputed: every process folding the log sees it
+        deadline = {} if expires_at is None else {"expires_at": expires_at.isoformat()}
         self.store.append(
             approval_requested(
                 session_id,
@@ -411,6 +434,7 @@ class Approvals:
                 reversibility=req.reversibility,
                 scope=scope,
                 task_id=task_id,
+                **deadline,
             )
         )
         with self._lock:
@@ -429,7 +453,8 @@ class Approvals:
         """Mark a pending request resolved (`approved`, `rejected`, `expired`, `withdrawn`,
         `superseded`). The answer is claimed on the request's own stream (`approval:<id>`),
         appended only while that stream is empty: when two operators (threads, processes on
-        one store) answer at once, exactly one wins; the other gets `not-pending`."""
+        one store) answer at once, exactly one wins; the other gets `not-pending`. An answer
+        after the request's deadline records its expiry instead and raises `expired`."""
         req = self.get(request_id)
         claim = NewEvent(
             answered_stream(request_id),
@@ -440,6 +465,9 @@ class Approvals:
         resolved = approval_resolved(
             req.session_id, approval_id=request_id, outcome=outcome, by=by, **extra
         )
+        if outcome != "expired" and self.get(request_id).expired(self.clock()):
+            self.expire(request_id)  # too late to answer: the expiry is recorded instead
+            raise expired_error(self.get(request_id))
         with self._lock:
             req = self.get(request_id)
             if req.status != "pending":
@@ -462,6 +490,29 @@ class Approvals:
                 self.requests[request_id] = req
             raise
         return answered
+
+    def expire(self, request_id: str) -> ApprovalRequest | None:
+        """Record that a pending request passed its deadline: resolved `expired` through the
+        same claim as an answer (`approval:<id>`), so an expiry and an answer never both win,
+        in any process. Returns the expired request when this call recorded it; None when the
+        request is not past its deadline or was answered (or expired) first."""
+        req = self.get(request_id)
+        if not req.expired(self.clock()):
+            return None
+        assert req.expires_at is not None
+        try:
+            return self.resolve(
+                request_id, "expired", None, reason=expiry_text(req), expires_at=_iso(req)
+            )
+        except ApprovalError:
+            return None  # answered first, here or elsewhere: that answer stands
+
+    def sweep(self) -> list[ApprovalRequest]:
+        """Record the expiry of every pending request past its deadline (`expire`); the ones
+        this call recorded."""
+        now = self.clock()
+        due = [r.request_id for r in list(self.requests.values()) if r.expired(now)]
+        return [r for r in map(self.expire, due) if r is not None]
 
     # -- grants -------------------------------------------------------------------------------
 
@@ -691,6 +742,23 @@ class Approvals:
                 self.grants[grant_id] = replace(grant, status="used")
 
 
+def expiry_text(req: ApprovalRequest) -> str:
+    """Why an expired request can no longer be answered, in one sentence."""
+    return (
+        f"the approval request `{req.request_id}` expired at {_iso(req)} without an answer: "
+        "the call does not run; ask again with a new call"
+    )
+
+
+def expired_error(req: ApprovalRequest) -> ApprovalError:
+    """The refusal of an answer to `req` after its deadline (code `expired`)."""
+    return ApprovalError("expired", expiry_text(req))
+
+
+def _iso(req: ApprovalRequest) -> str | None:
+    return req.expires_at.isoformat() if req.expires_at is not None else None
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -720,6 +788,7 @@ def _request_of(view: Any) -> ApprovalRequest:
         requested_at=_parse_time(view.requested_at),
         task_id=p.get("task_id"),
         status=view.status,
+        expires_at=_parse_time(p["expires_at"]) if p.get("expires_at") else None,
     )
 
 

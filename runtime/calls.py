@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .approvals import ApprovalError, ApprovalGrant
+from .approvals import ApprovalError, ApprovalGrant, expiry_text
 from .availability import unavailable_refusal
 from .canonical import NO_EXECUTION, Execution, json_string
 from .events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
@@ -496,6 +496,9 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     if action.state == _S.AUTHORIZED:
         assert judged is not None  # judged again above when it was missing
         return judged
+    expired = expired_result(s, pending, action, judged)
+    if expired is not None:
+        return expired
     category = {
         _S.WAITING_APPROVAL: "waiting_approval",
         _S.FAILED: "denied",
@@ -519,6 +522,32 @@ def superseded_result(s: Session, pending: PendingCall, action: Action) -> Resul
         "invoke the edited call, `Session.call(tool_call_id)`"
     )
     return not_run(s, pending, "superseded", message, action.state.value, None)
+
+
+def expired_result(
+    s: Session, pending: PendingCall, action: Action, judged: Judged | None
+) -> Result | None:
+    """The not-run result of a call whose approval request expired without an answer (its
+    expiry is recorded now when the deadline passed and nothing recorded it yet)."""
+    if action.state not in (_S.WAITING_APPROVAL, _S.CANCELLED):
+        return None
+    h = s.harness
+    mine = [
+        r
+        for r in list(h.approvals.requests.values())
+        if (r.session_id, r.tool_call_id, r.input_hash)
+        == (s.id, pending.tool_call_id, pending.input_hash)
+    ]
+    now = h.clock()
+    if any(r.expired(now) for r in mine):
+        h.expire_approvals([r.request_id for r in mine])
+        mine = [h.approvals.get(r.request_id) for r in mine]
+    if not mine or any(r.status != "expired" for r in mine):
+        return None  # another request of the call waits, or was answered
+    req = max(mine, key=lambda r: r.requested_at)
+    s.cancel_expired(req)  # recorded elsewhere perhaps: the call ends here too
+    message = f"`{pending.tool_id}` may not run: {expiry_text(req)}"
+    return not_run(s, pending, "expired", message, action.state.value, judged)
 
 
 def unavailable(s: Session, pending: PendingCall) -> Result | None:

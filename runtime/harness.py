@@ -47,6 +47,7 @@ from .approvals import (
     ApprovalOutcome,
     ApprovalRequest,
     Approvals,
+    expired_error,
     is_approver,
     is_requester,
 )
@@ -431,12 +432,10 @@ class Harness:
         says `self_approval deny` (the default at risk `high` and above; `ApprovalError`
         `self-approval`: the same `user`, or an approver with none). The call is judged again:
         a DENY now wins (no grant); an ASK gets the grant of the rule that asks, bound to this
-        call (`once`: its session and exact triple), which turns that ASK into ALLOW."""
-        req = self._request(request_id)
-        if req.status != "pending":
-            raise ApprovalError(
-                "not-pending", f"the approval request `{request_id}` is already {req.status}"
-            )
+        call (`once`: its session and exact triple), which turns that ASK into ALLOW. A request
+        past its `expires` deadline is not answered: its expiry is recorded and `ApprovalError`
+        `expired` raised (the same for `deny` and `approve_with_edits`)."""
+        req = self._pending(request_id)
         if not is_approver(req.approvers, by):
             raise ApprovalError(
                 "not-an-approver", f"`{_who(by)}` is not an approver of `{request_id}`"
@@ -482,7 +481,7 @@ class Harness:
     def deny(self, request_id: str, *, by: Mapping[str, Any], reason: str) -> ApprovalOutcome:
         """Deny a request as `by` (an approver, or the actor who asked). The denial is recorded
         as a task fact (`task.denials`) and the call is cancelled."""
-        req = self._request(request_id)
+        req = self._pending(request_id)
         session = self.resume(req.session_id)
         if not (is_approver(req.approvers, by) or _who(by) == _who(session.actor)):
             raise ApprovalError("not-an-approver", f"`{_who(by)}` may not deny `{request_id}`")
@@ -517,11 +516,7 @@ class Harness:
         >>> # out = h.approve_with_edits("apr-…", {**args, "canary_percent": 5}, by=sre)
         >>> # s.invoke(out.call)
         """
-        req = self._request(request_id)
-        if req.status != "pending":
-            raise ApprovalError(
-                "not-pending", f"the approval request `{request_id}` is already {req.status}"
-            )
+        req = self._pending(request_id)
         who = _who(by)
         if not is_approver(req.approvers, by):
             raise ApprovalError("not-an-approver", f"`{who}` is not an approver of `{request_id}`")
@@ -613,6 +608,47 @@ class Harness:
         if request_id not in self.approvals.requests:
             self.catch_up()  # asked in another process, perhaps
         return self.approvals.get(request_id)
+
+    def _pending(self, request_id: str) -> ApprovalRequest:
+        """The request, still waiting for an answer: else `ApprovalError` `not-pending`, or
+        `expired` (past its deadline: the expiry is recorded now, once, if nothing was)."""
+        req = self._request(request_id)
+        if req.expired(self.clock()):
+            self.expire_approvals([request_id])
+            req = self.approvals.get(request_id)
+        if req.status == "expired":
+            raise expired_error(req)
+        if req.status != "pending":
+            raise ApprovalError(
+                "not-pending", f"the approval request `{request_id}` is already {req.status}"
+            )
+        return req
+
+    def expire_approvals(self, request_ids: Iterable[str] | None = None) -> list[ApprovalRequest]:
+        """Record the expiry of pending approval requests past their `expires` deadline (all of
+        them, or those of `request_ids`): each is resolved `expired` exactly once across the
+        processes on the store (an answer that claimed it first stands) and its call is
+        cancelled. Listing requests never records anything; this sweep, an answer, or the
+        agent invoking the call does. Returns the requests this call expired."""
+        self.catch_up()
+        now = self.clock()
+        ids = list(self.approvals.requests) if request_ids is None else list(request_ids)
+        expired = []
+        for request_id in ids:
+            req = self.approvals.requests.get(request_id)
+            if req is None or not req.expired(now):
+                continue
+            done = self.approvals.expire(request_id)
+            if done is None:
+                self.catch_up()  # answered (or expired) elsewhere first
+                continue
+            expired.append(done)
+            session = self.sessions.get(done.session_id)
+            if session is not None:
+                session.cancel_expired(done)
+            if telemetry.tracer is not None:
+                telemetry.approval_waited(req, "expired", now)
+        return expired
 
     # -- asynchronous work ------------------------------------------------------------------
 

@@ -660,6 +660,8 @@ class Rule(_Model):
     instead: str | None = None
     self_approval: SelfApproval | None = None
     """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
+    expires_ms: int | None = None
+    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
     origin: SourceRef | None = None
 
 
@@ -674,6 +676,8 @@ class DefaultDecision(_Model):
     instead: str | None = None
     self_approval: SelfApproval | None = None
     """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
+    expires_ms: int | None = None
+    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
     origin: SourceRef | None = None
 
 
@@ -695,6 +699,8 @@ class RiskEntry(_Model):
     instead: str | None = None
     self_approval: SelfApproval | None = None
     """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
+    expires_ms: int | None = None
+    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
     origin: SourceRef | None = None
 
 

@@ -14,8 +14,9 @@ Every command returns plain JSON-able dicts and raises `ApprovalError` (a stable
 one-sentence `message`) for what an operator can get wrong: an unknown or already-answered
 request (`unknown-request`, `not-pending`: also when another operator answered first), an
 approver the request does not name (`not-an-approver`, `self-approval`), an edit that is
-invalid (`invalid-edit`, `edit-unchanged`) or denied (`edit-denied`), a grant that is unknown or
-no longer active (`unknown-grant`, `not-active`).
+invalid (`invalid-edit`, `edit-unchanged`) or denied (`edit-denied`), a request past its
+`expires` deadline (`expired`: its expiry is recorded then), a grant that is unknown or no
+longer active (`unknown-grant`, `not-active`).
 """
 
 from __future__ import annotations
@@ -37,17 +38,23 @@ __all__ = [
     "approve",
     "approve_with_edits",
     "deny",
+    "expire_approvals",
     "pending_approvals",
     "revoke_grant",
 ]
 
 
 def pending_approvals(h: Harness, *, review: bool = True) -> list[dict[str, Any]]:
-    """Every pending approval request in the store, oldest first (see `approval`). With
+    """Every pending approval request in the store, oldest first (see `approval`). A request
+    past its `expires` deadline is not pending, though nothing is recorded by listing: its
+    expiry is recorded by the next command on it, or by `expire_approvals`. With
     `review=False`, without `preview`, `provenance` and `diff` (which read the sessions'
     events): enough to tell which requests wait."""
     h.catch_up()
-    found = [r for r in h.approvals.requests.values() if r.status == "pending"]
+    now = h.clock()
+    found = [
+        r for r in h.approvals.requests.values() if r.status == "pending" and not r.expired(now)
+    ]
     shown = [_shown(h, r) for r in sorted(found, key=lambda r: r.requested_at)]
     if review:
         for item, seen in zip(shown, approval_views(h, shown), strict=True):
@@ -58,10 +65,12 @@ def pending_approvals(h: Harness, *, review: bool = True) -> list[dict[str, Any]
 def approval(h: Harness, request_id: str) -> dict[str, Any]:
     """One request as an operator sees it: tool, the frozen arguments with secrets masked,
     input hash, why, the rule (label, `file:line`, reason), who may approve, when it was
-    asked, the grant an approval gives (scope, ttl, what it covers) and its status; also
-    `preview` (the tool's recorded preview, or whether it could have one), `provenance` (each
-    argument value's sources before the request) and `diff` (the closest earlier call of the
-    tool in the session and what changed, or None): see `approval_view`."""
+    asked, the grant an approval gives (scope, ttl, what it covers), its status and deadline
+    (`expires_at`, `expires_in_ms`: None when it waits until answered; a request past its
+    deadline shows status `expired` even before the expiry is recorded); also `preview` (the
+    tool's recorded preview, or whether it could have one), `provenance` (each argument value's
+    sources before the request) and `diff` (the closest earlier call of the tool in the session
+    and what changed, or None): see `approval_view`."""
     h.catch_up()
     item = _shown(h, h.approvals.get(request_id))
     item.update(approval_view(h, item))  # preview, provenance, diff: from the log
@@ -91,6 +100,12 @@ def approve_with_edits(
     """`Harness.approve_with_edits` as a command: the outcome with the edited call's input
     hash (`edited_input_hash`) and the effect it was decided to (`allow` or `ask`)."""
     return _outcome(h.approve_with_edits(request_id, args, by=by, reason=reason))
+
+
+def expire_approvals(h: Harness) -> list[dict[str, Any]]:
+    """`Harness.expire_approvals` as a command: record the expiry of every pending request
+    past its deadline (each exactly once, whichever process sweeps); the requests expired."""
+    return [_shown(h, r) for r in h.expire_approvals()]
 
 
 def active_grants(h: Harness) -> list[dict[str, Any]]:
@@ -123,6 +138,10 @@ def _shown(h: Harness, req: ApprovalRequest) -> dict[str, Any]:
     item = req.to_dict()
     item["requested_at"] = req.requested_at.isoformat()
     item["rule"] = _rule(h, req)
+    now = h.clock()
+    item["expires_in_ms"] = req.expires_in_ms(now)
+    if req.expired(now):
+        item["status"] = "expired"  # past its deadline: shown so, recorded by the next command
     return item
 
 

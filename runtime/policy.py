@@ -133,6 +133,9 @@ class Decision:
     """When the winning rule reads the session (provenance, history): one sentence per such
     term that held, e.g. "`args.iban` appears only in the result of `mail.read` (untrusted),
     event #41"."""
+    expires_ms: int | None = None
+    """For an ASK: how long its request waits for an answer (`expires`); None: until
+    answered."""
 
     @classmethod
     def denied(
@@ -534,6 +537,7 @@ def _decision(
         policy=policy,
         tool_id=tool_id,
         requester_may_approve=requester_may_approve(source.self_approval, risk),
+        expires_ms=source.expires_ms,
     )
 
 
@@ -682,4 +686,5 @@ def with_evidence(
         d.tool_id,
         d.requester_may_approve,
         found,
+        d.expires_ms,
     )

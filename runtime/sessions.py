@@ -482,6 +482,13 @@ class Session:
         if action is not None and not action.terminal:
             action.cancel(reason or "denied by a person")
 
+    def cancel_expired(self, request: ApprovalRequest) -> None:
+        """Cancel the call of a request that expired without an answer (its action ends
+        `cancelled`; invoking it returns a not-run result with `error_category` `expired`)."""
+        action = self._actions.get(f"{request.tool_call_id}:{request.input_hash}")
+        if action is not None and not action.terminal:
+            action.cancel(f"the approval request `{request.request_id}` expired")
+
     # -- invoke -------------------------------------------------------------------------------
 
     def invoke(self, pending: PendingCall) -> Result:

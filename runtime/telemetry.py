@@ -203,7 +203,7 @@ async def ainvoke(s: Session, pending: PendingCall, run: Callable[[], Awaitable[
 
 def approval_waited(request: ApprovalRequest, outcome: str, now: datetime) -> None:
     """A span from when `request` was asked to its answer (`outcome`: approved, denied,
-    denied-by-policy)."""
+    denied-by-policy, expired)."""
     start = request.requested_at
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)

@@ -324,6 +324,7 @@ option_items = st.one_of(
     ),
     str_attr("reason", "instead"),
     attr("self_approval", names(st.sampled_from(("allow", "deny")))),
+    attr("expires", durations),
 )
 option_blocks = st.none() | st.lists(option_items, max_size=4).map(tuple)
 

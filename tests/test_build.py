@@ -350,7 +350,7 @@ def test_docs_hold_the_policy_matrix_and_the_workflow_diagram(remediation: Path)
     assert "```mermaid\nflowchart TD\n" in workflows
     assert 's5 -.->|"on failure"| s7' in workflows
     suppressions = (docs / "suppressions.md").read_text(encoding="utf-8")
-    assert "remediation.harness:476 | `L101` | reject ends the run on purpose" in suppressions
+    assert "remediation.harness:477 | `L101` | reject ends the run on purpose" in suppressions
     tools = (docs / "tools.md").read_text(encoding="utf-8")
     assert "| `change.create` | public | medium | `idempotent`, `reversible`, `write` | yes |" in (
         tools

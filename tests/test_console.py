@@ -9,6 +9,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from harnessc.compiler.console.auth import (
 from harnessc.runtime import Harness, PendingCall, SQLiteStore
 from starlette.testclient import TestClient
 
-from .test_approvals import SHELL, compile_text
+from .test_approvals import SHELL, Clock, compile_text
 
 TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "carol": "tok-carol", "dave": "tok-dave"}
 ROLES = {
@@ -223,6 +224,43 @@ def test_two_operators_approving_at_once_exactly_one_wins(world: Any) -> None:
     assert len(grants) == 1
 
 
+def test_approval_of_an_expired_request_shows_a_clear_message(tmp_path: Path) -> None:
+    text = SHELL.replace("    grant once ttl 10m\n", "    grant once ttl 10m\n    expires 15m\n", 1)
+    assert text != SHELL
+    spec = compile_text(tmp_path, text)
+    clock = Clock()
+    db = tmp_path / "h.db"
+    agent = Harness(spec, SQLiteStore(db), clock=clock)
+    s = agent.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    call = s.normalize("shell.run", "call-1", {"cmd": "df"})
+    assert isinstance(call, PendingCall)
+    rid = s.request_approval(call).request_id
+    ops = [{"name": n, "roles": ROLES[n], "token_sha256": token_hash(t)} for n, t in TOKENS.items()]
+    (tmp_path / "ops.json").write_text(json.dumps({"operators": ops}), encoding="utf-8")
+    console = Console(
+        Harness(spec, SQLiteStore(db), clock=clock), load_operators(str(tmp_path / "ops.json"))
+    )
+    client, csrf = login(build_app(console), "alice")
+    clock.now += timedelta(minutes=5)
+    page = client.get("/approvals").text
+    deadline = (Clock().now + timedelta(minutes=15)).isoformat()
+    assert f'data-expires-at="{deadline}"' in page and 'data-expires-in-ms="600000"' in page
+    assert f"expires {deadline} (10m left)" in page  # the text without JavaScript
+    clock.now += timedelta(minutes=10)
+    assert client.get("/api/pending").json() == {"pending": []}
+    assert rid not in client.get("/approvals").text
+    for action, form in (("approve", {}), ("deny", {"reason": "late"})):
+        r = client.post(f"/approvals/{rid}/{action}", data={"csrf": csrf, **form})
+        assert r.status_code == 409 and "(expired)" in r.text, r.text
+        assert f"the approval request `{rid}` expired at {deadline}" in r.text
+    edited = {"csrf": csrf, "arguments": json.dumps({"cmd": "du"})}
+    r = client.post(f"/approvals/{rid}/edit", data=edited)
+    assert r.status_code == 409 and "(expired)" in r.text
+    agent.catch_up()
+    assert agent.projections.approvals[rid].status == "expired"
+    assert client.get("/static/console.js").text.count("data-expires-at") >= 1
+
+
 def test_sessions_and_a_paged_timeline(world: Any) -> None:
     client, _ = login(world["app"], "carol")
     sid = world["session"].id
@@ -361,6 +399,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture
 def served(world: dict[str, Any]) -> Iterator[str]:
     """The console on a real socket (uvicorn in a thread), for a browser."""
+    yield from serve(world["app"])
+
+
+def serve(app: Any) -> Iterator[str]:
+    """Serve `app` on a free local port until the generator is closed; yields its URL."""
     import socket
 
     import uvicorn
@@ -368,18 +411,18 @@ def served(world: dict[str, Any]) -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(world["app"], host="127.0.0.1", port=port, log_level="warning")
-    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started:
         assert time.monotonic() < deadline, "the console did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:  # also when the generator is closed
+        server.should_exit = True
+        thread.join(timeout=30)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs it)")
@@ -421,3 +464,52 @@ def test_in_a_browser_an_operator_logs_in_sees_a_new_request_appear_and_approves
     world["agent"].catch_up()
     assert world["agent"].projections.approvals[new].by == "alice"
     assert world["session"].call("call-1").args == {"cmd": "df -h"}
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs it)")
+def test_in_a_browser_a_request_counts_down_to_its_deadline_and_then_is_refused(
+    tmp_path: Path,
+) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    text = SHELL.replace("    grant once ttl 10m\n", "    grant once ttl 10m\n    expires 1h\n", 1)
+    spec = compile_text(tmp_path, text)
+    db = tmp_path / "h.db"
+    clock = Clock()  # the agent asked almost an hour ago: 15 seconds are left
+    clock.now = datetime.now(UTC) - timedelta(hours=1) + timedelta(seconds=15)
+    agent = Harness(spec, SQLiteStore(db), clock=clock)
+    s = agent.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    call = s.normalize("shell.run", "call-1", {"cmd": "df"})
+    assert isinstance(call, PendingCall)
+    rid = s.request_approval(call).request_id
+    ops = [{"name": "alice", "roles": ROLES["alice"], "token_sha256": token_hash(TOKENS["alice"])}]
+    (tmp_path / "ops.json").write_text(json.dumps({"operators": ops}), encoding="utf-8")
+    console = Console(Harness(spec, SQLiteStore(db)), load_operators(str(tmp_path / "ops.json")))
+    server = serve(build_app(console))
+    url = next(server)
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page()
+                page.goto(f"{url}/login")
+                page.fill("input[name=name]", "alice")
+                page.fill("input[name=password]", TOKENS["alice"])
+                page.click("button:has-text('Log in')")
+                page.wait_for_url(f"{url}/approvals")
+                expiry = page.locator(f"section#{rid} .expiry")
+                assert " left)" in expiry.inner_text()
+                assert expiry.get_attribute("data-deadline")  # the script counts it down
+                # past the deadline the script says so, before the list drops the request
+                page.wait_for_function(
+                    f"document.querySelector('#{rid} .expiry')?.textContent.includes('expired')",
+                    timeout=60_000,
+                )
+                page.click(f"section#{rid} >> button:has-text('Approve')")
+                page.wait_for_selector("text=Not approved (expired)")
+                assert f"`{rid}` expired at" in page.inner_text("p.message")
+            finally:
+                browser.close()
+    finally:
+        server.close()
+    agent.catch_up()
+    assert agent.projections.approvals[rid].status == "expired"

@@ -387,7 +387,7 @@ def test_completion_of_the_keywords_the_grammar_accepts_there(
     client: StdioClient, main: str
 ) -> None:
     options = complete(client, main, MAIN, '    reason "Releases are frozen."\n')
-    assert set(options) == {"approver", "grant", "instead", "reason", "self_approval"}
+    assert set(options) == {"approver", "expires", "grant", "instead", "reason", "self_approval"}
     assert set(complete(client, main, MAIN, "  default deny\n")) >= {"allow", "ask", "deny"}
     assert "use_when" in complete(client, main, MAIN, "tool deploy {\n")
     assert "allow" not in complete(client, main, MAIN, "tool deploy {\n")

@@ -112,7 +112,7 @@ def test_a_production_deploy_by_an_engineer_asks_and_staging_is_the_nearest_allo
     text = e.describe()
     assert (
         '`production.deploy` would be ALLOWED if `args.environment` were "staging" instead of '
-        '"production" (rule `remediation#6`, examples/remediation/remediation.harness:302)'
+        '"production" (rule `remediation#6`, examples/remediation/remediation.harness:303)'
     ) in text
     golden("remediation-production-deploy", text)
 

@@ -111,6 +111,11 @@ def grant_text(grant: Grant | None, *, scope_as_code: bool = False) -> str:
     return text
 
 
+def expires_text(expires_ms: int | None) -> str:
+    """How long an ASK's request waits for an answer (`expires`)."""
+    return "never" if expires_ms is None else duration_text(expires_ms)
+
+
 def codes_text(values: Iterable[str]) -> str:
     return ", ".join(md_code(v) for v in values)
 
@@ -402,7 +407,8 @@ def doc_approvals(spec: Spec, header: str) -> DocContext:
             "An ASK waits for one of its approvers. A grant is bound to the call it approves: "
             "`once` to the exact invocation (tool id, tool_call_id and input hash), `task` to "
             "the task, `class` to the calls its selector and condition describe, each for its "
-            "ttl. Approving one call never approves another."
+            "ttl. Approving one call never approves another. A request waits for an answer "
+            "until its `expires` deadline (never, without one): an answer after it is refused."
         ),
         _heading("Rules that ask"),
     ]
@@ -419,10 +425,11 @@ def doc_approvals(spec: Spec, header: str) -> DocContext:
                     md_code(spec_text(rule.condition)) if rule.condition is not None else "always",
                     approvers_text(rule.approvers),
                     grant_text(rule.grant),
+                    expires_text(rule.expires_ms),
                     md_text(rule.reason),
                 )
             )
-    headers = ("Policy", "Rule", "Tools", "Condition", "Approver", "Grant", "Reason")
+    headers = ("Policy", "Rule", "Tools", "Condition", "Approver", "Grant", "Expires", "Reason")
     blocks.append(_table_or(headers, rows, "No rule asks for approval."))
     blocks.append(_heading("Risk tables"))
     rows = []
@@ -439,11 +446,13 @@ def doc_approvals(spec: Spec, header: str) -> DocContext:
                     entry.effect.upper(),
                     approvers_text(entry.approvers),
                     grant_text(entry.grant),
+                    expires_text(entry.expires_ms) if entry.effect == "ask" else "",
                     md_text(entry.reason),
                 )
             )
     if rows:
-        blocks.append(_table(("Risk table", "Risk", "Effect", "Approver", "Grant", "Reason"), rows))
+        table_headers = ("Risk table", "Risk", "Effect", "Approver", "Grant", "Expires", "Reason")
+        blocks.append(_table(table_headers, rows))
     else:
         blocks.append(_para("This spec declares no risk table."))
     return _page(header, "Approvals and grants", blocks)

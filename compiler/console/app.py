@@ -26,6 +26,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..approvals_cli import deadline_words
 from .auth import APPROVER, Operator, authenticate, new_csrf
 
 HERE = Path(__file__).parent
@@ -134,6 +135,9 @@ def pending(h: Harness) -> list[dict[str, Any]]:
             "preview": r["preview"],
             "provenance": r["provenance"],
             "diff": r["diff"],
+            "expires_at": r["expires_at"],
+            "expires_in_ms": r["expires_in_ms"],
+            "expiry": deadline_words(r),
         }
         for r in operations.pending_approvals(h)
     ]

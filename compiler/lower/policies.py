@@ -15,6 +15,13 @@ from .conditions import ConditionLowering
 from .core import article, origin
 
 SELF_APPROVAL = ("allow", "deny")
+ASK_ONLY = {
+    "approver": "approvers",
+    "grant": "grants",
+    "self_approval": "a `self_approval`",
+    "expires": "an `expires`",
+}
+"""The options only an ASK may carry, and how the H309 label names them."""
 
 
 class PolicyLowering(ConditionLowering):
@@ -23,14 +30,14 @@ class PolicyLowering(ConditionLowering):
     def options(
         self, options: Sequence[object] | None, effect: str, where: str, effect_span: Span
     ) -> dict[str, Any]:
-        """Approvers, grant, self_approval, reason and instead of a rule, a default or a
-        risk-table entry."""
+        """Approvers, grant, expires, self_approval, reason and instead of a rule, a default or
+        a risk-table entry."""
         approvers: list[m.Approver] = []
         grant: m.Grant | None = None
         seen: dict[str, Any] = {}
         for option in options or ():
             asking = isinstance(option, s.Approver | s.Grant) or (
-                isinstance(option, s.Attr) and option.key == "self_approval"
+                isinstance(option, s.Attr) and option.key in ASK_ONLY
             )
             if asking and effect != "ask" and isinstance(option, s.Approver | s.Grant | s.Attr):
                 key = (
@@ -38,9 +45,9 @@ class PolicyLowering(ConditionLowering):
                     if isinstance(option, s.Approver)
                     else "grant"
                     if isinstance(option, s.Grant)
-                    else "self_approval"
+                    else option.key
                 )
-                what = {"approver": "approvers", "grant": "grants"}.get(key, "a `self_approval`")
+                what = ASK_ONLY.get(key, key)
                 self.report(
                     "H309",
                     f"`{key}` on {article(effect)} `{effect}` {where}",
@@ -61,9 +68,14 @@ class PolicyLowering(ConditionLowering):
         chosen = seen.get("self_approval")
         if chosen is not None and chosen.values and isinstance(chosen.values[0], s.Name):
             self_approval = self.word(chosen.values[0], SELF_APPROVAL, "`self_approval` choice")
+        expires_ms = None
+        chosen = seen.get("expires")
+        if chosen is not None and chosen.values and isinstance(chosen.values[0], s.Duration):
+            expires_ms = self.positive_ms(chosen.values[0], "an ASK's `expires`")
         return {
             "approvers": tuple(approvers),
             "grant": grant,
+            "expires_ms": expires_ms,
             "reason": self.text(seen.get("reason")),
             "instead": self.text(seen.get("instead")),
             "self_approval": self_approval,

@@ -20,7 +20,7 @@ __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = 'b2cb5a5044e461e9be314ed5db2d11fe53c96b38ba227df8e073f4b4a29f0f2c'
+POLICY_VERSION = 'a22331646e7c5e0b13e8094c469e3a8025139fd0e22452470d2bc0566ddee444'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent

@@ -20,7 +20,7 @@ __all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness workspace_agent 0.1.0
 SPEC_NAME = 'workspace_agent'
-POLICY_VERSION = 'ed234bcbb4aa0d29a131826d9c0b579fdf449a3fc739495a417cf3f66d8c36fb'
+POLICY_VERSION = '1c778c325bfedf2d0974fa2e70e8ebf21361b0aa8f111433acb447ef7b531e76'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
