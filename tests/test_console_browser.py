@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -97,95 +98,102 @@ def running(app: dict[str, Any]) -> None:
     assert app["process"].poll() is None, f"the app exited early:\n{output(app)[-3000:]}"
 
 
-def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[str, Any]) -> None:
+@contextmanager
+def logged_in(pw: Any, app: dict[str, Any]) -> Iterator[Any]:
+    """A Chromium page logged in to the example's console (the browser closed afterwards)."""
     url = app["url"]
     until(lambda: f"console      {url}/" in output(app), 120, "the console to start")
-    assert "the operators in" in output(app)
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    try:
+        page = browser.new_page()
+        page.goto(f"{url}/login")
+        page.fill("input[name=name]", OPERATOR)
+        page.fill("input[name=password]", TOKEN)
+        page.click("button:has-text('Log in')")
+        page.wait_for_url(f"{url}/approvals")
+        yield page
+    finally:
+        browser.close()
+
+
+def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[str, Any]) -> None:
+    url = app["url"]
+    with sync_api.sync_playwright() as pw, logged_in(pw, app) as page:
+        assert "the operators in" in output(app)
+        answered: list[str] = []
+        edited: dict[str, str] = {}
+        # every call the agent waits on, in order; the first production deploy is approved
+        # with canary_percent 5 instead of the default 10
+        while "The remediate workflow on the durable engine" not in output(app):
+            running(app)
             page.goto(f"{url}/approvals")
-            page.fill("input[name=name]", OPERATOR)
-            page.fill("input[name=password]", TOKEN)
-            page.click("button:has-text('Log in')")
-            page.wait_for_url(f"{url}/approvals")
-            answered: list[str] = []
-            edited: dict[str, str] = {}
-            # every call the agent waits on, in order; the first production deploy is approved
-            # with canary_percent 5 instead of the default 10
-            while "The remediate workflow on the durable engine" not in output(app):
-                running(app)
-                page.goto(f"{url}/approvals")
-                sections = page.locator("section.approval")
-                if sections.count() == 0:
-                    time.sleep(0.3)
-                    continue
-                section = sections.first
-                rid = section.get_attribute("id") or ""
-                assert rid not in answered, f"{rid} is still waiting after its answer"
-                tool = section.locator("h2").inner_text().split()[0]
-                assert f"for a person: {rid} ({tool}" in output(app)
-                if tool == "production.deploy" and not edited:
-                    text = section.locator("textarea[name=arguments]").input_value()
-                    args = json.loads(text)
-                    assert args["canary_percent"] == 10 and args["environment"] == "production"
-                    edited = {
-                        "rid": rid,
-                        "session": section.locator("a[href^='/sessions/']").inner_text(),
-                    }
-                    section.locator("summary").click()
-                    section.locator("textarea[name=arguments]").fill(
-                        json.dumps({**args, "canary_percent": 5})
-                    )
-                    section.locator("input[name=reason]").last.fill("a smaller canary first")
-                    section.locator("button:has-text('Approve edited call')").click()
-                    page.wait_for_selector("p.message")
-                    assert "as the edited call" in page.inner_text("p.message")
-                    # the agent takes up the edited call and runs it
-                    until(
-                        lambda: '"canary_percent": 5' in output(app),
-                        180,
-                        "the edited deploy to run",
-                    )
-                else:
-                    section.locator("button:has-text('Approve')").first.click()
-                    page.wait_for_selector("p.message")
-                    assert f"`{rid}`: approved" in page.inner_text("p.message")
-                answered.append(rid)
-            assert edited, "no production deploy waited for a person"
-            assert len(answered) == 7, answered  # scans, terminal, deploys, the draft
-            # the superseded call in the planner's timeline
-            page.goto(f"{url}/sessions/{edited['session']}")
-            timeline = page.inner_text("table.timeline")
-            while "superseded by" not in timeline and page.locator("a:has-text('Next')").count():
-                page.click("a:has-text('Next')")
-                timeline = page.inner_text("table.timeline")
-            assert f"superseded by {OPERATOR}: a smaller canary first" in timeline
-            # the workflow's gates, decided on the Workflows page
-            decided: list[str] = []
-            while True:
-                out = output(app)
-                if app["process"].poll() is not None or "event log (" in out:
-                    break
-                page.goto(f"{url}/workflows")
-                gates = page.locator("div.gate")
-                if gates.count() == 0:
-                    time.sleep(0.3)
-                    continue
-                gate = gates.first.locator("h3").inner_text().removeprefix("Gate ")
-                gates.first.locator("button:has-text('approve')").click()
-                page.wait_for_selector("p.message")
-                assert "accepted" in page.inner_text("p.message"), page.inner_text("main")
-                decided.append(gate)
-                until(
-                    lambda g=gate: f"decided      {g}: approve by {OPERATOR}" in output(app),
-                    180,
-                    f"the app to see {gate} decided",
+            sections = page.locator("section.approval")
+            if sections.count() == 0:
+                time.sleep(0.3)
+                continue
+            section = sections.first
+            rid = section.get_attribute("id") or ""
+            assert rid not in answered, f"{rid} is still waiting after its answer"
+            tool = section.locator("h2").inner_text().split()[0]
+            assert f"for a person: {rid} ({tool}" in output(app)
+            if tool == "production.deploy" and not edited:
+                text = section.locator("textarea[name=arguments]").input_value()
+                args = json.loads(text)
+                assert args["canary_percent"] == 10 and args["environment"] == "production"
+                edited = {
+                    "rid": rid,
+                    "session": section.locator("a[href^='/sessions/']").inner_text(),
+                }
+                section.locator("summary").click()
+                section.locator("textarea[name=arguments]").fill(
+                    json.dumps({**args, "canary_percent": 5})
                 )
-            assert decided == ["scan.approval", "review", "deploy.approval"], decided
-        finally:
-            browser.close()
+                section.locator("input[name=reason]").last.fill("a smaller canary first")
+                section.locator("button:has-text('Approve edited call')").click()
+                page.wait_for_selector("p.message")
+                assert "as the edited call" in page.inner_text("p.message")
+                # the agent takes up the edited call and runs it
+                until(
+                    lambda: '"canary_percent": 5' in output(app),
+                    180,
+                    "the edited deploy to run",
+                )
+            else:
+                section.locator("button:has-text('Approve')").first.click()
+                page.wait_for_selector("p.message")
+                assert f"`{rid}`: approved" in page.inner_text("p.message")
+            answered.append(rid)
+        assert edited, "no production deploy waited for a person"
+        assert len(answered) == 7, answered  # scans, terminal, deploys, the draft
+        # the superseded call in the planner's timeline
+        page.goto(f"{url}/sessions/{edited['session']}")
+        timeline = page.inner_text("table.timeline")
+        while "superseded by" not in timeline and page.locator("a:has-text('Next')").count():
+            page.click("a:has-text('Next')")
+            timeline = page.inner_text("table.timeline")
+        assert f"superseded by {OPERATOR}: a smaller canary first" in timeline
+        # the workflow's gates, decided on the Workflows page
+        decided: list[str] = []
+        while True:
+            out = output(app)
+            if app["process"].poll() is not None or "event log (" in out:
+                break
+            page.goto(f"{url}/workflows")
+            gates = page.locator("div.gate")
+            if gates.count() == 0:
+                time.sleep(0.3)
+                continue
+            gate = gates.first.locator("h3").inner_text().removeprefix("Gate ")
+            gates.first.locator("button:has-text('approve')").click()
+            page.wait_for_selector("p.message")
+            assert "accepted" in page.inner_text("p.message"), page.inner_text("main")
+            decided.append(gate)
+            until(
+                lambda g=gate: f"decided      {g}: approve by {OPERATOR}" in output(app),
+                180,
+                f"the app to see {gate} decided",
+            )
+        assert decided == ["scan.approval", "review", "deploy.approval"], decided
     assert app["process"].wait(timeout=120) == 0, output(app)[-3000:]
     out = output(app)
     deploy = out[out.index("step deploy: deploy") :]
@@ -209,24 +217,13 @@ def test_a_denial_in_the_console_reaches_the_agent_and_ctrl_c_stops_the_wait(
     on; at the next waiting call, SIGINT (Ctrl-C) ends the run with a clear message, and the
     console stops with it."""
     url = app["url"]
-    until(lambda: f"console      {url}/" in output(app), 120, "the console to start")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.goto(f"{url}/login")
-            page.fill("input[name=name]", OPERATOR)
-            page.fill("input[name=password]", TOKEN)
-            page.click("button:has-text('Log in')")
-            page.wait_for_url(f"{url}/approvals")
-            section = page.locator("section.approval").first
-            section.wait_for(timeout=120_000)
-            assert "mcp:scanner:tool:scan" in section.locator("h2").inner_text()
-            section.locator("input[name=reason]").first.fill("not during the freeze")
-            section.locator("button:has-text('Deny')").click()
-            page.wait_for_selector("p.message")
-        finally:
-            browser.close()
+    with sync_api.sync_playwright() as pw, logged_in(pw, app) as page:
+        section = page.locator("section.approval").first
+        section.wait_for(timeout=120_000)
+        assert "mcp:scanner:tool:scan" in section.locator("h2").inner_text()
+        section.locator("input[name=reason]").first.fill("not during the freeze")
+        section.locator("button:has-text('Deny')").click()
+        page.wait_for_selector("p.message")
     until(lambda: "for a person: " in output(app).split("DENIED by")[-1], 180, "the next wait")
     out = output(app)
     assert f"DENIED by {OPERATOR}: not during the freeze" in out
