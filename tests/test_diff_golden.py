@@ -1,6 +1,7 @@
-"""`harnessc diff`'s four renderings of one pair of example specs, recorded as goldens
-(`tests/review/old.harness` → `new.harness`; `pytest --update-goldens` rewrites them), and the
-renderers on constructed regions: every region the comparison returned is shown."""
+"""`harnessc diff`'s four renderings of pairs of example specs, recorded as goldens
+(`tests/review/old.harness` → `new.harness`, and `expiry-old.harness` → `expiry-new.harness`;
+`pytest --update-goldens` rewrites them), and the renderers on constructed regions: every
+region the comparison returned is shown."""
 
 from __future__ import annotations
 
@@ -28,11 +29,14 @@ from .conftest import ROOT, update_goldens
 
 CASES = ROOT / "tests" / "review"
 PAIR = ["tests/review/old.harness", "tests/review/new.harness"]
+EXPIRY_PAIR = ["tests/review/expiry-old.harness", "tests/review/expiry-new.harness"]
 SUFFIX = {"text": "txt", "markdown": "md", "json": "json", "sarif": "sarif"}
 
 
-def _rendered(fmt: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = run_diff(PAIR, fmt)
+def _rendered(
+    fmt: str, capsys: pytest.CaptureFixture[str], pair: list[str] = PAIR
+) -> tuple[int, str]:
+    code = run_diff(pair, fmt)
     out = capsys.readouterr().out
     # the driver's version is harnessc's: a release must not change the golden
     return code, out.replace(json.dumps(__version__), '"VERSION"')
@@ -48,6 +52,73 @@ def test_each_format_renders_as_recorded(
     if update_goldens():
         golden.write_text(out, encoding="utf-8")
     assert out == golden.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", list(SUFFIX))
+def test_a_change_of_expiry_renders_as_recorded(
+    fmt: str, in_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _rendered(fmt, capsys, EXPIRY_PAIR)
+    assert code == 0  # a request that waits longer or shorter widens nothing
+    golden = CASES / f"expiry.{SUFFIX[fmt]}"
+    if update_goldens():
+        golden.write_text(out, encoding="utf-8")
+    assert out == golden.read_text(encoding="utf-8")
+
+
+def test_only_a_change_of_expiry_is_reported_as_one(
+    in_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the pair differs only in `expires`: added (staging deploys), removed (rotations),
+    # shortened (production deploys), lengthened (the risk table's high entry)
+    run_diff(EXPIRY_PAIR, "json")
+    report = json.loads(capsys.readouterr().out)
+    [spec] = report["specs"]
+    assert spec["changes"] == [] and report["widened"] is False
+    seen = {
+        (r["tool"], r["witness"]["args"].get("environment"), r["change"]): (
+            r["old"]["expires"],
+            r["new"]["expires"],
+        )
+        for r in spec["regions"]
+    }
+    assert seen == {
+        ("deploy", "production", "ask→ask (expires)"): ("4h", "30m"),
+        ("deploy", "staging", "ask→ask (expires)"): (None, "1h"),
+        ("secrets.rotate", None, "ask→ask (expires)"): ("2h", None),
+        ("cache.flush", None, "ask→ask (expires)"): ("1d", "2d"),
+    }
+    assert all(r["verified"] and r["exact"] for r in spec["regions"])
+    # everything else of each ASK is the same on both sides: the expiry is the whole change
+    for r in spec["regions"]:
+        old = {k: v for k, v in r["old"].items() if k not in ("expires", "origin")}
+        new = {k: v for k, v in r["new"].items() if k not in ("expires", "origin")}
+        assert old == new
+    # the unchanged ASK (service restarts) is no region
+    assert "service.restart" not in {r["tool"] for r in spec["regions"]}
+    run_diff(EXPIRY_PAIR, "sarif")
+    results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["harnessc-diff/decision-changed"] * 4
+
+
+def test_an_ask_change_is_named_by_the_first_part_that_differs() -> None:
+    def ask(expires: str | None, grant: str = "once ttl 15m") -> Outcome:
+        return Outcome(
+            "ask", "main#1", "a.harness:3:3", "demo.main", ['role "sre"'], grant, expires
+        )
+
+    def region(old: Outcome, new: Outcome) -> Region:
+        return Region(
+            "deploy", "policy demo.main", "demo.main", "demo.main", old, new, Call("deploy")
+        )
+
+    shorter = region(ask("4h"), ask("30m"))
+    assert shorter.change == "ask→ask (expires)" and shorter.old.key() != shorter.new.key()
+    assert region(ask(None), ask("1h")).change == "ask→ask (expires)"
+    assert region(ask("4h"), ask("1h", "once ttl 5m")).change == "ask→ask (grant)"
+    text = render_text(_report([shorter]))
+    assert 'old: ask (approver role "sre"; grant once ttl 15m; expires 4h)' in text
+    assert 'new: ask (approver role "sre"; grant once ttl 15m; expires 30m)' in text
 
 
 def test_the_same_input_gives_the_same_bytes(

@@ -6,7 +6,8 @@ variables (smt.py), each rule's "R wins" exactly as language.md §6 says (it mat
 stronger rule matches, no earlier rule of its effect matches), and the default as "no rule
 matches" (for a risk table on a tool with operations, one default per risk level of the
 call's operation). A *region* is a pair (old winner, new winner) whose outcomes differ — the
-effect, or for an ASK the approvers or the grant as written — and that some call reaches.
+effect, or for an ASK the approvers, the grant or the `expires` as written — and that some
+call reaches.
 The regions of a tool are found by asking z3 for a call whose outcomes differ, then again with
 each region found so far excluded, until there is none (one question per region, plus one).
 Each region carries a concrete witness read from the model, re-judged by concrete.py
@@ -82,6 +83,7 @@ from .comparison import (
     approver_text,
     call_text,
     call_to_dict,
+    expires_text,
     grant_text,
 )
 from .concrete import Call, decide, schema_problems
@@ -111,6 +113,7 @@ def runtime_outcome(decision: Any) -> tuple[Any, ...]:
         decision.effect,
         tuple(approver_text(a) for a in decision.approvers),
         grant_text(decision.grant),
+        expires_text(decision.expires_ms),
     )
 
 
@@ -344,7 +347,8 @@ _runtime_outcome = runtime_outcome  # the name harnessc diff's first version imp
 def _key_text(key: tuple[Any, ...]) -> str:
     if len(key) == 1:
         return str(key[0])
-    return f"{key[0]} ({', '.join(key[1]) or 'no approver'}; grant {key[2] or 'default'})"
+    text = f"{key[0]} ({', '.join(key[1]) or 'no approver'}; grant {key[2] or 'default'}"
+    return text + (f"; expires {key[3]})" if key[3] else ")")
 
 
 # ---------------------------------------------------------------------------------------------

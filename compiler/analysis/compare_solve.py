@@ -14,7 +14,7 @@ from typing import Any
 from harnessc.runtime import model as m
 from pydantic import BaseModel
 
-from .comparison import Outcome, approver_text, grant_text
+from .comparison import Outcome, approver_text, expires_text, grant_text
 from .concrete import STRENGTH, Call
 from .partition import _selected, partition_key, rule_key
 from .policy import _Index
@@ -90,10 +90,11 @@ def _origin(ref: m.SourceRef | None) -> str | None:
 
 def _options(source: m.Rule | m.DefaultDecision | m.RiskEntry, effect: str) -> dict[str, Any]:
     if effect != "ask":
-        return {"approvers": [], "grant": None}
+        return {"approvers": [], "grant": None, "expires": None}
     return {
         "approvers": [approver_text(a) for a in source.approvers],
         "grant": grant_text(source.grant),
+        "expires": expires_text(source.expires_ms),
     }
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "approver_text",
     "call_text",
     "call_to_dict",
+    "expires_text",
     "grant_text",
 ]
 
@@ -47,14 +48,21 @@ def grant_text(grant: m.Grant | None) -> str | None:
     return f"{scope} ttl {duration_text(grant.ttl_ms)}"
 
 
+def expires_text(expires_ms: int | None) -> str | None:
+    """An ASK's `expires` as written: `4h`; None: none written (the request waits until
+    answered)."""
+    return None if expires_ms is None else duration_text(expires_ms)
+
+
 @dataclass
 class Outcome:
     """What one policy decides for the calls of a region.
 
     `rule` is the winning rule's label (None: the policy's default, or a refusal before any
     rule); `origin` is `file:line:col` of that rule, of the default (or risk-table entry) that
-    applied, or of the policy when it writes no default (None for a refusal). `approvers` and
-    `grant` are as written (for an ASK; empty and None otherwise), `reason` the decision's.
+    applied, or of the policy when it writes no default (None for a refusal). `approvers`,
+    `grant` and `expires` are as written (for an ASK; empty and None otherwise), `reason` the
+    decision's.
     `refused` is set when no policy judged the call (an unregistered tool, an agent without a
     policy or that does not exist).
     """
@@ -65,14 +73,15 @@ class Outcome:
     policy: str | None = None
     approvers: list[str] = field(default_factory=list)
     grant: str | None = None
+    expires: str | None = None
     reason: str | None = None
     refused: bool = False
 
     def key(self) -> tuple[Any, ...]:
         """What makes two outcomes the same decision: the effect, and for an ASK its
-        approvers and grant."""
+        approvers, grant and expiry."""
         if self.effect == "ask":
-            return (self.effect, tuple(self.approvers), self.grant)
+            return (self.effect, tuple(self.approvers), self.grant, self.expires)
         return (self.effect,)
 
     @property
@@ -140,13 +149,16 @@ class Region:
 
     @property
     def change(self) -> str:
-        """`allow→ask`, …; for the same effect, `ask→ask (approver)` or `ask→ask (grant)`."""
+        """`allow→ask`, …; for the same effect, `ask→ask (approver)`, `ask→ask (grant)` or
+        `ask→ask (expires)` (the first part of the ASK that differs)."""
         a, b = self.old, self.new
         if a.effect != b.effect:
             return f"{a.effect}→{b.effect}"
         if a.approvers != b.approvers:
             return f"{a.effect}→{b.effect} (approver)"
-        return f"{a.effect}→{b.effect} (grant)"
+        if a.grant != b.grant:
+            return f"{a.effect}→{b.effect} (grant)"
+        return f"{a.effect}→{b.effect} (expires)"
 
     @property
     def widened(self) -> bool:

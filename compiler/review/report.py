@@ -122,7 +122,7 @@ class DiffReport:
 
 def change_order(change: str) -> tuple[int, int, int, str]:
     """Widening changes first (from the strongest old effect), then narrowing ones, then a
-    change of approver or grant, then the rest (`deny→ask`)."""
+    change of approver, grant or expiry, then the rest (`deny→ask`)."""
     effects = change.split(" ", 1)[0]
     old, _, new = effects.partition("→")
     a, b = _STRENGTH.get(old, 3), _STRENGTH.get(new, 3)
@@ -189,12 +189,14 @@ def _where(origin: str | None) -> str:
 
 
 def outcome_text(outcome: Outcome) -> str:
-    """`ask (approver role "owner"; grant once ttl 15m)`, `allow`, `deny`."""
+    """`ask (approver role "owner"; grant once ttl 15m; expires 4h)`, `allow`, `deny`."""
     extra = []
     if outcome.approvers:
         extra.append("approver " + ", ".join(outcome.approvers))
     if outcome.grant:
         extra.append(f"grant {outcome.grant}")
+    if outcome.expires:
+        extra.append(f"expires {outcome.expires}")
     return f"{outcome.effect} ({'; '.join(extra)})" if extra else outcome.effect
 
 
@@ -572,7 +574,7 @@ _SARIF_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "decision-changed",
         "note",
-        "a call is decided differently: another approver or grant, or deny→ask",
+        "a call is decided differently: another approver, grant or expiry, or deny→ask",
     ),
     ("undecided", "warning", "the solver did not answer whether some calls change decision"),
     *((kind, "note", meaning) for kind, meaning in CHANGE_KINDS.items()),
