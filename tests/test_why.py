@@ -440,6 +440,35 @@ def test_the_command_prints_text_and_json(
     assert allow["text"].startswith("`production.deploy` would be ALLOWED if")
 
 
+EXPIRING = "tests/review/why/expiring.harness"
+
+
+def test_an_ask_shows_how_long_its_request_waits_when_it_expires(
+    capsys: pytest.CaptureFixture[str], in_root: Path
+) -> None:
+    spec = compiled(ROOT / EXPIRING)
+    shown = {}
+    for tool, args in (
+        ("deploy", {"environment": "production"}),
+        ("deploy", {"environment": "staging"}),
+        ("wipe", {"name": "cache"}),
+        ("restart", {"service": "api"}),
+    ):
+        e = why(spec, {"tool": tool, "args": args}, policy="main", counterfactuals=False)
+        lines = [line for line in e.describe().splitlines() if line.startswith("expires:")]
+        shown[tool, next(iter(args.values()))] = (lines, e.to_dict()["decision"]["expires"])
+    line = "expires: {} (an unanswered request lapses then)"
+    assert shown == {
+        ("deploy", "production"): ([line.format("4h")], "4h"),  # the rule's
+        ("deploy", "staging"): ([], None),  # an ASK without `expires` waits until answered
+        ("wipe", "cache"): ([line.format("1d")], "1d"),  # the default's
+        ("restart", "api"): ([], None),  # not an ASK
+    }
+    argv = ["why", EXPIRING, "--policy", "main", "--tool", "deploy"]
+    code, out, err = run([*argv, "--args", '{"environment": "production"}'], capsys)
+    assert code == 0 and err == "" and line.format("4h") in out.splitlines()
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

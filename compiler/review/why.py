@@ -38,6 +38,7 @@ from harnessc.runtime.policy import CallContext, Decision, PolicyEngine
 from harnessc.runtime.recorded import policies_in, recorded_decision
 from harnessc.runtime.semantics import selects
 
+from ..analysis.comparison import expires_text
 from ..analysis.concrete import Call, schema_problems
 from ..analysis.nearest import (
     EFFECTS,
@@ -162,6 +163,7 @@ class Explanation:
                 "origin": _where(d.origin),
                 "reason": d.reason,
                 "approvers": [{"kind": a.kind, "value": a.value} for a in d.approvers],
+                "expires": expires_text(d.expires_ms) if d.effect == "ask" else None,
                 "default": self.default if d.default_used else None,
                 "refused": d.rule is None and not d.default_used,
             },
@@ -617,6 +619,8 @@ def _describe(e: Explanation) -> list[str]:
         lines.append(f"reason: {d.reason}")
     if approvers:
         lines.append(f"approver: {approvers}")
+    if d.effect == "ask" and d.expires_ms is not None:
+        lines.append(f"expires: {expires_text(d.expires_ms)} (an unanswered request lapses then)")
     winner = e.winner
     if winner is not None:
         lines.append(f"why this rule: {winner.why}")
