@@ -325,6 +325,7 @@ class McpConnection:
         self._client: Any = None
         self._lost = False
         self._ready = threading.Event()
+        self._ended = threading.Event()  # the connection's loop ended (its thread winds down)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -381,8 +382,12 @@ class McpConnection:
         """Connect, list the tools and bind the declared ones' executors; wait at most
         `timeout_s`. A server that cannot be reached leaves the connection down with
         `error` saying why (its tools are unavailable: not connected), never an exception."""
-        if self._thread is not None and not self._thread.is_alive():
-            self._thread = None  # the connection ended (lost): open it again
+        thread = self._thread
+        if thread is not None and (self._ended.is_set() or not thread.is_alive()):
+            # the connection ended (lost): open it again, once its thread has wound down (it
+            # may still be closing its event loop when the loss is already visible)
+            thread.join(self.timeout_s)
+            self._thread = None
         if self._thread is not None:
             return self
         problem = self.endpoint.problem()
@@ -392,6 +397,7 @@ class McpConnection:
             return self
         _sdk()
         self._ready.clear()
+        self._ended.clear()
         self._thread = threading.Thread(
             target=self._main, name=f"harness-mcp-{self.server}", daemon=True
         )
@@ -486,6 +492,7 @@ class McpConnection:
             if self._lost:
                 cause = "connection lost"
             self._update(cause, connected=False, transport_valid=False, discovered={})
+            self._ended.set()
             self._ready.set()
 
     async def _on_message(self, message: Any) -> None:
