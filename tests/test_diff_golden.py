@@ -1,6 +1,7 @@
 """`harnessc diff`'s four renderings of pairs of example specs, recorded as goldens
-(`tests/review/old.harness` → `new.harness`, and `expiry-old.harness` → `expiry-new.harness`;
-`pytest --update-goldens` rewrites them), and the renderers on constructed regions: every
+(`tests/review/old.harness` → `new.harness`, `expiry-old.harness` → `expiry-new.harness` and
+`self-approval-old.harness` → `self-approval-new.harness`; `pytest --update-goldens` rewrites
+them), and the renderers on constructed regions: every
 region the comparison returned is shown."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .conftest import ROOT, update_goldens
 CASES = ROOT / "tests" / "review"
 PAIR = ["tests/review/old.harness", "tests/review/new.harness"]
 EXPIRY_PAIR = ["tests/review/expiry-old.harness", "tests/review/expiry-new.harness"]
+SELF_PAIR = ["tests/review/self-approval-old.harness", "tests/review/self-approval-new.harness"]
 SUFFIX = {"text": "txt", "markdown": "md", "json": "json", "sarif": "sarif"}
 
 
@@ -55,12 +57,15 @@ def test_each_format_renders_as_recorded(
 
 
 @pytest.mark.parametrize("fmt", list(SUFFIX))
-def test_a_change_of_expiry_renders_as_recorded(
-    fmt: str, in_root: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("name", "pair"), [("expiry", EXPIRY_PAIR), ("self-approval", SELF_PAIR)])
+def test_a_change_within_an_ask_renders_as_recorded(
+    name: str, pair: list[str], fmt: str, in_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out = _rendered(fmt, capsys, EXPIRY_PAIR)
-    assert code == 0  # a request that waits longer or shorter widens nothing
-    golden = CASES / f"expiry.{SUFFIX[fmt]}"
+    code, out = _rendered(fmt, capsys, pair)
+    # a request that waits longer or shorter, or that its requester may now approve, still
+    # waits for an approval: an ASK stays an ASK, as with another approver, so nothing widens
+    assert code == 0
+    golden = CASES / f"{name}.{SUFFIX[fmt]}"
     if update_goldens():
         golden.write_text(out, encoding="utf-8")
     assert out == golden.read_text(encoding="utf-8")
@@ -119,6 +124,77 @@ def test_an_ask_change_is_named_by_the_first_part_that_differs() -> None:
     text = render_text(_report([shorter]))
     assert 'old: ask (approver role "sre"; grant once ttl 15m; expires 4h)' in text
     assert 'new: ask (approver role "sre"; grant once ttl 15m; expires 30m)' in text
+
+
+def test_only_a_change_of_self_approval_is_reported_as_one(
+    in_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the pair differs only in self-approval: allow → deny (production deploys), deny → allow
+    # (staging deploys), the risk default → allow (database calls: only a migration, risk
+    # high, changes; a query, risk low, was allowed already), and a default moved by the
+    # tool's risk (cache flushes, medium → high)
+    run_diff(SELF_PAIR, "json")
+    report = json.loads(capsys.readouterr().out)
+    [spec] = report["specs"]
+    assert report["widened"] is False
+    seen = {
+        (r["tool"], json.dumps(r["witness"]["args"], sort_keys=True), r["change"]): (
+            r["old"]["self_approval"],
+            r["new"]["self_approval"],
+        )
+        for r in spec["regions"]
+    }
+    assert seen == {
+        ("deploy", '{"environment": "production"}', "ask→ask (self-approval)"): (
+            "allow",
+            "deny",
+        ),
+        ("deploy", '{"environment": "staging"}', "ask→ask (self-approval)"): ("deny", "allow"),
+        ("db", '{"op": "migrate"}', "ask→ask (self-approval)"): ("deny", "allow"),
+        ("cache.flush", '{"name": "x"}', "ask→ask (self-approval)"): ("allow", "deny"),
+    }
+    # the runtime's own decision agrees on each witness
+    assert all(r["verified"] and r["exact"] for r in spec["regions"])
+    for r in spec["regions"]:
+        old = {k: v for k, v in r["old"].items() if k not in ("self_approval", "origin")}
+        new = {k: v for k, v in r["new"].items() if k not in ("self_approval", "origin")}
+        assert old == new
+    # `self_approval allow` written where the default already allowed it is no change
+    assert "service.restart" not in {r["tool"] for r in spec["regions"]}
+    assert [c["kind"] for c in spec["changes"]] == ["tool-changed"]
+    run_diff(SELF_PAIR, "text")
+    text = capsys.readouterr().out
+    assert 'old: ask (approver role "dba"; grant once ttl 15m; self-approval deny)' in text
+    assert 'new: ask (approver role "dba"; grant once ttl 15m; self-approval allow)' in text
+
+
+def test_self_approval_is_named_last_and_only_where_it_changed() -> None:
+    def ask(approver: str, self_approval: str) -> Outcome:
+        return Outcome(
+            "ask",
+            "main#1",
+            "a.harness:3:3",
+            "demo.main",
+            [approver],
+            "once ttl 15m",
+            self_approval=self_approval,
+        )
+
+    def region(old: Outcome, new: Outcome) -> Region:
+        return Region(
+            "deploy", "policy demo.main", "demo.main", "demo.main", old, new, Call("deploy")
+        )
+
+    opened = region(ask('role "sre"', "deny"), ask('role "sre"', "allow"))
+    assert opened.change == "ask→ask (self-approval)" and not opened.widened
+    assert opened.old.key() != opened.new.key()
+    both = region(ask('role "sre"', "deny"), ask('role "dba"', "allow"))
+    assert both.change == "ask→ask (approver)"
+    text = render_text(_report([opened, both]))
+    assert 'old: ask (approver role "sre"; grant once ttl 15m; self-approval deny)' in text
+    assert 'new: ask (approver role "dba"; grant once ttl 15m; self-approval allow)' in text
+    same = region(ask('role "sre"', "deny"), ask('role "dba"', "deny"))
+    assert "self-approval" not in render_text(_report([same]))
 
 
 def test_the_same_input_gives_the_same_bytes(

@@ -747,3 +747,36 @@ def test_on_well_typed_policies_every_counterfactual_is_the_runtimes(
         connected=frozenset(data.draw(st.sets(st.sampled_from(["crm"])))),
     )
     _check_counterfactuals(spec, call)
+
+
+def test_an_ask_shows_whether_the_requester_may_approve_it(
+    capsys: pytest.CaptureFixture[str], in_root: Path
+) -> None:
+    # the `harnessc diff` self-approval pair: written on some ASKs, the risk's default on others
+    allow = "self-approval: allow (the requester may approve their own call)"
+    deny = "self-approval: deny (someone other than the requester must approve)"
+    expected = {
+        "old": {
+            ("deploy", "production"): (allow, "allow"),  # written
+            ("deploy", "staging"): (deny, "deny"),  # written
+            ("db", "query"): (allow, "allow"),  # risk low: the default lets them
+            ("db", "migrate"): (deny, "deny"),  # risk high: the default does not
+            ("cache.flush", "x"): (allow, "allow"),  # risk medium
+        },
+        "new": {("cache.flush", "x"): (deny, "deny")},  # the same ASK, now at risk high
+    }
+    for side, cases in expected.items():
+        spec = compiled(ROOT / f"tests/review/self-approval-{side}.harness")
+        for (tool, value), (line, field) in cases.items():
+            name = {"deploy": "environment", "db": "op", "cache.flush": "name"}[tool]
+            call = {"tool": tool, "args": {name: value}}
+            e = why(spec, call, policy="main", counterfactuals=False)
+            lines = [x for x in e.describe().splitlines() if x.startswith("self-approval:")]
+            assert (lines, e.to_dict()["decision"]["self_approval"]) == ([line], field), call
+    spec = compiled(ROOT / EXPIRING)
+    e = why(spec, {"tool": "restart", "args": {"service": "api"}}, policy="main")
+    assert "self-approval:" not in e.describe()  # not an ASK
+    assert e.to_dict()["decision"]["self_approval"] is None
+    argv = ["why", "tests/review/self-approval-old.harness", "--policy", "main", "--tool", "db"]
+    code, out, err = run([*argv, "--args", '{"op": "migrate"}'], capsys)
+    assert code == 0 and err == "" and deny in out.splitlines()

@@ -5,9 +5,11 @@ over ONE symbolic call: both policies' rules that can match the tool are encoded
 variables (smt.py), each rule's "R wins" exactly as language.md §6 says (it matches, no
 stronger rule matches, no earlier rule of its effect matches), and the default as "no rule
 matches" (for a risk table on a tool with operations, one default per risk level of the
-call's operation). A *region* is a pair (old winner, new winner) whose outcomes differ — the
-effect, or for an ASK the approvers, the grant or the `expires` as written — and that some
-call reaches.
+call's operation; likewise an ASK whose self-approval follows the risk, one winner per risk
+level). A *region* is a pair (old winner, new winner) whose outcomes differ — the
+effect, or for an ASK the approvers, the grant or the `expires` as written, or whether the
+requester may approve their own call (`self_approval`, else the runtime's default by the
+call's risk) — and that some call reaches.
 The regions of a tool are found by asking z3 for a call whose outcomes differ, then again with
 each region found so far excluded, until there is none (one question per region, plus one).
 Each region carries a concrete witness read from the model, re-judged by concrete.py
@@ -85,6 +87,7 @@ from .comparison import (
     call_to_dict,
     expires_text,
     grant_text,
+    self_approval_text,
 )
 from .concrete import Call, decide, schema_problems
 
@@ -114,6 +117,7 @@ def runtime_outcome(decision: Any) -> tuple[Any, ...]:
         tuple(approver_text(a) for a in decision.approvers),
         grant_text(decision.grant),
         expires_text(decision.expires_ms),
+        self_approval_text(decision.requester_may_approve),
     )
 
 
@@ -348,7 +352,8 @@ def _key_text(key: tuple[Any, ...]) -> str:
     if len(key) == 1:
         return str(key[0])
     text = f"{key[0]} ({', '.join(key[1]) or 'no approver'}; grant {key[2] or 'default'}"
-    return text + (f"; expires {key[3]})" if key[3] else ")")
+    text += f"; expires {key[3]}" if key[3] else ""
+    return text + f"; self-approval {key[4]})"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 from harnessc.runtime import model as m
 from pydantic import BaseModel
 
-from .comparison import Outcome, approver_text, expires_text, grant_text
+from .comparison import Outcome, approver_text, expires_text, grant_text, self_approval_text
 from .concrete import STRENGTH, Call
 from .partition import _selected, partition_key, rule_key
 from .policy import _Index
@@ -54,19 +54,21 @@ class Side:
     """Why every call is refused when there is no policy (`REFUSED_NO_POLICY`, …)."""
     index: _Index | None = None
     keys: list[Any] = field(default_factory=list)
-    outcomes: dict[int, Outcome] = field(default_factory=dict)
+    outcomes: dict[tuple[int, str], Outcome] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.policy is not None:
             self.index = _Index(self.policy.rules)
             self.keys = [rule_key(r) for r in self.policy.rules]
 
-    def outcome(self, i: int) -> Outcome:
-        """The outcome of the policy's rule `i` (made once: many tools share a rule)."""
-        found = self.outcomes.get(i)
+    def outcome(self, i: int, risk: str) -> Outcome:
+        """The outcome of the policy's rule `i` for a call of this risk (made once: many tools
+        share a rule)."""
+        found = self.outcomes.get((i, risk))
         if found is None:
             assert self.policy is not None
-            found = self.outcomes[i] = _rule_outcome(self.policy.rules[i], self.policy.name)
+            rule = self.policy.rules[i]
+            found = self.outcomes[i, risk] = _rule_outcome(rule, self.policy.name, risk)
         return found
 
 
@@ -82,30 +84,36 @@ class Winner:
     position: int | None = None
     """In the bucket."""
     risk: str | None = None
+    """Set when the outcome holds for calls of this risk only (a default by risk table, or an
+    ASK whose self-approval is the runtime's default by risk)."""
 
 
 def _origin(ref: m.SourceRef | None) -> str | None:
     return str(ref) if ref is not None else None
 
 
-def _options(source: m.Rule | m.DefaultDecision | m.RiskEntry, effect: str) -> dict[str, Any]:
+def _options(
+    source: m.Rule | m.DefaultDecision | m.RiskEntry, effect: str, risk: str
+) -> dict[str, Any]:
+    """An ASK's options as the runtime's decision carries them for a call of this risk."""
     if effect != "ask":
         return {"approvers": [], "grant": None, "expires": None}
     return {
         "approvers": [approver_text(a) for a in source.approvers],
         "grant": grant_text(source.grant),
         "expires": expires_text(source.expires_ms),
+        "self_approval": self_approval_text(m.requester_may_approve(source.self_approval, risk)),
     }
 
 
-def _rule_outcome(rule: m.Rule, policy: str) -> Outcome:
+def _rule_outcome(rule: m.Rule, policy: str, risk: str) -> Outcome:
     return Outcome(
         rule.effect,
         rule.label,
         _origin(rule.origin),
         policy,
         reason=rule.reason,
-        **_options(rule, rule.effect),
+        **_options(rule, rule.effect, risk),
     )
 
 
@@ -117,7 +125,12 @@ def _default_outcome(spec: m.Spec, policy: m.Policy, risk: str) -> Outcome:
     if d.table is None:
         effect = d.effect or "deny"
         return Outcome(
-            effect, None, _origin(d.origin), policy.name, reason=d.reason, **_options(d, effect)
+            effect,
+            None,
+            _origin(d.origin),
+            policy.name,
+            reason=d.reason,
+            **_options(d, effect, risk),
         )
     table = spec.risk_tables.get(d.table)
     entry = table.entries.get(risk) if table is not None else None  # type: ignore[call-overload]
@@ -130,7 +143,7 @@ def _default_outcome(spec: m.Spec, policy: m.Policy, risk: str) -> Outcome:
         _origin(entry.origin or d.origin),
         policy.name,
         reason=entry.reason,
-        **_options(entry, entry.effect),
+        **_options(entry, entry.effect, risk),
     )
 
 
@@ -233,8 +246,16 @@ def tool_side(side: Side, tool_id: str) -> ToolSide:
         return ToolSide(side, tool, [], [Winner("x", refused)], signature=("refused",))
     indices = side.index.bucket(tool)
     rules = [policy.rules[i] for i in indices]
-    winners = [Winner(f"r{p}", side.outcome(i), policy.rules[i], p) for p, i in enumerate(indices)]
     risks = _risks(tool)
+    winners = []
+    for p, i in enumerate(indices):
+        by_risk = {risk: side.outcome(i, risk) for risk in risks}
+        if len({o.key() for o in by_risk.values()}) == 1:
+            winners.append(Winner(f"r{p}", by_risk[risks[0]], policy.rules[i], p))
+        else:  # an ASK whose self-approval follows the call's risk
+            winners += [
+                Winner(f"r{p}:{risk}", o, policy.rules[i], p, risk) for risk, o in by_risk.items()
+            ]
     defaults = {risk: _default_outcome(side.spec, policy, risk) for risk in risks}
     if len({o.key() for o in defaults.values()}) == 1:
         winners.append(Winner("d", defaults[risks[0]]))
@@ -344,16 +365,16 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
                     if STRENGTH[other.effect] > STRENGTH[s.rules[p].effect]
                     or (other.effect == s.rules[p].effect and q < p)
                 ]
-                conds.append(conj(match[p], *beaten))
+                cond = conj(match[p], *beaten)
             elif w.name == "x":
-                conds.append(True)
+                cond = True
             else:
-                nothing = conj(*(negate(x) for x in match))
-                if w.risk is not None:
-                    nothing = conj(nothing, enc.risk_expr() == m.risk_rank(w.risk))
-                conds.append(nothing)
+                cond = conj(*(negate(x) for x in match))
+            if w.risk is not None:
+                cond = conj(cond, enc.risk_expr() == m.risk_rank(w.risk))
+            conds.append(cond)
         conditions[id(s)] = conds
-        inexact[id(s)] = [*loose, *([False] * (len(s.winners) - len(loose)))]
+        inexact[id(s)] = [w.position is not None and loose[w.position] for w in s.winners]
     enc.spec, enc.tool = primary.side.spec, tools[id(primary)]  # type: ignore[assignment]
     if old.tool is not None and new.tool is not None and old.tool.input != new.tool.input:
         _both_schemas(enc, ("args",), old.tool.input.fields, new.tool.input.fields)

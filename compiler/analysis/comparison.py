@@ -23,6 +23,7 @@ __all__ = [
     "call_to_dict",
     "expires_text",
     "grant_text",
+    "self_approval_text",
 ]
 
 
@@ -54,6 +55,13 @@ def expires_text(expires_ms: int | None) -> str | None:
     return None if expires_ms is None else duration_text(expires_ms)
 
 
+def self_approval_text(requester_may_approve: bool) -> str:
+    """An ASK's effective `self_approval`: `allow` when the requester may approve their own
+    call (as written, else the runtime's default by risk, `requester_may_approve`), `deny`
+    otherwise."""
+    return "allow" if requester_may_approve else "deny"
+
+
 @dataclass
 class Outcome:
     """What one policy decides for the calls of a region.
@@ -61,8 +69,9 @@ class Outcome:
     `rule` is the winning rule's label (None: the policy's default, or a refusal before any
     rule); `origin` is `file:line:col` of that rule, of the default (or risk-table entry) that
     applied, or of the policy when it writes no default (None for a refusal). `approvers`,
-    `grant` and `expires` are as written (for an ASK; empty and None otherwise), `reason` the
-    decision's.
+    `grant` and `expires` are as written (for an ASK; empty and None otherwise);
+    `self_approval` is the effective one, `allow` or `deny` (the runtime's default by risk
+    when none is written; None but for an ASK), `reason` the decision's.
     `refused` is set when no policy judged the call (an unregistered tool, an agent without a
     policy or that does not exist).
     """
@@ -75,13 +84,20 @@ class Outcome:
     grant: str | None = None
     expires: str | None = None
     reason: str | None = None
+    self_approval: str | None = None
     refused: bool = False
 
     def key(self) -> tuple[Any, ...]:
         """What makes two outcomes the same decision: the effect, and for an ASK its
-        approvers, grant and expiry."""
+        approvers, grant, expiry and self-approval."""
         if self.effect == "ask":
-            return (self.effect, tuple(self.approvers), self.grant, self.expires)
+            return (
+                self.effect,
+                tuple(self.approvers),
+                self.grant,
+                self.expires,
+                self.self_approval,
+            )
         return (self.effect,)
 
     @property
@@ -149,8 +165,9 @@ class Region:
 
     @property
     def change(self) -> str:
-        """`allow→ask`, …; for the same effect, `ask→ask (approver)`, `ask→ask (grant)` or
-        `ask→ask (expires)` (the first part of the ASK that differs)."""
+        """`allow→ask`, …; for the same effect, `ask→ask (approver)`, `ask→ask (grant)`,
+        `ask→ask (expires)` or `ask→ask (self-approval)` (the first part of the ASK that
+        differs)."""
         a, b = self.old, self.new
         if a.effect != b.effect:
             return f"{a.effect}→{b.effect}"
@@ -158,11 +175,15 @@ class Region:
             return f"{a.effect}→{b.effect} (approver)"
         if a.grant != b.grant:
             return f"{a.effect}→{b.effect} (grant)"
-        return f"{a.effect}→{b.effect} (expires)"
+        if a.expires != b.expires:
+            return f"{a.effect}→{b.effect} (expires)"
+        return f"{a.effect}→{b.effect} (self-approval)"
 
     @property
     def widened(self) -> bool:
-        """A call that was denied or asked is now allowed."""
+        """A call that was denied or asked is now allowed. (A change within an ASK — another
+        approver, or the requester now allowed to approve their own call — is not: the call
+        still waits for an approval.)"""
         return self.old.effect in ("deny", "ask") and self.new.effect == "allow"
 
     @property

@@ -122,7 +122,7 @@ class DiffReport:
 
 def change_order(change: str) -> tuple[int, int, int, str]:
     """Widening changes first (from the strongest old effect), then narrowing ones, then a
-    change of approver, grant or expiry, then the rest (`deny→ask`)."""
+    change of approver, grant, expiry or self-approval, then the rest (`deny→ask`)."""
     effects = change.split(" ", 1)[0]
     old, _, new = effects.partition("→")
     a, b = _STRENGTH.get(old, 3), _STRENGTH.get(new, 3)
@@ -188,8 +188,11 @@ def _where(origin: str | None) -> str:
     return head if column.isdigit() and head else origin
 
 
-def outcome_text(outcome: Outcome) -> str:
-    """`ask (approver role "owner"; grant once ttl 15m; expires 4h)`, `allow`, `deny`."""
+def outcome_text(outcome: Outcome, other: Outcome | None = None) -> str:
+    """`ask (approver role "owner"; grant once ttl 15m; expires 4h)`, `allow`, `deny`; with
+    `self-approval allow|deny` when the `other` side is an ASK whose self-approval differs
+    (every ASK has one, most often the runtime's default by risk, so it is named only where it
+    changed)."""
     extra = []
     if outcome.approvers:
         extra.append("approver " + ", ".join(outcome.approvers))
@@ -197,6 +200,9 @@ def outcome_text(outcome: Outcome) -> str:
         extra.append(f"grant {outcome.grant}")
     if outcome.expires:
         extra.append(f"expires {outcome.expires}")
+    mine, theirs = outcome.self_approval, other.self_approval if other is not None else None
+    if mine and theirs and mine != theirs:
+        extra.append(f"self-approval {outcome.self_approval}")
     return f"{outcome.effect} ({'; '.join(extra)})" if extra else outcome.effect
 
 
@@ -251,8 +257,12 @@ def render_text(report: DiffReport) -> str:
             for region in regions:
                 mark = "WIDENED " if region.widened else ""
                 out.append(f"  {mark}{region.change}  [{_subject(region)}]")
-                out.append(f"    old: {outcome_text(region.old)}, {winner_text(region.old)}")
-                out.append(f"    new: {outcome_text(region.new)}, {winner_text(region.new)}")
+                out.append(
+                    f"    old: {outcome_text(region.old, region.new)}, {winner_text(region.old)}"
+                )
+                out.append(
+                    f"    new: {outcome_text(region.new, region.old)}, {winner_text(region.new)}"
+                )
                 out.append(f"    e.g. {call_text(region.witness)}")
                 out += [f"    note: {note}" for note in _region_notes(region)]
             for change in changes:
@@ -320,8 +330,8 @@ def _md_region(spec: str, region: Region) -> list[str]:
     lines = [
         f"- {title}",
         f"  - witness: {md_code(call_text(region.witness), cell=False)}",
-        f"  - old: **{md_text(outcome_text(region.old))}**, {_md_winner(region.old)}",
-        f"  - new: **{md_text(outcome_text(region.new))}**, {_md_winner(region.new)}",
+        f"  - old: **{md_text(outcome_text(region.old, region.new))}**, {_md_winner(region.old)}",
+        f"  - new: **{md_text(outcome_text(region.new, region.old))}**, {_md_winner(region.new)}",
     ]
     lines += [f"  - note: {_md_words(note)}" for note in _region_notes(region)]
     return lines
@@ -383,17 +393,21 @@ def _md_group(spec: str, regions: list[Region], names: int | None) -> list[str]:
     # regions grouped by their new winner only may come from several old winners
     olds: dict[tuple[Any, ...], Outcome] = {}
     for region in regions:
-        olds.setdefault((region.old.label, region.old.origin, outcome_text(region.old)), region.old)
+        olds.setdefault(
+            (region.old.label, region.old.origin, outcome_text(region.old, region.new)), region.old
+        )
     if len(olds) == 1:
-        old = f"**{md_text(outcome_text(first.old))}**, {_md_winner(first.old)}"
+        old = f"**{md_text(outcome_text(first.old, first.new))}**, {_md_winner(first.old)}"
     else:
-        effects = " or ".join(sorted({f"**{md_text(outcome_text(o))}**" for o in olds.values()}))
+        effects = " or ".join(
+            sorted({f"**{md_text(outcome_text(o, first.new))}**" for o in olds.values()})
+        )
         winners = _listed([_md_winner(o) for o in olds.values()], names)
         old = f"{effects}, {len(olds)} ways: {winners}"
     lines = [
         f"- {title}",
         f"  - old: {old}",
-        f"  - new: **{md_text(outcome_text(first.new))}**, {_md_winner(first.new)}",
+        f"  - new: **{md_text(outcome_text(first.new, first.old))}**, {_md_winner(first.new)}",
         f"  - witness: {md_code(call_text(first.witness), cell=False)}",
         f"  - tools: {listed}",
     ]
@@ -426,10 +440,10 @@ def _grouped(
             region.subject,
             region.new.label,
             region.new.origin,
-            outcome_text(region.new),
+            outcome_text(region.new, region.old),
         )
         if not coarse:
-            key += (region.old.label, region.old.origin, outcome_text(region.old))
+            key += (region.old.label, region.old.origin, outcome_text(region.old, region.new))
         groups.setdefault(key, (spec, []))[1].append(region)
     return list(groups.values())
 
@@ -574,7 +588,8 @@ _SARIF_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "decision-changed",
         "note",
-        "a call is decided differently: another approver, grant or expiry, or deny→ask",
+        "a call is decided differently: another approver, grant, expiry or self-approval, "
+        "or deny→ask",
     ),
     ("undecided", "warning", "the solver did not answer whether some calls change decision"),
     *((kind, "note", meaning) for kind, meaning in CHANGE_KINDS.items()),
@@ -643,8 +658,8 @@ def render_sarif(report: DiffReport) -> str:
             location = _sarif_physical(where or region.old.origin)
             text = (
                 f"{region.tool}: {region.change} [{region.subject}]; old "
-                f"{outcome_text(region.old)}, {winner_text(region.old)}; new "
-                f"{outcome_text(region.new)}, {winner_text(region.new)}; e.g. "
+                f"{outcome_text(region.old, region.new)}, {winner_text(region.old)}; new "
+                f"{outcome_text(region.new, region.old)}, {winner_text(region.new)}; e.g. "
                 f"{call_text(region.witness)}"
             )
             add(_region_rule(region), text, location, {"spec": spec.spec, **region.to_dict()})

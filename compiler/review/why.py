@@ -38,7 +38,7 @@ from harnessc.runtime.policy import CallContext, Decision, PolicyEngine
 from harnessc.runtime.recorded import policies_in, recorded_decision
 from harnessc.runtime.semantics import selects
 
-from ..analysis.comparison import expires_text
+from ..analysis.comparison import expires_text, self_approval_text
 from ..analysis.concrete import Call, schema_problems
 from ..analysis.nearest import (
     EFFECTS,
@@ -72,6 +72,13 @@ VERSION = 1
 
 _OUTCOME = {"allow": "ALLOWED", "deny": "DENIED", "ask": "held for approval (ASK)"}
 _DECIDED = {"allow": "ALLOWED", "deny": "DENIED", "ask": "ASKED (held for approval)"}
+
+_SELF_APPROVAL = {
+    True: "allow (the requester may approve their own call)",
+    False: "deny (someone other than the requester must approve)",
+}
+"""How `why` states an ASK's effective `self_approval` (as written, else by the call's
+risk)."""
 
 
 class WhyError(ValueError):
@@ -164,6 +171,9 @@ class Explanation:
                 "reason": d.reason,
                 "approvers": [{"kind": a.kind, "value": a.value} for a in d.approvers],
                 "expires": expires_text(d.expires_ms) if d.effect == "ask" else None,
+                "self_approval": (
+                    self_approval_text(d.requester_may_approve) if d.effect == "ask" else None
+                ),
                 "default": self.default if d.default_used else None,
                 "refused": d.rule is None and not d.default_used,
             },
@@ -621,6 +631,8 @@ def _describe(e: Explanation) -> list[str]:
         lines.append(f"approver: {approvers}")
     if d.effect == "ask" and d.expires_ms is not None:
         lines.append(f"expires: {expires_text(d.expires_ms)} (an unanswered request lapses then)")
+    if d.effect == "ask":
+        lines.append(f"self-approval: {_SELF_APPROVAL[d.requester_may_approve]}")
     winner = e.winner
     if winner is not None:
         lines.append(f"why this rule: {winner.why}")
