@@ -218,7 +218,9 @@ def wait_for_gates(wf: Any, run: str, console: Console, line: Callable[..., None
 
     def show_decided(status: dict[str, Any]) -> None:
         waiting = {g["gate"] for g in status["pending_gates"]}
-        for gate in sorted(opened - done - waiting):
+        # a gate may open and be decided between two polls: it is reported all the same
+        decided = {g for g, info in status["gates"].items() if info.get("status") == "decided"}
+        for gate in sorted(((opened - waiting) | decided) - done):
             info = status["gates"].get(gate, {})
             line(
                 "decided", f"{gate}: {info.get('option') or info.get('status')} by {info.get('by')}"
