@@ -115,6 +115,21 @@ def everything_said(exporter: InMemorySpanExporter) -> str:
     return "\n".join(parts)
 
 
+def step_span(exporter: InMemorySpanExporter, **attributes: str) -> None:
+    """The one workflow-step span, with `attributes` (`harnessc.workflow.<key>`, `_` for `.`)
+    and the governed call's three stages as its children."""
+    (step,) = by_name(exporter)["harnessc.workflow.step"]
+    found = step.attributes or {}
+    for key, value in attributes.items():
+        assert found[f"harnessc.workflow.{key.replace('_', '.')}"] == value
+    inside = [x for x in exporter.get_finished_spans() if x.parent is not None]
+    assert {x.name for x in inside if x.parent.span_id == step.context.span_id} == {  # type: ignore[union-attr]
+        "harnessc.normalize",
+        "harnessc.decide",
+        "harnessc.invoke",
+    }
+
+
 def governed_call(h: Harness) -> tuple[Any, PendingCall]:
     s = h.session("a", actor=USER, task="t-1")
     s.expose(f"run the {QUERY_WORD} command with {TOKEN}")
@@ -228,17 +243,7 @@ def test_ainvoke_and_workflow_steps_are_spans(spec: Spec, spans: InMemorySpanExp
     finally:
         steps.attach(None)
     assert outcome["status"] == "succeeded"
-    (step,) = by_name(spans)["harnessc.workflow.step"]
-    attributes = step.attributes or {}
-    assert attributes["harnessc.workflow.id"] == "wf-1"
-    assert attributes["harnessc.workflow.step"] == "read"
-    assert attributes["harnessc.workflow.step.status"] == "succeeded"
-    inside = [x for x in spans.get_finished_spans() if x.parent is not None]
-    assert {x.name for x in inside if x.parent.span_id == step.context.span_id} == {  # type: ignore[union-attr]
-        "harnessc.normalize",
-        "harnessc.decide",
-        "harnessc.invoke",
-    }
+    step_span(spans, id="wf-1", step="read", step_status="succeeded")
     assert PATH not in everything_said(spans)
 
 
@@ -282,17 +287,6 @@ def test_a_delegate_step_is_a_span_holding_the_childs_calls(
     finally:
         steps.attach(None)
     assert outcome["status"] == "succeeded", outcome
-    (step,) = by_name(spans)["harnessc.workflow.step"]
-    attributes = step.attributes or {}
-    assert attributes["harnessc.workflow.id"] == "wf-2"
-    assert attributes["harnessc.workflow.step"] == "summarise"
-    assert attributes["harnessc.workflow.step.kind"] == "delegate"
-    assert attributes["harnessc.workflow.step.status"] == "succeeded"
-    inside = [x for x in spans.get_finished_spans() if x.parent is not None]
-    assert {x.name for x in inside if x.parent.span_id == step.context.span_id} == {  # type: ignore[union-attr]
-        "harnessc.normalize",
-        "harnessc.decide",
-        "harnessc.invoke",
-    }
+    step_span(spans, id="wf-2", step="summarise", step_kind="delegate", step_status="succeeded")
     said = everything_said(spans)
     assert PATH not in said and "diary" not in said
