@@ -62,7 +62,7 @@ from .model import Approver, Condition, Grant, Selector, Tool
 from .normalize import PendingCall, thaw
 from .policy import tool_view
 from .semantics import selects, value_eq
-from .store import ConcurrencyError, EventStore, defer_events
+from .store import ConcurrencyError, EventStore
 
 __all__ = [
     "DEFAULT_GRANT",
@@ -448,13 +448,22 @@ class Approvals:
         return req
 
     def resolve(
-        self, request_id: str, outcome: str, by: str | None, **extra: Any
+        self,
+        request_id: str,
+        outcome: str,
+        by: str | None,
+        *,
+        with_events: Sequence[NewEvent] = (),
+        **extra: Any,
     ) -> ApprovalRequest:
         """Mark a pending request resolved (`approved`, `rejected`, `expired`, `withdrawn`,
         `superseded`). The answer is claimed on the request's own stream (`approval:<id>`),
         appended only while that stream is empty: when two operators (threads, processes on
         one store) answer at once, exactly one wins; the other gets `not-pending`. An answer
-        after the request's deadline records its expiry instead and raises `expired`."""
+        after the request's deadline records its expiry instead and raises `expired`.
+        `with_events` (the grant the answer issues, an edit's `call.superseded`) are appended
+        in the answer's own transaction: committed only with it, so no reader sees the answer
+        without them."""
         req = self.get(request_id)
         claim = NewEvent(
             answered_stream(request_id),
@@ -477,7 +486,7 @@ class Approvals:
             answered = replace(req, status=outcome)
             self.requests[request_id] = answered
         try:
-            self.store.append_many([claim, resolved], expect={claim.stream: 0})
+            self.store.append_many([claim, resolved, *with_events], expect={claim.stream: 0})
         except ConcurrencyError:
             with self._lock:
                 self.requests[request_id] = replace(req, status="answered")
@@ -516,7 +525,7 @@ class Approvals:
 
     # -- grants -------------------------------------------------------------------------------
 
-    def issue(
+    def grant_for(
         self,
         req: ApprovalRequest,
         pending: PendingCall,
@@ -525,11 +534,10 @@ class Approvals:
         by: str | None,
         task_id: str | None,
         path_facts: frozenset[str] = frozenset(),
-        defer: bool = False,
-    ) -> ApprovalGrant:
-        """Issue the grant an approval of `req` gives, under the (re-judged) `decision`.
-        `defer`: its event rides the store's next commit (`store.defer_events`), for a caller
-        that commits it with the decision the grant authorises."""
+    ) -> tuple[ApprovalGrant, NewEvent]:
+        """The grant an approval of `req` gives, under the (re-judged) `decision`, and its
+        `grant.issued` event: recorded by the caller with the answer (`resolve`'s
+        `with_events`), then held here by `adopt` once that commit succeeded."""
         spec = decision.grant or DEFAULT_GRANT
         expires = self.clock() + timedelta(milliseconds=spec.ttl_ms)
         check = None
@@ -552,30 +560,30 @@ class Approvals:
             check=check,
             session_id=req.session_id,
         )
-        record = self.store.append if not defer else lambda e: defer_events(self.store, [e])
-        record(
-            grant_issued(
-                req.session_id,
-                grant_id=grant.grant_id,
-                scope=grant.scope,
-                tool_id=grant.tool_id,
-                expires_at=expires,
-                tool_call_id=grant.tool_call_id,
-                input_hash=grant.input_hash,
-                task_id=grant.task_id,
-                approval_id=req.request_id,
-                rule=grant.rule,
-                policy=grant.policy,
-                by=by,
-                selector=grant.selector.text if grant.selector else None,
-                condition=condition_text(grant.condition) if grant.condition else None,
-                # the grant as declared, so another process rebuilds exactly what it matches
-                grant=spec.model_dump(mode="json", exclude_none=True),
-            )
+        event = grant_issued(
+            req.session_id,
+            grant_id=grant.grant_id,
+            scope=grant.scope,
+            tool_id=grant.tool_id,
+            expires_at=expires,
+            tool_call_id=grant.tool_call_id,
+            input_hash=grant.input_hash,
+            task_id=grant.task_id,
+            approval_id=req.request_id,
+            rule=grant.rule,
+            policy=grant.policy,
+            by=by,
+            selector=grant.selector.text if grant.selector else None,
+            condition=condition_text(grant.condition) if grant.condition else None,
+            # the grant as declared, so another process rebuilds exactly what it matches
+            grant=spec.model_dump(mode="json", exclude_none=True),
         )
+        return grant, event
+
+    def adopt(self, grant: ApprovalGrant) -> None:
+        """Hold a grant whose `grant.issued` was committed (`grant_for`)."""
         with self._lock:
             self.grants[grant.grant_id] = grant
-        return grant
 
     def find(
         self,

@@ -470,10 +470,11 @@ class Harness:
                     decision.reason,
                 )
             _may_approve(decision, session, by, req.tool_id, request_id)
-            resolved = self.approvals.resolve(request_id, "approved", who)
+            grant, issued = self._grant_for(req, session, pending, decision, who)
+            resolved = self.approvals.resolve(request_id, "approved", who, with_events=issued)
         finally:
             flush_deferred(self.store)  # committed already, unless the answer was refused
-        grant = self._grant(resolved, session, pending, decision, who)
+        self._authorise(grant, session, pending)
         if telemetry.tracer is not None:
             telemetry.approval_waited(req, "approved", self.clock())
         return ApprovalOutcome(resolved, "approved", grant, decision)
@@ -551,58 +552,70 @@ class Harness:
             )
         _may_approve(decision, session, by, req.tool_id, request_id)
         self._record_preview(req.session_id, edited)  # the edited call previewed afresh
+        superseded = call_superseded(
+            req.session_id,
+            approval_id=request_id,
+            tool_id=req.tool_id,
+            tool_call_id=req.tool_call_id,
+            input_hash=req.input_hash,
+            edited_input_hash=edited.input_hash,
+            by=who,
+            reason=reason,
+            effect=decision.effect,
+        )
+        grant, issued = self._grant_for(req, session, edited, decision, who)
+        # the answer, the edit and the grant for the edited call: one transaction
         resolved = self.approvals.resolve(
-            request_id, "superseded", who, reason=reason, edited_input_hash=edited.input_hash
+            request_id,
+            "superseded",
+            who,
+            with_events=[superseded, *issued],
+            reason=reason,
+            edited_input_hash=edited.input_hash,
         )
         original = session._actions.get(f"{req.tool_call_id}:{req.input_hash}")
         if original is not None and not original.terminal:
             original.cancel(f"superseded by an edit of `{who}`")
-        self.store.append(
-            call_superseded(
-                req.session_id,
-                approval_id=request_id,
-                tool_id=req.tool_id,
-                tool_call_id=req.tool_call_id,
-                input_hash=req.input_hash,
-                edited_input_hash=edited.input_hash,
-                by=who,
-                reason=reason,
-                effect=decision.effect,
-            )
-        )
-        grant = self._grant(resolved, session, edited, decision, who)
+        self._authorise(grant, session, edited)
         self.catch_up()
         if telemetry.tracer is not None:
             telemetry.approval_waited(req, "approved", self.clock())
         return ApprovalOutcome(resolved, "approved", grant, decision, reason, edited)
 
-    def _grant(
+    def _grant_for(
         self,
-        resolved: ApprovalRequest,
+        req: ApprovalRequest,
         session: Session,
         pending: PendingCall,
         decision: Decision,
         who: str,
-    ) -> ApprovalGrant | None:
-        """The grant an approved ASK issues, bound to `pending` (None for an ALLOW)."""
-        grant = None
+    ) -> tuple[ApprovalGrant | None, list[NewEvent]]:
+        """The grant an approved ASK issues, bound to `pending`, and its event, for the
+        answer's transaction (no grant for an ALLOW)."""
+        if decision.effect != "ask":
+            return None, []
+        grant, issued = self.approvals.grant_for(
+            req,
+            pending,
+            decision,
+            by=who,
+            task_id=session.task_id,
+            path_facts=self.engine.path_facts,
+        )
+        return grant, [issued]
+
+    def _authorise(
+        self, grant: ApprovalGrant | None, session: Session, pending: PendingCall
+    ) -> None:
+        """After the answer and its grant were committed: hold the grant and decide the call
+        with it (AUTHORIZED), committed before the answer returns."""
+        if grant is None:
+            return
+        self.approvals.adopt(grant)
         try:
-            if decision.effect == "ask":
-                grant = self.approvals.issue(
-                    resolved,
-                    pending,
-                    decision,
-                    by=who,
-                    task_id=session.task_id,
-                    path_facts=self.engine.path_facts,
-                    defer=True,
-                )
-                session.decide(pending)  # the grant now authorises the call: AUTHORIZED
+            session.decide(pending)  # the grant now authorises the call: AUTHORIZED
         finally:
-            # an approval answered is acknowledged: the grant and the decisions it made are
-            # committed, in one transaction, before it returns
             flush_deferred(self.store)
-        return grant
 
     def _request(self, request_id: str) -> Any:
         if request_id not in self.approvals.requests:

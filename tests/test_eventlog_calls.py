@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -85,6 +86,25 @@ def commits(store: SQLiteStore) -> list[str]:
     conn = store._connection()
     conn.set_trace_callback(lambda sql: seen.append(sql) if sql == "COMMIT" else None)
     return seen
+
+
+INSERTED_TYPE = re.compile(
+    r"^INSERT INTO events \(.*?\) VALUES \(\d+, '[^']*', \d+, '[^']*', '([^']+)'"
+)
+
+
+def transactions(statements: list[str]) -> list[list[str]]:
+    """The types of the events each committed transaction among `statements` (traced SQL)
+    inserted, in order."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    for sql in statements:
+        if sql == "COMMIT":
+            out.append(current)
+            current = []
+        elif (m := INSERTED_TYPE.match(sql)) is not None:
+            current.append(m.group(1))
+    return out
 
 
 def on_disk(path: Path) -> list[str]:
@@ -212,14 +232,20 @@ def test_an_approved_once_call_commits_once_asked_twice_approved_and_twice_run(
     request = s.request_approval(call)
     # the decision and WAITING_APPROVAL ride the request's commit
     assert len(counted) == 1 and on_disk(path)[-2:] == ["action.transition", "approval.requested"]
+    statements: list[str] = []
+    store._connection().set_trace_callback(statements.append)
     outcome = h.approve(request.request_id, by={"user": "u-2", "role": "ops"})
     assert outcome.grant is not None
-    # the decision judged again rides the answer; the grant, the decision it makes and
-    # AUTHORIZED are the second commit, before `approve` returns
-    assert len(counted) == 3
-    assert on_disk(path)[-3:] == ["grant.issued", "decision", "action.transition"]
+    # the decision judged again, the answer and the grant it issues are one commit: no reader
+    # sees the request approved without its grant; the decision the grant makes and
+    # AUTHORIZED are the second, before `approve` returns
+    assert transactions(statements) == [
+        ["decision", "approval.answered", "approval.resolved", "grant.issued"],
+        ["decision", "action.transition"],
+    ]
+    counted = commits(store)  # from here on
     result = s.invoke(call)
-    assert result.ran and result.ok and len(counted) == 5
+    assert result.ran and result.ok and len(counted) == 2
     # the grant was spent and RUNNING on disk, in one commit, before the executor ran
     assert seen_at_run[0][-3:] == ["grant.used", "grant.spent", "action.transition"]
     states = [e.payload.get("to") for e in store.read(s.id) if e.type == "action.transition"]
@@ -232,7 +258,37 @@ def test_an_approved_once_call_commits_once_asked_twice_approved_and_twice_run(
         "SUCCEEDED",
     ]
     assert s.invoke(call) is result  # invoked again: the recorded result, nothing committed
-    assert len(counted) == 5
+    assert len(counted) == 2
+    assert store.verify().ok
+    store.close()
+
+
+def test_an_edit_commits_the_answer_the_edit_and_the_grant_together(tmp_path: Path) -> None:
+    spec_path = tmp_path / "once.harness"
+    spec_path.write_text(ONCE, encoding="utf-8")
+    store = SQLiteStore(tmp_path / "e.db")
+    h = Harness(model_of(spec_path), store=store)
+    h.bind("change.drop", lambda args: {"dropped": args["service"]})
+    s = h.session("runner", actor=ACTOR, task="t-1")
+    call = s.normalize("change.drop", "c-1", {"service": "api"})
+    assert isinstance(call, PendingCall)
+    request = s.request_approval(call)
+    statements: list[str] = []
+    store._connection().set_trace_callback(statements.append)
+    outcome = h.approve_with_edits(
+        request.request_id, {"service": "web"}, by={"user": "u-2", "role": "ops"}
+    )
+    assert outcome.grant is not None and outcome.call is not None
+    # an agent that sees the request answered sees the edit and the edited call's grant too
+    answer = next(t for t in transactions(statements) if "approval.answered" in t)
+    assert answer[-4:] == [
+        "approval.answered",
+        "approval.resolved",
+        "call.superseded",
+        "grant.issued",
+    ]
+    assert s.invoke(outcome.call).data == {"dropped": "web"}
+    assert s.invoke(call).error_category == "superseded"
     assert store.verify().ok
     store.close()
 
