@@ -23,6 +23,11 @@ is only consulted for a call whose decision is ASK. Since the input hash covers 
 and every execution parameter (command, cwd, env, timeout, target), a `once` grant never
 authorises another tool, other arguments, another tool_call_id or a changed execution.
 
+A grant issued without judging the call again (`rule_bound`: the approver's process never held
+the call's secret values, so it approved the request as recorded, under the rule that asked)
+authorises the call only while that same rule of that same policy is the winning ASK, even at
+scope `once`.
+
 >>> from datetime import UTC, datetime, timedelta
 >>> now = datetime(2026, 1, 1, tzinfo=UTC)
 >>> g = ApprovalGrant("g-1", "once", "t", now + timedelta(minutes=5), tool_call_id="c-1",
@@ -161,6 +166,9 @@ class ApprovalRequest:
     pending: PendingCall | None = field(default=None, repr=False, compare=False)
     status: str = "pending"
     expires_at: datetime | None = None
+    grant: Grant | None = field(default=None, repr=False)
+    """The grant the ASK declares, as the request recorded it (None in a log written before
+    requests recorded it)."""
 
     def expired(self, now: datetime) -> bool:
         """Whether the request is pending past its deadline (a pure function of the clock:
@@ -221,6 +229,9 @@ class ApprovalGrant:
     check: Callable[..., bool] | None = field(default=None, repr=False, compare=False)
     session_id: str | None = None
     """The session (or workflow step) whose request the grant answers."""
+    rule_bound: bool = False
+    """Issued for the request as recorded, without judging the call again: it authorises the
+    call only while the rule that asked (`rule`, `policy`) is the winning ASK."""
 
     def active(self, now: datetime) -> bool:
         return self.status == "active" and now < self.expires_at
@@ -254,6 +265,8 @@ class ApprovalGrant:
         """Whether this grant authorises `pending`, whose decision is an ASK by `rule`."""
         if not self.active(now):
             return False
+        if self.rule_bound and (self.rule != rule or self.policy != policy):
+            return False  # approved as recorded: only under the rule that asked
         if self.scope == "once":
             return self.matches_exact(
                 pending.session_id, pending.tool_id, pending.tool_call_id, pending.input_hash, now
@@ -291,6 +304,7 @@ class ApprovalGrant:
             "by": self.by,
             "status": self.status,
             "session_id": self.session_id,
+            "rule_bound": self.rule_bound,
         }
 
 
@@ -410,6 +424,7 @@ class Approvals:
             task_id=task_id,
             pending=pending,
             expires_at=expires_at,
+            grant=grant,
         )
         # the deadline is recorded, not recomputed: every process folding the log sees it
         deadline = {} if expires_at is None else {"expires_at": expires_at.isoformat()}
@@ -434,6 +449,9 @@ class Approvals:
                 reversibility=req.reversibility,
                 scope=scope,
                 task_id=task_id,
+                # the grant as declared: an approver without the call's secret values issues
+                # it from the request (`rule_bound`)
+                grant=grant.model_dump(mode="json", exclude_none=True),
                 **deadline,
             )
         )
@@ -528,17 +546,21 @@ class Approvals:
     def grant_for(
         self,
         req: ApprovalRequest,
-        pending: PendingCall,
-        decision: Any,
+        call: PendingCall | ApprovalRequest,
+        declared: Grant | None,
         *,
+        rule: str | None,
+        policy: str,
         by: str | None,
         task_id: str | None,
         path_facts: frozenset[str] = frozenset(),
+        rule_bound: bool = False,
     ) -> tuple[ApprovalGrant, NewEvent]:
-        """The grant an approval of `req` gives, under the (re-judged) `decision`, and its
-        `grant.issued` event: recorded by the caller with the answer (`resolve`'s
-        `with_events`), then held here by `adopt` once that commit succeeded."""
-        spec = decision.grant or DEFAULT_GRANT
+        """The grant an approval of `req` gives for `call` (its tool id, tool_call_id and
+        input hash), as `declared` by the ASK of `rule` in `policy`, and its `grant.issued`
+        event: recorded by the caller with the answer (`resolve`'s `with_events`), then held
+        here by `adopt` once that commit succeeded."""
+        spec = declared or DEFAULT_GRANT
         expires = self.clock() + timedelta(milliseconds=spec.ttl_ms)
         check = None
         if spec.scope == "class" and spec.condition is not None:
@@ -546,20 +568,22 @@ class Approvals:
         grant = ApprovalGrant(
             grant_id="grt-" + uuid.uuid4().hex[:16],
             scope=spec.scope,
-            tool_id=pending.tool_id,
+            tool_id=call.tool_id,
             expires_at=expires,
-            tool_call_id=pending.tool_call_id if spec.scope == "once" else None,
-            input_hash=pending.input_hash if spec.scope == "once" else None,
+            tool_call_id=call.tool_call_id if spec.scope == "once" else None,
+            input_hash=call.input_hash if spec.scope == "once" else None,
             task_id=task_id if spec.scope == "task" else None,
-            rule=decision.rule,
-            policy=decision.policy,
+            rule=rule,
+            policy=policy,
             selector=spec.selector if spec.scope == "class" else None,
             condition=spec.condition if spec.scope == "class" else None,
             approval_id=req.request_id,
             by=by,
             check=check,
             session_id=req.session_id,
+            rule_bound=rule_bound,
         )
+        bound = {"bound": "rule"} if rule_bound else {}
         event = grant_issued(
             req.session_id,
             grant_id=grant.grant_id,
@@ -577,6 +601,7 @@ class Approvals:
             condition=condition_text(grant.condition) if grant.condition else None,
             # the grant as declared, so another process rebuilds exactly what it matches
             grant=spec.model_dump(mode="json", exclude_none=True),
+            **bound,
         )
         return grant, event
 
@@ -797,6 +822,7 @@ def _request_of(view: Any) -> ApprovalRequest:
         task_id=p.get("task_id"),
         status=view.status,
         expires_at=_parse_time(p["expires_at"]) if p.get("expires_at") else None,
+        grant=Grant.model_validate(p["grant"]) if isinstance(p.get("grant"), dict) else None,
     )
 
 
@@ -829,6 +855,7 @@ def _grant_of(view: Any, path_facts: frozenset[str]) -> ApprovalGrant:
         status=status,
         check=check,
         session_id=view.stream,
+        rule_bound=p.get("bound") == "rule",
     )
 
 

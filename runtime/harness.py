@@ -434,7 +434,9 @@ class Harness:
         a DENY now wins (no grant); an ASK gets the grant of the rule that asks, bound to this
         call (`once`: its session and exact triple), which turns that ASK into ALLOW. A request
         past its `expires` deadline is not answered: its expiry is recorded and `ApprovalError`
-        `expired` raised (the same for `deny` and `approve_with_edits`)."""
+        `expired` raised (the same for `deny` and `approve_with_edits`). A call this process
+        cannot rebuild (its secret values are never stored) is approved as the request recorded
+        it, without judging it again (`_approve_as_recorded`)."""
         req = self._pending(request_id)
         if not is_approver(req.approvers, by):
             raise ApprovalError(
@@ -446,12 +448,7 @@ class Harness:
             take_up_calls(session)  # a call made since this process resumed the session
             pending = self.approvals.get(request_id).pending
         if pending is None:
-            raise ApprovalError(
-                "call-not-restorable",
-                f"the call `{req.tool_call_id}` of `{request_id}` carries secret values, which "
-                f"are never stored: normalize it again in session `{req.session_id}` (same tool, "
-                "tool_call_id and arguments), then approve",
-            )
+            return self._approve_as_recorded(req, session, by)
         # judged again (the policy may have changed); the decision is committed with the answer
         decision = session._decide(pending, commit=False)
         try:
@@ -582,6 +579,41 @@ class Harness:
             telemetry.approval_waited(req, "approved", self.clock())
         return ApprovalOutcome(resolved, "approved", grant, decision, reason, edited)
 
+    def _approve_as_recorded(
+        self, req: ApprovalRequest, session: Session, by: Mapping[str, Any]
+    ) -> ApprovalOutcome:
+        """Approve a call this process cannot rebuild (its secret values are never stored)
+        without judging it again: as the request recorded it, under the rule that asked, by one
+        of that rule's approvers. The grant is `rule_bound`: the agent's process, which holds
+        the values, judges the call again before it runs, and the grant authorises it only while
+        that rule is still the winning ASK (a DENY still wins)."""
+        request_id, who = req.request_id, _who(by)
+        if req.grant is None:  # recorded before requests carried their grant
+            raise ApprovalError(
+                "call-not-restorable",
+                f"the call `{req.tool_call_id}` of `{request_id}` carries secret values, which "
+                f"are never stored: normalize it again in session `{req.session_id}` (same tool, "
+                "tool_call_id and arguments), then approve",
+            )
+        if not req.scope.get("requester_may_approve", True) and is_requester(session.actor, by):
+            raise ApprovalError("self-approval", _self_approval(who, by, req.tool_id, request_id))
+        grant, issued = self.approvals.grant_for(
+            req,
+            req,
+            req.grant,
+            rule=req.rule,
+            policy=req.policy,
+            by=who,
+            task_id=session.task_id,
+            path_facts=self.engine.path_facts,
+            rule_bound=True,
+        )
+        resolved = self.approvals.resolve(request_id, "approved", who, with_events=[issued])
+        self.approvals.adopt(grant)
+        if telemetry.tracer is not None:
+            telemetry.approval_waited(req, "approved", self.clock())
+        return ApprovalOutcome(resolved, "approved", grant)
+
     def _grant_for(
         self,
         req: ApprovalRequest,
@@ -597,7 +629,9 @@ class Harness:
         grant, issued = self.approvals.grant_for(
             req,
             pending,
-            decision,
+            decision.grant,
+            rule=decision.rule,
+            policy=decision.policy,
             by=who,
             task_id=session.task_id,
             path_facts=self.engine.path_facts,

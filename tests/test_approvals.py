@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from harnessc.compiler.pipeline import check
-from harnessc.runtime import ApprovalError, Facts, Harness, PendingCall, Refusal
+from harnessc.runtime import ApprovalError, Facts, Harness, PendingCall, Refusal, SQLiteStore
 from harnessc.runtime.canonical import Execution
 from harnessc.runtime.model import Spec
 from hypothesis import HealthCheck, given, settings
@@ -280,3 +281,40 @@ def test_a_class_grant_covers_its_class_inside_the_rule_scope(remediation: Spec)
     long_run = frozen(s.normalize("run_ci", "r-3", {"ref": "main", "max_minutes": 90}))
     decision, found = s.judge(long_run)
     assert decision.rule == "remediation.ci_release" and found is None
+
+
+def test_an_approver_without_the_secret_values_approves_the_request_as_recorded(
+    shell_spec: Spec, tmp_path: Path
+) -> None:
+    """The operator's process (another harness on the same log) cannot rebuild a call whose
+    secret values are never stored: it approves the request as recorded, under the rule that
+    asked, and the agent's process runs the call with its values."""
+    with SQLiteStore(tmp_path / "e.db") as agent_store:
+        agent = Harness(shell_spec, store=agent_store)
+        seen: list[str] = []
+        agent.bind("shell.run", lambda args: seen.append(args["token"]) or {})
+        s = agent.session("a", actor={"user": "u-1", "role": "ops"}, task="t-1")
+        call = frozen(s.normalize("shell.run", "call-1", {"cmd": "ls", "token": "s3cr3t"}))
+        request = s.request_approval(call)
+        with SQLiteStore(tmp_path / "e.db") as operator_store:
+            operator = Harness(shell_spec, store=operator_store)
+            assert operator.approvals.get(request.request_id).pending is None
+            # risk high: the requester is no approver of their own call, as under a judgement
+            with pytest.raises(ApprovalError) as err:
+                operator.approve(request.request_id, by={"user": "u-1", "role": "ops"})
+            assert err.value.code == "self-approval"
+            outcome = operator.approve(request.request_id, by=OPS)
+        grant = outcome.grant
+        assert outcome.status == "approved" and grant is not None and grant.rule_bound
+        assert (grant.rule, grant.input_hash) == (request.rule, call.input_hash)
+        assert agent.approvals.grants.get(grant.grant_id) is None  # not seen here yet
+        result = s.invoke(call)  # judged again here, with the values: the grant authorises it
+        assert result.ran and result.ok and seen == ["s3cr3t"]
+        held = agent.approvals.grants[grant.grant_id]
+        assert held.rule_bound and held.status == "used"
+        # bound to the rule that asked: the same call asked by another rule is not authorised
+        live = replace(held, status="active")
+        now = agent.clock()
+        asked = dict(rule=request.rule, policy=grant.policy, task_id="t-1", now=now)
+        assert live.matches(call, **asked)
+        assert not live.matches(call, **{**asked, "rule": "other"})
