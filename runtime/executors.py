@@ -317,12 +317,17 @@ def _observation(
         if isinstance(data, Mapping):
             data = redact(tool.output, thaw(data))  # a model never reads a secret either
         try:
-            body = json.dumps(thaw(data), sort_keys=True, default=str, ensure_ascii=False)
+            body = _OBSERVATION_JSON.encode(thaw(data))
         except (TypeError, ValueError):
             body = repr(data)
         text = f"{status}: {body}"
     text = secrets.text(text)  # before it is cut, so no part of a value is left at the end
     return text if len(text) <= OBSERVATION_LIMIT else text[: OBSERVATION_LIMIT - 1] + "…"
+
+
+_OBSERVATION_JSON = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)
+"""Writes a result's data into its observation (made once: `json.dumps` with options makes
+an encoder per call)."""
 
 
 def _side_effect_possible(tool: Tool, pending: PendingCall | None) -> bool:
