@@ -251,7 +251,14 @@ def _flat_text(payload: Mapping[str, Any]) -> str | None:
         elif key == "result" and type(value) is dict and not fields:
             fields = tuple(value)
             for name, item in value.items():
-                values["result." + name] = json_value(item)
+                # most of a result's fields are text or null: written here, without a call
+                values["result." + name] = (
+                    json_string(item)
+                    if type(item) is str
+                    else "null"
+                    if item is None
+                    else json_value(item)
+                )
         else:
             return None
     shape = ("transition", payload["tool_id"], payload["from"], payload["to"], *payload, fields)
