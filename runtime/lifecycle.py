@@ -223,17 +223,25 @@ def after_decision(state: ActionState, effect: str, *, granted: bool) -> Move | 
     """
     if effect == "deny":
         if state in (_S.VALIDATED,):
-            return Move(_S.FAILED, reason="denied")
-        return Move(_S.CANCELLED, reason="denied when judged again")
+            return _DENIED
+        return _DENIED_AGAIN
     if effect == "allow" or (effect == "ask" and granted):
         if state in (_S.VALIDATED, _S.WAITING_APPROVAL):
-            return Move(_S.AUTHORIZED)
+            return _AUTHORIZE
         return None
     if state == _S.VALIDATED:
-        return Move(_S.WAITING_APPROVAL)
+        return _WAIT
     if state == _S.AUTHORIZED:
-        return Move(_S.CANCELLED, reason="no longer authorized")
+        return _UNAUTHORIZE
     return None
+
+
+# the moves `after_decision` makes, built once (a `Move` is immutable)
+_DENIED = Move(_S.FAILED, reason="denied")
+_DENIED_AGAIN = Move(_S.CANCELLED, reason="denied when judged again")
+_AUTHORIZE = Move(_S.AUTHORIZED)
+_WAIT = Move(_S.WAITING_APPROVAL)
+_UNAUTHORIZE = Move(_S.CANCELLED, reason="no longer authorized")
 
 
 def _flat_text(payload: Mapping[str, Any]) -> str | None:
