@@ -9,6 +9,7 @@ and `decide`: the allowed call normalized and decided only, never invoked; `shad
 
     .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3] [--threads 4] [--postgres URL]
         [--only memory|sqlite|postgres] [--cases decide,allow,…] [--telemetry]
+        [--synchronous FULL|NORMAL]
 
 Prints the median, p99 and mean microseconds per call of the best round for each case.
 Executors do nothing, so the figures are the machinery's cost. On SQLite (`synchronous=FULL`) and on
@@ -16,8 +17,9 @@ PostgreSQL (`--postgres`, or BENCH_POSTGRES_URL: a database created and dropped 
 case is also given as a multiple of one commit (the median of single-event appends to the same
 store, one timed after each call); `threads` runs the allowed call in that many sessions at
 once, each on its own thread, and prints the calls per second of all of them against one
-session's. Run it on two checkouts side by side, in one shell command, to compare them (the
-machines are shared: compare ratios, never lone figures).
+session's. `--synchronous NORMAL` leaves SQLite's fsync out of every commit, so what is left of
+a call is the work around its commits. Run it on two checkouts side by side, in one shell
+command, to compare them (the machines are shared: compare ratios, never lone figures).
 """
 
 from __future__ import annotations
@@ -197,14 +199,16 @@ def pct(samples: list[float]) -> tuple[float, float, float]:
 
 
 @contextmanager
-def fresh_store(kind: str, folder: Path, postgres: str | None) -> Iterator[Any]:
-    """An empty store: in memory, a SQLite file in `folder`, or a database created on the
-    PostgreSQL server of `postgres` (dropped afterwards)."""
+def fresh_store(
+    kind: str, folder: Path, postgres: str | None, synchronous: str = "FULL"
+) -> Iterator[Any]:
+    """An empty store: in memory, a SQLite file in `folder` (with `synchronous`), or a database
+    created on the PostgreSQL server of `postgres` (dropped afterwards)."""
     if kind == "memory":
         yield MemoryStore()
         return
     if kind == "sqlite":
-        store = SQLiteStore(folder / f"{uuid.uuid4().hex[:8]}.db")
+        store = SQLiteStore(folder / f"{uuid.uuid4().hex[:8]}.db", synchronous=synchronous)
         try:
             yield store
         finally:
@@ -231,6 +235,7 @@ def main() -> None:
     parser.add_argument(
         "--cases", default=",".join(CASES), help="comma-separated, of " + ", ".join(CASES)
     )
+    parser.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL")
     parser.add_argument(
         "--telemetry",
         action="store_true",
@@ -251,6 +256,7 @@ def main() -> None:
     print(
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
         "µs per governed call, best round by median"
+        + (f"; SQLite synchronous={args.synchronous}" if args.synchronous != "FULL" else "")
     )
     kinds = ["memory", "sqlite"] + (["postgres"] if args.postgres else [])
     for kind in [args.only] if args.only else kinds:
@@ -261,7 +267,7 @@ def main() -> None:
             commit = (0.0, 0.0, 0.0)
             for _ in range(args.rounds):
                 with tempfile.TemporaryDirectory() as tmp:
-                    with fresh_store(kind, Path(tmp), args.postgres) as store:
+                    with fresh_store(kind, Path(tmp), args.postgres, args.synchronous) as store:
                         calls = args.calls if kind == "memory" else max(args.calls // 4, 50)
                         commits: list[float] | None = [] if kind != "memory" else None
                         found = pct(one_round(spec, store, case, calls, commits, shadows.get(case)))
@@ -280,7 +286,7 @@ def main() -> None:
         if args.threads > 1 and kind != "memory" and alone:
             with (
                 tempfile.TemporaryDirectory() as tmp,
-                fresh_store(kind, Path(tmp), args.postgres) as store,
+                fresh_store(kind, Path(tmp), args.postgres, args.synchronous) as store,
             ):
                 rate = concurrent(specs["plain"], store, args.threads, max(args.calls // 8, 25))
             print(

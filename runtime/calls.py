@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .approvals import ApprovalError, ApprovalGrant, expiry_text
@@ -473,12 +474,11 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     if superseded is not None:
         return superseded
     judged = s._judged.get(pending.key)
-    now = s.harness.clock()
     stale = (
         judged is None
         or judged.policy_version != s.harness.policy_version
         or action.state != _S.AUTHORIZED
-        or any(not g.active(now) for g in judged.grants)
+        or (bool(judged.grants) and lapsed(judged.grants, s.harness.clock()))
     )
     if stale and not action.terminal:
         decide_call(s, pending)
@@ -509,6 +509,11 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     if why:
         message += f" ({why})"
     return not_run(s, pending, category, message, action.state.value, judged)
+
+
+def lapsed(grants: Sequence[ApprovalGrant], now: datetime) -> bool:
+    """Whether one of `grants` is no longer active at `now` (spent, revoked or expired)."""
+    return any(not g.active(now) for g in grants)
 
 
 def superseded_result(s: Session, pending: PendingCall, action: Action) -> Result | None:

@@ -367,6 +367,12 @@ def json_value(value: Any) -> str:
         return "false"
     if type(value) is dict and not value:
         return "{}"
+    if type(value) is float and math.isfinite(value):
+        # a float whose shortest form is positional and not integral is written as it is
+        # (`canonical_json` writes the others: `1.0` as `1`, `1e+20` without the exponent)
+        text = repr(value)
+        if "e" not in text and not text.endswith(".0"):
+            return text
     return canonical_json(value)
 
 

@@ -317,12 +317,17 @@ def _observation(
         if isinstance(data, Mapping):
             data = redact(tool.output, thaw(data))  # a model never reads a secret either
         try:
-            body = json.dumps(thaw(data), sort_keys=True, default=str, ensure_ascii=False)
+            body = _OBSERVATION_JSON.encode(thaw(data))
         except (TypeError, ValueError):
             body = repr(data)
         text = f"{status}: {body}"
     text = secrets.text(text)  # before it is cut, so no part of a value is left at the end
     return text if len(text) <= OBSERVATION_LIMIT else text[: OBSERVATION_LIMIT - 1] + "…"
+
+
+_OBSERVATION_JSON = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)
+"""Writes a result's data into its observation (made once: `json.dumps` with options makes
+an encoder per call)."""
 
 
 def _side_effect_possible(tool: Tool, pending: PendingCall | None) -> bool:
@@ -364,22 +369,26 @@ def _judge_value(
             side if value.side_effect is None else value.side_effect,
             handle,
         )
-    outcome = value if isinstance(value, Outcome) else Outcome(data=value)
-    if outcome.status not in STATUSES:
-        return _Judged(
-            "failure",
-            None,
-            f"the executor returned the status `{outcome.status}`",
-            "invalid_outcome",
-            False,
-            None,
-            side,
-        )
-    status, data = outcome.status, outcome.data
-    err, category = outcome.error, outcome.error_category
-    if outcome.side_effect is not None:
-        side = outcome.side_effect
-    retryable = bool(outcome.retryable) if outcome.retryable is not None else False
+    if isinstance(value, Outcome):
+        if value.status not in STATUSES:
+            return _Judged(
+                "failure",
+                None,
+                f"the executor returned the status `{value.status}`",
+                "invalid_outcome",
+                False,
+                None,
+                side,
+            )
+        status, data, observation = value.status, value.data, value.observation
+        err, category = value.error, value.error_category
+        if value.side_effect is not None:
+            side = value.side_effect
+        retryable = bool(value.retryable) if value.retryable is not None else False
+    else:  # plain data: what `Outcome(data=value)` says
+        status, data, observation = "success", value, None
+        err = category = None
+        retryable = False
     if data is not None and not isinstance(data, Mapping):
         return _Judged(
             "failure",
@@ -404,7 +413,7 @@ def _judge_value(
                 side,
             )
         data = checked
-    return _Judged(status, data, err, category, retryable, outcome.observation, side)
+    return _Judged(status, data, err, category, retryable, observation, side)
 
 
 def _state_of(status: str) -> str:

@@ -223,17 +223,25 @@ def after_decision(state: ActionState, effect: str, *, granted: bool) -> Move | 
     """
     if effect == "deny":
         if state in (_S.VALIDATED,):
-            return Move(_S.FAILED, reason="denied")
-        return Move(_S.CANCELLED, reason="denied when judged again")
+            return _DENIED
+        return _DENIED_AGAIN
     if effect == "allow" or (effect == "ask" and granted):
         if state in (_S.VALIDATED, _S.WAITING_APPROVAL):
-            return Move(_S.AUTHORIZED)
+            return _AUTHORIZE
         return None
     if state == _S.VALIDATED:
-        return Move(_S.WAITING_APPROVAL)
+        return _WAIT
     if state == _S.AUTHORIZED:
-        return Move(_S.CANCELLED, reason="no longer authorized")
+        return _UNAUTHORIZE
     return None
+
+
+# the moves `after_decision` makes, built once (a `Move` is immutable)
+_DENIED = Move(_S.FAILED, reason="denied")
+_DENIED_AGAIN = Move(_S.CANCELLED, reason="denied when judged again")
+_AUTHORIZE = Move(_S.AUTHORIZED)
+_WAIT = Move(_S.WAITING_APPROVAL)
+_UNAUTHORIZE = Move(_S.CANCELLED, reason="no longer authorized")
 
 
 def _flat_text(payload: Mapping[str, Any]) -> str | None:
@@ -251,7 +259,14 @@ def _flat_text(payload: Mapping[str, Any]) -> str | None:
         elif key == "result" and type(value) is dict and not fields:
             fields = tuple(value)
             for name, item in value.items():
-                values["result." + name] = json_value(item)
+                # most of a result's fields are text or null: written here, without a call
+                values["result." + name] = (
+                    json_string(item)
+                    if type(item) is str
+                    else "null"
+                    if item is None
+                    else json_value(item)
+                )
         else:
             return None
     shape = ("transition", payload["tool_id"], payload["from"], payload["to"], *payload, fields)

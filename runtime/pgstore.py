@@ -31,6 +31,7 @@ from .store import (
     GroupCommit,
     GroupCommitted,
     Row,
+    SeqCache,
     StoreError,
     Verification,
     _Numbering,
@@ -95,6 +96,7 @@ class PostgresStore(GroupCommitted):
         self._columns = _COLUMNS
         self._lock = threading.Lock()
         self._group = GroupCommit(self._commit)
+        self._seqs = SeqCache()
         atexit.register(flush_at_exit, weakref.ref(self))
         try:
             self._conn: psycopg.Connection[Any] | None = psycopg.connect(url, autocommit=False)
@@ -134,15 +136,20 @@ class PostgresStore(GroupCommitted):
             out = commit_batches(
                 batches,
                 _Numbering(self._clock, int(position), head_hash, self._key),
-                # an aggregate with no GROUP BY returns exactly one row, never None
-                lambda stream: int(
-                    cast(
-                        "tuple[Any, ...]",
-                        conn.execute(
-                            "SELECT coalesce(max(seq), 0) FROM harnessc.events WHERE stream = %s",
-                            (stream,),
-                        ).fetchone(),
-                    )[0]
+                self._seqs.reader(
+                    int(position),
+                    head_hash,
+                    # an aggregate with no GROUP BY returns exactly one row, never None
+                    lambda stream: int(
+                        cast(
+                            "tuple[Any, ...]",
+                            conn.execute(
+                                "SELECT coalesce(max(seq), 0) FROM harnessc.events "
+                                "WHERE stream = %s",
+                                (stream,),
+                            ).fetchone(),
+                        )[0]
+                    ),
                 ),
             )
             if out:
@@ -152,6 +159,7 @@ class PostgresStore(GroupCommitted):
                         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                         [row(e) for e in out],
                     )
+        self._seqs.committed(out)
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -67,6 +67,7 @@ __all__ = [
     "MemoryStore",
     "Row",
     "SQLiteStore",
+    "SeqCache",
     "StoreError",
     "Verification",
     "defer_events",
@@ -198,6 +199,45 @@ class _Unchained(_Numbering):
         return Event(
             self.position, event.stream, seq, event.kind, event.type, payload_json, "", "", ""
         )
+
+
+class SeqCache:
+    """Each stream's last seq as this store's own commits left it, to number a commit without
+    asking the database for it: valid while the head of the log is still the event the store's
+    last commit wrote (an append by anyone else moves the head, and the cache is dropped)."""
+
+    LIMIT = 4096
+    """Streams remembered at most (the cache starts again past it)."""
+
+    def __init__(self) -> None:
+        self._head: tuple[int, str] | None = None
+        self._seqs: dict[str, int] = {}
+
+    def reader(
+        self, position: int, head_hash: str, query: Callable[[str], int]
+    ) -> Callable[[str], int]:
+        """`last_seq` for a commit that found the head at `position` with `head_hash`: from the
+        cache when that head is the store's own last one, else from `query`."""
+        if self._head != (position, head_hash):
+            self._head = None
+            self._seqs.clear()
+        seqs = self._seqs
+
+        def last_seq(stream: str) -> int:
+            found = seqs.get(stream)
+            return found if found is not None else query(stream)
+
+        return last_seq
+
+    def committed(self, out: Sequence[Event]) -> None:
+        """Remember what a commit wrote, once it is committed."""
+        if not out:
+            return
+        if len(self._seqs) > self.LIMIT:
+            self._seqs.clear()
+        for e in out:
+            self._seqs[e.stream] = e.seq
+        self._head = (out[-1].position, out[-1].hash)
 
 
 def number_batch(
@@ -473,6 +513,7 @@ class SQLiteStore(GroupCommitted):
         self._columns = _COLUMNS
         self._lock = threading.Lock()
         self._group = GroupCommit(self._commit)
+        self._seqs = SeqCache()
         atexit.register(flush_at_exit, weakref.ref(self))
         self._conn: sqlite3.Connection | None = None
         try:
@@ -543,14 +584,19 @@ class SQLiteStore(GroupCommitted):
             out = commit_batches(
                 batches,
                 _Numbering(self._clock, position, head_hash, self._key),
-                lambda stream: conn.execute(
-                    "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
-                ).fetchone()[0],
+                self._seqs.reader(
+                    position,
+                    head_hash,
+                    lambda stream: conn.execute(
+                        "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
+                    ).fetchone()[0],
+                ),
             )
             conn.executemany(
                 f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [row(e) for e in out],
             )
+        self._seqs.committed(out)
 
     def _write(self) -> _WriteTransaction:
         return _WriteTransaction(self._lock, self._connection())

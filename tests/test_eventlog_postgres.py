@@ -144,3 +144,15 @@ def test_harnessc_log_on_postgresql(pg_url: str, capsys: pytest.CaptureFixture[s
     base, _, _ = pg_url.rpartition("/")
     assert main(["log", "verify", "--store", f"{base}/no_such_database"]) == 2
     assert "cannot open the event store" in capsys.readouterr().err
+
+
+def test_two_stores_continue_each_others_streams(pg_url: str) -> None:
+    # a store numbers its own streams from what it committed last: only while nobody else
+    # appended since
+    with PostgresStore(pg_url) as a, PostgresStore(pg_url) as b:
+        a.append(NewEvent("s", "Text", "note", {"i": 0}))
+        b.append(NewEvent("s", "Text", "note", {"i": 1}))
+        assert a.append(NewEvent("s", "Text", "note", {"i": 2})).seq == 3
+        assert a.append(NewEvent("s", "Text", "note", {"i": 3})).seq == 4
+        assert [e.seq for e in b.read("s")] == [1, 2, 3, 4]
+        assert b.verify().ok

@@ -473,6 +473,25 @@ def test_processes_appending_to_one_file_keep_one_chain(tmp_path: Path) -> None:
     assert len(set(reported)) == len(reported) == 45  # no two commits share a position
 
 
+def test_two_stores_on_one_file_continue_each_others_streams(tmp_path: Path) -> None:
+    # a store numbers its own streams from what it committed last: only while nobody else
+    # appended since
+    a, b = SQLiteStore(tmp_path / "e.db"), SQLiteStore(tmp_path / "e.db")
+    a.append(note("s", 0))
+    a.append(note("s", 1))
+    b.append(note("s", 2))
+    assert a.append(note("s", 3)).seq == 4
+    with pytest.raises(ConcurrencyError):
+        a.append(note("s", 4), expected_seq=3)  # refused, and nothing written
+    b.append_many([note("s", 5), note("t", 6)])
+    assert [e.seq for e in a.append_many([note("s", 7), note("t", 8)])] == [6, 2]
+    assert a.append(note("s", 9), expected_seq=6).seq == 7
+    assert [e.seq for e in b.read("s")] == list(range(1, 8))
+    assert b.verify().ok
+    a.close()
+    b.close()
+
+
 def test_threads_sharing_one_store_keep_one_chain(tmp_path: Path) -> None:
     s = SQLiteStore(tmp_path / "e.db")
 
