@@ -871,5 +871,6 @@ def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> 
     above = top[scores[top] > kth]
     ties = np.flatnonzero(scores == kth)
     need = k - len(above)
-    ties = ties[np.argsort(rank_of[rows[ties]], kind="stable")[:need]]
+    # the `need` ties of lowest rank (ranks are distinct: a partition finds the same ones)
+    ties = ties[rank_of[rows[ties]].argpartition(need - 1)[:need]]
     return np.concatenate((above, ties))
