@@ -30,8 +30,9 @@ embedding + ranking + trace over BFCL questions, the runtime's path (the query-s
 torch's pool) and the product in numpy, in alternating blocks so that both see the same load.
 The thread settings used are printed first; `--torch-threads` overrides torch's (the runtime's
 is `embedding.TORCH_THREADS`). `--baseline CHECKOUT` (a checkout of another commit, e.g. a
-`git worktree`) adds that checkout's `ExposureIndex` to the paired runs of the `expose` and
-`expose_many` tables, imported under another package name, so both are timed side by side.
+`git worktree`) adds that checkout's `ExposureIndex` to the paired runs of the `expose` (with
+and without its trace dict) and `expose_many` tables, imported under another package name,
+so both are timed side by side.
 Tool embeddings are cached (compiler.embed) under $HARNESSC_CACHE_DIR or ~/.cache/harnessc, so
 only the first run embeds the pool.
 """
@@ -515,7 +516,7 @@ def exposure_table(cases: list, clock: Callable[[], float], title: str) -> None:
     with_base = any(case[2] is not None for case in cases)
     print(
         f"{'tools':>8}{'numpy 1':>16}{'expose':>16}{'ratio':>7}{'+ trace dict':>16}"
-        + (f"{'baseline':>16}{'ratio':>7}" if with_base else "")
+        + (f"{'baseline':>16}{'ratio':>7}{'+ trace dict':>16}" if with_base else "")
         + f"{'numpy 64':>18}{'expose_many 64':>18}{'ratio':>7}"
         + (f"{'baseline 64':>18}{'ratio':>7}" if with_base else "")
     )
@@ -534,6 +535,9 @@ def exposure_table(cases: list, clock: Callable[[], float], title: str) -> None:
         }
         if base is not None:
             singles["base"] = loop(partial(expose_one, base, base.tool_ids), texts, vectors)
+            singles["base trace"] = loop(
+                partial(expose_traced, base, base.tool_ids), texts, vectors
+            )
             batch = getattr(base, "expose_many", None) or partial(expose_loop, base)
             batches["base"] = partial(batch, base.tool_ids, texts, query_vectors=queries)
         one = paired(singles, reps, clock, per=len(vectors))
@@ -545,7 +549,10 @@ def exposure_table(cases: list, clock: Callable[[], float], title: str) -> None:
             f"{one['expose'][0] / one['numpy'][0]:>7.2f}{cell['trace']:>16}"
         )
         if base is not None:
-            line += f"{cell['base']:>16}{one['base'][0] / one['numpy'][0]:>7.2f}"
+            line += (
+                f"{cell['base']:>16}{one['base'][0] / one['numpy'][0]:>7.2f}"
+                f"{cell['base trace']:>16}"
+            )
         line += (
             f"{cell_many['numpy']:>18}{cell_many['many']:>18}"
             f"{many['many'][0] / many['numpy'][0]:>7.2f}"

@@ -142,7 +142,7 @@ class _Recall:
     exact: np.ndarray | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Query:
     text: str
     chars: int
@@ -312,20 +312,18 @@ class ExposureIndex:
         near: list[np.ndarray | None] = [None] * len(ranked)
         k = self._recall_size(pool, limit, rank)
         if vectors is not None and rank.recall == "embedding":
-            products = self._products(np.stack(vectors), pool.rows)
+            stacked = vectors[0][None, :] if len(vectors) == 1 else np.stack(vectors)
+            products = self._products(stacked, pool.rows)
             near = _near_many(products, k, self._slack, pool.rows)
         recalls = [
             self._recall(pool, prepared[i], k, rank, vectors is not None, near[j])
             for j, i in enumerate(ranked)
         ]
         if vectors is not None:
-            # the exact dense scores of every row that may reach a rerank, in one pass
-            scored = [r.scored for r in recalls]
-            exact = self._exact_many(scored, vectors)
-            lo = 0
-            for r in recalls:
-                r.exact = exact[lo : lo + len(r.scored)]
-                lo += len(r.scored)
+            # the exact dense scores of every row that may reach a rerank, query by query (a
+            # gather of one query's rows stays in cache; one of the whole batch's does not)
+            for r, qv in zip(recalls, vectors, strict=True):
+                r.exact = self._exact(r.scored, qv)
         out: list[Exposure] = []
         slot = {i: j for j, i in enumerate(ranked)}
         for i, q in enumerate(prepared):
@@ -443,14 +441,7 @@ class ExposureIndex:
         # wherever the row sits; so one query and a batch rank alike even where BLAS sums the
         # big product in another order (tests/test_exposure_recall.py checks both).
         assert self.matrix is not None
-        return np.einsum("ij,j->i", self.matrix[rows], qv).astype(np.float64)
-
-    def _exact_many(self, rows: Sequence[np.ndarray], vectors: list[np.ndarray]) -> np.ndarray:
-        """`_exact` of `rows[i]` with `vectors[i]` for every i, concatenated: query by query
-        (a gather of one query's rows stays in cache; one of the whole batch's does not)."""
-        if len(rows) == 1:
-            return self._exact(rows[0], vectors[0])
-        return np.concatenate([self._exact(r, v) for r, v in zip(rows, vectors, strict=True)])
+        return np.einsum("ij,j->i", self.matrix.take(rows, axis=0), qv).astype(np.float64)
 
     # -- ranking -------------------------------------------------------------------------------
 
@@ -580,7 +571,12 @@ class ExposureIndex:
 
         if rerank_mode == "hybrid":
             assert dense is not None and lexical is not None
-            fused = HYBRID_DENSE_WEIGHT * _z(dense) + (1.0 - HYBRID_DENSE_WEIGHT) * _z(lexical)
+            # w·z(dense) + (1 − w)·z(lexical), in place on the fresh arrays `_z` returns
+            fused = _z(dense)
+            fused *= HYBRID_DENSE_WEIGHT
+            lexical_z = _z(lexical)
+            lexical_z *= 1.0 - HYBRID_DENSE_WEIGHT
+            fused += lexical_z
         elif rerank_mode == "dense":
             assert dense is not None
             fused = _z(dense)
@@ -718,7 +714,8 @@ def _z(x: np.ndarray) -> np.ndarray:
     std = math.sqrt(float(centred @ centred) / len(centred))
     if not math.isfinite(std) or std < 1e-12:
         return np.zeros(len(centred))
-    return centred / std
+    centred /= std  # (a fresh array: the division in place spares one)
+    return centred
 
 
 def _split_available(
@@ -836,10 +833,10 @@ def _near_many(
         row = approx[0]
         top1 = row.argpartition(n - m)[n - m :]
         values1 = row[top1]
-        values1.sort()  # (a copy: `top1` stays in the partition's order)
-        floor1 = float(values1[m - k]) - slack
-        if m == n or float(values1[0]) < floor1:
-            found = top1[row[top1] >= floor1]
+        ordered1 = np.sort(values1)
+        floor1 = float(ordered1[m - k]) - slack
+        if m == n or float(ordered1[0]) < floor1:
+            found = top1[values1 >= floor1]
         else:
             found = np.flatnonzero(row >= floor1)
         return [found if rows is None else rows[found]]
@@ -870,8 +867,10 @@ def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> 
     kth = scores[top[0]]  # the partition's pivot: the k-th highest score
     if np.count_nonzero(scores >= kth) == k:
         return top  # no score equal to the k-th was left out: no tie to break
-    above = np.flatnonzero(scores > kth)
+    # every score above the k-th is in `top` (the partition put the rest at or below it)
+    above = top[scores[top] > kth]
     ties = np.flatnonzero(scores == kth)
     need = k - len(above)
-    ties = ties[np.argsort(rank_of[rows[ties]], kind="stable")[:need]]
+    # the `need` ties of lowest rank (ranks are distinct: a partition finds the same ones)
+    ties = ties[rank_of[rows[ties]].argpartition(need - 1)[:need]]
     return np.concatenate((above, ties))

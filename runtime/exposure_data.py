@@ -6,7 +6,7 @@ session logs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, overload
 
 import numpy as np
@@ -182,16 +182,22 @@ class ExposureTrace:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {name: getattr(self, name) for name in _TRACE_FIELDS}
         # field by field: `asdict` deep-copies every value, ten times slower on a ranked trace
         names = _CANDIDATE_FIELDS
-        out["candidates"] = [{n: getattr(c, n) for n in names} for c in self.candidates]
-        out["cut"] = None if self.cut is None else asdict(self.cut)
+        if isinstance(self.candidates, Ranked):  # straight from the ranking's arrays
+            out["candidates"] = self.candidates.dicts()
+        else:
+            out["candidates"] = [{n: getattr(c, n) for n in names} for c in self.candidates]
+        cut = self.cut
+        out["cut"] = None if cut is None else {name: getattr(cut, name) for name in _CUT_FIELDS}
         out["unavailable"] = dict(self.unavailable)
         return out
 
 
 _CANDIDATE_FIELDS = tuple(f.name for f in fields(Candidate))
+_CUT_FIELDS = tuple(f.name for f in fields(Cut))  # scalars: nothing to copy
+_TRACE_FIELDS = tuple(f.name for f in fields(ExposureTrace))
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,37 +220,42 @@ class Ranked(Sequence[Candidate]):
         self._args = (docs, limit, arrays)
         self._built: tuple[Candidate, ...] | None = None
 
+    def _columns(self) -> list[list[Any]]:
+        """The candidates' fields, one list per field of `Candidate`, in its order."""
+        docs, limit, a = self._args
+        cand, order = a["cand"], a["order"]
+        n = len(order)
+        tags = np.zeros(len(cand), dtype=np.int64)
+        for bit, listed in zip((1, 2, 4), a["lists"], strict=True):
+            if len(listed):
+                tags[cand.searchsorted(listed)] |= bit
+        scores = [
+            [None] * n if a[k] is None else np.round(a[k][order].astype(np.float64), 6).tolist()
+            for k in ("dense", "lexical", "fused", "score")
+        ]
+        boost = [0.0] * n if a["boost"] is None else a["boost"][order].tolist()
+        picked = [docs[r] for r in cand[order].tolist()]
+        return [
+            [d.id for d in picked],
+            [d.row for d in picked],
+            list(range(1, n + 1)),
+            [i < limit for i in range(n)],
+            *scores[:3],
+            boost,
+            scores[3],
+            [RECALLED_BY[t] for t in tags[order].tolist()],
+        ]
+
     def _all(self) -> tuple[Candidate, ...]:
         if self._built is None:
-            docs, limit, a = self._args
-            cand, order = a["cand"], a["order"]
-            tags = np.zeros(len(cand), dtype=np.int64)
-            for bit, listed in zip((1, 2, 4), a["lists"], strict=True):
-                if len(listed):
-                    tags[cand.searchsorted(listed)] |= bit
-            ranked = {
-                k: None if a[k] is None else np.round(a[k][order].astype(np.float64), 6).tolist()
-                for k in ("dense", "lexical", "fused", "score")
-            }
-            boost = [0.0] * len(order) if a["boost"] is None else a["boost"][order].tolist()
-            self._built = tuple(
-                Candidate(
-                    tool=docs[r].id,
-                    row=docs[r].row,
-                    position=i + 1,
-                    exposed=i < limit,
-                    dense=None if ranked["dense"] is None else ranked["dense"][i],
-                    lexical=None if ranked["lexical"] is None else ranked["lexical"][i],
-                    fused=None if ranked["fused"] is None else ranked["fused"][i],
-                    boost=boost[i],
-                    score=None if ranked["score"] is None else ranked["score"][i],
-                    recalled_by=RECALLED_BY[tag],
-                )
-                for i, (r, tag) in enumerate(
-                    zip(cand[order].tolist(), tags[order].tolist(), strict=True)
-                )
-            )
+            self._built = tuple(map(Candidate, *self._columns()))
         return self._built
+
+    def dicts(self) -> list[dict[str, Any]]:
+        """The candidates as `ExposureTrace.to_dict` gives them, made without the objects."""
+        names = _CANDIDATE_FIELDS
+        rows = zip(*self._columns(), strict=True)
+        return [dict(zip(names, values, strict=True)) for values in rows]
 
     def __len__(self) -> int:
         return len(self._args[2]["order"])
