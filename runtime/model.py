@@ -5,6 +5,11 @@ load a spec from JSON and get back exactly what the compiler built (`Spec.from_j
 == s`). Everything that came from a source line carries `origin`, so a runtime error can name the
 spec line. This module imports only pydantic and the standard library.
 
+A model's validator is built when it is first needed, not at import: the compiler builds the
+model with `trusted` (it has checked every value), so `harnessc check` never pays for building
+validators it does not use. Whatever validates builds them all first (`build_models`):
+`Spec.from_json`, and the runtime when it loads a spec.
+
 >>> spec = Spec(name="demo", root_module="demo")
 >>> Spec.from_json(spec.to_json()) == spec
 True
@@ -15,8 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import typing as t
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 from pydantic import Field as _Field
@@ -86,10 +93,12 @@ __all__ = [
     "Type",
     "Value",
     "Workflow",
+    "build_models",
     "derive_wire_name",
     "parse_duration",
     "requester_may_approve",
     "risk_rank",
+    "trusted",
     "without_origins",
 ]
 
@@ -139,7 +148,7 @@ def risk_rank(level: str) -> int:
 
 
 class _Model(BaseModel):
-    # built once each, at the end of this module (see there)
+    # built on first use, or all at once by `build_models`
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
@@ -864,6 +873,8 @@ class Spec(_Model):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Spec:
+        """The spec saved as `text`, validated: an unknown field or a wrong type is an error."""
+        build_models()
         return cls.model_validate_json(text)
 
     def content_hash(self) -> str:
@@ -892,7 +903,34 @@ def without_origins(value: t.Any) -> t.Any:
     return value
 
 
-# Every model is built here, once, in the order of definition. Built as each class is defined, a
-# model that names `Value`, `Condition` or a later model would fail, and be built again here.
-for _cls in _Model.__subclasses__():
-    _cls.model_rebuild()
+_P = ParamSpec("_P")
+_M = TypeVar("_M", bound=_Model)
+
+
+def trusted(cls: Callable[_P, _M]) -> Callable[_P, _M]:
+    """`cls(...)` without validation, for a caller that has checked every value (lowering):
+    `trusted(Path)(root="args", parts=("x",))`. Typed as the class itself, so a type checker
+    checks each argument; pydantic's `model_construct` fills in the defaults. The result equals
+    the validated one only if every value already has its field's type (a tuple for a tuple, a
+    model for a model): the compiler's tests check that what it builds survives
+    `Spec.from_json(spec.to_json())` unchanged."""
+    return cls.model_construct  # type: ignore[attr-defined, no-any-return]
+
+
+_built = False
+_building = threading.Lock()
+
+
+def build_models() -> None:
+    """Build every model's validator and serializer now, once, from whichever thread calls
+    first (pydantic would build each on its first use; before pydantic 2.14 that was not
+    thread-safe, and a first call would wait for it). In the order of definition: a model that
+    names a later one (`Value`, `Condition`) builds it on the way."""
+    global _built
+    if _built:
+        return
+    with _building:
+        if not _built:
+            for cls in _Model.__subclasses__():
+                cls.model_rebuild()
+            _built = True

@@ -12,6 +12,7 @@ from harnessc.dsl.diagnostics import Diagnostic, Reporter
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
+from harnessc.runtime.model import trusted
 from pydantic import ValidationError
 
 from ..modules import head_span
@@ -41,7 +42,7 @@ def module_name(module: Module) -> str:
 
 def origin(span: Span) -> m.SourceRef:
     line, column = span.source.location(span.start)
-    return m.SourceRef(file=span.source.path, line=line, column=column)
+    return trusted(m.SourceRef)(file=span.source.path, line=line, column=column)
 
 
 def article(word: str) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import has_errors
 from harnessc.runtime import model as m
+from harnessc.runtime.model import trusted
 
 from ..resolve import Module, Resolution
 from .agents import AgentLowering
@@ -57,7 +58,7 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
         root_name = self.names[self.root.key] if self.root is not None else ""
 
         def build() -> m.Spec:
-            return m.Spec(
+            return trusted(m.Spec)(
                 name=header.name.text if header is not None else root_name,
                 root_module=root_name,
                 version=meta.get("version"),
@@ -79,13 +80,13 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
     def declare(self, module: Module, item: object, kinds: dict[str, dict[str, Any]]) -> None:
         mod = self.names[module.key]
         if isinstance(item, s.Connection):
-            kinds["connections"][item.name.text] = m.Connection(
+            kinds["connections"][item.name.text] = trusted(m.Connection)(
                 name=item.name.text,
                 description=item.description.value if item.description else None,
                 origin=origin(item.span),
             )
         elif isinstance(item, s.Runtime):
-            kinds["runtimes"][item.name.text] = m.Runtime(
+            kinds["runtimes"][item.name.text] = trusted(m.Runtime)(
                 name=item.name.text,
                 description=item.description.value if item.description else None,
                 origin=origin(item.span),
@@ -94,7 +95,7 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
             fact = item
             kinds["facts"][fact.name.text] = self.guarded(
                 fact,
-                lambda: m.Fact(
+                lambda: trusted(m.Fact)(
                     name=fact.name.text,
                     type=self.type(fact.type),
                     description=fact.description.value if fact.description else None,
@@ -102,7 +103,7 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
                 ),
             )
         elif isinstance(item, s.Label):
-            kinds["labels"][item.name.text] = m.Label(
+            kinds["labels"][item.name.text] = trusted(m.Label)(
                 name=item.name.text,
                 description=item.description.value if item.description else None,
                 origin=origin(item.span),
