@@ -434,3 +434,18 @@ def test_the_analysis_names_a_session_term_as_the_runtime_keys_it() -> None:
     ]
     assert len(terms) >= 5
     assert all(canonical(term) == history_key(term) for term in terms)
+
+
+def test_build_reports_a_model_that_does_not_load_back(spec: m.Spec) -> None:
+    """Lowering builds unvalidated; `build` loads the model back from its JSON before writing a
+    package, and a model that fails to (a bug of ours) is an H901, never a package that cannot
+    load: a wrong value, or a value of the wrong type that validation would change."""
+    from harnessc.compiler.pipeline import _unloadable
+
+    assert _unloadable(spec) is None
+    tool = spec.tools["change.create"]
+    wrong_value = m.trusted(m.Tool)(**{**dict(tool), "risk": "severe"})
+    wrong_type = m.trusted(m.Tool)(**{**dict(tool), "effects": list(tool.effects)})
+    for broken in (wrong_value, wrong_type):
+        problem = _unloadable(spec.model_copy(update={"tools": {tool.id: broken}}))
+        assert problem is not None and problem.code == "H901", broken

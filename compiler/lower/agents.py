@@ -23,9 +23,6 @@ class AgentLowering(ToolLowering):
     # =========================================================================================
     # Surfaces
 
-    def surface_of(self, module: Module, node: s.Surface) -> m.Surface | None:
-        return self.guarded(node, lambda: self.surface(module, node))
-
     def surface(self, module: Module, node: s.Surface) -> m.Surface:
         attrs = self.unique_attrs(node.items, ("limit", "summary"), "a surface")
         expose: list[m.Selector] = []

@@ -50,9 +50,7 @@ class ToolLowering(ConditionLowering):
         mcp_server: str | None,
         skill: str | None,
     ) -> None:
-        tool = self.guarded(node, lambda: self.tool(module, node, tool_id, mcp_server, skill))
-        if tool is None:
-            return
+        tool = self.tool(module, node, tool_id, mcp_server, skill)
         self.tools[tool_id] = tool
         self.tool_spans[tool_id] = node.name.span
         if tool.kind in EXPOSABLE_KINDS:
