@@ -889,18 +889,27 @@ class Spec(_Model):
 
 def without_origins(value: t.Any) -> t.Any:
     """`model_dump(mode="json")` of a model, leaving out every model's `origin` field (a value
-    under a user-written key named `origin`, such as a test's argument, is kept)."""
-    if isinstance(value, BaseModel):
-        return {
-            name: without_origins(getattr(value, name))
-            for name in type(value).model_fields
-            if name != "origin"
-        }
+    under a user-written key named `origin`, such as a test's argument, is kept). A walk in
+    Python, needing no serializer built (the analysis keys its answers by it on every check)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    names = _KEPT.get(kind)
+    if names is None and isinstance(value, BaseModel):
+        names = _KEPT[kind] = tuple(n for n in kind.__pydantic_fields__ if n != "origin")
+    if names is not None:
+        fields = value.__dict__
+        return {name: without_origins(fields[name]) for name in names}
     if isinstance(value, dict):
         return {str(k): without_origins(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [without_origins(v) for v in value]
     return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_KEPT: dict[type, tuple[str, ...]] = {}
+"""Each model class's fields but `origin`, in declaration order."""
 
 
 _P = ParamSpec("_P")
@@ -910,11 +919,41 @@ _M = TypeVar("_M", bound=_Model)
 def trusted(cls: Callable[_P, _M]) -> Callable[_P, _M]:
     """`cls(...)` without validation, for a caller that has checked every value (lowering):
     `trusted(Path)(root="args", parts=("x",))`. Typed as the class itself, so a type checker
-    checks each argument; pydantic's `model_construct` fills in the defaults. The result equals
-    the validated one only if every value already has its field's type (a tuple for a tuple, a
-    model for a model): the compiler's tests check that what it builds survives
-    `Spec.from_json(spec.to_json())` unchanged."""
-    return cls.model_construct  # type: ignore[attr-defined, no-any-return]
+    checks each argument. The result equals the validated one only if every value already has
+    its field's type (a tuple for a tuple, a model for a model): the compiler's tests check that
+    what it builds survives `Spec.from_json(spec.to_json())` unchanged, and `build` checks the
+    model it writes.
+
+    What pydantic's `model_construct` does, less what these models never need (aliases, extra
+    fields, private attributes): it checks every field's alias on every call, and took longer
+    than validating once a model was built, which a spec of thousands of tools felt."""
+    return _CONSTRUCTORS.get(cls) or _constructor(t.cast("type[_M]", cls))
+
+
+_CONSTRUCTORS: dict[t.Any, t.Any] = {}
+
+
+def _constructor(cls: type[_M]) -> t.Callable[..., _M]:
+    fields = cls.__pydantic_fields__
+    defaults = {n: f.get_default() for n, f in fields.items() if not f.is_required()}
+    factories = {n: f.default_factory for n, f in fields.items() if f.default_factory}
+    names = tuple(fields)
+    new, setattr_ = cls.__new__, object.__setattr__
+
+    def construct(**values: t.Any) -> _M:
+        made = new(cls)
+        given = {n: values[n] if n in values else defaults[n] for n in names}
+        for name, factory in factories.items():
+            if name not in values:
+                given[name] = factory()  # type: ignore[call-arg]
+        setattr_(made, "__dict__", given)
+        setattr_(made, "__pydantic_fields_set__", set(values))
+        setattr_(made, "__pydantic_extra__", None)
+        setattr_(made, "__pydantic_private__", None)
+        return made
+
+    _CONSTRUCTORS[cls] = construct
+    return construct
 
 
 _built = False
