@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import json
 import os
 import sys
@@ -145,6 +144,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
+    import difflib
+
     from harnessc.dsl.printer import format_source
 
     diagnostics: list[Diagnostic] = []
@@ -222,6 +223,8 @@ def _debug_checked(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    import difflib
+
     from harnessc.dsl.render_formats import EXPLAIN_URI
 
     # a SARIF rule's helpUri, `harnessc:explain/CODE`, names the same page

@@ -11,7 +11,6 @@ its code belongs to `select` (ties go to `ignore`), as in ruff: `select = ["L"]`
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +73,8 @@ def load_config(spec_paths: Iterable[str | Path] = (), cwd: Path | None = None) 
 
 
 def read_config(path: Path) -> LintConfig:
+    import tomllib  # a check reads no configuration: loaded by the commands that do
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -266,6 +267,33 @@ class BuildResult:
         return self.check.ok
 
 
+def _unloadable(spec: Spec) -> Diagnostic | None:
+    """H901 when the model does not load back from its JSON as itself: a bug in lowering."""
+    from pydantic import ValidationError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the serializer's: a value of an unexpected type
+            same = Spec.from_json(spec.to_json()) == spec
+        note = "it loads back as a different model"
+    except ValidationError as error:
+        same = False
+        where = ".".join(str(p) for p in error.errors()[0]["loc"]) if error.errors() else ""
+        note = f"the model rejects the value at `{where}`"
+    except UserWarning as warning:
+        same = False
+        note = str(warning).strip().splitlines()[-1]
+    if same:
+        return None
+    return Diagnostic.make(
+        "H901",
+        "internal error: the compiled model does not load back from its JSON",
+        None,
+        notes=[note],
+        help="this is a bug in harnessc, not in your spec; please report it with this spec",
+    )
+
+
 def build(
     paths: list[str | Path],
     out: str | Path,
@@ -297,6 +325,11 @@ def build(
         codegen.check_package_name_of(result.model, result.resolution, built.out)
     )
     if not result.ok:
+        return built
+    # lowering builds the model unvalidated (`trusted`): the package's model.json is validated
+    # here as the runtime will load it, so a bug of ours is reported, never shipped
+    if (unloadable := _unloadable(result.model)) is not None:
+        result.diagnostics.append(unloadable)
         return built
     # needs a valid model; a fresh z3 context of its own, after the first analysis
     available = analyse_availability(result.model)

@@ -38,7 +38,6 @@ import importlib.util
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -164,6 +163,8 @@ class ResultCache:
                 for s in result.suppressed
             ],
         }
+        import tempfile  # a run answered from its entry, or with none kept, writes nothing
+
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # written whole, then renamed: a reader never sees half an entry

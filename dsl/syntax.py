@@ -8,7 +8,7 @@ parentheses are not nodes (the printer puts them back where precedence needs the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .source import NO_SPAN, Span
 
@@ -17,28 +17,67 @@ def _span() -> Span:
     return field(default=NO_SPAN, compare=False, repr=False, kw_only=True)
 
 
+class Node:
+    """What every node shares: equality and hashing over its fields (the span left out), and a
+    `repr` of them, as `dataclass` would generate them. Written once here: generated for each
+    of the seventy-odd node classes they were half the time it took to import this module, a
+    cost every `harnessc check` paid. Each node class is a `@dataclass(frozen=True,
+    slots=True, eq=False, repr=False)` subclass."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _compared(self) == _compared(other)
+
+    def __hash__(self) -> int:
+        return hash(_compared(self))
+
+    def __repr__(self) -> str:
+        shown = _names(type(self))[1]
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in shown)})"
+
+
+_NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A node class's compared fields and shown fields, in declaration order."""
+    names = _NAMES.get(cls)
+    if names is None:
+        found = fields(cls)
+        names = tuple(f.name for f in found if f.compare), tuple(f.name for f in found if f.repr)
+        _NAMES[cls] = names
+    return names
+
+
+def _compared(node: Node) -> tuple[object, ...]:
+    return tuple([getattr(node, name) for name in _names(type(node))[0]])
+
+
 # ---------------------------------------------------------------------------------------------
 # Leaves and values
 
 
-@dataclass(frozen=True, slots=True)
-class Name:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Name(Node):
     """A word or dotted path used as a name or a reference: `change.create`, `std.risk`."""
 
     text: str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Pattern:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Pattern(Node):
     """A tool selector: an id, a glob (`change.*`, `*`), `pack:NAME`, `kind:NAME`, an MCP id."""
 
     text: str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Str:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Str(Node):
     """A string literal; adjacent literals are joined, and the parts are kept for printing."""
 
     parts: tuple[str, ...]
@@ -49,14 +88,14 @@ class Str:
         return "".join(self.parts)
 
 
-@dataclass(frozen=True, slots=True)
-class Int:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Int(Node):
     value: int
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Float:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Float(Node):
     text: str
     span: Span = _span()
 
@@ -65,8 +104,8 @@ class Float:
         return float(self.text)
 
 
-@dataclass(frozen=True, slots=True)
-class Duration:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Duration(Node):
     """A duration as written (`1h30m`); `ms` is its value in milliseconds."""
 
     text: str
@@ -77,14 +116,14 @@ class Duration:
         return duration_ms(self.text)
 
 
-@dataclass(frozen=True, slots=True)
-class Bool:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Bool(Node):
     value: bool
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Path:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Path(Node):
     """A value read in a condition: `args.path`, `actor.role`, `review`, `scan.report`."""
 
     text: str
@@ -95,8 +134,8 @@ class Path:
         return tuple(self.text.split("."))
 
 
-@dataclass(frozen=True, slots=True)
-class FuncCall:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class FuncCall(Node):
     """A function call: a fact function (`connected(github)`), a history term (`count(files.
     delete within 10m when args.recursive)`, `sum(args.amount of payments.send)`), `len(x)`,
     or an extraction (`urls(args.body)`).
@@ -115,21 +154,21 @@ class FuncCall:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class ListLit:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ListLit(Node):
     items: tuple[Value, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Entry(Node):
     key: Name
     value: Value
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Record(Node):
     entries: tuple[Entry, ...]
     span: Span = _span()
 
@@ -138,34 +177,34 @@ class Record:
 # Conditions
 
 
-@dataclass(frozen=True, slots=True)
-class Compare:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Compare(Node):
     left: Expr
     op: str
     right: Expr
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class And:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class And(Node):
     items: tuple[Cond, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Or:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Or(Node):
     items: tuple[Cond, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Not:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Not(Node):
     item: Cond
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Provenance:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Provenance(Node):
     """`value from user|trusted|untrusted|nowhere [only]`, `value from label NAME`.
 
     `source` is the word as written (`label` for `from label NAME`, whose name is `label`).
@@ -178,8 +217,8 @@ class Provenance:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Quantified:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Quantified(Node):
     """`all x in list: cond`, `any x in list: cond`: `x` is bound in `body` only."""
 
     quantifier: str
@@ -198,8 +237,8 @@ Cond = Compare | And | Or | Not | Provenance | Quantified | Expr
 # Block items shared by many declarations
 
 
-@dataclass(frozen=True, slots=True)
-class Attr:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Attr(Node):
     """A keyword attribute and its values: `summary "…"`, `effects read write`, `limit 20`.
 
     A few keywords carry a second keyword in the source that the key implies: `legacy
@@ -211,8 +250,8 @@ class Attr:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class SchemaAttr:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SchemaAttr(Node):
     """`input { … }` or `output { … }` (tools, workflows, delegate steps)."""
 
     key: str
@@ -220,8 +259,8 @@ class SchemaAttr:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TypeRef:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class TypeRef(Node):
     """A schema type: `name` is a type name, or `list`, `map`, `enum`, `object`."""
 
     name: str
@@ -232,8 +271,8 @@ class TypeRef:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Constraint:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Constraint(Node):
     """`min N`, `max N`, `pattern "re"`, `default V`, `secret`; of output fields `trusted`,
     `untrusted` and `label NAME` (whose value is the label's Name)."""
 
@@ -242,22 +281,22 @@ class Constraint:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Field(Node):
     name: Name
     type: TypeRef
     constraints: tuple[Constraint, ...] = ()
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Schema:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Schema(Node):
     fields: tuple[Field, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Approver:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Approver(Node):
     """`approver role "…"` / `approver user "…"` (and `expect ask approver …` in tests)."""
 
     kind: str
@@ -265,8 +304,8 @@ class Approver:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Grant:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Grant(Node):
     """`grant once|task|class SELECTOR [when COND] ttl D`."""
 
     scope: str
@@ -283,15 +322,15 @@ Option = Approver | Grant | Attr
 # Declarations
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Header(Node):
     name: Name
     items: tuple[Attr, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Import:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Import(Node):
     """`import std.risk`, or `import "./x.harness" as x` (`is_file`)."""
 
     target: str
@@ -301,30 +340,30 @@ class Import:
     target_span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Connection:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Connection(Node):
     name: Name
     description: Str | None = None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Runtime:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Runtime(Node):
     name: Name
     description: Str | None = None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Fact(Node):
     name: Name
     type: TypeRef
     description: Str | None = None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Label:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Label(Node):
     """`label NAME "description"`: a data label the spec declares."""
 
     name: Name
@@ -332,8 +371,8 @@ class Label:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class OnSuccess:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class OnSuccess(Node):
     """`on_success add args.x to team.members`: `value` is `args.*` or `result.*`, `fact` a
     declared list fact."""
 
@@ -342,21 +381,21 @@ class OnSuccess:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Requires:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Requires(Node):
     cond: Cond
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Operation:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Operation(Node):
     name: Name
     items: tuple[ToolItem, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Tool:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Tool(Node):
     """A tool; `quoted` when its name was written as a string (MCP names with `-`)."""
 
     name: Name
@@ -368,33 +407,33 @@ class Tool:
 ToolItem = Attr | SchemaAttr | Requires | Operation | OnSuccess
 
 
-@dataclass(frozen=True, slots=True)
-class Expose:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Expose(Node):
     patterns: tuple[Pattern, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Hide:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Hide(Node):
     patterns: tuple[Pattern, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Rank:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Rank(Node):
     items: tuple[Attr, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Surface:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Surface(Node):
     name: Name
     items: tuple[Expose | Hide | Rank | Attr, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class RiskSelector:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RiskSelector(Node):
     """The sugar `risk >= high` ≡ `* when tool.risk >= high`."""
 
     op: str
@@ -402,8 +441,8 @@ class RiskSelector:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class EffectsSelector:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class EffectsSelector(Node):
     """The sugar `effects has external` ≡ `* when tool.effects has external`."""
 
     effect: Name
@@ -413,8 +452,8 @@ class EffectsSelector:
 Selector = Pattern | RiskSelector | EffectsSelector
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Rule(Node):
     label: Name | None
     effect: str
     selectors: tuple[Selector, ...]
@@ -424,8 +463,8 @@ class Rule:
     effect_span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Default:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Default(Node):
     """`default allow|deny|ask [{…}]` or `default RISK_TABLE`."""
 
     effect: str | None
@@ -434,63 +473,63 @@ class Default:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Include:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Include(Node):
     policy: Name
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Policy(Node):
     name: Name
     items: tuple[Default | Include | Rule | Attr, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class RiskEntry:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RiskEntry(Node):
     level: Name
     effect: str
     options: tuple[Option, ...] | None = None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class RiskTable:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RiskTable(Node):
     name: Name
     entries: tuple[RiskEntry, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Mcp:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Mcp(Node):
     name: Name
     items: tuple[Attr | Tool, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class PrivateTool:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class PrivateTool(Node):
     tool: Tool
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Subagent:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Subagent(Node):
     name: Name
     items: tuple[Attr, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Skill:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Skill(Node):
     name: Name
     items: tuple[Attr | PrivateTool | Subagent, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Agent:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Agent(Node):
     name: Name
     items: tuple[Attr, ...]
     span: Span = _span()
@@ -499,35 +538,35 @@ class Agent:
 # Workflows
 
 
-@dataclass(frozen=True, slots=True)
-class Arg:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Arg(Node):
     name: Name
     value: Value
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class CallAction:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class CallAction(Node):
     tool: Name
     args: tuple[Arg, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class DelegateAction:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class DelegateAction(Node):
     agent: Name
     goal: Str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class DecideAction:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class DecideAction(Node):
     question: Str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class GateAction:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class GateAction(Node):
     cond: Cond
     span: Span = _span()
 
@@ -535,28 +574,28 @@ class GateAction:
 Action = CallAction | DelegateAction | DecideAction | GateAction
 
 
-@dataclass(frozen=True, slots=True)
-class By:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class By(Node):
     kind: str
     value: Str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Timeout:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Timeout(Node):
     duration: Duration
     default: Name | None = None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Context(Node):
     values: tuple[Expr, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class FailureAction:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class FailureAction(Node):
     """`retry N [backoff D]`, `compensate STEP`, `escalate role|user "…"`."""
 
     kind: str
@@ -568,8 +607,8 @@ class FailureAction:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class OnFailure:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class OnFailure(Node):
     actions: tuple[FailureAction, ...]
     span: Span = _span()
 
@@ -577,8 +616,8 @@ class OnFailure:
 StepOption = Attr | By | Timeout | Context | SchemaAttr | OnFailure
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Step(Node):
     name: Name
     action: Action
     after: tuple[Name, ...] = ()
@@ -588,8 +627,8 @@ class Step:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Workflow:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Workflow(Node):
     name: Name
     items: tuple[Attr | SchemaAttr | Step, ...]
     span: Span = _span()
@@ -598,15 +637,15 @@ class Workflow:
 # Tests
 
 
-@dataclass(frozen=True, slots=True)
-class TestCall:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class TestCall(Node):
     tool: Name
     args: tuple[Arg, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TestRecord:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class TestRecord(Node):
     """`as actor {…}`, `resource {…}`, `facts {…}`, `task {…}`, `env {…}`, `execution {…}`."""
 
     key: str
@@ -614,16 +653,16 @@ class TestRecord:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Said:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Said(Node):
     """`said "…"`: the user said this in the test's session, before the call."""
 
     text: Str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Earlier:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Earlier(Node):
     """`earlier TOOL(args) [returns VALUE] [ago DURATION]`: an earlier call of the test's
     session and its result."""
 
@@ -634,15 +673,15 @@ class Earlier:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Expect:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Expect(Node):
     effect: str
     details: tuple[Approver | Attr, ...] = ()
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Test:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Test(Node):
     __test__ = False  # not a pytest class
 
     name: Str
@@ -669,14 +708,14 @@ Declaration = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Comment:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Comment(Node):
     text: str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Broken:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Broken(Node):
     """A declaration the parser skipped after a syntax error, and what it would have declared
     as far as the recovery can tell: its keyword and name, and the tools written inside an
     `mcp` or `skill` block. None means unknown (any name, or any kind of declaration)."""
@@ -687,8 +726,8 @@ class Broken:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Module:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Module(Node):
     """One parsed file: its declarations in source order, its comments (for `fmt`), and the
     declarations that did not parse (after syntax errors)."""
 

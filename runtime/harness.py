@@ -57,7 +57,7 @@ from .executors import Executors, Result
 from .exposure import ExposureIndex
 from .integrity import Checkpoint
 from .lifecycle import ActionError
-from .model import PUBLIC_KINDS, Agent, Skill, Spec
+from .model import PUBLIC_KINDS, Agent, Skill, Spec, build_models
 from .normalize import PendingCall, ToolNames, Validator, thaw
 from .policy import Decision, PolicyEngine
 from .projections import Projections, SessionView
@@ -130,6 +130,7 @@ class Harness:
     def load(self, spec: Spec) -> None:
         """Load (or reload) a spec: everything is compiled once here. Open sessions judge
         their next calls under it; a pending approval is judged again when it is answered."""
+        build_models()  # calls validate from any thread: every validator is built before one
         self.spec = spec
         self.policy_version = spec.content_hash()
         self.engine = PolicyEngine(spec)

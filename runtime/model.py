@@ -5,6 +5,11 @@ load a spec from JSON and get back exactly what the compiler built (`Spec.from_j
 == s`). Everything that came from a source line carries `origin`, so a runtime error can name the
 spec line. This module imports only pydantic and the standard library.
 
+A model's validator is built when it is first needed, not at import: the compiler builds the
+model with `trusted` (it has checked every value), so `harnessc check` never pays for building
+validators it does not use. Whatever validates builds them all first (`build_models`):
+`Spec.from_json`, and the runtime when it loads a spec.
+
 >>> spec = Spec(name="demo", root_module="demo")
 >>> Spec.from_json(spec.to_json()) == spec
 True
@@ -15,8 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import typing as t
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 from pydantic import Field as _Field
@@ -86,10 +93,12 @@ __all__ = [
     "Type",
     "Value",
     "Workflow",
+    "build_models",
     "derive_wire_name",
     "parse_duration",
     "requester_may_approve",
     "risk_rank",
+    "trusted",
     "without_origins",
 ]
 
@@ -139,7 +148,7 @@ def risk_rank(level: str) -> int:
 
 
 class _Model(BaseModel):
-    # built once each, at the end of this module (see there)
+    # built on first use, or all at once by `build_models`
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
@@ -864,6 +873,8 @@ class Spec(_Model):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Spec:
+        """The spec saved as `text`, validated: an unknown field or a wrong type is an error."""
+        build_models()
         return cls.model_validate_json(text)
 
     def content_hash(self) -> str:
@@ -878,13 +889,17 @@ class Spec(_Model):
 
 def without_origins(value: t.Any) -> t.Any:
     """`model_dump(mode="json")` of a model, leaving out every model's `origin` field (a value
-    under a user-written key named `origin`, such as a test's argument, is kept)."""
-    if isinstance(value, BaseModel):
-        return {
-            name: without_origins(getattr(value, name))
-            for name in type(value).model_fields
-            if name != "origin"
-        }
+    under a user-written key named `origin`, such as a test's argument, is kept). A walk in
+    Python, needing no serializer built (the analysis keys its answers by it on every check)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    names = _KEPT.get(kind)
+    if names is None and isinstance(value, BaseModel):
+        names = _KEPT[kind] = tuple(n for n in kind.__pydantic_fields__ if n != "origin")
+    if names is not None:
+        fields = value.__dict__
+        return {name: without_origins(fields[name]) for name in names}
     if isinstance(value, dict):
         return {str(k): without_origins(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -892,7 +907,69 @@ def without_origins(value: t.Any) -> t.Any:
     return value
 
 
-# Every model is built here, once, in the order of definition. Built as each class is defined, a
-# model that names `Value`, `Condition` or a later model would fail, and be built again here.
-for _cls in _Model.__subclasses__():
-    _cls.model_rebuild()
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_KEPT: dict[type, tuple[str, ...]] = {}
+"""Each model class's fields but `origin`, in declaration order."""
+
+
+_P = ParamSpec("_P")
+_M = TypeVar("_M", bound=_Model)
+
+
+def trusted(cls: Callable[_P, _M]) -> Callable[_P, _M]:
+    """`cls(...)` without validation, for a caller that has checked every value (lowering):
+    `trusted(Path)(root="args", parts=("x",))`. Typed as the class itself, so a type checker
+    checks each argument. The result equals the validated one only if every value already has
+    its field's type (a tuple for a tuple, a model for a model): the compiler's tests check that
+    what it builds survives `Spec.from_json(spec.to_json())` unchanged, and `build` checks the
+    model it writes.
+
+    What pydantic's `model_construct` does, less what these models never need (aliases, extra
+    fields, private attributes): it checks every field's alias on every call, and took longer
+    than validating once a model was built, which a spec of thousands of tools felt."""
+    return _CONSTRUCTORS.get(cls) or _constructor(t.cast("type[_M]", cls))
+
+
+_CONSTRUCTORS: dict[t.Any, t.Any] = {}
+
+
+def _constructor(cls: type[_M]) -> t.Callable[..., _M]:
+    fields = cls.__pydantic_fields__
+    defaults = {n: f.get_default() for n, f in fields.items() if not f.is_required()}
+    factories = {n: f.default_factory for n, f in fields.items() if f.default_factory}
+    names = tuple(fields)
+    new, setattr_ = cls.__new__, object.__setattr__
+
+    def construct(**values: t.Any) -> _M:
+        made = new(cls)
+        given = {n: values[n] if n in values else defaults[n] for n in names}
+        for name, factory in factories.items():
+            if name not in values:
+                given[name] = factory()  # type: ignore[call-arg]
+        setattr_(made, "__dict__", given)
+        setattr_(made, "__pydantic_fields_set__", set(values))
+        setattr_(made, "__pydantic_extra__", None)
+        setattr_(made, "__pydantic_private__", None)
+        return made
+
+    _CONSTRUCTORS[cls] = construct
+    return construct
+
+
+_built = False
+_building = threading.Lock()
+
+
+def build_models() -> None:
+    """Build every model's validator and serializer now, once, from whichever thread calls
+    first (pydantic would build each on its first use; before pydantic 2.14 that was not
+    thread-safe, and a first call would wait for it). In the order of definition: a model that
+    names a later one (`Value`, `Condition`) builds it on the way."""
+    global _built
+    if _built:
+        return
+    with _building:
+        if not _built:
+            for cls in _Model.__subclasses__():
+                cls.model_rebuild()
+            _built = True

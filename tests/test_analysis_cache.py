@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 from harnessc.compiler.analysis.budget import RLIMIT_VARIABLE
-from harnessc.compiler.analysis.cache import AnalysisCache
+from harnessc.compiler.analysis.cache import AnalysisCache, installed_version
 from harnessc.compiler.analysis.policy import PolicyAnalysis, analyse_policies
 from harnessc.compiler.pipeline import check
 from harnessc.dsl.builder import parser_cache_file
@@ -195,3 +196,11 @@ def test_a_second_check_of_an_unchanged_spec_does_not_load_z3(tmp_path: Path) ->
     ok, hits, partitions, z3 = run()
     assert (ok, hits, z3) == ("True", "0", "True")
     assert run() == ["True", partitions, partitions, "False"]
+
+
+@pytest.mark.parametrize("package", ["z3-solver", "networkx", "pydantic-core", "harnessc"])
+def test_the_versions_in_cache_keys_are_the_installed_ones(package: str) -> None:
+    """The analysis and workflow caches key entries by z3's and networkx's versions, read from
+    the install's folder names: the same versions `importlib.metadata` gives."""
+    assert installed_version(package) == metadata.version(package)
+    assert installed_version("no-such-distribution") == "unknown"

@@ -180,7 +180,8 @@ def test_version_and_help_load_no_stage() -> None:
 
 def test_check_after_an_edit_loads_only_the_stages_it_runs(tmp_path: Path) -> None:
     """`check` of a spec whose workflow graphs and analysis answers are cached (the first check
-    after an edit) loads neither the lint rules, the runtime's engine, networkx nor z3."""
+    after an edit) loads neither the lint rules, the runtime's engine, networkx nor z3, and
+    builds no validator of the model (lowering has checked every value it builds)."""
     example = Path(__file__).resolve().parent.parent / "examples" / "remediation"
     program = (
         "import sys\n"
@@ -188,7 +189,9 @@ def test_check_after_an_edit_loads_only_the_stages_it_runs(tmp_path: Path) -> No
         f"code = main(['check', '-q', '--no-cache', {str(example / 'remediation.harness')!r}])\n"
         "heavy = ('harnessc.compiler.lints', 'harnessc.compiler.analysis.availability',\n"
         "         'harnessc.runtime.policy', 'harnessc.runtime.history', 'networkx', 'z3')\n"
-        "print(code, sorted(m for m in heavy if m in sys.modules))\n"
+        "from harnessc.runtime.model import _Model\n"
+        "built = [c.__name__ for c in _Model.__subclasses__() if c.__pydantic_complete__]\n"
+        "print(code, sorted(m for m in heavy if m in sys.modules), built)\n"
     )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache-home")}
     env.pop("HARNESSC_CACHE_DIR", None)
@@ -199,4 +202,4 @@ def test_check_after_an_edit_loads_only_the_stages_it_runs(tmp_path: Path) -> No
         for _ in range(2)
     ]
     assert "networkx" in runs[0] and "z3" in runs[0]  # the first run answers and caches
-    assert runs[1] == "0 []\n"
+    assert runs[1] == "0 [] []\n"

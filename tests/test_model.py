@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harnessc.compiler.lower import derive_wire_name
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import model as m
+from pydantic import ValidationError
 
 from .conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "remediation" / "remediation.harness"
 STDLIB = sorted((ROOT / "stdlib").glob("*.harness"))
+ROOTS = sorted(
+    p
+    for p in (ROOT / "examples").glob("*/*.harness")
+    if re.search(r"^harness ", p.read_text(encoding="utf-8"), re.MULTILINE)
+)
+"""Every example's root spec (the file with a `harness` header)."""
+SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.harness"))
 
 
 def build(path: Path) -> m.Spec:
@@ -344,15 +356,119 @@ def test_the_model_carries_origins(spec: m.Spec) -> None:
     assert str(origin).endswith("remediation.harness:34:6")
 
 
-def test_every_model_is_built_when_the_module_is_imported() -> None:
-    """The runtime validates from its first call, from any thread: no model is left to build on
-    first use (the models are built at the end of runtime/model.py)."""
+def test_every_model_is_built_before_the_runtime_validates() -> None:
+    """Importing the model builds no validator (`check` uses none: lowering builds the model
+    with `trusted`); loading a spec, from JSON or into a harness, builds them all, so the
+    runtime validates from its first call, from any thread, with nothing left to build."""
     code = (
+        "import sys\n"
         "import harnessc.runtime.model as m\n"
         "models = [v for v in vars(m).values() if isinstance(v, type)"
         " and issubclass(v, m._Model) and v is not m._Model]\n"
-        "print(len(models), sorted(c.__name__ for c in models if not c.__pydantic_complete__))\n"
+        "def built():\n"
+        "    return sum(c.__pydantic_complete__ for c in models)\n"
+        "print(len(models), built())\n"
+        "from harnessc.compiler.pipeline import check\n"
+        "spec = check([sys.argv[1]]).model\n"
+        "print(built())\n"
+        "if sys.argv[2] == 'json':\n"
+        "    m.Spec.from_json(spec.to_json())\n"
+        "else:\n"
+        "    from harnessc.runtime import Harness\n"
+        "    Harness(spec)\n"
+        "print(built())\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    count, unbuilt = done.stdout.split(" ", 1)
-    assert int(count) > 40 and unbuilt.strip() == "[]", done.stdout
+    for load in ("json", "harness"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(EXAMPLE), load],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        count, imported, checked, loaded = done.stdout.split()
+        assert int(count) > 40 and imported == "0", done.stdout
+        assert int(checked) < int(count), done.stdout  # `check` builds what its analysis reads
+        assert loaded == count, done.stdout
+
+
+def test_a_loaded_spec_is_validated_strictly(spec: m.Spec) -> None:
+    """The compiler builds the model unvalidated; whatever loads it back validates every field:
+    an unknown field, a wrong type or a missing field is an error, never a silently odd model."""
+    data = json.loads(spec.to_json())
+    changes: list[Callable[[dict[str, Any]], object]] = [
+        lambda tool: tool.update(surprise=True),
+        lambda tool: tool.update(risk="severe"),
+        lambda tool: tool["origin"].update(line="line 34"),
+        lambda tool: tool.pop("wire_name"),
+    ]
+    for change in changes:
+        broken = copy.deepcopy(data)
+        change(broken["tools"]["change.create"])
+        with pytest.raises(ValidationError):
+            m.Spec.from_json(json.dumps(broken))
+
+
+@pytest.mark.parametrize("path", [*ROOTS, *SCENARIOS, *STDLIB], ids=lambda p: p.name)
+def test_the_model_lowering_builds_is_the_validated_model(path: Path) -> None:
+    """Lowering builds the model without validation (`trusted`): what it builds must be what
+    validation would have built, every value of its field's type (a tuple, not a list)."""
+    lowered = build(path)
+    again = m.Spec.from_json(lowered.to_json())
+    assert again == lowered
+    assert again.content_hash() == lowered.content_hash()
+
+
+def test_the_analysis_names_a_session_term_as_the_runtime_keys_it() -> None:
+    """The analysis names a history term by its canonical JSON (a walk of the model) and the
+    runtime keys the term's aggregate by pydantic's dump: the two must be the same text."""
+    from harnessc.compiler.analysis.concrete import canonical
+    from harnessc.runtime.session_terms import history_key, session_terms
+
+    terms = [
+        term
+        for path in SCENARIOS
+        for policy in build(path).policies.values()
+        for rule in policy.rules
+        for term in session_terms(rule.condition)
+        if isinstance(term, m.History)
+    ]
+    assert len(terms) >= 5
+    assert all(canonical(term) == history_key(term) for term in terms)
+
+
+def test_build_reports_a_model_that_does_not_load_back(spec: m.Spec) -> None:
+    """Lowering builds unvalidated; `build` loads the model back from its JSON before writing a
+    package, and a model that fails to (a bug of ours) is an H901, never a package that cannot
+    load: a wrong value, or a value of the wrong type that validation would change."""
+    from harnessc.compiler.pipeline import _unloadable
+
+    assert _unloadable(spec) is None
+    tool = spec.tools["change.create"]
+    wrong_value = m.trusted(m.Tool)(**{**dict(tool), "risk": "severe"})
+    wrong_type = m.trusted(m.Tool)(**{**dict(tool), "effects": list(tool.effects)})
+    for broken in (wrong_value, wrong_type):
+        problem = _unloadable(spec.model_copy(update={"tools": {tool.id: broken}}))
+        assert problem is not None and problem.code == "H901", broken
+
+
+def _less_origins(dumped: Any) -> Any:
+    """pydantic's dump less every `origin` that is a model's (None or a file, line and column)."""
+    if isinstance(dumped, dict):
+        return {
+            k: _less_origins(v)
+            for k, v in dumped.items()
+            if not (k == "origin" and (v is None or set(v) == {"file", "line", "column"}))
+        }
+    if isinstance(dumped, list):
+        return [_less_origins(v) for v in dumped]
+    return dumped
+
+
+@pytest.mark.parametrize("path", [*ROOTS, *SCENARIOS], ids=lambda p: p.name)
+def test_without_origins_is_the_json_dump_less_origins(path: Path) -> None:
+    """`without_origins` (content hashes, the analysis's keys) walks the model by hand; it must
+    give pydantic's JSON dump with every model's `origin` left out, in the same order."""
+    spec = build(path)
+    walked = json.dumps(m.without_origins(spec))
+    assert walked == json.dumps(_less_origins(spec.model_dump(mode="json")))
+    assert walked != json.dumps(spec.model_dump(mode="json"))  # it had origins to leave out

@@ -342,3 +342,21 @@ def test_an_unclosed_block_is_the_one_its_indentation_leaves_open(
     assert error.primary is not None
     assert error.primary.span.text == "{"
     assert error.primary.span.line == underlined_line
+
+
+def test_nodes_compare_hash_and_show_their_fields_never_their_span() -> None:
+    """Syntax nodes share one equality, hash and repr (`syntax.Node`): over their fields, as
+    `dataclass` generates them, leaving out spans (and a module's comments); and frozen."""
+    text = 'tool a.b {\n  summary "d"\n  effects read\n}\n'
+    one = parse(text)
+    other = parse("# a comment\n\n" + text.replace("  ", "    "))
+    assert one == other and hash(one) == hash(other)
+    assert one.items[0].span != other.items[0].span and one.comments != other.comments
+    assert one != parse(text.replace('"d"', '"e"'))
+    name = s.Name("x")
+    assert name == s.Name("x", span=one.items[0].span) and name != s.Pattern("x")
+    assert {name, s.Name("x")} == {name} and (name == "x") is False
+    assert repr(name) == "Name(text='x')"
+    assert repr(s.Module(())) == "Module(items=(), comments=(), broken=())"
+    with pytest.raises(AttributeError):
+        name.text = "y"  # type: ignore[misc]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import re
+import sys
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 
 from harnessc.dsl.files import cache_folder
@@ -33,7 +33,24 @@ _SOURCES = (
 
 
 def installed_version(package: str) -> str:
-    """The installed version of a distribution, or "unknown"."""
+    """The installed version of a distribution, or "unknown".
+
+    Read from the name of its `NAME-VERSION.dist-info` folder on the import path, as installers
+    name it (`z3_solver-4.15.4.0.dist-info`): `importlib.metadata` would answer the same, but
+    importing it (the email package, zipfile, csv) costs a check whose answers are cached more
+    than the rest of the analysis. A distribution installed otherwise is asked through it.
+    """
+    prefix = re.sub(r"[-_.]+", "_", package).lower() + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:  # a zip file, a missing folder, an import hook
+            continue
+        for name in names:
+            if name.endswith(".dist-info") and name.lower().startswith(prefix):
+                return name[len(prefix) : -len(".dist-info")]
+    from importlib import metadata
+
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -125,6 +142,8 @@ class AnalysisCache:
 
     @staticmethod
     def _write(folder: Path, name: str, text: str) -> None:
+        import tempfile  # a run whose answers are all cached writes none
+
         # written aside and renamed: a reader never sees half an entry
         try:
             folder.mkdir(exist_ok=True)

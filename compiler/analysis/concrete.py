@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeAlias
 
 from harnessc.runtime import model as m
+from harnessc.runtime.model import trusted
 from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind, selects
 
 __all__ = [
@@ -39,11 +40,11 @@ __all__ = [
 
 STRENGTH = {"allow": 0, "ask": 1, "deny": 2}
 
-STRING = m.Type(name="string")
-PATH = m.Type(name="path")
-DURATION = m.Type(name="duration")
-LIST_OF_STRINGS = m.Type(name="list", item=STRING)
-MAP_OF_STRINGS = m.Type(name="map", item=STRING)
+STRING = trusted(m.Type)(name="string")
+PATH = trusted(m.Type)(name="path")
+DURATION = trusted(m.Type)(name="duration")
+LIST_OF_STRINGS = trusted(m.Type)(name="list", item=STRING)
+MAP_OF_STRINGS = trusted(m.Type)(name="map", item=STRING)
 
 # Built-in values with a known type, and whether a call always has them. The actor's identity
 # (user, role, roles) is established by the session; everything else may be missing.
@@ -144,7 +145,7 @@ class Witness:
 def canonical(node: m.Condition) -> str:
     """A term's canonical form: its JSON, keys sorted (what names its variable in the analysis
     and its value in a witness's session state; the runtime keys its aggregates the same way)."""
-    return json.dumps(node.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return json.dumps(m.without_origins(node), sort_keys=True, separators=(",", ":"))
 
 
 SessionTerm: TypeAlias = m.Provenance | m.Quantified | m.History | m.Extract

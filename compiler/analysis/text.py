@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
 
 from harnessc.runtime.model import (
@@ -129,12 +130,15 @@ def spec_text(node: object, top: bool = True) -> str:
     raise TypeError(f"not a condition: {node!r}")
 
 
-_TERMS: TypeAdapter[Condition] = TypeAdapter(Condition)
+@cache
+def _terms() -> TypeAdapter[Condition]:
+    # built on first use: building it builds the conditions' validators, which `check` never uses
+    return TypeAdapter(Condition)
 
 
 def term_of(key: str) -> Condition:
     """The session term a canonical form (`concrete.canonical`) stands for."""
-    return _TERMS.validate_json(key)
+    return _terms().validate_json(key)
 
 
 def value_text(value: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harnessc.dsl import syntax as s
 from harnessc.runtime import model as m
+from harnessc.runtime.model import trusted
 
 from ..modules import head_span
 from ..resolve import Module
@@ -21,9 +22,6 @@ class AgentLowering(ToolLowering):
 
     # =========================================================================================
     # Surfaces
-
-    def surface_of(self, module: Module, node: s.Surface) -> m.Surface | None:
-        return self.guarded(node, lambda: self.surface(module, node))
 
     def surface(self, module: Module, node: s.Surface) -> m.Surface:
         attrs = self.unique_attrs(node.items, ("limit", "summary"), "a surface")
@@ -43,10 +41,10 @@ class AgentLowering(ToolLowering):
             limit_node = next((v for v in attrs["limit"].values if isinstance(v, s.Int)), None)
             if limit_node is not None:
                 limit = self.at_least_one(limit_node, "a surface's `limit`")
-        rank = m.Rank(top=max(60, limit))
+        rank = trusted(m.Rank)(top=max(60, limit))
         if ranks:
             rank = self.rank(ranks[0], limit, limit_node)
-        return m.Surface(
+        return trusted(m.Surface)(
             name=f"{self.names[module.key]}.{node.name.text}",
             summary=self.text(attrs.get("summary")),
             expose=tuple(expose),
@@ -87,7 +85,7 @@ class AgentLowering(ToolLowering):
             )
             if w is not None
         )
-        return m.Rank(recall=recall, top=top, rerank=rerank, prefer=prefer)  # type: ignore[arg-type]
+        return trusted(m.Rank)(recall=recall, top=top, rerank=rerank, prefer=prefer)  # type: ignore[arg-type]
 
     # =========================================================================================
     # MCP servers, skills, agents
@@ -115,7 +113,7 @@ class AgentLowering(ToolLowering):
                 tool_id = f"mcp:{node.name.text}:tool:{child.name.text}"
                 ids.append(tool_id)
                 self.add_tool(module, child, tool_id, node.name.text, None)
-        return m.McpServer(
+        return trusted(m.McpServer)(
             id=node.name.text,
             transport=transport,  # type: ignore[arg-type]
             command=command,
@@ -136,7 +134,7 @@ class AgentLowering(ToolLowering):
                 self.add_tool(module, child.tool, tool_id, None, qualified)
             elif isinstance(child, s.Subagent):
                 sub = self.unique_attrs(child.items, ("tools", "persona", "summary"), "a subagent")
-                subagents[child.name.text] = m.Subagent(
+                subagents[child.name.text] = trusted(m.Subagent)(
                     name=child.name.text,
                     tools=tuple(self.ref(n, module) for n in self.name_values(sub.get("tools"))),
                     persona=self.text(sub.get("persona")),
@@ -144,7 +142,7 @@ class AgentLowering(ToolLowering):
                     origin=origin(child.name.span),
                 )
         profile = self.name_values(attrs.get("profile"))
-        return m.Skill(
+        return trusted(m.Skill)(
             name=qualified,
             summary=self.text(attrs.get("summary")),
             use_when=self.text(attrs.get("use_when")),
@@ -165,7 +163,7 @@ class AgentLowering(ToolLowering):
             names = self.name_values(attrs.get(key))
             return self.ref(names[0], module) if names else None
 
-        return m.Agent(
+        return trusted(m.Agent)(
             name=f"{self.names[module.key]}.{node.name.text}",
             persona=self.text(attrs.get("persona")),
             summary=self.text(attrs.get("summary")),

@@ -7,6 +7,7 @@ from typing import Any
 from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
+from harnessc.runtime.model import trusted
 
 from ..resolve import BUILTIN_ROOTS, RESULT_ROOT, Module
 from ..resolve_session import FACT_FUNCTIONS, SELECTING_FUNCTIONS, VALUE_FUNCTIONS
@@ -21,22 +22,22 @@ class ConditionLowering(SchemaLowering):
 
     def cond(self, node: object, module: Module) -> m.Condition:
         if isinstance(node, s.And):
-            return m.And(items=tuple(self.cond(i, module) for i in node.items))
+            return trusted(m.And)(items=tuple(self.cond(i, module) for i in node.items))
         if isinstance(node, s.Or):
-            return m.Or(items=tuple(self.cond(i, module) for i in node.items))
+            return trusted(m.Or)(items=tuple(self.cond(i, module) for i in node.items))
         if isinstance(node, s.Not):
-            return m.Not(item=self.cond(node.item, module))
+            return trusted(m.Not)(item=self.cond(node.item, module))
         if isinstance(node, s.Compare):
             left = self.value(node.left, module)
             right = self.value(node.right, module)
             self.check_members(node, left, right)
             if node.op == "matches" and isinstance(node.right, s.Str):
                 self.regex(node.right)
-            return m.Compare(op=node.op, left=left, right=right)  # type: ignore[arg-type]
+            return trusted(m.Compare)(op=node.op, left=left, right=right)  # type: ignore[arg-type]
         if isinstance(node, s.Provenance):
             return self.provenance(node, module)
         if isinstance(node, s.Quantified):
-            return m.Quantified(
+            return trusted(m.Quantified)(
                 quantifier=node.quantifier,  # type: ignore[arg-type]
                 var=node.var.text,
                 over=self.value(node.over, module),
@@ -66,7 +67,7 @@ class ConditionLowering(SchemaLowering):
                     + "` without `only`"
                 ),
             )
-        return m.Provenance(
+        return trusted(m.Provenance)(
             value=value,
             source=source,  # type: ignore[arg-type]
             label=node.label.text if node.label is not None else None,
@@ -94,23 +95,23 @@ class ConditionLowering(SchemaLowering):
 
     def value(self, node: object, module: Module) -> m.Value:
         if isinstance(node, s.Str):
-            return m.Literal(value=node.value, type="string")
+            return trusted(m.Literal)(value=node.value, type="string")
         if isinstance(node, s.Bool):
-            return m.Literal(value=node.value, type="bool")
+            return trusted(m.Literal)(value=node.value, type="bool")
         if isinstance(node, s.Int):
-            return m.Literal(value=node.value, type="int")
+            return trusted(m.Literal)(value=node.value, type="int")
         if isinstance(node, s.Float):
-            return m.Literal(value=node.value, type="float")
+            return trusted(m.Literal)(value=node.value, type="float")
         if isinstance(node, s.Duration):
-            return m.Literal(value=node.ms, type="duration")
+            return trusted(m.Literal)(value=node.ms, type="duration")
         if isinstance(node, s.Path):
             return self.path(node)
         if isinstance(node, s.FuncCall):
             return self.call(node, module)
         if isinstance(node, s.ListLit):
-            return m.ListValue(items=tuple(self.value(i, module) for i in node.items))
+            return trusted(m.ListValue)(items=tuple(self.value(i, module) for i in node.items))
         if isinstance(node, s.Record):
-            return m.RecordValue(
+            return trusted(m.RecordValue)(
                 fields={e.key.text: self.value(e.value, module) for e in node.entries}
             )
         raise TypeError(f"not a value: {node!r}")  # pragma: no cover - the parser builds values
@@ -127,14 +128,18 @@ class ConditionLowering(SchemaLowering):
             if isinstance(arg, s.Path):
                 symbol = self.res.references.get(arg.span)
                 target = symbol.name if symbol is not None else arg.text
-            return m.FactCall(func=name, name=target)  # type: ignore[arg-type]
+            return trusted(m.FactCall)(func=name, name=target)  # type: ignore[arg-type]
         if name in VALUE_FUNCTIONS:
             self.call_form(node, f"`{name}`")
             arg = self.single_value(node)
-            of = self.value(arg, module) if arg is not None else m.Literal(value="", type="string")
+            of = (
+                self.value(arg, module)
+                if arg is not None
+                else trusted(m.Literal)(value="", type="string")
+            )
             if name == "len":
-                return m.Length(of=of)
-            return m.Extract(func=name, of=of)  # type: ignore[arg-type]
+                return trusted(m.Length)(of=of)
+            return trusted(m.Extract)(func=name, of=of)  # type: ignore[arg-type]
         return self.history(node, module)
 
     def call_form(self, node: s.FuncCall, what: str, *, window: bool = False) -> None:
@@ -242,7 +247,7 @@ class ConditionLowering(SchemaLowering):
                 )
                 label = ""
         where = self.cond(node.when, module) if node.when is not None else None
-        return m.History(
+        return trusted(m.History)(
             func=name,  # type: ignore[arg-type]
             selectors=tuple(selectors),
             label=label,
@@ -271,7 +276,7 @@ class ConditionLowering(SchemaLowering):
         if len(args) == 1 and isinstance(args[0], s.Path):
             parts = args[0].parts
             if parts[0] in ("args", RESULT_ROOT) and len(parts) > 1:
-                return m.Path(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
+                return trusted(m.Path)(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
         self.report(
             "H335",
             "`sum` adds up one field of the calls: `args.NAME` or `result.NAME`",
@@ -284,20 +289,20 @@ class ConditionLowering(SchemaLowering):
     def path(self, node: s.Path) -> m.Path | m.EnumMember:
         parts = node.parts
         if parts[0] in BUILTIN_ROOTS:
-            return m.Path(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
+            return trusted(m.Path)(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
         symbol = self.res.references.get(node.span)
         if symbol is not None and symbol.kind == "var":
-            return m.Path(root="var", parts=parts)
+            return trusted(m.Path)(root="var", parts=parts)
         if parts[0] == RESULT_ROOT and len(parts) > 1:
-            return m.Path(root="result", parts=parts[1:])
+            return trusted(m.Path)(root="result", parts=parts[1:])
         if symbol is not None and symbol.kind == "step":
-            return m.Path(root="step", parts=parts)
+            return trusted(m.Path)(root="step", parts=parts)
         if symbol is not None and symbol.kind == "fact":
             depth = symbol.name.count(".") + 1
-            return m.Path(root="fact", parts=(symbol.name, *parts[depth:]))
+            return trusted(m.Path)(root="fact", parts=(symbol.name, *parts[depth:]))
         if parts[0] == "input" and len(parts) > 1:
-            return m.Path(root="input", parts=parts[1:])
-        return m.EnumMember(name=node.text)
+            return trusted(m.Path)(root="input", parts=parts[1:])
+        return trusted(m.EnumMember)(name=node.text)
 
     def json_value(self, node: object) -> Any:
         """A test's argument or record value as JSON (bare names and durations as text)."""
@@ -318,9 +323,9 @@ class ConditionLowering(SchemaLowering):
     def selector(self, pattern: s.Pattern, module: Module) -> m.Selector:
         text = pattern.text
         if text == "*":
-            return m.Selector(kind="all", text=text)
+            return trusted(m.Selector)(kind="all", text=text)
         if text.startswith("pack:"):
-            return m.Selector(kind="pack", value=text[5:], text=text)
+            return trusted(m.Selector)(kind="pack", value=text[5:], text=text)
         if text.startswith("kind:"):
             word = self.word(
                 s.Name(
@@ -330,16 +335,16 @@ class ConditionLowering(SchemaLowering):
                 m.TOOL_KINDS,
                 "tool kind",
             )
-            return m.Selector(kind="kind", value=word or text[5:], text=text)
+            return trusted(m.Selector)(kind="kind", value=word or text[5:], text=text)
         target = self.res.module_globs.get(pattern.span)
         if target is not None:
-            return m.Selector(
+            return trusted(m.Selector)(
                 kind="module",
                 value=self.names[target.key],
                 tools=tuple(sorted(self.exposable[target.key])),
                 text=text,
             )
         if "*" in text:
-            return m.Selector(kind="glob", value=text[: text.index("*")], text=text)
+            return trusted(m.Selector)(kind="glob", value=text[: text.index("*")], text=text)
         symbol = self.res.references.get(pattern.span)
-        return m.Selector(kind="id", value=symbol.name if symbol else text, text=text)
+        return trusted(m.Selector)(kind="id", value=symbol.name if symbol else text, text=text)

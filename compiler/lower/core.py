@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
 from typing import Any, TypeVar
@@ -12,7 +12,7 @@ from harnessc.dsl.diagnostics import Diagnostic, Reporter
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
-from pydantic import ValidationError
+from harnessc.runtime.model import trusted
 
 from ..modules import head_span
 from ..resolve import Module, Resolution, Symbol
@@ -41,7 +41,7 @@ def module_name(module: Module) -> str:
 
 def origin(span: Span) -> m.SourceRef:
     line, column = span.source.location(span.start)
-    return m.SourceRef(file=span.source.path, line=line, column=column)
+    return trusted(m.SourceRef)(file=span.source.path, line=line, column=column)
 
 
 def article(word: str) -> str:
@@ -67,23 +67,6 @@ class LowererBase(Reporter):
         self.policy_parts: dict[str, tuple[s.Policy, m.Policy, list[m.Rule | tuple[str, Span]]]]
         self.policy_parts = {}
         self.cycles: set[frozenset[str]] = set()
-
-    def guarded(self, node: object, build: Callable[[], T]) -> T | None:
-        """Build one declaration's model; a validation failure is our bug, never the user's."""
-        try:
-            return build()
-        except ValidationError as error:
-            errors = error.errors()
-            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-            self.report(
-                "H901",
-                "internal error while building the model of this declaration",
-                head_span(node),
-                "here",
-                notes=[f"the model rejected the value at `{where}`" if where else "no detail"],
-                help="this is a bug in harnessc; please report it with this spec",
-            )
-            return None
 
     def word(self, name: s.Name, vocabulary: Sequence[str], what: str) -> str | None:
         """A word of a closed vocabulary, or None after reporting H301."""

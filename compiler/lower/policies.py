@@ -8,6 +8,7 @@ from typing import Any
 from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
+from harnessc.runtime.model import trusted
 
 from ..modules import head_span
 from ..resolve import Module
@@ -58,7 +59,7 @@ class PolicyLowering(ConditionLowering):
                 )
                 continue
             if isinstance(option, s.Approver):
-                approvers.append(m.Approver(kind=option.kind, value=option.value.value))  # type: ignore[arg-type]
+                approvers.append(trusted(m.Approver)(kind=option.kind, value=option.value.value))  # type: ignore[arg-type]
             elif isinstance(option, s.Grant):
                 if self.once(seen, "grant", option, option.span):
                     grant = self.grant(option)
@@ -84,7 +85,7 @@ class PolicyLowering(ConditionLowering):
     def grant(self, node: s.Grant) -> m.Grant:
         ttl = self.positive_ms(node.ttl, "a grant's `ttl`")
         module = self.current
-        return m.Grant(
+        return trusted(m.Grant)(
             scope=node.scope,  # type: ignore[arg-type]
             ttl_ms=ttl,
             selector=self.selector(node.selector, module) if node.selector else None,
@@ -114,7 +115,7 @@ class PolicyLowering(ConditionLowering):
             elif isinstance(item, s.Rule):
                 position += 1
                 parts.append(self.rule(module, node, item, position, qualified))
-        shell = m.Policy(
+        shell = trusted(m.Policy)(
             name=qualified,
             summary=self.text(attrs.get("summary")),
             default=default,
@@ -127,12 +128,12 @@ class PolicyLowering(ConditionLowering):
         span = head_span(node)
         if node.table is not None:
             opts = self.options(node.options, "table", "default", span)
-            return m.DefaultDecision(
+            return trusted(m.DefaultDecision)(
                 table=self.ref(node.table, module), origin=origin(node.span), **opts
             )
         effect = node.effect or "deny"
         opts = self.options(node.options, effect, "default", span)
-        return m.DefaultDecision(effect=effect, origin=origin(node.span), **opts)  # type: ignore[arg-type]
+        return trusted(m.DefaultDecision)(effect=effect, origin=origin(node.span), **opts)  # type: ignore[arg-type]
 
     def rule(
         self, module: Module, policy: s.Policy, node: s.Rule, position: int, qualified: str
@@ -149,13 +150,15 @@ class PolicyLowering(ConditionLowering):
             elif isinstance(sel, s.RiskSelector):
                 level = self.word(sel.level, m.RISK_LEVELS, "risk level") or sel.level.text
                 selectors.append(
-                    m.Selector(kind="risk", op=sel.op, value=level, text=sel.span.text)
+                    trusted(m.Selector)(kind="risk", op=sel.op, value=level, text=sel.span.text)
                 )
             else:
                 effect = self.word(sel.effect, m.EFFECTS, "effect") or sel.effect.text
-                selectors.append(m.Selector(kind="effects", value=effect, text=sel.span.text))
+                selectors.append(
+                    trusted(m.Selector)(kind="effects", value=effect, text=sel.span.text)
+                )
         opts = self.options(node.options, node.effect, "rule", node.effect_span)
-        return m.Rule(
+        return trusted(m.Rule)(
             label=label,
             policy=qualified,
             effect=node.effect,  # type: ignore[arg-type]
@@ -217,7 +220,7 @@ class PolicyLowering(ConditionLowering):
             seen[level] = entry
             span = head_span(entry)
             opts = self.options(entry.options, entry.effect, "entry", span)
-            entries[level] = m.RiskEntry(
+            entries[level] = trusted(m.RiskEntry)(
                 effect=entry.effect,  # type: ignore[arg-type]
                 origin=origin(entry.span),
                 **opts,
@@ -231,7 +234,7 @@ class PolicyLowering(ConditionLowering):
                 f"risk table `{node.name.text}`",
                 help="map every level `low medium high critical` to an effect",
             )
-        return m.RiskTable(
+        return trusted(m.RiskTable)(
             name=f"{self.names[module.key]}.{node.name.text}",
             entries=dict(sorted(entries.items(), key=lambda kv: m.risk_rank(kv[0]))),
             origin=origin(node.name.span),

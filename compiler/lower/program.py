@@ -7,6 +7,7 @@ from typing import Any
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import has_errors
 from harnessc.runtime import model as m
+from harnessc.runtime.model import trusted
 
 from ..resolve import Module, Resolution
 from .agents import AgentLowering
@@ -48,26 +49,22 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
         for module in self.res.modules:
             for item in module.syntax.items:
                 if isinstance(item, s.Surface):
-                    built = self.surface_of(module, item)
-                    if built is not None:
-                        kinds["surfaces"][built.name] = built
+                    built = self.surface(module, item)
+                    kinds["surfaces"][built.name] = built
         meta = self.header(header)
         if has_errors(self.diagnostics):
             return Lowered(None, self.diagnostics)
         root_name = self.names[self.root.key] if self.root is not None else ""
 
-        def build() -> m.Spec:
-            return m.Spec(
-                name=header.name.text if header is not None else root_name,
-                root_module=root_name,
-                version=meta.get("version"),
-                summary=meta.get("summary"),
-                tools=dict(sorted(self.tools.items())),
-                policies=dict(sorted(policies.items())),
-                **{k: dict(sorted(v.items())) for k, v in kinds.items()},
-            )
-
-        spec = self.guarded(header or s.Header(s.Name(root_name), ()), build)
+        spec = trusted(m.Spec)(
+            name=header.name.text if header is not None else root_name,
+            root_module=root_name,
+            version=meta.get("version"),
+            summary=meta.get("summary"),
+            tools=dict(sorted(self.tools.items())),
+            policies=dict(sorted(policies.items())),
+            **{k: dict(sorted(v.items())) for k, v in kinds.items()},
+        )
         return Lowered(spec if not has_errors(self.diagnostics) else None, self.diagnostics)
 
     def header(self, header: s.Header | None) -> dict[str, str | None]:
@@ -79,30 +76,27 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
     def declare(self, module: Module, item: object, kinds: dict[str, dict[str, Any]]) -> None:
         mod = self.names[module.key]
         if isinstance(item, s.Connection):
-            kinds["connections"][item.name.text] = m.Connection(
+            kinds["connections"][item.name.text] = trusted(m.Connection)(
                 name=item.name.text,
                 description=item.description.value if item.description else None,
                 origin=origin(item.span),
             )
         elif isinstance(item, s.Runtime):
-            kinds["runtimes"][item.name.text] = m.Runtime(
+            kinds["runtimes"][item.name.text] = trusted(m.Runtime)(
                 name=item.name.text,
                 description=item.description.value if item.description else None,
                 origin=origin(item.span),
             )
         elif isinstance(item, s.Fact):
             fact = item
-            kinds["facts"][fact.name.text] = self.guarded(
-                fact,
-                lambda: m.Fact(
-                    name=fact.name.text,
-                    type=self.type(fact.type),
-                    description=fact.description.value if fact.description else None,
-                    origin=origin(fact.span),
-                ),
+            kinds["facts"][fact.name.text] = trusted(m.Fact)(
+                name=fact.name.text,
+                type=self.type(fact.type),
+                description=fact.description.value if fact.description else None,
+                origin=origin(fact.span),
             )
         elif isinstance(item, s.Label):
-            kinds["labels"][item.name.text] = m.Label(
+            kinds["labels"][item.name.text] = trusted(m.Label)(
                 name=item.name.text,
                 description=item.description.value if item.description else None,
                 origin=origin(item.span),
@@ -110,31 +104,25 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
         elif isinstance(item, s.Tool):
             self.add_tool(module, item, item.name.text, None, None)
         elif isinstance(item, s.Mcp):
-            server = self.guarded(item, lambda: self.mcp(module, item))
-            if server is not None:
-                kinds["mcp_servers"][server.id] = server
+            server = self.mcp(module, item)
+            kinds["mcp_servers"][server.id] = server
         elif isinstance(item, s.Skill):
-            skill = self.guarded(item, lambda: self.skill(module, item))
-            if skill is not None:
-                kinds["skills"][skill.name] = skill
+            skill = self.skill(module, item)
+            kinds["skills"][skill.name] = skill
         elif isinstance(item, s.Policy):
-            self.guarded(item, lambda: self.policy(module, item))
+            self.policy(module, item)
         elif isinstance(item, s.RiskTable):
-            table = self.guarded(item, lambda: self.risk_table(module, item))
-            if table is not None:
-                kinds["risk_tables"][table.name] = table
+            table = self.risk_table(module, item)
+            kinds["risk_tables"][table.name] = table
         elif isinstance(item, s.Agent):
-            agent = self.guarded(item, lambda: self.agent(module, item))
-            if agent is not None:
-                kinds["agents"][agent.name] = agent
+            agent = self.agent(module, item)
+            kinds["agents"][agent.name] = agent
         elif isinstance(item, s.Workflow):
-            workflow = self.guarded(item, lambda: self.workflow(module, item))
-            if workflow is not None:
-                kinds["workflows"][workflow.name] = workflow
+            workflow = self.workflow(module, item)
+            kinds["workflows"][workflow.name] = workflow
         elif isinstance(item, s.Test):
-            test = self.guarded(item, lambda: self.test(module, item))
-            if test is not None:
-                kinds["tests"][f"{mod}.{item.name.value}"] = test
+            test = self.test(module, item)
+            kinds["tests"][f"{mod}.{item.name.value}"] = test
 
     # =========================================================================================
     # Wire names

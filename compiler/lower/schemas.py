@@ -11,6 +11,7 @@ from typing import Any
 from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
+from harnessc.runtime.model import trusted
 
 from .core import LowererBase, article, origin
 
@@ -35,7 +36,7 @@ class SchemaLowering(LowererBase):
         return out
 
     def schema(self, node: s.Schema) -> m.Schema:
-        return m.Schema(fields=self.fields(node.fields), origin=origin(node.span))
+        return trusted(m.Schema)(fields=self.fields(node.fields), origin=origin(node.span))
 
     def fields(self, nodes: Sequence[s.Field]) -> tuple[m.Field, ...]:
         seen: dict[str, s.Field] = {}
@@ -59,8 +60,8 @@ class SchemaLowering(LowererBase):
     def type(self, node: s.TypeRef) -> m.Type:
         name = node.name
         if name in ("list", "map"):
-            item = self.type(node.args[0]) if node.args else m.Type(name="string")
-            return m.Type(name=name, item=item, optional=node.optional)
+            item = self.type(node.args[0]) if node.args else trusted(m.Type)(name="string")
+            return trusted(m.Type)(name=name, item=item, optional=node.optional)
         if name == "enum":
             values: list[str] = []
             firsts: dict[str, s.Str] = {}
@@ -77,13 +78,15 @@ class SchemaLowering(LowererBase):
                     continue
                 firsts[value.value] = value
                 values.append(value.value)
-            return m.Type(name="enum", values=tuple(values), optional=node.optional)
+            return trusted(m.Type)(name="enum", values=tuple(values), optional=node.optional)
         if name == "object":
-            return m.Type(name="object", fields=self.fields(node.fields), optional=node.optional)
+            return trusted(m.Type)(
+                name="object", fields=self.fields(node.fields), optional=node.optional
+            )
         if name in SCALAR_TYPES:
-            return m.Type(name=name, optional=node.optional)  # type: ignore[arg-type]
+            return trusted(m.Type)(name=name, optional=node.optional)  # type: ignore[arg-type]
         self.word(s.Name(name, span=self.type_name_span(node)), SCALAR_TYPES, "type")
-        return m.Type(name="string", optional=node.optional)
+        return trusted(m.Type)(name="string", optional=node.optional)
 
     @staticmethod
     def type_name_span(node: s.TypeRef) -> Span:
@@ -176,7 +179,7 @@ class SchemaLowering(LowererBase):
         dc = seen.get("default")
         if dc is not None and dc.value is not None:
             default = self.default(node, type_, dc, bounds, compiled)
-        return m.Field(
+        return trusted(m.Field)(
             name=node.name.text,
             type=type_,
             min=bounds.get("min"),

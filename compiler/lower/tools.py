@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
-from harnessc.runtime.model import WIRE_NAME, derive_wire_name
+from harnessc.runtime.model import WIRE_NAME, derive_wire_name, trusted
 
 from ..modules import head_span
 from ..resolve import Module
@@ -50,9 +50,7 @@ class ToolLowering(ConditionLowering):
         mcp_server: str | None,
         skill: str | None,
     ) -> None:
-        tool = self.guarded(node, lambda: self.tool(module, node, tool_id, mcp_server, skill))
-        if tool is None:
-            return
+        tool = self.tool(module, node, tool_id, mcp_server, skill)
         self.tools[tool_id] = tool
         self.tool_spans[tool_id] = node.name.span
         if tool.kind in EXPOSABLE_KINDS:
@@ -158,7 +156,7 @@ class ToolLowering(ConditionLowering):
                 f"dynamic tool `{tool_id}`",
                 help="declare the arguments, or `input {}` if it takes none",
             )
-        input_schema = schemas.get("input") or m.Schema()
+        input_schema = schemas.get("input") or trusted(m.Schema)()
         if operations:
             input_schema = self.with_discriminator(node, input_schema, operations, schemas)
 
@@ -190,7 +188,7 @@ class ToolLowering(ConditionLowering):
             for add in (self.on_success(i) for i in node.items if isinstance(i, s.OnSuccess))
             if add is not None
         )
-        return m.Tool(
+        return trusted(m.Tool)(
             id=tool_id,
             kind=kind,
             wire_name=wire,
@@ -232,8 +230,8 @@ class ToolLowering(ConditionLowering):
             return None
         symbol = self.res.references.get(node.fact.span)
         fact = symbol.name if symbol is not None else node.fact.text
-        value = m.Path(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
-        return m.FactAdd(value=value, fact=fact)
+        value = trusted(m.Path)(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
+        return trusted(m.FactAdd)(value=value, fact=fact)
 
     def input_trust(self, fields: Iterable[s.Field]) -> None:
         """`trusted`, `untrusted` and `label` describe what a tool returns: H303 on an input."""
@@ -284,7 +282,7 @@ class ToolLowering(ConditionLowering):
         if "effects" not in attrs:
             self.missing("`effects`", node, where, help="write `effects read`, `effects write`, …")
         effects = self.effects(attrs.get("effects"))
-        return m.Operation(
+        return trusted(m.Operation)(
             name=node.name.text,
             summary=self.text(attrs.get("summary")),
             use_when=self.text(attrs.get("use_when")),
@@ -317,9 +315,9 @@ class ToolLowering(ConditionLowering):
                     "not that enum",
                     help=f"write `op: enum({shown})`, or leave `op` out: it is added for you",
                 )
-        op_field = m.Field(
+        op_field = trusted(m.Field)(
             name="op",
-            type=m.Type(name="enum", values=names),
+            type=trusted(m.Type)(name="enum", values=names),
             origin=declared.origin if declared else origin(node.name.span),
         )
         fields = [op_field] + [f for f in schema.fields if f.name != "op"]

@@ -7,6 +7,7 @@ from typing import Any
 from harnessc.dsl import syntax as s
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
+from harnessc.runtime.model import trusted
 
 from ..modules import head_span
 from ..resolve import Module
@@ -29,7 +30,7 @@ class WorkflowLowering(ConditionLowering):
             names = self.name_values(attrs.get(key))
             return self.ref(names[0], module) if names else None
 
-        return m.Workflow(
+        return trusted(m.Workflow)(
             name=f"{self.names[module.key]}.{node.name.text}",
             summary=self.text(attrs.get("summary")),
             agent=one("agent"),
@@ -126,7 +127,7 @@ class WorkflowLowering(ConditionLowering):
         for key in ("when", "condition"):
             if data.get(key) is not None:
                 refs |= steps_read(data[key])
-        return m.Step(
+        return trusted(m.Step)(
             **data,
             after=tuple(n.text for n in node.after),
             depends_on=tuple(sorted(refs)),
@@ -157,7 +158,7 @@ class WorkflowLowering(ConditionLowering):
         data["options"] = tuple(options)
         if "by" in values:
             by: s.By = values["by"]
-            data["by"] = m.Approver(kind=by.kind, value=by.value.value)  # type: ignore[arg-type]
+            data["by"] = trusted(m.Approver)(kind=by.kind, value=by.value.value)  # type: ignore[arg-type]
         if "timeout" in values:
             timeout: s.Timeout = values["timeout"]
             data["timeout_ms"] = self.positive_ms(timeout.duration, "a timeout")
@@ -177,17 +178,17 @@ class WorkflowLowering(ConditionLowering):
         if node.kind == "retry":
             count = self.at_least_one(node.count, "a retry count") if node.count else 1
             backoff = self.positive_ms(node.backoff, "a backoff") if node.backoff else None
-            return m.FailureAction(kind="retry", count=count, backoff_ms=backoff)
+            return trusted(m.FailureAction)(kind="retry", count=count, backoff_ms=backoff)
         if node.kind == "compensate":
-            return m.FailureAction(
+            return trusted(m.FailureAction)(
                 kind="compensate", step=node.target.text if node.target else None
             )
         approver = (
-            m.Approver(kind=node.principal, value=node.who.value)  # type: ignore[arg-type]
+            trusted(m.Approver)(kind=node.principal, value=node.who.value)  # type: ignore[arg-type]
             if node.who is not None and node.principal is not None
             else None
         )
-        return m.FailureAction(kind="escalate", approver=approver)
+        return trusted(m.FailureAction)(kind="escalate", approver=approver)
 
     # =========================================================================================
     # Tests
@@ -212,14 +213,14 @@ class WorkflowLowering(ConditionLowering):
         before: list[m.SessionStep] = []
         for item in node.items:
             if isinstance(item, s.Said):
-                before.append(m.SessionStep(said=item.text.value))
+                before.append(trusted(m.SessionStep)(said=item.text.value))
             elif isinstance(item, s.Earlier):
                 earlier: dict[str, Any] = {}
                 for arg in item.args:
                     if self.once(earlier, arg.name.text, arg, arg.name.span):
                         earlier[arg.name.text] = arg
                 before.append(
-                    m.SessionStep(
+                    trusted(m.SessionStep)(
                         tool=self.ref(item.tool, module),
                         args={k: self.json_value(a.value) for k, a in earlier.items()},
                         result=self.json_value(item.returns) if item.returns else None,
@@ -244,7 +245,7 @@ class WorkflowLowering(ConditionLowering):
             self.missing("`call`", node, where, help="write the call to judge: `call TOOL(…)`")
         if before:
             data["before"] = tuple(before)
-        return m.SpecTest(**data, origin=origin(node.name.span))
+        return trusted(m.SpecTest)(**data, origin=origin(node.name.span))
 
     def expect(self, node: s.Expect) -> m.Expectation:
         approver: m.Approver | None = None
@@ -253,14 +254,14 @@ class WorkflowLowering(ConditionLowering):
         for detail in node.details:
             if isinstance(detail, s.Approver):
                 if self.once(seen, "approver", detail, detail.span):
-                    approver = m.Approver(kind=detail.kind, value=detail.value.value)  # type: ignore[arg-type]
+                    approver = trusted(m.Approver)(kind=detail.kind, value=detail.value.value)  # type: ignore[arg-type]
             elif self.once(seen, detail.key, detail, detail.span):
                 if detail.key == "rule":
                     names = self.name_values(detail)
                     data["rule"] = names[0].text if names else None
                 else:
                     data[detail.key] = self.text(detail)
-        return m.Expectation(effect=node.effect, approver=approver, **data)  # type: ignore[arg-type]
+        return trusted(m.Expectation)(effect=node.effect, approver=approver, **data)  # type: ignore[arg-type]
 
 
 def steps_read(value: object) -> set[str]:
