@@ -128,12 +128,21 @@ def run_check(
     return Timing(seconds, data["queries"], data["hits"], data["z3"])
 
 
-def fresh_cache(root: Path, parser_cache: Path | None) -> Path:
-    """An empty cache folder, with the parser's tables in it unless `parser_cache` is None."""
-    folder = Path(tempfile.mkdtemp(dir=root))
-    if parser_cache is not None and parser_cache.exists():
-        (folder / "harnessc").mkdir()
-        shutil.copy(parser_cache, folder / "harnessc" / parser_cache.name)
+def fresh_cache(folder: Path, keep_parser: bool) -> Path:
+    """`folder` as an empty cache, but for the parser's tables when `keep_parser`.
+
+    The folder stays where it is: Lark keys its cached tables by the file's own path as well as
+    by the grammar, so tables copied into another folder would be built again.
+    """
+    own = folder / "harnessc"
+    if own.exists():
+        for item in own.iterdir():
+            if keep_parser and item.name == "parser.lark-cache":
+                continue
+            if item.is_dir():
+                shutil.rmtree(item)
+            else:
+                item.unlink()
     return folder
 
 
@@ -164,16 +173,15 @@ def main(argv: list[str] | None = None) -> int:
         trees: dict[str, Path | None] = {"": None}
         if args.baseline is not None:
             trees = {"old ": importable(args.baseline.resolve(), root / "old"), "": None}
-        parser_caches: dict[str, Path | None] = {}
+        caches: dict[str, Path] = {}
         for name, pythonpath in trees.items():
-            # one run on a small spec fills a parser cache to copy into each cold cache
-            warmup = root / f"warmup{len(parser_caches)}"
+            # one run on a small spec fills the parser's cache, kept by each cold run
+            caches[name] = root / f"cache{len(caches)}"
+            warmup = root / f"warmup{len(caches)}"
             warmup.mkdir()
             small = warmup / "small.harness"
             small.write_text(generate(10), encoding="utf-8")
-            run_check(small, warmup, args.limit, pythonpath)
-            filled = warmup / "harnessc" / "parser.lark-cache"
-            parser_caches[name] = None if args.cold_parser else filled
+            run_check(small, caches[name], args.limit, pythonpath)
 
         header = (
             f"{'T':>6} {'rules':>6} {'lines':>7} "
@@ -189,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text, encoding="utf-8")
             timings: dict[str, Timing] = {}
             for name, pythonpath in trees.items():
-                cache = fresh_cache(root, parser_caches[name])
+                cache = fresh_cache(caches[name], not args.cold_parser)
                 timings[name + "cold"] = run_check(path, cache, args.limit, pythonpath)
                 timings[name + "warm"] = run_check(path, cache, args.limit, pythonpath)
             cold, warm = timings["cold"], timings["warm"]
