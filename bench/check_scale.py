@@ -16,11 +16,12 @@ imports count as they do for a user. `cold`: an empty analysis cache (the parser
 cached, as after any first run; `--cold-parser` empties both); `warm`: a second run of the
 unchanged spec on the cache the cold run left; `cli s`: then `harnessc check` itself, which
 answers an unchanged spec from its stored result (compiler/result_cache.py) without compiling
-at all. `queries` are the SMT queries of the cold run
-(the analysis's work, independent of the machine's load), `hits` the analysis cache's hits in
-the warm run. `--baseline CHECKOUT` times another checkout of harnessc (a git worktree of an
-older commit) with this interpreter, side by side; `--limit` stops a measurement that takes
-longer (shown as `>limit`).
+at all. `queries` are the SMT queries of the cold run and `decided` the questions it answered
+without z3 (compiler/analysis/cells.py) — the analysis's work, independent of the machine's
+load; `hits` are the analysis cache's hits in the warm run, `cold z3` whether the cold run
+loaded z3 (a warm run never does). `--baseline CHECKOUT` times another checkout of harnessc
+(a git worktree of an older commit) with this interpreter, side by side; `--limit` stops a
+measurement that takes longer (shown as `>limit`).
 
 Targets: T=50 ≤ 0.5 s, T=500 ≤ 3 s, T=5,000 ≤ 20 s, a warm run ≤ 0.5 s.
 """
@@ -61,7 +62,7 @@ if not result.ok:
     sys.exit("the bench spec has errors: " + "; ".join(d.message for d in result.diagnostics[:3]))
 a = result.analysis
 print(json.dumps({"queries": getattr(a, "queries", 0), "hits": getattr(a, "cache_hits", 0),
-                  "z3": "z3" in sys.modules}))
+                  "decided": getattr(a, "decided", 0), "z3": "z3" in sys.modules}))
 """
 CLI = "import sys; from harnessc.compiler.cli import main; sys.exit(main(sys.argv[1:]))"
 PACKAGES = {"dsl": "dsl", "compiler": "compiler", "runtime": "runtime", "stdlib": "stdlib"}
@@ -81,6 +82,7 @@ class Timing:
     seconds: float | None  # None: over the limit
     queries: int = 0
     hits: int = 0
+    decided: int = 0
     z3: bool = False
 
     def text(self, limit: float) -> str:
@@ -125,7 +127,7 @@ def run_check(
     if cli:
         return Timing(seconds)
     data = json.loads(done.stdout.strip().splitlines()[-1])
-    return Timing(seconds, data["queries"], data["hits"], data["z3"])
+    return Timing(seconds, data["queries"], data["hits"], data.get("decided", 0), data["z3"])
 
 
 def fresh_cache(folder: Path, keep_parser: bool) -> Path:
@@ -186,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         header = (
             f"{'T':>6} {'rules':>6} {'lines':>7} "
             + " ".join(f"{name + 'cold s':>11} {name + 'warm s':>11}" for name in trees)
-            + f" {'cli s':>7} {'queries':>8} {'hits':>6} {'warm z3':>8}"
+            + f" {'cli s':>7} {'queries':>8} {'decided':>8} {'hits':>6} {'cold z3':>8}"
         )
         print(header)
         print("-" * len(header))
@@ -204,11 +206,12 @@ def main(argv: list[str] | None = None) -> int:
             # the current tree's cache (the last one): the first run stores the result
             run_check(path, cache, args.limit, None, cli=True)
             cli = run_check(path, cache, args.limit, None, cli=True)
-            z3 = "yes" if warm.z3 else "no"
+            z3 = "yes" if cold.z3 else "no"
             print(
                 f"{n:>6} {rule_count(n):>6} {text.count(chr(10)):>7} "
                 + " ".join(f"{t.text(args.limit):>11}" for t in timings.values())
-                + f" {cli.text(args.limit):>7} {cold.queries:>8} {warm.hits:>6} {z3:>8}",
+                + f" {cli.text(args.limit):>7} {cold.queries:>8} {cold.decided:>8}"
+                + f" {warm.hits:>6} {z3:>8}",
                 flush=True,
             )
             rows.append((n, timings))
