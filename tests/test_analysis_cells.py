@@ -25,7 +25,10 @@ tool t {
   summary "A tool."
   effects write
   risk medium
-  input { s: string?, e: enum("a", "b", "c"), n: int?, b: bool?, p: path, d: string default "x" }
+  input {
+    s: string?, e: enum("a", "b", "c"), n: int?, b: bool?, p: path
+    d: string default "x", k: int default 5
+  }
 }
 """
 ATOMS = (
@@ -36,6 +39,8 @@ ATOMS = (
     'args.e == "a"',
     'args.e != "b"',
     'args.e in ["a", "c"]',
+    "args.e == a",
+    "args.e in [b, c]",
     "args.n > 10",
     "args.n <= 3",
     "args.n == 11",
@@ -45,6 +50,14 @@ ATOMS = (
     'args.p within "/repo"',
     'args.p within "/repo/src"',
     'args.d == "x"',
+    "args.k < 2",
+    'task.stage == "s"',
+    "resource.kind == prod",
+    "env.region == actor.tenant",
+    "tool.effects has write",
+    "tool.risk >= high",
+    'tool.risk == "medium"',
+    'tool.tags has "x"',
     'actor.role == "sre"',
     'actor.role in ["sre", "dev"]',
     'actor.tenant == "t1"',

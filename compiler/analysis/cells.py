@@ -12,6 +12,8 @@ against literals:
 - a `bool` by `==`/`!=` with `true`/`false`, or alone;
 - a `path` by `within` a normalized absolute path other than `/`;
 - `args has f` for a field of the tool's input;
+- the tool's own `risk`, `effects`, `tags`, `packs`, `id` and `kind` against literals (the
+  same for every call);
 
 for a tool whose risk and effects do not follow an operation, and fields without a pattern,
 bounds or nested fields. Anything else is solved by z3 (solve.py), which is then loaded.
@@ -143,6 +145,9 @@ class _Reads:
             raise _Outside
 
     def compare(self, c: m.Compare) -> None:
+        if isinstance(c.left, m.Path) and c.left.root == "tool":
+            self.tool_fact(c)
+            return
         if c.op == "has":
             if not (
                 isinstance(c.left, m.Path)
@@ -183,6 +188,25 @@ class _Reads:
             v.literals.append(base)
         else:
             raise _Outside
+
+    def tool_fact(self, c: m.Compare) -> None:
+        """A comparison of the tool's registry entry with a literal: the same for every call
+        when the tool's risk and effects do not follow an operation."""
+        if self.tool.operations or not isinstance(c.left, m.Path) or len(c.left.parts) != 1:
+            raise _Outside
+        what, right = c.left.parts[0], c.right
+        word = right.name if isinstance(right, m.EnumMember) else None
+        if isinstance(right, m.Literal) and right.type == "string":
+            word = right.value
+        if what == "risk" and c.op in ("==", "!=", *_ORDER) and word in m.RISK_LEVELS:
+            return
+        if what == "effects" and c.op == "has" and word in m.EFFECTS:
+            return
+        if what in ("tags", "packs") and c.op == "has" and isinstance(word, str):
+            return
+        if what in ("id", "kind") and c.op in ("==", "!=") and isinstance(word, str):
+            return
+        raise _Outside
 
     @staticmethod
     def literal(v: _Value, node: object) -> None:
@@ -300,7 +324,8 @@ class _Partition:
             self.raw.append([tuple(zip(group, c, strict=True)) for c in choices])
         atoms: list[list[m.Condition]] = [[] for _ in self.groups]
         for atom, keys in reads.atoms:
-            atoms[where[next(iter(keys))]].append(atom)
+            if keys:  # else a fact of the tool, the same for every call
+                atoms[where[next(iter(keys))]].append(atom)
         self.calls: dict[tuple[int, ...], Call] = {}
         self.reps = [self.distinct(g, atoms[g]) for g in range(len(self.groups))]
         self.memo: dict[tuple[int, ...], bool] = {}
