@@ -16,11 +16,12 @@ imports count as they do for a user. `cold`: an empty analysis cache (the parser
 cached, as after any first run; `--cold-parser` empties both); `warm`: a second run of the
 unchanged spec on the cache the cold run left; `cli s`: then `harnessc check` itself, which
 answers an unchanged spec from its stored result (compiler/result_cache.py) without compiling
-at all. `queries` are the SMT queries of the cold run
-(the analysis's work, independent of the machine's load), `hits` the analysis cache's hits in
-the warm run. `--baseline CHECKOUT` times another checkout of harnessc (a git worktree of an
-older commit) with this interpreter, side by side; `--limit` stops a measurement that takes
-longer (shown as `>limit`).
+at all. `queries` are the SMT queries of the cold run and `decided` the questions it answered
+without z3 (compiler/analysis/cells.py) — the analysis's work, independent of the machine's
+load; `hits` are the analysis cache's hits in the warm run, `cold z3` whether the cold run
+loaded z3 (a warm run never does). `--baseline CHECKOUT` times another checkout of harnessc
+(a git worktree of an older commit) with this interpreter, side by side; `--limit` stops a
+measurement that takes longer (shown as `>limit`).
 
 Targets: T=50 ≤ 0.5 s, T=500 ≤ 3 s, T=5,000 ≤ 20 s, a warm run ≤ 0.5 s.
 """
@@ -61,7 +62,7 @@ if not result.ok:
     sys.exit("the bench spec has errors: " + "; ".join(d.message for d in result.diagnostics[:3]))
 a = result.analysis
 print(json.dumps({"queries": getattr(a, "queries", 0), "hits": getattr(a, "cache_hits", 0),
-                  "z3": "z3" in sys.modules}))
+                  "decided": getattr(a, "decided", 0), "z3": "z3" in sys.modules}))
 """
 CLI = "import sys; from harnessc.compiler.cli import main; sys.exit(main(sys.argv[1:]))"
 PACKAGES = {"dsl": "dsl", "compiler": "compiler", "runtime": "runtime", "stdlib": "stdlib"}
@@ -81,6 +82,7 @@ class Timing:
     seconds: float | None  # None: over the limit
     queries: int = 0
     hits: int = 0
+    decided: int = 0
     z3: bool = False
 
     def text(self, limit: float) -> str:
@@ -125,15 +127,24 @@ def run_check(
     if cli:
         return Timing(seconds)
     data = json.loads(done.stdout.strip().splitlines()[-1])
-    return Timing(seconds, data["queries"], data["hits"], data["z3"])
+    return Timing(seconds, data["queries"], data["hits"], data.get("decided", 0), data["z3"])
 
 
-def fresh_cache(root: Path, parser_cache: Path | None) -> Path:
-    """An empty cache folder, with the parser's tables in it unless `parser_cache` is None."""
-    folder = Path(tempfile.mkdtemp(dir=root))
-    if parser_cache is not None and parser_cache.exists():
-        (folder / "harnessc").mkdir()
-        shutil.copy(parser_cache, folder / "harnessc" / parser_cache.name)
+def fresh_cache(folder: Path, keep_parser: bool) -> Path:
+    """`folder` as an empty cache, but for the parser's tables when `keep_parser`.
+
+    The folder stays where it is: Lark keys its cached tables by the file's own path as well as
+    by the grammar, so tables copied into another folder would be built again.
+    """
+    own = folder / "harnessc"
+    if own.exists():
+        for item in own.iterdir():
+            if keep_parser and item.name == "parser.lark-cache":
+                continue
+            if item.is_dir():
+                shutil.rmtree(item)
+            else:
+                item.unlink()
     return folder
 
 
@@ -164,21 +175,20 @@ def main(argv: list[str] | None = None) -> int:
         trees: dict[str, Path | None] = {"": None}
         if args.baseline is not None:
             trees = {"old ": importable(args.baseline.resolve(), root / "old"), "": None}
-        parser_caches: dict[str, Path | None] = {}
+        caches: dict[str, Path] = {}
         for name, pythonpath in trees.items():
-            # one run on a small spec fills a parser cache to copy into each cold cache
-            warmup = root / f"warmup{len(parser_caches)}"
+            # one run on a small spec fills the parser's cache, kept by each cold run
+            caches[name] = root / f"cache{len(caches)}"
+            warmup = root / f"warmup{len(caches)}"
             warmup.mkdir()
             small = warmup / "small.harness"
             small.write_text(generate(10), encoding="utf-8")
-            run_check(small, warmup, args.limit, pythonpath)
-            filled = warmup / "harnessc" / "parser.lark-cache"
-            parser_caches[name] = None if args.cold_parser else filled
+            run_check(small, caches[name], args.limit, pythonpath)
 
         header = (
             f"{'T':>6} {'rules':>6} {'lines':>7} "
             + " ".join(f"{name + 'cold s':>11} {name + 'warm s':>11}" for name in trees)
-            + f" {'cli s':>7} {'queries':>8} {'hits':>6} {'warm z3':>8}"
+            + f" {'cli s':>7} {'queries':>8} {'decided':>8} {'hits':>6} {'cold z3':>8}"
         )
         print(header)
         print("-" * len(header))
@@ -189,18 +199,19 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text, encoding="utf-8")
             timings: dict[str, Timing] = {}
             for name, pythonpath in trees.items():
-                cache = fresh_cache(root, parser_caches[name])
+                cache = fresh_cache(caches[name], not args.cold_parser)
                 timings[name + "cold"] = run_check(path, cache, args.limit, pythonpath)
                 timings[name + "warm"] = run_check(path, cache, args.limit, pythonpath)
             cold, warm = timings["cold"], timings["warm"]
             # the current tree's cache (the last one): the first run stores the result
             run_check(path, cache, args.limit, None, cli=True)
             cli = run_check(path, cache, args.limit, None, cli=True)
-            z3 = "yes" if warm.z3 else "no"
+            z3 = "yes" if cold.z3 else "no"
             print(
                 f"{n:>6} {rule_count(n):>6} {text.count(chr(10)):>7} "
                 + " ".join(f"{t.text(args.limit):>11}" for t in timings.values())
-                + f" {cli.text(args.limit):>7} {cold.queries:>8} {warm.hits:>6} {z3:>8}",
+                + f" {cli.text(args.limit):>7} {cold.queries:>8} {cold.decided:>8}"
+                + f" {warm.hits:>6} {z3:>8}",
                 flush=True,
             )
             rows.append((n, timings))

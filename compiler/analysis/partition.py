@@ -24,7 +24,7 @@ from typing import Any
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import selects
 
-from .concrete import Call
+from .concrete import STRENGTH, Call
 
 __all__ = [
     "Absent",
@@ -34,8 +34,10 @@ __all__ = [
     "Undecided",
     "answers_from_json",
     "answers_to_json",
+    "beaten_by",
     "partition_key",
     "rule_key",
+    "winner",
 ]
 
 Key = tuple[str, ...]
@@ -103,10 +105,33 @@ class Answers:
     default: Example | None = None
     undecided: list[Undecided] = field(default_factory=list)
     queries: int = 0
+    decided: int = 0
+    """Questions answered without z3 (cells.py); `queries` counts z3's."""
 
     @property
     def out_of_time(self) -> bool:
         return any(u.out_of_time for u in self.undecided)
+
+
+def beaten_by(rules: Sequence[m.Rule], p: int) -> list[int]:
+    """The positions of the rules that beat rule p wherever both match (language.md §6): a
+    stronger effect, or the same effect earlier."""
+    effect = STRENGTH[rules[p].effect]
+    return [
+        q
+        for q in range(len(rules))
+        if STRENGTH[rules[q].effect] > effect or (rules[q].effect == rules[p].effect and q < p)
+    ]
+
+
+def winner(rules: Sequence[m.Rule], matched: Sequence[bool]) -> int | None:
+    """The position of the rule that decides a call the rules at `matched` match (None: the
+    default decides it)."""
+    positions = [p for p, yes in enumerate(matched) if yes]
+    if not positions:
+        return None
+    strongest = max(STRENGTH[rules[p].effect] for p in positions)
+    return next(p for p in positions if STRENGTH[rules[p].effect] == strongest)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,4 +251,5 @@ def answers_from_json(text: str) -> Answers:
         default=_example(data["default"]),
         undecided=[Undecided(u["position"], u["what"], u["reason"]) for u in data["undecided"]],
         queries=int(data["queries"]),
+        decided=int(data.get("decided", 0)),
     )

@@ -36,6 +36,7 @@ from harnessc.runtime.semantics import selects
 
 from .budget import query_rlimit, query_timeout_ms
 from .cache import AnalysisCache
+from .cells import solve_simply
 from .concrete import (
     BUILTINS,
     STRENGTH,
@@ -105,6 +106,8 @@ class PolicyAnalysis:
     witnesses: dict[str, dict[str, Witness]] = field(default_factory=dict)
     queries: int = 0
     """SMT queries asked: the analysis's work, independent of the machine's load."""
+    decided: int = 0
+    """Questions answered exactly without z3, for partitions whose conditions are simple."""
     partitions: int = 0
     """Distinct partitions the policies were cut into (each solved once, or read back)."""
     cache_hits: int = 0
@@ -358,9 +361,13 @@ class _PolicyAnalyser:
         found = self.cache.get(key)
         if found is not None:
             return found
+        absent = [[k for k in self.reads[i] if _may_be_absent(tool, k)] for i in indices]
+        simple = solve_simply(self.spec, tool, rules, absent, wants_default)
+        if simple is not None:
+            self.analysis.decided += simple.decided
+            return self.cache.put(key, simple)
         from .solve import solve_partition  # z3: loaded only when a partition must be solved
 
-        absent = [[k for k in self.reads[i] if _may_be_absent(tool, k)] for i in indices]
         solved = solve_partition(
             self.spec, tool, rules, absent, wants_default, query_timeout_ms(), query_rlimit()
         )

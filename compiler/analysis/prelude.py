@@ -32,8 +32,8 @@ from typing import Any
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import selects
 
+from .assemble import sample_value
 from .concrete import ABSENT, Call, holds_for, read_value
-from .solve import sample_value
 from .text import spec_text, term_of, value_text
 
 __all__ = ["Prelude", "session_prelude"]
