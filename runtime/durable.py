@@ -15,15 +15,16 @@ How a run is durable:
   `set_event` + `recv` on the topic `<workflow id>/<gate>`, whose timeout DBOS keeps as a
   durable deadline across restarts.
 - DBOS steps are at-least-once: a process that dies after a step's function returned but
-  before DBOS checkpointed its output runs the step again. So each step buffers the events it
-  produces and appends them to our log in one all-or-nothing transaction on a stream named
-  after the workflow id and the step (`workflow:<id>/<step>#<attempt>`), refused unless that
-  stream is new (`expected_seq=0`). A re-executed step first reads its stream: when the events
-  are there, it returns the outcome they recorded and runs nothing. The log gets every event
-  exactly once, on SQLite and PostgreSQL alike, without sharing a transaction with DBOS's
-  tables (which live in another file on SQLite). A tool runs twice only when the process dies
-  while the tool itself is running; its `tool_call_id` (the idempotency key) is the same both
-  times.
+  before DBOS checkpointed its output runs the step again. So a step appends nothing itself: its
+  events ride in its output, which DBOS checkpoints in its own transaction, and the worker's
+  appender (`runtime/workflow_log.py`) appends them to our log after the checkpoint, off the
+  step's path, each step on a stream named after the workflow id and the step
+  (`workflow:<id>/<step>#<attempt>`), refused unless that stream is new. A run replayed from
+  its checkpoints hands its steps over again and only the missing ones are appended. The log
+  gets every event exactly once, on SQLite and PostgreSQL alike, without sharing a transaction
+  with DBOS's tables (which live in another file on SQLite). A tool runs twice only when the
+  process dies between the tool's start and DBOS's checkpoint; its `tool_call_id` (the
+  idempotency key) is the same both times.
 """
 
 from __future__ import annotations

@@ -102,12 +102,13 @@ class _Run:
 
     # -- the state `status` shows ----------------------------------------------------------------
     #
-    # The state is not published on its own: every DBOS step of the run commits it to our log
-    # with its events, in the same transaction, so keeping `status` current costs no write of
-    # its own. A step commits the state as it will be once the interpreter has taken the step's
-    # outcome: the step done, the steps the outcome skips skipped, and the next ones running, so
-    # an operator sees a call in progress as `running`. A parallel branch commits its own view
-    # of its step instead (`workflow.branch`), which `run_state` lays over the run's state.
+    # The state is not published on its own: every DBOS step of the run records it with its
+    # events (in its checkpointed output, which our log appends in one transaction), so keeping
+    # `status` current costs no write of its own. A step records the state as it will be once
+    # the interpreter has taken the step's outcome: the step done, the steps the outcome skips
+    # skipped, and the next ones running, so an operator sees a call in progress as `running`.
+    # A parallel branch records its own view of its step instead (`workflow.branch`), which
+    # `run_state` lays over the run's state.
 
     def snapshot(self) -> dict[str, Any]:
         # the state is plain JSON by construction: a round trip through the C encoder copies

@@ -31,7 +31,9 @@ __all__ = ["StepLog", "append_once"]
 
 _log = logging.getLogger("harnessc.workflows")
 
-Step = tuple[int, Sequence[NewEvent]]
+Events = Sequence[NewEvent] | Callable[[], Sequence[NewEvent]]
+"""A step's events, or what builds them (on the appender's thread, off the step's path)."""
+Step = tuple[int, Events]
 """A step handed over: its ticket (1, 2, 3 … in the order of handing over) and its events."""
 
 
@@ -79,11 +81,12 @@ class StepLog:
         self._thread = threading.Thread(target=self._run, name="harnessc-step-log", daemon=True)
         self._thread.start()
 
-    def add(self, events: Sequence[NewEvent]) -> int:
-        """Hand over one step's events; returns its ticket."""
+    def add(self, events: Events) -> int:
+        """Hand over one step's events (or a function that builds them); returns its
+        ticket."""
         with self._cond:
             self._issued += 1
-            if events:
+            if callable(events) or events:
                 self._queue.append((self._issued, events))
                 self._cond.notify_all()
             else:
@@ -127,8 +130,12 @@ class StepLog:
                     self._cond.wait()
                 if not self._queue:
                     break
-                taken = _round(self._queue)
+                pending = list(self._queue)
             try:
+                ready = [(t, e() if callable(e) else e) for t, e in pending]
+                with self._cond:  # built once: only this thread takes from the queue's head
+                    self._queue[: len(ready)] = ready
+                taken = _round(ready)
                 self._append(taken)
             except Exception as error:  # the database away, the disk full: try again
                 with self._cond:
@@ -152,7 +159,7 @@ class StepLog:
         with self._cond:
             self._fail(RuntimeError("the workflow engine closed"))
 
-    def _append(self, taken: list[Step]) -> None:
+    def _append(self, taken: list[tuple[int, Sequence[NewEvent]]]) -> None:
         if self._before is not None:
             self._before()
         events = [e for _, batch in taken for e in batch]
@@ -185,11 +192,11 @@ class StepLog:
         self._waiters = []
 
 
-def _round(queue: list[Step]) -> list[Step]:
+def _round(queue: list[tuple[int, Sequence[NewEvent]]]) -> list[tuple[int, Sequence[NewEvent]]]:
     """The steps at the head of `queue` that one transaction appends: up to the first one that
     names a stream an earlier one names (its expectation would be checked after the earlier
     one's events, and fail)."""
-    taken: list[Step] = []
+    taken: list[tuple[int, Sequence[NewEvent]]] = []
     seen: set[str] = set()
     for ticket, batch in queue:
         streams = {e.stream for e in batch}

@@ -136,11 +136,10 @@ def log_step(output: Mapping[str, Any]) -> dict[str, Any]:
     from its checkpoint hands them over again, and they are appended only if they are not in
     the log already."""
     engine = worker()
-    events = step_events(output)
     if engine.log is not None:
-        engine.log.add(events)
+        engine.log.add(lambda: step_events(output))
     else:
-        append_once(engine.harness.store, events)
+        append_once(engine.harness.store, step_events(output))
     outcome: dict[str, Any] = output["outcome"]
     return outcome
 
