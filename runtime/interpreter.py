@@ -8,7 +8,6 @@ Imported by the engine (`runtime/durable.py`), which registers it with DBOS by i
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -111,10 +110,18 @@ class _Run:
     # `run_state` lays over the run's state.
 
     def snapshot(self) -> dict[str, Any]:
-        # the state is plain JSON by construction: a round trip through the C encoder copies
-        # it several times faster than `copy.deepcopy`
-        copied: dict[str, Any] = json.loads(json.dumps(self.state))
-        return copied
+        """A copy of the state to publish: its own step and gate records, artifacts and order,
+        the only parts the interpreter changes in place (values are replaced, never changed),
+        so the copy stays as it was when it was taken. A step's own events are made canonical
+        as soon as it records them."""
+        s = self.state
+        return {
+            **s,
+            "steps": {k: dict(v) for k, v in s["steps"].items()},
+            "gates": {k: dict(v) for k, v in s["gates"].items()},
+            "artifacts": list(s["artifacts"]),
+            "order": list(s["order"]),
+        }
 
     def publication(self, state: dict[str, Any]) -> Publication:
         if self.branch is None:
