@@ -666,22 +666,29 @@ def logged_once(tmp_path: Path, run: str) -> list[Event]:
     return events
 
 
+def killed_between_checkpoint_and_log(tmp_path: Path, url: str, run: str) -> Worker:
+    """A worker killed once DBOS has checkpointed step 3 of a run of `four` and before the log
+    took its events (its append never returns in this worker). The run goes on meanwhile:
+    step 4's tool is held, so it does not finish."""
+    first = Worker(tmp_path, url, hold=(4,), block_log=f"workflow:{run}/c#1")
+    try:
+        first.create("four", {"base": 1}, run)
+        until(lambda: (tmp_path / "ran.log.blocked").exists(), what="step 3's append")
+    finally:
+        first.kill()
+    assert [n for n, _, _ in first.ran()] == [1, 2, 3]
+    with SQLiteStore(tmp_path / "harness.db") as store:
+        assert not store.read(f"workflow:{run}/c#1")  # checkpointed, not in the log
+    return first
+
+
 def test_sigkill_after_a_checkpoint_before_the_log_appends_it(tmp_path: Path) -> None:
     """The window of a step whose events DBOS has checkpointed and the log has not taken yet:
     the run resumes from DBOS's checkpoint, the step does not run again, and its events reach
     the log once, in the order of the steps."""
     url = f"sqlite:///{tmp_path / 'harness.db'}"
     watch = observer(compiled(), url)
-    # the run goes on while the log waits: step 4's tool is held, so it does not finish
-    first = Worker(tmp_path, url, hold=(4,), block_log="workflow:window-1/c#1")
-    try:
-        first.create("four", {"base": 1}, "window-1")
-        until(lambda: (tmp_path / "ran.log.blocked").exists(), what="step 3's append")
-    finally:
-        first.kill()
-    assert [n for n, _, _ in first.ran()] == [1, 2, 3]
-    with SQLiteStore(tmp_path / "harness.db") as store:
-        assert not store.read("workflow:window-1/c#1")  # checkpointed, not in the log
+    killed_between_checkpoint_and_log(tmp_path, url, "window-1")
     second, done = resumed(tmp_path, url, watch, "window-1")
     ran = second.ran()
     assert [n for n, _, _ in ran] == [1, 2, 3, 4]  # step 3 did not run again
@@ -692,6 +699,30 @@ def test_sigkill_after_a_checkpoint_before_the_log_appends_it(tmp_path: Path) ->
     assert order == [
         f"workflow:window-1/{k}" for k in ("~start", "a#1", "b#1", "c#1", "d#1", "~end")
     ]
+    watch.workflows.close()
+
+
+def test_cancelling_a_run_whose_worker_died_in_that_window_logs_its_checkpointed_steps(
+    tmp_path: Path,
+) -> None:
+    """A cancelled run is never replayed: `cancel` appends the steps DBOS checkpointed that
+    the dead worker had not appended, once, before the cancellation."""
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    watch = observer(compiled(), url)
+    killed_between_checkpoint_and_log(tmp_path, url, "window-2")
+    assert watch.workflows.status("window-2")["steps"][2]["state"] != "succeeded"
+    shown = watch.workflows.cancel("window-2")
+    assert shown["status"] == "cancelled"
+    assert [s["state"] for s in shown["steps"]][:3] == ["succeeded"] * 3
+    with SQLiteStore(tmp_path / "harness.db") as store:
+        assert store.verify().ok
+        streams = [e.stream for e in store.read() if e.type == "workflow.step"]
+        ended = [e.stream for e in store.read() if e.type == "workflow.cancelled"]
+    assert streams == [f"workflow:window-2/{k}" for k in ("~start", "a#1", "b#1", "c#1")]
+    assert ended == ["workflow:window-2/~cancel"]
+    watch.workflows.cancel("window-2")  # again: nothing more
+    with SQLiteStore(tmp_path / "harness.db") as store:
+        assert [e.stream for e in store.read() if e.type == "workflow.step"] == streams
     watch.workflows.close()
 
 
