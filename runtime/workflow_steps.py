@@ -7,6 +7,7 @@ only the worker of this process (`attach`), whose harness judges and records the
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -152,12 +153,15 @@ async def settle() -> None:
         await engine.log.settle()
 
 
-def flush() -> None:
+def flush(timeout_s: float = 5.0) -> None:
     """`settle` for a thread: a reader in the worker's process (`status`, `decide`, `cancel`)
-    sees every step checkpointed before it asked."""
+    sees every step checkpointed before it asked. While the log cannot take them (its database
+    away), it waits at most `timeout_s` and reads the log as it stands: a view of the run from
+    a little earlier, as another process would see it."""
     engine = running()
     if engine is not None and engine.log is not None:
-        engine.log.flush()
+        with contextlib.suppress(TimeoutError):
+            engine.log.flush(timeout_s=timeout_s)
 
 
 class _Buffer(MemoryStore):

@@ -604,6 +604,34 @@ def test_steps_handed_over_after_some_were_logged_append_the_others_in_order(
     workflow_steps.flush()
 
 
+def test_the_log_takes_the_steps_it_failed_to_append_when_it_can_again() -> None:
+    """A commit of the log that fails (its database away) is tried again: the steps are
+    appended once it succeeds, in order, and a reader waiting for them is let go then."""
+    from harnessc.runtime.events import NewEvent
+    from harnessc.runtime.store import MemoryStore
+    from harnessc.runtime.workflow_log import StepLog
+
+    class Away(MemoryStore):
+        failures = 2
+
+        def _append(self, events: Any, expected_seq: Any) -> Any:
+            if self.failures:
+                self.failures -= 1
+                raise OSError("the database is away")
+            return super()._append(events, expected_seq)
+
+    store = Away()
+    log = StepLog(store)
+    try:
+        for i in range(3):
+            log.add([NewEvent(f"workflow:away-1/s{i}#1", "State", "workflow.step", {"n": i})])
+        log.flush(timeout_s=30)
+    finally:
+        log.close()
+    assert store.failures == 0
+    assert [e.stream for e in store.read()] == [f"workflow:away-1/s{i}#1" for i in range(3)]
+
+
 def test_importing_the_runtime_does_not_load_dbos() -> None:
     import subprocess
     import sys
