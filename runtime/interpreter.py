@@ -233,12 +233,9 @@ class _Run:
                     if info["state"] == "pending":
                         info["state"] = "skipped"
             end = "workflow.completed" if self.state["status"] == "completed" else "workflow.failed"
-            summary = self._summary()
-            await self.record(
-                "~end",
-                end,
-                {**summary, "outcome": self.state["outcome"], "error": self.state["error"]},
-            )
+            outcome, error = self.state["outcome"], self.state["error"]
+            summary = {**self._summary(), "outcome": outcome, "error": error}
+            await self.record("~end", end, summary)
         except asyncio.CancelledError:
             raise  # the engine shuts down: the run resumes at the next launch
         except BaseException:

@@ -90,7 +90,7 @@ def worker() -> Worker:
 
 
 Publication = tuple[str, dict[str, Any]]
-"""What a step commits for `status`: (`workflow.state`, the run's state) or
+"""What a step records for `status`: (`workflow.state`, the run's state) or
 (`workflow.branch`, a parallel branch's view of its step)."""
 
 

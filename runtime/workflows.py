@@ -366,7 +366,8 @@ class Workflows:
     def _events(self) -> Any:
         """The event store at the URL, where every run records its steps: a worker's harness
         store (checked at launch), else one opened here. A worker first appends every step it
-        has checkpointed, so what is read here is never behind what DBOS says of a run."""
+        has checkpointed (waiting at most 5 s for the log), so what is read here is not behind
+        what DBOS says of a run."""
         from . import durable, workflow_steps
 
         if self._engine is not None:  # a worker: its harness's store is the URL's
