@@ -6,12 +6,14 @@ gate round trip and the memory of runs waiting at gates, on SQLite and PostgreSQ
 Each measurement starts from a fresh store (a temporary SQLite file; a fresh database on the
 PostgreSQL server of `--postgres`, created and dropped). Executors do nothing, so the numbers are
 the cost of the machinery: the governed call (normalize, decide, invoke, events), DBOS's
-checkpoints and the exactly-once append of each step's events.
+checkpoints (which carry each step's events) and the log's append of them, off the step's
+path.
 
 - step overhead: (latency of a 16-step run − latency of a 1-step run) / 15, median of 5, each
   latency from the run's start to its end as the log stamped them; beside it, the same figure
   for DBOS alone (a workflow of steps that do nothing, on the same engine) and the governed call
-  of a step alone, outside DBOS (normalize, decide, invoke, the durable append), median of 200;
+  of a step alone, outside DBOS (normalize, decide, invoke, its events gathered for DBOS's
+  checkpoint), median of 200;
 - workflows/s: `--runs` runs of 4 steps created at once, until the last one completes, with 1
   worker (this process) and with 3 worker processes sharing the queue;
 - gate round trip: `decide` until the run has taken the decision and published it (median);
@@ -187,8 +189,9 @@ def bare_step_ms(bare: Any) -> float:
 
 
 def governed_step_ms(h: Any, rounds: int = 200) -> float:
-    """The governed call of one step alone, outside DBOS: read the step's stream, open the
-    session, normalize, decide, invoke, and commit its events in one durable append."""
+    """The governed call of one step alone, outside DBOS: open the session, normalize, decide,
+    invoke, and gather its events into the step's output (the log appends them after DBOS's
+    checkpoint, off the step's path)."""
     from harnessc.runtime import workflow_steps
 
     ctx = {"workflow_id": "bench", "workflow": "bench.one", "agent": "bench.runner"}
@@ -231,7 +234,7 @@ def measure(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) 
         print(f"{kind:<8} DBOS alone    {bare_step_ms(bare):6.1f} ms  (a step that does nothing)")
         print(
             f"{kind:<8} governed call {governed_step_ms(h):6.1f} ms  "
-            "(a step's call and its append, outside DBOS)"
+            "(a step's call and its events, outside DBOS)"
         )
         start = time.perf_counter()
         ids = [wf.create("four", {}, actor=ACTOR, start=True) for _ in range(args.runs)]

@@ -15,21 +15,23 @@ How a run is durable:
   `set_event` + `recv` on the topic `<workflow id>/<gate>`, whose timeout DBOS keeps as a
   durable deadline across restarts.
 - DBOS steps are at-least-once: a process that dies after a step's function returned but
-  before DBOS checkpointed its output runs the step again. So each step buffers the events it
-  produces and appends them to our log in one all-or-nothing transaction on a stream named
-  after the workflow id and the step (`workflow:<id>/<step>#<attempt>`), refused unless that
-  stream is new (`expected_seq=0`). A re-executed step first reads its stream: when the events
-  are there, it returns the outcome they recorded and runs nothing. The log gets every event
-  exactly once, on SQLite and PostgreSQL alike, without sharing a transaction with DBOS's
-  tables (which live in another file on SQLite). A tool runs twice only when the process dies
-  while the tool itself is running; its `tool_call_id` (the idempotency key) is the same both
-  times.
+  before DBOS checkpointed its output runs the step again. So a step appends nothing itself: its
+  events ride in its output, which DBOS checkpoints in its own transaction, and the worker's
+  appender (`runtime/workflow_log.py`) appends them to our log after the checkpoint, off the
+  step's path, each step on a stream named after the workflow id and the step
+  (`workflow:<id>/<step>#<attempt>`), refused unless that stream is new. A run replayed from
+  its checkpoints hands its steps over again and only the missing ones are appended. The log
+  gets every event exactly once, on SQLite and PostgreSQL alike, without sharing a transaction
+  with DBOS's tables (which live in another file on SQLite). A tool runs twice only when the
+  process dies between the tool's start and DBOS's checkpoint; its `tool_call_id` (the
+  idempotency key) is the same both times.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping
@@ -50,6 +52,7 @@ from .canonical import jsonable
 from .interpreter import INTERPRETER
 from .model import Approver
 from .store import EventStore
+from .workflow_log import StepLog, append_once
 from .workflow_plan import (
     FACTS_TOPIC,
     FINISHED,
@@ -61,7 +64,6 @@ from .workflow_plan import (
     self_approval,
     who,
 )
-from .workflow_steps import append_once
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -80,13 +82,14 @@ __all__ = [
     "enqueue",
     "open_client",
     "open_store",
+    "repair",
     "run_state",
     "system_database_url",
     "wake",
 ]
 
 APP_NAME = "harnessc"
-APP_VERSION = "harnessc-workflows-3"
+APP_VERSION = "harnessc-workflows-4"
 """Pinned: DBOS resumes a run only on executors of the version it started under. It changes
 only when the interpreter's checkpoint sequence changes, never with a build of a spec."""
 QUEUE = "harnessc-workflows"
@@ -150,6 +153,25 @@ def _worker_sqlite_engine(url: str) -> Any:
         conn.execute("PRAGMA synchronous=NORMAL")
 
     return engine
+
+
+def _synced(wal: str) -> Callable[[], None]:
+    """Make the checkpoints DBOS committed so far durable: fsync its WAL file. A worker's DBOS
+    commits with `synchronous=NORMAL` (no fsync per commit); the log appends a step only after
+    this, so a power loss cannot leave the log holding a step DBOS forgot and would run
+    again."""
+
+    def sync() -> None:
+        try:
+            fd = os.open(wal, os.O_RDONLY)
+        except FileNotFoundError:  # no WAL: every checkpoint is in the database file, synced
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    return sync
 
 
 def open_store(url: str) -> EventStore:
@@ -230,6 +252,7 @@ class Engine:
         self._quiet = _Quiet()
         self._supervisor: threading.Thread | None = None
         self._sqlite: Any = None
+        self.log: StepLog | None = None
 
     def launch(self) -> None:
         if workflow_steps.running() not in (None, self):
@@ -256,8 +279,12 @@ class Engine:
             # thread that then idles; bounded, the checks take turns
             "max_executor_threads": self.threads,
         }
+        sync = None
         if self.url.startswith("sqlite:///"):
             self._sqlite = config["system_database_engine"] = _worker_sqlite_engine(self.url)
+            sync = _synced(self.url[len("sqlite:///") :] + "-wal")
+        # before DBOS launches: the runs it resumes hand their steps to the log at once
+        self.log = StepLog(self.harness.store, before_commit=sync)
         workflow_steps.attach(self)
         logging.getLogger("dbos").addFilter(self._quiet)
         DBOS(config=config)
@@ -283,6 +310,9 @@ class Engine:
             self._quiet.closing = True
             DBOS.destroy()
             workflow_steps.attach(None)
+        if self.log is not None:  # after DBOS: every step it checkpointed has been handed over
+            self.log.close()
+            self.log = None
         logging.getLogger("dbos").removeFilter(self._quiet)
         if self._sqlite is not None:
             self._sqlite.dispose()  # ours, not DBOS's: DBOS leaves an engine it was given open
@@ -430,3 +460,19 @@ def wake(client: DBOSClient, workflow_id: str, state: Mapping[str, Any]) -> None
     for destination, topic in waits:
         with contextlib.suppress(Exception):  # the run may be gone already: nothing to wake
             client.send(destination, message, topic=topic)
+
+
+def repair(client: DBOSClient, store: EventStore, workflow_id: str) -> int:
+    """Append the events of every step of the run (and of its parallel branches) that DBOS
+    checkpointed and the log does not hold yet, in the order of the steps; returns how many
+    steps were appended. For a run no worker will replay: one cancelled after its worker died
+    between a step's checkpoint and its append."""
+    added = 0
+    branches = client.list_workflows(parent_workflow_id=workflow_id, load_input=False)
+    runs = [workflow_id, *(b.workflow_id for b in branches)]
+    for run in runs:
+        for step in client.list_workflow_steps(run):
+            output = step.get("output")
+            if isinstance(output, dict) and output.get("events"):
+                added += append_once(store, workflow_steps.step_events(output))
+    return added

@@ -7,7 +7,7 @@ Imported by the engine (`runtime/durable.py`), which registers it with DBOS by i
 
 from __future__ import annotations
 
-import json
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -31,7 +31,14 @@ from .workflow_plan import (
     step_order,
     who,
 )
-from .workflow_steps import Publication, call_step, delegate_step, record_step
+from .workflow_steps import (
+    Publication,
+    call_step,
+    delegate_step,
+    log_step,
+    record_step,
+    settle,
+)
 
 __all__ = ["INTERPRETER", "interpret"]
 
@@ -94,18 +101,27 @@ class _Run:
 
     # -- the state `status` shows ----------------------------------------------------------------
     #
-    # The state is not published on its own: every DBOS step of the run commits it to our log
-    # with its events, in the same transaction, so keeping `status` current costs no write of
-    # its own. A step commits the state as it will be once the interpreter has taken the step's
-    # outcome: the step done, the steps the outcome skips skipped, and the next ones running, so
-    # an operator sees a call in progress as `running`. A parallel branch commits its own view
-    # of its step instead (`workflow.branch`), which `run_state` lays over the run's state.
+    # The state is not published on its own: every DBOS step of the run records it with its
+    # events (in its checkpointed output, which our log appends in one transaction), so keeping
+    # `status` current costs no write of its own. A step records the state as it will be once
+    # the interpreter has taken the step's outcome: the step done, the steps the outcome skips
+    # skipped, and the next ones running, so an operator sees a call in progress as `running`.
+    # A parallel branch records its own view of its step instead (`workflow.branch`), which
+    # `run_state` lays over the run's state.
 
     def snapshot(self) -> dict[str, Any]:
-        # the state is plain JSON by construction: a round trip through the C encoder copies
-        # it several times faster than `copy.deepcopy`
-        copied: dict[str, Any] = json.loads(json.dumps(self.state))
-        return copied
+        """A copy of the state to publish: its own step and gate records, artifacts and order,
+        the only parts the interpreter changes in place (values are replaced, never changed),
+        so the copy stays as it was when it was taken. A step's own events are made canonical
+        as soon as it records them."""
+        s = self.state
+        return {
+            **s,
+            "steps": {k: dict(v) for k, v in s["steps"].items()},
+            "gates": {k: dict(v) for k, v in s["gates"].items()},
+            "artifacts": list(s["artifacts"]),
+            "order": list(s["order"]),
+        }
 
     def publication(self, state: dict[str, Any]) -> Publication:
         if self.branch is None:
@@ -184,7 +200,7 @@ class _Run:
         state: dict[str, Any] | None = None,
     ) -> None:
         events = [{"kind": "State", "type": type_, "payload": payload}]
-        await DBOS.run_step_async(
+        output = await DBOS.run_step_async(
             {"name": f"record:{key}"},
             record_step,
             self.stream(key),
@@ -192,6 +208,7 @@ class _Run:
             {"status": "ok"},
             self.publication(state if state is not None else self.snapshot()),
         )
+        log_step(output)
 
     async def go(self) -> dict[str, Any]:
         if self.branch is not None:
@@ -201,25 +218,31 @@ class _Run:
         self.state["status"] = "running"
         started = self.snapshot()
         self.lookahead(started, {})
-        await self.record("~start", "workflow.started", self._summary(), started)
         try:
-            while wave := self.next_wave(self.visited):
-                self.visited.update(s.name for s in wave)
-                await self.run_wave(wave)
-            self.state["status"] = "completed"
-        except _Stop as stop:
-            self.state["status"] = stop.status
-            self.state["outcome"] = stop.outcome
-            self.state["error"] = stop.error
-            for info in self.state["steps"].values():
-                if info["state"] == "pending":
-                    info["state"] = "skipped"
-        end = "workflow.completed" if self.state["status"] == "completed" else "workflow.failed"
-        await self.record(
-            "~end",
-            end,
-            {**self._summary(), "outcome": self.state["outcome"], "error": self.state["error"]},
-        )
+            await self.record("~start", "workflow.started", self._summary(), started)
+            try:
+                while wave := self.next_wave(self.visited):
+                    self.visited.update(s.name for s in wave)
+                    await self.run_wave(wave)
+                self.state["status"] = "completed"
+            except _Stop as stop:
+                self.state["status"] = stop.status
+                self.state["outcome"] = stop.outcome
+                self.state["error"] = stop.error
+                for info in self.state["steps"].values():
+                    if info["state"] == "pending":
+                        info["state"] = "skipped"
+            end = "workflow.completed" if self.state["status"] == "completed" else "workflow.failed"
+            outcome, error = self.state["outcome"], self.state["error"]
+            summary = {**self._summary(), "outcome": outcome, "error": error}
+            await self.record("~end", end, summary)
+        except asyncio.CancelledError:
+            raise  # the engine shuts down: the run resumes at the next launch
+        except BaseException:
+            await settle()  # failed or cancelled: it is not replayed, so its steps go in now
+            raise
+        # a run ends (for DBOS, for whoever awaits it) only once its events are in the log
+        await settle()
         return {"status": self.state["status"], "outcome": self.state["outcome"]}
 
     async def run_wave(self, wave: list[Step]) -> None:
@@ -297,6 +320,7 @@ class _Run:
                 info["value"] = value
         except _Stop as stop:
             status, error = "failed", stop.error
+        await settle()  # the run takes the branch's result once its events are in the log
         view = self.publication(self.state)[1]
         return {"status": status, "value": value, "error": error, **view}
 
@@ -444,7 +468,7 @@ class _Run:
         approval: dict[str, Any] | None,
     ) -> dict[str, Any]:
         assert step.tool is not None
-        result: dict[str, Any] = await DBOS.run_step_async(
+        output: dict[str, Any] = await DBOS.run_step_async(
             {"name": f"call:{key}"},
             call_step,
             {**self.ctx, "sources": self.sources()},
@@ -456,7 +480,7 @@ class _Run:
             approval,
             self.after(step.name, artifact=not step.compensation),
         )
-        return result
+        return log_step(output)
 
     async def compensate(self, comp: Step, failed: Step) -> None:
         """Run a compensation step with its references bound now (saga order: the caller runs
@@ -474,7 +498,7 @@ class _Run:
 
     async def delegate(self, step: Step) -> Any:
         context = [resolve_value(v, self.scope()) for v in step.context]
-        outcome: dict[str, Any] = await DBOS.run_step_async(
+        output: dict[str, Any] = await DBOS.run_step_async(
             {"name": f"delegate:{step.name}"},
             delegate_step,
             self.ctx,
@@ -483,6 +507,7 @@ class _Run:
             self.stream(step.name),
             self.after(step.name, artifact=True),
         )
+        outcome = log_step(output)
         if outcome["status"] != "succeeded":
             self.state["steps"][step.name]["state"] = "failed"
             raise _Stop("failed", error=f"step `{step.name}`: {outcome.get('error')}")
@@ -525,6 +550,7 @@ class _Run:
         await self.record(
             gate + "~waiting", "workflow.gate.waiting", {"gate": gate, **self.state["gates"][gate]}
         )
+        await settle()  # the gate waits once `status` and `decide` can see it waiting
         # also a DBOS event, for DBOS's own tools: `get_event(id, "gate:<gate>", timeout)`
         # blocks until the run reaches the gate
         await DBOS.set_event_async(f"gate:{gate}", self.state["gates"][gate])
@@ -570,6 +596,7 @@ class _Run:
                 await self.record(
                     step.name + "~waiting", "workflow.gate.waiting", {"gate": step.name}
                 )
+                await settle()
             message = await self.recv(FACTS_TOPIC, max(opened + timeout_s - now, 0.0))
             if message is None:
                 self.state["steps"][step.name]["state"] = "failed"

@@ -7,6 +7,7 @@ only the worker of this process (`attach`), whose harness judges and records the
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -24,13 +25,12 @@ from .model import Agent
 from .model import Path as ModelPath
 from .normalize import Refusal
 from .store import (
-    ConcurrencyError,
-    EventStore,
     Expected,
     MemoryStore,
     _Numbering,
     _Unchained,
 )
+from .workflow_log import StepLog, append_once
 from .workflow_plan import STEP_EVENT, WorkflowError
 
 if TYPE_CHECKING:
@@ -38,23 +38,28 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Publication",
+    "StepOutput",
     "Worker",
-    "append_once",
     "attach",
     "call_step",
     "delegate_step",
+    "flush",
+    "log_step",
     "record_step",
-    "recorded",
     "running",
+    "settle",
+    "step_events",
     "worker",
 ]
 
 
 class Worker(Protocol):
     """What a step needs of the engine running it (`durable.Engine`): the harness it records
-    in and the application's runners."""
+    in, the appender of its log (None: each step's events are appended when handed over) and
+    the application's runners."""
 
     harness: Harness
+    log: StepLog | None
     delegate: Callable[..., Any] | None
     previewers: dict[str, Callable[[dict[str, Any]], Any]]
     verifiers: dict[str, Callable[[dict[str, Any], Any], Any]]
@@ -84,73 +89,103 @@ def worker() -> Worker:
 # Exactly-once events
 
 
-def append_once(store: EventStore, events: list[NewEvent]) -> bool:
-    """Append `events` in one transaction only if their first stream is new; False when it
-    already holds events (this step was recorded before a crash)."""
-    if not events:
-        return True
-    append = getattr(store, "_append", None)
-    try:
-        if append is not None:
-            # SQLiteStore, MemoryStore and PostgresStore: all-or-nothing, `expected_seq` checked
-            # for every stream under the write lock
-            append(events, 0)
-        else:
-            store.append(events[0], expected_seq=0)
-            store.append_many(events[1:])
-    except ConcurrencyError:
-        return False
-    return True
-
-
-def recorded(store: EventStore, stream: str) -> dict[str, Any] | None:
-    found = store.read(stream)
-    if not found or found[-1].type != STEP_EVENT:
-        return None
-    outcome = json.loads(found[-1].payload_json).get("outcome")
-    return outcome if isinstance(outcome, dict) else None
-
-
 Publication = tuple[str, dict[str, Any]]
-"""What a step commits for `status`: (`workflow.state`, the run's state) or
+"""What a step records for `status`: (`workflow.state`, the run's state) or
 (`workflow.branch`, a parallel branch's view of its step)."""
 
 
-def _commit(
-    h: Harness, buffer: _Buffer, stream: str, outcome: dict[str, Any], publish: Publication
-) -> dict[str, Any]:
-    """Append the step's events, what it publishes for `status`, and last its `workflow.step`
-    event (the outcome) in one transaction, unless the step was recorded before, and return the
-    outcome that stands. Another copy of the run can get there first: a worker declared dead
-    while it was only slow, whose runs another worker took over (DBOS then refuses the stale
-    copy's checkpoints). Both ran the tool, with the same `tool_call_id`; the log keeps the
-    first outcome recorded, and both copies go on from that one."""
+class StepOutput(dict[str, Any]):
+    """What a step returns, and DBOS checkpoints: `{"outcome": …, "events": [[stream, kind,
+    type, payload JSON], …]}`, the step's events as the log will hold them. The events as the
+    step built them (`built`) ride along in this process only, so the appender does not parse
+    their payloads again; an output DBOS replays from its checkpoint is a plain dict."""
+
+    __slots__ = ("built",)
+    built: list[tuple[str, str, str, Any, str]]
+
+
+def _output(
+    buffer: _Buffer, stream: str, outcome: dict[str, Any], publish: Publication
+) -> StepOutput:
+    """The step's output: its events, what it publishes for `status`, and last its
+    `workflow.step` event (the outcome). DBOS checkpoints them with the step, in its own
+    transaction; the interpreter hands them to the log once that checkpoint is written
+    (`log_step`)."""
     buffer.append(NewEvent(stream, "State", publish[0], publish[1]))
     buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome}))
-    if append_once(h.store, buffer.appended):
-        return outcome
-    return recorded(h.store, stream) or outcome
+    events = [[s, k, t, text] for s, k, t, _, text in buffer.appended]
+    out = StepOutput(outcome=outcome, events=events)
+    out.built = buffer.appended
+    return out
+
+
+def step_events(output: Mapping[str, Any]) -> list[NewEvent]:
+    """The events a step's output carries, to append to the log."""
+    built = getattr(output, "built", None)
+    if built is not None:
+        return [NewEvent(s, k, t, payload, text) for s, k, t, payload, text in built]
+    return [
+        NewEvent(stream, kind, type_, json.loads(text), text)
+        for stream, kind, type_, text in output.get("events") or ()
+    ]
+
+
+def log_step(output: Mapping[str, Any]) -> dict[str, Any]:
+    """Hand a checkpointed step's events to the log (the worker's appender) and return the
+    step's outcome. Called by the interpreter after `run_step` returned, that is once DBOS has
+    checkpointed the output: the log never holds a step DBOS could run again. A step replayed
+    from its checkpoint hands them over again, and they are appended only if they are not in
+    the log already."""
+    engine = worker()
+    if engine.log is not None:
+        engine.log.add(lambda: step_events(output))
+    else:
+        append_once(engine.harness.store, step_events(output))
+    outcome: dict[str, Any] = output["outcome"]
+    return outcome
+
+
+async def settle() -> None:
+    """Wait until every step this process handed to the log is in it (a gate that opens, a run
+    or a branch that ends)."""
+    engine = running()
+    if engine is not None and engine.log is not None:
+        await engine.log.settle()
+
+
+def flush(timeout_s: float = 5.0) -> None:
+    """`settle` for a thread: a reader in the worker's process (`status`, `decide`, `cancel`)
+    sees every step checkpointed before it asked. While the log cannot take them (its database
+    away), it waits at most `timeout_s` and reads the log as it stands: a view of the run from
+    a little earlier, as another process would see it."""
+    engine = running()
+    if engine is not None and engine.log is not None:
+        with contextlib.suppress(TimeoutError):
+            engine.log.flush(timeout_s=timeout_s)
 
 
 class _Buffer(MemoryStore):
-    """A step's events until it commits them: readable by the step's session (numbered per
-    stream, payloads canonical) but not chained, because the commit numbers and hashes them
-    in the log; the events as appended are kept to commit as they are."""
+    """A step's events until it returns them: readable by the step's session (numbered per
+    stream, payloads canonical) but not chained, because the log numbers and hashes them when
+    it appends them; each event is kept with its canonical payload, to be appended as it is."""
 
     def __init__(self, clock: Any) -> None:
         super().__init__(clock=clock)
-        self.appended: list[NewEvent] = []
+        self.appended: list[tuple[str, str, str, Any, str]] = []
 
     def _numbering(self) -> _Numbering:
         return _Unchained(len(self._events))
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         out = super()._append(events, expected_seq)
-        self.appended.extend(events)
+        self.appended.extend(
+            (e.stream, e.kind, e.type, e.payload, o.payload_json)
+            for e, o in zip(events, out, strict=True)
+        )
         return out
 
     def defer(self, events: Sequence[NewEvent]) -> None:
-        # the whole buffer is one commit already: nothing to defer, and `appended` must
+        # the whole buffer is one output already: nothing to defer, and `appended` must
         # keep every event in the order the step wrote them
         self._append(events, None)
 
@@ -168,16 +203,12 @@ def _step_harness(h: Harness) -> tuple[Harness, _Buffer]:
 
 def record_step(
     stream: str, events: list[dict[str, Any]], outcome: dict[str, Any], publish: Publication
-) -> dict:
+) -> StepOutput:
     """A DBOS step that only records events (a gate decided, the run's end) and the state."""
-    h = worker().harness
-    found = recorded(h.store, stream)
-    if found is not None:
-        return found
-    buffer = _Buffer(h.clock)
+    buffer = _Buffer(worker().harness.clock)
     for e in events:
         buffer.append(NewEvent(stream, e["kind"], e["type"], e["payload"]))
-    return _commit(h, buffer, stream, outcome, publish)
+    return _output(buffer, stream, outcome, publish)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,18 +224,33 @@ def call_step(
     call_id: str,
     approval: dict[str, Any] | None,
     after: Callable[[dict[str, Any]], Publication],
-) -> dict[str, Any]:
+) -> StepOutput:
     """normalize → decide → (approval) → invoke → evidence, as the workflow's creator, in a
     session whose id is the step's stream; every event committed at the end, once, with the
     run's state `after(outcome)`."""
     if telemetry.tracer is not None:
-        return telemetry.workflow_step(
+        return _traced(
             ctx,
             step_name,
             "call",
             lambda: _call_step(ctx, step_name, tool, args, stream, call_id, approval, after),
         )
     return _call_step(ctx, step_name, tool, args, stream, call_id, approval, after)
+
+
+def _traced(
+    ctx: dict[str, Any], step_name: str, kind: str, run: Callable[[], StepOutput]
+) -> StepOutput:
+    """A step in its telemetry span, whose status is the step's outcome."""
+    found: list[StepOutput] = []
+
+    def outcome() -> dict[str, Any]:
+        found.append(run())
+        result: dict[str, Any] = found[0]["outcome"]
+        return result
+
+    telemetry.workflow_step(ctx, step_name, kind, outcome)
+    return found[0]
 
 
 def _call_step(
@@ -216,17 +262,13 @@ def _call_step(
     call_id: str,
     approval: dict[str, Any] | None,
     after: Callable[[dict[str, Any]], Publication],
-) -> dict[str, Any]:
-    h = worker().harness
-    found = recorded(h.store, stream)
-    if found is not None:
-        return found
-    view, buffer = _step_harness(h)
+) -> StepOutput:
+    view, buffer = _step_harness(worker().harness)
     session = _step_session(view, ctx, step_name, stream)
     seed_sources(session, ctx.get("sources"), _hidden_inputs(view, ctx, tool, args))
     outcome = _governed(view, session, tool, args, call_id, approval)
     session.end("completed" if outcome["status"] == "succeeded" else outcome["status"])
-    return _commit(h, buffer, stream, outcome, after(outcome))
+    return _output(buffer, stream, outcome, after(outcome))
 
 
 def _hidden_inputs(
@@ -428,9 +470,9 @@ def delegate_step(
     context: list[Any],
     stream: str,
     after: Callable[[dict[str, Any]], Publication],
-) -> dict[str, Any]:
+) -> StepOutput:
     if telemetry.tracer is not None:
-        return telemetry.workflow_step(
+        return _traced(
             ctx, step["name"], "delegate", lambda: _delegate_step(ctx, step, context, stream, after)
         )
     return _delegate_step(ctx, step, context, stream, after)
@@ -442,13 +484,9 @@ def _delegate_step(
     context: list[Any],
     stream: str,
     after: Callable[[dict[str, Any]], Publication],
-) -> dict[str, Any]:
+) -> StepOutput:
     engine = worker()
-    h = engine.harness
-    found = recorded(h.store, stream)
-    if found is not None:
-        return found
-    view, buffer = _step_harness(h)
+    view, buffer = _step_harness(engine.harness)
     parent = _step_session(view, ctx, step["name"], stream)
     outcome: dict[str, Any]
     if engine.delegate is None:
@@ -465,4 +503,4 @@ def _delegate_step(
                 outcome = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
             child.end("completed" if outcome["status"] == "succeeded" else "failed")
     parent.end("completed" if outcome["status"] == "succeeded" else "failed")
-    return _commit(h, buffer, stream, outcome, after(outcome))
+    return _output(buffer, stream, outcome, after(outcome))

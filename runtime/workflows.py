@@ -331,6 +331,9 @@ class Workflows:
             for branch in client.list_workflows(parent_workflow_id=id, load_input=False):
                 if branch.status not in FINISHED:
                     client.cancel_workflow(branch.workflow_id)
+            # a cancelled run is never replayed: the steps DBOS checkpointed that its worker
+            # had not appended yet (it died in between) are appended here
+            durable.repair(client, self._events(), id)
             durable.append_once(
                 self._events(),
                 [NewEvent(f"workflow:{id}/~cancel", "State", "workflow.cancelled", {"id": id})],
@@ -362,10 +365,13 @@ class Workflows:
 
     def _events(self) -> Any:
         """The event store at the URL, where every run records its steps: a worker's harness
-        store (checked at launch), else one opened here."""
-        from . import durable
+        store (checked at launch), else one opened here. A worker first appends every step it
+        has checkpointed (waiting at most 5 s for the log), so what is read here is not behind
+        what DBOS says of a run."""
+        from . import durable, workflow_steps
 
         if self._engine is not None:  # a worker: its harness's store is the URL's
+            workflow_steps.flush()
             return self.harness.store  # type: ignore[union-attr]
         if self._store is None:
             self._store = durable.open_store(self._need_url())

@@ -61,6 +61,7 @@ class Worker:
 
     def __init__(self, harness: Harness, delegate: Any = None) -> None:
         self.harness = harness
+        self.log = None  # no appender: a step's output is appended when handed over
         self.delegate = delegate
         self.previewers: dict[str, Any] = {}
         self.verifiers: dict[str, Any] = {}
@@ -230,7 +231,7 @@ def test_ainvoke_and_workflow_steps_are_spans(spec: Spec, spans: InMemorySpanExp
     ctx = {"workflow_id": "wf-1", "workflow": "nightly", "agent": "a", "actor": USER}
     steps.attach(Worker(h))
     try:
-        outcome = steps.call_step(
+        output = steps.call_step(
             ctx,
             "read",
             "files.read",
@@ -242,7 +243,7 @@ def test_ainvoke_and_workflow_steps_are_spans(spec: Spec, spans: InMemorySpanExp
         )
     finally:
         steps.attach(None)
-    assert outcome["status"] == "succeeded"
+    assert output["outcome"]["status"] == "succeeded"
     step_span(spans, id="wf-1", step="read", step_status="succeeded")
     assert PATH not in everything_said(spans)
 
@@ -277,7 +278,7 @@ def test_a_delegate_step_is_a_span_holding_the_childs_calls(
     ctx = {"workflow_id": "wf-2", "workflow": "nightly", "agent": "planner", "actor": USER}
     steps.attach(Worker(h, delegate=run_child))
     try:
-        outcome = steps.delegate_step(
+        output = steps.delegate_step(
             ctx,
             {"name": "summarise", "goal": goal, "agent": "helper"},
             [],
@@ -286,7 +287,7 @@ def test_a_delegate_step_is_a_span_holding_the_childs_calls(
         )
     finally:
         steps.attach(None)
-    assert outcome["status"] == "succeeded", outcome
+    assert output["outcome"]["status"] == "succeeded", output
     step_span(spans, id="wf-2", step="summarise", step_kind="delegate", step_status="succeeded")
     said = everything_said(spans)
     assert PATH not in said and "diary" not in said

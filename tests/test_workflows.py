@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("dbos", reason="durable workflows need dbos (pip install dbos==3.4.0)")
 
 from harnessc.runtime import Harness, SQLiteStore, operations
+from harnessc.runtime.events import Event
 from harnessc.runtime.workflows import WorkflowError, render_run
 
 from .test_workflows_support import (
@@ -41,10 +42,6 @@ class Jobs:
         # the jobs of a parallel pair, set when each has started
         self.arrived = {31: threading.Event(), 32: threading.Event()}
         self.overlapped: list[int] = []  # the jobs that saw their partner start
-        self.race: Any = None  # a barrier two copies of one step meet at in job 24
-        self.race_stream = ""  # the stream the first of them records in
-        self.raced = 0
-        self.lock = threading.Lock()
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +59,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness, Job
             jobs.arrived[args["n"]].set()
             if jobs.arrived[63 - args["n"]].wait(timeout=20):
                 jobs.overlapped.append(args["n"])
-        if args["n"] == 24 and jobs.race is not None:
-            jobs.race.wait(timeout=20)
-            with jobs.lock:
-                jobs.raced += 1
-                mine = jobs.raced
-            if mine == 2:  # the first to arrive records first: the other returns after that
-                until(lambda: h.store.read(jobs.race_stream), 20, "the first copy's record")
-            return {"n": 24 + mine}
         if jobs.watch is not None:
             steps = h.workflows.status(jobs.watch)["steps"]
             jobs.seen.append([(s["name"], s["state"]) for s in steps])
@@ -547,11 +536,12 @@ def test_a_gate_waits_for_new_facts_and_the_steps_after_it_see_them(
     assert 82 not in jobs.archived
 
 
-def test_a_step_run_again_records_and_runs_nothing_twice(
+def test_a_step_returns_its_events_and_the_log_takes_them_once(
     env: tuple[Harness, Jobs, Path],
 ) -> None:
-    """DBOS runs a step again when a process dies after the step returned but before its
-    output was checkpointed; the step then finds its events and returns their outcome."""
+    """A step appends nothing itself: its events ride in its output, which DBOS checkpoints,
+    and reach the log when the output is handed over after the checkpoint. An output handed
+    over again (a run replayed from DBOS's checkpoints after a crash) appends nothing twice."""
     from harnessc.runtime import workflow_steps
 
     h, jobs, _ = env
@@ -560,49 +550,86 @@ def test_a_step_run_again_records_and_runs_nothing_twice(
     state = {"status": "running", "steps": {"a": {"kind": "call", "state": "running"}}}
     args = ("a", "job.run", {"n": 21}, "workflow:again-1/a#1", "again-1/a#1", None)
     args += (lambda outcome: ("workflow.state", {"state": state}),)
-    first = workflow_steps.call_step(ctx, *args)
     head = h.store.head()
-    second = workflow_steps.call_step(ctx, *args)
-    assert first == second == {"status": "succeeded", "value": {"n": 21}}
-    assert jobs.ran.count(21) == 1
+    output = workflow_steps.call_step(ctx, *args)
+    assert output["outcome"] == {"status": "succeeded", "value": {"n": 21}}
+    assert h.store.head() == head  # nothing in the log before the checkpoint
+    assert workflow_steps.log_step(output) == output["outcome"]
+    workflow_steps.flush()
+    logged = h.store.read("workflow:again-1/a#1")
+    assert [e.type for e in logged][-2:] == ["workflow.state", "workflow.step"]
+    assert [[e.stream, e.kind, e.type, e.payload_json] for e in logged] == output["events"]
+    head = h.store.head()
+    # as DBOS replays it: the output read back from its JSON checkpoint
+    workflow_steps.log_step(json.loads(json.dumps(output)))
+    workflow_steps.log_step(output)
+    workflow_steps.flush()
     assert h.store.head() == head
+    assert jobs.ran.count(21) == 1
+    assert h.store.verify().ok
 
 
-def test_two_copies_of_a_step_go_on_from_the_outcome_recorded_first(
+def test_steps_handed_over_after_some_were_logged_append_the_others_in_order(
     env: tuple[Harness, Jobs, Path],
 ) -> None:
-    """A worker declared dead while it was only slow: another takes its run over, and both
-    copies run the same step. Both run the tool (with the same tool_call_id); one outcome is
-    recorded, and both copies go on from that one."""
+    """A replayed run hands over its steps again, the ones logged before the crash with the
+    ones that were not: those are appended, each once and in the order of the steps."""
     from harnessc.runtime import workflow_steps
+    from harnessc.runtime.events import NewEvent
+    from harnessc.runtime.workflow_log import StepLog
 
-    h, jobs, _ = env
-    ctx = {"workflow_id": "race-1", "workflow": "ops.four", "agent": "ops.runner"}
-    ctx["actor"] = ENGINEER
-    state = {"status": "running", "steps": {}}
-    args = ("a", "job.run", {"n": 24}, "workflow:race-1/a#1", "race-1/a#1", None)
-    args += (lambda outcome: ("workflow.state", {"state": state}),)
-    jobs.race = threading.Barrier(2)
-    jobs.race_stream = "workflow:race-1/a#1"
-    outcomes: list[dict[str, Any]] = []
-    try:
-        copies = [
-            threading.Thread(target=lambda: outcomes.append(workflow_steps.call_step(ctx, *args)))
-            for _ in range(2)
+    h, _, _ = env
+    steps = [
+        [
+            NewEvent(f"workflow:order-1/s{i}#1", "State", "workflow.step", {"n": i, "k": k})
+            for k in (1, 2)
         ]
-        for t in copies:
-            t.start()
-        for t in copies:
-            t.join(timeout=30)
+        for i in range(4)
+    ]
+    log = StepLog(h.store)
+    try:
+        log.add(steps[1])
+        log.flush()
+        head = h.store.head()
+        for batch in steps:  # the replay: step 1 is in the log already
+            log.add(batch)
+        log.flush()
     finally:
-        jobs.race = None
-    assert jobs.ran.count(24) == 2  # the tool ran in both copies
-    assert step_events(h, "race-1") == Counter({"workflow:race-1/a#1": 1})
-    recorded = workflow_steps.recorded(h.store, "workflow:race-1/a#1")
-    # both copies go on from the outcome recorded (the first to commit: job 25, or 26 if the
-    # host delayed it past the other)
-    assert outcomes == [recorded] * 2
-    assert recorded is not None and recorded["value"]["n"] in (25, 26)
+        log.close()
+    added = h.store.read(after=head[0])
+    assert [(e.stream, e.seq) for e in added] == [
+        (f"workflow:order-1/s{i}#1", k) for i in (0, 2, 3) for k in (1, 2)
+    ]
+    assert h.store.verify().ok
+    workflow_steps.flush()
+
+
+def test_the_log_takes_the_steps_it_failed_to_append_when_it_can_again() -> None:
+    """A commit of the log that fails (its database away) is tried again: the steps are
+    appended once it succeeds, in order, and a reader waiting for them is let go then."""
+    from harnessc.runtime.events import NewEvent
+    from harnessc.runtime.store import MemoryStore
+    from harnessc.runtime.workflow_log import StepLog
+
+    class Away(MemoryStore):
+        failures = 2
+
+        def _append(self, events: Any, expected_seq: Any) -> Any:
+            if self.failures:
+                self.failures -= 1
+                raise OSError("the database is away")
+            return super()._append(events, expected_seq)
+
+    store = Away()
+    log = StepLog(store)
+    try:
+        for i in range(3):
+            log.add([NewEvent(f"workflow:away-1/s{i}#1", "State", "workflow.step", {"n": i})])
+        log.flush(timeout_s=30)
+    finally:
+        log.close()
+    assert store.failures == 0
+    assert [e.stream for e in store.read()] == [f"workflow:away-1/s{i}#1" for i in range(3)]
 
 
 def test_importing_the_runtime_does_not_load_dbos() -> None:
@@ -632,25 +659,98 @@ def test_sigkill_after_step_two_resumes_without_repeating(tmp_path: Path) -> Non
     finally:
         first.kill()
     assert [n for n, _, _ in first.ran()] == [1, 2]
-    second = Worker(tmp_path, url)
-    try:
-        done = until(
-            lambda: (s := watch.workflows.status("crash-1"))["status"] == "completed" and s,
-            what="the resumed run",
-        )
-    finally:
-        second.kill()
+    second, done = resumed(tmp_path, url, watch, "crash-1")
     ran = second.ran()
     assert [n for n, _, _ in ran] == [1, 2, 3, 4]
     assert ran[0][2] == ran[1][2] == first.proc.pid
     assert ran[2][2] == ran[3][2] == second.proc.pid
     assert [s["state"] for s in done["steps"]] == ["succeeded"] * 4
+    logged_once(tmp_path, "crash-1")
+    watch.workflows.close()
+
+
+def resumed(tmp_path: Path, url: str, watch: Harness, run: str) -> tuple[Worker, dict[str, Any]]:
+    """A second worker (the same executor id) resumes the run until it completes."""
+    second = Worker(tmp_path, url)
+    try:
+        done = until(
+            lambda: (s := watch.workflows.status(run))["status"] == "completed" and s,
+            what="the resumed run",
+        )
+    finally:
+        second.kill()
+    return second, done
+
+
+def logged_once(tmp_path: Path, run: str) -> list[Event]:
+    """The log of a run of `four`, checked: an intact chain, and each step's events once."""
     with SQLiteStore(tmp_path / "harness.db") as store:
         assert store.verify().ok
-        counted = Counter(e.stream for e in store.read() if e.type in ("workflow.step", "decision"))
-    assert counted == Counter({f"workflow:crash-1/{s}#1": 2 for s in "abcd"}) + Counter(
-        {"workflow:crash-1/~start": 1, "workflow:crash-1/~end": 1}
+        events = store.read()
+    counted = Counter(e.stream for e in events if e.type in ("workflow.step", "decision"))
+    assert counted == Counter({f"workflow:{run}/{s}#1": 2 for s in "abcd"}) + Counter(
+        {f"workflow:{run}/~start": 1, f"workflow:{run}/~end": 1}
     )
+    return events
+
+
+def killed_between_checkpoint_and_log(tmp_path: Path, url: str, run: str) -> Worker:
+    """A worker killed once DBOS has checkpointed step 3 of a run of `four` and before the log
+    took its events (its append never returns in this worker). The run goes on meanwhile:
+    step 4's tool is held, so it does not finish."""
+    first = Worker(tmp_path, url, hold=(4,), block_log=f"workflow:{run}/c#1")
+    try:
+        first.create("four", {"base": 1}, run)
+        until(lambda: (tmp_path / "ran.log.blocked").exists(), what="step 3's append")
+    finally:
+        first.kill()
+    assert [n for n, _, _ in first.ran()] == [1, 2, 3]
+    with SQLiteStore(tmp_path / "harness.db") as store:
+        assert not store.read(f"workflow:{run}/c#1")  # checkpointed, not in the log
+    return first
+
+
+def test_sigkill_after_a_checkpoint_before_the_log_appends_it(tmp_path: Path) -> None:
+    """The window of a step whose events DBOS has checkpointed and the log has not taken yet:
+    the run resumes from DBOS's checkpoint, the step does not run again, and its events reach
+    the log once, in the order of the steps."""
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    watch = observer(compiled(), url)
+    killed_between_checkpoint_and_log(tmp_path, url, "window-1")
+    second, done = resumed(tmp_path, url, watch, "window-1")
+    ran = second.ran()
+    assert [n for n, _, _ in ran] == [1, 2, 3, 4]  # step 3 did not run again
+    assert ran[3][2] == second.proc.pid
+    assert [s["state"] for s in done["steps"]] == ["succeeded"] * 4
+    events = logged_once(tmp_path, "window-1")
+    order = [e.stream for e in events if e.type == "workflow.step"]
+    assert order == [
+        f"workflow:window-1/{k}" for k in ("~start", "a#1", "b#1", "c#1", "d#1", "~end")
+    ]
+    watch.workflows.close()
+
+
+def test_cancelling_a_run_whose_worker_died_in_that_window_logs_its_checkpointed_steps(
+    tmp_path: Path,
+) -> None:
+    """A cancelled run is never replayed: `cancel` appends the steps DBOS checkpointed that
+    the dead worker had not appended, once, before the cancellation."""
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    watch = observer(compiled(), url)
+    killed_between_checkpoint_and_log(tmp_path, url, "window-2")
+    assert watch.workflows.status("window-2")["steps"][2]["state"] != "succeeded"
+    shown = watch.workflows.cancel("window-2")
+    assert shown["status"] == "cancelled"
+    assert [s["state"] for s in shown["steps"]][:3] == ["succeeded"] * 3
+    with SQLiteStore(tmp_path / "harness.db") as store:
+        assert store.verify().ok
+        streams = [e.stream for e in store.read() if e.type == "workflow.step"]
+        ended = [e.stream for e in store.read() if e.type == "workflow.cancelled"]
+    assert streams == [f"workflow:window-2/{k}" for k in ("~start", "a#1", "b#1", "c#1")]
+    assert ended == ["workflow:window-2/~cancel"]
+    watch.workflows.cancel("window-2")  # again: nothing more
+    with SQLiteStore(tmp_path / "harness.db") as store:
+        assert [e.stream for e in store.read() if e.type == "workflow.step"] == streams
     watch.workflows.close()
 
 

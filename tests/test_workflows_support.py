@@ -223,6 +223,19 @@ else:
     from harnessc.runtime.pgstore import PostgresStore
     store = PostgresStore(url)
 h = Harness(Spec.from_json(open(spec_path, "rb").read()), store=store)
+if options.get("block_log"):
+    # the log never takes the events of this stream: its append blocks (after DBOS has
+    # checkpointed the step) until the test kills this process
+    append = store._append
+
+    def blocked(events, expected):
+        if any(e.stream == options["block_log"] for e in events):
+            open(log + ".blocked", "w").close()
+            while True:
+                time.sleep(1)
+        return append(events, expected)
+
+    store._append = blocked
 
 
 @h.implement("job.run")
