@@ -776,3 +776,40 @@ def test_a_pattern_searched_anywhere_is_encoded_up_to_a_width() -> None:
     assert search_regex("^" + "#" * 100) is not None
     assert search_regex("^" + "#" * MAX_SMT_TEXT) is None
     assert search_regex("a{99999999999}") is None
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        'resource.k != "a" and not resource.k startswith ""',  # present, and not a text
+        "resource.k != 3 and not resource.k > 0 and not resource.k <= 0",  # nor a number
+    ],
+)
+def test_an_untyped_value_of_another_type_than_the_literal_is_unequal(
+    tmp_path: Path, condition: str
+) -> None:
+    """`!=` holds on an untyped value of another type than what it is compared with (present
+    and unequal, as at run time): a rule only such a value matches is satisfiable, and its
+    witness is denied by the runtime."""
+    from harnessc.runtime import Harness, PendingCall
+
+    spec, analysis = analyse(
+        tmp_path,
+        f"""
+        surface s {{ expose deploy, lookup }}
+        policy p {{
+          default allow
+          odd: deny lookup when {condition} {{ reason "a kind of another type" }}
+        }}
+        agent g {{ surface s; policy p }}
+        """,
+    )
+    assert not [f for f in analysis.findings if f.kind == "unsatisfiable"], analysis.findings
+    witness = analysis.witness("spec.p", "p.odd")
+    assert witness is not None and witness.exact
+    s = Harness(spec).session(
+        "g", actor=witness.call.actor, task="t-1", resource=witness.call.resource
+    )
+    call = s.normalize("lookup", "c-1", witness.call.args)
+    assert isinstance(call, PendingCall)
+    assert s.decide(call).rule == "p.odd"

@@ -658,6 +658,10 @@ class Encoder(SessionEncoding):
         if found is None:
             return self.free(c, f"a comparison `{c.op}` z3 cannot express")
         present, holds = found
+        if negated and (a.kind == "untyped") != (b.kind == "untyped"):
+            # `!=` holds on an untyped value of another type than the other operand's: it is
+            # present and unequal (`value_ne`), where reading it as that type is not present
+            return conj(conj(a.present, b.present), negate(conj(present, holds)))
         return conj(present, negate(holds) if negated else holds)
 
     # --- equality and order ------------------------------------------------------------------
