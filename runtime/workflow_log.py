@@ -42,15 +42,9 @@ def append_once(store: EventStore, events: Sequence[NewEvent]) -> bool:
     one already holds events (this step was appended before)."""
     if not events:
         return True
-    append = getattr(store, "_append", None)
     try:
-        if append is not None:
-            # SQLiteStore, MemoryStore and PostgresStore: all-or-nothing, `expected_seq` checked
-            # for every stream under the write lock
-            append(events, 0)
-        else:
-            store.append(events[0], expected_seq=0)
-            store.append_many(events[1:])
+        # each stream checked new at its first event, under the store's write lock
+        store.append_many(events, expect={e.stream: 0 for e in events})
     except ConcurrencyError:
         return False
     return True
@@ -162,15 +156,9 @@ class StepLog:
     def _append(self, taken: list[tuple[int, Sequence[NewEvent]]]) -> None:
         if self._before is not None:
             self._before()
-        events = [e for _, batch in taken for e in batch]
-        append = getattr(self._store, "_append", None)
-        if append is not None and len(taken) > 1:
-            try:
-                append(events, {e.stream: 0 for e in events})
-                return
-            except ConcurrencyError:
-                pass  # one of them was appended before: one at a time, skipping it
-        for _, batch in taken:
+        if len(taken) > 1 and append_once(self._store, [e for _, b in taken for e in b]):
+            return
+        for _, batch in taken:  # one of them was appended before: one at a time, skipping it
             append_once(self._store, batch)
 
     def _advance(self) -> None:
