@@ -596,8 +596,9 @@ class Harness:
                 f"are never stored: normalize it again in session `{req.session_id}` (same tool, "
                 "tool_call_id and arguments), then approve",
             )
-        if not req.scope.get("requester_may_approve", True) and is_requester(session.actor, by):
-            raise ApprovalError("self-approval", _self_approval(who, by, req.tool_id, request_id))
+        _not_self(
+            req.scope.get("requester_may_approve", True), session, by, req.tool_id, request_id
+        )
         grant, issued = self.approvals.grant_for(
             req,
             req,
@@ -791,8 +792,19 @@ def _may_approve(
             "not-an-approver",
             f"`{who}` is not an approver of `{request_id}` under the current policy",
         )
-    if not decision.requester_may_approve and is_requester(session.actor, by):
-        raise ApprovalError("self-approval", _self_approval(who, by, tool_id, request_id))
+    _not_self(decision.requester_may_approve, session, by, tool_id, request_id)
+
+
+def _not_self(
+    requester_may_approve: bool,
+    session: Session,
+    by: Mapping[str, Any],
+    tool_id: str,
+    request_id: str,
+) -> None:
+    """Raise `self-approval` when the requester may not approve and `by` is the requester."""
+    if not requester_may_approve and is_requester(session.actor, by):
+        raise ApprovalError("self-approval", _self_approval(_who(by), by, tool_id, request_id))
 
 
 def _masked(value: Any) -> bool:
