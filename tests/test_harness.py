@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from pathlib import Path
@@ -351,6 +352,27 @@ def test_the_timeout_is_enforced(spec: Spec) -> None:
     assert still_running  # the call returned without waiting for the tool
     assert (result.status, result.error_category) == ("unknown", "timeout")
     assert s.action_state(call) is ActionState.FAILED
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_its_calls(spec: Spec) -> None:
+    # the parent's executor threads are not in the child: it must not hand a call to one
+    h = Harness(spec)
+    h.bind("change.create", lambda args: {"change_id": "c", "state": "pending"})
+    s = planner(h)
+    assert s.invoke(pending(s.normalize("change.create", "c-1", CHANGE))).ok
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit status
+        code = 1
+        try:
+            call = pending(
+                s.normalize("change.create", "c-2", CHANGE, execution=Execution(timeout_ms=5000))
+            )
+            code = 0 if s.invoke(call).ok else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_output_is_validated_against_the_declared_schema(spec: Spec) -> None:
