@@ -732,12 +732,15 @@ def ids_of(judged: Judged) -> dict[str, str | None]:
     }
 
 
-def late_hook(s: Session, action: Action, settled: threading.Event) -> LateHook:
+def late_hook(s: Session, action: Action, settled: threading.Lock) -> LateHook:
     """Record that an executor which timed out finished anyway; its return value is
-    dropped (the recorded result stays `unknown`)."""
+    dropped (the recorded result stays `unknown`). `settled` is held until the call's own
+    result is recorded (a lock rather than an `Event`: made and let go of on every call)."""
 
     def report(outcome: str, error: BaseException | None) -> None:
-        settled.wait(10)  # after the timeout's own result, so the log reads in order
+        # after the timeout's own result, so the log reads in order
+        if settled.acquire(timeout=10):
+            settled.release()
         payload: dict[str, Any] = {
             "action_id": action.action_id,
             "tool_call_id": action.tool_call_id,
@@ -761,7 +764,8 @@ def invoke_call(s: Session, pending: PendingCall) -> Result:
         prepared = prepare(s, pending)
         if isinstance(prepared, Result):
             return prepared
-        settled = threading.Event()
+        settled = threading.Lock()
+        settled.acquire()
         try:
             result = run_sync(
                 prepared.tool,
@@ -775,7 +779,7 @@ def invoke_call(s: Session, pending: PendingCall) -> Result:
             )
             return record(s, prepared, result)
         finally:
-            settled.set()
+            settled.release()
 
 
 async def ainvoke_call(s: Session, pending: PendingCall) -> Result:
@@ -788,7 +792,8 @@ async def ainvoke_call(s: Session, pending: PendingCall) -> Result:
         return prepared
     future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
     s._inflight[pending.key] = future
-    settled = threading.Event()
+    settled = threading.Lock()
+    settled.acquire()
     try:
         result = await run_async(
             prepared.tool,
@@ -804,7 +809,7 @@ async def ainvoke_call(s: Session, pending: PendingCall) -> Result:
         future.set_result(result)
         return result
     finally:
-        settled.set()
+        settled.release()
         s._running.discard(pending.key)
         s._inflight.pop(pending.key, None)
 
