@@ -75,6 +75,7 @@ class GroupCommit:
         self._busy = False
         self._taken: list[Batch] = []  # the batches of the commit under way
         self._deferred = 0  # deferred batches not yet committed
+        self._waiting = 0  # threads waiting for a commit under way (none: nobody to wake)
 
     @property
     def deferred(self) -> bool:
@@ -103,7 +104,11 @@ class GroupCommit:
         with self._cond:
             self._queue.append(batch)
             while not batch.done and self._busy:
-                self._cond.wait()
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
             if not batch.done:
                 self._busy = True
                 taken, self._queue = self._queue, []
@@ -134,4 +139,5 @@ class GroupCommit:
             self._queue[:0] = requeued
             self._taken = []
             self._busy = False
-            self._cond.notify_all()
+            if self._waiting:
+                self._cond.notify_all()
