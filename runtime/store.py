@@ -473,6 +473,16 @@ BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 """
 
 _COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, mac"
+_INSERTS = (
+    "",
+    *(
+        f"INSERT INTO events ({_COLUMNS}) VALUES "
+        + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * n)
+        for n in range(1, 17)
+    ),
+)
+"""The INSERT of n rows at [n] (a commit of up to 16 events is one statement; executemany
+steps one per row)."""
 # a damaged file can also hold a schema whose text is not UTF-8, which sqlite3 cannot decode
 # into its own error message
 _READ_ERRORS = (sqlite3.Error, UnicodeDecodeError)
@@ -592,10 +602,10 @@ class SQLiteStore(GroupCommitted):
                     ).fetchone()[0],
                 ),
             )
-            conn.executemany(
-                f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [row(e) for e in out],
-            )
+            if len(out) < len(_INSERTS):  # one statement for the commit's rows
+                conn.execute(_INSERTS[len(out)], [v for e in out for v in row(e)])
+            else:
+                conn.executemany(_INSERTS[1], [row(e) for e in out])
         self._seqs.committed(out)
 
     def _write(self) -> _WriteTransaction:

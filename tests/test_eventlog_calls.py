@@ -88,8 +88,12 @@ def commits(store: SQLiteStore) -> list[str]:
     return seen
 
 
-INSERTED_TYPE = re.compile(
-    r"^INSERT INTO events \(.*?\) VALUES \(\d+, '[^']*', \d+, '[^']*', '([^']+)'"
+# one row of an INSERT as traced: position, stream, seq, kind, type, payload, time, prev_hash,
+# hash and mac; a text is quoted, its quotes doubled (the type is the fifth value)
+_TEXT = r"'(?:[^']|'')*'"
+INSERTED_ROW = re.compile(
+    rf"\(\d+, {_TEXT}, \d+, {_TEXT}, '([^']+)', {_TEXT}, {_TEXT}, {_TEXT}, {_TEXT}, "
+    rf"(?:NULL|{_TEXT})\)(?:, |$)"
 )
 
 
@@ -102,8 +106,13 @@ def transactions(statements: list[str]) -> list[list[str]]:
         if sql == "COMMIT":
             out.append(current)
             current = []
-        elif (m := INSERTED_TYPE.match(sql)) is not None:
-            current.append(m.group(1))
+        elif sql.startswith("INSERT INTO events ("):
+            values = sql.index(") VALUES (") + len(") VALUES ")
+            while values < len(sql):  # a commit's rows may be one statement
+                m = INSERTED_ROW.match(sql, values)
+                assert m is not None, sql[values:]
+                current.append(m.group(1))
+                values = m.end()
     return out
 
 
