@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from .events import NO_SECRETS, Clock, Secrets, format_time, has_secrets, redact
 from .model import Tool
@@ -314,20 +314,39 @@ def _observation(
     if error:
         text = f"{status}: {error}"
     else:
-        if isinstance(data, Mapping):
-            data = redact(tool.output, thaw(data))  # a model never reads a secret either
+        # a model never reads a secret either (`redact` leaves the thawed data plain)
+        data = redact(tool.output, thaw(data)) if isinstance(data, Mapping) else thaw(data)
         try:
-            body = _OBSERVATION_JSON.encode(thaw(data))
-        except (TypeError, ValueError):
+            body = "".join(_OBSERVATION_ONE_SHOT(data, 0))
+        except (TypeError, ValueError, RecursionError):
             body = repr(data)
         text = f"{status}: {body}"
     text = secrets.text(text)  # before it is cut, so no part of a value is left at the end
     return text if len(text) <= OBSERVATION_LIMIT else text[: OBSERVATION_LIMIT - 1] + "…"
 
 
-_OBSERVATION_JSON = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)
+_OBSERVATION_JSON = json.JSONEncoder(
+    sort_keys=True, default=str, ensure_ascii=False, check_circular=False
+)
 """Writes a result's data into its observation (made once: `json.dumps` with options makes
-an encoder per call)."""
+an encoder per call). Data with a cycle never gets here: thawing it fails first."""
+_OBSERVATION_ONE_SHOT: Callable[[Any, int], Any] = (
+    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None,
+        _OBSERVATION_JSON.default,
+        json.encoder.encode_basestring,
+        None,
+        _OBSERVATION_JSON.key_separator,
+        _OBSERVATION_JSON.item_separator,
+        True,
+        False,
+        True,
+    )
+    if getattr(json.encoder, "c_make_encoder", None) is not None
+    else lambda data, _: _OBSERVATION_JSON.iterencode(data, _one_shot=True)
+)
+"""`_OBSERVATION_JSON`'s own one-shot encoder, made once instead of on every `encode`: the
+text's parts (`encode` joins them)."""
 
 
 def _side_effect_possible(tool: Tool, pending: PendingCall | None) -> bool:
@@ -338,8 +357,10 @@ def _side_effect_possible(tool: Tool, pending: PendingCall | None) -> bool:
     return bool(effects - {"read", "preview", "idempotent"})
 
 
-@dataclass(frozen=True)
-class _Judged:
+class _Judged(NamedTuple):
+    """What a return value (or a failure) says, before the `Result` is written (a tuple: made
+    on every call)."""
+
     status: str
     data: Mapping[str, Any] | None
     error: str | None
@@ -389,7 +410,7 @@ def _judge_value(
         status, data, observation = "success", value, None
         err = category = None
         retryable = False
-    if data is not None and not isinstance(data, Mapping):
+    if data is not None and type(data) is not dict and not isinstance(data, Mapping):
         return _Judged(
             "failure",
             None,
@@ -464,6 +485,7 @@ def _finish(
     else:
         judged = _judge_value(tool, pending, value, output, side)
     secrets = Secrets.of(tool, pending.args) if has_secrets(tool) else NO_SECRETS
+    user = ctx.actor.get("user")
     return Result(
         tool_id=tool.id,
         tool_call_id=pending.tool_call_id,
@@ -476,7 +498,7 @@ def _finish(
         retryable=judged.retryable,
         side_effect=judged.side_effect,
         executor=bound.name,
-        actor=ctx.actor.get("user") if isinstance(ctx.actor.get("user"), str) else None,
+        actor=user if isinstance(user, str) else None,
         started_at=started,
         finished_at=finished,
         duration_ms=round(duration_ms, 3),

@@ -445,7 +445,7 @@ class Action:
         if target not in TRANSITIONS[self.state]:
             raise IllegalTransitionError(self.tool_call_id, self.state, target)
         result = details.get("result")
-        if isinstance(result, Mapping) and self.tool is not None:
+        if result is not None and isinstance(result, Mapping) and self.tool is not None:
             if "status" in result and "data" in result:  # a `Result.to_dict()`: its data
                 data = result["data"]
                 if isinstance(data, Mapping):
