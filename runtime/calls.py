@@ -12,7 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .approvals import ApprovalError, ApprovalGrant, expiry_text
 from .availability import unavailable_refusal
@@ -87,9 +87,9 @@ class Judged:
     session), all spent by the call."""
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """A call about to run: authorised, its grants spent, its action RUNNING."""
+class Prepared(NamedTuple):
+    """A call about to run: authorised, its grants spent, its action RUNNING (a tuple: made on
+    every call)."""
 
     pending: PendingCall
     tool: Tool

@@ -112,6 +112,25 @@ class ExecutorContext:
     timeout_ms: int
     action_id: str | None = None
 
+    def __init__(
+        self,
+        pending: PendingCall,
+        session_id: str,
+        actor: Mapping[str, Any],
+        task_id: str | None,
+        timeout_ms: int,
+        action_id: str | None = None,
+    ) -> None:
+        # as Result's: one dictionary update instead of a setattr per field (one per call)
+        self.__dict__.update(
+            pending=pending,
+            session_id=session_id,
+            actor=actor,
+            task_id=task_id,
+            timeout_ms=timeout_ms,
+            action_id=action_id,
+        )
+
     @property
     def idempotency_key(self) -> str:
         return self.pending.key
