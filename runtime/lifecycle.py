@@ -448,7 +448,9 @@ class Action:
         if result is not None and isinstance(result, Mapping) and self.tool is not None:
             if "status" in result and "data" in result:  # a `Result.to_dict()`: its data
                 data = result["data"]
-                if isinstance(data, Mapping):
+                plain = type(result) is dict and type(data) is dict
+                if isinstance(data, Mapping) and not (plain and self.tool.output is None):
+                    # (plain data under no output schema has nothing to redact: taken as it is)
                     details["result"] = {**result, "data": redact(self.tool.output, data)}
             else:  # the output itself
                 details["result"] = redact(self.tool.output, result)
