@@ -17,7 +17,8 @@ PostgreSQL (`--postgres`, or BENCH_POSTGRES_URL: a database created and dropped 
 case is also given as a multiple of one commit (the median of single-event appends to the same
 store, one timed after each call); `threads` runs the allowed call in that many sessions at
 once, each on its own thread, and prints the calls per second of all of them against one
-session's. `--synchronous NORMAL` leaves SQLite's fsync out of every commit, so what is left of
+session's, and the wall time per call they make together as a multiple of the allowed case's
+commit. `--synchronous NORMAL` leaves SQLite's fsync out of every commit, so what is left of
 a call is the work around its commits. Run it on two checkouts side by side, in one shell
 command, to compare them (the machines are shared: compare ratios, never lone figures).
 """
@@ -260,7 +261,7 @@ def main() -> None:
     )
     kinds = ["memory", "sqlite"] + (["postgres"] if args.postgres else [])
     for kind in [args.only] if args.only else kinds:
-        alone = 0.0
+        alone = alone_commit = 0.0
         for case in cases:
             spec = specs["session" if case == "session" else "plain"]
             best = (float("inf"), 0.0, 0.0)
@@ -282,6 +283,7 @@ def main() -> None:
                 )
             if case == "allow":
                 alone = 1e6 / best[0]
+                alone_commit = commit[0]
             print(f"{kind:8} {case:7} {best[0]:9.1f} p99 {best[1]:9.1f} mean {best[2]:9.1f}{ratio}")
         if args.threads > 1 and kind != "memory" and alone:
             with (
@@ -289,9 +291,14 @@ def main() -> None:
                 fresh_store(kind, Path(tmp), args.postgres, args.synchronous) as store,
             ):
                 rate = concurrent(specs["plain"], store, args.threads, max(args.calls // 8, 25))
+            per_call = (
+                f", {1e6 / rate:.0f} µs a call, {1e6 / rate / alone_commit:.2f}× a commit"
+                if alone_commit
+                else ""
+            )
             print(
                 f"{kind:8} allow, {args.threads} sessions on threads: {rate:7.0f} calls/s, "
-                f"{rate / alone:.2f}× one session's"
+                f"{rate / alone:.2f}× one session's{per_call}"
             )
 
 
