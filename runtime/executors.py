@@ -746,9 +746,14 @@ class _Workers:
                 number = self._count
         if worker is None:
             worker = _Worker()
-            threading.Thread(
-                target=self._work, args=(worker,), name=f"harness-exec-{number}", daemon=True
-            ).start()
+            try:
+                threading.Thread(
+                    target=self._work, args=(worker,), name=f"harness-exec-{number}", daemon=True
+                ).start()
+            except BaseException:  # no thread (the system's limit): its pipe goes too
+                os.close(worker.wait)
+                os.close(worker.wake)
+                raise
         worker.job = job
         try:
             os.write(worker.wake, b"\0")
