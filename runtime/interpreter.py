@@ -22,6 +22,7 @@ from .workflow_plan import (
     FOREVER_S,
     START_TOPIC,
     STATE_EVENT,
+    StateText,
     dependants_skipped,
     ending_options,
     evaluate_when,
@@ -97,6 +98,7 @@ class _Run:
         }
         self.state: dict[str, Any] = initial_state(self.wf, run.get("hash"))
         self._sources = RunSources(self.input)
+        self._state_text = StateText()
 
     def stream(self, key: str) -> str:
         return f"workflow:{self.id}/{key}"
@@ -127,7 +129,8 @@ class _Run:
 
     def publication(self, state: dict[str, Any]) -> Publication:
         if self.branch is None:
-            return STATE_EVENT, {"state": state}
+            # with its canonical text, written from what changed since the last step's
+            return STATE_EVENT, {"state": state}, self._state_text(state)
         return BRANCH_EVENT, {
             "step": self.branch,
             "steps": {k: v for k, v in state["steps"].items() if v["state"] != "pending"},

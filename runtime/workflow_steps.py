@@ -90,9 +90,10 @@ def worker() -> Worker:
 # Exactly-once events
 
 
-Publication = tuple[str, dict[str, Any]]
+Publication = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str]
 """What a step records for `status`: (`workflow.state`, the run's state) or
-(`workflow.branch`, a parallel branch's view of its step)."""
+(`workflow.branch`, a parallel branch's view of its step), and the canonical JSON of that
+payload when the interpreter wrote it already."""
 
 
 class StepOutput(dict[str, Any]):
@@ -112,7 +113,7 @@ def _output(
     `workflow.step` event (the outcome). DBOS checkpoints them with the step, in its own
     transaction; the interpreter hands them to the log once that checkpoint is written
     (`log_step`)."""
-    buffer.append(NewEvent(stream, "State", publish[0], publish[1]))
+    buffer.append(NewEvent(stream, "State", *publish))
     buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome}))
     events = [[s, k, t, text] for s, k, t, _, text in buffer.appended]
     out = StepOutput(outcome=outcome, events=events)
