@@ -15,7 +15,9 @@ path.
   (`workflow.completed`) as DBOS stamped them (the log's own stamps are the appender's, which
   works off the steps' path); beside it, the same figure for DBOS alone (a workflow of steps
   that do nothing, on the same engine) and the governed call of a step alone, outside DBOS
-  (normalize, decide, invoke, its events gathered for DBOS's checkpoint), median of 200;
+  (normalize, decide, invoke, its events gathered for DBOS's checkpoint), median of 200, and
+  the 16th step of a 16-step run the same way (its session seeded with the 15 results before
+  it, the run's state recorded), median of 300;
 - workflows/s: `--runs` runs of 4 steps created at once, until the last one completes, with 1
   worker (this process) and with 3 worker processes sharing the queue;
 - gate round trip: `decide` until the run has taken the decision and published it (median);
@@ -214,6 +216,54 @@ def governed_step_ms(h: Any, rounds: int = 200) -> float:
     return statistics.median(took[20:]) * 1000
 
 
+def nth_step_ms(h: Any, rounds: int = 300) -> float:
+    """The 16th step of the `many` workflow as the interpreter runs it, outside DBOS: the
+    governed call in a session seeded with the run's input and the 15 results before it, and
+    the run's state it records (what a step does besides DBOS's checkpoint)."""
+    from harnessc.runtime import interpreter, workflow_steps
+    from harnessc.runtime.availability import Facts
+    from harnessc.runtime.sessions import facts_record
+    from harnessc.runtime.workflow_plan import workflow_hash
+
+    wf = h.spec.workflows["bench.many"]
+    run = interpreter._Run(
+        {
+            "workflow": wf.model_dump(mode="json"),
+            "hash": workflow_hash(wf),
+            "agent": wf.agent,
+            "input": {},
+            "actor": ACTOR,
+            "facts": facts_record(Facts.of(None)),
+        }
+    )
+    run.state["status"] = "running"
+    for i in range(1, STEPS):
+        run.visited.add(f"s{i}")
+        run.values[f"s{i}"] = {"n": i}
+        run.state["steps"][f"s{i}"].update(state="succeeded", value={"n": i}, attempts=1)
+        run.state["artifacts"].append({"step": f"s{i}", "value": {"n": i}})
+    last = run.steps[f"s{STEPS}"]
+    run.visited.add(last.name)
+    run.wave = [last]
+    took = []
+    tag = uuid.uuid4().hex[:8]
+    for i in range(rounds + 30):
+        key = f"{last.name}#{tag}-{i}"
+        start = time.perf_counter()
+        workflow_steps.call_step(
+            {**run.ctx, "sources": run.sources()},
+            last.name,
+            "job.run",
+            {"n": STEPS},
+            run.stream(key),
+            f"bench/{key}",
+            None,
+            run.after(last.name, artifact=True),
+        )
+        took.append(time.perf_counter() - start)
+    return statistics.median(took[30:]) * 1000
+
+
 def rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -237,7 +287,8 @@ def measure_steps(kind: str, spec_path: Path, folder: Path, args: argparse.Names
         bare = register_bare()
         wf = h.workflows.configure(url, executor_id="bench-1", poll_s=args.poll)
         one, many, per_step, dbos = step_figures(wf, bare)
-        print(f"steps {one:.3f} {many:.3f} {per_step:.4f} {dbos:.4f}", flush=True)
+        nth = nth_step_ms(h)
+        print(f"steps {one:.3f} {many:.3f} {per_step:.4f} {dbos:.4f} {nth:.4f}", flush=True)
         wf.close()
         h.store.close()
 
@@ -255,8 +306,12 @@ def measure(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) 
         )
         print(f"{kind:<8} DBOS alone    {dbos:6.2f} ms  (a step that does nothing)")
         print(
-            f"{kind:<8} governed call {governed_step_ms(h):6.1f} ms  "
+            f"{kind:<8} governed call {governed_step_ms(h):6.2f} ms  "
             "(a step's call and its events, outside DBOS)"
+        )
+        print(
+            f"{kind:<8} 16th step     {nth_step_ms(h):6.2f} ms  "
+            "(the same with 15 results before it and the run's state, outside DBOS)"
         )
         start = time.perf_counter()
         ids = [wf.create("four", {}, actor=ACTOR, start=True) for _ in range(args.runs)]
@@ -401,6 +456,7 @@ def side_by_side(kinds: list[str], spec_path: Path, folder: Path, args: argparse
     trees: list[tuple[str, Path | None]] = [("baseline", old), ("this tree", None)]
     for kind in kinds:
         figures: dict[str, list[list[float]]] = {name: [] for name, _ in trees}
+        columns = 5
         for n in range(args.rounds):
             for name, path in trees if n % 2 == 0 else trees[::-1]:
                 env = dict(os.environ)
@@ -416,24 +472,22 @@ def side_by_side(kinds: list[str], spec_path: Path, folder: Path, args: argparse
                 lines = [x for x in done.stdout.splitlines() if x.startswith("steps ")]
                 if done.returncode or not lines:
                     raise SystemExit(f"{name}: the measurement failed\n{done.stderr[-2000:]}")
-                one, many, per_step, dbos = (float(x) for x in lines[-1].split()[1:])
-                figures[name].append([one, many, per_step, dbos])
+                row = [float(x) for x in lines[-1].split()[1:]]
+                figures[name].append(row)
                 load = os.getloadavg()[0]
-                print(
-                    f"{kind:<8} round {n + 1} {name:<9}  1-step run {one:6.1f} ms  "
-                    f"{STEPS}-step run {many:6.1f} ms  step {per_step:5.2f} ms  "
-                    f"DBOS's step {dbos:5.2f} ms  ratio {per_step / dbos:5.2f}  load {load:.2f}",
-                    flush=True,
-                )
+                print(f"{kind:<8} round {n + 1} {name:<9}  {_row(row)}  load {load:.2f}")
         for name, _ in trees:
-            one, many, per_step, dbos = (
-                statistics.median(r[i] for r in figures[name]) for i in range(4)
-            )
-            print(
-                f"{kind:<8} median    {name:<9}  1-step run {one:6.1f} ms  "
-                f"{STEPS}-step run {many:6.1f} ms  step {per_step:5.2f} ms  "
-                f"DBOS's step {dbos:5.2f} ms  ratio {per_step / dbos:5.2f}"
-            )
+            row = [statistics.median(r[i] for r in figures[name]) for i in range(columns)]
+            print(f"{kind:<8} median    {name:<9}  {_row(row)}")
+
+
+def _row(row: list[float]) -> str:
+    one, many, per_step, dbos, nth = row
+    return (
+        f"1-step run {one:6.1f} ms  {STEPS}-step run {many:6.1f} ms  step {per_step:5.2f} ms  "
+        f"DBOS's step {dbos:5.2f} ms  ratio {per_step / dbos:5.2f}  "
+        f"16th step outside DBOS {nth:5.3f} ms"
+    )
 
 
 def _measure_in_child(
