@@ -303,6 +303,10 @@ def initial_state(wf: Workflow, version: str | None) -> dict[str, Any]:
     }
 
 
+_NO_VALUE = object()
+_ARTIFACT_KEYS = {"step", "value"}
+
+
 class StateText:
     """The canonical JSON of `{"state": state}` for the successive states of one run, written
     from parts: a step's record is made canonical again only once it changed, an artifact only
@@ -340,7 +344,7 @@ class StateText:
     def _record(self, name: str, record: Any) -> str:
         if type(record) is not dict:
             return json_string(name) + ":" + canonical_json(record)
-        value = record.get("value")
+        value = record.get("value", _NO_VALUE)  # a value of None is written, none is not
         rest = tuple(item for item in record.items() if item[0] != "value")
         known = self._records.get(name)
         if known is not None and known[1] is value and known[0] == rest:
@@ -350,7 +354,7 @@ class StateText:
         return text
 
     def _artifact(self, artifact: Any) -> str:
-        if type(artifact) is not dict or len(artifact) != 2:
+        if type(artifact) is not dict or artifact.keys() != _ARTIFACT_KEYS:
             return canonical_json(artifact)
         step, value = artifact.get("step"), artifact.get("value")
         known = self._artifacts.get(id(artifact))

@@ -72,6 +72,19 @@ def test_the_state_text_is_the_canonical_json_of_the_state_after_every_step(
         assert text(published) == canonical_json({"state": published})
 
 
+def test_a_value_of_none_set_on_a_record_and_an_artifact_changed_in_place_are_written() -> None:
+    state = _state(["a"])
+    text = StateText()
+    text(state)
+    state["steps"]["a"]["value"] = None
+    assert '"a":{"kind":"call","state":"pending","value":null}' in text(state)
+    state["artifacts"].append({"step": "a", "value": None})
+    text(state)
+    state["artifacts"][0].pop("value")
+    state["artifacts"][0]["note"] = None
+    assert text(state) == canonical_json({"state": state})
+
+
 def test_a_record_changed_in_place_is_written_again() -> None:
     state = _state(["a", "b"])
     text = StateText()
