@@ -2,6 +2,7 @@
 gate round trip and the memory of runs waiting at gates, on SQLite and PostgreSQL.
 
     .venv/bin/python bench/workflow.py [--runs 30] [--waiting 300] [--postgres URL]
+    .venv/bin/python bench/workflow.py --baseline CHECKOUT [--rounds 3] [--postgres URL]
 
 Each measurement starts from a fresh store (a temporary SQLite file; a fresh database on the
 PostgreSQL server of `--postgres`, created and dropped). Executors do nothing, so the numbers are
@@ -9,16 +10,24 @@ the cost of the machinery: the governed call (normalize, decide, invoke, events)
 checkpoints (which carry each step's events) and the log's append of them, off the step's
 path.
 
-- step overhead: (latency of a 16-step run − latency of a 1-step run) / 15, median of 5, each
-  latency from the run's start to its end as the log stamped them; beside it, the same figure
-  for DBOS alone (a workflow of steps that do nothing, on the same engine) and the governed call
-  of a step alone, outside DBOS (normalize, decide, invoke, its events gathered for DBOS's
-  checkpoint), median of 200;
+- step overhead: (latency of a 16-step run − latency of a 1-step run) / 15, median of 9, each
+  latency from the start of the run's first step (`workflow.started`) to the end of its last
+  (`workflow.completed`) as DBOS stamped them (the log's own stamps are the appender's, which
+  works off the steps' path); beside it, the same figure for DBOS alone (a workflow of steps
+  that do nothing, on the same engine) and the governed call of a step alone, outside DBOS
+  (normalize, decide, invoke, its events gathered for DBOS's checkpoint), median of 200, and
+  the 16th step of a 16-step run the same way (its session seeded with the 15 results before
+  it, the run's state recorded), median of 300;
 - workflows/s: `--runs` runs of 4 steps created at once, until the last one completes, with 1
   worker (this process) and with 3 worker processes sharing the queue;
 - gate round trip: `decide` until the run has taken the decision and published it (median);
 - waiting: the worker's resident memory and threads before and after `--waiting` runs wait at a
   gate (the interpreter is async: a waiting run holds no thread).
+
+`--baseline CHECKOUT` (a checkout of another commit) measures only the step overhead, of this
+tree and of that one side by side: `--rounds` rounds, each a process per tree and store kind,
+the two trees alternating (which one goes first alternates too), and prints each round's
+figures and their medians, with DBOS alone measured in every process.
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pgdb import fresh_database
 
 STEPS = 16
+REPEAT = 9
+"""Runs of each length (and DBOS workflows) whose median latency makes the step overhead."""
 SPEC = (
     """\
 harness bench { version "1.0.0" }
@@ -140,20 +151,16 @@ def wait_all(wf: Any, ids: list[str], timeout_s: float = 600.0) -> None:
 
 
 def latency(wf: Any, name: str) -> float:
-    """A run's time inside the engine: from its `workflow.started` event to its
-    `workflow.completed` event in the log (the status polling that waits for it here, in this
-    process, and the queue's pickup are not counted)."""
-    from datetime import datetime
-
+    """A run's time inside the engine: from the start of its first DBOS step (the one that
+    records `workflow.started`) to the end of its last (`workflow.completed`), as DBOS stamped
+    them in its checkpoints (the status polling that waits for it here, the queue's pickup and
+    the log's append after the last checkpoint are not counted)."""
     run = wf.create(name, {}, actor=ACTOR, start=True)
-    store = wf.harness.store
-    while not (end := store.read(f"workflow:{run}/~end")):
-        time.sleep(0.05)
-    start = store.read(f"workflow:{run}/~start")[0]
-    stamp = "%Y-%m-%dT%H:%M:%S.%fZ"
-    took = datetime.strptime(end[0].time, stamp) - datetime.strptime(start.time, stamp)
     wait_all(wf, [run])
-    return took.total_seconds()
+    steps = {s["function_name"]: s for s in wf._need_client().list_workflow_steps(run)}
+    start = steps["record:~start"]["started_at_epoch_ms"]
+    end = steps["record:~end"]["completed_at_epoch_ms"]
+    return float(end - start) / 1000
 
 
 def _nothing(n: int) -> int:
@@ -183,8 +190,8 @@ def bare_step_ms(bare: Any) -> float:
         return result
 
     took(1)
-    ones = [took(1) for _ in range(5)]
-    manys = [took(STEPS) for _ in range(5)]
+    ones = [took(1) for _ in range(REPEAT)]
+    manys = [took(STEPS) for _ in range(REPEAT)]
     return (statistics.median(manys) - statistics.median(ones)) / (STEPS - 1) * 1000
 
 
@@ -209,11 +216,81 @@ def governed_step_ms(h: Any, rounds: int = 200) -> float:
     return statistics.median(took[20:]) * 1000
 
 
+def nth_step_ms(h: Any, rounds: int = 300) -> float:
+    """The 16th step of the `many` workflow as the interpreter runs it, outside DBOS: the
+    governed call in a session seeded with the run's input and the 15 results before it, and
+    the run's state it records (what a step does besides DBOS's checkpoint)."""
+    from harnessc.runtime import interpreter, workflow_steps
+    from harnessc.runtime.availability import Facts
+    from harnessc.runtime.sessions import facts_record
+    from harnessc.runtime.workflow_plan import workflow_hash
+
+    wf = h.spec.workflows["bench.many"]
+    run = interpreter._Run(
+        {
+            "workflow": wf.model_dump(mode="json"),
+            "hash": workflow_hash(wf),
+            "agent": wf.agent,
+            "input": {},
+            "actor": ACTOR,
+            "facts": facts_record(Facts.of(None)),
+        }
+    )
+    run.state["status"] = "running"
+    for i in range(1, STEPS):
+        run.visited.add(f"s{i}")
+        run.values[f"s{i}"] = {"n": i}
+        run.state["steps"][f"s{i}"].update(state="succeeded", value={"n": i}, attempts=1)
+        run.state["artifacts"].append({"step": f"s{i}", "value": {"n": i}})
+    last = run.steps[f"s{STEPS}"]
+    run.visited.add(last.name)
+    run.wave = [last]
+    took = []
+    tag = uuid.uuid4().hex[:8]
+    for i in range(rounds + 30):
+        key = f"{last.name}#{tag}-{i}"
+        start = time.perf_counter()
+        workflow_steps.call_step(
+            {**run.ctx, "sources": run.sources()},
+            last.name,
+            "job.run",
+            {"n": STEPS},
+            run.stream(key),
+            f"bench/{key}",
+            None,
+            run.after(last.name, artifact=True),
+        )
+        took.append(time.perf_counter() - start)
+    return statistics.median(took[30:]) * 1000
+
+
 def rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def step_figures(wf: Any, bare: Any) -> tuple[float, float, float, float]:
+    """(1-step run, 16-step run, governed step overhead, DBOS's own step), ms."""
+    latency(wf, "one")  # warm up
+    ones = [latency(wf, "one") for _ in range(REPEAT)]
+    manys = [latency(wf, "many") for _ in range(REPEAT)]
+    one, many = statistics.median(ones) * 1000, statistics.median(manys) * 1000
+    return one, many, (many - one) / (STEPS - 1), bare_step_ms(bare)
+
+
+def measure_steps(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) -> None:
+    """The step overhead alone, printed as one line for `--baseline` to read."""
+    with fresh_store(kind, folder, args.postgres) as url:
+        h = harness(spec_path, url)
+        bare = register_bare()
+        wf = h.workflows.configure(url, executor_id="bench-1", poll_s=args.poll)
+        one, many, per_step, dbos = step_figures(wf, bare)
+        nth = nth_step_ms(h)
+        print(f"steps {one:.3f} {many:.3f} {per_step:.4f} {dbos:.4f} {nth:.4f}", flush=True)
+        wf.close()
+        h.store.close()
 
 
 def measure(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) -> None:
@@ -222,19 +299,19 @@ def measure(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) 
         h = harness(spec_path, url)
         bare = register_bare()
         wf = h.workflows.configure(url, executor_id="bench-1", poll_s=args.poll)
-        latency(wf, "one")  # warm up
-        ones = [latency(wf, "one") for _ in range(5)]
-        manys = [latency(wf, "many") for _ in range(5)]
-        per_step = (statistics.median(manys) - statistics.median(ones)) / (STEPS - 1)
+        one, many, per_step, dbos = step_figures(wf, bare)
         print(
-            f"{kind:<8} step overhead {per_step * 1000:6.1f} ms  "
-            f"(1-step run {statistics.median(ones) * 1000:.0f} ms, "
-            f"{STEPS}-step run {statistics.median(manys) * 1000:.0f} ms, median of 5)"
+            f"{kind:<8} step overhead {per_step:6.2f} ms  "
+            f"(1-step run {one:.1f} ms, {STEPS}-step run {many:.1f} ms, median of {REPEAT})"
         )
-        print(f"{kind:<8} DBOS alone    {bare_step_ms(bare):6.1f} ms  (a step that does nothing)")
+        print(f"{kind:<8} DBOS alone    {dbos:6.2f} ms  (a step that does nothing)")
         print(
-            f"{kind:<8} governed call {governed_step_ms(h):6.1f} ms  "
+            f"{kind:<8} governed call {governed_step_ms(h):6.2f} ms  "
             "(a step's call and its events, outside DBOS)"
+        )
+        print(
+            f"{kind:<8} 16th step     {nth_step_ms(h):6.2f} ms  "
+            "(the same with 15 results before it and the run's state, outside DBOS)"
         )
         start = time.perf_counter()
         ids = [wf.create("four", {}, actor=ACTOR, start=True) for _ in range(args.runs)]
@@ -326,9 +403,22 @@ def main() -> None:
         help="the worker's queue and message polling, s (default: the engine's, 0.1)",
     )
     parser.add_argument("--worker", nargs=3, metavar=("SPEC", "URL", "EXECUTOR"))
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="another checkout of harnessc: measure the step overhead of both, side by side",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --baseline (default 3)")
+    parser.add_argument("--steps-only", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker)
+        return
+    if args.steps_only:
+        kind, spec = args.steps_only
+        with tempfile.TemporaryDirectory() as tmp:
+            measure_steps(kind, Path(spec), Path(tmp), args)
         return
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} CPUs")
@@ -337,18 +427,76 @@ def main() -> None:
         kinds = [args.only]
     with tempfile.TemporaryDirectory() as tmp:
         spec_path = compile_spec(Path(tmp))
+        if args.baseline is not None:
+            side_by_side(kinds, spec_path, Path(tmp), args)
+            return
         for kind in kinds:
             # a child process per store kind: DBOS runs once per process
-            code = _measure_in_child(kind, spec_path, Path(tmp), args)
+            code = _measure_in_child(kind, measure, spec_path, Path(tmp), args)
             if code:
                 raise SystemExit(code)
 
 
-def _measure_in_child(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) -> int:
+PACKAGES = {"dsl": "dsl", "compiler": "compiler", "runtime": "runtime", "stdlib": "stdlib"}
+
+
+def importable(checkout: Path, into: Path) -> Path:
+    """A folder from which `import harnessc` loads `checkout` (laid out as pyproject maps it)."""
+    package = into / "harnessc"
+    package.mkdir(parents=True)
+    (package / "__init__.py").symlink_to(checkout / "harnessc" / "__init__.py")
+    for name, folder in PACKAGES.items():
+        (package / name).symlink_to(checkout / folder)
+    return into
+
+
+def side_by_side(kinds: list[str], spec_path: Path, folder: Path, args: argparse.Namespace) -> None:
+    """The step overhead of this tree and of `--baseline`, alternating, a process each."""
+    old = importable(args.baseline.resolve(), folder / "baseline")
+    trees: list[tuple[str, Path | None]] = [("baseline", old), ("this tree", None)]
+    for kind in kinds:
+        figures: dict[str, list[list[float]]] = {name: [] for name, _ in trees}
+        columns = 5
+        for n in range(args.rounds):
+            for name, path in trees if n % 2 == 0 else trees[::-1]:
+                env = dict(os.environ)
+                if path is not None:
+                    env["PYTHONPATH"] = str(path)
+                command = [sys.executable, __file__, "--steps-only", kind, str(spec_path)]
+                if args.postgres:
+                    command += ["--postgres", args.postgres]
+                # not a checkout's root, whose `harnessc/` would shadow the tree
+                done = subprocess.run(
+                    command, env=env, cwd=folder, capture_output=True, text=True, check=False
+                )
+                lines = [x for x in done.stdout.splitlines() if x.startswith("steps ")]
+                if done.returncode or not lines:
+                    raise SystemExit(f"{name}: the measurement failed\n{done.stderr[-2000:]}")
+                row = [float(x) for x in lines[-1].split()[1:]]
+                figures[name].append(row)
+                load = os.getloadavg()[0]
+                print(f"{kind:<8} round {n + 1} {name:<9}  {_row(row)}  load {load:.2f}")
+        for name, _ in trees:
+            row = [statistics.median(r[i] for r in figures[name]) for i in range(columns)]
+            print(f"{kind:<8} median    {name:<9}  {_row(row)}")
+
+
+def _row(row: list[float]) -> str:
+    one, many, per_step, dbos, nth = row
+    return (
+        f"1-step run {one:6.1f} ms  {STEPS}-step run {many:6.1f} ms  step {per_step:5.2f} ms  "
+        f"DBOS's step {dbos:5.2f} ms  ratio {per_step / dbos:5.2f}  "
+        f"16th step outside DBOS {nth:5.3f} ms"
+    )
+
+
+def _measure_in_child(
+    kind: str, run: Any, spec_path: Path, folder: Path, args: argparse.Namespace
+) -> int:
     pid = os.fork()
     if pid == 0:
         try:
-            measure(kind, spec_path, folder, args)
+            run(kind, spec_path, folder, args)
         except BaseException:
             import traceback
 

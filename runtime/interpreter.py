@@ -22,6 +22,7 @@ from .workflow_plan import (
     FOREVER_S,
     START_TOPIC,
     STATE_EVENT,
+    StateText,
     dependants_skipped,
     ending_options,
     evaluate_when,
@@ -33,6 +34,7 @@ from .workflow_plan import (
 )
 from .workflow_steps import (
     Publication,
+    RunSources,
     call_step,
     delegate_step,
     log_step,
@@ -95,6 +97,8 @@ class _Run:
             s.name: {d for d in (*s.after, *s.depends_on) if d in names} for s in self.order
         }
         self.state: dict[str, Any] = initial_state(self.wf, run.get("hash"))
+        self._sources = RunSources(self.input)
+        self._state_text = StateText()
 
     def stream(self, key: str) -> str:
         return f"workflow:{self.id}/{key}"
@@ -125,7 +129,8 @@ class _Run:
 
     def publication(self, state: dict[str, Any]) -> Publication:
         if self.branch is None:
-            return STATE_EVENT, {"state": state}
+            # with its canonical text, written from what changed since the last step's
+            return STATE_EVENT, {"state": state}, self._state_text(state)
         return BRANCH_EVENT, {
             "step": self.branch,
             "steps": {k: v for k, v in state["steps"].items() if v["state"] != "pending"},
@@ -327,15 +332,20 @@ class _Run:
     def _summary(self) -> dict[str, Any]:
         return {"workflow": self.wf.name, "id": self.id, "version": self.run.get("hash")}
 
-    def sources(self) -> dict[str, Any]:
+    def sources(self) -> RunSources:
         """What the policy of a step's call sees as the session's sources: the run's input
-        (of kind `user`) and the results of the call steps before it (of their tool's trust)."""
-        steps = {
-            name: {"tool": self.steps[name].tool, "value": value}
-            for name, value in self.values.items()
-            if name in self.steps and self.steps[name].kind == "call" and value is not None
-        }
-        return {"input": self.input, "steps": steps}
+        (of kind `user`) and the results of the call steps before it (of their tool's trust).
+        Kept for the whole run, so each result's seeded event is built once."""
+        known = self._sources.steps
+        for name, value in self.values.items():
+            step = self.steps.get(name)
+            if step is None or step.kind != "call":
+                continue
+            if value is None:
+                self._sources.discard(name)
+            elif (found := known.get(name)) is None or found[1] is not value:
+                self._sources.add(name, step.tool, value)
+        return self._sources
 
     def scope(self) -> dict[str, Any]:
         return {

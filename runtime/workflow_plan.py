@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .approvals import is_approver, is_requester
+from .canonical import canonical_json, json_string
 from .conditions import Scope, evaluate, value_of
 from .model import (
     And,
@@ -300,6 +301,68 @@ def initial_state(wf: Workflow, version: str | None) -> dict[str, Any]:
         "outcome": None,
         "error": None,
     }
+
+
+_NO_VALUE = object()
+_ARTIFACT_KEYS = {"step", "value"}
+
+
+class StateText:
+    """The canonical JSON of `{"state": state}` for the successive states of one run, written
+    from parts: a step's record is made canonical again only once it changed, an artifact only
+    once, so a step's `workflow.state` costs what changed since the last one rather than the
+    whole run again (a record or an artifact holds the step's value, which is replaced, never
+    changed in place). The text is exactly `canonical_json({"state": state})`; a state with a
+    key that is not ASCII (whose canonical order is UTF-16's) is written whole."""
+
+    __slots__ = ("_artifacts", "_records")
+
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[tuple[Any, ...], Any, str]] = {}
+        self._artifacts: dict[int, tuple[Any, Any, Any, str]] = {}
+
+    def __call__(self, state: Mapping[str, Any]) -> str:
+        steps, artifacts = state.get("steps"), state.get("artifacts")
+        if not (
+            type(steps) is dict
+            and type(artifacts) is list
+            and all(k.isascii() for k in state)
+            and all(k.isascii() for k in steps)
+        ):
+            return canonical_json({"state": state})
+        parts = []
+        for key in sorted(state):
+            if key == "steps":
+                text = "{" + ",".join(self._record(n, steps[n]) for n in sorted(steps)) + "}"
+            elif key == "artifacts":
+                text = "[" + ",".join(self._artifact(a) for a in artifacts) + "]"
+            else:
+                text = canonical_json(state[key])
+            parts.append(json_string(key) + ":" + text)
+        return '{"state":{' + ",".join(parts) + "}}"
+
+    def _record(self, name: str, record: Any) -> str:
+        if type(record) is not dict:
+            return json_string(name) + ":" + canonical_json(record)
+        value = record.get("value", _NO_VALUE)  # a value of None is written, none is not
+        rest = tuple(item for item in record.items() if item[0] != "value")
+        known = self._records.get(name)
+        if known is not None and known[1] is value and known[0] == rest:
+            return known[2]
+        text = json_string(name) + ":" + canonical_json(record)
+        self._records[name] = (rest, value, text)
+        return text
+
+    def _artifact(self, artifact: Any) -> str:
+        if type(artifact) is not dict or artifact.keys() != _ARTIFACT_KEYS:
+            return canonical_json(artifact)
+        step, value = artifact.get("step"), artifact.get("value")
+        known = self._artifacts.get(id(artifact))
+        if known is not None and known[0] is artifact and known[1] == step and known[2] is value:
+            return known[3]
+        text = canonical_json(artifact)
+        self._artifacts[id(artifact)] = (artifact, step, value, text)
+        return text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from . import telemetry
 from .approval_view import Preview, record_preview, run_preview
 from .approvals import Approvals
 from .availability import Facts
-from .canonical import jsonable
+from .canonical import canonical_json, jsonable
 from .events import NO_SECRETS, REDACTED, Event, NewEvent, Secrets
 from .history import WORKFLOW_INPUT, WORKFLOW_STEP_RESULT
 from .lifecycle import ActionState
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Publication",
+    "RunSources",
     "StepOutput",
     "Worker",
     "attach",
@@ -89,9 +90,10 @@ def worker() -> Worker:
 # Exactly-once events
 
 
-Publication = tuple[str, dict[str, Any]]
+Publication = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str]
 """What a step records for `status`: (`workflow.state`, the run's state) or
-(`workflow.branch`, a parallel branch's view of its step)."""
+(`workflow.branch`, a parallel branch's view of its step), and the canonical JSON of that
+payload when the interpreter wrote it already."""
 
 
 class StepOutput(dict[str, Any]):
@@ -111,7 +113,7 @@ def _output(
     `workflow.step` event (the outcome). DBOS checkpoints them with the step, in its own
     transaction; the interpreter hands them to the log once that checkpoint is written
     (`log_step`)."""
-    buffer.append(NewEvent(stream, "State", publish[0], publish[1]))
+    buffer.append(NewEvent(stream, "State", *publish))
     buffer.append(NewEvent(stream, "State", STEP_EVENT, {"outcome": outcome}))
     events = [[s, k, t, text] for s, k, t, _, text in buffer.appended]
     out = StepOutput(outcome=outcome, events=events)
@@ -276,9 +278,21 @@ def _hidden_inputs(
 ) -> tuple[frozenset[str], Secrets]:
     """What of a run's input never reaches the log: the input fields declared `secret`, or
     passed by some step to a `secret` field of its tool; and this step's secret values."""
-    spec = view.spec
+    found = view.spec.tools.get(tool)
+    secrets = Secrets.of(found, args) if found is not None else NO_SECRETS
+    return _hidden_fields(view.spec, ctx.get("workflow") or ""), secrets
+
+
+_HIDDEN: dict[tuple[int, str], tuple[Any, frozenset[str]]] = {}
+"""The hidden input fields of a workflow, by (spec, workflow): the same for all its steps."""
+
+
+def _hidden_fields(spec: Any, name: str) -> frozenset[str]:
+    known = _HIDDEN.get((id(spec), name))
+    if known is not None and known[0] is spec:
+        return known[1]
     hidden: set[str] = set()
-    workflow = spec.workflows.get(ctx.get("workflow") or "")
+    workflow = spec.workflows.get(name)
     if workflow is not None:
         if workflow.input is not None:
             hidden.update(f.name for f in workflow.input.fields if f.secret)
@@ -286,8 +300,8 @@ def _hidden_inputs(
             called = spec.tools.get(step.tool or "")
             if called is None:
                 continue
-            for name, value in step.args.items():
-                field = called.input.field(name)
+            for arg, value in step.args.items():
+                field = called.input.field(arg)
                 if (
                     field is not None
                     and field.secret
@@ -296,13 +310,82 @@ def _hidden_inputs(
                     and value.parts
                 ):
                     hidden.add(value.parts[0])
-    found = spec.tools.get(tool)
-    return frozenset(hidden), Secrets.of(found, args) if found is not None else NO_SECRETS
+    if len(_HIDDEN) >= 64:  # specs loaded again and again: keep the newest
+        _HIDDEN.clear()
+    _HIDDEN[(id(spec), name)] = (spec, frozenset(hidden))
+    return frozenset(hidden)
+
+
+class RunSources:
+    """What the sessions of a run's steps read as their sources (`seed_sources`): the run's
+    input and each call step's result, kept by the interpreter as the run goes. Each seeded
+    payload and its canonical text are built once for the run instead of once for every later
+    step; a step that has secret values of its own scrubs them from fresh copies."""
+
+    __slots__ = ("_input", "_texts", "input", "steps")
+
+    def __init__(self, input: Mapping[str, Any] | None = None) -> None:
+        self.input: Mapping[str, Any] = input or {}
+        self.steps: dict[str, tuple[str | None, Any]] = {}
+        """Each call step's result by step: (its tool, its value)."""
+        self._texts: dict[str, tuple[dict[str, Any], str]] = {}
+        self._input: tuple[frozenset[str], dict[str, Any], str] | None = None
+
+    @classmethod
+    def of(cls, sources: Mapping[str, Any]) -> RunSources:
+        """From the mapping form: `{"input": …, "steps": {step: {"tool": …, "value": …}}}`."""
+        given = sources.get("input")
+        out = cls(given if isinstance(given, Mapping) else None)
+        for name, found in (sources.get("steps") or {}).items():
+            out.add(name, found.get("tool"), found.get("value"))
+        return out
+
+    def add(self, step: str, tool: str | None, value: Any) -> None:
+        """The result of the call step `step` (again: it replaces the one before)."""
+        self.steps[step] = (tool, value)
+        self._texts.pop(step, None)
+
+    def discard(self, step: str) -> None:
+        self.steps.pop(step, None)
+        self._texts.pop(step, None)
+
+    def events(
+        self, stream: str, hidden: tuple[frozenset[str], Secrets] = (frozenset(), NO_SECRETS)
+    ) -> list[NewEvent]:
+        """The events that seed a step's session on `stream`: `workflow.input`, then each
+        step's `workflow.step_result` in the order of the steps' names."""
+        fields, secrets = hidden
+        out = []
+        if self.input:
+            if secrets:
+                shown = {k: REDACTED if k in fields else v for k, v in self.input.items()}
+                out.append(
+                    NewEvent(stream, "State", WORKFLOW_INPUT, {"input": secrets.scrub(shown)})
+                )
+            else:
+                if self._input is None or self._input[0] != fields:
+                    shown = {k: REDACTED if k in fields else v for k, v in self.input.items()}
+                    payload = {"input": shown}
+                    self._input = (fields, payload, canonical_json(payload))
+                _, payload, text = self._input
+                out.append(NewEvent(stream, "State", WORKFLOW_INPUT, payload, text))
+        for name in sorted(self.steps):
+            tool, value = self.steps[name]
+            if secrets:
+                data = {"step": name, "tool": tool, "data": secrets.scrub(value)}
+                out.append(NewEvent(stream, "State", WORKFLOW_STEP_RESULT, data))
+                continue
+            built = self._texts.get(name)
+            if built is None:
+                data = {"step": name, "tool": tool, "data": value}
+                built = self._texts[name] = (data, canonical_json(data))
+            out.append(NewEvent(stream, "State", WORKFLOW_STEP_RESULT, *built))
+        return out
 
 
 def seed_sources(
     session: Any,
-    sources: Mapping[str, Any] | None,
+    sources: RunSources | Mapping[str, Any] | None,
     hidden: tuple[frozenset[str], Secrets] = (frozenset(), NO_SECRETS),
 ) -> None:
     """Record a workflow run's sources in a step's session, so its policy reads provenance:
@@ -311,17 +394,10 @@ def seed_sources(
     the secret values that never reach the log (nor the index)."""
     if not sources:
         return
-    fields, secrets = hidden
-    given = sources.get("input")
-    if isinstance(given, Mapping) and given:
-        shown = {k: REDACTED if k in fields else v for k, v in given.items()}
-        session._append("State", WORKFLOW_INPUT, {"input": secrets.scrub(shown)})
-    for name, found in sorted((sources.get("steps") or {}).items()):
-        session._append(
-            "State",
-            WORKFLOW_STEP_RESULT,
-            {"step": name, "tool": found.get("tool"), "data": secrets.scrub(found.get("value"))},
-        )
+    found = sources if isinstance(sources, RunSources) else RunSources.of(sources)
+    events = found.events(session.id, hidden)
+    if events:
+        session.harness.store.append_many(events)
 
 
 def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: str) -> Any:

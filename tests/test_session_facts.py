@@ -265,6 +265,46 @@ def test_a_workflow_steps_policy_sees_the_run_input_and_earlier_step_results() -
     assert "event #" in injected.evidence[0]
 
 
+def test_a_runs_sources_kept_for_the_whole_run_seed_what_the_mapping_seeds() -> None:
+    """The interpreter keeps one `RunSources` for a run and adds each result as it comes: a
+    later step's session gets the same events, in the same order, as the mapping form gives,
+    with the input's hidden fields redacted and the step's own secret values scrubbed."""
+    from harnessc.runtime.events import Secrets
+    from harnessc.runtime.workflow_steps import RunSources, seed_sources
+
+    mapping = {
+        "input": {"payee": IBAN, "token": "tok-1"},
+        "steps": {
+            "read": {"tool": "mail.read", "value": {"body": "to NL91ABNA0417164300"}},
+            "look": {"tool": "crm.lookup", "value": {"iban": "pw-secret"}},
+        },
+    }
+    run = RunSources({"payee": IBAN, "token": "tok-1"})
+    run.add("look", "crm.lookup", {"iban": "stale"})
+    run.events("warm-up")  # texts built for the results known so far
+    run.add("read", "mail.read", {"body": "to NL91ABNA0417164300"})
+    run.add("look", "crm.lookup", {"iban": "pw-secret"})  # replaces the stale one
+    for hidden in (
+        (frozenset({"token"}), Secrets.from_values([])),
+        (frozenset({"token"}), Secrets.from_values(["pw-secret"])),
+    ):
+        seeded = []
+        for sources in (mapping, run, run):  # the second time from the texts built once
+            h = _harness(None, Clock())
+            s = h.session("bot", actor={"user": "u"})
+            seed_sources(s, sources, hidden)
+            seeded.append([(e.type, e.payload_json) for e in h.store.read(s.id)][1:])
+        assert seeded[0] == seeded[1] == seeded[2]
+        assert [t for t, _ in seeded[0]] == [
+            "workflow.input",
+            "workflow.step_result",
+            "workflow.step_result",
+        ]
+        assert '"token":"[REDACTED]"' in seeded[0][0][1]
+        assert ('"pw-secret"' in seeded[0][1][1]) is not bool(hidden[1])
+        assert '"step":"read"' in seeded[0][2][1]  # in the order of the steps' names
+
+
 def test_the_evidence_view_shows_what_the_session_showed_the_rule() -> None:
     h = _harness(None, Clock())
     s = h.session("bot", actor={"user": "u"})
