@@ -510,8 +510,7 @@ class Action:
                     return None
             if reason is not None:
                 values["reason"] = json_string(reason)
-        # the states' values: an enum member hashes through a Python-level `__hash__`
-        shape = (self.tool_id, self.state._value_, target._value_, reason is not None, *details)
+        shape = (self.tool_id, self.state, target, reason is not None, *details)
         template = _MOVES.get(shape)
         if template is None:
             if not all(key.isidentifier() for key in details):
