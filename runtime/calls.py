@@ -7,7 +7,6 @@ it returned: a `Ruling` (what the policies say), a `Judged` (the decision record
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,7 +26,7 @@ from .executors import (
     run_sync,
     timeout_of,
 )
-from .lifecycle import Action, ActionState, after_decision
+from .lifecycle import Action, ActionState, after_decision, random_hex
 from .model import Tool
 from .normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from .policy import CallContext, Decider, Decision
@@ -350,7 +349,7 @@ def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Dec
     d, grants, context = judgement(s, pending)
     grant = grants[0] if grants else None
     h = s.harness
-    decision_id = "dec-" + os.urandom(8).hex()
+    decision_id = "dec-" + random_hex()
     authorized = d.effect == "allow" or grant is not None
     grant_id = grant.grant_id if grant is not None else None
     template, fixed = decision_template(s, d, h.policy_version)
