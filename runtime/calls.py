@@ -126,7 +126,7 @@ def normalize_call(
             None,
             written,
         )
-    if not is_text(tool_call_id):
+    if not tool_call_id.isascii() and not is_text(tool_call_id):
         return Refusal(
             "invalid-args",
             "a `tool_call_id` holds a lone surrogate, which is not text",

@@ -347,10 +347,11 @@ class Action:
         self.position = position
         self.action_id = action_id or new_action_id()
         self.secrets: Secrets = NO_SECRETS
-        # the JSON text of `action_id` and `tool_call_id`, written once for every move (two
-        # strings, not a container: an action lives as long as its session)
-        self._action_json: str | None = None
-        self._call_json = ""
+
+    _action_json: str | None = None
+    _call_json = ""
+    """The JSON text of `action_id` and `tool_call_id`, written once for every move (two
+    strings, not a container: an action lives as long as its session); None until then."""
 
     @classmethod
     def request(
@@ -375,7 +376,8 @@ class Action:
         `then`: the move that follows at once (VALIDATED), appended with the request."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
-        plain = args_json is not None and not has_secrets(tool)
+        secret = has_secrets(tool)
+        plain = args_json is not None and not secret
         if not plain:
             action.secrets = Secrets.of(tool, args)
         if execution is not None:
@@ -392,7 +394,7 @@ class Action:
             "to": _REQUESTED,
             **details,
         }
-        if not plain and has_secrets(tool):
+        if secret:
             # an argument holding a secret: its digest, so a later call is compared with it
             # (an operator's diff) without the value in the log
             digests = secret_digests(tool, args)
@@ -480,7 +482,7 @@ class Action:
                     details["result"] = {**result, "data": redact(self.tool.output, data)}
             else:  # the output itself
                 details["result"] = redact(self.tool.output, result)
-        if self.secrets:
+        if self.secrets is not NO_SECRETS and self.secrets:
             # the free text of a transition: what the executor or the caller wrote
             for key in ("result", "handle"):
                 if key in details:
