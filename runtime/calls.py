@@ -462,10 +462,15 @@ def drive(
     move = after_decision(action.state, judged.decision.effect, granted=judged.grant is not None)
     if move is None:
         return None
-    details: dict[str, Any] = {"decision_id": judged.decision_id}
-    if judged.grant is not None:
-        details["grant_id"] = judged.grant.grant_id
-    target, event = action.move(move.state, reason=move.reason, **details)
+    if judged.grant is None:
+        target, event = action.move(move.state, reason=move.reason, decision_id=judged.decision_id)
+    else:
+        target, event = action.move(
+            move.state,
+            reason=move.reason,
+            decision_id=judged.decision_id,
+            grant_id=judged.grant.grant_id,
+        )
     return action, target, event
 
 

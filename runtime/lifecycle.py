@@ -532,7 +532,11 @@ class Action:
                     return None
             if reason is not None:
                 values["reason"] = json_string(reason)
-        shape = (self.tool_id, self.state, target, reason is not None, *details)
+        shape = (
+            (self.tool_id, self.state, target, reason is not None, *details)
+            if details
+            else (self.tool_id, self.state, target, reason is not None)
+        )
         template = _MOVES.get(shape)
         if template is None:
             if not all(key.isidentifier() for key in details):
