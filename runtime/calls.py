@@ -7,7 +7,6 @@ it returned: a `Ruling` (what the policies say), a `Judged` (the decision record
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,7 +26,7 @@ from .executors import (
     run_sync,
     timeout_of,
 )
-from .lifecycle import Action, ActionState, after_decision
+from .lifecycle import Action, ActionState, after_decision, random_hex
 from .model import Tool
 from .normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from .policy import CallContext, Decider, Decision
@@ -127,7 +126,7 @@ def normalize_call(
             None,
             written,
         )
-    if not is_text(tool_call_id):
+    if not tool_call_id.isascii() and not is_text(tool_call_id):
         return Refusal(
             "invalid-args",
             "a `tool_call_id` holds a lone surrogate, which is not text",
@@ -191,19 +190,20 @@ def call_context(s: Session, pending: PendingCall) -> CallContext:
         ledger.rebind(h.engine.terms)
     if ledger.terms.read:  # a spec that reads no session state needs no current ledger
         ledger.sync(h.store, clock_ms(h))
+    # in field order: built for every decision, and half the cost of a call by keywords
     return CallContext(
-        tool_id=pending.tool_id,
-        args=pending.args,
-        actor=s.actor,
-        resource=s.resource,
-        task=s.task,
-        env=s.env,
-        facts=facts.values,
-        connected=facts.connected,
-        running=facts.running,
-        tool_call_id=pending.tool_call_id,
-        execution=execution_params(pending.execution),
-        ledger=ledger,
+        pending.tool_id,  # tool_id
+        pending.args,  # args
+        s.actor,  # actor
+        s.resource,  # resource
+        s.task,  # task
+        s.env,  # env
+        facts.values,  # facts
+        facts.connected,  # connected
+        facts.running,  # running
+        pending.tool_call_id,  # tool_call_id
+        execution_params(pending.execution),  # execution
+        ledger,  # ledger
     )
 
 
@@ -308,12 +308,20 @@ def judge_policies(
 
 def judge_call(s: Session, pending: PendingCall) -> Ruling:
     """The decision of the session's policies, and the grants that authorise it (pure)."""
+    return Ruling(*judgement(s, pending))
+
+
+def judgement(
+    s: Session, pending: PendingCall
+) -> tuple[Decision, tuple[ApprovalGrant, ...], CallContext]:
+    """`judge_call`'s ruling as its fields (decision, grants, context), for `decide_call`,
+    which needs no `Ruling` object."""
     h = s.harness
     ctx = call_context(s, pending)
     tied = judge_policies(h.engine, s.policies, ctx, agent=s.agent.name)
     best = tied[0]
     if best.effect != "ask":
-        return Ruling(decision=best, context=ctx)
+        return best, (), ctx
     tool = h.spec.tools.get(pending.tool_id)
     grants: list[ApprovalGrant] = []
     for d in tied:
@@ -329,19 +337,19 @@ def judge_call(s: Session, pending: PendingCall) -> Ruling:
             own_rule=len(tied) > 1,
         )
         if grant is None:
-            return Ruling(decision=d, context=ctx)
+            return d, (), ctx
         grants.append(grant)
-    return Ruling(decision=best, grants=tuple(grants), context=ctx)
+    return best, tuple(grants), ctx
 
 
 def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Decision:
     """`Session.decide`: judge the call and record the decision (`commit=False`: a decision
     that stops the call is held too, for the caller to commit with what it appends next)."""
     s._own(pending)
-    ruling = judge_call(s, pending)
-    d, grant = ruling.decision, ruling.grant
+    d, grants, context = judgement(s, pending)
+    grant = grants[0] if grants else None
     h = s.harness
-    decision_id = "dec-" + os.urandom(8).hex()
+    decision_id = "dec-" + random_hex()
     authorized = d.effect == "allow" or grant is not None
     grant_id = grant.grant_id if grant is not None else None
     template, fixed = decision_template(s, d, h.policy_version)
@@ -367,11 +375,11 @@ def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Dec
     )
     events = [NewEvent(s.id, "Tool", "decision", payload, text)]
     shadow = h.shadowing
-    if shadow is not None and ruling.context is not None:
+    if shadow is not None:
         # the candidate's divergence rides the decision's commit (runtime/shadow.py)
         diverged = shadow.judge(
             s,
-            ruling.context,
+            context,
             d,
             decision_id=decision_id,
             policy_version=h.policy_version,
@@ -379,13 +387,7 @@ def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Dec
         )
         if diverged is not None:
             events.append(diverged)
-    judged = Judged(
-        decision_id=decision_id,
-        decision=d,
-        grant=grant,
-        policy_version=h.policy_version,
-        grants=ruling.grants,
-    )
+    judged = Judged(decision_id, d, grant, h.policy_version, grants)
     move = drive(s, pending, judged)
     if move is not None:
         events.append(move[2])
@@ -460,10 +462,15 @@ def drive(
     move = after_decision(action.state, judged.decision.effect, granted=judged.grant is not None)
     if move is None:
         return None
-    details: dict[str, Any] = {"decision_id": judged.decision_id}
-    if judged.grant is not None:
-        details["grant_id"] = judged.grant.grant_id
-    target, event = action.move(move.state, reason=move.reason, **details)
+    if judged.grant is None:
+        target, event = action.move(move.state, reason=move.reason, decision_id=judged.decision_id)
+    else:
+        target, event = action.move(
+            move.state,
+            reason=move.reason,
+            decision_id=judged.decision_id,
+            grant_id=judged.grant.grant_id,
+        )
     return action, target, event
 
 

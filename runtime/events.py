@@ -14,7 +14,6 @@ removing, reordering or editing any event breaks every later link.
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import json
 import math
@@ -166,15 +165,14 @@ class NewEvent:
         # through object.__setattr__, which is most of the cost of an event built per call
         if payload is None:
             payload = {}
-        names = (stream, kind, type)
         if not (
-            builtins.type(stream) is str
-            and builtins.type(kind) is str
-            and builtins.type(type) is str
-            and names in _CHECKED_NAMES
+            stream.__class__ is str
+            and kind.__class__ is str
+            and type.__class__ is str
+            and (stream, kind, type) in _CHECKED_NAMES
         ):
             _check_names(stream, kind, type)
-        if not isinstance(payload, Mapping):
+        if payload.__class__ is not dict and not isinstance(payload, Mapping):
             raise EventError("an event payload must be a JSON object")
         if type == "decision":
             if not payload.get("decision_id"):
@@ -190,9 +188,12 @@ class NewEvent:
                 if len(_CHECKED_VERSIONS) > 64:
                     _CHECKED_VERSIONS.clear()
                 _CHECKED_VERSIONS.add(version)
-        self.__dict__.update(
-            stream=stream, kind=kind, type=type, payload=payload, payload_json=payload_json
-        )
+        fields = self.__dict__
+        fields["stream"] = stream
+        fields["kind"] = kind
+        fields["type"] = type
+        fields["payload"] = payload
+        fields["payload_json"] = payload_json
 
 
 @dataclass(frozen=True)

@@ -179,7 +179,27 @@ def execution_record(execution: Execution | Mapping[str, Any]) -> dict[str, Any]
 
 
 def new_action_id() -> str:
-    return "act-" + os.urandom(8).hex()
+    return "act-" + random_hex()
+
+
+_RANDOM: list[str] = []
+"""Random 64-bit ids as hex, read from the operating system 64 at a time (one system call for
+64 ids instead of one each); a forked child starts with none, so it never repeats its parent's."""
+os.register_at_fork(after_in_child=_RANDOM.clear)
+
+
+def random_hex() -> str:
+    """16 hex digits from `os.urandom`: the random part of an action's or a decision's id.
+
+    >>> len(random_hex()), random_hex() != random_hex()
+    (16, True)
+    """
+    try:
+        return _RANDOM.pop()  # atomic: two threads never take the same one
+    except IndexError:
+        block = os.urandom(512).hex()
+        _RANDOM.extend([block[i : i + 16] for i in range(0, 1024, 16)])
+        return _RANDOM.pop()
 
 
 def can_transition(from_state: ActionState | str, to_state: ActionState | str) -> bool:
@@ -289,6 +309,9 @@ _REQUESTS: dict[tuple[Any, ...], PayloadTemplate] = {}
 _TRANSITIONS: dict[tuple[str | None, ...], PayloadTemplate] = {}
 """A template per tool, move and set of keys (`_flat_text`)."""
 _FIXED = frozenset({"tool_id", "from", "to"})
+_REQUESTED = ActionState.REQUESTED._value_
+_MOVES: dict[tuple[Any, ...], PayloadTemplate] = {}
+"""A template per tool, move, reason or none and detail keys (`Action._move_text`)."""
 
 
 class Action:
@@ -325,6 +348,11 @@ class Action:
         self.action_id = action_id or new_action_id()
         self.secrets: Secrets = NO_SECRETS
 
+    _action_json: str | None = None
+    _call_json = ""
+    """The JSON text of `action_id` and `tool_call_id`, written once for every move (two
+    strings, not a container: an action lives as long as its session); None until then."""
+
     @classmethod
     def request(
         cls,
@@ -348,7 +376,8 @@ class Action:
         `then`: the move that follows at once (VALIDATED), appended with the request."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
-        plain = args_json is not None and not has_secrets(tool)
+        secret = has_secrets(tool)
+        plain = args_json is not None and not secret
         if not plain:
             action.secrets = Secrets.of(tool, args)
         if execution is not None:
@@ -362,10 +391,10 @@ class Action:
             # a secret value given again in a field that is not secret is scrubbed too
             "args": args if plain else action.secrets.scrub(redact_args(tool, args)),
             "from": None,
-            "to": ActionState.REQUESTED.value,
+            "to": _REQUESTED,
             **details,
         }
-        if not plain and has_secrets(tool):
+        if secret:
             # an argument holding a secret: its digest, so a later call is compared with it
             # (an operator's diff) without the value in the log
             digests = secret_digests(tool, args)
@@ -386,8 +415,9 @@ class Action:
                 )
             if template is not None:
                 values = {name: json_value(value) for name, value in details.items()}
-                values["action_id"] = json_string(action.action_id)
-                values["tool_call_id"] = json_string(tool_call_id)
+                # the ids' text serves the moves that follow too (`_move_text`)
+                values["action_id"] = action._action_json = json_string(action.action_id)
+                values["tool_call_id"] = action._call_json = json_string(tool_call_id)
                 values["input_hash"] = json_string(digest)
                 values["args"] = args_json
                 text = template.fill(values)
@@ -444,7 +474,7 @@ class Action:
         target = to if type(to) is ActionState else ActionState(to)
         if target not in TRANSITIONS[self.state]:
             raise IllegalTransitionError(self.tool_call_id, self.state, target)
-        result = details.get("result")
+        result = details.get("result") if details else None
         if result is not None and isinstance(result, Mapping) and self.tool is not None:
             if "status" in result and "data" in result:  # a `Result.to_dict()`: its data
                 data = result["data"]
@@ -454,7 +484,7 @@ class Action:
                     details["result"] = {**result, "data": redact(self.tool.output, data)}
             else:  # the output itself
                 details["result"] = redact(self.tool.output, result)
-        if self.secrets:
+        if self.secrets is not NO_SECRETS and self.secrets:
             # the free text of a transition: what the executor or the caller wrote
             for key in ("result", "handle"):
                 if key in details:
@@ -472,9 +502,61 @@ class Action:
         }
         if reason is not None:
             payload["reason"] = reason
+        text = self._move_text(target, details, reason) if result is None else None
         return target, NewEvent(
-            self.stream, "Tool", "action.transition", payload, _flat_text(payload)
+            self.stream,
+            "Tool",
+            "action.transition",
+            payload,
+            _flat_text(payload) if text is None else text,
         )
+
+    def _move_text(
+        self, target: ActionState, details: Mapping[str, Any], reason: str | None
+    ) -> str | None:
+        """`_flat_text` of a move whose details are strings or null (most moves: a decision
+        id, a grant id, a reason), from the action's ids written once and a template per tool,
+        move and set of keys; None for any other move."""
+        action_json = self._action_json
+        if action_json is None:
+            if type(self.action_id) is not str or type(self.tool_call_id) is not str:
+                return None
+            action_json = self._action_json = json_string(self.action_id)
+            self._call_json = json_string(self.tool_call_id)
+        values = {"action_id": action_json, "tool_call_id": self._call_json}
+        if details or reason is not None:
+            for key, value in details.items():
+                if type(value) is str:
+                    values[key] = json_string(value)
+                elif value is None:
+                    values[key] = "null"
+                else:
+                    return None
+            if reason is not None:
+                values["reason"] = json_string(reason)
+        shape = (
+            (self.tool_id, self.state, target, reason is not None, *details)
+            if details
+            else (self.tool_id, self.state, target, reason is not None)
+        )
+        template = _MOVES.get(shape)
+        if template is None:
+            if not all(key.isidentifier() for key in details):
+                return None
+            if len(_MOVES) > 4096:
+                _MOVES.clear()
+            shaped = {
+                "action_id": hole("action_id"),
+                "tool_call_id": hole("tool_call_id"),
+                "tool_id": self.tool_id,
+                "from": self.state._value_,
+                "to": target._value_,
+                **{key: hole(key) for key in details},
+            }
+            if reason is not None:
+                shaped["reason"] = hole("reason")
+            template = _MOVES[shape] = PayloadTemplate(shaped)
+        return template.fill(values)
 
     def moved(self, target: ActionState | None, event: Event | None = None) -> None:
         """Take the state of a move whose event (`move`) is in the log, or deferred (no

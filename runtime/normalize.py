@@ -917,7 +917,10 @@ def freeze(
         if found is not None:
             try:
                 digest = input_hash_from_json(
-                    tool.id, tool.version, found[1], execution_json(execution)
+                    tool.id,
+                    tool.version,
+                    found[1],
+                    "{}" if execution is _NO_EXECUTION else execution_json(execution),
                 )
                 args_json = found[1]
             except CanonicalError:  # a lone surrogate: the reference names where

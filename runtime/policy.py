@@ -559,6 +559,8 @@ class PolicyEngine:
         self.terms = HistoryTerms(spec)
         """The spec's history terms; a session's `Ledger` is built over them."""
         self._deciders: dict[str, Decider] = {}
+        self._named: dict[str, Decider] = {}
+        """Each decider by every name it was asked for (qualified or a root-module name)."""
         self._ids = sorted(spec.tools)
         self._selected: dict[tuple[Any, ...], list[tuple[str, Any]]] = {}
 
@@ -592,12 +594,16 @@ class PolicyEngine:
 
     def decider(self, policy_name: str) -> Decider:
         """The compiled policy, by qualified name or a root-module name (`remediation`)."""
+        decider = self._named.get(policy_name)  # asked for every decision: the name, once
+        if decider is not None:
+            return decider
         policy = self.spec.policy(policy_name)
         if policy is None:
             raise UnknownPolicyError(policy_name)
         decider = self._deciders.get(policy.name)
         if decider is None:
             decider = self._deciders[policy.name] = Decider(self, policy)
+        self._named[policy_name] = decider
         return decider
 
     def decide(self, policy_name: str, call: CallContext) -> Decision:

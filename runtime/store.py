@@ -853,7 +853,8 @@ class MemoryStore(Appends):
     def defer(self, events: Sequence[NewEvent]) -> None:
         """Append events with the next append or read (nothing here is durable, so deferring
         only numbers many events at once)."""
-        events, _ = self._with_announced(events)
+        if self._announced:
+            events, _ = self._with_announced(events)
         texts = payload_texts(events)  # a payload that is not JSON is refused now
         with self._lock:
             self._deferred.extend(events)

@@ -4,6 +4,7 @@ each transition leaves."""
 from __future__ import annotations
 
 import doctest
+import os
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,22 @@ def test_an_action_is_picked_up_again_from_the_log(tmp_path: Path) -> None:
 
 def test_module_examples_run() -> None:
     assert doctest.testmod(lifecycle).failed == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_process_never_repeats_its_parents_ids() -> None:
+    # ids are read from the operating system in blocks: a child must not reuse the parent's
+    lifecycle.random_hex()  # the parent now holds a block of ids it has not handed out
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, then out without running the parent's cleanup
+        os.close(read)
+        os.write(write, " ".join(lifecycle.random_hex() for _ in range(8)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = set(pipe.read().split())
+    os.waitpid(pid, 0)
+    parent = {lifecycle.random_hex() for _ in range(8)}
+    assert len(child) == 8
+    assert not child & parent
