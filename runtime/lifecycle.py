@@ -185,7 +185,8 @@ def new_action_id() -> str:
 _RANDOM: list[str] = []
 """Random 64-bit ids as hex, read from the operating system 64 at a time (one system call for
 64 ids instead of one each); a forked child starts with none, so it never repeats its parent's."""
-os.register_at_fork(after_in_child=_RANDOM.clear)
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_RANDOM.clear)
 
 
 def random_hex() -> str:
