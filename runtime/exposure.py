@@ -18,17 +18,20 @@ with their dense, lexical, fused and boost scores and the lists that recalled th
 notes (a fallback to lexical ranking says why), and, for each public tool that is not
 available, the reason the caller gave. Queries are read up to `QUERY_CAP` characters.
 
-Speed: the dense side is one float32 product of the query with P's rows and one partition, with
-no Python loop over tools; it only chooses the recall. The recalled rows' dense scores are then
-computed again row by row, without BLAS, so the ranking never depends on how BLAS summed the
-product, and `expose_many` (one matrix product and one partition along its rows for a batch)
-ranks exactly like `expose`. BM25 reads only the postings of the query's terms. P is worked out
-once for a surface's tuple of ids and an `Availability` snapshot, not on every call. The rerank,
-the dedupe and the trace work on the recalled rows only, and the trace's `Candidate`s are made
-when first read. Tool embeddings are computed at build time (`harnessc.compiler.embed`); only
-the query is embedded at run time (`harnessc.runtime.embedding`). The product runs in numpy,
-or, when the embedder offers `scores(matrix, vector)` (MiniLM's does), in the embedder's own
-thread pool: one pool for the whole query side instead of two fighting over the cores.
+Speed: the dense side is one float32 product of the query with P's rows, with no Python loop
+over tools; it only chooses the recall. Its k-th highest score is found without partitioning
+them all: every eighth score is partitioned for a threshold that a few hundred scores pass, and
+the k-th is the k-th of those (the lexical list's k-th BM25 score likewise). The recalled rows'
+dense scores are then computed again row by row, without BLAS, so the ranking never depends on
+how BLAS summed the product, and `expose_many` (one matrix product and one partition of the
+samples for a batch) ranks exactly like `expose`. BM25 reads only the postings of the query's
+terms. P is worked out once for a surface's tuple of ids and an `Availability` snapshot, not on
+every call. The rerank, the dedupe and the trace work on the recalled rows only, and the trace's
+`Candidate`s are made when first read. Tool embeddings are computed at build time
+(`harnessc.compiler.embed`); only the query is embedded at run time
+(`harnessc.runtime.embedding`). The product runs in numpy, or, when the embedder offers
+`scores(matrix, vector)` (MiniLM's does), in the embedder's own thread pool: one pool for the
+whole query side instead of two fighting over the cores.
 
 >>> from harnessc.runtime.model import Tool
 >>> tools = [Tool(id=f"t{i}", wire_name=f"t{i}", summary=f"tool number {i}") for i in range(3)]
@@ -761,6 +764,8 @@ _DEFAULT_RANK = Rank()
 _EMPTY = np.zeros(0, dtype=np.int64)
 _NONE = np.zeros(0, dtype=np.float64)
 _NO_MATCH: tuple[np.ndarray, np.ndarray, None] = (_EMPTY, _NONE, None)
+_STRIDE = 8
+"""Every how many approximate scores one is sampled to find the k-th highest (`_near_many`)."""
 # a name as it may stand in a request: letters, digits and the separators of tool ids
 _NAME = re.compile(r"[\w.:/#@-]+")
 _NAME_EDGE = ".:/#@-"
@@ -820,39 +825,67 @@ def _first_of_each(keys: np.ndarray) -> np.ndarray:
 def _near_many(
     approx: np.ndarray, k: int, slack: float, rows: np.ndarray | None
 ) -> list[np.ndarray | None]:
-    """`_near` for each row of `approx` (one query's approximate scores per row), as rows of
-    the index (`rows` maps a column to its row when P is not every row)."""
+    """For each row of `approx` (one query's approximate scores per row): the columns whose
+    score is within `slack` of its k-th highest, in ascending order, as rows of the index
+    (`rows` maps a column to its row when P is not every row)."""
     n = approx.shape[1]
     if k >= n:
         every = np.arange(n) if rows is None else rows
         return [every] * len(approx)
-    # one partition of each query's scores for its k best and a few more; a second pass over
-    # every score only for a query all of whose few more are near its k-th
-    m = min(n, k + 16)
-    if len(approx) == 1:  # one query: the same steps on the one row, without the 2-D calls
-        row = approx[0]
-        top1 = row.argpartition(n - m)[n - m :]
-        values1 = row[top1]
-        ordered1 = np.sort(values1)
-        floor1 = float(ordered1[m - k]) - slack
-        if m == n or float(ordered1[0]) < floor1:
-            found = top1[values1 >= floor1]
-        else:
-            found = np.flatnonzero(row >= floor1)
-        return [found if rows is None else rows[found]]
-    top = approx.argpartition(n - m, axis=1)[:, n - m :]
-    values = np.take_along_axis(approx, top, axis=1)
-    ordered = np.sort(values, axis=1)
-    floor = ordered[:, m - k].astype(np.float64) - slack
-    floor32 = floor.astype(np.float32)
+    thresholds = _thresholds(approx, k)
     out: list[np.ndarray | None] = []
-    for i, inside in enumerate(values >= floor32[:, None]):
-        if m == n or ordered[i, 0] < floor[i]:
-            found = top[i][inside]
-        else:
-            found = np.flatnonzero(approx[i] >= floor32[i])
+    for i, row in enumerate(approx):
+        top = _Top(row, k, None if thresholds is None else thresholds[i])
+        # the floor in float32, as the scores are compared
+        found = top.at_least(np.float32(float(top.kth) - slack))
         out.append(found if rows is None else rows[found])
     return out
+
+
+def _thresholds(values: np.ndarray, k: int) -> np.ndarray | None:
+    """For each row of `values`, a threshold at or below its k-th highest value that a few
+    times k values pass: the j-th highest of every `_STRIDE`-th value (one partition of the
+    sample for all rows); None when the rows are too short to sample."""
+    n = values.shape[1]
+    if n < 16 * k:
+        return None
+    sample = values[:, ::_STRIDE].copy()
+    size = sample.shape[1]
+    j = min(size, 2 * -(-k // _STRIDE) + 8)
+    sample.partition(size - j, axis=1)
+    return sample[:, size - j]
+
+
+class _Top:
+    """The k-th highest of `values` (0 < k < len(values)), found without partitioning them
+    all: the values at or above a threshold (`_thresholds`; about 2k of them) hold the k
+    highest, and their own k-th highest is the k-th. When fewer than k pass (values in a
+    contrived order) or no threshold is given, the whole array is partitioned. Exact either
+    way; `at_least` then reads only the values that passed."""
+
+    __slots__ = ("kth", "passed", "threshold", "values")
+
+    def __init__(self, values: np.ndarray, k: int, threshold: Any = None) -> None:
+        self.values = values
+        self.threshold = threshold
+        self.passed: np.ndarray | None = None
+        some = None
+        if threshold is not None:
+            passed = (values >= threshold).nonzero()[0]
+            if len(passed) >= k:
+                self.passed = passed
+                some = values[passed]  # a copy: partitioned in place
+        if some is None:
+            some = values.copy()
+        n = len(some)
+        some.partition(n - k)
+        self.kth = some[n - k]
+
+    def at_least(self, floor: Any) -> np.ndarray:
+        """The positions (ascending) of the values ≥ `floor`."""
+        if self.passed is not None and floor >= self.threshold:
+            return self.passed[self.values[self.passed] >= floor]
+        return (self.values >= floor).nonzero()[0]
 
 
 def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> np.ndarray:
@@ -863,13 +896,15 @@ def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> 
         return np.arange(n)
     if k <= 0:
         return _EMPTY
-    top = scores.argpartition(n - k)[n - k :]
-    kth = scores[top[0]]  # the partition's pivot: the k-th highest score
-    if np.count_nonzero(scores >= kth) == k:
-        return top  # no score equal to the k-th was left out: no tie to break
-    # every score above the k-th is in `top` (the partition put the rest at or below it)
-    above = top[scores[top] > kth]
-    ties = np.flatnonzero(scores == kth)
+    thresholds = _thresholds(scores[None, :], k)
+    top = _Top(scores, k, None if thresholds is None else thresholds[0])
+    kth = top.kth
+    at_least = top.at_least(kth)
+    if len(at_least) == k:
+        return at_least  # no score equal to the k-th is left out: no tie to break
+    held = scores[at_least]
+    above = at_least[held > kth]
+    ties = at_least[held == kth]
     need = k - len(above)
     # the `need` ties of lowest rank (ranks are distinct: a partition finds the same ones)
     ties = ties[rank_of[rows[ties]].argpartition(need - 1)[:need]]

@@ -181,18 +181,27 @@ class ExposureTrace:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data."""
+        """Plain JSON data, as a session logs it: dicts with string keys, lists (for the
+        tuples), strings, numbers, booleans and None, every container a fresh one."""
         out = {name: getattr(self, name) for name in _TRACE_FIELDS}
         # field by field: `asdict` deep-copies every value, ten times slower on a ranked trace
-        names = _CANDIDATE_FIELDS
         if isinstance(self.candidates, Ranked):  # straight from the ranking's arrays
             out["candidates"] = self.candidates.dicts()
         else:
-            out["candidates"] = [{n: getattr(c, n) for n in names} for c in self.candidates]
+            out["candidates"] = [_candidate_dict(c) for c in self.candidates]
         cut = self.cut
         out["cut"] = None if cut is None else {name: getattr(cut, name) for name in _CUT_FIELDS}
         out["unavailable"] = dict(self.unavailable)
+        out["packs"] = list(self.packs)
+        out["named"] = list(self.named)
+        out["notes"] = list(self.notes)
         return out
+
+
+def _candidate_dict(c: Candidate) -> dict[str, Any]:
+    out = {name: getattr(c, name) for name in _CANDIDATE_FIELDS}
+    out["recalled_by"] = list(c.recalled_by)
+    return out
 
 
 _CANDIDATE_FIELDS = tuple(f.name for f in fields(Candidate))
@@ -254,8 +263,9 @@ class Ranked(Sequence[Candidate]):
     def dicts(self) -> list[dict[str, Any]]:
         """The candidates as `ExposureTrace.to_dict` gives them, made without the objects."""
         names = _CANDIDATE_FIELDS
-        rows = zip(*self._columns(), strict=True)
-        return [dict(zip(names, values, strict=True)) for values in rows]
+        columns = self._columns()
+        columns[-1] = [list(by) for by in columns[-1]]  # `recalled_by`, as JSON lists
+        return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
     def __len__(self) -> int:
         return len(self._args[2]["order"])

@@ -281,7 +281,7 @@ class Session:
             self.surface, query, available=avail, surface=surface, packs=tuple(packs)
         )
         seen = Secrets.from_texts(self._secret_texts)
-        trace = seen.scrub(jsonable(exposure.trace.to_dict()))
+        trace = seen.scrub(exposure.trace.to_dict())  # plain JSON data already
         # the log keeps what ranking read, cut after the secrets are withheld: a secret across
         # the cut is never half kept
         logged = seen.text(query)[:QUERY_CAP]

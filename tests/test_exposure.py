@@ -7,7 +7,9 @@ real MiniLM model.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from harnessc.compiler import embed
 from harnessc.runtime import embedding
 from harnessc.runtime.availability import Availability, ToolAvailability
+from harnessc.runtime.canonical import jsonable
 from harnessc.runtime.embedding import EmbeddingUnavailableError
 from harnessc.runtime.exposure import (
     PACK_BOOST,
@@ -299,6 +302,25 @@ def test_trace_has_scores_and_the_cut() -> None:
     assert trace.cut.last_score >= trace.cut.first_excluded_score
     assert trace.notes == ()
     assert trace.to_dict()["cut"]["limit"] == 4
+
+
+def test_the_trace_dict_is_plain_json_data_made_fresh_each_time() -> None:
+    # a session logs `to_dict()` as it is: lists (never tuples), string keys, scalars
+    index = build(embedder=Spy())
+    ranked = index.expose(IDS, "use github.search_code to find code", limit=4, packs=["mail"])
+    fixed = index.expose(IDS[:3], "anything", limit=4)
+    for trace in (ranked.trace, fixed.trace):
+        data = trace.to_dict()
+        assert data == jsonable(data)
+        assert json.loads(json.dumps(data)) == data
+        assert list(data) == [f.name for f in dataclasses.fields(trace)]
+        assert all(isinstance(c["recalled_by"], list) for c in data["candidates"])
+        again = trace.to_dict()
+        data["notes"].append("changed")
+        data["candidates"][0]["recalled_by"].append("changed")
+        assert trace.to_dict() == again  # nothing shared with an earlier dict
+    assert ranked.trace.to_dict()["named"] == ["github.search_code"]
+    assert ranked.trace.to_dict()["packs"] == ["mail"]
 
 
 def test_availability_as_a_callable_or_objects_with_reasons() -> None:

@@ -328,3 +328,32 @@ def test_a_rows_rescored_value_does_not_depend_on_the_rows_scored_with_it(dim: i
         for i, row in enumerate(rows.tolist()):
             assert index._exact(np.array([row]), q)[0] == together[i]
             assert index._exact(rows[i:], q)[0] == together[i]
+
+
+@pytest.mark.parametrize("layout", ["random", "sample_highest", "ties", "ascending", "descending"])
+def test_the_rows_near_the_kth_score_and_the_k_best_are_exact_whatever_the_order(
+    layout: str,
+) -> None:
+    # the k-th highest is found from a sample's threshold; scores laid out so that the sample
+    # holds the highest (fewer than k pass it), or all tied, must give the same rows
+    from harnessc.runtime.exposure import _best, _near_many
+
+    rng = np.random.default_rng(3)
+    n, k, slack = 4_000, 60, 1e-3
+    scores = rng.standard_normal((3, n)).astype(np.float32)
+    if layout == "sample_highest":
+        scores[:, ::8] += 10.0
+    elif layout == "ties":
+        scores = np.round(scores, 1)
+    elif layout == "ascending":
+        scores.sort(axis=1)
+    elif layout == "descending":
+        scores = -np.sort(scores, axis=1)
+    rank_of = rng.permutation(n)
+    for row, near in zip(scores, _near_many(scores, k, slack, None), strict=True):
+        floor = np.float32(float(np.sort(row)[n - k]) - slack)
+        assert near is not None and near.tolist() == np.flatnonzero(row >= floor).tolist()
+        lexical = row.astype(np.float64)
+        by_score_then_rank = np.lexsort((rank_of, -lexical))[:k]
+        got = _best(lexical, np.arange(n), rank_of, k)
+        assert sorted(got.tolist()) == sorted(by_score_then_rank.tolist())
