@@ -48,6 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from check_scale import importable
 from pgdb import fresh_database
 
 STEPS = 16
@@ -435,19 +436,6 @@ def main() -> None:
             code = _measure_in_child(kind, measure, spec_path, Path(tmp), args)
             if code:
                 raise SystemExit(code)
-
-
-PACKAGES = {"dsl": "dsl", "compiler": "compiler", "runtime": "runtime", "stdlib": "stdlib"}
-
-
-def importable(checkout: Path, into: Path) -> Path:
-    """A folder from which `import harnessc` loads `checkout` (laid out as pyproject maps it)."""
-    package = into / "harnessc"
-    package.mkdir(parents=True)
-    (package / "__init__.py").symlink_to(checkout / "harnessc" / "__init__.py")
-    for name, folder in PACKAGES.items():
-        (package / name).symlink_to(checkout / folder)
-    return into
 
 
 def side_by_side(kinds: list[str], spec_path: Path, folder: Path, args: argparse.Namespace) -> None:
