@@ -94,6 +94,24 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+def json_problem(value: Any) -> str | None:
+    """Why `value` has no canonical JSON form (`canonical_json` would raise), or None: the
+    check an executor's return value passes before it is recorded.
+
+    >>> json_problem({"a": [1, "b"]}) is None
+    True
+    >>> json_problem({"a": {1, 2}})
+    'a value of type `set` is not JSON at `$.a`'
+    """
+    try:
+        canonical_json(value)
+    except CanonicalError as err:
+        return str(err)
+    except RecursionError:
+        return "the value contains itself, or nests too deeply"
+    return None
+
+
 def canonical_bytes(value: Any) -> bytes:
     """`canonical_json(value)` as UTF-8 bytes: what hashes are computed over."""
     try:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from .canonical import json_problem
 from .events import NO_SECRETS, Clock, Secrets, format_time, has_secrets, redact
 from .model import Tool
 from .normalize import PendingCall, Validator, thaw
@@ -333,9 +334,9 @@ def _observation(
     if error:
         text = f"{status}: {error}"
     else:
-        # a model never reads a secret either (`redact` leaves the thawed data plain)
-        data = redact(tool.output, thaw(data)) if isinstance(data, Mapping) else thaw(data)
         try:
+            # a model never reads a secret either (`redact` leaves the thawed data plain)
+            data = redact(tool.output, thaw(data)) if isinstance(data, Mapping) else thaw(data)
             body = "".join(_OBSERVATION_ONE_SHOT(data, 0))
         except (TypeError, ValueError, RecursionError):
             body = repr(data)
@@ -439,6 +440,18 @@ def _judge_value(
             None,
             side,
         )
+    if data is not None:
+        problem = json_problem(data)
+        if problem is not None:  # a set, an object, a cycle: nothing the log could record
+            return _Judged(
+                "failure",
+                None,
+                f"the executor returned data that is not JSON: {problem}",
+                "invalid_output",
+                retryable,
+                None,
+                side,
+            )
     if data is not None and output is not None and status in ("success", "partial"):
         checked, errors = output.run(data)
         if errors:

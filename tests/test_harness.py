@@ -26,6 +26,7 @@ from harnessc.runtime.model import Spec
 from harnessc.runtime.projections import Projections
 
 from .conftest import ROOT
+from .session_specs import DELETE, spec_of
 
 EXAMPLE = ROOT / "examples" / "remediation"
 ENGINEER = {"user": "u-1842", "role": "engineer", "tenant": "acme"}
@@ -382,6 +383,42 @@ def test_output_is_validated_against_the_declared_schema(spec: Spec) -> None:
     result = s.invoke(pending(s.normalize("change.create", "c-1", CHANGE)))
     assert result.error_category == "invalid_output"
     assert "`$.state`" in (result.error or "")
+
+
+def test_data_that_is_not_json_is_a_failed_result_not_a_traceback() -> None:
+    # a set, an object, a value that contains itself: the log cannot record them, so the call
+    # fails as an invalid output, recorded like any other result (the tool declares no output
+    # schema that could refuse them first)
+    looped: dict[str, Any] = {"deleted": True}
+    looped["self"] = looped
+    returns = {
+        "c-set": {"deleted": True, "paths": {"a", "b"}},
+        "c-object": Outcome("partial", {"deleted": True, "at": object()}),
+        "c-loop": looped,
+    }
+    h = Harness(spec_of(default="allow", tools=(DELETE,)))
+    h.bind(DELETE.id, lambda args, ctx: returns[ctx.pending.tool_call_id])
+    s = h.session("s.a", actor=ENGINEER, task="task-7")
+    results = {}
+    for call_id in returns:
+        call = pending(s.normalize(DELETE.id, call_id, {"path": "/tmp/x"}))
+        assert s.decide(call).effect == "allow"
+        results[call_id] = s.invoke(call)
+        assert s.invoke(call) == results[call_id]  # recorded: asked again, the same result
+    for result in results.values():
+        assert (result.status, result.state, result.error_category) == (
+            "failure",
+            "FAILED",
+            "invalid_output",
+        )
+        assert result.ran and result.data is None
+        assert "the executor returned data that is not JSON" in (result.error or "")
+    assert "type `set` is not JSON at `$.paths`" in (results["c-set"].error or "")
+    assert "type `object` is not JSON at `$.at`" in (results["c-object"].error or "")
+    assert "contains itself" in (results["c-loop"].error or "")
+    views = Projections.rebuild(h.store.read())
+    assert [views.calls[call_id].state for call_id in returns] == ["FAILED"] * 3
+    assert h.verify().ok
 
 
 def test_an_executor_may_report_a_partial_outcome(spec: Spec) -> None:
