@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .approvals import ApprovalError, ApprovalGrant, expiry_text
 from .availability import unavailable_refusal
-from .canonical import NO_EXECUTION, Execution, json_string
+from .canonical import NO_EXECUTION, CanonicalError, Execution, json_problem, json_string
 from .events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
 from .executors import (
     BoundExecutor,
@@ -25,6 +25,7 @@ from .executors import (
     run_async,
     run_sync,
     timeout_of,
+    unrecordable,
 )
 from .lifecycle import Action, ActionState, after_decision, random_hex
 from .model import Tool
@@ -718,15 +719,32 @@ def record(s: Session, prepared: Prepared, result: Result) -> Result:
                 _S.WAITING_RESULT, result=result.to_dict(tool.output), handle=result.handle
             )
         else:
-            action.transition(
-                result.state,
-                result=result.to_dict(tool.output),
-                reason=result.error_category,
-            )
+            result = record_result(action, tool, result)
         s._results[pending.key] = result
     finally:
         s._running.discard(pending.key)
     apply_on_success(s, tool, pending, result)
+    return result
+
+
+def record_result(action: Action, tool: Tool, result: Result, **details: Any) -> Result:
+    """Move `action` to `result`'s state with the result recorded (and `details`), and return
+    what was recorded: `result`, or the failure it is when its data has no JSON form, which
+    only making the event's text finds (`unrecordable`; nothing was appended)."""
+    try:
+        action.transition(
+            result.state,
+            result=result.to_dict(tool.output),
+            reason=result.error_category,
+            **details,
+        )
+        return result
+    except (CanonicalError, RecursionError) as err:
+        problem = json_problem(result.data) or str(err)
+    result = unrecordable(tool, result, problem)
+    action.transition(
+        result.state, result=result.to_dict(tool.output), reason=result.error_category, **details
+    )
     return result
 
 

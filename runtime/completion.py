@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .calls import apply_on_success, has_side_effect, not_run, now_text, user_of, who_of
+from .calls import (
+    apply_on_success,
+    has_side_effect,
+    not_run,
+    now_text,
+    record_result,
+    user_of,
+    who_of,
+)
 from .executors import Result, settle
 from .lifecycle import Action, ActionError, ActionState
 from .model import Tool
@@ -88,13 +96,7 @@ def complete_action(
                 output=h.outputs.get(tool.id),
             )
             try:
-                act.transition(
-                    final.state,
-                    result=final.to_dict(tool.output),
-                    reason=final.error_category,
-                    completed_by=who,
-                    expected_seq=seq,
-                )
+                final = record_result(act, tool, final, completed_by=who, expected_seq=seq)
             except ConcurrencyError:
                 continue  # another writer moved the stream: read the log again
             s._results[key] = final

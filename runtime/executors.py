@@ -32,6 +32,7 @@ import contextlib
 import inspect
 import json
 import os
+import reprlib
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -39,7 +40,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from .canonical import json_problem
 from .events import NO_SECRETS, Clock, Secrets, format_time, has_secrets, redact
 from .model import Tool
 from .normalize import PendingCall, Validator, thaw
@@ -337,9 +337,13 @@ def _observation(
         try:
             # a model never reads a secret either (`redact` leaves the thawed data plain)
             data = redact(tool.output, thaw(data)) if isinstance(data, Mapping) else thaw(data)
-            body = "".join(_OBSERVATION_ONE_SHOT(data, 0))
-        except (TypeError, ValueError, RecursionError):
-            body = repr(data)
+        except RecursionError:  # never shown unredacted: such data is not recorded either
+            body = "data that contains itself, or nests too deeply"
+        else:
+            try:
+                body = "".join(_OBSERVATION_ONE_SHOT(data, 0))
+            except (TypeError, ValueError, RecursionError):
+                body = reprlib.repr(data)  # bounded in depth and length
         text = f"{status}: {body}"
     text = secrets.text(text)  # before it is cut, so no part of a value is left at the end
     return text if len(text) <= OBSERVATION_LIMIT else text[: OBSERVATION_LIMIT - 1] + "…"
@@ -440,18 +444,6 @@ def _judge_value(
             None,
             side,
         )
-    if data is not None:
-        problem = json_problem(data)
-        if problem is not None:  # a set, an object, a cycle: nothing the log could record
-            return _Judged(
-                "failure",
-                None,
-                f"the executor returned data that is not JSON: {problem}",
-                "invalid_output",
-                retryable,
-                None,
-                side,
-            )
     if data is not None and output is not None and status in ("success", "partial"):
         checked, errors = output.run(data)
         if errors:
@@ -540,6 +532,31 @@ def _finish(
         action_id=ctx.action_id,
         handle=judged.handle,
         secrets=secrets,
+    )
+
+
+def unrecordable(tool: Tool, result: Result, problem: str) -> Result:
+    """`result` as the failure it is when its data has no JSON form (a set, an object, a value
+    that contains itself): the log cannot record that data, so the call failed with
+    `invalid_output`, as for data that breaks the output schema. Found where the result is
+    recorded, which makes its JSON text anyway, rather than by a second walk of every result."""
+    judged = _Judged(
+        "failure",
+        None,
+        f"the executor returned data that is not JSON: {problem}",
+        "invalid_output",
+        result.retryable,
+        None,
+        result.side_effect,
+    )
+    return replace(
+        result,
+        status=judged.status,
+        data=None,
+        observation=_observed(tool, judged, result.secrets),
+        error=result.secrets.text(judged.error) if judged.error else judged.error,
+        error_category=judged.category,
+        state=_state_of(judged.status),
     )
 
 

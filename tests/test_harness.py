@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import (
+    Accepted,
     ActionState,
     Facts,
     Harness,
@@ -391,10 +392,15 @@ def test_data_that_is_not_json_is_a_failed_result_not_a_traceback() -> None:
     # schema that could refuse them first)
     looped: dict[str, Any] = {"deleted": True}
     looped["self"] = looped
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(5000):
+        inner["next"] = inner = {}
     returns = {
         "c-set": {"deleted": True, "paths": {"a", "b"}},
         "c-object": Outcome("partial", {"deleted": True, "at": object()}),
         "c-loop": looped,
+        "c-deep": deep,
     }
     h = Harness(spec_of(default="allow", tools=(DELETE,)))
     h.bind(DELETE.id, lambda args, ctx: returns[ctx.pending.tool_call_id])
@@ -415,9 +421,29 @@ def test_data_that_is_not_json_is_a_failed_result_not_a_traceback() -> None:
         assert "the executor returned data that is not JSON" in (result.error or "")
     assert "type `set` is not JSON at `$.paths`" in (results["c-set"].error or "")
     assert "type `object` is not JSON at `$.at`" in (results["c-object"].error or "")
-    assert "contains itself" in (results["c-loop"].error or "")
+    assert "contains itself, or nests too deeply" in (results["c-loop"].error or "")
+    assert "contains itself, or nests too deeply" in (results["c-deep"].error or "")
     views = Projections.rebuild(h.store.read())
-    assert [views.calls[call_id].state for call_id in returns] == ["FAILED"] * 3
+    assert [views.calls[call_id].state for call_id in returns] == ["FAILED"] * 4
+    assert h.verify().ok
+
+
+def test_a_completion_with_data_that_is_not_json_is_a_failed_result() -> None:
+    h = Harness(spec_of(default="allow", tools=(DELETE,)))
+    h.bind(DELETE.id, lambda args: Accepted(handle="job-1"))
+    s = h.session("s.a", actor=ENGINEER, task="task-7")
+    call = pending(s.normalize(DELETE.id, "c-1", {"path": "/tmp/x"}))
+    accepted = s.invoke(call)
+    assert accepted.status == "accepted" and accepted.action_id
+    final = h.complete(accepted.action_id, {"paths": {"a"}}, by="cleaner")
+    assert (final.status, final.state, final.error_category) == (
+        "failure",
+        "FAILED",
+        "invalid_output",
+    )
+    assert "type `set` is not JSON at `$.paths`" in (final.error or "")
+    assert s.invoke(call) == final
+    assert Projections.rebuild(h.store.read()).calls["c-1"].state == "FAILED"
     assert h.verify().ok
 
 
