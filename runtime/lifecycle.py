@@ -265,14 +265,17 @@ _WAIT = Move(_S.WAITING_APPROVAL)
 _UNAUTHORIZE = Move(_S.CANCELLED, reason="no longer authorized")
 
 
-def _flat_text(payload: Mapping[str, Any]) -> str | None:
+def _flat_text(payload: Mapping[str, Any], written: dict[str, str] | None = None) -> str | None:
     """The canonical JSON of a transition's payload whose values are all strings or null (most
     moves: ids, states, a decision id, an executor's name), but for a `result` object (a
     `Result.to_dict()`) whose fields are each written on their own, filled into a template per
-    tool, move and set of keys; None for any other payload, which the store writes."""
-    values: dict[str, str] = {}
+    tool, move and set of keys; None for any other payload, which the store writes. `written`
+    gives the JSON text of values written already (an action's ids, written once per action)."""
+    values: dict[str, str] = {} if written is None else written.copy()
     fields: tuple[str, ...] = ()
     for key, value in payload.items():
+        if key in values:
+            continue
         if type(value) is str:
             values[key] = json_string(value)
         elif value is None:
@@ -311,8 +314,6 @@ _TRANSITIONS: dict[tuple[str | None, ...], PayloadTemplate] = {}
 """A template per tool, move and set of keys (`_flat_text`)."""
 _FIXED = frozenset({"tool_id", "from", "to"})
 _REQUESTED = ActionState.REQUESTED._value_
-_MOVES: dict[tuple[Any, ...], PayloadTemplate] = {}
-"""A template per tool, move, reason or none and detail keys (`Action._move_text`)."""
 
 
 class Action:
@@ -349,10 +350,9 @@ class Action:
         self.action_id = action_id or new_action_id()
         self.secrets: Secrets = NO_SECRETS
 
-    _action_json: str | None = None
-    _call_json = ""
-    """The JSON text of `action_id` and `tool_call_id`, written once for every move (two
-    strings, not a container: an action lives as long as its session); None until then."""
+    _ids: dict[str, str] | None = None
+    """The JSON text of `action_id` and `tool_call_id`, written once for every move
+    (`_flat_text`); None until then."""
 
     @classmethod
     def request(
@@ -416,9 +416,7 @@ class Action:
                 )
             if template is not None:
                 values = {name: json_value(value) for name, value in details.items()}
-                # the ids' text serves the moves that follow too (`_move_text`)
-                values["action_id"] = action._action_json = json_string(action.action_id)
-                values["tool_call_id"] = action._call_json = json_string(tool_call_id)
+                values.update(action.ids_text())  # written once: the moves that follow use it
                 values["input_hash"] = json_string(digest)
                 values["args"] = args_json
                 text = template.fill(values)
@@ -503,61 +501,24 @@ class Action:
         }
         if reason is not None:
             payload["reason"] = reason
-        text = self._move_text(target, details, reason) if result is None else None
         return target, NewEvent(
-            self.stream,
-            "Tool",
-            "action.transition",
-            payload,
-            _flat_text(payload) if text is None else text,
+            self.stream, "Tool", "action.transition", payload, _flat_text(payload, self.ids_text())
         )
 
-    def _move_text(
-        self, target: ActionState, details: Mapping[str, Any], reason: str | None
-    ) -> str | None:
-        """`_flat_text` of a move whose details are strings or null (most moves: a decision
-        id, a grant id, a reason), from the action's ids written once and a template per tool,
-        move and set of keys; None for any other move."""
-        action_json = self._action_json
-        if action_json is None:
-            if type(self.action_id) is not str or type(self.tool_call_id) is not str:
-                return None
-            action_json = self._action_json = json_string(self.action_id)
-            self._call_json = json_string(self.tool_call_id)
-        values = {"action_id": action_json, "tool_call_id": self._call_json}
-        if details or reason is not None:
-            for key, value in details.items():
-                if type(value) is str:
-                    values[key] = json_string(value)
-                elif value is None:
-                    values[key] = "null"
-                else:
-                    return None
-            if reason is not None:
-                values["reason"] = json_string(reason)
-        shape = (
-            (self.tool_id, self.state, target, reason is not None, *details)
-            if details
-            else (self.tool_id, self.state, target, reason is not None)
-        )
-        template = _MOVES.get(shape)
-        if template is None:
-            if not all(key.isidentifier() for key in details):
-                return None
-            if len(_MOVES) > 4096:
-                _MOVES.clear()
-            shaped = {
-                "action_id": hole("action_id"),
-                "tool_call_id": hole("tool_call_id"),
-                "tool_id": self.tool_id,
-                "from": self.state._value_,
-                "to": target._value_,
-                **{key: hole(key) for key in details},
-            }
-            if reason is not None:
-                shaped["reason"] = hole("reason")
-            template = _MOVES[shape] = PayloadTemplate(shaped)
-        return template.fill(values)
+    def ids_text(self) -> dict[str, str]:
+        """The JSON text of the action's ids, written once for all its events."""
+        ids = self._ids
+        if ids is None:
+            both = type(self.action_id) is str and type(self.tool_call_id) is str
+            ids = self._ids = (
+                {
+                    "action_id": json_string(self.action_id),
+                    "tool_call_id": json_string(self.tool_call_id),
+                }
+                if both
+                else {}  # not text: `_flat_text` leaves such a payload to the store
+            )
+        return ids
 
     def moved(self, target: ActionState | None, event: Event | None = None) -> None:
         """Take the state of a move whose event (`move`) is in the log, or deferred (no
