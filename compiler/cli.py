@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .pipeline import CheckResult, FilesResult
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
-_IO_CODES = {"H001", "H002", "H007"}
+_IO_CODES = {"H001", "H002", "H007", "H008"}
 FORMATS = ("human", "plain", "json")
 # check and lint also speak the CI formats; they go to standard output, like json
 REPORT_FORMATS = (*FORMATS, "sarif", "github")
@@ -312,8 +312,19 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_workflow(args: argparse.Namespace) -> int:
     # the runtime's own operator view: each run carries its workflow's IR, so no spec is read
+    from harnessc.runtime.chain import StoreError
+    from harnessc.runtime.stores import open_store
     from harnessc.runtime.workflows import WorkflowError, Workflows, render_run
 
+    if _missing(args.store):  # opening it would create an empty log and a workflow database
+        sys.stderr.write(f"harnessc: no event log at `{args.store}`\n")
+        return EXIT_USAGE
+    if "://" not in args.store.removeprefix("sqlite:///"):
+        try:  # a file that is no log: said before DBOS creates its database beside it
+            open_store(args.store, readonly=True).close()
+        except StoreError as error:
+            sys.stderr.write(f"harnessc: {error}\n")
+            return EXIT_USAGE
     try:
         ops = Workflows.operator(args.store)
     except WorkflowError as error:
@@ -335,6 +346,9 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         else:
             sys.stderr.write(f"error[{error.code}]: {error.message}\n")
         return EXIT_ERRORS
+    except StoreError as error:  # the log is not one (`file is not a database`)
+        sys.stderr.write(f"harnessc: {error}\n")
+        return EXIT_USAGE
     finally:
         ops.close()
     print(json.dumps(out, indent=2) if args.format == "json" else render_run(args.action, out))

@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harnessc.dsl.diagnostics import os_reason
+
 from harnessc import __version__
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -251,7 +253,11 @@ def run(folder: str, *, example: str | None, force: bool) -> int:
     try:
         written = init_folder(where, example=example, force=force)
     except (InitError, OSError) as error:
-        message = error if isinstance(error, InitError) else f"cannot write in `{where}`: {error}"
+        message = (
+            error
+            if isinstance(error, InitError)
+            else f"cannot write in `{error.filename or where}`: {os_reason(error)}"
+        )
         sys.stderr.write(f"harnessc init: {message}\n")
         return EXIT_USAGE
     for name in written:

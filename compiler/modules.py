@@ -6,7 +6,6 @@ two imports binding one name (H208), a header or an import out of place (H109, H
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.diagnostics import Diagnostic, Label
+from harnessc.dsl.diagnostics import Diagnostic, Label, clipped, os_reason
 from harnessc.dsl.source import Source, Span
 from harnessc.dsl.suggest import did_you_mean
 
@@ -351,7 +350,7 @@ class _Loader:
         self.report(
             Diagnostic.make(
                 "H203",
-                f"unknown module `{_clipped(target)}`",
+                f"unknown module `{clipped(target)}`",
                 node.target_span,
                 label,
                 notes=[f"the standard library has {', '.join(f'`{n}`' for n in known)}"]
@@ -374,7 +373,7 @@ class _Loader:
             # to look) is the spec's problem, reported at the import like a missing file
             is_file, exists, is_dir = path.is_file(), path.exists(), path.is_dir()
         except OSError as error:
-            self.unusable(node, f"cannot open `{_clipped(shown)}`: {_reason(error)}")
+            self.unusable(node, f"cannot open `{clipped(shown)}`: {os_reason(error)}")
             return None
         if is_file:
             return self.load_path(path, shown, node.target_span)
@@ -393,9 +392,7 @@ class _Loader:
                 ]
         except OSError:
             siblings = []
-        self.unusable(
-            node, f"no file `{_clipped(shown)}`", help=did_you_mean(node.target, siblings)
-        )
+        self.unusable(node, f"no file `{clipped(shown)}`", help=did_you_mean(node.target, siblings))
         return None
 
     def unusable(self, node: s.Import, label: str, *, help: str | None = None) -> None:
@@ -403,7 +400,7 @@ class _Loader:
         self.report(
             Diagnostic.make(
                 "H203",
-                f"unknown module `{_clipped(node.target)}`",
+                f"unknown module `{clipped(node.target)}`",
                 node.target_span,
                 label,
                 help=help,
@@ -417,20 +414,6 @@ def _anchored(diagnostic: Diagnostic, imported_at: Span | None) -> Diagnostic:
     if imported_at is None or diagnostic.primary is not None:
         return diagnostic
     return replace(diagnostic, labels=(Label(imported_at, "imported here"), *diagnostic.labels))
-
-
-_CLIP = 80
-
-
-def _clipped(text: str) -> str:
-    """A path short enough for a message: the caret already shows the whole of it."""
-    return text if len(text) <= _CLIP else f"{text[: _CLIP // 2]}…{text[-_CLIP // 2 :]}"
-
-
-def _reason(error: OSError) -> str:
-    if error.errno == errno.ENAMETOOLONG:
-        return "the path is longer than the file system allows"
-    return (error.strerror or type(error).__name__).lower()
 
 
 def _cycle_names(cycle: list[Module]) -> list[str]:

@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harnessc.dsl.diagnostics import Diagnostic, Suppressed, has_errors, sort_diagnostics
+from harnessc.dsl.diagnostics import (
+    Diagnostic,
+    Suppressed,
+    clipped,
+    has_errors,
+    os_reason,
+    sort_diagnostics,
+)
 from harnessc.dsl.files import display_path, read_source
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
@@ -349,8 +356,21 @@ def build(
     )
     built.package = plan.package
     built.files = codegen.render_plan(plan)
-    if check:
-        built.staleness = codegen.compare_files(built.out, built.files, plan.package)
-    else:
-        built.written = codegen.write_files(built.out, built.files, plan.package)
+    try:
+        if check:
+            built.staleness = codegen.compare_files(built.out, built.files, plan.package)
+        else:
+            built.written = codegen.write_files(built.out, built.files, plan.package)
+    except OSError as error:  # `-o` names a file, a folder is read-only, the disk is full
+        built.files = {}
+        where = display_path(error.filename or built.out)
+        result.diagnostics.append(
+            Diagnostic.make(
+                "H008",
+                f"cannot write `{clipped(where)}`: {os_reason(error)}",
+                None,
+                path=display_path(built.out),
+                help="`-o` names the folder the package goes into",
+            )
+        )
     return built

@@ -28,7 +28,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.dsl.diagnostics import Diagnostic, clipped
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
@@ -659,7 +659,7 @@ class _Validator(SessionChecks):
             ty = ANY
         if ty is None:
             return None
-        return Operand(node, ty, span, span.text)
+        return Operand(node, ty, span, clipped(span.text))
 
     # -- paths ---------------------------------------------------------------------------------
 

@@ -26,7 +26,6 @@ from .lexer import Engine, ParseFailure, Tok
 from .source import Source, Span
 
 GRAMMAR_FILE = "harness.lark"
-MAX_NESTING = 64
 
 _VALUE_TOKENS = {"NAME", "DOTTED", "MCP_ID", "KEY"}
 _QUOTED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")

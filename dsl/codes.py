@@ -74,6 +74,16 @@ _CODES = [
         "The operating system refused to read the file (permissions, a broken link, or a "
         "device error). The message carries the system's reason.",
     ),
+    Code(
+        "H008",
+        "unwritable-output",
+        "error",
+        "the built package could not be written",
+        "`harnessc build` could not write the package where `-o` points: the path names a "
+        "file rather than a folder, a folder is not writable, or the disk is full. The message "
+        "names the path and carries the system's reason. Each file is replaced whole, so one "
+        "that was written is complete; run the build again once the cause is gone.",
+    ),
     # H1 — syntax
     Code(
         "H101",
@@ -133,8 +143,10 @@ _CODES = [
         "H108",
         "nesting-too-deep",
         "error",
-        "brackets nest too deeply",
-        "Conditions, lists and schemas may nest at most 64 levels deep.",
+        "brackets, `not`s or quantifiers nest too deeply",
+        "Brackets (conditions, lists, records, schemas) may nest at most 64 levels deep, and so "
+        "may `not`s and quantifiers (`all x in …:`, `any x in …:`) inside a condition, which "
+        "nest without brackets: `not not x` is two levels.",
     ),
     Code(
         "H109",

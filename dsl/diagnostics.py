@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -126,6 +127,27 @@ class Suppressed:
     diagnostic: Diagnostic
     kind: SuppressionKind
     justification: str = ""
+
+
+CLIP = 80
+"""The most characters of source text (a name, a path, an expression) a message quotes."""
+
+
+def clipped(text: str) -> str:
+    """`text` short enough to quote in a message: its two ends around `…`, when it is longer
+    than `CLIP` (the caret under the source line shows the whole of it).
+
+    >>> clipped("x" * 100) == "x" * 40 + "…" + "x" * 40
+    True
+    """
+    return text if len(text) <= CLIP else f"{text[: CLIP // 2]}…{text[-CLIP // 2 :]}"
+
+
+def os_reason(error: OSError) -> str:
+    """The operating system's reason for `error`, as a message says it."""
+    if error.errno == errno.ENAMETOOLONG:
+        return "the path is longer than the file system allows"
+    return (error.strerror or type(error).__name__).lower()
 
 
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:

@@ -18,6 +18,7 @@ from .recovery import (
     DECL_START,
     MAX_SYNTAX_ERRORS,
     broken_declaration,
+    check_condition_nesting,
     check_nesting,
     explain,
     resume_point,
@@ -86,6 +87,10 @@ def parse_source(source: Source) -> ParseResult:
                 help="add a declaration, or remove the file from the build",
             )
         )
+    deep = check_condition_nesting(items)
+    if deep is not None:
+        everything = (s.Broken(None, None, span=empty_span),)
+        return ParseResult(s.Module((), broken=everything, span=empty_span), (deep,))
     module = s.Module(
         tuple(items),  # type: ignore[arg-type]
         tuple(s.Comment(str(t), span=Span(source, t.start_pos, t.end_pos)) for t in comments),

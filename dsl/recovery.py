@@ -10,6 +10,7 @@ After an error the parser starts again at the next line that begins a top-level 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -45,6 +46,7 @@ TOP_LEVEL = [
 DECL_START = re.compile(r"^(?:" + "|".join(TOP_LEVEL) + r")\b", re.M)
 _BRACKETS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\](){}]')
 _OPEN = {"{": "}", "(": ")", "[": "]"}
+
 
 # Terminals that are not written literally, in the words a user would use.
 _DESCRIBED = {
@@ -164,6 +166,51 @@ def check_nesting(source: Source) -> Diagnostic | None:
         elif ch in ")]}":
             depth = max(0, depth - 1)
     return None
+
+
+def check_condition_nesting(items: Iterable[object]) -> Diagnostic | None:
+    """A condition in `items` (parsed declarations) where `not`s and quantifiers nest
+    more than `MAX_NESTING` levels deep: they nest without brackets, so `check_nesting` does not
+    see them, and every later stage walks a condition recursively. Found by a walk with a stack
+    of its own, so a chain of any length is measured without recursion; only the declarations
+    whose text holds more than `MAX_NESTING` of the words are walked (almost always none)."""
+    stack: list[tuple[object, int]] = []
+    for item in items:
+        span: Span = item.span  # type: ignore[attr-defined]
+        if _unary_words(span.source.text, span.start, span.end) > MAX_NESTING:
+            stack.append((item, 0))
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend((child, depth) for child in node)
+            continue
+        if not isinstance(node, s.Node):
+            continue
+        if isinstance(node, (s.Not, s.Quantified)):
+            depth += 1
+            if depth > MAX_NESTING:
+                word = "not" if isinstance(node, s.Not) else node.quantifier
+                return Diagnostic.make(
+                    "H108",
+                    f"`not`s and quantifiers nest more than {MAX_NESTING} levels deep",
+                    Span(node.span.source, node.span.start, node.span.start + len(word)),
+                    f"level {depth} starts here",
+                    help=(
+                        "`not not x` is `x`: drop the doubled `not`s, or split the condition"
+                        if word == "not"
+                        else "split the condition over several rules"
+                    ),
+                )
+        stack.extend((getattr(node, name), depth) for name in s.child_fields(type(node)))
+    return None
+
+
+def _unary_words(text: str, start: int, end: int) -> int:
+    """At least the number of `not`, `all` and `any` words in `text[start:end]` (the words that
+    nest a condition without brackets), counted as substrings: a few scans in C, where a
+    regular expression over a large spec costs a tenth of its parse."""
+    found = text.count("not", start, end) + text.count("any", start, end)
+    return found + text.count("all", start, end) - text.count("allow", start, end)
 
 
 # ---------------------------------------------------------------------------------------------

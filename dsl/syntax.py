@@ -52,6 +52,12 @@ def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return names
 
 
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes: every compared field (the span is not
+    one)."""
+    return _names(cls)[0]
+
+
 def _compared(node: Node) -> tuple[object, ...]:
     return tuple([getattr(node, name) for name in _names(type(node))[0]])
 

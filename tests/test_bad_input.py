@@ -15,6 +15,7 @@ from harnessc.dsl.parser import parse_source
 from harnessc.dsl.render_formats import render
 from harnessc.dsl.source import Source
 from harnessc.runtime import Harness, PendingCall, Refusal
+from harnessc.runtime.availability import Facts
 from harnessc.runtime.canonical import Execution
 from harnessc.runtime.model import Spec
 from harnessc.runtime.normalize import REFUSAL_CODES, is_text
@@ -75,6 +76,19 @@ def test_ten_megabyte_file_is_refused_quickly(tmp_path: Path, capsys) -> None:
     assert "error[H005]" in output and "over the 8 MiB limit" in output
 
 
+def test_a_build_that_cannot_write_its_package_says_where(tmp_path: Path, capsys) -> None:
+    spec = ROOT / "examples" / "remediation" / "remediation.harness"
+    out = tmp_path / "out"
+    out.write_text("a file where the package's folder should be", encoding="utf-8")
+    code = main(["build", "--no-embed", "--format", "plain", str(spec), "-o", str(out)])
+    captured = capsys.readouterr()
+    output = (captured.out + captured.err).replace(str(tmp_path), "TMP")
+    assert code == 2
+    assert "Traceback" not in output and "H901" not in output
+    assert "error[H008]: cannot write `TMP/out/remediation`: not a directory" in output
+    assert out.read_text(encoding="utf-8") == "a file where the package's folder should be"
+
+
 def test_usage_errors_exit_2(capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["check"])
@@ -82,6 +96,95 @@ def test_usage_errors_exit_2(capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["frobnicate"])
     assert exit_info.value.code == 2
+
+
+_ENGINEERS = '  engineers_create: allow change.create when actor.role in ["engineer", "sre"]\n'
+
+
+def _with_condition(condition: str) -> str:
+    """The remediation example with one more rule: `deep: deny change.create when
+    CONDITION { reason "deep" }`."""
+    assert _ENGINEERS in EXAMPLE
+    rule = f'  deep: deny change.create when {condition} {{ reason "deep" }}\n'
+    return EXAMPLE.replace(_ENGINEERS, _ENGINEERS + rule)
+
+
+@pytest.mark.parametrize(
+    ("condition", "word"),
+    [
+        ("not " * 10_000 + 'actor.role == "x"', "not"),
+        ("".join(f"all x{i} in args.tags: " for i in range(2_000)) + 'actor.role == "x"', "all"),
+        ("(not " * 40 + "not " * 25 + 'actor.role == "x"' + ")" * 40, "not"),
+    ],
+    ids=["not-chain", "quantifier-chain", "not-inside-brackets"],
+)
+def test_nots_and_quantifiers_nest_at_most_64_deep(
+    tmp_path: Path, capsys, condition: str, word: str
+) -> None:
+    # they nest without brackets: a long chain used to reach the compiler's recursive
+    # stages and come back as an internal error (H901)
+    path = tmp_path / "deep.harness"
+    path.write_text(_with_condition(condition), encoding="utf-8")
+    code, output = run(capsys, str(path))
+    assert code == 1
+    assert "error[H108]: `not`s and quantifiers nest more than 64 levels deep" in output
+    assert "level 65 starts here" in output
+    assert "H901" not in output
+    [diagnostic] = parse_source(Source("deep.harness", _with_condition(condition))).diagnostics
+    assert diagnostic.primary.span.text == word
+
+
+def test_a_message_quotes_a_long_expression_by_its_ends(tmp_path: Path, capsys) -> None:
+    # the caret line shows where it is; the message itself stays one readable line
+    expression = "count(change.* when " * 30 + 'actor.role == "x"' + ")" * 30
+    path = tmp_path / "long.harness"
+    path.write_text(_with_condition(expression), encoding="utf-8")
+    code, output = run(capsys, str(path))
+    assert code == 1
+    messages = [line for line in output.splitlines() if line.startswith("error[H325]")]
+    assert "`count(change.* when count(change.* when …" in messages[0]
+    assert messages and all(len(message) < 160 for message in messages)
+
+
+def test_64_nots_inside_61_brackets_compile_and_decide(tmp_path: Path, capsys) -> None:
+    """The deepest condition the limits allow goes through every stage (check, format, build)
+    and decides as the same condition written plainly."""
+    scanner = ROOT / "examples" / "remediation" / "scanner.harness"
+    (tmp_path / "scanner.harness").write_text(scanner.read_text(encoding="utf-8"), "utf-8")
+    deep = tmp_path / "deep.harness"
+    deep.write_text(
+        _with_condition("(" * 61 + "not " * 64 + 'actor.role == "x"' + ")" * 61), "utf-8"
+    )
+    plain = tmp_path / "plain.harness"
+    plain.write_text(_with_condition('actor.role == "x"'), "utf-8")
+    assert run(capsys, str(deep)) == (0, "checked 1 file: no errors\n")
+    assert main(["fmt", str(deep)]) == 0
+    assert main(["build", str(deep), "-o", str(tmp_path / "out")]) == 0
+    output = capsys.readouterr()
+    assert "Traceback" not in output.out + output.err
+
+    args = {
+        "service": "api",
+        "patch_ref": "artifacts/p.patch",
+        "evidence_refs": ["r"],
+        "rollback_plan": "revert",
+    }
+    decided = {}
+    for path in (deep, plain):
+        result = check([path])
+        assert result.ok and result.model is not None
+        h = Harness(result.model)
+        for role in ("x", "engineer", "auditor"):
+            facts = Facts.of({}, connected={"change_platform"})
+            s = h.session("planner", actor={"user": "u", "role": role}, facts=facts)
+            call = s.normalize("change.create", f"c-{role}", args)
+            assert isinstance(call, PendingCall)
+            d = s.decide(call)
+            decided[path.name, role] = (d.effect, d.rule)
+    for role in ("x", "engineer", "auditor"):
+        assert decided["deep.harness", role] == decided["plain.harness", role]
+    assert decided["deep.harness", "x"] == ("deny", "remediation.deep")
+    assert decided["deep.harness", "engineer"][0] != "deny"
 
 
 def test_several_errors_in_one_file_are_all_reported() -> None:

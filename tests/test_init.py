@@ -83,6 +83,10 @@ def test_init_into_a_file_is_a_usage_error(
     target.write_text("x\n", encoding="utf-8")
     assert main(["init", str(target)]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
+    # a folder that cannot be made: the system's reason, in words
+    assert main(["init", str(target / "starter")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"harnessc init: cannot write in `{target / 'starter'}`: not a directory\n"
 
 
 def test_an_unknown_example_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:

@@ -857,8 +857,17 @@ def test_a_gate_is_decided_while_no_worker_runs(
 def test_a_store_that_cannot_be_opened_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'missing-folder' / 'harness.db'}"
-    code, out, err = harnessc(capsys, "workflow", "list", "--store", url)
-    assert (code, out) == (2, "")
-    reason = "unable to open database file"
-    assert err == f"harnessc: cannot open the workflow store `{url}`: {reason}\n"
+    for path in (tmp_path / "missing-folder" / "harness.db", tmp_path / "missing.db"):
+        url = f"sqlite:///{path}"
+        code, out, err = harnessc(capsys, "workflow", "list", "--store", url)
+        assert (code, out, err) == (2, "", f"harnessc: no event log at `{url}`\n")
+    not_a_log = tmp_path / "notes.db"
+    not_a_log.write_text("not a database", encoding="utf-8")
+    for action in (("list",), ("show", "run-1"), ("cancel", "run-1")):
+        code, out, err = harnessc(capsys, "workflow", *action, "--store", f"sqlite:///{not_a_log}")
+        assert (code, out) == (2, "")
+        assert (
+            err == f"harnessc: cannot open the event store `{not_a_log}`: file is not a database\n"
+        )
+    # a listing creates nothing: no empty log, no workflow database beside the file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
