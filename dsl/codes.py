@@ -337,9 +337,14 @@ _CODES = [
         "H306",
         "invalid-regex",
         "error",
-        "a regular expression does not compile",
-        "`pattern` and `matches` take a regular expression in the subset on which ECMA-262 "
-        "(JSON Schema) and Python agree. This one is not valid; the message carries the reason.",
+        "a regular expression does not compile, or cannot be run in linear time",
+        "`pattern` and `matches` take a regular expression that both Python's parser and RE2 "
+        "accept: the runtime matches with RE2, in time linear in the text, so a text an agent "
+        "sends can never make a decision or a schema check run for minutes (Python's "
+        "backtracking engine takes exponential time on `^(a+)+$` and a line of `a`s ending in "
+        "`!`). Back-references (`\\1`), lookarounds (`(?=…)`, `(?!…)`, `(?<=…)`), possessive "
+        "repeats (`a++`), `\\Z` and repeats of more than 1000 are refused; `$` is the end of "
+        "the text. The message carries the reason.",
     ),
     Code(
         "H307",

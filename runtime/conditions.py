@@ -48,7 +48,7 @@ from .semantics import (
     _SEQ,
     OPERATORS,
     ORDER_OPS,
-    _regex,
+    compile_pattern,
     duration_ms,
     length_of,
     normalize_path,
@@ -516,11 +516,11 @@ class _Emitter:
             if op == "startswith":
                 return f"(({v} := {lhs}).__class__ is str and {v}.startswith({k}))"
             if op == "matches":
-                regex = _regex(value)
-                if regex is None:
+                compiled = compile_pattern(value)
+                if compiled is None:
                     return "False"
-                r = self.const(regex)
-                return f"(({v} := {lhs}).__class__ is str and {r}.search({v}) is not None)"
+                r = self.const(compiled)
+                return f"(({v} := {lhs}).__class__ is str and {r}.search({v}))"
         if type(value) is bool and op in ("==", "!="):
             if op == "==":
                 return f"({lhs} is {self.const(value)})"

@@ -29,11 +29,13 @@ True
 from __future__ import annotations
 
 import operator
-import re
 import typing as t
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import re2
+from re2 import _re2
 
 from .model import (
     DELEGATE_TASK,
@@ -53,12 +55,15 @@ __all__ = [
     "OPERATORS",
     "ORDER_OPS",
     "Operator",
+    "Pattern",
     "Typing",
+    "compile_pattern",
     "duration_ms",
     "holds",
     "length_of",
     "normalize_path",
     "ordering_kind",
+    "pattern_problem",
     "risk_of",
     "selects",
     "surface_tools",
@@ -190,23 +195,75 @@ def value_has(container: object, member: object) -> bool:
     return False
 
 
-_REGEX_CACHE: dict[str, re.Pattern[str] | None] = {}
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused pattern is reported by the caller, not on stderr
+_RE2_OPTIONS.never_capture = True  # only whether it matches is asked
+_ANYWHERE = _re2.RE2.Anchor.UNANCHORED
 
 
-def _regex(pattern: str) -> re.Pattern[str] | None:
-    if pattern not in _REGEX_CACHE:
-        try:
-            _REGEX_CACHE[pattern] = re.compile(pattern)
-        except re.error:
-            _REGEX_CACHE[pattern] = None
-    return _REGEX_CACHE[pattern]
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A pattern of a `matches` condition or a schema's `pattern`, run by RE2: in time linear in
+    the text, whatever the pattern, so no text an agent sends can make a decision or a schema
+    check run for minutes, as Python's backtracking `re` does on `^(a+)+$` and thirty `a`s
+    followed by a `!`. RE2 has no back-references, lookarounds or possessive repeats (the
+    compiler refuses them, H306); `\\d`, `\\w`, `\\s` and `\\b` are ASCII and `$` is the end of the
+    text, as in ECMA-262 (JSON Schema) and in the analysis (compiler/analysis/smt.py).
+
+    >>> pattern = compile_pattern(r"^chg-[0-9]+$")
+    >>> pattern.search("chg-12"), pattern.search("chg-12\\n"), pattern.search("xchg-1")
+    (True, False, False)
+    """
+
+    pattern: str
+    _compiled: Any
+
+    def search(self, text: str) -> bool:
+        """Whether the pattern matches somewhere in `text`."""
+        data = text.encode("utf-8", "surrogatepass")
+        return bool(self._compiled.Match(_ANYWHERE, data, 0, len(data))[0][0] >= 0)
+
+
+_PATTERNS: dict[str, Pattern | str] = {}
+"""Each pattern compiled once, or RE2's reason for refusing it (bounded: a `matches` whose
+pattern is a value, not a literal, may bring new ones without end)."""
+
+
+def compile_pattern(pattern: str) -> Pattern | None:
+    """`pattern` compiled (once per process), or None when RE2 refuses it."""
+    found = _pattern(pattern)
+    return found if isinstance(found, Pattern) else None
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why RE2 refuses `pattern`, in its own words, or None when it compiles.
+
+    >>> pattern_problem("a(?=b)")
+    'invalid perl operator: (?='
+    """
+    found = _pattern(pattern)
+    return found if isinstance(found, str) else None
+
+
+def _pattern(pattern: str) -> Pattern | str:
+    found = _PATTERNS.get(pattern)
+    if found is None:
+        compiled = _re2.RE2(pattern.encode("utf-8", "surrogatepass"), _RE2_OPTIONS)
+        if compiled.ok():
+            found = Pattern(pattern, compiled)
+        else:
+            found = bytes(compiled.error()).decode("utf-8", "replace")
+        if len(_PATTERNS) > 4096:
+            _PATTERNS.clear()
+        _PATTERNS[pattern] = found
+    return found
 
 
 def value_matches(a: object, pattern: object) -> bool:
     if type(a) is not str or type(pattern) is not str:
         return False
-    regex = _regex(pattern)
-    return regex is not None and regex.search(a) is not None
+    compiled = compile_pattern(pattern)
+    return compiled is not None and compiled.search(a)
 
 
 def value_startswith(a: object, prefix: object) -> bool:
@@ -496,7 +553,7 @@ _OPERATORS = (
     _text(
         "matches",
         value_matches,
-        lambda a, b: re.search(b, a) is not None,
+        value_matches,
         left=frozenset({"string", "path", "url", "enum"}),
         right=frozenset({"string"}),
         wanted="a string",

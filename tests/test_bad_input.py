@@ -5,6 +5,8 @@ refusal, recorded as a `call.refused` event, never an exception."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -476,3 +478,116 @@ def test_junk_for_any_parameter_of_normalize_is_refused_never_raised(
     assert isinstance(result, Refusal) and result.code in REFUSAL_CODES
     assert result.message
     assert [e["code"] for e in refused_events(h)] == [result.code]
+
+
+# ---------------------------------------------------------------------------------------------
+# Regular expressions an agent's text runs through: linear time, one meaning
+
+_PATTERNS = """\
+harness patterns { version "1.0.0" }
+tool note.write {
+  summary "Write a note."
+  use_when "A note is needed."
+  effects write reversible
+  input {
+    title: string pattern "^(a+)+$"
+    slug: string pattern "^[a-z]+$"
+    body: string
+  }
+  output { ok: bool }
+}
+surface tools { expose note.* }
+policy p {
+  default allow
+  deny note.write when args.body matches "^(x+x+)+y$" { reason "no" }
+}
+agent writer {
+  surface tools
+  policy p
+}
+"""
+
+
+@pytest.fixture
+def patterns(tmp_path: Path) -> Spec:
+    path = tmp_path / "patterns.harness"
+    path.write_text(_PATTERNS, encoding="utf-8")
+    result = check([path])
+    assert result.ok and result.model is not None
+    return result.model
+
+
+_ADVERSARIAL = """\
+import json, sys
+from harnessc.runtime import Harness, PendingCall
+from harnessc.runtime.model import Spec
+
+spec = Spec.from_json(open(sys.argv[1], "rb").read())
+s = Harness(spec).session("writer", actor={"user": "u"})
+out = []
+for n, args in enumerate(json.loads(sys.stdin.read())):
+    call = s.normalize("note.write", f"c-{n}", args)
+    out.append(s.decide(call).effect if isinstance(call, PendingCall) else call.code)
+print(json.dumps(out))
+"""
+
+
+def test_a_pattern_takes_linear_time_on_any_text(patterns: Spec, tmp_path: Path) -> None:
+    # Python's backtracking `re` takes seconds on 24 characters here, twice as long for each
+    # one more, and cannot be interrupted: the calls run in a child process, given 60 s
+    model = tmp_path / "model.json"
+    model.write_text(patterns.to_json(), encoding="utf-8")
+    calls = [
+        {"title": "a" * 60 + "!", "slug": "x", "body": ""},  # `^(a+)+$`
+        {"title": "a" * 100_000, "slug": "x", "body": "x" * 60},  # `^(x+x+)+y$`
+        {"title": "aa", "slug": "x", "body": "x" * 100_000 + "y"},
+    ]
+    run = subprocess.run(
+        [sys.executable, "-c", _ADVERSARIAL, str(model)],
+        input=json.dumps(calls),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == ["invalid-args", "allow", "deny"]
+
+
+def test_dollar_is_the_end_of_the_text(patterns: Spec) -> None:
+    # Python's `$` also matches before a final newline: `^[a-z]+$` let "abc\n" through
+    s = Harness(patterns).session("writer", actor={"user": "u"})
+    refused = s.normalize("note.write", "c-1", {"title": "a", "slug": "abc\n", "body": ""})
+    assert isinstance(refused, Refusal) and refused.code == "invalid-args"
+    assert isinstance(
+        s.normalize("note.write", "c-2", {"title": "a", "slug": "abc", "body": ""}), PendingCall
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        (r"^(a)\\1$", "invalid escape sequence: \\1"),
+        ("^a(?=b)", "invalid perl operator: (?="),
+        ("^a(?<!b)", "invalid perl operator: (?<!"),
+        ("^a++$", "bad repetition operator: ++"),
+        (r"^a\\Z", "invalid escape sequence: \\Z"),
+        ("^a{1001}$", "invalid repetition size: {1001}"),
+    ],
+)
+def test_a_pattern_re2_cannot_run_is_refused(tmp_path: Path, pattern: str, reason: str) -> None:
+    text = _PATTERNS.replace('"^(x+x+)+y$"', f'"{pattern}"')
+    path = tmp_path / "patterns.harness"
+    path.write_text(text, encoding="utf-8")
+    [diagnostic] = check([path]).diagnostics
+    assert diagnostic.code == "H306"
+    assert diagnostic.message.startswith("unsupported regular expression")
+    assert diagnostic.primary.message == reason
+
+
+def test_a_model_with_a_pattern_re2_cannot_run_lets_no_value_through(patterns: Spec) -> None:
+    # a model not built by the compiler (which refuses such a pattern): the field fails closed
+    data = json.loads(patterns.to_json())
+    data["tools"]["note.write"]["input"]["fields"][1]["pattern"] = r"^(a)\1$"
+    s = Harness(Spec.model_validate(data)).session("writer", actor={"user": "u"})
+    refused = s.normalize("note.write", "c-1", {"title": "a", "slug": "aa", "body": ""})
+    assert isinstance(refused, Refusal) and refused.code == "invalid-args"

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeAlias
 
 from harnessc.runtime import model as m
 from harnessc.runtime.model import trusted
-from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind, selects
+from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind, selects, value_matches
 
 __all__ = [
     "ABSENT",
@@ -529,7 +528,7 @@ def _check_value(v: Any, f: m.Field | None, t: m.Type, where: str, out: list[str
             out.append(f"{where} is below its minimum")
         if f.max is not None and size > f.max:
             out.append(f"{where} is above its maximum")
-        if f.pattern is not None and isinstance(v, str) and not re.search(f.pattern, v):
+        if f.pattern is not None and isinstance(v, str) and not value_matches(v, f.pattern):
             out.append(f"{where} does not match its pattern")
     if name == "object":
         _check_fields(v, t.fields, where, out)

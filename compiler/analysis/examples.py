@@ -1,11 +1,12 @@
 """Example strings for a field's pattern and length bounds, shared by the analysis and the tests.
 
-`string_example(pattern, low, high)` is the one answer to "a short, readable string that
-`re.search(pattern, …)` accepts, with a length in [low, high]". The cheap case comes first:
-for the plain subset of patterns (literals, classes, groups, alternatives, repeats, anchors)
-the shortest match is read off the parsed pattern. Only when that fails does z3 search, within
-a fixed resource budget (`rlimit`, counted in z3's own steps rather than seconds, so the answer
-is the same on a loaded machine and an idle one). Either way Python's `re` has the last word.
+`string_example(pattern, low, high)` is the one answer to "a short, readable string in which
+the pattern is found (as the runtime runs it), with a length in [low, high]". The cheap case
+comes first: for the plain subset of patterns (literals, classes, groups, alternatives,
+repeats, anchors) the shortest match is read off the parsed pattern. Only when that fails does
+z3 search, within a fixed resource budget (`rlimit`, counted in z3's own steps rather than
+seconds, so the answer is the same on a loaded machine and an idle one). Either way the
+runtime's own match (`runtime.semantics.value_matches`) has the last word.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re._parser as sre_parse
 from typing import Any
 
 import z3
+from harnessc.runtime.semantics import value_matches
 
 from .smt import search_regex
 
@@ -144,7 +146,7 @@ def _walk_branch(alternatives: list[Any], extra: int) -> tuple[str, int]:
 
 def _walk_example(pattern: str, low: int, high: int | None) -> str:
     """The walk's example: the shortest match, grown by its repeats or else padded outside the
-    match (`re.search` finds it anywhere unless anchored) when `low` asks for more."""
+    match (a search finds it anywhere unless anchored) when `low` asks for more."""
     if low > MAX_EXAMPLE_LENGTH:
         raise _too_long()
     tree = sre_parse.parse(pattern)
@@ -206,11 +208,11 @@ def string_example(pattern: str | None, low: int, high: int | None) -> str:
     else:
         try:
             found = _walk_example(pattern, low, high)
-            if re.search(pattern, found) is None:
+            if not value_matches(found, pattern):
                 raise NoExampleError("the walk's example does not match")
         except (NoExampleError, re.error, OverflowError, RecursionError):
             found = _z3_example(pattern, low, high)
-        if re.search(pattern, found) is None:
+        if not value_matches(found, pattern):
             raise NoExampleError(f"no string matching the pattern `{pattern}` was found")
     _EXAMPLES[key] = found
     return found

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from harnessc.runtime.model import SourceRef
+from harnessc.runtime.semantics import Pattern
 
 __all__ = [
     "generated_header",
@@ -44,7 +45,7 @@ def py_comment(text: str) -> str:
 def py_literal(value: Any) -> str:
     """A Python literal for a JSON-like value, via repr() (finite floats, str, int, bool,
     None, lists, tuples and dicts of those), the same text on every run: a set's members are
-    sorted, and a regular expression is the `re.compile` call that made it (the constants of
+    sorted, and a regular expression is the `compile_pattern` call that made it (the constants of
     compiled policy code are such values).
 
     >>> py_literal(["a'\\"", 1.5, True, None])
@@ -57,8 +58,8 @@ def py_literal(value: Any) -> str:
     if isinstance(value, frozenset | set):
         inner = ", ".join(sorted(py_literal(v) for v in value))
         return f"frozenset({{{inner}}})" if value else "frozenset()"
-    if isinstance(value, re.Pattern):
-        return f"re.compile({value.pattern!r})"
+    if isinstance(value, Pattern):
+        return f"compile_pattern({value.pattern!r})"
     if isinstance(value, tuple):
         inner = ", ".join(py_literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"

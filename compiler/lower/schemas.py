@@ -12,6 +12,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
 from harnessc.runtime.model import trusted
+from harnessc.runtime.semantics import Pattern, compile_pattern, pattern_problem
 
 from .core import LowererBase, article, origin
 
@@ -161,7 +162,7 @@ class SchemaLowering(LowererBase):
                 help="swap the bounds, or correct one of them",
             )
         pattern: str | None = None
-        compiled: re.Pattern[str] | None = None
+        compiled: Pattern | None = None
         pc = seen.get("pattern")
         if pc is not None and isinstance(pc.value, s.Str):
             if name not in ("string", "path", "url"):
@@ -192,13 +193,13 @@ class SchemaLowering(LowererBase):
             origin=origin(node.name.span),
         )
 
-    def regex(self, node: s.Str) -> re.Pattern[str] | None:
+    def regex(self, node: s.Str) -> Pattern | None:
         try:
             # parsed apart from `re.compile`, whose cache would hide the warning the second time
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 sre.parse(node.value)
-                compiled = re.compile(node.value)
+                re.compile(node.value)
         except (re.error, OverflowError, ValueError) as error:
             # a repeat count over 2**32 - 1 is an OverflowError, one of over 4,300 digits a
             # ValueError (Python's limit on converting digits to an int): both too large
@@ -225,7 +226,20 @@ class SchemaLowering(LowererBase):
                 help="escape the doubled character inside `[…]` with a backslash (`\\\\-`)",
             )
             return None
-        return compiled
+        # at run time RE2 runs every pattern, in time linear in the text (runtime/semantics.py):
+        # a pattern it cannot run (a back-reference, a lookaround) is refused here
+        problem = pattern_problem(node.value)
+        if problem is not None:
+            self.report(
+                "H306",
+                f"unsupported regular expression `{node.value}`",
+                node.span,
+                problem,
+                help="patterns have no back-references, lookarounds, possessive repeats or "
+                "`\\Z` (`$` is the end of the text), and repeat at most 1000 times",
+            )
+            return None
+        return compile_pattern(node.value)
 
     def default(
         self,
@@ -233,7 +247,7 @@ class SchemaLowering(LowererBase):
         type_: m.Type,
         constraint: s.Constraint,
         bounds: dict[str, int | float],
-        compiled: re.Pattern[str] | None,
+        compiled: Pattern | None,
     ) -> Any:
         value = constraint.value
         assert value is not None
