@@ -319,7 +319,7 @@ def cmd_workflow(args: argparse.Namespace) -> int:
     if _missing(args.store):  # opening it would create an empty log and a workflow database
         sys.stderr.write(f"harnessc: no event log at `{args.store}`\n")
         return EXIT_USAGE
-    if "://" not in args.store.removeprefix("sqlite:///"):
+    if _sqlite_file(args.store):
         try:  # a file that is no log: said before DBOS creates its database beside it
             open_store(args.store, readonly=True).close()
         except StoreError as error:
@@ -377,7 +377,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     try:
         store = open_store(args.store, key=key, readonly=True)
     except StoreError as error:
-        if args.action == "head" or "://" in args.store.removeprefix("sqlite:///"):
+        if args.action == "head" or not _sqlite_file(args.store):
             sys.stderr.write(f"harnessc: {error}\n")
             return EXIT_USAGE
         # a log file that cannot even be opened fails verification
@@ -402,10 +402,14 @@ def cmd_init(args: argparse.Namespace) -> int:
     return run(args.dir, example=args.example, force=args.force)
 
 
+def _sqlite_file(store: str) -> bool:
+    """Whether a `--store` names a SQLite file (`PATH` or `sqlite:///PATH`), not a server."""
+    return "://" not in store.removeprefix("sqlite:///")
+
+
 def _missing(store: str) -> bool:
     """A SQLite path that names no file (opening it would create an empty log)."""
-    path = store.removeprefix("sqlite:///")
-    return "://" not in path and not Path(path).exists()
+    return _sqlite_file(store) and not Path(store.removeprefix("sqlite:///")).exists()
 
 
 def _print_verification(result: Any, format: str) -> int:

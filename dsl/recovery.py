@@ -47,7 +47,6 @@ DECL_START = re.compile(r"^(?:" + "|".join(TOP_LEVEL) + r")\b", re.M)
 _BRACKETS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\](){}]')
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 
-
 # Terminals that are not written literally, in the words a user would use.
 _DESCRIBED = {
     "NAME": "a name",

@@ -61,7 +61,7 @@ from .model import (
     Type,
     derive_wire_name,
 )
-from .semantics import compile_pattern, normalize_path
+from .semantics import normalize_path, pattern_search
 
 __all__ = [
     "DELEGATE_TASK",
@@ -321,17 +321,6 @@ _URL = re.compile(URL_PATTERN)
 _DURATION = re.compile(DURATION_PATTERN)
 
 
-class _NoMatch:
-    """The pattern of a field whose pattern RE2 refuses: it matches nothing."""
-
-    @staticmethod
-    def search(_text: str) -> bool:
-        return False
-
-
-_NO_MATCH = _NoMatch()
-
-
 def describe_value(value: Any) -> str:
     """A value's kind as a message names it (`a number`, `null`), never a Python type's name
     unless it is not JSON."""
@@ -378,11 +367,8 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
     """A check for one value of `type_` (with the field's constraints); returns the normalized
     value, appending `(path, message)` to `errors` on a violation."""
     name = type_.name
-    pattern, shown = None, ""
-    if fld is not None and fld.pattern:
-        # a pattern RE2 refuses (in a model not built by the compiler, which refuses it) lets
-        # no value through
-        pattern, shown = compile_pattern(fld.pattern) or _NO_MATCH, fld.pattern
+    shown = fld.pattern if fld is not None else None
+    search = pattern_search(shown) if shown else None
     if name in ("string", "path", "url", "duration"):
         bounds = _bounds(fld, "length")
 
@@ -403,7 +389,7 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
                 errors.append((p, f"`{v}` is not a duration such as `30s` or `1h30m`"))
                 return v
             bounds(v, p, errors)
-            if pattern is not None and not pattern.search(v):
+            if search is not None and not search(v):
                 errors.append((p, f"`{v}` does not match the pattern `{shown}`"))
             return v
 
@@ -613,7 +599,7 @@ def _compile_fast(fields: tuple[Field, ...]) -> _Fast | None:
                 check += [f"if not _{kind}(x):", "    return None"]
             check += _bound_lines(i, "len(x)", lo, hi, consts)
             if f.pattern:
-                consts[f"P{i}"] = (compile_pattern(f.pattern) or _NO_MATCH).search
+                consts[f"P{i}"] = pattern_search(f.pattern)
                 check += [f"if not P{i}(x):", "    return None"]
             check.append(f"t{i} = K{i} + _js(x)")
         body += ["    " + line for line in check]

@@ -64,6 +64,7 @@ __all__ = [
     "normalize_path",
     "ordering_kind",
     "pattern_problem",
+    "pattern_search",
     "risk_of",
     "selects",
     "surface_tools",
@@ -257,6 +258,17 @@ def _pattern(pattern: str) -> Pattern | str:
             _PATTERNS.clear()
         _PATTERNS[pattern] = found
     return found
+
+
+def pattern_search(pattern: str) -> Callable[[str], bool]:
+    """The search of a schema field's `pattern`: a pattern RE2 refuses (in a model not built by
+    the compiler, which refuses it) lets no value through."""
+    compiled = compile_pattern(pattern)
+    return compiled.search if compiled is not None else _no_match
+
+
+def _no_match(_text: str) -> bool:
+    return False
 
 
 def value_matches(a: object, pattern: object) -> bool:
