@@ -82,7 +82,7 @@ def _common(action: Any, *, judging: bool, actor: bool | None = None) -> None:
     action.add_argument("--format", choices=("human", "json"), default="human")
 
 
-def run_approvals(args: argparse.Namespace, missing: Callable[[str], bool]) -> int:
+def run_approvals(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
     from harnessc.runtime import operations as ops
 
     def act(h: Any, by: Any) -> Any:
@@ -101,10 +101,10 @@ def run_approvals(args: argparse.Namespace, missing: Callable[[str], bool]) -> i
             raise _Usage("--args is a JSON object: the whole edited argument object")
         return ops.approve_with_edits(h, args.id, edited, by=by, reason=args.reason)
 
-    return _run(args, act, missing)
+    return _run(args, act, refuse)
 
 
-def run_grants(args: argparse.Namespace, missing: Callable[[str], bool]) -> int:
+def run_grants(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
     from harnessc.runtime import operations as ops
 
     def act(h: Any, by: Any) -> Any:
@@ -112,7 +112,7 @@ def run_grants(args: argparse.Namespace, missing: Callable[[str], bool]) -> int:
             return ops.active_grants(h)
         return ops.revoke_grant(h, args.id, by=by, reason=args.reason)
 
-    return _run(args, act, missing)
+    return _run(args, act, refuse)
 
 
 class _Usage(Exception):
@@ -126,8 +126,8 @@ def _json(text: str, flag: str) -> Any:
         raise _Usage(f"{flag} is not JSON: {error}") from None
 
 
-def _run(args: argparse.Namespace, act: Any, missing: Callable[[str], bool]) -> int:
-    """Open the store (`missing`: a SQLite path that names no file) and run `act`."""
+def _run(args: argparse.Namespace, act: Any, refuse: Callable[[str], str | None]) -> int:
+    """Open the store (`refuse`: why a `--store` is no log to open, or None) and run `act`."""
     from harnessc.runtime import ApprovalError, Harness
     from harnessc.runtime.chain import StoreError
     from harnessc.runtime.model import Spec
@@ -142,8 +142,8 @@ def _run(args: argparse.Namespace, act: Any, missing: Callable[[str], bool]) -> 
     except _Usage as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return EXIT_USAGE
-    if missing(args.store):
-        sys.stderr.write(f"harnessc: no event log at `{args.store}`\n")
+    if (problem := refuse(args.store)) is not None:
+        sys.stderr.write(f"harnessc: {problem}\n")
         return EXIT_USAGE
     spec = load_spec(args.spec) if args.spec else Spec(name="operator", root_module="operator")
     if spec is None:

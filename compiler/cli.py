@@ -313,18 +313,12 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_workflow(args: argparse.Namespace) -> int:
     # the runtime's own operator view: each run carries its workflow's IR, so no spec is read
     from harnessc.runtime.chain import StoreError
-    from harnessc.runtime.stores import open_store
     from harnessc.runtime.workflows import WorkflowError, Workflows, render_run
 
-    if _missing(args.store):  # opening it would create an empty log and a workflow database
-        sys.stderr.write(f"harnessc: no event log at `{args.store}`\n")
+    # said before DBOS creates its database beside the file
+    if (problem := _not_a_log(args.store)) is not None:
+        sys.stderr.write(f"harnessc: {problem}\n")
         return EXIT_USAGE
-    if _sqlite_file(args.store):
-        try:  # a file that is no log: said before DBOS creates its database beside it
-            open_store(args.store, readonly=True).close()
-        except StoreError as error:
-            sys.stderr.write(f"harnessc: {error}\n")
-            return EXIT_USAGE
     try:
         ops = Workflows.operator(args.store)
     except WorkflowError as error:
@@ -410,6 +404,23 @@ def _sqlite_file(store: str) -> bool:
 def _missing(store: str) -> bool:
     """A SQLite path that names no file (opening it would create an empty log)."""
     return _sqlite_file(store) and not Path(store.removeprefix("sqlite:///")).exists()
+
+
+def _not_a_log(store: str) -> str | None:
+    """Why an operator's command may not open the SQLite file `store` names: it names no file
+    (opening it would create an empty log) or a file that holds no log (opening it would add
+    one to another application's database); None for a log, or a server's URL."""
+    from harnessc.runtime.chain import StoreError
+    from harnessc.runtime.stores import open_store
+
+    if _missing(store):
+        return f"no event log at `{store}`"
+    if _sqlite_file(store):
+        try:
+            open_store(store, readonly=True).close()
+        except StoreError as error:
+            return str(error)
+    return None
 
 
 def _print_verification(result: Any, format: str) -> int:
@@ -709,13 +720,13 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_approvals(args: argparse.Namespace) -> int:
     from .approvals_cli import run_approvals
 
-    return run_approvals(args, _missing)
+    return run_approvals(args, _not_a_log)
 
 
 def cmd_grants(args: argparse.Namespace) -> int:
     from .approvals_cli import run_grants
 
-    return run_grants(args, _missing)
+    return run_grants(args, _not_a_log)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -740,7 +751,7 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 def cmd_console(args: argparse.Namespace) -> int:
     from .console.command import run
 
-    return run(args)
+    return run(args, _not_a_log)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, clipped, os_reason
 from .source import Source, Span
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -117,10 +117,8 @@ def _read_bytes(path: str | os.PathLike[str], shown: str) -> tuple[bytes | None,
             ]
         data = p.read_bytes()
     except OSError as error:
-        reason = error.strerror or str(error)
-        return None, [
-            Diagnostic.make("H007", f"cannot read `{shown}`: {reason.lower()}", None, path=shown)
-        ]
+        message = f"cannot read `{clipped(shown)}`: {os_reason(error)}"
+        return None, [Diagnostic.make("H007", message, None, path=shown)]
     return data, []
 
 

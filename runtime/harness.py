@@ -808,13 +808,19 @@ def _not_self(
 
 
 def _masked(value: Any) -> bool:
-    """Whether an operator's edit still holds a masked secret (`[REDACTED]`)."""
-    if isinstance(value, str):
-        return value == REDACTED
-    if isinstance(value, Mapping):
-        return any(_masked(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_masked(v) for v in value)
+    """Whether an operator's edit still holds a masked secret (`[REDACTED]`): a walk with its
+    own stack, so an edit nested deeper than the interpreter's recursion reaches `normalize`,
+    which refuses it as it refuses any call's."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            if item == REDACTED:
+                return True
+        elif isinstance(item, Mapping):
+            todo.extend(item.values())
+        elif isinstance(item, list | tuple):
+            todo.extend(item)
     return False
 
 

@@ -148,6 +148,16 @@ def test_a_message_quotes_a_long_expression_by_its_ends(tmp_path: Path, capsys) 
     assert messages and all(len(message) < 160 for message in messages)
 
 
+def test_a_path_longer_than_the_file_system_allows(tmp_path: Path, capsys) -> None:
+    # a path of 3,000 folders: H007 with the reason in words and the path by its ends
+    path = tmp_path.joinpath(*["d"] * 3000, "spec.harness")
+    code, output = run(capsys, str(path))
+    assert code == 2  # the input could not be read
+    [message] = [line for line in output.splitlines() if line.startswith("error[H007]")]
+    assert message.endswith("spec.harness`: the path is longer than the file system allows")
+    assert "…" in message and len(message) < 200
+
+
 def test_64_nots_inside_61_brackets_compile_and_decide(tmp_path: Path, capsys) -> None:
     """The deepest condition the limits allow goes through every stage (check, format, build)
     and decides as the same condition written plainly."""

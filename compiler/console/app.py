@@ -13,8 +13,10 @@ import hmac
 import json
 import threading
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from harnessc.runtime import ApprovalError, Harness, operations
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -32,6 +34,8 @@ from .auth import APPROVER, Operator, authenticate, new_csrf
 HERE = Path(__file__).parent
 PAGE = 50
 """Events per page of a session's timeline."""
+LAST_POSITION = 2**63 - 1
+"""The largest position a log holds (a 64-bit integer in SQLite and PostgreSQL)."""
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -45,12 +49,16 @@ class Console:
     ) -> None:
         self.harness = harness
         self.operators = operators
-        self.store_url = store_url
+        # the workflow engine takes URLs only: a plain PATH is the SQLite file it names
+        plain = store_url is not None and "://" not in store_url
+        self.store_url = f"sqlite:///{store_url}" if plain else store_url
         self.lock = threading.Lock()
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape()
         )
         self.templates.filters["summary"] = summary
+        # a caller-chosen id in a link's path: every character but the unreserved escaped
+        self.templates.filters["url_part"] = partial(quote, safe="")
 
     def fresh(self) -> Harness:
         """The harness with every event appended since (by any process) folded in."""
@@ -150,6 +158,12 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
 
         def wrap(fn: Handler) -> Handler:
             async def handler(request: Request) -> Response:
+                try:
+                    return await guarded(request)
+                finally:  # a form's file parts, if one came with any, are closed
+                    await request.close()
+
+            async def guarded(request: Request) -> Response:
                 api = request.url.path.startswith("/api/")
                 op = operator_of(request, console)
                 if op is None:
@@ -158,9 +172,8 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
                     return RedirectResponse("/login", status_code=303)
                 if request.method == "POST":
                     form = await request.form()
-                    sent = str(form.get("csrf") or request.headers.get("x-csrf-token") or "")
-                    token = str(request.session.get("csrf", ""))
-                    if not token or not hmac.compare_digest(sent, token):
+                    sent = form.get("csrf") or request.headers.get("x-csrf-token") or ""
+                    if not _same_token(sent, request.session.get("csrf")):
                         return JSONResponse(
                             {"error": "missing or wrong CSRF token"}, status_code=403
                         )
@@ -180,6 +193,12 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         return wrap
 
     async def login(request: Request) -> Response:
+        try:
+            return await _login(request)
+        finally:
+            await request.close()
+
+    async def _login(request: Request) -> Response:
         if request.method == "GET":
             return console.render(request, "login.html", error=None)
         form = await request.form()
@@ -193,9 +212,19 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         return RedirectResponse("/", status_code=303)
 
     async def logout(request: Request) -> Response:
+        try:
+            return await _logout(request)
+        finally:
+            await request.close()
+
+    async def _logout(request: Request) -> Response:
+        if operator_of(request, console) is None:
+            return JSONResponse({"error": "log in first"}, status_code=401)
         form = await request.form()
-        if hmac.compare_digest(str(form.get("csrf", "")), str(request.session.get("csrf", ""))):
-            request.session.clear()
+        sent = form.get("csrf") or request.headers.get("x-csrf-token") or ""
+        if not _same_token(sent, request.session.get("csrf")):
+            return JSONResponse({"error": "missing or wrong CSRF token"}, status_code=403)
+        request.session.clear()
         return RedirectResponse("/login", status_code=303)
 
     @page()
@@ -217,10 +246,13 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
             assert op is not None
             request_id = request.path_params["id"]
             form = await request.form()
-            reason = str(form.get("reason", "")).strip()
+            reason, arguments = _text(form, "reason"), _text(form, "arguments")
+            if reason is None or arguments is None:
+                return _not_text(console, request)
+            reason = reason.strip()
             edited: Any = None
             if kind == "edit":
-                edited, problem = _edited_arguments(str(form.get("arguments", "")))
+                edited, problem = _edited_arguments(arguments)
                 if problem is not None:
                     return console.render(
                         request, "message.html", 400, title="Not approved", text=problem
@@ -267,7 +299,10 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         op = operator_of(request, console)
         assert op is not None
         grant_id = request.path_params["id"]
-        reason = str((await request.form()).get("reason", "")).strip() or None
+        given = _text(await request.form(), "reason")
+        if given is None:
+            return _not_text(console, request)
+        reason = given.strip() or None
         try:
             with console.lock:
                 operations.revoke_grant(console.harness, grant_id, by=op.actor, reason=reason)
@@ -293,8 +328,8 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
     @page()
     async def session(request: Request) -> Response:
         sid = request.path_params["id"]
-        try:
-            after = max(0, int(request.query_params.get("after", "0")))
+        try:  # a position past any log's reads an empty page
+            after = min(max(0, int(request.query_params.get("after", "0"))), LAST_POSITION)
         except ValueError:
             after = 0
         # one page of this session's events, read by position: the first page costs one page
@@ -345,11 +380,15 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         op = operator_of(request, console)
         assert op is not None
         form = await request.form()
-        run, gate, option = (
-            request.path_params["id"],
-            str(form.get("gate")),
-            str(form.get("option")),
-        )
+        run, gate, option = request.path_params["id"], _text(form, "gate"), _text(form, "option")
+        if not gate or not option:
+            return console.render(
+                request,
+                "message.html",
+                400,
+                title="Refused",
+                text="the form needs the fields `gate` and `option`, as text",
+            )
         try:
             ops = workflows_ops()
         except (WorkflowError, _NoWorkflows, ImportError) as error:
@@ -383,10 +422,10 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         Route("/grants", grants),
         Route("/grants/{id}/revoke", revoke, methods=["POST"]),
         Route("/sessions", sessions),
-        Route("/sessions/{id}", session),
+        Route("/sessions/{id:path}", session),
         Route("/log", log),
         Route("/workflows", workflows),
-        Route("/workflows/{id}/decide", decide, methods=["POST"]),
+        Route("/workflows/{id:path}/decide", decide, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     from .auth import session_secret
@@ -409,11 +448,37 @@ def _edited_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
     that keeps a secret's mask is the runtime's to refuse)."""
     try:
         args = json.loads(text)
-    except json.JSONDecodeError as error:
+    except RecursionError:
+        return None, "the edited arguments are not JSON the console reads: they nest too deeply"
+    except ValueError as error:  # not JSON, or an integer of more digits than Python converts
         return None, f"the edited arguments are not JSON: {error}"
     if not isinstance(args, dict):
         return None, "the edited arguments must be a JSON object"
     return args, None
+
+
+def _same_token(sent: Any, token: Any) -> bool:
+    """Whether the CSRF token sent (a form field or a header) is the session's, compared in
+    constant time as bytes: any text compares, and a file part never matches."""
+    if not isinstance(sent, str) or not isinstance(token, str) or not token:
+        return False
+    return hmac.compare_digest(sent.encode("utf-8", "surrogatepass"), token.encode("utf-8"))
+
+
+def _text(form: Any, name: str) -> str | None:
+    """A text field of a form ("" when it is absent); None when it came as a file part."""
+    value = form.get(name, "")
+    return value if isinstance(value, str) else None
+
+
+def _not_text(console: Console, request: Request) -> Response:
+    return console.render(
+        request,
+        "message.html",
+        400,
+        title="Refused",
+        text="the form's fields are text: a file part is not read",
+    )
 
 
 class _NoWorkflows(Exception):

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from collections.abc import Callable
 from typing import Any
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
+    """Serve the console (`refuse`: why a `--store` is no log to open, or None)."""
     if args.hash_password:
         return _hash_password()
     if not args.store or not args.spec:
@@ -41,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec, nothing="the console was not started")
     if spec is None:
         return 1
+    if (problem := refuse(args.store)) is not None:
+        sys.stderr.write(f"harnessc: {problem}\n")
+        return 2
     try:
         store: Any = open_store(args.store)
     except StoreError as error:

@@ -1,0 +1,154 @@
+"""The operations console on bad and odd input: every case answers with a page or a status the
+docs name (400, 401, 403, 404, 409), never an internal error, and changes nothing it should
+not (the request stays pending, no log appears where none was)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from harnessc.compiler.cli import main
+from harnessc.compiler.console.app import Console, build_app
+from harnessc.runtime import Harness, PendingCall, SQLiteStore
+
+from . import test_console
+from .test_approvals import SHELL
+from .test_console import login
+
+world = test_console.world  # the fixture: a store with two pending requests, a console on it
+
+
+def pending(client: Any) -> list[str]:
+    found: list[str] = client.get("/api/pending").json()["pending"]
+    return found
+
+
+def test_a_csrf_token_of_any_text_is_compared_and_a_wrong_one_refused(world: Any) -> None:
+    # a non-ASCII token made the constant-time comparison of `str`s raise (500)
+    client, csrf = login(world["app"], "alice")
+    rid = world["requests"][1]
+    assert client.post(f"/approvals/{rid}/approve", data={"csrf": "é"}).status_code == 403
+    headers = {"x-csrf-token": "é".encode()}
+    assert client.post(f"/approvals/{rid}/approve", headers=headers).status_code == 403
+    assert client.post("/logout", data={"csrf": "é" + csrf}).status_code == 403
+    assert rid in pending(client)  # nothing changed, still logged in
+    anonymous = login(world["app"], "bob")[0]
+    anonymous.cookies.clear()
+    assert anonymous.post("/logout", data={"csrf": csrf}).status_code == 401
+
+
+def test_a_timeline_page_after_any_position_is_a_page(world: Any) -> None:
+    client, _ = login(world["app"], "carol")
+    sid = world["session"].id
+    for after in ("abc", "-5", str(2**63 - 1), str(2**63), "9" * 30):
+        r = client.get(f"/sessions/{sid}?after={after}")
+        assert r.status_code == 200, (after, r.status_code)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, 400, "nest too deeply"),
+        ('{"cmd": "x", "n": ' + "9" * 5000 + "}", 400, "not JSON"),
+        # within what JSON parses, deeper than the interpreter's recursion: normalize refuses
+        ('{"cmd": ' + "[" * 600 + "]" * 600 + "}", 409, "invalid-edit"),
+    ],
+)
+def test_edited_arguments_json_cannot_read_are_refused(
+    world: Any, arguments: str, status: int, message: str
+) -> None:
+    client, csrf = login(world["app"], "alice")
+    rid = world["requests"][1]
+    r = client.post(f"/approvals/{rid}/edit", data={"csrf": csrf, "arguments": arguments})
+    assert (r.status_code, message in r.text) == (status, True), r.text[-300:]
+    assert rid in pending(client)
+
+
+def test_a_file_part_is_not_read_as_a_reason(world: Any) -> None:
+    # it was recorded as the Python text of Starlette's UploadFile
+    client, csrf = login(world["app"], "alice")
+    rid = world["requests"][1]
+    part = {"reason": ("why.txt", b"the real reason", "text/plain")}
+    r = client.post(f"/approvals/{rid}/deny", data={"csrf": csrf}, files=part)
+    assert r.status_code == 400 and "file part" in r.text
+    assert rid in pending(client)
+
+
+@pytest.mark.parametrize("sid", ["team-a/run-1", "run?1", "run#1", "run 1 é"])
+def test_a_session_whose_id_holds_url_syntax_is_linked_and_shown(tmp_path: Path, sid: str) -> None:
+    from .test_approvals import compile_text
+
+    spec = compile_text(tmp_path, SHELL)
+    db = tmp_path / "h.db"
+    agent = Harness(spec, SQLiteStore(db))
+    s = agent.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1", session_id=sid)
+    call = s.normalize("shell.run", "call-0", {"cmd": "df"})
+    assert isinstance(call, PendingCall)
+    s.request_approval(call)
+    ops = tmp_path / "ops.json"
+    ops.write_text(
+        json.dumps({"operators": [{"name": "carol", "roles": ["ops"], "token_sha256": _sha()}]}),
+        encoding="utf-8",
+    )
+    from harnessc.compiler.console.auth import load_operators
+
+    app = build_app(Console(Harness(spec, SQLiteStore(db)), load_operators(str(ops))))
+    client, _ = login(app, "carol", "tok-carol")
+    for listing in ("/sessions", "/approvals"):
+        links = re.findall(r'href="(/sessions/[^"]+)"', client.get(listing).text)
+        [link] = [x for x in links if x != "/sessions/harness"]
+        page = client.get(link)
+        assert page.status_code == 200 and "shell.run call-0" in page.text
+
+
+def _sha() -> str:
+    from harnessc.compiler.console.auth import token_hash
+
+    return token_hash("tok-carol")
+
+
+def test_the_console_on_a_path_that_is_no_log_says_so_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "g.harness"
+    spec.write_text(SHELL, encoding="utf-8")
+    ops = tmp_path / "ops.json"
+    ops.write_text(
+        json.dumps({"operators": [{"name": "carol", "roles": ["ops"], "token_sha256": _sha()}]}),
+        encoding="utf-8",
+    )
+    other = tmp_path / "app.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE accounts (id INTEGER)")
+    conn.close()
+    typo = tmp_path / "typo.db"
+    common = ["--spec", str(spec), "--operators", str(ops)]
+    assert main(["console", "--store", str(typo), *common]) == 2
+    assert f"no event log at `{typo}`" in capsys.readouterr().err
+    assert not list(tmp_path.glob("typo.db*"))
+    for command in (
+        ["console", "--store", str(other), *common],
+        ["approvals", "list", "--store", str(other)],
+    ):
+        assert main(command) == 2
+        assert "holds no event log" in capsys.readouterr().err
+    with sqlite3.connect(other) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    conn.close()
+    assert tables == ["accounts"]  # no log added to another application's database
+
+
+def test_a_plain_path_store_reaches_the_workflow_engine(world: Any) -> None:
+    pytest.importorskip("dbos")
+    db = world["tmp"] / "h.db"
+    agent: Harness = world["agent"]
+    console = Console(Harness(agent.spec, SQLiteStore(db)), {}, str(db))
+    assert console.store_url == f"sqlite:///{db}"
