@@ -47,7 +47,6 @@ read back need no rewriting.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -64,7 +63,7 @@ from .exports import (
     wire_name,
 )
 from .model import Tool
-from .normalize import Refusal
+from .normalize import Refusal, near_name
 
 __all__ = [
     "AdapterError",
@@ -228,12 +227,12 @@ class FunctionCalling:
             tool_id = self.by_wire.get(wire_name)
             if tool_id is not None:
                 return tool_id
-            near = difflib.get_close_matches(wire_name, list(self.by_wire), n=1, cutoff=0.8)
-            hint = f"; did you mean `{near[0]}`?" if near else ""
+            near = near_name(wire_name, self.by_wire)
+            hint = f"; did you mean `{near}`?" if near else ""
             return Refusal(
                 "unknown-tool",
                 f"`{wire_name}` is not one of the tools offered to the model{hint}",
-                self.by_wire[near[0]] if near else None,
+                self.by_wire[near] if near else None,
                 wire_name,
             )
         return Refusal("unknown-tool", "the tool call names no tool", None, None)

@@ -49,6 +49,8 @@ __all__ = [
 
 MAX_SAFE_INTEGER = 2**53 - 1
 EXECUTION_FIELDS: tuple[str, ...] = ("command", "cwd", "env", "timeout_ms", "target")
+_LONGEST_INTEGER = 309
+"""Digits of the largest finite double (1.8e308): a longer integer is no JSON number."""
 
 
 class CanonicalError(ValueError):
@@ -158,14 +160,30 @@ def parse_json(text: str | bytes) -> Any:
         raise CanonicalError(f"`{name}` is not a JSON number")
 
     def integer(digits: str) -> int | float:
+        if len(digits) > _LONGEST_INTEGER:  # no double is finite there: Python's int() refuses
+            raise CanonicalError(f"an integer of {len(digits):,} digits is not a JSON number")
         value = int(digits)
-        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else float(digits)
+        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else number(digits)
+
+    def number(digits: str) -> float:
+        value = float(digits)
+        if not math.isfinite(value):
+            raise CanonicalError(f"`{digits[:40]}` is beyond the largest JSON number (a double)")
+        return value
 
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_int=integer)
+        return json.loads(
+            text,
+            object_pairs_hook=pairs,
+            parse_constant=constant,
+            parse_int=integer,
+            parse_float=number,
+        )
     except json.JSONDecodeError as err:
         where = f"line {err.lineno}, column {err.colno}"
         raise CanonicalError(f"not JSON: {err.msg} ({where})") from err
+    except RecursionError as err:
+        raise CanonicalError("not JSON the runtime reads: it nests too deeply") from err
 
 
 @dataclass(frozen=True)

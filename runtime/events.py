@@ -598,24 +598,31 @@ def _secret_values(type_: Type, value: Any, found: list[Any]) -> None:
 
 
 def _forms(value: Any, out: set[str]) -> None:
-    """The texts a secret value takes: itself, quoted by `repr` and escaped by JSON."""
-    if isinstance(value, str):
-        if value:
-            out.add(value)
-            out.add(repr(value)[1:-1])
-            out.add(json.dumps(value)[1:-1])
-            out.add(json.dumps(value, ensure_ascii=False)[1:-1])
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
-        out.add(str(value))
-        out.add(json.dumps(value))
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            _forms(v, out)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _forms(v, out)
+    """The texts a secret value takes: itself, quoted by `repr` and escaped by JSON. A walk
+    with its own stack that visits each container once: the value may be an agent's refused
+    argument, nested past the interpreter's recursion or holding itself."""
+    todo = [value]
+    seen: set[int] = set()
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            if item:
+                out.add(item)
+                out.add(repr(item)[1:-1])
+                out.add(json.dumps(item)[1:-1])
+                out.add(json.dumps(item, ensure_ascii=False)[1:-1])
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int) or (isinstance(item, float) and math.isfinite(item)):
+            try:
+                text = str(item)
+            except ValueError:  # more digits than Python writes: no text can hold it
+                continue
+            out.add(text)
+            out.add(json.dumps(item))
+        elif isinstance(item, Mapping | list | tuple) and id(item) not in seen:
+            seen.add(id(item))
+            todo.extend(item.values() if isinstance(item, Mapping) else item)
 
 
 # ---------------------------------------------------------------------------------------------

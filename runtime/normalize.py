@@ -33,7 +33,7 @@ import copy
 import difflib
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -77,6 +77,7 @@ __all__ = [
     "freeze",
     "freeze_value",
     "is_text",
+    "near_name",
     "normal_execution",
     "thaw",
 ]
@@ -307,9 +308,23 @@ class ToolNames:
                 folded,
                 name,
             )
-        near = difflib.get_close_matches(name, list(self.tools), n=1, cutoff=0.8)
-        hint = f"; did you mean `{near[0]}`?" if near else ""
+        near = near_name(name, self.tools)
+        hint = f"; did you mean `{near}`?" if near else ""
         return None, Refusal("unknown-tool", f"unknown tool `{name}`{hint}", None, name)
+
+
+def near_name(name: str, names: Iterable[str]) -> str | None:
+    """The one of `names` most like `name`, a name that is none of them (difflib's ratio at
+    least 0.8), for a refusal's "did you mean". Only names whose length allows that ratio are
+    compared: the ratio is at most 2·min/(sum of the lengths), and difflib would index every
+    character of the name an agent sent, megabytes included, before it looked.
+
+    >>> near_name("deploi", ["deploy", "rollback"]), near_name("x" * 10**6, ["deploy"])
+    ('deploy', None)
+    """
+    fits = [n for n in names if 2 * min(len(n), len(name)) >= 0.8 * (len(n) + len(name))]
+    near = difflib.get_close_matches(name, fits, n=1, cutoff=0.8) if fits else []
+    return near[0] if near else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -883,9 +898,10 @@ def freeze(
     if found is None:
         normalized, errors = validator.run(args)
         if errors:
-            # a message may quote the value it refuses: a secret one is scrubbed
+            # a message may quote the value it refuses, and a path an unknown key: a secret
+            # value is scrubbed from both
             secrets = Secrets.of(tool, args)
-            errors = [(p, secrets.text(m)) for p, m in errors]
+            errors = [(secrets.text(p), secrets.text(m)) for p, m in errors]
             path, message = errors[0]
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             return Refusal(

@@ -601,3 +601,90 @@ def test_a_model_with_a_pattern_re2_cannot_run_lets_no_value_through(patterns: S
     s = Harness(Spec.model_validate(data)).session("writer", actor={"user": "u"})
     refused = s.normalize("note.write", "c-1", {"title": "a", "slug": "aa", "body": ""})
     assert isinstance(refused, Refusal) and refused.code == "invalid-args"
+
+
+# ---------------------------------------------------------------------------------------------
+# An agent's call at its extremes: refused, never raised, and no secret reaches the log
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Spec:
+    from .test_approvals import SHELL, compile_text  # shell.run's `token` is secret
+
+    return compile_text(tmp_path_factory.mktemp("guarded"), SHELL)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+def test_a_secret_sent_as_an_unknown_key_never_reaches_the_log(guarded: Spec) -> None:
+    # the refusal's path named the key whole: `$.hunter2-…`, in its message and its event
+    secret = "hunter2-hunter2-hunter2"
+    h = Harness(guarded)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    refused = s.normalize("shell.run", "c-1", {"cmd": "ls", "token": secret, secret: 1})
+    assert isinstance(refused, Refusal) and refused.code == "invalid-args"
+    assert "unknown field" in refused.message
+    assert secret not in f"{refused.message} {refused.path} {refused.errors}"
+    assert not any(secret in e.payload_json for e in h.store.read())
+
+
+def test_a_secret_nested_past_recursion_or_holding_itself_is_refused(guarded: Spec) -> None:
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    h = Harness(guarded)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    for n, token in enumerate((_nested(10_000), looped, 10**5000)):
+        refused = s.normalize("shell.run", f"c-{n}", {"cmd": "ls", "token": token})
+        assert isinstance(refused, Refusal) and refused.code == "invalid-args", refused
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reason"),
+    [
+        ('{"cmd": ' + "1" * 5000 + "}", "an integer of 5,000 digits is not a JSON number"),
+        ('{"cmd": ' + "[" * 100_000 + "]" * 100_000 + "}", "it nests too deeply"),
+        ('{"cmd": 1e400}', "`1e400` is beyond the largest JSON number"),
+    ],
+    ids=["5000-digits", "nested", "1e400"],
+)
+def test_arguments_json_cannot_hold_refuse_that_call_only(
+    guarded: Spec, arguments: str, reason: str
+) -> None:
+    from harnessc.runtime import FunctionCalling
+
+    offered = FunctionCalling([guarded.tools["shell.run"], guarded.tools["shell.peek"]])
+    calls = [
+        {"id": "call-1", "type": "function", "function": {"name": "shell_run", "arguments": a}}
+        for a in (arguments, '{"cmd": "ls"}')
+    ]
+    calls[1]["id"] = "call-2"
+    read = offered.read_openai({"choices": [{"message": {"tool_calls": calls}}]})
+    refused, kept = read
+    assert isinstance(refused, Refusal) and reason in refused.message
+    assert not isinstance(kept, Refusal) and kept.tool_call_id == "call-2"
+
+
+def test_an_unknown_tool_name_of_megabytes_is_refused(guarded: Spec) -> None:
+    from harnessc.runtime.normalize import near_name
+
+    name = "shell.runn" + "x" * 5_000_000  # too long for any "did you mean"
+    assert near_name(name, guarded.tools) is None
+    assert near_name("shell.runn", guarded.tools) == "shell.run"
+    s = Harness(guarded).session("a", actor={"user": "u-1"}, task="t-1")
+    refused = s.normalize(name, "c-1", {"cmd": "ls"})
+    assert isinstance(refused, Refusal) and refused.code == "unknown-tool"
+    assert "did you mean" not in refused.message
+
+
+def test_why_reads_its_json_flags_as_the_runtime_reads_arguments(capsys) -> None:
+    spec = str(ROOT / "examples" / "remediation" / "remediation.harness")
+    for text in ('{"n": ' + "1" * 5000 + "}", "[" * 100_000 + "]" * 100_000):
+        argv = ["why", spec, "--agent", "incident_planner", "--tool", "production.deploy"]
+        assert main([*argv, "--args", text]) == 2
+        output = capsys.readouterr()
+        assert "--args is not valid JSON" in output.err and "H901" not in output.err

@@ -107,7 +107,9 @@ def test_what_json_cannot_say_is_refused(value: Any, message: str) -> None:
     [
         ('{"a": 1, "a": 2}', "duplicate key `a`"),
         ("[NaN]", "`NaN` is not a JSON number"),
-        ("[1e400]", "`inf` is not a JSON number"),
+        ("[1e400]", "`1e400` is beyond the largest JSON number"),
+        ("[" + "1" * 400 + "]", "an integer of 400 digits is not a JSON number"),
+        ("[" * 100_000 + "]" * 100_000, "it nests too deeply"),
         ("{", "not JSON"),
     ],
 )

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime import model as m
 from harnessc.runtime.calls import judge_policies
+from harnessc.runtime.canonical import CanonicalError, parse_json
 from harnessc.runtime.conditions import Scope, evaluate, read_path, value_of
 from harnessc.runtime.policy import CallContext, Decision, PolicyEngine
 from harnessc.runtime.recorded import policies_in, recorded_decision
@@ -740,9 +741,9 @@ def run(args: Any) -> int:
         if text is None:
             continue
         try:
-            data[name] = json.loads(text)
-        except json.JSONDecodeError as error:
-            return fail(f"--{name} is not valid JSON: {error.msg} (column {error.colno})")
+            data[name] = parse_json(text)
+        except CanonicalError as error:
+            return fail(f"--{name} is not valid JSON: {error.reason}")
     result = check([args.spec])
     if not result.ok or result.model is None:
         print_diagnostics(result.diagnostics)
