@@ -49,13 +49,15 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelled
 from . import workflow_steps
 from .approvals import is_approver
 from .canonical import jsonable
+from .events import NewEvent
 from .interpreter import INTERPRETER
 from .model import Approver
-from .store import EventStore
+from .store import ConcurrencyError, EventStore
 from .workflow_log import StepLog, append_once
 from .workflow_plan import (
     FACTS_TOPIC,
     FINISHED,
+    GATE_CLAIMED,
     START_TOPIC,
     GateOutcome,
     WorkflowError,
@@ -390,9 +392,15 @@ def decide_gate(
     option: str,
     by: Mapping[str, Any],
 ) -> GateOutcome:
-    """Check a decision against the waiting gate (its options and `by`) and deliver it. A
-    refusal raises `WorkflowError` and sends nothing; a gate already decided answers
-    `duplicate` with the decision that stands."""
+    """Check a decision against the waiting gate (its options and `by`), claim the gate for
+    it and deliver it. A refusal raises `WorkflowError` and sends nothing; a gate already
+    decided or claimed answers `duplicate` with the decision that stands.
+
+    The claim (`workflow.gate.claimed` on the gate's own stream, which only one writer can
+    append) is what makes exactly one of two decisions win, and tells the other one which did:
+    the worker may not have taken either yet (none runs, or it is busy), and DBOS drops a
+    second message with the same key without a word. A claim whose message was never sent (its
+    sender died in between) is sent again by the next decision of that gate."""
     status = dbos_status(client, workflow_id)
     if status is None:
         raise WorkflowError("unknown-workflow", f"no workflow `{workflow_id}`")
@@ -436,11 +444,19 @@ def decide_gate(
             f"`{who(by)}` names no `user` to tell them apart",
         )
     message = {"option": option, "by": who(by), "actor": jsonable(by)}
+    stream = f"workflow:{workflow_id}/~gate:{gate}"
+    outcome = "accepted"
+    try:
+        claim = NewEvent(stream, "Approval", GATE_CLAIMED, {"gate": gate, **message})
+        store.append_many([claim], expect={stream: 0})
+    except ConcurrencyError:
+        standing = store.read(stream)[0].payload
+        outcome, message = "duplicate", {k: standing[k] for k in ("option", "by", "actor")}
     # to the workflow that waits (the run, or the child workflow of a parallel branch); the
-    # key makes a repeated delivery a no-op in DBOS: the first decision sent stands
+    # key makes a repeated delivery a no-op in DBOS
     destination = found.get("workflow_id") or workflow_id
     client.send(destination, message, topic=f"{workflow_id}/{gate}", idempotency_key=gate)
-    return GateOutcome("accepted", workflow_id, gate, option, who(by))
+    return GateOutcome(outcome, workflow_id, gate, message["option"], message["by"])
 
 
 def wake(client: DBOSClient, workflow_id: str, state: Mapping[str, Any]) -> None:

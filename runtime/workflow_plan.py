@@ -51,6 +51,9 @@ FOREVER_S = 10 * 365 * 86400.0
 STEP_EVENT = "workflow.step"
 STATE_EVENT = "workflow.state"
 """The run's whole state, committed by the run itself with each of its steps."""
+GATE_CLAIMED = "workflow.gate.claimed"
+"""A gate's decision as the operator's process claimed it, on the gate's own stream (one per
+run and gate), before the message that delivers it to the run."""
 BRANCH_EVENT = "workflow.branch"
 """A parallel branch's view of its step (and its gates), committed by the branch's child
 workflow with each of its steps until the run takes the branch's result."""

@@ -838,6 +838,18 @@ def test_a_gate_is_decided_while_no_worker_runs(
     assert code == 0
     assert json.loads(out)["outcome"] == "accepted"
     assert watch.workflows.status("gate-1")["status"] == "waiting"  # nobody runs it yet
+    # another approver, another option, before any worker took the first: told which stands
+    code, out, _ = harnessc(
+        capsys,
+        *("workflow", "decide", "gate-1", "approve", "stop", "--by", "u-8", "--role", "security"),
+        *("--store", url, "--format", "json"),
+    )
+    assert code == 0
+    assert {k: json.loads(out)[k] for k in ("outcome", "option", "by")} == {
+        "outcome": "duplicate",
+        "option": "go",
+        "by": "u-7",
+    }
     second = Worker(tmp_path, url)
     try:
         done = until(

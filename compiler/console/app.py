@@ -403,9 +403,11 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
             )
         finally:
             ops.close()
-        return console.render(
-            request, "message.html", title="Done", text=f"{run} {gate}: {out.get('outcome', out)}"
-        )
+        if out["outcome"] == "duplicate":  # another decision was taken first: it stands
+            text = f"{run} {gate}: already decided, `{out['option']}` by {out['by']} stands"
+        else:
+            text = f"{run} {gate}: `{option}` accepted"
+        return console.render(request, "message.html", title="Done", text=text)
 
     async def home(request: Request) -> Response:
         return RedirectResponse("/approvals", status_code=303)
