@@ -7,12 +7,14 @@ import asyncio
 import gc
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import unquote
 
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
 
 from harnessc import __version__
 
@@ -27,7 +29,10 @@ DEBOUNCE_SECONDS = 0.05
 
 class HarnessServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(SOURCE, __version__)
+        # the editor sends a document's whole text on each change: pygls applies a change to a
+        # range with `str.splitlines`, which ends lines where the protocol does not (U+2028, a
+        # form feed…), and the text it kept would drift from the editor's
+        super().__init__(SOURCE, __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
         self.specs = Workspace()
         self.pending: dict[str, asyncio.Task[None]] = {}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harnessc-check")
@@ -43,8 +48,18 @@ class HarnessServer(LanguageServer):
         encoding = self.workspace.position_encoding
         return Positions(str(getattr(encoding, "value", encoding) or "utf-16"))
 
-    def text_of(self, uri: str) -> Source:
-        document = self.workspace.get_text_document(uri)
+    def document_of(self, uri: str) -> TextDocument | None:
+        """An open document; None for one that is not open, whose file is not read (it may be
+        missing, a directory, a pipe that never ends, not a file at all)."""
+        # pygls keys its documents by the unquoted URI; its `get_text_document` would read the
+        # file of a document that is not open, on the thread that answers every request
+        return self.workspace.text_documents.get(unquote(uri))
+
+    def text_of(self, uri: str) -> Source | None:
+        """The editor's text of an open document (None when it is not open)."""
+        document = self.document_of(uri)
+        if document is None:
+            return None
         return Source(uri_to_path(uri) or uri, document.source)
 
     def build_of(self, uri: str) -> tuple[Build, Source] | None:
@@ -87,8 +102,8 @@ class HarnessServer(LanguageServer):
                 lsp.ShowMessageParams(lsp.MessageType.Error, f"harnessc: internal error: {error}")
             )
             return
-        if build is None:
-            return
+        if build is None or path not in self.specs.texts:
+            return  # closed while it was checked: its diagnostics were cleared, and stay so
         if not self.settled:
             # what the first check loaded lives as long as the server (the parser's tables,
             # the standard library, z3): out of the collector's sight, a full collection takes
@@ -109,18 +124,43 @@ class HarnessServer(LanguageServer):
             )
         )
         # an imported file that is not open is checked only by the builds that import it:
-        # its diagnostics are published from here, and cleared once they are gone
+        # its diagnostics are published from here, and cleared once no open build finds them
         found = {p: d for p, d in build.by_file().items() if p not in self.specs.texts}
-        for gone in self.imported.get(path, set()) - set(found):
-            if gone not in self.specs.texts:
-                found[gone] = []
-        self.imported[path] = {p for p, d in found.items() if d}
+        gone = self.imported.get(path, set()) - set(found)
+        self.imported[path] = set(found)
         for other, diagnostics in found.items():
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(
                     uri=path_to_uri(other),
                     diagnostics=[to_lsp(d, build, positions) for d in diagnostics],
                 )
+            )
+        self.dropped(path, gone)
+
+    def dropped(self, root: str, files: set[str]) -> None:
+        """Files a root published diagnostics for and no longer does (it stopped importing them,
+        they were fixed, it was closed): each shows what another open document's build that
+        still loads it says about it, or nothing."""
+        positions = self.positions
+        for file in sorted(files):
+            if file in self.specs.texts:
+                continue  # open: its own check publishes its diagnostics
+            owner = next(
+                (
+                    build
+                    for other, build in self.specs.builds.items()
+                    if other != root and other in self.specs.texts and file in build.loads
+                ),
+                None,
+            )
+            diagnostics: list[lsp.Diagnostic] = []
+            if owner is not None:
+                found = owner.by_file().get(file, [])
+                diagnostics = [to_lsp(d, owner, positions) for d in found]
+                if diagnostics:
+                    self.imported.setdefault(owner.path, set()).add(file)
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=path_to_uri(file), diagnostics=diagnostics)
             )
 
 
@@ -135,14 +175,16 @@ def did_open(ls: HarnessServer, params: lsp.DidOpenTextDocumentParams) -> None:
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: HarnessServer, params: lsp.DidChangeTextDocumentParams) -> None:
-    document = ls.workspace.get_text_document(params.text_document.uri)
-    ls.changed(document.uri, params.text_document.version, document.source, DEBOUNCE_SECONDS)
+    document = ls.document_of(params.text_document.uri)
+    if document is not None:  # pygls refuses a change to a document that is not open
+        ls.changed(document.uri, params.text_document.version, document.source, DEBOUNCE_SECONDS)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: HarnessServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    document = ls.workspace.get_text_document(params.text_document.uri)
-    ls.changed(document.uri, document.version, document.source, 0)
+    document = ls.document_of(params.text_document.uri)
+    if document is not None:  # a save of a document that is not open says nothing to check
+        ls.changed(document.uri, document.version, document.source, 0)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
@@ -151,11 +193,7 @@ def did_close(ls: HarnessServer, params: lsp.DidCloseTextDocumentParams) -> None
     path = uri_to_path(uri)
     if path is not None:
         ls.specs.close(path)
-        for other in ls.imported.pop(path, set()):
-            if other not in ls.specs.texts:
-                ls.text_document_publish_diagnostics(
-                    lsp.PublishDiagnosticsParams(uri=path_to_uri(other), diagnostics=[])
-                )
+        ls.dropped(path, ls.imported.pop(path, set()))
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -201,6 +239,8 @@ def formatting(
     """The formatter's text as one edit; nothing when the file does not parse (the
     diagnostics say why) or is already canonical."""
     source = ls.text_of(params.text_document.uri)
+    if source is None:
+        return None
     result = format_source(source)
     if result.text is None or not result.changed:
         return []
@@ -212,14 +252,18 @@ def formatting(
 def document_symbol(
     ls: HarnessServer, params: lsp.DocumentSymbolParams
 ) -> list[lsp.DocumentSymbol]:
-    parsed = parse_source(ls.text_of(params.text_document.uri))
-    return outline.document_symbols(parsed.module, ls.positions)
+    source = ls.text_of(params.text_document.uri)
+    if source is None:
+        return []
+    return outline.document_symbols(parse_source(source).module, ls.positions)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
 def folding_range(ls: HarnessServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
-    parsed = parse_source(ls.text_of(params.text_document.uri))
-    return outline.folding_ranges(parsed.module)
+    source = ls.text_of(params.text_document.uri)
+    if source is None:
+        return []
+    return outline.folding_ranges(parse_source(source).module)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -282,8 +326,10 @@ def references(ls: HarnessServer, params: lsp.ReferenceParams) -> list[lsp.Locat
     lsp.TEXT_DOCUMENT_COMPLETION,
     lsp.CompletionOptions(trigger_characters=[".", ":", "(", '"', " "]),
 )
-def completion(ls: HarnessServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+def completion(ls: HarnessServer, params: lsp.CompletionParams) -> lsp.CompletionList | None:
     source = ls.text_of(params.text_document.uri)
+    if source is None:
+        return None
     offset = ls.positions.offset(source, params.position)
     found = ls.build_of(params.text_document.uri)
     build = found[0] if found else None
@@ -299,7 +345,10 @@ def completion(ls: HarnessServer, params: lsp.CompletionParams) -> lsp.Completio
 )
 def code_action(ls: HarnessServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
     uri = params.text_document.uri
-    return actions.fixes(uri, ls.text_of(uri), params.context.diagnostics, ls.positions)
+    source = ls.text_of(uri)
+    if source is None:
+        return []
+    return actions.fixes(uri, source, params.context.diagnostics, ls.positions)
 
 
 def serve() -> None:
