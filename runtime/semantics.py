@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import operator
 import typing as t
-from collections.abc import Callable, Mapping
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,7 @@ __all__ = [
     "pattern_problem",
     "pattern_search",
     "risk_of",
+    "selected_ids",
     "selects",
     "surface_tools",
     "tool_view",
@@ -656,15 +658,51 @@ def tool_view(tool: Tool, op: str | None = None) -> dict[str, Any]:
     }
 
 
+def selected_ids(
+    selectors: Iterable[Selector], tools: Mapping[str, Tool], ids: Sequence[str] | None = None
+) -> set[str]:
+    """The ids of the tools that any of `selectors` selects, as `selects` says, found without
+    trying every selector on every tool: an `id` is looked up, a `glob` reads the run of sorted
+    ids that share its prefix, a `module` its own list; only the kinds that read a tool's
+    other facts (`pack`, `kind`, `risk`, `effects`) try each tool. A surface or a policy that
+    names each of thousands of tools costs what its selectors and tools do, not their product.
+    `ids`: the tools' ids sorted, when the caller keeps them.
+
+    >>> tools = {i: Tool(id=i, wire_name=i) for i in ("ci.run", "ci.stop", "cid", "deploy")}
+    >>> sorted(selected_ids([Selector(kind="glob", value="ci."), Selector(kind="id",
+    ...     value="deploy")], tools))
+    ['ci.run', 'ci.stop', 'deploy']
+    """
+    found: set[str] = set()
+    for selector in selectors:
+        kind = selector.kind
+        if kind == "id":
+            if selector.value in tools:
+                found.add(selector.value)
+        elif kind == "glob":
+            if ids is None:
+                ids = sorted(tools)
+            at = bisect_left(ids, selector.value)
+            while at < len(ids) and ids[at].startswith(selector.value):
+                found.add(ids[at])
+                at += 1
+        elif kind == "module":
+            found.update(t for t in selector.tools if t in tools)
+        elif kind == "all":
+            return set(tools)
+        else:
+            found.update(i for i, tool in tools.items() if selects(selector, tool))
+    return found
+
+
 def surface_tools(spec: Spec, surface: Surface) -> tuple[str, ...]:
-    """The public tools of a surface: selected by `expose`, not by `hide` (hide wins), never a
-    legacy, primitive or private tool, never `delegate_task`."""
-    out: list[str] = []
-    for tool in spec.tools.values():
-        if tool.kind not in PUBLIC_KINDS or tool.id == DELEGATE_TASK:
-            continue
-        if any(selects(s, tool) for s in surface.expose) and not any(
-            selects(s, tool) for s in surface.hide
-        ):
-            out.append(tool.id)
-    return tuple(out)
+    """The public tools of a surface, in the spec's order: selected by `expose`, not by `hide`
+    (hide wins), never a legacy, primitive or private tool, never `delegate_task`."""
+    ids = sorted(spec.tools)
+    shown = selected_ids(surface.expose, spec.tools, ids)
+    shown -= selected_ids(surface.hide, spec.tools, ids)
+    return tuple(
+        tool.id
+        for tool in spec.tools.values()
+        if tool.id in shown and tool.kind in PUBLIC_KINDS and tool.id != DELEGATE_TASK
+    )

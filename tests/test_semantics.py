@@ -206,3 +206,44 @@ def test_compiled_conditions_agree_with_the_interpreter(op: str, data: st.DataOb
     compiled = compile_conditions({"c": cond})["c"]
     expected = evaluate(cond, Scope(args=args, tool=tool))
     assert compiled(CALL, args, tool, {}) is expected, cond
+
+
+# ---------------------------------------------------------------------------------------------
+# Which tools a list of selectors selects: the index agrees with `selects`, tool by tool
+
+_ID_PARTS = st.sampled_from(["ci", "cid", "ci.", "deploy", "run", "a", "a.b", "."])
+_TOOL_IDS = st.lists(
+    st.lists(_ID_PARTS, min_size=1, max_size=3).map("".join), max_size=12, unique=True
+)
+
+
+def _selectors(ids: list[str]) -> st.SearchStrategy[Any]:
+    from harnessc.runtime.model import Selector
+
+    known = st.sampled_from(ids) if ids else st.just("none")
+    text = st.one_of(known, _ID_PARTS, st.just(""))
+    return st.one_of(
+        text.map(lambda v: Selector(kind="id", value=v)),
+        text.map(lambda v: Selector(kind="glob", value=v)),
+        st.lists(text, max_size=3).map(lambda v: Selector(kind="module", tools=tuple(v))),
+        st.sampled_from(["low", "high"]).map(lambda v: Selector(kind="risk", op=">=", value=v)),
+        st.sampled_from(["read", "write"]).map(lambda v: Selector(kind="effects", value=v)),
+        st.just(Selector(kind="all")),
+    )
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.data(), _TOOL_IDS)
+def test_selected_ids_are_the_tools_selects_selects(data: st.DataObject, ids: list[str]) -> None:
+    from harnessc.runtime.model import Tool
+
+    risks = data.draw(st.lists(st.sampled_from(["low", "high"]), min_size=len(ids)))
+    tools = {
+        i: Tool(id=i, wire_name=f"w{n}", risk=risk, effects=("read",) if n % 2 else ("write",))
+        for n, (i, risk) in enumerate(zip(ids, risks, strict=False))
+    }
+    selectors = data.draw(st.lists(_selectors(ids), max_size=4))
+    expected = {
+        i for i, tool in tools.items() if any(semantics.selects(s, tool) for s in selectors)
+    }
+    assert semantics.selected_ids(selectors, tools) == expected

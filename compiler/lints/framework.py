@@ -12,7 +12,7 @@ from harnessc.dsl.codes import Code, register
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import selects
+from harnessc.runtime.semantics import selected_ids
 
 from ..analysis.policy import PolicyAnalysis
 from ..resolve import Module, Resolution
@@ -183,11 +183,15 @@ class LintContext:
                     return rule
         return None
 
+    @functools.cached_property
+    def tool_ids(self) -> list[str]:
+        """Every tool's id, sorted."""
+        return sorted(self.spec.tools)
+
     def selected_tools(self, selector: m.Selector) -> list[m.Tool]:
         """The tools a policy selector names (any kind of tool; sorted by id)."""
-        return [
-            t for t in sorted(self.spec.tools.values(), key=lambda t: t.id) if selects(selector, t)
-        ]
+        found = selected_ids([selector], self.spec.tools, self.tool_ids)
+        return [self.spec.tools[i] for i in sorted(found)]
 
 
 """Tools a planner can be shown (patterns on a surface select only these)."""

@@ -6,24 +6,9 @@ from collections.abc import Iterator
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
-from harnessc.runtime import model as m
-from harnessc.runtime.model import PUBLIC_KINDS
-from harnessc.runtime.semantics import selects
+from harnessc.runtime.semantics import surface_tools
 
 from .framework import LintContext, lint_rule
-
-
-def surface_tools(spec: m.Spec, surface: m.Surface) -> list[str]:
-    """The public tools a surface can show: exposed, not hidden (hide wins), sorted."""
-    found = []
-    for tool in spec.tools.values():
-        if tool.kind not in PUBLIC_KINDS:
-            continue
-        if any(selects(sel, tool) for sel in surface.expose) and not any(
-            selects(sel, tool) for sel in surface.hide
-        ):
-            found.append(tool.id)
-    return sorted(found)
 
 
 def _tools(count: int, prefix: str) -> str:
