@@ -65,6 +65,7 @@ from .semantics import normalize_path, pattern_search
 
 __all__ = [
     "DELEGATE_TASK",
+    "MAX_ERRORS",
     "MAX_TIMEOUT_MS",
     "REFUSAL_CODES",
     "ExecutionProblem",
@@ -81,6 +82,10 @@ __all__ = [
     "normal_execution",
     "thaw",
 ]
+
+MAX_ERRORS = 100
+"""Schema violations a refusal lists, and its `call.refused` event records: a call with a
+million unknown fields is refused with the first hundred, not a 40 MB event."""
 
 REFUSAL_CODES: dict[str, str] = {
     "unknown-tool": "no registered tool has this id or wire name",
@@ -102,8 +107,9 @@ REFUSAL_CODES: dict[str, str] = {
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """A structured refusal: a stable `code`, a one-sentence `message`, and the `replacement`
-    (a tool id, or the API to use) when there is one. `errors` lists every schema violation as
-    `(json path, message)`; `path` is the first one's.
+    (a tool id, or the API to use) when there is one. `errors` lists the schema violations as
+    `(json path, message)`, the first `MAX_ERRORS` of them (the message counts the rest);
+    `path` is the first one's.
 
     >>> Refusal("legacy-tool", "`read_list` is retired", "read_open").replacement
     'read_open'
@@ -901,9 +907,9 @@ def freeze(
             # a message may quote the value it refuses, and a path an unknown key: a secret
             # value is scrubbed from both
             secrets = Secrets.of(tool, args)
-            errors = [(secrets.text(p), secrets.text(m)) for p, m in errors]
-            path, message = errors[0]
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            errors = [(secrets.text(p), secrets.text(m)) for p, m in errors[:MAX_ERRORS]]
+            path, message = errors[0]
             return Refusal(
                 "invalid-args",
                 f"invalid arguments for `{tool.id}`: {message} at `{path}`{more}",

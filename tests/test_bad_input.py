@@ -688,3 +688,16 @@ def test_why_reads_its_json_flags_as_the_runtime_reads_arguments(capsys) -> None
         assert main([*argv, "--args", text]) == 2
         output = capsys.readouterr()
         assert "--args is not valid JSON" in output.err and "H901" not in output.err
+
+
+def test_a_refusal_lists_the_first_hundred_violations_and_counts_the_rest(shell: Spec) -> None:
+    # a million unknown fields were each recorded: a 44 MB `call.refused` event
+    from harnessc.runtime.normalize import MAX_ERRORS
+
+    h = Harness(shell)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    refused = s.normalize("shell.run", "c-1", {"cmd": "ls", **{f"k{i}": i for i in range(5000)}})
+    assert isinstance(refused, Refusal) and refused.message.endswith("(and 4999 more)")
+    assert len(refused.errors) == MAX_ERRORS == 100
+    [event] = refused_events(h)
+    assert len(event["errors"]) == MAX_ERRORS

@@ -152,3 +152,33 @@ def test_a_plain_path_store_reaches_the_workflow_engine(world: Any) -> None:
     agent: Harness = world["agent"]
     console = Console(Harness(agent.spec, SQLiteStore(db)), {}, str(db))
     assert console.store_url == f"sqlite:///{db}"
+
+
+@pytest.mark.parametrize(
+    ("payload", "failing"),
+    [("not json", ("/approvals", "/sessions/")), ('{"effect": "allow"}', ("/approvals",))],
+)
+def test_a_page_that_meets_a_row_the_chain_does_not_vouch_for_says_so(
+    world: Any, payload: str, failing: tuple[str, ...]
+) -> None:
+    # a row changed under the log (bad JSON, or a decision without its fields): the pages
+    # that read it answered a bare 500
+    from starlette.testclient import TestClient
+
+    sid = world["session"].id
+    with sqlite3.connect(world["tmp"] / "h.db") as conn:
+        position, head = conn.execute(
+            "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+        ).fetchone()
+        seq = conn.execute("SELECT max(seq) FROM events WHERE stream = ?", (sid,)).fetchone()[0]
+        row = (position + 1, sid, seq + 1, "State", "decision", payload, "2026-01-01T00:00:00Z")
+        conn.execute(
+            "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?)", (*row, head, "f" * 64, None)
+        )
+    conn.close()
+    client = TestClient(world["app"], raise_server_exceptions=False, follow_redirects=False)
+    assert client.post("/login", data={"name": "carol", "password": "tok-carol"}).status_code == 303
+    for page in failing:
+        r = client.get(page + sid if page.endswith("/") else page)
+        assert r.status_code == 500 and "The event log does not verify" in r.text, page
+        assert f"at position {position + 1}" in r.text

@@ -442,7 +442,26 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
             https_only=secure_cookie,
         )
     ]
-    return Starlette(routes=routes, middleware=middleware)
+
+    async def broken_log(request: Request, error: Exception) -> Response:
+        """A page that failed on a record it could not read: when the log's chain does not
+        verify (a row changed under it), say so and where, instead of a bare 500."""
+        result = console.harness.verify()
+        if result.ok:
+            raise error
+        return console.render(
+            request,
+            "message.html",
+            500,
+            title="The event log does not verify",
+            text=f"at position {result.position}: {result.reason}. This page reads records the "
+            "chain no longer vouches for; restore the log from a copy that verifies "
+            "(`harnessc log verify`).",
+        )
+
+    return Starlette(
+        routes=routes, middleware=middleware, exception_handlers={Exception: broken_log}
+    )
 
 
 def _edited_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
