@@ -103,8 +103,8 @@ def test_a_session_whose_id_holds_url_syntax_is_linked_and_shown(tmp_path: Path,
     app = build_app(Console(Harness(spec, SQLiteStore(db)), load_operators(str(ops))))
     client, _ = login(app, "carol", "tok-carol")
     for listing in ("/sessions", "/approvals"):
-        links = re.findall(r'href="(/sessions/[^"]+)"', client.get(listing).text)
-        [link] = [x for x in links if x != "/sessions/harness"]
+        # only sessions are listed: not the log's own stream (`harness`), nor a claim's
+        [link] = re.findall(r'href="(/sessions/[^"]+)"', client.get(listing).text)
         page = client.get(link)
         assert page.status_code == 200 and "shell.run call-0" in page.text
 

@@ -321,9 +321,10 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
     @page()
     async def sessions(request: Request) -> Response:
         h = console.fresh()
-        return console.render(
-            request, "sessions.html", sessions=list(h.projections.sessions.values())
-        )
+        # the streams that are sessions (a `session.started`), not the log's own, a request's
+        # answer claims or a workflow gate's
+        found = [v for v in h.projections.sessions.values() if v.started_at is not None]
+        return console.render(request, "sessions.html", sessions=found)
 
     @page()
     async def session(request: Request) -> Response:
