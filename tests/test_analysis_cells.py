@@ -191,3 +191,19 @@ def test_the_examples_simple_partitions_answer_as_z3_does() -> None:
                 assert shape(simple) == shape(solved), (path, name)
                 check_witnesses(spec, policy, rules, simple)
     assert seen > 0
+
+
+def test_a_partition_that_would_compare_too_much_is_left_to_z3() -> None:
+    """A condition of hundreds of comparisons of one argument, each with its own value, asked
+    for every value against every comparison (6 million for 2,500 of them: a `check` of 110 s);
+    past `MAX_EVALUATIONS` the partition goes to z3, as one past `MAX_CALLS` always did."""
+    from harnessc.compiler.analysis.cells import MAX_EVALUATIONS
+
+    def answered(count: int) -> bool:
+        condition = " and ".join(f'args.s != "v{i}"' for i in range(count))
+        pairs = both(spec_of([("allow", condition)], False))
+        return bool(pairs) and all(shape(simple) == shape(z3) for _, _, simple, z3 in pairs)
+
+    assert MAX_EVALUATIONS < 400 * 400
+    assert answered(20)  # simple enough: answered without z3, as z3 answers it
+    assert not answered(400)  # left to z3

@@ -52,6 +52,11 @@ Key = tuple[str, ...]
 
 MAX_CALLS = 4096
 """The most combinations a partition may have before it is left to z3."""
+MAX_EVALUATIONS = 100_000
+"""The most comparisons a partition may evaluate to find its groups' representatives (each
+value of a group against each comparison that reads it) before it is left to z3: a condition
+of 2,500 comparisons of one argument, each naming its own value, made 6 million of them (a
+`check` of 110 s, where 5,000, past `MAX_CALLS`, went to z3 in 3 s)."""
 
 _UNTYPED_ROOTS = ("actor", "resource", "task", "env", "call")
 _ORDER = ("<", "<=", ">", ">=")
@@ -326,6 +331,10 @@ class _Partition:
         for atom, keys in reads.atoms:
             if keys:  # else a fact of the tool, the same for every call
                 atoms[where[next(iter(keys))]].append(atom)
+        if sum(len(raw) * len(found) for raw, found in zip(self.raw, atoms, strict=True)) > (
+            MAX_EVALUATIONS
+        ):
+            raise _Outside
         self.calls: dict[tuple[int, ...], Call] = {}
         self.reps = [self.distinct(g, atoms[g]) for g in range(len(self.groups))]
         self.memo: dict[tuple[int, ...], bool] = {}
