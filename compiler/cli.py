@@ -744,8 +744,7 @@ def cmd_lsp(args: argparse.Namespace) -> int:
             f"(pip install 'harnessc[lsp]'): {error}\n"
         )
         return EXIT_USAGE
-    serve()
-    return EXIT_OK
+    return serve()
 
 
 def cmd_console(args: argparse.Namespace) -> int:

@@ -230,3 +230,22 @@ def test_nothing_is_published_for_a_document_closed_while_it_is_checked(tmp_path
         assert all(p["uri"] == closed and p["version"] == 1 for p in published[:-1])
     finally:
         server.close()
+
+
+def test_a_message_too_long_to_read_stops_the_server_with_the_reason(tmp_path: Path) -> None:
+    # a broken client's Content-Length made Python fail (OverflowError), reported as H901
+    import subprocess
+
+    frame = b'Content-Length: 99999999999999999999999\r\n\r\n{"jsonrpc": "2.0"}'
+    done = subprocess.run(
+        [sys.executable, "-m", "harnessc.compiler", "lsp"],
+        input=frame,
+        capture_output=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 1
+    err = done.stderr.decode()
+    assert "the client announced a message of 99,999,999,999,999,999,999,999 bytes" in err
+    assert "H901" not in err and "Traceback" not in err

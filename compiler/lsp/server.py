@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from typing import BinaryIO
 from urllib.parse import unquote
 
 from harnessc.dsl.parser import parse_source
@@ -351,6 +353,41 @@ def code_action(ls: HarnessServer, params: lsp.CodeActionParams) -> list[lsp.Cod
     return actions.fixes(uri, source, params.context.diagnostics, ls.positions)
 
 
-def serve() -> None:
-    """Answer the editor on standard input and output until it says `exit`."""
-    server.start_io()
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+"""The longest message the server reads: a spec file is at most 8 MiB, and its text escaped in
+JSON at most a few times that."""
+
+
+class FrameTooLarge(Exception):
+    """A client announced a message longer than `MAX_FRAME_BYTES`."""
+
+
+class _Frames:
+    """Standard input as pygls reads it, refusing a message longer than `MAX_FRAME_BYTES`
+    before it is read: a broken client's `Content-Length` would have Python allocate it all,
+    or fail with `OverflowError` past the largest index."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+
+    def readline(self) -> bytes:
+        return self._stream.readline()
+
+    def read(self, size: int) -> bytes:
+        if size > MAX_FRAME_BYTES:
+            raise FrameTooLarge(size)
+        return self._stream.read(size)
+
+
+def serve() -> int:
+    """Answer the editor on standard input and output until it says `exit`; 1 when the client
+    sends a message too long to read (the stream cannot be read past it)."""
+    try:
+        server.start_io(stdin=_Frames(sys.stdin.buffer))  # type: ignore[arg-type]
+    except FrameTooLarge as error:
+        sys.stderr.write(
+            f"harnessc lsp: the client announced a message of {error.args[0]:,} bytes, more "
+            f"than the {MAX_FRAME_BYTES:,} the server reads; stopped\n"
+        )
+        return 1
+    return 0
