@@ -626,7 +626,7 @@ def not_run(
 def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
     """The call authorised, its grants spent and its action RUNNING, ready to run; or the
     result that stands instead (recorded before, or why it may not run)."""
-    s._own(pending)
+    s._own(pending, "invoke")
     recorded = s._results.get(pending.key)
     if recorded is not None:
         return recorded

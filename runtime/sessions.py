@@ -417,7 +417,9 @@ class Session:
             )
         return decide_call(self, pending, commit=commit)
 
-    def _own(self, pending: PendingCall) -> None:
+    def _own(self, pending: PendingCall, method: str = "decide") -> None:
+        if not isinstance(pending, PendingCall):
+            raise _not_pending(method, pending)
         if pending.session_id != self.id or pending.key not in self._pending:
             raise ValueError(
                 f"the call `{pending.tool_call_id}` was not normalized in session `{self.id}`"
@@ -436,7 +438,7 @@ class Session:
         """Ask for approval of an ASK decision: what, why, as whom, on what object, the
         expected impact, the arguments (secrets redacted), reversibility and the grant's
         scope. The harness answers it (`Harness.approve` / `Harness.deny`)."""
-        self._own(pending)
+        self._own(pending, "request_approval")
         h = self.harness
         judged = self._judged.get(pending.key)
         try:
@@ -500,6 +502,8 @@ class Session:
         record the `Result`. Invoking the same pending call again returns the recorded result:
         it never runs twice (the idempotency key is `tool_call_id` + `input_hash`). A call that
         may not run returns a result with `ran=False` and says why."""
+        if not isinstance(pending, PendingCall):
+            raise _not_pending("invoke", pending)
         if telemetry.tracer is not None:
             return telemetry.invoke(self, pending, lambda: invoke_call(self, pending))
         return invoke_call(self, pending)
@@ -507,6 +511,8 @@ class Session:
     async def ainvoke(self, pending: PendingCall) -> Result:
         """`invoke` for asyncio: async executors run on the running loop, sync ones in a
         thread; concurrent calls with the same key share one run."""
+        if not isinstance(pending, PendingCall):
+            raise _not_pending("ainvoke", pending)
         if telemetry.tracer is not None:
             return await telemetry.ainvoke(self, pending, lambda: ainvoke_call(self, pending))
         return await ainvoke_call(self, pending)
@@ -724,3 +730,14 @@ def facts_record(facts: Facts) -> dict[str, Any]:
             for name, m in sorted(facts.mcp.items())
         },
     }
+
+
+def _not_pending(method: str, given: object) -> TypeError:
+    """The application passed `method` something other than a `PendingCall` (a `Refusal`, say:
+    a refused call has nothing to decide or run)."""
+    what = (
+        "a Refusal: a refused call has nothing to decide or run"
+        if isinstance(given, Refusal)
+        else f"`{type(given).__name__}`"
+    )
+    return TypeError(f"`{method}` takes the PendingCall that `normalize` returned, not {what}")

@@ -701,3 +701,23 @@ def test_a_refusal_lists_the_first_hundred_violations_and_counts_the_rest(shell:
     assert len(refused.errors) == MAX_ERRORS == 100
     [event] = refused_events(h)
     assert len(event["errors"]) == MAX_ERRORS
+
+
+def test_an_application_passing_a_refusal_or_none_for_a_call_is_told_so(shell: Spec) -> None:
+    # `decide(None)`, `invoke(refusal)` raised AttributeError from inside the runtime
+    import asyncio
+
+    h = Harness(shell)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    refused = s.normalize("no.such", "c-1", {})
+    assert isinstance(refused, Refusal)
+    for call, method in (
+        (lambda v: s.decide(v), "decide"),
+        (lambda v: s.invoke(v), "invoke"),
+        (lambda v: asyncio.run(s.ainvoke(v)), "ainvoke"),
+        (lambda v: s.request_approval(v), "request_approval"),
+    ):
+        with pytest.raises(TypeError, match=f"`{method}` takes the PendingCall .* a Refusal"):
+            call(refused)
+        with pytest.raises(TypeError, match="not `NoneType`"):
+            call(None)
