@@ -438,6 +438,7 @@ class Harness:
         `expired` raised (the same for `deny` and `approve_with_edits`). A call this process
         cannot rebuild (its secret values are never stored) is approved as the request recorded
         it, without judging it again (`_approve_as_recorded`)."""
+        _need_actor("approve", by)
         req = self._pending(request_id)
         if not is_approver(req.approvers, by):
             raise ApprovalError(
@@ -480,6 +481,7 @@ class Harness:
     def deny(self, request_id: str, *, by: Mapping[str, Any], reason: str) -> ApprovalOutcome:
         """Deny a request as `by` (an approver, or the actor who asked). The denial is recorded
         as a task fact (`task.denials`) and the call is cancelled."""
+        _need_actor("deny", by)
         req = self._pending(request_id)
         session = self.resume(req.session_id)
         if not (is_approver(req.approvers, by) or _who(by) == _who(session.actor)):
@@ -515,6 +517,7 @@ class Harness:
         >>> # out = h.approve_with_edits("apr-…", {**args, "canary_percent": 5}, by=sre)
         >>> # s.invoke(out.call)
         """
+        _need_actor("approve_with_edits", by)
         req = self._pending(request_id)
         who = _who(by)
         if not is_approver(req.approvers, by):
@@ -835,6 +838,16 @@ def _self_approval(who: str, by: Mapping[str, Any], tool_id: str, request_id: st
         f"`{who}` asked for this call of `{tool_id}` and may not approve it: another approver "
         "must (`self_approval`)"
     )
+
+
+def _need_actor(method: str, by: object) -> None:
+    """`by` is an actor (a mapping: user, role, roles); anything else is the application's
+    mistake, said as such rather than failing inside."""
+    if not isinstance(by, Mapping):
+        raise TypeError(
+            f"`{method}` takes `by`, the approver, as a mapping (user, role, roles), "
+            f"not `{type(by).__name__}`"
+        )
 
 
 def _who(actor: Mapping[str, Any]) -> str:

@@ -721,3 +721,20 @@ def test_an_application_passing_a_refusal_or_none_for_a_call_is_told_so(shell: S
             call(refused)
         with pytest.raises(TypeError, match="not `NoneType`"):
             call(None)
+
+
+def test_an_approver_that_is_not_an_actor_is_told_so(guarded: Spec) -> None:
+    h = Harness(guarded)
+    s = h.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    call = s.normalize("shell.run", "c-1", {"cmd": "ls"})
+    assert not isinstance(call, Refusal)
+    rid = s.request_approval(call).request_id
+    for answer, method in (
+        (lambda by: h.approve(rid, by=by), "approve"),
+        (lambda by: h.deny(rid, by=by, reason="no"), "deny"),
+        (lambda by: h.approve_with_edits(rid, {"cmd": "df"}, by=by), "approve_with_edits"),
+    ):
+        for by in (None, "u-ops"):
+            with pytest.raises(TypeError, match=f"`{method}` takes `by`, the approver"):
+                answer(by)
+    assert h.approvals.get(rid).status == "pending"
