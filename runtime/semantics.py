@@ -698,9 +698,8 @@ def selected_ids(
 def surface_tools(spec: Spec, surface: Surface) -> tuple[str, ...]:
     """The public tools of a surface, in the spec's order: selected by `expose`, not by `hide`
     (hide wins), never a legacy, primitive or private tool, never `delegate_task`."""
-    ids = sorted(spec.tools)
-    shown = selected_ids(surface.expose, spec.tools, ids)
-    shown -= selected_ids(surface.hide, spec.tools, ids)
+    shown = selected_ids(surface.expose, spec.tools)
+    shown -= selected_ids(surface.hide, spec.tools)
     return tuple(
         tool.id
         for tool in spec.tools.values()

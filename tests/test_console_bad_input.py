@@ -93,14 +93,10 @@ def test_a_session_whose_id_holds_url_syntax_is_linked_and_shown(tmp_path: Path,
     call = s.normalize("shell.run", "call-0", {"cmd": "df"})
     assert isinstance(call, PendingCall)
     s.request_approval(call)
-    ops = tmp_path / "ops.json"
-    ops.write_text(
-        json.dumps({"operators": [{"name": "carol", "roles": ["ops"], "token_sha256": _sha()}]}),
-        encoding="utf-8",
-    )
     from harnessc.compiler.console.auth import load_operators
 
-    app = build_app(Console(Harness(spec, SQLiteStore(db)), load_operators(str(ops))))
+    ops = load_operators(str(_carol(tmp_path)))
+    app = build_app(Console(Harness(spec, SQLiteStore(db)), ops))
     client, _ = login(app, "carol", "tok-carol")
     for listing in ("/sessions", "/approvals"):
         # only sessions are listed: not the log's own stream (`harness`), nor a claim's
@@ -109,10 +105,14 @@ def test_a_session_whose_id_holds_url_syntax_is_linked_and_shown(tmp_path: Path,
         assert page.status_code == 200 and "shell.run call-0" in page.text
 
 
-def _sha() -> str:
+def _carol(folder: Path) -> Path:
+    """An operators file of one reader, `carol` (token `tok-carol`)."""
     from harnessc.compiler.console.auth import token_hash
 
-    return token_hash("tok-carol")
+    carol = {"name": "carol", "roles": ["ops"], "token_sha256": token_hash("tok-carol")}
+    path = folder / "ops.json"
+    path.write_text(json.dumps({"operators": [carol]}), encoding="utf-8")
+    return path
 
 
 def test_the_console_on_a_path_that_is_no_log_says_so_and_creates_nothing(
@@ -120,11 +120,7 @@ def test_the_console_on_a_path_that_is_no_log_says_so_and_creates_nothing(
 ) -> None:
     spec = tmp_path / "g.harness"
     spec.write_text(SHELL, encoding="utf-8")
-    ops = tmp_path / "ops.json"
-    ops.write_text(
-        json.dumps({"operators": [{"name": "carol", "roles": ["ops"], "token_sha256": _sha()}]}),
-        encoding="utf-8",
-    )
+    ops = _carol(tmp_path)
     other = tmp_path / "app.db"
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE accounts (id INTEGER)")
