@@ -63,7 +63,7 @@ from .exports import (
     wire_name,
 )
 from .model import Tool
-from .normalize import Refusal, near_name
+from .normalize import Refusal, near_name, quoted
 
 __all__ = [
     "AdapterError",
@@ -231,7 +231,7 @@ class FunctionCalling:
             hint = f"; did you mean `{near}`?" if near else ""
             return Refusal(
                 "unknown-tool",
-                f"`{wire_name}` is not one of the tools offered to the model{hint}",
+                f"`{quoted(wire_name)}` is not one of the tools offered to the model{hint}",
                 self.by_wire[near] if near else None,
                 wire_name,
             )
@@ -282,7 +282,7 @@ class FunctionCalling:
     def _unsupported(name: str, call_id: str | None, kind: Any) -> Refusal:
         return Refusal(
             "unknown-tool",
-            f"tool calls of type `{kind}` are not supported; offer function tools",
+            f"tool calls of type `{quoted(str(kind))}` are not supported; offer function tools",
             None,
             name,
             call_id,

@@ -134,8 +134,8 @@ class Refusal:
             "code": self.code,
             "message": _text(self.message),
             "replacement": self.replacement,
-            "tool": _text(self.tool),
-            "tool_call_id": _text(self.tool_call_id),
+            "tool": _text(None if self.tool is None else quoted(self.tool)),
+            "tool_call_id": _text(None if self.tool_call_id is None else quoted(self.tool_call_id)),
             "path": _text(self.path),
             "errors": [[_text(p), _text(m)] for p, m in self.errors],
         }
@@ -294,7 +294,7 @@ class ToolNames:
             target = self.aliases[name]
             return None, Refusal(
                 "old-alias",
-                f"`{name}` is an old name of `{target}`; call it by its id",
+                f"`{quoted(name)}` is an old name of `{target}`; call it by its id",
                 target,
                 name,
             )
@@ -302,7 +302,7 @@ class ToolNames:
         if mcp is not None:
             return None, Refusal(
                 "mcp-id",
-                f"an MCP tool is called by its id `{mcp}`, not `{name}`",
+                f"an MCP tool is called by its id `{mcp}`, not `{quoted(name)}`",
                 mcp,
                 name,
             )
@@ -310,13 +310,33 @@ class ToolNames:
         if folded is not None:
             return None, Refusal(
                 "old-alias",
-                f"`{name}` is not the id of `{folded}`; call it by its id",
+                f"`{quoted(name)}` is not the id of `{folded}`; call it by its id",
                 folded,
                 name,
             )
         near = near_name(name, self.tools)
         hint = f"; did you mean `{near}`?" if near else ""
-        return None, Refusal("unknown-tool", f"unknown tool `{name}`{hint}", None, name)
+        return None, Refusal("unknown-tool", f"unknown tool `{quoted(name)}`{hint}", None, name)
+
+
+QUOTE_CAP = 256
+"""The most characters of a name a caller wrote (a tool name, a `tool_call_id`) that a refusal's
+message quotes and its `call.refused` event records. A longer one is shown by its two ends and
+its length: no tool has such a name, and a 20 MB name would otherwise be written twice into the
+event (message and `tool`) and sent back to the model in the message."""
+
+
+def quoted(text: str) -> str:
+    """`text` as a refusal quotes it: whole up to `QUOTE_CAP` characters, else its two ends
+    around `…` and its length.
+
+    >>> quoted("deploy"), quoted("a" + "x" * 10**6 + "z")[-28:]
+    ('deploy', 'xxxxz (1,000,002 characters)')
+    """
+    if len(text) <= QUOTE_CAP:
+        return text
+    half = QUOTE_CAP // 2
+    return f"{text[:half]}…{text[-half:]} ({len(text):,} characters)"
 
 
 def near_name(name: str, names: Iterable[str]) -> str | None:

@@ -675,10 +675,24 @@ def test_an_unknown_tool_name_of_megabytes_is_refused(guarded: Spec) -> None:
     name = "shell.runn" + "x" * 5_000_000  # too long for any "did you mean"
     assert near_name(name, guarded.tools) is None
     assert near_name("shell.runn", guarded.tools) == "shell.run"
-    s = Harness(guarded).session("a", actor={"user": "u-1"}, task="t-1")
-    refused = s.normalize(name, "c-1", {"cmd": "ls"})
+    h = Harness(guarded)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    refused = s.normalize(name, "c" * 1_000_000, {"cmd": "ls"})
     assert isinstance(refused, Refusal) and refused.code == "unknown-tool"
     assert "did you mean" not in refused.message
+    # the message (sent back to the model) and the event quote the name by its two ends
+    assert refused.tool == name and len(refused.message) < 1_000
+    assert "shell.runnxxx" in refused.message and "(5,000,010 characters)" in refused.message
+    [event] = refused_events(h)
+    assert len(json.dumps(event)) < 2_000
+    assert event["tool"].endswith("(5,000,010 characters)")
+    assert event["tool_call_id"].endswith("(1,000,000 characters)")
+    from harnessc.runtime import FunctionCalling
+
+    offered = FunctionCalling([guarded.tools["shell.run"]])
+    call = {"id": "call-1", "type": "function", "function": {"name": name, "arguments": "{}"}}
+    [read] = offered.read_openai({"choices": [{"message": {"tool_calls": [call]}}]})
+    assert isinstance(read, Refusal) and len(read.message) < 1_000
 
 
 def test_why_reads_its_json_flags_as_the_runtime_reads_arguments(capsys) -> None:
