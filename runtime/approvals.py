@@ -354,9 +354,28 @@ class Approvals:
         self.clock = clock
         self.requests: dict[str, ApprovalRequest] = {}
         self.grants: dict[str, ApprovalGrant] = {}
+        self._asked: dict[tuple[Any, ...], str] = {}
+        """The newest request for each (session, tool_call_id, input hash, rule, policy)."""
         self._lock = threading.Lock()
 
     # -- requests -----------------------------------------------------------------------------
+
+    def asked(
+        self, session_id: str, pending: PendingCall, rule: str | None, policy: str
+    ) -> ApprovalRequest | None:
+        """The request still waiting for an answer that asks about this exact call for this
+        rule, if there is one: asking again returns it instead of a second request, which
+        would stay pending after the first was answered and the call ran. A restored request
+        gets the call (`attach`)."""
+        key = (session_id, pending.tool_call_id, pending.input_hash, rule, policy)
+        with self._lock:
+            found = self.requests.get(self._asked.get(key, ""))
+            if found is None or found.status != "pending" or found.expired(self.clock()):
+                return None
+            if found.pending is None:
+                found = replace(found, pending=pending)
+                self.requests[found.request_id] = found
+            return found
 
     def request(
         self,
@@ -370,7 +389,11 @@ class Approvals:
         resource: Mapping[str, Any],
         task_id: str | None,
     ) -> ApprovalRequest:
-        """Persist a request for an ASK decision and return it."""
+        """Persist a request for an ASK decision and return it; the one still pending for this
+        call and rule when there is one (`asked`)."""
+        known = self.asked(session_id, pending, decision.rule, decision.policy)
+        if known is not None:
+            return known
         view = _view(tool, pending.args)
         grant = decision.grant or DEFAULT_GRANT
         scope: dict[str, Any] = {
@@ -457,6 +480,7 @@ class Approvals:
         )
         with self._lock:
             self.requests[req.request_id] = req
+            self._asked[_asked_key(req)] = req.request_id
         return req
 
     def get(self, request_id: str) -> ApprovalRequest:
@@ -653,7 +677,9 @@ class Approvals:
             for view in views.approvals.values():
                 known = self.requests.get(view.approval_id)
                 if known is None:
-                    self.requests[view.approval_id] = _request_of(view)
+                    known = self.requests[view.approval_id] = _request_of(view)
+                    if known.status == "pending":
+                        self._asked[_asked_key(known)] = known.request_id
                 elif known.status == "pending" and view.status != "pending":
                     self.requests[view.approval_id] = replace(known, status=view.status)
             for view in views.grants.values():
@@ -795,6 +821,10 @@ def _iso(req: ApprovalRequest) -> str | None:
 def _short(value: Any, limit: int = 60) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _asked_key(req: ApprovalRequest) -> tuple[Any, ...]:
+    return (req.session_id, req.tool_call_id, req.input_hash, req.rule, req.policy)
 
 
 def _request_of(view: Any) -> ApprovalRequest:

@@ -437,7 +437,8 @@ class Session:
     ) -> ApprovalRequest:
         """Ask for approval of an ASK decision: what, why, as whom, on what object, the
         expected impact, the arguments (secrets redacted), reversibility and the grant's
-        scope. The harness answers it (`Harness.approve` / `Harness.deny`)."""
+        scope. The harness answers it (`Harness.approve` / `Harness.deny`). Asked again about
+        the same call while that request waits, it returns the same request."""
         self._own(pending, "request_approval")
         h = self.harness
         judged = self._judged.get(pending.key)
@@ -450,6 +451,9 @@ class Session:
                 decision = judged.decision
             if decision.effect != "ask":
                 raise ValueError(f"only an ASK decision needs approval, not `{decision.effect}`")
+            known = h.approvals.asked(self.id, pending, decision.rule, decision.policy)
+            if known is not None:
+                return known  # asked already and still waiting: one request per call and rule
             h._record_preview(self.id, pending)  # what the call would do, shown with the request
             return h.approvals.request(
                 session_id=self.id,

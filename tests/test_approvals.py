@@ -318,3 +318,36 @@ def test_an_approver_without_the_secret_values_approves_the_request_as_recorded(
         asked = dict(rule=request.rule, policy=grant.policy, task_id="t-1", now=now)
         assert live.matches(call, **asked)
         assert not live.matches(call, **{**asked, "rule": "other"})
+
+
+def test_asking_again_about_a_call_returns_its_waiting_request(
+    shell_spec: Spec, tmp_path: Path
+) -> None:
+    # each ask made another request: the second stayed pending after the first was approved
+    # and the call ran, for an operator to approve a call that had run already
+    from harnessc.runtime.operations import pending_approvals
+
+    store = SQLiteStore(tmp_path / "log.db")
+    h = Harness(shell_spec, store=store)
+    s = h.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    base = frozen(s.normalize("shell.run", "call-1", BASE_ARGS, execution=BASE_EXEC))
+    first = s.request_approval(base)
+    assert s.request_approval(base).request_id == first.request_id
+    assert s.request_approval(base, s.decide(base)).request_id == first.request_id
+    other = frozen(s.normalize("shell.run", "call-2", BASE_ARGS, execution=BASE_EXEC))
+    second = s.request_approval(other)
+    assert second.request_id != first.request_id
+    assert len(pending_approvals(h)) == 2
+    # another process on the same log, the session resumed: the request is the recorded one
+    again = Harness(shell_spec, store=SQLiteStore(tmp_path / "log.db"))
+    t = again.resume(s.id)
+    asked = t.request_approval(
+        frozen(t.normalize("shell.run", "call-1", BASE_ARGS, execution=BASE_EXEC))
+    )
+    assert asked.request_id == first.request_id and asked.pending is not None
+    again.approve(first.request_id, by=OPS)
+    again.bind("shell.run", lambda args: {})
+    assert t.invoke(asked.pending).ok
+    assert [r["request_id"] for r in pending_approvals(again)] == [second.request_id]
+    kinds = [e.type for e in again.store.read() if e.type == "approval.requested"]
+    assert len(kinds) == 2
