@@ -63,7 +63,7 @@ from .policy import Decision, PolicyEngine
 from .projections import Projections, SessionView
 from .restore import restore_actions, take_up_calls
 from .semantics import surface_tools
-from .sessions import Session, facts_record, replay_facts
+from .sessions import Session, as_recorded, facts_record, replay_facts
 
 if TYPE_CHECKING:
     from .shadow import Shadow
@@ -277,7 +277,7 @@ class Harness:
                 raise HarnessError("unknown-session", f"no session `{session_id}` is recorded")
             session = self._restore(view, facts)
         elif facts is not None:
-            session.facts = Facts.of(facts)
+            session.facts = as_recorded(Facts.of(facts))
         if facts is not None:
             session._append(
                 "State",

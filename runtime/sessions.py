@@ -106,11 +106,14 @@ class Session:
         self._tools = tools
         self.id = session_id
         self.agent = agent
-        self.actor: Mapping[str, Any] = MappingProxyType(dict(actor))
-        self.task: dict[str, Any] = dict(task)
-        self.facts = facts
-        self.resource: Mapping[str, Any] = MappingProxyType(dict(resource))
-        self.env: Mapping[str, Any] = MappingProxyType(dict(env))
+        # what policy reads is what the log records (`jsonable`: a UUID or bytes as its text,
+        # a tuple as a list), so a decision here, in a harness that resumes the session and
+        # in a replay of the log read the same values
+        self.actor: Mapping[str, Any] = MappingProxyType(jsonable(dict(actor)))
+        self.task: dict[str, Any] = jsonable(dict(task))
+        self.facts = as_recorded(facts)
+        self.resource: Mapping[str, Any] = MappingProxyType(jsonable(dict(resource)))
+        self.env: Mapping[str, Any] = MappingProxyType(jsonable(dict(env)))
         self.parent = parent
         self.ledger: Ledger = parent.ledger if parent is not None else Ledger(harness.engine.terms)
         """Provenance and history, shared by the session family (a root and its children),
@@ -713,6 +716,14 @@ def fold_facts(facts: Facts, type_: str, payload: Mapping[str, Any]) -> Facts:
         state = Facts.from_json({"mcp": {server: payload["state"]}}).mcp[server]
         return Facts(facts.values, facts.connected, facts.running, {**facts.mcp, server: state})
     return facts
+
+
+def as_recorded(facts: Facts) -> Facts:
+    """`facts` with their values as the log records them (`facts_record`)."""
+    values = jsonable(facts.values)
+    if values == facts.values and all(type(v) is type(values[k]) for k, v in facts.values.items()):
+        return facts
+    return Facts(values, facts.connected, facts.running, facts.mcp)
 
 
 def facts_record(facts: Facts) -> dict[str, Any]:

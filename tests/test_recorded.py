@@ -3,6 +3,7 @@ its position, from logs real sessions wrote."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -231,3 +232,46 @@ def test_memory_keeps_waiting_calls_and_drops_old_decided_ones(
     found = list(read_decisions(h.store, spec))
     assert found[-2].tool_call_id == "p-1" and found[-2].context is not None
     assert found[-1].tool_call_id == "m-0" and found[-1].missing == "call-not-recorded"
+
+
+TENANTS = """
+harness ten { version "1.0.0" }
+fact region: string
+tool shell.run { summary "Run a command."; effects write; input { cmd: string } }
+surface s { expose shell.* }
+policy p {
+  default allow
+  cross_tenant: deny shell.run when resource.tenant != actor.tenant { reason "other tenant" }
+  away: deny shell.run when region != "eu-1" { reason "another region" }
+}
+agent a { surface s; policy p }
+"""
+
+
+@pytest.mark.parametrize(
+    ("actor", "resource", "facts"),
+    [
+        # an ORM's UUID beside the same tenant as text
+        ({"tenant": uuid.UUID(int=7)}, {"tenant": str(uuid.UUID(int=7))}, {"region": "eu-1"}),
+        ({"tenant": b"acme"}, {"tenant": "b'acme'"}, {"region": "eu-1"}),
+        ({"tenant": "acme"}, {"tenant": "acme"}, {"region": Path("eu-1")}),
+        ({"tenant": ("acme",)}, {"tenant": ["acme"]}, {"region": "eu-1"}),
+    ],
+    ids=["uuid", "bytes", "fact-object", "tuple"],
+)
+def test_values_that_are_not_json_decide_as_the_log_records_them(
+    tmp_path: Path, actor: dict, resource: dict, facts: dict
+) -> None:
+    # the live decision read the objects (a UUID is not its text: deny), while a resumed
+    # session and a replay read the log's text of them (allow)
+    spec = compiled(tmp_path, TENANTS)
+    store = SQLiteStore(tmp_path / "events.db")
+    h = Harness(spec, store=store)
+    s = h.session("a", actor={"user": "u-1", **actor}, task="t-1", resource=resource, facts=facts)
+    live = s.decide(pending(s.normalize("shell.run", "c-1", {"cmd": "ls"})))
+    assert (live.effect, live.rule) == ("allow", None)
+    again = Harness(spec, store=SQLiteStore(tmp_path / "events.db")).resume(s.id)
+    resumed = again.decide(pending(again.normalize("shell.run", "c-2", {"cmd": "ls"})))
+    assert (resumed.effect, resumed.rule) == (live.effect, live.rule)
+    [d] = [d for d in read_decisions(store, spec) if d.tool_call_id == "c-1"]
+    assert redecide(PolicyEngine(spec), spec, d) == (live.effect, live.rule)
