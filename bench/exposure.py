@@ -23,11 +23,14 @@ against faiss-cpu `IndexFlatIP`, median and best of --repeat. Then `ExposureInde
 queries one by one) and `expose_many` (the 64 as a batch) over the same matrices with
 synthetic tool text, paired with numpy's product + argpartition, in wall-clock time with the
 default threads and in the CPU time of the calling thread with BLAS on one thread (steady when
-other processes share the cores); then `ExposureIndex.from_tools` for 10,000 tools (BFCL
-functions, repeated) with their embeddings given. Then the end-to-end exposure of a 1,000-tool
-surface (the quality pool topped up with BFCL_v4_live_multiple functions): MiniLM query
-embedding + ranking + trace over BFCL questions, the runtime's path (the query-side product in
-torch's pool) and the product in numpy, in alternating blocks so that both see the same load.
+other processes share the cores), each beside `plain_rank`: the hybrid rule's steps that no
+ranker of it can skip (dense and BM25 top 60, union, exact rescoring, fusion, one sort), done as
+plainly as numpy allows, with none of the ranker's guarantees; then `ExposureIndex.from_tools`
+for 10,000 tools (BFCL functions, repeated) with their embeddings given. Then the end-to-end
+exposure of a 1,000-tool surface (the quality pool topped up with BFCL_v4_live_multiple
+functions): MiniLM query embedding + ranking + trace over BFCL questions, the runtime's path
+(the query-side product in torch's pool) and the product in numpy, in alternating blocks so
+that both see the same load.
 The thread settings used are printed first; `--torch-threads` overrides torch's (the runtime's
 is `embedding.TORCH_THREADS`). `--baseline CHECKOUT` (a checkout of another commit, e.g. a
 `git worktree`) adds that checkout's `ExposureIndex` to the paired runs of the `expose` (with
@@ -445,6 +448,61 @@ def expose_traced(index: ExposureIndex, public: tuple[str, ...], text: str, q: n
     return index.expose(public, text, query_vector=q).trace.to_dict()
 
 
+def plain_rank(index: ExposureIndex, text: str, q: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """The steps the hybrid rule cannot do without, from a query's approximate `scores`, as
+    plainly as numpy does them: the dense top 60 (`top_rows`), the query's terms and the
+    BM25 top 60 from their postings, the union, the exact dense score of each row of it (the
+    same per-row `einsum` as the ranker), both lists z-normalised and fused, one `lexsort`,
+    the first 20. No availability, no ties broken by row key, no dedupe by tool, no tool named
+    in the request, no trace: what `expose` does beyond this is the price of its guarantees.
+    A yardstick for the ranker's own cost, not a ranker to use: `expose` costs what this
+    costs, give or take, and the batch less (one partition of samples for all the queries)."""
+    assert index.matrix is not None
+    k = 60
+    near = top_rows(scores, k)
+    docs, bm25, _ = index.lexical.match_all(index.lexical.terms(text))
+    lexical_list = docs[top_rows(bm25, k)] if len(docs) > k else docs
+    cand = np.union1d(near, lexical_list)
+    dense = np.einsum("ij,j->i", index.matrix.take(cand, axis=0), q).astype(np.float64)
+    lexical = np.zeros(len(cand))
+    at = np.searchsorted(docs, cand).clip(0, max(len(docs) - 1, 0))
+    if len(docs):
+        hit = docs[at] == cand
+        lexical[hit] = bm25[at[hit]]
+    fused = 0.6 * (dense - dense.mean()) / (dense.std() or 1.0)
+    fused += 0.4 * (lexical - lexical.mean()) / (lexical.std() or 1.0)
+    return cand[np.lexsort((cand, -fused))[:20]]
+
+
+def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
+    """The k highest of `scores`, unordered: a threshold from every eighth score, then a
+    partition of the few hundred that pass it (a partition of all of them costs more)."""
+    n = len(scores)
+    if n < 16 * k:
+        return np.argpartition(scores, n - k)[n - k :]
+    sample = scores[::8].copy()
+    j = 2 * -(-k // 8) + 8
+    sample.partition(len(sample) - j)
+    passed = (scores >= sample[len(sample) - j]).nonzero()[0]
+    if len(passed) < k:
+        return np.argpartition(scores, n - k)[n - k :]
+    return passed[np.argpartition(scores[passed], len(passed) - k)[len(passed) - k :]]
+
+
+def plain_one(index: ExposureIndex, text: str, q: np.ndarray) -> np.ndarray:
+    """`plain_rank` of one query after its own product (a matrix-vector product, as
+    `expose`)."""
+    assert index.matrix is not None
+    return plain_rank(index, text, q, index.matrix @ q)
+
+
+def plain_many(index: ExposureIndex, texts: list[str], queries: np.ndarray) -> list:
+    """`plain_rank` of each query after one matrix product for the batch (as `expose_many`)."""
+    assert index.matrix is not None
+    products = queries @ index.matrix.T
+    return [plain_rank(index, t, q, p) for t, q, p in zip(texts, queries, products, strict=True)]
+
+
 def loop(fn: Callable[..., object], *args_lists: object) -> Callable[[], None]:
     """Call `fn` once per item of the zipped argument lists."""
     rows = list(zip(*args_lists, strict=True))  # type: ignore[call-overload]
@@ -502,7 +560,9 @@ def exposure_speed(
     print(
         "\nExposureIndex against numpy on the same matrices: synthetic tool text, limit 20, "
         "hybrid (dense and lexical recall of 60 each, rescoring, rerank, dedupe); the 64 "
-        "queries one by one (per query) and as one batch; median (best) µs, paired runs"
+        "queries one by one (per query) and as one batch; median (best) µs, paired runs; "
+        "`plain`: the ratio of the rule's unavoidable steps written plainly in numpy "
+        "(`plain_rank`), without the ranker's guarantees"
     )
     exposure_table(cases, time.perf_counter, "wall clock, default threads")
     if threadpool_limits is not None:
@@ -517,8 +577,10 @@ def exposure_table(cases: list, clock: Callable[[], float], title: str) -> None:
     print(
         f"{'tools':>8}{'numpy 1':>16}{'expose':>16}{'ratio':>7}{'+ trace dict':>16}"
         + (f"{'baseline':>16}{'ratio':>7}{'+ trace dict':>16}" if with_base else "")
+        + f"{'plain':>7}"
         + f"{'numpy 64':>18}{'expose_many 64':>18}{'ratio':>7}"
         + (f"{'baseline 64':>18}{'ratio':>7}" if with_base else "")
+        + f"{'plain':>7}"
     )
     for n, index, base, matrix, queries, texts, reps in cases:
         public = index.tool_ids
@@ -528,10 +590,12 @@ def exposure_table(cases: list, clock: Callable[[], float], title: str) -> None:
             "numpy": loop(top20_one, [matrix] * len(vectors), vectors),
             "expose": loop(partial(expose_one, index, public), texts, vectors),
             "trace": loop(partial(expose_traced, index, public), texts, vectors),
+            "plain": loop(partial(plain_one, index), texts, vectors),
         }
         batches = {
             "numpy": partial(top20_batch, matrix, queries, out),
             "many": partial(index.expose_many, public, texts, query_vectors=queries),
+            "plain": partial(plain_many, index, texts, queries),
         }
         if base is not None:
             singles["base"] = loop(partial(expose_one, base, base.tool_ids), texts, vectors)
@@ -553,12 +617,14 @@ def exposure_table(cases: list, clock: Callable[[], float], title: str) -> None:
                 f"{cell['base']:>16}{one['base'][0] / one['numpy'][0]:>7.2f}"
                 f"{cell['base trace']:>16}"
             )
+        line += f"{one['plain'][0] / one['numpy'][0]:>7.2f}"
         line += (
             f"{cell_many['numpy']:>18}{cell_many['many']:>18}"
             f"{many['many'][0] / many['numpy'][0]:>7.2f}"
         )
         if base is not None:
             line += f"{cell_many['base']:>18}{many['base'][0] / many['numpy'][0]:>7.2f}"
+        line += f"{many['plain'][0] / many['numpy'][0]:>7.2f}"
         print(line)
 
 
