@@ -249,3 +249,69 @@ def test_a_message_too_long_to_read_stops_the_server_with_the_reason(tmp_path: P
     err = done.stderr.decode()
     assert "the client announced a message of 99,999,999,999,999,999,999,999 bytes" in err
     assert "H901" not in err and "Traceback" not in err
+
+
+def _session(tmp_path: Path, *messages: dict) -> tuple[int, list[dict]]:
+    """Run the server on `messages` (written at once, as a client may) and read its answers."""
+    import json
+    import subprocess
+
+    frames = b""
+    for message in messages:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        frames += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    done = subprocess.run(
+        [sys.executable, "-m", "harnessc.compiler", "lsp"],
+        input=frames,
+        capture_output=True,
+        timeout=TIMEOUT,
+        cwd=tmp_path,
+        check=False,
+    )
+    answers, out = [], done.stdout
+    while out:
+        head, _, rest = out.partition(b"\r\n\r\n")
+        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+        answers.append(json.loads(rest[:length]))
+        out = rest[length:]
+    return done.returncode, answers
+
+
+INITIALIZE = {"id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}}
+HOVER = {"textDocument": {"uri": "file:///x.harness"}, "position": {"line": 0, "character": 0}}
+
+
+def test_a_request_whose_params_do_not_fit_gets_an_invalid_params_error(tmp_path: Path) -> None:
+    # pygls only told the user "Error in server": the client waited for its answer for ever
+    code, answers = _session(
+        tmp_path,
+        INITIALIZE,
+        {"method": "initialized", "params": {}},
+        {"id": 2, "method": "textDocument/hover", "params": {"position": HOVER["position"]}},
+        {"method": "textDocument/didOpen", "params": {}},  # a notification: dropped, no popup
+        {"id": 3, "method": "textDocument/hover", "params": HOVER},
+        {"id": 4, "method": "shutdown"},
+        {"method": "exit"},
+    )
+    by_id = {a["id"]: a for a in answers if "id" in a}
+    assert by_id[2]["error"]["code"] == -32602  # InvalidParams
+    assert "textDocument/hover" in by_id[2]["error"]["message"]
+    assert by_id[3]["result"] is None and by_id[4]["result"] is None
+    assert not [a for a in answers if a.get("method") == "window/showMessage"]
+    assert code == 0
+
+
+def test_a_request_before_initialize_is_refused_and_exit_without_shutdown_is_code_1(
+    tmp_path: Path,
+) -> None:
+    code, answers = _session(
+        tmp_path,
+        {"id": 2, "method": "textDocument/hover", "params": HOVER},
+        {"method": "textDocument/didOpen", "params": {}},
+        {"method": "exit"},
+    )
+    assert [a["id"] for a in answers] == [2]
+    assert answers[0]["error"]["code"] == -32002  # ServerNotInitialized
+    assert code == 1  # LSP: exit without shutdown
+    code, _ = _session(tmp_path, INITIALIZE, {"method": "exit"})
+    assert code == 1

@@ -8,14 +8,16 @@ import gc
 import logging
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import unquote
 
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerNotInitialized
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
 from harnessc import __version__
@@ -29,12 +31,68 @@ DEBOUNCE_SECONDS = 0.05
 """How long a check waits for the next keystroke: typing a word checks once, at its end."""
 
 
+_ANSWERED = object()
+"""A message already answered while it was read (its error sent): nothing to handle."""
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, answering what JSON-RPC and LSP say it must answer: a request whose
+    params do not fit its method gets the error `InvalidParams` (pygls only logged it and told
+    the user, and the client waited for an answer for ever), and one before `initialize` the
+    error `ServerNotInitialized` (pygls answered it as if initialized). A notification whose
+    params do not fit, or that comes before `initialize` (`exit` excepted), is dropped."""
+
+    initialize_seen = False
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcInvalidParams:
+            if "id" in data and "method" in data:  # a request: its client waits for an answer
+                self._answer_error(
+                    data["id"], JsonRpcInvalidParams.CODE, f"invalid params for `{data['method']}`"
+                )
+                return _ANSWERED
+            # a notification has no answer: pygls told the user "Error in server" for the
+            # client's mistake; it is logged (standard error) and dropped
+            logging.warning("dropped `%s`: its params do not fit it", data.get("method"))
+            return _ANSWERED
+
+    def handle_message(self, message: Any) -> None:
+        if message is _ANSWERED:
+            return
+        method = getattr(message, "method", None)
+        if not self.initialize_seen and method is not None:
+            if method == lsp.INITIALIZE:
+                self.initialize_seen = True
+            elif method != lsp.EXIT:
+                request = getattr(message, "id", None)
+                if request is not None:
+                    self._answer_error(
+                        request,
+                        JsonRpcServerNotInitialized.CODE,
+                        f"`{method}` before `initialize`",
+                    )
+                return
+        super().handle_message(message)
+
+    def _answer_error(self, request: Any, code: int, what: str) -> None:
+        self._send_response(request, error=lsp.ResponseError(code=code, message=what))
+
+
 class HarnessServer(LanguageServer):
     def __init__(self) -> None:
         # the editor sends a document's whole text on each change: pygls applies a change to a
         # range with `str.splitlines`, which ends lines where the protocol does not (U+2028, a
         # form feed…), and the text it kept would drift from the editor's
-        super().__init__(SOURCE, __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
+        super().__init__(
+            SOURCE,
+            __version__,
+            protocol_cls=_Protocol,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Full,
+        )
+        self.shutdown_asked = False
+        """Whether the client sent `shutdown` (the exit code says so: LSP's 0, else 1)."""
         self.specs = Workspace()
         self.pending: dict[str, asyncio.Task[None]] = {}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harnessc-check")
@@ -167,6 +225,11 @@ class HarnessServer(LanguageServer):
 
 
 server = HarnessServer()
+
+
+@server.feature(lsp.SHUTDOWN)
+def shutdown(ls: HarnessServer, params: None) -> None:
+    ls.shutdown_asked = True
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -380,8 +443,9 @@ class _Frames:
 
 
 def serve() -> int:
-    """Answer the editor on standard input and output until it says `exit`; 1 when the client
-    sends a message too long to read (the stream cannot be read past it)."""
+    """Answer the editor on standard input and output until it says `exit`: 0 when it asked
+    to `shutdown` first, 1 when it did not (LSP's exit codes), or when its input ended without
+    `exit`, or when it sent a message too long to read (the stream cannot be read past it)."""
     try:
         server.start_io(stdin=_Frames(sys.stdin.buffer))  # type: ignore[arg-type]
     except FrameTooLarge as error:
@@ -390,4 +454,4 @@ def serve() -> int:
             f"than the {MAX_FRAME_BYTES:,} the server reads; stopped\n"
         )
         return 1
-    return 0
+    return 0 if server.shutdown_asked else 1
