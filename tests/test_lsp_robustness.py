@@ -315,3 +315,72 @@ def test_a_request_before_initialize_is_refused_and_exit_without_shutdown_is_cod
     assert code == 1  # LSP: exit without shutdown
     code, _ = _session(tmp_path, INITIALIZE, {"method": "exit"})
     assert code == 1
+
+
+def test_formatting_a_long_spec_does_not_hold_up_other_requests(tmp_path: Path) -> None:
+    # formatting parsed and printed on the loop that reads the editor's messages: a hover
+    # sent after it waited seconds, until the whole file was formatted
+    import json
+    import subprocess
+
+    text = 'harness big { version "1.0.0" }\n' + "".join(
+        f'tool t{i}.run {{\n  summary   "Run {i}."\n  use_when "Now."\n  effects read\n}}\n'
+        for i in range(2000)
+    )
+    uri = (tmp_path / "big.harness").as_uri()
+    document = {"textDocument": {"uri": uri}}
+    messages = [
+        INITIALIZE,
+        {"method": "initialized", "params": {}},
+        {
+            "method": "textDocument/didOpen",
+            "params": {
+                "textDocument": {
+                    **document["textDocument"],
+                    "languageId": "harness",
+                    "version": 1,
+                    "text": text,
+                }
+            },
+        },
+        {
+            "id": 5,
+            "method": "textDocument/formatting",
+            "params": {**document, "options": {"tabSize": 2, "insertSpaces": True}},
+        },
+        {
+            "id": 6,
+            "method": "textDocument/hover",
+            "params": {**document, **{"position": HOVER["position"]}},
+        },
+    ]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "harnessc.compiler", "lsp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        for message in messages:
+            body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+            server.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        server.stdin.flush()
+        answered: list[int] = []
+        while not {5, 6} <= set(answered):
+            length = 0
+            while line := server.stdout.readline().strip():
+                if line.startswith(b"Content-Length:"):
+                    length = int(line.split(b":")[1])
+            answer = json.loads(server.stdout.read(length))
+            if "id" in answer:
+                answered.append(answer["id"])
+                if answer["id"] == 5:
+                    assert answer["result"][0]["newText"].startswith("harness big")
+    finally:
+        server.kill()
+        server.wait(timeout=TIMEOUT)
+        server.stdin.close()
+        server.stdout.close()
+    assert answered[:2] == [1, 6], answered  # the hover first, then the formatting

@@ -297,8 +297,13 @@ def watched_files(ls: HarnessServer, params: lsp.DidChangeWatchedFilesParams) ->
         ls.schedule(root, 0)
 
 
+# Formatting, the outline and folding parse the document again: seconds for a spec of tens of
+# thousands of lines. They run on a thread of their own, off the loop that reads the editor's
+# messages, so a hover or a keystroke's diagnostics are not kept waiting behind them.
+
+
 @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-def formatting(
+async def formatting(
     ls: HarnessServer, params: lsp.DocumentFormattingParams
 ) -> list[lsp.TextEdit] | None:
     """The formatter's text as one edit; nothing when the file does not parse (the
@@ -306,29 +311,38 @@ def formatting(
     source = ls.text_of(params.text_document.uri)
     if source is None:
         return None
+    return await asyncio.to_thread(_formatted, source, ls.positions)
+
+
+def _formatted(source: Source, positions: Positions) -> list[lsp.TextEdit]:
     result = format_source(source)
     if result.text is None or not result.changed:
         return []
-    end = ls.positions.position(source, len(source.text))
+    end = positions.position(source, len(source.text))
     return [lsp.TextEdit(lsp.Range(lsp.Position(0, 0), end), result.text)]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-def document_symbol(
+async def document_symbol(
     ls: HarnessServer, params: lsp.DocumentSymbolParams
 ) -> list[lsp.DocumentSymbol]:
     source = ls.text_of(params.text_document.uri)
     if source is None:
         return []
-    return outline.document_symbols(parse_source(source).module, ls.positions)
+    positions = ls.positions
+    return await asyncio.to_thread(
+        lambda: outline.document_symbols(parse_source(source).module, positions)
+    )
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
-def folding_range(ls: HarnessServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
+async def folding_range(
+    ls: HarnessServer, params: lsp.FoldingRangeParams
+) -> list[lsp.FoldingRange]:
     source = ls.text_of(params.text_document.uri)
     if source is None:
         return []
-    return outline.folding_ranges(parse_source(source).module)
+    return await asyncio.to_thread(lambda: outline.folding_ranges(parse_source(source).module))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
