@@ -115,6 +115,10 @@ def run_grants(args: argparse.Namespace, refuse: Callable[[str], str | None]) ->
     return _run(args, act, refuse)
 
 
+_READ_ONLY = frozenset({"list", "show"})
+"""The actions that only read the log."""
+
+
 class _Usage(Exception):
     pass
 
@@ -149,7 +153,9 @@ def _run(args: argparse.Namespace, act: Any, refuse: Callable[[str], str | None]
     if spec is None:
         return EXIT_USAGE
     try:
-        store = open_store(args.store)
+        # a listing or a look at one request reads the log only: opened read-only, it is never
+        # upgraded, checkpointed or written, whatever the harness does
+        store = open_store(args.store, readonly=args.action in _READ_ONLY)
     except StoreError as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return EXIT_USAGE

@@ -488,6 +488,18 @@ steps one per row)."""
 _READ_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
+def _special_file(path: str | PathLike[str]) -> bool:
+    """Whether `path` names something other than a file or a directory (a named pipe, a
+    socket, a device); `os.stat` reads what it is without opening it."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False  # absent, or a name SQLite will refuse itself
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 class SQLiteStore(GroupCommitted):
     """The embedded event store: one SQLite file, WAL mode, one transaction per append.
 
@@ -526,6 +538,9 @@ class SQLiteStore(GroupCommitted):
         self._seqs = SeqCache()
         atexit.register(flush_at_exit, weakref.ref(self))
         self._conn: sqlite3.Connection | None = None
+        if _special_file(path):
+            # a named pipe would block the open until some other process writes to it
+            raise StoreError(f"cannot open the event store `{path}`: it is not a regular file")
         try:
             if readonly:
                 uri = "file:" + urllib.parse.quote(os.fspath(path)) + "?mode=ro"
