@@ -162,7 +162,7 @@ def _run(args: argparse.Namespace, act: Any, refuse: Callable[[str], str | None]
     with store:
         try:
             out = act(Harness(spec, store=store), by)
-        except _Usage as error:
+        except (_Usage, StoreError) as error:  # StoreError: a log this version cannot read
             sys.stderr.write(f"harnessc: {error}\n")
             return EXIT_USAGE
         except ApprovalError as error:

@@ -777,6 +777,11 @@ def entry() -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # a text read from a log may hold a lone surrogate (`"\ud800"` is valid JSON): printed as
+    # its escape rather than failing the whole command at the first one
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))

@@ -54,6 +54,7 @@ from .events import (
     Event,
     NewEvent,
     Secrets,
+    StoreError,
     approval_requested,
     approval_resolved,
     grant_issued,
@@ -677,7 +678,7 @@ class Approvals:
             for view in views.approvals.values():
                 known = self.requests.get(view.approval_id)
                 if known is None:
-                    known = self.requests[view.approval_id] = _request_of(view)
+                    known = self.requests[view.approval_id] = _read(_request_of, view)
                     if known.status == "pending":
                         self._asked[_asked_key(known)] = known.request_id
                 elif known.status == "pending" and view.status != "pending":
@@ -685,7 +686,7 @@ class Approvals:
             for view in views.grants.values():
                 grant = self.grants.get(view.grant_id)
                 if grant is None:
-                    self.grants[view.grant_id] = _grant_of(view, path_facts)
+                    self.grants[view.grant_id] = _read(_grant_of, view, path_facts)
                 elif grant.status == "active" and view.status != "active":
                     self.grants[view.grant_id] = replace(grant, status=view.status)
 
@@ -887,6 +888,17 @@ def _grant_of(view: Any, path_facts: frozenset[str]) -> ApprovalGrant:
         session_id=view.stream,
         rule_bound=p.get("bound") == "rule",
     )
+
+
+def _read(build: Callable[..., Any], view: Any, *args: Any) -> Any:
+    """A request or grant from its folded events; `StoreError` when they are not the records
+    their types name (a time that is not a time, a field of the wrong kind)."""
+    try:
+        return build(view, *args)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        name = getattr(view, "approval_id", None) or getattr(view, "grant_id", "?")
+        what = "approval request" if hasattr(view, "approval_id") else "grant"
+        raise StoreError(f"the {what} `{name}` in the log cannot be read: {error}") from None
 
 
 def _parse_time(text: str | None) -> datetime:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .events import GENESIS_HASH, KINDS, Event, event_hash
+from .events import GENESIS_HASH, KINDS, Event, StoreError, event_hash
 from .integrity import Checkpoint, LogKey
 
 __all__ = [
@@ -27,10 +27,6 @@ __all__ = [
 class NotUtf8(bytes):
     """Stored text that is not UTF-8, as a store reads it back (a blob stays plain bytes): the
     walk reports the column, never a decoding error."""
-
-
-class StoreError(RuntimeError):
-    """The store cannot do what was asked (closed, a newer file format, …)."""
 
 
 class ConcurrencyError(StoreError):

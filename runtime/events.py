@@ -42,6 +42,8 @@ __all__ = [
     "NewEvent",
     "PayloadTemplate",
     "Secrets",
+    "StoreError",
+    "UnreadableEvent",
     "approval_requested",
     "approval_resolved",
     "call_superseded",
@@ -58,6 +60,7 @@ __all__ = [
     "json_value",
     "mcp_tools_changed",
     "payload_text",
+    "read_payload",
     "redact",
     "redact_args",
     "secret_digests",
@@ -100,6 +103,44 @@ def format_time(moment: datetime) -> str:
     # isoformat is C code and writes the same digits as the strftime pattern
     # `%Y-%m-%dT%H:%M:%S.%fZ` (whose `%Y` would not pad a year before 1000), then `+00:00`
     return moment.isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+class StoreError(RuntimeError):
+    """The store cannot do what was asked (closed, a newer file format, a row it cannot
+    read, …)."""
+
+
+class UnreadableEvent(StoreError):
+    """A stored event this version cannot read: a payload that is not a JSON object, or not
+    the record its type names. The log was written by something else or changed under it;
+    `harnessc log verify` says whether the chain vouches for the row."""
+
+    def __init__(self, position: int, type: str, reason: str) -> None:
+        self.position = position
+        self.type = type
+        super().__init__(
+            f"the event at position {position} (`{_clip(str(type))}`) cannot be read: {reason}"
+        )
+
+
+def read_payload(position: int, type: str, text: Any) -> dict[str, Any]:
+    """A stored event's payload text as data: `UnreadableEvent` when it is not UTF-8 text
+    holding a JSON object (what every reader of the log takes it to be)."""
+    if not isinstance(text, str):
+        raise UnreadableEvent(position, type, "its payload is not UTF-8 text")
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise UnreadableEvent(position, type, f"its payload is not JSON ({error})") from None
+    except RecursionError:
+        raise UnreadableEvent(position, type, "its payload nests too deeply") from None
+    if value.__class__ is not dict:
+        raise UnreadableEvent(position, type, "its payload is not a JSON object")
+    return value  # type: ignore[no-any-return]
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class EventError(ValueError):
@@ -242,8 +283,9 @@ class Event:
 
     @cached_property
     def payload(self) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads(self.payload_json)
-        return value
+        """The payload as data; `UnreadableEvent` when the stored text is not a JSON object
+        (a row written by something else, or changed under the log)."""
+        return read_payload(self.position, self.type, self.payload_json)
 
     def body(self) -> dict[str, Any]:
         """The event without its hash: what the hash is computed over."""

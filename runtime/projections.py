@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .events import Event
+from .events import Event, UnreadableEvent
 from .store import EventStore
 
 __all__ = [
@@ -172,7 +172,13 @@ class Projections:
         session.position = event.position
         handler = _HANDLERS.get(event.type)
         if handler is not None:
-            handler(self, event, event.payload)
+            try:
+                handler(self, event, event.payload)
+            except (KeyError, TypeError, ValueError, AttributeError) as error:
+                # a payload without the fields its type has (written by something else, or
+                # changed under the log): say which event, never an internal error
+                reason = f"it is not a `{event.type}` record ({type(error).__name__}: {error})"
+                raise UnreadableEvent(event.position, event.type, reason) from None
 
     # -- handlers -----------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from typing import Any, cast
 
 from .availability import Facts
 from .calls import execution_params
-from .events import REDACTED, Event
+from .events import REDACTED, Event, UnreadableEvent, read_payload
 from .history import (
     FACTS_UPDATED,
     USER_SAID,
@@ -70,6 +70,8 @@ PAGE = 5000
 
 _SESSION_TYPES = ("session.started", "session.resumed", "session.ended", "task.fact")
 _LEDGER_TYPES = (USER_SAID, WORKFLOW_INPUT, WORKFLOW_STEP_RESULT)
+_SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, RecursionError)
+"""What reading a payload of the wrong shape raises."""
 _TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 _MARK = json.dumps(REDACTED)
 
@@ -332,58 +334,72 @@ def read_decisions(
     calls: dict[tuple[str, str], _Call] = {}
     sweep = 2 * KEPT
     family_ledgers: dict[str, Ledger] = {}
-    loads = json.loads
     index, parts = part
     others: set[str] = set()  # the streams of other parts' families
-    for rows in _pages(store, types, moves, after, page):
-        for position, stream, kind, text, time in rows:
-            if stream in others:
-                continue
-            if kind == "decision":
-                if parts > 1 and stream not in sessions and family_part(stream, parts) != index:
+    at: tuple[int, str] = (after, "")  # the row being read: an error names it
+    try:
+        for rows in _pages(store, types, moves, after, page):
+            for position, stream, kind, text, time in rows:
+                at = (position, kind)
+                if not isinstance(text, str):  # a blob that is not UTF-8
+                    raise UnreadableEvent(position, kind, "its payload is not UTF-8 text")
+                if stream in others:
                     continue
-                found = _decision(position, stream, time, text, sessions, calls, family_ledgers)
-                yield found
-                if found.outcome.authorized or found.outcome.effect == "deny":
-                    call = calls.get((stream, f"{found.tool_call_id}:{found.input_hash}"))
+                if kind == "decision":
+                    if parts > 1 and stream not in sessions and family_part(stream, parts) != index:
+                        continue
+                    found = _decision(position, stream, time, text, sessions, calls, family_ledgers)
+                    yield found
+                    if found.outcome.authorized or found.outcome.effect == "deny":
+                        call = calls.get((stream, f"{found.tool_call_id}:{found.input_hash}"))
+                        if call is not None:
+                            call.settled = True
+                    continue
+                if kind == "action.transition":
+                    st = sessions.get(stream)
+                    if st is None:
+                        continue
+                    call = _requested(text) if '"to":"REQUESTED"' in text else None
                     if call is not None:
-                        call.settled = True
-                continue
-            if kind == "action.transition":
+                        calls[stream, call.key] = call
+                        if len(calls) > sweep:
+                            sweep = len(_swept(calls)) + KEPT
+                    if ledgers:
+                        p = (
+                            call.requested()
+                            if call is not None
+                            else read_payload(position, kind, text)
+                        )
+                        _feed(family_ledgers, st, _Row(position, stream, kind, p, time))
+                    continue
+                row = _Row(position, stream, kind, read_payload(position, kind, text), time)
+                if kind in _SESSION_TYPES:
+                    folded.apply(cast(Event, row))
+                    if kind == "session.started":
+                        st = _start(folded.sessions[stream], sessions)
+                        if parts > 1 and family_part(st.family, parts) != index:
+                            others.add(stream)
+                            continue
+                        if ledgers:
+                            assert terms is not None
+                            family_ledgers.setdefault(st.family, Ledger(terms))
+                    elif kind == "task.fact" and stream in sessions:
+                        sessions[stream].denied()
+                    elif kind == "session.ended":
+                        folded.sessions.pop(stream, None)
                 st = sessions.get(stream)
                 if st is None:
                     continue
-                call = _requested(text) if '"to":"REQUESTED"' in text else None
-                if call is not None:
-                    calls[stream, call.key] = call
-                    if len(calls) > sweep:
-                        sweep = len(_swept(calls)) + KEPT
+                if kind in FACT_EVENTS:
+                    st.facts = fold_facts(st.facts, kind, row.payload)
                 if ledgers:
-                    p = call.requested() if call is not None else loads(text)
-                    _feed(family_ledgers, st, _Row(position, stream, kind, p, time))
-                continue
-            row = _Row(position, stream, kind, loads(text), time)
-            if kind in _SESSION_TYPES:
-                folded.apply(cast(Event, row))
-                if kind == "session.started":
-                    st = _start(folded.sessions[stream], sessions)
-                    if parts > 1 and family_part(st.family, parts) != index:
-                        others.add(stream)
-                        continue
-                    if ledgers:
-                        assert terms is not None
-                        family_ledgers.setdefault(st.family, Ledger(terms))
-                elif kind == "task.fact" and stream in sessions:
-                    sessions[stream].denied()
-                elif kind == "session.ended":
-                    folded.sessions.pop(stream, None)
-            st = sessions.get(stream)
-            if st is None:
-                continue
-            if kind in FACT_EVENTS:
-                st.facts = fold_facts(st.facts, kind, row.payload)
-            if ledgers:
-                _feed(family_ledgers, st, row)
+                    _feed(family_ledgers, st, row)
+    except _SHAPE_ERRORS as error:
+        # a payload without the fields its type has (written by something else, or changed
+        # under the log): which event, never an internal error
+        raise UnreadableEvent(
+            at[0], at[1], f"it is not a `{at[1]}` record ({type(error).__name__}: {error})"
+        ) from None
 
 
 def family_part(family: str, parts: int) -> int:
@@ -507,13 +523,13 @@ class _Decided:
         )
 
 
-def _decision_payload(text: str) -> tuple[_Decided, str, str, str, bool]:
+def _decision_payload(position: int, text: str) -> tuple[_Decided, str, str, str, bool]:
     """A decision event's shared part, decision id, input hash, tool_call_id and whether it
     authorised the call: the per-call values are cut out of its text, the rest decoded once
     per distinct text (`_DECIDED`); a text of another shape is decoded whole."""
     cut = _cut(text)
     if cut is None:
-        p = json.loads(text)
+        p = read_payload(position, "decision", text)
         return (
             _Decided(p),
             str(p.get("decision_id")),
@@ -557,7 +573,7 @@ def _decision(
     calls: dict[tuple[str, str], _Call],
     ledgers: dict[str, Ledger],
 ) -> RecordedDecision:
-    fixed, decision_id, input_hash, tool_call_id, authorized = _decision_payload(text)
+    fixed, decision_id, input_hash, tool_call_id, authorized = _decision_payload(position, text)
     tool_id = fixed.tool_id
     st = sessions.get(stream)
     context = None

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .calls import judge_policies
+from .events import UnreadableEvent
 from .model import Spec
 from .policy import Decider, Decision, PolicyEngine, UnknownPolicyError
 from .recorded import PAGE, RecordedDecision, policies_in, read_decisions
@@ -306,6 +307,8 @@ def replay(
     gc.disable()
     try:
         tally(report, replayer, stream, first)
+    except UnreadableEvent as err:  # a row it cannot read: the error names it
+        report.incomplete = str(err)
     except Exception as err:  # the log could not be read on: report what was read
         report.incomplete = (
             f"the log could not be read after position {report.last_position}: "

@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .calls import judge_policies
-from .events import DECISION_DIVERGED, NewEvent, decision_diverged
+from .events import (
+    DECISION_DIVERGED,
+    NewEvent,
+    UnreadableEvent,
+    decision_diverged,
+    read_payload,
+)
 from .model import Spec
 from .policy import CallContext, Decision, PolicyEngine
 from .recorded import session_agent
@@ -215,16 +221,18 @@ def _counts(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
 def divergences(store: EventStore, *, first: int = 20, after: int = 0) -> DivergenceReport:
     """Every `decision.diverged` event of the log, grouped and counted (read page by
     page); `first`: how many decision ids each group lists."""
-    import json
-
     from .recorded import PAGE, read_rows
 
     report = DivergenceReport()
     for position, _stream, _type, text, _time in read_rows(
         store, (DECISION_DIVERGED,), after=after, page=PAGE
     ):
-        p = json.loads(text)
+        p = read_payload(position, DECISION_DIVERGED, text)
         active, cand = p.get("active") or {}, p.get("candidate") or {}
+        if not (isinstance(active, dict) and isinstance(cand, dict)):
+            raise UnreadableEvent(
+                position, DECISION_DIVERGED, "its `active` or `candidate` is not an object"
+            )
         key = (
             p.get("tool_id"),
             p.get("kind"),

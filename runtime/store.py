@@ -650,7 +650,12 @@ class SQLiteStore(GroupCommitted):
             sql += " LIMIT ?"
             params.append(limit)
         with self._lock:
-            rows = self._connection().execute(sql, params).fetchall()
+            try:
+                rows = self._connection().execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as error:  # a damaged file: say so, never a raw error
+                raise StoreError(
+                    f"the event store cannot be read after position {after}: {error}"
+                ) from None
         return [Event(*row) for row in rows]
 
     def scan(

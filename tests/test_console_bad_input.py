@@ -178,3 +178,23 @@ def test_a_page_that_meets_a_row_the_chain_does_not_vouch_for_says_so(
         r = client.get(page + sid if page.endswith("/") else page)
         assert r.status_code == 500 and "The event log does not verify" in r.text, page
         assert f"at position {position + 1}" in r.text
+
+
+def test_a_page_showing_a_lone_surrogate_from_the_log_shows_its_escape(world: Any) -> None:
+    # `"\ud800"` is valid JSON, so a log may hold it: the page failed to encode (a bare 500)
+    from harnessc.runtime.events import NewEvent
+
+    s = world["session"]
+    store = s.harness.store
+    [decided] = [e for e in store.read(s.id) if e.type == "decision"][:1]
+    keep = ("policy_version", "decision_id")
+    payload = {
+        k: "a\ud800b" if isinstance(v, str) and k not in keep else v
+        for k, v in decided.payload.items()
+    }
+    payload["decision_id"] = "dec-9"
+    text = json.dumps(payload, sort_keys=True)  # escaped, as another writer would chain it
+    store.append(NewEvent(s.id, "State", "decision", payload, text))
+    client, _ = login(world["app"], "carol")
+    r = client.get(f"/sessions/{s.id}")
+    assert r.status_code == 200 and "a\\ud800b" in r.text

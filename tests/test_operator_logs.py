@@ -25,24 +25,28 @@ def _digest(folder: Path) -> dict[str, str]:
     }
 
 
+def _asked(tmp_path: Path, store: SQLiteStore) -> str:
+    """One session's call asked for approval, in `store`: the request's id."""
+    h = Harness(compile_text(tmp_path, SHELL), store=store)
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    call = s.normalize("shell.run", "c-1", {"cmd": "ls"})
+    assert isinstance(call, PendingCall)
+    return s.request_approval(call).request_id
+
+
 @pytest.fixture
 def live_copy(tmp_path: Path) -> tuple[Path, str]:
     """A copy of a log taken while its writer was still open: committed transactions sit in
     its `-wal` file, not yet in the database file. Returns the copy and a pending request."""
-    spec = compile_text(tmp_path, SHELL)
     writer = SQLiteStore(tmp_path / "live.db")
-    h = Harness(spec, store=writer)
-    s = h.session("a", actor={"user": "u-1"}, task="t-1")
-    call = s.normalize("shell.run", "c-1", {"cmd": "ls"})
-    assert isinstance(call, PendingCall)
-    request = s.request_approval(call)
+    request = _asked(tmp_path, writer)
     copy = tmp_path / "copy"
     copy.mkdir()
     for name in ("live.db", "live.db-wal"):
         shutil.copyfile(tmp_path / name, copy / name)
     writer.close()
     assert (copy / "live.db-wal").stat().st_size > 0
-    return copy, request.request_id
+    return copy, request
 
 
 def test_listing_approvals_and_grants_changes_nothing_of_the_log(
@@ -84,3 +88,95 @@ def test_a_named_pipe_as_the_log_is_refused_at_once(tmp_path: Path) -> None:
         )
         assert done.returncode == code, done.stderr
         assert "is not a regular file" in done.stdout + done.stderr
+
+
+def _append_row(db: Path, type_: str, payload: str | bytes) -> int:
+    """Append a row the chain does not vouch for (as something other than harnessc would)."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        position, head = conn.execute(
+            "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+        ).fetchone()
+        row = (position + 1, "odd", 1, "State", type_, payload, "2026-01-01T00:00:00Z")
+        conn.execute(
+            "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?)", (*row, head, "f" * 64, None)
+        )
+    conn.close()
+    return int(position) + 1
+
+
+@pytest.fixture
+def logged(tmp_path: Path) -> tuple[Path, Path]:
+    """A log of one session with a decision and a pending request, and its spec file."""
+    spec_file = tmp_path / "g.harness"
+    spec_file.write_text(SHELL, encoding="utf-8")
+    store = SQLiteStore(tmp_path / "log.db")
+    _asked(tmp_path, store)
+    store.close()
+    return tmp_path / "log.db", spec_file
+
+
+@pytest.mark.parametrize(
+    ("type_", "payload", "reason"),
+    [
+        ("decision", "{not json", "its payload is not JSON"),
+        ("decision", "[1, 2]", "its payload is not a JSON object"),
+        ("decision", "[" * 100_000 + "]" * 100_000, "nests too deeply"),
+        ("decision", b"\xff\xfe{}", "its payload is not UTF-8 text"),
+        ("decision", '{"effect": "allow"}', "it is not a `decision` record"),
+        ("approval.requested", '{"tool_id": 1}', "it is not a `approval.requested` record"),
+        ("decision.diverged", '{"tool_call_id": "c", "active": "x"}', "is not"),
+    ],
+    ids=["not-json", "list", "deep", "not-utf8", "decision-fields", "request-fields", "diverged"],
+)
+def test_a_row_that_cannot_be_read_is_named_never_an_internal_error(
+    logged: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    type_: str,
+    payload: str | bytes,
+    reason: str,
+) -> None:
+    # every one of these was H901 ("a bug in harnessc") or a raw Python error text
+    db, spec = logged
+    position = _append_row(db, type_, payload)
+    operators = db.parent / "ops.json"
+    operators.write_text(
+        '{"operators": [{"name": "carol", "roles": ["ops"], "token_sha256": "' + "0" * 64 + '"}]}',
+        encoding="utf-8",
+    )
+    commands = [
+        ["approvals", "list", "--store", str(db)],
+        ["grants", "list", "--store", str(db)],
+        ["console", "--store", str(db), "--spec", str(spec), "--operators", str(operators)],
+    ]
+    if type_ == "decision" and reason.startswith("its payload"):
+        # (replay reports a decision without its fields as not replayable, and goes on)
+        commands.append(["replay", "--log", str(db), "--spec", str(spec)])
+    if type_ == "decision.diverged":
+        commands = [["log", "divergences", "--store", str(db)]]
+    for command in commands:
+        code = main(command)
+        captured = capsys.readouterr()
+        said = captured.err + captured.out
+        assert code == 2, (command, said)
+        assert f"the event at position {position} (`{type_}`) cannot be read" in said, command
+        assert reason in said and "H901" not in said, said
+
+
+def test_a_lone_surrogate_in_the_log_is_printed_as_its_escape(
+    logged: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `"\ud800"` is valid JSON: printing it failed the whole command (UnicodeEncodeError)
+    import json
+    import sqlite3
+
+    db, spec = logged
+    with sqlite3.connect(db) as conn:
+        text = conn.execute("SELECT payload FROM events WHERE type = 'decision'").fetchone()[0]
+    conn.close()
+    decision = json.loads(text)
+    decision.update(tool_call_id="c-2", decision_id="dec-\ud800")
+    _append_row(db, "decision", json.dumps(decision))
+    assert main(["replay", "--log", str(db), "--spec", str(spec)]) in (0, 1)
+    assert "\\ud800" in capsys.readouterr().out

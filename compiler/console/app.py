@@ -77,7 +77,13 @@ class Console:
         html = self.templates.get_template(name).render(
             operator=op, csrf=request.session.get("csrf", ""), **data
         )
-        return HTMLResponse(html, status_code=status)
+        try:
+            return HTMLResponse(html, status_code=status)
+        except UnicodeEncodeError:
+            # a text from the log holding a lone surrogate (`"\ud800"` is valid JSON): shown
+            # as its escape, as the CLI prints it
+            shown = html.encode("utf-8", "backslashreplace").decode("utf-8")
+            return HTMLResponse(shown, status_code=status)
 
 
 def operator_of(request: Request, console: Console) -> Operator | None:

@@ -57,7 +57,11 @@ def run(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
             f"warning: the console listens on {args.host}, not only on this machine: serve it "
             "behind HTTPS (its session cookie is marked Secure)\n"
         )
-    console = Console(Harness(spec, store), operators, args.store)
+    try:
+        console = Console(Harness(spec, store), operators, args.store)
+    except StoreError as error:  # a row this version cannot read: which one, never a traceback
+        sys.stderr.write(f"harnessc: {error}; the console was not started\n")
+        return 2
     app = build_app(console, secure_cookie=not loopback)
     sys.stderr.write(f"harnessc console on http://{args.host}:{args.port}/\n")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

@@ -214,8 +214,13 @@ def divergences_main(args: argparse.Namespace) -> int:
     store = open_log(args.store, getattr(args, "key_file", None))
     if store is None:
         return EXIT_USAGE
+    from harnessc.runtime.chain import StoreError
+
     try:
         report = divergences(store, first=args.first)
+    except StoreError as error:  # a row it cannot read: which one
+        sys.stderr.write(f"harnessc: {error}\n")
+        return EXIT_USAGE
     except Exception as error:  # an unreadable log: say so, never a traceback
         sys.stderr.write(f"harnessc: the log cannot be read: {error}\n")
         return EXIT_USAGE

@@ -778,4 +778,7 @@ def _recorded(spec: m.Spec, args: Any) -> Explanation:
     except (StoreError, LogKeyError) as error:
         raise WhyError(str(error)) from None
     with store:
-        return why_recorded(spec, store, args.decision, agent=args.agent, policy=args.policy)
+        try:
+            return why_recorded(spec, store, args.decision, agent=args.agent, policy=args.policy)
+        except StoreError as error:  # a row it cannot read: which one
+            raise WhyError(str(error)) from None
