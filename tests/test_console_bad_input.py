@@ -198,3 +198,20 @@ def test_a_page_showing_a_lone_surrogate_from_the_log_shows_its_escape(world: An
     client, _ = login(world["app"], "carol")
     r = client.get(f"/sessions/{s.id}")
     assert r.status_code == 200 and "a\\ud800b" in r.text
+
+
+def test_a_page_that_meets_a_chained_row_it_cannot_read_names_it(world: Any) -> None:
+    # a row the chain vouches for (another program wrote it) that is no record: a bare 500
+    from harnessc.runtime.events import NewEvent
+
+    s = world["session"]
+    store = s.harness.store
+    store.append(NewEvent(s.id, "State", "approval.requested", {}, "{}"))
+    position = store.read()[-1].position
+    from starlette.testclient import TestClient
+
+    client = TestClient(world["app"], raise_server_exceptions=False, follow_redirects=False)
+    assert client.post("/login", data={"name": "carol", "password": "tok-carol"}).status_code == 303
+    r = client.get("/approvals")
+    assert r.status_code == 500 and "cannot read" in r.text
+    assert f"the event at position {position} (`approval.requested`) cannot be read" in r.text

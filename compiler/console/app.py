@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harnessc.runtime import ApprovalError, Harness, operations
+from harnessc.runtime.events import UnreadableEvent
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -460,6 +461,15 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         """A page that failed on a record it could not read: when the log's chain does not
         verify (a row changed under it), say so and where, instead of a bare 500."""
         result = console.harness.verify()
+        if result.ok and isinstance(error, UnreadableEvent):
+            return console.render(
+                request,
+                "message.html",
+                500,
+                title="The event log holds a record the console cannot read",
+                text=f"{error}. The chain vouches for the row: another program wrote it, or "
+                "rewrote the log after it.",
+            )
         if result.ok:  # a bug of the console's: the server logs it
             return PlainTextResponse("Internal Server Error", status_code=500)
         return console.render(
