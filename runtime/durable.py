@@ -210,6 +210,22 @@ def same_store(store: EventStore, url: str) -> bool:
     )
 
 
+def has_state(store_url: str) -> bool:
+    """Whether DBOS's state for `store_url` exists (some worker ran workflows on this store),
+    found without creating it: the `.dbos` file beside a SQLite log, the `dbos` schema of a
+    PostgreSQL database."""
+    url = system_database_url(store_url)
+    if url.startswith("sqlite:///"):
+        return os.path.isfile(url[len("sqlite:///") :])
+    import psycopg
+
+    with psycopg.connect(url, connect_timeout=30) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM information_schema.schemata WHERE schema_name = 'dbos'"
+        ).fetchone()
+    return row is not None
+
+
 def open_client(store_url: str) -> DBOSClient:
     """A DBOS client on the system database of `store_url`, created and migrated if new."""
     url = system_database_url(store_url)

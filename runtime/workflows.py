@@ -85,6 +85,23 @@ class Workflows:
     def operator(cls, url: str) -> Workflows:
         """Workflows seen from an operator's shell, with no spec loaded: list, show, decide
         and cancel need none, because every run carries its workflow's IR."""
+        from . import durable
+
+        try:
+            found = durable.has_state(url)
+        except WorkflowError:
+            raise
+        except Exception as exc:  # psycopg: the server does not answer
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise WorkflowError(
+                "store-unavailable", f"cannot open the workflow store `{url}`: {reason}"
+            ) from exc
+        if not found:  # an operator's look creates nothing: no DBOS tables, no `.dbos` file
+            raise WorkflowError(
+                "no-workflow-state",
+                f"no workflow has run on `{url}`: it holds no workflow state (DBOS's, "
+                "which a worker creates when it starts)",
+            )
         ops = cls(None)
         ops.configure(url, run=False)
         return ops

@@ -883,3 +883,21 @@ def test_a_store_that_cannot_be_opened_is_a_clear_error(
         )
     # a listing creates nothing: no empty log, no workflow database beside the file
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_an_operator_look_at_a_log_no_worker_ran_on_creates_no_workflow_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `workflow list` created DBOS's database beside the log (its tables in a PostgreSQL
+    # database) and said "no workflows", even of a copy of a log that records runs
+    from harnessc.runtime.events import NewEvent
+
+    db = tmp_path / "log.db"
+    with SQLiteStore(db) as store:
+        store.append(NewEvent("ses-1", "Text", "user.said", {"text": "hello"}))
+    for action in (("list",), ("show", "run-1"), ("cancel", "run-1")):
+        code, out, err = harnessc(capsys, "workflow", *action, "--store", f"sqlite:///{db}")
+        assert (code, out) == (2, ""), err
+        assert "holds no workflow state" in err
+    # (SQLite's own -wal and -shm files of a reader aside)
+    assert not [p.name for p in tmp_path.iterdir() if p.suffix == ".dbos"]
