@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .events import GENESIS_HASH, KINDS, Event, StoreError, event_hash
+from .events import GENESIS_HASH, KINDS, Event, StoreError, UnreadableEvent, event_hash
 from .integrity import Checkpoint, LogKey
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "ConcurrencyError",
     "NotUtf8",
     "StoreError",
+    "UnreadableEvent",
     "Verification",
     "verify_events",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harnessc.runtime import ApprovalError, Harness, operations
-from harnessc.runtime.events import UnreadableEvent
+from harnessc.runtime.chain import UnreadableEvent
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
