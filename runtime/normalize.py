@@ -320,10 +320,8 @@ class ToolNames:
 
 
 QUOTE_CAP = 256
-"""The most characters of a name a caller wrote (a tool name, a `tool_call_id`) that a refusal's
-message quotes and its `call.refused` event records. A longer one is shown by its two ends and
-its length: no tool has such a name, and a 20 MB name would otherwise be written twice into the
-event (message and `tool`) and sent back to the model in the message."""
+"""The most characters of a name a caller wrote (tool name, `tool_call_id`) a refusal's message
+and event quote; a longer one (a 20 MB name was written twice) by its two ends and length."""
 
 
 def quoted(text: str) -> str:
