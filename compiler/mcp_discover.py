@@ -265,10 +265,29 @@ class Drift:
         if not self.drifted:
             return f"mcp {self.server}: no drift; every declared tool is listed with its schema\n"
         lines = [f"mcp {self.server}: drift"]
-        lines += [f"  + {t}: listed, not declared (not projected)" for t in self.added]
-        lines += [f"  - {t}: declared, not listed (unavailable)" for t in self.removed]
-        lines += [f"  ~ {t}: schema changed (unavailable): {d}" for t, d in self.changed]
+        lines += [f"  + {_shown(t)}: listed, not declared (not projected)" for t in self.added]
+        lines += [f"  - {_shown(t)}: declared, not listed (unavailable)" for t in self.removed]
+        lines += [
+            f"  ~ {_shown(t)}: schema changed (unavailable): {_printable(d)}"
+            for t, d in self.changed
+        ]
         return "\n".join(lines) + "\n"
+
+
+def _shown(name: str) -> str:
+    """A tool name the server chose, as the report prints it: as it is when it is printable
+    ASCII without spaces or quotes, else quoted with every character past ASCII escaped (a
+    newline would forge a line of the report, an escape sequence drive the terminal)."""
+    plain = name.isascii() and name.isprintable() and " " not in name and '"' not in name
+    return name if plain and name else json.dumps(name)
+
+
+def _printable(text: str) -> str:
+    """`text` with each character a terminal would act on (controls, bidirectional marks)
+    as its `\\uXXXX` escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def drift_of(spec: Spec, server: str, discovery: Discovery) -> Drift:

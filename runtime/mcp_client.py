@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import shlex
 import sys
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from .availability import Facts, McpState
+from .canonical import CanonicalError, parse_json
 from .events import mcp_tools_changed
 from .executors import ExecutorContext, Outcome
 from .harness import HARNESS_STREAM
@@ -418,13 +419,18 @@ class McpConnection:
         self._cancel()
         thread.join(self.timeout_s)
         self._thread = None
+        # the SDK may still be stopping the server: its tools are unavailable now regardless
+        self._update("disconnected", connected=False, transport_valid=False, discovered={})
 
     def _cancel(self) -> None:
         loop, stop, task = self._loop, self._stop, self._task
         if loop is None or loop.is_closed():
             return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            if self._client is not None and stop is not None:
+            if stop is not None and (self._client is not None or stop.is_set()):
+                # connected, or already winding down (a loss): the SDK's shutdown ends the
+                # server; cancelling the task would cut that shutdown short, leaving the
+                # server running and this thread waiting on its output for ever
                 loop.call_soon_threadsafe(stop.set)
             elif task is not None:
                 loop.call_soon_threadsafe(task.cancel)
@@ -510,9 +516,12 @@ class McpConnection:
                     self._dirty.set()
 
     def _gone(self, why: str) -> None:
-        """The server stopped answering: end the connection (on its loop)."""
-        self.error = f"the MCP server `{self.server}` stopped answering: {why}"
+        """The server stopped answering: its tools are unavailable from now on, and the
+        connection ends (on its loop)."""
+        if not self._lost:
+            self.error = f"the MCP server `{self.server}` stopped answering: {why}"
         self._lost = True
+        self._update("connection lost", connected=False, transport_valid=False, discovered={})
         if self._stop is not None:
             self._stop.set()
 
@@ -522,11 +531,8 @@ class McpConnection:
             client = self._client
             if client is None:
                 return
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    await client.send_ping()
-            except Exception as exc:
-                self._gone(_why(exc))
+            if not await self._answers(client):
+                self._gone(f"no answer to a ping within {self.timeout_s:g} s")
                 return
 
     async def _watch(self) -> None:
@@ -535,21 +541,35 @@ class McpConnection:
             await self._dirty.wait()
             self._dirty.clear()
             try:
-                await self._refresh(_TOOLS_CHANGED)
-            except Exception as exc:  # the server went away while we listed
-                self.error = f"listing the tools of `{self.server}` failed: {_why(exc)}"
+                async with asyncio.timeout(self.timeout_s):
+                    await self._refresh(_TOOLS_CHANGED)
+            except Exception as exc:  # a listing that failed or never came
+                # the server said its tools changed: the old listing is not trusted, so its
+                # tools are unavailable until a listing succeeds (fail closed)
+                why = "it did not answer" if isinstance(exc, TimeoutError) else _why(exc)
+                self.error = f"listing the tools of `{self.server}` failed: {why}"
+                self._update("listing failed", discovered={})
 
     async def _refresh(self, cause: str) -> None:
         client = self._client
         if client is None:
             return
         tools = await _list_tools(client, refresh=cause != "connected")
-        self.tools = {t.name: t for t in tools}
+        names = Counter(t.name for t in tools)
+        # a name listed twice has no one schema: neither is taken (which one won would depend
+        # on the order the server lists them), so a declared tool of that name is unavailable
+        self.tools = {t.name: t for t in tools if names[t.name] == 1}
+        self.error = (
+            f"`{self.server}` lists {', '.join(sorted(n for n, k in names.items() if k > 1))} "
+            "more than once"
+            if len(self.tools) < len(names)
+            else None
+        )
         self._update(
             cause,
             connected=True,
             transport_valid=True,
-            discovered={t.name: t.input_schema for t in tools},
+            discovered={name: t.input_schema for name, t in self.tools.items()},
         )
 
     def _bind(self) -> None:
@@ -665,7 +685,10 @@ class McpConnection:
         except Exception as exc:
             from mcp_types import CONNECTION_CLOSED
 
-            if getattr(exc, "code", None) != CONNECTION_CLOSED:
+            # the SDK says a closed connection with the code a server's own error may carry
+            # too (-32000, JSON-RPC's first "server error"): a server that still answers a
+            # ping only failed the call
+            if getattr(exc, "code", None) != CONNECTION_CLOSED or await self._answers(client):
                 raise
             self._gone(_why(exc))
             # the request may have reached the server before it went away
@@ -675,6 +698,20 @@ class McpConnection:
                 error_category="connection_lost",
             )
         return _outcome(name, result)
+
+    async def _answers(self, client: Any) -> bool:
+        """Whether the server still answers a ping (within the connection's timeout); an
+        error answer is an answer (a 2026-07-28 server may refuse ping, which that protocol
+        dropped; the session's own ping is sent, as the client's warns)."""
+        from mcp_types import CONNECTION_CLOSED
+
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await client.session.send_ping()
+        except Exception as exc:
+            code = getattr(exc, "code", None)
+            return code is not None and code != CONNECTION_CLOSED
+        return True
 
 
 def _with_state(facts: Facts, server: str, state: McpState) -> Facts:
@@ -694,9 +731,9 @@ def _outcome(name: str, result: Any) -> Outcome:
         )
     data = result.structured_content
     if not isinstance(data, Mapping):
-        try:
-            parsed = json.loads(text) if len(texts) == 1 else None
-        except ValueError:
+        try:  # as arguments are read: no NaN, no nesting past what JSON readers take
+            parsed = parse_json(text) if len(texts) == 1 else None
+        except CanonicalError:
             parsed = None
         data = parsed if isinstance(parsed, Mapping) else {"text": text}
     return Outcome(status="success", data=dict(data))
