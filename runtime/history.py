@@ -49,6 +49,7 @@ __all__ = [
     "FACTS_UPDATED",
     "USER_SAID",
     "WORKFLOW_INPUT",
+    "WORKFLOW_SOURCES",
     "WORKFLOW_STEP_RESULT",
     "HistoryTerms",
     "Ledger",
@@ -67,7 +68,11 @@ WORKFLOW_INPUT = "workflow.input"
 """A workflow run's input, a source of kind `user`."""
 WORKFLOW_STEP_RESULT = "workflow.step_result"
 """An earlier call step's result, recorded in a later step's session: a source of its tool's
-trust and labels."""
+trust and labels (one event per result: logs written before `workflow.sources`)."""
+WORKFLOW_SOURCES = "workflow.sources"
+"""A workflow step's sources, recorded once in its session: the run's `input` (of kind
+`user`) and the `results` of the call steps before it (each of its tool's trust and labels),
+one event where there was one per source."""
 
 
 def time_ms(text: str) -> int | None:
@@ -405,6 +410,14 @@ class Ledger:
                 tool = p.get("tool")
                 if isinstance(tool, str):
                     self.result(tool, p.get("data"), position=pos, time_ms=at)
+            elif kind == WORKFLOW_SOURCES:
+                if "input" in p:
+                    self.workflow_input(p.get("input"), position=pos)
+                results = p.get("results")
+                for found in results if isinstance(results, list) else ():
+                    tool = found.get("tool") if isinstance(found, Mapping) else None
+                    if isinstance(tool, str):
+                        self.result(tool, found.get("data"), position=pos, time_ms=at)
             elif kind == "session.started":
                 facts = p.get("facts")
                 if isinstance(facts, Mapping):
@@ -575,6 +588,7 @@ _FED = frozenset(
         USER_SAID,
         WORKFLOW_INPUT,
         WORKFLOW_STEP_RESULT,
+        WORKFLOW_SOURCES,
         "session.started",
         FACTS_UPDATED,
     }

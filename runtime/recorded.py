@@ -42,6 +42,7 @@ from .history import (
     FACTS_UPDATED,
     USER_SAID,
     WORKFLOW_INPUT,
+    WORKFLOW_SOURCES,
     WORKFLOW_STEP_RESULT,
     HistoryTerms,
     Ledger,
@@ -69,7 +70,7 @@ PAGE = 5000
 """Events read per page."""
 
 _SESSION_TYPES = ("session.started", "session.resumed", "session.ended", "task.fact")
-_LEDGER_TYPES = (USER_SAID, WORKFLOW_INPUT, WORKFLOW_STEP_RESULT)
+_LEDGER_TYPES = (USER_SAID, WORKFLOW_INPUT, WORKFLOW_STEP_RESULT, WORKFLOW_SOURCES)
 _SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, RecursionError)
 """What reading a payload of the wrong shape raises."""
 _TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")

@@ -19,7 +19,7 @@ from .approvals import Approvals
 from .availability import Facts
 from .canonical import canonical_json, jsonable
 from .events import NO_SECRETS, REDACTED, Event, NewEvent, Secrets
-from .history import WORKFLOW_INPUT, WORKFLOW_STEP_RESULT
+from .history import WORKFLOW_SOURCES
 from .lifecycle import ActionState
 from .model import Agent
 from .model import Path as ModelPath
@@ -352,35 +352,43 @@ class RunSources:
     def events(
         self, stream: str, hidden: tuple[frozenset[str], Secrets] = (frozenset(), NO_SECRETS)
     ) -> list[NewEvent]:
-        """The events that seed a step's session on `stream`: `workflow.input`, then each
-        step's `workflow.step_result` in the order of the steps' names."""
+        """The event that seeds a step's session on `stream` (none when there is nothing to
+        seed): one `workflow.sources` holding the run's input and each step's result, in the
+        order of the steps' names. Its canonical text is put together from each part's text,
+        built once for the run; a step with secret values of its own scrubs fresh copies."""
         fields, secrets = hidden
-        out = []
-        if self.input:
-            if secrets:
+        if not self.input and not self.steps:
+            return []
+        if secrets:
+            payload: dict[str, Any] = {}
+            if self.input:
                 shown = {k: REDACTED if k in fields else v for k, v in self.input.items()}
-                out.append(
-                    NewEvent(stream, "State", WORKFLOW_INPUT, {"input": secrets.scrub(shown)})
-                )
-            else:
-                if self._input is None or self._input[0] != fields:
-                    shown = {k: REDACTED if k in fields else v for k, v in self.input.items()}
-                    payload = {"input": shown}
-                    self._input = (fields, payload, canonical_json(payload))
-                _, payload, text = self._input
-                out.append(NewEvent(stream, "State", WORKFLOW_INPUT, payload, text))
+                payload["input"] = secrets.scrub(shown)
+            payload["results"] = [
+                {"step": name, "tool": tool, "data": secrets.scrub(value)}
+                for name, (tool, value) in sorted(self.steps.items())
+            ]
+            return [NewEvent(stream, "State", WORKFLOW_SOURCES, payload)]
+        parts: list[tuple[dict[str, Any], str]] = []
         for name in sorted(self.steps):
-            tool, value = self.steps[name]
-            if secrets:
-                data = {"step": name, "tool": tool, "data": secrets.scrub(value)}
-                out.append(NewEvent(stream, "State", WORKFLOW_STEP_RESULT, data))
-                continue
             built = self._texts.get(name)
             if built is None:
+                tool, value = self.steps[name]
                 data = {"step": name, "tool": tool, "data": value}
                 built = self._texts[name] = (data, canonical_json(data))
-            out.append(NewEvent(stream, "State", WORKFLOW_STEP_RESULT, *built))
-        return out
+            parts.append(built)
+        payload = {"results": [data for data, _ in parts]}
+        # canonical JSON sorts the keys: `input` before `results`, each part as it was written
+        text = '"results":[' + ",".join(t for _, t in parts) + "]}"
+        if self.input:
+            if self._input is None or self._input[0] != fields:
+                shown = {k: REDACTED if k in fields else v for k, v in self.input.items()}
+                self._input = (fields, shown, canonical_json(shown))
+            payload = {"input": self._input[1], **payload}
+            text = '{"input":' + self._input[2] + "," + text
+        else:
+            text = "{" + text
+        return [NewEvent(stream, "State", WORKFLOW_SOURCES, payload, text)]
 
 
 def seed_sources(
@@ -389,9 +397,9 @@ def seed_sources(
     hidden: tuple[frozenset[str], Secrets] = (frozenset(), NO_SECRETS),
 ) -> None:
     """Record a workflow run's sources in a step's session, so its policy reads provenance:
-    the run's input (`workflow.input`, of kind `user`) and each earlier call step's result
-    (`workflow.step_result`, of its tool's trust and labels). `hidden`: the input fields and
-    the secret values that never reach the log (nor the index)."""
+    one `workflow.sources` event holding the run's input (of kind `user`) and each earlier
+    call step's result (of its tool's trust and labels). `hidden`: the input fields and the
+    secret values that never reach the log (nor the index)."""
     if not sources:
         return
     found = sources if isinstance(sources, RunSources) else RunSources.of(sources)
