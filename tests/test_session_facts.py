@@ -267,6 +267,35 @@ def test_a_workflow_steps_policy_sees_the_run_input_and_earlier_step_results() -
     assert "event #" in injected.evidence[0]
 
 
+def test_a_steps_sources_are_read_back_from_the_log_as_the_live_session_read_them() -> None:
+    """A replay of the log (`read_decisions`) rebuilds the step session's ledger from its one
+    `workflow.sources` event, and decides each call as the live session did."""
+    from harnessc.runtime.policy import PolicyEngine
+    from harnessc.runtime.recorded import policies_in, read_decisions
+    from harnessc.runtime.workflow_steps import seed_sources
+
+    h = _harness(None, Clock())
+    s = h.session("bot", actor={"user": "u"})
+    seed_sources(
+        s,
+        {
+            "input": {"payee": IBAN},
+            "steps": {"read": {"tool": "mail.read", "value": {"body": "to NL91ABNA0417164300"}}},
+        },
+    )
+    live = [
+        _run(s, "payments.send", call_id, {"iban": iban})
+        for call_id, iban in (("c1", IBAN), ("c2", "NL91ABNA0417164300"))
+    ]
+    assert [d.rule for d in live] == [None, "pay.injected"]
+    engine, spec = PolicyEngine(h.spec), h.spec
+    again = []
+    for found in read_decisions(h.store, spec):
+        assert found.context is not None
+        again.append(engine.decide(policies_in(spec, found)[0], found.context).rule)
+    assert again == [d.rule for d in live]
+
+
 def test_a_runs_sources_kept_for_the_whole_run_seed_what_the_mapping_seeds() -> None:
     """The interpreter keeps one `RunSources` for a run and adds each result as it comes: a
     later step's session gets the same events, in the same order, as the mapping form gives,
