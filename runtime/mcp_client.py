@@ -236,9 +236,11 @@ async def discover(
     problem = endpoint.problem()
     if problem is not None:
         raise McpError("invalid-transport", problem)
+    reached = False
     try:
         async with asyncio.timeout(timeout_s):
             async with _client(endpoint, timeout_s, errlog=errlog) as client:
+                reached = True
                 tools = await _list_tools(client, refresh=False)
                 info = client.server_info
                 return Discovery(
@@ -256,9 +258,16 @@ async def discover(
             f"{timeout_s:g} s",
         ) from exc
     except Exception as exc:
-        raise McpError(
-            "cannot-connect", f"cannot reach the MCP server at {endpoint.describe()}: {_why(exc)}"
-        ) from exc
+        raise McpError("cannot-connect", _failed(endpoint, reached, exc)) from exc
+
+
+def _failed(endpoint: McpEndpoint, reached: bool, exc: BaseException) -> str:
+    """Why a connection or its first listing failed: a server out of reach, or one that
+    answered with a tool list that is not one."""
+    where = endpoint.describe()
+    if reached:
+        return f"the MCP server at {where} answered, but listing its tools failed: {_why(exc)}"
+    return f"cannot reach the MCP server at {where}: {_why(exc)}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,9 +476,11 @@ class McpConnection:
         self._stop, self._dirty = asyncio.Event(), asyncio.Event()
         cause = "disconnected"
         self._lost = False
+        reached = False
         try:
             client = _client(self.endpoint, self.timeout_s, self._on_message, self._errlog)
             async with client:
+                reached = True
                 self._client = client
                 self.protocol_version = client.protocol_version
                 self.error = None
@@ -491,7 +502,7 @@ class McpConnection:
         except asyncio.CancelledError:
             self.error = self.error or "the connection was cancelled before it was established"
         except Exception as exc:
-            self.error = f"cannot reach the MCP server at {self.endpoint.describe()}: {_why(exc)}"
+            self.error = _failed(self.endpoint, reached and not self._ready.is_set(), exc)
             cause = "connection failed"
         finally:
             self._client = None

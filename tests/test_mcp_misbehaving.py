@@ -4,6 +4,7 @@ never keeps a process or a thread alive past `close()`."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ pytest.importorskip("mcp")
 
 from harnessc.runtime import Harness, Refusal, SQLiteStore
 from harnessc.runtime.events import MCP_TOOLS_CHANGED
-from harnessc.runtime.mcp_client import McpConnection
+from harnessc.runtime.mcp_client import McpConnection, McpEndpoint, McpError, discover
 
 from .test_approvals import compile_text
 from .test_mcp_live import eventually
@@ -84,6 +85,17 @@ def test_a_servers_own_error_32000_fails_the_call_and_keeps_the_connection(serve
     assert "the backend failed" in result.error
     assert conn.connected and h.availability(s.facts).tools[T].available
     assert "connection lost" not in causes(h, s)
+
+
+def test_a_listing_that_is_not_one_is_told_apart_from_a_server_out_of_reach(server: Any) -> None:
+    # the server answered, but its first listing failed: it was "cannot reach the MCP server"
+    _, conn, s = server("bad_listing")
+    assert not conn.connected and conn.error is not None
+    assert "answered, but listing its tools failed" in conn.error
+    refused = invoke(s, "c-1")
+    assert isinstance(refused, Refusal) and refused.code == "unavailable"
+    with pytest.raises(McpError, match="answered, but listing its tools failed"):
+        asyncio.run(discover(McpEndpoint("stdio", f"{sys.executable} {SERVER} bad_listing")))
 
 
 def test_a_tool_listed_twice_is_unavailable_whichever_comes_first(server: Any) -> None:

@@ -4,6 +4,7 @@ server would not let a test do.
 - `rpc_error`: answers a call with JSON-RPC error -32000 (JSON-RPC's first "server error",
   the code the SDK also gives a closed connection), and keeps answering pings.
 - `dup_tools`: lists the tool `t` twice, with two schemas.
+- `bad_listing`: every listing is invalid (a tool without its input schema).
 - `bad_after_change` / `hang_after_change`: a call announces `tools/list_changed`; the next
   listing is then invalid / never answered.
 - `freeze_call`: a call freezes the server (it reads nothing more, ignores end of input).
@@ -32,7 +33,7 @@ def answer(request: dict, result: object) -> None:
 def tools(request: dict) -> None:
     if changed and MODE == "hang_after_change":
         return
-    if changed and MODE == "bad_after_change":
+    if MODE == "bad_listing" or (changed and MODE == "bad_after_change"):
         answer(request, {"tools": [{"name": "t"}]})  # no inputSchema: not a listing
         return
     t = {"name": "t", "description": "echo", "inputSchema": SCHEMA}
