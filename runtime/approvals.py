@@ -62,6 +62,7 @@ from .events import (
     grant_spent,
     grant_used,
     redact_args,
+    short_text,
     spent_stream,
 )
 from .model import Approver, Condition, Grant, Selector, Tool
@@ -424,7 +425,7 @@ class Approvals:
             execution["env"] = {k: REDACTED for k in sorted(pending.execution.env)}
         # a secret value repeated in a field that is not secret is scrubbed too
         args = Secrets.of(tool, pending.args).scrub(redact_args(tool, thaw(pending.args)))
-        shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items())
+        shown = ", ".join(f"{k}={short_text(v, 60)}" for k, v in args.items())
         req = ApprovalRequest(
             request_id="apr-" + uuid.uuid4().hex[:16],
             session_id=session_id,
@@ -817,11 +818,6 @@ def expired_error(req: ApprovalRequest) -> ApprovalError:
 
 def _iso(req: ApprovalRequest) -> str | None:
     return req.expires_at.isoformat() if req.expires_at is not None else None
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _asked_key(req: ApprovalRequest) -> tuple[Any, ...]:

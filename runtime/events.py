@@ -66,6 +66,7 @@ __all__ = [
     "secret_digests",
     "session_ended",
     "session_started",
+    "short_text",
     "system_clock",
 ]
 
@@ -119,7 +120,14 @@ class UnreadableEvent(StoreError):
         self.position = position
         self.type = type
         super().__init__(
-            f"the event at position {position} (`{_clip(str(type))}`) cannot be read: {reason}"
+            f"the event at position {position} (`{short_text(type, 80)}`) cannot be read: {reason}"
+        )
+
+    @classmethod
+    def of_shape(cls, position: int, type: str, error: Exception) -> UnreadableEvent:
+        """A payload without the fields its type has: what reading it raised, as the reason."""
+        return cls(
+            position, type, f"it is not a `{type}` record ({error.__class__.__name__}: {error})"
         )
 
 
@@ -139,7 +147,9 @@ def read_payload(position: int, type: str, text: Any) -> dict[str, Any]:
     return value  # type: ignore[no-any-return]
 
 
-def _clip(text: str, limit: int = 80) -> str:
+def short_text(value: Any, limit: int) -> str:
+    """`value` (its `repr` unless a string) cut to `limit` characters, the last one `…`."""
+    text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

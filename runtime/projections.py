@@ -177,8 +177,7 @@ class Projections:
             except (KeyError, TypeError, ValueError, AttributeError) as error:
                 # a payload without the fields its type has (written by something else, or
                 # changed under the log): say which event, never an internal error
-                reason = f"it is not a `{event.type}` record ({type(error).__name__}: {error})"
-                raise UnreadableEvent(event.position, event.type, reason) from None
+                raise UnreadableEvent.of_shape(event.position, event.type, error) from None
 
     # -- handlers -----------------------------------------------------------------------------
 

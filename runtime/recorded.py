@@ -398,9 +398,7 @@ def read_decisions(
     except _SHAPE_ERRORS as error:
         # a payload without the fields its type has (written by something else, or changed
         # under the log): which event, never an internal error
-        raise UnreadableEvent(
-            at[0], at[1], f"it is not a `{at[1]}` record ({type(error).__name__}: {error})"
-        ) from None
+        raise UnreadableEvent.of_shape(at[0], at[1], error) from None
 
 
 def family_part(family: str, parts: int) -> int:
