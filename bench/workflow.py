@@ -141,21 +141,19 @@ def fresh_store(kind: str, folder: Path, postgres: str | None) -> Iterator[str]:
 
 
 def wait_all(wf: Any, ids: list[str], timeout_s: float = 600.0) -> None:
+    """Wait for every run with `Workflows.wait`, which reads a run's state only when it
+    starts waiting and once the run has ended (this worker's runs say when they end)."""
     deadline = time.monotonic() + timeout_s
-    left = set(ids)
-    while left:
-        left = {i for i in left if wf.status(i)["status"] != "completed"}
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{len(left)} runs did not finish")
-        if left:
-            time.sleep(0.01)
+    for run in ids:
+        if wf.wait(run, timeout_s=max(deadline - time.monotonic(), 0.0))["status"] != "completed":
+            raise SystemExit(f"the run {run} did not complete")
 
 
 def latency(wf: Any, name: str) -> float:
     """A run's time inside the engine: from the start of its first DBOS step (the one that
     records `workflow.started`) to the end of its last (`workflow.completed`), as DBOS stamped
-    them in its checkpoints (the status polling that waits for it here, the queue's pickup and
-    the log's append after the last checkpoint are not counted)."""
+    them in its checkpoints (the wait for it here, the queue's pickup and the log's append after
+    the last checkpoint are not counted)."""
     run = wf.create(name, {}, actor=ACTOR, start=True)
     wait_all(wf, [run])
     steps = {s["function_name"]: s for s in wf._need_client().list_workflow_steps(run)}

@@ -39,6 +39,7 @@ from .workflow_steps import (
     delegate_step,
     log_step,
     record_step,
+    run_ended,
     settle,
 )
 
@@ -50,7 +51,12 @@ INTERPRETER = "harnessc.workflow"
 @DBOS.workflow(name=INTERPRETER)
 async def interpret(run: dict[str, Any]) -> dict[str, Any]:
     """Run one workflow's IR: the only workflow function DBOS knows."""
-    return await _Run(run).go()
+    this = _Run(run)
+    try:
+        return await this.go()
+    finally:
+        if this.branch is None:
+            run_ended(this.id)
 
 
 def _now() -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,9 +48,11 @@ __all__ = [
     "flush",
     "log_step",
     "record_step",
+    "run_ended",
     "running",
     "settle",
     "step_events",
+    "watch_end",
     "worker",
 ]
 
@@ -84,6 +87,53 @@ def worker() -> Worker:
     if _WORKER is None:
         raise WorkflowError("no-engine", "no workflow engine runs in this process")
     return _WORKER
+
+
+class _Ends:
+    """Who in this process waits for a run to end (`Workflows.wait`): the interpreter tells
+    them when a run it runs here has ended (`run_ended`), so a waiter wakes at once instead of
+    reading the run's state again and again while the run it waits for needs the interpreter
+    lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: dict[str, list[threading.Event]] = {}
+
+    def watch(self, run: str) -> threading.Event:
+        ended = threading.Event()
+        with self._lock:
+            self._waiting.setdefault(run, []).append(ended)
+        return ended
+
+    def forget(self, run: str, ended: threading.Event) -> None:
+        with self._lock:
+            waiting = self._waiting.get(run, [])
+            if ended in waiting:
+                waiting.remove(ended)
+            if not waiting:
+                self._waiting.pop(run, None)
+
+    def ended(self, run: str) -> None:
+        with self._lock:
+            waiting = self._waiting.pop(run, [])
+        for ended in waiting:
+            ended.set()
+
+
+_ENDS = _Ends()
+
+
+def watch_end(run: str) -> tuple[threading.Event, Callable[[], None]]:
+    """An event set when a run this process runs ends (its events in the log), and what
+    forgets it; a run another process runs never sets it."""
+    ended = _ENDS.watch(run)
+    return ended, lambda: _ENDS.forget(run, ended)
+
+
+def run_ended(run: str) -> None:
+    """Called by the interpreter when a run ends here (completed, failed, cancelled, or
+    stopped by the engine's shutdown): wake whoever waits for it."""
+    _ENDS.ended(run)
 
 
 # ---------------------------------------------------------------------------------------------

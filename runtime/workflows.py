@@ -49,6 +49,11 @@ from .workflow_plan import (
 if TYPE_CHECKING:
     from .harness import Harness
 
+_FINAL = ("completed", "failed", "cancelled")
+"""The projection's statuses of a run that will not change."""
+_UNFINISHED = ("PENDING", "ENQUEUED", "DELAYED")
+"""DBOS's statuses of a workflow that has not finished (DBOS's own test, `wait_first`)."""
+
 __all__ = [
     "FINISHED",
     "GateOutcome",
@@ -359,17 +364,44 @@ class Workflows:
         return self.status(id)
 
     def wait(self, id: str, timeout_s: float = 60.0) -> dict[str, Any]:
-        """Block until the run finishes (or `timeout_s` passes) and return its projection."""
+        """Block until the run finishes (or `timeout_s` passes) and return its projection.
+
+        The run's state is read when it starts waiting and when the run has ended, not in
+        between: a run this process runs says when it ends, and a run another process runs is
+        found finished by asking DBOS for its status alone, at intervals that double from 5 ms
+        to 0.25 s (a waiter that read the whole state every few milliseconds would take the
+        interpreter lock from the very run it waits for)."""
         import time
 
+        from . import durable, workflow_steps
+
+        client = self._need_client()
         deadline = time.monotonic() + timeout_s
-        while True:
+        ended, forget = workflow_steps.watch_end(id) if self._engine is not None else (None, None)
+        try:
             found = self.status(id)
-            if found["status"] in ("completed", "failed", "cancelled") or (
-                time.monotonic() >= deadline
-            ):
-                return found
-            time.sleep(0.02)
+            delay = 0.005
+            while found["status"] not in _FINAL:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                pause = min(delay, left)
+                delay = min(delay * 2, 0.25)
+                if ended is not None and ended.wait(pause):
+                    ended = None  # told once: a run stopped by a shutdown polls as a remote one
+                    found = self.status(id)
+                    continue
+                if ended is None:
+                    time.sleep(pause)
+                now = durable.dbos_status(client, id, load_input=False)
+                if now is None or now.status not in _UNFINISHED:
+                    found = self.status(id)
+            if found["status"] not in _FINAL:
+                found = self.status(id)  # the state as the deadline found it
+            return found
+        finally:
+            if forget is not None:
+                forget()
 
     # -- helpers ----------------------------------------------------------------------------------
 

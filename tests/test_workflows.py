@@ -42,6 +42,7 @@ class Jobs:
         # the jobs of a parallel pair, set when each has started
         self.arrived = {31: threading.Event(), 32: threading.Event()}
         self.overlapped: list[int] = []  # the jobs that saw their partner start
+        self.hold = threading.Event()  # job 401 runs until it is set
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +65,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Harness, Job
             jobs.seen.append([(s["name"], s["state"]) for s in steps])
         if args["n"] == 13:
             raise RuntimeError("job 13 always fails")
+        if args["n"] == 401:
+            jobs.hold.wait(timeout=20)
         return {"n": args["n"]}
 
     @h.implement("job.undo")
@@ -130,6 +133,39 @@ def test_calls_run_in_order_through_the_harness(env: tuple[Harness, Jobs, Path])
         | {f"workflow:{run}/~start": 1, f"workflow:{run}/~end": 1}
     )
     assert h.verify().ok
+
+
+def test_wait_reads_the_run_when_it_starts_and_when_the_run_has_ended(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    # a waiter read the run's whole state every 20 ms, taking the interpreter lock from the
+    # run it waited for; now the worker's own runs say when they end, and a process that runs
+    # no workflow asks DBOS for the run's status alone until it has finished
+    h, jobs, tmp = env
+    outside = observer(h.spec, f"sqlite:///{tmp / 'harness.db'}")
+    for waiter in (h.workflows, outside.workflows):
+        reads: list[str] = []
+        real = waiter.status
+
+        def counting(id: str, real: Any = real, reads: list[str] = reads) -> dict[str, Any]:
+            reads.append(id)
+            return real(id)
+
+        jobs.hold.clear()
+        run = h.workflows.create("four", {"base": 401}, actor=ENGINEER, start=True)
+        release = threading.Timer(0.6, jobs.hold.set)
+        release.start()
+        waiter.status = counting  # type: ignore[method-assign]
+        try:
+            done = waiter.wait(run, timeout_s=60)
+        finally:
+            del waiter.status
+            release.cancel()
+            jobs.hold.set()
+        assert done["status"] == "completed"
+        assert [s["state"] for s in done["steps"]] == ["succeeded"] * 4
+        assert 1 <= len(reads) <= 3, len(reads)
+    outside.workflows.close()
 
 
 def test_status_shows_each_call_running_after_the_ones_before_it(
