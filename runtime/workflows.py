@@ -51,8 +51,6 @@ if TYPE_CHECKING:
 
 _FINAL = ("completed", "failed", "cancelled")
 """The projection's statuses of a run that will not change."""
-_UNFINISHED = ("PENDING", "ENQUEUED", "DELAYED")
-"""DBOS's statuses of a workflow that has not finished (DBOS's own test, `wait_first`)."""
 
 __all__ = [
     "FINISHED",
@@ -394,7 +392,7 @@ class Workflows:
                 if ended is None:
                     time.sleep(pause)
                 now = durable.dbos_status(client, id, load_input=False)
-                if now is None or now.status not in _UNFINISHED:
+                if now is None or now.status in FINISHED:
                     found = self.status(id)
             if found["status"] not in _FINAL:
                 found = self.status(id)  # the state as the deadline found it
