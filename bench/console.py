@@ -10,6 +10,11 @@ and `GET /sessions/ID?after=P` (a page from the middle of the session) through t
 real route (Starlette's TestClient, the whole request: routing, session cookie, the store read,
 the template). Prints the best and the median of `--rounds`, the page's size, and the machine's
 load average. The target for the first page is 300 ms.
+
+Beside them, what the operators' commands add (`Harness.vouched`: the log's chain verified
+before any of them acts): the first walk of the whole chain on the opened console, against the
+time it took to open (to fold the log), which is what `harnessc approvals …` pays on top of its
+own opening; and `GET /approvals` afterwards, which verifies only what was appended since.
 """
 
 from __future__ import annotations
@@ -92,10 +97,16 @@ def measure(spec: Spec, url: str, rounds: int) -> dict[str, Any]:
     middle = positions[len(positions) // 2]
     first, first_size = timed(client, "/sessions/bench", rounds)
     later, later_size = timed(client, f"/sessions/bench?after={middle}", rounds)
+    start = time.perf_counter()
+    console.harness.vouched()  # what the first page of approvals or grants pays once
+    walked = time.perf_counter() - start
+    approvals, _ = timed(client, "/approvals", rounds)
     store.close()
     return {
         "events": len(positions),
         "opened_s": opened,
+        "walked_s": walked,
+        "approvals": approvals,
         "first": first,
         "first_size": first_size,
         "later": later,
@@ -118,8 +129,12 @@ def report(name: str, m: dict[str, Any]) -> None:
             f"{name:<10} {page:<6} page  best {best:8.1f} ms  median {median:8.1f} ms  "
             f"{m[page + '_size'] / 1024:6.1f} KiB{mark}"
         )
-    opened = m["opened_s"]
+    opened, walked = m["opened_s"], m["walked_s"]
     print(f"{name:<10} {m['events']:,} events in the session; the console opened in {opened:.1f} s")
+    print(
+        f"{name:<10} the chain's first walk {walked:.2f} s ({walked / opened:.2f}× the opening); "
+        f"then /approvals median {statistics.median(m['approvals']):.1f} ms"
+    )
 
 
 def main() -> int:

@@ -32,6 +32,7 @@ See docs/runtime.md for the guide.
 - mcp_tool, strict_parameters, StrictParameters: MCP `tools/list` and OpenAI strict-mode
   exports (runtime/exports.py)
 - EventStore, SQLiteStore, MemoryStore, Event, Verification, Projections: the event log;
+  UnverifiedLog: what the operators' commands raise on a log whose chain does not verify;
   open_store opens one by URL (`sqlite:///PATH`, `postgresql://…`, `memory://`)
 - Checkpoint, CheckpointError, LogKey, LogKeyError: checkpoints of the log's head and the
   optional log key (runtime/integrity.py)
@@ -99,6 +100,7 @@ __all__ = [
     "ToolAvailability",
     "ToolCall",
     "ToolNames",
+    "UnverifiedLog",
     "Validator",
     "Verification",
     "WorkflowError",
@@ -173,6 +175,7 @@ _WHERE = {
     "ToolAvailability": "availability",
     "ToolCall": "adapters",
     "ToolNames": "normalize",
+    "UnverifiedLog": "chain",
     "Validator": "normalize",
     "Verification": "chain",
     "WorkflowError": "workflows",
@@ -214,7 +217,7 @@ if TYPE_CHECKING:
         ToolAvailability,
     )
     from .canonical import Execution, canonical_json, input_hash
-    from .chain import Verification
+    from .chain import UnverifiedLog, Verification
     from .embedding import LazyQueryEmbedder
     from .events import Event
     from .evidence import Evidence, EvidenceItem

@@ -16,10 +16,12 @@ from .integrity import Checkpoint, LogKey
 
 __all__ = [
     "Anchor",
+    "ChainWatch",
     "ConcurrencyError",
     "NotUtf8",
     "StoreError",
     "UnreadableEvent",
+    "UnverifiedLog",
     "Verification",
     "verify_events",
 ]
@@ -124,8 +126,60 @@ def verify_events(
     return walk.run(iter(events))
 
 
+class UnverifiedLog(StoreError):
+    """The log's chain does not verify (`verification` says where and why): what was read
+    from it is not vouched for, so nothing is decided on it. The operators' commands raise it
+    (`Harness.vouched`)."""
+
+    def __init__(self, verification: Verification) -> None:
+        self.verification = verification
+        where = "" if verification.position is None else f" at position {verification.position}"
+        super().__init__(
+            f"the event log does not verify{where}: {verification.reason}; its records are not "
+            "acted on until it is restored from a copy that verifies (`harnessc log verify` "
+            "walks it)"
+        )
+
+
+class ChainWatch:
+    """A verification that keeps up with a log as it grows: the first `check` walks the whole
+    chain (and every MAC, with the log key), each later one only the events appended since,
+    read a page at a time from where the last one stopped. What it vouches for is each event as
+    it was read: one changed after it was checked is found by a whole walk (`store.verify`,
+    `harnessc log verify`), not here. A break, once found, is the answer for good.
+
+    `store`: anything with `read(after=…, limit=…)` in position order (every `EventStore`).
+    """
+
+    PAGE = 1000
+
+    def __init__(self, store: Any, key: LogKey | None) -> None:
+        self._store = store
+        self._walk = _Walk(None, key)
+
+    @property
+    def checked(self) -> int:
+        """How many events, from the first, have been vouched for."""
+        return self._walk.checked
+
+    def check(self) -> Verification:
+        """Walk on to the log's head: ok with every event read so far, or the first broken
+        link (never raises for a damaged log)."""
+        self._walk.feed(self._events())
+        return self._walk.result()
+
+    def _events(self) -> Iterator[Event]:
+        while True:
+            page = self._store.read(after=self._walk.checked, limit=self.PAGE)
+            yield from page
+            if len(page) < self.PAGE:
+                return
+
+
 class _Walk:
-    """One verification: the chain, then the checkpoint, then the MACs."""
+    """One verification: the chain, then the checkpoint, then the MACs. It can go on: `feed`
+    takes the events that follow the last ones it took (`ChainWatch`), `result` says what the
+    walk so far shows."""
 
     def __init__(self, anchor: Checkpoint | None, key: LogKey | None) -> None:
         self.anchor = anchor
@@ -134,9 +188,12 @@ class _Walk:
         self.notes: list[str] = []
         self.keyed_from: int | None = None  # the first event that carries a MAC
         self.last: Event | None = None
+        self.prev_hash = GENESIS_HASH
+        self.last_seq: dict[str, int] = {}
+        self.broken: Verification | None = None
 
     def failed(self, position: int | None, reason: str) -> Verification:
-        return Verification(
+        self.broken = Verification(
             False,
             self.checked,
             position,
@@ -145,6 +202,7 @@ class _Walk:
             authenticated=self.key is not None,
             notes=tuple(self.notes),
         )
+        return self.broken
 
     def run(self, walk: Iterator[Event]) -> Verification:
         anchor = self.anchor
@@ -159,53 +217,75 @@ class _Walk:
                     "the checkpoint's tag does not match the log key: the checkpoint was "
                     "altered or taken with another key",
                 )
-        prev_hash = GENESIS_HASH
-        last_seq: dict[str, int] = {}
-        while True:
-            try:
-                e = next(walk, None)
-            except StoreError as error:
-                return self.failed(
-                    None, f"the log cannot be read after position {self.checked}: {error}"
-                )
-            if e is None:
-                break
-            malformed = _malformed(e)
-            if malformed is not None:
-                return self.failed(self.checked + 1, malformed)
-            broken = _broken_link(e, self.checked + 1, prev_hash, last_seq)
-            if broken is not None:
-                return self.failed(*broken)
-            if anchor is not None and e.position == anchor.position and e.hash != anchor.hash:
-                return self.failed(
-                    e.position,
-                    f"the hash at position {e.position} differs from the checkpoint: the log "
-                    "was rewritten at or before it",
-                )
-            forged = self.check_mac(e)
-            if forged is not None:
-                return self.failed(e.position, forged)
-            last_seq[e.stream] = e.seq
-            prev_hash = e.hash
-            self.checked += 1
-            self.last = e
+        return self.feed(walk) or self.result()
+
+    def feed(self, walk: Iterator[Event]) -> Verification | None:
+        """Walk on through `walk`, the events after the last one taken: the first broken link
+        (kept: the walk takes nothing more), or None."""
+        if self.broken is not None:
+            return self.broken
+        anchor = self.anchor
+        prev_hash, last_seq = self.prev_hash, self.last_seq
+        try:
+            while True:
+                try:
+                    e = next(walk, None)
+                except StoreError as error:
+                    return self.failed(
+                        None, f"the log cannot be read after position {self.checked}: {error}"
+                    )
+                if e is None:
+                    return None
+                malformed = _malformed(e)
+                if malformed is not None:
+                    return self.failed(self.checked + 1, malformed)
+                broken = _broken_link(e, self.checked + 1, prev_hash, last_seq)
+                if broken is not None:
+                    return self.failed(*broken)
+                if anchor is not None and e.position == anchor.position and e.hash != anchor.hash:
+                    return self.failed(
+                        e.position,
+                        f"the hash at position {e.position} differs from the checkpoint: the "
+                        "log was rewritten at or before it",
+                    )
+                forged = self.check_mac(e)
+                if forged is not None:
+                    return self.failed(e.position, forged)
+                last_seq[e.stream] = e.seq
+                prev_hash = e.hash
+                self.checked += 1
+                self.last = e
+        finally:
+            self.prev_hash = prev_hash
+
+    def result(self) -> Verification:
+        """What the events taken so far show, as a whole log: ok, or why not."""
+        if self.broken is not None:
+            return self.broken
+        anchor = self.anchor
         if anchor is not None and self.checked < anchor.position:
             return self.failed(
                 anchor.position,
                 f"the log ends at position {self.checked}, before the checkpoint at position "
                 f"{anchor.position}: events were removed",
             )
+        notes = list(self.notes)
         if self.key is not None and self.last is not None and self.last.mac is None:
             what = "carries no MAC" if self.keyed_from is None else "lost their MACs"
-            return self.failed(
+            return Verification(
+                False,
+                self.checked,
                 self.last.position if self.keyed_from is None else self.keyed_from,
                 f"the log {what}: it was not written with the log key from its last event "
                 "back, so nothing in it is authenticated"
                 if self.keyed_from is None
                 else f"events after position {self.keyed_from} {what}",
+                anchored=anchor is not None,
+                authenticated=True,
+                notes=tuple(notes),
             )
         if self.key is None and self.keyed_from is not None:
-            self.notes.append(
+            notes.append(
                 "the log carries MACs but no log key was given: they were not checked, so a "
                 "rewrite by whoever can write the log would pass"
             )
@@ -214,7 +294,7 @@ class _Walk:
             self.checked,
             anchored=anchor is not None,
             authenticated=self.key is not None,
-            notes=tuple(self.notes),
+            notes=tuple(notes),
         )
 
     def check_mac(self, e: Event) -> str | None:

@@ -67,6 +67,7 @@ from .sessions import Session, as_recorded, facts_record, replay_facts
 
 if TYPE_CHECKING:
     from .shadow import Shadow
+from .chain import ChainWatch, UnverifiedLog
 from .store import Anchor, EventStore, MemoryStore, Verification, flush_deferred
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
@@ -117,6 +118,7 @@ class Harness:
         self._aliases = dict(aliases or {})
         self._embeddings = embeddings
         self._embedder = embedder
+        self._watch: ChainWatch | None = None
         self.load(spec)
         self.catch_up()
         if shadow is not None:
@@ -780,6 +782,20 @@ class Harness:
         """Walk the event log's hash chain (`store.verify(anchor)`); see `Verification.proves`
         for what an ok result shows."""
         return self.store.verify(anchor)
+
+    def vouched(self) -> Verification:
+        """Fold what the log gained since the last look (`catch_up`), then verify the chain up
+        to where it was folded and beyond: the whole log the first time, then only what was
+        appended since (`ChainWatch`, with the store's log key). Raises `UnverifiedLog` when it
+        does not verify, so what was folded is vouched for when it returns: the operators'
+        commands (`operations`) act on nothing else."""
+        self.catch_up()
+        if self._watch is None:
+            self._watch = ChainWatch(self.store, self.store.log_key)
+        found = self._watch.check()
+        if not found.ok:
+            raise UnverifiedLog(found)
+        return found
 
 
 def _may_approve(

@@ -10,6 +10,12 @@ its answer back to it, so any number of consoles, CLIs and agents share one trut
     deny(h, "apr-…", by=…, reason="not during the freeze")
     active_grants(h); revoke_grant(h, "grt-…", by=…, reason="rotated")
 
+Every command first verifies the log's chain up to its head (`Harness.vouched`: the whole log
+the first time on a harness, then what was appended since) and acts on nothing else: a log
+that does not verify (a row changed, inserted or forged under it; with a log key, any row
+without its MAC) raises `UnverifiedLog`, a `StoreError` saying where and why, before anything
+is shown or written.
+
 Every command returns plain JSON-able dicts and raises `ApprovalError` (a stable `code`, a
 one-sentence `message`) for what an operator can get wrong: an unknown or already-answered
 request (`unknown-request`, `not-pending`: also when another operator answered first), an
@@ -50,7 +56,7 @@ def pending_approvals(h: Harness, *, review: bool = True) -> list[dict[str, Any]
     expiry is recorded by the next command on it, or by `expire_approvals`. With
     `review=False`, without `preview`, `provenance` and `diff` (which read the sessions'
     events): enough to tell which requests wait."""
-    h.catch_up()
+    h.vouched()
     now = h.clock()
     found = [
         r for r in h.approvals.requests.values() if r.status == "pending" and not r.expired(now)
@@ -71,7 +77,7 @@ def approval(h: Harness, request_id: str) -> dict[str, Any]:
     tool's recorded preview, or whether it could have one), `provenance` (each argument value's
     sources before the request) and `diff` (the closest earlier call of the tool in the session
     and what changed, or None): see `approval_view`."""
-    h.catch_up()
+    h.vouched()
     item = _shown(h, h.approvals.get(request_id))
     item.update(approval_view(h, item))  # preview, provenance, diff: from the log
     return item
@@ -79,11 +85,13 @@ def approval(h: Harness, request_id: str) -> dict[str, Any]:
 
 def approve(h: Harness, request_id: str, *, by: Mapping[str, Any]) -> dict[str, Any]:
     """`Harness.approve` as a command: the outcome as a dict."""
+    h.vouched()
     return _outcome(h.approve(request_id, by=by))
 
 
 def deny(h: Harness, request_id: str, *, by: Mapping[str, Any], reason: str) -> dict[str, Any]:
     """`Harness.deny` as a command (a reason is required)."""
+    h.vouched()
     if not isinstance(reason, str) or not reason.strip():
         raise ApprovalError("reason-required", "a denial says why: give a reason")
     return _outcome(h.deny(request_id, by=by, reason=reason))
@@ -99,19 +107,21 @@ def approve_with_edits(
 ) -> dict[str, Any]:
     """`Harness.approve_with_edits` as a command: the outcome with the edited call's input
     hash (`edited_input_hash`) and the effect it was decided to (`allow` or `ask`)."""
+    h.vouched()
     return _outcome(h.approve_with_edits(request_id, args, by=by, reason=reason))
 
 
 def expire_approvals(h: Harness) -> list[dict[str, Any]]:
     """`Harness.expire_approvals` as a command: record the expiry of every pending request
     past its deadline (each exactly once, whichever process sweeps); the requests expired."""
+    h.vouched()
     return [_shown(h, r) for r in h.expire_approvals()]
 
 
 def active_grants(h: Harness) -> list[dict[str, Any]]:
     """Every grant that authorises calls now (active and unexpired), soonest to expire
     first: scope, tool, what it is bound to, rule, expiry, ttl left, who issued it."""
-    h.catch_up()
+    h.vouched()
     now = h.clock()
     shown = []
     for grant in sorted(h.approvals.grants.values(), key=lambda g: g.expires_at):
@@ -127,7 +137,7 @@ def revoke_grant(
 ) -> dict[str, Any]:
     """Revoke an active grant (`Approvals.revoke`, logged with who and why): it never
     authorises again, in this process or any other on the store."""
-    h.catch_up()
+    h.vouched()
     who = who_of(by)
     if not who:
         raise ApprovalError("unknown-actor", "a revocation names who revokes (`user` or `role`)")

@@ -91,7 +91,7 @@ class PostgresStore(GroupCommitted):
         """`key` and `readonly` as for `SQLiteStore`: the log key (by default from the
         environment), and an existing log opened only to read and verify it."""
         self._clock = clock
-        self._key = key if key is not None else LogKey.from_env()
+        self.log_key = key if key is not None else LogKey.from_env()
         self._readonly = readonly
         self._columns = _COLUMNS
         self._lock = threading.Lock()
@@ -132,10 +132,10 @@ class PostgresStore(GroupCommitted):
                 "SELECT position, hash, mac FROM harnessc.events ORDER BY position DESC LIMIT 1"
             ).fetchone()
             position, head_hash, head_mac = head or (0, GENESIS_HASH, None)
-            check_head_key(head_hash, head_mac, self._key)
+            check_head_key(head_hash, head_mac, self.log_key)
             out = commit_batches(
                 batches,
-                _Numbering(self._clock, int(position), head_hash, self._key),
+                _Numbering(self._clock, int(position), head_hash, self.log_key),
                 self._seqs.reader(
                     int(position),
                     head_hash,
@@ -250,7 +250,7 @@ class PostgresStore(GroupCommitted):
         return position, head_hash
 
     def checkpoint(self) -> Checkpoint:
-        return checkpoint_of(*self._head(), self._key)
+        return checkpoint_of(*self._head(), self.log_key)
 
     def _head(self) -> tuple[int, str, str | None]:
         mac = self._columns.rpartition(", ")[2]
@@ -279,7 +279,7 @@ class PostgresStore(GroupCommitted):
                             conn, f"SELECT {self._columns} FROM harnessc.events ORDER BY position"
                         ),
                         anchor,
-                        key=self._key,
+                        key=self.log_key,
                     )
             except psycopg.Error as error:
                 return Verification(False, 0, None, f"the log cannot be read: {error}")

@@ -134,6 +134,9 @@ class EventStore(Protocol):
         report the first broken link; never raises for a damaged log."""
         ...
 
+    log_key: LogKey | None
+    """The key the store signs and checks MACs with, or None (`ChainWatch` checks with it)."""
+
     def close(self) -> None: ...
 
 
@@ -530,7 +533,7 @@ class SQLiteStore(GroupCommitted):
         if synchronous not in ("FULL", "NORMAL"):
             raise StoreError(f"synchronous must be FULL or NORMAL, not `{synchronous}`")
         self._clock = clock
-        self._key = key if key is not None else LogKey.from_env()
+        self.log_key = key if key is not None else LogKey.from_env()
         self._readonly = readonly
         self._columns = _COLUMNS
         self._lock = threading.Lock()
@@ -605,10 +608,10 @@ class SQLiteStore(GroupCommitted):
                 "SELECT position, hash, mac FROM events ORDER BY position DESC LIMIT 1"
             ).fetchone()
             position, head_hash, head_mac = head or (0, GENESIS_HASH, None)
-            check_head_key(head_hash, head_mac, self._key)
+            check_head_key(head_hash, head_mac, self.log_key)
             out = commit_batches(
                 batches,
-                _Numbering(self._clock, position, head_hash, self._key),
+                _Numbering(self._clock, position, head_hash, self.log_key),
                 self._seqs.reader(
                     position,
                     head_hash,
@@ -722,7 +725,7 @@ class SQLiteStore(GroupCommitted):
         return position, head_hash
 
     def checkpoint(self) -> Checkpoint:
-        return checkpoint_of(*self._head(), self._key)
+        return checkpoint_of(*self._head(), self.log_key)
 
     def _head(self) -> tuple[int, str, str | None]:
         self._group.flush()
@@ -753,7 +756,7 @@ class SQLiteStore(GroupCommitted):
                 return verify_events(
                     _rows(conn, f"SELECT {self._columns} FROM events ORDER BY position"),
                     anchor,
-                    key=self._key,
+                    key=self.log_key,
                 )
             except _READ_ERRORS as error:
                 return Verification(False, 0, None, f"the log cannot be read: {error}")
@@ -857,7 +860,7 @@ class MemoryStore(Appends):
     def __init__(self, *, clock: Clock = system_clock, key: LogKey | None = None) -> None:
         """`key`: a log key, only when given (nothing outside the process can write here)."""
         self._clock = clock
-        self._key = key
+        self.log_key = key
         self._events: list[Event] = []
         self._seqs: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -900,7 +903,7 @@ class MemoryStore(Appends):
         if numbering is None:
             numbering = self._numbering()
         if self._events:
-            check_head_key(self._events[-1].hash, self._events[-1].mac, self._key)
+            check_head_key(self._events[-1].hash, self._events[-1].mac, self.log_key)
         events, texts = self._deferred, self._deferred_texts
         self._deferred, self._deferred_texts = [], []
         out, seqs = number_batch(events, texts, numbering, lambda s: self._seqs.get(s, 0), None)
@@ -913,7 +916,7 @@ class MemoryStore(Appends):
             numbering = self._numbering()
             self._settle(numbering)
             if self._events:
-                check_head_key(self._events[-1].hash, self._events[-1].mac, self._key)
+                check_head_key(self._events[-1].hash, self._events[-1].mac, self.log_key)
             out, seqs = number_batch(
                 events, payloads, numbering, lambda s: self._seqs.get(s, 0), expected_seq
             )
@@ -927,7 +930,7 @@ class MemoryStore(Appends):
             self._clock,
             head.position if head else 0,
             head.hash if head else GENESIS_HASH,
-            self._key,
+            self.log_key,
         )
 
     def read(
@@ -976,14 +979,14 @@ class MemoryStore(Appends):
             self._settle()
             head = self._events[-1] if self._events else None
         if head is None:
-            return checkpoint_of(0, GENESIS_HASH, None, self._key)
-        return checkpoint_of(head.position, head.hash, head.mac, self._key)
+            return checkpoint_of(0, GENESIS_HASH, None, self.log_key)
+        return checkpoint_of(head.position, head.hash, head.mac, self.log_key)
 
     def verify(self, anchor: Anchor | None = None) -> Verification:
         with self._lock:
             self._settle()
             events = list(self._events)
-        return verify_events(events, anchor, key=self._key)
+        return verify_events(events, anchor, key=self.log_key)
 
     def close(self) -> None:
         self.flush()

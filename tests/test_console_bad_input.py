@@ -215,3 +215,36 @@ def test_a_page_that_meets_a_chained_row_it_cannot_read_names_it(world: Any) -> 
     r = client.get("/approvals")
     assert r.status_code == 500 and "cannot read" in r.text
     assert f"the event at position {position} (`approval.requested`) cannot be read" in r.text
+
+
+def test_after_a_row_is_copied_under_the_log_no_answer_or_listing_is_given(world: Any) -> None:
+    # an answered request's row copied at the end, its hash wrong: the page listed the request
+    # as pending again; the console had verified the log only when a page failed
+    from .test_operator_logs import append_copy
+
+    client, csrf = login(world["app"], "alice")
+    first, second = world["requests"]
+    assert client.post(f"/approvals/{first}/approve", data={"csrf": csrf}).status_code == 200
+    assert pending(client) == [second]
+    position = append_copy(world["tmp"] / "h.db", "approval.requested", chained=False)
+    with sqlite3.connect(world["tmp"] / "h.db") as conn:
+        rows = conn.execute("SELECT count(*) FROM events").fetchone()
+    conn.close()
+    from starlette.testclient import TestClient
+
+    shown = TestClient(world["app"], raise_server_exceptions=False, follow_redirects=False)
+    shown.cookies = client.cookies
+    for method, path in (
+        ("GET", "/approvals"),
+        ("GET", "/api/pending"),
+        ("GET", "/grants"),
+        ("POST", f"/approvals/{second}/approve"),
+        ("POST", f"/approvals/{second}/deny"),
+    ):
+        r = shown.request(method, path, data={"csrf": csrf, "reason": "no"})
+        assert r.status_code == 500, (path, r.status_code)
+        assert "The event log does not verify" in r.text, path
+        assert f"at position {position}: hash does not match the contents" in r.text, path
+    with sqlite3.connect(world["tmp"] / "h.db") as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone() == rows  # nothing written
+    conn.close()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from harnessc.compiler.cli import main
+from harnessc.runtime.chain import ChainWatch
 from harnessc.runtime.events import Event, NewEvent, event_hash
 from harnessc.runtime.harness import Harness
 from harnessc.runtime.integrity import (
@@ -260,6 +261,74 @@ def test_verify_events_reports_any_rows_never_raises(
     v = verify_events([*chain(3), *events], checkpoint, key=key)
     assert isinstance(v, Verification)
     assert v.ok or v.reason
+
+
+class _Growing:
+    """The rows of a log as a store hands them out (`read(after=…, limit=…)`), made visible a
+    part at a time; counts the rows read."""
+
+    def __init__(self, rows: list[Event]) -> None:
+        self.rows, self.visible, self.served = rows, 0, 0
+
+    def read(self, *, after: int = 0, limit: int | None = None) -> list[Event]:
+        page = self.rows[after : self.visible][:limit]
+        self.served += len(page)
+        return page
+
+
+def _damaged(rows: list[Event], at: int, how: str) -> list[Event]:
+    import dataclasses
+
+    e = rows[at]
+    changed = {
+        "payload": {"payload_json": '{"i":-1}'},
+        "hash": {"hash": "f" * 64},
+        "mac": {"mac": None},
+        "seq": {"seq": e.seq + 1},
+    }
+    if how == "copy":  # an earlier row again, at the end
+        return [*rows, dataclasses.replace(e, position=len(rows) + 1)]
+    return [*rows[:at], dataclasses.replace(e, **changed[how]), *rows[at + 1 :]]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    n=st.integers(min_value=0, max_value=12),
+    keyed=st.booleans(),
+    damage=st.one_of(
+        st.none(),
+        st.tuples(
+            st.integers(min_value=0), st.sampled_from(["payload", "hash", "mac", "seq", "copy"])
+        ),
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=14), max_size=4),
+    page=st.integers(min_value=1, max_value=5),
+)
+def test_a_chain_watch_checks_each_row_once_and_ends_as_a_whole_walk(
+    n: int, keyed: bool, damage: tuple[int, str] | None, cuts: list[int], page: int
+) -> None:
+    key = KEY if keyed else None
+    rows = MemoryStore(key=key).append_many([note("ab"[i % 2], i) for i in range(n)])
+    if damage is not None and rows:
+        rows = _damaged(rows, damage[0] % len(rows), damage[1])
+    store = _Growing(rows)
+    watch = ChainWatch(store, key)
+    watch.PAGE = page
+    seen: list[Verification] = []
+    for cut in [*sorted(cuts), len(rows)]:  # the log grows between the checks
+        store.visible = max(store.visible, min(cut, len(rows)))
+        seen.append(watch.check())
+    whole = verify_events(rows, key=key)
+    assert seen[-1] == whole
+    # every row was read once, up to the break (a page may run past it)
+    assert store.served <= len(rows)
+    assert store.served == len(rows) or not whole.ok
+    # a broken link found is the answer from then on (a keyed log whose newest rows carry no
+    # MAC yet is not: the next rows may carry theirs)
+    transient = ("the log carries", "events after")
+    broke = [v for v in seen if not v.ok and not (v.reason or "").startswith(transient)]
+    assert all(v == broke[0] for v in broke)
+    assert not broke or seen[-1] == broke[0]
 
 
 # ---------------------------------------------------------------------------------------------

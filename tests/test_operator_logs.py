@@ -180,3 +180,101 @@ def test_a_lone_surrogate_in_the_log_is_printed_as_its_escape(
     _append_row(db, "decision", json.dumps(decision))
     assert main(["replay", "--log", str(db), "--spec", str(spec)]) in (0, 1)
     assert "\\ud800" in capsys.readouterr().out
+
+
+def append_copy(db: Path, type_: str, *, chained: bool) -> int:
+    """Append a copy of the first `type_` row at the end, as something other than harnessc
+    would: with a hash that does not match (`chained=False`), or with the hash the chain
+    expects and no MAC (a forger who knows the chain but not the log key)."""
+    import sqlite3
+
+    from harnessc.runtime.events import event_hash
+
+    with sqlite3.connect(db) as conn:
+        stream, kind, payload = conn.execute(
+            "SELECT stream, kind, payload FROM events WHERE type = ? ORDER BY position LIMIT 1",
+            (type_,),
+        ).fetchone()
+        position, head = conn.execute(
+            "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+        ).fetchone()
+        (seq,) = conn.execute("SELECT MAX(seq) FROM events WHERE stream = ?", (stream,)).fetchone()
+        row = (position + 1, stream, seq + 1, kind, type_, payload, "2026-01-01T00:00:00Z")
+        digest = event_hash(
+            position=row[0],
+            stream=row[1],
+            seq=row[2],
+            kind=row[3],
+            type=row[4],
+            payload_json=row[5],
+            time=row[6],
+            prev_hash=head,
+        )
+        conn.execute(
+            "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (*row, head, digest if chained else "f" * 64, None),
+        )
+    conn.close()
+    return int(position) + 1
+
+
+def _answered(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path, str]:
+    """A log whose one request was approved with the CLI: the log, its spec, the request."""
+    spec_file = tmp_path / "g.harness"
+    spec_file.write_text(SHELL, encoding="utf-8")
+    db = tmp_path / "log.db"
+    store = SQLiteStore(db)
+    request = _asked(tmp_path, store)
+    store.close()
+    ops = '{"user": "u-ops", "role": "ops"}'
+    approve = ["approvals", "approve", request, "--store", str(db), "--spec", str(spec_file)]
+    assert main([*approve, "--as", ops]) == 0, capsys.readouterr().err
+    assert main(["approvals", "list", "--store", str(db), "--format", "json"]) == 0
+    assert capsys.readouterr().out.strip().endswith("[]")
+    return db, spec_file, request
+
+
+def test_operators_act_only_on_a_log_whose_chain_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a copy of the answered request's row appended at the end, its hash wrong: the listing
+    # showed the request pending again, and an operator could approve it a second time
+    db, spec, request = _answered(tmp_path, capsys)
+    position = append_copy(db, "approval.requested", chained=False)
+    before = _digest(tmp_path)
+    ops = '{"user": "u-ops", "role": "ops"}'
+    for command in (
+        ["approvals", "list", "--store", str(db)],
+        ["approvals", "show", request, "--store", str(db)],
+        ["approvals", "approve", request, "--store", str(db), "--spec", str(spec), "--as", ops],
+        ["approvals", "expire", "--store", str(db)],
+        ["grants", "list", "--store", str(db)],
+    ):
+        code = main(command)
+        captured = capsys.readouterr()
+        assert code == 2, (command, captured.out)
+        assert captured.out == ""
+        assert (
+            f"the event log does not verify at position {position}: hash does not match the "
+            "contents" in captured.err
+        ), captured.err
+    after, empty = _digest(tmp_path), hashlib.sha256(b"").hexdigest()
+    assert after["log.db"] == before["log.db"]
+    assert after.get("log.db-wal", empty) == empty  # nothing written
+
+
+def test_with_a_log_key_a_row_chained_without_its_mac_is_not_acted_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # whoever can write the file can also compute the chain's next hash; only the MAC, made
+    # with the log key, tells their row from the runtime's
+    monkeypatch.setenv("HARNESSC_LOG_KEY", "k" * 40)
+    db, _, request = _answered(tmp_path, capsys)
+    position = append_copy(db, "approval.requested", chained=True)
+    assert main(["approvals", "list", "--store", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"the event log does not verify at position {position}: no MAC" in err, err
+    # without the key the forged row is a link like any other: the listing cannot tell
+    monkeypatch.delenv("HARNESSC_LOG_KEY")
+    assert main(["approvals", "list", "--store", str(db), "--format", "json"]) == 0
+    assert request in capsys.readouterr().out

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harnessc.runtime import ApprovalError, Harness, operations
-from harnessc.runtime.chain import UnreadableEvent
+from harnessc.runtime.chain import UnreadableEvent, UnverifiedLog
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -459,8 +459,14 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
 
     async def broken_log(request: Request, error: Exception) -> Response:
         """A page that failed on a record it could not read: when the log's chain does not
-        verify (a row changed under it), say so and where, instead of a bare 500."""
-        result = console.harness.verify()
+        verify (a row changed under it), say so and where, instead of a bare 500. A page of
+        the operators' commands (`operations`) verified it before reading, and says where it
+        broke (a break its watch found stays the answer until the console is restarted on a
+        log that verifies)."""
+        if isinstance(error, UnverifiedLog):
+            result = error.verification
+        else:
+            result = console.harness.verify()
         if result.ok and isinstance(error, UnreadableEvent):
             return console.render(
                 request,
