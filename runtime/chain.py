@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -129,7 +130,7 @@ def verify_events(
 class UnverifiedLog(StoreError):
     """The log's chain does not verify (`verification` says where and why): what was read
     from it is not vouched for, so nothing is decided on it. The operators' commands raise it
-    (`Harness.vouched`)."""
+    (`ChainWatch.vouch`: `Harness.vouched`, an operator's `Workflows`)."""
 
     def __init__(self, verification: Verification) -> None:
         self.verification = verification
@@ -148,29 +149,38 @@ class ChainWatch:
     it was read: one changed after it was checked is found by a whole walk (`store.verify`,
     `harnessc log verify`), not here. A break, once found, is the answer for good.
 
-    `store`: anything with `read(after=…, limit=…)` in position order (every `EventStore`).
+    The store is given at each check (anything with `read(after=…, limit=…)` in position
+    order: every `EventStore`), so a watch outlives the connections opened on one log.
     """
 
     PAGE = 1000
 
-    def __init__(self, store: Any, key: LogKey | None) -> None:
-        self._store = store
+    def __init__(self, key: LogKey | None) -> None:
         self._walk = _Walk(None, key)
+        self._lock = threading.Lock()
 
     @property
     def checked(self) -> int:
         """How many events, from the first, have been vouched for."""
         return self._walk.checked
 
-    def check(self) -> Verification:
+    def check(self, store: Any) -> Verification:
         """Walk on to the log's head: ok with every event read so far, or the first broken
         link (never raises for a damaged log)."""
-        self._walk.feed(self._events())
-        return self._walk.result()
+        with self._lock:
+            self._walk.feed(self._events(store))
+            return self._walk.result()
 
-    def _events(self) -> Iterator[Event]:
+    def vouch(self, store: Any) -> Verification:
+        """`check`, raising `UnverifiedLog` unless the log verifies."""
+        found = self.check(store)
+        if not found.ok:
+            raise UnverifiedLog(found)
+        return found
+
+    def _events(self, store: Any) -> Iterator[Event]:
         while True:
-            page = self._store.read(after=self._walk.checked, limit=self.PAGE)
+            page = store.read(after=self._walk.checked, limit=self.PAGE)
             yield from page
             if len(page) < self.PAGE:
                 return

@@ -67,7 +67,7 @@ from .sessions import Session, as_recorded, facts_record, replay_facts
 
 if TYPE_CHECKING:
     from .shadow import Shadow
-from .chain import ChainWatch, UnverifiedLog
+from .chain import ChainWatch
 from .store import Anchor, EventStore, MemoryStore, Verification, flush_deferred
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
@@ -791,11 +791,8 @@ class Harness:
         commands (`operations`) act on nothing else."""
         self.catch_up()
         if self._watch is None:
-            self._watch = ChainWatch(self.store, self.store.log_key)
-        found = self._watch.check()
-        if not found.ok:
-            raise UnverifiedLog(found)
-        return found
+            self._watch = ChainWatch(self.store.log_key)
+        return self._watch.vouch(self.store)
 
 
 def _may_approve(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .availability import Facts
 from .canonical import jsonable
+from .chain import ChainWatch
 from .workflow_plan import (
     ENDED,
     FACTS_TOPIC,
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 
 _FINAL = ("completed", "failed", "cancelled")
 """The projection's statuses of a run that will not change."""
+_WATCHES: dict[str, ChainWatch] = {}
+"""The chain's watch of each log (by URL) an operator's view read in this process."""
 
 __all__ = [
     "FINISHED",
@@ -414,7 +417,9 @@ class Workflows:
         """The event store at the URL, where every run records its steps: a worker's harness
         store (checked at launch), else one opened here. A worker first appends every step it
         has checkpointed (waiting at most 5 s for the log), so what is read here is not behind
-        what DBOS says of a run."""
+        what DBOS says of a run. An operator's view (`operator`) first verifies the log's chain
+        up to its head (`ChainWatch.vouch`, per log: a console's pages walk only what was
+        appended since the last), raising `UnverifiedLog` when it does not verify."""
         from . import durable, workflow_steps
 
         if self._engine is not None:  # a worker: its harness's store is the URL's
@@ -422,6 +427,11 @@ class Workflows:
             return self.harness.store  # type: ignore[union-attr]
         if self._store is None:
             self._store = durable.open_store(self._need_url())
+        if self.harness is None:  # an operator's view acts only on a log whose chain verifies
+            watch = _WATCHES.get(self._need_url())
+            if watch is None:
+                watch = _WATCHES[self._need_url()] = ChainWatch(self._store.log_key)
+            watch.vouch(self._store)
         return self._store
 
     def _need_url(self) -> str:

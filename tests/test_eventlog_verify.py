@@ -312,12 +312,12 @@ def test_a_chain_watch_checks_each_row_once_and_ends_as_a_whole_walk(
     if damage is not None and rows:
         rows = _damaged(rows, damage[0] % len(rows), damage[1])
     store = _Growing(rows)
-    watch = ChainWatch(store, key)
+    watch = ChainWatch(key)
     watch.PAGE = page
     seen: list[Verification] = []
     for cut in [*sorted(cuts), len(rows)]:  # the log grows between the checks
         store.visible = max(store.visible, min(cut, len(rows)))
-        seen.append(watch.check())
+        seen.append(watch.check(store))
     whole = verify_events(rows, key=key)
     assert seen[-1] == whole
     # every row was read once, up to the break (a page may run past it)

@@ -841,10 +841,8 @@ def test_sigkill_inside_a_parallel_branch_resumes_only_the_unfinished_one(
     watch.workflows.close()
 
 
-def test_a_gate_is_decided_while_no_worker_runs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    url = f"sqlite:///{tmp_path / 'harness.db'}"
+def held_at_gate(tmp_path: Path, url: str) -> Harness:
+    """The run `gate-1` waiting at its gate `approve`, its worker killed: an observer on it."""
     watch = observer(compiled(), url)
     first = Worker(tmp_path, url)
     try:
@@ -852,6 +850,14 @@ def test_a_gate_is_decided_while_no_worker_runs(
         until(lambda: waiting(watch, "gate-1", "approve"), what="the gate to wait")
     finally:
         first.kill()
+    return watch
+
+
+def test_a_gate_is_decided_while_no_worker_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    watch = held_at_gate(tmp_path, url)
     # an operator's shell: no spec, no worker, only the store URL
     code, out, err = harnessc(capsys, "workflow", "list", "--store", url)
     assert (code, err) == (0, "")
@@ -899,6 +905,36 @@ def test_a_gate_is_decided_while_no_worker_runs(
     assert [n for n, _, _ in second.ran()] == [2, 99]
     code, out, _ = harnessc(capsys, "workflow", "cancel", "gate-1", "--store", url)
     assert (code, out.splitlines()[0]) == (0, "gate-1  ops.hold  completed")
+    watch.workflows.close()
+
+
+def test_an_operator_decides_no_gate_on_a_log_whose_chain_does_not_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a copy of a run's state row appended under the log, its hash wrong: the operator's shell
+    # read it like any other, and decided on it
+    from .test_operator_logs import append_copy
+
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    watch = held_at_gate(tmp_path, url)
+    position = append_copy(tmp_path / "harness.db", "workflow.state", chained=False)
+    for action in (
+        ("list",),
+        ("show", "gate-1"),
+        ("decide", "gate-1", "approve", "go", "--by", "u-7", "--role", "security"),
+        ("cancel", "gate-1"),
+    ):
+        code, out, err = harnessc(capsys, "workflow", *action, "--store", url)
+        assert (code, out) == (2, ""), (action, err)
+        assert f"the event log does not verify at position {position}: hash does not" in err
+    # nothing was sent to the run: with the copied row taken out again, its gate waits,
+    # undecided, and it was not cancelled
+    with sqlite3.connect(tmp_path / "harness.db") as conn:
+        conn.execute("DROP TRIGGER IF EXISTS events_no_delete")
+        conn.execute("DELETE FROM events WHERE position = ?", (position,))
+    conn.close()
+    assert waiting(watch, "gate-1", "approve")
+    assert watch.workflows.status("gate-1")["status"] == "waiting"
     watch.workflows.close()
 
 
