@@ -261,6 +261,19 @@ async def discover(
         raise McpError("cannot-connect", _failed(endpoint, reached, exc)) from exc
 
 
+def _unreadable(exc: BaseException) -> str:
+    """Why a message from the server could not be read, without quoting it (it may hold a
+    tool's data): not JSON, or JSON that is no JSON-RPC message."""
+    errors = getattr(exc, "errors", None)
+    found = errors() if callable(errors) else []
+    invalid = [e for e in found if isinstance(e, dict) and e.get("type") == "json_invalid"]
+    if invalid:
+        return "not JSON: " + str(invalid[0].get("msg", "invalid")).removeprefix("Invalid JSON: ")
+    if found:
+        return "JSON that is no JSON-RPC message: neither a request, a notification nor an answer"
+    return _why(exc)
+
+
 def _failed(endpoint: McpEndpoint, reached: bool, exc: BaseException) -> str:
     """Why a connection or its first listing failed: a server out of reach, or one that
     answered with a tool list that is not one."""
@@ -515,7 +528,17 @@ class McpConnection:
     async def _on_message(self, message: Any) -> None:
         # runs in the SDK's receive loop: a request from here would wait on itself, so the
         # listing is left to `_watch`
-        if getattr(message, "method", None) == _TOOLS_CHANGED and self._dirty is not None:
+        if isinstance(message, Exception):
+            # a message the SDK could not read (not JSON, or not a JSON-RPC message): which
+            # request it answered is unknown, so no answer on this stream can be trusted to
+            # be its request's; the connection ends (the calls waiting fail now, not at their
+            # timeout) and its tools are unavailable until it is opened again
+            self._gone(
+                None,
+                f"the MCP server `{self.server}` sent a message that could not be read "
+                f"({_unreadable(message)}); the connection was closed",
+            )
+        elif getattr(message, "method", None) == _TOOLS_CHANGED and self._dirty is not None:
             self._dirty.set()
 
     async def _listen(self) -> None:
@@ -526,11 +549,12 @@ class McpConnection:
                     assert self._dirty is not None
                     self._dirty.set()
 
-    def _gone(self, why: str) -> None:
-        """The server stopped answering: its tools are unavailable from now on, and the
-        connection ends (on its loop)."""
+    def _gone(self, why: str | None, error: str | None = None) -> None:
+        """The server stopped answering (`why`), or `error` says what else ended the
+        connection: its tools are unavailable from now on, and the connection ends (on its
+        loop)."""
         if not self._lost:
-            self.error = f"the MCP server `{self.server}` stopped answering: {why}"
+            self.error = error or f"the MCP server `{self.server}` stopped answering: {why}"
         self._lost = True
         self._update("connection lost", connected=False, transport_valid=False, discovered={})
         if self._stop is not None:
@@ -705,7 +729,7 @@ class McpConnection:
             # the request may have reached the server before it went away
             return Outcome(
                 status="unknown",
-                error=f"the MCP server `{self.server}` went away during the call",
+                error=f"the call did not finish: {self.error}",
                 error_category="connection_lost",
             )
         return _outcome(name, result)

@@ -140,6 +140,30 @@ def test_a_text_result_is_read_as_arguments_are(server: Any) -> None:
     assert result.status == "success" and result.data == {"text": '{"v": NaN}'}
 
 
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [
+        ("garbage_reply", "(not JSON: expected ident at line 1 column 2)"),
+        ("list_reply", "(JSON that is no JSON-RPC message: "),
+    ],
+)
+def test_a_message_that_cannot_be_read_ends_the_connection_and_its_call_at_once(
+    server: Any, mode: str, why: str
+) -> None:
+    # the SDK logged the message and dropped it: the call waited out its whole timeout
+    # (`timeout`), then every later call did too, on a connection still shown as connected
+    h, conn, s = server(mode)
+    result = invoke(s, "c-1")
+    assert (result.status, result.error_category) == ("unknown", "connection_lost")
+    said = f"the MCP server `odd` sent a message that could not be read {why}"
+    assert said in result.error and said in (conn.error or "")
+    eventually(lambda: not conn.connected, "the connection ending")
+    assert not h.availability(s.facts).tools[T].available
+    eventually(lambda: "connection lost" in causes(h, s), "the loss logged")
+    refused = invoke(s, "c-2")
+    assert isinstance(refused, Refusal) and refused.code == "unavailable"
+
+
 def test_the_drift_report_prints_a_servers_names_escaped() -> None:
     # a listed name holding a newline forged a line of the report (`allow *`), and an
     # escape sequence cleared the operator's terminal

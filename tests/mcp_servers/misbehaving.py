@@ -9,6 +9,10 @@ server would not let a test do.
   listing is then invalid / never answered.
 - `freeze_call`: a call freezes the server (it reads nothing more, ignores end of input).
 - `nan_text`: a call answers with the text `{"v": NaN}`.
+- `nan_reply`: a call's answer holds NaN in its structured content (not JSON: no parser reads it).
+- `list_reply`: a call's answer is a list, not a result object.
+- `wrong_id`: a call is answered under another request's id.
+- `garbage_reply`: a call is answered with a line that is not JSON at all.
 - anything else: a well-behaved server of one tool `t` that echoes its arguments.
 """
 
@@ -52,6 +56,24 @@ def call(request: dict) -> None:
     if MODE in ("bad_after_change", "hang_after_change"):
         changed = True
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    if MODE == "nan_reply":
+        content = '[{"type": "text", "text": "x"}], "structuredContent": {"v": NaN}'
+        sys.stdout.write(
+            f'{{"jsonrpc": "2.0", "id": {json.dumps(request["id"])}, '
+            f'"result": {{"content": {content}}}}}\n'
+        )
+        sys.stdout.flush()
+        return
+    if MODE == "list_reply":
+        answer(request, [1, 2])
+        return
+    if MODE == "wrong_id":
+        send({"jsonrpc": "2.0", "id": 987654, "result": {"content": []}})
+        return
+    if MODE == "garbage_reply":
+        sys.stdout.write("this is not JSON\n")
+        sys.stdout.flush()
+        return
     text = '{"v": NaN}' if MODE == "nan_text" else json.dumps(request["params"]["arguments"])
     answer(request, {"content": [{"type": "text", "text": text}]})
 
