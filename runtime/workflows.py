@@ -24,12 +24,14 @@ decided is ignored (`GateOutcome.outcome == "duplicate"`). The same operations r
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .availability import Facts
 from .canonical import jsonable
 from .chain import ChainWatch
+from .events import short_text
 from .workflow_plan import (
     ENDED,
     FACTS_TOPIC,
@@ -235,7 +237,7 @@ class Workflows:
             raise WorkflowError(
                 "invalid-input", f"the input of `{wf.name}` is not valid: {exc}"
             ) from None
-        run_id = id or _new_id()
+        run_id = _new_id() if id is None or id == "" else _run_id(id)
         client = self._need_client()
         existing = durable.dbos_status(client, run_id)
         if existing is not None:
@@ -498,6 +500,27 @@ def render_run(action: str, out: Any) -> str:
     if out.get("outcome"):
         lines.append(f"  outcome: {json.dumps(out['outcome'], sort_keys=True)}")
     return "\n".join(lines)
+
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
+
+
+def _run_id(given: Any) -> str:
+    """A run id as `create` takes it: 1 to 128 letters, digits and `. _ : @ + -`, first a letter
+    or a digit, without `::`. A run's streams are `workflow:<id>/…` and its parallel branches
+    `<id>::<step>`, so an id holding `/` read another run's state as its own (`a` and
+    `a/x`), and one holding `::` could take a branch's place; a newline forged lines of
+    `harnessc workflow list`."""
+    if isinstance(given, str) and _RUN_ID.fullmatch(given) and "::" not in given:
+        return given
+    shown = short_text(given, 60) if isinstance(given, str) else f"a {type(given).__name__}"
+    raise WorkflowError(
+        "invalid-id",
+        f"a run's id is 1 to 128 letters, digits and `. _ : @ + -`, first a letter or a digit, "
+        f"without `::` (which names a run's parallel branches), not {shown!r}"
+        if isinstance(given, str)
+        else f"a run's id is text, not {shown}",
+    )
 
 
 def _new_id() -> str:

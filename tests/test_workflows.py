@@ -208,6 +208,24 @@ def test_create_is_idempotent_on_the_callers_id(env: tuple[Harness, Jobs, Path])
     assert h.workflows.status("same-1")["status"] == "cancelled"
 
 
+def test_a_run_id_that_could_name_another_runs_streams_is_refused(
+    env: tuple[Harness, Jobs, Path],
+) -> None:
+    # `a/x` wrote its steps under `workflow:a/…`, so `status("a")` showed the run `a/x`
+    # (another workflow, other steps); `x::y` is how a run's parallel branch is named; an id
+    # that is no text failed with AttributeError
+    h, _, _ = env
+    before = {r["id"] for r in h.workflows.list()}
+    for bad in ("id-1/x", "id-1::b", "id-1\nforged  ops.four  completed", "-x", "z" * 129, 12):
+        with pytest.raises(WorkflowError) as err:
+            h.workflows.create("four", {"base": 1}, id=bad, actor=ENGINEER)  # type: ignore[arg-type]
+        assert err.value.code == "invalid-id", bad
+    assert {r["id"] for r in h.workflows.list()} == before  # nothing was created
+    fine = "order-7:eu@v2+a_b.c"
+    assert h.workflows.create("four", {"base": 1}, id=fine, actor=ENGINEER) == fine
+    h.workflows.cancel(fine)
+
+
 def test_a_cancelled_run_waiting_at_a_gate_is_let_go_by_its_worker(
     env: tuple[Harness, Jobs, Path],
 ) -> None:
