@@ -729,7 +729,8 @@ class McpConnection:
             # the request may have reached the server before it went away
             return Outcome(
                 status="unknown",
-                error=f"the call did not finish: {self.error}",
+                error="the call did not finish: "
+                + (self.error or f"the MCP server `{self.server}` went away"),
                 error_category="connection_lost",
             )
         return _outcome(name, result)
