@@ -804,6 +804,12 @@ def spent_stream(grant_id: str) -> str:
     return f"grant:{grant_id}"
 
 
+RUNTIME_STREAMS = ("approval:", "grant:", "workflow:")
+"""The prefixes of the streams the runtime keeps of its own (an answer's claim `approval:<id>`,
+a grant's `grant:<id>`, a workflow run's `workflow:<run>/…`, beside the log's own `harness`):
+no session an application opens takes such a name (`Harness.session`)."""
+
+
 def grant_revoked(
     stream: str, *, grant_id: str, reason: str | None = None, **extra: Any
 ) -> NewEvent:

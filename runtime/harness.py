@@ -52,7 +52,16 @@ from .approvals import (
     is_requester,
 )
 from .availability import Availability, AvailabilityChecker, Facts
-from .events import REDACTED, Clock, NewEvent, call_superseded, system_clock
+from .chain import ConcurrencyError
+from .events import (
+    REDACTED,
+    RUNTIME_STREAMS,
+    Clock,
+    NewEvent,
+    call_superseded,
+    short_text,
+    system_clock,
+)
 from .executors import Executors, Result
 from .exposure import ExposureIndex
 from .integrity import Checkpoint
@@ -233,10 +242,15 @@ class Harness:
         """Open a session of an agent (`planner` or `remediation.planner`) for an actor (user,
         role, roles, tenant) on a task (an id or `{id, stage, purpose}`), with a facts
         snapshot (a `Facts`, or declared facts by name). `said`: the user's messages so far
-        (`Session.user_said`), the source of values `from user`."""
-        found = self.spec.agents.get(agent) or self.spec.agents.get(self.spec.qualified(agent))
-        if found is None:
-            raise HarnessError("unknown-agent", f"no agent `{agent}` is declared")
+        (`Session.user_said`), the source of values `from user`.
+
+        `session_id` names a new session (one is made up when None): text of at most 256
+        printable characters, no session's yet (`resume` continues one: `session-exists`), and
+        not a stream the runtime keeps of its own (`harness`, `approval:…`, `grant:…`,
+        `workflow:…`: `reserved-session-id`), whose records a session's would otherwise mix
+        with (a session named after a pending request's claim made it unanswerable)."""
+        named = _new_session_id(session_id)
+        found = self._agent(agent)
         task_map: Mapping[str, Any]
         if task is None:
             task_map = {}
@@ -251,11 +265,19 @@ class Harness:
             facts=Facts.of(facts),
             resource=resource or {},
             env=env or {},
-            session_id=session_id,
+            session_id=named,
+            fresh=named is not None,
         )
         for text in [said] if isinstance(said, str) else said:
             session.user_said(text)
         return session
+
+    def _agent(self, name: str) -> Agent:
+        """The declared agent `name` (`planner` or `remediation.planner`)."""
+        found = self.spec.agents.get(name) or self.spec.agents.get(self.spec.qualified(name))
+        if found is None:
+            raise HarnessError("unknown-agent", f"no agent `{name}` is declared")
+        return found
 
     def resume(self, session_id: str, *, facts: Facts | Mapping[str, Any] | None = None) -> Session:
         """The session `session_id`, open in this process or rebuilt from the log: its agent
@@ -354,6 +376,7 @@ class Harness:
         goal: str | None = None,
         session_id: str | None = None,
         tools: tuple[str, ...] | None = None,
+        fresh: bool = False,
     ) -> Session:
         session = Session(
             self,
@@ -370,7 +393,16 @@ class Harness:
             tools=tools,
         )
         self.sessions[session.id] = session
-        session._start()
+        try:
+            # a session named by its caller starts only on a stream no one has written
+            session._start(fresh=fresh)
+        except ConcurrencyError:
+            del self.sessions[session.id]
+            raise HarnessError(
+                "session-exists",
+                f"a session `{short_text(session.id, 80)}` is already recorded: "
+                "`resume` continues it",
+            ) from None
         return session
 
     # -- executors ------------------------------------------------------------------------------
@@ -793,6 +825,30 @@ class Harness:
         if self._watch is None:
             self._watch = ChainWatch(self.store.log_key)
         return self._watch.vouch(self.store)
+
+
+def _new_session_id(given: Any) -> str | None:
+    """An application's id for a new session (`Harness.session`), checked; None (or "") for one
+    made up."""
+    if given is None or given == "":
+        return None
+    if not isinstance(given, str):
+        raise HarnessError(
+            "invalid-session-id", f"a session's id is text, not a {type(given).__name__}"
+        )
+    if len(given) > 256 or not given.isprintable():
+        raise HarnessError(
+            "invalid-session-id",
+            f"a session's id is at most 256 printable characters, not {short_text(given, 60)!r}",
+        )
+    if given == HARNESS_STREAM or given.startswith(RUNTIME_STREAMS):
+        raise HarnessError(
+            "reserved-session-id",
+            f"`{given}` names records the runtime keeps of its own (`{HARNESS_STREAM}`, "
+            + ", ".join(f"`{p}…`" for p in RUNTIME_STREAMS)
+            + "): a session takes another id",
+        )
+    return given
 
 
 def _may_approve(

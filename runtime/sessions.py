@@ -197,7 +197,9 @@ class Session:
     def _append(self, kind: str, type_: str, payload: Mapping[str, Any]) -> None:
         self.harness.store.append(NewEvent(self.id, kind, type_, payload))
 
-    def _start(self) -> None:
+    def _start(self, *, fresh: bool = False) -> None:
+        """Record the session's start; `fresh`: only on a stream nothing was written to yet
+        (`ConcurrencyError` otherwise: an id its caller chose may be taken)."""
         extra: dict[str, Any] = {
             "actor": jsonable(self.actor),
             "task": jsonable(self.task),
@@ -215,7 +217,10 @@ class Session:
             extra["skill"] = self.skill_def.name
         if self.goal is not None:
             extra["goal"] = self.goal
-        self.harness.store.append(session_started(self.id, agent=self.agent.name, **extra))
+        self.harness.store.append(
+            session_started(self.id, agent=self.agent.name, **extra),
+            expected_seq=0 if fresh else None,
+        )
 
     def user_said(self, text: str) -> None:
         """Record a user message (a `user.said` event holding the text whole, so a harness

@@ -463,19 +463,15 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
     for a workflow that names only a policy, of the workflow itself: judged by that policy,
     its surface the tools the workflow calls, delegating to the agents its steps name."""
     task = {"id": ctx["workflow_id"], "workflow": ctx["workflow"], "step": step_name}
+    # the stream is the runtime's own (`workflow:<run>/…`), which `Harness.session` refuses to
+    # an application
     if ctx.get("agent"):
-        return view.session(
-            ctx["agent"],
-            actor=ctx["actor"],
-            task=task,
-            facts=Facts.from_json(ctx.get("facts")),
-            resource=ctx.get("resource") or {},
-            env=ctx.get("env") or {},
-            session_id=stream,
+        agent, tools = view._agent(ctx["agent"]), None
+    else:
+        agent = Agent(
+            name=ctx["workflow"], policy=ctx["policy"], delegates=tuple(ctx.get("delegates") or ())
         )
-    agent = Agent(
-        name=ctx["workflow"], policy=ctx["policy"], delegates=tuple(ctx.get("delegates") or ())
-    )
+        tools = tuple(ctx.get("tools") or ())
     return view._open(
         agent=agent,
         actor=ctx["actor"],
@@ -484,7 +480,7 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
         resource=ctx.get("resource") or {},
         env=ctx.get("env") or {},
         session_id=stream,
-        tools=tuple(ctx.get("tools") or ()),
+        tools=tools,
     )
 
 

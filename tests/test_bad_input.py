@@ -752,3 +752,47 @@ def test_an_approver_that_is_not_an_actor_is_told_so(guarded: Spec) -> None:
             with pytest.raises(TypeError, match=f"`{method}` takes `by`, the approver"):
                 answer(by)
     assert h.approvals.get(rid).status == "pending"
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_session_takes_no_id_of_the_runtimes_own_records_nor_a_recorded_sessions(
+    guarded: Spec, tmp_path: Path, kind: str
+) -> None:
+    # a session opened as `approval:<a pending request>` wrote into that request's claim, so
+    # the request could never be answered ("already answered by someone else"); one opened
+    # with a recorded session's id mixed two sessions in one stream; an id that is no text
+    # failed with "an event needs a non-empty stream"
+    from harnessc.runtime import HarnessError, MemoryStore, SQLiteStore
+
+    def store() -> Any:
+        return MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "log.db")
+
+    h = Harness(guarded, store=store())
+    s = h.session("a", actor={"user": "u-1"}, task="t-1")
+    call = s.normalize("shell.run", "c-1", {"cmd": "ls"})
+    assert isinstance(call, PendingCall)
+    request = s.request_approval(call).request_id
+    before = len(h.store.read())
+    refused = {
+        f"approval:{request}": "reserved-session-id",
+        "grant:grt-1": "reserved-session-id",
+        "workflow:wf-1/s1#1": "reserved-session-id",
+        "harness": "reserved-session-id",
+        s.id: "session-exists",
+        "x" * 257: "invalid-session-id",
+        "a\nforged line": "invalid-session-id",
+        "lone \ud800": "invalid-session-id",
+        12: "invalid-session-id",
+    }
+    for sid, code in refused.items():
+        with pytest.raises(HarnessError) as err:
+            h.session("a", actor={"user": "u-2"}, session_id=sid)  # type: ignore[arg-type]
+        assert err.value.code == code, sid
+    assert len(h.store.read()) == before  # nothing written
+    assert h.approve(request, by={"user": "u-ops", "role": "ops"}).status == "approved"
+    assert h.session("a", actor={"user": "u-2"}, session_id="team-a/run 1 é").id == "team-a/run 1 é"
+    if kind == "sqlite":  # a session another process recorded: its stream is taken there too
+        other = Harness(guarded, store=store())
+        with pytest.raises(HarnessError) as err:
+            other.session("a", actor={"user": "u-3"}, session_id="team-a/run 1 é")
+        assert err.value.code == "session-exists"
