@@ -14,6 +14,8 @@ six events per decision. Then prints, for the best of `rounds` runs, decisions p
   (`replay(path, spec, workers=2)`; its CPU seconds are both workers');
 - `session spec`: under a spec whose policy also reads session state (a provenance term and a
   windowed count: the family's ledger is fed the log as it is read).
+- `chain walk`: the log's whole chain verified (`ChainWatch`), which `harnessc replay` does
+  before it replays; per decision of the log, so it adds to a replay as the rows compare.
 
 with the load average before and after. Each figure is given per wall-clock second and per
 CPU second of the process (on a shared machine the second is what one idle core would give;
@@ -36,6 +38,7 @@ from typing import Any
 
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, PendingCall, SQLiteStore
+from harnessc.runtime.chain import ChainWatch
 from harnessc.runtime.events import NewEvent
 from harnessc.runtime.recorded import read_decisions
 from harnessc.runtime.replay import replay
@@ -249,6 +252,13 @@ def main() -> None:
     cases = {"read": read, "same spec": run("same"), "changed spec": run("changed")}
     cases["changed, 2 workers"] = run("changed", workers=2)
     cases["session spec"] = run("session")
+    decisions = read()
+
+    def walk() -> int:
+        assert ChainWatch(store.log_key).check(store).ok
+        return decisions
+
+    cases["chain walk"] = walk
     print(f"log: {log.name}, {events} events, load average {load[0]:.2f} {load[1]:.2f}")
     print(f"{'':18} {'per second':>12} {'per CPU second':>15}")
     for name, fn in cases.items():

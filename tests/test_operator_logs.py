@@ -91,17 +91,22 @@ def test_a_named_pipe_as_the_log_is_refused_at_once(tmp_path: Path) -> None:
 
 
 def _append_row(db: Path, type_: str, payload: str | bytes) -> int:
-    """Append a row the chain does not vouch for (as something other than harnessc would)."""
+    """Append a row as another program would: chained (the hash the chain expects) when its
+    payload is text, else with a hash that cannot match."""
     import sqlite3
+
+    from harnessc.runtime.events import event_hash
 
     with sqlite3.connect(db) as conn:
         position, head = conn.execute(
             "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
         ).fetchone()
         row = (position + 1, "odd", 1, "State", type_, payload, "2026-01-01T00:00:00Z")
-        conn.execute(
-            "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?)", (*row, head, "f" * 64, None)
-        )
+        digest = "f" * 64
+        if isinstance(payload, str):
+            fields = ("position", "stream", "seq", "kind", "type", "payload_json", "time")
+            digest = event_hash(**dict(zip(fields, row, strict=True)), prev_hash=head)
+        conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?)", (*row, head, digest, None))
     conn.close()
     return int(position) + 1
 
@@ -151,8 +156,11 @@ def test_a_row_that_cannot_be_read_is_named_never_an_internal_error(
         ["console", "--store", str(db), "--spec", str(spec), "--operators", str(operators)],
     ]
     if type_ == "decision" and reason.startswith("its payload"):
-        # (replay reports a decision without its fields as not replayable, and goes on)
-        commands.append(["replay", "--log", str(db), "--spec", str(spec)])
+        # replay walks the chain first, which finds a payload that is no JSON object
+        assert main(["replay", "--log", str(db), "--spec", str(spec)]) == 2
+        said = capsys.readouterr().err
+        assert f"the event log does not verify at position {position}: " in said, said
+        assert "nothing was replayed" in said and "H901" not in said
     if type_ == "decision.diverged":
         commands = [["log", "divergences", "--store", str(db)]]
     for command in commands:
@@ -278,3 +286,24 @@ def test_with_a_log_key_a_row_chained_without_its_mac_is_not_acted_on(
     monkeypatch.delenv("HARNESSC_LOG_KEY")
     assert main(["approvals", "list", "--store", str(db), "--format", "json"]) == 0
     assert request in capsys.readouterr().out
+
+
+def test_a_review_replays_no_log_whose_chain_does_not_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a copied decision counted twice in the report, a forged one flipped or widened as any
+    # other: the review gate (`--fail-on widened`) decided on rows nobody vouched for
+    monkeypatch.setenv("HARNESSC_LOG_KEY", "k" * 40)
+    db, spec, _ = _answered(tmp_path, capsys)
+    replay = ["replay", "--log", str(db), "--spec", str(spec)]
+    assert main(replay) == 0
+    capsys.readouterr()
+    position = append_copy(db, "decision", chained=True)  # the chain's hash, no MAC
+    monkeypatch.delenv("HARNESSC_LOG_KEY")
+    key = tmp_path / "log.key"
+    key.write_text("k" * 40, encoding="utf-8")
+    assert main([*replay, "--key-file", str(key)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"the event log does not verify at position {position}: no MAC" in captured.err
+    assert captured.err.rstrip().endswith("nothing was replayed")

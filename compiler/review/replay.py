@@ -31,6 +31,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def replay_main(args: argparse.Namespace) -> int:
+    from harnessc.runtime.chain import ChainWatch, UnverifiedLog
     from harnessc.runtime.replay import replay
 
     spec = load_spec(args.spec)
@@ -41,6 +42,15 @@ def replay_main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.workers < 1:
         sys.stderr.write("harnessc: --workers takes a number of processes, 1 or more\n")
+        store.close()
+        return EXIT_USAGE
+    try:
+        # a review decides on what the log records: only on records its chain vouches for
+        # (with the log key, every MAC too), as the operators' commands
+        ChainWatch(store.log_key).vouch(store)
+    except UnverifiedLog as error:
+        store.close()
+        sys.stderr.write(f"harnessc: {error}; nothing was replayed\n")
         return EXIT_USAGE
     try:
         if args.workers > 1 and args.log != "memory://":
