@@ -31,7 +31,6 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def replay_main(args: argparse.Namespace) -> int:
-    from harnessc.runtime.chain import ChainWatch, UnverifiedLog
     from harnessc.runtime.replay import replay
 
     spec = load_spec(args.spec)
@@ -43,14 +42,6 @@ def replay_main(args: argparse.Namespace) -> int:
     if args.workers < 1:
         sys.stderr.write("harnessc: --workers takes a number of processes, 1 or more\n")
         store.close()
-        return EXIT_USAGE
-    try:
-        # a review decides on what the log records: only on records its chain vouches for
-        # (with the log key, every MAC too), as the operators' commands
-        ChainWatch(store.log_key).vouch(store)
-    except UnverifiedLog as error:
-        store.close()
-        sys.stderr.write(f"harnessc: {error}; nothing was replayed\n")
         return EXIT_USAGE
     try:
         if args.workers > 1 and args.log != "memory://":
@@ -99,8 +90,10 @@ def load_spec(path: str, *, nothing: str = "nothing was replayed") -> Spec | Non
 
 
 def open_log(target: str, key_file: str | None = None) -> Any:
-    """The event store at `target`, read-only, or None (the reason printed)."""
-    from harnessc.runtime.chain import StoreError
+    """The event store at `target`, read-only, its chain verified (with the log key, every MAC
+    too), or None (the reason printed): a review decides on what the log records, so only on
+    records its chain vouches for, as the operators' commands do."""
+    from harnessc.runtime.chain import ChainWatch, StoreError
     from harnessc.runtime.integrity import LogKey, LogKeyError
     from harnessc.runtime.stores import open_store
 
@@ -110,10 +103,17 @@ def open_log(target: str, key_file: str | None = None) -> Any:
         return None
     try:
         key = LogKey.from_file(key_file) if key_file else LogKey.from_env()
-        return open_store(target, key=key, readonly=True)
+        store = open_store(target, key=key, readonly=True)
     except (StoreError, LogKeyError) as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return None
+    try:
+        ChainWatch(key).vouch(store)
+    except StoreError as error:  # UnverifiedLog: where and why
+        store.close()
+        sys.stderr.write(f"harnessc: {error}\n")
+        return None
+    return store
 
 
 # ---------------------------------------------------------------------------------------------
