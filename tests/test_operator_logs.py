@@ -6,6 +6,7 @@ error."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -306,7 +307,18 @@ def test_a_review_reads_no_log_whose_chain_does_not_verify(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert f"the event log does not verify at position {position}: no MAC" in captured.err
-    # nor does it read the shadow mode's divergences from it (the key from the environment)
+    # nor does it read the shadow mode's divergences, or explain a decision, from it (the key
+    # from the environment)
     monkeypatch.setenv("HARNESSC_LOG_KEY", "k" * 40)
-    assert main(["log", "divergences", "--store", str(db)]) == 2
-    assert f"does not verify at position {position}: no MAC" in capsys.readouterr().err
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        (text,) = conn.execute("SELECT payload FROM events WHERE type = 'decision'").fetchone()
+    conn.close()
+    decision = json.loads(text)["decision_id"]
+    for command in (
+        ["log", "divergences", "--store", str(db)],
+        ["why", str(spec), "--log", str(db), "--decision", decision],
+    ):
+        assert main(command) == 2, command
+        assert f"does not verify at position {position}: no MAC" in capsys.readouterr().err

@@ -89,31 +89,43 @@ def load_spec(path: str, *, nothing: str = "nothing was replayed") -> Spec | Non
     return result.model
 
 
-def open_log(target: str, key_file: str | None = None) -> Any:
-    """The event store at `target`, read-only, its chain verified (with the log key, every MAC
-    too), or None (the reason printed): a review decides on what the log records, so only on
-    records its chain vouches for, as the operators' commands do."""
+class NoLog(Exception):
+    """Why a review reads no log at a target (the message says: none there, not a log, a bad
+    key, a chain that does not verify)."""
+
+
+def vouched_log(target: str, key_file: str | None = None) -> Any:
+    """The event store at `target`, read-only, its chain verified (with the log key of
+    `key_file` or the environment, every MAC too); `NoLog` otherwise. A review decides on what
+    the log records, so only on records its chain vouches for, as the operators' commands
+    do."""
     from harnessc.runtime.chain import ChainWatch, StoreError
     from harnessc.runtime.integrity import LogKey, LogKeyError
     from harnessc.runtime.stores import open_store
 
     path = target.removeprefix("sqlite:///")
     if "://" not in path and not Path(path).exists():
-        sys.stderr.write(f"harnessc: no event log at `{target}`\n")
-        return None
+        raise NoLog(f"no event log at `{target}`")
     try:
         key = LogKey.from_file(key_file) if key_file else LogKey.from_env()
         store = open_store(target, key=key, readonly=True)
     except (StoreError, LogKeyError) as error:
-        sys.stderr.write(f"harnessc: {error}\n")
-        return None
+        raise NoLog(str(error)) from None
     try:
         ChainWatch(key).vouch(store)
     except StoreError as error:  # UnverifiedLog: where and why
         store.close()
+        raise NoLog(str(error)) from None
+    return store
+
+
+def open_log(target: str, key_file: str | None = None) -> Any:
+    """`vouched_log`, or None with the reason printed."""
+    try:
+        return vouched_log(target, key_file)
+    except NoLog as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return None
-    return store
 
 
 # ---------------------------------------------------------------------------------------------

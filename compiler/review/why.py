@@ -763,19 +763,15 @@ def run(args: Any) -> int:
 
 
 def _recorded(spec: m.Spec, args: Any) -> Explanation:
-    """`--log URL --decision ID`: the log opened read-only (its key from the environment)."""
-    from pathlib import Path
-
+    """`--log URL --decision ID`: the log opened read-only, its chain verified (its key from
+    the environment)."""
     from harnessc.runtime.chain import StoreError
-    from harnessc.runtime.integrity import LogKey, LogKeyError
-    from harnessc.runtime.stores import open_store
 
-    path = args.log.removeprefix("sqlite:///")
-    if "://" not in path and not Path(path).exists():
-        raise WhyError(f"no event log at `{args.log}`")
+    from .replay import NoLog, vouched_log
+
     try:
-        store = open_store(args.log, key=LogKey.from_env(), readonly=True)
-    except (StoreError, LogKeyError) as error:
+        store = vouched_log(args.log)
+    except NoLog as error:
         raise WhyError(str(error)) from None
     with store:
         try:
