@@ -144,10 +144,12 @@ class UnverifiedLog(StoreError):
 
 class ChainWatch:
     """A verification that keeps up with a log as it grows: the first `check` walks the whole
-    chain (and every MAC, with the log key), each later one only the events appended since,
-    read a page at a time from where the last one stopped. What it vouches for is each event as
-    it was read: one changed after it was checked is found by a whole walk (`store.verify`,
-    `harnessc log verify`), not here. A break, once found, is the answer for good.
+    chain (every link, hash and seq, and every MAC with the log key; not whether a payload
+    parses, which its readers find and name), each later one only the events appended since,
+    read a page at a time from where the last one stopped. What it vouches for is each event
+    as it was read: one changed after it was checked is found by a whole walk
+    (`store.verify`, `harnessc log verify`), not here. A break, once found, is the answer for
+    good.
 
     The store is given at each check (anything with `read(after=…, limit=…)` in position
     order: every `EventStore`), so a watch outlives the connections opened on one log.
@@ -156,7 +158,10 @@ class ChainWatch:
     PAGE = 1000
 
     def __init__(self, key: LogKey | None) -> None:
-        self._walk = _Walk(None, key)
+        # what a payload holds is its readers' to read (they name a row they cannot): the
+        # watch checks the chain over the bytes, not whether each payload parses as a JSON
+        # object, which `verify` does and which costs more than the rest of the walk
+        self._walk = _Walk(None, key, payloads=False)
         self._lock = threading.Lock()
 
     @property
@@ -191,9 +196,12 @@ class _Walk:
     takes the events that follow the last ones it took (`ChainWatch`), `result` says what the
     walk so far shows."""
 
-    def __init__(self, anchor: Checkpoint | None, key: LogKey | None) -> None:
+    def __init__(
+        self, anchor: Checkpoint | None, key: LogKey | None, *, payloads: bool = True
+    ) -> None:
         self.anchor = anchor
         self.key = key
+        self.payloads = payloads
         self.checked = 0
         self.notes: list[str] = []
         self.keyed_from: int | None = None  # the first event that carries a MAC
@@ -246,7 +254,7 @@ class _Walk:
                     )
                 if e is None:
                     return None
-                malformed = _malformed(e)
+                malformed = _malformed(e, self.payloads)
                 if malformed is not None:
                     return self.failed(self.checked + 1, malformed)
                 broken = _broken_link(e, self.checked + 1, prev_hash, last_seq)
@@ -352,10 +360,10 @@ def _broken_link(
     return None
 
 
-def _malformed(e: Event) -> str | None:
-    """Why a stored row cannot be an event (a column of the wrong type, a payload that is not a
-    JSON object), or None; a damaged file yields such rows. Whether `hash` is a SHA-256 digest
-    needs no check here: it is compared with the one recomputed."""
+def _malformed(e: Event, payloads: bool = True) -> str | None:
+    """Why a stored row cannot be an event (a column of the wrong type, with `payloads` a
+    payload that is not a JSON object), or None; a damaged file yields such rows. Whether
+    `hash` is a SHA-256 digest needs no check here: it is compared with the one recomputed."""
     for name in ("position", "seq"):
         value = getattr(e, name)
         if type(value) is not int or value < 1:
@@ -373,6 +381,8 @@ def _malformed(e: Event) -> str | None:
         return "`mac` is not text"
     if e.kind not in KINDS:
         return f"unknown kind `{e.kind}`"
+    if not payloads:
+        return None
     try:
         payload = json.loads(e.payload_json)
     except (ValueError, RecursionError):

@@ -157,11 +157,8 @@ def test_a_row_that_cannot_be_read_is_named_never_an_internal_error(
         ["console", "--store", str(db), "--spec", str(spec), "--operators", str(operators)],
     ]
     if type_ == "decision" and reason.startswith("its payload"):
-        # replay walks the chain first, which finds a payload that is no JSON object
-        assert main(["replay", "--log", str(db), "--spec", str(spec)]) == 2
-        said = capsys.readouterr().err
-        assert f"the event log does not verify at position {position}: " in said, said
-        assert "H901" not in said
+        # (replay reports a decision without its fields as not replayable, and goes on)
+        commands.append(["replay", "--log", str(db), "--spec", str(spec)])
     if type_ == "decision.diverged":
         commands = [["log", "divergences", "--store", str(db)]]
     for command in commands:
@@ -169,8 +166,13 @@ def test_a_row_that_cannot_be_read_is_named_never_an_internal_error(
         captured = capsys.readouterr()
         said = captured.err + captured.out
         assert code == 2, (command, said)
+        assert "H901" not in said, said
+        if command[0] == "replay" and isinstance(payload, bytes):
+            # a blob where the chain has text: replay's walk of the chain, before it reads
+            assert f"does not verify at position {position}: `payload` is not text" in said
+            continue
         assert f"the event at position {position} (`{type_}`) cannot be read" in said, command
-        assert reason in said and "H901" not in said, said
+        assert reason in said, said
 
 
 def test_a_lone_surrogate_in_the_log_is_printed_as_its_escape(
