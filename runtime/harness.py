@@ -251,6 +251,22 @@ class Harness:
         with (a session named after a pending request's claim made it unanswerable)."""
         named = _new_session_id(session_id)
         found = self._agent(agent)
+        for what, value, kinds in (
+            ("actor", actor, "a mapping (user, role, roles, tenant)"),
+            ("resource", resource, "a mapping"),
+            ("env", env, "a mapping"),
+        ):
+            if value is not None and not isinstance(value, Mapping):
+                raise TypeError(f"a session's {what} is {kinds}, not a {type(value).__name__}")
+        if task is not None and not isinstance(task, str | Mapping):
+            raise TypeError(f"a session's task is an id or a mapping, not a {type(task).__name__}")
+        if facts is not None and not isinstance(facts, Facts | Mapping):
+            raise TypeError(
+                f"a session's facts are a `Facts` or a mapping of declared fact names to values, "
+                f"not a {type(facts).__name__}"
+            )
+        if not isinstance(said, str | Iterable):
+            raise TypeError(f"`said` is the user's messages (texts), not a {type(said).__name__}")
         task_map: Mapping[str, Any]
         if task is None:
             task_map = {}

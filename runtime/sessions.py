@@ -47,6 +47,7 @@ from .events import (
     has_secrets,
     session_ended,
     session_started,
+    short_text,
 )
 from .evidence import Evidence, build_evidence
 from .executors import (
@@ -231,9 +232,15 @@ class Session:
 
     def update_facts(self, values: Mapping[str, Any]) -> None:
         """Change declared facts by name (a `facts.updated` event, replayed on resume): the
-        next decision and availability see them, and their values are from `trusted`."""
+        next decision and availability see them, and their values are from `trusted`. A name
+        the spec does not declare is refused (`ValueError`, nothing recorded): a misspelt fact
+        would otherwise leave the one meant as it was, and policy judging by it."""
         if not isinstance(values, Mapping):
             raise TypeError("facts are given as a mapping of declared fact names to values")
+        declared = self.harness.spec.facts
+        unknown = [k for k in values if not isinstance(k, str) or k not in declared]
+        if unknown:
+            raise ValueError(_not_declared(unknown[0], declared))
         record = jsonable(dict(values))
         self._append("State", FACTS_UPDATED, {"values": record})
         self.facts = with_values(self.facts, record)
@@ -275,6 +282,8 @@ class Session:
 
         >>> # s.expose("deploy the change to staging").tools
         """
+        if not isinstance(query, str):
+            raise TypeError(f"`expose` takes the request's text, not a {type(query).__name__}")
         if telemetry.tracer is not None:
             return telemetry.expose(self, tuple(packs), lambda: self._expose(query, packs))
         return self._expose(query, packs)
@@ -672,6 +681,18 @@ class Session:
             out.append(child.id)
             out.extend(child._descendants())
         return out
+
+
+def _not_declared(name: Any, declared: Mapping[str, Any]) -> str:
+    """Why `name` is not a fact to update, with the closest declared name."""
+    import difflib
+
+    if not isinstance(name, str):
+        return f"a fact is named by text, not by a {type(name).__name__}"
+    close = difflib.get_close_matches(name, list(declared), n=1)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    known = ", ".join(f"`{n}`" for n in sorted(declared)) or "none"
+    return f"`{short_text(name, 80)}` is not a declared fact (declared: {known}){hint}"
 
 
 def with_values(facts: Facts, values: Mapping[str, Any]) -> Facts:

@@ -796,3 +796,28 @@ def test_a_session_takes_no_id_of_the_runtimes_own_records_nor_a_recorded_sessio
         with pytest.raises(HarnessError) as err:
             other.session("a", actor={"user": "u-3"}, session_id="team-a/run 1 é")
         assert err.value.code == "session-exists"
+
+
+def test_a_session_opened_with_arguments_of_the_wrong_kind_is_told_which(guarded: Spec) -> None:
+    # each failed inside with a message about dictionaries or iteration
+    h = Harness(guarded)
+    cases: list[tuple[dict[str, Any], str]] = [
+        (
+            {"actor": ["u-1"]},
+            "a session's actor is a mapping (user, role, roles, tenant), not a list",
+        ),
+        ({"task": 5}, "a session's task is an id or a mapping, not a int"),
+        ({"facts": [1]}, "a session's facts are a `Facts` or a mapping"),
+        ({"resource": "r"}, "a session's resource is a mapping, not a str"),
+        ({"env": ("a", 1)}, "a session's env is a mapping, not a tuple"),
+        ({"said": 5}, "`said` is the user's messages (texts), not a int"),
+    ]
+    for options, message in cases:
+        with pytest.raises(TypeError) as err:
+            h.session("a", **{"actor": {"user": "u-1"}, **options})
+        assert str(err.value).startswith(message), options
+    assert not h.store.read()  # nothing opened
+    s = h.session("a", actor={"user": "u-1"})
+    for query in (None, 5, b"deploy"):
+        with pytest.raises(TypeError, match="`expose` takes the request's text"):
+            s.expose(query)  # type: ignore[arg-type]

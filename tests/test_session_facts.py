@@ -189,6 +189,14 @@ def test_bad_facts_and_messages_are_refused_with_a_clear_error() -> None:
         s.update_facts(None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="a user message is a text"):
         s.user_said(42)  # type: ignore[arg-type]
+    # a misspelt fact was recorded and ignored: the one meant kept its value, and policy
+    # judged by it as if the application had never changed it
+    before = len(h.store.read())
+    with pytest.raises(ValueError, match=r"`pai` is not a declared fact .*did you mean `paid`"):
+        s.update_facts({"pai": [IBAN]})
+    with pytest.raises(ValueError, match="a fact is named by text, not by a int"):
+        s.update_facts({1: True})
+    assert len(h.store.read()) == before and "pai" not in s.facts.values
 
 
 def test_count_within_a_window_counts_this_call_and_forgets_old_ones() -> None:
