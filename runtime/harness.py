@@ -72,7 +72,7 @@ from .policy import Decision, PolicyEngine
 from .projections import Projections, SessionView
 from .restore import restore_actions, take_up_calls
 from .semantics import surface_tools
-from .sessions import Session, as_recorded, facts_record, replay_facts
+from .sessions import Session, as_recorded, facts_record, not_declared, replay_facts
 
 if TYPE_CHECKING:
     from .shadow import Shadow
@@ -267,6 +267,8 @@ class Harness:
             )
         if not isinstance(said, str | Iterable):
             raise TypeError(f"`said` is the user's messages (texts), not a {type(said).__name__}")
+        snapshot = Facts.of(facts)
+        self._declared(snapshot)
         task_map: Mapping[str, Any]
         if task is None:
             task_map = {}
@@ -278,7 +280,7 @@ class Harness:
             agent=found,
             actor=actor or {},
             task=task_map,
-            facts=Facts.of(facts),
+            facts=snapshot,
             resource=resource or {},
             env=env or {},
             session_id=named,
@@ -287,6 +289,14 @@ class Harness:
         for text in [said] if isinstance(said, str) else said:
             session.user_said(text)
         return session
+
+    def _declared(self, facts: Facts) -> None:
+        """Raise unless every fact value is of a fact the spec declares (`ValueError`): a
+        misspelt one leaves the fact meant absent, and a rule that tests it for `true` lets
+        the call through."""
+        unknown = [k for k in facts.values if not isinstance(k, str) or k not in self.spec.facts]
+        if unknown:
+            raise ValueError(not_declared(unknown[0], self.spec.facts))
 
     def _agent(self, name: str) -> Agent:
         """The declared agent `name` (`planner` or `remediation.planner`)."""
@@ -307,6 +317,8 @@ class Harness:
 
         >>> # s = h.resume("ses-…"); s.invoke(s.call("call-2"))
         """
+        if facts is not None:
+            self._declared(Facts.of(facts))
         session = self.sessions.get(session_id)
         if session is None:
             view = self.projections.sessions.get(session_id)
@@ -530,7 +542,10 @@ class Harness:
 
     def deny(self, request_id: str, *, by: Mapping[str, Any], reason: str) -> ApprovalOutcome:
         """Deny a request as `by` (an approver, or the actor who asked). The denial is recorded
-        as a task fact (`task.denials`) and the call is cancelled."""
+        as a task fact (`task.denials`) and the call is cancelled. A denial says why: a
+        `reason` that is not text, or blank, is `ApprovalError` `reason-required`."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise ApprovalError("reason-required", "a denial says why: give a reason")
         _need_actor("deny", by)
         req = self._pending(request_id)
         session = self.resume(req.session_id)

@@ -240,7 +240,7 @@ class Session:
         declared = self.harness.spec.facts
         unknown = [k for k in values if not isinstance(k, str) or k not in declared]
         if unknown:
-            raise ValueError(_not_declared(unknown[0], declared))
+            raise ValueError(not_declared(unknown[0], declared))
         record = jsonable(dict(values))
         self._append("State", FACTS_UPDATED, {"values": record})
         self.facts = with_values(self.facts, record)
@@ -683,8 +683,8 @@ class Session:
         return out
 
 
-def _not_declared(name: Any, declared: Mapping[str, Any]) -> str:
-    """Why `name` is not a fact to update, with the closest declared name."""
+def not_declared(name: Any, declared: Mapping[str, Any]) -> str:
+    """Why `name` is not a fact to give a session, with the closest declared name."""
     import difflib
 
     if not isinstance(name, str):

@@ -237,6 +237,7 @@ class Workflows:
             raise WorkflowError(
                 "invalid-input", f"the input of `{wf.name}` is not valid: {exc}"
             ) from None
+        snapshot = self._declared(facts)
         run_id = _new_id() if id is None or id == "" else _run_id(id)
         client = self._need_client()
         existing = durable.dbos_status(client, run_id)
@@ -255,7 +256,7 @@ class Workflows:
             "input": jsonable(checked),
             "actor": jsonable(dict(actor)),
             # the whole snapshot (declared facts, connections and runtimes up, MCP servers' state)
-            "facts": facts_record(Facts.of(facts)),
+            "facts": facts_record(snapshot),
             "env": jsonable(dict(env or {})),
             "resource": jsonable(dict(resource or {})),
             "start": start,
@@ -295,6 +296,8 @@ class Workflows:
         from .sessions import facts_record
 
         self._status_or_refuse(id)
+        if self.harness is not None:  # an operator's view has no spec to check them by
+            self._declared(facts)
         message: dict[str, Any] = {"env": jsonable(dict(env or {}))}
         if isinstance(facts, Facts):
             message["snapshot"] = facts_record(facts)
@@ -407,6 +410,15 @@ class Workflows:
                 forget()
 
     # -- helpers ----------------------------------------------------------------------------------
+
+    def _declared(self, facts: Facts | Mapping[str, Any] | None) -> Facts:
+        """The facts as a snapshot, each of a fact the spec declares (`unknown-fact`)."""
+        snapshot = Facts.of(facts)
+        try:
+            self.harness._declared(snapshot)  # type: ignore[union-attr]
+        except ValueError as exc:
+            raise WorkflowError("unknown-fact", str(exc)) from None
+        return snapshot
 
     def _need_client(self) -> Any:
         if self._client is None:

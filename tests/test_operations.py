@@ -95,6 +95,11 @@ def test_answers_by_request_id_and_their_clear_errors(spec: Spec) -> None:
     with pytest.raises(ApprovalError) as err:
         ops.deny(h, req.request_id, by=OPS, reason=" ")
     assert err.value.code == "reason-required"
+    # the harness's own `deny` recorded a reason of any kind (an int, None) or none at all
+    for reason in (12, None, ""):
+        with pytest.raises(ApprovalError) as err:
+            h.deny(req.request_id, by=OPS, reason=reason)  # type: ignore[arg-type]
+        assert err.value.code == "reason-required"
     with pytest.raises(ApprovalError) as err:
         ops.approve(h, "apr-nope", by=OPS)
     assert err.value.code == "unknown-request"

@@ -197,6 +197,12 @@ def test_bad_facts_and_messages_are_refused_with_a_clear_error() -> None:
     with pytest.raises(ValueError, match="a fact is named by text, not by a int"):
         s.update_facts({1: True})
     assert len(h.store.read()) == before and "pai" not in s.facts.values
+    # the same at a session's opening and when it is resumed with new facts
+    with pytest.raises(ValueError, match="`pai` is not a declared fact"):
+        h.session("bot", actor={"user": "u"}, facts={"pai": [IBAN]})
+    with pytest.raises(ValueError, match="`pai` is not a declared fact"):
+        h.resume(s.id, facts={"pai": [IBAN]})
+    assert len(h.store.read()) == before
 
 
 def test_count_within_a_window_counts_this_call_and_forgets_old_ones() -> None:

@@ -220,6 +220,10 @@ def test_a_run_id_that_could_name_another_runs_streams_is_refused(
         with pytest.raises(WorkflowError) as err:
             h.workflows.create("four", {"base": 1}, id=bad, actor=ENGINEER)  # type: ignore[arg-type]
         assert err.value.code == "invalid-id", bad
+    # a fact the spec does not declare (a misspelt one) was recorded and read by no rule
+    with pytest.raises(WorkflowError) as err:
+        h.workflows.create("four", {"base": 1}, id="facts-1", actor=ENGINEER, facts={"frozen": 1})
+    assert err.value.code == "unknown-fact" and "`frozen` is not a declared fact" in str(err.value)
     assert {r["id"] for r in h.workflows.list()} == before  # nothing was created
     fine = "order-7:eu@v2+a_b.c"
     assert h.workflows.create("four", {"base": 1}, id=fine, actor=ENGINEER) == fine
