@@ -72,7 +72,15 @@ from .policy import Decision, PolicyEngine
 from .projections import Projections, SessionView
 from .restore import restore_actions, take_up_calls
 from .semantics import surface_tools
-from .sessions import Session, as_recorded, facts_record, not_declared, replay_facts
+from .sessions import (
+    FACTS_KINDS,
+    Session,
+    as_recorded,
+    facts_record,
+    need_kind,
+    not_declared,
+    replay_facts,
+)
 
 if TYPE_CHECKING:
     from .shadow import Shadow
@@ -251,22 +259,15 @@ class Harness:
         with (a session named after a pending request's claim made it unanswerable)."""
         named = _new_session_id(session_id)
         found = self._agent(agent)
-        for what, value, kinds in (
-            ("actor", actor, "a mapping (user, role, roles, tenant)"),
-            ("resource", resource, "a mapping"),
-            ("env", env, "a mapping"),
+        for what, value, allowed, kinds in (
+            ("actor", actor, Mapping, "a mapping (user, role, roles, tenant)"),
+            ("task", task, str | Mapping, "an id or a mapping"),
+            ("facts", facts, Facts | Mapping, FACTS_KINDS),
+            ("resource", resource, Mapping, "a mapping"),
+            ("env", env, Mapping, "a mapping"),
+            ("said", said, str | Iterable, "the user's messages (texts)"),
         ):
-            if value is not None and not isinstance(value, Mapping):
-                raise TypeError(f"a session's {what} is {kinds}, not a {type(value).__name__}")
-        if task is not None and not isinstance(task, str | Mapping):
-            raise TypeError(f"a session's task is an id or a mapping, not a {type(task).__name__}")
-        if facts is not None and not isinstance(facts, Facts | Mapping):
-            raise TypeError(
-                f"a session's facts are a `Facts` or a mapping of declared fact names to values, "
-                f"not a {type(facts).__name__}"
-            )
-        if not isinstance(said, str | Iterable):
-            raise TypeError(f"`said` is the user's messages (texts), not a {type(said).__name__}")
+            need_kind("a session", what, value, allowed, kinds)
         snapshot = Facts.of(facts)
         self._declared(snapshot)
         task_map: Mapping[str, Any]
@@ -286,7 +287,7 @@ class Harness:
             session_id=named,
             fresh=named is not None,
         )
-        for text in [said] if isinstance(said, str) else said:
+        for text in [said] if isinstance(said, str) else said or ():
             session.user_said(text)
         return session
 

@@ -683,6 +683,17 @@ class Session:
         return out
 
 
+FACTS_KINDS = "a `Facts` or a mapping of declared fact names to values"
+"""What a session's or a run's facts are given as."""
+
+
+def need_kind(owner: str, what: str, value: Any, allowed: Any, kinds: str) -> None:
+    """Raise `TypeError` unless `value` (None aside) is of the `allowed` types: `owner`'s `what`
+    takes `kinds`, said so instead of what failing on it deeper down would say."""
+    if value is not None and not isinstance(value, allowed):
+        raise TypeError(f"{owner}'s {what}: {kinds}, not a {type(value).__name__}")
+
+
 def not_declared(name: Any, declared: Mapping[str, Any]) -> str:
     """Why `name` is not a fact to give a session, with the closest declared name."""
     import difflib

@@ -215,10 +215,19 @@ class Workflows:
         nothing. The run waits for `start` unless `start=True`."""
         from . import durable
         from .normalize import ValidationError, Validator
-        from .sessions import facts_record
+        from .sessions import FACTS_KINDS, facts_record, need_kind
 
         if self.harness is None:
             raise WorkflowError("no-spec", "creating a run needs the harness of its spec")
+        for what, value, allowed, kinds in (
+            ("workflow", name, str, "a declared workflow's name"),
+            ("input", input, Mapping, "a mapping of the workflow's input fields"),
+            ("actor", actor, Mapping, "a mapping (user, role, roles, tenant)"),
+            ("facts", facts, Facts | Mapping, FACTS_KINDS),
+            ("env", env, Mapping, "a mapping"),
+            ("resource", resource, Mapping, "a mapping"),
+        ):
+            need_kind("a run", what, value, allowed, kinds)
         spec = self.harness.spec
         wf = spec.workflows.get(name) or spec.workflows.get(spec.qualified(name))
         if wf is None:
@@ -280,6 +289,11 @@ class Workflows:
         `by`, or a finished run; a gate already decided answers `duplicate`."""
         from . import durable
 
+        if not isinstance(by, Mapping):
+            raise TypeError(
+                "`decide` takes `by`, the one who decides, as a mapping (user, role, roles), "
+                f"not `{type(by).__name__}`"
+            )
         return durable.decide_gate(self._need_client(), self._events(), id, gate, option, by)
 
     def update(
@@ -293,8 +307,10 @@ class Workflows:
         steps after it are judged under them. Declared facts (a mapping) are merged into the
         run's; a `Facts` also replaces the connections and runtimes up and the MCP servers'
         state."""
-        from .sessions import facts_record
+        from .sessions import FACTS_KINDS, facts_record, need_kind
 
+        need_kind("`update`", "facts", facts, Facts | Mapping, FACTS_KINDS)
+        need_kind("`update`", "env", env, Mapping, "a mapping")
         self._status_or_refuse(id)
         if self.harness is not None:  # an operator's view has no spec to check them by
             self._declared(facts)
@@ -377,10 +393,22 @@ class Workflows:
         found finished by asking DBOS for its status alone, at intervals that double from 5 ms
         to 0.25 s (a waiter that read the whole state every few milliseconds would take the
         interpreter lock from the very run it waits for)."""
+        import math
         import time
 
         from . import durable, workflow_steps
 
+        if (
+            not isinstance(timeout_s, int | float)
+            or isinstance(timeout_s, bool)
+            or math.isnan(timeout_s)
+        ):
+            # NaN made a deadline no clock reaches: the waiter never returned
+            raise WorkflowError(
+                "invalid-timeout",
+                "`wait` takes a timeout in seconds (a number; `math.inf` waits until the run "
+                f"ends), not {short_text(timeout_s, 40)!r}",
+            )
         client = self._need_client()
         deadline = time.monotonic() + timeout_s
         ended, forget = workflow_steps.watch_end(id) if self._engine is not None else (None, None)

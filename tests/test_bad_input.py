@@ -804,13 +804,13 @@ def test_a_session_opened_with_arguments_of_the_wrong_kind_is_told_which(guarded
     cases: list[tuple[dict[str, Any], str]] = [
         (
             {"actor": ["u-1"]},
-            "a session's actor is a mapping (user, role, roles, tenant), not a list",
+            "a session's actor: a mapping (user, role, roles, tenant), not a list",
         ),
-        ({"task": 5}, "a session's task is an id or a mapping, not a int"),
-        ({"facts": [1]}, "a session's facts are a `Facts` or a mapping"),
-        ({"resource": "r"}, "a session's resource is a mapping, not a str"),
-        ({"env": ("a", 1)}, "a session's env is a mapping, not a tuple"),
-        ({"said": 5}, "`said` is the user's messages (texts), not a int"),
+        ({"task": 5}, "a session's task: an id or a mapping, not a int"),
+        ({"facts": [1]}, "a session's facts: a `Facts` or a mapping"),
+        ({"resource": "r"}, "a session's resource: a mapping, not a str"),
+        ({"env": ("a", 1)}, "a session's env: a mapping, not a tuple"),
+        ({"said": 5}, "a session's said: the user's messages (texts), not a int"),
     ]
     for options, message in cases:
         with pytest.raises(TypeError) as err:

@@ -208,7 +208,7 @@ def test_create_is_idempotent_on_the_callers_id(env: tuple[Harness, Jobs, Path])
     assert h.workflows.status("same-1")["status"] == "cancelled"
 
 
-def test_a_run_id_that_could_name_another_runs_streams_is_refused(
+def test_create_update_decide_and_wait_refuse_what_they_cannot_take(
     env: tuple[Harness, Jobs, Path],
 ) -> None:
     # `a/x` wrote its steps under `workflow:a/…`, so `status("a")` showed the run `a/x`
@@ -227,6 +227,20 @@ def test_a_run_id_that_could_name_another_runs_streams_is_refused(
     assert {r["id"] for r in h.workflows.list()} == before  # nothing was created
     fine = "order-7:eu@v2+a_b.c"
     assert h.workflows.create("four", {"base": 1}, id=fine, actor=ENGINEER) == fine
+    # arguments of the wrong kind said what failed deep inside (dictionaries, iteration); a
+    # NaN timeout was a deadline no clock reaches, and `wait` never returned
+    with pytest.raises(TypeError, match="a run's input: a mapping of the workflow's input"):
+        h.workflows.create("four", [1], actor=ENGINEER)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a run's actor: a mapping"):
+        h.workflows.create("four", {"base": 1}, actor="u-1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="`update`'s env: a mapping, not a list"):
+        h.workflows.update(fine, env=[1])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="`decide` takes `by`, the one who decides, as a mapping"):
+        h.workflows.decide(fine, "review", "approve", by="u-7")  # type: ignore[arg-type]
+    for timeout in (float("nan"), "5", None):
+        with pytest.raises(WorkflowError) as err:
+            h.workflows.wait(fine, timeout)  # type: ignore[arg-type]
+        assert err.value.code == "invalid-timeout"
     h.workflows.cancel(fine)
 
 
