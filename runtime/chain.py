@@ -176,6 +176,18 @@ class ChainWatch:
             self._walk.feed(self._events(store))
             return self._walk.result()
 
+    def take(self, store: Any, events: list[Event], after: int) -> None:
+        """Vouch for `events`, a page a reader read from `store` after position `after`, before
+        it folds them: those past the ones walked already are walked on (what lies between
+        first, read here). Raises `UnverifiedLog` at a broken link."""
+        with self._lock:
+            walk = self._walk
+            if walk.checked < after:
+                walk.feed(self._events(store))
+            found = walk.feed(iter(events[max(0, walk.checked - after) :]))
+        if found is not None:
+            raise UnverifiedLog(found)
+
     def vouch(self, store: Any) -> Verification:
         """`check`, raising `UnverifiedLog` unless the log verifies."""
         found = self.check(store)

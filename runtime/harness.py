@@ -387,7 +387,7 @@ class Harness:
     def catch_up(self) -> int:
         """Fold the events appended since the last look (by any process) into `projections`
         and take up the approval requests and grants they hold; returns how many were read."""
-        read = self.projections.catch_up(self.store)
+        read = self.projections.catch_up(self.store, watch=self._watch)
         self.approvals.restore(self.projections, self.engine.path_facts)
         return read
 
@@ -848,14 +848,15 @@ class Harness:
         return self.store.verify(anchor)
 
     def vouched(self) -> Verification:
-        """Fold what the log gained since the last look (`catch_up`), then verify the chain up
-        to where it was folded and beyond: the whole log the first time, then only what was
-        appended since (`ChainWatch`, with the store's log key). Raises `UnverifiedLog` when it
-        does not verify, so what was folded is vouched for when it returns: the operators'
-        commands (`operations`) act on nothing else."""
-        self.catch_up()
+        """Verify the log's chain up to its head (`ChainWatch`, with the store's log key): the
+        whole log the first time, what this harness folded before included, then only what
+        was appended since; and from the first call on, every page this harness folds is
+        walked before it is folded, its own catching up inside a command too. Raises
+        `UnverifiedLog` when the chain does not verify: the operators' commands (`operations`)
+        act on nothing else."""
         if self._watch is None:
             self._watch = ChainWatch(self.store.log_key)
+        self.catch_up()
         return self._watch.vouch(self.store)
 
 

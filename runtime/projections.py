@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .chain import ChainWatch
 from .events import Event, UnreadableEvent
 from .store import EventStore
 
@@ -150,11 +151,16 @@ class Projections:
             views.apply(event)
         return views
 
-    def catch_up(self, store: EventStore, *, batch: int = 1000) -> int:
-        """Apply every event after `position`; returns how many were applied."""
+    def catch_up(
+        self, store: EventStore, *, batch: int = 1000, watch: ChainWatch | None = None
+    ) -> int:
+        """Apply every event after `position`; returns how many were applied. With `watch`,
+        each page is vouched for (`ChainWatch.take`) before any of it is applied."""
         applied = 0
         while True:
             page = store.read(after=self.position, limit=batch)
+            if watch is not None:
+                watch.take(store, page, self.position)
             for event in page:
                 self.apply(event)
             applied += len(page)

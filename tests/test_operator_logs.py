@@ -324,3 +324,21 @@ def test_a_review_reads_no_log_whose_chain_does_not_verify(
     ):
         assert main(command) == 2, command
         assert f"does not verify at position {position}: no MAC" in capsys.readouterr().err
+
+
+def test_after_a_first_look_a_harness_folds_nothing_the_chain_does_not_vouch_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a command verified the chain when it began, then its own catching up (inside `approve`)
+    # folded whatever had been appended since, unwalked
+    from harnessc.runtime import UnverifiedLog
+
+    db, _, _ = _answered(tmp_path, capsys)
+    h = Harness(compile_text(tmp_path, SHELL), store=SQLiteStore(db))
+    h.vouched()
+    folded = h.projections.position
+    position = append_copy(db, "approval.requested", chained=False)
+    with pytest.raises(UnverifiedLog) as err:
+        h.catch_up()
+    assert err.value.verification.position == position
+    assert h.projections.position == folded  # nothing of the page was folded
