@@ -687,11 +687,17 @@ FACTS_KINDS = "a `Facts` or a mapping of declared fact names to values"
 """What a session's or a run's facts are given as."""
 
 
-def need_kind(owner: str, what: str, value: Any, allowed: Any, kinds: str) -> None:
-    """Raise `TypeError` unless `value` (None aside) is of the `allowed` types: `owner`'s `what`
-    takes `kinds`, said so instead of what failing on it deeper down would say."""
-    if value is not None and not isinstance(value, allowed):
-        raise TypeError(f"{owner}'s {what}: {kinds}, not a {type(value).__name__}")
+def need_kind(
+    owner: str, what: str, value: Any, allowed: Any, kinds: str, *, required: bool = False
+) -> None:
+    """Raise `TypeError` unless `value` (None aside, unless `required`) is of the `allowed`
+    types: `owner`'s `what` takes `kinds`, said so instead of what failing on it deeper down
+    would say."""
+    if value is None and not required:
+        return
+    if not isinstance(value, allowed):
+        shown = "None" if value is None else f"a {type(value).__name__}"
+        raise TypeError(f"{owner}'s {what}: {kinds}, not {shown}")
 
 
 def not_declared(name: Any, declared: Mapping[str, Any]) -> str:

@@ -222,12 +222,12 @@ class Workflows:
         for what, value, allowed, kinds in (
             ("workflow", name, str, "a declared workflow's name"),
             ("input", input, Mapping, "a mapping of the workflow's input fields"),
-            ("actor", actor, Mapping, "a mapping (user, role, roles, tenant)"),
             ("facts", facts, Facts | Mapping, FACTS_KINDS),
             ("env", env, Mapping, "a mapping"),
             ("resource", resource, Mapping, "a mapping"),
         ):
             need_kind("a run", what, value, allowed, kinds)
+        need_kind("a run", "actor", actor, Mapping, "a mapping (user, role, roles)", required=True)
         spec = self.harness.spec
         wf = spec.workflows.get(name) or spec.workflows.get(spec.qualified(name))
         if wf is None:

@@ -231,8 +231,9 @@ def test_create_update_decide_and_wait_refuse_what_they_cannot_take(
     # NaN timeout was a deadline no clock reaches, and `wait` never returned
     with pytest.raises(TypeError, match="a run's input: a mapping of the workflow's input"):
         h.workflows.create("four", [1], actor=ENGINEER)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="a run's actor: a mapping"):
-        h.workflows.create("four", {"base": 1}, actor="u-1")  # type: ignore[arg-type]
+    for actor in ("u-1", None):
+        with pytest.raises(TypeError, match="a run's actor: a mapping"):
+            h.workflows.create("four", {"base": 1}, actor=actor)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="`update`'s env: a mapping, not a list"):
         h.workflows.update(fine, env=[1])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="`decide` takes `by`, the one who decides, as a mapping"):
