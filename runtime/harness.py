@@ -76,9 +76,9 @@ from .sessions import (
     FACTS_KINDS,
     Session,
     as_recorded,
+    check_facts,
     facts_record,
     need_kind,
-    not_declared,
     replay_facts,
 )
 
@@ -295,9 +295,7 @@ class Harness:
         """Raise unless every fact value is of a fact the spec declares (`ValueError`): a
         misspelt one leaves the fact meant absent, and a rule that tests it for `true` lets
         the call through."""
-        unknown = [k for k in facts.values if not isinstance(k, str) or k not in self.spec.facts]
-        if unknown:
-            raise ValueError(not_declared(unknown[0], self.spec.facts))
+        check_facts(facts.values, self.spec.facts)
 
     def _agent(self, name: str) -> Agent:
         """The declared agent `name` (`planner` or `remediation.planner`)."""

@@ -56,11 +56,12 @@ from .executors import (
 from .exposure import QUERY_CAP, Exposure
 from .history import FACTS_UPDATED, USER_SAID, Ledger
 from .lifecycle import Action, ActionError, ActionState
-from .model import Agent, Skill
+from .model import Agent, Fact, Field, Schema, Skill
 from .normalize import (
     DELEGATE_TASK,
     PendingCall,
     Refusal,
+    Validator,
     thaw,
 )
 from .policy import CallContext, Decision
@@ -237,10 +238,7 @@ class Session:
         would otherwise leave the one meant as it was, and policy judging by it."""
         if not isinstance(values, Mapping):
             raise TypeError("facts are given as a mapping of declared fact names to values")
-        declared = self.harness.spec.facts
-        unknown = [k for k in values if not isinstance(k, str) or k not in declared]
-        if unknown:
-            raise ValueError(not_declared(unknown[0], declared))
+        check_facts(values, self.harness.spec.facts)
         record = jsonable(dict(values))
         self._append("State", FACTS_UPDATED, {"values": record})
         self.facts = with_values(self.facts, record)
@@ -698,6 +696,25 @@ def need_kind(
     if not isinstance(value, allowed):
         shown = "None" if value is None else f"a {type(value).__name__}"
         raise TypeError(f"{owner}'s {what}: {kinds}, not {shown}")
+
+
+def check_facts(values: Mapping[Any, Any], declared: Mapping[str, Fact]) -> None:
+    """Raise `ValueError` unless each of `values` is of a fact the spec declares, of its type
+    as the log records it (None: absent, as a fact left out). A misspelt fact leaves the one
+    meant as it was, or absent; a value of another type (`"yes"` for a `bool`) compares
+    unequal to every value of the type, so a rule that tests it for `true` reads it as
+    false."""
+    unknown = [k for k in values if not isinstance(k, str) or k not in declared]
+    if unknown:
+        raise ValueError(not_declared(unknown[0], declared))
+    for name, value in values.items():
+        field = Field(name=name, type=declared[name].type.model_copy(update={"optional": True}))
+        # as the log records it, which is what policy reads (a `Path` as its text)
+        errors = Validator(Schema(fields=(field,))).errors({name: jsonable(value)})
+        if errors:
+            path, message = errors[0]
+            where = "" if path == f"$.{name}" else f" (at `{path}`)"
+            raise ValueError(f"the fact `{name}` is not of its declared type: {message}{where}")
 
 
 def not_declared(name: Any, declared: Mapping[str, Any]) -> str:

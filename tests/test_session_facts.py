@@ -197,11 +197,18 @@ def test_bad_facts_and_messages_are_refused_with_a_clear_error() -> None:
     with pytest.raises(ValueError, match="a fact is named by text, not by a int"):
         s.update_facts({1: True})
     assert len(h.store.read()) == before and "pai" not in s.facts.values
+    # a value of another type than the fact's compares unequal to every value of the type
+    with pytest.raises(ValueError, match="the fact `paid` is not of its declared type: "):
+        s.update_facts({"paid": IBAN})
+    with pytest.raises(ValueError, match=r"the fact `paid` .* \(at `\$\.paid\[0\]`\)"):
+        s.update_facts({"paid": [7]})
     # the same at a session's opening and when it is resumed with new facts
     with pytest.raises(ValueError, match="`pai` is not a declared fact"):
         h.session("bot", actor={"user": "u"}, facts={"pai": [IBAN]})
     with pytest.raises(ValueError, match="`pai` is not a declared fact"):
         h.resume(s.id, facts={"pai": [IBAN]})
+    with pytest.raises(ValueError, match="the fact `paid` is not of its declared type"):
+        h.session("bot", actor={"user": "u"}, facts={"paid": True})
     assert len(h.store.read()) == before
 
 
