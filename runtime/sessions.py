@@ -708,13 +708,30 @@ def check_facts(values: Mapping[Any, Any], declared: Mapping[str, Fact]) -> None
     if unknown:
         raise ValueError(not_declared(unknown[0], declared))
     for name, value in values.items():
-        field = Field(name=name, type=declared[name].type.model_copy(update={"optional": True}))
         # as the log records it, which is what policy reads (a `Path` as its text)
-        errors = Validator(Schema(fields=(field,))).errors({name: jsonable(value)})
+        errors = _fact_check(declared[name]).errors({name: jsonable(value)})
         if errors:
             path, message = errors[0]
             where = "" if path == f"$.{name}" else f" (at `{path}`)"
             raise ValueError(f"the fact `{name}` is not of its declared type: {message}{where}")
+
+
+_FACT_CHECKS: dict[int, tuple[Fact, Validator]] = {}
+"""Each declared fact's check, by the fact (a spec's `Fact`, kept alive beside it)."""
+
+
+def _fact_check(fact: Fact) -> Validator:
+    """A declared fact's type as a one-field schema check (None allowed: absent), built once
+    per fact rather than at every session opened or fact updated."""
+    known = _FACT_CHECKS.get(id(fact))
+    if known is not None and known[0] is fact:
+        return known[1]
+    field = Field(name=fact.name, type=fact.type.model_copy(update={"optional": True}))
+    check = Validator(Schema(fields=(field,)))
+    if len(_FACT_CHECKS) >= 1024:  # specs loaded again and again: keep the newest
+        _FACT_CHECKS.clear()
+    _FACT_CHECKS[id(fact)] = (fact, check)
+    return check
 
 
 def not_declared(name: Any, declared: Mapping[str, Any]) -> str:
