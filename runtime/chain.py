@@ -164,11 +164,6 @@ class ChainWatch:
         self._walk = _Walk(None, key, payloads=False)
         self._lock = threading.Lock()
 
-    @property
-    def checked(self) -> int:
-        """How many events, from the first, have been vouched for."""
-        return self._walk.checked
-
     def check(self, store: Any) -> Verification:
         """Walk on to the log's head: ok with every event read so far, or the first broken
         link (never raises for a damaged log)."""
