@@ -75,12 +75,12 @@ def _optional_keywords(expansion: Tree) -> Iterator[str]:
             yield found[0]
 
 
-def productions() -> list[Production]:
-    """Every production of the grammar, in the grammar's order."""
+def productions(grammar: str | None = None) -> list[Production]:
+    """Every production of the grammar (`dsl/harness.lark`, or the text given), in order."""
     from lark.load_grammar import GrammarBuilder
 
     builder = GrammarBuilder()
-    builder.load_grammar(grammar_text(), "harness")
+    builder.load_grammar(grammar if grammar is not None else grammar_text(), "harness")
     found: list[Production] = []
     for key, definition in builder._definitions.items():
         name = str(key)

@@ -996,6 +996,56 @@ def test_the_enumeration_finds_what_the_grammar_spells() -> None:
         assert expected in ids
 
 
+def test_a_construct_added_to_the_grammar_has_no_entry_until_a_spec_covers_it() -> None:
+    """What the entry test reports when the grammar grows: an alternative, an aliased one and
+    an optional keyword group, each a production of its own."""
+    from harnessc.dsl.builder import grammar_text
+
+    grown = grammar_text().replace(
+        '| "primitive"                           -> attr',
+        '| "primitive"                           -> attr\n'
+        '          | "sandbox" NAME ("strict")?            -> attr\n'
+        '          | "quota" INT                           -> quota',
+    )
+    assert grown != grammar_text()
+    listed = {p for covered in COVERS.values() for p in covered}
+    new = {p.id for p in productions(grown)} - listed
+    assert new == {
+        'tool_item "sandbox" -> attr',
+        'tool_item "sandbox" -> attr ["strict"]',
+        'tool_item "quota" -> quota',
+    }
+
+
+def test_the_recorder_names_the_productions_a_parse_uses(recorder: Recorder) -> None:
+    used = recorder.parse(
+        'tool t { summary "x"; trust trusted }\n'
+        'policy p { deny t when not args.a from user only { reason "r" } }\n'
+    )
+    assert {
+        'tool_item "summary" -> attr',
+        'tool_item "trust" -> attr',
+        'tool_item ";"',
+        'effect "deny"',
+        'not_cond "not" -> not_',
+        "atom_cond operand -> provenance",
+        'atom_cond operand -> provenance ["only"]',
+        "_source NAME",
+        "pattern NAME",
+        'option "reason" -> attr',
+    } <= used
+    assert (
+        not {
+            'tool_item "labels" -> attr',
+            'effect "allow"',
+            '_source "label"',
+            "options ",
+            'import_ ["as"]',
+        }
+        & used
+    )
+
+
 @pytest.mark.parametrize("name", sorted(DRIVES))
 def test_each_spec_uses_the_productions_it_covers(name: str, recorder: Recorder) -> None:
     used = recorder.parse((MATRIX / f"{name}.harness").read_text(encoding="utf-8"))
