@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from harnessc.dsl.codes import BY_SLUG, CODES
 from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors
-from harnessc.dsl.files import display_path, named_once, read_source, recording_reads
+from harnessc.dsl.files import (
+    confined,
+    display_path,
+    named_once,
+    project_root,
+    read_source,
+    recording_reads,
+    rooted_at,
+)
 from harnessc.dsl.render_formats import print_diagnostics
 
 from harnessc import __version__
@@ -50,7 +58,10 @@ def _cached(
 ) -> Cached:
     """`run` a check or lint, or answer it from the result cache when nothing the run would read
     has changed (compiler/result_cache.py); `options` is what else decides the result."""
-    cache = ResultCache(args.command, args.files, options)
+    # the project root decides which imports may be read: a `--root`, or a `harness.toml` added
+    # above a spec, changes the result without changing a file the run read
+    roots = [f"root={project_root(name)}" for name in args.files]
+    cache = ResultCache(args.command, args.files, [*options, *roots])
     use_cache = ResultCache.enabled(args.no_cache)
     if use_cache and (hit := cache.lookup()) is not None:
         return hit
@@ -151,6 +162,10 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     diagnostics: list[Diagnostic] = []
     changed: list[str] = []
     for name in args.files:
+        refused = confined(name, display_path(name))
+        if refused is not None:
+            diagnostics.append(refused)
+            continue
         source, problems = read_source(name, display_path(name))
         diagnostics.extend(problems)
         if source is None:
@@ -189,7 +204,8 @@ def cmd_debug(args: argparse.Namespace) -> int:
 
     if args.stage in ("model", "graph"):
         return _debug_checked(args)
-    source, problems = read_source(args.file, display_path(args.file))
+    refused = confined(args.file, display_path(args.file))
+    source, problems = (None, [refused]) if refused else read_source(args.file)
     if source is None:
         print_diagnostics(problems)
         return _exit_code(problems)
@@ -601,6 +617,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp_discover.add_argument("--format", choices=("human", "json"), default="human")
     mcp_discover.add_argument("spec", nargs="?", metavar="SPEC", help="report drift against it")
+    mcp_discover.add_argument(
+        "--root", metavar="DIR", help="the project root of SPEC (see `check --root`)"
+    )
     mcp.set_defaults(run=cmd_mcp)
 
     init = sub.add_parser("init", help="write a starter spec, pre-commit hooks and a README")
@@ -714,7 +733,34 @@ def build_parser() -> argparse.ArgumentParser:
     from .approvals_cli import add_parsers as approvals_parsers
 
     approvals_parsers(sub, cmd_approvals, cmd_grants)
+    for command in ROOTED:
+        _choices(sub)[command].add_argument(
+            "--root",
+            metavar="DIR",
+            help="the project root: a spec reads no file outside it but the standard library "
+            "(default: the nearest folder above the spec with pyproject.toml or harness.toml)",
+        )
     return parser
+
+
+ROOTED = (
+    "check",
+    "lint",
+    "fmt",
+    "debug",
+    "build",
+    "test",
+    "diff",
+    "replay",
+    "why",
+    "lsp",
+    "console",
+)
+"""The commands that read specs, each with `--root` (`mcp discover` too)."""
+
+
+def _choices(action: Any) -> dict[str, argparse.ArgumentParser]:
+    return action.choices  # type: ignore[no-any-return]
 
 
 def cmd_approvals(args: argparse.Namespace) -> int:
@@ -744,7 +790,7 @@ def cmd_lsp(args: argparse.Namespace) -> int:
             f"(pip install 'harnessc[lsp]'): {error}\n"
         )
         return EXIT_USAGE
-    return serve()
+    return serve(args.root)
 
 
 def cmd_console(args: argparse.Namespace) -> int:
@@ -783,8 +829,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
+    root = getattr(args, "root", None)
+    if root is not None and not os.path.isdir(root):
+        sys.stderr.write(f"harnessc: --root `{root}` is not a folder\n")
+        return EXIT_USAGE
     try:
-        return int(args.run(args))
+        with rooted_at(root):
+            return int(args.run(args))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

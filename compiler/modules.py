@@ -1,7 +1,8 @@
 """Load the module graph: every root, every module it imports (each once), in dependency order.
 
 Reports what is wrong with the imports themselves: unknown modules (H203), cycles (H204),
-two imports binding one name (H208), a header or an import out of place (H109, H112).
+two imports binding one name (H208), a header or an import out of place (H109, H112), and a file
+import that leaves the project root (H009: never read, so nothing of it is shown).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Protocol
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic, Label, clipped, os_reason
+from harnessc.dsl.files import inside, outside_root, project_root
 from harnessc.dsl.source import Source, Span
 from harnessc.dsl.suggest import did_you_mean
 
@@ -76,6 +78,9 @@ class Module:
     rebound: set[str] = field(default_factory=set)
     """Names that a second import tried to bind again (H208): references through them may
     have meant either module, so a miss is not reported again."""
+    root: Path | None = None
+    """The project root its file imports stay inside (`files.project_root`): a root module's
+    own, an imported module's importer's, the standard library's folder for a `std.*` one."""
 
     @property
     def is_std(self) -> bool:
@@ -171,6 +176,7 @@ class _Loader:
         is_root: bool,
         module_path: str | None,
         imported_at: Span | None = None,
+        root: Path | None = None,
     ) -> Module:
         key = os.path.realpath(loaded.path)
         existing = self.by_key.get(key)
@@ -187,6 +193,9 @@ class _Loader:
         broken = loaded.module is None
         name = source.path if source is not None else str(loaded.path)
         module = Module(key, Path(loaded.path), name, source, syntax, module_path, is_root, broken)
+        if root is None:
+            root = Path(key).parent if module_path is not None else project_root(loaded.path)
+        module.root = root
         self.by_key[key] = module
         if broken:
             self.complete = False
@@ -204,12 +213,12 @@ class _Loader:
             loaded = self.load_file(path, shown)
             return self.add(loaded, is_root=False, module_path=module_path)
 
-    def load_path(self, path: Path, shown: str, imported_at: Span) -> Module:
+    def load_path(self, path: Path, shown: str, imported_at: Span, root: Path | None) -> Module:
         key = os.path.realpath(path)
         if key in self.by_key:
             return self.by_key[key]
         loaded = self.load_file(path, shown)
-        return self.add(loaded, is_root=False, module_path=None, imported_at=imported_at)
+        return self.add(loaded, is_root=False, module_path=None, imported_at=imported_at, root=root)
 
     # -- one module's imports --------------------------------------------------------------
 
@@ -368,6 +377,12 @@ class _Loader:
             self.unusable(node, "an import path cannot contain a NUL character")
             return None
         path = folder / node.target
+        # INVARIANT: before anything looks at the file, so nothing outside the project is read,
+        # nor is whether it exists told
+        if module.root is not None and not inside(path, module.root):
+            self.complete = False
+            self.report(outside_root(shown, module.root, node.target_span, "outside the project"))
+            return None
         try:
             # a path the file system refuses (too long, a file used as a folder, no permission
             # to look) is the spec's problem, reported at the import like a missing file
@@ -376,7 +391,7 @@ class _Loader:
             self.unusable(node, f"cannot open `{clipped(shown)}`: {os_reason(error)}")
             return None
         if is_file:
-            return self.load_path(path, shown, node.target_span)
+            return self.load_path(path, shown, node.target_span, module.root)
         if exists:
             what = "a folder" if is_dir else "not a regular file"
             self.unusable(node, f"`{shown}` is {what}", help="import a `.harness` file")

@@ -84,6 +84,21 @@ _CODES = [
         "names the path and carries the system's reason. Each file is replaced whole, so one "
         "that was written is complete; run the build again once the cause is gone.",
     ),
+    Code(
+        "H009",
+        "outside-project-root",
+        "error",
+        "a spec reads a file outside its project root",
+        "A spec is untrusted input (it is checked in CI on pull requests), so the compiler reads "
+        "only files inside the spec's project root and the standard library's `std.*` modules. "
+        "The project root is the folder given by `--root`, else the nearest folder at or above "
+        "the spec's with a `pyproject.toml` or a `harness.toml`, else the spec's own folder. An "
+        "import that leaves it (`..` past the root, an absolute path elsewhere, a link that "
+        "resolves elsewhere), or a spec named on the command line that is a link to a file "
+        "elsewhere, is refused without being read: the diagnostic names the path and never "
+        "shows what the file holds. Move the file into the project, add a `harness.toml` to a "
+        "folder that holds both, or pass `--root`.",
+    ),
     # H1 — syntax
     Code(
         "H101",
