@@ -196,3 +196,30 @@ def test_a_relative_root_is_taken_from_the_working_directory(project: Path) -> N
 
     with rooted_at(".."):
         assert project_root("main.harness") == Path(os.path.abspath(".."))
+
+
+def test_the_console_spec_is_confined_and_never_shown(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`console --spec` (and `replay`, `why`) compile their spec through `load_spec`."""
+    from harnessc.compiler.review.replay import load_spec
+
+    write(project / "main.harness", f'import "{escapes(project)["dotdot"]}"\n{TOOL}')
+    (project / "model.json").symlink_to(project.parent / "secret.txt")
+    write(project.parent / "inside.json", f"{MARKER}\n")
+    for spec in ("main.harness", "model.json", "../inside.json"):
+        with rooted_at_parent(project, spec):
+            assert load_spec(spec, nothing="the console was not started") is None
+        output = "".join(capsys.readouterr())
+        assert MARKER not in output, (spec, output)
+        assert "the console was not started" in output or "not a compiled spec" in output
+
+
+def rooted_at_parent(project: Path, spec: str):  # type: ignore[no-untyped-def]
+    """`../inside.json` is inside a root one folder up: a file that is not a spec is refused
+    without its text being shown, wherever it is."""
+    from contextlib import nullcontext
+
+    from harnessc.dsl.files import rooted_at
+
+    return rooted_at(project.parent) if spec.startswith("..") else nullcontext()
