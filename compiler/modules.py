@@ -17,8 +17,15 @@ from pathlib import Path
 from typing import Protocol
 
 from harnessc.dsl import syntax as s
+from harnessc.dsl.builder import too_many
 from harnessc.dsl.diagnostics import Diagnostic, Label, clipped, os_reason
-from harnessc.dsl.files import inside, outside_root, project_root
+from harnessc.dsl.files import (
+    MAX_EXPRESSION_NODES,
+    MAX_RULES,
+    inside,
+    outside_root,
+    project_root,
+)
 from harnessc.dsl.source import Source, Span
 from harnessc.dsl.suggest import did_you_mean
 
@@ -163,6 +170,11 @@ class _Loader:
         self.by_key: dict[str, Module] = {}
         self.diagnostics: list[Diagnostic] = []
         self.complete = True
+        self.rules = 0
+        self.nodes = 0
+        """The rules and expression nodes of the modules added so far (dsl/files.py's limits
+        hold for a whole spec: each file's parse counts its own)."""
+        self.over = False
 
     def report(self, diagnostic: Diagnostic) -> None:
         self.diagnostics.append(diagnostic)
@@ -192,6 +204,11 @@ class _Loader:
         # (`syntax.broken`) and only their names are missing
         broken = loaded.module is None
         name = source.path if source is not None else str(loaded.path)
+        if self.over_limit(syntax, name, imported_at):
+            # past a limit nothing more is checked: this module and every later one is set
+            # aside whole, and the names they would have declared are never reported unknown
+            everything = (s.Broken(None, None, span=syntax.span),)
+            syntax = s.Module((), broken=everything, span=syntax.span)
         module = Module(key, Path(loaded.path), name, source, syntax, module_path, is_root, broken)
         if root is None:
             root = Path(key).parent if module_path is not None else project_root(loaded.path)
@@ -203,6 +220,32 @@ class _Loader:
             # a root's own read and parse diagnostics are reported by the pipeline
             self.diagnostics.extend(_anchored(d, imported_at) for d in loaded.diagnostics)
         return module
+
+    def over_limit(self, syntax: s.Module, name: str, imported_at: Span | None) -> bool:
+        """Whether the spec, with this module, has crossed a limit (reported once)."""
+        if self.over:
+            return True
+        rules, nodes = syntax.sizes
+        self.rules += rules
+        self.nodes += nodes
+        if self.rules <= MAX_RULES and self.nodes <= MAX_EXPRESSION_NODES:
+            return False
+        self.over = True
+        self.complete = False
+        code, what, total = (
+            ("H010", "rules", self.rules)
+            if self.rules > MAX_RULES
+            else ("H011", "expression nodes", self.nodes)
+        )
+        limit = MAX_RULES if code == "H010" else MAX_EXPRESSION_NODES
+        diagnostic = too_many(
+            code,
+            f"the spec has more than {limit:,} {what}: `{clipped(name)}` brings it to {total:,}",
+            imported_at,
+            f"brings the spec to {total:,} {what}",
+        )
+        self.report(replace(diagnostic, path=name) if imported_at is None else diagnostic)
+        return True
 
     def load_std(self, module_path: str) -> Module:
         shown = std_display_name(module_path)
@@ -338,6 +381,8 @@ class _Loader:
             module.bindings.setdefault(node.target, binding)
 
     def resolve_import(self, module: Module, node: s.Import) -> Module | None:
+        if self.over:  # the spec is refused already: nothing more is read
+            return None
         if node.is_file:
             return self.resolve_file_import(module, node)
         target = node.target
@@ -487,4 +532,11 @@ def load_modules(roots: Sequence[LoadedFileLike], load_file: LoadFile) -> Module
             loader.prepare(target)
             on_stack[target.key] = len(stack)
             stack.append((target, iter(target.imports)))
+    if loader.over:
+        # a spec past a limit is refused whole: no later stage sees any of its declarations,
+        # and none of the names they would have declared is reported unknown
+        for module in order:
+            span = module.syntax.span
+            everything = (s.Broken(None, None, span=span),)
+            module.syntax = s.Module((), broken=everything, span=span)
     return ModuleGraph(order, loader.diagnostics, loader.complete)

@@ -99,6 +99,39 @@ _CODES = [
         "shows what the file holds. Move the file into the project, add a `harness.toml` to a "
         "folder that holds both, or pass `--root`.",
     ),
+    Code(
+        "H010",
+        "too-many-rules",
+        "error",
+        "a spec has more than 50,000 rules",
+        "A spec — a root file and every module it imports — may hold at most 50,000 rules, so "
+        "that no input keeps the compiler (and a CI job that checks pull requests) busy for "
+        "long: the parse stops at the first rule past the limit and the diagnostic points at "
+        "it, before any later stage runs. Split the policies into specs checked and built on "
+        "their own, or merge rules that differ only in a value into one rule over a list.",
+    ),
+    Code(
+        "H011",
+        "too-many-expression-nodes",
+        "error",
+        "a spec has more than 100,000 expression nodes",
+        "A spec — a root file and every module it imports — may hold at most 100,000 expression "
+        "nodes: operators (`and`, `or`, `not`), comparisons, references such as `args.path`, "
+        "calls, quantifiers, provenance tests, lists, records and their entries, numbers, "
+        "durations and booleans (strings are not counted). The parse stops at the first node "
+        "past the limit and the diagnostic points at it, before any later stage runs.",
+    ),
+    Code(
+        "H012",
+        "condition-too-large",
+        "error",
+        "a condition has more than 10,000 expression nodes",
+        "One condition — a rule's `when`, a grant's, a tool's `requires`, a workflow step's "
+        "`when` or `gate` — may hold at most 10,000 expression nodes (as counted for H011): "
+        "the policy analysis reasons about each condition as a whole. A long chain of "
+        "comparisons with constants is one `in [...]` test; otherwise split the condition over "
+        "several rules.",
+    ),
     # H1 — syntax
     Code(
         "H101",

@@ -13,6 +13,19 @@ from .diagnostics import Diagnostic, clipped, os_reason
 from .source import Source, Span
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
+"""The limits of a spec, each refused with a diagnostic as soon as it is crossed (while the
+file is read or parsed, before any later stage runs), so that no input can keep the compiler
+busy: a file of at most 8 MiB (H005); a spec (a root and its imports) of at most `MAX_RULES`
+rules (H010) and `MAX_EXPRESSION_NODES` expression nodes (H011); a condition of at most
+`MAX_CONDITION_NODES` (H012); brackets, `not`s and quantifiers nested at most 64 deep
+(H108, `recovery.MAX_NESTING`)."""
+MAX_RULES = 50_000
+MAX_EXPRESSION_NODES = 100_000
+"""Operators (`and`, `or`, `not`), comparisons, references (`args.x`), calls, quantifiers,
+provenance tests, lists, records and their entries, numbers, durations and booleans; strings
+are not counted (every description is one)."""
+MAX_CONDITION_NODES = 10_000
+"""Expression nodes in one condition: a rule's, a grant's, a `requires`, a step's `when`."""
 
 PROJECT_MARKERS = ("pyproject.toml", "harness.toml")
 """The files that mark a project's root folder: a spec's imports stay inside it."""
