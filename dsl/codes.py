@@ -765,6 +765,22 @@ _CODES = [
         "This is a bug in harnessc, not in your spec. Please report it with the spec that "
         "triggered it.",
     ),
+    # L0 — lints over a checked spec (compiler/lints/: each rule's check and its examples)
+    Code(
+        "L026",
+        "path-compared-as-text",
+        "warning",
+        "a path-like literal is compared as text with a `string` argument",
+        "`startswith`, `endswith`, `==` and `!=` compare a `string` argument as text: "
+        '`args.file startswith "/repo/secret"` misses `/repo/sub/../secret` and '
+        "`/repo//secret`, which name the same file, so a `deny` on it can be walked around. A "
+        "literal that looks like a path (it starts with `/`, `./`, `../` or `~/`, or holds "
+        "`/../`) compared with a `string` argument is flagged. Declare the argument as `path`: "
+        "its value is normalized (`.` and `..` resolved, repeated slashes joined) before any "
+        "condition reads it, and `within` tests containment by whole segments. Neither "
+        "resolves symbolic links: the executor that opens the file must still check where it "
+        "leads.",
+    ),
     # L1 — lints about workflows
     Code(
         "L101",
