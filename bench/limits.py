@@ -39,7 +39,7 @@ started = time.perf_counter()
 from harnessc.compiler import pipeline
 from harnessc.dsl import parser
 from harnessc.dsl.source import Source
-parser.parse_source(Source("warm.harness", "connection c\n"))  # the parser's tables, loaded
+parser.parse_source(Source("warm.harness", "connection c\\n"))  # the parser's tables, loaded
 parsed = []
 real = parser.parse_source
 def timed(source):

@@ -223,3 +223,21 @@ def rooted_at_parent(project: Path, spec: str):  # type: ignore[no-untyped-def]
     from harnessc.dsl.files import rooted_at
 
     return rooted_at(project.parent) if spec.startswith("..") else nullcontext()
+
+
+def test_the_language_server_takes_a_root(project: Path) -> None:
+    """`harnessc lsp --root DIR`: checks run on a worker thread, which is given the root."""
+    import threading
+
+    from harnessc.compiler.lsp.workspace import Workspace
+
+    specs = Workspace()
+    specs.root = str(project.parent)
+    path = str((project / "main.harness").resolve())
+    specs.open(path, 1, 'import "../shared.harness"\npolicy p {\n  allow t\n}\n')
+    builds = []
+    worker = threading.Thread(target=lambda: builds.append(specs.check(path)))
+    worker.start()
+    worker.join()
+    assert builds[0] is not None
+    assert builds[0].result.ok, render(builds[0].result.diagnostics, "plain")
