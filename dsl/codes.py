@@ -192,7 +192,8 @@ _CODES = [
         "nesting-too-deep",
         "error",
         "brackets, `not`s or quantifiers nest too deeply",
-        "Brackets (conditions, lists, records, schemas) may nest at most 64 levels deep, and so "
+        "Brackets (conditions, lists, records, schemas, and the angle brackets of `list<…>` "
+        "and `map<…>` types) may nest at most 64 levels deep, and so "
         "may `not`s and quantifiers (`all x in …:`, `any x in …:`) inside a condition, which "
         "nest without brackets: `not not x` is two levels.",
     ),

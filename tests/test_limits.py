@@ -134,3 +134,21 @@ def test_parsing_counts_the_nodes_the_documented_walk_counts() -> None:
             for rule in item.items
         )
         assert module.sizes == (rules, s.expression_size(module.items)), spec.name
+
+
+@pytest.mark.parametrize("kind", ["list", "map"])
+def test_types_nested_past_the_limit_are_refused_not_an_internal_error(
+    tmp_path: Path, kind: str
+) -> None:
+    """`list<list<…>>` 3,000 deep reached the recursive stages: a RecursionError (H901)."""
+    deep = f"{kind}<" * 3_000 + "string" + ">" * 3_000
+    result = check([write(tmp_path, TOOL.replace("n: int", f"n: {deep}"))])
+    assert codes(result) == ["H108"], render(result.diagnostics, "plain")
+    assert "level 65 opens here" in render(result.diagnostics, "plain")
+
+
+def test_a_comparison_is_no_angle_bracket(tmp_path: Path) -> None:
+    """`>` closes a type's angle bracket only while one is open; `args.list < 1` opens none."""
+    comparisons = " and ".join(f"args.n > {i}" for i in range(70))
+    text = policy([f"allow t when ((({comparisons})))"])
+    assert check([write(tmp_path, text)]).ok
