@@ -4,7 +4,8 @@ Each command imports the stages it runs when it runs (the pipeline loads the par
 solver and the runtime's models), so `harnessc --version` and `--help` start at once.
 
 Exit codes: 0 clean, 1 the spec has errors (or `fmt --check` found files to reformat), 2 a usage
-or I/O problem (bad arguments, a missing or unreadable file).
+or I/O problem (bad arguments, a missing or unreadable file), 124 a command that runs the policy
+analysis ran out of its wall-clock limit (`HARNESSC_TIMEOUT`).
 """
 
 from __future__ import annotations
@@ -759,6 +760,53 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return replay_main(args)
 
 
+ANALYSING = frozenset({"check", "lint", "build", "test", "diff", "why"})
+"""Commands that run the policy analysis, and so have a wall-clock limit (`_Deadline`)."""
+
+
+class _Deadline:
+    """The wall-clock limit of a command (analysis/budget.py): when it runs out, the command is
+    aborted with `EXIT_TIMEOUT` and a message on standard error, whatever it is doing (a z3
+    question included: z3 runs without Python's lock). Never a finding: each question of the
+    analysis has a budget of z3's resource units, the same on every machine, and this limit is
+    only the outer bound of a command that would otherwise run on."""
+
+    def __init__(self, seconds: float) -> None:
+        import threading
+
+        self.seconds = seconds
+        self.timer = threading.Timer(seconds, self.abort)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def abort(self) -> None:
+        from .analysis.budget import EXIT_TIMEOUT, RLIMIT_VARIABLE, TIMEOUT_VARIABLE
+
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(
+                f"harnessc: aborted: the command did not finish within its wall-clock limit of "
+                f"{self.seconds:g} s ({TIMEOUT_VARIABLE}); nothing it found is reported.\n"
+                f"  The limit depends on the machine and its load, so it never decides a "
+                f"finding: each question of the policy analysis has a fixed budget "
+                f"({RLIMIT_VARIABLE}).\n"
+                f"  Raise it with {TIMEOUT_VARIABLE}=SECONDS (0 for none).\n"
+            )
+            sys.stderr.flush()
+        os._exit(EXIT_TIMEOUT)
+
+    def cancel(self) -> None:
+        self.timer.cancel()
+
+
+def _deadline(command: str) -> _Deadline | None:
+    if command not in ANALYSING:
+        return None
+    from .analysis.budget import command_timeout_s
+
+    seconds = command_timeout_s()
+    return _Deadline(seconds) if seconds else None
+
+
 QUICK_EXIT = frozenset({"check", "lint", "fmt", "explain"})
 """Commands that hold nothing to close when they return (no store, no worker, no file open):
 the console script leaves without tearing the interpreter down, which for a large spec is
@@ -783,6 +831,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
+    deadline = _deadline(args.command)
     try:
         return int(args.run(args))
     except KeyboardInterrupt:
@@ -801,3 +850,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print_diagnostics([internal])
         return EXIT_ERRORS
+    finally:
+        if deadline is not None:
+            deadline.cancel()

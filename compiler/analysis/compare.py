@@ -61,7 +61,7 @@ from typing import Any, TypeVar
 
 from harnessc.runtime import model as m
 
-from .budget import query_rlimit, query_timeout_ms
+from .budget import budget_key, query_rlimit
 from .cache import AnalysisCache
 from .compare_solve import (
     NO_RULE,
@@ -205,8 +205,8 @@ class _Comparer:
         self.verify = verify
         self.runtime = _Runtime()
         self.pending: list[tuple[Region, ToolSide, ToolSide]] = []
-        self.timeout_ms = query_timeout_ms()
         self.rlimit = query_rlimit()
+        self.budget = budget_key()
 
     def compare(
         self, out: Comparison, subject: str, old: Side, new: Side, tool_ids: Iterable[str]
@@ -254,7 +254,7 @@ class _Comparer:
                 )
 
     def answers(self, out: Comparison, a: ToolSide, b: ToolSide) -> ToolAnswers:
-        key = f"compare\n{a.key}\n{b.key}"
+        key = f"compare\n{self.budget}\n{a.key}\n{b.key}"
         text = self.cache.read(key)
         if text is not None:
             try:
@@ -263,7 +263,7 @@ class _Comparer:
                 return found
             except (ValueError, KeyError, TypeError):
                 pass
-        solved = solve_tool(a, b, self.timeout_ms, self.rlimit)
+        solved = solve_tool(a, b, self.rlimit)
         out.queries += solved.queries
         self.cache.write(key, solved.to_json(), keep=not solved.out_of_time)
         return solved

@@ -14,6 +14,7 @@ from typing import Any
 from harnessc.runtime import model as m
 from pydantic import BaseModel
 
+from .budget import out_of_time
 from .comparison import Outcome, approver_text, expires_text, grant_text, self_approval_text
 from .concrete import STRENGTH, Call
 from .partition import _selected, partition_key, rule_key
@@ -313,10 +314,10 @@ class ToolAnswers:
 
     @property
     def out_of_time(self) -> bool:
-        return any(r in ("timeout", "canceled") or "resource" in r for _, _, r in self.undecided)
+        return any(out_of_time(r) for _, _, r in self.undecided)
 
 
-def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> ToolAnswers:
+def solve_tool(old: ToolSide, new: ToolSide, rlimit: int) -> ToolAnswers:
     """Every region of one tool (module docstring), with z3."""
     import z3
 
@@ -388,7 +389,7 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
     if any(name not in spec.facts for name in other.facts):
         # a witness carries the facts either side's rules read
         spec = spec.model_copy(update={"facts": {**other.facts, **spec.facts}})
-    q = Questions(spec, enc.tool, enc, registry, timeout_ms, rlimit)
+    q = Questions(spec, enc.tool, enc, registry, rlimit)
     olds, news = conditions[id(old)], conditions[id(new)]
     answers = ToolAnswers()
 

@@ -14,7 +14,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 
-from ..analysis.budget import TIMEOUT_VARIABLE
+from ..analysis.budget import DEFAULT_RLIMIT, RLIMIT_VARIABLE
 from ..analysis.text import session_lines
 from .framework import LintContext, lint_rule, rule_head
 
@@ -430,14 +430,16 @@ def default_allow(ctx: LintContext) -> Iterator[Diagnostic]:
     "L006",
     "undecided",
     "note",
-    "the policy analysis did not decide a question about a rule in time",
+    "the policy analysis did not decide a question about a rule within its budget",
     "Each question the policy analysis asks z3 about a rule (can it decide a call, does it match "
-    "any, does it fail open when a value is absent) has a time budget: 2 s, or "
-    "`HARNESSC_QUERY_TIMEOUT_MS` milliseconds. A question not answered in time is neither taken "
-    "as a yes nor as a no: the rule gets this note, and the warnings that would rest on the "
-    "answer (L001, L002, L004) are not reported for it. Long regular expressions, or many text "
-    "conditions on one value, are what usually make a question slow; simplify the condition or "
-    "raise the budget.",
+    "any, does it fail open when a value is absent) has a budget of z3's resource units: "
+    f"{DEFAULT_RLIMIT:,}, or `{RLIMIT_VARIABLE}` (0 for none). z3 counts the same units for the "
+    "same question on every machine and under any load, so a question is decided, or not, alike "
+    "everywhere. A question not decided within its budget is neither taken as a yes nor as a "
+    "no: the rule gets this note, and the warnings that would rest on the answer (L001, L002, "
+    "L004) are not reported for it. Long regular expressions, or many text conditions on one "
+    "value, are what usually make a question costly; simplify the condition or raise the "
+    "budget.",
     bad=_MAIL
     + """
 policy mail {
@@ -468,7 +470,8 @@ def undecided(ctx: LintContext) -> Iterator[Diagnostic]:
         "L006",
         "undecided",
         "head",
-        "not decided in time",
+        "not decided within its budget",
         "",
-        f"simplify the condition, or raise the budget with `{TIMEOUT_VARIABLE}` (milliseconds)",
+        f"simplify the condition, or raise the budget with `{RLIMIT_VARIABLE}` (z3's resource "
+        "units, 0 for none)",
     )
