@@ -61,7 +61,7 @@ def test_the_findings_are_the_same_beside_busy_processes(tmp_path: Path) -> None
     try:
         for _ in range(3):  # three processes burning CPU on a machine of two cores or so
             burners.append(
-                subprocess.Popen([sys.executable, "-c", BURN.format(seconds=90)], cwd=tmp_path)
+                subprocess.Popen([sys.executable, "-c", BURN.format(seconds=60)], cwd=tmp_path)
             )
         time.sleep(0.2)
         code, out, err = _lint(tmp_path, "busy")
