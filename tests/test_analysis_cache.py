@@ -210,7 +210,8 @@ def test_a_question_given_up_on_is_not_asked_again_in_a_run(
     bucket = _Bucket(spec, spec.tools["mail.send"], list(policy.rules), 5000)
     assert bucket.check(bucket.wins(0)) is False
     reason, queries = bucket.reason, bucket.queries
-    assert reason == "canceled" and queries == 2  # with the encoder's preferences, then without
+    assert reason == "beyond its budget of 5,000 resource units, HARNESSC_QUERY_RLIMIT"
+    assert queries == 2  # with the encoder's preferences, then without
     bucket.reason = ""
     assert bucket.check(bucket.wins(0)) is False
     assert bucket.reason == reason and bucket.queries == queries

@@ -27,6 +27,7 @@ __all__ = [
     "out_of_budget",
     "out_of_time",
     "query_rlimit",
+    "spent",
 ]
 
 RLIMIT_VARIABLE = "HARNESSC_QUERY_RLIMIT"
@@ -83,7 +84,13 @@ def out_of_time(reason: str) -> bool:
     return reason == "timeout"
 
 
+def spent(rlimit: int) -> str:
+    """Why a question was not decided when z3 used up its budget (z3 itself says `canceled`),
+    in the same words on every machine."""
+    return f"beyond its budget of {rlimit:,} resource units, {RLIMIT_VARIABLE}"
+
+
 def out_of_budget(reason: str) -> bool:
     """z3 gave up on a question for lack of resource units: the same on every machine, so
     kept like any answer (keyed by the budget, `budget_key`)."""
-    return reason == "canceled" or "resource" in reason
+    return reason.startswith("beyond its budget") or reason == "canceled" or "resource" in reason

@@ -219,7 +219,7 @@ class Region:
 class UndecidedRegion:
     """A question about a tool z3 did not answer within its budget: whether the calls the old
     side decides by `old_rule` and the new by `new_rule` exist (None, None: whether any call
-    of the tool changes at all). `reason` is z3's (`timeout`, …)."""
+    of the tool changes at all). `reason` is why (`beyond its budget of …`, or z3's words)."""
 
     tool: str
     subject: str

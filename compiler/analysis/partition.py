@@ -74,7 +74,7 @@ class Absent:
 class Undecided:
     """A question the solver gave up on: `what` of the rule at `position` (None: the default).
 
-    `reason` is z3's (`canceled` when the question used up its budget, `incomplete …`)."""
+    `reason` is why (`beyond its budget of …`, budget.py `spent`, or z3's `incomplete …`)."""
 
     position: int | None
     what: str

@@ -26,6 +26,7 @@ import z3
 from harnessc.runtime import model as m
 
 from .assemble import Assembler, Reading
+from .budget import out_of_budget, spent
 from .concrete import Call
 from .examples import forget_examples
 from .partition import Absent, Answers, Example, Undecided, beaten_by, winner
@@ -123,6 +124,7 @@ class Questions:
         self.enc = enc
         self.registry = registry
         self.solver = z3.SimpleSolver()
+        self.rlimit = rlimit
         if rlimit:
             self.solver.set("rlimit", rlimit)
         self.solver.add(*self.enc.domain)
@@ -162,7 +164,10 @@ class Questions:
             result = self.solver.check()
             model = self.solver.model() if result == z3.sat else None
         if result == z3.unknown:
-            self.reason = self.given_up[asked] = self.solver.reason_unknown()
+            why = self.solver.reason_unknown()
+            if self.rlimit and out_of_budget(why):
+                why = spent(self.rlimit)
+            self.reason = self.given_up[asked] = why
         self.solver.pop()
         if result == z3.unknown:
             return False
