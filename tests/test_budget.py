@@ -97,3 +97,14 @@ def test_the_budgets_read_from_the_environment(monkeypatch) -> None:
     for raw, seconds in (("30", 30.0), ("0", 0.0), ("1.5", 1.5), ("-1", 900.0), ("nan", 900.0)):
         monkeypatch.setenv(TIMEOUT_VARIABLE, raw)
         assert command_timeout_s() == seconds
+
+
+def test_the_wall_clock_limit_is_not_part_of_a_stored_result_key(monkeypatch) -> None:
+    from harnessc.compiler.result_cache import ResultCache
+
+    monkeypatch.delenv(TIMEOUT_VARIABLE, raising=False)
+    plain = ResultCache("lint", ["spec.harness"]).path
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "30")
+    assert ResultCache("lint", ["spec.harness"]).path == plain
+    monkeypatch.setenv(RLIMIT_VARIABLE, "5000")  # the budget decides answers: another entry
+    assert ResultCache("lint", ["spec.harness"]).path != plain
