@@ -291,7 +291,7 @@ class _Comparer:
             exact=not found.inexact,
         )
         for which, side, w in (("old", a, wa), ("new", b, wb)):
-            self.rejudge(region, which, side, w)
+            self.rejudge(region, which, side, w, found.old_session if which == "old" else {})
         if self.verify:
             self.pending.append((region, a, b))
         return region
@@ -304,14 +304,21 @@ class _Comparer:
             self.run(region, a, b)
 
     @staticmethod
-    def rejudge(region: Region, which: str, side: ToolSide, w: Winner) -> None:
+    def rejudge(
+        region: Region, which: str, side: ToolSide, w: Winner, reading: dict[str, Any]
+    ) -> None:
         """The witness judged the plain way (concrete.py) on one side: its winner must be the
-        region's; a call that breaks the side's schema is noted."""
+        region's; a call that breaks the side's schema is noted. `reading`: the session terms
+        this side reads otherwise than the new one (a tool trusted or labelled differently)."""
         policy = side.side.policy
         if side.tool is None or policy is None:
             return
         bucket = policy.model_copy(update={"rules": tuple(side.rules)})
-        actual = decide(side.side.spec, bucket, region.witness)
+        call = region.witness
+        if reading:
+            call = _copy(call)
+            call.session = {**call.session, **reading}
+        actual = decide(side.side.spec, bucket, call)
         if actual.rule != w.outcome.rule or actual.effect != w.outcome.effect:
             region.exact = False
             region.notes.append(

@@ -138,7 +138,17 @@ def call_text(call: Call) -> str:
             f"{spec_text(term_of(k))} = {json.dumps(v)}" for k, v in call.session.items()
         )
         text += f" session {{{terms}}}"
+    if call.sources:
+        where = "; ".join(
+            f"{spec_text(_value_of(k))} from {', '.join(v)}" for k, v in call.sources.items()
+        )
+        text += f" sources {{{where}}}"
     return text
+
+
+def _value_of(key: str) -> Any:
+    """The argument a key of `Call.sources` names (its canonical form)."""
+    return m.Path.model_validate_json(key)
 
 
 @dataclass
@@ -181,9 +191,15 @@ class Region:
 
     @property
     def widened(self) -> bool:
-        """A call that was denied or asked is now allowed. (A change within an ASK — another
-        approver, or the requester now allowed to approve their own call — is not: the call
-        still waits for an approval.)"""
+        """A call that was denied or asked is now allowed, and the runtime confirmed it
+        (`verified`): an unverified region is never a widening, only `unverified`. (A change
+        within an ASK — another approver, or the requester now allowed to approve their own
+        call — is not: the call still waits for an approval.)"""
+        return self.verified and self.claims_widening
+
+    @property
+    def claims_widening(self) -> bool:
+        """The solver's claim, verified or not: denied or asked before, allowed now."""
         return self.old.effect in ("deny", "ask") and self.new.effect == "allow"
 
     @property

@@ -15,11 +15,14 @@ messages and earlier calls with results (`SessionStep`, the steps of a `test` bl
   `sum(f of …) = s` → one earlier call whose `f` makes up the rest; `seen(L)` → an earlier
   call of a tool producing `L`.
 
-Every step happens within every window (no `ago`). The steps are then replayed here by a small
-model of the ledger (whole values, whole fields, as the runtime indexes them at the least) and
-every term is re-evaluated: a prelude that does not give each term its value is not returned.
-When none can be built, `Prelude.missing` says why, and the case is skipped with that reason:
-a prelude is never made up.
+A step happens now (within every window) unless terms that differ only in their window need
+more within a wider window than within a narrower one: the terms are met narrowest window
+first, each adding only what the steps so far leave it short of, and a step a wider window
+needs is placed between the narrower window and its own (`ago_ms`). The steps are then
+replayed here by a small model of the ledger (whole values, whole fields, as the runtime
+indexes them at the least) and every term is re-evaluated: a prelude that does not give each
+term its value is not returned. When none can be built, `Prelude.missing` says why, and the
+case is skipped with that reason: a prelude is never made up.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from harnessc.runtime import model as m
 from harnessc.runtime.semantics import selects
 
 from .assemble import sample_value
-from .concrete import ABSENT, Call, holds_for, read_value
+from .concrete import ABSENT, Call, canonical, holds_for, read_value
+from .sources import USER
 from .text import spec_text, term_of, value_text
 
 __all__ = ["Prelude", "session_prelude"]
@@ -111,23 +115,69 @@ class _Builder:
     # --- what each term asks ------------------------------------------------------------------
 
     def build(self) -> list[m.SessionStep]:
+        placed = self.placed()
         for term, value in self.terms:  # what the values need first: fillers avoid them
+            if isinstance(term, m.Provenance) and canonical(term.value) in placed:
+                continue  # its sources are given (`Call.sources`)
             if isinstance(term, m.Provenance):
                 self.provenance(term, self.value(term.value, term), bool(value))
             elif isinstance(term, m.Quantified):
                 self.quantified(term, bool(value))
+        for term, value in sorted(
+            ((t, v) for t, v in self.terms if isinstance(t, m.History)), key=_window_order
+        ):
+            self.history(term, value)
         for term, value in self.terms:
-            if isinstance(term, m.History):
-                self.history(term, value)
-            elif not isinstance(term, m.Provenance | m.Quantified):
+            if not isinstance(term, m.Provenance | m.Quantified | m.History):
                 raise _Missing(
                     f"the witness needs `{spec_text(term)}` = {value_text(value)}, "
                     "which depends on the text of the call; no prelude is built for it"
                 )
         for text, (value, wants) in sorted(self.values.items()):
             self.sources(text, value, wants)
+        for key, classes in sorted(placed.items()):
+            self.given(m.Path.model_validate_json(key), classes)
         self.check()
         return self.steps
+
+    def placed(self) -> dict[str, list[str]]:
+        """The call's values whose sources the witness gives (`Call.sources`), each kept apart
+        from the values the prelude picks sources for (their texts are reserved first)."""
+        for key in self.call.sources:
+            path = m.Path.model_validate_json(key)
+            value = read_value(self.spec, path, self.call)
+            text = _text(value)
+            if text is not None:
+                self.values.setdefault(text, (value, _Wants()))
+        return dict(self.call.sources)
+
+    def given(self, path: m.Path, classes: list[str]) -> None:
+        """One step for each class of source the witness puts the value in: the user said it,
+        or a result of `TOOL` held it in `FIELD` (sources.py)."""
+        value = read_value(self.spec, path, self.call)
+        if not classes:
+            return
+        text = _text(value)
+        if value is ABSENT or text is None:
+            raise _Missing(
+                f"`{spec_text(path)}` = {value_text(value)} is not text or a number, so no "
+                "source can hold it"
+            )
+        for cls in classes:
+            if cls == USER:
+                if not _said_findable(text):
+                    raise _Missing(
+                        f"the user would have to say {value_text(value)}, which is too short "
+                        "to be found inside a message"
+                    )
+                self.steps.append(m.SessionStep(said=text))
+                continue
+            tool_id, _, name = cls.rpartition(":")
+            tool = self.spec.tools.get(tool_id)
+            if tool is None:
+                raise _Missing(f"no tool `{tool_id}` returns {value_text(value)}")
+            result = self.result_of(tool, (name, text))
+            self.steps.append(m.SessionStep(tool=tool.id, args=self.args_of(tool), result=result))
 
     def value(self, node: m.Value, term: m.Condition) -> Any:
         if not (isinstance(node, m.Path) and node.root == "args"):
@@ -193,25 +243,50 @@ class _Builder:
             self.provenance(body, item, wanted)
 
     def history(self, term: m.History, value: Any) -> None:
-        if term.func == "seen":
-            if value:
-                assert term.label is not None
-                self.steps.append(self.producing(term.label, term))
+        """Add the steps the term is short of, given the steps so far (a narrower window of
+        the same term met first), placed within its window and outside every narrower one."""
+        ago = self.ago(term)
+        if term.func in ("seen", "called", "succeeded"):
+            if value and not self.evaluate(term):
+                if term.func == "seen":
+                    assert term.label is not None
+                    step = self.producing(term.label, term)
+                else:
+                    step = self.earlier(term)
+                self.steps.append(step.model_copy(update={"ago_ms": ago}))
             return
-        if term.func in ("called", "succeeded"):
-            if value:
-                self.steps.append(self.earlier(term))
-            return
-        this = self.this_counts(term)
+        have = self.evaluate(term)
         if term.func == "count":
-            n = int(value) - (1 if this else 0)
+            n = int(value) - int(have)
             if n < 0:
-                raise _Missing(f"`{spec_text(term)}` = {value} is below what this call counts")
-            self.steps.extend(self.earlier(term) for _ in range(n))
+                raise _Missing(
+                    f"`{spec_text(term)}` = {value} is below what this call counts with the "
+                    f"earlier steps ({have})"
+                )
+            step = self.earlier(term).model_copy(update={"ago_ms": ago}) if n else None
+            self.steps.extend(step for _ in range(n) if step is not None)
             return
-        rest = float(value) - self.amount(term, self.call, ABSENT) if this else float(value)
+        rest = float(value) - float(have)
         if rest != 0:
-            self.steps.append(self.earlier(term, amount=rest))
+            self.steps.append(self.earlier(term, amount=rest).model_copy(update={"ago_ms": ago}))
+
+    def ago(self, term: m.History) -> int | None:
+        """How long before the call a step this term needs happens: now (None) unless another
+        term of the witness differs from it only in a narrower window; then halfway between
+        the widest such window and this one's (or twice it, for the whole session)."""
+        narrower = [
+            t.window_ms
+            for t, _ in self.terms
+            if isinstance(t, m.History)
+            and t.window_ms is not None
+            and (term.window_ms is None or t.window_ms < term.window_ms)
+            and t.model_copy(update={"window_ms": None})
+            == term.model_copy(update={"window_ms": None})
+        ]
+        if not narrower:
+            return None
+        inner = max(narrower)
+        return inner * 2 if term.window_ms is None else (inner + term.window_ms) // 2
 
     # --- earlier calls ------------------------------------------------------------------------
 
@@ -442,7 +517,12 @@ class _Builder:
             found = [self.holds(term.body, item) for item in items]
             return all(found) if term.quantifier == "all" else any(found)
         assert isinstance(term, m.History)
-        earlier = [s for s in self.steps if s.tool is not None]
+        earlier = [
+            s
+            for s in self.steps
+            if s.tool is not None
+            and (term.window_ms is None or s.ago_ms is None or s.ago_ms <= term.window_ms)
+        ]
         if term.func == "seen":
             return any(
                 term.label in self.result_labels(self.spec.tools[s.tool or ""], _record(s.result))
@@ -464,6 +544,14 @@ class _Builder:
             return False
         call = Call(tool.id, dict(step.args))
         return term.where is None or holds_for(self.spec, term.where, call, step.result)
+
+
+def _window_order(item: tuple[m.Condition, Any]) -> tuple[str, float]:
+    """History terms by what they count, then narrowest window first (the whole session last)."""
+    term = item[0]
+    assert isinstance(term, m.History)
+    family = term.model_copy(update={"window_ms": None}).model_dump_json()
+    return family, math.inf if term.window_ms is None else float(term.window_ms)
 
 
 def _record(value: Any) -> dict[str, Any]:

@@ -16,13 +16,22 @@ from harnessc.runtime import model as m
 
 from .concrete import canonical
 from .smt_terms import Bool, Key, Term, conj, disj, to_z3
+from .sources import SourceClasses, differs, value_key
 
-__all__ = ["SESSION", "SessionEncoding"]
+__all__ = ["SESSION", "SESSION_OLD", "SOURCE", "SessionEncoding"]
 
 SESSION = "session"
 """The role and key root of session state: `(SESSION, canonical form)` names one provenance,
 quantified or history term (`concrete.canonical`), the same term always the same variable. A
 witness reads them back into `Call.session`; `text.term_of` turns a key back into its term."""
+
+SESSION_OLD = "session-old"
+"""The role of a term's variable on the old side of a comparison when the term means something
+else there (sources.py `differs`: a tool trusted, labelled or selected differently): the new
+side's stays `SESSION`, and the witness keeps the old side's apart (compare_solve.Found)."""
+
+SOURCE = "source"
+"""The role of `(value, class)`: the value is in that class of source (sources.py)."""
 
 
 class SessionEncoding:
@@ -30,9 +39,13 @@ class SessionEncoding:
 
     if TYPE_CHECKING:
         # what these read of the encoder (compiler/analysis/smt.py)
+        spec: m.Spec
         domain: list[Any]
         _vars: dict[str, Any]
         _provenance: dict[str, dict[tuple[str, str | None, bool], Any]]
+        _windows: dict[str, dict[int | None, Any]]
+        _quantified: dict[str, dict[str, Any]]
+        sources: SourceClasses | None
 
         def var(
             self,
@@ -54,7 +67,46 @@ class SessionEncoding:
         """The variable of a provenance, quantified or history term: a boolean, or an integer
         (`count`, never negative) or a real (`sum`, unconstrained)."""
         floor = (lambda x: [x >= 0]) if sort == "int" else None
-        return self.var(SESSION, (SESSION, canonical(node)), sort, constraints=floor)
+        role = self.session_role(node)
+        made = self.var(role, (SESSION, canonical(node)), sort, constraints=floor)
+        if isinstance(node, m.History):
+            self.windows(node, made, role)
+        return made
+
+    def session_role(self, node: m.Condition) -> str:
+        """`SESSION_OLD` for a term encoded on the old side of a comparison whose meaning
+        differs there, else `SESSION`."""
+        s = self.sources
+        if s is None or self.spec is not s.old:
+            return SESSION
+        term = node
+        assert isinstance(term, m.Provenance | m.Quantified | m.History | m.Extract | m.Length)
+        if isinstance(term, m.Length):
+            return SESSION
+        return SESSION_OLD if differs(s.old, s.new, term) else SESSION
+
+    def windows(self, term: m.History, made: Any, role: str = SESSION) -> None:
+        """Relate the terms that differ only in their window (`within 1h`, `within 2h`, the
+        whole session): one ledger gives them all, and a wider window holds every entry of a
+        narrower one. So `called`/`succeeded`/`seen` within the narrower implies within the
+        wider, and `count` within the narrower is at most within the wider; likewise `sum`
+        when every amount it adds is non-negative (each selected tool's field declares `min`
+        0 or more), and nothing is said of a `sum` whose amounts may be negative."""
+        if term.func == "sum" and not _non_negative(self.spec, term):
+            return
+        family = self._windows.setdefault(
+            role + canonical(term.model_copy(update={"window_ms": None})), {}
+        )
+        if term.window_ms in family:
+            return
+        mine = term.window_ms
+        for other, var in family.items():
+            narrow, wide = (made, var) if _wider(other, mine) else (var, made)
+            if term.func in ("count", "sum"):
+                self.domain.append(narrow <= wide)
+            else:
+                self.domain.append(z3.Implies(narrow, wide))
+        family[mine] = made
 
     def count(self, term: m.History) -> Any:
         """`count(…)`: a non-negative integer; at least 1 when this call is of a tool the term
@@ -72,6 +124,10 @@ class SessionEncoding:
         from `K only` is from no other kind, and a value from nowhere is from nothing."""
         of = self.operand(c.value)
         held = self.session_var(c, "bool")
+        where = value_key(c) if self.sources is not None else None
+        if where is not None:
+            self.domain.append(held == self.from_classes(c, where))
+            return held if of.kind == "unsupported" else conj(of.present, held)
         mine = (c.source, c.label, c.only)
         siblings = self._provenance.setdefault(canonical(c.value), {})
         if mine not in siblings:
@@ -86,6 +142,18 @@ class SessionEncoding:
         if of.kind == "unsupported":
             return held
         return conj(of.present, held)
+
+    def from_classes(self, c: m.Provenance, where: str) -> Any:
+        """The term on this side as a function of the value's classes of source (one boolean
+        each, shared by both sides: sources.py)."""
+        assert self.sources is not None
+        mine, forbidden = self.sources.selected(self.spec, c)
+
+        def holds(cls: str) -> Any:
+            return self.var(SOURCE, (where,), "bool", detail=cls)
+
+        some = z3.Or(*(holds(x) for x in mine)) if mine else z3.BoolVal(c.source == "nowhere")
+        return z3.And(some, *(z3.Not(holds(x)) for x in forbidden))
 
     def length(self, value: m.Length) -> Term:
         """`len(x)`: a non-negative integer, absent with `x`; a list literal's is known."""
@@ -105,12 +173,46 @@ class SessionEncoding:
         it holds for none)."""
         held = self.session_var(c, "bool")
         over = self.operand(c.over)
+        n = None
         if isinstance(c.over, m.Path) and over.key is not None:
             # `any` holds, or `all` fails, only for a list with an item
             n = self.var("len", over.key, "int", None, over.alt, lambda x: [x >= 0])
             needs_item = held if c.quantifier == "any" else z3.Not(held)
             self.domain.append(z3.Implies(needs_item, n >= 1))
+        # `all` and `any` of one body over one list: every item, and there is one, so some
+        family = self._quantified.setdefault(
+            canonical(c.model_copy(update={"quantifier": "all"})), {}
+        )
+        if c.quantifier not in family:
+            family[c.quantifier] = held
+            if len(family) == 2 and n is not None:
+                self.domain.append(z3.Implies(z3.And(family["all"], n >= 1), family["any"]))
         return held if over.kind == "unsupported" else conj(over.present, held)
+
+
+def _wider(a: int | None, b: int | None) -> bool:
+    """Whether window `a` holds at least what window `b` does (None: the whole session)."""
+    return a is None or (b is not None and a >= b)
+
+
+def _non_negative(spec: m.Spec, term: m.History) -> bool:
+    """Whether every amount a `sum` adds is non-negative: the field, in each tool the term
+    selects in this spec, is a number whose declared `min` is 0 or more."""
+    from harnessc.runtime.semantics import selects
+
+    f = term.field
+    if f is None or len(f.parts) != 1:
+        return False
+    for tool in spec.tools.values():
+        if not any(selects(s, tool) for s in term.selectors):
+            continue
+        schema = tool.input if f.root == "args" else tool.output
+        found = next((g for g in schema.fields if g.name == f.parts[0]), None) if schema else None
+        if found is None:
+            continue  # the tool has no such field: it adds nothing
+        if found.type.name not in ("int", "float") or found.min is None or found.min < 0:
+            return False
+    return True
 
 
 def _provenance_axioms(

@@ -1,0 +1,232 @@
+"""Where a value of a call can have come from, as two specs see one session (compare.py).
+
+A session is the same ledger whichever spec judges the call, but what its terms mean reads the
+registry: `v from trusted` holds when `v` is in the result of a tool the spec trusts, `v from
+label L` when that result carries `L`, `count(tag "x")` counts the tools the spec tags `x`. So
+when a change trusts a tool, labels it, or retags it, one session gives a term one value under
+the old spec and another under the new one.
+
+`SourceClasses` names the places a value can come from in both specs: `user` (a message of the
+user) and `TOOL:FIELD`, each top-level text output field of a tool both specs register (a
+result holding the value there, as the witness's session prelude makes it), with its kind
+(`trusted`, `untrusted`) and the labels a result holding it carries, on each side. The solver
+gives each value one boolean per class (the ledger), and each side's provenance terms are
+functions of them (smt_session.py): related, never independent values.
+
+`meaning` says, without z3, what a session term reads of one spec; a term whose meaning differs
+between the sides is a different variable on each (`differs`), and a tool whose rules read one
+is compared even when its own bucket is unchanged (compare_solve.identical).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessc.runtime import model as m
+from harnessc.runtime.semantics import selects
+
+from .concrete import SessionTerm, canonical, session_terms
+
+__all__ = [
+    "USER",
+    "SourceClasses",
+    "classes_of",
+    "differs",
+    "meaning",
+    "meanings_digest",
+    "session_meanings_differ",
+    "value_key",
+]
+
+USER = "user"
+_TEXT_TYPES = ("string", "url", "path")
+_VIEWS: dict[int, tuple[m.Spec, str]] = {}
+"""Made views by the spec's id, each with its spec (kept alive, so the id is not reused)."""
+
+
+def source_view(spec: m.Spec) -> str:
+    """Everything of the registry provenance reads: each tool's trust and labels, and each
+    output field's trust, labels, secrecy and type (made once per spec)."""
+    made = _VIEWS.get(id(spec))
+    if made is not None and made[0] is spec:
+        return made[1]
+    view = {}
+    for tool_id in sorted(spec.tools):
+        tool = spec.tools[tool_id]
+        fields = tool.output.fields if tool.output is not None else ()
+        view[tool_id] = [
+            tool.trust,
+            sorted(tool.labels),
+            tool.kind == "mcp",
+            [[f.name, f.trust, sorted(f.labels), f.secret, f.type.name] for f in fields],
+        ]
+    if len(_VIEWS) > 16:
+        _VIEWS.clear()
+    text = json.dumps(view, sort_keys=True)
+    _VIEWS[id(spec)] = (spec, text)
+    return text
+
+
+def _reads_provenance(node: m.Condition | None) -> bool:
+    return node is not None and any(
+        isinstance(f.term, m.Provenance) and _trust_bound(f.term) for f in session_terms(node)
+    )
+
+
+def _trust_bound(p: m.Provenance) -> bool:
+    """Whether the term's value depends on which tools are trusted or labelled: `from user`
+    and `from nowhere` do not (a message is the user's, and nowhere is no entry at all)."""
+    return p.source in ("trusted", "untrusted", "label") or (p.only and p.source != "nowhere")
+
+
+def meaning(spec: m.Spec, term: SessionTerm) -> Any:
+    """What the term reads of the spec besides the call (comparable across specs)."""
+    if isinstance(term, m.Provenance):
+        return source_view(spec) if _trust_bound(term) else None
+    if isinstance(term, m.Quantified):
+        return source_view(spec) if _reads_provenance(term.body) else None
+    if isinstance(term, m.History):
+        chosen = [
+            t for t in sorted(spec.tools) if any(selects(s, spec.tools[t]) for s in term.selectors)
+        ]
+        reads = term.func == "seen" or _reads_provenance(term.where)
+        parts: list[Any] = [chosen, source_view(spec) if reads else None]
+        if term.field is not None:
+            # the field's type in each selected tool (a `sum` adds numbers only)
+            f = term.field
+            for t in chosen:
+                tool = spec.tools[t]
+                schema = tool.input if f.root == "args" else tool.output
+                found = (
+                    next(
+                        (g for g in (schema.fields if schema else ()) if g.name == f.parts[0]), None
+                    )
+                    if f.parts
+                    else None
+                )
+                parts.append(found.type.name if found is not None else None)
+        return parts
+    return None
+
+
+_DIFFERS: dict[tuple[int, int, str], tuple[m.Spec, m.Spec, bool]] = {}
+
+
+def differs(old: m.Spec, new: m.Spec, term: SessionTerm) -> bool:
+    """Whether the term means something else under each spec (made once per pair and term)."""
+    key = (id(old), id(new), canonical(term))
+    found = _DIFFERS.get(key)
+    if found is not None and found[0] is old and found[1] is new:
+        return found[2]
+    if len(_DIFFERS) > 4096:
+        _DIFFERS.clear()
+    answer = bool(meaning(old, term) != meaning(new, term))
+    _DIFFERS[key] = (old, new, answer)
+    return answer
+
+
+def meanings_digest(spec: m.Spec, rules: Iterable[m.Rule]) -> str:
+    """A digest of what the rules' session terms read of the spec (a cache key's part)."""
+    parts = [
+        [canonical(f.term), meaning(spec, f.term)]
+        for rule in rules
+        if rule.condition is not None
+        for f in session_terms(rule.condition)
+    ]
+    if not parts:
+        return ""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def session_meanings_differ(old: m.Spec, new: m.Spec, rules: Iterable[m.Rule]) -> bool:
+    """Whether a session term some rule reads means something else under each spec."""
+    if old is new:
+        return False
+    for rule in rules:
+        if rule.condition is None:
+            continue
+        for found in session_terms(rule.condition):
+            if differs(old, new, found.term):
+                return True
+    return False
+
+
+@dataclass
+class SourceClasses:
+    """The places a value can come from, in both specs (module docstring)."""
+
+    old: m.Spec
+    new: m.Spec
+    names: list[str] = field(default_factory=list)
+    kinds: dict[tuple[int, str], str] = field(default_factory=dict)
+    labels: dict[tuple[int, str], frozenset[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.names = [USER]
+        for spec in (self.old, self.new):
+            self.kinds[id(spec), USER] = "user"
+            self.labels[id(spec), USER] = frozenset()
+        for tool_id in sorted(self.old.tools.keys() & self.new.tools.keys()):
+            per_side = [_field_classes(spec.tools[tool_id]) for spec in (self.old, self.new)]
+            for name in sorted(per_side[0].keys() & per_side[1].keys()):
+                cls = f"{tool_id}:{name}"
+                self.names.append(cls)
+                for spec, fields in zip((self.old, self.new), per_side, strict=True):
+                    self.kinds[id(spec), cls], self.labels[id(spec), cls] = fields[name]
+
+    def selected(self, spec: m.Spec, term: m.Provenance) -> tuple[list[str], list[str]]:
+        """The classes that make the term hold on this side, and those it forbids (`only`:
+        every class of another kind; `nowhere`: every class)."""
+        if term.source == "nowhere":
+            return [], list(self.names)
+        if term.source == "label":
+            return [c for c in self.names if term.label in self.labels[id(spec), c]], []
+        mine = [c for c in self.names if self.kinds[id(spec), c] == term.source]
+        others = [c for c in self.names if self.kinds[id(spec), c] != term.source]
+        return mine, others if term.only else []
+
+    def same(self, term: m.Provenance) -> bool:
+        return self.selected(self.old, term) == self.selected(self.new, term)
+
+
+_CLASSES: dict[tuple[int, int], SourceClasses] = {}
+
+
+def classes_of(old: m.Spec, new: m.Spec) -> SourceClasses:
+    """The classes of the pair (made once per pair of specs)."""
+    key = (id(old), id(new))
+    found = _CLASSES.get(key)
+    if found is None or found.old is not old or found.new is not new:
+        if len(_CLASSES) > 16:
+            _CLASSES.clear()
+        found = _CLASSES[key] = SourceClasses(old, new)
+    return found
+
+
+def _field_classes(tool: m.Tool) -> dict[str, tuple[str, frozenset[str]]]:
+    """Each top-level text output field a result can hold a value in: its kind, and the labels
+    a result holding it carries (the tool's, the field's, and every required field's: the
+    least result the prelude makes)."""
+    fields = tool.output.fields if tool.output is not None else ()
+    always = set(tool.labels).union(*(f.labels for f in fields if f.required))
+    out = {}
+    for f in fields:
+        if f.secret or f.type.name not in _TEXT_TYPES:
+            continue
+        kind = "untrusted" if tool.kind == "mcp" else f.trust or tool.trust or "untrusted"
+        out[f.name] = (kind, frozenset(always | set(f.labels)))
+    return out
+
+
+def value_key(term: m.Provenance) -> str | None:
+    """The canonical form of the value a provenance term reads, when it is an argument (the
+    classes are modelled for a call's arguments; other values keep one variable a term)."""
+    value = term.value
+    if isinstance(value, m.Path) and value.root == "args" and value.parts:
+        return canonical(value)  # type: ignore[arg-type]
+    return None

@@ -1,0 +1,342 @@
+"""`harnessc diff` over session state: terms over one ledger solved as related (two windows of
+one count, `all` and `any` over one list, provenance with the tools' trust and labels), trust
+and labels of tools seen as changes of decision, every region's witness replayed on both specs
+(reference evaluator and runtime, through the witness's session prelude), and the exit status
+(0 nothing, 1 a verified widening, 2 an error, 3 only unverified regions)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from harnessc.compiler.analysis.cache import AnalysisCache
+from harnessc.compiler.analysis.compare import Comparison, Region, compare_specs, runtime_call
+from harnessc.compiler.analysis.concrete import decide
+from harnessc.compiler.analysis.prelude import session_prelude
+from harnessc.compiler.cli import main
+from harnessc.compiler.pipeline import check
+from harnessc.runtime import model as m
+from harnessc.runtime.policy import PolicyEngine
+
+
+def spec_of(folder: Path, text: str) -> tuple[Path, m.Spec]:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "spec.harness"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    result = check([path])
+    assert result.ok, [d.message for d in result.diagnostics]
+    assert result.model is not None
+    return path, result.model
+
+
+def replays(old: m.Spec, new: m.Spec, region: Region) -> bool:
+    """Whether the region's witness, with its session prelude, is decided as the region says
+    on both specs, by the runtime and (where the side has a policy) the reference evaluator."""
+    prelude = session_prelude(new if region.new_policy else old, region.witness)
+    if prelude.missing is not None:
+        return False
+    sides = ((old, region.old_policy, region.old), (new, region.new_policy, region.new))
+    for spec, name, outcome in sides:
+        if name is None or outcome.refused:
+            continue
+        decision = PolicyEngine(spec).decide(
+            name, runtime_call(spec, region.witness, prelude.steps)
+        )
+        if decision.effect != outcome.effect or decision.rule != outcome.rule:
+            return False
+    return True
+
+
+def compared(tmp_path: Path, old: str, new: str) -> tuple[m.Spec, m.Spec, Comparison]:
+    _, a = spec_of(tmp_path / "old", old)
+    _, b = spec_of(tmp_path / "new", new)
+    return a, b, compare_specs(a, b, cache=AnalysisCache(on_disk=False))
+
+
+def assert_sound(a: m.Spec, b: m.Spec, comparison: Comparison) -> None:
+    """Every verified region's witness flips as reported; none unverified is a widening."""
+    for region in comparison.regions:
+        if region.verified:
+            assert replays(a, b, region), (region.change, region.witness, region.notes)
+        else:
+            assert not region.widened
+
+
+def cli(old: Path, new: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["diff", str(old), str(new)])
+    return code, capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------
+# Trust and labels (a tool's results feed a rule over another tool)
+
+CRM = """
+harness crm { version "1" }
+tool customer.lookup {
+  summary "Look up a customer."
+  effects read
+  input { id: string }
+  output { email: string }
+}
+tool customer.email {
+  summary "E-mail a customer."
+  effects external
+  input { to: string, body: string }
+}
+policy main {
+  default deny
+  allow customer.lookup
+  allow customer.email when args.to from trusted
+}
+agent support { policy main }
+"""
+TRUSTED_CRM = CRM.replace(
+    "  output { email: string }", "  trust trusted\n  output { email: string }"
+)
+
+
+def test_trusting_a_tool_whose_results_feed_a_from_trusted_rule_is_a_widening(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b, comparison = compared(tmp_path, CRM, TRUSTED_CRM)
+    [region] = comparison.regions
+    assert region.tool == "customer.email" and region.change == "deny→allow"
+    assert region.verified and region.widened, region.notes
+    assert replays(a, b, region)
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 1 and "WIDENED deny→allow" in out
+
+
+def test_no_longer_trusting_the_tool_is_a_narrowing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b, comparison = compared(tmp_path, TRUSTED_CRM, CRM)
+    [region] = comparison.regions
+    assert region.tool == "customer.email" and region.change == "allow→deny"
+    assert region.verified and not region.widened, region.notes
+    assert replays(a, b, region)
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 0 and "allow→deny" in out
+
+
+def test_a_trusted_output_field_is_a_change_like_a_trusted_tool(tmp_path: Path) -> None:
+    field = CRM.replace("output { email: string }", "output { email: string trusted }")
+    a, b, comparison = compared(tmp_path, CRM, field)
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.verified
+    assert replays(a, b, region)
+
+
+def test_a_label_added_to_a_tool_feeds_a_from_label_rule(tmp_path: Path) -> None:
+    old = CRM.replace("allow customer.email when args.to from trusted", "allow customer.email")
+    old = old.replace(
+        "  default deny\n",
+        '  default deny\n  deny customer.email when args.to from label pii { reason "pii" }\n',
+    )
+    new = old.replace("  output { email: string }", "  labels pii\n  output { email: string }")
+    a, b, comparison = compared(tmp_path, old, new)
+    [region] = comparison.regions
+    assert region.tool == "customer.email" and region.change == "allow→deny"
+    assert region.verified, region.notes
+    assert replays(a, b, region)
+
+
+# ---------------------------------------------------------------------------------------------
+# Windows of one count
+
+FILES = """
+harness files { version "1" }
+tool files.delete {
+  summary "Delete a file."
+  effects write
+  input { path: path }
+}
+policy main {
+  default allow
+  deny files.delete when count(files.delete within 1h) > 5 { reason "too many" }
+}
+agent a { policy main }
+"""
+
+
+def test_a_wider_window_on_a_deny_above_a_count_only_narrows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b, comparison = compared(tmp_path, FILES, FILES.replace("within 1h", "within 2h"))
+    [region] = comparison.regions
+    assert region.change == "allow→deny" and region.verified, region.notes
+    assert replays(a, b, region)
+    steps = session_prelude(b, region.witness).steps
+    assert any(s.ago_ms is not None for s in steps)  # an earlier call between 1h and 2h ago
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 0 and "WIDENED" not in out and "UNVERIFIED" not in out
+
+
+def test_a_narrower_window_only_widens(tmp_path: Path) -> None:
+    a, b, comparison = compared(tmp_path, FILES.replace("within 1h", "within 2h"), FILES)
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.widened, region.notes
+    assert replays(a, b, region)
+
+
+def test_a_window_dropped_relates_the_whole_session_to_the_window(tmp_path: Path) -> None:
+    a, b, comparison = compared(tmp_path, FILES, FILES.replace(" within 1h", ""))
+    assert [r.change for r in comparison.regions] == ["allow→deny"]
+    assert_sound(a, b, comparison)
+    assert all(r.verified for r in comparison.regions)
+
+
+def test_a_sum_over_non_negative_amounts_is_monotone_in_its_window(tmp_path: Path) -> None:
+    pay = """
+    harness pay { version "1" }
+    tool pay {
+      summary "Pay."
+      effects external
+      input { amount: int min 0 }
+    }
+    policy main {
+      default allow
+      deny pay when sum(args.amount of pay within 1d) > 1000 { reason "daily limit" }
+    }
+    agent a { policy main }
+    """
+    a, b, comparison = compared(tmp_path, pay, pay.replace("within 1d", "within 7d"))
+    assert [r.change for r in comparison.regions] == ["allow→deny"]
+    assert_sound(a, b, comparison)
+
+
+# ---------------------------------------------------------------------------------------------
+# Provenance of one value, with the tools' trust and labels
+
+MAIL = """
+harness mail { version "1" }
+tool vault.read {
+  summary "Read a secret."
+  effects read
+  trust trusted
+  labels secret
+  input { name: string }
+  output { value: string }
+}
+tool web.fetch {
+  summary "Fetch a page."
+  effects read
+  input { url: url }
+  output { body: string }
+}
+tool mail.send {
+  summary "Send mail."
+  effects external
+  input { to: string, body: string }
+}
+policy main {
+  default allow
+  deny mail.send when args.body from label secret and args.body from untrusted only {
+    reason "never"
+  }
+}
+agent a { policy main }
+"""
+
+
+def test_a_value_from_a_label_only_trusted_tools_carry_is_never_from_untrusted_only(
+    tmp_path: Path,
+) -> None:
+    # the old rule can never match: `secret` comes only from a trusted tool, so removing it
+    # changes no decision
+    a, b, comparison = compared(
+        tmp_path,
+        MAIL,
+        MAIL.replace("and args.body from untrusted only", "and args.body from untrusted"),
+    )
+    assert_sound(a, b, comparison)
+    a, b, comparison = compared(tmp_path / "2", MAIL, _without_rule(MAIL))
+    assert comparison.regions == [], [(r.change, r.witness, r.notes) for r in comparison.regions]
+    # the same rule over a label an untrusted tool carries does match
+    web = MAIL.replace("  input { url: url }", "  labels secret\n  input { url: url }")
+    a, b, comparison = compared(tmp_path / "3", web, _without_rule(web))
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.verified, region.notes
+    assert replays(a, b, region)
+
+
+def _without_rule(text: str) -> str:
+    start = text.index("  deny mail.send")
+    end = text.index("  }\n", start) + 4
+    return text[:start] + text[end:]
+
+
+def test_all_and_any_over_one_list_are_related(tmp_path: Path) -> None:
+    lists = """
+    harness lists { version "1" }
+    tool share {
+      summary "Share."
+      effects external
+      input { to: list<string> }
+    }
+    policy main {
+      default allow
+      deny share when (all x in args.to: x from user) and len(args.to) > 0
+          and not (any x in args.to: x from user) {
+        reason "never"
+      }
+    }
+    agent a { policy main }
+    """
+    start = lists.index("  deny share")
+    end = lists.index("  }\n", start) + 4
+    # all (with an item) implies any: the rule never matches, and removing it changes nothing
+    _, _, comparison = compared(tmp_path, lists, lists[:start] + lists[end:])
+    assert comparison.regions == [], [(r.change, r.witness) for r in comparison.regions]
+
+
+# ---------------------------------------------------------------------------------------------
+# Exit status
+
+
+def test_exit_status_0_1_2_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old, _ = spec_of(tmp_path / "a", FILES)
+    same, _ = spec_of(tmp_path / "b", FILES)
+    assert cli(old, same, capsys)[0] == 0
+    wider, _ = spec_of(tmp_path / "c", FILES.replace("> 5", "> 50"))
+    assert cli(old, wider, capsys)[0] == 1
+    broken = tmp_path / "d" / "spec.harness"
+    broken.parent.mkdir()
+    broken.write_text("harness files { version 1", encoding="utf-8")
+    assert main(["diff", str(old), str(broken)]) == 2
+    capsys.readouterr()
+    # a region whose witness no session can give (a term over the text of the call)
+    mail = """
+    harness mail { version "1" }
+    tool mail.send {
+      summary "Send mail."
+      effects external
+      input { to: string, body: string }
+    }
+    policy main {
+      default deny
+      allow mail.send when any u in urls(args.body): u from user
+    }
+    agent a { policy main }
+    """
+    before, _ = spec_of(tmp_path / "e", mail)
+    after, _ = spec_of(tmp_path / "f", mail.replace("u from user", "u from untrusted"))
+    code, out = cli(before, after, capsys)
+    assert code == 3, out
+    assert "UNVERIFIED deny→allow" in out and "WIDENED" not in out
+    assert main(["diff", "--fail-on", "never", str(before), str(after)]) == 0
+
+
+def test_decide_agrees_with_the_reference_on_each_witness(tmp_path: Path) -> None:
+    """The reference evaluator (concrete.py) judges each witness as its region says."""
+    a, b, comparison = compared(tmp_path, FILES, FILES.replace("within 1h", "within 2h"))
+    for region in comparison.regions:
+        for spec, outcome, name in (
+            (a, region.old, region.old_policy),
+            (b, region.new, region.new_policy),
+        ):
+            assert name is not None
+            policy = spec.policy(name)
+            assert policy is not None
+            assert decide(spec, policy, region.witness).effect == outcome.effect
