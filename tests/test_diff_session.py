@@ -18,6 +18,11 @@ from harnessc.compiler.cli import main
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import model as m
 from harnessc.runtime.policy import PolicyEngine
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from .budget import examples
+from .conftest import ROOT
 
 
 def spec_of(folder: Path, text: str) -> tuple[Path, m.Spec]:
@@ -340,3 +345,163 @@ def test_decide_agrees_with_the_reference_on_each_witness(tmp_path: Path) -> Non
             policy = spec.policy(name)
             assert policy is not None
             assert decide(spec, policy, region.witness).effect == outcome.effect
+
+
+# ---------------------------------------------------------------------------------------------
+# Every region's witness replays: the golden pairs, and drawn pairs over session terms
+
+GOLDEN_PAIRS = [
+    ("tests/review/old.harness", "tests/review/new.harness"),
+    ("tests/review/expiry-old.harness", "tests/review/expiry-new.harness"),
+    ("tests/review/self-approval-old.harness", "tests/review/self-approval-new.harness"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), GOLDEN_PAIRS)
+def test_every_region_of_the_golden_pairs_replays_on_both_specs(old: str, new: str) -> None:
+    from harnessc.compiler.review.diff import renamed_root
+
+    a, b = (check([ROOT / p]).model for p in (old, new))
+    assert a is not None and b is not None
+    if a.root_module != b.root_module:
+        renamed = renamed_root(a, b.root_module)
+        assert renamed is not None
+        a = renamed
+    comparison = compare_specs(a, b, cache=AnalysisCache(on_disk=False))
+    assert comparison.regions
+    for region in comparison.regions:
+        assert region.verified, (region.change, region.notes)
+        assert replays(a, b, region), (region.change, region.witness)
+
+
+SESSION_TOOLS = """
+harness drawn { version "1" }
+tool lookup {
+  summary "Look up."
+  effects read
+  TRUST
+  LABELS
+  input { id: string }
+  output { email: string }
+}
+tool fetch {
+  summary "Fetch."
+  effects read
+  input { url: url }
+  output { body: string }
+}
+tool send {
+  summary "Send."
+  effects external
+  input { to: string, items: list<string> }
+}
+policy main {
+  default DEFAULT
+RULES
+}
+agent a { policy main }
+"""
+
+WINDOWS = ("within 1h", "within 2h", "")
+SOURCES = ("from trusted", "from untrusted", "from untrusted only", "from user", "from label pii")
+
+
+def _condition(kind: int, window: str, n: int, source: str, quantifier: str) -> str:
+    if kind == 0:
+        return f"count(send {window}) > {n}".replace("  ", " ").replace(" )", ")")
+    if kind == 1:
+        return f"args.to {source}"
+    if kind == 2:
+        return f"{quantifier} x in args.items: x from user"
+    return f"called(lookup {window})".replace(" )", ")")
+
+
+rules = st.lists(
+    st.tuples(
+        st.sampled_from(["allow", "deny"]),
+        st.integers(0, 3),
+        st.sampled_from(WINDOWS),
+        st.integers(1, 4),
+        st.sampled_from(SOURCES),
+        st.sampled_from(["all", "any"]),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+def _session_spec(default: str, trusted: bool, labelled: bool, parts: list[tuple]) -> str:
+    lines = []
+    for effect, kind, window, n, source, quantifier in parts:
+        reason = ' { reason "no" }' if effect == "deny" else ""
+        lines.append(
+            f"  {effect} send when {_condition(kind, window, n, source, quantifier)}{reason}"
+        )
+    return (
+        SESSION_TOOLS.replace("TRUST", "trust trusted" if trusted else "")
+        .replace("LABELS", "labels pii" if labelled else "")
+        .replace("DEFAULT", default)
+        .replace("RULES", "\n".join(lines))
+    )
+
+
+def _mutated(parts: list[tuple], which: int, how: int) -> list[tuple]:
+    """One session term of one rule changed: its window, count, source or quantifier."""
+    out = list(parts)
+    effect, kind, window, n, source, quantifier = out[which % len(out)]
+    if how == 0:
+        window = WINDOWS[(WINDOWS.index(window) + 1) % len(WINDOWS)]
+    elif how == 1:
+        n = n + 1
+    elif how == 2:
+        source = SOURCES[(SOURCES.index(source) + 1) % len(SOURCES)]
+    else:
+        quantifier = "any" if quantifier == "all" else "all"
+    out[which % len(out)] = (effect, kind, window, n, source, quantifier)
+    return out
+
+
+@settings(
+    max_examples=examples(24),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    default=st.sampled_from(["allow", "deny"]),
+    trusted=st.booleans(),
+    labelled=st.booleans(),
+    parts=rules,
+    change=st.sampled_from(["term", "trust", "labels"]),
+    which=st.integers(0, 2),
+    how=st.integers(0, 3),
+)
+def test_every_verified_region_of_a_session_term_mutation_flips_as_reported(
+    tmp_path_factory: pytest.TempPathFactory,
+    default: str,
+    trusted: bool,
+    labelled: bool,
+    parts: list[tuple],
+    change: str,
+    which: int,
+    how: int,
+) -> None:
+    old = _session_spec(default, trusted, labelled, parts)
+    if change == "term":
+        new = _session_spec(default, trusted, labelled, _mutated(parts, which, how))
+    elif change == "trust":
+        new = _session_spec(default, not trusted, labelled, parts)
+    else:
+        new = _session_spec(default, trusted, not labelled, parts)
+    folder = tmp_path_factory.mktemp("pair")
+    a, b, comparison = compared(folder, old, new)
+    assert comparison.undecided == []
+    for region in comparison.regions:
+        if region.verified:
+            assert replays(a, b, region), (old, new, region.change, region.witness)
+            event("verified region")
+        else:
+            assert not region.widened
+            event("unverified region")
+    if change != "term" and old != new:
+        # trusting or labelling the tool changes a decision exactly when a rule reads it
+        event(f"{change}: {len(comparison.regions)} regions")

@@ -140,7 +140,8 @@ def call_text(call: Call) -> str:
         text += f" session {{{terms}}}"
     if call.sources:
         where = "; ".join(
-            f"{spec_text(_value_of(k))} from {', '.join(v)}" for k, v in call.sources.items()
+            f"{spec_text(_value_of(k))} from {', '.join(v) or 'nowhere'}"
+            for k, v in call.sources.items()
         )
         text += f" sources {{{where}}}"
     return text

@@ -177,7 +177,16 @@ class _Builder:
             if tool is None:
                 raise _Missing(f"no tool `{tool_id}` returns {value_text(value)}")
             result = self.result_of(tool, (name, text))
-            self.steps.append(m.SessionStep(tool=tool.id, args=self.args_of(tool), result=result))
+            step = m.SessionStep(
+                tool=tool.id, args=self.args_of(tool), result=result, ago_ms=self.before_windows()
+            )
+            self.steps.append(step)
+
+    def before_windows(self) -> int | None:
+        """When a step only a value's source needs happens: before every window the witness
+        reads (so only whole-session terms see it), or now when it reads none."""
+        windows = [t.window_ms for t, _ in self.terms if isinstance(t, m.History) and t.window_ms]
+        return 2 * max(windows) if windows else None
 
     def value(self, node: m.Value, term: m.Condition) -> Any:
         if not (isinstance(node, m.Path) and node.root == "args"):
@@ -238,7 +247,8 @@ class _Builder:
         every = (term.quantifier == "all") == wanted
         if not every and not items:
             raise _Missing(f"`{spec_text(term)}` = {value_text(wanted)} needs an item")
-        chosen = items if every else items[:1]
+        # `any` holds by its first item, `all` fails by its last: one list can do both
+        chosen = items if every else items[:1] if term.quantifier == "any" else items[-1:]
         for item in chosen:
             self.provenance(body, item, wanted)
 

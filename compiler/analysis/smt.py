@@ -255,6 +255,8 @@ class Encoder(SessionEncoding):
     _quantified: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: SourceClasses | None = None
     kept: dict[str, Any] = field(default_factory=dict)
+    _by_class: dict[str, list[Any]] = field(default_factory=dict)
+    _whole: list[tuple[m.History, Any, m.Spec]] = field(default_factory=list)
     """The variables of `SESSION_OLD` and `SOURCE` terms, kept across both sides' encodings
     (a witness reads them back: compare_solve.py)."""
     """Both sides of a comparison whose registries differ in what session terms read

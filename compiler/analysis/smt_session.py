@@ -46,6 +46,8 @@ class SessionEncoding:
         _windows: dict[str, dict[int | None, Any]]
         _quantified: dict[str, dict[str, Any]]
         sources: SourceClasses | None
+        _by_class: dict[str, list[Any]]
+        _whole: list[tuple[m.History, Any, m.Spec]]
 
         def var(
             self,
@@ -71,7 +73,38 @@ class SessionEncoding:
         made = self.var(role, (SESSION, canonical(node)), sort, constraints=floor)
         if isinstance(node, m.History):
             self.windows(node, made, role)
+            if self.sources is not None and node.window_ms is None and node.where is None:
+                self._whole.append((node, made, self.spec))
+                for cls, held in self._by_class.items():
+                    for b in held:
+                        self.domain.extend(self.earlier_call(node, made, self.spec, cls, b))
         return made
+
+    def earlier_call(self, term: m.History, var: Any, spec: m.Spec, cls: str, b: Any) -> list[Any]:
+        """A value in a tool's result (class `cls`, sources.py) means an earlier call of the
+        tool, which every whole-session term over it sees (the prelude places that call
+        before every window the witness reads, so windowed terms are free of it)."""
+        tool_id, _, _ = cls.rpartition(":")
+        tool = spec.tools.get(tool_id) if tool_id else None
+        if tool is None:
+            return []
+        if term.func == "seen":
+            assert self.sources is not None
+            return [z3.Implies(b, var)] if term.label in self.sources.labels[id(spec), cls] else []
+        if not any(self.selects(s, tool) for s in term.selectors):
+            return []
+        if term.func in ("called", "succeeded"):
+            return [z3.Implies(b, var)]
+        if term.func == "count":
+            this = to_z3(disj(*(self.selector(s) for s in term.selectors)))
+            return [z3.Implies(b, var >= z3.If(this, 2, 1))]
+        return []
+
+    @staticmethod
+    def selects(selector: m.Selector, tool: m.Tool) -> bool:
+        from harnessc.runtime.semantics import selects
+
+        return selects(selector, tool)
 
     def session_role(self, node: m.Condition) -> str:
         """`SESSION_OLD` for a term encoded on the old side of a comparison whose meaning
@@ -150,7 +183,14 @@ class SessionEncoding:
         mine, forbidden = self.sources.selected(self.spec, c)
 
         def holds(cls: str) -> Any:
-            return self.var(SOURCE, (where,), "bool", detail=cls)
+            name = f"{SOURCE}|{where}|{cls!r}"
+            known = name in self._vars
+            b = self.var(SOURCE, (where,), "bool", detail=cls)
+            if not known:
+                self._by_class.setdefault(cls, []).append(b)
+                for term, var, spec in self._whole:
+                    self.domain.extend(self.earlier_call(term, var, spec, cls, b))
+            return b
 
         some = z3.Or(*(holds(x) for x in mine)) if mine else z3.BoolVal(c.source == "nowhere")
         return z3.And(some, *(z3.Not(holds(x)) for x in forbidden))
@@ -187,6 +227,8 @@ class SessionEncoding:
             family[c.quantifier] = held
             if len(family) == 2 and n is not None:
                 self.domain.append(z3.Implies(z3.And(family["all"], n >= 1), family["any"]))
+                # one item: every item is some item
+                self.domain.append(z3.Implies(n == 1, family["all"] == family["any"]))
         return held if over.kind == "unsupported" else conj(over.present, held)
 
 
