@@ -147,6 +147,46 @@ def test_a_label_added_to_a_tool_feeds_a_from_label_rule(tmp_path: Path) -> None
     assert replays(a, b, region)
 
 
+def test_a_labelled_output_field_feeds_a_from_label_rule(tmp_path: Path) -> None:
+    old = CRM.replace(
+        "allow customer.email when args.to from trusted",
+        'allow customer.email\n  deny customer.email when args.to from label pii { reason "pii" }',
+    )
+    new = old.replace("output { email: string }", "output { email: string label pii }")
+    a, b, comparison = compared(tmp_path, old, new)
+    [region] = comparison.regions
+    assert region.change == "allow→deny" and region.verified, region.notes
+    assert replays(a, b, region)
+
+
+def test_a_tool_a_history_selector_newly_selects_is_a_change(tmp_path: Path) -> None:
+    old = """
+    harness s { version "1" }
+    tool post {
+      summary "Post."
+      effects read
+      input { text: string }
+    }
+    tool send {
+      summary "Send."
+      effects external
+      packs outbound
+      input { to: string }
+    }
+    policy main {
+      default allow
+      deny send when called(pack:outbound) { reason "once" }
+    }
+    agent a { policy main }
+    """
+    new = old.replace("effects read", "effects read\n  packs outbound")
+    a, b, comparison = compared(tmp_path, old, new)
+    sends = [r for r in comparison.regions if r.tool == "send"]
+    assert [r.change for r in sends] == ["allow→deny"], [r.witness for r in sends]
+    assert sends[0].verified, sends[0].notes
+    assert replays(a, b, sends[0])
+
+
 # ---------------------------------------------------------------------------------------------
 # Windows of one count
 

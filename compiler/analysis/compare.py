@@ -40,6 +40,18 @@ What is compared, and what it means:
   can take is covered once. A policy only one side declares and no agent uses decides no
   agent's calls; it is listed (`policies_added`, `policies_removed`), not compared.
 
+Both sides judge one session. Its terms are solved as related values, never independent ones
+(smt_session.py): two windows of one count, `all` and `any` over one list, the provenance terms
+of one value — each a function of where the value appeared (a user message, or a text output
+field of a tool both specs register; sources.py), read with each side's trust and labels. A
+term whose meaning the change touches (a tool trusted, labelled or selected differently) is a
+different variable on each side, related where the change allows (a selector that selects more
+tools counts at least as many calls), and the tools whose rules read it are compared even when
+their own buckets are unchanged. The witness carries where each such value appeared
+(`Call.sources`) and the old side's reading of those terms (`Found.old_session`); its session
+prelude replays exactly that. A region whose witness the runtime does not decide as claimed is
+`verified: false`, never a widening (`Region.widened`).
+
 A skill's calls are judged by its parent's policy and its profile together, the strictest
 decision winning (runtime/calls.py `judge_call`): each of the two is compared as a policy, and
 a region of a profile is where a skill's decisions may change (a stricter parent may still

@@ -16,7 +16,7 @@ from harnessc.runtime import model as m
 
 from .concrete import canonical
 from .smt_terms import Bool, Key, Term, conj, disj, to_z3
-from .sources import SourceClasses, differs, value_key
+from .sources import SourceClasses, differs, meaning, value_key
 
 __all__ = ["SESSION", "SESSION_OLD", "SOURCE", "SessionEncoding"]
 
@@ -73,12 +73,31 @@ class SessionEncoding:
         made = self.var(role, (SESSION, canonical(node)), sort, constraints=floor)
         if isinstance(node, m.History):
             self.windows(node, made, role)
+            if role == SESSION_OLD:
+                self.domain.extend(self.selected_more(node, made, sort))
             if self.sources is not None and node.window_ms is None and node.where is None:
                 self._whole.append((node, made, self.spec))
                 for cls, held in self._by_class.items():
                     for b in held:
                         self.domain.extend(self.earlier_call(node, made, self.spec, cls, b))
         return made
+
+    def selected_more(self, term: m.History, old: Any, sort: str) -> list[Any]:
+        """A `called`/`succeeded`/`count` with no `when` that selects more tools on one side
+        (another tool tagged into its selector) sees every call the other side's does."""
+        s = self.sources
+        if s is None or term.where is not None or term.func not in ("called", "succeeded", "count"):
+            return []
+        before = set(meaning(s.old, term)[0])
+        after = set(meaning(s.new, term)[0])
+        floor = (lambda x: [x >= 0]) if sort == "int" else None
+        new = self.var(SESSION, (SESSION, canonical(term)), sort, constraints=floor)
+        narrow, wide = (
+            (old, new) if before <= after else (new, old) if after <= before else (None, None)
+        )
+        if narrow is None:
+            return []
+        return [narrow <= wide] if term.func == "count" else [z3.Implies(narrow, wide)]
 
     def earlier_call(self, term: m.History, var: Any, spec: m.Spec, cls: str, b: Any) -> list[Any]:
         """A value in a tool's result (class `cls`, sources.py) means an earlier call of the

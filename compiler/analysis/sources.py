@@ -95,6 +95,9 @@ def meaning(spec: m.Spec, term: SessionTerm) -> Any:
         ]
         reads = term.func == "seen" or _reads_provenance(term.where)
         parts: list[Any] = [chosen, source_view(spec) if reads else None]
+        if term.where is not None:
+            # the `when` reads the earlier call's arguments and result: their schemas
+            parts += [[_schema(spec.tools[t].input), _schema(spec.tools[t].output)] for t in chosen]
         if term.field is not None:
             # the field's type in each selected tool (a `sum` adds numbers only)
             f = term.field
@@ -114,6 +117,12 @@ def meaning(spec: m.Spec, term: SessionTerm) -> Any:
 
 
 _DIFFERS: dict[tuple[int, int, str], tuple[m.Spec, m.Spec, bool]] = {}
+
+
+def _schema(schema: m.Schema | None) -> str | None:
+    if schema is None:
+        return None
+    return json.dumps(m.without_origins(schema), sort_keys=True, default=str)
 
 
 def differs(old: m.Spec, new: m.Spec, term: SessionTerm) -> bool:
