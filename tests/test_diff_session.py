@@ -545,3 +545,43 @@ def test_every_verified_region_of_a_session_term_mutation_flips_as_reported(
     if change != "term" and old != new:
         # trusting or labelling the tool changes a decision exactly when a rule reads it
         event(f"{change}: {len(comparison.regions)} regions")
+
+
+# ---------------------------------------------------------------------------------------------
+# The scenarios' session-aware specs, each with one term changed: every region verified
+
+
+@pytest.mark.parametrize(
+    ("scenario", "before", "after"),
+    [
+        # a sum over non-negative amounts counts this call's own amount
+        ("payments", "from untrusted only or args.iban", "from untrusted or args.iban"),
+        # an e-mail address the user said is one a message indexes
+        (
+            "file_sharing",
+            "allow drive.share when args.email from user or",
+            "allow drive.share when args.email from user only or",
+        ),
+        # a quantifier whose body is provenance of each item, item by item
+        (
+            "mail_calendar",
+            "(a from user or a from trusted)",
+            "(a from user or a from trusted only)",
+        ),
+        (
+            "mail_calendar",
+            "(a from untrusted only or a from nowhere)",
+            "(a from untrusted or a from nowhere)",
+        ),
+    ],
+)
+def test_a_scenario_with_a_session_term_changed_has_every_region_verified(
+    tmp_path: Path, scenario: str, before: str, after: str
+) -> None:
+    text = (ROOT / "tests" / "scenarios" / f"{scenario}.harness").read_text(encoding="utf-8")
+    assert before in text
+    a, b, comparison = compared(tmp_path, text, text.replace(before, after, 1))
+    assert comparison.regions
+    for region in comparison.regions:
+        assert region.verified, (region.change, region.notes)
+        assert replays(a, b, region)

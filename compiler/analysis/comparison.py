@@ -140,16 +140,18 @@ def call_text(call: Call) -> str:
         text += f" session {{{terms}}}"
     if call.sources:
         where = "; ".join(
-            f"{spec_text(_value_of(k))} from {', '.join(v) or 'nowhere'}"
-            for k, v in call.sources.items()
+            f"{_value_of(k)} from {', '.join(v) or 'nowhere'}" for k, v in call.sources.items()
         )
         text += f" sources {{{where}}}"
     return text
 
 
-def _value_of(key: str) -> Any:
-    """The argument a key of `Call.sources` names (its canonical form)."""
-    return m.Path.model_validate_json(key)
+def _value_of(key: str) -> str:
+    """The argument, or the item of one, a key of `Call.sources` names."""
+    from .sources import item_of
+
+    path, index = item_of(key)
+    return spec_text(path) + (f"[{index}]" if index is not None else "")
 
 
 @dataclass

@@ -33,11 +33,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
+from harnessc.runtime.history import result_labels
+from harnessc.runtime.provenance import _fields_of
+from harnessc.runtime.provenance import _scalars as _result_scalars
 from harnessc.runtime.semantics import selects
 
 from .assemble import sample_value
-from .concrete import ABSENT, Call, canonical, holds_for, read_value
-from .sources import USER
+from .concrete import ABSENT, Call, _Context, canonical, holds_for, read_value, session_terms
+from .concrete import holds as concrete_holds
+from .sources import USER, holding_result, item_of
 from .text import spec_text, term_of, value_text
 
 __all__ = ["Prelude", "session_prelude"]
@@ -121,7 +125,7 @@ class _Builder:
                 continue  # its sources are given (`Call.sources`)
             if isinstance(term, m.Provenance):
                 self.provenance(term, self.value(term.value, term), bool(value))
-            elif isinstance(term, m.Quantified):
+            elif isinstance(term, m.Quantified) and not self.itemwise(term, placed):
                 self.quantified(term, bool(value))
         for term, value in sorted(
             ((t, v) for t, v in self.terms if isinstance(t, m.History)), key=_window_order
@@ -136,7 +140,7 @@ class _Builder:
         for text, (value, wants) in sorted(self.values.items()):
             self.sources(text, value, wants)
         for key, classes in sorted(placed.items()):
-            self.given(m.Path.model_validate_json(key), classes)
+            self.given(key, classes)
         self.check()
         return self.steps
 
@@ -144,24 +148,41 @@ class _Builder:
         """The call's values whose sources the witness gives (`Call.sources`), each kept apart
         from the values the prelude picks sources for (their texts are reserved first)."""
         for key in self.call.sources:
-            path = m.Path.model_validate_json(key)
-            value = read_value(self.spec, path, self.call)
+            value = self.keyed(key)
             text = _text(value)
             if text is not None:
                 self.values.setdefault(text, (value, _Wants()))
         return dict(self.call.sources)
 
-    def given(self, path: m.Path, classes: list[str]) -> None:
+    def keyed(self, key: str) -> Any:
+        """The value a key of `Call.sources` names: an argument, or an item of a list one."""
+        path, index = item_of(key)
+        value = read_value(self.spec, path, self.call)
+        if index is None:
+            return value
+        return value[index] if isinstance(value, list) and index < len(value) else ABSENT
+
+    def itemwise(self, term: m.Quantified, placed: dict[str, list[str]]) -> bool:
+        """Whether the witness gives the sources of every item the quantifier ranges over."""
+        if not isinstance(term.over, m.Path):
+            return False
+        items = read_value(self.spec, term.over, self.call)
+        if not isinstance(items, list):
+            return False
+        head = canonical(term.over)  # type: ignore[arg-type]
+        return all(f"{head}#{i}" in placed for i in range(len(items)))
+
+    def given(self, key: str, classes: list[str]) -> None:
         """One step for each class of source the witness puts the value in: the user said it,
         or a result of `TOOL` held it in `FIELD` (sources.py)."""
-        value = read_value(self.spec, path, self.call)
-        if not classes:
+        value = self.keyed(key)
+        if not classes or value is ABSENT:
             return
         text = _text(value)
-        if value is ABSENT or text is None:
+        if text is None:
             raise _Missing(
-                f"`{spec_text(path)}` = {value_text(value)} is not text or a number, so no "
-                "source can hold it"
+                f"`{spec_text(item_of(key)[0])}` = {value_text(value)} is not text or a "
+                "number, so no source can hold it"
             )
         for cls in classes:
             if cls == USER:
@@ -176,7 +197,7 @@ class _Builder:
             tool = self.spec.tools.get(tool_id)
             if tool is None:
                 raise _Missing(f"no tool `{tool_id}` returns {value_text(value)}")
-            result = self.result_of(tool, (name, text))
+            result = holding_result(tool, name.split("."), text, self.filler)
             step = m.SessionStep(
                 tool=tool.id, args=self.args_of(tool), result=result, ago_ms=self.before_windows()
             )
@@ -336,6 +357,11 @@ class _Builder:
             call = Call(tool.id, args)
             if term.where is None or holds_for(self.spec, term.where, call, result):
                 return m.SessionStep(tool=tool.id, args=args, result=result)
+        if amount is not None:
+            raise _Missing(
+                f"`{spec_text(term)}` needs an earlier call adding {value_text(amount)}, which "
+                "no example call of a tool it selects can add"
+            )
         raise _Missing(
             f"no example call of a tool `{spec_text(term)}` selects meets its `when`"
             if term.where is not None
@@ -382,8 +408,8 @@ class _Builder:
         return out
 
     def result_labels(self, tool: m.Tool, result: dict[str, Any]) -> set[str]:
-        fields = tool.output.fields if tool.output is not None else ()
-        return set(tool.labels).union(*(f.labels for f in fields if f.name in result))
+        """The labels a result carries, as the runtime says (nested fields too)."""
+        return set(result_labels(tool, result))
 
     def producing(self, label: str, term: m.History) -> m.SessionStep:
         for t in sorted(self.spec.tools):
@@ -495,9 +521,12 @@ class _Builder:
             tool = self.spec.tools[step.tool or ""]
             result = step.result if isinstance(step.result, dict) else {}
             carried = self.result_labels(tool, result)
-            for f in tool.output.fields if tool.output is not None else ():
-                if f.name in result and not f.secret and _text(result[f.name]) == text:
-                    kinds.add(f.trust or tool.trust or "untrusted")
+            # every scalar of the result, at any depth, with its kind, as the runtime indexes it
+            trust = "untrusted" if tool.kind == "mcp" else tool.trust or "untrusted"
+            fields = _fields_of(tool.output) if tool.kind != "mcp" else None
+            for scalar, kind in _result_scalars(result, fields, trust):
+                if _text(scalar) == text:
+                    kinds.add(kind)
                     labels |= carried
         for fact in _scalars(self.call.facts):
             if _text(fact) == text:
@@ -521,10 +550,9 @@ class _Builder:
             return self.holds(term, read_value(self.spec, term.value, self.call))
         if isinstance(term, m.Quantified):
             items = read_value(self.spec, term.over, self.call)
-            assert isinstance(term.body, m.Provenance)
             if not isinstance(items, list):
                 return False  # as the runtime: a quantifier over an absent value holds for none
-            found = [self.holds(term.body, item) for item in items]
+            found = [self.body_holds(term.body, term.var, item) for item in items]
             return all(found) if term.quantifier == "all" else any(found)
         assert isinstance(term, m.History)
         earlier = [
@@ -547,6 +575,22 @@ class _Builder:
         total = sum(self.amount(term, Call(s.tool or "", dict(s.args)), s.result) for s in meets)
         total += self.amount(term, self.call, ABSENT) if this else 0.0
         return int(total) if total.is_integer() else total
+
+    def body_holds(self, body: m.Condition, var: str, item: Any) -> bool:
+        """A quantifier's body for one item: provenance of the item, with `and`, `or`, `not`."""
+        if isinstance(body, m.And):
+            return all(self.body_holds(x, var, item) for x in body.items)
+        if isinstance(body, m.Or):
+            return any(self.body_holds(x, var, item) for x in body.items)
+        if isinstance(body, m.Not):
+            return not self.body_holds(body.item, var, item)
+        if isinstance(body, m.Provenance) and body.value == m.Path(root="var", parts=(var,)):
+            return self.holds(body, item)
+        if any(not isinstance(f.term, m.Extract) for f in session_terms(body)):
+            raise _Missing(f"no prelude is built for `{spec_text(body)}` inside a quantifier")
+        ctx = _Context.of(self.spec, self.call)  # the item's own text: as the runtime reads it
+        ctx.bound[var] = item
+        return concrete_holds(body, ctx)
 
     def counts(self, term: m.History, step: m.SessionStep) -> bool:
         tool = self.spec.tools[step.tool or ""]

@@ -462,7 +462,7 @@ class Encoder(SessionEncoding):
                 return Term("bool", expr=self.session_var(value, "bool"))
             if value.func == "count":
                 return Term("int", expr=self.count(value))
-            return Term("real", expr=self.session_var(value, "real"))
+            return Term("real", expr=self.total(value))
         if isinstance(value, m.Length):
             return self.length(value)
         if isinstance(value, m.Extract):

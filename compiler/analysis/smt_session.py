@@ -16,7 +16,7 @@ from harnessc.runtime import model as m
 
 from .concrete import canonical
 from .smt_terms import Bool, Key, Term, conj, disj, to_z3
-from .sources import SourceClasses, differs, meaning, value_key
+from .sources import ITEMS, USER, SourceClasses, differs, meaning, value_key, value_key_of
 
 __all__ = ["SESSION", "SESSION_OLD", "SOURCE", "SessionEncoding"]
 
@@ -40,6 +40,7 @@ class SessionEncoding:
     if TYPE_CHECKING:
         # what these read of the encoder (compiler/analysis/smt.py)
         spec: m.Spec
+        tool: m.Tool
         domain: list[Any]
         _vars: dict[str, Any]
         _provenance: dict[str, dict[tuple[str, str | None, bool], Any]]
@@ -60,6 +61,7 @@ class SessionEncoding:
         ) -> Any: ...
         def operand(self, value: object) -> Term: ...
         def selector(self, sel: m.Selector) -> Bool: ...
+        def prefer(self, var: Any, wish: Any) -> None: ...
 
     def session_vars(self) -> list[tuple[str, Any]]:
         """The variables of the session terms encoded so far, by name."""
@@ -170,6 +172,27 @@ class SessionEncoding:
                 self.domain.append(z3.Implies(to_z3(this), n >= 1))
         return n
 
+    def total(self, term: m.History) -> Any:
+        """`sum(…)`: a real; when every amount it adds is non-negative, at least this call's
+        own amount when this call is of a tool the term selects and the term has no `when`
+        (the runtime adds the call being decided)."""
+        total = self.session_var(term, "real")
+        f = term.field
+        if (
+            term.where is None
+            and f is not None
+            and f.root == "args"
+            and _non_negative(self.spec, term)
+        ):
+            this = disj(*(self.selector(s) for s in term.selectors))
+            own = self.operand(f)
+            if this is not False and own.kind in ("int", "real") and own.expr is not None:
+                amount = z3.ToReal(own.expr) if own.kind == "int" else own.expr
+                self.domain.append(z3.Implies(to_z3(conj(this, own.present)), total >= amount))
+        if _non_negative(self.spec, term):
+            self.domain.append(total >= 0)
+        return total
+
     def provenance(self, c: m.Provenance) -> Bool:
         """`value from source`: a session boolean, false for an absent value; with what every
         ledger obeys between the terms of one value: `from K only` implies `from K`, a value
@@ -178,7 +201,7 @@ class SessionEncoding:
         held = self.session_var(c, "bool")
         where = value_key(c) if self.sources is not None else None
         if where is not None:
-            self.domain.append(held == self.from_classes(c, where))
+            self.domain.append(held == self.from_classes(c, where, of))
             return held if of.kind == "unsupported" else conj(of.present, held)
         mine = (c.source, c.label, c.only)
         siblings = self._provenance.setdefault(canonical(c.value), {})
@@ -195,9 +218,52 @@ class SessionEncoding:
             return held
         return conj(of.present, held)
 
-    def from_classes(self, c: m.Provenance, where: str) -> Any:
+    def by_item(self, c: m.Quantified, held: Any, n: Any) -> None:
+        """A quantifier over an argument whose body is provenance of its variable (with `and`,
+        `or`, `not`): exactly the body item by item, each item with its own classes of source
+        (sources.py), over a list of at most `ITEMS` items — the comparison looks for its
+        witnesses among such lists (unless the schema asks for more items), so a witness's
+        prelude can give each item its sources."""
+        where = value_key_of(c.over)
+        if where is None:
+            return
+        assert isinstance(c.over, m.Path)
+        f = self.field_of(c.over)
+        if f is not None and f.min is not None and f.min > ITEMS:
+            return
+        bodies = [self.item_body(c.body, c.var, f"{where}#{i}") for i in range(ITEMS)]
+        if any(b is None for b in bodies):
+            return
+        if c.quantifier == "all":
+            exact = z3.And(*(z3.Implies(n > i, b) for i, b in enumerate(bodies)))
+        else:
+            exact = z3.Or(*(z3.And(n > i, b) for i, b in enumerate(bodies)))
+        self.domain += [n <= ITEMS, held == exact]
+
+    def field_of(self, path: m.Path) -> m.Field | None:
+        """The schema field of an argument of this call's tool (top level)."""
+        if len(path.parts) != 1:
+            return None
+        return next((f for f in self.tool.input.fields if f.name == path.parts[0]), None)
+
+    def item_body(self, body: m.Condition, var: str, item: str) -> Any:
+        """The body for one item (None: it reads something besides the item's sources)."""
+        if isinstance(body, m.And | m.Or):
+            parts = [self.item_body(x, var, item) for x in body.items]
+            if any(p is None for p in parts):
+                return None
+            return z3.And(*parts) if isinstance(body, m.And) else z3.Or(*parts)
+        if isinstance(body, m.Not):
+            inner = self.item_body(body.item, var, item)
+            return None if inner is None else z3.Not(inner)
+        if isinstance(body, m.Provenance) and body.value == m.Path(root="var", parts=(var,)):
+            return self.from_classes(body, item, Term("unsupported"))
+        return None
+
+    def from_classes(self, c: m.Provenance, where: str, of: Term) -> Any:
         """The term on this side as a function of the value's classes of source (one boolean
-        each, shared by both sides: sources.py)."""
+        each, shared by both sides: sources.py). A text the user said is preferably one a
+        message surely indexes (six characters or more, no space: prelude.py)."""
         assert self.sources is not None
         mine, forbidden = self.sources.selected(self.spec, c)
 
@@ -211,6 +277,10 @@ class SessionEncoding:
                     self.domain.extend(self.earlier_call(term, var, spec, cls, b))
             return b
 
+        if of.kind == "str" and of.expr is not None and z3.is_string(of.expr):
+            said = holds(USER)
+            findable = z3.And(z3.Length(of.expr) >= 6, z3.Not(z3.Contains(of.expr, " ")))
+            self.prefer(said, z3.Implies(said, findable))
         some = z3.Or(*(holds(x) for x in mine)) if mine else z3.BoolVal(c.source == "nowhere")
         return z3.And(some, *(z3.Not(holds(x)) for x in forbidden))
 
@@ -242,6 +312,8 @@ class SessionEncoding:
         family = self._quantified.setdefault(
             canonical(c.model_copy(update={"quantifier": "all"})), {}
         )
+        if n is not None and self.sources is not None:
+            self.by_item(c, held, n)
         if c.quantifier not in family:
             family[c.quantifier] = held
             if len(family) == 2 and n is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,14 +32,17 @@ from harnessc.runtime.semantics import selects
 from .concrete import SessionTerm, canonical, session_terms
 
 __all__ = [
+    "ITEMS",
     "USER",
     "SourceClasses",
     "classes_of",
     "differs",
+    "item_of",
     "meaning",
     "meanings_digest",
     "session_meanings_differ",
     "value_key",
+    "value_key_of",
 ]
 
 USER = "user"
@@ -111,7 +114,7 @@ def meaning(spec: m.Spec, term: SessionTerm) -> Any:
                     if f.parts
                     else None
                 )
-                parts.append(found.type.name if found is not None else None)
+                parts.append([found.type.name, found.min] if found is not None else None)
         return parts
     return None
 
@@ -218,24 +221,88 @@ def classes_of(old: m.Spec, new: m.Spec) -> SourceClasses:
 
 
 def _field_classes(tool: m.Tool) -> dict[str, tuple[str, frozenset[str]]]:
-    """Each top-level text output field a result can hold a value in: its kind, and the labels
-    a result holding it carries (the tool's, the field's, and every required field's: the
-    least result the prelude makes)."""
-    fields = tool.output.fields if tool.output is not None else ()
-    always = set(tool.labels).union(*(f.labels for f in fields if f.required))
-    out = {}
-    for f in fields:
-        if f.secret or f.type.name not in _TEXT_TYPES:
-            continue
-        kind = "untrusted" if tool.kind == "mcp" else f.trust or tool.trust or "untrusted"
-        out[f.name] = (kind, frozenset(always | set(f.labels)))
+    """Each text field of the tool's output, at any depth (`people.email` inside a list of
+    records), that a result can hold a value in: its kind (the nearest `trusted`/`untrusted`
+    above it, else the tool's) and the labels the least result holding it carries
+    (`holding_result`, read by the runtime's `result_labels`)."""
+    from harnessc.runtime.history import result_labels
+
+    from .assemble import sample_value
+
+    out: dict[str, tuple[str, frozenset[str]]] = {}
+    base = "untrusted" if tool.kind == "mcp" else tool.trust or "untrusted"
+    for path, trust in _text_paths(tool.output.fields if tool.output is not None else (), ()):
+        kind = "untrusted" if tool.kind == "mcp" else trust or base
+        result = holding_result(tool, path, "v", lambda f: sample_value(f, f.type))
+        out[".".join(path)] = (kind, result_labels(tool, result))
     return out
+
+
+def _text_paths(
+    fields: Iterable[m.Field], prefix: tuple[str, ...], trust: str | None = None
+) -> Iterable[tuple[tuple[str, ...], str | None]]:
+    for f in fields:
+        if f.secret:
+            continue
+        here = f.trust or trust
+        inner = _unwrapped(f.type)
+        if inner.name in _TEXT_TYPES:
+            yield (*prefix, f.name), here
+        elif inner.name == "object" and len(prefix) < 4:
+            yield from _text_paths(inner.fields, (*prefix, f.name), here)
+
+
+def _unwrapped(t: m.Type) -> m.Type:
+    while t.name in ("list", "map") and t.item is not None:
+        t = t.item
+    return t
+
+
+def holding_result(
+    tool: m.Tool, path: Sequence[str], text: str, fill: Callable[[m.Field], Any]
+) -> dict[str, Any]:
+    """The least result of the tool that holds `text` at `path` (through lists and maps, one
+    item each): every required field beside it filled by `fill`."""
+
+    def record(fields: Sequence[m.Field], rest: Sequence[str]) -> dict[str, Any]:
+        out = {f.name: fill(f) for f in fields if f.required and f.name != rest[0]}
+        f = next(g for g in fields if g.name == rest[0])
+        out[f.name] = inside(f.type, rest[1:])
+        return out
+
+    def inside(t: m.Type, rest: Sequence[str]) -> Any:
+        if t.name == "list" and t.item is not None:
+            return [inside(t.item, rest)]
+        if t.name == "map" and t.item is not None:
+            return {"key": inside(t.item, rest)}
+        if not rest:
+            return text
+        return record(t.fields, rest)
+
+    return record(tool.output.fields if tool.output is not None else (), list(path))
 
 
 def value_key(term: m.Provenance) -> str | None:
     """The canonical form of the value a provenance term reads, when it is an argument (the
     classes are modelled for a call's arguments; other values keep one variable a term)."""
-    value = term.value
+    return value_key_of(term.value)
+
+
+def value_key_of(value: m.Value) -> str | None:
     if isinstance(value, m.Path) and value.root == "args" and value.parts:
         return canonical(value)  # type: ignore[arg-type]
     return None
+
+
+ITEMS = 3
+"""The items of a list argument whose sources a quantifier's body reads one by one: a longer
+list leaves the quantifier a free value (smt_session.py `by_item`)."""
+
+
+def item_of(key: str) -> tuple[m.Path, int | None]:
+    """A key of `Call.sources`: an argument (`canonical(path)`), or an item of a list argument
+    (`canonical(path)#i`)."""
+    head, mark, index = key.rpartition("#")
+    if mark and index.isdigit() and head.endswith("}"):
+        return m.Path.model_validate_json(head), int(index)
+    return m.Path.model_validate_json(key), None
