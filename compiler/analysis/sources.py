@@ -143,12 +143,7 @@ def differs(old: m.Spec, new: m.Spec, term: SessionTerm) -> bool:
 
 def meanings_digest(spec: m.Spec, rules: Iterable[m.Rule]) -> str:
     """A digest of what the rules' session terms read of the spec (a cache key's part)."""
-    parts = [
-        [canonical(f.term), meaning(spec, f.term)]
-        for rule in rules
-        if rule.condition is not None
-        for f in session_terms(rule.condition)
-    ]
+    parts = [[canonical(t), meaning(spec, t)] for rule in rules for t in rule_terms(rule)]
     if not parts:
         return ""
     text = json.dumps(parts, sort_keys=True, default=str)
@@ -159,13 +154,22 @@ def session_meanings_differ(old: m.Spec, new: m.Spec, rules: Iterable[m.Rule]) -
     """Whether a session term some rule reads means something else under each spec."""
     if old is new:
         return False
-    for rule in rules:
-        if rule.condition is None:
-            continue
-        for found in session_terms(rule.condition):
-            if differs(old, new, found.term):
-                return True
-    return False
+    return any(differs(old, new, t) for rule in rules for t in rule_terms(rule))
+
+
+_RULE_TERMS: dict[int, tuple[m.Rule, list[SessionTerm]]] = {}
+
+
+def rule_terms(rule: m.Rule) -> list[SessionTerm]:
+    """The session terms of a rule's condition (made once per rule: many tools share one)."""
+    made = _RULE_TERMS.get(id(rule))
+    if made is not None and made[0] is rule:
+        return made[1]
+    if len(_RULE_TERMS) > 65536:
+        _RULE_TERMS.clear()
+    terms = [f.term for f in session_terms(rule.condition)] if rule.condition is not None else []
+    _RULE_TERMS[id(rule)] = (rule, terms)
+    return terms
 
 
 @dataclass
