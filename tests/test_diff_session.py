@@ -6,6 +6,7 @@ and labels of tools seen as changes of decision, every region's witness replayed
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -371,6 +372,19 @@ def test_exit_status_0_1_2_3(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert code == 3, out
     assert "UNVERIFIED deny→allow" in out and "WIDENED" not in out
     assert main(["diff", "--fail-on", "never", str(before), str(after)]) == 0
+    capsys.readouterr()
+    # every format says so, and none counts it as a widening
+    assert main(["diff", "--format", "json", str(before), str(after)]) == 3
+    report = json.loads(capsys.readouterr().out)
+    assert report["widened"] is False and report["unverified"] == 2
+    regions = report["specs"][0]["regions"]
+    assert all(not r["verified"] and not r["widened"] for r in regions)
+    assert main(["diff", "--format", "sarif", str(before), str(after)]) == 3
+    results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} == {"harnessc-diff/unverified"}
+    assert main(["diff", "--format", "markdown", str(before), str(after)]) == 3
+    markdown = capsys.readouterr().out
+    assert "Widening" not in markdown and "deny→allow — policy `mail.main` — unverified" in markdown
 
 
 def test_decide_agrees_with_the_reference_on_each_witness(tmp_path: Path) -> None:

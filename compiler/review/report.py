@@ -345,6 +345,8 @@ def _md_region(spec: str, region: Region) -> list[str]:
     kind, _, name = region.subject.partition(" ")
     subject = f"{md_text(kind)} {md_code(name, cell=False)}" if name else md_text(kind)
     title = f"**{tool}** {md_text(region.change)} — {subject}"
+    if not region.verified:
+        title = f"{title} — unverified"
     if spec:
         title += f" — {md_code(spec, cell=False)}"
     lines = [
