@@ -599,3 +599,88 @@ def test_a_scenario_with_a_session_term_changed_has_every_region_verified(
     for region in comparison.regions:
         assert region.verified, (region.change, region.notes)
         assert replays(a, b, region)
+
+
+VALUE = "alice-0001@example.com"
+ITEM_VALUES = ("bob-0002@example.com", "carol-0003@example.com")
+SOURCE_STEPS = {
+    "user": lambda v: m.SessionStep(said=v),
+    "lookup": lambda v: m.SessionStep(tool="lookup", args={"id": "id-1"}, result={"email": v}),
+    "fetch": lambda v: m.SessionStep(
+        tool="fetch", args={"url": "https://example.com/"}, result={"body": v}
+    ),
+}
+sessions = st.tuples(
+    st.sets(st.sampled_from(sorted(SOURCE_STEPS))),
+    st.lists(st.sets(st.sampled_from(sorted(SOURCE_STEPS))), max_size=2),
+    st.lists(st.sampled_from([None, 90 * 60_000, 3 * 3_600_000]), max_size=6),
+    st.booleans(),
+)
+
+
+def _session(drawn: tuple) -> tuple[dict, list[m.SessionStep]]:
+    """A call of `send` and the session before it: where its values appeared, earlier sends
+    at chosen times, perhaps an earlier lookup."""
+    to_sources, item_sources, sends, looked_up = drawn
+    steps = [SOURCE_STEPS[s](VALUE) for s in sorted(to_sources)]
+    for value, where in zip(ITEM_VALUES, item_sources, strict=False):
+        steps += [SOURCE_STEPS[s](value) for s in sorted(where)]
+    steps += [
+        m.SessionStep(tool="send", args={"to": "x", "items": []}, result={}, ago_ms=ago)
+        for ago in sends
+    ]
+    if looked_up:
+        steps.append(m.SessionStep(tool="lookup", args={"id": "id-2"}, result={"email": "z"}))
+    args = {"to": VALUE, "items": list(ITEM_VALUES[: len(item_sources)])}
+    return args, steps
+
+
+@settings(
+    max_examples=examples(24),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    default=st.sampled_from(["allow", "deny"]),
+    trusted=st.booleans(),
+    labelled=st.booleans(),
+    parts=rules,
+    change=st.sampled_from(["term", "trust", "labels"]),
+    which=st.integers(0, 2),
+    how=st.integers(0, 3),
+    drawn=st.lists(sessions, min_size=4, max_size=16),
+)
+def test_a_call_decided_differently_in_a_drawn_session_is_in_a_reported_region(
+    tmp_path_factory: pytest.TempPathFactory,
+    default: str,
+    trusted: bool,
+    labelled: bool,
+    parts: list[tuple],
+    change: str,
+    which: int,
+    how: int,
+    drawn: list[tuple],
+) -> None:
+    """Recall: a concrete session and call the runtime decides differently under the two
+    specs falls in a region the comparison reported (the same winning rules)."""
+    from harnessc.compiler.analysis.compare import runtime_outcome
+    from harnessc.compiler.analysis.concrete import Call
+
+    old = _session_spec(default, trusted, labelled, parts)
+    if change == "term":
+        new = _session_spec(default, trusted, labelled, _mutated(parts, which, how))
+    elif change == "trust":
+        new = _session_spec(default, not trusted, labelled, parts)
+    else:
+        new = _session_spec(default, trusted, not labelled, parts)
+    a, b, comparison = compared(tmp_path_factory.mktemp("pair"), old, new)
+    reported = {(r.old.rule, r.new.rule) for r in comparison.regions}
+    engines = PolicyEngine(a), PolicyEngine(b)
+    for session in drawn:
+        args, steps = _session(session)
+        call = Call("send", args)
+        before = engines[0].decide("drawn.main", runtime_call(a, call, steps))
+        after = engines[1].decide("drawn.main", runtime_call(b, call, steps))
+        if runtime_outcome(before) != runtime_outcome(after):
+            event("a drawn call decided differently")
+            assert (before.rule, after.rule) in reported, (old, new, args, steps)
