@@ -188,6 +188,32 @@ def test_a_tool_a_history_selector_newly_selects_is_a_change(tmp_path: Path) -> 
     assert replays(a, b, sends[0])
 
 
+def test_a_value_trusted_only_as_a_fact_is_a_source_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # no tool is trusted: a value is trusted only when the session's facts hold it
+    pay = """
+    harness pay { version "1" }
+    fact payees: list<string>
+    tool pay {
+      summary "Pay."
+      effects external
+      input { iban: string }
+    }
+    policy main {
+      default deny
+      allow pay when args.iban from user
+    }
+    agent a { policy main }
+    """
+    a, b, comparison = compared(tmp_path, pay, pay.replace("from user", "from trusted"))
+    widening = [r for r in comparison.regions if r.change == "deny→allow"]
+    assert widening and all(r.verified for r in widening), [r.notes for r in widening]
+    assert any("payees" in r.witness.facts for r in widening)
+    for region in comparison.regions:
+        assert replays(a, b, region)
+
+
 # ---------------------------------------------------------------------------------------------
 # Windows of one count
 
@@ -576,6 +602,8 @@ def test_every_verified_region_of_a_session_term_mutation_flips_as_reported(
             "allow drive.share when args.email from user or",
             "allow drive.share when args.email from user only or",
         ),
+        # a tool no longer trusted: `seen(secret …)` reads labels, not trust, and stays one term
+        ("file_sharing", "\n  trust trusted", ""),
         # a quantifier whose body is provenance of each item, item by item
         (
             "mail_calendar",

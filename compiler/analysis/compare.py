@@ -189,8 +189,11 @@ def runtime_call(spec: m.Spec, call: Call, steps: Sequence[m.SessionStep] = ()) 
     execution = dict(call.execution)
     tool_call_id = execution.get("tool_call_id")
     extra: dict[str, Any] = {}
-    if steps:
-        extra["ledger"] = prelude_ledger(spec, steps, int(time.time() * 1000))
+    if steps or call.sources:
+        ledger = prelude_ledger(spec, steps, int(time.time() * 1000))
+        # the session's facts are sources too (trusted), as a session opened with them
+        ledger.facts(call.facts, position=0)
+        extra["ledger"] = ledger
     return CallContext(
         tool_id=call.tool,
         args=args,

@@ -484,7 +484,33 @@ def _witness(q: Any, enc: Any, model: Any) -> tuple[Call, dict[str, Any]]:
         else:
             old[info.key[1]] = value
     call.sources = {k: sorted(v) for k, v in sorted(sources.items())}
+    _in_facts(enc.sources, call)
     return call, dict(sorted(old.items()))
+
+
+def _in_facts(classes: Any, call: Call) -> None:
+    """Each value the model puts among the session's facts, in the declared fact that can hold
+    it (sources.py `FACTS`)."""
+    from .concrete import ABSENT, read_value
+    from .sources import FACTS, item_of
+
+    if classes is None or classes.fact is None:
+        return
+    name, many = classes.fact
+    for key, where in call.sources.items():
+        if FACTS not in where:
+            continue
+        path, index = item_of(key)
+        value = read_value(classes.new, path, call)
+        if index is not None:
+            value = value[index] if isinstance(value, list) and index < len(value) else ABSENT
+        if not isinstance(value, str):
+            continue
+        if many:
+            held = call.facts.get(name)
+            call.facts[name] = [*(held if isinstance(held, list) else []), value]
+        else:
+            call.facts[name] = value
 
 
 def _aligned(old: m.Tool, new: m.Tool) -> tuple[m.Tool, m.Tool, list[tuple[Key, list[int]]]]:

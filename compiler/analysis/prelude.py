@@ -41,7 +41,7 @@ from harnessc.runtime.semantics import selects
 from .assemble import sample_value
 from .concrete import ABSENT, Call, _Context, canonical, holds_for, read_value, session_terms
 from .concrete import holds as concrete_holds
-from .sources import USER, holding_result, item_of
+from .sources import FACTS, USER, holding_result, item_of
 from .text import spec_text, term_of, value_text
 
 __all__ = ["Prelude", "session_prelude"]
@@ -185,6 +185,8 @@ class _Builder:
                 "number, so no source can hold it"
             )
         for cls in classes:
+            if cls == FACTS:
+                continue  # the witness holds it among its facts
             if cls == USER:
                 if not _said_findable(text):
                     raise _Missing(

@@ -16,7 +16,7 @@ from harnessc.runtime import model as m
 
 from .concrete import canonical
 from .smt_terms import Bool, Key, Term, conj, disj, to_z3
-from .sources import ITEMS, USER, SourceClasses, differs, meaning, value_key, value_key_of
+from .sources import FACTS, ITEMS, USER, SourceClasses, differs, meaning, value_key, value_key_of
 
 __all__ = ["SESSION", "SESSION_OLD", "SOURCE", "SessionEncoding"]
 
@@ -86,12 +86,16 @@ class SessionEncoding:
 
     def selected_more(self, term: m.History, old: Any, sort: str) -> list[Any]:
         """A `called`/`succeeded`/`count` with no `when` that selects more tools on one side
-        (another tool tagged into its selector) sees every call the other side's does."""
+        (another tool tagged into its selector) sees every call the other side's does; a
+        `seen` whose label more tools produce on one side, every result the other's does."""
         s = self.sources
-        if s is None or term.where is not None or term.func not in ("called", "succeeded", "count"):
+        funcs = ("called", "succeeded", "count", "seen")
+        if s is None or term.where is not None or term.func not in funcs:
             return []
-        before = set(meaning(s.old, term)[0])
-        after = set(meaning(s.new, term)[0])
+        if term.func == "seen":  # a tool newly labelled: at least what was seen before
+            before, after = set(meaning(s.old, term)), set(meaning(s.new, term))
+        else:
+            before, after = set(meaning(s.old, term)[0]), set(meaning(s.new, term)[0])
         floor = (lambda x: [x >= 0]) if sort == "int" else None
         new = self.var(SESSION, (SESSION, canonical(term)), sort, constraints=floor)
         narrow, wide = (
@@ -281,6 +285,10 @@ class SessionEncoding:
             said = holds(USER)
             findable = z3.And(z3.Length(of.expr) >= 6, z3.Not(z3.Contains(of.expr, " ")))
             self.prefer(said, z3.Implies(said, findable))
+        if FACTS in self.sources.names:
+            # a tool's result before the facts: a prelude gives it, the facts only the call
+            facts = holds(FACTS)
+            self.prefer(facts, z3.Not(facts))
         some = z3.Or(*(holds(x) for x in mine)) if mine else z3.BoolVal(c.source == "nowhere")
         return z3.And(some, *(z3.Not(holds(x)) for x in forbidden))
 

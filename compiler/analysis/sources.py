@@ -32,20 +32,26 @@ from harnessc.runtime.semantics import selects
 from .concrete import SessionTerm, canonical, session_terms
 
 __all__ = [
+    "FACTS",
     "ITEMS",
     "USER",
     "SourceClasses",
     "classes_of",
     "differs",
+    "holding_result",
     "item_of",
     "meaning",
     "meanings_digest",
+    "producers",
+    "rule_terms",
     "session_meanings_differ",
     "value_key",
     "value_key_of",
 ]
 
 USER = "user"
+FACTS = "facts"
+"""The class of a value among the session's facts (trusted on both sides, no labels)."""
 _TEXT_TYPES = ("string", "url", "path")
 _VIEWS: dict[int, tuple[m.Spec, str]] = {}
 """Made views by the spec's id, each with its spec (kept alive, so the id is not reused)."""
@@ -74,6 +80,21 @@ def source_view(spec: m.Spec) -> str:
     return text
 
 
+def producers(spec: m.Spec, label: str) -> list[str]:
+    """The tools whose results can carry the label (`seen(label)`): the tool's own labels, or
+    an output field's at any depth."""
+
+    def carried(fields: Iterable[m.Field]) -> bool:
+        return any(label in f.labels or carried(_unwrapped(f.type).fields) for f in fields)
+
+    out = []
+    for t in sorted(spec.tools):
+        tool = spec.tools[t]
+        if label in tool.labels or (tool.output is not None and carried(tool.output.fields)):
+            out.append(t)
+    return out
+
+
 def _reads_provenance(node: m.Condition | None) -> bool:
     return node is not None and any(
         isinstance(f.term, m.Provenance) and _trust_bound(f.term) for f in session_terms(node)
@@ -96,7 +117,9 @@ def meaning(spec: m.Spec, term: SessionTerm) -> Any:
         chosen = [
             t for t in sorted(spec.tools) if any(selects(s, spec.tools[t]) for s in term.selectors)
         ]
-        reads = term.func == "seen" or _reads_provenance(term.where)
+        if term.func == "seen":
+            return producers(spec, term.label or "")
+        reads = _reads_provenance(term.where)
         parts: list[Any] = [chosen, source_view(spec) if reads else None]
         if term.where is not None:
             # the `when` reads the earlier call's arguments and result: their schemas
@@ -181,12 +204,21 @@ class SourceClasses:
     names: list[str] = field(default_factory=list)
     kinds: dict[tuple[int, str], str] = field(default_factory=dict)
     labels: dict[tuple[int, str], frozenset[str]] = field(default_factory=dict)
+    fact: tuple[str, bool] | None = None
+    """A declared fact a witness can hold a value in (its name, and whether it is a list):
+    the `FACTS` class exists when there is one."""
 
     def __post_init__(self) -> None:
         self.names = [USER]
         for spec in (self.old, self.new):
             self.kinds[id(spec), USER] = "user"
             self.labels[id(spec), USER] = frozenset()
+        self.fact = _text_fact(self.new) or _text_fact(self.old)
+        if self.fact is not None:
+            self.names.append(FACTS)
+            for spec in (self.old, self.new):
+                self.kinds[id(spec), FACTS] = "trusted"
+                self.labels[id(spec), FACTS] = frozenset()
         for tool_id in sorted(self.old.tools.keys() & self.new.tools.keys()):
             per_side = [_field_classes(spec.tools[tool_id]) for spec in (self.old, self.new)]
             for name in sorted(per_side[0].keys() & per_side[1].keys()):
@@ -208,6 +240,17 @@ class SourceClasses:
 
     def same(self, term: m.Provenance) -> bool:
         return self.selected(self.old, term) == self.selected(self.new, term)
+
+
+def _text_fact(spec: m.Spec) -> tuple[str, bool] | None:
+    """The first declared fact (by name) that holds a text, or a list of texts."""
+    for name in sorted(spec.facts):
+        t = spec.facts[name].type
+        if t.name in _TEXT_TYPES:
+            return name, False
+        if t.name == "list" and t.item is not None and t.item.name in _TEXT_TYPES:
+            return name, True
+    return None
 
 
 _CLASSES: dict[tuple[int, int], SourceClasses] = {}
