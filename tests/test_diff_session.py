@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 from harnessc.compiler.analysis.cache import AnalysisCache
 from harnessc.compiler.analysis.compare import Comparison, Region, compare_specs, runtime_call
-from harnessc.compiler.analysis.concrete import decide
-from harnessc.compiler.analysis.prelude import session_prelude
+from harnessc.compiler.analysis.concrete import Call, decide
+from harnessc.compiler.analysis.prelude import session_of, session_prelude
 from harnessc.compiler.cli import main
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import model as m
@@ -38,7 +39,8 @@ def spec_of(folder: Path, text: str) -> tuple[Path, m.Spec]:
 
 def replays(old: m.Spec, new: m.Spec, region: Region) -> bool:
     """Whether the region's witness, with its session prelude, is decided as the region says
-    on both specs, by the runtime and (where the side has a policy) the reference evaluator."""
+    on both specs, by the runtime and by the reference evaluator (concrete.py) over the
+    session state the prelude gives on that spec."""
     prelude = session_prelude(new if region.new_policy else old, region.witness)
     if prelude.missing is not None:
         return False
@@ -46,10 +48,16 @@ def replays(old: m.Spec, new: m.Spec, region: Region) -> bool:
     for spec, name, outcome in sides:
         if name is None or outcome.refused:
             continue
-        decision = PolicyEngine(spec).decide(
-            name, runtime_call(spec, region.witness, prelude.steps)
-        )
+        call = runtime_call(spec, region.witness, prelude.steps)
+        decision = PolicyEngine(spec).decide(name, call)
         if decision.effect != outcome.effect or decision.rule != outcome.rule:
+            return False
+        policy = spec.policy(name)
+        assert policy is not None
+        witness = Call(**json.loads(json.dumps(asdict(region.witness))))
+        witness.session = session_of(spec, region.witness, prelude.steps)
+        reference = decide(spec, policy, witness)
+        if reference.effect != outcome.effect or reference.rule != outcome.rule:
             return False
     return True
 
@@ -692,7 +700,6 @@ def test_a_call_decided_differently_in_a_drawn_session_is_in_a_reported_region(
     """Recall: a concrete session and call the runtime decides differently under the two
     specs falls in a region the comparison reported (the same winning rules)."""
     from harnessc.compiler.analysis.compare import runtime_outcome
-    from harnessc.compiler.analysis.concrete import Call
 
     old = _session_spec(default, trusted, labelled, parts)
     if change == "term":

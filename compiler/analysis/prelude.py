@@ -44,7 +44,7 @@ from .concrete import holds as concrete_holds
 from .sources import FACTS, USER, holding_result, item_of
 from .text import spec_text, term_of, value_text
 
-__all__ = ["Prelude", "session_prelude"]
+__all__ = ["Prelude", "session_of", "session_prelude"]
 
 _KINDS = ("untrusted", "user", "trusted")
 """Which source a value that must come from somewhere comes from, in order of preference."""
@@ -86,6 +86,15 @@ def session_prelude(spec: m.Spec, call: Call) -> Prelude:
         return Prelude(_Builder(spec, call).build())
     except _Missing as why:
         return Prelude(missing=str(why))
+
+
+def session_of(spec: m.Spec, call: Call, steps: Iterable[m.SessionStep]) -> dict[str, Any]:
+    """The value of each of the call's session terms after `steps`, as `spec` reads them (the
+    prelude's model of the ledger): what the reference evaluator (concrete.py) needs to judge
+    a witness on a spec other than the one its prelude was built on."""
+    builder = _Builder(spec, call)
+    builder.steps = list(steps)
+    return {canonical(t): builder.evaluate(t) for t, _ in builder.terms}
 
 
 def _text(value: Any) -> str | None:
