@@ -365,6 +365,30 @@ class _Comparer:
                 f"the runtime decides it {_key_text(old)} under the old spec and "
                 f"{_key_text(new)} under the new one"
             )
+        elif steps:
+            for which, side, w in (("old", a, region.old), ("new", b, region.new)):
+                self.reference(region, which, side, w, steps)
+
+    @staticmethod
+    def reference(
+        region: Region, which: str, side: ToolSide, outcome: Outcome, steps: list[m.SessionStep]
+    ) -> None:
+        """The reference evaluator (concrete.py) on one side, over the session state the
+        prelude's steps give there: it must decide the witness as the region says."""
+        from .prelude import session_of
+
+        policy = side.side.policy
+        if side.tool is None or policy is None:
+            return
+        call = _copy(region.witness)
+        call.session = session_of(side.side.spec, region.witness, steps)
+        actual = decide(side.side.spec, policy, call)
+        if actual.effect != outcome.effect or actual.rule != outcome.rule:
+            region.verified = False
+            region.notes.append(
+                f"after its session, the reference evaluator decides it `{actual.effect}` by "
+                f"`{actual.rule or 'the default'}` under the {which} spec"
+            )
 
 
 _runtime_outcome = runtime_outcome  # the name harnessc diff's first version imports
