@@ -142,6 +142,25 @@ def test_a_trusted_output_field_is_a_change_like_a_trusted_tool(tmp_path: Path) 
     assert replays(a, b, region)
 
 
+def test_an_output_field_added_trusted_is_a_source_the_old_spec_reads_untrusted(
+    tmp_path: Path,
+) -> None:
+    # the old spec does not declare `backup`: a result holding it is the tool's, untrusted
+    new = CRM.replace(
+        "output { email: string }", "output { email: string, backup: string trusted }"
+    )
+    a, b, comparison = compared(tmp_path, CRM, new)
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.verified, region.notes
+    assert region.witness.sources and "customer.lookup:backup" in str(region.witness.sources)
+    assert replays(a, b, region)
+    # and removed, the other way
+    a, b, comparison = compared(tmp_path / "back", new, CRM)
+    [region] = comparison.regions
+    assert region.change == "allow→deny" and region.verified, region.notes
+    assert replays(a, b, region)
+
+
 def test_a_label_added_to_a_tool_feeds_a_from_label_rule(tmp_path: Path) -> None:
     old = CRM.replace("allow customer.email when args.to from trusted", "allow customer.email")
     old = old.replace(

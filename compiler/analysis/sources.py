@@ -202,7 +202,9 @@ class SourceClasses:
     old: m.Spec
     new: m.Spec
     names: list[str] = field(default_factory=list)
-    kinds: dict[tuple[int, str], str] = field(default_factory=dict)
+    kinds: dict[tuple[int, str], str | None] = field(default_factory=dict)
+    """Each class's kind on each side (by the spec's id); None: not a source there (a
+    `secret` field)."""
     labels: dict[tuple[int, str], frozenset[str]] = field(default_factory=dict)
     fact: tuple[str, bool] | None = None
     """A declared fact a witness can hold a value in (its name, and whether it is a list):
@@ -220,22 +222,26 @@ class SourceClasses:
                 self.kinds[id(spec), FACTS] = "trusted"
                 self.labels[id(spec), FACTS] = frozenset()
         for tool_id in sorted(self.old.tools.keys() & self.new.tools.keys()):
-            per_side = [_field_classes(spec.tools[tool_id]) for spec in (self.old, self.new)]
-            for name in sorted(per_side[0].keys() & per_side[1].keys()):
-                cls = f"{tool_id}:{name}"
+            tools = [spec.tools[tool_id] for spec in (self.old, self.new)]
+            paths = {p for t in tools for p, _ in _text_paths(_output_fields(t), ())}
+            for path in sorted(paths):
+                cls = f"{tool_id}:{'.'.join(path)}"
                 self.names.append(cls)
-                for spec, fields in zip((self.old, self.new), per_side, strict=True):
-                    self.kinds[id(spec), cls], self.labels[id(spec), cls] = fields[name]
+                # the result the prelude makes on the new spec, read by each side's schema
+                result = holding_result(tools[1], path, _MARK, _sample)
+                for spec, tool in zip((self.old, self.new), tools, strict=True):
+                    self.kinds[id(spec), cls], self.labels[id(spec), cls] = _read(tool, result)
 
     def selected(self, spec: m.Spec, term: m.Provenance) -> tuple[list[str], list[str]]:
         """The classes that make the term hold on this side, and those it forbids (`only`:
         every class of another kind; `nowhere`: every class)."""
+        live = [c for c in self.names if self.kinds[id(spec), c] is not None]
         if term.source == "nowhere":
-            return [], list(self.names)
+            return [], live
         if term.source == "label":
-            return [c for c in self.names if term.label in self.labels[id(spec), c]], []
-        mine = [c for c in self.names if self.kinds[id(spec), c] == term.source]
-        others = [c for c in self.names if self.kinds[id(spec), c] != term.source]
+            return [c for c in live if term.label in self.labels[id(spec), c]], []
+        mine = [c for c in live if self.kinds[id(spec), c] == term.source]
+        others = [c for c in live if self.kinds[id(spec), c] != term.source]
         return mine, others if term.only else []
 
     def same(self, term: m.Provenance) -> bool:
@@ -267,22 +273,33 @@ def classes_of(old: m.Spec, new: m.Spec) -> SourceClasses:
     return found
 
 
-def _field_classes(tool: m.Tool) -> dict[str, tuple[str, frozenset[str]]]:
-    """Each text field of the tool's output, at any depth (`people.email` inside a list of
-    records), that a result can hold a value in: its kind (the nearest `trusted`/`untrusted`
-    above it, else the tool's) and the labels the least result holding it carries
-    (`holding_result`, read by the runtime's `result_labels`)."""
-    from harnessc.runtime.history import result_labels
+_MARK = "\x00value"
+"""The text a class's least result holds, found again among its scalars (no sample is it)."""
 
+
+def _sample(f: m.Field) -> Any:
     from .assemble import sample_value
 
-    out: dict[str, tuple[str, frozenset[str]]] = {}
-    base = "untrusted" if tool.kind == "mcp" else tool.trust or "untrusted"
-    for path, trust in _text_paths(tool.output.fields if tool.output is not None else (), ()):
-        kind = "untrusted" if tool.kind == "mcp" else trust or base
-        result = holding_result(tool, path, "v", lambda f: sample_value(f, f.type))
-        out[".".join(path)] = (kind, result_labels(tool, result))
-    return out
+    return sample_value(f, f.type)
+
+
+def _output_fields(tool: m.Tool) -> tuple[m.Field, ...]:
+    return tool.output.fields if tool.output is not None else ()
+
+
+def _read(tool: m.Tool, result: dict[str, Any]) -> tuple[str | None, frozenset[str]]:
+    """What a side makes of a result holding `_MARK`: the kind the runtime's index gives the
+    value (the nearest `trusted`/`untrusted` above it, else the tool's; an MCP tool's always
+    untrusted; None when a `secret` field hides it) and the labels the result carries."""
+    from harnessc.runtime.history import result_labels
+    from harnessc.runtime.provenance import _fields_of
+    from harnessc.runtime.provenance import _scalars as result_scalars
+
+    mcp = tool.kind == "mcp"
+    base = "untrusted" if mcp else tool.trust or "untrusted"
+    fields = None if mcp else _fields_of(tool.output)
+    kinds = {kind for scalar, kind in result_scalars(result, fields, base) if scalar == _MARK}
+    return (min(kinds) if kinds else None), result_labels(tool, result)
 
 
 def _text_paths(
@@ -309,12 +326,19 @@ def holding_result(
     tool: m.Tool, path: Sequence[str], text: str, fill: Callable[[m.Field], Any]
 ) -> dict[str, Any]:
     """The least result of the tool that holds `text` at `path` (through lists and maps, one
-    item each): every required field beside it filled by `fill`."""
+    item each; records down to it where the schema declares no such field): every required
+    field beside it filled by `fill`."""
 
     def record(fields: Sequence[m.Field], rest: Sequence[str]) -> dict[str, Any]:
         out = {f.name: fill(f) for f in fields if f.required and f.name != rest[0]}
-        f = next(g for g in fields if g.name == rest[0])
-        out[f.name] = inside(f.type, rest[1:])
+        f = next((g for g in fields if g.name == rest[0]), None)
+        if f is None:  # a field this schema does not declare: records down to the text
+            inner: Any = text
+            for name in reversed(rest[1:]):
+                inner = {name: inner}
+            out[rest[0]] = inner
+        else:
+            out[f.name] = inside(f.type, rest[1:])
         return out
 
     def inside(t: m.Type, rest: Sequence[str]) -> Any:
