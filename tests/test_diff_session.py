@@ -619,41 +619,55 @@ def test_every_verified_region_of_a_session_term_mutation_flips_as_reported(
 
 
 @pytest.mark.parametrize(
-    ("scenario", "before", "after"),
+    ("scenario", "before", "after", "tool"),
     [
         # a sum over non-negative amounts counts this call's own amount
-        ("payments", "from untrusted only or args.iban", "from untrusted or args.iban"),
+        ("payments", "from untrusted only or args.iban", "from untrusted or args.iban", None),
         # an e-mail address the user said is one a message indexes
         (
             "file_sharing",
             "allow drive.share when args.email from user or",
             "allow drive.share when args.email from user only or",
+            None,
         ),
         # a tool no longer trusted: `seen(secret …)` reads labels, not trust, and stays one term
-        ("file_sharing", "\n  trust trusted", ""),
+        ("file_sharing", "\n  trust trusted", "", None),
+        # a nested output field no longer trusted (inside a list of records); `mail.send`'s
+        # rules also read `not r endswith …` of each recipient, which no witness sets
+        (
+            "mail_calendar",
+            "people: list<{ name: string, email: string }>",
+            "people: list<{ name: string, email: string untrusted }>",
+            "calendar.create",
+        ),
         # a quantifier whose body is provenance of each item, item by item
         (
             "mail_calendar",
             "(a from user or a from trusted)",
             "(a from user or a from trusted only)",
+            None,
         ),
         (
             "mail_calendar",
             "(a from untrusted only or a from nowhere)",
             "(a from untrusted or a from nowhere)",
+            None,
         ),
     ],
 )
 def test_a_scenario_with_a_session_term_changed_has_every_region_verified(
-    tmp_path: Path, scenario: str, before: str, after: str
+    tmp_path: Path, scenario: str, before: str, after: str, tool: str | None
 ) -> None:
     text = (ROOT / "tests" / "scenarios" / f"{scenario}.harness").read_text(encoding="utf-8")
     assert before in text
     a, b, comparison = compared(tmp_path, text, text.replace(before, after, 1))
-    assert comparison.regions
-    for region in comparison.regions:
+    regions = [r for r in comparison.regions if tool is None or r.tool == tool]
+    assert regions
+    for region in regions:
         assert region.verified, (region.change, region.notes)
         assert replays(a, b, region)
+    for region in comparison.regions:
+        assert region.verified or not region.widened
 
 
 VALUE = "alice-0001@example.com"

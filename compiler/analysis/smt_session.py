@@ -141,6 +141,10 @@ class SessionEncoding:
         assert isinstance(term, m.Provenance | m.Quantified | m.History | m.Extract | m.Length)
         if isinstance(term, m.Length):
             return SESSION
+        if isinstance(term, m.Provenance) and value_key(term) is not None:
+            # a function of the value's classes: it differs exactly where the classes it
+            # selects do (two constraints on one variable would force the sides to agree)
+            return SESSION if s.same(term) else SESSION_OLD
         return SESSION_OLD if differs(s.old, s.new, term) else SESSION
 
     def windows(self, term: m.History, made: Any, role: str = SESSION) -> None:

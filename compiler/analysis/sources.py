@@ -58,24 +58,19 @@ _VIEWS: dict[int, tuple[m.Spec, str]] = {}
 
 
 def source_view(spec: m.Spec) -> str:
-    """Everything of the registry provenance reads: each tool's trust and labels, and each
-    output field's trust, labels, secrecy and type (made once per spec)."""
+    """A digest of everything of the registry provenance reads: each tool's trust, labels and
+    output schema (its fields' trust, labels and secrecy at any depth; made once per spec)."""
     made = _VIEWS.get(id(spec))
     if made is not None and made[0] is spec:
         return made[1]
     view = {}
     for tool_id in sorted(spec.tools):
         tool = spec.tools[tool_id]
-        fields = tool.output.fields if tool.output is not None else ()
-        view[tool_id] = [
-            tool.trust,
-            sorted(tool.labels),
-            tool.kind == "mcp",
-            [[f.name, f.trust, sorted(f.labels), f.secret, f.type.name] for f in fields],
-        ]
+        view[tool_id] = [tool.trust, sorted(tool.labels), tool.kind == "mcp", _schema(tool.output)]
     if len(_VIEWS) > 16:
         _VIEWS.clear()
-    text = json.dumps(view, sort_keys=True)
+    # a digest: a term's meaning is compared and hashed once per tool that reads it
+    text = hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
     _VIEWS[id(spec)] = (spec, text)
     return text
 
