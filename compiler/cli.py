@@ -627,7 +627,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on",
         choices=("widened", "changed", "never"),
         default="widened",
-        help="exit 1 when a call is newly allowed (default), on any change, or never",
+        help="exit 1 when a call is newly allowed, confirmed by the runtime (default; 3 when "
+        "only unconfirmed regions or undecided questions), on any change, or never",
     )
     diff.add_argument("-o", "--out", metavar="FILE", help="write the report to FILE")
     diff.set_defaults(run=cmd_diff)
