@@ -74,7 +74,7 @@ def app(tmp_path: Path) -> Iterator[dict[str, Any]]:
             [
                 sys.executable,
                 str(ROOT / "examples" / "remediation" / "app.py"),
-                *(str(tmp_path / "remediation"), "--store", f"sqlite:///{tmp_path / 'r.db'}"),
+                *(str(tmp_path / "remediation"), "--log", f"sqlite:///{tmp_path / 'r.db'}"),
                 *("--console", "--port", str(port), "--operators", str(tmp_path / "ops.json")),
             ],
             cwd=ROOT,
@@ -202,7 +202,7 @@ def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[s
     assert "remediate-" in out and "completed" in out
     assert "hash chain verified" in out and "console      stopped" in out
     done = subprocess.run(
-        [str(HARNESSC), "log", "verify", "--store", str(app["tmp"] / "r.db")],
+        [str(HARNESSC), "log", "verify", "--log", str(app["tmp"] / "r.db")],
         capture_output=True,
         text=True,
         check=False,
