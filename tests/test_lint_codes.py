@@ -62,6 +62,8 @@ def test_the_codes_are_found_and_each_is_in_the_registry() -> None:
     for code in LINT_CODES:
         assert CODES[code].severity in ("warning", "note"), code
         _case(code)  # each has a spec that triggers it (tests/test_diagnostics_golden.py)
+        # and its page (tools/gen_docs.py; tests/test_docs.py keeps them current)
+        assert (ROOT / "docs" / "diagnostics" / f"{code}-{CODES[code].slug}.md").is_file(), code
 
 
 def test_every_lint_code_is_explained_by_a_fresh_process() -> None:
