@@ -253,8 +253,10 @@ def _qlist(value: Any) -> Any:
     return value if value.__class__ in (list, tuple) else None
 
 
-def _helpers() -> dict[str, Any]:
-    return {
+def _helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
+    """The names compiled conditions call; with the spec's history terms, `_hsel` too
+    (whether a term's selectors select the call being decided, `HistoryTerms.selects`)."""
+    found = {
         "_NUM": _NUM,
         "_origin": _origin,
         "_Origin": Origin,
@@ -273,6 +275,9 @@ def _helpers() -> dict[str, Any]:
         "_roles": roles_of,
         "_norm": normalize_path,
     }
+    if terms is not None:
+        found["_hsel"] = terms.selects
+    return found
 
 
 class _Emitter:
@@ -396,11 +401,10 @@ class _Emitter:
         if self.terms is None:
             return earlier
         self.terms.intern(node)
-        sel = self.const(self.terms.selects)
         self.own_call, outer_vars = True, self.vars
         try:
             self.vars = {}
-            test = f"{sel}({k}, t)"
+            test = f"_hsel({k}, t)"
             if node.where is not None:
                 test = f"({test} and {self.cond(node.where)})"
             if node.func == "count":
@@ -579,7 +583,7 @@ def compile_conditions(
         lines.append(f"def {fn}(x, a, t, f):\n    return {emitter.cond(cond)}\n")
     # no builtins beyond the two type names the code tests against
     namespace: dict[str, Any] = {"__builtins__": {}, "str": str, "bool": bool}
-    namespace.update(_helpers())
+    namespace.update(_helpers(terms))
     namespace.update(emitter.consts)
     source = "\n".join(lines)
     exec(compile(source, "<harness policy>", "exec"), namespace)
