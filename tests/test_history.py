@@ -167,6 +167,15 @@ _where = st.one_of(
             right=Literal(value="ok", type="string"),
         )
     ),
+    # provenance in `when`: the earlier call's argument as it was when that call was made
+    st.deferred(lambda: _provenance(Path(root="args", parts=("s",)))),
+    st.deferred(
+        lambda: _provenance(Path(root="var", parts=("y",))).map(
+            lambda body: Quantified(
+                quantifier="any", var="y", over=Path(root="args", parts=("l",)), body=body
+            )
+        )
+    ),
 )
 _histories = st.one_of(
     st.builds(
@@ -281,6 +290,8 @@ def _session(data: st.DataObject, terms: HistoryTerms) -> Ledger:
             args = {
                 "n": data.draw(st.integers(-1, 2)),
                 "op": data.draw(st.sampled_from(["o1", "o2"])),
+                "s": data.draw(st.sampled_from([str(v) for v in _POOL])),
+                "l": data.draw(st.lists(st.sampled_from([str(v) for v in _POOL]), max_size=2)),
             }
             ledger.requested(f"a{n}", tool, args, position=pos, time_ms=at, tool_call_id=f"c{n}")
             if data.draw(st.booleans()):
