@@ -322,8 +322,8 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
 
     from .examples import forget_examples
     from .smt import Encoder, fresh_context
-    from .smt_terms import Registry, conj, disj, negate, to_z3
-    from .solve import Questions
+    from .smt_terms import Registry, conj, disj, negate
+    from .solve import Completed, Questions
 
     fresh_context()
     forget_examples()
@@ -403,12 +403,8 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
         *(conj(disj(*old_groups[k]), disj(*new_groups[k])) for k in old_groups if k in new_groups)
     )
 
-    def which(model: Any, conds: list[Any]) -> int:
-        return next(
-            i
-            for i, c in enumerate(conds)
-            if z3.is_true(model.eval(to_z3(c), model_completion=True))
-        )
+    def which(model: Completed, conds: list[Any]) -> int:
+        return next(i for i, c in enumerate(conds) if model.holds(c))
 
     blocked: list[Any] = []
     seen: set[tuple[int, int]] = set()
@@ -419,7 +415,8 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
         if found is False:
             answers.undecided.append((None, None, q.reason or "unknown"))
             break
-        a, b = which(found, olds), which(found, news)
+        completed = q.complete(found)
+        a, b = which(completed, olds), which(completed, news)
         if (a, b) in seen:  # cannot happen with an exact encoding; never loop
             break
         seen.add((a, b))
@@ -427,7 +424,7 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
             Found(
                 old.winners[a].name,
                 new.winners[b].name,
-                q.call(found),
+                q.call(completed),
                 inexact[id(old)][a] or inexact[id(new)][b],
             )
         )

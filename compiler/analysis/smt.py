@@ -249,6 +249,9 @@ class Encoder(SessionEncoding):
     inexact: list[str] = field(default_factory=list)
     override: dict[Key, bool] = field(default_factory=dict)
     _vars: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, Any] = field(default_factory=dict)
+    """Every variable made, by name, in the order made (`_vars` forgets a side's variables
+    when a comparison encodes the other side; a model is read back over all of them)."""
     _provenance: dict[str, dict[tuple[str, str | None, bool], Any]] = field(default_factory=dict)
     _preferred: set[int] = field(default_factory=set)
     literals: dict[str, int] = field(default_factory=dict)
@@ -276,6 +279,7 @@ class Encoder(SessionEncoding):
         make = {"bool": z3.Bool, "int": z3.Int, "real": z3.Real, "str": z3.String}[sort]
         made = make(name)
         self._vars[name] = made
+        self.variables.setdefault(name, made)
         self.registry.setdefault(name, VarInfo(role, key, detail, alt))
         if constraints is not None:
             self.domain.extend(constraints(made))
