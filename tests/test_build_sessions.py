@@ -1,7 +1,7 @@
 """Specs whose rules read the session (`count`, `sum`, `called`, provenance) build, and the
 built package decides their calls exactly as the in-process runtime does; every scenario spec
-of `tests/scenarios/` and the language guide's history example build, and their generated
-suites pass."""
+of `tests/scenarios/`, the language guide's history example and the spec of provenance inside
+history terms build, and their generated suites pass."""
 
 from __future__ import annotations
 
@@ -120,7 +120,10 @@ def _history_example(tmp_path: Path) -> Path:
     return spec
 
 
-SPECS = sorted((ROOT / "tests" / "scenarios").glob("*.harness"))
+SPECS = [
+    *sorted((ROOT / "tests" / "scenarios").glob("*.harness")),
+    ROOT / "tests" / "fixtures" / "history_provenance.harness",
+]
 
 
 @pytest.mark.parametrize("spec", [*SPECS, None], ids=[*(p.stem for p in SPECS), "language-7.4"])
