@@ -13,8 +13,8 @@ from harnessc.compiler import pipeline
 from harnessc.runtime.harness import Harness
 
 from .conftest import ROOT
-from .test_build import _import, _package
-from .test_build_tests import build, run_suite
+from .test_build import _build, _import, _package
+from .test_build_tests import run_suite
 from .test_markdown_specs import spec_blocks
 
 SESSION_SPEC = """\
@@ -92,7 +92,8 @@ def test_a_spec_with_count_and_sum_builds_and_its_package_decides_as_the_runtime
 ) -> None:
     spec = tmp_path / "quota.harness"
     spec.write_text(SESSION_SPEC, encoding="utf-8")
-    out = build(spec, tmp_path / "out")
+    out = tmp_path / "out"
+    _build(spec, out)
     package = _package(out)
     built = _import(out, package.name).load(store="memory://")
     model = pipeline.check([spec]).model
@@ -132,7 +133,8 @@ def test_each_scenario_spec_builds_and_its_generated_suite_passes(
 ) -> None:
     if spec is None:
         spec = _history_example(tmp_path)
-    out = build(spec, tmp_path / "out")
+    out = tmp_path / "out"
+    _build(spec, out)
     package = _package(out)
     run = run_suite(package / "tests", tmp_path / "report.xml")
     assert run.returncode == 0, run.output
