@@ -26,6 +26,7 @@ from harnessc.dsl.render_formats import print_diagnostics
 from harnessc import __version__
 
 from .config import ConfigError, LintConfig, load_config
+from .log_option import Parser, add_log_option
 from .result_cache import Cached, ResultCache
 
 if TYPE_CHECKING:
@@ -316,11 +317,11 @@ def cmd_workflow(args: argparse.Namespace) -> int:
     from harnessc.runtime.workflows import WorkflowError, Workflows, render_run
 
     # said before DBOS creates its database beside the file
-    if (problem := _not_a_log(args.store)) is not None:
+    if (problem := _not_a_log(args.log)) is not None:
         sys.stderr.write(f"harnessc: {problem}\n")
         return EXIT_USAGE
     try:
-        ops = Workflows.operator(args.store)
+        ops = Workflows.operator(args.log)
     except WorkflowError as error:
         sys.stderr.write(f"harnessc: {error.message}\n")
         return EXIT_USAGE
@@ -365,13 +366,13 @@ def cmd_log(args: argparse.Namespace) -> int:
     except (LogKeyError, CheckpointError) as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return EXIT_USAGE
-    if _missing(args.store):
-        sys.stderr.write(f"harnessc: no event log at `{args.store}`\n")
+    if _missing(args.log):
+        sys.stderr.write(f"harnessc: no event log at `{args.log}`\n")
         return EXIT_USAGE
     try:
-        store = open_store(args.store, key=key, readonly=True)
+        store = open_store(args.log, key=key, readonly=True)
     except StoreError as error:
-        if args.action == "head" or not _sqlite_file(args.store):
+        if args.action == "head" or not _sqlite_file(args.log):
             sys.stderr.write(f"harnessc: {error}\n")
             return EXIT_USAGE
         # a log file that cannot even be opened fails verification
@@ -397,7 +398,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def _sqlite_file(store: str) -> bool:
-    """Whether a `--store` names a SQLite file (`PATH` or `sqlite:///PATH`), not a server."""
+    """Whether a `--log` names a SQLite file (`PATH` or `sqlite:///PATH`), not a server."""
     return "://" not in store.removeprefix("sqlite:///")
 
 
@@ -444,7 +445,7 @@ def cmd_why(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="harnessc",
         description="Check, format and compile .harness specs that govern what AI agents may do.",
     )
@@ -549,9 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     wf_cancel = actions.add_parser("cancel", help="cancel a run")
     wf_cancel.add_argument("id", metavar="ID")
     for action in (wf_list, wf_show, wf_decide, wf_cancel):
-        action.add_argument(
-            "--store", required=True, metavar="URL", help="sqlite:///PATH or postgresql://…"
-        )
+        add_log_option(action)
         action.add_argument("--format", choices=("human", "json"), default="human")
     workflow.set_defaults(run=cmd_workflow)
 
@@ -565,9 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     log_verify.add_argument("--format", choices=("human", "json"), default="human")
     for action in (log_head, log_verify):
-        action.add_argument(
-            "--store", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
-        )
+        add_log_option(action)
         action.add_argument(
             "--key-file",
             metavar="FILE",
@@ -576,9 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     log_divergences = log_actions.add_parser(
         "divergences", help="the decisions a shadow spec would have taken otherwise"
     )
-    log_divergences.add_argument(
-        "--store", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
-    )
+    add_log_option(log_divergences)
     log_divergences.add_argument("--format", choices=("text", "json"), default="text")
     log_divergences.add_argument(
         "--first", type=int, default=20, metavar="N", help="decision ids listed per group"
@@ -636,9 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser(
         "replay", help="re-decide every recorded decision of an event log under a new spec"
     )
-    replay.add_argument(
-        "--log", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
-    )
+    add_log_option(replay)
     replay.add_argument(
         "--spec", required=True, metavar="SPEC", help="a .harness file or folder, or a spec.json"
     )
@@ -689,7 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
     judged = why.add_mutually_exclusive_group()
     judged.add_argument("--agent", metavar="AGENT", help="judge under this agent's policy")
     judged.add_argument("--policy", metavar="POLICY", help="judge under this policy")
-    why.add_argument("--log", metavar="URL", help="an event log: explain a recorded decision")
+    add_log_option(why, required=False, help="an event log: explain a recorded decision")
     why.add_argument("--decision", metavar="ID", help="the recorded decision's id (dec-…)")
     why.add_argument("--format", choices=("text", "json"), default="text")
     why.set_defaults(run=cmd_why)
@@ -700,7 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     console_help = "serve the operations console: approvals, grants, sessions, workflow gates"
     console = sub.add_parser("console", help=console_help, description=console_help)
-    console.add_argument("--store", metavar="URL", help="sqlite:///PATH or postgresql://…")
+    add_log_option(console, required=False)
     console.add_argument("--spec", metavar="SPEC", help="a .harness file or folder, or spec JSON")
     console.add_argument("--host", default="127.0.0.1", help="address to listen on")
     console.add_argument("--port", type=int, default=8765)

@@ -332,8 +332,8 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
 
     from .examples import forget_examples
     from .smt import Encoder, fresh_context
-    from .smt_terms import Registry, conj, disj, negate, to_z3
-    from .solve import Questions
+    from .smt_terms import Registry, conj, disj, negate
+    from .solve import Completed, Questions
     from .sources import classes_of
 
     fresh_context()
@@ -415,12 +415,8 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
         *(conj(disj(*old_groups[k]), disj(*new_groups[k])) for k in old_groups if k in new_groups)
     )
 
-    def which(model: Any, conds: list[Any]) -> int:
-        return next(
-            i
-            for i, c in enumerate(conds)
-            if z3.is_true(model.eval(to_z3(c), model_completion=True))
-        )
+    def which(model: Completed, conds: list[Any]) -> int:
+        return next(i for i, c in enumerate(conds) if model.holds(c))
 
     blocked: list[Any] = []
     seen: set[tuple[int, int]] = set()
@@ -431,11 +427,12 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
         if found is False:
             answers.undecided.append((None, None, q.reason or "unknown"))
             break
-        a, b = which(found, olds), which(found, news)
+        completed = q.complete(found)
+        a, b = which(completed, olds), which(completed, news)
         if (a, b) in seen:  # cannot happen with an exact encoding; never loop
             break
         seen.add((a, b))
-        call, old_session = _witness(q, enc, found)
+        call, old_session = _witness(q, enc, completed)
         answers.found.append(
             Found(
                 old.winners[a].name,
@@ -458,7 +455,7 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
                     answers.undecided.append((wa.name, wb.name, q.reason or "unknown"))
                 elif found is not None:
                     seen.add((a, b))
-                    call, old_session = _witness(q, enc, found)
+                    call, old_session = _witness(q, enc, q.complete(found))
                     rough = inexact[id(old)][a] or inexact[id(new)][b]
                     answers.found.append(Found(wa.name, wb.name, call, rough, old_session))
     answers.queries = q.queries
@@ -466,8 +463,9 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
 
 
 def _witness(q: Any, enc: Any, model: Any) -> tuple[Call, dict[str, Any]]:
-    """The call of a model, with where each argument came from (`Call.sources`, the classes
-    the model puts it in) and the old side's reading of the terms whose meaning differs."""
+    """The call of a completed model (`solve.Completed`), with where each argument came from
+    (`Call.sources`, the classes the model puts it in) and the old side's reading of the terms
+    whose meaning differs, all read back as the winner reads them."""
     from .smt_session import SOURCE
     from .solve import _z3_value
 
@@ -476,7 +474,7 @@ def _witness(q: Any, enc: Any, model: Any) -> tuple[Call, dict[str, Any]]:
     old: dict[str, Any] = {}
     for name in sorted(enc.kept):
         info = enc.registry[name]
-        value = _z3_value(model.eval(enc.kept[name], model_completion=True))
+        value = _z3_value(model.eval(enc.kept[name]))
         if info.role == SOURCE:
             held = sources.setdefault(info.key[0], [])  # none: from nowhere
             if value is True:

@@ -11,7 +11,9 @@ messages and earlier calls with results (`SessionStep`, the steps of a `test` bl
   `from nowhere` → no step holds `v` (and `not … from nowhere` → one that does);
 - `all/any x in args.l: x from …` → the same, item by item;
 - `called`/`succeeded(sel when c)` → an earlier call of a selected tool meeting `c`, with a
-  result; `count(…) = n` → `n` such calls, this call included when it is selected;
+  result (and, when `c` asks where the call's arguments came from, the user messages or
+  results before it that make them so); `count(…) = n` → `n` such calls, this call included
+  when it is selected;
   `sum(f of …) = s` → one earlier call whose `f` makes up the rest; `seen(L)` → an earlier
   call of a tool producing `L`.
 
@@ -27,8 +29,9 @@ case is skipped with that reason: a prelude is never made up.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +127,7 @@ class _Builder:
         self.terms = [(term_of(k), v) for k, v in call.session.items()]
         self.values: dict[str, tuple[Any, _Wants]] = {}
         self.steps: list[m.SessionStep] = []
+        self.quoted = 0  # the texts made for an earlier call's argument to be quoted
 
     # --- what each term asks ------------------------------------------------------------------
 
@@ -305,8 +309,8 @@ class _Builder:
                     f"`{spec_text(term)}` = {value} is below what this call counts with the "
                     f"earlier steps ({have})"
                 )
-            step = self.earlier(term).model_copy(update={"ago_ms": ago}) if n else None
-            self.steps.extend(step for _ in range(n) if step is not None)
+            for _ in range(n):  # each after the sources `earlier` adds for it
+                self.steps.append(self.earlier(term).model_copy(update={"ago_ms": ago}))
             return
         rest = float(value) - float(have)
         if rest != 0:
@@ -359,14 +363,17 @@ class _Builder:
         return float(value) if ok else 0.0
 
     def earlier(self, term: m.History, amount: float | None = None) -> m.SessionStep:
-        """An earlier call of a selected tool meeting the term's `when`, with a result."""
+        """An earlier call of a selected tool meeting the term's `when`, with a result; the
+        sources its `when` needs before it (a user message, a result) are added first."""
         for tool in self.selected(term):
             args = self.args_of(tool)
             result = self.result_of(tool)
             if amount is not None and not self.put_amount(term, tool, args, result, amount):
                 continue
-            call = Call(tool.id, args)
-            if term.where is None or holds_for(self.spec, term.where, call, result):
+            found = self.meeting(term, tool, args, result)
+            if found is not None:
+                sources, args = found
+                self.steps.extend(sources)
                 return m.SessionStep(tool=tool.id, args=args, result=result)
         if amount is not None:
             raise _Missing(
@@ -378,6 +385,79 @@ class _Builder:
             if term.where is not None
             else f"`{spec_text(term)}` selects no tool an example call can be made of"
         )
+
+    def meeting(
+        self, term: m.History, tool: m.Tool, args: dict[str, Any], result: Any
+    ) -> tuple[list[m.SessionStep], dict[str, Any]] | None:
+        """The sources before an earlier call of `tool` and its arguments, so that it meets the
+        term's `when` (fewest sources first), or None. A `from` in `when` reads where the
+        call's argument came from before it was made (language.md §7.4)."""
+        if term.where is None:
+            return [], args
+        asked = _asked(term.where)
+        for size in range(min(len(asked), 3) + 1):
+            for chosen in itertools.combinations(asked, size):
+                found = self.sourced(tool, dict(args), chosen)
+                if found is None:
+                    continue
+                sources, given = found
+                session = self.session_of(term.where, Call(tool.id, given), [*self.steps, *sources])
+                if holds_for(self.spec, term.where, Call(tool.id, given, session=session), result):
+                    return sources, given
+        return None
+
+    def sourced(
+        self, tool: m.Tool, args: dict[str, Any], chosen: Sequence[m.Provenance]
+    ) -> tuple[list[m.SessionStep], dict[str, Any]] | None:
+        """Sources that make each chosen `args.x from K` hold of an earlier call's `args`
+        (a text a message can quote takes the place of a sample where the field allows)."""
+        sources: list[m.SessionStep] = []
+        fields = {f.name: f for f in tool.input.fields}
+        for term in chosen:
+            assert isinstance(term.value, m.Path)
+            f = fields.get(term.value.parts[0]) if len(term.value.parts) == 1 else None
+            if f is None:
+                return None
+            text = _text(args.get(f.name))
+            if text is None or not _said_findable(text) or text in self.values:
+                if f.type.name not in _TEXT_TYPES or f.pattern is not None:
+                    return None
+                if f.min is not None or f.max is not None:
+                    return None
+                text = self.quotable(f)
+                args[f.name] = text
+            if term.source == "user":
+                sources.append(m.SessionStep(said=text))
+            else:
+                try:
+                    step, _ = self.holding(term.source, text, set(), set(), text)
+                except _Missing:
+                    return None
+                sources.append(step)
+        return sources, args
+
+    def quotable(self, f: m.Field) -> str:
+        """A text for an earlier call's argument that a message can quote, and that is no
+        value of the call (`path-earlier-1`, or a path or URL ending so)."""
+        taken = {_text(v) for v in _scalars(self.call.args)} | set(self.values)
+        while True:
+            self.quoted += 1
+            text = f"{f.name}-earlier-{self.quoted}"
+            if f.type.name == "path":
+                text = f"/workspace/{text}"
+            elif f.type.name == "url":
+                text = f"https://example.com/{text}"
+            if text not in taken:
+                return text
+
+    def session_of(
+        self, where: m.Condition, call: Call, before: Sequence[m.SessionStep]
+    ) -> dict[str, Any]:
+        """The provenance `when` reads of an earlier call, from the steps before it."""
+        return {
+            canonical(t): self.holds(t, read_value(self.spec, t.value, call), before)
+            for t in _asked(where, every=True)
+        }
 
     def put_amount(
         self, term: m.History, tool: m.Tool, args: dict[str, Any], result: Any, amount: float
@@ -518,13 +598,16 @@ class _Builder:
                     f"witness needs {value_text(wanted)}: no session gives every term its value"
                 )
 
-    def kinds_of(self, value: Any) -> tuple[set[str], set[str]]:
+    def kinds_of(
+        self, value: Any, steps: Sequence[m.SessionStep] | None = None
+    ) -> tuple[set[str], set[str]]:
+        """The kinds and labels of the sources of a value among `steps` (all the steps)."""
         text = _text(value)
         kinds: set[str] = set()
         labels: set[str] = set()
         if text is None:
             return kinds, labels
-        for step in self.steps:
+        for step in self.steps if steps is None else steps:
             if step.said is not None:
                 if step.said == text:
                     kinds.add("user")
@@ -544,10 +627,12 @@ class _Builder:
                 kinds.add("trusted")
         return kinds, labels
 
-    def holds(self, term: m.Provenance, value: Any) -> bool:
+    def holds(
+        self, term: m.Provenance, value: Any, steps: Sequence[m.SessionStep] | None = None
+    ) -> bool:
         if value is ABSENT or isinstance(value, list | dict):
             return term.source == "nowhere" and value is not ABSENT
-        kinds, labels = self.kinds_of(value)
+        kinds, labels = self.kinds_of(value, steps)
         if term.source == "nowhere":
             return not kinds
         if term.source == "label":
@@ -567,17 +652,17 @@ class _Builder:
             return all(found) if term.quantifier == "all" else any(found)
         assert isinstance(term, m.History)
         earlier = [
-            s
-            for s in self.steps
+            (n, s)
+            for n, s in enumerate(self.steps)
             if s.tool is not None
             and (term.window_ms is None or s.ago_ms is None or s.ago_ms <= term.window_ms)
         ]
         if term.func == "seen":
             return any(
                 term.label in self.result_labels(self.spec.tools[s.tool or ""], _record(s.result))
-                for s in earlier
+                for _, s in earlier
             )
-        meets = [s for s in earlier if self.counts(term, s)]
+        meets = [s for n, s in earlier if self.counts(term, s, self.steps[:n])]
         if term.func in ("called", "succeeded"):
             return bool(meets)
         this = self.this_counts(term)
@@ -603,12 +688,32 @@ class _Builder:
         ctx.bound[var] = item
         return concrete_holds(body, ctx)
 
-    def counts(self, term: m.History, step: m.SessionStep) -> bool:
+    def counts(self, term: m.History, step: m.SessionStep, before: Sequence[m.SessionStep]) -> bool:
+        """Whether an earlier step enters the term: selected, and meeting `when` with the
+        provenance of its arguments as the steps before it give it."""
         tool = self.spec.tools[step.tool or ""]
         if not any(selects(s, tool) for s in term.selectors):
             return False
+        if term.where is None:
+            return True
         call = Call(tool.id, dict(step.args))
-        return term.where is None or holds_for(self.spec, term.where, call, step.result)
+        call.session = self.session_of(term.where, call, before)
+        return holds_for(self.spec, term.where, call, step.result)
+
+
+def _asked(where: m.Condition, every: bool = False) -> list[m.Provenance]:
+    """The provenance terms of a `when` about an argument of the earlier call (each once):
+    those a source can make hold (`user`, `trusted`, `untrusted`), or `every` one."""
+    out: list[m.Provenance] = []
+    for found in session_terms(where):
+        t = found.term
+        if not (isinstance(t, m.Provenance) and isinstance(t.value, m.Path)):
+            continue
+        if t.value.root != "args" or t in out:
+            continue
+        if every or t.source in _KINDS:
+            out.append(t)
+    return out
 
 
 def _window_order(item: tuple[m.Condition, Any]) -> tuple[str, float]:

@@ -250,6 +250,9 @@ class Encoder(SessionEncoding):
     inexact: list[str] = field(default_factory=list)
     override: dict[Key, bool] = field(default_factory=dict)
     _vars: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, Any] = field(default_factory=dict)
+    """Every variable made, by name, in the order made (`_vars` forgets a side's variables
+    when a comparison encodes the other side; a model is read back over all of them)."""
     _provenance: dict[str, dict[tuple[str, str | None, bool], Any]] = field(default_factory=dict)
     _windows: dict[str, dict[int | None, Any]] = field(default_factory=dict)
     _quantified: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -287,6 +290,7 @@ class Encoder(SessionEncoding):
         make = {"bool": z3.Bool, "int": z3.Int, "real": z3.Real, "str": z3.String}[sort]
         made = make(name)
         self._vars[name] = made
+        self.variables.setdefault(name, made)
         if role in (SESSION_OLD, SOURCE):
             self.kept[name] = made
         self.registry.setdefault(name, VarInfo(role, key, detail, alt))

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 from harnessc.runtime import model as m
+from harnessc.runtime.session_terms import reads_result
 
-from .concrete import canonical
+from .concrete import canonical, session_terms
 from .smt_terms import Bool, Key, Term, conj, disj, to_z3
 from .sources import FACTS, ITEMS, USER, SourceClasses, differs, meaning, value_key, value_key_of
 
@@ -49,6 +50,9 @@ class SessionEncoding:
         sources: SourceClasses | None
         _by_class: dict[str, list[Any]]
         _whole: list[tuple[m.History, Any, m.Spec]]
+        inexact: list[str]
+
+        def cond(self, c: object) -> Bool: ...
 
         def var(
             self,
@@ -172,12 +176,13 @@ class SessionEncoding:
 
     def count(self, term: m.History) -> Any:
         """`count(…)`: a non-negative integer; at least 1 when this call is of a tool the term
-        selects and the term has no `when` (the runtime counts the call being decided)."""
+        selects and meets its `when` (the runtime counts the call being decided)."""
         n = self.session_var(term, "int")
-        if term.where is None:
-            this = disj(*(self.selector(s) for s in term.selectors))
-            if this is not False:
-                self.domain.append(z3.Implies(to_z3(this), n >= 1))
+        this = disj(*(self.selector(s) for s in term.selectors))
+        if this is not False and term.where is not None:
+            this = conj(this, self.own_when(term.where))
+        if this is not False:
+            self.domain.append(z3.Implies(to_z3(this), n >= 1))
         return n
 
     def total(self, term: m.History) -> Any:
@@ -200,6 +205,20 @@ class SessionEncoding:
         if _non_negative(self.spec, term):
             self.domain.append(total >= 0)
         return total
+
+    def own_when(self, where: m.Condition) -> Bool:
+        """A history term's `when` over the call being decided: its arguments and tool view,
+        and where its values came from now (the same terms as the call's own). False — no
+        claim that the call counts — when `when` reads what the call has not yet (a result,
+        earlier calls) or what z3 only approximates."""
+        if reads_result(where) or any(isinstance(f.term, m.History) for f in session_terms(where)):
+            return False
+        before = len(self.inexact)
+        held = self.cond(where)
+        if len(self.inexact) > before:
+            del self.inexact[before:]
+            return False
+        return held
 
     def provenance(self, c: m.Provenance) -> Bool:
         """`value from source`: a session boolean, false for an absent value; with what every
