@@ -108,3 +108,12 @@ def test_the_wall_clock_limit_is_not_part_of_a_stored_result_key(monkeypatch) ->
     assert ResultCache("lint", ["spec.harness"]).path == plain
     monkeypatch.setenv(RLIMIT_VARIABLE, "5000")  # the budget decides answers: another entry
     assert ResultCache("lint", ["spec.harness"]).path != plain
+
+
+def test_the_explanation_of_l006_gives_the_budget_in_force() -> None:
+    # dsl/codes.py holds every code's text and imports nothing of the compiler: the figure it
+    # writes must follow the budget the analysis applies
+    from harnessc.dsl.codes import CODES
+
+    text = CODES["L006"].explanation
+    assert f"{DEFAULT_RLIMIT:,}" in text and RLIMIT_VARIABLE in text

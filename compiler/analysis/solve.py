@@ -33,6 +33,7 @@ from .partition import Absent, Answers, Example, Undecided, beaten_by, winner
 from .smt import Encoder, fresh_context
 from .smt_session import SESSION
 from .smt_terms import Key, Registry, conj, negate, to_z3
+from .text import term_of
 
 __all__ = ["Questions", "solve_partition"]
 
@@ -55,13 +56,14 @@ def _z3_value(value: Any) -> Any:
     return None
 
 
-def _read_model(model: z3.ModelRef, registry: Registry) -> Reading:
+def _read_model(values: Iterable[tuple[str, Any]], registry: Registry) -> Reading:
+    """The reading of every variable's value (`Completed.values`)."""
     out = Reading()
-    for decl in model.decls():
-        info = registry.get(decl.name())
+    for name, z3_value in values:
+        info = registry.get(name)
         if info is None or info.alt:
             continue
-        value = _z3_value(model[decl])
+        value = _z3_value(z3_value)
         if info.role == SESSION:
             out.session[info.key[1]] = value
         elif info.role == "in" and info.key[0] == "extract":
@@ -82,9 +84,81 @@ def _read_model(model: z3.ModelRef, registry: Registry) -> Reading:
     return out
 
 
-def _texts_for(reading: Reading, texts: dict[int, str]) -> None:
+@dataclass
+class Completed:
+    """A model with a value for every variable of the encoding, read back one way everywhere.
+
+    z3 leaves out of a model the variables its constraints do not need; the winner of the
+    model's call (which evaluates every rule's match) and the witness assembled from it must
+    then read the same values for them, or the witness is judged differently from what the
+    finding claims. Each variable left out takes z3's default value (`model_completion`), but
+    a text compared only by equality takes a fresh number (a text no rule names, rather than
+    the first literal), and a value only provenance reads one a message can quote.
+    """
+
+    model: z3.ModelRef
+    pins: list[tuple[Any, Any]]
+    values: list[tuple[str, Any]]
+
+    @classmethod
+    def of(cls, model: z3.ModelRef, enc: Encoder, registry: Registry) -> Completed:
+        given = {d.name(): model[d] for d in model.decls()}
+        fresh = len(enc.literals)
+        for name, number in given.items():
+            info = registry.get(name)
+            if info is not None and info.detail == "sym" and z3.is_int_value(number):
+                fresh = max(fresh, number.as_long() + 1)
+        quoted = _quoted_keys(registry)
+        pins: list[tuple[Any, Any]] = []
+        values: list[tuple[str, Any]] = []
+        for name, var in enc.variables.items():
+            if name in given:
+                values.append((name, given[name]))
+                continue
+            info = registry.get(name)
+            if info is None or info.alt:
+                continue
+            if info.role == "v" and info.detail == "sym":
+                value: Any = z3.IntVal(fresh)
+                fresh += 1
+            elif info.role == "v" and info.detail == "int" and info.key in quoted:
+                value = z3.IntVal(QUOTABLE_NUMBER)
+            else:
+                value = model.eval(var, model_completion=True)
+            pins.append((var, value))
+            values.append((name, value))
+        return cls(model, pins, values)
+
+    def holds(self, cond: Any) -> bool:
+        """Whether a condition holds for the completed model."""
+        return z3.is_true(self.eval(to_z3(cond)))
+
+    def eval(self, expr: Any) -> Any:
+        """An expression's value in the completed model."""
+        if self.pins:
+            expr = z3.substitute(expr, *self.pins)
+        return self.model.eval(expr, model_completion=True)
+
+
+QUOTABLE_NUMBER = 1234
+"""A number a value only provenance reads takes: four digits, so a message can quote it."""
+
+
+def _quoted_keys(registry: Registry) -> set[Key]:
+    """The call's values a provenance term is about (`args.iban from …`)."""
+    out: set[Key] = set()
+    for info in registry.values():
+        if info.role == SESSION:
+            term = term_of(info.key[1])
+            if isinstance(term, m.Provenance) and isinstance(term.value, m.Path):
+                out.add((term.value.root, *term.value.parts))
+    return out
+
+
+def _texts_for(reading: Reading, texts: dict[int, str], quoted: set[Key] | None = None) -> None:
     """Strings encoded by number become texts: a known one, or a fresh one for each other
-    number (distinct numbers, distinct texts, none equal to a known one)."""
+    number (distinct numbers, distinct texts, none equal to a known one); a value provenance
+    reads gets one long enough for a message to quote (`iban-sample-1`)."""
     fresh: dict[int, str] = {}
     known = set(texts.values())
     for key in sorted(reading.values):
@@ -97,7 +171,8 @@ def _texts_for(reading: Reading, texts: dict[int, str]) -> None:
             continue
         if n not in fresh:
             count = 1
-            while (text := f"{key[-1]}-{count}") in known:
+            stem = f"{key[-1]}-sample" if quoted and key in quoted else key[-1]
+            while (text := f"{stem}-{count}") in known:
                 count += 1
             known.add(text)
             fresh[n] = text
@@ -173,13 +248,17 @@ class Questions:
             return False
         return model
 
-    def call(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Call:
-        reading = _read_model(model, self.registry)
-        _texts_for(reading, self.enc.texts())
-        for name, var in self.enc.session_vars():
-            key = self.registry[name].key[1]
-            if key not in reading.session:  # a term no constraint of the query mentions
-                reading.session[key] = _z3_value(model.eval(var, model_completion=True))
+    def complete(self, model: z3.ModelRef | Completed) -> Completed:
+        """The model with a value for every variable (`Completed`)."""
+        if isinstance(model, Completed):
+            return model
+        return Completed.of(model, self.enc, self.registry)
+
+    def call(self, model: z3.ModelRef | Completed, absent: Iterable[Key] = ()) -> Call:
+        """The call the completed model describes: every variable the rules read, read back
+        as the winner reads it."""
+        reading = _read_model(self.complete(model).values, self.registry)
+        _texts_for(reading, self.enc.texts(), _quoted_keys(self.registry))
         return Assembler(self.spec, self.tool, reading, set(absent)).call()
 
 
@@ -205,13 +284,14 @@ class _Bucket(Questions):
     def wins(self, p: int) -> Any:
         return conj(self.match[p], *(negate(self.match[q]) for q in self.beaten_by(p)))
 
-    def winner(self, model: z3.ModelRef) -> int | None:
+    def winner(self, model: z3.ModelRef | Completed) -> int | None:
         """The position of the rule that wins the model's call, by the encoding's meaning."""
-        matched = [z3.is_true(model.eval(to_z3(m), model_completion=True)) for m in self.match]
-        return winner(self.rules, matched)
+        completed = self.complete(model)
+        return winner(self.rules, [completed.holds(m) for m in self.match])
 
     def example(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Example:
-        return Example(self.call(model, absent), self.winner(model))
+        completed = self.complete(model)
+        return Example(self.call(completed, absent), self.winner(completed))
 
 
 @dataclass
