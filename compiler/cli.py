@@ -4,7 +4,8 @@ Each command imports the stages it runs when it runs (the pipeline loads the par
 solver and the runtime's models), so `harnessc --version` and `--help` start at once.
 
 Exit codes: 0 clean, 1 the spec has errors (or `fmt --check` found files to reformat), 2 a usage
-or I/O problem (bad arguments, a missing or unreadable file).
+or I/O problem (bad arguments, a missing or unreadable file), 124 a command that runs the policy
+analysis ran out of its wall-clock limit (`HARNESSC_TIMEOUT`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from harnessc.dsl.render_formats import print_diagnostics
 from harnessc import __version__
 
 from .config import ConfigError, LintConfig, load_config
+from .log_option import Parser, add_log_option
 from .result_cache import Cached, ResultCache
 
 if TYPE_CHECKING:
@@ -332,11 +334,11 @@ def cmd_workflow(args: argparse.Namespace) -> int:
     from harnessc.runtime.workflows import WorkflowError, Workflows, render_run
 
     # said before DBOS creates its database beside the file
-    if (problem := _not_a_log(args.store)) is not None:
+    if (problem := _not_a_log(args.log)) is not None:
         sys.stderr.write(f"harnessc: {problem}\n")
         return EXIT_USAGE
     try:
-        ops = Workflows.operator(args.store)
+        ops = Workflows.operator(args.log)
     except WorkflowError as error:
         sys.stderr.write(f"harnessc: {error.message}\n")
         return EXIT_USAGE
@@ -381,13 +383,13 @@ def cmd_log(args: argparse.Namespace) -> int:
     except (LogKeyError, CheckpointError) as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return EXIT_USAGE
-    if _missing(args.store):
-        sys.stderr.write(f"harnessc: no event log at `{args.store}`\n")
+    if _missing(args.log):
+        sys.stderr.write(f"harnessc: no event log at `{args.log}`\n")
         return EXIT_USAGE
     try:
-        store = open_store(args.store, key=key, readonly=True)
+        store = open_store(args.log, key=key, readonly=True)
     except StoreError as error:
-        if args.action == "head" or not _sqlite_file(args.store):
+        if args.action == "head" or not _sqlite_file(args.log):
             sys.stderr.write(f"harnessc: {error}\n")
             return EXIT_USAGE
         # a log file that cannot even be opened fails verification
@@ -413,7 +415,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def _sqlite_file(store: str) -> bool:
-    """Whether a `--store` names a SQLite file (`PATH` or `sqlite:///PATH`), not a server."""
+    """Whether a `--log` names a SQLite file (`PATH` or `sqlite:///PATH`), not a server."""
     return "://" not in store.removeprefix("sqlite:///")
 
 
@@ -460,7 +462,7 @@ def cmd_why(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="harnessc",
         description="Check, format and compile .harness specs that govern what AI agents may do.",
     )
@@ -565,9 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
     wf_cancel = actions.add_parser("cancel", help="cancel a run")
     wf_cancel.add_argument("id", metavar="ID")
     for action in (wf_list, wf_show, wf_decide, wf_cancel):
-        action.add_argument(
-            "--store", required=True, metavar="URL", help="sqlite:///PATH or postgresql://…"
-        )
+        add_log_option(action)
         action.add_argument("--format", choices=("human", "json"), default="human")
     workflow.set_defaults(run=cmd_workflow)
 
@@ -581,9 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     log_verify.add_argument("--format", choices=("human", "json"), default="human")
     for action in (log_head, log_verify):
-        action.add_argument(
-            "--store", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
-        )
+        add_log_option(action)
         action.add_argument(
             "--key-file",
             metavar="FILE",
@@ -592,9 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
     log_divergences = log_actions.add_parser(
         "divergences", help="the decisions a shadow spec would have taken otherwise"
     )
-    log_divergences.add_argument(
-        "--store", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
-    )
+    add_log_option(log_divergences)
     log_divergences.add_argument("--format", choices=("text", "json"), default="text")
     log_divergences.add_argument(
         "--first", type=int, default=20, metavar="N", help="decision ids listed per group"
@@ -646,7 +642,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on",
         choices=("widened", "changed", "never"),
         default="widened",
-        help="exit 1 when a call is newly allowed (default), on any change, or never",
+        help="exit 1 when a call is newly allowed, confirmed by the runtime (default; 3 when "
+        "only unconfirmed regions or undecided questions), on any change, or never",
     )
     diff.add_argument("-o", "--out", metavar="FILE", help="write the report to FILE")
     diff.set_defaults(run=cmd_diff)
@@ -654,9 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser(
         "replay", help="re-decide every recorded decision of an event log under a new spec"
     )
-    replay.add_argument(
-        "--log", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
-    )
+    add_log_option(replay)
     replay.add_argument(
         "--spec", required=True, metavar="SPEC", help="a .harness file or folder, or a spec.json"
     )
@@ -707,7 +702,7 @@ def build_parser() -> argparse.ArgumentParser:
     judged = why.add_mutually_exclusive_group()
     judged.add_argument("--agent", metavar="AGENT", help="judge under this agent's policy")
     judged.add_argument("--policy", metavar="POLICY", help="judge under this policy")
-    why.add_argument("--log", metavar="URL", help="an event log: explain a recorded decision")
+    add_log_option(why, required=False, help="an event log: explain a recorded decision")
     why.add_argument("--decision", metavar="ID", help="the recorded decision's id (dec-…)")
     why.add_argument("--format", choices=("text", "json"), default="text")
     why.set_defaults(run=cmd_why)
@@ -718,7 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     console_help = "serve the operations console: approvals, grants, sessions, workflow gates"
     console = sub.add_parser("console", help=console_help, description=console_help)
-    console.add_argument("--store", metavar="URL", help="sqlite:///PATH or postgresql://…")
+    add_log_option(console, required=False)
     console.add_argument("--spec", metavar="SPEC", help="a .harness file or folder, or spec JSON")
     console.add_argument("--host", default="127.0.0.1", help="address to listen on")
     console.add_argument("--port", type=int, default=8765)
@@ -805,6 +800,53 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return replay_main(args)
 
 
+ANALYSING = frozenset({"check", "lint", "build", "test", "diff", "why"})
+"""Commands that run the policy analysis, and so have a wall-clock limit (`_Deadline`)."""
+
+
+class _Deadline:
+    """The wall-clock limit of a command (analysis/budget.py): when it runs out, the command is
+    aborted with `EXIT_TIMEOUT` and a message on standard error, whatever it is doing (a z3
+    question included: z3 runs without Python's lock). Never a finding: each question of the
+    analysis has a budget of z3's resource units, the same on every machine, and this limit is
+    only the outer bound of a command that would otherwise run on."""
+
+    def __init__(self, seconds: float) -> None:
+        import threading
+
+        self.seconds = seconds
+        self.timer = threading.Timer(seconds, self.abort)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def abort(self) -> None:
+        from .analysis.budget import EXIT_TIMEOUT, RLIMIT_VARIABLE, TIMEOUT_VARIABLE
+
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(
+                f"harnessc: aborted: the command did not finish within its wall-clock limit of "
+                f"{self.seconds:g} s ({TIMEOUT_VARIABLE}); nothing it found is reported.\n"
+                f"  The limit depends on the machine and its load, so it never decides a "
+                f"finding: each question of the policy analysis has a fixed budget "
+                f"({RLIMIT_VARIABLE}).\n"
+                f"  Raise it with {TIMEOUT_VARIABLE}=SECONDS (0 for none).\n"
+            )
+            sys.stderr.flush()
+        os._exit(EXIT_TIMEOUT)
+
+    def cancel(self) -> None:
+        self.timer.cancel()
+
+
+def _deadline(command: str) -> _Deadline | None:
+    if command not in ANALYSING:
+        return None
+    from .analysis.budget import command_timeout_s
+
+    seconds = command_timeout_s()
+    return _Deadline(seconds) if seconds else None
+
+
 QUICK_EXIT = frozenset({"check", "lint", "fmt", "explain"})
 """Commands that hold nothing to close when they return (no store, no worker, no file open):
 the console script leaves without tearing the interpreter down, which for a large spec is
@@ -833,6 +875,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if root is not None and not os.path.isdir(root):
         sys.stderr.write(f"harnessc: --root `{root}` is not a folder\n")
         return EXIT_USAGE
+    deadline = _deadline(args.command)
     try:
         with rooted_at(root):
             return int(args.run(args))
@@ -852,3 +895,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print_diagnostics([internal])
         return EXIT_ERRORS
+    finally:
+        if deadline is not None:
+            deadline.cancel()

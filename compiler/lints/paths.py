@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.codes import lookup
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.runtime import model as m
 
@@ -66,15 +65,8 @@ def _compares(condition: object) -> Iterator[s.Compare]:
             stack.extend(getattr(item, name) for name in s.child_fields(type(item)))
 
 
-_CODE = lookup("L026")
-
-
 @lint_rule(
-    _CODE.code,
-    _CODE.slug,
-    _CODE.severity,
-    _CODE.summary,
-    _CODE.explanation,
+    "L026",
     bad=_FILES % "string"
     + """
 policy repo {

@@ -4,7 +4,7 @@ compiles the spec, opens the log read-only, and prints the report.
 
     harnessc replay --log events.db --spec new/spec.harness [--format text|json|markdown]
                     [--fail-on widened|changed|never] [--first N] [--workers N]
-    harnessc log divergences --store events.db [--format text|json] [--first N]
+    harnessc log divergences --log events.db [--format text|json] [--first N]
 
 Exit codes of `replay`: 0 nothing widened; 1 something widened (a call that was denied or asked
 is now allowed; `--fail-on changed`: any decision flipped; `never`: 0 whatever changed); 2 a
@@ -247,7 +247,7 @@ def _markdown(data: dict[str, Any]) -> str:
 def divergences_main(args: argparse.Namespace) -> int:
     from harnessc.runtime.shadow import divergences
 
-    store = open_log(args.store, getattr(args, "key_file", None))
+    store = open_log(args.log, getattr(args, "key_file", None))
     if store is None:
         return EXIT_USAGE
     from harnessc.runtime.chain import StoreError
