@@ -66,6 +66,7 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.chain": "`harnessc log`: verifying a stored log",
     "harnessc.runtime.stores": "`harnessc log`: opening the store a log lives in",
     "harnessc.runtime.history": "`harnessc test`: a test's earlier steps become its ledger",
+    "harnessc.runtime.session_terms": "whether a `when` reads a result: the analysis as the ledger",
     "harnessc.runtime.mcp_client": "`harnessc mcp discover`: the runtime's MCP client lists tools",
     "harnessc.runtime.replay": "`harnessc replay`: recorded decisions decided again",
     "harnessc.runtime.shadow": "`harnessc log divergences`: what shadow mode recorded",

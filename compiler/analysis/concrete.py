@@ -87,6 +87,11 @@ class Call:
     """Session state the decision reads, by the term's canonical form (`smt.canonical`): the
     value of a provenance, quantified or history term, or the items of `urls(…)` & co. A term
     left out has its value in a session with no earlier event (nothing seen, no call made)."""
+    sources: dict[str, list[str]] = field(default_factory=dict)
+    """Where a value of the call appeared before it, by the value's canonical form (an
+    argument): `user`, or `TOOL:FIELD` (a result of that tool holding it in that field), as
+    `harnessc diff` relates both specs' provenance (analysis/sources.py); the session prelude
+    makes exactly those steps. Empty: the prelude picks sources from `session`."""
 
 
 @dataclass

@@ -39,8 +39,9 @@ from harnessc.runtime import model as m
 from harnessc.runtime.semantics import OPERATORS, selects
 
 from .concrete import BUILTINS, STRING, canonical
-from .smt_session import SessionEncoding
+from .smt_session import SESSION_OLD, SOURCE, SessionEncoding
 from .smt_terms import Bool, Key, Registry, Term, VarInfo, conj, disj, negate
+from .sources import SourceClasses
 
 __all__ = ["BUILTINS", "UNTYPED_SORTS", "Encoder", "canonical", "search_regex"]
 
@@ -249,7 +250,20 @@ class Encoder(SessionEncoding):
     inexact: list[str] = field(default_factory=list)
     override: dict[Key, bool] = field(default_factory=dict)
     _vars: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, Any] = field(default_factory=dict)
+    """Every variable made, by name, in the order made (`_vars` forgets a side's variables
+    when a comparison encodes the other side; a model is read back over all of them)."""
     _provenance: dict[str, dict[tuple[str, str | None, bool], Any]] = field(default_factory=dict)
+    _windows: dict[str, dict[int | None, Any]] = field(default_factory=dict)
+    _quantified: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sources: SourceClasses | None = None
+    kept: dict[str, Any] = field(default_factory=dict)
+    _by_class: dict[str, list[Any]] = field(default_factory=dict)
+    _whole: list[tuple[m.History, Any, m.Spec]] = field(default_factory=list)
+    """The variables of `SESSION_OLD` and `SOURCE` terms, kept across both sides' encodings
+    (a witness reads them back: compare_solve.py)."""
+    """Both sides of a comparison whose registries differ in what session terms read
+    (sources.py), else None."""
     _preferred: set[int] = field(default_factory=set)
     literals: dict[str, int] = field(default_factory=dict)
     """Text constants of this call, numbered for strings compared only by equality."""
@@ -276,6 +290,9 @@ class Encoder(SessionEncoding):
         make = {"bool": z3.Bool, "int": z3.Int, "real": z3.Real, "str": z3.String}[sort]
         made = make(name)
         self._vars[name] = made
+        self.variables.setdefault(name, made)
+        if role in (SESSION_OLD, SOURCE):
+            self.kept[name] = made
         self.registry.setdefault(name, VarInfo(role, key, detail, alt))
         if constraints is not None:
             self.domain.extend(constraints(made))
@@ -449,7 +466,7 @@ class Encoder(SessionEncoding):
                 return Term("bool", expr=self.session_var(value, "bool"))
             if value.func == "count":
                 return Term("int", expr=self.count(value))
-            return Term("real", expr=self.session_var(value, "real"))
+            return Term("real", expr=self.total(value))
         if isinstance(value, m.Length):
             return self.length(value)
         if isinstance(value, m.Extract):

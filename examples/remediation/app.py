@@ -2,7 +2,7 @@
 
     python examples/remediation/app.py --build     # build build/remediation, then run
     python examples/remediation/app.py             # run an existing build
-    python examples/remediation/app.py OUT --store sqlite:///events.db
+    python examples/remediation/app.py OUT --log sqlite:///events.db
     python examples/remediation/app.py --console   # a person answers in the operations console
 
 It imports the package `harnessc build examples/remediation/remediation.harness -o
