@@ -183,7 +183,7 @@ DRIVES: dict[str, Drive] = {
             "share: allow files.share when called(files.read when args.path from trusted)",
         ),
         widens=False,
-        said="Share /a with the team.",
+        said='Share "/a" with the team.',
     ),
 }
 
@@ -488,40 +488,20 @@ COMMANDS = (
     "console",
 )
 
-# Cells that fail only because of a defect being fixed elsewhere: each is an expected failure
-# that turns into a failure once the fix lands (delete the entry then). An entry is the defect
-# (the seams issue numbers them) and a text its failure shows: a cell that fails otherwise is a
-# failure, not an expected one.
-_COUNT_SUM = (
-    "defect 1 of the seams issue: `build` fails on `count(...)` and `sum(...)` "
-    "(H901 TypeError: no literal for method)"
+# Cells that fail only because of a known defect being fixed elsewhere: each is an expected
+# failure that turns into a failure once the fix lands (delete the entry then). An entry is the
+# defect and a text its failure shows, `(what, shows)`: a cell that fails otherwise is a failure,
+# not an expected one.
+_PRELUDE = (
+    "the session prelude of a diff witness does not solve a history term's `when` or a "
+    "quantifier's body over extracted items: it tries sample values, so the region is reported "
+    "unverified (exit 3) instead of verified"
 )
-_PROVENANCE = (
-    "defect 2 of the seams issue: provenance inside a history term never holds at run time"
-)
-_LINT_CODES = (
-    "defect 3 of the seams issue: a lint code is unknown outside `lint` (json and sarif "
-    "KeyError on a cached result; `explain` calls it unknown)"
-)
-_TRUST = "defect 4 of the seams issue: `diff` misses a change of a tool's trust"
-_WINDOW = "defect 5 of the seams issue: `diff` reports impossible widenings on a window change"
-_NOT_BUILT = "not built"
-_SHARED = "a file the user named and that was read may be shared"
+_UNVERIFIED = "not run: no session gives its state"
 KNOWN: dict[tuple[str, str], tuple[str, str]] = {
-    ("count", "build"): (_COUNT_SUM, "no literal for method"),
-    ("count", "suite"): (_COUNT_SUM, _NOT_BUILT),
-    ("count", "import"): (_COUNT_SUM, _NOT_BUILT),
-    ("sum", "build"): (_COUNT_SUM, "no literal for method"),
-    ("sum", "suite"): (_COUNT_SUM, _NOT_BUILT),
-    ("sum", "import"): (_COUNT_SUM, _NOT_BUILT),
-    ("provenance_history", "test"): (_PROVENANCE, _SHARED),
-    ("provenance_history", "suite"): (_PROVENANCE, _SHARED),
-    ("provenance_history", "import"): (_PROVENANCE, "('allow', 'ask')"),
-    ("open", "lint json"): (_LINT_CODES, "KeyError: 'L005'"),
-    ("open", "lint sarif"): (_LINT_CODES, "KeyError: 'L005'"),
-    ("open", "explain"): (_LINT_CODES, "unknown diagnostic code `L005`"),
-    ("trust", "diff mutation"): (_TRUST, "no region reported"),
-    ("count", "diff mutation"): (_WINDOW, "widened should be False"),
+    ("conditions", "diff mutation"): (_PRELUDE, _UNVERIFIED),
+    ("history", "diff mutation"): (_PRELUDE, _UNVERIFIED),
+    ("count", "diff mutation"): (_PRELUDE, "exit 3"),
 }
 
 # Cells that do not apply, with the reason: the commands of an extra that is not installed.
@@ -1097,13 +1077,7 @@ def repository_specs() -> list[Any]:
 
 
 REPOSITORY = repository_specs()
-KNOWN_REPOSITORY: dict[str, str] = {
-    # each fails to build with H901 `no literal for method`
-    "tests/scenarios/file_sharing.harness": _COUNT_SUM,
-    "tests/scenarios/payments.harness": _COUNT_SUM,
-    "tests/scenarios/team_chat.harness": _COUNT_SUM,
-    "docs/language.md:921": _COUNT_SUM,
-}
+KNOWN_REPOSITORY: dict[str, str] = {}
 """Specs of the repository that fail only because of a defect being fixed elsewhere."""
 
 
