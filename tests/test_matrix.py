@@ -174,9 +174,11 @@ DRIVES: dict[str, Drive] = {
     "provenance_history": Drive(
         "sharer",
         (
+            # nothing read yet: the owner is asked; once the file the user named was read,
+            # sharing is allowed
+            Step("files.share", {"path": "/b"}, "ask"),
             Step("files.read", {"path": "/a"}, "allow", {}),
             Step("files.share", {"path": "/a"}, "allow"),
-            Step("files.share", {"path": "/b"}, "ask"),
         ),
         (
             "share: allow files.share when called(files.read when args.path from user)",
