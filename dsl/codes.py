@@ -87,6 +87,54 @@ _CODES = [
         "names the path and carries the system's reason. Each file is replaced whole, so one "
         "that was written is complete; run the build again once the cause is gone.",
     ),
+    Code(
+        "H009",
+        "outside-project-root",
+        "error",
+        "a spec reads a file outside its project root",
+        "A spec is untrusted input (it is checked in CI on pull requests), so the compiler reads "
+        "only files inside the spec's project root and the standard library's `std.*` modules. "
+        "The project root is the folder given by `--root`, else the nearest folder at or above "
+        "the spec's with a `pyproject.toml` or a `harness.toml`, else the spec's own folder. An "
+        "import that leaves it (`..` past the root, an absolute path elsewhere, a link that "
+        "resolves elsewhere), or a spec named on the command line that is a link to a file "
+        "elsewhere, is refused without being read: the diagnostic names the path and never "
+        "shows what the file holds. Move the file into the project, add a `harness.toml` to a "
+        "folder that holds both, or pass `--root`.",
+    ),
+    Code(
+        "H010",
+        "too-many-rules",
+        "error",
+        "a spec has more than 50,000 rules",
+        "A spec — a root file and every module it imports — may hold at most 50,000 rules, so "
+        "that no input keeps the compiler (and a CI job that checks pull requests) busy for "
+        "long: the parse stops at the first rule past the limit and the diagnostic points at "
+        "it, before any later stage runs. Split the policies into specs checked and built on "
+        "their own, or merge rules that differ only in a value into one rule over a list.",
+    ),
+    Code(
+        "H011",
+        "too-many-expression-nodes",
+        "error",
+        "a spec has more than 100,000 expression nodes",
+        "A spec — a root file and every module it imports — may hold at most 100,000 expression "
+        "nodes: operators (`and`, `or`, `not`), comparisons, references such as `args.path`, "
+        "calls, quantifiers, provenance tests, lists, records and their entries, numbers, "
+        "durations and booleans (strings are not counted). The parse stops at the first node "
+        "past the limit and the diagnostic points at it, before any later stage runs.",
+    ),
+    Code(
+        "H012",
+        "condition-too-large",
+        "error",
+        "a condition has more than 10,000 expression nodes",
+        "One condition — a rule's `when`, a grant's, a tool's `requires`, a workflow step's "
+        "`when` or `gate` — may hold at most 10,000 expression nodes (as counted for H011): "
+        "the policy analysis reasons about each condition as a whole. A long chain of "
+        "comparisons with constants is one `in [...]` test; otherwise split the condition over "
+        "several rules.",
+    ),
     # H1 — syntax
     Code(
         "H101",
@@ -147,7 +195,8 @@ _CODES = [
         "nesting-too-deep",
         "error",
         "brackets, `not`s or quantifiers nest too deeply",
-        "Brackets (conditions, lists, records, schemas) may nest at most 64 levels deep, and so "
+        "Brackets (conditions, lists, records, schemas, and the angle brackets of `list<…>` "
+        "and `map<…>` types) may nest at most 64 levels deep, and so "
         "may `not`s and quantifiers (`all x in …:`, `any x in …:`) inside a condition, which "
         "nest without brackets: `not not x` is two levels.",
     ),
@@ -776,13 +825,15 @@ _CODES = [
         "L006",
         "undecided",
         "note",
-        "the policy analysis did not decide a question about a rule in time",
+        "the policy analysis did not decide a question about a rule within its budget",
         "Each question the policy analysis asks z3 about a rule (can it decide a call, does it "
-        "match any, does it fail open when a value is absent) has a time budget: 2 s, or "
-        "`HARNESSC_QUERY_TIMEOUT_MS` milliseconds. A question not answered in time is neither "
-        "taken as a yes nor as a no: the rule gets this note, and the warnings that would rest on "
-        "the answer (L001, L002, L004) are not reported for it. Long regular expressions, or many "
-        "text conditions on one value, are what usually make a question slow; simplify the "
+        "match any, does it fail open when a value is absent) has a budget of z3's resource "
+        "units: 5,000,000, or `HARNESSC_QUERY_RLIMIT` (0 for none). z3 counts the same units for "
+        "the same question on every machine and under any load, so a question is decided, or "
+        "not, alike everywhere. A question not decided within its budget is neither taken as a "
+        "yes nor as a no: the rule gets this note, and the warnings that would rest on the answer "
+        "(L001, L002, L004) are not reported for it. Long regular expressions, or many text "
+        "conditions on one value, are what usually make a question costly; simplify the "
         "condition or raise the budget.",
     ),
     Code(
@@ -956,6 +1007,21 @@ _CODES = [
         "of the same effect. The rule as a whole wins somewhere, so L001 says nothing; the "
         "selector still misleads whoever reads it. Remove the selector, or change the rules that "
         "beat it.",
+    ),
+    Code(
+        "L026",
+        "path-compared-as-text",
+        "warning",
+        "a path-like literal is compared as text with a `string` argument",
+        "`startswith`, `endswith`, `==` and `!=` compare a `string` argument as text: "
+        '`args.file startswith "/repo/secret"` misses `/repo/sub/../secret` and '
+        "`/repo//secret`, which name the same file, so a `deny` on it can be walked around. A "
+        "literal that looks like a path (it starts with `/`, `./`, `../` or `~/`, or holds "
+        "`/../`) compared with a `string` argument is flagged. Declare the argument as `path`: "
+        "its value is normalized (`.` and `..` resolved, repeated slashes joined) before any "
+        "condition reads it, and `within` tests containment by whole segments. Neither "
+        "resolves symbolic links: the executor that opens the file must still check where it "
+        "leads.",
     ),
     # L1 — lints about workflows
     Code(

@@ -21,7 +21,7 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="harnessc-test-cache-")
 for _switch in (
     "HARNESSC_CACHE_DIR",
     "HARNESSC_NO_CACHE",
-    "HARNESSC_QUERY_TIMEOUT_MS",
+    "HARNESSC_TIMEOUT",
     "HARNESSC_QUERY_RLIMIT",
 ):
     os.environ.pop(_switch, None)

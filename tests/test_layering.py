@@ -70,6 +70,7 @@ COMPILER_READS_FROM_RUNTIME = {
     "harnessc.runtime.stores": "`harnessc log`: opening the store a log lives in",
     "harnessc.runtime.history": "`harnessc test`: a test's earlier steps become its ledger",
     "harnessc.runtime.session_terms": "whether a `when` reads a result: the analysis as the ledger",
+    "harnessc.runtime.provenance": "how a result's values are indexed: diff's sources and preludes",
     "harnessc.runtime.mcp_client": "`harnessc mcp discover`: the runtime's MCP client lists tools",
     "harnessc.runtime.replay": "`harnessc replay`: recorded decisions decided again",
     "harnessc.runtime.shadow": "`harnessc log divergences`: what shadow mode recorded",

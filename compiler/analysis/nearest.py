@@ -36,7 +36,7 @@ from harnessc.runtime.policy import call_scope as runtime_scope
 from harnessc.runtime.semantics import selects, tool_view
 from pydantic import BaseModel
 
-from .budget import query_rlimit, query_timeout_ms
+from .budget import query_rlimit
 from .concrete import STRENGTH, Call
 from .prelude import session_prelude
 from .smt import fresh_context
@@ -182,7 +182,7 @@ class _Search:
         self.rules = bucket_rules(policy, self.tool)
         self.scope = call_scope(spec, call, engine)
         fresh_context()
-        self.bucket = _Bucket(spec, self.tool, self.rules, query_timeout_ms(), query_rlimit())
+        self.bucket = _Bucket(spec, self.tool, self.rules, query_rlimit())
         self.enc = self.bucket.enc
         self.effect_of = {e: self._effect(e) for e in EFFECTS}
         self.groups: dict[Key, list[tuple[Any, Any]]] = {}

@@ -3,8 +3,8 @@
 The rules of one tool's bucket are encoded once over one symbolic call (smt.py), in a fresh z3
 context of their own, so a partition's answers depend on nothing but its key — the same
 answers whether the partition is solved alone, among others, or read from the cache. One
-solver holds the encoding; each question is asked under `push`/`pop`, with a time budget
-(budget.py). The questions:
+solver holds the encoding; each question is asked under `push`/`pop`, within a budget of z3's
+resource units (budget.py), never of time. The questions:
 
 - for each rule, a call it wins (it matches, no stronger rule matches, no earlier rule of its
   effect matches); failing that, a call it matches, and which rules that beat it match every
@@ -13,7 +13,7 @@ solver holds the encoding; each question is asked under `push`/`pop`, with a tim
   fires for some value but not when the value is absent;
 - when the policy's default is `allow`, a call no rule matches.
 
-A question z3 gives up on is an `Undecided` answer, never a guess.
+A question z3 gives up on is an `Undecided` answer, never a guess, and is not asked again.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import z3
 from harnessc.runtime import model as m
 
 from .assemble import Assembler, Reading
+from .budget import out_of_budget, spent
 from .concrete import Call
 from .examples import forget_examples
 from .partition import Absent, Answers, Example, Undecided, beaten_by, winner
@@ -40,7 +41,7 @@ __all__ = ["Questions", "solve_partition"]
 # Reading a call back out of a model
 
 
-def _z3_value(value: Any) -> Any:
+def z3_value(value: Any) -> Any:
     if z3.is_true(value):
         return True
     if z3.is_false(value):
@@ -58,11 +59,11 @@ def _z3_value(value: Any) -> Any:
 def _read_model(values: Iterable[tuple[str, Any]], registry: Registry) -> Reading:
     """The reading of every variable's value (`Completed.values`)."""
     out = Reading()
-    for name, z3_value in values:
+    for name, given in values:
         info = registry.get(name)
         if info is None or info.alt:
             continue
-        value = _z3_value(z3_value)
+        value = z3_value(given)
         if info.role == SESSION:
             out.session[info.key[1]] = value
         elif info.role == "in" and info.key[0] == "extract":
@@ -130,10 +131,13 @@ class Completed:
 
     def holds(self, cond: Any) -> bool:
         """Whether a condition holds for the completed model."""
-        expr = to_z3(cond)
+        return z3.is_true(self.eval(to_z3(cond)))
+
+    def eval(self, expr: Any) -> Any:
+        """An expression's value in the completed model."""
         if self.pins:
             expr = z3.substitute(expr, *self.pins)
-        return z3.is_true(self.model.eval(expr, model_completion=True))
+        return self.model.eval(expr, model_completion=True)
 
 
 QUOTABLE_NUMBER = 1234
@@ -182,23 +186,20 @@ def _texts_for(reading: Reading, texts: dict[int, str], quoted: set[Key] | None 
 class Questions:
     """One solver over what an encoder has encoded of one symbolic call to `tool`: questions
     asked under push/pop within a budget (`check`), and the call a model describes (`call`).
-    The encoding must be complete before it is made (its domain is added once)."""
+    The encoding must be complete before it is made (its domain is added once).
+
+    `rlimit` is each question's budget in z3's resource units (0: none); no question has a
+    time limit, so whether z3 answers one does not depend on the machine or its load."""
 
     def __init__(
-        self,
-        spec: m.Spec,
-        tool: m.Tool,
-        enc: Encoder,
-        registry: Registry,
-        timeout_ms: int,
-        rlimit: int,
+        self, spec: m.Spec, tool: m.Tool, enc: Encoder, registry: Registry, rlimit: int
     ) -> None:
         self.spec = spec
         self.tool = tool
         self.enc = enc
         self.registry = registry
         self.solver = z3.SimpleSolver()
-        self.solver.set("timeout", timeout_ms)
+        self.rlimit = rlimit
         if rlimit:
             self.solver.set("rlimit", rlimit)
         self.solver.add(*self.enc.domain)
@@ -206,16 +207,26 @@ class Questions:
         self.queries = 0
         self.reason = ""
         """Why z3 gave up on the last question that returned False."""
+        self.given_up: dict[tuple[Any, ...], str] = {}
+        """The questions z3 gave up on, by the question (the encoding's extra domain, the
+        constraints' terms, `nice`), with z3's reason: one is never asked again."""
 
     def check(self, *constraints: Any, nice: bool = True) -> z3.ModelRef | bool | None:
         """A model, None when unsatisfiable, or False when z3 gave up (`reason` says why).
 
-        With `nice`, the encoder's preferences are tried first, for readable witnesses.
+        With `nice`, the encoder's preferences are tried first, for readable witnesses. A
+        question z3 gave up on before is answered False at once, for the same reason.
         """
-        self.queries += 1
         extra = self.enc.domain[self.added :]
+        terms = [to_z3(c) for c in constraints]
+        # z3 shares equal terms within a context: equal questions have equal ids
+        asked = (len(extra), nice, *(t.get_id() for t in terms))
+        if asked in self.given_up:
+            self.reason = self.given_up[asked]
+            return False
+        self.queries += 1
         self.solver.push()
-        self.solver.add(*extra, *(to_z3(c) for c in constraints))
+        self.solver.add(*extra, *terms)
         result = z3.unknown
         if nice and self.enc.nice:
             self.solver.push()
@@ -228,7 +239,10 @@ class Questions:
             result = self.solver.check()
             model = self.solver.model() if result == z3.sat else None
         if result == z3.unknown:
-            self.reason = self.solver.reason_unknown()
+            why = self.solver.reason_unknown()
+            if self.rlimit and out_of_budget(why):
+                why = spent(self.rlimit)
+            self.reason = self.given_up[asked] = why
         self.solver.pop()
         if result == z3.unknown:
             return False
@@ -251,9 +265,7 @@ class Questions:
 class _Bucket(Questions):
     """The rules that can match one tool, encoded over one symbolic call, and a solver."""
 
-    def __init__(
-        self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], timeout_ms: int, rlimit: int
-    ) -> None:
+    def __init__(self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], rlimit: int) -> None:
         self.rules = rules
         registry: Registry = {}
         enc = Encoder(spec, tool, registry)
@@ -264,7 +276,7 @@ class _Bucket(Questions):
             before = len(enc.inexact)
             self.match.append(enc.rule_match(rule))
             self.inexact.append(len(enc.inexact) > before)
-        super().__init__(spec, tool, enc, registry, timeout_ms, rlimit)
+        super().__init__(spec, tool, enc, registry, rlimit)
 
     def beaten_by(self, p: int) -> list[int]:
         return beaten_by(self.rules, p)
@@ -306,18 +318,17 @@ def solve_partition(
     rules: Sequence[m.Rule],
     absent_keys: Sequence[Sequence[Key]],
     wants_default: bool,
-    timeout_ms: int,
     rlimit: int = 0,
 ) -> Answers:
     """Every answer of the partition of `rules` over calls to `tool` (module docstring).
 
     `absent_keys[p]`: the values rule p reads without a `has` guard that calls to the tool may
-    lack (asked only of a DENY or ASK). Each question may take `timeout_ms`, and `rlimit` of
-    z3's resource units when not 0 (budget.py).
+    lack (asked only of a DENY or ASK). Each question may take `rlimit` of z3's resource
+    units (0: no limit; budget.py).
     """
     fresh_context()
     forget_examples()
-    bucket = _Bucket(spec, tool, rules, timeout_ms, rlimit)
+    bucket = _Bucket(spec, tool, rules, rlimit)
     count = len(rules)
     answers = Answers(list(bucket.inexact), [None] * count, [None] * count)
     solving = _Solving(bucket, answers)

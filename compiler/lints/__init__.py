@@ -29,7 +29,7 @@ from ..suppress import (
 
 # importing the rule modules registers their rules
 from . import analysis as _analysis_rules  # noqa: F401
-from . import delegation, descriptions, policies, session, surfaces, unused  # noqa: F401
+from . import delegation, descriptions, paths, policies, session, surfaces, unused  # noqa: F401
 from .framework import RULES, LintContext, LintRule, lint_rule
 
 __all__ = [

@@ -14,7 +14,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 
-from ..analysis.budget import TIMEOUT_VARIABLE
+from ..analysis.budget import RLIMIT_VARIABLE
 from ..analysis.text import session_lines
 from .framework import LintContext, lint_rule, rule_head
 
@@ -414,7 +414,8 @@ def undecided(ctx: LintContext) -> Iterator[Diagnostic]:
         "L006",
         "undecided",
         "head",
-        "not decided in time",
+        "not decided within its budget",
         "",
-        f"simplify the condition, or raise the budget with `{TIMEOUT_VARIABLE}` (milliseconds)",
+        f"simplify the condition, or raise the budget with `{RLIMIT_VARIABLE}` (z3's resource "
+        "units, 0 for none)",
     )

@@ -73,10 +73,24 @@ def load_spec(path: str, *, nothing: str = "nothing was replayed") -> Spec | Non
     from ..pipeline import check
 
     if path.endswith(".json"):
+        from harnessc.dsl.files import confined
+        from pydantic import ValidationError
+
+        refused = confined(path)
+        if refused is not None:
+            print_diagnostics([refused])
+            sys.stderr.write(f"harnessc: `{path}` was not read; {nothing}\n")
+            return None
         try:
             return Spec.from_json(Path(path).read_bytes())
         except OSError as error:
             sys.stderr.write(f"harnessc: cannot read `{path}`: {error.strerror}\n")
+        except ValidationError as error:
+            # never the input: the file may be anything, and its text is not ours to show
+            first = error.errors(include_input=False, include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            reason = first["msg"] + (f" at `{where}`" if where else "")
+            sys.stderr.write(f"harnessc: `{path}` is not a compiled spec: {reason}\n")
         except ValueError as error:
             sys.stderr.write(f"harnessc: `{path}` is not a compiled spec: {error}\n")
         return None
