@@ -484,7 +484,9 @@ class Harness:
             return
         tool = self.spec.tools.get(pending.tool_id)
         args = thaw(pending.args)
-        record_preview(self.store, session_id, pending, run_preview(previewer, tool, args))
+        record_preview(
+            self.store, session_id, pending, run_preview(previewer, tool, args, pending.execution)
+        )
 
     # -- approvals ------------------------------------------------------------------------------
 

@@ -49,7 +49,7 @@ from .canonical import (
     input_hash_from_json,
     json_string,
 )
-from .events import Secrets
+from .events import Secrets, has_secrets
 from .model import (
     DELEGATE_TASK,
     DURATION_PATTERN,
@@ -885,6 +885,11 @@ def _text_problem(value: Any, what: str, path: str) -> ExecutionProblem | None:
     return None
 
 
+def _holds_secret(call_id: str, secrets: Secrets) -> bool:
+    """Whether a call id holds one of the call's secret values (as scrubbing finds them)."""
+    return bool(secrets) and secrets.text(call_id) != call_id
+
+
 def normal_execution(execution: Execution) -> Execution:
     """Execution parameters `check_execution` accepted, with the cwd normalized (`.` and `..`
     resolved, as for a `path` argument) and a command list as a tuple, so the executor runs in
@@ -933,7 +938,7 @@ def freeze(
                 f"invalid arguments for `{tool.id}`: {message} at `{path}`{more}",
                 None,
                 name or tool.id,
-                tool_call_id,
+                None if _holds_secret(tool_call_id, secrets) else tool_call_id,
                 path,
                 tuple(errors),
             )
@@ -953,6 +958,21 @@ def freeze(
                 problem.path,
             )
         execution = normal_execution(execution)
+    if execution.env or has_secrets(tool):
+        # the call id is recorded as written, in every event of the call: it never carries a
+        # secret value (nor is it shown here)
+        secrets = Secrets.of_call(tool, normalized, execution)
+        if _holds_secret(tool_call_id, secrets):
+            return Refusal(
+                "invalid-args",
+                f"the `tool_call_id` of this call to `{tool.id}` holds the value of one of its "
+                "secret arguments or `env` variables: a call id is recorded as written, so it "
+                "never carries a secret (the id is not shown)",
+                None,
+                name or tool.id,
+                None,
+                "$.tool_call_id",
+            )
     args_json = None
     try:
         if found is not None:

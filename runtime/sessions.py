@@ -41,10 +41,8 @@ from .completion import cancel_action, complete_action
 from .delegation import delegate_to, open_skill
 from .events import (
     MCP_TOOLS_CHANGED,
-    NO_SECRETS,
     NewEvent,
     Secrets,
-    has_secrets,
     session_ended,
     session_started,
     short_text,
@@ -358,9 +356,8 @@ class Session:
             self._pending[result.key] = result
             restored = self._actions.get(result.key)
             spec_tool = self.harness.spec.tools[result.tool_id]
-            secrets = NO_SECRETS
-            if has_secrets(spec_tool):
-                secrets = Secrets.of(spec_tool, result.args)
+            secrets = Secrets.of_call(spec_tool, result.args, result.execution)
+            if secrets:
                 self._secret_texts.update(secrets.values)
         if restored is not None:
             # an action restored from the log whose call could not be rebuilt (its secret
