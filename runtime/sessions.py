@@ -60,6 +60,7 @@ from .normalize import (
     PendingCall,
     Refusal,
     Validator,
+    secret_call_id,
     thaw,
 )
 from .policy import CallContext, Decision
@@ -349,14 +350,19 @@ class Session:
         if isinstance(result, Refusal):
             self._append("Error", "call.refused", {**result.to_dict(), "session": self.id})
             return result
+        spec_tool = self.harness.spec.tools[result.tool_id]
+        secrets = Secrets.of_call(spec_tool, result.args, result.execution)
+        if secrets:
+            refused = secret_call_id(result, secrets)
+            if refused is not None:
+                self._append("Error", "call.refused", {**refused.to_dict(), "session": self.id})
+                return refused
         with self._lock:
             known = self._pending.get(result.key)
             if known is not None:
                 return known
             self._pending[result.key] = result
             restored = self._actions.get(result.key)
-            spec_tool = self.harness.spec.tools[result.tool_id]
-            secrets = Secrets.of_call(spec_tool, result.args, result.execution)
             if secrets:
                 self._secret_texts.update(secrets.values)
         if restored is not None:
