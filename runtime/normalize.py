@@ -450,8 +450,8 @@ def _compile_value(type_: Type, fld: Field | None, depth: int, counted: bool) ->
                 errors.append((p, f"expected a string, got {describe_value(v)}"))
                 return v
             if not counted:
-                errors.size -= len(v)
-                if errors.size < 0:
+                left = errors.size = errors.size - len(v)
+                if left < 0:
                     _too_long(p)  # before a pattern or a path reads it
             if name == "path":
                 fixed = normalize_path(v)
@@ -524,12 +524,16 @@ def _compile_value(type_: Type, fld: Field | None, depth: int, counted: bool) ->
             if not isinstance(v, list | tuple):
                 errors.append((p, f"expected a list, got {describe_value(v)}"))
                 return v
-            errors.items -= len(v)
-            if errors.items < 0:
+            left = errors.items = errors.items - len(v)
+            if left < 0:
                 _too_many(p)  # before its entries are visited
             if texts:
-                errors.size -= _text_size(v)
-                if errors.size < 0:
+                try:
+                    text = sum(map(len, v))  # counted in C
+                except TypeError:
+                    text = _text_size(v)
+                left = errors.size = errors.size - text
+                if left < 0:
                     _too_long(p)
             out = [item(x, f"{p}[{i}]", errors) for i, x in enumerate(v)]
             bounds(out, p, errors)
@@ -546,11 +550,15 @@ def _compile_value(type_: Type, fld: Field | None, depth: int, counted: bool) ->
             if not isinstance(v, Mapping):
                 errors.append((p, f"expected an object, got {describe_value(v)}"))
                 return v
-            errors.items -= len(v)
-            if errors.items < 0:
+            left = errors.items = errors.items - len(v)
+            if left < 0:
                 _too_many(p)
-            errors.size -= _text_size(v) + (_text_size(v.values()) if texts else 0)
-            if errors.size < 0:
+            try:
+                text = sum(map(len, v)) + (sum(map(len, v.values())) if texts else 0)
+            except TypeError:
+                text = _text_size(v) + (_text_size(v.values()) if texts else 0)
+            left = errors.size = errors.size - text
+            if left < 0:
                 _too_long(p)
             out = {}
             for k, x in v.items():
@@ -577,8 +585,8 @@ def _compile_fields(fields: tuple[Field, ...], depth: int = 1) -> _Check:
         if not isinstance(v, Mapping):
             errors.append((p, f"expected an object, got {describe_value(v)}"))
             return v
-        errors.items -= len(v)
-        if errors.items < 0:
+        left = errors.items = errors.items - len(v)
+        if left < 0:
             _too_many(p)  # a million unknown fields are not listed
         out: dict[str, Any] = {}
         seen = 0
