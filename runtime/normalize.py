@@ -425,7 +425,8 @@ def _compile_type(type_: Type, fld: Field | None, depth: int, counted: bool = Fa
     """A check for one value of `type_` (with the field's constraints); returns the normalized
     value, appending `(path, message)` to `errors` on a violation. `depth`: the nesting of the
     value (the arguments' object is 1), past `MAX_ARGS_DEPTH` a list or object is refused.
-    `counted`: a string whose characters its list or map took from the budget already."""
+    `counted`: a string whose characters, or a list or object whose entries, its list or map
+    took from the budget already."""
     check = _compile_value(type_, fld, depth, counted)
     if depth <= MAX_ARGS_DEPTH or type_.name not in ("list", "map", "object"):
         return check
@@ -517,24 +518,31 @@ def _compile_value(type_: Type, fld: Field | None, depth: int, counted: bool) ->
     if name == "list":
         assert type_.item is not None
         texts = type_.item.name in _TEXT_KINDS
-        item = _compile_type(type_.item, None, depth + 1, texts)
+        nested = type_.item.name in _NESTED_KINDS
+        item = _compile_type(type_.item, None, depth + 1, texts or nested)
         bounds = _bounds(fld, "items")
 
         def check_list(v: Any, p: str, errors: _Budget) -> Any:
             if not isinstance(v, list | tuple):
                 errors.append((p, f"expected a list, got {describe_value(v)}"))
                 return v
-            left = errors.items = errors.items - len(v)
-            if left < 0:
-                _too_many(p)  # before its entries are visited
+            if not counted:
+                left = errors.items = errors.items - len(v)
+                if left < 0:
+                    _too_many(p)  # before its entries are visited
             if texts:
                 try:
-                    text = sum(map(len, v))  # counted in C
+                    text = sum(map(len, v))  # the strings' characters, counted in C
                 except TypeError:
                     text = _text_size(v)
                 left = errors.size = errors.size - text
                 if left < 0:
                     _too_long(p)
+            elif nested:
+                # the entries of its lists and objects, in C, before any of them is visited
+                left = errors.items = errors.items - _entries(v)
+                if left < 0:
+                    _too_many(p)
             out = [item(x, f"{p}[{i}]", errors) for i, x in enumerate(v)]
             bounds(out, p, errors)
             return out
@@ -543,14 +551,17 @@ def _compile_value(type_: Type, fld: Field | None, depth: int, counted: bool) ->
     if name == "map":
         assert type_.item is not None
         texts = type_.item.name in _TEXT_KINDS
-        item = _compile_type(type_.item, None, depth + 1, texts)
+        nested = type_.item.name in _NESTED_KINDS
+        item = _compile_type(type_.item, None, depth + 1, texts or nested)
         bounds = _bounds(fld, "items")
 
         def check_map(v: Any, p: str, errors: _Budget) -> Any:
             if not isinstance(v, Mapping):
                 errors.append((p, f"expected an object, got {describe_value(v)}"))
                 return v
-            left = errors.items = errors.items - len(v)
+            left = errors.items = errors.items - len(v) * (not counted)
+            if nested:
+                left = errors.items = left - _entries(v.values())
             if left < 0:
                 _too_many(p)
             try:
@@ -570,10 +581,11 @@ def _compile_value(type_: Type, fld: Field | None, depth: int, counted: bool) ->
             return out
 
         return check_map
-    return _compile_fields(type_.fields, depth)
+    return _compile_fields(type_.fields, depth, counted)
 
 
-def _compile_fields(fields: tuple[Field, ...], depth: int = 1) -> _Check:
+def _compile_fields(fields: tuple[Field, ...], depth: int = 1, counted: bool = False) -> _Check:
+    """A record's check; `counted`: its list or map took its entries from the budget."""
     plan: list[tuple[str, _Check, bool, Any, bool]] = []
     for f in fields:
         has_default = f.default is not None
@@ -585,9 +597,10 @@ def _compile_fields(fields: tuple[Field, ...], depth: int = 1) -> _Check:
         if not isinstance(v, Mapping):
             errors.append((p, f"expected an object, got {describe_value(v)}"))
             return v
-        left = errors.items = errors.items - len(v)
-        if left < 0:
-            _too_many(p)  # a million unknown fields are not listed
+        if not counted:
+            left = errors.items = errors.items - len(v)
+            if left < 0:
+                _too_many(p)  # a million unknown fields are not listed
         out: dict[str, Any] = {}
         seen = 0
         for name, check, optional, default, has_default in plan:
@@ -870,6 +883,15 @@ class _Budget(list[tuple[str, str]]):
 
 
 _TEXT_KINDS = frozenset({"string", "path", "url", "duration"})
+_NESTED_KINDS = frozenset({"list", "map", "object"})
+
+
+def _entries(values: Iterable[Any]) -> int:
+    """The entries of the lists and objects among `values`, counted in C when all are."""
+    try:
+        return sum(map(len, values))
+    except TypeError:  # not all are: the others are refused as they are visited
+        return sum(len(x) for x in values if isinstance(x, Mapping | list | tuple))
 
 
 def _text_size(values: Iterable[Any]) -> int:
