@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TypeVar
 
 from .diagnostics import Diagnostic, clipped, os_reason
 from .source import Source, Span
@@ -53,6 +54,9 @@ def recording_reads() -> Iterator[list[FileState]]:
         yield reads
     finally:
         _READS.reset(token)
+
+
+_Named = TypeVar("_Named", bound=str | os.PathLike[str])
 
 
 @contextmanager
@@ -128,11 +132,12 @@ def confined(path: str | os.PathLike[str], shown: str | None = None) -> Diagnost
     return outside_root(shown or display_path(path), root)
 
 
-def named_once(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+def named_once(paths: Sequence[_Named]) -> list[_Named]:
     """The files named, in command-line order, each once however it is spelt."""
-    seen: dict[str, str | os.PathLike[str]] = {}
+    seen: dict[str, _Named] = {}
     for path in paths:
-        seen.setdefault(os.path.realpath(path), path)
+        spelt: str | os.PathLike[str] = path
+        seen.setdefault(os.path.realpath(spelt), path)
     return list(seen.values())
 
 

@@ -645,7 +645,7 @@ def _contribution(
     value = read_path(node.field, scope)
     if value.__class__ not in (int, float):
         return None
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _record(value: Any) -> Mapping[str, Any]:

@@ -811,7 +811,7 @@ class Validator:
         fast = self._fast
         if fast is None or args.__class__ is not dict:
             return None
-        return fast(args)
+        return fast(args)  # type: ignore[no-any-return]
 
     def run(
         self, args: Any, *, limits: bool = False
