@@ -254,6 +254,7 @@ class _Call:
     authorised: tuple[int, int] | None = None  # (position, time)
     result: Any = None
     result_at: tuple[int, int] | None = None
+    """When the call ended (position, time), with its result or without one."""
     succeeded: bool = False
     ended: bool = False
     fed: set[str] = field(default_factory=set)
@@ -475,9 +476,10 @@ class Ledger:
             return
         call.ended = True
         call.succeeded = state == "SUCCEEDED"
+        # a term made later replays the call from here, data or none (a tool without output)
+        call.result_at = (position, time_ms)
         if data is not None:
             call.result = data
-            call.result_at = (position, time_ms)
             self.result(call.tool_id, data, position=position, time_ms=time_ms)
         for key in self.terms.feeding(call.tool_id):
             found = self._aggs.get(key)

@@ -145,6 +145,23 @@ def test_an_aggregate_made_late_equals_one_fed_all_along(data: st.DataObject) ->
     assert [early.number(k) for k in keys] == [late.number(k) for k in keys]
 
 
+def test_a_call_that_succeeded_without_a_result_counts_in_a_term_made_after_it() -> None:
+    # a tool without `output` succeeds with no data: `succeeded` and a `when` reading `result`
+    # hold for it whether the term was fed all along or made once the call had ended
+    terms = HistoryTerms(_spec())
+    nodes = [
+        History(func="succeeded", selectors=_sel("del")),
+        History(func="called", selectors=_sel("del")),
+    ]
+    keys = [terms.intern(n) for n in nodes]
+    early, late = Ledger(terms), Ledger(terms)
+    for key in keys:
+        early.number(key)
+    for ledger in (early, late):
+        _call(ledger, 1, "del", {}, 0, state="SUCCEEDED", data=None)
+    assert [early.number(k) for k in keys] == [late.number(k) for k in keys] == [1, 1]
+
+
 # ---------------------------------------------------------------------------------------------
 # Compiled == reference, with session terms
 
