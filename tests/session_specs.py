@@ -126,6 +126,9 @@ IBANS = ("DE89370400440532013000", "GB29NWBK60161331926819", "FR7630006000011234
 MADE_UP = "NL91ABNA0417164300"
 EMAILS = ("bob@corp.test", "eve@evil.test")
 WINDOWS = ("10m", "1h")
+MAIL_IDS = ("msg-12345",)
+SAID = ("/tmp/a", MAIL_IDS[0])
+"""Messages of the user that are whole values of earlier calls (a path, a mail's id)."""
 AGO_MS = (0, 5 * 60_000, 30 * 60_000, 2 * 3_600_000)
 
 DIFF_TOOLS = {
@@ -215,7 +218,7 @@ def _provenance_text(draw: Any, value: str, uses: _Uses) -> str:
 
 _HISTORY_PROVENANCE = {
     "pay.send": "args.iban from user",
-    "files.delete": "args.path from untrusted",
+    "files.delete": "args.path from user",
     "mail.read": "args.id from user",
 }
 """A `when` of a history term that reads provenance, by the selected tool."""
@@ -242,7 +245,7 @@ def _history_text(draw: Any, uses: _Uses) -> str:
         inner = {
             "pay.send": ["args.amount > 100"],
             "files.delete": ["args.recursive"],
-            "mail.read": ['args.id == "m1"'],
+            "mail.read": [f'args.id == "{MAIL_IDS[0]}"'],
         }[tool_id]
         if uses.ok("history_provenance"):
             inner = [*inner, _HISTORY_PROVENANCE[tool_id]]
@@ -419,6 +422,16 @@ def whole_specs(draw: Any, exclude: frozenset[str] = frozenset(), max_rules: int
     return DrawnSpec(tools, _default_text(draw, uses), rules, frozenset(uses.seen))
 
 
+@st.composite
+def history_specs(draw: Any, exclude: frozenset[str] = frozenset(), terms: int = 4) -> DrawnSpec:
+    """A spec as `whole_specs` draws it whose rules each test one history term (the terms'
+    own property: many terms a draw)."""
+    uses = _Uses(exclude)
+    tools = _tools_text(draw, uses)
+    rules = tuple(f"  h{n}: allow pay.send when {_history_text(draw, uses)}" for n in range(terms))
+    return DrawnSpec(tools, "deny", rules, frozenset(uses.seen))
+
+
 MUTATIONS = ("replace", "add", "drop", "swap", "default", "window", "tools")
 """How `mutations` changes a spec, as a pull request would: one rule replaced, added, dropped,
 two rules swapped, the default changed, a window changed, the tools' trust, labels and
@@ -463,53 +476,29 @@ def mutations(
 def session_steps(draw: Any, max_steps: int = 5) -> list[m.SessionStep]:
     """A session before a call: what the user said, and earlier calls of each tool with their
     results (the values of `IBANS` and `EMAILS` among them), each some time before the call."""
+    said = st.sampled_from(["hello", f"mail {EMAILS[0]}", *SAID])
     steps: list[tuple[int, m.SessionStep]] = []
     for _ in range(draw(st.integers(0, max_steps))):
         iban = draw(st.sampled_from(IBANS))
-        kind = draw(
-            st.sampled_from(["said", "mail.read", "crm.lookup", "pay.send", "files.delete"])
-        )
+        kind = draw(st.sampled_from(["said", *DIFF_TOOLS]))
         ago = draw(st.sampled_from(AGO_MS))
         if kind == "said":
-            steps.append(
-                (
-                    ago,
-                    m.SessionStep(
-                        said=draw(st.sampled_from([f"pay {iban}", "hello", f"mail {EMAILS[0]}"]))
-                    ),
-                )
-            )
+            step = m.SessionStep(said=draw(st.one_of(st.just(f"pay {iban}"), said)))
         elif kind == "mail.read":
             sender = draw(st.sampled_from([iban, *EMAILS]))
-            result = {"sender": sender, "body": f"please pay {draw(st.sampled_from(IBANS))}"}
-            steps.append(
-                (
-                    ago,
-                    m.SessionStep(
-                        tool=kind,
-                        args={"id": draw(st.sampled_from(["m1", "m2"]))},
-                        result=result,
-                        ago_ms=ago,
-                    ),
-                )
-            )
+            body = f"please pay {draw(st.sampled_from(IBANS))}"
+            result = {"sender": sender, "body": body}
+            step = m.SessionStep(tool=kind, args={"id": MAIL_IDS[0]}, result=result, ago_ms=ago)
         elif kind == "crm.lookup":
-            steps.append(
-                (
-                    ago,
-                    m.SessionStep(
-                        tool=kind, args={"name": "bob"}, result={"iban": iban}, ago_ms=ago
-                    ),
-                )
-            )
+            result = {"iban": iban}
+            step = m.SessionStep(tool=kind, args={"name": "bob"}, result=result, ago_ms=ago)
         elif kind == "pay.send":
             args = {"iban": iban, "amount": draw(st.sampled_from([50, 500, 5000]))}
-            steps.append(
-                (ago, m.SessionStep(tool=kind, args=args, result={"ref": "r1"}, ago_ms=ago))
-            )
+            step = m.SessionStep(tool=kind, args=args, result={"ref": "r1"}, ago_ms=ago)
         else:
             args = {"path": "/tmp/a", "recursive": draw(st.booleans())}
-            steps.append((ago, m.SessionStep(tool=kind, args=args, ago_ms=ago)))
+            step = m.SessionStep(tool=kind, args=args, ago_ms=ago)
+        steps.append((ago, step))
     # the runtime records events in time order: the steps are sorted by how long ago they were
     # (a user message takes the time of the call before it)
     return [step for _, step in sorted(steps, key=lambda pair: -pair[0])]
@@ -535,7 +524,7 @@ def final_calls(draw: Any) -> tuple[str, dict[str, Any], str]:
             "recursive": draw(st.booleans()),
         }
     elif tool_id == "mail.read":
-        args = {"id": draw(st.sampled_from(["m1", "m2", IBANS[0]]))}
+        args = {"id": draw(st.sampled_from([*MAIL_IDS, "msg-00000", IBANS[0]]))}
     else:
         args = {"name": draw(st.sampled_from(["bob", EMAILS[0]]))}
     return tool_id, args, draw(st.sampled_from(["member", "admin"]))

@@ -36,13 +36,16 @@ import pytest
 from harnessc.compiler import pipeline
 from harnessc.compiler.analysis.cache import AnalysisCache
 from harnessc.compiler.analysis.compare import compare_specs, runtime_call, runtime_outcome
-from harnessc.compiler.analysis.concrete import Call
+from harnessc.compiler.analysis.concrete import Call, canonical, session_terms
 from harnessc.compiler.analysis.policy import PolicyAnalysis
 from harnessc.compiler.analysis.prelude import session_prelude
+from harnessc.compiler.analysis.text import spec_text
 from harnessc.runtime import model as m
+from harnessc.runtime.conditions import Scope, evaluate, read_path
 from harnessc.runtime.harness import Harness
-from harnessc.runtime.history import prelude_ledger
+from harnessc.runtime.history import history_key, prelude_ledger, result_labels
 from harnessc.runtime.policy import Decision, PolicyEngine, naive_decide
+from harnessc.runtime.semantics import selects, tool_view
 from harnessc.runtime.store import MemoryStore
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
@@ -53,6 +56,7 @@ from .session_specs import (
     MUTATIONS,
     DrawnSpec,
     final_calls,
+    history_specs,
     mutations,
     session_steps,
     tools_text,
@@ -207,7 +211,7 @@ def drawn(*rules: str, default: str = "allow", **tools: Any) -> DrawnSpec:
     return DrawnSpec(tools_text(**tools), default, rules, frozenset())
 
 
-@settings(max_examples=budget(100), **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=budget(300), **SETTINGS)  # type: ignore[arg-type]
 @given(
     drawn=whole_specs(exclude=EXCLUDED),
     sessions=st.lists(st.tuples(session_steps(), final_calls()), min_size=3, max_size=3),
@@ -249,6 +253,82 @@ def test_the_reference_the_decider_and_the_package_decide_alike(
             event(agree(spec, engine, package, clock, steps, call).effect)
 
 
+def history_terms(spec: m.Spec) -> list[m.History]:
+    """The history terms of the policy's rules (outer terms first, each once)."""
+    found: dict[str, m.History] = {}
+    for rule in spec.policies[POLICY].rules:
+        for f in session_terms(rule.condition) if rule.condition is not None else ():
+            if isinstance(f.term, m.History):
+                found.setdefault(canonical(f.term), f.term)
+    return list(found.values())
+
+
+def expected_number(spec: m.Spec, term: m.History, steps: Sequence[m.SessionStep]) -> float | None:
+    """A history term over the earlier calls of `steps`, counted one call at a time: the
+    selected tools' calls in the window, whose `when` holds, each adding 1 or its `sum` field
+    (`seen`: the results carrying the label). A `when` reading provenance is read with the
+    session's sources as they were at the earlier call and as they are now: where the two
+    differ the meaning is not settled here, and None says so."""
+    ledger = prelude_ledger(spec, steps, NOW_MS)
+    total: float = 0
+    for n, step in enumerate(steps):
+        if step.tool is None:
+            continue
+        if term.window_ms is not None and (step.ago_ms or 0) > term.window_ms:
+            continue
+        tool = spec.tools[step.tool]
+        view = tool_view(tool)
+        if term.func == "seen":
+            total += term.label in result_labels(tool, step.result)
+            continue
+        if not any(selects(sel, tool, view) for sel in term.selectors):
+            continue
+        result = step.result if isinstance(step.result, dict) else None
+        if term.where is not None:
+            then = prelude_ledger(spec, steps[:n], NOW_MS)
+            holds = {
+                evaluate(term.where, Scope(args=step.args, tool=view, result=result, ledger=at))
+                for at in (then, ledger)
+            }
+            if len(holds) > 1:
+                return None
+            if holds == {False}:
+                continue
+        if term.func != "sum":
+            total += 1
+        elif term.field is not None:
+            value = read_path(term.field, Scope(args=step.args, tool=view, result=result))
+            total += value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    return total
+
+
+@settings(max_examples=budget(200), **SETTINGS)  # type: ignore[arg-type]
+@given(
+    drawn=history_specs(exclude=EXCLUDED),
+    sessions=st.lists(session_steps(max_steps=8), min_size=3, max_size=3),
+)
+def test_each_history_term_is_what_its_earlier_calls_make_it(
+    drawn: DrawnSpec, sessions: list[list[m.SessionStep]]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = compile_spec(drawn.text, Path(tmp)).model
+        assert spec is not None
+        terms = history_terms(spec)
+        for steps in sessions:
+            ledger = prelude_ledger(spec, steps, NOW_MS)
+            for term in terms:
+                want = expected_number(spec, term, steps)
+                if want is None:
+                    event("a `when` read with the sources of another time")
+                    continue
+                got = ledger.number(history_key(term))
+                if term.func in ("called", "succeeded", "seen"):
+                    assert (got > 0) == (want > 0), (spec_text(term), steps)
+                else:
+                    assert got == want, (spec_text(term), steps)
+                event(f"{term.func}: {'some' if want else 'none'}")
+
+
 BUILD_EXCLUDED = EXCLUDED | (
     frozenset({"count", "sum"}) if "build_history" in PENDING else frozenset()
 )
@@ -277,7 +357,7 @@ def built_package(text: str, folder: Path) -> Iterator[tuple[m.Spec, Any]]:
         del sys.modules[name]
 
 
-@settings(max_examples=budget(10), **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=budget(15), **SETTINGS)  # type: ignore[arg-type]
 @given(
     drawn=whole_specs(exclude=BUILD_EXCLUDED),
     sessions=st.lists(st.tuples(session_steps(), final_calls()), min_size=3, max_size=3),
@@ -354,7 +434,7 @@ def check_claims(spec: m.Spec, analysis: PolicyAnalysis) -> dict[str, str]:
     return never
 
 
-@settings(max_examples=budget(60), **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=budget(200), **SETTINGS)  # type: ignore[arg-type]
 @given(
     drawn=whole_specs(exclude=EXCLUDED),
     sessions=st.lists(st.tuples(session_steps(), final_calls()), min_size=3, max_size=3),
@@ -387,7 +467,7 @@ def key_of(decision: Decision) -> tuple[Any, ...]:
     return runtime_outcome(decision)
 
 
-@settings(max_examples=budget(60), **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=budget(150), **SETTINGS)  # type: ignore[arg-type]
 @given(data=st.data(), old=whole_specs(exclude=EXCLUDED))
 def test_every_region_of_diff_flips_and_every_flip_is_in_a_region(
     data: st.DataObject, old: DrawnSpec
