@@ -8,6 +8,7 @@ call (what the user said, earlier calls with their results, at chosen times). Fo
 - the reference evaluator (`naive_decide`), the compiled decider and the package (its
   `model.json` loaded by a `Harness`, the session run through the runtime's API on an injected
   clock) decide the call alike; some draws go through the real `build` and import the package;
+- each history term is what the session's earlier calls make it, counted one call at a time;
 - every claim of the analysis (each rule's witness, and each finding that names a call:
   never-wins, opposite-effects, absent-value, default-allow) replays concretely through its
   prelude (`session_prelude`) and gives what is claimed, and no sampled call is won by a rule
@@ -386,8 +387,6 @@ def replay(spec: m.Spec, engine: PolicyEngine, call: Call) -> Decision | None:
         event(f"no prelude: {prelude.missing[:60]}")
         return None
     ctx = runtime_call(spec, call, prelude.steps)
-    if ctx.ledger is not None:
-        ctx.ledger.now_ms = ctx.ledger.now_ms  # the prelude's steps all happen now
     reference = naive_decide(spec, POLICY, ctx)
     assert outcome(engine.decide(POLICY, ctx)) == outcome(reference), call
     return reference
