@@ -184,6 +184,7 @@ CONSTRUCTS = (
     "field_labels",
     "ask",
     "actor",
+    "fact_read",
 )
 
 
@@ -271,7 +272,12 @@ def _atom_text(draw: Any, tool_id: str, uses: _Uses) -> str:
         kinds.append("bool")
     if uses.ok("actor"):
         kinds.append("actor")
+    if tool_id == "pay.send" and uses.ok("fact_read"):
+        kinds.append("fact_read")
     kind = draw(st.sampled_from(kinds))
+    if kind == "fact_read":
+        uses.add("fact_read")
+        return "args.iban in known.ibans"
     if kind == "actor":
         uses.add("actor")
         return draw(st.sampled_from(['actor.role == "admin"', 'actor.role in ["admin", "sre"]']))

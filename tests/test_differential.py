@@ -69,12 +69,14 @@ PENDING: dict[str, str] = {
     "build_history": "defect 1: `build` fails on count(...)/sum(...) with H901",
     "diff_trust": "defect 4: `diff` misses a change of a tool's or a field's trust or labels",
     "diff_windows": "defect 5: `diff` takes two windows of one count as independent values",
+    "prelude_facts": "a session of steps leaves out of `facts.*` what `on_success` added",
 }
 """Known defects, fixed on other branches: each key leaves a construct out of the draws, or a
 property unchecked, until its fix merges (then delete the key and its xfail turns into a pass)."""
 
-EXCLUDED = frozenset(k for k in ("history_provenance",) if k in PENDING)
-"""The constructs no spec is drawn with while their defect is pending."""
+EXCLUDED = frozenset(k for k in ("history_provenance", "prelude_facts") if k in PENDING)
+"""The constructs no spec is drawn with while their defect is pending (`prelude_facts`: a
+condition reading the fact that `on_success` adds to)."""
 
 _SCALE = int(os.environ.get("HARNESSC_DIFFERENTIAL_EXAMPLES", "0") or 0)
 
@@ -573,3 +575,19 @@ def test_diff_reports_no_widening_when_a_deny_counts_over_a_longer_window(tmp_pa
     # every call the 10m window counts, the 1h window counts too: the deny can only widen
     comparison = compare_specs(spec("10m"), spec("1h"), cache=AnalysisCache(on_disk=False))
     assert [r.change for r in comparison.regions if r.widened] == []
+
+
+@pending("prelude_facts")
+def test_a_session_of_steps_gives_the_facts_that_on_success_added(tmp_path: Path) -> None:
+    # the runtime appends the IBAN to `known.ibans` after the payment; a spec test's `before`,
+    # a generated case and a witness's prelude build the ledger and leave the facts as given
+    rule = '  r0: deny pay.send when args.iban in known.ibans {\n    reason "Paid."\n  }'
+    spec = compile_spec(drawn(rule, on_success=True).text, tmp_path).model
+    assert spec is not None
+    step = m.SessionStep(tool="pay.send", args={"iban": IBANS[0], "amount": 5}, result={"ref": "r"})
+    call: FinalCall = ("pay.send", {"iban": IBANS[0], "amount": 5}, "member")
+    clock = Clock()
+    decision = agree(
+        spec, PolicyEngine(spec), model_harness(spec, tmp_path, clock), clock, [step], call
+    )
+    assert decision.rule == "p.r0"
