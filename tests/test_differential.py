@@ -69,12 +69,14 @@ PENDING: dict[str, str] = {
     "build_history": "defect 1: `build` fails on count(...)/sum(...) with H901",
     "diff_trust": "defect 4: `diff` misses a change of a tool's or a field's trust or labels",
     "diff_windows": "defect 5: `diff` takes two windows of one count as independent values",
+    "witness_completion": "defect 7: a witness completed otherwise than the solver's model",
     "prelude_facts": "a session of steps leaves out of `facts.*` what `on_success` added",
 }
 """Known defects, fixed on other branches: each key leaves a construct out of the draws, or a
 property unchecked, until its fix merges (then delete the key and its xfail turns into a pass)."""
 
-EXCLUDED = frozenset(k for k in ("history_provenance", "prelude_facts") if k in PENDING)
+_PENDING_CONSTRUCTS = {"history_provenance": "history_provenance", "prelude_facts": "fact_read"}
+EXCLUDED = frozenset(c for flag, c in _PENDING_CONSTRUCTS.items() if flag in PENDING)
 """The constructs no spec is drawn with while their defect is pending (`prelude_facts`: a
 condition reading the fact that `on_success` adds to)."""
 
@@ -421,6 +423,9 @@ def check_claims(spec: m.Spec, analysis: PolicyAnalysis) -> dict[str, str]:
     for kind, label, witness in claims:
         if not witness.exact:
             event(f"inexact {kind}")
+            if "witness_completion" not in PENDING:  # nothing here is approximated
+                rejudged = [n for n in witness.notes if n.startswith("re-judged")]
+                assert not rejudged, (kind, label, witness.call, rejudged)
             continue
         actual = replay(spec, engine, witness.call)
         if actual is None:
@@ -591,3 +596,32 @@ def test_a_session_of_steps_gives_the_facts_that_on_success_added(tmp_path: Path
         spec, PolicyEngine(spec), model_harness(spec, tmp_path, clock), clock, [step], call
     )
     assert decision.rule == "p.r0"
+
+
+@pending("witness_completion")
+def test_the_witness_of_a_negated_quantifier_over_an_absent_list_is_exact(tmp_path: Path) -> None:
+    # the solver leaves `args.notify` out; the witness must still be decided by the rule
+    term = "not (all x in args.notify: not x from trusted)"
+    rule = f'  r0: deny pay.send when {term} {{\n    reason "No."\n  }}'
+    result = compile_spec(drawn(rule).text, tmp_path)
+    assert result.model is not None and result.analysis is not None
+    witness = result.analysis.witness(POLICY, "p.r0")
+    assert witness is not None and witness.exact, witness
+    replayed = replay(result.model, PolicyEngine(result.model), witness.call)
+    assert replayed is not None and replayed.rule == "p.r0"
+
+
+@pending("witness_completion")
+def test_the_example_of_a_rule_that_never_wins_matches_the_rule(tmp_path: Path) -> None:
+    # the example leaves the fact out, so the rule does not match its own example
+    rules = (
+        "  r0: allow pay.send when args.iban in known.ibans and args.iban from user",
+        '  r1: deny pay.send {\n    reason "No."\n  }',
+    )
+    result = compile_spec(drawn(*rules).text, tmp_path)
+    assert result.model is not None and result.analysis is not None
+    [finding] = [f for f in result.analysis.findings if f.kind == "never-wins"]
+    assert finding.example is not None
+    one = alone(result.model, "p.r0")
+    replayed = replay(one, PolicyEngine(one), finding.example.call)
+    assert replayed is not None and replayed.rule == "p.r0"
