@@ -216,7 +216,7 @@ def drawn(*rules: str, default: str = "allow", **tools: Any) -> DrawnSpec:
     return DrawnSpec(tools_text(**tools), default, rules, frozenset())
 
 
-@settings(max_examples=budget(300), **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=budget(500), **SETTINGS)  # type: ignore[arg-type]
 @given(
     drawn=whole_specs(exclude=EXCLUDED),
     sessions=st.lists(st.tuples(session_steps(), final_calls()), min_size=3, max_size=3),
@@ -440,7 +440,7 @@ def check_claims(spec: m.Spec, analysis: PolicyAnalysis) -> dict[str, str]:
     return never
 
 
-@settings(max_examples=budget(200), **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=budget(300), **SETTINGS)  # type: ignore[arg-type]
 @given(
     drawn=whole_specs(exclude=EXCLUDED),
     sessions=st.lists(st.tuples(session_steps(), final_calls()), min_size=3, max_size=3),
@@ -473,7 +473,7 @@ def key_of(decision: Decision) -> tuple[Any, ...]:
     return runtime_outcome(decision)
 
 
-@settings(max_examples=budget(150), **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=budget(250), **SETTINGS)  # type: ignore[arg-type]
 @given(data=st.data(), old=whole_specs(exclude=EXCLUDED))
 def test_every_region_of_diff_flips_and_every_flip_is_in_a_region(
     data: st.DataObject, old: DrawnSpec
