@@ -137,12 +137,18 @@ class Results:
         return self.next
 
 
+Decided = tuple[Decision, list[m.SessionStep], FinalCall]
+"""A decision of the runtime's session, the steps that had happened before it, and the call."""
+
+
 def run_session(
     harness: Harness, clock: Clock, steps: Sequence[m.SessionStep], call: FinalCall
-) -> tuple[Decision, list[m.SessionStep]]:
+) -> tuple[Decision, list[m.SessionStep], list[Decided]]:
     """The call decided in a session of the runtime after `steps`, each at its time: the
-    decision, and the steps that happened (an earlier call runs only when policy allows it)."""
+    decision, the steps that happened (an earlier call runs only when policy allows it), and
+    the decisions of the earlier calls."""
     tool_id, args, role = call
+    earlier: list[Decided] = []
     results = Results(harness)
     s = harness.session(agent=AGENT, actor={"user": "u1", "role": role})
     done: list[m.SessionStep] = []
@@ -155,7 +161,14 @@ def run_session(
         clock.now = NOW - timedelta(milliseconds=step.ago_ms or 0)
         pending = s.normalize(step.tool, f"earlier-{n}", dict(step.args))
         assert not hasattr(pending, "code"), pending
-        if s.decide(pending).effect != "allow":  # type: ignore[arg-type]
+        decided = s.decide(pending)  # type: ignore[arg-type]
+        # as of this call's time: the steps before it happened that much earlier than it
+        rebased = [
+            d.model_copy(update={"ago_ms": (d.ago_ms or 0) - (step.ago_ms or 0)}) if d.tool else d
+            for d in done
+        ]
+        earlier.append((decided, rebased, (step.tool, dict(step.args), role)))
+        if decided.effect != "allow":
             continue
         results.next = step.result
         ran = s.invoke(pending)  # type: ignore[arg-type]
@@ -165,7 +178,7 @@ def run_session(
     pending = s.normalize(tool_id, "the-call", args)
     assert not hasattr(pending, "code"), pending
     decision, _ = s.judge(pending)  # type: ignore[arg-type]
-    return decision, done
+    return decision, done, earlier
 
 
 def context(spec: m.Spec, steps: Sequence[m.SessionStep], call: FinalCall) -> Any:
@@ -186,13 +199,15 @@ def agree(
     steps: Sequence[m.SessionStep],
     call: FinalCall,
 ) -> Decision:
-    """The three deciders' one decision of `call` after `steps` (asserted alike)."""
-    packaged, done = run_session(package, clock, steps, call)
-    ctx = context(spec, done, call)
-    reference = naive_decide(spec, POLICY, ctx)
-    compiled = engine.decide(POLICY, ctx)
-    assert outcome(compiled) == outcome(reference), (done, call)
-    assert outcome(packaged) == outcome(reference), (done, call)
+    """The three deciders' one decision of `call` after `steps` (asserted alike, and so is
+    each decision of an earlier call in the session)."""
+    packaged, done, earlier = run_session(package, clock, steps, call)
+    for decided, before, step in [*earlier, (packaged, done, call)]:
+        ctx = context(spec, before, step)
+        reference = naive_decide(spec, POLICY, ctx)
+        compiled = engine.decide(POLICY, ctx)
+        assert outcome(compiled) == outcome(reference), (before, step)
+        assert outcome(decided) == outcome(reference), (before, step)
     return reference
 
 
