@@ -1,14 +1,14 @@
 """`harnessc approvals …` and `harnessc grants …`: the operator's commands on a store
 (`runtime/operations.py`), the same ones the operations console's buttons run.
 
-    harnessc approvals list --store log.db [--spec remediation.harness]
-    harnessc approvals show apr-… --store log.db
-    harnessc approvals approve apr-… --store log.db --spec S --as '{"user": "u-7", "role": "ops"}'
-    harnessc approvals deny apr-… --reason "not now" --store … --spec S --as …
-    harnessc approvals edit apr-… --args '{"canary_percent": 5, …}' --reason … --store … --as …
-    harnessc approvals expire --store log.db
-    harnessc grants list --store log.db
-    harnessc grants revoke grt-… --reason "rotated" --store log.db --as …
+    harnessc approvals list --log log.db [--spec remediation.harness]
+    harnessc approvals show apr-… --log log.db
+    harnessc approvals approve apr-… --log log.db --spec S --as '{"user": "u-7", "role": "ops"}'
+    harnessc approvals deny apr-… --reason "not now" --log … --spec S --as …
+    harnessc approvals edit apr-… --args '{"canary_percent": 5, …}' --reason … --log … --as …
+    harnessc approvals expire --log log.db
+    harnessc grants list --log log.db
+    harnessc grants revoke grt-… --reason "rotated" --log log.db --as …
 
 The spec is needed where the runtime judges the call again (approve, deny, edit); listing
 without it shows no rule locations. Errors print `error[code]: message` (or `{"error": …}`
@@ -21,7 +21,10 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
+
+from .log_option import add_log_option
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 JUDGING = frozenset({"approve", "deny", "edit"})
@@ -62,9 +65,7 @@ def add_parsers(sub: Any, run_approvals: Any, run_grants: Any) -> None:
 
 
 def _common(action: Any, *, judging: bool, actor: bool | None = None) -> None:
-    action.add_argument(
-        "--store", required=True, metavar="URL", help="PATH, sqlite:///PATH or postgresql://…"
-    )
+    add_log_option(action)
     action.add_argument(
         "--spec",
         required=judging,
@@ -131,7 +132,7 @@ def _json(text: str, flag: str) -> Any:
 
 
 def _run(args: argparse.Namespace, act: Any, refuse: Callable[[str], str | None]) -> int:
-    """Open the store (`refuse`: why a `--store` is no log to open, or None) and run `act`."""
+    """Open the store (`refuse`: why a `--log` is no log to open, or None) and run `act`."""
     from harnessc.runtime import ApprovalError, Harness
     from harnessc.runtime.chain import StoreError
     from harnessc.runtime.model import Spec
@@ -146,7 +147,7 @@ def _run(args: argparse.Namespace, act: Any, refuse: Callable[[str], str | None]
     except _Usage as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return EXIT_USAGE
-    if (problem := refuse(args.store)) is not None:
+    if (problem := refuse(args.log)) is not None:
         sys.stderr.write(f"harnessc: {problem}\n")
         return EXIT_USAGE
     spec = load_spec(args.spec) if args.spec else Spec(name="operator", root_module="operator")
@@ -155,11 +156,11 @@ def _run(args: argparse.Namespace, act: Any, refuse: Callable[[str], str | None]
     try:
         # a listing or a look at one request reads the log only: opened read-only, it is never
         # upgraded, checkpointed or written, whatever the harness does
-        store = open_store(args.store, readonly=args.action in _READ_ONLY)
+        store = open_store(args.log, readonly=args.action in _READ_ONLY)
     except StoreError as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return EXIT_USAGE
-    with store:
+    with closing(store):
         try:
             out = act(Harness(spec, store=store), by)
         except (_Usage, StoreError) as error:  # StoreError: a log this version cannot read

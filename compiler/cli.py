@@ -4,7 +4,8 @@ Each command imports the stages it runs when it runs (the pipeline loads the par
 solver and the runtime's models), so `harnessc --version` and `--help` start at once.
 
 Exit codes: 0 clean, 1 the spec has errors (or `fmt --check` found files to reformat), 2 a usage
-or I/O problem (bad arguments, a missing or unreadable file).
+or I/O problem (bad arguments, a missing or unreadable file), 124 a command that runs the policy
+analysis ran out of its wall-clock limit (`HARNESSC_TIMEOUT`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,21 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from harnessc.dsl.codes import BY_SLUG, CODES
 from harnessc.dsl.diagnostics import Diagnostic, Severity, has_errors
-from harnessc.dsl.files import display_path, named_once, read_source, recording_reads
+from harnessc.dsl.files import (
+    confined,
+    display_path,
+    named_once,
+    project_root,
+    read_source,
+    recording_reads,
+    rooted_at,
+)
 from harnessc.dsl.render_formats import print_diagnostics
 
 from harnessc import __version__
 
 from .config import ConfigError, LintConfig, load_config
+from .log_option import Parser, add_log_option
 from .result_cache import Cached, ResultCache
 
 if TYPE_CHECKING:
@@ -50,7 +60,10 @@ def _cached(
 ) -> Cached:
     """`run` a check or lint, or answer it from the result cache when nothing the run would read
     has changed (compiler/result_cache.py); `options` is what else decides the result."""
-    cache = ResultCache(args.command, args.files, options)
+    # the project root decides which imports may be read: a `--root`, or a `harness.toml` added
+    # above a spec, changes the result without changing a file the run read
+    roots = [f"root={project_root(name)}" for name in args.files]
+    cache = ResultCache(args.command, args.files, [*options, *roots])
     use_cache = ResultCache.enabled(args.no_cache)
     if use_cache and (hit := cache.lookup()) is not None:
         return hit
@@ -151,6 +164,10 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     diagnostics: list[Diagnostic] = []
     changed: list[str] = []
     for name in args.files:
+        refused = confined(name, display_path(name))
+        if refused is not None:
+            diagnostics.append(refused)
+            continue
         source, problems = read_source(name, display_path(name))
         diagnostics.extend(problems)
         if source is None:
@@ -189,7 +206,8 @@ def cmd_debug(args: argparse.Namespace) -> int:
 
     if args.stage in ("model", "graph"):
         return _debug_checked(args)
-    source, problems = read_source(args.file, display_path(args.file))
+    refused = confined(args.file, display_path(args.file))
+    source, problems = (None, [refused]) if refused else read_source(args.file)
     if source is None:
         print_diagnostics(problems)
         return _exit_code(problems)
@@ -316,11 +334,11 @@ def cmd_workflow(args: argparse.Namespace) -> int:
     from harnessc.runtime.workflows import WorkflowError, Workflows, render_run
 
     # said before DBOS creates its database beside the file
-    if (problem := _not_a_log(args.store)) is not None:
+    if (problem := _not_a_log(args.log)) is not None:
         sys.stderr.write(f"harnessc: {problem}\n")
         return EXIT_USAGE
     try:
-        ops = Workflows.operator(args.store)
+        ops = Workflows.operator(args.log)
     except WorkflowError as error:
         sys.stderr.write(f"harnessc: {error.message}\n")
         return EXIT_USAGE
@@ -365,18 +383,18 @@ def cmd_log(args: argparse.Namespace) -> int:
     except (LogKeyError, CheckpointError) as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return EXIT_USAGE
-    if _missing(args.store):
-        sys.stderr.write(f"harnessc: no event log at `{args.store}`\n")
+    if _missing(args.log):
+        sys.stderr.write(f"harnessc: no event log at `{args.log}`\n")
         return EXIT_USAGE
     try:
-        store = open_store(args.store, key=key, readonly=True)
+        store = open_store(args.log, key=key, readonly=True)
     except StoreError as error:
-        if args.action == "head" or not _sqlite_file(args.store):
+        if args.action == "head" or not _sqlite_file(args.log):
             sys.stderr.write(f"harnessc: {error}\n")
             return EXIT_USAGE
         # a log file that cannot even be opened fails verification
         return _print_verification(Verification(False, 0, None, str(error)), args.format)
-    with store:
+    with contextlib.closing(store):
         if args.action == "head":
             try:
                 checkpoint = store.checkpoint()
@@ -397,7 +415,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def _sqlite_file(store: str) -> bool:
-    """Whether a `--store` names a SQLite file (`PATH` or `sqlite:///PATH`), not a server."""
+    """Whether a `--log` names a SQLite file (`PATH` or `sqlite:///PATH`), not a server."""
     return "://" not in store.removeprefix("sqlite:///")
 
 
@@ -444,7 +462,7 @@ def cmd_why(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="harnessc",
         description="Check, format and compile .harness specs that govern what AI agents may do.",
     )
@@ -549,9 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
     wf_cancel = actions.add_parser("cancel", help="cancel a run")
     wf_cancel.add_argument("id", metavar="ID")
     for action in (wf_list, wf_show, wf_decide, wf_cancel):
-        action.add_argument(
-            "--store", required=True, metavar="URL", help="sqlite:///PATH or postgresql://…"
-        )
+        add_log_option(action)
         action.add_argument("--format", choices=("human", "json"), default="human")
     workflow.set_defaults(run=cmd_workflow)
 
@@ -565,9 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     log_verify.add_argument("--format", choices=("human", "json"), default="human")
     for action in (log_head, log_verify):
-        action.add_argument(
-            "--store", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
-        )
+        add_log_option(action)
         action.add_argument(
             "--key-file",
             metavar="FILE",
@@ -576,9 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
     log_divergences = log_actions.add_parser(
         "divergences", help="the decisions a shadow spec would have taken otherwise"
     )
-    log_divergences.add_argument(
-        "--store", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
-    )
+    add_log_option(log_divergences)
     log_divergences.add_argument("--format", choices=("text", "json"), default="text")
     log_divergences.add_argument(
         "--first", type=int, default=20, metavar="N", help="decision ids listed per group"
@@ -601,6 +613,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp_discover.add_argument("--format", choices=("human", "json"), default="human")
     mcp_discover.add_argument("spec", nargs="?", metavar="SPEC", help="report drift against it")
+    mcp_discover.add_argument(
+        "--root", metavar="DIR", help="the project root of SPEC (see `check --root`)"
+    )
     mcp.set_defaults(run=cmd_mcp)
 
     init = sub.add_parser("init", help="write a starter spec, pre-commit hooks and a README")
@@ -627,7 +642,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on",
         choices=("widened", "changed", "never"),
         default="widened",
-        help="exit 1 when a call is newly allowed (default), on any change, or never",
+        help="exit 1 when a call is newly allowed, confirmed by the runtime (default; 3 when "
+        "only unconfirmed regions or undecided questions), on any change, or never",
     )
     diff.add_argument("-o", "--out", metavar="FILE", help="write the report to FILE")
     diff.set_defaults(run=cmd_diff)
@@ -635,9 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser(
         "replay", help="re-decide every recorded decision of an event log under a new spec"
     )
-    replay.add_argument(
-        "--log", required=True, metavar="STORE", help="PATH, sqlite:///PATH or postgresql://…"
-    )
+    add_log_option(replay)
     replay.add_argument(
         "--spec", required=True, metavar="SPEC", help="a .harness file or folder, or a spec.json"
     )
@@ -688,7 +702,7 @@ def build_parser() -> argparse.ArgumentParser:
     judged = why.add_mutually_exclusive_group()
     judged.add_argument("--agent", metavar="AGENT", help="judge under this agent's policy")
     judged.add_argument("--policy", metavar="POLICY", help="judge under this policy")
-    why.add_argument("--log", metavar="URL", help="an event log: explain a recorded decision")
+    add_log_option(why, required=False, help="an event log: explain a recorded decision")
     why.add_argument("--decision", metavar="ID", help="the recorded decision's id (dec-…)")
     why.add_argument("--format", choices=("text", "json"), default="text")
     why.set_defaults(run=cmd_why)
@@ -699,7 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     console_help = "serve the operations console: approvals, grants, sessions, workflow gates"
     console = sub.add_parser("console", help=console_help, description=console_help)
-    console.add_argument("--store", metavar="URL", help="sqlite:///PATH or postgresql://…")
+    add_log_option(console, required=False)
     console.add_argument("--spec", metavar="SPEC", help="a .harness file or folder, or spec JSON")
     console.add_argument("--host", default="127.0.0.1", help="address to listen on")
     console.add_argument("--port", type=int, default=8765)
@@ -714,7 +728,34 @@ def build_parser() -> argparse.ArgumentParser:
     from .approvals_cli import add_parsers as approvals_parsers
 
     approvals_parsers(sub, cmd_approvals, cmd_grants)
+    for command in ROOTED:
+        _choices(sub)[command].add_argument(
+            "--root",
+            metavar="DIR",
+            help="the project root: a spec reads no file outside it but the standard library "
+            "(default: the nearest folder above the spec with pyproject.toml or harness.toml)",
+        )
     return parser
+
+
+ROOTED = (
+    "check",
+    "lint",
+    "fmt",
+    "debug",
+    "build",
+    "test",
+    "diff",
+    "replay",
+    "why",
+    "lsp",
+    "console",
+)
+"""The commands that read specs, each with `--root` (`mcp discover` too)."""
+
+
+def _choices(action: Any) -> dict[str, argparse.ArgumentParser]:
+    return action.choices  # type: ignore[no-any-return]
 
 
 def cmd_approvals(args: argparse.Namespace) -> int:
@@ -744,7 +785,7 @@ def cmd_lsp(args: argparse.Namespace) -> int:
             f"(pip install 'harnessc[lsp]'): {error}\n"
         )
         return EXIT_USAGE
-    return serve()
+    return serve(args.root)
 
 
 def cmd_console(args: argparse.Namespace) -> int:
@@ -757,6 +798,53 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .review.replay import replay_main
 
     return replay_main(args)
+
+
+ANALYSING = frozenset({"check", "lint", "build", "test", "diff", "why"})
+"""Commands that run the policy analysis, and so have a wall-clock limit (`_Deadline`)."""
+
+
+class _Deadline:
+    """The wall-clock limit of a command (analysis/budget.py): when it runs out, the command is
+    aborted with `EXIT_TIMEOUT` and a message on standard error, whatever it is doing (a z3
+    question included: z3 runs without Python's lock). Never a finding: each question of the
+    analysis has a budget of z3's resource units, the same on every machine, and this limit is
+    only the outer bound of a command that would otherwise run on."""
+
+    def __init__(self, seconds: float) -> None:
+        import threading
+
+        self.seconds = seconds
+        self.timer = threading.Timer(seconds, self.abort)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def abort(self) -> None:
+        from .analysis.budget import EXIT_TIMEOUT, RLIMIT_VARIABLE, TIMEOUT_VARIABLE
+
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(
+                f"harnessc: aborted: the command did not finish within its wall-clock limit of "
+                f"{self.seconds:g} s ({TIMEOUT_VARIABLE}); nothing it found is reported.\n"
+                f"  The limit depends on the machine and its load, so it never decides a "
+                f"finding: each question of the policy analysis has a fixed budget "
+                f"({RLIMIT_VARIABLE}).\n"
+                f"  Raise it with {TIMEOUT_VARIABLE}=SECONDS (0 for none).\n"
+            )
+            sys.stderr.flush()
+        os._exit(EXIT_TIMEOUT)
+
+    def cancel(self) -> None:
+        self.timer.cancel()
+
+
+def _deadline(command: str) -> _Deadline | None:
+    if command not in ANALYSING:
+        return None
+    from .analysis.budget import command_timeout_s
+
+    seconds = command_timeout_s()
+    return _Deadline(seconds) if seconds else None
 
 
 QUICK_EXIT = frozenset({"check", "lint", "fmt", "explain"})
@@ -783,8 +871,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
+    root = getattr(args, "root", None)
+    if root is not None and not os.path.isdir(root):
+        sys.stderr.write(f"harnessc: --root `{root}` is not a folder\n")
+        return EXIT_USAGE
+    deadline = _deadline(args.command)
     try:
-        return int(args.run(args))
+        with rooted_at(root):
+            return int(args.run(args))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -801,3 +895,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print_diagnostics([internal])
         return EXIT_ERRORS
+    finally:
+        if deadline is not None:
+            deadline.cancel()

@@ -1,7 +1,8 @@
 """Load the module graph: every root, every module it imports (each once), in dependency order.
 
 Reports what is wrong with the imports themselves: unknown modules (H203), cycles (H204),
-two imports binding one name (H208), a header or an import out of place (H109, H112).
+two imports binding one name (H208), a header or an import out of place (H109, H112), and a file
+import that leaves the project root (H009: never read, so nothing of it is shown).
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from pathlib import Path
 from typing import Protocol
 
 from harnessc.dsl import syntax as s
+from harnessc.dsl.builder import too_many
 from harnessc.dsl.diagnostics import Diagnostic, Label, clipped, os_reason
+from harnessc.dsl.files import (
+    MAX_EXPRESSION_NODES,
+    MAX_RULES,
+    inside,
+    outside_root,
+    project_root,
+)
 from harnessc.dsl.source import Source, Span
 from harnessc.dsl.suggest import did_you_mean
 
@@ -76,6 +85,9 @@ class Module:
     rebound: set[str] = field(default_factory=set)
     """Names that a second import tried to bind again (H208): references through them may
     have meant either module, so a miss is not reported again."""
+    root: Path | None = None
+    """The project root its file imports stay inside (`files.project_root`): a root module's
+    own, an imported module's importer's, the standard library's folder for a `std.*` one."""
 
     @property
     def is_std(self) -> bool:
@@ -158,6 +170,11 @@ class _Loader:
         self.by_key: dict[str, Module] = {}
         self.diagnostics: list[Diagnostic] = []
         self.complete = True
+        self.rules = 0
+        self.nodes = 0
+        """The rules and expression nodes of the modules added so far (dsl/files.py's limits
+        hold for a whole spec: each file's parse counts its own)."""
+        self.over = False
 
     def report(self, diagnostic: Diagnostic) -> None:
         self.diagnostics.append(diagnostic)
@@ -171,6 +188,7 @@ class _Loader:
         is_root: bool,
         module_path: str | None,
         imported_at: Span | None = None,
+        root: Path | None = None,
     ) -> Module:
         key = os.path.realpath(loaded.path)
         existing = self.by_key.get(key)
@@ -186,7 +204,15 @@ class _Loader:
         # (`syntax.broken`) and only their names are missing
         broken = loaded.module is None
         name = source.path if source is not None else str(loaded.path)
+        if self.over_limit(syntax, name, imported_at):
+            # past a limit nothing more is checked: this module and every later one is set
+            # aside whole, and the names they would have declared are never reported unknown
+            everything = (s.Broken(None, None, span=syntax.span),)
+            syntax = s.Module((), broken=everything, span=syntax.span)
         module = Module(key, Path(loaded.path), name, source, syntax, module_path, is_root, broken)
+        if root is None:
+            root = Path(key).parent if module_path is not None else project_root(loaded.path)
+        module.root = root
         self.by_key[key] = module
         if broken:
             self.complete = False
@@ -194,6 +220,32 @@ class _Loader:
             # a root's own read and parse diagnostics are reported by the pipeline
             self.diagnostics.extend(_anchored(d, imported_at) for d in loaded.diagnostics)
         return module
+
+    def over_limit(self, syntax: s.Module, name: str, imported_at: Span | None) -> bool:
+        """Whether the spec, with this module, has crossed a limit (reported once)."""
+        if self.over:
+            return True
+        rules, nodes = syntax.sizes
+        self.rules += rules
+        self.nodes += nodes
+        if self.rules <= MAX_RULES and self.nodes <= MAX_EXPRESSION_NODES:
+            return False
+        self.over = True
+        self.complete = False
+        code, what, total = (
+            ("H010", "rules", self.rules)
+            if self.rules > MAX_RULES
+            else ("H011", "expression nodes", self.nodes)
+        )
+        limit = MAX_RULES if code == "H010" else MAX_EXPRESSION_NODES
+        diagnostic = too_many(
+            code,
+            f"the spec has more than {limit:,} {what}: `{clipped(name)}` brings it to {total:,}",
+            imported_at,
+            f"brings the spec to {total:,} {what}",
+        )
+        self.report(replace(diagnostic, path=name) if imported_at is None else diagnostic)
+        return True
 
     def load_std(self, module_path: str) -> Module:
         shown = std_display_name(module_path)
@@ -204,12 +256,12 @@ class _Loader:
             loaded = self.load_file(path, shown)
             return self.add(loaded, is_root=False, module_path=module_path)
 
-    def load_path(self, path: Path, shown: str, imported_at: Span) -> Module:
+    def load_path(self, path: Path, shown: str, imported_at: Span, root: Path | None) -> Module:
         key = os.path.realpath(path)
         if key in self.by_key:
             return self.by_key[key]
         loaded = self.load_file(path, shown)
-        return self.add(loaded, is_root=False, module_path=None, imported_at=imported_at)
+        return self.add(loaded, is_root=False, module_path=None, imported_at=imported_at, root=root)
 
     # -- one module's imports --------------------------------------------------------------
 
@@ -329,6 +381,8 @@ class _Loader:
             module.bindings.setdefault(node.target, binding)
 
     def resolve_import(self, module: Module, node: s.Import) -> Module | None:
+        if self.over:  # the spec is refused already: nothing more is read
+            return None
         if node.is_file:
             return self.resolve_file_import(module, node)
         target = node.target
@@ -368,6 +422,12 @@ class _Loader:
             self.unusable(node, "an import path cannot contain a NUL character")
             return None
         path = folder / node.target
+        # INVARIANT: before anything looks at the file, so nothing outside the project is read,
+        # nor is whether it exists told
+        if module.root is not None and not inside(path, module.root):
+            self.complete = False
+            self.report(outside_root(shown, module.root, node.target_span, "outside the project"))
+            return None
         try:
             # a path the file system refuses (too long, a file used as a folder, no permission
             # to look) is the spec's problem, reported at the import like a missing file
@@ -376,7 +436,7 @@ class _Loader:
             self.unusable(node, f"cannot open `{clipped(shown)}`: {os_reason(error)}")
             return None
         if is_file:
-            return self.load_path(path, shown, node.target_span)
+            return self.load_path(path, shown, node.target_span, module.root)
         if exists:
             what = "a folder" if is_dir else "not a regular file"
             self.unusable(node, f"`{shown}` is {what}", help="import a `.harness` file")
@@ -472,4 +532,11 @@ def load_modules(roots: Sequence[LoadedFileLike], load_file: LoadFile) -> Module
             loader.prepare(target)
             on_stack[target.key] = len(stack)
             stack.append((target, iter(target.imports)))
+    if loader.over:
+        # a spec past a limit is refused whole: no later stage sees any of its declarations,
+        # and none of the names they would have declared is reported unknown
+        for module in order:
+            span = module.syntax.span
+            everything = (s.Broken(None, None, span=span),)
+            module.syntax = s.Module((), broken=everything, span=span)
     return ModuleGraph(order, loader.diagnostics, loader.complete)

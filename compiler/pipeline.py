@@ -31,7 +31,7 @@ from harnessc.dsl.diagnostics import (
     os_reason,
     sort_diagnostics,
 )
-from harnessc.dsl.files import display_path, read_source
+from harnessc.dsl.files import confined, display_path, read_source
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
 from harnessc.dsl.syntax import Module
@@ -65,6 +65,15 @@ def load_file(path: str | Path, shown_as: str | None = None) -> LoadedFile:
         return LoadedFile(Path(path), None, None, tuple(diagnostics))
     parsed = parse_source(source)
     return LoadedFile(Path(path), source, parsed.module, parsed.diagnostics)
+
+
+def _load_named(path: str | Path, shown: str, load: Load) -> LoadedFile:
+    """A file named on the command line, unless it is a link out of its project (H009: not
+    read, so nothing of it is shown)."""
+    refused = confined(path, shown)
+    if refused is not None:
+        return LoadedFile(Path(path), None, None, (refused,))
+    return load(path, shown)
 
 
 @dataclass
@@ -145,7 +154,9 @@ def _stages(
     paths: list[str | Path], shown: list[str] | None = None, load: Load = load_file
 ) -> CheckResult:
     # `shown`: how to name the files (build: relative to the build root, not the cwd)
-    files = [load(p, shown[i] if shown else display_path(p)) for i, p in enumerate(paths)]
+    files = [
+        _load_named(p, shown[i] if shown else display_path(p), load) for i, p in enumerate(paths)
+    ]
     result = CheckResult(files, [d for f in files for d in f.diagnostics])
     # needs every root parsed, with errors or not: resolve loads imported modules through the
     # same load_file, and a name that a declaration skipped after a syntax error would have

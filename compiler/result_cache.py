@@ -8,7 +8,7 @@ a key made of everything that decides it besides the files' contents:
 - the command and its options (lint's selected and ignored codes, and the pyproject.toml they
   came from);
 - the files named, the working directory (diagnostics name files relative to it), the
-  `HARNESSC_*` environment variables (such as the analysis's time budget) and the Python
+  `HARNESSC_*` environment variables (such as the analysis's budget) and the Python
   version;
 - the compiler itself: the size and modification time of every file of the harnessc packages
   and of the libraries whose answers it reports (lark, pydantic, networkx, z3), so a new version
@@ -58,11 +58,14 @@ _PACKAGES = ("harnessc", "harnessc.dsl", "harnessc.compiler", "harnessc.runtime"
 _LIBRARIES = ("lark", "pydantic", "pydantic_core", "networkx", "z3")
 _CODE_SUFFIXES = (".py", ".lark", ".harness", ".j2", ".json", ".toml")
 MAX_ENTRIES = 1000
-NOT_STORED = frozenset({"H203", "L006"})
+_NOT_DECIDING = frozenset({"HARNESSC_NO_CACHE", "HARNESSC_TIMEOUT"})
+"""Switches that decide no result: whether to use the cache, and the wall-clock limit of a
+command (a command that runs out of it stores nothing)."""
+NOT_STORED = frozenset({"H203"})
 """A result holding one of these is never stored. H203 (an import that cannot be loaded) depends
 on files the run never read: the one that is missing, and the folder listing its "did you mean"
-hint draws on. L006 (a question the analysis did not decide in time) depends on the machine's
-speed and load: the next run asks again."""
+hint draws on. (L006, a question not decided within its budget, is stored like any finding:
+the budget is counted in z3's resource units, the same on every machine.)"""
 
 
 @cache
@@ -111,7 +114,7 @@ class ResultCache:
         switches = sorted(
             (name, value)
             for name, value in os.environ.items()
-            if name.startswith("HARNESSC_") and name != "HARNESSC_NO_CACHE"
+            if name.startswith("HARNESSC_") and name not in _NOT_DECIDING
         )
         cwd, fingerprint = os.getcwd(), compiler_fingerprint()
         key = json.dumps([FORMAT, command, list(options), list(files), cwd, switches, fingerprint])

@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from harnessc.dsl.files import display_path, named_once
+from harnessc.dsl.files import confined, display_path, named_once
 
 from .modules import LoadFile, load_modules
 
@@ -29,6 +29,9 @@ def file_roots(paths: Sequence[str | Path], load_file: LoadFile) -> list[str | P
         return list(named.values())
     reaches: dict[str, set[str]] = {}
     for key, path in named.items():
+        if confined(path) is not None:  # a link out of the project: its build reports it
+            reaches[key] = set()
+            continue
         graph = load_modules([load_file(Path(path), display_path(path))], load_file)
         reaches[key] = {m.key for m in graph.modules if m.key in named and m.key != key}
     position = {key: index for index, key in enumerate(named)}

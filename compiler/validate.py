@@ -884,10 +884,10 @@ class _Validator(SessionChecks):
                         self.emit(problems[0])
             return
         items = [r.item or ANY for r in rights if r.name in ("list", "set")]
-        item = join_types(items) if items else ANY
+        joined = join_types(items) if items else ANY
         problems = []
         for lt in options_of(left.ty):
-            for it in options_of(item):
+            for it in options_of(joined):
                 a = Operand(left.node, lt, left.span, left.text)
                 b = Operand(right.node, it, right.span, right.text)
                 found = equality_problem(a, b, node)

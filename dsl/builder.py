@@ -21,7 +21,7 @@ from lark import Lark, Tree
 
 from . import syntax as s
 from .diagnostics import Diagnostic
-from .files import cache_folder
+from .files import MAX_CONDITION_NODES, MAX_EXPRESSION_NODES, MAX_RULES, cache_folder
 from .lexer import Engine, ParseFailure, Tok
 from .source import Source, Span
 
@@ -42,6 +42,40 @@ def grammar_text() -> str:
     return resources.files("harnessc.dsl").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
 
 
+class Budget:
+    """What a parse has built so far against a spec's limits (dsl/files.py)."""
+
+    __slots__ = ("nodes", "rules")
+
+    def __init__(self) -> None:
+        self.rules = 0
+        self.nodes = 0
+
+
+class LimitCrossed(Exception):
+    """A limit of a spec crossed while parsing: the parse stops at once."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+_LIMIT_HELP = {
+    "H010": "split the policies into specs checked and built on their own, or merge rules that "
+    "differ only in a value into one rule over a list (`args.x in [...]`)",
+    "H011": "split the spec into specs checked and built on their own; a long chain of "
+    "`or`s over constants is one `in [...]` test",
+    "H012": "split the condition over several rules; a long chain of comparisons with "
+    "constants is one `in [...]` test",
+}
+
+
+def too_many(code: str, message: str, span: Span | None, label: str = "") -> Diagnostic:
+    """H010, H011, H012: a limit of a spec crossed at `span` (None: by the build as a whole,
+    named by its path)."""
+    return Diagnostic.make(code, message, span, label, help=_LIMIT_HELP[code])
+
+
 class _Builder:
     """Lark callbacks, one per rule or alias: children in, syntax node out.
 
@@ -53,6 +87,42 @@ class _Builder:
         self.source: Source = Source("<none>", "")
         self.diagnostics: list[Diagnostic] = []
         self.comments: list[Tok] = []
+        self.budget = Budget()
+
+    def _expr(self, node: Any) -> Any:
+        """Count an expression node against the spec's limit; stop the parse past it."""
+        budget = self.budget
+        budget.nodes += 1
+        if budget.nodes > MAX_EXPRESSION_NODES:
+            span = node.span
+            raise LimitCrossed(
+                too_many(
+                    "H011",
+                    f"the spec has more than {MAX_EXPRESSION_NODES:,} expression nodes",
+                    Span(span.source, span.start, min(span.end, span.start + 1)),
+                    f"expression node {budget.nodes:,} starts here",
+                )
+            )
+        return node
+
+    def _condition(self, cond: Any) -> Any:
+        """Refuse a condition of more than `MAX_CONDITION_NODES` expression nodes. Only one
+        whose text is that long can be (every node takes at least a character) is counted: a
+        walk over a few conditions, at most, of a whole spec."""
+        span = getattr(cond, "span", None)
+        if span is None or span.end - span.start <= MAX_CONDITION_NODES:
+            return cond
+        size = s.expression_size(cond)
+        if size > MAX_CONDITION_NODES:
+            raise LimitCrossed(
+                too_many(
+                    "H012",
+                    f"a condition has more than {MAX_CONDITION_NODES:,} expression nodes",
+                    Span(span.source, span.start, min(span.end, span.start + 1)),
+                    f"this condition has {size:,}",
+                )
+            )
+        return cond
 
     def on_comment(self, tok: Tok) -> None:
         self.comments.append(tok)
@@ -94,13 +164,13 @@ class _Builder:
         # INVARIANT: the length test comes first, so a number of any length is never converted
         if len(text.lstrip("-").lstrip("0")) > len(str(MAX_INT)) or abs(int(text)) > MAX_INT:
             self._too_large(span, "integer", f"integers are 64-bit: at most `{MAX_INT}`")
-            return s.Int(0, span=span)
-        return s.Int(int(text), span=span)
+            return self._expr(s.Int(0, span=span))
+        return self._expr(s.Int(int(text), span=span))
 
     def _float(self, tok: Tok, span: Span) -> s.Float:
         if math.isinf(float(str(tok))):
             self._too_large(span, "number", "numbers are 64-bit floating point: at most `1.7e308`")
-        return s.Float(str(tok), span=span)
+        return self._expr(s.Float(str(tok), span=span))
 
     def _too_large(self, span: Span, what: str, help: str) -> None:
         text = span.text
@@ -112,7 +182,7 @@ class _Builder:
         )
 
     def _duration(self, tok: Tok) -> s.Duration:
-        node = s.Duration(str(tok), span=self._tok_span(tok))
+        node = self._expr(s.Duration(str(tok), span=self._tok_span(tok)))
         units = s.DURATION_PART.findall(str(tok))
         sizes = [s.DURATION_UNITS[unit] for _number, unit in units]
         digits = max(len(number.lstrip("0")) for number, _unit in units)
@@ -246,10 +316,10 @@ class _Builder:
         return c[0]
 
     def requires(self, c):
-        return s.Requires(c[1], span=self._span(c))
+        return s.Requires(self._condition(c[1]), span=self._span(c))
 
     def on_success(self, c):
-        value = s.Path(str(c[2]), span=self._tok_span(c[2]))
+        value = self._expr(s.Path(str(c[2]), span=self._tok_span(c[2])))
         return s.OnSuccess(value, self._name(c[4]), span=self._span(c))
 
     def schema_attr(self, c):
@@ -342,6 +412,18 @@ class _Builder:
         return s.Include(self._name(c[1]), span=self._span(c))
 
     def rule(self, c):
+        budget = self.budget
+        budget.rules += 1
+        if budget.rules > MAX_RULES:
+            start = c[0].start_pos
+            raise LimitCrossed(
+                too_many(
+                    "H010",
+                    f"the spec has more than {MAX_RULES:,} rules",
+                    Span(self.source, start, start + len(str(c[0]))),
+                    f"rule {budget.rules:,} starts here",
+                )
+            )
         label = None
         i = 0
         if c[0].type == "KEY":
@@ -356,7 +438,7 @@ class _Builder:
             child = c[j]
             if isinstance(child, Tok):
                 if child.type == "WHEN":
-                    when = c[j + 1]
+                    when = self._condition(c[j + 1])
                     j += 2
                     continue
             elif isinstance(child, tuple):
@@ -394,7 +476,7 @@ class _Builder:
 
     def grant_scope(self, c):
         selector = c[1] if len(c) > 1 else None
-        when = c[3] if len(c) > 3 else None
+        when = self._condition(c[3]) if len(c) > 3 else None
         return (str(c[0]), selector, when)
 
     def risk_table(self, c):
@@ -407,19 +489,19 @@ class _Builder:
     # -- conditions and values -------------------------------------------------------------
 
     def or_(self, c):
-        return s.Or(self._nodes(c), span=self._span(c))
+        return self._expr(s.Or(self._nodes(c), span=self._span(c)))
 
     def and_(self, c):
-        return s.And(self._nodes(c), span=self._span(c))
+        return self._expr(s.And(self._nodes(c), span=self._span(c)))
 
     def not_(self, c):
-        return s.Not(c[1], span=self._span(c))
+        return self._expr(s.Not(c[1], span=self._span(c)))
 
     def paren(self, c):
         return c[1]
 
     def compare(self, c):
-        return s.Compare(c[0], str(c[1]), c[2], span=self._span(c))
+        return self._expr(s.Compare(c[0], str(c[1]), c[2], span=self._span(c)))
 
     def compare_op(self, c):
         return c[0]
@@ -434,23 +516,25 @@ class _Builder:
         return self._duration(c[0])
 
     def true(self, c):
-        return s.Bool(True, span=self._span(c))
+        return self._expr(s.Bool(True, span=self._span(c)))
 
     def false(self, c):
-        return s.Bool(False, span=self._span(c))
+        return self._expr(s.Bool(False, span=self._span(c)))
 
     def path(self, c):
-        return s.Path(str(c[0]), span=self._span(c))
+        return self._expr(s.Path(str(c[0]), span=self._span(c)))
 
     def provenance(self, c):
         only = isinstance(c[-1], Tok) and c[-1].type == "ONLY"
         if str(c[2]) == "label" and len(c) > 3 + only:
             source = self._name(c[2])
-            return s.Provenance(c[0], source, self._name(c[3]), only, span=self._span(c))
-        return s.Provenance(c[0], self._name(c[2]), None, only, span=self._span(c))
+            return self._expr(
+                s.Provenance(c[0], source, self._name(c[3]), only, span=self._span(c))
+            )
+        return self._expr(s.Provenance(c[0], self._name(c[2]), None, only, span=self._span(c)))
 
     def quantified(self, c):
-        return s.Quantified(str(c[0]), self._name(c[1]), c[3], c[5], span=self._span(c))
+        return self._expr(s.Quantified(str(c[0]), self._name(c[1]), c[3], c[5], span=self._span(c)))
 
     def func_call(self, c):
         args = []
@@ -467,7 +551,9 @@ class _Builder:
                     when = child.value
             elif child is not None and not isinstance(child, Tok):
                 args.append(child)
-        return s.FuncCall(self._name(c[0]), tuple(args), of, window, when, span=self._span(c))
+        return self._expr(
+            s.FuncCall(self._name(c[0]), tuple(args), of, window, when, span=self._span(c))
+        )
 
     def call_pattern(self, c):
         return self.pattern(c)
@@ -482,13 +568,13 @@ class _Builder:
         return _CallPart("when", c[1], self._span(c))
 
     def list_(self, c):
-        return s.ListLit(self._nodes(c), span=self._span(c))
+        return self._expr(s.ListLit(self._nodes(c), span=self._span(c)))
 
     def record(self, c):
-        return s.Record(self._nodes(c), span=self._span(c))
+        return self._expr(s.Record(self._nodes(c), span=self._span(c)))
 
     def entry(self, c):
-        return s.Entry(self._name(c[0]), c[2], span=self._span(c))
+        return self._expr(s.Entry(self._name(c[0]), c[2], span=self._span(c)))
 
     def string(self, c):
         return s.Str(tuple(self._decode(tok) for tok in c), span=self._span(c))
@@ -586,13 +672,13 @@ class _Builder:
         return s.DecideAction(c[1], span=self._span(c))
 
     def gate_action(self, c):
-        return s.GateAction(c[1], span=self._span(c))
+        return s.GateAction(self._condition(c[1]), span=self._span(c))
 
     def after(self, c):
         return _Tail("after", self._values(c[1:]), self._span(c))
 
     def when(self, c):
-        return _Tail("when", c[1], self._span(c))
+        return _Tail("when", self._condition(c[1]), self._span(c))
 
     def compensation(self, c):
         return _Tail("compensation", True, self._span(c))
@@ -807,14 +893,19 @@ class Chunk:
     comments: list[Tok]
     diagnostics: list[Diagnostic]
     failure: ParseFailure | None
+    limit: Diagnostic | None = None
+    """A limit of the spec crossed (dsl/files.py): the parse stopped there, the rest unread."""
 
 
-def parse_chunk(source: Source, pos: int = 0) -> Chunk:
-    """Parse ``source`` from offset ``pos``; never raises for bad input."""
+def parse_chunk(source: Source, pos: int = 0, budget: Budget | None = None) -> Chunk:
+    """Parse ``source`` from offset ``pos``; never raises for bad input. ``budget``: what the
+    chunks before this one built (a spec's limits count over the whole file)."""
     p = _parser()
+    limit = None
     with p.lock:
         builder = p.builder
         builder.source = source
+        builder.budget = budget if budget is not None else Budget()
         builder.diagnostics = []
         builder.comments = []
         failure = None
@@ -828,12 +919,14 @@ def parse_chunk(source: Source, pos: int = 0) -> Chunk:
         except ParseFailure as error:
             failure = error
             items = builder.partial_items(error.value_stack)
+        except LimitCrossed as crossed:
+            limit = crossed.diagnostic
         finally:
             if gc_was_enabled:
                 gc.enable()
             comments, extra = builder.comments, builder.diagnostics
             builder.comments, builder.diagnostics = [], []
-    return Chunk(items, comments, extra, failure)
+    return Chunk(items, comments, extra, failure, limit)
 
 
 def debug_tokens(source: Source) -> list[Tok]:

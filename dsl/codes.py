@@ -2,6 +2,9 @@
 
 Codes are numbered by stage: H0 files, H1 syntax, H2 names and modules, H3 validation,
 H4 graphs, H5 build, H6 spec tests, H9 internal ("this is a bug in harnessc"); L for lints.
+Every code any stage or lint rule can print is here, so `explain`, `--select`/`--ignore`,
+`# harnessc: ignore[…]` and every output format know it without loading the stage that prints
+it (a lint rule in compiler/lints/ names its code and adds only its check and examples).
 """
 
 from __future__ import annotations
@@ -84,6 +87,54 @@ _CODES = [
         "names the path and carries the system's reason. Each file is replaced whole, so one "
         "that was written is complete; run the build again once the cause is gone.",
     ),
+    Code(
+        "H009",
+        "outside-project-root",
+        "error",
+        "a spec reads a file outside its project root",
+        "A spec is untrusted input (it is checked in CI on pull requests), so the compiler reads "
+        "only files inside the spec's project root and the standard library's `std.*` modules. "
+        "The project root is the folder given by `--root`, else the nearest folder at or above "
+        "the spec's with a `pyproject.toml` or a `harness.toml`, else the spec's own folder. An "
+        "import that leaves it (`..` past the root, an absolute path elsewhere, a link that "
+        "resolves elsewhere), or a spec named on the command line that is a link to a file "
+        "elsewhere, is refused without being read: the diagnostic names the path and never "
+        "shows what the file holds. Move the file into the project, add a `harness.toml` to a "
+        "folder that holds both, or pass `--root`.",
+    ),
+    Code(
+        "H010",
+        "too-many-rules",
+        "error",
+        "a spec has more than 50,000 rules",
+        "A spec — a root file and every module it imports — may hold at most 50,000 rules, so "
+        "that no input keeps the compiler (and a CI job that checks pull requests) busy for "
+        "long: the parse stops at the first rule past the limit and the diagnostic points at "
+        "it, before any later stage runs. Split the policies into specs checked and built on "
+        "their own, or merge rules that differ only in a value into one rule over a list.",
+    ),
+    Code(
+        "H011",
+        "too-many-expression-nodes",
+        "error",
+        "a spec has more than 100,000 expression nodes",
+        "A spec — a root file and every module it imports — may hold at most 100,000 expression "
+        "nodes: operators (`and`, `or`, `not`), comparisons, references such as `args.path`, "
+        "calls, quantifiers, provenance tests, lists, records and their entries, numbers, "
+        "durations and booleans (strings are not counted). The parse stops at the first node "
+        "past the limit and the diagnostic points at it, before any later stage runs.",
+    ),
+    Code(
+        "H012",
+        "condition-too-large",
+        "error",
+        "a condition has more than 10,000 expression nodes",
+        "One condition — a rule's `when`, a grant's, a tool's `requires`, a workflow step's "
+        "`when` or `gate` — may hold at most 10,000 expression nodes (as counted for H011): "
+        "the policy analysis reasons about each condition as a whole. A long chain of "
+        "comparisons with constants is one `in [...]` test; otherwise split the condition over "
+        "several rules.",
+    ),
     # H1 — syntax
     Code(
         "H101",
@@ -144,7 +195,8 @@ _CODES = [
         "nesting-too-deep",
         "error",
         "brackets, `not`s or quantifiers nest too deeply",
-        "Brackets (conditions, lists, records, schemas) may nest at most 64 levels deep, and so "
+        "Brackets (conditions, lists, records, schemas, and the angle brackets of `list<…>` "
+        "and `map<…>` types) may nest at most 64 levels deep, and so "
         "may `not`s and quantifiers (`all x in …:`, `any x in …:`) inside a condition, which "
         "nest without brackets: `not not x` is two levels.",
     ),
@@ -717,6 +769,260 @@ _CODES = [
         "This is a bug in harnessc, not in your spec. Please report it with the spec that "
         "triggered it.",
     ),
+    # L0 — lints over a checked spec (compiler/lints/: each rule's check and its examples)
+    Code(
+        "L001",
+        "never-wins",
+        "warning",
+        "a policy rule can never decide a call",
+        "A rule decides a call only when it is the first matching rule of the strongest matching "
+        "effect (DENY beats ASK beats ALLOW). This rule is always beaten: every call it matches is "
+        "also matched by a stronger rule, or by an earlier rule of the same effect, which the "
+        "warning names. Its options (approver, reason) are never used, and whoever reads the "
+        "policy is misled. Remove it or narrow the rule that beats it; moving it helps only "
+        "against an earlier rule of the same effect, since a stronger effect wins in any order.",
+    ),
+    Code(
+        "L002",
+        "unsatisfiable-condition",
+        "warning",
+        "a rule's condition can never be true",
+        "No call satisfies the condition, so the rule never matches: usually `and` where `or` was "
+        "meant, or two comparisons of one value with different constants. A DENY or ASK that never "
+        "matches protects nothing.",
+    ),
+    Code(
+        "L003",
+        "opposite-effects",
+        "warning",
+        "two rules with the same scope have opposite effects",
+        "Two rules select the same calls under equivalent conditions, one allowing and one denying "
+        "or asking. The stronger effect always wins, so the weaker rule is dead and the policy "
+        "says two things at once. Keep the one you mean. (An ALLOW with a narrower DENY or ASK "
+        "inside it is the normal shape of a policy and is not reported.)",
+    ),
+    Code(
+        "L004",
+        "absent-value-fails-open",
+        "warning",
+        "a DENY or ASK reads a value that may be absent, without a `has` guard",
+        "Reading a value that is not there (an optional argument not given, a fact the application "
+        "did not supply) makes a comparison false, `!=` included. So a DENY or ASK whose condition "
+        "needs the value fails open: the call is not denied, not asked. Test presence with `has` "
+        "and write the condition so that an absent value denies (`not actor.tenant == "
+        "resource.tenant` rather than `resource.tenant != actor.tenant`).",
+    ),
+    Code(
+        "L005",
+        "default-allow",
+        "warning",
+        "a policy allows every call no rule matches",
+        "`default allow` turns every tool added later, and every call no rule foresaw, into an "
+        "allowed call. Use `default deny`, `default ask { approver … }` or a risk table such as "
+        "`std.risk.defaults`, and allow what is meant with rules.",
+    ),
+    Code(
+        "L006",
+        "undecided",
+        "note",
+        "the policy analysis did not decide a question about a rule within its budget",
+        "Each question the policy analysis asks z3 about a rule (can it decide a call, does it "
+        "match any, does it fail open when a value is absent) has a budget of z3's resource "
+        "units: 5,000,000, or `HARNESSC_QUERY_RLIMIT` (0 for none). z3 counts the same units for "
+        "the same question on every machine and under any load, so a question is decided, or "
+        "not, alike everywhere. A question not decided within its budget is neither taken as a "
+        "yes nor as a no: the rule gets this note, and the warnings that would rest on the answer "
+        "(L001, L002, L004) are not reported for it. Long regular expressions, or many text "
+        "conditions on one value, are what usually make a question costly; simplify the "
+        "condition or raise the budget.",
+    ),
+    Code(
+        "L010",
+        "ask-on-read-only",
+        "warning",
+        "an `ask` without a condition on a read-only, low-risk tool",
+        "Asking a person to approve every call of a tool that only reads and is low risk teaches "
+        "people to click yes without reading, and then the approvals that matter are clicked "
+        "through too. Allow such a tool (the usual risk table already allows low risk), or ask "
+        "only when a condition makes the call sensitive.",
+    ),
+    Code(
+        "L011",
+        "high-risk-allowed-unconditionally",
+        "warning",
+        "an `allow` without a condition selects a high- or critical-risk tool",
+        "A high- or critical-risk tool sends, publishes, pays, deletes or changes production. An "
+        "ALLOW with no `when` lets every call of it run, whatever its arguments, without a person "
+        "seeing it. Narrow the rule with a condition on the arguments or the actor, or `ask`.",
+    ),
+    Code(
+        "L012",
+        "wildcard-allow",
+        "warning",
+        "an `allow` selects tools by `*` or a glob",
+        "An ALLOW written with `*`, a glob (`change.*`) or a module glob (`std.github.*`) also "
+        "allows every tool that is added later under that name, without anyone deciding so. Name "
+        "the tools the rule is meant for; write wildcards in DENY and ASK rules, where growing the "
+        "match is the safe direction.",
+    ),
+    Code(
+        "L013",
+        "missing-summary",
+        "warning",
+        "a tool has no `summary`",
+        "The summary is what a planner reads to choose a tool, what ranking embeds when more tools "
+        "are public than a surface's `limit`, and what traces and generated docs show. A tool "
+        "without one is chosen by its name alone.",
+    ),
+    Code(
+        "L014",
+        "missing-use-when",
+        "note",
+        "a tool a planner can see has no `use_when`",
+        "`use_when` tells a planner when to pick a tool rather than its neighbours, and ranking "
+        "reads it with the summary. Public, dynamic and MCP tools are the ones a planner sees; "
+        "legacy, primitive and skill-private tools are not reported.",
+    ),
+    Code(
+        "L015",
+        "unused-connection",
+        "warning",
+        "a connection or runtime is declared and never used",
+        "A `connection` or `runtime` is a fact the application must supply at run time. One that "
+        "no `requires`, condition or `provided_by` reads is work for the application with no "
+        "effect: usually a tool that should `requires connected(…)` it and does not, so the tool "
+        "stays available when the connection is gone.",
+    ),
+    Code(
+        "L016",
+        "unused-fact",
+        "warning",
+        "a fact is declared and never read",
+        "A `fact` is a value the application supplies at run time for availability and policy. One "
+        "that no `requires`, condition or gate reads is either left over or a check that was meant "
+        "and never written.",
+    ),
+    Code(
+        "L017",
+        "surface-over-limit-without-rank",
+        "warning",
+        "a surface can have more public tools than its `limit` and has no `rank` block",
+        "When more tools are public and available than a surface's `limit`, ranking decides which "
+        "ones the planner sees in a turn (language.md §5). Without a `rank` block that choice is "
+        "made by defaults nobody reviewed. Write the `rank` block (recall, rerank, preferences), "
+        "raise the `limit`, or expose fewer tools. Ranking serves the context budget only; it is "
+        "never a permission.",
+    ),
+    Code(
+        "L018",
+        "near-duplicate-description",
+        "warning",
+        "two tools have nearly the same `summary` and `use_when`",
+        "A planner, and the ranking that picks which tools it sees, tell tools apart by their "
+        "descriptions. When two tools share 80% or more of the words of their `summary` and "
+        "`use_when`, the planner picks between them at random. Say what sets each apart, and point "
+        "from one to the other with `not_for`.",
+    ),
+    Code(
+        "L019",
+        "self-approval-of-high-risk",
+        "warning",
+        "an `ask` lets the requester approve their own high- or critical-risk call",
+        "Separation of duties: the person who asks for a high- or critical-risk call (a payment, a "
+        "production deploy, a deletion) should not be the one who approves it, so one stolen "
+        "account or one mistaken person cannot both start and authorise it. That is the default at "
+        "risk `high` and above; `self_approval allow` turns it off. Keep it off only where one "
+        "person really is the only approver, and say why with a suppression comment. An ASK whose "
+        'only approver is `role "user"` is not reported: it asks the person the agent acts for '
+        "to confirm the agent's call, and that person is the requester by design.",
+    ),
+    Code(
+        "L020",
+        "label-never-produced",
+        "warning",
+        "a `seen(L)` or `from label L` that no tool's result can carry",
+        "A data label reaches a session only with the result of a tool that declares it: `labels "
+        "L` on the tool, or `label L` on one of its output fields. When no tool does, `seen(L)` "
+        "and `from label L` never hold, and the rule that tests them never fires (a DENY of leaked "
+        "secrets that guards nothing). Declare the label on the tools whose results carry that "
+        "data.",
+    ),
+    Code(
+        "L021",
+        "nothing-trusted",
+        "warning",
+        "a `from trusted` in a spec where nothing is trusted",
+        "Every tool's results are untrusted unless the tool says `trust trusted` (or an output "
+        "field says `trusted`), and facts are trusted. In a spec with no trusted tool and no fact, "
+        "`from trusted` only ever holds for the spec's own constants and a workflow's input: an "
+        "ALLOW that waits for a trusted value allows almost nothing, and a DENY of untrusted data "
+        "written as `not … from trusted` refuses almost everything. Mark the systems of record "
+        "`trust trusted`.",
+    ),
+    Code(
+        "L022",
+        "made-up-value-passes",
+        "warning",
+        "a DENY or ASK of `from untrusted only` lets a made-up value through",
+        "`args.x from untrusted only` holds when the value appeared in untrusted data and nowhere "
+        "else. A value that appeared nowhere (the model made it up, or rewrote the injected one: "
+        "changed a digit, dropped a space) is not from untrusted data at all, so the DENY does not "
+        "fire for it. When the policy has no rule for `from nowhere` on the same value, the "
+        "attacker's easiest move gets through. Test both: `args.x from untrusted only or args.x "
+        "from nowhere`.",
+    ),
+    Code(
+        "L023",
+        "history-of-uncallable-tools",
+        "warning",
+        "a history term whose tools no agent can call",
+        "`called`, `succeeded`, `count` and `sum` look at earlier calls of the tools they select. "
+        "When the selected tools are on no agent's surface, in no skill and in no workflow, no "
+        "session ever makes such a call: the term is always false or zero and the rule does not do "
+        "what it says. Select the tools the agents call.",
+    ),
+    Code(
+        "L024",
+        "delegation-widens",
+        "warning",
+        "a delegated agent may run calls its planner's policy denies or asks about",
+        "A planner delegates work to a child agent, whose calls are judged by the child's own "
+        "policy. The delegation ceiling: on every tool of the child's surface, the child's policy "
+        "decides no call less strictly than the planner's — nothing the planner's policy denies is "
+        "asked or allowed for the child, nothing it asks about is allowed. The compiler compares "
+        "the two policies over the child's tools (the same exact analysis as `harnessc diff`) and "
+        "reports each rule of the child that decides a call less strictly, with such a call. A "
+        "child may be meant to do more: grant it explicitly with `# harnessc: ignore[L024] why` on "
+        "the child's rule. Skills need no such check: a skill's calls are judged by the parent's "
+        "policy and the skill's profile together, the strictest winning.",
+    ),
+    Code(
+        "L025",
+        "selector-never-wins",
+        "warning",
+        "a selector of a rule never decides a call",
+        "A rule that names several selectors may decide calls of some of their tools and never of "
+        "others: under one selector every call it matches is decided by other rules — a stronger "
+        "effect (an `ask` of every MCP call beats an `allow` of one MCP tool), or an earlier rule "
+        "of the same effect. The rule as a whole wins somewhere, so L001 says nothing; the "
+        "selector still misleads whoever reads it. Remove the selector, or change the rules that "
+        "beat it.",
+    ),
+    Code(
+        "L026",
+        "path-compared-as-text",
+        "warning",
+        "a path-like literal is compared as text with a `string` argument",
+        "`startswith`, `endswith`, `==` and `!=` compare a `string` argument as text: "
+        '`args.file startswith "/repo/secret"` misses `/repo/sub/../secret` and '
+        "`/repo//secret`, which name the same file, so a `deny` on it can be walked around. A "
+        "literal that looks like a path (it starts with `/`, `./`, `../` or `~/`, or holds "
+        "`/../`) compared with a `string` argument is flagged. Declare the argument as `path`: "
+        "its value is normalized (`.` and `..` resolved, repeated slashes joined) before any "
+        "condition reads it, and `within` tests containment by whole segments. Neither "
+        "resolves symbolic links: the executor that opens the file must still check where it "
+        "leads.",
+    ),
     # L1 — lints about workflows
     Code(
         "L101",
@@ -735,14 +1041,3 @@ BY_SLUG: dict[str, Code] = {c.slug: c for c in _CODES}
 
 def lookup(code: str) -> Code:
     return CODES[code]
-
-
-def register(code: Code) -> Code:
-    """Add a code defined elsewhere (a lint rule's `Lxxx`); registering the same code again with
-    the same metadata is a no-op, so a module may be reloaded."""
-    known = CODES.get(code.code)
-    if known is not None and known != code:
-        raise ValueError(f"diagnostic code {code.code} is already registered")
-    CODES[code.code] = code
-    BY_SLUG[code.slug] = code
-    return code

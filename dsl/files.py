@@ -8,11 +8,30 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TypeVar
 
 from .diagnostics import Diagnostic, clipped, os_reason
 from .source import Source, Span
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
+"""The limits of a spec, each refused with a diagnostic as soon as it is crossed (while the
+file is read or parsed, before any later stage runs), so that no input can keep the compiler
+busy: a file of at most 8 MiB (H005); a spec (a root and its imports) of at most `MAX_RULES`
+rules (H010) and `MAX_EXPRESSION_NODES` expression nodes (H011); a condition of at most
+`MAX_CONDITION_NODES` (H012); brackets, `not`s and quantifiers nested at most 64 deep
+(H108, `recovery.MAX_NESTING`)."""
+MAX_RULES = 50_000
+MAX_EXPRESSION_NODES = 100_000
+"""Operators (`and`, `or`, `not`), comparisons, references (`args.x`), calls, quantifiers,
+provenance tests, lists, records and their entries, numbers, durations and booleans; strings
+are not counted (every description is one)."""
+MAX_CONDITION_NODES = 10_000
+"""Expression nodes in one condition: a rule's, a grant's, a `requires`, a step's `when`."""
+
+PROJECT_MARKERS = ("pyproject.toml", "harness.toml")
+"""The files that mark a project's root folder: a spec's imports stay inside it."""
+
+_ROOT: ContextVar[Path | None] = ContextVar("harnessc_root", default=None)
 
 FileState = tuple[str, str]
 """A file as a run saw it: its absolute path and the SHA-256 of its bytes, or the code of the
@@ -36,11 +55,88 @@ def recording_reads() -> Iterator[list[FileState]]:
         _READS.reset(token)
 
 
-def named_once(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+_Named = TypeVar("_Named", bound=str | os.PathLike[str])
+
+
+@contextmanager
+def rooted_at(root: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Confine every spec read until the block ends to `root` (`--root`), whatever project
+    folder each spec is in; None keeps each spec's own project root (`project_root`)."""
+    token = _ROOT.set(Path(os.path.abspath(root)) if root is not None else None)
+    try:
+        yield
+    finally:
+        _ROOT.reset(token)
+
+
+def given_root() -> Path | None:
+    """The folder `rooted_at` set (`--root`), or None."""
+    return _ROOT.get()
+
+
+def project_root(spec: str | os.PathLike[str]) -> Path:
+    """The folder a spec's imports stay inside: the folder given by `--root` (`rooted_at`),
+    else the nearest folder at or above the spec's that holds a `pyproject.toml` or a
+    `harness.toml`, else the spec's own folder. The spec's folder is taken as named, links not
+    followed: a spec that is a link to a file elsewhere is still judged by where it was named.
+    """
+    given = _ROOT.get()
+    if given is not None:
+        return given
+    folder = Path(os.path.abspath(spec)).parent
+    for candidate in (folder, *folder.parents):
+        for marker in PROJECT_MARKERS:
+            try:
+                if (candidate / marker).is_file():
+                    return candidate
+            except OSError:  # a folder we may not look into marks nothing
+                continue
+    return folder
+
+
+def inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
+    """Whether `path`, every link in it followed, is `root` or under it (also followed)."""
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    try:
+        return os.path.commonpath([real, base]) == base
+    except ValueError:  # another drive
+        return False
+
+
+def outside_root(
+    shown: str, root: str | os.PathLike[str], span: Span | None = None, label: str | None = None
+) -> Diagnostic:
+    """H009 for a file outside the project root: names the path, never reads the file."""
+    where = display_path(root) or "."
+    return Diagnostic.make(
+        "H009",
+        f"`{clipped(shown)}` is outside the project root `{clipped(where)}`",
+        span,
+        label or "outside the project",
+        path=None if span is not None else shown,
+        notes=[
+            "a spec reads files only inside its project root (the nearest folder above it with "
+            "a `pyproject.toml` or `harness.toml`) and the standard library's `std.*` modules"
+        ],
+        help="move the file into the project, or name a wider root with `--root`",
+    )
+
+
+def confined(path: str | os.PathLike[str], shown: str | None = None) -> Diagnostic | None:
+    """H009 when a spec named on the command line resolves outside its project root (a link
+    to a file elsewhere), else None."""
+    root = project_root(path)
+    if inside(path, root):
+        return None
+    return outside_root(shown or display_path(path), root)
+
+
+def named_once(paths: Sequence[_Named]) -> list[_Named]:
     """The files named, in command-line order, each once however it is spelt."""
-    seen: dict[str, str | os.PathLike[str]] = {}
+    seen: dict[str, _Named] = {}
     for path in paths:
-        seen.setdefault(os.path.realpath(path), path)
+        spelt: str | os.PathLike[str] = path
+        seen.setdefault(os.path.realpath(spelt), path)
     return list(seen.values())
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import syntax as s
-from .builder import parse_chunk
+from .builder import Budget, parse_chunk
 from .diagnostics import Diagnostic
 from .lexer import Tok
 from .recovery import (
@@ -57,9 +57,14 @@ def parse_source(source: Source) -> ParseResult:
     diagnostics: list[Diagnostic] = []
     broken: list[s.Broken] = []
     starts = [m.start() for m in DECL_START.finditer(text)]
+    budget = Budget()
     pos = 0
     while True:
-        chunk = parse_chunk(source, pos)
+        chunk = parse_chunk(source, pos, budget)
+        if chunk.limit is not None:
+            # past a limit nothing more is read or checked: the whole file is set aside
+            everything = (s.Broken(None, None, span=empty_span),)
+            return ParseResult(s.Module((), broken=everything, span=empty_span), (chunk.limit,))
         items.extend(chunk.items)
         comments.extend(chunk.comments)
         diagnostics.extend(chunk.diagnostics)
@@ -95,6 +100,7 @@ def parse_source(source: Source) -> ParseResult:
         tuple(items),  # type: ignore[arg-type]
         tuple(s.Comment(str(t), span=Span(source, t.start_pos, t.end_pos)) for t in comments),
         tuple(broken),
+        (budget.rules, budget.nodes),
         span=empty_span,
     )
     return ParseResult(module, tuple(diagnostics))

@@ -44,7 +44,9 @@ TOP_LEVEL = [
     "test",
 ]
 DECL_START = re.compile(r"^(?:" + "|".join(TOP_LEVEL) + r")\b", re.M)
-_BRACKETS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\](){}]')
+_BRACKETS = re.compile(
+    r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\](){}]|(?<![.\w])(?:list|map)\s*<|>'
+)
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 
 # Terminals that are not written literally, in the words a user would use.
@@ -148,10 +150,21 @@ def _opened_before(failure: ParseFailure) -> bool:
 
 
 def check_nesting(source: Source) -> Diagnostic | None:
+    """Brackets, and the angle brackets of `list<…>` and `map<…>` types, nested more than
+    `MAX_NESTING` deep: every later stage walks them recursively. A `>` closes an angle bracket
+    only while one is open (elsewhere it compares)."""
     depth = 0
+    angles = 0
     for m in _BRACKETS.finditer(source.text):
         ch = m.group()
-        if ch in _OPEN:
+        if ch == ">":
+            if angles:
+                angles -= 1
+                depth = max(0, depth - 1)
+            continue
+        if ch.endswith("<"):
+            angles += 1
+        if ch in _OPEN or ch.endswith("<"):
             depth += 1
             if depth > MAX_NESTING:
                 span = Span(source, m.start(), m.end())

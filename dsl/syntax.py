@@ -740,6 +740,8 @@ class Module(Node):
     items: tuple[Declaration, ...]
     comments: tuple[Comment, ...] = field(default=(), compare=False)
     broken: tuple[Broken, ...] = field(default=(), compare=False)
+    sizes: tuple[int, int] = field(default=(0, 0), compare=False)
+    """Its rules and expression nodes (dsl/files.py's limits), counted as it was parsed."""
     span: Span = _span()
 
 
@@ -786,3 +788,41 @@ def dump(node: object, indent: int = 0) -> str:
         elif value is not None and value != () and value is not False:
             lines.append(f"{pad}  {name}: {value!r}")
     return "\n".join(lines)
+
+
+EXPRESSION_NODES: tuple[type[Node], ...] = (
+    Or,
+    And,
+    Not,
+    Compare,
+    Int,
+    Float,
+    Duration,
+    Bool,
+    Path,
+    Provenance,
+    Quantified,
+    FuncCall,
+    ListLit,
+    Record,
+    Entry,
+)
+"""The node classes counted against a spec's limits of expression nodes (dsl/files.py)."""
+
+
+def expression_size(node: object) -> int:
+    """The expression nodes of a condition or value (`EXPRESSION_NODES`), counted with a stack
+    of its own, so a condition of any depth is measured without recursion."""
+    count = 0
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            stack.extend(item)
+            continue
+        if not isinstance(item, Node):
+            continue
+        if isinstance(item, EXPRESSION_NODES):
+            count += 1
+        stack.extend(getattr(item, name) for name in child_fields(type(item)))
+    return count

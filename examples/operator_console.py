@@ -104,7 +104,7 @@ class Console:
             [
                 _command(),
                 "console",
-                "--store",
+                "--log",
                 self.store,
                 "--spec",
                 str(self.spec),

@@ -618,10 +618,12 @@ def main(
         "--build", action="store_true", help=f"build {spec} into the folder first (harnessc build)"
     )
     parser.add_argument(
-        "--store",
+        "--log",
         help="the event log: sqlite:///PATH or memory:// "
         f"(default: a SQLite file beside the package folder, {default_dir}.db)",
     )
+    # the name `--log` had before, as harnessc's own commands keep it: hidden, with a warning
+    parser.add_argument("--store", dest="log", action=_DeprecatedStore, help=argparse.SUPPRESS)
     parser.add_argument(
         "--embed",
         action="store_true",
@@ -644,7 +646,7 @@ def main(
             file=sys.stderr,
         )
         return 2
-    store = args.store or "sqlite:///" + str(package_dir.with_suffix(".db"))
+    store = args.log or "sqlite:///" + str(package_dir.with_suffix(".db"))
     args.store_url = store
     options: dict[str, Any] = {}
     if args.embed:
@@ -677,6 +679,14 @@ def main(
 def _short(name: str) -> str:
     """A qualified name's last part (`reports.spreadsheet_report` → `spreadsheet_report`)."""
     return name.rsplit(".", 1)[-1]
+
+
+class _DeprecatedStore(argparse.Action):
+    """`--store`, read as `--log` with a warning on standard error."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        sys.stderr.write(f"{parser.prog}: warning: `--store` is deprecated; use `--log`\n")
+        setattr(namespace, self.dest, values)
 
 
 def _store_name(store: str) -> str:

@@ -42,7 +42,7 @@ from .model import (
     Quantified,
     RecordValue,
 )
-from .provenance import KIND_BITS, Origin, extract, provenance_holds
+from .provenance import KIND_BITS, Origin, ProvenanceView, extract, provenance_holds
 from .semantics import (
     _NUM,
     _SEQ,
@@ -93,6 +93,10 @@ class Scope:
     """The session's provenance and history; None: nothing is known."""
     terms: HistoryTerms | None = None
     """The spec's history terms, to tell whether this call feeds `count`/`sum`."""
+    sources: ProvenanceView | None = None
+    """What `from` reads when there is no ledger: inside a history term's `when`, the
+    provenance of the call the term reads, as it was when that call was made (the session's
+    index for the call being decided, the index before an earlier call for that call)."""
 
 
 def _dig(value: object, keys: Iterable[str]) -> Any:
@@ -183,13 +187,20 @@ def history_value(node: History, scope: Scope) -> Any:
         terms.intern(node)
     if not terms.selects(key, scope.tool):
         return earlier
-    own = Scope(args=scope.args, tool=scope.tool)
+    own = Scope(args=scope.args, tool=scope.tool, sources=provenance_of(scope))
     if node.where is not None and not evaluate(node.where, own):
         return earlier
     if node.func == "count":
         return earlier + 1
     value = read_path(node.field, own) if node.field is not None else None
     return earlier + (value if value.__class__ in _NUM else 0)
+
+
+def provenance_of(scope: Scope) -> ProvenanceView | None:
+    """The provenance a `from` of this scope reads (None: every value is from nowhere)."""
+    if scope.ledger is not None:
+        return scope.ledger.index
+    return scope.sources
 
 
 def evaluate(cond: Condition, scope: Scope) -> bool:
@@ -204,9 +215,8 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
         left, right = value_of(cond.left, scope), value_of(cond.right, scope)
         return OPERATORS[cond.op].evaluate(left, right, ordering_kind(cond.left, cond.right))
     if isinstance(cond, Provenance):
-        index = scope.ledger.index if scope.ledger is not None else None
         value = value_of(cond.value, scope)
-        return provenance_holds(index, value, cond.source, cond.label, cond.only)
+        return provenance_holds(provenance_of(scope), value, cond.source, cond.label, cond.only)
     if isinstance(cond, Quantified):
         items = value_of(cond.over, scope)
         if items.__class__ not in (list, tuple):
@@ -253,8 +263,10 @@ def _qlist(value: Any) -> Any:
     return value if value.__class__ in (list, tuple) else None
 
 
-def _helpers() -> dict[str, Any]:
-    return {
+def _helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
+    """The names compiled conditions call; with the spec's history terms, `_hsel` too
+    (whether a term's selectors select the call being decided, `HistoryTerms.selects`)."""
+    found = {
         "_NUM": _NUM,
         "_origin": _origin,
         "_Origin": Origin,
@@ -273,6 +285,9 @@ def _helpers() -> dict[str, Any]:
         "_roles": roles_of,
         "_norm": normalize_path,
     }
+    if terms is not None:
+        found["_hsel"] = terms.selects
+    return found
 
 
 class _Emitter:
@@ -333,8 +348,10 @@ class _Emitter:
             return self.const(value_of(node, Scope()))
         if isinstance(node, Path):
             parts = node.parts
-            if self.own_call and node.root not in ("args", "tool"):
-                return "None"  # a history term's `when` reads the call's args and tool view
+            if self.own_call and node.root not in ("args", "tool", "var"):
+                # a history term's `when` reads the call's args and tool view (and the
+                # variables of its own quantifiers)
+                return "None"
             if node.root == "var":
                 name = self.vars.get(parts[0]) if parts else None
                 if name is None:
@@ -396,11 +413,10 @@ class _Emitter:
         if self.terms is None:
             return earlier
         self.terms.intern(node)
-        sel = self.const(self.terms.selects)
         self.own_call, outer_vars = True, self.vars
         try:
             self.vars = {}
-            test = f"{sel}({k}, t)"
+            test = f"_hsel({k}, t)"
             if node.where is not None:
                 test = f"({test} and {self.cond(node.where)})"
             if node.func == "count":
@@ -425,10 +441,10 @@ class _Emitter:
         if isinstance(node, Compare):
             return self.compare(node)
         if isinstance(node, Provenance):
-            # one normalisation and one dict lookup (`provenance_holds` is the meaning)
-            ledger = "None" if self.own_call else "x.ledger"
+            # one normalisation and one dict lookup (`provenance_holds` is the meaning); in a
+            # history term's `when` for the call being decided, that call's provenance too
             o = self.temp()
-            found = f"({o} := _origin({ledger}, {self.operand(node.value)}))"
+            found = f"({o} := _origin(x.ledger, {self.operand(node.value)}))"
             if node.source == "nowhere":
                 return f"({found} is None)"
             if node.source == "label":
@@ -579,7 +595,7 @@ def compile_conditions(
         lines.append(f"def {fn}(x, a, t, f):\n    return {emitter.cond(cond)}\n")
     # no builtins beyond the two type names the code tests against
     namespace: dict[str, Any] = {"__builtins__": {}, "str": str, "bool": bool}
-    namespace.update(_helpers())
+    namespace.update(_helpers(terms))
     namespace.update(emitter.consts)
     source = "\n".join(lines)
     exec(compile(source, "<harness policy>", "exec"), namespace)

@@ -144,7 +144,7 @@ def read_payload(position: int, type: str, text: Any) -> dict[str, Any]:
         raise UnreadableEvent(position, type, "its payload nests too deeply") from None
     if value.__class__ is not dict:
         raise UnreadableEvent(position, type, "its payload is not a JSON object")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def short_text(value: Any, limit: int) -> str:

@@ -720,7 +720,7 @@ class Harness:
         finally:
             flush_deferred(self.store)
 
-    def _request(self, request_id: str) -> Any:
+    def _request(self, request_id: str) -> ApprovalRequest:
         if request_id not in self.approvals.requests:
             self.catch_up()  # asked in another process, perhaps
         return self.approvals.get(request_id)

@@ -36,7 +36,7 @@ from .model import (
     Spec,
     Tool,
 )
-from .provenance import ProvenanceIndex, Source
+from .provenance import IndexBefore, ProvenanceIndex, Source
 from .semantics import selects, tool_view
 from .session_terms import history_key, reads_result, reads_session, session_terms
 from .store import flush_deferred, held_events, read_committed
@@ -251,6 +251,8 @@ class _Call:
     tool_id: str
     tool_call_id: str | None
     args: Mapping[str, Any]
+    position: int = 0
+    """Where the call was requested: its arguments' provenance is the index's before it."""
     authorised: tuple[int, int] | None = None  # (position, time)
     result: Any = None
     result_at: tuple[int, int] | None = None
@@ -458,7 +460,7 @@ class Ledger:
         time_ms: int,
         tool_call_id: str | None = None,
     ) -> None:
-        call = _Call(action_id, tool_id, tool_call_id, args)
+        call = _Call(action_id, tool_id, tool_call_id, args, position)
         self._calls[action_id] = call
         self._order.append(call)
 
@@ -523,7 +525,7 @@ class Ledger:
         if key in call.fed:
             return
         node = self.terms.nodes[key]
-        value = _contribution(self.terms, key, node, call)
+        value = _contribution(self.terms, key, node, call, self.index)
         if value is None:
             return
         call.fed.add(key)
@@ -642,9 +644,13 @@ def facts_added(
     return changed
 
 
-def _contribution(terms: HistoryTerms, key: str, node: History, call: _Call) -> int | float | None:
+def _contribution(
+    terms: HistoryTerms, key: str, node: History, call: _Call, index: ProvenanceIndex
+) -> int | float | None:
     """What an earlier call adds to a term (1, or its field for `sum`), or None when the term
-    does not take it (not selected, `when` does not hold, the field is not a number)."""
+    does not take it (not selected, `when` does not hold, the field is not a number). A `from`
+    in `when` reads the call's arguments as they were when it was made: the sources that
+    entered the session before it."""
     tool = terms.spec.tools.get(call.tool_id)
     if tool is None:
         return None
@@ -652,7 +658,12 @@ def _contribution(terms: HistoryTerms, key: str, node: History, call: _Call) -> 
     view = tool_view(tool, op if isinstance(op, str) and op in tool.operations else None)
     if not terms.selects(key, view):
         return None
-    scope = Scope(args=call.args, tool=view, result=_record(call.result))
+    scope = Scope(
+        args=call.args,
+        tool=view,
+        result=_record(call.result),
+        sources=IndexBefore(index, call.position),
+    )
     if node.where is not None and not evaluate(node.where, scope):
         return None
     if node.func != "sum":
@@ -662,7 +673,7 @@ def _contribution(terms: HistoryTerms, key: str, node: History, call: _Call) -> 
     value = read_path(node.field, scope)
     if value.__class__ not in (int, float):
         return None
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _record(value: Any) -> Mapping[str, Any]:

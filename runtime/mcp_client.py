@@ -63,6 +63,8 @@ DEFAULT_TIMEOUT_S = 30.0
 """How long connecting and listing the tools may take."""
 DEFAULT_PING_S = 10.0
 """How often a live connection checks that the server still answers."""
+_WIND_DOWN_S = 10.0
+"""How long, beyond `timeout_s`, reopening a lost connection waits for the old one to end."""
 _TOOLS_CHANGED = "notifications/tools/list_changed"
 _PAGE_CAP = 100  # tools/list pages read at most: a server whose cursor never ends cannot hang us
 
@@ -406,10 +408,17 @@ class McpConnection:
         `timeout_s`. A server that cannot be reached leaves the connection down with
         `error` saying why (its tools are unavailable: not connected), never an exception."""
         thread = self._thread
-        if thread is not None and (self._ended.is_set() or not thread.is_alive()):
-            # the connection ended (lost): open it again, once its thread has wound down (it
-            # may still be closing its event loop when the loss is already visible)
-            thread.join(self.timeout_s)
+        if thread is not None and (self._lost or self._ended.is_set() or not thread.is_alive()):
+            # the connection was lost: open it again once its thread has wound down. The loss
+            # is visible (not connected) before the SDK has stopped the server and the loop has
+            # ended, so wait for that rather than return a connection that is still going
+            thread.join(self.timeout_s + _WIND_DOWN_S)
+            if thread.is_alive():
+                self.error = (
+                    f"the lost connection to the MCP server `{self.server}` did not wind down "
+                    f"within {self.timeout_s + _WIND_DOWN_S:g} s; open it again later"
+                )
+                return self
             self._thread = None
         if self._thread is not None:
             return self

@@ -731,7 +731,7 @@ class Validator:
         fast = self._fast
         if fast is None or args.__class__ is not dict:
             return None
-        return fast(args)
+        return fast(args)  # type: ignore[no-any-return]
 
     def run(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         errors: list[tuple[str, str]] = []

@@ -384,7 +384,7 @@ def _generate(
         "bool": bool,
         "dict": dict,
         "_Escape": _Escape,
-        **_helpers(),
+        **_helpers(engine.terms),
     }
     fns: dict[str, Callable[[CallContext], Decision]] = {}
     for tool_id, slot in slots.items():

@@ -30,6 +30,7 @@ from .model import Field, Schema, Type
 
 __all__ = [
     "KIND_BITS",
+    "IndexBefore",
     "Origin",
     "ProvenanceIndex",
     "Source",
@@ -305,7 +306,7 @@ class ProvenanceIndex:
         """A structured value (a result, a fact): every scalar whole, every text's tokens too.
         With the schema of the value, a `secret` field is skipped and a field's declared
         `trust` replaces the source's kind for the values under it."""
-        for scalar, kind in _scalars(value, _fields_of(schema), source.kind):
+        for scalar, kind in scalars(value, fields_of(schema), source.kind):
             item = source if kind == source.kind else _with_kind(source, kind)
             if scalar.__class__ is str:
                 self.add_text(scalar, item)
@@ -329,18 +330,60 @@ class ProvenanceIndex:
         return frozenset() if found is None else found.kinds
 
 
+class IndexBefore:
+    """A session's index as it was before the event at `position`: the provenance of an
+    earlier call's arguments as they were when that call was made (a history term's `when`
+    reads them so). Only the sources that entered before `position` count.
+
+    >>> index = ProvenanceIndex()
+    >>> index.add_text("pay DE89370400440532013000", Source("user", 3))
+    >>> index.add_text("DE89370400440532013000", Source("untrusted", 9, "mail.read"))
+    >>> IndexBefore(index, 5).lookup("DE89370400440532013000").kinds
+    frozenset({'user'})
+    >>> IndexBefore(index, 3).lookup("DE89370400440532013000") is None
+    True
+    """
+
+    __slots__ = ("index", "position")
+
+    def __init__(self, index: ProvenanceIndex, position: int) -> None:
+        self.index = index
+        self.position = position
+
+    def lookup(self, value: Any) -> Origin | None:
+        found = self.index.lookup(value)
+        if found is None:
+            return None
+        before = self.position
+        if all(s.position < before for s in found.sources):
+            return found
+        kept = [s for s in found.sources if s.position < before]
+        if not kept:
+            return None
+        mask = 0
+        labels: frozenset[str] = frozenset()
+        for source in kept:
+            mask |= KIND_BITS[source.kind]
+            labels |= source.labels
+        return Origin(mask, labels, kept)
+
+
+ProvenanceView = ProvenanceIndex | IndexBefore
+"""What a `from` reads: a session's index, or the index as it was before an event."""
+
+
 def _with_kind(source: Source, kind: str) -> Source:
     return Source(kind, source.position, source.tool, source.labels)
 
 
-def _fields_of(schema: Schema | Type | None) -> dict[str, Field] | None:
+def fields_of(schema: Schema | Type | None) -> dict[str, Field] | None:
     if schema is None:
         return None
     fields = schema.fields
     return {f.name: f for f in fields} if fields else None
 
 
-def _scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[tuple[Any, str]]:
+def scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[tuple[Any, str]]:
     """Every scalar inside a JSON value with its source kind, leaving out secret fields."""
     stack: list[tuple[Any, dict[str, Field] | None, str]] = [(value, fields, kind)]
     while stack:
@@ -364,7 +407,7 @@ def _scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable
 def _inner_fields(type_: Type) -> dict[str, Field] | None:
     while type_.name in ("list", "map") and type_.item is not None:
         type_ = type_.item
-    return _fields_of(type_) if type_.name == "object" else None
+    return fields_of(type_) if type_.name == "object" else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,7 +415,7 @@ def _inner_fields(type_: Type) -> dict[str, Field] | None:
 
 
 def provenance_holds(
-    index: ProvenanceIndex | None, value: Any, source: str, label: str | None, only: bool
+    index: ProvenanceView | None, value: Any, source: str, label: str | None, only: bool
 ) -> bool:
     """`value from source [only]` (language.md, "Session-aware policy"): an absent value
     satisfies none of the forms; a list is looked up as a whole, so it is from nowhere.

@@ -18,7 +18,7 @@ projection) is `runtime/workflow_plan.py`.
 Decisions are checked against the waiting gate (its options and `by`); a refusal raises
 `WorkflowError` with a stable `code` and changes nothing; a second decision for a gate already
 decided is ignored (`GateOutcome.outcome == "duplicate"`). The same operations run from a shell:
-`harnessc workflow list|show|decide|cancel --store URL`.
+`harnessc workflow list|show|decide|cancel --log URL`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from .timing import waits
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # harnessc's caches (parser tables, check results, analysis) go to a folder of this run, never
@@ -19,7 +21,7 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="harnessc-test-cache-")
 for _switch in (
     "HARNESSC_CACHE_DIR",
     "HARNESSC_NO_CACHE",
-    "HARNESSC_QUERY_TIMEOUT_MS",
+    "HARNESSC_TIMEOUT",
     "HARNESSC_QUERY_RLIMIT",
 ):
     os.environ.pop(_switch, None)
@@ -49,6 +51,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--update-goldens"):
         os.environ["HARNESSC_UPDATE_GOLDENS"] = "1"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # the tests that wait on threads, processes, servers or clocks (tests/timing.py) carry the
+    # `timing` mark: `scripts/flake.sh --subset` runs them under load again and again
+    for item in items:
+        if waits(Path(item.path)):
+            item.add_marker(pytest.mark.timing)
 
 
 def update_goldens() -> bool:

@@ -161,16 +161,60 @@ def test_the_parser_and_the_analysis_share_one_cache_folder(cache_home: Path) ->
     assert AnalysisCache().folder == cache_folder() / "analysis"
 
 
-def test_an_answer_out_of_time_is_not_kept(tmp_path: Path, cache_home: Path, monkeypatch):
+def test_a_question_given_up_on_within_its_budget_is_asked_once_and_kept_by_the_budget(
+    tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question z3 gives up on within its budget of resource units is an answer like any
+    other, the same on every machine: the next run reads it (the same undecided finding, no
+    question asked again); a run under another budget never reads it, and asks."""
+    import z3
+
+    asked: list[str] = []
+    plain = z3.Solver.check
+
+    def counted(self: z3.Solver, *assumptions: object) -> z3.CheckSatResult:
+        result = plain(self, *assumptions)
+        asked.append(str(result))
+        return result
+
+    monkeypatch.setattr(z3.Solver, "check", counted)
     source = ROOT / "tests" / "diagnostics" / "cases" / "L006-undecided.harness"
     monkeypatch.setenv(RLIMIT_VARIABLE, "5000")  # same on every machine, unlike 1 ms
     result = check([source])
     assert result.model is not None and result.analysis is not None
-    assert [f.kind for f in result.analysis.findings] == ["undecided"]
-    assert entries(cache_home) == []
-    monkeypatch.delenv(RLIMIT_VARIABLE)
+    first = [(f.kind, f.rule, f.message) for f in result.analysis.findings]
+    assert [kind for kind, _, _ in first] == ["undecided"]
+    assert "did not decide within its budget" in first[0][2] and "z3" not in first[0][2]
+    assert asked and "unknown" in asked and len(entries(cache_home)) == 1
+    for _ in range(2):  # and again, as a busy machine would run it: read, never asked
+        asked.clear()
+        again = analyse_policies(result.model)
+        assert [(f.kind, f.rule, f.message) for f in again.findings] == first
+        assert asked == [] and again.queries == 0 and again.cache_hits == 1
+    monkeypatch.delenv(RLIMIT_VARIABLE)  # the default budget: another key, decided
     decided = analyse_policies(result.model)
-    assert decided.cache_hits == 0 and not any(f.kind == "undecided" for f in decided.findings)
+    assert decided.cache_hits == 0 and asked
+    assert not any(f.kind == "undecided" for f in decided.findings)
+
+
+def test_a_question_given_up_on_is_not_asked_again_in_a_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same question asked twice of one solver after z3 gave up on it: answered at once,
+    for the same reason, without asking z3."""
+    from harnessc.compiler.analysis.solve import _Bucket
+
+    spec = check([ROOT / "tests" / "diagnostics" / "cases" / "L006-undecided.harness"]).model
+    assert spec is not None
+    policy = next(iter(spec.policies.values()))
+    bucket = _Bucket(spec, spec.tools["mail.send"], list(policy.rules), 5000)
+    assert bucket.check(bucket.wins(0)) is False
+    reason, queries = bucket.reason, bucket.queries
+    assert reason == "beyond its budget of 5,000 resource units, HARNESSC_QUERY_RLIMIT"
+    assert queries == 2  # with the encoder's preferences, then without
+    bucket.reason = ""
+    assert bucket.check(bucket.wins(0)) is False
+    assert bucket.reason == reason and bucket.queries == queries
 
 
 WARM_CHECK = """

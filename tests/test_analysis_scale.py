@@ -146,7 +146,7 @@ def test_a_question_not_decided_in_time_is_reported_not_guessed(
     rushed = analyse_policies(spec, cache=AnalysisCache(on_disk=False))
     # neither "can win" nor "matches no call": not known
     assert [(f.kind, f.rule, f.exact) for f in rushed.findings] == [("undecided", "p.slow", False)]
-    assert "did not decide in time whether rule `p.slow` can decide a call" in (
+    assert "did not decide within its budget whether rule `p.slow` can decide a call" in (
         rushed.findings[0].message
     )
     assert rushed.witnesses["s.p"] == {}

@@ -340,16 +340,16 @@ def test_the_cli_lists_the_deadline_and_refuses_an_expired_request_with_its_code
     now = Clock()
     now.now = datetime.now(UTC)
     _, _, live = ask(Harness(spec, store=SQLiteStore(db), clock=now), "call-2")
-    assert main(["approvals", "list", "--store", db]) == 0
+    assert main(["approvals", "list", "--log", db]) == 0
     listed = capsys.readouterr().out
     assert stale.request_id not in listed and live.request_id in listed
     assert f"expires {live.expires_at.isoformat()} (" in listed and " left)" in listed
-    assert main(["approvals", "show", stale.request_id, "--store", db]) == 0
+    assert main(["approvals", "show", stale.request_id, "--log", db]) == 0
     shown = capsys.readouterr().out
     assert f"expiry: expired at {stale.expires_at.isoformat()}" in shown
-    args = ["--store", db, "--spec", str(spec_file), "--as", '{"user": "u-ops", "role": "ops"}']
+    args = ["--log", db, "--spec", str(spec_file), "--as", '{"user": "u-ops", "role": "ops"}']
     assert main(["approvals", "approve", stale.request_id, *args]) == 1
     refused = capsys.readouterr().err
     assert refused.startswith(f"error[expired]: the approval request `{stale.request_id}` expired")
-    assert main(["approvals", "expire", "--store", db]) == 0
+    assert main(["approvals", "expire", "--log", db]) == 0
     assert capsys.readouterr().out == "nothing expired\n"  # the refused answer recorded it

@@ -330,13 +330,11 @@ def test_the_cli_shows_the_preview_the_sources_and_the_diff(
     args = {"host": "web-7.example.test", "version": "release-2041", "token": SECRET}
     rid = ask(s, "prod.deploy", "c-2", args)
     (tmp_path / "spec.json").write_text(spec.to_json(), encoding="utf-8")
-    assert main(["approvals", "show", rid, "--store", db, "--format", "json"]) == 0
+    assert main(["approvals", "show", rid, "--log", db, "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["preview"]["value"]["rollout"] == "release-2041 to web-7.example.test"
     assert shown["diff"]["tool_call_id"] == "c-1"
-    assert (
-        main(["approvals", "show", rid, "--store", db, "--spec", str(tmp_path / "spec.json")]) == 0
-    )
+    assert main(["approvals", "show", rid, "--log", db, "--spec", str(tmp_path / "spec.json")]) == 0
     text = capsys.readouterr().out
     assert 'preview: {"canary": 100, "rollout": "release-2041 to web-7.example.test"}' in text
     assert "    host: the result of `ticket.read` (untrusted), call t-1, event #" in text

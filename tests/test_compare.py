@@ -508,3 +508,24 @@ def test_the_remediation_example_with_a_deny_narrowed(tmp_path: Path) -> None:
     assert region.verified and region.exact and region.widened
     # every tool no changed rule selects is skipped without z3
     assert set(c.tools_compared) == {"production.deploy"}
+
+
+def test_a_question_given_up_on_within_its_budget_is_kept_under_that_budget_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comparison z3 gives up on within a budget of resource units reads back the same
+    undecided regions without asking again; under another budget it is asked, and decided."""
+    from harnessc.compiler.analysis.budget import RLIMIT_VARIABLE
+
+    a = spec_of(tmp_path, "old", BASE)
+    b = spec_of(tmp_path, "new", BASE.replace('within "/repo"', 'within "/"'))
+    cache = AnalysisCache(on_disk=False)
+    monkeypatch.setenv(RLIMIT_VARIABLE, "1")  # same on every machine, unlike 1 ms
+    rushed = compare_specs(a, b, cache=cache)
+    assert rushed.regions == [] and rushed.undecided and rushed.queries > 0
+    again = compare_specs(a, b, cache=cache)
+    assert again.queries == 0 and again.cache_hits == 1
+    assert [u.to_dict() for u in again.undecided] == [u.to_dict() for u in rushed.undecided]
+    monkeypatch.delenv(RLIMIT_VARIABLE)
+    decided = compare_specs(a, b, cache=cache)
+    assert decided.cache_hits == 0 and decided.undecided == [] and len(decided.regions) == 1

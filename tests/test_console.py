@@ -386,10 +386,10 @@ def test_the_command_hashes_a_password_and_refuses_without_its_inputs(
     monkeypatch.setattr("sys.stdin", io.StringIO("s3cret\n"))
     assert main(["console", "--hash-password"]) == 0
     assert verify_password("s3cret", capsys.readouterr().out.strip())
-    assert main(["console", "--store", str(tmp_path / "h.db")]) == 2
-    assert "needs --store URL and --spec SPEC" in capsys.readouterr().err
+    assert main(["console", "--log", str(tmp_path / "h.db")]) == 2
+    assert "needs --log LOG and --spec SPEC" in capsys.readouterr().err
     monkeypatch.delenv("HARNESSC_CONSOLE_OPERATORS", raising=False)
-    assert main(["console", "--store", str(tmp_path / "h.db"), "--spec", "x.harness"]) == 2
+    assert main(["console", "--log", str(tmp_path / "h.db"), "--spec", "x.harness"]) == 2
     assert "no operators" in capsys.readouterr().err
 
 

@@ -127,12 +127,12 @@ def test_the_console_on_a_path_that_is_no_log_says_so_and_creates_nothing(
     conn.close()
     typo = tmp_path / "typo.db"
     common = ["--spec", str(spec), "--operators", str(ops)]
-    assert main(["console", "--store", str(typo), *common]) == 2
+    assert main(["console", "--log", str(typo), *common]) == 2
     assert f"no event log at `{typo}`" in capsys.readouterr().err
     assert not list(tmp_path.glob("typo.db*"))
     for command in (
-        ["console", "--store", str(other), *common],
-        ["approvals", "list", "--store", str(other)],
+        ["console", "--log", str(other), *common],
+        ["approvals", "list", "--log", str(other)],
     ):
         assert main(command) == 2
         assert "holds no event log" in capsys.readouterr().err

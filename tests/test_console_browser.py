@@ -9,7 +9,9 @@ verified."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
 import signal
@@ -74,12 +76,14 @@ def app(tmp_path: Path) -> Iterator[dict[str, Any]]:
             [
                 sys.executable,
                 str(ROOT / "examples" / "remediation" / "app.py"),
-                *(str(tmp_path / "remediation"), "--store", f"sqlite:///{tmp_path / 'r.db'}"),
+                *(str(tmp_path / "remediation"), "--log", f"sqlite:///{tmp_path / 'r.db'}"),
                 *("--console", "--port", str(port), "--operators", str(tmp_path / "ops.json")),
             ],
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
+            # SIGABRT dumps every thread's stack into the output (`ended`, on a hang)
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
         )
     world = {"process": process, "url": f"http://127.0.0.1:{port}", "log": log, "tmp": tmp_path}
     try:
@@ -88,6 +92,21 @@ def app(tmp_path: Path) -> Iterator[dict[str, Any]]:
         if process.poll() is None:
             process.terminate()
             process.wait(timeout=60)
+
+
+def ended(app: dict[str, Any], timeout_s: float) -> int:
+    """The app's exit status once it ends; if it has not ended within `timeout_s`, its
+    threads' stacks (SIGABRT, faulthandler) and the end of its output fail the test."""
+    try:
+        return app["process"].wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        app["process"].send_signal(signal.SIGABRT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            app["process"].wait(timeout=30)
+        raise AssertionError(
+            f"the app did not end within {timeout_s:g} s; its output and stacks:\n"
+            + output(app)[-8000:]
+        ) from None
 
 
 def output(app: dict[str, Any]) -> str:
@@ -194,7 +213,7 @@ def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[s
                 f"the app to see {gate} decided",
             )
         assert decided == ["scan.approval", "review", "deploy.approval"], decided
-    assert app["process"].wait(timeout=120) == 0, output(app)[-3000:]
+    assert ended(app, 120) == 0, output(app)[-3000:]
     out = output(app)
     deploy = out[out.index("step deploy: deploy") :]
     assert re.search(r"with edits: canary_percent: 10 → 5", deploy)
@@ -202,7 +221,7 @@ def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[s
     assert "remediate-" in out and "completed" in out
     assert "hash chain verified" in out and "console      stopped" in out
     done = subprocess.run(
-        [str(HARNESSC), "log", "verify", "--store", str(app["tmp"] / "r.db")],
+        [str(HARNESSC), "log", "verify", "--log", str(app["tmp"] / "r.db")],
         capture_output=True,
         text=True,
         check=False,
@@ -237,7 +256,7 @@ def test_a_denial_in_the_console_reaches_the_agent_and_ctrl_c_stops_the_wait(
     scan = out[out.index("[1] step scan") : out.index("[·] step patch")]
     assert "NOT RUN" in scan and "SUCCESS" not in scan
     app["process"].send_signal(signal.SIGINT)
-    assert app["process"].wait(timeout=60) == 130
+    assert ended(app, 60) == 130, output(app)[-3000:]
     out = output(app)
     assert "interrupted: the run stopped here" in out and "console      stopped" in out
     with socket.socket() as sock:

@@ -196,9 +196,14 @@ def test_the_docs_workflow_parses_and_runs_a_command_the_cli_accepts() -> None:
     args = build_parser().parse_args(argv)
     assert args.command == "diff" and args.format == "markdown" and args.out == "policy-diff.md"
     assert args.targets == ["origin/main..HEAD", "a.harness"]
-    # the steps after it read the status the command returns: 1 means widened
+    # the steps after it read the status the command returns: 1 means widened, 3 a region
+    # the runtime did not confirm (to review too), 2 an error that fails the job
     conditions = [step.get("if", "") for step in steps]
-    assert "steps.diff.outputs.status == '1'" in conditions
+    assert any(
+        "steps.diff.outputs.status == '1'" in c and "steps.diff.outputs.status == '3'" in c
+        for c in conditions
+    )
+    assert any('if [ "$status" -eq 2 ]; then exit 2; fi' in str(s.get("run")) for s in steps)
 
 
 def test_a_rewrite_that_decides_every_call_as_before_is_a_note_not_a_change(

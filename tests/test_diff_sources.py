@@ -159,3 +159,27 @@ def test_a_file_imported_on_one_side_and_a_root_on_the_other_is_compared_once(
         "`b/tools.harness` is a spec of its own on the new side only: on the old side another "
         "spec imports it, and its old version is compared inside that spec's build"
     ]
+
+
+def test_a_revision_is_confined_to_the_same_project_root_as_the_working_tree(
+    tmp_path: Path,
+) -> None:
+    """The revision's checkout holds its root markers: a spec importing `../lib/…` inside the
+    project compiles at the revision as in the working tree; one leaving it does not."""
+    repo = tmp_path / "repo"
+    (repo / "specs").mkdir(parents=True)
+    (repo / "lib").mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "harness.toml").write_text("")
+    (repo / "lib" / "tools.harness").write_text(TOOLS)
+    (repo / "specs" / "main.harness").write_text(MAIN.replace("./tools", "../lib/tools"))
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    (repo / "lib" / "tools.harness").write_text(TOOLS_V2)
+    sides = load_sides(["HEAD", "specs/main.harness"], repo)
+    [pair] = sides.pairs
+    assert risk(pair.old) == "low" and risk(pair.new) == "medium"
+    (repo / "specs" / "harness.toml").write_text("")  # a narrower root, on the new side only
+    sides = load_sides(["HEAD", "specs/main.harness"], repo)
+    [pair] = sides.pairs
+    assert pair.old.ok and [d.code for d in pair.new.diagnostics] == ["H009"]

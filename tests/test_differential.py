@@ -65,15 +65,14 @@ from .session_specs import (
 )
 
 PENDING: dict[str, str] = {
-    "history_provenance": "defect 2: provenance inside a history term is false at run time",
-    "build_history": "defect 1: `build` fails on count(...)/sum(...) with H901",
-    "diff_trust": "defect 4: `diff` misses a change of a tool's or a field's trust or labels",
-    "diff_windows": "defect 5: `diff` takes two windows of one count as independent values",
-    "witness_completion": "defect 7: a witness completed otherwise than the solver's model",
+    "witness_completion": (
+        "a witness over a quantifier of an absent or empty list, or a list fact, is completed "
+        "otherwise than the runtime reads it"
+    ),
     "prelude_facts": "a session of steps leaves out of `facts.*` what `on_success` added",
 }
-"""Known defects, fixed on other branches: each key leaves a construct out of the draws, or a
-property unchecked, until its fix merges (then delete the key and its xfail turns into a pass)."""
+"""Known defects: each key leaves a construct out of the draws, or a property unchecked, until
+its fix lands (then delete the key and its xfail turns into a pass)."""
 
 _PENDING_CONSTRUCTS = {"history_provenance": "history_provenance", "prelude_facts": "fact_read"}
 EXCLUDED = frozenset(c for flag, c in _PENDING_CONSTRUCTS.items() if flag in PENDING)

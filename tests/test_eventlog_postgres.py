@@ -134,15 +134,15 @@ def test_a_format_1_log_is_read_as_it_is_and_upgraded_for_writing(pg_url: str) -
 
 def test_harnessc_log_on_postgresql(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     fill(pg_url)
-    assert main(["log", "head", "--store", pg_url]) == 0
+    assert main(["log", "head", "--log", pg_url]) == 0
     checkpoint = capsys.readouterr().out.strip()
     tamper(pg_url, "DELETE FROM harnessc.events WHERE position = 10")
-    assert main(["log", "verify", "--store", pg_url, "--format", "json"]) == 0
+    assert main(["log", "verify", "--log", pg_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["ok"]
-    assert main(["log", "verify", "--store", pg_url, "--anchor", checkpoint]) == 1
+    assert main(["log", "verify", "--log", pg_url, "--anchor", checkpoint]) == 1
     assert capsys.readouterr().out.startswith("not ok at position 10: the log ends at position 9")
     base, _, _ = pg_url.rpartition("/")
-    assert main(["log", "verify", "--store", f"{base}/no_such_database"]) == 2
+    assert main(["log", "verify", "--log", f"{base}/no_such_database"]) == 2
     assert "cannot open the event store" in capsys.readouterr().err
 
 

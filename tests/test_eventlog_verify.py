@@ -587,12 +587,12 @@ def test_log_head_prints_a_checkpoint_that_log_verify_checks(
 ) -> None:
     key_file = tmp_path / "log.key"
     key_file.write_bytes(b"a log key of thirty-two bytes at least")
-    assert main(["log", "head", "--store", str(keyed), "--key-file", str(key_file)]) == 0
+    assert main(["log", "head", "--log", str(keyed), "--key-file", str(key_file)]) == 0
     text = capsys.readouterr().out.strip()
     assert Checkpoint.parse(text).tag is not None
-    assert main(["log", "head", "--store", f"sqlite:///{keyed}", "--format", "json"]) == 0
+    assert main(["log", "head", "--log", f"sqlite:///{keyed}", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["checkpoint"] == text.rpartition(":")[0]
-    args = ["log", "verify", "--store", str(keyed), "--anchor", text]
+    args = ["log", "verify", "--log", str(keyed), "--anchor", text]
     assert main([*args, "--key-file", str(key_file)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("ok: 10 events verified\nproves: ") and "note:" not in out
@@ -608,18 +608,18 @@ def test_log_commands_report_bad_input_without_a_traceback(
     ten: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cases = [
-        (["verify", "--store", str(tmp_path / "none.db")], 2, "no event log at"),
-        (["head", "--store", str(tmp_path / "none.db")], 2, "no event log at"),
-        (["verify", "--store", str(ten), "--anchor", "12:abc"], 2, "a checkpoint reads"),
-        (["verify", "--store", str(ten), "--key-file", str(tmp_path)], 2, "cannot read the log"),
-        (["head", "--store", "mysql://db/x"], 2, "no event store for `mysql://db/x`"),
+        (["verify", "--log", str(tmp_path / "none.db")], 2, "no event log at"),
+        (["head", "--log", str(tmp_path / "none.db")], 2, "no event log at"),
+        (["verify", "--log", str(ten), "--anchor", "12:abc"], 2, "a checkpoint reads"),
+        (["verify", "--log", str(ten), "--key-file", str(tmp_path)], 2, "cannot read the log"),
+        (["head", "--log", "mysql://db/x"], 2, "no event store for `mysql://db/x`"),
     ]
     for args, code, message in cases:
         assert main(["log", *args]) == code, args
         assert message in capsys.readouterr().err
     (tmp_path / "junk.db").write_bytes(real_log()[:5000])
-    assert main(["log", "verify", "--store", str(tmp_path / "junk.db")]) == 1
+    assert main(["log", "verify", "--log", str(tmp_path / "junk.db")]) == 1
     assert capsys.readouterr().out.startswith("not ok: cannot open the event store")
-    assert main(["log", "head", "--store", str(tmp_path / "junk.db")]) == 2
+    assert main(["log", "head", "--log", str(tmp_path / "junk.db")]) == 2
     assert "Traceback" not in capsys.readouterr().err
     assert not (tmp_path / "none.db").exists()

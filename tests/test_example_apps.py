@@ -58,7 +58,7 @@ def run_app(example: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_remediation_plays_to_the_end(built: Path) -> None:
-    done = run_app("remediation", str(built / "remediation"), "--store", "memory://")
+    done = run_app("remediation", str(built / "remediation"), "--log", "memory://")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "compiler modules loaded: []" in out
@@ -99,7 +99,7 @@ def test_remediation_plays_to_the_end(built: Path) -> None:
 
 
 def test_workspace_agent_plays_to_the_end(built: Path) -> None:
-    done = run_app("workspace-agent", str(built / "workspace-agent"), "--store", "memory://")
+    done = run_app("workspace-agent", str(built / "workspace-agent"), "--log", "memory://")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "compiler modules loaded: []" in out
@@ -173,7 +173,7 @@ def test_a_decision_other_than_scripted_exits_1(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    done = run_app("remediation", str(out), "--store", "memory://")
+    done = run_app("remediation", str(out), "--log", "memory://")
     assert done.returncode == 1
     assert (
         "MISMATCH: turn 7: `production.deploy` was decided ASK (the default), expected ALLOW"
@@ -182,7 +182,16 @@ def test_a_decision_other_than_scripted_exits_1(tmp_path: Path) -> None:
 
 
 def test_a_missing_build_says_how_to_make_one(tmp_path: Path) -> None:
-    done = run_app("remediation", str(tmp_path / "nothing"), "--store", "memory://")
+    done = run_app("remediation", str(tmp_path / "nothing"), "--log", "memory://")
     assert done.returncode == 2
     assert "no generated package `remediation`" in done.stderr
     assert "--build" in done.stderr
+
+
+def test_an_example_app_names_its_log_with_log_and_still_reads_store(tmp_path: Path) -> None:
+    """`--log` as harnessc's commands name it; `--store`, its old name, warns and still works."""
+    assert "--store" not in run_app("remediation", "--help").stdout
+    done = run_app("remediation", str(tmp_path / "nothing"), "--store", "memory://")
+    assert done.returncode == 2
+    assert "`--store` is deprecated; use `--log`" in done.stderr
+    assert "no generated package `remediation`" in done.stderr

@@ -102,6 +102,24 @@ def test_a_when_reading_the_result_is_settled_when_the_result_arrives() -> None:
     assert ledger.number(key) == 1
 
 
+def test_a_when_asking_provenance_reads_the_sources_before_the_earlier_call() -> None:
+    """`count(del when args.s from user)`: an earlier call counts when the user had said its
+    value before it was made, whether the aggregate was fed along or made afterwards."""
+    terms = HistoryTerms(_spec())
+    where = Provenance(value=Path(root="args", parts=("s",)), source="user")
+    key = terms.intern(History(func="count", selectors=_sel("del"), where=where))
+    early, late = Ledger(terms), Ledger(terms)
+    early.number(key)
+    for ledger in (early, late):
+        ledger.said("remove chg-12345", position=1)
+        _call(ledger, 1, "del", {"s": "chg-12345"}, 0)  # said before: counts
+        _call(ledger, 2, "del", {"s": "chg-67890"}, 0)  # said only afterwards: does not
+        ledger.said("and chg-67890", position=25)
+        _call(ledger, 3, "del", {"s": "chg-67890"}, 0)  # said before this one: counts
+        _call(ledger, 4, "del", {"s": "chg-00000"}, 0, state="SUCCEEDED", data={"v": "x"})
+    assert early.number(key) == late.number(key) == 2
+
+
 def test_windows_and_seen() -> None:
     terms = HistoryTerms(_spec())
     recent = terms.intern(History(func="count", selectors=_sel("del"), window_ms=1000))
@@ -196,6 +214,15 @@ _where = st.one_of(
             op="==",
             left=Path(root="result", parts=("v",)),
             right=Literal(value="ok", type="string"),
+        )
+    ),
+    # provenance in `when`: the earlier call's argument as it was when that call was made
+    st.deferred(lambda: _provenance(Path(root="args", parts=("s",)))),
+    st.deferred(
+        lambda: _provenance(Path(root="var", parts=("y",))).map(
+            lambda body: Quantified(
+                quantifier="any", var="y", over=Path(root="args", parts=("l",)), body=body
+            )
         )
     ),
 )
@@ -312,6 +339,8 @@ def _session(data: st.DataObject, terms: HistoryTerms) -> Ledger:
             args = {
                 "n": data.draw(st.integers(-1, 2)),
                 "op": data.draw(st.sampled_from(["o1", "o2"])),
+                "s": data.draw(st.sampled_from([str(v) for v in _POOL])),
+                "l": data.draw(st.lists(st.sampled_from([str(v) for v in _POOL]), max_size=2)),
             }
             ledger.requested(f"a{n}", tool, args, position=pos, time_ms=at, tool_call_id=f"c{n}")
             if data.draw(st.booleans()):

@@ -42,13 +42,18 @@ _OPEN_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`]*?)[ 
 @dataclass(frozen=True)
 class SpecBlock:
     line: int  # of the opening fence, 1-based
-    markers: tuple[str, ...]  # the words after `harness` in the fence's info string
+    markers: tuple[str, ...]  # the words after the language in the fence's info string
     body: str
 
 
 def spec_blocks(text: str) -> list[SpecBlock]:
-    """The `harness` fenced blocks of a Markdown text. Every fence is tracked, so a `harness`
-    fence shown inside a longer fence is not a block."""
+    """The `harness` fenced blocks of a Markdown text."""
+    return fenced_blocks(text, "harness")
+
+
+def fenced_blocks(text: str, language: str) -> list[SpecBlock]:
+    """The fenced blocks of `language` in a Markdown text. Every fence is tracked, so a fence
+    shown inside a longer fence is not a block."""
     blocks: list[SpecBlock] = []
     lines = text.splitlines(keepends=True)
     i = 0
@@ -63,7 +68,7 @@ def spec_blocks(text: str) -> list[SpecBlock]:
         while j < len(lines) and not closing.match(lines[j].rstrip("\n")):
             j += 1
         words = m.group("info").split()
-        if words[:1] == ["harness"]:
+        if words[:1] == [language]:
             blocks.append(SpecBlock(i + 1, tuple(words[1:]), "".join(lines[i + 1 : j])))
         i = j + 1
     return blocks

@@ -221,6 +221,43 @@ def test_a_server_that_goes_away_is_no_longer_connected(spec: Spec) -> None:
     conn.close()
 
 
+class SlowToWindDown(McpConnection):
+    """A connection whose loop, once lost, takes a second more to end (as a busy machine's
+    does): the loss is visible before the old connection has wound down."""
+
+    def _update(self, cause: str, **changes: object) -> object:
+        if cause == "connection lost" and self._lost:
+            if getattr(self, "_seen_loss", False):  # the loop's own last update, after `_gone`'s
+                time.sleep(1.0)
+            self._seen_loss = True
+        return super()._update(cause, **changes)  # type: ignore[arg-type]
+
+
+def test_reopening_a_lost_connection_waits_for_the_old_one_and_returns_connected(
+    spec: Spec,
+) -> None:
+    h = Harness(spec)
+    conn = SlowToWindDown(
+        h,
+        "scanner",
+        command=STDIO,
+        disclaimer_accepted=True,
+        agent_access=True,
+        timeout_s=30,
+        ping_s=0.2,
+    ).open()
+    s = h.session("planner", actor={"user": "u-1"})
+    conn.attach(s)
+    gone = run(h, s, "mcp:scanner:tool:crash", "call-1", {})
+    assert (gone.status, gone.error_category) == ("unknown", "connection_lost")  # type: ignore[attr-defined]
+    eventually(lambda: not conn.state.connected, "the connection noticing")
+    conn.open()  # the old loop is still winding down: open waits for it, then reconnects
+    assert conn.state.connected and conn.error is None, (conn.state, conn.error)
+    assert s.tool_availability(SCAN).available
+    conn.close()
+    assert not conn.state.connected
+
+
 def test_consent_and_a_server_that_cannot_be_reached_are_reasons(spec: Spec) -> None:
     h = Harness(spec)
     down = McpConnection(h, "scanner", command="harnessc-no-such-mcp-server").open()

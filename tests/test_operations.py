@@ -245,7 +245,7 @@ def test_the_cli_lists_approves_edits_denies_and_revokes(
     _, _, req3 = ask(agent, "deploy.status", {"service": "payments"}, call_id="call-3")
 
     def run(*argv: str) -> tuple[int, Any]:
-        code = main([*argv, "--store", db, "--format", "json"])
+        code = main([*argv, "--log", db, "--format", "json"])
         out = capsys.readouterr().out
         return code, json.loads(out) if out.strip() else None
 
@@ -277,14 +277,14 @@ def test_the_cli_lists_approves_edits_denies_and_revokes(
     assert [g["scope"] for g in grants] == ["once"]
     code, _ = run("approvals", "list")
     assert code == 0
-    assert main(["approvals", "list", "--store", db, *spec_arg]) == 0
+    assert main(["approvals", "list", "--log", db, *spec_arg]) == 0
     human = capsys.readouterr().out
     assert human == "nothing pending\n"
-    assert main(["grants", "list", "--store", db]) == 0
+    assert main(["grants", "list", "--log", db]) == 0
     assert "once deploy.run  by u-ops" in capsys.readouterr().out
-    assert main(["approvals", "list", "--store", str(tmp_path / "none.db")]) == 2
+    assert main(["approvals", "list", "--log", str(tmp_path / "none.db")]) == 2
     bad = ["--as", "not json"]
-    assert main(["approvals", "approve", req.request_id, "--store", db, *spec_arg, *bad]) == 2
+    assert main(["approvals", "approve", req.request_id, "--log", db, *spec_arg, *bad]) == 2
     assert Harness(spec, store=SQLiteStore(db)).verify().ok
 
 
@@ -304,7 +304,7 @@ def test_reading_writes_nothing_and_the_first_write_says_which_spec_loaded(
     assert [r["request_id"] for r in ops.pending_approvals(reader)] == [req.request_id]
     assert ops.active_grants(reader) == []
     for argv in (["approvals", "list"], ["grants", "list"], ["approvals", "show", req.request_id]):
-        assert main([*argv, "--store", db, "--spec", str(tmp_path / "spec.json")]) == 0
+        assert main([*argv, "--log", db, "--spec", str(tmp_path / "spec.json")]) == 0
     capsys.readouterr()
     assert SQLiteStore(db, readonly=True).head() == head
     ops.approve(reader, req.request_id, by=OPS)

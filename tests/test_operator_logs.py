@@ -59,9 +59,9 @@ def test_listing_approvals_and_grants_changes_nothing_of_the_log(
     before = _digest(folder)
     store = str(folder / "live.db")
     for command in (
-        ["approvals", "list", "--store", store],
-        ["approvals", "show", request, "--store", store],
-        ["grants", "list", "--store", store],
+        ["approvals", "list", "--log", store],
+        ["approvals", "show", request, "--log", store],
+        ["grants", "list", "--log", store],
     ):
         assert main(command) == 0, capsys.readouterr().err
     assert request in capsys.readouterr().out
@@ -81,7 +81,7 @@ def test_a_named_pipe_as_the_log_is_refused_at_once(tmp_path: Path) -> None:
     os.mkfifo(pipe)
     for command, code in ((["log", "verify"], 1), (["approvals", "list"], 2)):
         done = subprocess.run(
-            [sys.executable, "-m", "harnessc.compiler", *command, "--store", str(pipe)],
+            [sys.executable, "-m", "harnessc.compiler", *command, "--log", str(pipe)],
             capture_output=True,
             text=True,
             timeout=60,
@@ -152,15 +152,15 @@ def test_a_row_that_cannot_be_read_is_named_never_an_internal_error(
         encoding="utf-8",
     )
     commands = [
-        ["approvals", "list", "--store", str(db)],
-        ["grants", "list", "--store", str(db)],
-        ["console", "--store", str(db), "--spec", str(spec), "--operators", str(operators)],
+        ["approvals", "list", "--log", str(db)],
+        ["grants", "list", "--log", str(db)],
+        ["console", "--log", str(db), "--spec", str(spec), "--operators", str(operators)],
     ]
     if type_ == "decision" and reason.startswith("its payload"):
         # (replay reports a decision without its fields as not replayable, and goes on)
         commands.append(["replay", "--log", str(db), "--spec", str(spec)])
     if type_ == "decision.diverged":
-        commands = [["log", "divergences", "--store", str(db)]]
+        commands = [["log", "divergences", "--log", str(db)]]
     for command in commands:
         code = main(command)
         captured = capsys.readouterr()
@@ -238,9 +238,9 @@ def _answered(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path,
     request = _asked(tmp_path, store)
     store.close()
     ops = '{"user": "u-ops", "role": "ops"}'
-    approve = ["approvals", "approve", request, "--store", str(db), "--spec", str(spec_file)]
+    approve = ["approvals", "approve", request, "--log", str(db), "--spec", str(spec_file)]
     assert main([*approve, "--as", ops]) == 0, capsys.readouterr().err
-    assert main(["approvals", "list", "--store", str(db), "--format", "json"]) == 0
+    assert main(["approvals", "list", "--log", str(db), "--format", "json"]) == 0
     assert capsys.readouterr().out.strip().endswith("[]")
     return db, spec_file, request
 
@@ -255,11 +255,11 @@ def test_operators_act_only_on_a_log_whose_chain_verifies(
     before = _digest(tmp_path)
     ops = '{"user": "u-ops", "role": "ops"}'
     for command in (
-        ["approvals", "list", "--store", str(db)],
-        ["approvals", "show", request, "--store", str(db)],
-        ["approvals", "approve", request, "--store", str(db), "--spec", str(spec), "--as", ops],
-        ["approvals", "expire", "--store", str(db)],
-        ["grants", "list", "--store", str(db)],
+        ["approvals", "list", "--log", str(db)],
+        ["approvals", "show", request, "--log", str(db)],
+        ["approvals", "approve", request, "--log", str(db), "--spec", str(spec), "--as", ops],
+        ["approvals", "expire", "--log", str(db)],
+        ["grants", "list", "--log", str(db)],
     ):
         code = main(command)
         captured = capsys.readouterr()
@@ -282,12 +282,12 @@ def test_with_a_log_key_a_row_chained_without_its_mac_is_not_acted_on(
     monkeypatch.setenv("HARNESSC_LOG_KEY", "k" * 40)
     db, _, request = _answered(tmp_path, capsys)
     position = append_copy(db, "approval.requested", chained=True)
-    assert main(["approvals", "list", "--store", str(db)]) == 2
+    assert main(["approvals", "list", "--log", str(db)]) == 2
     err = capsys.readouterr().err
     assert f"the event log does not verify at position {position}: no MAC" in err, err
     # without the key the forged row is a link like any other: the listing cannot tell
     monkeypatch.delenv("HARNESSC_LOG_KEY")
-    assert main(["approvals", "list", "--store", str(db), "--format", "json"]) == 0
+    assert main(["approvals", "list", "--log", str(db), "--format", "json"]) == 0
     assert request in capsys.readouterr().out
 
 
@@ -319,7 +319,7 @@ def test_a_review_reads_no_log_whose_chain_does_not_verify(
     conn.close()
     decision = json.loads(text)["decision_id"]
     for command in (
-        ["log", "divergences", "--store", str(db)],
+        ["log", "divergences", "--log", str(db)],
         ["why", str(spec), "--log", str(db), "--decision", decision],
     ):
         assert main(command) == 2, command

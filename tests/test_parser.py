@@ -357,6 +357,6 @@ def test_nodes_compare_hash_and_show_their_fields_never_their_span() -> None:
     assert name == s.Name("x", span=one.items[0].span) and name != s.Pattern("x")
     assert {name, s.Name("x")} == {name} and (name == "x") is False
     assert repr(name) == "Name(text='x')"
-    assert repr(s.Module(())) == "Module(items=(), comments=(), broken=())"
+    assert repr(s.Module(())) == "Module(items=(), comments=(), broken=(), sizes=(0, 0))"
     with pytest.raises(AttributeError):
         name.text = "y"  # type: ignore[misc]

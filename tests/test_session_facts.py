@@ -9,6 +9,7 @@ from pathlib import Path as FilePath
 from typing import Any
 
 import pytest
+from harnessc.compiler import pipeline
 from harnessc.runtime.canonical import canonical_json
 from harnessc.runtime.harness import Harness
 from harnessc.runtime.model import (
@@ -32,6 +33,8 @@ from harnessc.runtime.model import (
     Type,
 )
 from harnessc.runtime.store import SQLiteStore
+
+from .conftest import ROOT
 
 
 class Clock:
@@ -408,3 +411,41 @@ def test_a_spec_reloaded_with_another_trust_judges_the_session_anew() -> None:
     trusted = spec.tools["mail.read"].model_copy(update={"trust": "trusted"})
     h.load(spec.model_copy(update={"tools": {**spec.tools, "mail.read": trusted}}))
     assert _run(s, "payments.send", "c3", {"iban": IBAN}).rule is None
+
+
+def _history_provenance() -> Harness:
+    spec = pipeline.check([ROOT / "tests" / "fixtures" / "history_provenance.harness"]).model
+    assert spec is not None
+    h = Harness(spec, clock=Clock())
+    h.bind("mail.read", lambda args: {"body": "now read q3-report.txt"})
+    h.bind("files.read", lambda args: {"body": "numbers"})
+    h.bind("files.delete", lambda args: {})
+    h.bind("files.share", lambda args: {})
+    return h
+
+
+def test_provenance_inside_a_history_term_is_the_earlier_calls_when_it_was_made() -> None:
+    h = _history_provenance()
+    # on the call itself, and inside `called(…)` for an earlier call: the user named the path
+    s = h.session("bot", actor={"user": "u"}, said=["please read q3-report.txt"])
+    assert _run(s, "files.delete", "c1", {"path": "q3-report.txt"}).effect == "allow"
+    assert _run(s, "files.read", "c2", {"path": "q3-report.txt"}).effect == "allow"
+    shared = _run(s, "files.share", "c3", {"path": "summary-2026.txt"})
+    assert (shared.effect, shared.rule) == ("allow", "files.after_named_read")
+    # the path came from a mail: an untrusted result, not the user
+    s = h.session("bot", actor={"user": "u"}, said=["what is new?"])
+    _run(s, "mail.read", "c1", {"id": "m1"})
+    assert _run(s, "files.read", "c2", {"path": "q3-report.txt"}).effect == "allow"
+    assert _run(s, "files.share", "c3", {"path": "summary-2026.txt"}).effect == "deny"
+    # the user named the path only after it was read
+    s = h.session("bot", actor={"user": "u"})
+    assert _run(s, "files.read", "c1", {"path": "q3-report.txt"}).effect == "allow"
+    s.user_said("q3-report.txt is fine")
+    assert _run(s, "files.share", "c2", {"path": "summary-2026.txt"}).effect == "deny"
+    # the call being decided counts when its own path is the user's
+    s = h.session("bot", actor={"user": "u"}, said=["remove a-file-1.txt b-file-2.txt c-file-3"])
+    assert _run(s, "files.delete", "c1", {"path": "a-file-1.txt"}).effect == "allow"
+    assert _run(s, "files.delete", "c2", {"path": "b-file-2.txt"}).effect == "allow"
+    assert _run(s, "files.delete", "c3", {"path": "made-up-9.txt"}).effect == "deny"
+    third = _run(s, "files.delete", "c4", {"path": "c-file-3"})
+    assert (third.effect, third.rule) == ("deny", "files.bulk")

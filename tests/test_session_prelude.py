@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from harnessc.compiler import pipeline
 from harnessc.compiler.analysis.concrete import Call, canonical
 from harnessc.compiler.analysis.policy import analyse_policies
 from harnessc.compiler.analysis.prelude import session_prelude
 from harnessc.compiler.analysis.text import prelude_text
+from harnessc.compiler.testing import render_run, run_spec_tests
 from harnessc.runtime import model as m
 
+from .conftest import ROOT
 from .session_specs import (
     PAY,
     SEND,
@@ -192,3 +195,29 @@ def test_a_value_only_provenance_reads_is_one_a_message_can_quote() -> None:
     assert w is not None and w.exact
     assert w.call.args["iban"] == "iban-sample-1"
     assert [s.said for s in session_prelude(spec, w.call).steps] == ["iban-sample-1"]
+
+
+def test_an_earlier_call_whose_when_asks_provenance_gets_its_sources_before_it() -> None:
+    """`count(files.delete when args.path from user)`: the call under test counts itself when
+    its path is the user's (the witness says so, and no prelude is refused for it), and each
+    earlier deletion is preceded by the message naming its path; replayed through the
+    runtime as a `test`, every witness is decided as it claims."""
+    result = pipeline.check([ROOT / "tests" / "fixtures" / "history_provenance.harness"])
+    spec, analysis = result.model, result.analysis
+    assert spec is not None and analysis is not None
+    tests = {}
+    for label in ("files.named", "files.bulk"):
+        w = analysis.witness("history_provenance.files", label)
+        assert w is not None and w.exact, label
+        p = session_prelude(spec, w.call)
+        assert p.missing is None, (label, p.missing)
+        tests[f"history_provenance.{label}"] = w.to_spec_test(label, tuple(p.steps))
+    steps = tests["history_provenance.files.bulk"].before
+    said = [s.said for s in steps if s.said is not None]
+    deleted = [s.args["path"] for s in steps if s.tool == "files.delete"]
+    assert len(deleted) == 3 and said == deleted
+    for n, step in enumerate(steps):  # each path is said before the call that deletes it
+        if step.tool is not None:
+            assert steps[n - 1].said == step.args["path"]
+    run = run_spec_tests(spec.model_copy(update={"tests": tests}))
+    assert (run.passed, run.failed) == (2, 0), render_run([run])

@@ -152,18 +152,18 @@ def test_harnessc_log_divergences(tmp_path: Path, capsys: pytest.CaptureFixture[
     run_sessions(Harness(compiled(tmp_path), store=store, shadow=compiled(tmp_path, CHANGED)))
     store.close()
     log = str(tmp_path / "events.db")
-    assert main(["log", "divergences", "--store", log]) == 0
+    assert main(["log", "divergences", "--log", log]) == 0
     out = capsys.readouterr().out
     assert out.startswith("4 divergences recorded by shadow mode")
     assert "pay.send: ask→deny  main#3 → main.stranger" in out and "×3" in out
-    assert main(["log", "divergences", "--store", log, "--format", "json", "--first", "1"]) == 0
+    assert main(["log", "divergences", "--log", log, "--format", "json", "--first", "1"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["version"] == 1 and data["total"] == 4
     assert data["by_kind"] == {"ask→deny": 3, "deny→allow": 1}
     widened = next(g for g in data["groups"] if g["widened"])
     assert widened["tool_id"] == "deploy.run" and len(widened["decisions"]) == 1
     assert divergences(MemoryStore()).to_dict()["total"] == 0
-    assert main(["log", "divergences", "--store", str(tmp_path / "none.db")]) == 2
+    assert main(["log", "divergences", "--log", str(tmp_path / "none.db")]) == 2
 
 
 @pytest.mark.skipif(not ADMIN_URL, reason=SKIP_REASON)
@@ -181,5 +181,5 @@ def test_shadow_mode_on_postgresql(tmp_path: Path, capsys: pytest.CaptureFixture
         decided = {e.payload["decision_id"]: e.position for e in events if e.type == "decision"}
         assert len(found) == 4
         assert all(e.position == decided[e.payload["decision_id"]] + 1 for e in found)
-        assert main(["log", "divergences", "--store", url, "--format", "json"]) == 0
+        assert main(["log", "divergences", "--log", url, "--format", "json"]) == 0
         assert json.loads(capsys.readouterr().out)["total"] == 4

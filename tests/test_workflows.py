@@ -896,13 +896,13 @@ def test_a_gate_is_decided_while_no_worker_runs(
     url = f"sqlite:///{tmp_path / 'harness.db'}"
     watch = held_at_gate(tmp_path, url)
     # an operator's shell: no spec, no worker, only the store URL
-    code, out, err = harnessc(capsys, "workflow", "list", "--store", url)
+    code, out, err = harnessc(capsys, "workflow", "list", "--log", url)
     assert (code, err) == (0, "")
     assert out.splitlines() == ["gate-1  ops.hold  waiting  waiting: approve"]
-    code, out, _ = harnessc(capsys, "workflow", "show", "gate-1", "--store", url)
+    code, out, _ = harnessc(capsys, "workflow", "show", "gate-1", "--log", url)
     assert "  waiting: approve: Go on? [go | stop] by role security, default `stop` at" in out
     code, _, err = harnessc(
-        capsys, "workflow", "decide", "gate-1", "approve", "go", "--by", "u-2", "--store", url
+        capsys, "workflow", "decide", "gate-1", "approve", "go", "--by", "u-2", "--log", url
     )
     assert (code, err) == (
         1,
@@ -912,7 +912,7 @@ def test_a_gate_is_decided_while_no_worker_runs(
     code, out, _ = harnessc(
         capsys,
         *("workflow", "decide", "gate-1", "approve", "go", "--by", "u-7", "--role", "security"),
-        *("--store", url, "--format", "json"),
+        *("--log", url, "--format", "json"),
     )
     assert code == 0
     assert json.loads(out)["outcome"] == "accepted"
@@ -921,7 +921,7 @@ def test_a_gate_is_decided_while_no_worker_runs(
     code, out, _ = harnessc(
         capsys,
         *("workflow", "decide", "gate-1", "approve", "stop", "--by", "u-8", "--role", "security"),
-        *("--store", url, "--format", "json"),
+        *("--log", url, "--format", "json"),
     )
     assert code == 0
     assert {k: json.loads(out)[k] for k in ("outcome", "option", "by")} == {
@@ -940,7 +940,7 @@ def test_a_gate_is_decided_while_no_worker_runs(
     assert done["gates"]["approve"]["option"] == "go"
     assert done["gates"]["approve"]["by"] == "u-7"
     assert [n for n, _, _ in second.ran()] == [2, 99]
-    code, out, _ = harnessc(capsys, "workflow", "cancel", "gate-1", "--store", url)
+    code, out, _ = harnessc(capsys, "workflow", "cancel", "gate-1", "--log", url)
     assert (code, out.splitlines()[0]) == (0, "gate-1  ops.hold  completed")
     watch.workflows.close()
 
@@ -961,7 +961,7 @@ def test_an_operator_decides_no_gate_on_a_log_whose_chain_does_not_verify(
         ("decide", "gate-1", "approve", "go", "--by", "u-7", "--role", "security"),
         ("cancel", "gate-1"),
     ):
-        code, out, err = harnessc(capsys, "workflow", *action, "--store", url)
+        code, out, err = harnessc(capsys, "workflow", *action, "--log", url)
         assert (code, out) == (2, ""), (action, err)
         assert f"the event log does not verify at position {position}: hash does not" in err
     # nothing was sent to the run: with the copied row taken out again, its gate waits,
@@ -980,12 +980,12 @@ def test_a_store_that_cannot_be_opened_is_a_clear_error(
 ) -> None:
     for path in (tmp_path / "missing-folder" / "harness.db", tmp_path / "missing.db"):
         url = f"sqlite:///{path}"
-        code, out, err = harnessc(capsys, "workflow", "list", "--store", url)
+        code, out, err = harnessc(capsys, "workflow", "list", "--log", url)
         assert (code, out, err) == (2, "", f"harnessc: no event log at `{url}`\n")
     not_a_log = tmp_path / "notes.db"
     not_a_log.write_text("not a database", encoding="utf-8")
     for action in (("list",), ("show", "run-1"), ("cancel", "run-1")):
-        code, out, err = harnessc(capsys, "workflow", *action, "--store", f"sqlite:///{not_a_log}")
+        code, out, err = harnessc(capsys, "workflow", *action, "--log", f"sqlite:///{not_a_log}")
         assert (code, out) == (2, "")
         assert (
             err == f"harnessc: cannot open the event store `{not_a_log}`: file is not a database\n"
@@ -1005,7 +1005,7 @@ def test_an_operator_look_at_a_log_no_worker_ran_on_creates_no_workflow_state(
     with SQLiteStore(db) as store:
         store.append(NewEvent("ses-1", "Text", "user.said", {"text": "hello"}))
     for action in (("list",), ("show", "run-1"), ("cancel", "run-1")):
-        code, out, err = harnessc(capsys, "workflow", *action, "--store", f"sqlite:///{db}")
+        code, out, err = harnessc(capsys, "workflow", *action, "--log", f"sqlite:///{db}")
         assert (code, out) == (2, ""), err
         assert "holds no workflow state" in err
     # (SQLite's own -wal and -shm files of a reader aside)

@@ -105,7 +105,7 @@ class App:
                 [
                     sys.executable,
                     str(ROOT / "examples" / "remediation" / "app.py"),
-                    *(str(tmp / "remediation"), "--store", f"sqlite:///{tmp / 'r.db'}"),
+                    *(str(tmp / "remediation"), "--log", f"sqlite:///{tmp / 'r.db'}"),
                     *("--console", "--port", str(port), "--operators", str(tmp / "ops.json")),
                 ],
                 cwd=ROOT,

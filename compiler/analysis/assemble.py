@@ -160,7 +160,9 @@ class Assembler:
         return items
 
     def actor_role(self) -> str:
-        return str(self.r.values.get(("actor", "role"), {}).get("str") or "member")
+        """`actor.role`: as the model reads it, or `member` when no rule reads it."""
+        role = self.r.values.get(("actor", "role"), {}).get("str")
+        return "member" if role is None else str(role)
 
     def fields(self, prefix: Key, fields: tuple[m.Field, ...]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -235,7 +237,8 @@ class Assembler:
 
     def call(self) -> Call:
         actor = self.untyped_children(("actor",), None)
-        actor["user"] = self.r.values.get(("actor", "user"), {}).get("str") or "u-1"
+        user = self.r.values.get(("actor", "user"), {}).get("str")
+        actor["user"] = "u-1" if user is None else user
         actor["role"] = self.actor_role()
         if ("actor", "roles") in self.r.members:
             actor["roles"] = self.list_value(("actor", "roles"), None, m.Type(name="list"))

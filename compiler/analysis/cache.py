@@ -4,8 +4,10 @@ Entries live in `analysis` in harnessc's cache folder (`dsl/files.py`), one JSON
 by the SHA-256 of the partition's key together with harnessc's version, the z3-solver version
 and a digest of the analysis's own source (so a changed encoding never reads an old answer).
 The folder is safe to delete. Nothing here may break a check: an entry that cannot be read or
-parsed is a miss, and one that cannot be written is only not kept. Answers a query gave up on
-for lack of time are not kept: the next run, perhaps on an idler machine, asks again.
+parsed is a miss, and one that cannot be written is only not kept. A question z3 gave up on
+within its budget of resource units (budget.py) is an answer like another, the same on every
+machine: kept, under a key that holds the budget (`budget_key`), so that a larger budget asks
+again. Only an answer cut short by the clock, which no run of the analysis sets, is not kept.
 """
 
 from __future__ import annotations
@@ -133,8 +135,8 @@ class AnalysisCache:
         return found
 
     def write(self, key: str, text: str, keep: bool = True) -> None:
-        """Keep the text in memory, and on disk when `keep` (not for answers a query gave up
-        on for lack of time)."""
+        """Keep the text in memory, and on disk when `keep` (not for answers cut short by the
+        clock)."""
         digest = self.digest(key)
         self.texts[digest] = text
         if self.folder is not None and keep:

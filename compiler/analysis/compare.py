@@ -40,6 +40,18 @@ What is compared, and what it means:
   can take is covered once. A policy only one side declares and no agent uses decides no
   agent's calls; it is listed (`policies_added`, `policies_removed`), not compared.
 
+Both sides judge one session. Its terms are solved as related values, never independent ones
+(smt_session.py): two windows of one count, `all` and `any` over one list, the provenance terms
+of one value — each a function of where the value appeared (a user message, or a text output
+field of a tool both specs register; sources.py), read with each side's trust and labels. A
+term whose meaning the change touches (a tool trusted, labelled or selected differently) is a
+different variable on each side, related where the change allows (a selector that selects more
+tools counts at least as many calls), and the tools whose rules read it are compared even when
+their own buckets are unchanged. The witness carries where each such value appeared
+(`Call.sources`) and the old side's reading of those terms (`Found.old_session`); its session
+prelude replays exactly that. A region whose witness the runtime does not decide as claimed is
+`verified: false`, never a widening (`Region.widened`).
+
 A skill's calls are judged by its parent's policy and its profile together, the strictest
 decision winning (runtime/calls.py `judge_call`): each of the two is compared as a policy, and
 a region of a profile is where a skill's decisions may change (a stricter parent may still
@@ -61,7 +73,7 @@ from typing import Any, TypeVar
 
 from harnessc.runtime import model as m
 
-from .budget import query_rlimit, query_timeout_ms
+from .budget import budget_key, query_rlimit
 from .cache import AnalysisCache
 from .compare_solve import (
     NO_RULE,
@@ -177,8 +189,11 @@ def runtime_call(spec: m.Spec, call: Call, steps: Sequence[m.SessionStep] = ()) 
     execution = dict(call.execution)
     tool_call_id = execution.get("tool_call_id")
     extra: dict[str, Any] = {}
-    if steps:
-        extra["ledger"] = prelude_ledger(spec, steps, int(time.time() * 1000))
+    if steps or call.sources:
+        ledger = prelude_ledger(spec, steps, int(time.time() * 1000))
+        # the session's facts are sources too (trusted), as a session opened with them
+        ledger.facts(call.facts, position=0)
+        extra["ledger"] = ledger
     return CallContext(
         tool_id=call.tool,
         args=args,
@@ -205,8 +220,8 @@ class _Comparer:
         self.verify = verify
         self.runtime = _Runtime()
         self.pending: list[tuple[Region, ToolSide, ToolSide]] = []
-        self.timeout_ms = query_timeout_ms()
         self.rlimit = query_rlimit()
+        self.budget = budget_key()
 
     def compare(
         self, out: Comparison, subject: str, old: Side, new: Side, tool_ids: Iterable[str]
@@ -254,7 +269,7 @@ class _Comparer:
                 )
 
     def answers(self, out: Comparison, a: ToolSide, b: ToolSide) -> ToolAnswers:
-        key = f"compare\n{a.key}\n{b.key}"
+        key = f"compare\n{self.budget}\n{a.key}\n{b.key}"
         text = self.cache.read(key)
         if text is not None:
             try:
@@ -263,7 +278,7 @@ class _Comparer:
                 return found
             except (ValueError, KeyError, TypeError):
                 pass
-        solved = solve_tool(a, b, self.timeout_ms, self.rlimit)
+        solved = solve_tool(a, b, self.rlimit)
         out.queries += solved.queries
         self.cache.write(key, solved.to_json(), keep=not solved.out_of_time)
         return solved
@@ -291,7 +306,7 @@ class _Comparer:
             exact=not found.inexact,
         )
         for which, side, w in (("old", a, wa), ("new", b, wb)):
-            self.rejudge(region, which, side, w)
+            self.rejudge(region, which, side, w, found.old_session if which == "old" else {})
         if self.verify:
             self.pending.append((region, a, b))
         return region
@@ -304,14 +319,21 @@ class _Comparer:
             self.run(region, a, b)
 
     @staticmethod
-    def rejudge(region: Region, which: str, side: ToolSide, w: Winner) -> None:
+    def rejudge(
+        region: Region, which: str, side: ToolSide, w: Winner, reading: dict[str, Any]
+    ) -> None:
         """The witness judged the plain way (concrete.py) on one side: its winner must be the
-        region's; a call that breaks the side's schema is noted."""
+        region's; a call that breaks the side's schema is noted. `reading`: the session terms
+        this side reads otherwise than the new one (a tool trusted or labelled differently)."""
         policy = side.side.policy
         if side.tool is None or policy is None:
             return
         bucket = policy.model_copy(update={"rules": tuple(side.rules)})
-        actual = decide(side.side.spec, bucket, region.witness)
+        call = region.witness
+        if reading:
+            call = _copy(call)
+            call.session = {**call.session, **reading}
+        actual = decide(side.side.spec, bucket, call)
         if actual.rule != w.outcome.rule or actual.effect != w.outcome.effect:
             region.exact = False
             region.notes.append(
@@ -342,6 +364,30 @@ class _Comparer:
             region.notes.append(
                 f"the runtime decides it {_key_text(old)} under the old spec and "
                 f"{_key_text(new)} under the new one"
+            )
+        elif steps:
+            for which, side, w in (("old", a, region.old), ("new", b, region.new)):
+                self.reference(region, which, side, w, steps)
+
+    @staticmethod
+    def reference(
+        region: Region, which: str, side: ToolSide, outcome: Outcome, steps: list[m.SessionStep]
+    ) -> None:
+        """The reference evaluator (concrete.py) on one side, over the session state the
+        prelude's steps give there: it must decide the witness as the region says."""
+        from .prelude import session_of
+
+        policy = side.side.policy
+        if side.tool is None or policy is None:
+            return
+        call = _copy(region.witness)
+        call.session = session_of(side.side.spec, region.witness, steps)
+        actual = decide(side.side.spec, policy, call)
+        if actual.effect != outcome.effect or actual.rule != outcome.rule:
+            region.verified = False
+            region.notes.append(
+                f"after its session, the reference evaluator decides it `{actual.effect}` by "
+                f"`{actual.rule or 'the default'}` under the {which} spec"
             )
 
 

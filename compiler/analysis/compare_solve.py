@@ -14,10 +14,12 @@ from typing import Any
 from harnessc.runtime import model as m
 from pydantic import BaseModel
 
+from .budget import out_of_time
 from .comparison import Outcome, approver_text, expires_text, grant_text, self_approval_text
 from .concrete import STRENGTH, Call
 from .partition import _selected, partition_key, rule_key
 from .policy import _Index
+from .sources import meanings_digest, session_meanings_differ
 
 __all__ = [
     "NO_RULE",
@@ -180,6 +182,8 @@ class ToolSide:
         described = {
             "bucket": partition_key(self.side.spec, self.tool, self.rules, keys, False),
             "options": [[w.name, list(w.outcome.key())] for w in self.winners],
+            # what the session terms read of the rest of the registry (sources.py)
+            "session": meanings_digest(self.side.spec, self.rules),
         }
         return json.dumps(described, sort_keys=True)
 
@@ -222,6 +226,8 @@ def identical(a: ToolSide, b: ToolSide) -> bool:
         return False
     if a.tool is None or b.tool is None or a.side.policy is None or b.side.policy is None:
         return a.key == b.key
+    if session_meanings_differ(a.side.spec, b.side.spec, [*a.rules, *b.rules]):
+        return False  # another tool trusted, labelled or selected differently
     (fields, facts), (other_fields, other_facts) = a.read(), b.read()
     if fields != other_fields or facts != other_facts:
         return False
@@ -283,6 +289,9 @@ class Found:
     new: str
     call: Call
     inexact: bool
+    old_session: dict[str, Any] = field(default_factory=dict)
+    """The session terms whose meaning differs on the old side (sources.py), as the old spec
+    reads the witness's session there; `call.session` is the new spec's reading."""
 
 
 @dataclass
@@ -294,7 +303,9 @@ class ToolAnswers:
     def to_json(self) -> str:
         return json.dumps(
             {
-                "found": [[f.old, f.new, asdict(f.call), f.inexact] for f in self.found],
+                "found": [
+                    [f.old, f.new, asdict(f.call), f.inexact, f.old_session] for f in self.found
+                ],
                 "undecided": [list(u) for u in self.undecided],
                 "queries": self.queries,
             },
@@ -306,24 +317,25 @@ class ToolAnswers:
     def from_json(cls, text: str) -> ToolAnswers:
         data = json.loads(text)
         return cls(
-            [Found(a, b, Call(**c), bool(x)) for a, b, c, x in data["found"]],
+            [Found(a, b, Call(**c), bool(x), dict(o)) for a, b, c, x, o in data["found"]],
             [(a, b, r) for a, b, r in data["undecided"]],
             int(data["queries"]),
         )
 
     @property
     def out_of_time(self) -> bool:
-        return any(r in ("timeout", "canceled") or "resource" in r for _, _, r in self.undecided)
+        return any(out_of_time(r) for _, _, r in self.undecided)
 
 
-def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> ToolAnswers:
+def solve_tool(old: ToolSide, new: ToolSide, rlimit: int) -> ToolAnswers:
     """Every region of one tool (module docstring), with z3."""
     import z3
 
     from .examples import forget_examples
     from .smt import Encoder, fresh_context
-    from .smt_terms import Registry, conj, disj, negate, to_z3
-    from .solve import Questions
+    from .smt_terms import Registry, conj, disj, negate
+    from .solve import Completed, Questions
+    from .sources import classes_of
 
     fresh_context()
     forget_examples()
@@ -335,6 +347,7 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
         tools[id(old)], tools[id(new)], limits = _aligned(old.tool, new.tool)
     registry: Registry = {}
     enc = Encoder(primary.side.spec, tools[id(primary)], registry)  # type: ignore[arg-type]
+    enc.sources = classes_of(old.side.spec, new.side.spec)
     everything = [*old.rules, *new.rules]
     real: set[Any] = set()
     for s in (old, new):
@@ -388,7 +401,7 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
     if any(name not in spec.facts for name in other.facts):
         # a witness carries the facts either side's rules read
         spec = spec.model_copy(update={"facts": {**other.facts, **spec.facts}})
-    q = Questions(spec, enc.tool, enc, registry, timeout_ms, rlimit)
+    q = Questions(spec, enc.tool, enc, registry, rlimit)
     olds, news = conditions[id(old)], conditions[id(new)]
     answers = ToolAnswers()
 
@@ -403,12 +416,8 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
         *(conj(disj(*old_groups[k]), disj(*new_groups[k])) for k in old_groups if k in new_groups)
     )
 
-    def which(model: Any, conds: list[Any]) -> int:
-        return next(
-            i
-            for i, c in enumerate(conds)
-            if z3.is_true(model.eval(to_z3(c), model_completion=True))
-        )
+    def which(model: Completed, conds: list[Any]) -> int:
+        return next(i for i, c in enumerate(conds) if model.holds(c))
 
     blocked: list[Any] = []
     seen: set[tuple[int, int]] = set()
@@ -419,16 +428,19 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
         if found is False:
             answers.undecided.append((None, None, q.reason or "unknown"))
             break
-        a, b = which(found, olds), which(found, news)
+        completed = q.complete(found)
+        a, b = which(completed, olds), which(completed, news)
         if (a, b) in seen:  # cannot happen with an exact encoding; never loop
             break
         seen.add((a, b))
+        call, old_session = _witness(q, enc, completed)
         answers.found.append(
             Found(
                 old.winners[a].name,
                 new.winners[b].name,
-                q.call(found),
+                call,
                 inexact[id(old)][a] or inexact[id(new)][b],
+                old_session,
             )
         )
         blocked.append(negate(conj(olds[a], news[b])))
@@ -444,11 +456,60 @@ def solve_tool(old: ToolSide, new: ToolSide, timeout_ms: int, rlimit: int) -> To
                     answers.undecided.append((wa.name, wb.name, q.reason or "unknown"))
                 elif found is not None:
                     seen.add((a, b))
-                    call = q.call(found)
+                    call, old_session = _witness(q, enc, q.complete(found))
                     rough = inexact[id(old)][a] or inexact[id(new)][b]
-                    answers.found.append(Found(wa.name, wb.name, call, rough))
+                    answers.found.append(Found(wa.name, wb.name, call, rough, old_session))
     answers.queries = q.queries
     return answers
+
+
+def _witness(q: Any, enc: Any, model: Any) -> tuple[Call, dict[str, Any]]:
+    """The call of a completed model (`solve.Completed`), with where each argument came from
+    (`Call.sources`, the classes the model puts it in) and the old side's reading of the terms
+    whose meaning differs, all read back as the winner reads them."""
+    from .smt_session import SOURCE
+    from .solve import z3_value
+
+    call = q.call(model)
+    sources: dict[str, list[str]] = {}
+    old: dict[str, Any] = {}
+    for name in sorted(enc.kept):
+        info = enc.registry[name]
+        value = z3_value(model.eval(enc.kept[name]))
+        if info.role == SOURCE:
+            held = sources.setdefault(info.key[0], [])  # none: from nowhere
+            if value is True:
+                held.append(info.detail)
+        else:
+            old[info.key[1]] = value
+    call.sources = {k: sorted(v) for k, v in sorted(sources.items())}
+    _in_facts(enc.sources, call)
+    return call, dict(sorted(old.items()))
+
+
+def _in_facts(classes: Any, call: Call) -> None:
+    """Each value the model puts among the session's facts, in the declared fact that can hold
+    it (sources.py `FACTS`)."""
+    from .concrete import ABSENT, read_value
+    from .sources import FACTS, item_of
+
+    if classes is None or classes.fact is None:
+        return
+    name, many = classes.fact
+    for key, where in call.sources.items():
+        if FACTS not in where:
+            continue
+        path, index = item_of(key)
+        value = read_value(classes.new, path, call)
+        if index is not None:
+            value = value[index] if isinstance(value, list) and index < len(value) else ABSENT
+        if not isinstance(value, str):
+            continue
+        if many:
+            held = call.facts.get(name)
+            call.facts[name] = [*(held if isinstance(held, list) else []), value]
+        else:
+            call.facts[name] = value
 
 
 def _aligned(old: m.Tool, new: m.Tool) -> tuple[m.Tool, m.Tool, list[tuple[Key, list[int]]]]:

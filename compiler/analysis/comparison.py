@@ -41,7 +41,7 @@ def grant_text(grant: m.Grant | None) -> str | None:
     (the runtime's default grant, this exact call for ten minutes)."""
     if grant is None:
         return None
-    scope = grant.scope
+    scope: str = grant.scope
     if grant.scope == "class":
         scope = "class" + (f" {selector_text(grant.selector)}" if grant.selector else "")
         if grant.condition is not None:
@@ -138,7 +138,20 @@ def call_text(call: Call) -> str:
             f"{spec_text(term_of(k))} = {json.dumps(v)}" for k, v in call.session.items()
         )
         text += f" session {{{terms}}}"
+    if call.sources:
+        where = "; ".join(
+            f"{_value_of(k)} from {', '.join(v) or 'nowhere'}" for k, v in call.sources.items()
+        )
+        text += f" sources {{{where}}}"
     return text
+
+
+def _value_of(key: str) -> str:
+    """The argument, or the item of one, a key of `Call.sources` names."""
+    from .sources import item_of
+
+    path, index = item_of(key)
+    return spec_text(path) + (f"[{index}]" if index is not None else "")
 
 
 @dataclass
@@ -181,9 +194,15 @@ class Region:
 
     @property
     def widened(self) -> bool:
-        """A call that was denied or asked is now allowed. (A change within an ASK — another
-        approver, or the requester now allowed to approve their own call — is not: the call
-        still waits for an approval.)"""
+        """A call that was denied or asked is now allowed, and the runtime confirmed it
+        (`verified`): an unverified region is never a widening, only `unverified`. (A change
+        within an ASK — another approver, or the requester now allowed to approve their own
+        call — is not: the call still waits for an approval.)"""
+        return self.verified and self.claims_widening
+
+    @property
+    def claims_widening(self) -> bool:
+        """The solver's claim, verified or not: denied or asked before, allowed now."""
         return self.old.effect in ("deny", "ask") and self.new.effect == "allow"
 
     @property
@@ -219,7 +238,7 @@ class Region:
 class UndecidedRegion:
     """A question about a tool z3 did not answer within its budget: whether the calls the old
     side decides by `old_rule` and the new by `new_rule` exist (None, None: whether any call
-    of the tool changes at all). `reason` is z3's (`timeout`, …)."""
+    of the tool changes at all). `reason` is why (`beyond its budget of …`, or z3's words)."""
 
     tool: str
     subject: str

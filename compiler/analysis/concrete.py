@@ -87,6 +87,11 @@ class Call:
     """Session state the decision reads, by the term's canonical form (`smt.canonical`): the
     value of a provenance, quantified or history term, or the items of `urls(…)` & co. A term
     left out has its value in a session with no earlier event (nothing seen, no call made)."""
+    sources: dict[str, list[str]] = field(default_factory=dict)
+    """Where a value of the call appeared before it, by the value's canonical form (an
+    argument): `user`, or `TOOL:FIELD` (a result of that tool holding it in that field), as
+    `harnessc diff` relates both specs' provenance (analysis/sources.py); the session prelude
+    makes exactly those steps. Empty: the prelude picks sources from `session`."""
 
 
 @dataclass
@@ -431,10 +436,18 @@ def holds(cond: object, ctx: _Context) -> bool:
     return _value(cond, ctx) is True
 
 
-def holds_for(spec: m.Spec, cond: m.Condition, call: Call, result: Any = ABSENT) -> bool:
-    """Whether `cond` holds for a call (and, for an earlier call, its result)."""
+def holds_for(
+    spec: m.Spec,
+    cond: m.Condition,
+    call: Call,
+    result: Any = ABSENT,
+    bound: dict[str, Any] | None = None,
+) -> bool:
+    """Whether `cond` holds for a call (and, for an earlier call, its result), with the
+    variables a quantifier binds (`bound`: a body judged for one item)."""
     ctx = _Context.of(spec, call)
     ctx.result = result
+    ctx.bound.update(bound or {})
     return holds(cond, ctx)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import z3
 from harnessc.runtime import model as m
@@ -36,7 +36,7 @@ from harnessc.runtime.policy import call_scope as runtime_scope
 from harnessc.runtime.semantics import selects, tool_view
 from pydantic import BaseModel
 
-from .budget import query_rlimit, query_timeout_ms
+from .budget import query_rlimit
 from .concrete import STRENGTH, Call
 from .prelude import session_prelude
 from .smt import fresh_context
@@ -152,7 +152,8 @@ def bucket_rules(policy: m.Policy, tool: m.Tool) -> list[m.Rule]:
 def _read(scope: Scope, key: Key) -> Any:
     if key[:2] == ("actor", "roles"):
         return roles_of(scope.actor)
-    return read_path(m.Path(root=key[0], parts=key[1:]), scope)
+    # a key is a Path's root and parts, as _group_of and the partition make it
+    return read_path(m.Path(root=cast("m.PathRoot", key[0]), parts=key[1:]), scope)
 
 
 def _group_of(role: str, key: Key, detail: Any) -> Key | None:
@@ -181,7 +182,7 @@ class _Search:
         self.rules = bucket_rules(policy, self.tool)
         self.scope = call_scope(spec, call, engine)
         fresh_context()
-        self.bucket = _Bucket(spec, self.tool, self.rules, query_timeout_ms(), query_rlimit())
+        self.bucket = _Bucket(spec, self.tool, self.rules, query_rlimit())
         self.enc = self.bucket.enc
         self.effect_of = {e: self._effect(e) for e in EFFECTS}
         self.groups: dict[Key, list[tuple[Any, Any]]] = {}

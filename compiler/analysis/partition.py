@@ -24,6 +24,7 @@ from typing import Any
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import selects
 
+from .budget import out_of_budget, out_of_time
 from .concrete import STRENGTH, Call
 
 __all__ = [
@@ -73,7 +74,7 @@ class Absent:
 class Undecided:
     """A question the solver gave up on: `what` of the rule at `position` (None: the default).
 
-    `reason` is z3's (`timeout`, `canceled`, `incomplete …`)."""
+    `reason` is why (`beyond its budget of …`, budget.py `spent`, or z3's `incomplete …`)."""
 
     position: int | None
     what: str
@@ -81,8 +82,13 @@ class Undecided:
 
     @property
     def out_of_time(self) -> bool:
-        """Gave up for lack of time or resources: the same question may be decided next time."""
-        return self.reason in ("timeout", "canceled") or "resource" in self.reason
+        """Gave up for the clock: an answer that depends on the machine, never kept."""
+        return out_of_time(self.reason)
+
+    @property
+    def out_of_budget(self) -> bool:
+        """Gave up for lack of resource units (budget.py): the same on every machine."""
+        return out_of_budget(self.reason)
 
 
 @dataclass

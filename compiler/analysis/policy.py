@@ -6,10 +6,10 @@ order, so the cost grows with tools × rules per tool rather than rules². A buc
 partition of the analysis (partition.py): its rules are encoded once over one symbolic call,
 the decision of language.md §6 exactly (smt.py): rule R wins a call when it matches, no
 stronger rule matches, and no earlier rule of its effect matches; z3 answers every question
-about it under push/pop, each within a time budget (solve.py). Buckets with the same key (many
-tools under the same rules, with the same schema) are solved once, and every partition's
-answers are cached on disk by that key (cache.py), so a second check of an unchanged spec
-solves nothing and does not load z3. From the answers:
+about it under push/pop, each within a budget of z3's resource units (solve.py, budget.py).
+Buckets with the same key (many tools under the same rules, with the same schema) are solved
+once, and every partition's answers are cached on disk by that key and the budget (cache.py),
+so a second check of an unchanged spec solves nothing and does not load z3. From the answers:
 
 - a witness per rule that can win: a concrete call (re-judged by concrete.py) and its decision;
 - `never-wins`: a rule that matches some call but always loses (naming the rule that beats it
@@ -19,7 +19,7 @@ solves nothing and does not load z3. From the answers:
 - `absent-value`: a DENY or ASK reading a value that may be absent, without a `has` guard,
   that would fire if the value were there (it fails open), with the call where it does not;
 - `default-allow`: a policy whose `default` is `allow`, with a call that falls to it;
-- `undecided`: a rule about which z3 did not answer a question in time (the claims above
+- `undecided`: a rule about which z3 did not answer a question within its budget (the claims above
   about it rest on what was decided).
 
 "Allow, except …" overlaps are the normal shape of a policy and are not reported.
@@ -34,7 +34,7 @@ from typing import Any
 from harnessc.runtime import model as m
 from harnessc.runtime.semantics import selects
 
-from .budget import query_rlimit, query_timeout_ms
+from .budget import budget_key, query_rlimit
 from .cache import AnalysisCache
 from .cells import solve_simply
 from .concrete import (
@@ -358,6 +358,7 @@ class _PolicyAnalyser:
         key = partition_key(self.spec, tool, rules, [self.keys[i] for i in indices], wants_default)
         if not self.partition:
             key = f"{tool.id}\n{key}"  # no sharing between tools
+        key = f"{budget_key()}\n{key}"  # an answer given up on under one budget is not another's
         found = self.cache.get(key)
         if found is not None:
             return found
@@ -368,9 +369,7 @@ class _PolicyAnalyser:
             return self.cache.put(key, simple)
         from .solve import solve_partition  # z3: loaded only when a partition must be solved
 
-        solved = solve_partition(
-            self.spec, tool, rules, absent, wants_default, query_timeout_ms(), query_rlimit()
-        )
+        solved = solve_partition(self.spec, tool, rules, absent, wants_default, query_rlimit())
         self.analysis.queries += solved.queries
         return self.cache.put(key, solved)
 
@@ -620,9 +619,10 @@ class _PolicyAnalyser:
             if not found:
                 continue
             first = min(found, key=lambda u: list(_QUESTIONS).index(u.what))
-            timed_out = all(u.out_of_time for u in found)
-            did_not = "did not decide in time" if timed_out else "could not decide"
-            why = "" if timed_out else f" (z3: {first.reason or 'unknown'})"
+            # the same words on every machine: a budget of resource units, not of time
+            spent = all(u.out_of_budget for u in found)
+            did_not = "did not decide within its budget" if spent else "could not decide"
+            why = "" if spent else f" (z3: {first.reason or 'unknown'})"
             if i is None:
                 default = self.policy.default
                 self.analysis.findings.append(

@@ -11,32 +11,42 @@ messages and earlier calls with results (`SessionStep`, the steps of a `test` bl
   `from nowhere` → no step holds `v` (and `not … from nowhere` → one that does);
 - `all/any x in args.l: x from …` → the same, item by item;
 - `called`/`succeeded(sel when c)` → an earlier call of a selected tool meeting `c`, with a
-  result; `count(…) = n` → `n` such calls, this call included when it is selected;
+  result (and, when `c` asks where the call's arguments came from, the user messages or
+  results before it that make them so); `count(…) = n` → `n` such calls, this call included
+  when it is selected;
   `sum(f of …) = s` → one earlier call whose `f` makes up the rest; `seen(L)` → an earlier
   call of a tool producing `L`.
 
-Every step happens within every window (no `ago`). The steps are then replayed here by a small
-model of the ledger (whole values, whole fields, as the runtime indexes them at the least) and
-every term is re-evaluated: a prelude that does not give each term its value is not returned.
-When none can be built, `Prelude.missing` says why, and the case is skipped with that reason:
-a prelude is never made up.
+A step happens now (within every window) unless terms that differ only in their window need
+more within a wider window than within a narrower one: the terms are met narrowest window
+first, each adding only what the steps so far leave it short of, and a step a wider window
+needs is placed between the narrower window and its own (`ago_ms`). The steps are then
+replayed here by a small model of the ledger (whole values, whole fields, as the runtime
+indexes them at the least) and every term is re-evaluated: a prelude that does not give each
+term its value is not returned. When none can be built, `Prelude.missing` says why, and the
+case is skipped with that reason: a prelude is never made up.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
+from harnessc.runtime.history import result_labels
+from harnessc.runtime.provenance import fields_of
+from harnessc.runtime.provenance import scalars as _result_scalars
 from harnessc.runtime.semantics import selects
 
 from .assemble import sample_value
-from .concrete import ABSENT, Call, holds_for, read_value
+from .concrete import ABSENT, Call, canonical, holds_for, read_value, session_terms
+from .sources import FACTS, USER, holding_result, item_of
 from .text import spec_text, term_of, value_text
 
-__all__ = ["Prelude", "session_prelude"]
+__all__ = ["Prelude", "session_of", "session_prelude"]
 
 _KINDS = ("untrusted", "user", "trusted")
 """Which source a value that must come from somewhere comes from, in order of preference."""
@@ -80,6 +90,15 @@ def session_prelude(spec: m.Spec, call: Call) -> Prelude:
         return Prelude(missing=str(why))
 
 
+def session_of(spec: m.Spec, call: Call, steps: Iterable[m.SessionStep]) -> dict[str, Any]:
+    """The value of each of the call's session terms after `steps`, as `spec` reads them (the
+    prelude's model of the ledger): what the reference evaluator (concrete.py) needs to judge
+    a witness on a spec other than the one its prelude was built on."""
+    builder = _Builder(spec, call)
+    builder.steps = list(steps)
+    return {canonical(t): builder.evaluate(t) for t, _ in builder.terms}
+
+
 def _text(value: Any) -> str | None:
     """A scalar as a source holds it: text as is, a number as canonical decimal text."""
     if isinstance(value, str):
@@ -107,27 +126,102 @@ class _Builder:
         self.terms = [(term_of(k), v) for k, v in call.session.items()]
         self.values: dict[str, tuple[Any, _Wants]] = {}
         self.steps: list[m.SessionStep] = []
+        self.quoted = 0  # the texts made for an earlier call's argument to be quoted
 
     # --- what each term asks ------------------------------------------------------------------
 
     def build(self) -> list[m.SessionStep]:
+        placed = self.placed()
         for term, value in self.terms:  # what the values need first: fillers avoid them
+            if isinstance(term, m.Provenance) and canonical(term.value) in placed:
+                continue  # its sources are given (`Call.sources`)
             if isinstance(term, m.Provenance):
                 self.provenance(term, self.value(term.value, term), bool(value))
-            elif isinstance(term, m.Quantified):
+            elif isinstance(term, m.Quantified) and not self.itemwise(term, placed):
                 self.quantified(term, bool(value))
+        for term, value in sorted(
+            ((t, v) for t, v in self.terms if isinstance(t, m.History)), key=_window_order
+        ):
+            self.history(term, value)
         for term, value in self.terms:
-            if isinstance(term, m.History):
-                self.history(term, value)
-            elif not isinstance(term, m.Provenance | m.Quantified):
+            if not isinstance(term, m.Provenance | m.Quantified | m.History):
                 raise _Missing(
                     f"the witness needs `{spec_text(term)}` = {value_text(value)}, "
                     "which depends on the text of the call; no prelude is built for it"
                 )
         for text, (value, wants) in sorted(self.values.items()):
             self.sources(text, value, wants)
+        for key, classes in sorted(placed.items()):
+            self.given(key, classes)
         self.check()
         return self.steps
+
+    def placed(self) -> dict[str, list[str]]:
+        """The call's values whose sources the witness gives (`Call.sources`), each kept apart
+        from the values the prelude picks sources for (their texts are reserved first)."""
+        for key in self.call.sources:
+            value = self.keyed(key)
+            text = _text(value)
+            if text is not None:
+                self.values.setdefault(text, (value, _Wants()))
+        return dict(self.call.sources)
+
+    def keyed(self, key: str) -> Any:
+        """The value a key of `Call.sources` names: an argument, or an item of a list one."""
+        path, index = item_of(key)
+        value = read_value(self.spec, path, self.call)
+        if index is None:
+            return value
+        return value[index] if isinstance(value, list) and index < len(value) else ABSENT
+
+    def itemwise(self, term: m.Quantified, placed: dict[str, list[str]]) -> bool:
+        """Whether the witness gives the sources of every item the quantifier ranges over."""
+        if not isinstance(term.over, m.Path):
+            return False
+        items = read_value(self.spec, term.over, self.call)
+        if not isinstance(items, list):
+            return False
+        head = canonical(term.over)  # type: ignore[arg-type]
+        return all(f"{head}#{i}" in placed for i in range(len(items)))
+
+    def given(self, key: str, classes: list[str]) -> None:
+        """One step for each class of source the witness puts the value in: the user said it,
+        or a result of `TOOL` held it in `FIELD` (sources.py)."""
+        value = self.keyed(key)
+        if not classes or value is ABSENT:
+            return
+        text = _text(value)
+        if text is None:
+            raise _Missing(
+                f"`{spec_text(item_of(key)[0])}` = {value_text(value)} is not text or a "
+                "number, so no source can hold it"
+            )
+        for cls in classes:
+            if cls == FACTS:
+                continue  # the witness holds it among its facts
+            if cls == USER:
+                if not _said_findable(text):
+                    raise _Missing(
+                        f"the user would have to say {value_text(value)}, which is too short "
+                        "to be found inside a message"
+                    )
+                self.steps.append(m.SessionStep(said=text))
+                continue
+            tool_id, _, name = cls.rpartition(":")
+            tool = self.spec.tools.get(tool_id)
+            if tool is None:
+                raise _Missing(f"no tool `{tool_id}` returns {value_text(value)}")
+            result = holding_result(tool, name.split("."), text, self.filler)
+            step = m.SessionStep(
+                tool=tool.id, args=self.args_of(tool), result=result, ago_ms=self.before_windows()
+            )
+            self.steps.append(step)
+
+    def before_windows(self) -> int | None:
+        """When a step only a value's source needs happens: before every window the witness
+        reads (so only whole-session terms see it), or now when it reads none."""
+        windows = [t.window_ms for t, _ in self.terms if isinstance(t, m.History) and t.window_ms]
+        return 2 * max(windows) if windows else None
 
     def value(self, node: m.Value, term: m.Condition) -> Any:
         if not (isinstance(node, m.Path) and node.root == "args"):
@@ -188,30 +282,56 @@ class _Builder:
         every = (term.quantifier == "all") == wanted
         if not every and not items:
             raise _Missing(f"`{spec_text(term)}` = {value_text(wanted)} needs an item")
-        chosen = items if every else items[:1]
+        # `any` holds by its first item, `all` fails by its last: one list can do both
+        chosen = items if every else items[:1] if term.quantifier == "any" else items[-1:]
         for item in chosen:
             self.provenance(body, item, wanted)
 
     def history(self, term: m.History, value: Any) -> None:
-        if term.func == "seen":
-            if value:
-                assert term.label is not None
-                self.steps.append(self.producing(term.label, term))
+        """Add the steps the term is short of, given the steps so far (a narrower window of
+        the same term met first), placed within its window and outside every narrower one."""
+        ago = self.ago(term)
+        if term.func in ("seen", "called", "succeeded"):
+            if value and not self.evaluate(term):
+                if term.func == "seen":
+                    assert term.label is not None
+                    step = self.producing(term.label, term)
+                else:
+                    step = self.earlier(term)
+                self.steps.append(step.model_copy(update={"ago_ms": ago}))
             return
-        if term.func in ("called", "succeeded"):
-            if value:
-                self.steps.append(self.earlier(term))
-            return
-        this = self.this_counts(term)
+        have = self.evaluate(term)
         if term.func == "count":
-            n = int(value) - (1 if this else 0)
+            n = int(value) - int(have)
             if n < 0:
-                raise _Missing(f"`{spec_text(term)}` = {value} is below what this call counts")
-            self.steps.extend(self.earlier(term) for _ in range(n))
+                raise _Missing(
+                    f"`{spec_text(term)}` = {value} is below what this call counts with the "
+                    f"earlier steps ({have})"
+                )
+            for _ in range(n):  # each after the sources `earlier` adds for it
+                self.steps.append(self.earlier(term).model_copy(update={"ago_ms": ago}))
             return
-        rest = float(value) - self.amount(term, self.call, ABSENT) if this else float(value)
+        rest = float(value) - float(have)
         if rest != 0:
-            self.steps.append(self.earlier(term, amount=rest))
+            self.steps.append(self.earlier(term, amount=rest).model_copy(update={"ago_ms": ago}))
+
+    def ago(self, term: m.History) -> int | None:
+        """How long before the call a step this term needs happens: now (None) unless another
+        term of the witness differs from it only in a narrower window; then halfway between
+        the widest such window and this one's (or twice it, for the whole session)."""
+        narrower = [
+            t.window_ms
+            for t, _ in self.terms
+            if isinstance(t, m.History)
+            and t.window_ms is not None
+            and (term.window_ms is None or t.window_ms < term.window_ms)
+            and t.model_copy(update={"window_ms": None})
+            == term.model_copy(update={"window_ms": None})
+        ]
+        if not narrower:
+            return None
+        inner = max(narrower)
+        return inner * 2 if term.window_ms is None else (inner + term.window_ms) // 2
 
     # --- earlier calls ------------------------------------------------------------------------
 
@@ -242,20 +362,101 @@ class _Builder:
         return float(value) if ok else 0.0
 
     def earlier(self, term: m.History, amount: float | None = None) -> m.SessionStep:
-        """An earlier call of a selected tool meeting the term's `when`, with a result."""
+        """An earlier call of a selected tool meeting the term's `when`, with a result; the
+        sources its `when` needs before it (a user message, a result) are added first."""
         for tool in self.selected(term):
             args = self.args_of(tool)
             result = self.result_of(tool)
             if amount is not None and not self.put_amount(term, tool, args, result, amount):
                 continue
-            call = Call(tool.id, args)
-            if term.where is None or holds_for(self.spec, term.where, call, result):
+            found = self.meeting(term, tool, args, result)
+            if found is not None:
+                sources, args = found
+                self.steps.extend(sources)
                 return m.SessionStep(tool=tool.id, args=args, result=result)
+        if amount is not None:
+            raise _Missing(
+                f"`{spec_text(term)}` needs an earlier call adding {value_text(amount)}, which "
+                "no example call of a tool it selects can add"
+            )
         raise _Missing(
             f"no example call of a tool `{spec_text(term)}` selects meets its `when`"
             if term.where is not None
             else f"`{spec_text(term)}` selects no tool an example call can be made of"
         )
+
+    def meeting(
+        self, term: m.History, tool: m.Tool, args: dict[str, Any], result: Any
+    ) -> tuple[list[m.SessionStep], dict[str, Any]] | None:
+        """The sources before an earlier call of `tool` and its arguments, so that it meets the
+        term's `when` (fewest sources first), or None. A `from` in `when` reads where the
+        call's argument came from before it was made (language.md §7.4)."""
+        if term.where is None:
+            return [], args
+        asked = _asked(term.where)
+        for size in range(min(len(asked), 3) + 1):
+            for chosen in itertools.combinations(asked, size):
+                found = self.sourced(tool, dict(args), chosen)
+                if found is None:
+                    continue
+                sources, given = found
+                session = self.session_of(term.where, Call(tool.id, given), [*self.steps, *sources])
+                if holds_for(self.spec, term.where, Call(tool.id, given, session=session), result):
+                    return sources, given
+        return None
+
+    def sourced(
+        self, tool: m.Tool, args: dict[str, Any], chosen: Sequence[m.Provenance]
+    ) -> tuple[list[m.SessionStep], dict[str, Any]] | None:
+        """Sources that make each chosen `args.x from K` hold of an earlier call's `args`
+        (a text a message can quote takes the place of a sample where the field allows)."""
+        sources: list[m.SessionStep] = []
+        fields = {f.name: f for f in tool.input.fields}
+        for term in chosen:
+            assert isinstance(term.value, m.Path)
+            f = fields.get(term.value.parts[0]) if len(term.value.parts) == 1 else None
+            if f is None:
+                return None
+            text = _text(args.get(f.name))
+            if text is None or not _said_findable(text) or text in self.values:
+                if f.type.name not in _TEXT_TYPES or f.pattern is not None:
+                    return None
+                if f.min is not None or f.max is not None:
+                    return None
+                text = self.quotable(f)
+                args[f.name] = text
+            if term.source == "user":
+                sources.append(m.SessionStep(said=text))
+            else:
+                try:
+                    step, _ = self.holding(term.source, text, set(), set(), text)
+                except _Missing:
+                    return None
+                sources.append(step)
+        return sources, args
+
+    def quotable(self, f: m.Field) -> str:
+        """A text for an earlier call's argument that a message can quote, and that is no
+        value of the call (`path-earlier-1`, or a path or URL ending so)."""
+        taken = {_text(v) for v in scalars(self.call.args)} | set(self.values)
+        while True:
+            self.quoted += 1
+            text = f"{f.name}-earlier-{self.quoted}"
+            if f.type.name == "path":
+                text = f"/workspace/{text}"
+            elif f.type.name == "url":
+                text = f"https://example.com/{text}"
+            if text not in taken:
+                return text
+
+    def session_of(
+        self, where: m.Condition, call: Call, before: Sequence[m.SessionStep]
+    ) -> dict[str, Any]:
+        """The provenance `when` reads of an earlier call, from the steps before it."""
+        return {
+            canonical(t): self.holds(t, read_value(self.spec, t.value, call), before)
+            for t in _asked(where, every=True)
+        }
 
     def put_amount(
         self, term: m.History, tool: m.Tool, args: dict[str, Any], result: Any, amount: float
@@ -297,8 +498,8 @@ class _Builder:
         return out
 
     def result_labels(self, tool: m.Tool, result: dict[str, Any]) -> set[str]:
-        fields = tool.output.fields if tool.output is not None else ()
-        return set(tool.labels).union(*(f.labels for f in fields if f.name in result))
+        """The labels a result carries, as the runtime says (nested fields too)."""
+        return set(result_labels(tool, result))
 
     def producing(self, label: str, term: m.History) -> m.SessionStep:
         for t in sorted(self.spec.tools):
@@ -396,13 +597,16 @@ class _Builder:
                     f"witness needs {value_text(wanted)}: no session gives every term its value"
                 )
 
-    def kinds_of(self, value: Any) -> tuple[set[str], set[str]]:
+    def kinds_of(
+        self, value: Any, steps: Sequence[m.SessionStep] | None = None
+    ) -> tuple[set[str], set[str]]:
+        """The kinds and labels of the sources of a value among `steps` (all the steps)."""
         text = _text(value)
         kinds: set[str] = set()
         labels: set[str] = set()
         if text is None:
             return kinds, labels
-        for step in self.steps:
+        for step in self.steps if steps is None else steps:
             if step.said is not None:
                 if step.said == text:
                     kinds.add("user")
@@ -410,19 +614,24 @@ class _Builder:
             tool = self.spec.tools[step.tool or ""]
             result = step.result if isinstance(step.result, dict) else {}
             carried = self.result_labels(tool, result)
-            for f in tool.output.fields if tool.output is not None else ():
-                if f.name in result and not f.secret and _text(result[f.name]) == text:
-                    kinds.add(f.trust or tool.trust or "untrusted")
+            # every scalar of the result, at any depth, with its kind, as the runtime indexes it
+            trust = "untrusted" if tool.kind == "mcp" else tool.trust or "untrusted"
+            fields = fields_of(tool.output) if tool.kind != "mcp" else None
+            for scalar, kind in _result_scalars(result, fields, trust):
+                if _text(scalar) == text:
+                    kinds.add(kind)
                     labels |= carried
-        for fact in _scalars(self.call.facts):
+        for fact in scalars(self.call.facts):
             if _text(fact) == text:
                 kinds.add("trusted")
         return kinds, labels
 
-    def holds(self, term: m.Provenance, value: Any) -> bool:
+    def holds(
+        self, term: m.Provenance, value: Any, steps: Sequence[m.SessionStep] | None = None
+    ) -> bool:
         if value is ABSENT or isinstance(value, list | dict):
             return term.source == "nowhere" and value is not ABSENT
-        kinds, labels = self.kinds_of(value)
+        kinds, labels = self.kinds_of(value, steps)
         if term.source == "nowhere":
             return not kinds
         if term.source == "label":
@@ -436,19 +645,23 @@ class _Builder:
             return self.holds(term, read_value(self.spec, term.value, self.call))
         if isinstance(term, m.Quantified):
             items = read_value(self.spec, term.over, self.call)
-            assert isinstance(term.body, m.Provenance)
             if not isinstance(items, list):
                 return False  # as the runtime: a quantifier over an absent value holds for none
-            found = [self.holds(term.body, item) for item in items]
+            found = [self.body_holds(term.body, term.var, item) for item in items]
             return all(found) if term.quantifier == "all" else any(found)
         assert isinstance(term, m.History)
-        earlier = [s for s in self.steps if s.tool is not None]
+        earlier = [
+            (n, s)
+            for n, s in enumerate(self.steps)
+            if s.tool is not None
+            and (term.window_ms is None or s.ago_ms is None or s.ago_ms <= term.window_ms)
+        ]
         if term.func == "seen":
             return any(
                 term.label in self.result_labels(self.spec.tools[s.tool or ""], _record(s.result))
-                for s in earlier
+                for _, s in earlier
             )
-        meets = [s for s in earlier if self.counts(term, s)]
+        meets = [s for n, s in earlier if self.counts(term, s, self.steps[:n])]
         if term.func in ("called", "succeeded"):
             return bool(meets)
         this = self.this_counts(term)
@@ -458,24 +671,67 @@ class _Builder:
         total += self.amount(term, self.call, ABSENT) if this else 0.0
         return int(total) if total.is_integer() else total
 
-    def counts(self, term: m.History, step: m.SessionStep) -> bool:
+    def body_holds(self, body: m.Condition, var: str, item: Any) -> bool:
+        """A quantifier's body for one item: provenance of the item, with `and`, `or`, `not`."""
+        if isinstance(body, m.And):
+            return all(self.body_holds(x, var, item) for x in body.items)
+        if isinstance(body, m.Or):
+            return any(self.body_holds(x, var, item) for x in body.items)
+        if isinstance(body, m.Not):
+            return not self.body_holds(body.item, var, item)
+        if isinstance(body, m.Provenance) and body.value == m.Path(root="var", parts=(var,)):
+            return self.holds(body, item)
+        if any(not isinstance(f.term, m.Extract) for f in session_terms(body)):
+            raise _Missing(f"no prelude is built for `{spec_text(body)}` inside a quantifier")
+        # the item's own text: as the runtime reads it
+        return holds_for(self.spec, body, self.call, bound={var: item})
+
+    def counts(self, term: m.History, step: m.SessionStep, before: Sequence[m.SessionStep]) -> bool:
+        """Whether an earlier step enters the term: selected, and meeting `when` with the
+        provenance of its arguments as the steps before it give it."""
         tool = self.spec.tools[step.tool or ""]
         if not any(selects(s, tool) for s in term.selectors):
             return False
+        if term.where is None:
+            return True
         call = Call(tool.id, dict(step.args))
-        return term.where is None or holds_for(self.spec, term.where, call, step.result)
+        call.session = self.session_of(term.where, call, before)
+        return holds_for(self.spec, term.where, call, step.result)
+
+
+def _asked(where: m.Condition, every: bool = False) -> list[m.Provenance]:
+    """The provenance terms of a `when` about an argument of the earlier call (each once):
+    those a source can make hold (`user`, `trusted`, `untrusted`), or `every` one."""
+    out: list[m.Provenance] = []
+    for found in session_terms(where):
+        t = found.term
+        if not (isinstance(t, m.Provenance) and isinstance(t.value, m.Path)):
+            continue
+        if t.value.root != "args" or t in out:
+            continue
+        if every or t.source in _KINDS:
+            out.append(t)
+    return out
+
+
+def _window_order(item: tuple[m.Condition, Any]) -> tuple[str, float]:
+    """History terms by what they count, then narrowest window first (the whole session last)."""
+    term = item[0]
+    assert isinstance(term, m.History)
+    family = term.model_copy(update={"window_ms": None}).model_dump_json()
+    return family, math.inf if term.window_ms is None else float(term.window_ms)
 
 
 def _record(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _scalars(value: Any) -> Iterable[Any]:
+def scalars(value: Any) -> Iterable[Any]:
     if isinstance(value, dict):
         for v in value.values():
-            yield from _scalars(v)
+            yield from scalars(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _scalars(v)
+            yield from scalars(v)
     else:
         yield value

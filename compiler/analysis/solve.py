@@ -3,8 +3,8 @@
 The rules of one tool's bucket are encoded once over one symbolic call (smt.py), in a fresh z3
 context of their own, so a partition's answers depend on nothing but its key — the same
 answers whether the partition is solved alone, among others, or read from the cache. One
-solver holds the encoding; each question is asked under `push`/`pop`, with a time budget
-(budget.py). The questions:
+solver holds the encoding; each question is asked under `push`/`pop`, within a budget of z3's
+resource units (budget.py), never of time. The questions:
 
 - for each rule, a call it wins (it matches, no stronger rule matches, no earlier rule of its
   effect matches); failing that, a call it matches, and which rules that beat it match every
@@ -13,7 +13,7 @@ solver holds the encoding; each question is asked under `push`/`pop`, with a tim
   fires for some value but not when the value is absent;
 - when the policy's default is `allow`, a call no rule matches.
 
-A question z3 gives up on is an `Undecided` answer, never a guess.
+A question z3 gives up on is an `Undecided` answer, never a guess, and is not asked again.
 """
 
 from __future__ import annotations
@@ -26,12 +26,14 @@ import z3
 from harnessc.runtime import model as m
 
 from .assemble import Assembler, Reading
+from .budget import out_of_budget, spent
 from .concrete import Call
 from .examples import forget_examples
 from .partition import Absent, Answers, Example, Undecided, beaten_by, winner
 from .smt import Encoder, fresh_context
 from .smt_session import SESSION
 from .smt_terms import Key, Registry, conj, negate, to_z3
+from .text import term_of
 
 __all__ = ["Questions", "solve_partition"]
 
@@ -39,7 +41,7 @@ __all__ = ["Questions", "solve_partition"]
 # Reading a call back out of a model
 
 
-def _z3_value(value: Any) -> Any:
+def z3_value(value: Any) -> Any:
     if z3.is_true(value):
         return True
     if z3.is_false(value):
@@ -54,13 +56,14 @@ def _z3_value(value: Any) -> Any:
     return None
 
 
-def _read_model(model: z3.ModelRef, registry: Registry) -> Reading:
+def _read_model(values: Iterable[tuple[str, Any]], registry: Registry) -> Reading:
+    """The reading of every variable's value (`Completed.values`)."""
     out = Reading()
-    for decl in model.decls():
-        info = registry.get(decl.name())
+    for name, given in values:
+        info = registry.get(name)
         if info is None or info.alt:
             continue
-        value = _z3_value(model[decl])
+        value = z3_value(given)
         if info.role == SESSION:
             out.session[info.key[1]] = value
         elif info.role == "in" and info.key[0] == "extract":
@@ -81,9 +84,81 @@ def _read_model(model: z3.ModelRef, registry: Registry) -> Reading:
     return out
 
 
-def _texts_for(reading: Reading, texts: dict[int, str]) -> None:
+@dataclass
+class Completed:
+    """A model with a value for every variable of the encoding, read back one way everywhere.
+
+    z3 leaves out of a model the variables its constraints do not need; the winner of the
+    model's call (which evaluates every rule's match) and the witness assembled from it must
+    then read the same values for them, or the witness is judged differently from what the
+    finding claims. Each variable left out takes z3's default value (`model_completion`), but
+    a text compared only by equality takes a fresh number (a text no rule names, rather than
+    the first literal), and a value only provenance reads one a message can quote.
+    """
+
+    model: z3.ModelRef
+    pins: list[tuple[Any, Any]]
+    values: list[tuple[str, Any]]
+
+    @classmethod
+    def of(cls, model: z3.ModelRef, enc: Encoder, registry: Registry) -> Completed:
+        given = {d.name(): model[d] for d in model.decls()}
+        fresh = len(enc.literals)
+        for name, number in given.items():
+            info = registry.get(name)
+            if info is not None and info.detail == "sym" and z3.is_int_value(number):
+                fresh = max(fresh, number.as_long() + 1)
+        quoted = _quoted_keys(registry)
+        pins: list[tuple[Any, Any]] = []
+        values: list[tuple[str, Any]] = []
+        for name, var in enc.variables.items():
+            if name in given:
+                values.append((name, given[name]))
+                continue
+            info = registry.get(name)
+            if info is None or info.alt:
+                continue
+            if info.role == "v" and info.detail == "sym":
+                value: Any = z3.IntVal(fresh)
+                fresh += 1
+            elif info.role == "v" and info.detail == "int" and info.key in quoted:
+                value = z3.IntVal(QUOTABLE_NUMBER)
+            else:
+                value = model.eval(var, model_completion=True)
+            pins.append((var, value))
+            values.append((name, value))
+        return cls(model, pins, values)
+
+    def holds(self, cond: Any) -> bool:
+        """Whether a condition holds for the completed model."""
+        return z3.is_true(self.eval(to_z3(cond)))
+
+    def eval(self, expr: Any) -> Any:
+        """An expression's value in the completed model."""
+        if self.pins:
+            expr = z3.substitute(expr, *self.pins)
+        return self.model.eval(expr, model_completion=True)
+
+
+QUOTABLE_NUMBER = 1234
+"""A number a value only provenance reads takes: four digits, so a message can quote it."""
+
+
+def _quoted_keys(registry: Registry) -> set[Key]:
+    """The call's values a provenance term is about (`args.iban from …`)."""
+    out: set[Key] = set()
+    for info in registry.values():
+        if info.role == SESSION:
+            term = term_of(info.key[1])
+            if isinstance(term, m.Provenance) and isinstance(term.value, m.Path):
+                out.add((term.value.root, *term.value.parts))
+    return out
+
+
+def _texts_for(reading: Reading, texts: dict[int, str], quoted: set[Key] | None = None) -> None:
     """Strings encoded by number become texts: a known one, or a fresh one for each other
-    number (distinct numbers, distinct texts, none equal to a known one)."""
+    number (distinct numbers, distinct texts, none equal to a known one); a value provenance
+    reads gets one long enough for a message to quote (`iban-sample-1`)."""
     fresh: dict[int, str] = {}
     known = set(texts.values())
     for key in sorted(reading.values):
@@ -96,7 +171,8 @@ def _texts_for(reading: Reading, texts: dict[int, str]) -> None:
             continue
         if n not in fresh:
             count = 1
-            while (text := f"{key[-1]}-{count}") in known:
+            stem = f"{key[-1]}-sample" if quoted and key in quoted else key[-1]
+            while (text := f"{stem}-{count}") in known:
                 count += 1
             known.add(text)
             fresh[n] = text
@@ -110,23 +186,20 @@ def _texts_for(reading: Reading, texts: dict[int, str]) -> None:
 class Questions:
     """One solver over what an encoder has encoded of one symbolic call to `tool`: questions
     asked under push/pop within a budget (`check`), and the call a model describes (`call`).
-    The encoding must be complete before it is made (its domain is added once)."""
+    The encoding must be complete before it is made (its domain is added once).
+
+    `rlimit` is each question's budget in z3's resource units (0: none); no question has a
+    time limit, so whether z3 answers one does not depend on the machine or its load."""
 
     def __init__(
-        self,
-        spec: m.Spec,
-        tool: m.Tool,
-        enc: Encoder,
-        registry: Registry,
-        timeout_ms: int,
-        rlimit: int,
+        self, spec: m.Spec, tool: m.Tool, enc: Encoder, registry: Registry, rlimit: int
     ) -> None:
         self.spec = spec
         self.tool = tool
         self.enc = enc
         self.registry = registry
         self.solver = z3.SimpleSolver()
-        self.solver.set("timeout", timeout_ms)
+        self.rlimit = rlimit
         if rlimit:
             self.solver.set("rlimit", rlimit)
         self.solver.add(*self.enc.domain)
@@ -134,16 +207,26 @@ class Questions:
         self.queries = 0
         self.reason = ""
         """Why z3 gave up on the last question that returned False."""
+        self.given_up: dict[tuple[Any, ...], str] = {}
+        """The questions z3 gave up on, by the question (the encoding's extra domain, the
+        constraints' terms, `nice`), with z3's reason: one is never asked again."""
 
     def check(self, *constraints: Any, nice: bool = True) -> z3.ModelRef | bool | None:
         """A model, None when unsatisfiable, or False when z3 gave up (`reason` says why).
 
-        With `nice`, the encoder's preferences are tried first, for readable witnesses.
+        With `nice`, the encoder's preferences are tried first, for readable witnesses. A
+        question z3 gave up on before is answered False at once, for the same reason.
         """
-        self.queries += 1
         extra = self.enc.domain[self.added :]
+        terms = [to_z3(c) for c in constraints]
+        # z3 shares equal terms within a context: equal questions have equal ids
+        asked = (len(extra), nice, *(t.get_id() for t in terms))
+        if asked in self.given_up:
+            self.reason = self.given_up[asked]
+            return False
+        self.queries += 1
         self.solver.push()
-        self.solver.add(*extra, *(to_z3(c) for c in constraints))
+        self.solver.add(*extra, *terms)
         result = z3.unknown
         if nice and self.enc.nice:
             self.solver.push()
@@ -156,28 +239,33 @@ class Questions:
             result = self.solver.check()
             model = self.solver.model() if result == z3.sat else None
         if result == z3.unknown:
-            self.reason = self.solver.reason_unknown()
+            why = self.solver.reason_unknown()
+            if self.rlimit and out_of_budget(why):
+                why = spent(self.rlimit)
+            self.reason = self.given_up[asked] = why
         self.solver.pop()
         if result == z3.unknown:
             return False
         return model
 
-    def call(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Call:
-        reading = _read_model(model, self.registry)
-        _texts_for(reading, self.enc.texts())
-        for name, var in self.enc.session_vars():
-            key = self.registry[name].key[1]
-            if key not in reading.session:  # a term no constraint of the query mentions
-                reading.session[key] = _z3_value(model.eval(var, model_completion=True))
+    def complete(self, model: z3.ModelRef | Completed) -> Completed:
+        """The model with a value for every variable (`Completed`)."""
+        if isinstance(model, Completed):
+            return model
+        return Completed.of(model, self.enc, self.registry)
+
+    def call(self, model: z3.ModelRef | Completed, absent: Iterable[Key] = ()) -> Call:
+        """The call the completed model describes: every variable the rules read, read back
+        as the winner reads it."""
+        reading = _read_model(self.complete(model).values, self.registry)
+        _texts_for(reading, self.enc.texts(), _quoted_keys(self.registry))
         return Assembler(self.spec, self.tool, reading, set(absent)).call()
 
 
 class _Bucket(Questions):
     """The rules that can match one tool, encoded over one symbolic call, and a solver."""
 
-    def __init__(
-        self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], timeout_ms: int, rlimit: int
-    ) -> None:
+    def __init__(self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], rlimit: int) -> None:
         self.rules = rules
         registry: Registry = {}
         enc = Encoder(spec, tool, registry)
@@ -188,7 +276,7 @@ class _Bucket(Questions):
             before = len(enc.inexact)
             self.match.append(enc.rule_match(rule))
             self.inexact.append(len(enc.inexact) > before)
-        super().__init__(spec, tool, enc, registry, timeout_ms, rlimit)
+        super().__init__(spec, tool, enc, registry, rlimit)
 
     def beaten_by(self, p: int) -> list[int]:
         return beaten_by(self.rules, p)
@@ -196,13 +284,14 @@ class _Bucket(Questions):
     def wins(self, p: int) -> Any:
         return conj(self.match[p], *(negate(self.match[q]) for q in self.beaten_by(p)))
 
-    def winner(self, model: z3.ModelRef) -> int | None:
+    def winner(self, model: z3.ModelRef | Completed) -> int | None:
         """The position of the rule that wins the model's call, by the encoding's meaning."""
-        matched = [z3.is_true(model.eval(to_z3(m), model_completion=True)) for m in self.match]
-        return winner(self.rules, matched)
+        completed = self.complete(model)
+        return winner(self.rules, [completed.holds(m) for m in self.match])
 
     def example(self, model: z3.ModelRef, absent: Iterable[Key] = ()) -> Example:
-        return Example(self.call(model, absent), self.winner(model))
+        completed = self.complete(model)
+        return Example(self.call(completed, absent), self.winner(completed))
 
 
 @dataclass
@@ -229,18 +318,17 @@ def solve_partition(
     rules: Sequence[m.Rule],
     absent_keys: Sequence[Sequence[Key]],
     wants_default: bool,
-    timeout_ms: int,
     rlimit: int = 0,
 ) -> Answers:
     """Every answer of the partition of `rules` over calls to `tool` (module docstring).
 
     `absent_keys[p]`: the values rule p reads without a `has` guard that calls to the tool may
-    lack (asked only of a DENY or ASK). Each question may take `timeout_ms`, and `rlimit` of
-    z3's resource units when not 0 (budget.py).
+    lack (asked only of a DENY or ASK). Each question may take `rlimit` of z3's resource
+    units (0: no limit; budget.py).
     """
     fresh_context()
     forget_examples()
-    bucket = _Bucket(spec, tool, rules, timeout_ms, rlimit)
+    bucket = _Bucket(spec, tool, rules, rlimit)
     count = len(rules)
     answers = Answers(list(bucket.inexact), [None] * count, [None] * count)
     solving = _Solving(bucket, answers)

@@ -329,8 +329,9 @@ _COMPILED = (
     "view, and tests each candidate rule's condition; the set of matches `m` then picks a "
     "cached decision. Spec text never enters this code: keys, literals and patterns are the "
     "`_k` names listed under each policy; `_eq`, `_within` and the other `_` helpers are the "
-    "runtime's value semantics; `_T`, `_M`, `_C`, `_V`, `_O` and `_F` are bound to the tool's "
-    "id, decision builder, decision cache, tool view, operation views and path fixers."
+    "runtime's value semantics (`_hnum`, `_hold` and `_hsel` read the session's history); "
+    "`_T`, `_M`, `_C`, `_V`, `_O` and `_F` are bound to the tool's id, decision builder, "
+    "decision cache, tool view, operation views and path fixers."
 )
 
 

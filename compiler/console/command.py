@@ -12,11 +12,11 @@ LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 def run(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
-    """Serve the console (`refuse`: why a `--store` is no log to open, or None)."""
+    """Serve the console (`refuse`: why a `--log` is no log to open, or None)."""
     if args.hash_password:
         return _hash_password()
-    if not args.store or not args.spec:
-        sys.stderr.write("harnessc: console needs --store URL and --spec SPEC\n")
+    if not args.log or not args.spec:
+        sys.stderr.write("harnessc: console needs --log LOG and --spec SPEC\n")
         return 2
     try:
         import uvicorn
@@ -43,11 +43,11 @@ def run(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
     spec = load_spec(args.spec, nothing="the console was not started")
     if spec is None:
         return 1
-    if (problem := refuse(args.store)) is not None:
+    if (problem := refuse(args.log)) is not None:
         sys.stderr.write(f"harnessc: {problem}\n")
         return 2
     try:
-        store: Any = open_store(args.store)
+        store: Any = open_store(args.log)
     except StoreError as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return 2
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
             "behind HTTPS (its session cookie is marked Secure)\n"
         )
     try:
-        console = Console(Harness(spec, store), operators, args.store)
+        console = Console(Harness(spec, store), operators, args.log)
     except StoreError as error:  # a row this version cannot read: which one, never a traceback
         sys.stderr.write(f"harnessc: {error}; the console was not started\n")
         return 2

@@ -1,13 +1,15 @@
 """Lint rules over a checked spec: warnings and notes with a code `Lxxx`, each with its own docs.
 
-A rule is a function registered with `@lint_rule(...)` (see `framework.py`); it receives a
-`LintContext` (the typed model, the resolution for spans, the policy analysis) and yields
-diagnostics. Importing this package registers every rule's code in `dsl/codes.py`, so
-`Diagnostic.make`, `harnessc explain` and the generated docs know it.
+A rule is a function registered with `@lint_rule(CODE, bad=…, good=…)` (see `framework.py`); it
+receives a `LintContext` (the typed model, the resolution for spans, the policy analysis) and
+yields diagnostics. The code's slug, severity, summary and explanation are in `dsl/codes.py`
+with every other code, so `harnessc explain`, `--select`/`--ignore`, suppressions and every
+output format know it whether or not the rules are loaded.
 
-To add a rule: pick the next free code, write the check in the module of its topic with a `bad`
-and a `good` example, add a fixture `tests/diagnostics/cases/Lxxx-slug.harness`, record its
-golden and run `python tools/gen_docs.py`.
+To add a rule: add the next free code to `dsl/codes.py`, write the check in the module of its
+topic with a `bad` and a `good` example, add a fixture
+`tests/diagnostics/cases/Lxxx-slug.harness`, record its golden and run
+`python tools/gen_docs.py`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ..suppress import (
 
 # importing the rule modules registers their rules
 from . import analysis as _analysis_rules  # noqa: F401
-from . import delegation, descriptions, policies, session, surfaces, unused  # noqa: F401
+from . import delegation, descriptions, paths, policies, session, surfaces, unused  # noqa: F401
 from .framework import RULES, LintContext, LintRule, lint_rule
 
 __all__ = [

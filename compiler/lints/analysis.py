@@ -14,7 +14,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 
-from ..analysis.budget import TIMEOUT_VARIABLE
+from ..analysis.budget import RLIMIT_VARIABLE
 from ..analysis.text import session_lines
 from .framework import LintContext, lint_rule, rule_head
 
@@ -151,15 +151,6 @@ def _adapt(
 
 @lint_rule(
     "L001",
-    "never-wins",
-    "warning",
-    "a policy rule can never decide a call",
-    "A rule decides a call only when it is the first matching rule of the strongest matching "
-    "effect (DENY beats ASK beats ALLOW). This rule is always beaten: every call it matches is "
-    "also matched by a stronger rule, or by an earlier rule of the same effect, which the "
-    "warning names. Its options (approver, reason) are never used, and whoever reads the policy "
-    "is misled. Remove it or narrow the rule that beats it; moving it helps only against an "
-    "earlier rule of the same effect, since a stronger effect wins in any order.",
     bad=_DEPLOY
     + """
 policy release {
@@ -212,14 +203,6 @@ def _never_wins_help(ctx: LintContext, finding: Finding) -> str:
 
 @lint_rule(
     "L025",
-    "selector-never-wins",
-    "warning",
-    "a selector of a rule never decides a call",
-    "A rule that names several selectors may decide calls of some of their tools and never of "
-    "others: under one selector every call it matches is decided by other rules — a stronger "
-    "effect (an `ask` of every MCP call beats an `allow` of one MCP tool), or an earlier rule of "
-    "the same effect. The rule as a whole wins somewhere, so L001 says nothing; the selector "
-    "still misleads whoever reads it. Remove the selector, or change the rules that beat it.",
     bad=_DEPLOY
     + _MAIL
     + """
@@ -270,12 +253,6 @@ def selector_never_wins(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L002",
-    "unsatisfiable-condition",
-    "warning",
-    "a rule's condition can never be true",
-    "No call satisfies the condition, so the rule never matches: usually `and` where `or` was "
-    "meant, or two comparisons of one value with different constants. A DENY or ASK that never "
-    "matches protects nothing.",
     bad=_DEPLOY
     + """
 policy release {
@@ -307,13 +284,6 @@ def unsatisfiable_condition(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L003",
-    "opposite-effects",
-    "warning",
-    "two rules with the same scope have opposite effects",
-    "Two rules select the same calls under equivalent conditions, one allowing and one denying "
-    "or asking. The stronger effect always wins, so the weaker rule is dead and the policy says "
-    "two things at once. Keep the one you mean. (An ALLOW with a narrower DENY or ASK inside it "
-    "is the normal shape of a policy and is not reported.)",
     bad=_DEPLOY
     + """
 policy release {
@@ -351,14 +321,6 @@ def opposite_effects(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L004",
-    "absent-value-fails-open",
-    "warning",
-    "a DENY or ASK reads a value that may be absent, without a `has` guard",
-    "Reading a value that is not there (an optional argument not given, a fact the application "
-    "did not supply) makes a comparison false, `!=` included. So a DENY or ASK whose condition "
-    "needs the value fails open: the call is not denied, not asked. Test presence with `has` "
-    "and write the condition so that an absent value denies (`not actor.tenant == "
-    "resource.tenant` rather than `resource.tenant != actor.tenant`).",
     bad=_DEPLOY
     + """
 policy release {
@@ -394,12 +356,6 @@ def absent_value_fails_open(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L005",
-    "default-allow",
-    "warning",
-    "a policy allows every call no rule matches",
-    "`default allow` turns every tool added later, and every call no rule foresaw, into an "
-    "allowed call. Use `default deny`, `default ask { approver … }` or a risk table such as "
-    "`std.risk.defaults`, and allow what is meant with rules.",
     bad=_DEPLOY
     + """
 policy release {
@@ -428,16 +384,6 @@ def default_allow(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L006",
-    "undecided",
-    "note",
-    "the policy analysis did not decide a question about a rule in time",
-    "Each question the policy analysis asks z3 about a rule (can it decide a call, does it match "
-    "any, does it fail open when a value is absent) has a time budget: 2 s, or "
-    "`HARNESSC_QUERY_TIMEOUT_MS` milliseconds. A question not answered in time is neither taken "
-    "as a yes nor as a no: the rule gets this note, and the warnings that would rest on the "
-    "answer (L001, L002, L004) are not reported for it. Long regular expressions, or many text "
-    "conditions on one value, are what usually make a question slow; simplify the condition or "
-    "raise the budget.",
     bad=_MAIL
     + """
 policy mail {
@@ -468,7 +414,8 @@ def undecided(ctx: LintContext) -> Iterator[Diagnostic]:
         "L006",
         "undecided",
         "head",
-        "not decided in time",
+        "not decided within its budget",
         "",
-        f"simplify the condition, or raise the budget with `{TIMEOUT_VARIABLE}` (milliseconds)",
+        f"simplify the condition, or raise the budget with `{RLIMIT_VARIABLE}` (z3's resource "
+        "units, 0 for none)",
     )

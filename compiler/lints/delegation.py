@@ -90,18 +90,6 @@ def _who(agent: m.Agent) -> str:
 
 @lint_rule(
     "L024",
-    "delegation-widens",
-    "warning",
-    "a delegated agent may run calls its planner's policy denies or asks about",
-    "A planner delegates work to a child agent, whose calls are judged by the child's own "
-    "policy. The delegation ceiling: on every tool of the child's surface, the child's policy "
-    "decides no call less strictly than the planner's — nothing the planner's policy denies is "
-    "asked or allowed for the child, nothing it asks about is allowed. The compiler compares "
-    "the two policies over the child's tools (the same exact analysis as `harnessc diff`) and "
-    "reports each rule of the child that decides a call less strictly, with such a call. A "
-    "child may be meant to do more: grant it explicitly with `# harnessc: ignore[L024] why` on "
-    "the child's rule. Skills need no such check: a skill's calls are judged by the parent's "
-    "policy and the skill's profile together, the strictest winning.",
     bad=_TOOLS
     + _RELEASE
     + """

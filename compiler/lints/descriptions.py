@@ -29,12 +29,6 @@ def _declared_order(ctx: LintContext, tools: list[m.Tool]) -> list[m.Tool]:
 
 @lint_rule(
     "L013",
-    "missing-summary",
-    "warning",
-    "a tool has no `summary`",
-    "The summary is what a planner reads to choose a tool, what ranking embeds when more tools "
-    "are public than a surface's `limit`, and what traces and generated docs show. A tool "
-    "without one is chosen by its name alone.",
     bad="""\
 tool read_report {
   use_when "Looking at the findings of a scan."
@@ -66,12 +60,6 @@ def missing_summary(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L014",
-    "missing-use-when",
-    "note",
-    "a tool a planner can see has no `use_when`",
-    "`use_when` tells a planner when to pick a tool rather than its neighbours, and ranking "
-    "reads it with the summary. Public, dynamic and MCP tools are the ones a planner sees; "
-    "legacy, primitive and skill-private tools are not reported.",
     bad="""\
 tool read_report {
   summary "Read a scan report."
@@ -110,13 +98,6 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 @lint_rule(
     "L018",
-    "near-duplicate-description",
-    "warning",
-    "two tools have nearly the same `summary` and `use_when`",
-    "A planner, and the ranking that picks which tools it sees, tell tools apart by their "
-    "descriptions. When two tools share 80% or more of the words of their `summary` and "
-    "`use_when`, the planner picks between them at random. Say what sets each apart, and "
-    "point from one to the other with `not_for`.",
     bad="""\
 tool read_report {
   summary "Read a scan report from the workspace."

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TypeVar
 
 from harnessc.dsl import syntax as s
-from harnessc.dsl.codes import Code, register
+from harnessc.dsl.codes import CODES, Code, lookup
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
@@ -23,45 +23,59 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class LintRule:
-    """One lint rule: the metadata that feeds `explain` and docs/rules/, and its check.
+    """One lint rule: its code, its examples and its check. The code's slug, severity, summary
+    and explanation live in dsl/codes.py's registry with every other code, so `explain`,
+    `--select`/`--ignore`, suppressions and every output format know each code a rule can
+    print without loading the rules.
 
     `bad` and `good` are complete `.harness` modules: the rule fires on `bad` and not on `good`
     (a test runs both, and the rule's docs page shows them).
     """
 
     code: str
-    name: str
-    severity: str
-    summary: str
-    explanation: str
     bad: str
     good: str
     check: LintCheck
 
     @property
     def registry_code(self) -> Code:
-        return Code(self.code, self.name, self.severity, self.summary, self.explanation)
+        return lookup(self.code)
+
+    @property
+    def name(self) -> str:
+        return self.registry_code.slug
+
+    @property
+    def severity(self) -> str:
+        return self.registry_code.severity
+
+    @property
+    def summary(self) -> str:
+        return self.registry_code.summary
+
+    @property
+    def explanation(self) -> str:
+        return self.registry_code.explanation
 
 
 RULES: dict[str, LintRule] = {}
 """Every lint rule by code, in registration order (sorted by code where it matters)."""
 
 
-def lint_rule(
-    code: str, name: str, severity: str, summary: str, explanation: str, *, bad: str, good: str
-) -> Callable[[LintCheck], LintCheck]:
-    """Register a check as lint rule `code`; the code joins dsl/codes.py's registry."""
+def lint_rule(code: str, *, bad: str, good: str) -> Callable[[LintCheck], LintCheck]:
+    """Register a check as lint rule `code`, a code dsl/codes.py's registry already holds."""
     if not (code.startswith("L") and code[1:].isdigit() and len(code) == 4):
         raise ValueError(f"lint codes look like `L012`, not `{code}`")
-    if severity not in ("warning", "note"):
-        raise ValueError(f"a lint is a warning or a note, not `{severity}`")
+    if code not in CODES:
+        raise ValueError(f"lint code {code} is not in dsl/codes.py's registry")
+    if CODES[code].severity not in ("warning", "note"):
+        raise ValueError(f"a lint is a warning or a note, not `{CODES[code].severity}`")
 
     def decorate(check: LintCheck) -> LintCheck:
-        rule = LintRule(code, name, severity, summary, explanation, bad, good, check)
+        rule = LintRule(code, bad, good, check)
         if code in RULES and RULES[code] != rule:
             raise ValueError(f"lint rule {code} is registered twice")
         RULES[code] = rule
-        register(rule.registry_code)
         return check
 
     return decorate

@@ -47,13 +47,6 @@ def _read_only(tool: m.Tool) -> bool:
 
 @lint_rule(
     "L010",
-    "ask-on-read-only",
-    "warning",
-    "an `ask` without a condition on a read-only, low-risk tool",
-    "Asking a person to approve every call of a tool that only reads and is low risk teaches "
-    "people to click yes without reading, and then the approvals that matter are clicked "
-    "through too. Allow such a tool (the usual risk table already allows low risk), or ask "
-    "only when a condition makes the call sensitive.",
     bad=_TOOLS
     + """
 policy review {
@@ -100,12 +93,6 @@ def ask_on_read_only(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L011",
-    "high-risk-allowed-unconditionally",
-    "warning",
-    "an `allow` without a condition selects a high- or critical-risk tool",
-    "A high- or critical-risk tool sends, publishes, pays, deletes or changes production. An "
-    "ALLOW with no `when` lets every call of it run, whatever its arguments, without a person "
-    "seeing it. Narrow the rule with a condition on the arguments or the actor, or `ask`.",
     bad=_TOOLS
     + """
 policy release {
@@ -153,13 +140,6 @@ def high_risk_allowed_unconditionally(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L012",
-    "wildcard-allow",
-    "warning",
-    "an `allow` selects tools by `*` or a glob",
-    "An ALLOW written with `*`, a glob (`change.*`) or a module glob (`std.github.*`) also "
-    "allows every tool that is added later under that name, without anyone deciding so. Name "
-    "the tools the rule is meant for; write wildcards in DENY and ASK rules, where growing "
-    "the match is the safe direction.",
     bad=_TOOLS
     + """
 policy release {
@@ -214,16 +194,6 @@ def _riskiest(tool: m.Tool) -> str:
 
 @lint_rule(
     "L019",
-    "self-approval-of-high-risk",
-    "warning",
-    "an `ask` lets the requester approve their own high- or critical-risk call",
-    "Separation of duties: the person who asks for a high- or critical-risk call (a payment, a "
-    "production deploy, a deletion) should not be the one who approves it, so one stolen "
-    "account or one mistaken person cannot both start and authorise it. That is the default "
-    "at risk `high` and above; `self_approval allow` turns it off. Keep it off only where one "
-    "person really is the only approver, and say why with a suppression comment. An ASK whose "
-    'only approver is `role "user"` is not reported: it asks the person the agent acts for to '
-    "confirm the agent's call, and that person is the requester by design.",
     bad=_TOOLS
     + """
 policy release {

@@ -91,14 +91,6 @@ def callable_tools(spec: m.Spec) -> set[str] | None:
 
 @lint_rule(
     "L020",
-    "label-never-produced",
-    "warning",
-    "a `seen(L)` or `from label L` that no tool's result can carry",
-    "A data label reaches a session only with the result of a tool that declares it: `labels "
-    "L` on the tool, or `label L` on one of its output fields. When no tool does, `seen(L)` "
-    "and `from label L` never hold, and the rule that tests them never fires (a DENY of leaked "
-    "secrets that guards nothing). Declare the label on the tools whose results carry that "
-    "data.",
     bad=_MAIL
     + """
 policy payments {
@@ -149,15 +141,6 @@ def label_never_produced(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L021",
-    "nothing-trusted",
-    "warning",
-    "a `from trusted` in a spec where nothing is trusted",
-    "Every tool's results are untrusted unless the tool says `trust trusted` (or an output "
-    "field says `trusted`), and facts are trusted. In a spec with no trusted tool and no fact, "
-    "`from trusted` only ever holds for the spec's own constants and a workflow's input: an "
-    "ALLOW that waits for a trusted value allows almost nothing, and a DENY of untrusted data "
-    "written as `not … from trusted` refuses almost everything. Mark the systems of record "
-    "`trust trusted`.",
     bad=_MAIL
     + """
 tool crm.lookup {
@@ -237,15 +220,6 @@ def _value_key(found: Found) -> str:
 
 @lint_rule(
     "L022",
-    "made-up-value-passes",
-    "warning",
-    "a DENY or ASK of `from untrusted only` lets a made-up value through",
-    "`args.x from untrusted only` holds when the value appeared in untrusted data and nowhere "
-    "else. A value that appeared nowhere (the model made it up, or rewrote the injected one: "
-    "changed a digit, dropped a space) is not from untrusted data at all, so the DENY does not "
-    "fire for it. When the policy has no rule for `from nowhere` on the same value, the "
-    "attacker's easiest move gets through. Test both: `args.x from untrusted only or args.x "
-    "from nowhere`.",
     bad=_MAIL
     + """
 policy payments {
@@ -308,13 +282,6 @@ def made_up_value_passes(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L023",
-    "history-of-uncallable-tools",
-    "warning",
-    "a history term whose tools no agent can call",
-    "`called`, `succeeded`, `count` and `sum` look at earlier calls of the tools they select. "
-    "When the selected tools are on no agent's surface, in no skill and in no workflow, no "
-    "session ever makes such a call: the term is always false or zero and the rule does not "
-    "do what it says. Select the tools the agents call.",
     bad=_MAIL
     + """
 tool files.delete {

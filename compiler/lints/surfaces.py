@@ -21,14 +21,6 @@ def _tools(count: int, prefix: str) -> str:
 
 @lint_rule(
     "L017",
-    "surface-over-limit-without-rank",
-    "warning",
-    "a surface can have more public tools than its `limit` and has no `rank` block",
-    "When more tools are public and available than a surface's `limit`, ranking decides which "
-    "ones the planner sees in a turn (language.md §5). Without a `rank` block that choice is "
-    "made by defaults nobody reviewed. Write the `rank` block (recall, rerank, preferences), "
-    "raise the `limit`, or expose fewer tools. Ranking serves the context budget only; it is "
-    "never a permission.",
     bad=_tools(3, "report.r")
     + """
 

@@ -19,13 +19,6 @@ def _unused(ctx: LintContext, kind: str) -> list[Symbol]:
 
 @lint_rule(
     "L015",
-    "unused-connection",
-    "warning",
-    "a connection or runtime is declared and never used",
-    "A `connection` or `runtime` is a fact the application must supply at run time. One that "
-    "no `requires`, condition or `provided_by` reads is work for the application with no "
-    "effect: usually a tool that should `requires connected(…)` it and does not, so the tool "
-    "stays available when the connection is gone.",
     bad="""\
 connection github "GitHub account linked by the user"
 
@@ -66,12 +59,6 @@ def unused_connection(ctx: LintContext) -> Iterator[Diagnostic]:
 
 @lint_rule(
     "L016",
-    "unused-fact",
-    "warning",
-    "a fact is declared and never read",
-    "A `fact` is a value the application supplies at run time for availability and policy. "
-    "One that no `requires`, condition or gate reads is either left over or a check that was "
-    "meant and never written.",
     bad="""\
 fact workspace.open: bool
 

@@ -456,10 +456,13 @@ class _Frames:
         return self._stream.read(size)
 
 
-def serve() -> int:
+def serve(root: str | None = None) -> int:
     """Answer the editor on standard input and output until it says `exit`: 0 when it asked
     to `shutdown` first, 1 when it did not (LSP's exit codes), or when its input ended without
-    `exit`, or when it sent a message too long to read (the stream cannot be read past it)."""
+    `exit`, or when it sent a message too long to read (the stream cannot be read past it).
+    `root`: the project root every document's imports stay inside (`--root`); by default each
+    document's own (`files.project_root`)."""
+    server.specs.root = root
     try:
         server.start_io(stdin=_Frames(sys.stdin.buffer))  # type: ignore[arg-type]
     except FrameTooLarge as error:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harnessc.dsl.diagnostics import Diagnostic
-from harnessc.dsl.files import decode_source
+from harnessc.dsl.files import decode_source, rooted_at
 from harnessc.dsl.parser import parse_source
 from harnessc.dsl.source import Source
 
@@ -95,6 +95,9 @@ class Workspace:
         tools and their arguments from it while the document is half typed."""
         self._parsed: dict[tuple[str, str | None], tuple[object, LoadedFile]] = {}
         self._lock = threading.Lock()
+        self.root: str | None = None
+        """The project root given by `harnessc lsp --root`: checks run on a worker thread,
+        which does not inherit the command's context."""
 
     # -- documents -----------------------------------------------------------------------------
 
@@ -129,7 +132,8 @@ class Workspace:
         def load(file: str | Path, shown: str | None = None) -> LoadedFile:
             return self._load(texts, file, shown)
 
-        result = lint([path], config, load)
+        with rooted_at(self.root):
+            result = lint([path], config, load)
         modules = result.resolution.modules if result.resolution is not None else []
         build = Build(
             path,

@@ -5,10 +5,13 @@ of calls its policies decide differently, each with a witness call (compiler/ana
 compare.py), and the changes of registry, surfaces, availability and workflow steps
 (changes.py); the report (report.py) is printed as text, Markdown, JSON or SARIF.
 
-Exit status: 0 nothing widened; 1 something widened (a call that was denied or asked is now
-allowed, or a question the solver left undecided: it may have), or with `--fail-on changed`
-anything changed; `--fail-on never` always 0 once both sides compile; 2 a usage error or a side
-that does not compile (its diagnostics printed as `check` prints them).
+Exit status: 0 nothing widened and nothing left unconfirmed; 1 a verified widening (a call that
+was denied or asked is now allowed, and the runtime decides the witness so under both specs),
+or with `--fail-on changed` anything changed; 2 a usage error or a side that does not compile
+(its diagnostics printed as `check` prints them); 3 no verified widening, but a region whose
+witness the runtime did not confirm or a question the solver left undecided (either may
+change decisions: never reported as a widening); `--fail-on never` always 0 once both sides
+compile.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .sources import Side, Sides, SourceError, load_sides
 __all__ = [
     "EXIT_CHANGED",
     "EXIT_OK",
+    "EXIT_UNVERIFIED",
     "EXIT_USAGE",
     "FAIL_ON",
     "diff_report",
@@ -39,7 +43,7 @@ __all__ = [
     "run_diff",
 ]
 
-EXIT_OK, EXIT_CHANGED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_CHANGED, EXIT_USAGE, EXIT_UNVERIFIED = 0, 1, 2, 3
 FAIL_ON = ("widened", "changed", "never")
 
 
@@ -90,6 +94,7 @@ def _canonical(call: Call, tool: Tool | None) -> None:
         "connections",
         "runtimes",
         "session",
+        "sources",
     ):
         setattr(call, name, _sorted(getattr(call, name)))
 
@@ -220,7 +225,9 @@ def exit_status(report: DiffReport, fail_on: str) -> int:
         return EXIT_OK
     if fail_on == "changed":
         return EXIT_CHANGED if report.changed else EXIT_OK
-    return EXIT_CHANGED if report.widened or report.undecided else EXIT_OK
+    if report.widened:
+        return EXIT_CHANGED
+    return EXIT_UNVERIFIED if report.unverified or report.undecided else EXIT_OK
 
 
 def _print_failed(side: Side, stream: TextIO) -> None:

@@ -4,7 +4,7 @@ compiles the spec, opens the log read-only, and prints the report.
 
     harnessc replay --log events.db --spec new/spec.harness [--format text|json|markdown]
                     [--fail-on widened|changed|never] [--first N] [--workers N]
-    harnessc log divergences --store events.db [--format text|json] [--first N]
+    harnessc log divergences --log events.db [--format text|json] [--first N]
 
 Exit codes of `replay`: 0 nothing widened; 1 something widened (a call that was denied or asked
 is now allowed; `--fail-on changed`: any decision flipped; `never`: 0 whatever changed); 2 a
@@ -73,10 +73,24 @@ def load_spec(path: str, *, nothing: str = "nothing was replayed") -> Spec | Non
     from ..pipeline import check
 
     if path.endswith(".json"):
+        from harnessc.dsl.files import confined
+        from pydantic import ValidationError
+
+        refused = confined(path)
+        if refused is not None:
+            print_diagnostics([refused])
+            sys.stderr.write(f"harnessc: `{path}` was not read; {nothing}\n")
+            return None
         try:
             return Spec.from_json(Path(path).read_bytes())
         except OSError as error:
             sys.stderr.write(f"harnessc: cannot read `{path}`: {error.strerror}\n")
+        except ValidationError as error:
+            # never the input: the file may be anything, and its text is not ours to show
+            first = error.errors(include_input=False, include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            reason = first["msg"] + (f" at `{where}`" if where else "")
+            sys.stderr.write(f"harnessc: `{path}` is not a compiled spec: {reason}\n")
         except ValueError as error:
             sys.stderr.write(f"harnessc: `{path}` is not a compiled spec: {error}\n")
         return None
@@ -233,7 +247,7 @@ def _markdown(data: dict[str, Any]) -> str:
 def divergences_main(args: argparse.Namespace) -> int:
     from harnessc.runtime.shadow import divergences
 
-    store = open_log(args.store, getattr(args, "key_file", None))
+    store = open_log(args.log, getattr(args, "key_file", None))
     if store is None:
         return EXIT_USAGE
     from harnessc.runtime.chain import StoreError

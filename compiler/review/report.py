@@ -67,6 +67,12 @@ class SpecDiff:
         c = self.comparison
         return bool(c.regions or c.undecided or self.changes)
 
+    @property
+    def unverified(self) -> int:
+        """Regions whose witness the runtime did not decide as the region says: possible
+        changes the analysis could not confirm, never widenings."""
+        return sum(not r.verified for r in self.comparison.regions)
+
     def regions(self) -> list[Region]:
         return sorted(self.comparison.regions, key=region_order)
 
@@ -96,6 +102,11 @@ class DiffReport:
         return sum(len(s.comparison.undecided) for s in self.specs)
 
     @property
+    def unverified(self) -> int:
+        """Regions the runtime did not confirm (`SpecDiff.unverified`)."""
+        return sum(s.unverified for s in self.specs)
+
+    @property
     def changed(self) -> bool:
         return any(spec.changed for spec in self.specs)
 
@@ -111,6 +122,8 @@ class DiffReport:
             count = sum(c.kind == kind for s in self.specs for c in s.changes)
             if count:
                 out[kind] = count
+        if self.unverified:
+            out["unverified"] = self.unverified
         if self.undecided:
             out["undecided"] = self.undecided
         return out
@@ -224,8 +237,10 @@ def _spec_summary(spec: SpecDiff) -> str:
     regions = spec.comparison.regions
     widened = sum(r.widened for r in regions)
     text = f"{plural(len(regions), 'region')} of calls decided differently"
-    if widened:
-        text += f" ({widened} widened)"
+    marks = [f"{widened} widened"] if widened else []
+    marks += [f"{spec.unverified} unverified"] if spec.unverified else []
+    if marks:
+        text += f" ({', '.join(marks)})"
     text += f", {plural(len(spec.changes), 'other change')}"
     if spec.comparison.undecided:
         text += f", {plural(len(spec.comparison.undecided), 'undecided question')}"
@@ -236,6 +251,11 @@ def _spec_summary(spec: SpecDiff) -> str:
 def _headline(report: DiffReport) -> str:
     if report.widened:
         return "something widened: a call that was denied or asked is now allowed"
+    if report.unverified:
+        return (
+            "nothing verified widened; the runtime did not confirm some regions, "
+            "which may change decisions"
+        )
     if report.undecided:
         return "nothing widened among the answered questions; some questions are undecided"
     if report.changed:
@@ -255,7 +275,7 @@ def render_text(report: DiffReport) -> str:
             out.append("")
             out.append(tool if tool is not None else "other changes")
             for region in regions:
-                mark = "WIDENED " if region.widened else ""
+                mark = "WIDENED " if region.widened else "" if region.verified else "UNVERIFIED "
                 out.append(f"  {mark}{region.change}  [{_subject(region)}]")
                 out.append(
                     f"    old: {outcome_text(region.old, region.new)}, {winner_text(region.old)}"
@@ -325,6 +345,8 @@ def _md_region(spec: str, region: Region) -> list[str]:
     kind, _, name = region.subject.partition(" ")
     subject = f"{md_text(kind)} {md_code(name, cell=False)}" if name else md_text(kind)
     title = f"**{tool}** {md_text(region.change)} — {subject}"
+    if not region.verified:
+        title = f"{title} — unverified"
     if spec:
         title += f" — {md_code(spec, cell=False)}"
     lines = [
@@ -473,7 +495,7 @@ def render_markdown(report: DiffReport) -> str:
 def _markdown(
     report: DiffReport, names: int | None, entries: int | None, coarse: bool = False
 ) -> str:
-    icon = "⚠️" if report.widened else ("❔" if report.undecided else "✅")
+    icon = "⚠️" if report.widened else ("❔" if report.undecided or report.unverified else "✅")
     out = [
         f"## harnessc diff: {md_code(report.old, cell=False)} → {md_code(report.new, cell=False)}",
         "",
@@ -569,6 +591,7 @@ def report_json(report: DiffReport) -> dict[str, Any]:
         "widened": report.widened,
         "changed": report.changed,
         "undecided": report.undecided,
+        "unverified": report.unverified,
         "counts": report.counts(),
         "specs": specs,
         "notes": list(report.notes),
@@ -592,6 +615,12 @@ _SARIF_RULES: tuple[tuple[str, str, str], ...] = (
         "or deny→ask",
     ),
     ("undecided", "warning", "the solver did not answer whether some calls change decision"),
+    (
+        "unverified",
+        "warning",
+        "the solver claims calls are decided differently, and the runtime did not confirm the "
+        "witness: a possible change, never counted as a widening",
+    ),
     *((kind, "note", meaning) for kind, meaning in CHANGE_KINDS.items()),
 )
 
@@ -612,6 +641,8 @@ def _sarif_physical(origin: str | None) -> dict[str, Any] | None:
 
 
 def _region_rule(region: Region) -> str:
+    if not region.verified:
+        return "unverified"
     if region.widened:
         return "widened"
     return "narrowed" if region.narrowed else "decision-changed"

@@ -26,11 +26,11 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harnessc.dsl.files import display_path
+from harnessc.dsl.files import PROJECT_MARKERS, display_path, given_root, rooted_at
 
 from ..pipeline import CheckResult, Load, LoadedFile, check, loading_once
 from ..roots import file_roots
@@ -300,6 +300,7 @@ def _checkout(repo: Path, commit: str) -> Iterator[Path]:
     if listed.returncode != 0:
         raise SourceError(f"cannot list the files of `{commit[:12]}`: {_stderr(listed)}")
     blobs: list[tuple[str, str]] = []
+    markers: list[str] = []
     for entry in listed.stdout.split(b"\0"):
         if not entry:
             continue
@@ -309,8 +310,15 @@ def _checkout(repo: Path, commit: str) -> Iterator[Path]:
         # a symbolic link's blob is its target's name, not a spec: it is left out
         if kind == "blob" and mode != "120000" and path.endswith(".harness"):
             blobs.append((oid, path))
+        elif kind == "blob" and path.rpartition("/")[2] in PROJECT_MARKERS:
+            markers.append(path)
     folder = Path(tempfile.mkdtemp(prefix="harnessc-diff-"))
     try:
+        # the files that mark a project root, empty: the revision's specs are confined to the
+        # same folders as in the working tree
+        for path in markers:
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).touch()
         if blobs:
             batch = _git(
                 repo, "cat-file", "--batch", stdin="".join(f"{o}\n" for o, _ in blobs).encode()
@@ -372,4 +380,10 @@ def _side_at(
         for r in files
     ]
     present = {f.relative_to(base).as_posix() for f in files}
-    return _compile(which, described, roots, present, once, names)
+    given = given_root()
+    if tree is not None and given is not None:
+        # `--root` names a folder of the working tree: its twin in the revision's files
+        with suppress(ValueError):
+            given = tree / Path(os.path.realpath(given)).relative_to(os.path.realpath(repo))
+    with rooted_at(given):
+        return _compile(which, described, roots, present, once, names)

@@ -2,7 +2,7 @@
 
     python examples/remediation/app.py --build     # build build/remediation, then run
     python examples/remediation/app.py             # run an existing build
-    python examples/remediation/app.py OUT --store sqlite:///events.db
+    python examples/remediation/app.py OUT --log sqlite:///events.db
     python examples/remediation/app.py --console   # a person answers in the operations console
 
 It imports the package `harnessc build examples/remediation/remediation.harness -o
@@ -191,7 +191,10 @@ def play(h: Harness, args: argparse.Namespace, store: str) -> int:
         print("error: --console needs a sqlite:/// or postgresql:// store", file=sys.stderr)
         return 2
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
-    signal.signal(signal.SIGTERM, stop_waiting)  # a `kill` ends the run as Ctrl-C does
+    # Ctrl-C and a `kill` end the run, whatever the app inherited: a process started in the
+    # background by a shell (`app.py … &`, a CI script) inherits SIGINT ignored
+    signal.signal(signal.SIGINT, stop_waiting)
+    signal.signal(signal.SIGTERM, stop_waiting)
     console = Console(
         args.store_url,
         args.package_dir / "remediation" / "model.json",

@@ -2,7 +2,7 @@
 
     python examples/workspace-agent/app.py --build     # build build/workspace-agent, then run
     python examples/workspace-agent/app.py             # run an existing build
-    python examples/workspace-agent/app.py OUT --store sqlite:///events.db [--embed]
+    python examples/workspace-agent/app.py OUT --log sqlite:///events.db [--embed]
 
 It imports the package `harnessc build examples/workspace-agent/workspace.harness -o
 build/workspace-agent` wrote (never the compiler), binds deterministic fake executors, and plays

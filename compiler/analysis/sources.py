@@ -1,0 +1,374 @@
+"""Where a value of a call can have come from, as two specs see one session (compare.py).
+
+A session is the same ledger whichever spec judges the call, but what its terms mean reads the
+registry: `v from trusted` holds when `v` is in the result of a tool the spec trusts, `v from
+label L` when that result carries `L`, `count(tag "x")` counts the tools the spec tags `x`. So
+when a change trusts a tool, labels it, or retags it, one session gives a term one value under
+the old spec and another under the new one.
+
+`SourceClasses` names the places a value can come from in both specs: `user` (a message of the
+user) and `TOOL:FIELD`, each top-level text output field of a tool both specs register (a
+result holding the value there, as the witness's session prelude makes it), with its kind
+(`trusted`, `untrusted`) and the labels a result holding it carries, on each side. The solver
+gives each value one boolean per class (the ledger), and each side's provenance terms are
+functions of them (smt_session.py): related, never independent values.
+
+`meaning` says, without z3, what a session term reads of one spec; a term whose meaning differs
+between the sides is a different variable on each (`differs`), and a tool whose rules read one
+is compared even when its own bucket is unchanged (compare_solve.identical).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessc.runtime import model as m
+from harnessc.runtime.semantics import selects
+
+from .concrete import SessionTerm, canonical, session_terms
+
+__all__ = [
+    "FACTS",
+    "ITEMS",
+    "USER",
+    "SourceClasses",
+    "classes_of",
+    "differs",
+    "holding_result",
+    "item_of",
+    "meaning",
+    "meanings_digest",
+    "producers",
+    "rule_terms",
+    "session_meanings_differ",
+    "value_key",
+    "value_key_of",
+]
+
+USER = "user"
+FACTS = "facts"
+"""The class of a value among the session's facts (trusted on both sides, no labels)."""
+_TEXT_TYPES = ("string", "url", "path")
+_VIEWS: dict[int, tuple[m.Spec, str]] = {}
+"""Made views by the spec's id, each with its spec (kept alive, so the id is not reused)."""
+
+
+def source_view(spec: m.Spec) -> str:
+    """A digest of everything of the registry provenance reads: each tool's trust, labels and
+    output schema (its fields' trust, labels and secrecy at any depth; made once per spec)."""
+    made = _VIEWS.get(id(spec))
+    if made is not None and made[0] is spec:
+        return made[1]
+    view = {}
+    for tool_id in sorted(spec.tools):
+        tool = spec.tools[tool_id]
+        view[tool_id] = [tool.trust, sorted(tool.labels), tool.kind == "mcp", _schema(tool.output)]
+    if len(_VIEWS) > 16:
+        _VIEWS.clear()
+    # a digest: a term's meaning is compared and hashed once per tool that reads it
+    text = hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+    _VIEWS[id(spec)] = (spec, text)
+    return text
+
+
+def producers(spec: m.Spec, label: str) -> list[str]:
+    """The tools whose results can carry the label (`seen(label)`): the tool's own labels, or
+    an output field's at any depth."""
+
+    def carried(fields: Iterable[m.Field]) -> bool:
+        return any(label in f.labels or carried(_unwrapped(f.type).fields) for f in fields)
+
+    out = []
+    for t in sorted(spec.tools):
+        tool = spec.tools[t]
+        if label in tool.labels or (tool.output is not None and carried(tool.output.fields)):
+            out.append(t)
+    return out
+
+
+def _reads_provenance(node: m.Condition | None) -> bool:
+    return node is not None and any(
+        isinstance(f.term, m.Provenance) and _trust_bound(f.term) for f in session_terms(node)
+    )
+
+
+def _trust_bound(p: m.Provenance) -> bool:
+    """Whether the term's value depends on which tools are trusted or labelled: `from user`
+    and `from nowhere` do not (a message is the user's, and nowhere is no entry at all)."""
+    return p.source in ("trusted", "untrusted", "label") or (p.only and p.source != "nowhere")
+
+
+def meaning(spec: m.Spec, term: SessionTerm) -> Any:
+    """What the term reads of the spec besides the call (comparable across specs)."""
+    if isinstance(term, m.Provenance):
+        return source_view(spec) if _trust_bound(term) else None
+    if isinstance(term, m.Quantified):
+        return source_view(spec) if _reads_provenance(term.body) else None
+    if isinstance(term, m.History):
+        chosen = [
+            t for t in sorted(spec.tools) if any(selects(s, spec.tools[t]) for s in term.selectors)
+        ]
+        if term.func == "seen":
+            return producers(spec, term.label or "")
+        reads = _reads_provenance(term.where)
+        parts: list[Any] = [chosen, source_view(spec) if reads else None]
+        if term.where is not None:
+            # the `when` reads the earlier call's arguments and result: their schemas
+            parts += [[_schema(spec.tools[t].input), _schema(spec.tools[t].output)] for t in chosen]
+        if term.field is not None:
+            # the field's type in each selected tool (a `sum` adds numbers only)
+            f = term.field
+            for t in chosen:
+                tool = spec.tools[t]
+                schema = tool.input if f.root == "args" else tool.output
+                found = (
+                    next(
+                        (g for g in (schema.fields if schema else ()) if g.name == f.parts[0]), None
+                    )
+                    if f.parts
+                    else None
+                )
+                parts.append([found.type.name, found.min] if found is not None else None)
+        return parts
+    return None
+
+
+_DIFFERS: dict[tuple[int, int, str], tuple[m.Spec, m.Spec, bool]] = {}
+
+
+def _schema(schema: m.Schema | None) -> str | None:
+    if schema is None:
+        return None
+    return json.dumps(m.without_origins(schema), sort_keys=True, default=str)
+
+
+def differs(old: m.Spec, new: m.Spec, term: SessionTerm) -> bool:
+    """Whether the term means something else under each spec (made once per pair and term)."""
+    key = (id(old), id(new), canonical(term))
+    found = _DIFFERS.get(key)
+    if found is not None and found[0] is old and found[1] is new:
+        return found[2]
+    if len(_DIFFERS) > 4096:
+        _DIFFERS.clear()
+    answer = bool(meaning(old, term) != meaning(new, term))
+    _DIFFERS[key] = (old, new, answer)
+    return answer
+
+
+def meanings_digest(spec: m.Spec, rules: Iterable[m.Rule]) -> str:
+    """A digest of what the rules' session terms read of the spec (a cache key's part)."""
+    parts = [[canonical(t), meaning(spec, t)] for rule in rules for t in rule_terms(rule)]
+    if not parts:
+        return ""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def session_meanings_differ(old: m.Spec, new: m.Spec, rules: Iterable[m.Rule]) -> bool:
+    """Whether a session term some rule reads means something else under each spec."""
+    if old is new:
+        return False
+    return any(differs(old, new, t) for rule in rules for t in rule_terms(rule))
+
+
+_RULE_TERMS: dict[int, tuple[m.Rule, list[SessionTerm]]] = {}
+
+
+def rule_terms(rule: m.Rule) -> list[SessionTerm]:
+    """The session terms of a rule's condition (made once per rule: many tools share one)."""
+    made = _RULE_TERMS.get(id(rule))
+    if made is not None and made[0] is rule:
+        return made[1]
+    if len(_RULE_TERMS) > 65536:
+        _RULE_TERMS.clear()
+    terms = [f.term for f in session_terms(rule.condition)] if rule.condition is not None else []
+    _RULE_TERMS[id(rule)] = (rule, terms)
+    return terms
+
+
+@dataclass
+class SourceClasses:
+    """The places a value can come from, in both specs (module docstring)."""
+
+    old: m.Spec
+    new: m.Spec
+    names: list[str] = field(default_factory=list)
+    kinds: dict[tuple[int, str], str | None] = field(default_factory=dict)
+    """Each class's kind on each side (by the spec's id); None: not a source there (a
+    `secret` field)."""
+    labels: dict[tuple[int, str], frozenset[str]] = field(default_factory=dict)
+    fact: tuple[str, bool] | None = None
+    """A declared fact a witness can hold a value in (its name, and whether it is a list):
+    the `FACTS` class exists when there is one."""
+
+    def __post_init__(self) -> None:
+        self.names = [USER]
+        for spec in (self.old, self.new):
+            self.kinds[id(spec), USER] = "user"
+            self.labels[id(spec), USER] = frozenset()
+        self.fact = _text_fact(self.new) or _text_fact(self.old)
+        if self.fact is not None:
+            self.names.append(FACTS)
+            for spec in (self.old, self.new):
+                self.kinds[id(spec), FACTS] = "trusted"
+                self.labels[id(spec), FACTS] = frozenset()
+        for tool_id in sorted(self.old.tools.keys() & self.new.tools.keys()):
+            tools = [spec.tools[tool_id] for spec in (self.old, self.new)]
+            paths = {p for t in tools for p, _ in _text_paths(_output_fields(t), ())}
+            for path in sorted(paths):
+                cls = f"{tool_id}:{'.'.join(path)}"
+                self.names.append(cls)
+                # the result the prelude makes on the new spec, read by each side's schema
+                result = holding_result(tools[1], path, _MARK, _sample)
+                for spec, tool in zip((self.old, self.new), tools, strict=True):
+                    self.kinds[id(spec), cls], self.labels[id(spec), cls] = _read(tool, result)
+
+    def selected(self, spec: m.Spec, term: m.Provenance) -> tuple[list[str], list[str]]:
+        """The classes that make the term hold on this side, and those it forbids (`only`:
+        every class of another kind; `nowhere`: every class)."""
+        live = [c for c in self.names if self.kinds[id(spec), c] is not None]
+        if term.source == "nowhere":
+            return [], live
+        if term.source == "label":
+            return [c for c in live if term.label in self.labels[id(spec), c]], []
+        mine = [c for c in live if self.kinds[id(spec), c] == term.source]
+        others = [c for c in live if self.kinds[id(spec), c] != term.source]
+        return mine, others if term.only else []
+
+    def same(self, term: m.Provenance) -> bool:
+        return self.selected(self.old, term) == self.selected(self.new, term)
+
+
+def _text_fact(spec: m.Spec) -> tuple[str, bool] | None:
+    """The first declared fact (by name) that holds a text, or a list of texts."""
+    for name in sorted(spec.facts):
+        t = spec.facts[name].type
+        if t.name in _TEXT_TYPES:
+            return name, False
+        if t.name == "list" and t.item is not None and t.item.name in _TEXT_TYPES:
+            return name, True
+    return None
+
+
+_CLASSES: dict[tuple[int, int], SourceClasses] = {}
+
+
+def classes_of(old: m.Spec, new: m.Spec) -> SourceClasses:
+    """The classes of the pair (made once per pair of specs)."""
+    key = (id(old), id(new))
+    found = _CLASSES.get(key)
+    if found is None or found.old is not old or found.new is not new:
+        if len(_CLASSES) > 16:
+            _CLASSES.clear()
+        found = _CLASSES[key] = SourceClasses(old, new)
+    return found
+
+
+_MARK = "\x00value"
+"""The text a class's least result holds, found again among its scalars (no sample is it)."""
+
+
+def _sample(f: m.Field) -> Any:
+    from .assemble import sample_value
+
+    return sample_value(f, f.type)
+
+
+def _output_fields(tool: m.Tool) -> tuple[m.Field, ...]:
+    return tool.output.fields if tool.output is not None else ()
+
+
+def _read(tool: m.Tool, result: dict[str, Any]) -> tuple[str | None, frozenset[str]]:
+    """What a side makes of a result holding `_MARK`: the kind the runtime's index gives the
+    value (the nearest `trusted`/`untrusted` above it, else the tool's; an MCP tool's always
+    untrusted; None when a `secret` field hides it) and the labels the result carries."""
+    from harnessc.runtime.history import result_labels
+    from harnessc.runtime.provenance import fields_of
+    from harnessc.runtime.provenance import scalars as result_scalars
+
+    mcp = tool.kind == "mcp"
+    base = "untrusted" if mcp else tool.trust or "untrusted"
+    fields = None if mcp else fields_of(tool.output)
+    kinds = {kind for scalar, kind in result_scalars(result, fields, base) if scalar == _MARK}
+    return (min(kinds) if kinds else None), result_labels(tool, result)
+
+
+def _text_paths(
+    fields: Iterable[m.Field], prefix: tuple[str, ...], trust: str | None = None
+) -> Iterable[tuple[tuple[str, ...], str | None]]:
+    for f in fields:
+        if f.secret:
+            continue
+        here = f.trust or trust
+        inner = _unwrapped(f.type)
+        if inner.name in _TEXT_TYPES:
+            yield (*prefix, f.name), here
+        elif inner.name == "object" and len(prefix) < 4:
+            yield from _text_paths(inner.fields, (*prefix, f.name), here)
+
+
+def _unwrapped(t: m.Type) -> m.Type:
+    while t.name in ("list", "map") and t.item is not None:
+        t = t.item
+    return t
+
+
+def holding_result(
+    tool: m.Tool, path: Sequence[str], text: str, fill: Callable[[m.Field], Any]
+) -> dict[str, Any]:
+    """The least result of the tool that holds `text` at `path` (through lists and maps, one
+    item each; records down to it where the schema declares no such field): every required
+    field beside it filled by `fill`."""
+
+    def record(fields: Sequence[m.Field], rest: Sequence[str]) -> dict[str, Any]:
+        out = {f.name: fill(f) for f in fields if f.required and f.name != rest[0]}
+        f = next((g for g in fields if g.name == rest[0]), None)
+        if f is None:  # a field this schema does not declare: records down to the text
+            inner: Any = text
+            for name in reversed(rest[1:]):
+                inner = {name: inner}
+            out[rest[0]] = inner
+        else:
+            out[f.name] = inside(f.type, rest[1:])
+        return out
+
+    def inside(t: m.Type, rest: Sequence[str]) -> Any:
+        if t.name == "list" and t.item is not None:
+            return [inside(t.item, rest)]
+        if t.name == "map" and t.item is not None:
+            return {"key": inside(t.item, rest)}
+        if not rest:
+            return text
+        return record(t.fields, rest)
+
+    return record(tool.output.fields if tool.output is not None else (), list(path))
+
+
+def value_key(term: m.Provenance) -> str | None:
+    """The canonical form of the value a provenance term reads, when it is an argument (the
+    classes are modelled for a call's arguments; other values keep one variable a term)."""
+    return value_key_of(term.value)
+
+
+def value_key_of(value: m.Value) -> str | None:
+    if isinstance(value, m.Path) and value.root == "args" and value.parts:
+        return canonical(value)  # type: ignore[arg-type]
+    return None
+
+
+ITEMS = 3
+"""The items of a list argument whose sources a quantifier's body reads one by one: a longer
+list leaves the quantifier a free value (smt_session.py `by_item`)."""
+
+
+def item_of(key: str) -> tuple[m.Path, int | None]:
+    """A key of `Call.sources`: an argument (`canonical(path)`), or an item of a list argument
+    (`canonical(path)#i`)."""
+    head, mark, index = key.rpartition("#")
+    if mark and index.isdigit() and head.endswith("}"):
+        return m.Path.model_validate_json(head), int(index)
+    return m.Path.model_validate_json(key), None

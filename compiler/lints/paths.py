@@ -1,0 +1,139 @@
+"""L026: a path compared as text, where `..` and repeated slashes walk around the comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.diagnostics import Diagnostic
+from harnessc.runtime import model as m
+
+from .framework import LintContext, lint_rule
+
+TEXT_OPERATORS = frozenset({"startswith", "endswith", "==", "!="})
+"""The comparisons that read a `string` as text (`within` on a `string` is normalized too)."""
+
+_FILES = """\
+tool files.read {
+  summary "Read a file of the repository."
+  use_when "Looking at a file's content."
+  effects read
+  risk low
+  input { file: %s }
+}
+"""
+
+
+def path_like(text: str) -> bool:
+    """Whether a literal looks like a file path: absolute, relative to `.`, `..` or `~`, or
+    stepping up with `/../` somewhere inside."""
+    return text.startswith(("/", "./", "../", "~/")) or "/../" in text
+
+
+def _type_at(tool: m.Tool, parts: tuple[str, ...]) -> m.Type | None:
+    """The type of `args.A.B…` in a tool's input, or None when it has no such field."""
+    fields = tool.input.fields
+    found: m.Type | None = None
+    for part in parts:
+        field = next((f for f in fields if f.name == part), None)
+        if field is None:
+            return None
+        found = field.type
+        fields = found.fields
+    return found
+
+
+def _conditions(node: s.Rule) -> Iterator[object]:
+    """A rule's condition and its grants' conditions."""
+    if node.when is not None:
+        yield node.when
+    for option in node.options or ():
+        when = getattr(option, "when", None)
+        if when is not None:
+            yield when
+
+
+def _compares(condition: object) -> Iterator[s.Compare]:
+    stack = [condition]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            stack.extend(item)
+        elif isinstance(item, s.Compare):
+            yield item
+        elif isinstance(item, s.Node):
+            stack.extend(getattr(item, name) for name in s.child_fields(type(item)))
+
+
+@lint_rule(
+    "L026",
+    bad=_FILES % "string"
+    + """
+policy repo {
+  default deny
+  secrets: deny files.read when args.file startswith "/repo/secret" {
+    reason "the secrets stay in the repository"
+  }
+  reads: allow files.read
+}
+""",
+    good=_FILES % "path"
+    + """
+policy repo {
+  default deny
+  secrets: deny files.read when args.file within "/repo/secret" {
+    reason "the secrets stay in the repository"
+  }
+  reads: allow files.read
+}
+""",
+)
+def path_compared_as_text(ctx: LintContext) -> Iterator[Diagnostic]:
+    for rule, node in ctx.rules():
+        if node is None:
+            continue
+        tools = [t for selector in rule.selectors for t in ctx.selected_tools(selector)]
+        for condition in _conditions(node):
+            for compare in _compares(condition):
+                found = _text_comparison(compare)
+                if found is None:
+                    continue
+                argument, literal = found
+                texts = [
+                    t.id
+                    for t in tools
+                    if (kind := _type_at(t, argument.parts[1:])) is not None
+                    and kind.name == "string"
+                ]
+                if not texts:
+                    continue
+                shown = ", ".join(f"`{i}`" for i in sorted(set(texts))[:3])
+                yield Diagnostic.make(
+                    "L026",
+                    f"`{argument.text}` is a `string`: `{compare.op}` compares it with the path "
+                    f"`{literal.value}` as text",
+                    compare.span,
+                    "compared as text",
+                    notes=[
+                        f"`{argument.text}` is a `string` in {shown}: `..` and repeated slashes "
+                        "name the same file in another text (`/a/b/../c` is `/a/c`)"
+                    ],
+                    help=f"declare `{argument.parts[-1]}` as `path` (normalized before any "
+                    "condition reads it) and compare with `within`",
+                )
+
+
+def _text_comparison(compare: s.Compare) -> tuple[s.Path, s.Str] | None:
+    """`args.X OP "LITERAL"` (either way round) with a text operator and a path-like literal."""
+    if compare.op not in TEXT_OPERATORS:
+        return None
+    for argument, literal in ((compare.left, compare.right), (compare.right, compare.left)):
+        if (
+            isinstance(argument, s.Path)
+            and isinstance(literal, s.Str)
+            and argument.parts[0] == "args"
+            and len(argument.parts) > 1
+            and path_like(literal.value)
+        ):
+            return argument, literal
+    return None
