@@ -65,10 +65,6 @@ from .session_specs import (
 )
 
 PENDING: dict[str, str] = {
-    "witness_completion": (
-        "a witness over a quantifier of an absent or empty list, or a list fact, is completed "
-        "otherwise than the runtime reads it"
-    ),
     "prelude_facts": "a session of steps leaves out of `facts.*` what `on_success` added",
 }
 """Known defects: each key leaves a construct out of the draws, or a property unchecked, until
@@ -437,9 +433,9 @@ def check_claims(spec: m.Spec, analysis: PolicyAnalysis) -> dict[str, str]:
     for kind, label, witness in claims:
         if not witness.exact:
             event(f"inexact {kind}")
-            if "witness_completion" not in PENDING:  # nothing here is approximated
-                rejudged = [n for n in witness.notes if n.startswith("re-judged")]
-                assert not rejudged, (kind, label, witness.call, rejudged)
+            # nothing here is approximated: a witness is never re-judged
+            rejudged = [n for n in witness.notes if n.startswith("re-judged")]
+            assert not rejudged, (kind, label, witness.call, rejudged)
             continue
         actual = replay(spec, engine, witness.call)
         if actual is None:
@@ -612,7 +608,6 @@ def test_a_session_of_steps_gives_the_facts_that_on_success_added(tmp_path: Path
     assert decision.rule == "p.r0"
 
 
-@pending("witness_completion")
 def test_the_witness_of_a_negated_quantifier_over_an_absent_list_is_exact(tmp_path: Path) -> None:
     # the solver leaves `args.notify` out; the witness must still be decided by the rule
     term = "not (all x in args.notify: not x from trusted)"
@@ -625,7 +620,6 @@ def test_the_witness_of_a_negated_quantifier_over_an_absent_list_is_exact(tmp_pa
     assert replayed is not None and replayed.rule == "p.r0"
 
 
-@pending("witness_completion")
 def test_the_example_of_a_rule_that_never_wins_matches_the_rule(tmp_path: Path) -> None:
     # the example leaves the fact out, so the rule does not match its own example
     rules = (
