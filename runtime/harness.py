@@ -796,9 +796,11 @@ class Harness:
         `expired` (past its deadline: the expiry is recorded now, once, if nothing was)."""
         req = self._request(request_id)
         # what an answer depends on, walked again as stored now, right before it is written
-        self._vouch(
-            lambda watch: watch.recheck(self.store, (answered_stream(request_id), req.session_id))
-        )
+        if self._watch is not None:
+            streams = (answered_stream(request_id), req.session_id)
+            self._vouch(lambda watch: watch.recheck(self.store, streams))
+        elif self.broken is not None:  # a forensic harness past a break
+            raise UnverifiedLog(self.broken)
         if req.expired(self.clock()):
             self.expire_approvals([request_id])
             req = self.approvals.get(request_id)
@@ -917,12 +919,13 @@ class Harness:
 
     def vouched(self) -> Verification:
         """Verify the log's chain up to its head (`ChainWatch`, with the store's log key): the
-        whole log the first time, what this harness folded before included, then only what
-        was appended since; and from the first call on, every page this harness folds is
-        walked before it is folded, its own catching up inside a command too. Raises
-        `UnverifiedLog` when the chain does not verify: the operators' commands (`operations`)
-        act on nothing else."""
+        walk this harness began when it opened the log (from the log's last checkpoint), on
+        to what was appended since; every page this harness folds is walked before it is
+        folded, its own catching up inside a command too. Raises `UnverifiedLog` when the
+        chain does not verify: the operators' commands (`operations`) act on nothing else."""
         if self._watch is None:
+            if self.broken is not None:  # a forensic harness past a break
+                raise UnverifiedLog(self.broken)
             self._watch = ChainWatch(self.store.log_key)
         self.catch_up()
         return self._vouch(lambda watch: watch.vouch(self.store))
@@ -930,8 +933,10 @@ class Harness:
     def _vouch(self, check: Callable[[ChainWatch], Any]) -> Any:
         watch = self._watch
         if watch is None:  # a forensic harness past a break
-            assert self.broken is not None
-            raise UnverifiedLog(self.broken)
+            if self.broken is None:
+                watch = self._watch = ChainWatch(self.store.log_key)
+            else:
+                raise UnverifiedLog(self.broken)
         try:
             return check(watch)
         except UnverifiedLog as error:

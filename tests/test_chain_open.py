@@ -7,6 +7,7 @@ the runtime at open and before an operator's write, and against every reader of 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sqlite3
@@ -143,6 +144,7 @@ STORES = [
     pytest.param("postgres", marks=pytest.mark.skipif(not ADMIN_URL, reason=SKIP_REASON)),
 ]
 _DATABASES: list[object] = []
+_OPENED: list[object] = []
 
 
 def holding(kind: str, events: list[Event], key: LogKey | None, tmp_path: Path) -> object:
@@ -176,6 +178,7 @@ def holding(kind: str, events: list[Event], key: LogKey | None, tmp_path: Path) 
         conn.close()
         opened = SQLiteStore(path, key=key)
         opened.where = path  # type: ignore[attr-defined]
+        _OPENED.append(opened)
         return opened
     import psycopg
     from harnessc.runtime.pgstore import PostgresStore
@@ -194,12 +197,16 @@ def holding(kind: str, events: list[Event], key: LogKey | None, tmp_path: Path) 
             )
     opened_pg = PostgresStore(url, key=key)
     opened_pg.where = url  # type: ignore[attr-defined]
+    _OPENED.append(opened_pg)
     return opened_pg
 
 
 @pytest.fixture(autouse=True)
 def drop_databases() -> Iterator[None]:
     yield
+    while _OPENED:
+        with contextlib.suppress(StoreError):
+            _OPENED.pop().close()  # type: ignore[attr-defined]
     while _DATABASES:
         _DATABASES.pop().__exit__(None, None, None)  # type: ignore[attr-defined]
 
