@@ -438,3 +438,21 @@ def test_a_forensic_harness_reports_a_row_that_is_not_json_and_never_raises(
     assert [e.position for e in h.unreadable] == [i + 1]  # type: ignore[attr-defined]
     found = h.verify()
     assert (found.ok, found.position, found.reason) == (False, i + 1, "the payload is not JSON")
+
+
+def test_a_keyed_harness_opens_a_log_written_without_the_key_once_it_is_keyed(
+    tmp_path: Path,
+) -> None:
+    # a log with no MAC at all cannot be told from one whose MACs were stripped: the runtime
+    # with the key opens it once an event written with the key follows it
+    spec = Spec(name="demo", root_module="demo")
+    path = tmp_path / "log.db"
+    with SQLiteStore(path) as store:
+        store.append_many([NewEvent("s", "Text", "note", {"i": i}) for i in range(3)])
+    with SQLiteStore(path, key=KEY) as store, pytest.raises(UnverifiedLog, match="no MAC"):
+        Harness(spec, store=store)
+    with SQLiteStore(path, key=KEY) as store:
+        store.append(NewEvent("harness", "State", "log.keyed", {}))
+    with SQLiteStore(path, key=KEY) as store:
+        Harness(spec, store=store)
+        assert store.verify().ok
