@@ -217,10 +217,15 @@ class ChainWatch:
         self.vouch(store)  # and everything appended since
         key, keyed = self.key, self._walk.keyed_from
         for stream in streams:
-            for e in store.read(stream):
+            events = store.read(stream)
+            for i, e in enumerate(events):
                 if e.position > self._walk.checked:
                     break  # appended after the walk: the next vouch walks it
-                broken = _unlinked(e, store, key, keyed)
+                # the next event of the log is read only when it is not the stream's next
+                after = events[i + 1] if i + 1 < len(events) else None
+                if after is not None and after.position != e.position + 1:
+                    after = None
+                broken = _unlinked(e, store, key, keyed, after)
                 if broken is not None:
                     found = Verification(
                         False,
@@ -324,8 +329,11 @@ def _rehashed(e: Event) -> bool:
         return True
 
 
-def _unlinked(e: Event, store: Any, key: LogKey | None, keyed_from: int | None) -> str | None:
-    """Why a stored event, walked before, no longer holds where it stands, or None."""
+def _unlinked(
+    e: Event, store: Any, key: LogKey | None, keyed_from: int | None, after: Event | None
+) -> str | None:
+    """Why a stored event, walked before, no longer holds where it stands, or None. `after`:
+    the event that follows it in the log, when the caller holds it already."""
     malformed = _malformed(e, False)
     if malformed is not None:
         return malformed
@@ -340,8 +348,8 @@ def _unlinked(e: Event, store: Any, key: LogKey | None, keyed_from: int | None) 
                 "the MAC does not match the log key: the event was forged or rewritten, or "
                 "the log was written with another key"
             )
-    after = store.read(after=e.position, limit=1)
-    if after and (after[0].position != e.position + 1 or after[0].prev_hash != e.hash):
+    following = [after] if after is not None else store.read(after=e.position, limit=1)
+    if following and (following[0].position != e.position + 1 or following[0].prev_hash != e.hash):
         return f"the event after position {e.position} does not link to it: it was rewritten"
     return None
 
