@@ -4,8 +4,9 @@ chain from the first event (no checkpoint) against from its last checkpoint, sid
     .venv/bin/python bench/open.py [--events 30000] [--rounds 5] [--key]
 
 Builds (in a temporary folder) a log of one session's governed calls (`bench/console.py`'s
-`fill`, six events a call), then a copy of it whose last event follows a `log.checkpoint` of
-the event before (what a harness that opened the log records with its first write). Each
+`fill`, six events a call), then a copy of it opened once by a harness and written to, so
+that it ends with a `log.checkpoint` of its head then (what a harness records with its first
+write after it walked 1,000 events or more past the last checkpoint). Each
 round opens both, alternately, and times `Harness(spec, store=SQLiteStore(copy))`: the fold
 of the whole log into the harness's projections, with the chain walked page by page before
 each page is folded (all of it, or the events after the checkpoint), in turns, each after a
