@@ -142,8 +142,9 @@ def verify_events(
 
 class UnverifiedLog(StoreError):
     """The log's chain does not verify (`verification` says where and why): what was read
-    from it is not vouched for, so nothing is decided on it. The operators' commands raise it
-    (`ChainWatch.vouch`: `Harness.vouched`, an operator's `Workflows`)."""
+    from it is not vouched for, so nothing is decided on it. A `Harness` raises it when it
+    opens such a log (and its store then refuses every write), the operators' commands when
+    they meet one (`ChainWatch.vouch`: `Harness.vouched`, an operator's `Workflows`)."""
 
     def __init__(self, verification: Verification) -> None:
         self.verification = verification

@@ -24,6 +24,11 @@ the sessions (`h.resume(session_id)`) and the actions waiting for a result, so
 `h.approve(request_id, …)` and `h.complete(action_id, …)` work there as they would have in the
 process that started them.
 
+Opening a store walks its hash chain (from the log's last `log.checkpoint`, with the log key
+its MACs) before anything of it is folded: a log that does not verify raises `UnverifiedLog`
+naming the position, and the store then refuses every write. `Harness(…, forensic=True)`
+reads what it can of such a log and never writes (`h.broken`, `h.unreadable`, `h.verify()`).
+
 >>> from harnessc.runtime.model import Spec
 >>> Harness(Spec(name="demo", root_module="demo")).policy_version == Spec(
 ...     name="demo", root_module="demo").content_hash()
