@@ -306,6 +306,102 @@ def test_a_sum_over_non_negative_amounts_is_monotone_in_its_window(tmp_path: Pat
 
 
 # ---------------------------------------------------------------------------------------------
+# An earlier call that meets a history term's `when`, solved rather than sampled
+
+RECURSIVE = """
+harness count_term { version "1" }
+tool files.delete {
+  summary "Delete a file."
+  effects write
+  input { path: string, recursive: bool }
+}
+policy deleting {
+  default deny
+  delete: allow files.delete
+  bulk: ask files.delete when count(files.delete within 10m when args.recursive) > 2 {
+    approver role "owner"
+  }
+}
+agent a { policy deleting }
+"""
+
+
+def test_earlier_calls_meeting_a_when_are_solved_for_a_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wider = RECURSIVE.replace("within 10m when", "within 20m when")
+    a, b, comparison = compared(tmp_path, RECURSIVE, wider)
+    [region] = comparison.regions
+    assert region.change == "allow→ask" and region.verified, region.notes
+    assert replays(a, b, region)
+    steps = session_prelude(b, region.witness).steps
+    assert [s.args["recursive"] for s in steps] == [True, True, True]
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 0 and "UNVERIFIED" not in out, out
+
+
+SHARING = """
+harness history { version "1" }
+tool files.read {
+  summary "Read a file."
+  effects read
+  packs files
+  input { path: string }
+  output { text: string }
+}
+tool files.share {
+  summary "Share a file."
+  effects write external
+  input { path: string, to: string }
+}
+policy sharing {
+  default deny
+  reads: allow files.read
+  share: allow files.share when called(files.* within 1h when args.path == "/a")
+  read_before: ask files.share when called(pack:files) { approver role "owner" }
+}
+agent a { policy sharing }
+"""
+
+
+def test_an_earlier_call_meets_a_when_without_making_another_term_true(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `files.*` selects both tools; a read of "/a" would also make `called(pack:files)` true,
+    # which the witness needs false: the share of "/a" is the earlier call
+    a, b, comparison = compared(tmp_path, SHARING, SHARING.replace("within 1h", "within 2h"))
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.verified and region.widened, region.notes
+    assert replays(a, b, region)
+    [step] = session_prelude(b, region.witness).steps
+    assert step.tool == "files.share" and step.args["path"] == "/a"
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 1 and "WIDENED" in out and "UNVERIFIED" not in out, out
+
+
+def test_an_earlier_call_adding_an_amount_meets_its_when(tmp_path: Path) -> None:
+    pay = """
+    harness pay { version "1" }
+    tool pay {
+      summary "Pay."
+      effects external
+      input { amount: int min 0, currency: string }
+    }
+    policy main {
+      default allow
+      deny pay when sum(args.amount of pay within 1d when args.currency == "EUR") > 1000 {
+        reason "daily limit"
+      }
+    }
+    agent a { policy main }
+    """
+    a, b, comparison = compared(tmp_path, pay, pay.replace("within 1d", "within 7d"))
+    assert [r.change for r in comparison.regions] == ["allow→deny"]
+    assert all(r.verified for r in comparison.regions), [r.notes for r in comparison.regions]
+    assert_sound(a, b, comparison)
+
+
+# ---------------------------------------------------------------------------------------------
 # Provenance of one value, with the tools' trust and labels
 
 MAIL = """

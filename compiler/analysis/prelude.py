@@ -17,6 +17,11 @@ messages and earlier calls with results (`SessionStep`, the steps of a `test` bl
   `sum(f of …) = s` → one earlier call whose `f` makes up the rest; `seen(L)` → an earlier
   call of a tool producing `L`.
 
+An earlier call's arguments are solved from `c` (and the amount `f` must add) as a rule's
+witness call is (solve.py `a_call_meeting`), else an example call's; a call that would give
+another history term of the witness more than it needs (`called(…)` that must be false) gives
+way to one that does not.
+
 A step happens now (within every window) unless terms that differ only in their window need
 more within a wider window than within a narrower one: the terms are met narrowest window
 first, each adding only what the steps so far leave it short of, and a step a wider window
@@ -42,8 +47,10 @@ from harnessc.runtime.provenance import _scalars as _result_scalars
 from harnessc.runtime.semantics import selects
 
 from .assemble import sample_value
+from .budget import query_rlimit
 from .concrete import ABSENT, Call, _Context, canonical, holds_for, read_value, session_terms
 from .concrete import holds as concrete_holds
+from .solve import a_call_meeting
 from .sources import FACTS, USER, holding_result, item_of
 from .text import spec_text, term_of, value_text
 
@@ -128,6 +135,8 @@ class _Builder:
         self.values: dict[str, tuple[Any, _Wants]] = {}
         self.steps: list[m.SessionStep] = []
         self.quoted = 0  # the texts made for an earlier call's argument to be quoted
+        self.solved: dict[tuple[str, str], dict[str, Any] | None] = {}
+        """The arguments solved for an earlier call of a tool meeting a goal (`candidates`)."""
 
     # --- what each term asks ------------------------------------------------------------------
 
@@ -298,7 +307,7 @@ class _Builder:
                     assert term.label is not None
                     step = self.producing(term.label, term)
                 else:
-                    step = self.earlier(term)
+                    step = self.earlier(term, ago=ago)
                 self.steps.append(step.model_copy(update={"ago_ms": ago}))
             return
         have = self.evaluate(term)
@@ -310,11 +319,11 @@ class _Builder:
                     f"earlier steps ({have})"
                 )
             for _ in range(n):  # each after the sources `earlier` adds for it
-                self.steps.append(self.earlier(term).model_copy(update={"ago_ms": ago}))
+                self.steps.append(self.earlier(term, ago=ago))
             return
         rest = float(value) - float(have)
         if rest != 0:
-            self.steps.append(self.earlier(term, amount=rest).model_copy(update={"ago_ms": ago}))
+            self.steps.append(self.earlier(term, amount=rest, ago=ago))
 
     def ago(self, term: m.History) -> int | None:
         """How long before the call a step this term needs happens: now (None) unless another
@@ -362,29 +371,86 @@ class _Builder:
         ok = isinstance(value, int | float) and not isinstance(value, bool)
         return float(value) if ok else 0.0
 
-    def earlier(self, term: m.History, amount: float | None = None) -> m.SessionStep:
-        """An earlier call of a selected tool meeting the term's `when`, with a result; the
-        sources its `when` needs before it (a user message, a result) are added first."""
+    def earlier(
+        self, term: m.History, amount: float | None = None, ago: int | None = None
+    ) -> m.SessionStep:
+        """An earlier call of a selected tool meeting the term's `when`, with a result, made
+        `ago` before the call; the sources its `when` needs before it (a user message, a
+        result) are added first. Its arguments are solved from `when` (and the amount), else
+        an example call's; one that would give another term of the witness more than it
+        needs (`spoils`) is taken only when there is no other."""
+        spoiling: tuple[list[m.SessionStep], m.SessionStep] | None = None
         for tool in self.selected(term):
-            args = self.args_of(tool)
-            result = self.result_of(tool)
-            if amount is not None and not self.put_amount(term, tool, args, result, amount):
-                continue
-            found = self.meeting(term, tool, args, result)
-            if found is not None:
+            for candidate in self.candidates(term, tool, amount):
+                args = dict(candidate)
+                result = self.result_of(tool)
+                if amount is not None and not self.put_amount(term, tool, args, result, amount):
+                    continue
+                found = self.meeting(term, tool, args, result)
+                if found is None:
+                    continue
                 sources, args = found
-                self.steps.extend(sources)
-                return m.SessionStep(tool=tool.id, args=args, result=result)
+                step = m.SessionStep(tool=tool.id, args=args, result=result, ago_ms=ago)
+                if not self.spoils(term, [*sources, step]):
+                    self.steps.extend(sources)
+                    return step
+                spoiling = spoiling or (sources, step)
+        if spoiling is not None:
+            self.steps.extend(spoiling[0])
+            return spoiling[1]
         if amount is not None:
             raise _Missing(
                 f"`{spec_text(term)}` needs an earlier call adding {value_text(amount)}, which "
-                "no example call of a tool it selects can add"
+                "no call of a tool it selects can add"
             )
         raise _Missing(
-            f"no example call of a tool `{spec_text(term)}` selects meets its `when`"
+            f"no call of a tool `{spec_text(term)}` selects meets its `when`"
             if term.where is not None
             else f"`{spec_text(term)}` selects no tool an example call can be made of"
         )
+
+    def candidates(
+        self, term: m.History, tool: m.Tool, amount: float | None
+    ) -> Iterable[dict[str, Any]]:
+        """The arguments an earlier call of `tool` is tried with: a call solved to meet the
+        term's `when` and carry the amount (solve.py, as a rule's witness call is found),
+        then the example call's. Either is checked concretely (`meeting`), never trusted."""
+        goal = term.where
+        f = term.field
+        if amount is not None and f is not None and f.root == "args":
+            whole = amount.is_integer()
+            literal = m.Literal(
+                value=int(amount) if whole else amount, type="int" if whole else "float"
+            )
+            equal = m.Compare(op="==", left=f, right=literal)
+            goal = equal if goal is None else m.And(items=(goal, equal))
+        if goal is not None:
+            key = (tool.id, canonical(goal))
+            if key not in self.solved:
+                call = a_call_meeting(self.spec, tool, goal, query_rlimit())
+                self.solved[key] = None if call is None else call.args
+            solved = self.solved[key]
+            if solved is not None:
+                yield solved
+        yield self.args_of(tool)
+
+    def spoils(self, term: m.History, added: Sequence[m.SessionStep]) -> bool:
+        """Whether steps added for `term` give another history term of the witness more than
+        it needs: a `called`, `succeeded` or `seen` that must be false made true, a `count`
+        past its number."""
+        others = [(t, v) for t, v in self.terms if isinstance(t, m.History) and t != term]
+        saved = self.steps
+        self.steps = [*saved, *added]
+        try:
+            for other, wanted in others:
+                got = self.evaluate(other)
+                if other.func == "count" and got > wanted:
+                    return True
+                if other.func in ("called", "succeeded", "seen") and got and not wanted:
+                    return True
+            return False
+        finally:
+            self.steps = saved
 
     def meeting(
         self, term: m.History, tool: m.Tool, args: dict[str, Any], result: Any

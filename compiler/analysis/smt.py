@@ -29,7 +29,8 @@ import importlib
 import re
 import re._constants as sc
 import re._parser as sre
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -43,7 +44,7 @@ from .smt_session import SESSION_OLD, SOURCE, SessionEncoding
 from .smt_terms import Bool, Key, Registry, Term, VarInfo, conj, disj, negate
 from .sources import SourceClasses
 
-__all__ = ["BUILTINS", "UNTYPED_SORTS", "Encoder", "canonical", "search_regex"]
+__all__ = ["BUILTINS", "UNTYPED_SORTS", "Encoder", "canonical", "own_context", "search_regex"]
 
 UNTYPED_SORTS = ("str", "real", "bool", "other")
 
@@ -96,6 +97,22 @@ def fresh_context() -> None:
     z3_module._main_ctx = z3.Context()  # type: ignore[attr-defined]
     search_regex.cache_clear()
     _any.cache_clear()
+
+
+@contextmanager
+def own_context() -> Iterator[None]:
+    """A fresh z3 context (`fresh_context`) for what is solved within, then the one before it
+    again: a question asked in the middle of another analysis (a witness's prelude) gets the
+    same answer in any process, and leaves the terms of the analysis around it usable."""
+    z3_module = importlib.import_module("z3.z3")
+    saved = z3_module._main_ctx  # type: ignore[attr-defined]
+    fresh_context()
+    try:
+        yield
+    finally:
+        z3_module._main_ctx = saved  # type: ignore[attr-defined]
+        search_regex.cache_clear()  # its terms belong to the context left
+        _any.cache_clear()
 
 
 def _union(items: list[z3.ReRef]) -> z3.ReRef:
