@@ -379,6 +379,40 @@ def test_an_earlier_call_meets_a_when_without_making_another_term_true(
     assert code == 1 and "WIDENED" in out and "UNVERIFIED" not in out, out
 
 
+def test_an_earlier_call_meets_a_when_on_its_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobs = """
+    harness jobs { version "1" }
+    tool job.run {
+      summary "Run a job."
+      effects write
+      input { name: string }
+      output { status: string }
+    }
+    tool job.deploy {
+      summary "Deploy."
+      effects write
+      input { target: string }
+    }
+    policy main {
+      default deny
+      allow job.run
+      allow job.deploy
+        when succeeded(job.run within 1h when result.status == "green" and args.name == "build")
+    }
+    agent a { policy main }
+    """
+    a, b, comparison = compared(tmp_path, jobs, jobs.replace("within 1h", "within 2h"))
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.verified, region.notes
+    assert replays(a, b, region)
+    [step] = session_prelude(b, region.witness).steps
+    assert step.args == {"name": "build"} and step.result == {"status": "green"}
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 1 and "UNVERIFIED" not in out, out
+
+
 def test_an_earlier_call_adding_an_amount_meets_its_when(tmp_path: Path) -> None:
     pay = """
     harness pay { version "1" }

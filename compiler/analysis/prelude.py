@@ -135,7 +135,7 @@ class _Builder:
         self.values: dict[str, tuple[Any, _Wants]] = {}
         self.steps: list[m.SessionStep] = []
         self.quoted = 0  # the texts made for an earlier call's argument to be quoted
-        self.solved: dict[tuple[str, str], dict[str, Any] | None] = {}
+        self.solved: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]] | None] = {}
         """The arguments solved for an earlier call of a tool meeting a goal (`candidates`)."""
 
     # --- what each term asks ------------------------------------------------------------------
@@ -381,9 +381,9 @@ class _Builder:
         needs (`spoils`) is taken only when there is no other."""
         spoiling: tuple[list[m.SessionStep], m.SessionStep] | None = None
         for tool in self.selected(term):
-            for candidate in self.candidates(term, tool, amount):
+            for candidate, returned in self.candidates(term, tool, amount):
                 args = dict(candidate)
-                result = self.result_of(tool)
+                result = {**self.result_of(tool), **returned}
                 if amount is not None and not self.put_amount(term, tool, args, result, amount):
                     continue
                 found = self.meeting(term, tool, args, result)
@@ -411,10 +411,11 @@ class _Builder:
 
     def candidates(
         self, term: m.History, tool: m.Tool, amount: float | None
-    ) -> Iterable[dict[str, Any]]:
-        """The arguments an earlier call of `tool` is tried with: a call solved to meet the
-        term's `when` and carry the amount (solve.py, as a rule's witness call is found),
-        then the example call's. Either is checked concretely (`meeting`), never trusted."""
+    ) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
+        """The arguments an earlier call of `tool` is tried with, and the values of its result
+        `when` reads: a call solved to meet the term's `when` and carry the amount (solve.py,
+        as a rule's witness call is found), then the example call's. Either is checked
+        concretely (`meeting`), never trusted."""
         goal = term.where
         f = term.field
         if amount is not None and f is not None and f.root == "args":
@@ -427,12 +428,12 @@ class _Builder:
         if goal is not None:
             key = (tool.id, canonical(goal))
             if key not in self.solved:
-                call = a_call_meeting(self.spec, tool, goal, query_rlimit())
-                self.solved[key] = None if call is None else call.args
+                found = a_call_meeting(self.spec, tool, goal, query_rlimit())
+                self.solved[key] = None if found is None else (found[0].args, found[1])
             solved = self.solved[key]
             if solved is not None:
                 yield solved
-        yield self.args_of(tool)
+        yield self.args_of(tool), {}
 
     def spoils(self, term: m.History, added: Sequence[m.SessionStep]) -> bool:
         """Whether steps added for `term` give another history term of the witness more than

@@ -257,17 +257,24 @@ class Questions:
     def call(self, model: z3.ModelRef | Completed, absent: Iterable[Key] = ()) -> Call:
         """The call the completed model describes: every variable the rules read, read back
         as the winner reads it."""
+        return self.assembler(model, absent).call()
+
+    def assembler(self, model: z3.ModelRef | Completed, absent: Iterable[Key] = ()) -> Assembler:
+        """The assembler of the completed model's reading (`call`)."""
         reading = _read_model(self.complete(model).values, self.registry)
         _texts_for(reading, self.enc.texts(), _quoted_keys(self.registry))
-        return Assembler(self.spec, self.tool, reading, set(absent)).call()
+        return Assembler(self.spec, self.tool, reading, set(absent))
 
 
-def a_call_meeting(spec: m.Spec, tool: m.Tool, condition: m.Condition, rlimit: int) -> Call | None:
+def a_call_meeting(
+    spec: m.Spec, tool: m.Tool, condition: m.Condition, rlimit: int
+) -> tuple[Call, dict[str, Any]] | None:
     """A call to `tool` that meets `condition` as the encoding reads it (a history term's
-    `when`, for an earlier call of a witness's prelude), assembled as a witness is; None when
-    there is none or z3 gives up. Solved in a context of its own (`own_context`), so the
-    answer depends on nothing else. The caller checks the call concretely: an inexact encoding
-    may give one that does not meet it."""
+    `when`, for an earlier call of a witness's prelude), assembled as a witness is, with the
+    values of its result the condition reads (`result.*`); None when there is none or z3 gives
+    up. Solved in a context of its own (`own_context`), so the answer depends on nothing else.
+    The caller checks the call concretely: an inexact encoding may give one that does not
+    meet it."""
     with own_context():
         registry: Registry = {}
         enc = Encoder(spec, tool, registry)
@@ -280,7 +287,8 @@ def a_call_meeting(spec: m.Spec, tool: m.Tool, condition: m.Condition, rlimit: i
         found = questions.check(goal)
         if not isinstance(found, z3.ModelRef):
             return None
-        return questions.call(found)
+        assembler = questions.assembler(found)
+        return assembler.call(), assembler.untyped_children(("result",), None)
 
 
 class _Bucket(Questions):
