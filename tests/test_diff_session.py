@@ -435,6 +435,43 @@ def test_an_earlier_call_adding_an_amount_meets_its_when(tmp_path: Path) -> None
     assert_sound(a, b, comparison)
 
 
+HOSTS = """
+harness q { version "1" }
+tool mail.send {
+  summary "Send mail."
+  effects external
+  input { to: string, body: string }
+}
+policy main {
+  default deny
+  allow mail.send when all h in hosts(args.body): h == "a.test"
+}
+agent a { policy main }
+"""
+
+
+def test_a_quantifier_over_hosts_gets_a_text_holding_an_item_its_body_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wider = HOSTS.replace('h == "a.test"', '(h == "a.test" or h == "b.test")')
+    a, b, comparison = compared(tmp_path, HOSTS, wider)
+    assert_sound(a, b, comparison)
+    [widened] = [r for r in comparison.regions if r.widened]
+    assert widened.verified and widened.witness.args["body"] == "b.test", widened.notes
+    # the other region needs `all` of one list true and of the same list, with a wider
+    # body, false: no text gives it, and it stays unverified
+    assert [r.verified for r in comparison.regions if not r.widened] == [False]
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 1 and "WIDENED deny→allow" in out, out
+
+
+def test_any_and_all_over_the_hosts_of_one_text(tmp_path: Path) -> None:
+    a, b, comparison = compared(tmp_path, HOSTS, HOSTS.replace("all h", "any h"))
+    assert_sound(a, b, comparison)
+    assert sorted(r.change for r in comparison.regions) == ["allow→deny", "deny→allow"]
+    assert all(r.verified for r in comparison.regions), [r.notes for r in comparison.regions]
+
+
 # ---------------------------------------------------------------------------------------------
 # Provenance of one value, with the tools' trust and labels
 

@@ -10,6 +10,10 @@ messages and earlier calls with results (`SessionStep`, the steps of a `test` bl
   `v from label L` → that call's result carries `L`; `only` → that kind and no other;
   `from nowhere` → no step holds `v` (and `not … from nowhere` → one that does);
 - `all/any x in args.l: x from …` → the same, item by item;
+- `any h in hosts(args.t): body` (and `all … = false`; `urls`, `emails` alike) → the text
+  `args.t` holds an item for which the body holds (fails), one that also keeps every
+  quantifier over the same items that needs all of them one way: the call's arguments change
+  (`Prelude.args`), and the call replayed is the witness with them;
 - `called`/`succeeded(sel when c)` → an earlier call of a selected tool meeting `c`, with a
   result (and, when `c` asks where the call's arguments came from, the user messages or
   results before it that make them so); `count(…) = n` → `n` such calls, this call included
@@ -34,6 +38,7 @@ case is skipped with that reason: a prelude is never made up.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -42,9 +47,10 @@ from typing import Any
 
 from harnessc.runtime import model as m
 from harnessc.runtime.history import result_labels
-from harnessc.runtime.provenance import _fields_of
+from harnessc.runtime.provenance import _fields_of, extract
 from harnessc.runtime.provenance import _scalars as _result_scalars
 from harnessc.runtime.semantics import selects
+from pydantic import BaseModel
 
 from .assemble import sample_value
 from .budget import query_rlimit
@@ -67,6 +73,10 @@ class Prelude:
 
     steps: list[m.SessionStep] = field(default_factory=list)
     missing: str | None = None
+    args: dict[str, Any] | None = None
+    """The call's arguments when the prelude gave a text of the call the items a quantifier
+    over `hosts(…)`, `urls(…)` or `emails(…)` needs: the call to replay has them. None: the
+    witness's own."""
 
     def to_json(self) -> list[dict[str, Any]]:
         return [s.model_dump(mode="json", exclude_defaults=True) for s in self.steps]
@@ -92,8 +102,10 @@ def session_prelude(spec: m.Spec, call: Call) -> Prelude:
     """The steps that give the witness call's session terms their values (see the module)."""
     if not call.session:
         return Prelude()
+    builder = _Builder(spec, call)
     try:
-        return Prelude(_Builder(spec, call).build())
+        steps = builder.build()
+        return Prelude(steps, args=builder.call.args if builder.call is not call else None)
     except _Missing as why:
         return Prelude(missing=str(why))
 
@@ -141,12 +153,17 @@ class _Builder:
     # --- what each term asks ------------------------------------------------------------------
 
     def build(self) -> list[m.SessionStep]:
+        self.texts()
         placed = self.placed()
         for term, value in self.terms:  # what the values need first: fillers avoid them
             if isinstance(term, m.Provenance) and canonical(term.value) in placed:
                 continue  # its sources are given (`Call.sources`)
             if isinstance(term, m.Provenance):
                 self.provenance(term, self.value(term.value, term), bool(value))
+            elif isinstance(term, m.Quantified) and isinstance(term.over, m.Extract):
+                if not _of_var(term):
+                    continue  # its items are in the call's text (`texts`)
+                self.quantified(term, bool(value))
             elif isinstance(term, m.Quantified) and not self.itemwise(term, placed):
                 self.quantified(term, bool(value))
         for term, value in sorted(
@@ -165,6 +182,57 @@ class _Builder:
             self.given(key, classes)
         self.check()
         return self.steps
+
+    def texts(self) -> None:
+        """Give a text argument the items (`hosts(args.body)`) a quantifier with a body that
+        reads the item (`h == "a.test"`, not `h from …`) needs: one for which the body has the
+        quantifier's value when one must exist (`any` true, `all` false), the witness's text
+        kept otherwise; every quantifier is then evaluated on the text (`check`)."""
+        items: dict[str, list[str]] = {}
+        quantified = [
+            (t, bool(v))
+            for t, v in self.terms
+            if isinstance(t, m.Quantified) and isinstance(t.over, m.Extract) and not _of_var(t)
+        ]
+        for term, wanted in quantified:
+            if (term.quantifier == "any") != wanted:
+                continue  # every item (if any) has the body's value: checked on the text
+            over = term.over
+            assert isinstance(over, m.Extract)
+            # the item must also keep each quantifier over the same items that needs every
+            # item to have its body's value (`all` true, `any` false)
+            every = [
+                (t, w) for t, w in quantified if t.over == over and (t.quantifier == "any") != w
+            ]
+            bodies = [term.body, *(t.body for t, _ in every)]
+            of = over.of
+            name = of.parts[0] if isinstance(of, m.Path) and len(of.parts) == 1 else ""
+            tool = self.spec.tools[self.call.tool]
+            f = next((g for g in tool.input.fields if g.name == name), None)
+            if not (isinstance(of, m.Path) and of.root == "args") or f is None:
+                raise _Missing(f"no text is built for `{spec_text(term)}`: it reads no argument")
+            if f.type.name != "string" or f.pattern is not None or f.min is not None:
+                raise _Missing(f"no text of `{spec_text(of)}` is built for `{spec_text(term)}`")
+            item = next(
+                (
+                    text
+                    for text in _item_texts(over.func, bodies)
+                    if (got := extract(over.func, text)) is not None
+                    and len(got) == 1
+                    and self.body_holds(term.body, term.var, got[0]) == wanted
+                    and all(self.body_holds(t.body, t.var, got[0]) == w for t, w in every)
+                ),
+                None,
+            )
+            if item is None:
+                raise _Missing(
+                    f"`{spec_text(term)}` = {value_text(wanted)} needs an item, and no "
+                    f"{over.func} item this builds makes its body {value_text(wanted)}"
+                )
+            items.setdefault(name, []).append(item)
+        if items:
+            args = {**self.call.args, **{k: " ".join(dict.fromkeys(v)) for k, v in items.items()}}
+            self.call = dataclasses.replace(self.call, args=args)
 
     def placed(self) -> dict[str, list[str]]:
         """The call's values whose sources the witness gives (`Call.sources`), each kept apart
@@ -712,7 +780,7 @@ class _Builder:
         if isinstance(term, m.Provenance):
             return self.holds(term, read_value(self.spec, term.value, self.call))
         if isinstance(term, m.Quantified):
-            items = read_value(self.spec, term.over, self.call)
+            items = self.items(term.over)
             if not isinstance(items, list):
                 return False  # as the runtime: a quantifier over an absent value holds for none
             found = [self.body_holds(term.body, term.var, item) for item in items]
@@ -738,6 +806,15 @@ class _Builder:
         total = sum(self.amount(term, Call(s.tool or "", dict(s.args)), s.result) for s in meets)
         total += self.amount(term, self.call, ABSENT) if this else 0.0
         return int(total) if total.is_integer() else total
+
+    def items(self, over: m.Value) -> Any:
+        """What a quantifier ranges over: a list of the call, or the items of one of its
+        texts (`hosts(args.body)`), as the witness gives them, else as the runtime finds them."""
+        value = read_value(self.spec, over, self.call)
+        if isinstance(over, m.Extract) and value is ABSENT:
+            found = extract(over.func, read_value(self.spec, over.of, self.call))
+            return ABSENT if found is None else found
+        return value
 
     def body_holds(self, body: m.Condition, var: str, item: Any) -> bool:
         """A quantifier's body for one item: provenance of the item, with `and`, `or`, `not`."""
@@ -766,6 +843,34 @@ class _Builder:
         call = Call(tool.id, dict(step.args))
         call.session = self.session_of(term.where, call, before)
         return holds_for(self.spec, term.where, call, step.result)
+
+
+def _of_var(term: m.Quantified) -> bool:
+    """Whether a quantifier's body is the provenance of its item (`x from …`)."""
+    body = term.body
+    return isinstance(body, m.Provenance) and body.value == m.Path(root="var", parts=(term.var,))
+
+
+_ITEM_SAMPLES = {"hosts": "sample.test", "urls": "https://sample.test/", "emails": "a@sample.test"}
+
+
+def _item_texts(func: str, bodies: Sequence[m.Condition]) -> list[str]:
+    """Texts an item of `func` may be made of: each text the bodies name, alone and with a
+    sample around it (`.corp` → `sample.corp`), then a sample no body names."""
+    texts: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, m.Literal) and isinstance(node.value, str):
+            texts.extend((node.value, f"sample{node.value}", f"{node.value}sample"))
+        elif isinstance(node, BaseModel):
+            for name in type(node).model_fields:
+                walk(getattr(node, name))
+        elif isinstance(node, tuple | list):
+            for item in node:
+                walk(item)
+
+    walk(bodies)
+    return [*dict.fromkeys(texts), _ITEM_SAMPLES[func]]
 
 
 def _asked(where: m.Condition, every: bool = False) -> list[m.Provenance]:
