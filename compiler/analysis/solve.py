@@ -282,13 +282,16 @@ def a_call_meeting(
             label="when#0", policy="when", effect="allow", selectors=(), condition=condition
         )
         enc.prepare([rule])
-        goal = enc.cond(condition)
-        questions = Questions(spec, tool, enc, registry, rlimit)
-        found = questions.check(goal)
-        if not isinstance(found, z3.ModelRef):
-            return None
-        assembler = questions.assembler(found)
-        return assembler.call(), assembler.untyped_children(("result",), None)
+        try:
+            goal = enc.cond(condition)
+            questions = Questions(spec, tool, enc, registry, rlimit)
+            found = questions.check(goal)
+            if not isinstance(found, z3.ModelRef):
+                return None
+            assembler = questions.assembler(found)
+            return assembler.call(), assembler.untyped_children(("result",), None)
+        except z3.Z3Exception:
+            return None  # the caller tries an example call instead
 
 
 class _Bucket(Questions):
