@@ -472,6 +472,39 @@ def test_any_and_all_over_the_hosts_of_one_text(tmp_path: Path) -> None:
     assert all(r.verified for r in comparison.regions), [r.notes for r in comparison.regions]
 
 
+def test_a_url_of_the_text_from_the_user_gets_a_text_holding_one(tmp_path: Path) -> None:
+    mail = HOSTS.replace(
+        'all h in hosts(args.body): h == "a.test"', "any u in urls(args.body): u from user"
+    )
+    a, b, comparison = compared(tmp_path, mail, mail.replace("u from user", "u from untrusted"))
+    assert_sound(a, b, comparison)
+    [narrowed] = [r for r in comparison.regions if r.change == "allow→deny"]
+    assert narrowed.verified, narrowed.notes
+    steps = session_prelude(b, narrowed.witness).steps
+    assert [s.said for s in steps] == [narrowed.witness.args["body"]]
+
+
+def test_a_list_argument_gets_an_item_a_text_body_needs(tmp_path: Path) -> None:
+    mail = """
+    harness q { version "1" }
+    tool mail.send {
+      summary "Send mail."
+      effects external
+      input { to: list<string> min 1, body: string }
+    }
+    policy main {
+      default allow
+      deny mail.send when any r in args.to: r endswith "@evil.test" { reason "no" }
+    }
+    agent a { policy main }
+    """
+    a, b, comparison = compared(tmp_path, mail, mail.replace("@evil.test", "@bad.test"))
+    assert_sound(a, b, comparison)
+    assert comparison.regions and all(r.verified for r in comparison.regions), [
+        (r.change, r.notes) for r in comparison.regions
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # Provenance of one value, with the tools' trust and labels
 
@@ -572,7 +605,8 @@ def test_exit_status_0_1_2_3(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     broken.write_text("harness files { version 1", encoding="utf-8")
     assert main(["diff", str(old), str(broken)]) == 2
     capsys.readouterr()
-    # a region whose witness no session can give (a term over the text of the call)
+    # a region whose witness no session can give (an item of the call's text from a tool,
+    # and no tool returns a text)
     mail = """
     harness mail { version "1" }
     tool mail.send {
@@ -582,12 +616,12 @@ def test_exit_status_0_1_2_3(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     }
     policy main {
       default deny
-      allow mail.send when any u in urls(args.body): u from user
+      allow mail.send when any u in urls(args.body): u from untrusted
     }
     agent a { policy main }
     """
     before, _ = spec_of(tmp_path / "e", mail)
-    after, _ = spec_of(tmp_path / "f", mail.replace("u from user", "u from untrusted"))
+    after, _ = spec_of(tmp_path / "f", mail.replace("u from untrusted", "u from trusted"))
     code, out = cli(before, after, capsys)
     assert code == 3, out
     assert "UNVERIFIED deny→allow" in out and "WIDENED" not in out

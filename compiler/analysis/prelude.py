@@ -12,7 +12,9 @@ messages and earlier calls with results (`SessionStep`, the steps of a `test` bl
 - `all/any x in args.l: x from …` → the same, item by item;
 - `any h in hosts(args.t): body` (and `all … = false`; `urls`, `emails` alike) → the text
   `args.t` holds an item for which the body holds (fails), one that also keeps every
-  quantifier over the same items that needs all of them one way: the call's arguments change
+  quantifier over the same items that needs all of them one way (with a body `h from …`, a
+  sample item, given its sources as above); a list argument with a body that reads only the
+  item (`r endswith "@a.test"`) gets such an item added. The call's arguments change
   (`Prelude.args`), and the call replayed is the witness with them;
 - `called`/`succeeded(sel when c)` → an earlier call of a selected tool meeting `c`, with a
   result (and, when `c` asks where the call's arguments came from, the user messages or
@@ -160,11 +162,11 @@ class _Builder:
                 continue  # its sources are given (`Call.sources`)
             if isinstance(term, m.Provenance):
                 self.provenance(term, self.value(term.value, term), bool(value))
-            elif isinstance(term, m.Quantified) and isinstance(term.over, m.Extract):
-                if not _of_var(term):
-                    continue  # its items are in the call's text (`texts`)
-                self.quantified(term, bool(value))
-            elif isinstance(term, m.Quantified) and not self.itemwise(term, placed):
+            elif isinstance(term, m.Quantified) and not _of_var(term):
+                continue  # the call's items give it its value (`texts`, `check`)
+            elif isinstance(term, m.Quantified) and (
+                isinstance(term.over, m.Extract) or not self.itemwise(term, placed)
+            ):
                 self.quantified(term, bool(value))
         for term, value in sorted(
             ((t, v) for t, v in self.terms if isinstance(t, m.History)), key=_window_order
@@ -184,42 +186,58 @@ class _Builder:
         return self.steps
 
     def texts(self) -> None:
-        """Give a text argument the items (`hosts(args.body)`) a quantifier with a body that
-        reads the item (`h == "a.test"`, not `h from …`) needs: one for which the body has the
-        quantifier's value when one must exist (`any` true, `all` false), the witness's text
-        kept otherwise; every quantifier is then evaluated on the text (`check`)."""
-        items: dict[str, list[str]] = {}
+        """Give the call the items a quantifier needs when one must exist (`any` true, `all`
+        false): a text argument an item of `hosts(args.body)` & co, a list argument
+        (`args.to`) an item, for which a body that reads the item (`h == "a.test"`) has the
+        quantifier's value, and that keeps each quantifier over the same items that needs all
+        of them one way; for a body `h from …`, a sample item whose sources `quantified`
+        gives. The witness's items are kept; every quantifier is then evaluated on the
+        call's items (`check`)."""
+        added: dict[str, list[Any]] = {}
+        lists: set[str] = set()
         quantified = [
             (t, bool(v))
             for t, v in self.terms
-            if isinstance(t, m.Quantified) and isinstance(t.over, m.Extract) and not _of_var(t)
+            if isinstance(t, m.Quantified)
+            and (isinstance(t.over, m.Extract) or not (_of_var(t) or session_terms(t.body)))
         ]
+        tool = self.spec.tools[self.call.tool]
         for term, wanted in quantified:
             if (term.quantifier == "any") != wanted:
-                continue  # every item (if any) has the body's value: checked on the text
+                continue  # every item (if any) has the body's value: checked on the items
             over = term.over
-            assert isinstance(over, m.Extract)
             # the item must also keep each quantifier over the same items that needs every
             # item to have its body's value (`all` true, `any` false)
             every = [
-                (t, w) for t, w in quantified if t.over == over and (t.quantifier == "any") != w
+                (t, w)
+                for t, w in quantified
+                if t.over == over and (t.quantifier == "any") != w and not _of_var(t)
             ]
-            bodies = [term.body, *(t.body for t, _ in every)]
-            of = over.of
+            of = over.of if isinstance(over, m.Extract) else over
             name = of.parts[0] if isinstance(of, m.Path) and len(of.parts) == 1 else ""
-            tool = self.spec.tools[self.call.tool]
             f = next((g for g in tool.input.fields if g.name == name), None)
             if not (isinstance(of, m.Path) and of.root == "args") or f is None:
-                raise _Missing(f"no text is built for `{spec_text(term)}`: it reads no argument")
-            if f.type.name != "string" or f.pattern is not None or f.min is not None:
-                raise _Missing(f"no text of `{spec_text(of)}` is built for `{spec_text(term)}`")
+                raise _Missing(f"no item is built for `{spec_text(term)}`: it reads no argument")
+            kind = f.type.item if isinstance(over, m.Path) else f.type
+            if (
+                kind is None
+                or kind.name != "string"
+                or kind.values
+                or f.pattern is not None
+                or (isinstance(over, m.Extract) and f.min is not None)
+                or (isinstance(over, m.Path) and (f.type.name != "list" or f.max is not None))
+            ):
+                raise _Missing(f"no item of `{spec_text(of)}` is built for `{spec_text(term)}`")
+            func = over.func if isinstance(over, m.Extract) else None
+            bodies = [term.body, *(t.body for t, _ in every)]
+            texts = [_ITEM_SAMPLES[func or ""]] if _of_var(term) else _item_texts(func, bodies)
             item = next(
                 (
-                    text
-                    for text in _item_texts(over.func, bodies)
-                    if (got := extract(over.func, text)) is not None
+                    got[0]
+                    for text in texts
+                    if (got := [text] if func is None else extract(func, text)) is not None
                     and len(got) == 1
-                    and self.body_holds(term.body, term.var, got[0]) == wanted
+                    and (_of_var(term) or self.body_holds(term.body, term.var, got[0]) == wanted)
                     and all(self.body_holds(t.body, t.var, got[0]) == w for t, w in every)
                 ),
                 None,
@@ -227,12 +245,23 @@ class _Builder:
             if item is None:
                 raise _Missing(
                     f"`{spec_text(term)}` = {value_text(wanted)} needs an item, and no "
-                    f"{over.func} item this builds makes its body {value_text(wanted)}"
+                    f"item this builds makes its body {value_text(wanted)}"
                 )
-            items.setdefault(name, []).append(item)
-        if items:
-            args = {**self.call.args, **{k: " ".join(dict.fromkeys(v)) for k, v in items.items()}}
-            self.call = dataclasses.replace(self.call, args=args)
+            added.setdefault(name, []).append(item)
+            if isinstance(over, m.Path):
+                lists.add(name)
+        if not added:
+            return
+        args = dict(self.call.args)
+        for name, items in added.items():
+            have = args.get(name)
+            if isinstance(have, list):  # the witness's items, then those added
+                args[name] = [*have, *(i for i in dict.fromkeys(items) if i not in have)]
+            elif name in lists:
+                args[name] = list(dict.fromkeys(items))
+            else:  # a text of exactly the items added
+                args[name] = " ".join(dict.fromkeys(items))
+        self.call = dataclasses.replace(self.call, args=args)
 
     def placed(self) -> dict[str, list[str]]:
         """The call's values whose sources the witness gives (`Call.sources`), each kept apart
@@ -352,7 +381,8 @@ class _Builder:
             raise _Missing(
                 f"no prelude is built for `{spec_text(term)}`: only a body `{term.var} from …` is"
             )
-        items = self.value(term.over, term)
+        over = term.over
+        items = self.items(over) if isinstance(over, m.Extract) else self.value(over, term)
         if not isinstance(items, list):
             if not wanted:
                 return  # a quantifier over an absent value holds for no session
@@ -851,10 +881,16 @@ def _of_var(term: m.Quantified) -> bool:
     return isinstance(body, m.Provenance) and body.value == m.Path(root="var", parts=(term.var,))
 
 
-_ITEM_SAMPLES = {"hosts": "sample.test", "urls": "https://sample.test/", "emails": "a@sample.test"}
+_ITEM_SAMPLES = {
+    "hosts": "sample.test",
+    "urls": "https://sample.test/",
+    "emails": "a@sample.test",
+    "": "item-sample",
+}
+"""An item no body names: of an extracted kind, or of a list argument ("")."""
 
 
-def _item_texts(func: str, bodies: Sequence[m.Condition]) -> list[str]:
+def _item_texts(func: str | None, bodies: Sequence[m.Condition]) -> list[str]:
     """Texts an item of `func` may be made of: each text the bodies name, alone and with a
     sample around it (`.corp` → `sample.corp`), then a sample no body names."""
     texts: list[str] = []
@@ -870,7 +906,7 @@ def _item_texts(func: str, bodies: Sequence[m.Condition]) -> list[str]:
                 walk(item)
 
     walk(bodies)
-    return [*dict.fromkeys(texts), _ITEM_SAMPLES[func]]
+    return [*dict.fromkeys(texts), _ITEM_SAMPLES[func or ""]]
 
 
 def _asked(where: m.Condition, every: bool = False) -> list[m.Provenance]:
