@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import z3
 from harnessc.runtime import model as m
@@ -152,7 +152,8 @@ def bucket_rules(policy: m.Policy, tool: m.Tool) -> list[m.Rule]:
 def _read(scope: Scope, key: Key) -> Any:
     if key[:2] == ("actor", "roles"):
         return roles_of(scope.actor)
-    return read_path(m.Path(root=key[0], parts=key[1:]), scope)
+    # a key is a Path's root and parts, as _group_of and the partition make it
+    return read_path(m.Path(root=cast("m.PathRoot", key[0]), parts=key[1:]), scope)
 
 
 def _group_of(role: str, key: Key, detail: Any) -> Key | None:

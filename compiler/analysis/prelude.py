@@ -49,15 +49,14 @@ from typing import Any
 
 from harnessc.runtime import model as m
 from harnessc.runtime.history import result_labels
-from harnessc.runtime.provenance import _fields_of, extract
-from harnessc.runtime.provenance import _scalars as _result_scalars
+from harnessc.runtime.provenance import extract, fields_of
+from harnessc.runtime.provenance import scalars as _result_scalars
 from harnessc.runtime.semantics import selects
 from pydantic import BaseModel
 
 from .assemble import sample_value
 from .budget import query_rlimit
-from .concrete import ABSENT, Call, _Context, canonical, holds_for, read_value, session_terms
-from .concrete import holds as concrete_holds
+from .concrete import ABSENT, Call, canonical, holds_for, read_value, session_terms
 from .solve import a_call_meeting
 from .sources import FACTS, USER, holding_result, item_of
 from .text import spec_text, term_of, value_text
@@ -604,7 +603,7 @@ class _Builder:
     def quotable(self, f: m.Field) -> str:
         """A text for an earlier call's argument that a message can quote, and that is no
         value of the call (`path-earlier-1`, or a path or URL ending so)."""
-        taken = {_text(v) for v in _scalars(self.call.args)} | set(self.values)
+        taken = {_text(v) for v in scalars(self.call.args)} | set(self.values)
         while True:
             self.quoted += 1
             text = f"{f.name}-earlier-{self.quoted}"
@@ -782,12 +781,12 @@ class _Builder:
             carried = self.result_labels(tool, result)
             # every scalar of the result, at any depth, with its kind, as the runtime indexes it
             trust = "untrusted" if tool.kind == "mcp" else tool.trust or "untrusted"
-            fields = _fields_of(tool.output) if tool.kind != "mcp" else None
+            fields = fields_of(tool.output) if tool.kind != "mcp" else None
             for scalar, kind in _result_scalars(result, fields, trust):
                 if _text(scalar) == text:
                     kinds.add(kind)
                     labels |= carried
-        for fact in _scalars(self.call.facts):
+        for fact in scalars(self.call.facts):
             if _text(fact) == text:
                 kinds.add("trusted")
         return kinds, labels
@@ -858,9 +857,8 @@ class _Builder:
             return self.holds(body, item)
         if any(not isinstance(f.term, m.Extract) for f in session_terms(body)):
             raise _Missing(f"no prelude is built for `{spec_text(body)}` inside a quantifier")
-        ctx = _Context.of(self.spec, self.call)  # the item's own text: as the runtime reads it
-        ctx.bound[var] = item
-        return concrete_holds(body, ctx)
+        # the item's own text: as the runtime reads it
+        return holds_for(self.spec, body, self.call, bound={var: item})
 
     def counts(self, term: m.History, step: m.SessionStep, before: Sequence[m.SessionStep]) -> bool:
         """Whether an earlier step enters the term: selected, and meeting `when` with the
@@ -936,12 +934,12 @@ def _record(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _scalars(value: Any) -> Iterable[Any]:
+def scalars(value: Any) -> Iterable[Any]:
     if isinstance(value, dict):
         for v in value.values():
-            yield from _scalars(v)
+            yield from scalars(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _scalars(v)
+            yield from scalars(v)
     else:
         yield value

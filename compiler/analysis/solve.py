@@ -41,7 +41,7 @@ __all__ = ["Questions", "a_call_meeting", "solve_partition"]
 # Reading a call back out of a model
 
 
-def _z3_value(value: Any) -> Any:
+def z3_value(value: Any) -> Any:
     if z3.is_true(value):
         return True
     if z3.is_false(value):
@@ -59,11 +59,11 @@ def _z3_value(value: Any) -> Any:
 def _read_model(values: Iterable[tuple[str, Any]], registry: Registry) -> Reading:
     """The reading of every variable's value (`Completed.values`)."""
     out = Reading()
-    for name, z3_value in values:
+    for name, given in values:
         info = registry.get(name)
         if info is None or info.alt:
             continue
-        value = _z3_value(z3_value)
+        value = z3_value(given)
         if info.role == SESSION:
             out.session[info.key[1]] = value
         elif info.role == "in" and info.key[0] == "extract":
