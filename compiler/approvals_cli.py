@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 from .log_option import add_log_option
@@ -159,7 +160,7 @@ def _run(args: argparse.Namespace, act: Any, refuse: Callable[[str], str | None]
     except StoreError as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return EXIT_USAGE
-    with store:
+    with closing(store):
         try:
             out = act(Harness(spec, store=store), by)
         except (_Usage, StoreError) as error:  # StoreError: a log this version cannot read

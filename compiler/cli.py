@@ -394,7 +394,7 @@ def cmd_log(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         # a log file that cannot even be opened fails verification
         return _print_verification(Verification(False, 0, None, str(error)), args.format)
-    with store:
+    with contextlib.closing(store):
         if args.action == "head":
             try:
                 checkpoint = store.checkpoint()

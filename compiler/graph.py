@@ -209,8 +209,8 @@ def _paths(value: object) -> Iterator[s.Path | s.FuncCall]:
     elif isinstance(value, s.Not):
         yield from _paths(value.item)
     elif isinstance(value, s.ListLit):
-        for item in value.items:
-            yield from _paths(item)
+        for element in value.items:
+            yield from _paths(element)
     elif isinstance(value, s.Record):
         for entry in value.entries:
             yield from _paths(entry.value)
@@ -308,9 +308,9 @@ class _WorkflowCheck(Reporter):
                 )
             elif isinstance(option, s.Attr) and option.key == "options":
                 info.options_span = option.span
-                for value in option.values:
-                    if isinstance(value, s.Name | s.Path):
-                        info.options.setdefault(value.text, s.Name(value.text, span=value.span))
+                for word in option.values:
+                    if isinstance(word, s.Name | s.Path):
+                        info.options.setdefault(word.text, s.Name(word.text, span=word.span))
 
     def collect_paths(self, info: _StepInfo, value: object) -> None:
         for path in _paths(value):

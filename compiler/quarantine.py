@@ -61,7 +61,7 @@ class _Owners:
         for module in modules:
             if module.source is None:
                 continue
-            items = [i for i in module.syntax.items if type(i) in _KEYWORDS]
+            items: list[object] = [i for i in module.syntax.items if type(i) in _KEYWORDS]
             self.items[module.source] = items
             self.starts[module.source] = [i.span.start for i in items]  # type: ignore[attr-defined]
 

@@ -253,11 +253,11 @@ class _Resolver(SessionNames, NameHelp):
             self.declare_scoped(module, "skill", item.name.text, item.name.span, item)
             subagents: dict[str, Symbol] = {}
             self.locals[id(item)] = subagents
-            for child in item.items:
-                if isinstance(child, s.PrivateTool):
-                    self.declare_tool(module, child.tool, child.tool.name.text, item)
-                elif isinstance(child, s.Subagent):
-                    self.declare_local(module, subagents, "subagent", child.name, child, item)
+            for part in item.items:
+                if isinstance(part, s.PrivateTool):
+                    self.declare_tool(module, part.tool, part.tool.name.text, item)
+                elif isinstance(part, s.Subagent):
+                    self.declare_local(module, subagents, "subagent", part.name, part, item)
         elif isinstance(item, s.Policy):
             self.declare_scoped(module, "policy", item.name.text, item.name.span, item)
             labels: dict[str, Symbol] = {}

@@ -222,7 +222,7 @@ def _approver_text(a: Approver) -> str:
 
 
 def expectation_text(e: Expectation) -> str:
-    parts = [e.effect]
+    parts: list[str] = [e.effect]
     if e.approver is not None:
         parts.append(_approver_text(e.approver))
     if e.rule is not None:

@@ -584,7 +584,9 @@ class _Validator(SessionChecks):
                     )
             elif isinstance(action, s.DelegateAction):
                 deeper = self.delegation(action.agent)
-                if deeper is not None:
+                if deeper is None:
+                    self.check_delegate_step(workflow, action)
+                else:
                     _, next_name = deeper
                     self.report(
                         "H331",
@@ -600,6 +602,27 @@ class _Validator(SessionChecks):
                 self.check_cond(action.cond, context)
             if step.when is not None:
                 self.check_cond(step.when, context)
+
+    def check_delegate_step(self, workflow: m.Workflow | None, action: s.DelegateAction) -> None:
+        """H344: a `delegate` step of a workflow run as an agent that may not delegate to the
+        step's agent (the runtime would refuse it, runtime/delegation.py)."""
+        if workflow is None or workflow.agent is None:
+            return  # judged by a policy, the workflow delegates to the agents its steps name
+        agent = self.spec.agents.get(workflow.agent)
+        target = self.agent_node(action.agent)
+        if agent is None or target is None or target[0] in agent.delegates:
+            return
+        shown = self.shown(workflow.agent)
+        delegates = ", ".join(f"`{self.shown(a)}`" for a in agent.delegates)
+        self.report(
+            "H344",
+            f"agent `{shown}` does not delegate to `{action.agent.text}`",
+            action.agent.span,
+            f"the workflow runs as `{shown}`, "
+            + (f"which delegates to {delegates}" if delegates else "which does not delegate"),
+            help=f"add `delegate {action.agent.text}` to agent `{shown}`, or judge the workflow "
+            "by a `policy` instead of an `agent`",
+        )
 
     # =========================================================================================
     # Conditions
@@ -884,10 +907,10 @@ class _Validator(SessionChecks):
                         self.emit(problems[0])
             return
         items = [r.item or ANY for r in rights if r.name in ("list", "set")]
-        item = join_types(items) if items else ANY
+        joined = join_types(items) if items else ANY
         problems = []
         for lt in options_of(left.ty):
-            for it in options_of(item):
+            for it in options_of(joined):
                 a = Operand(left.node, lt, left.span, left.text)
                 b = Operand(right.node, it, right.span, right.text)
                 found = equality_problem(a, b, node)

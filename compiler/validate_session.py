@@ -216,7 +216,7 @@ class SessionChecks(Reporter):
         tools' arguments (H327) and results (H338); `sum` adds numbers (H339)."""
         name = node.name.text
         if name == "sum":
-            selectors: list[s.Selector] = list(node.of)
+            selectors: list[s.Pattern] = list(node.of)
         else:
             selectors = [
                 a if isinstance(a, s.Pattern) else s.Pattern(a.text, span=a.span)

@@ -656,6 +656,17 @@ _CODES = [
         "FACT must be a declared fact of type `list<…>`, and VALUE an argument (`args.x`, in "
         "the tool's `input`) or a result field (`result.x`, in its `output`).",
     ),
+    Code(
+        "H344",
+        "delegation-not-allowed",
+        "error",
+        "a workflow's `delegate` step names an agent the workflow's agent does not delegate to",
+        "A workflow's steps run as its creator: under the `agent` it names, which may start "
+        "only the sub-agents its `delegate` lists. A `delegate` step to another agent would be "
+        "refused at run time, every time. Add the step's agent to the workflow agent's "
+        "`delegate`, or judge the workflow by a `policy` (it then delegates to the agents its "
+        "steps name).",
+    ),
     # H4 — graphs
     Code(
         "H401",

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TypeVar
 
 from .diagnostics import Diagnostic, clipped, os_reason
 from .source import Source, Span
@@ -18,7 +19,8 @@ file is read or parsed, before any later stage runs), so that no input can keep 
 busy: a file of at most 8 MiB (H005); a spec (a root and its imports) of at most `MAX_RULES`
 rules (H010) and `MAX_EXPRESSION_NODES` expression nodes (H011); a condition of at most
 `MAX_CONDITION_NODES` (H012); brackets, `not`s and quantifiers nested at most 64 deep
-(H108, `recovery.MAX_NESTING`)."""
+(H108, `recovery.MAX_NESTING`). A call's arguments have limits of their own at run time
+(`runtime/normalize.py`, `MAX_ARGS_BYTES`)."""
 MAX_RULES = 50_000
 MAX_EXPRESSION_NODES = 100_000
 """Operators (`and`, `or`, `not`), comparisons, references (`args.x`), calls, quantifiers,
@@ -52,6 +54,9 @@ def recording_reads() -> Iterator[list[FileState]]:
         yield reads
     finally:
         _READS.reset(token)
+
+
+_Named = TypeVar("_Named", bound=str | os.PathLike[str])
 
 
 @contextmanager
@@ -127,11 +132,12 @@ def confined(path: str | os.PathLike[str], shown: str | None = None) -> Diagnost
     return outside_root(shown or display_path(path), root)
 
 
-def named_once(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+def named_once(paths: Sequence[_Named]) -> list[_Named]:
     """The files named, in command-line order, each once however it is spelt."""
-    seen: dict[str, str | os.PathLike[str]] = {}
+    seen: dict[str, _Named] = {}
     for path in paths:
-        seen.setdefault(os.path.realpath(path), path)
+        spelt: str | os.PathLike[str] = path
+        seen.setdefault(os.path.realpath(spelt), path)
     return list(seen.values())
 
 

@@ -1,7 +1,9 @@
 """The governed runtime that generated packages import; it imports no compiler dependency.
 
 The public API is closed: every name in `__all__` below, loaded on first use (so importing one
-submodule, as the compiler does for the model, does not load the rest). The path of a call:
+submodule, as the compiler does for the model, does not load the rest). `__all__` is the one
+list: `_WHERE`, the imports for type checkers and the list below follow it (checked by
+tests/test_public_api.py). The path of a call:
 
     from harnessc.runtime import Facts, Harness, Spec
     h = Harness(Spec.from_json(text))
@@ -14,12 +16,14 @@ submodule, as the compiler does for the model, does not load the rest). The path
 See docs/runtime.md for the guide.
 
 - Harness, HarnessError: the facade (runtime/harness.py)
-- Session, surface_tools: sessions, delegation and skills (runtime/sessions.py)
+- Session: sessions, delegation and skills (runtime/sessions.py); surface_tools: the public
+  tools of a surface (runtime/semantics.py)
 - Facts, McpState, Availability, ToolAvailability, AvailabilityChecker, AvailabilityRefusal:
   availability (an `unavailable` refusal lists the failed conditions)
 - PendingCall, Refusal, REFUSAL_CODES, Validator, ToolNames, thaw: normalize
 - Decision, CallContext, PolicyEngine: compiled decisions (runtime/policy.py)
-- Ledger, HistoryTerms: a session's provenance index and history (runtime/history.py)
+- Ledger, HistoryTerms: a session's provenance index and history (runtime/history.py);
+  prelude_ledger: the ledger of a session's earlier steps (SessionStep) before a call
 - ApprovalRequest, ApprovalGrant, ApprovalOutcome, ApprovalError: approvals
 - Result, Outcome, Accepted, ExecutorContext: executors (Accepted: asynchronous work)
 - Evidence, EvidenceItem: evidence
@@ -33,12 +37,12 @@ See docs/runtime.md for the guide.
   exports (runtime/exports.py)
 - EventStore, SQLiteStore, MemoryStore, Event, Verification, Projections: the event log;
   UnverifiedLog: what the operators' commands raise on a log whose chain does not verify;
-  open_store opens one by URL (`sqlite:///PATH`, `postgresql://…`, `memory://`)
+  open_store: opens one by URL (`sqlite:///PATH`, `postgresql://…`, `memory://`)
 - Checkpoint, CheckpointError, LogKey, LogKeyError: checkpoints of the log's head and the
   optional log key (runtime/integrity.py)
 - PostgresStore: the event log on PostgreSQL (runtime/pgstore.py; needs psycopg)
 - Workflows, WorkflowError, GateOutcome: durable workflows (runtime/workflows.py; needs dbos)
-- Spec: the compiled model
+- Spec, SessionStep: the compiled model, and a step of a test's session before its call
 """
 
 from __future__ import annotations
@@ -225,10 +229,10 @@ if TYPE_CHECKING:
     from .exports import StrictParameters, mcp_tool, strict_parameters
     from .exposure import Exposure, ExposureTrace, load_tool_embeddings
     from .harness import Harness, HarnessError
-    from .history import HistoryTerms, Ledger
+    from .history import HistoryTerms, Ledger, prelude_ledger
     from .integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
     from .lifecycle import Action, ActionError, ActionState, IllegalTransitionError
-    from .model import Spec
+    from .model import SessionStep, Spec
     from .normalize import REFUSAL_CODES, PendingCall, Refusal, ToolNames, Validator, thaw
     from .pgstore import PostgresStore
     from .policy import CallContext, Decision, PolicyEngine

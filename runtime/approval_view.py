@@ -65,12 +65,16 @@ class Preview:
 
 
 def run_preview(
-    previewer: Callable[[dict[str, Any]], Any], tool: Tool | None, args: Mapping[str, Any]
+    previewer: Callable[[dict[str, Any]], Any],
+    tool: Tool | None,
+    args: Mapping[str, Any],
+    execution: Any = None,
 ) -> Preview:
     """Run the application's previewer on a call's arguments (a copy): its output made JSON,
     or the exception it raised as `Type: message`, scrubbed of every secret value of the call
-    (a previewer may quote an argument). Shared by sessions and workflows."""
-    secrets = Secrets.of(tool, args)
+    (a previewer may quote an argument), its `env` values among them. Shared by sessions and
+    workflows."""
+    secrets = Secrets.of(tool, args) if tool is None else Secrets.of_call(tool, args, execution)
     try:
         value = jsonable(previewer(dict(args)))
     except Exception as exc:  # the previewer is the application's code

@@ -424,7 +424,9 @@ class Approvals:
         if pending.execution.env is not None:
             execution["env"] = {k: REDACTED for k in sorted(pending.execution.env)}
         # a secret value repeated in a field that is not secret is scrubbed too
-        args = Secrets.of(tool, pending.args).scrub(redact_args(tool, thaw(pending.args)))
+        args = Secrets.of_call(tool, pending.args, pending.execution).scrub(
+            redact_args(tool, thaw(pending.args))
+        )
         shown = ", ".join(f"{k}={short_text(v, 60)}" for k, v in args.items())
         req = ApprovalRequest(
             request_id="apr-" + uuid.uuid4().hex[:16],

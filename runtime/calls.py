@@ -27,6 +27,7 @@ from .executors import (
     timeout_of,
     unrecordable,
 )
+from .history import facts_added
 from .lifecycle import Action, ActionState, after_decision, random_hex
 from .model import Tool
 from .normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
@@ -252,21 +253,8 @@ def apply_on_success(s: Session, tool: Tool, pending: PendingCall | None, result
     (recorded as `facts.updated`, like `Session.update_facts`)."""
     if not tool.on_success or result.status != "success":
         return
-    changed: dict[str, Any] = {}
-    for add in tool.on_success:
-        if add.value.root == "args":
-            source: Any = thaw(pending.args) if pending is not None else None
-        else:
-            source = result.data
-        value = source
-        for part in add.value.parts:
-            value = value.get(part) if isinstance(value, Mapping) else None
-        if value is None:
-            continue
-        current = changed.get(add.fact, s.facts.values.get(add.fact))
-        items = list(current) if isinstance(current, list | tuple) else []
-        items.append(value)
-        changed[add.fact] = items
+    args = thaw(pending.args) if pending is not None else None
+    changed = facts_added(tool, args or {}, result.data, s.facts.values)
     if changed:
         s.update_facts(changed)
 

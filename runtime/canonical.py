@@ -341,7 +341,7 @@ def _plain(value: Any) -> bool:
     if t is str or t is bool or value is None:
         return True
     if t is int:
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[no-any-return]
     if t is float:
         if value != value or value in (_INF, -_INF):
             return False
@@ -449,7 +449,7 @@ def _utf16(key: str) -> bytes:
 # json's encoder (what json.dumps uses with ensure_ascii=False) escapes exactly what JCS escapes:
 # `"`, `\`, and the C0 controls (\b \t \n \f \r by name, the rest as lowercase \u00xx); DEL and
 # everything beyond are kept.
-json_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+json_string: Callable[[str], str] = json.encoder.encode_basestring
 """One string as canonical JSON (the caller ensures it holds no lone surrogate): json's own C
 encoder, called directly (a string is written several times for every event)."""
 

@@ -176,7 +176,7 @@ class QueryEmbedder:
             else:
                 out = self.model.forward(features)["sentence_embedding"]
                 out = torch.nn.functional.normalize(out, dim=1)
-        return out[0].numpy()
+        return out[0].numpy()  # type: ignore[no-any-return]
 
     def scores(self, matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """`matrix @ vector` (float32) in torch's thread pool, the one the query embedding just

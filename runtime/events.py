@@ -144,7 +144,7 @@ def read_payload(position: int, type: str, text: Any) -> dict[str, Any]:
         raise UnreadableEvent(position, type, "its payload nests too deeply") from None
     if value.__class__ is not dict:
         raise UnreadableEvent(position, type, "its payload is not a JSON object")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def short_text(value: Any, limit: int) -> str:
@@ -564,6 +564,27 @@ class Secrets:
             if s is not None:
                 _secret_fields(s.fields, args, found)
         return cls.from_values(found) if found else NO_SECRETS
+
+    @classmethod
+    def of_call(cls, tool: Tool, args: Any, execution: Any = None) -> Secrets:
+        """The secret values of one call: its secret arguments' (`of`) and the values of its
+        `env` execution parameter (a variable may hold a credential, and the log withholds
+        them too) of at least `SHORT_SECRET` characters: a shorter one (`DEBUG=1`) would
+        withhold whole every text that holds its characters."""
+        env = getattr(execution, "env", None)
+        plain = (
+            [v for v in env.values() if isinstance(v, str) and len(v) >= SHORT_SECRET]
+            if isinstance(env, Mapping)
+            else None
+        )
+        if not plain:
+            return cls.of(tool, args) if has_secrets(tool) else NO_SECRETS
+        found: list[Any] = list(plain)
+        if isinstance(args, Mapping) and has_secrets(tool):
+            for s in (tool.input, *(op.input for op in tool.operations.values())):
+                if s is not None:
+                    _secret_fields(s.fields, args, found)
+        return cls.from_values(found)
 
     @classmethod
     def from_values(cls, values: Any) -> Secrets:

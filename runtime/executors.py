@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from .events import NO_SECRETS, Clock, Secrets, format_time, has_secrets, redact
+from .events import NO_SECRETS, Clock, Secrets, format_time, redact
 from .model import Tool
 from .normalize import PendingCall, Validator, thaw
 
@@ -508,7 +508,7 @@ def _finish(
         )
     else:
         judged = _judge_value(tool, pending, value, output, side)
-    secrets = Secrets.of(tool, pending.args) if has_secrets(tool) else NO_SECRETS
+    secrets = Secrets.of_call(tool, pending.args, pending.execution)
     user = ctx.actor.get("user")
     return Result(
         tool_id=tool.id,
@@ -607,7 +607,11 @@ def settle(
         )
     else:
         judged = _judge_value(tool, pending, value, output, side)
-    secrets = Secrets.of(tool, pending.args) if pending is not None else accepted.secrets
+    secrets = (
+        Secrets.of_call(tool, pending.args, pending.execution)
+        if pending is not None
+        else accepted.secrets
+    )
     started = accepted.started_at
     duration = accepted.duration_ms
     if started is not None:

@@ -444,7 +444,7 @@ class ExposureIndex:
         # wherever the row sits; so one query and a batch rank alike even where BLAS sums the
         # big product in another order (tests/test_exposure_recall.py checks both).
         assert self.matrix is not None
-        return np.einsum("ij,j->i", self.matrix.take(rows, axis=0), qv).astype(np.float64)
+        return np.einsum("ij,j->i", self.matrix.take(rows, axis=0), qv).astype(np.float64)  # type: ignore[no-any-return]
 
     # -- ranking -------------------------------------------------------------------------------
 
@@ -884,8 +884,8 @@ class _Top:
     def at_least(self, floor: Any) -> np.ndarray:
         """The positions (ascending) of the values ≥ `floor`."""
         if self.passed is not None and floor >= self.threshold:
-            return self.passed[self.values[self.passed] >= floor]
-        return (self.values >= floor).nonzero()[0]
+            return self.passed[self.values[self.passed] >= floor]  # type: ignore[no-any-return]
+        return (self.values >= floor).nonzero()[0]  # type: ignore[no-any-return]
 
 
 def _best(scores: np.ndarray, rows: np.ndarray, rank_of: np.ndarray, k: int) -> np.ndarray:

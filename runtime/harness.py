@@ -275,15 +275,24 @@ class Harness:
         snapshot (a `Facts`, or declared facts by name). `said`: the user's messages so far
         (`Session.user_said`), the source of values `from user`.
 
-        `session_id` names a new session (one is made up when None): text of at most 256
-        printable characters, no session's yet (`resume` continues one: `session-exists`), and
-        not a stream the runtime keeps of its own (`harness`, `approval:…`, `grant:…`,
-        `workflow:…`: `reserved-session-id`), whose records a session's would otherwise mix
-        with (a session named after a pending request's claim made it unanswerable)."""
+        The actor is always given (`{}` when no one is known: every call is recorded as its
+        actor's), its `user` text; an argument of the wrong kind raises a `TypeError` that says
+        which. `session_id` names a new session (one is made up when None): non-empty text of
+        at most 256 printable characters, no session's yet (`resume` continues one:
+        `session-exists`), and not a stream the runtime keeps of its own (`harness`,
+        `approval:…`, `grant:…`, `workflow:…`: `reserved-session-id`), whose records a
+        session's would otherwise mix with (a session named after a pending request's claim
+        made it unanswerable)."""
         named = _new_session_id(session_id)
         found = self._agent(agent)
+        # every call of the session is recorded as its actor's: an actor is always given (an
+        # empty mapping for none known), and its user is text
+        kinds = "a mapping (user, role, roles, tenant)"
+        need_kind("a session", "actor", actor, Mapping, kinds, required=True)
+        assert actor is not None
+        if "user" in actor:
+            need_kind("a session", "actor.user", actor["user"], str, "text", required=True)
         for what, value, allowed, kinds in (
-            ("actor", actor, Mapping, "a mapping (user, role, roles, tenant)"),
             ("task", task, str | Mapping, "an id or a mapping"),
             ("facts", facts, Facts | Mapping, FACTS_KINDS),
             ("resource", resource, Mapping, "a mapping"),
@@ -302,7 +311,7 @@ class Harness:
             task_map = task
         session = self._open(
             agent=found,
-            actor=actor or {},
+            actor=actor,
             task=task_map,
             facts=snapshot,
             resource=resource or {},
@@ -555,7 +564,9 @@ class Harness:
             return
         tool = self.spec.tools.get(pending.tool_id)
         args = thaw(pending.args)
-        record_preview(self.store, session_id, pending, run_preview(previewer, tool, args))
+        record_preview(
+            self.store, session_id, pending, run_preview(previewer, tool, args, pending.execution)
+        )
 
     # -- approvals ------------------------------------------------------------------------------
 
@@ -791,7 +802,7 @@ class Harness:
         finally:
             flush_deferred(self.store)
 
-    def _request(self, request_id: str) -> Any:
+    def _request(self, request_id: str) -> ApprovalRequest:
         if request_id not in self.approvals.requests:
             self.catch_up()  # asked in another process, perhaps
         return self.approvals.get(request_id)
@@ -959,13 +970,18 @@ def _refuse(store: EventStore, error: Exception) -> None:
 
 
 def _new_session_id(given: Any) -> str | None:
-    """An application's id for a new session (`Harness.session`), checked; None (or "") for one
-    made up."""
-    if given is None or given == "":
+    """An application's id for a new session (`Harness.session`), checked; None for one made
+    up (an empty id is refused: it names no session an operator could find)."""
+    if given is None:
         return None
     if not isinstance(given, str):
         raise HarnessError(
             "invalid-session-id", f"a session's id is text, not a {type(given).__name__}"
+        )
+    if not given:
+        raise HarnessError(
+            "invalid-session-id",
+            "a session's id is non-empty text (leave it out, or None, to have one made up)",
         )
     if len(given) > 256 or not given.isprintable():
         raise HarnessError(

@@ -256,6 +256,7 @@ class _Call:
     authorised: tuple[int, int] | None = None  # (position, time)
     result: Any = None
     result_at: tuple[int, int] | None = None
+    """When the call ended (position, time), with its result or without one."""
     succeeded: bool = False
     ended: bool = False
     fed: set[str] = field(default_factory=set)
@@ -300,6 +301,7 @@ class Ledger:
         """
         ledger = cls(terms)
         position = 0
+        facts: dict[str, Any] = {}
         for n, step in enumerate(steps, 1):
             position += 1
             if step.said is not None:
@@ -314,6 +316,11 @@ class Ledger:
             )
             ledger.authorised(action, position=position, time_ms=at)
             ledger.finished(action, "SUCCEEDED", step.result, position=position, time_ms=at)
+            tool = terms.spec.tools.get(step.tool)
+            added = facts_added(tool, step.args, step.result, facts) if tool else {}
+            if added:  # `on_success add`: the facts change, as the runtime records it
+                facts.update(added)
+                ledger.facts(added, position=position)
         ledger.now_ms = now_ms
         return ledger
 
@@ -477,9 +484,10 @@ class Ledger:
             return
         call.ended = True
         call.succeeded = state == "SUCCEEDED"
+        # a term made later replays the call from here, data or none (a tool without output)
+        call.result_at = (position, time_ms)
         if data is not None:
             call.result = data
-            call.result_at = (position, time_ms)
             self.result(call.tool_id, data, position=position, time_ms=time_ms)
         for key in self.terms.feeding(call.tool_id):
             found = self._aggs.get(key)
@@ -616,6 +624,26 @@ def _feeds_now(event: NewEvent) -> bool:
     return True
 
 
+def facts_added(
+    tool: Tool, args: Mapping[str, Any], data: Any, facts: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`on_success add PATH to FACT` of a call that succeeded with `args` and result `data`:
+    each list fact it changes, by name, with the value appended to its items in `facts`
+    (a path the call does not hold adds nothing)."""
+    changed: dict[str, Any] = {}
+    for add in tool.on_success:
+        value: Any = args if add.value.root == "args" else data
+        for part in add.value.parts:
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is None:
+            continue
+        current = changed.get(add.fact, facts.get(add.fact))
+        items = list(current) if isinstance(current, list | tuple) else []
+        items.append(value)
+        changed[add.fact] = items
+    return changed
+
+
 def _contribution(
     terms: HistoryTerms, key: str, node: History, call: _Call, index: ProvenanceIndex
 ) -> int | float | None:
@@ -645,7 +673,7 @@ def _contribution(
     value = read_path(node.field, scope)
     if value.__class__ not in (int, float):
         return None
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _record(value: Any) -> Mapping[str, Any]:

@@ -378,9 +378,11 @@ class Action:
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
         secret = has_secrets(tool)
-        plain = args_json is not None and not secret
+        # the env values are withheld like secret values: from the arguments, a result, a reason
+        env = execution.env if isinstance(execution, Execution) else None
+        plain = args_json is not None and not secret and not env
         if not plain:
-            action.secrets = Secrets.of(tool, args)
+            action.secrets = Secrets.of_call(tool, args, execution)
         if execution is not None:
             details.setdefault("execution", execution_record(execution))
         payload = {

@@ -65,6 +65,9 @@ from .semantics import normalize_path, pattern_search
 
 __all__ = [
     "DELEGATE_TASK",
+    "MAX_ARGS_BYTES",
+    "MAX_ARGS_DEPTH",
+    "MAX_ARGS_ITEMS",
     "MAX_ERRORS",
     "MAX_TIMEOUT_MS",
     "REFUSAL_CODES",
@@ -80,8 +83,23 @@ __all__ = [
     "is_text",
     "near_name",
     "normal_execution",
+    "secret_call_id",
     "thaw",
 ]
+
+MAX_ARGS_BYTES = 1024 * 1024
+"""The limits of a call's arguments, each refused with `args-too-large` by `freeze` as soon as
+it is crossed (`ArgsTooLarge`, raised by the validator's one walk before the value that
+crosses it is visited, copied or written as JSON), so that no argument keeps normalize busy:
+at most 1 MiB of text (the characters of every string value and map key, in all: a lower
+bound of the canonical JSON's size), at most `MAX_ARGS_ITEMS` entries of lists and objects
+in all, nested at most `MAX_ARGS_DEPTH` deep. Beside a spec's own limits (`dsl/files.py`);
+docs/runtime.md, "Argument limits"."""
+MAX_ARGS_ITEMS = 100_000
+"""Entries of every list and object of the arguments, counted together (the top-level
+arguments' fields among them)."""
+MAX_ARGS_DEPTH = 64
+"""Lists and objects nested in one another, the arguments' own object counted as the first."""
 
 MAX_ERRORS = 100
 """Schema violations a refusal lists, and its `call.refused` event records: a call with a
@@ -97,6 +115,7 @@ REFUSAL_CODES: dict[str, str] = {
     "not-on-surface": "the tool is not on the calling agent's surface",
     "unavailable": "the tool is unavailable under the session's facts",
     "invalid-args": "the arguments do not match the tool's input schema",
+    "args-too-large": "the arguments are past a limit of size, entries or nesting",
     "invalid-execution": "an execution parameter is malformed or has no canonical form",
     "delegation-refused": "this session may not delegate, or not to that agent",
     "unknown-skill": "no skill of that name is declared, or the agent may not use it",
@@ -354,7 +373,7 @@ def near_name(name: str, names: Iterable[str]) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # Validation
 
-_Check = Callable[[Any, str, list[tuple[str, str]]], Any]
+_Check = Callable[[Any, str, "_Budget"], Any]
 _MISSING = object()
 _URL = re.compile(URL_PATTERN)
 _DURATION = re.compile(DURATION_PATTERN)
@@ -378,13 +397,13 @@ def describe_value(value: Any) -> str:
     return f"a value of type `{type(value).__name__}`"
 
 
-def _bounds(fld: Field | None, measure: str) -> Callable[[Any, str, list[tuple[str, str]]], None]:
+def _bounds(fld: Field | None, measure: str) -> Callable[[Any, str, _Budget], None]:
     lo = fld.min if fld is not None else None
     hi = fld.max if fld is not None else None
     if lo is None and hi is None:
         return lambda v, p, e: None
 
-    def check(v: Any, p: str, errors: list[tuple[str, str]]) -> None:
+    def check(v: Any, p: str, errors: _Budget) -> None:
         n = len(v) if measure != "value" else v
         what = {"length": "a length", "items": "a count of items", "value": "a value"}.get(
             measure, "a size"
@@ -402,19 +421,39 @@ def _num(x: float) -> str:
     return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
 
 
-def _compile_type(type_: Type, fld: Field | None) -> _Check:
+def _compile_type(type_: Type, fld: Field | None, depth: int, counted: bool = False) -> _Check:
     """A check for one value of `type_` (with the field's constraints); returns the normalized
-    value, appending `(path, message)` to `errors` on a violation."""
+    value, appending `(path, message)` to `errors` on a violation. `depth`: the nesting of the
+    value (the arguments' object is 1), past `MAX_ARGS_DEPTH` a list or object is refused.
+    `counted`: a string whose characters, or a list or object whose entries, its list or map
+    took from the budget already."""
+    check = _compile_value(type_, fld, depth, counted)
+    if depth <= MAX_ARGS_DEPTH or type_.name not in ("list", "map", "object"):
+        return check
+
+    def too_deep(v: Any, p: str, errors: _Budget) -> Any:
+        if errors.items <= MAX_ARGS_ITEMS and isinstance(v, Mapping | list | tuple):
+            raise ArgsTooLarge(p, f"lists and objects nested more than {MAX_ARGS_DEPTH} deep")
+        return check(v, p, errors)
+
+    return too_deep
+
+
+def _compile_value(type_: Type, fld: Field | None, depth: int, counted: bool) -> _Check:
     name = type_.name
     shown = fld.pattern if fld is not None else None
     search = pattern_search(shown) if shown else None
     if name in ("string", "path", "url", "duration"):
         bounds = _bounds(fld, "length")
 
-        def check_str(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+        def check_str(v: Any, p: str, errors: _Budget) -> Any:
             if type(v) is not str:
                 errors.append((p, f"expected a string, got {describe_value(v)}"))
                 return v
+            if not counted:
+                left = errors.size = errors.size - len(v)
+                if left < 0:
+                    _too_long(p)  # before a pattern or a path reads it
             if name == "path":
                 fixed = normalize_path(v)
                 if fixed is None:
@@ -437,7 +476,7 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
         bounds = _bounds(fld, "value")
         integer = name == "int"
 
-        def check_num(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+        def check_num(v: Any, p: str, errors: _Budget) -> Any:
             t = type(v)
             if t is int or (t is float and not integer):
                 pass
@@ -459,7 +498,7 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
         return check_num
     if name == "bool":
 
-        def check_bool(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+        def check_bool(v: Any, p: str, errors: _Budget) -> Any:
             if type(v) is not bool:
                 errors.append((p, f"expected true or false, got {describe_value(v)}"))
             return v
@@ -469,7 +508,7 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
         values = frozenset(type_.values)
         shown = ", ".join(f"`{x}`" for x in type_.values)
 
-        def check_enum(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+        def check_enum(v: Any, p: str, errors: _Budget) -> Any:
             if type(v) is not str or v not in values:
                 got = f"`{v}`" if type(v) is str else describe_value(v)
                 errors.append((p, f"expected one of {shown}, got {got}"))
@@ -478,13 +517,32 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
         return check_enum
     if name == "list":
         assert type_.item is not None
-        item = _compile_type(type_.item, None)
+        texts = type_.item.name in _TEXT_KINDS
+        nested = type_.item.name in _NESTED_KINDS
+        item = _compile_type(type_.item, None, depth + 1, texts or nested)
         bounds = _bounds(fld, "items")
 
-        def check_list(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+        def check_list(v: Any, p: str, errors: _Budget) -> Any:
             if not isinstance(v, list | tuple):
                 errors.append((p, f"expected a list, got {describe_value(v)}"))
                 return v
+            if not counted:
+                left = errors.items = errors.items - len(v)
+                if left < 0:
+                    _too_many(p)  # before its entries are visited
+            if texts:
+                try:
+                    text = sum(map(len, v))  # the strings' characters, counted in C
+                except TypeError:
+                    text = _text_size(v)
+                left = errors.size = errors.size - text
+                if left < 0:
+                    _too_long(p)
+            elif nested:
+                # the entries of its lists and objects, in C, before any of them is visited
+                left = errors.items = errors.items - _entries(v)
+                if left < 0:
+                    _too_many(p)
             out = [item(x, f"{p}[{i}]", errors) for i, x in enumerate(v)]
             bounds(out, p, errors)
             return out
@@ -492,13 +550,27 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
         return check_list
     if name == "map":
         assert type_.item is not None
-        item = _compile_type(type_.item, None)
+        texts = type_.item.name in _TEXT_KINDS
+        nested = type_.item.name in _NESTED_KINDS
+        item = _compile_type(type_.item, None, depth + 1, texts or nested)
         bounds = _bounds(fld, "items")
 
-        def check_map(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+        def check_map(v: Any, p: str, errors: _Budget) -> Any:
             if not isinstance(v, Mapping):
                 errors.append((p, f"expected an object, got {describe_value(v)}"))
                 return v
+            left = errors.items = errors.items - len(v) * (not counted)
+            if nested:
+                left = errors.items = left - _entries(v.values())
+            if left < 0:
+                _too_many(p)
+            try:
+                text = sum(map(len, v)) + (sum(map(len, v.values())) if texts else 0)
+            except TypeError:
+                text = _text_size(v) + (_text_size(v.values()) if texts else 0)
+            left = errors.size = errors.size - text
+            if left < 0:
+                _too_long(p)
             out = {}
             for k, x in v.items():
                 if type(k) is not str:
@@ -509,20 +581,26 @@ def _compile_type(type_: Type, fld: Field | None) -> _Check:
             return out
 
         return check_map
-    return _compile_fields(type_.fields)
+    return _compile_fields(type_.fields, depth, counted)
 
 
-def _compile_fields(fields: tuple[Field, ...]) -> _Check:
+def _compile_fields(fields: tuple[Field, ...], depth: int = 1, counted: bool = False) -> _Check:
+    """A record's check; `counted`: its list or map took its entries from the budget."""
     plan: list[tuple[str, _Check, bool, Any, bool]] = []
     for f in fields:
         has_default = f.default is not None
-        plan.append((f.name, _compile_type(f.type, f), f.type.optional, f.default, has_default))
+        check = _compile_type(f.type, f, depth + 1)
+        plan.append((f.name, check, f.type.optional, f.default, has_default))
     known = frozenset(f.name for f in fields)
 
-    def check_record(v: Any, p: str, errors: list[tuple[str, str]]) -> Any:
+    def check_record(v: Any, p: str, errors: _Budget) -> Any:
         if not isinstance(v, Mapping):
             errors.append((p, f"expected an object, got {describe_value(v)}"))
             return v
+        if not counted:
+            left = errors.items = errors.items - len(v)
+            if left < 0:
+                _too_many(p)  # a million unknown fields are not listed
         out: dict[str, Any] = {}
         seen = 0
         for name, check, optional, default, has_default in plan:
@@ -568,6 +646,7 @@ def _compile_fast(fields: tuple[Field, ...]) -> _Fast | None:
         "__builtins__": {},
         "_M": _MISSING,
         "_SAFE": MAX_SAFE_INTEGER,
+        "_MAXB": MAX_ARGS_BYTES,
         "_norm": normalize_path,
         "_url": _URL.match,
         "_duration": _DURATION.match,
@@ -631,7 +710,8 @@ def _compile_fast(fields: tuple[Field, ...]) -> _Fast | None:
             check += _bound_lines(i, "x", lo, hi, consts)
             check.append(f"t{i} = K{i} + _ir(x)")
         else:
-            check += ["if x.__class__ is not str:", "    return None"]
+            # a string past the arguments' limit is refused by `freeze`'s walk, never scanned
+            check += ["if x.__class__ is not str or len(x) > _MAXB:", "    return None"]
             if kind == "path":
                 check += ["x = _norm(x)", "if x is None:", "    return None"]
             elif kind in ("url", "duration"):
@@ -731,10 +811,15 @@ class Validator:
         fast = self._fast
         if fast is None or args.__class__ is not dict:
             return None
-        return fast(args)
+        return fast(args)  # type: ignore[no-any-return]
 
-    def run(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-        errors: list[tuple[str, str]] = []
+    def run(
+        self, args: Any, *, limits: bool = False
+    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """The normalized value and its violations. `limits`: a call's arguments, held to
+        `MAX_ARGS_BYTES`, `MAX_ARGS_ITEMS` and `MAX_ARGS_DEPTH`; `ArgsTooLarge` is raised at
+        the first limit crossed, before the value it crosses is visited."""
+        errors = _Budget() if limits else _Budget(_UNLIMITED, _UNLIMITED)
         out = self._check(args, "$", errors)
         return out, errors
 
@@ -769,6 +854,60 @@ class ValidationError(ValueError):
         self.errors = errors
         path, message = errors[0]
         super().__init__(f"{message} at `{path}`")
+
+
+class ArgsTooLarge(Exception):
+    """A call's arguments past one of their limits (`MAX_ARGS_BYTES`…): what was crossed, and
+    the top-level argument it was crossed in (`$.items`; `$` at the top). A path never goes
+    deeper: below the declared fields a key is data, and may be a secret."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        cut = min((i for i in (path.find(".", 2), path.find("[", 2)) if i > 0), default=-1)
+        self.path = path if cut < 0 else path[:cut]
+        self.problem = problem
+        super().__init__(problem)
+
+
+_UNLIMITED = 2**62
+
+
+class _Budget(list[tuple[str, str]]):
+    """The violations of one validation, and what is left of the arguments' limits: entries
+    of lists and objects, characters of strings (values and map keys)."""
+
+    __slots__ = ("items", "size")
+
+    def __init__(self, items: int = MAX_ARGS_ITEMS, size: int = MAX_ARGS_BYTES) -> None:
+        self.items = items
+        self.size = size
+
+
+_TEXT_KINDS = frozenset({"string", "path", "url", "duration"})
+_NESTED_KINDS = frozenset({"list", "map", "object"})
+
+
+def _entries(values: Iterable[Any]) -> int:
+    """The entries of the lists and objects among `values`, counted in C when all are."""
+    try:
+        return sum(map(len, values))
+    except TypeError:  # not all are: the others are refused as they are visited
+        return sum(len(x) for x in values if isinstance(x, Mapping | list | tuple))
+
+
+def _text_size(values: Iterable[Any]) -> int:
+    """The characters of the strings among `values`, counted in C when all are strings."""
+    try:
+        return sum(map(len, values))
+    except TypeError:  # not all text: the others are refused as they are visited
+        return sum(len(x) for x in values if type(x) is str)
+
+
+def _too_many(p: str) -> None:
+    raise ArgsTooLarge(p, f"more than {MAX_ARGS_ITEMS:,} entries of lists and objects in all")
+
+
+def _too_long(p: str) -> None:
+    raise ArgsTooLarge(p, f"more than {MAX_ARGS_BYTES:,} characters of text in all")
 
 
 MAX_TIMEOUT_MS = 2**31 - 1
@@ -885,6 +1024,29 @@ def _text_problem(value: Any, what: str, path: str) -> ExecutionProblem | None:
     return None
 
 
+def _holds_secret(call_id: str, secrets: Secrets) -> bool:
+    """Whether a call id holds one of the call's secret values (as scrubbing finds them)."""
+    return bool(secrets) and secrets.text(call_id) != call_id
+
+
+def secret_call_id(pending: PendingCall, secrets: Secrets) -> Refusal | None:
+    """The refusal of a call whose `tool_call_id` holds one of its secret values (`secrets`:
+    its secret arguments' and `env` values): the id is recorded as written, in every event of
+    the call, so it never carries a secret (nor does the refusal show it). None for any other."""
+    if not _holds_secret(pending.tool_call_id, secrets):
+        return None
+    return Refusal(
+        "invalid-args",
+        f"the `tool_call_id` of this call to `{pending.tool_id}` holds the value of one of its "
+        "secret arguments or `env` variables: a call id is recorded as written, so it never "
+        "carries a secret (the id is not shown)",
+        None,
+        pending.wire_name or pending.tool_id,
+        None,
+        "$.tool_call_id",
+    )
+
+
 def normal_execution(execution: Execution) -> Execution:
     """Execution parameters `check_execution` accepted, with the cwd normalized (`.` and `..`
     resolved, as for a `path` argument) and a command list as a tuple, so the executor runs in
@@ -919,8 +1081,21 @@ def freeze(
     # the common case: valid arguments of a flat schema, normalized and written as canonical
     # JSON in one pass; anything else (and every refusal) takes the general path
     found = validator.canonical(args)
+    if found is not None and len(found[1]) > MAX_ARGS_BYTES:
+        found = None  # past the size limit: the walk below says where
     if found is None:
-        normalized, errors = validator.run(args)
+        try:
+            normalized, errors = validator.run(args, limits=True)
+        except ArgsTooLarge as crossed:
+            return Refusal(
+                "args-too-large",
+                f"the arguments for `{tool.id}` are too large: {crossed.problem}"
+                + ("" if crossed.path == "$" else f" (in `{crossed.path}`)"),
+                None,
+                name or tool.id,
+                tool_call_id,
+                crossed.path,
+            )
         if errors:
             # a message may quote the value it refuses, and a path an unknown key: a secret
             # value is scrubbed from both
@@ -933,7 +1108,7 @@ def freeze(
                 f"invalid arguments for `{tool.id}`: {message} at `{path}`{more}",
                 None,
                 name or tool.id,
-                tool_call_id,
+                None if _holds_secret(tool_call_id, secrets) else tool_call_id,
                 path,
                 tuple(errors),
             )

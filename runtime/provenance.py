@@ -306,7 +306,7 @@ class ProvenanceIndex:
         """A structured value (a result, a fact): every scalar whole, every text's tokens too.
         With the schema of the value, a `secret` field is skipped and a field's declared
         `trust` replaces the source's kind for the values under it."""
-        for scalar, kind in _scalars(value, _fields_of(schema), source.kind):
+        for scalar, kind in scalars(value, fields_of(schema), source.kind):
             item = source if kind == source.kind else _with_kind(source, kind)
             if scalar.__class__ is str:
                 self.add_text(scalar, item)
@@ -376,14 +376,14 @@ def _with_kind(source: Source, kind: str) -> Source:
     return Source(kind, source.position, source.tool, source.labels)
 
 
-def _fields_of(schema: Schema | Type | None) -> dict[str, Field] | None:
+def fields_of(schema: Schema | Type | None) -> dict[str, Field] | None:
     if schema is None:
         return None
     fields = schema.fields
     return {f.name: f for f in fields} if fields else None
 
 
-def _scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[tuple[Any, str]]:
+def scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[tuple[Any, str]]:
     """Every scalar inside a JSON value with its source kind, leaving out secret fields."""
     stack: list[tuple[Any, dict[str, Field] | None, str]] = [(value, fields, kind)]
     while stack:
@@ -407,7 +407,7 @@ def _scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable
 def _inner_fields(type_: Type) -> dict[str, Field] | None:
     while type_.name in ("list", "map") and type_.item is not None:
         type_ = type_.item
-    return _fields_of(type_) if type_.name == "object" else None
+    return fields_of(type_) if type_.name == "object" else None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -142,7 +142,7 @@ def duration_ms(value: object) -> int | float | None:
 
 
 def risk_of(value: object) -> int | None:
-    return _RANK.get(value) if type(value) is str else None  # type: ignore[arg-type]
+    return _RANK.get(value) if type(value) is str else None
 
 
 def length_of(value: object) -> int | None:
@@ -153,7 +153,7 @@ def length_of(value: object) -> int | None:
     (2, 3, None)
     """
     if value.__class__ in (list, tuple, dict, str) or isinstance(value, Mapping):
-        return len(value)  # type: ignore[arg-type]
+        return len(value)
     return None
 
 
@@ -305,7 +305,7 @@ def value_order(op: str, a: object, b: object, kind: str = "number") -> bool:
         a, b = duration_ms(a), duration_ms(b)
     if type(a) not in _NUM or type(b) not in _NUM:
         return False
-    return _ORDER[op](a, b)
+    return _ORDER[op](a, b)  # type: ignore[no-any-return]
 
 
 def ordering_kind(left: object, right: object) -> str:
@@ -341,7 +341,7 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if _number(a) and _number(b):
-        return a == b
+        return a == b  # type: ignore[no-any-return]
     if isinstance(a, str) and isinstance(b, str):
         return str(a) == str(b)
     return False

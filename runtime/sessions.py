@@ -41,10 +41,8 @@ from .completion import cancel_action, complete_action
 from .delegation import delegate_to, open_skill
 from .events import (
     MCP_TOOLS_CHANGED,
-    NO_SECRETS,
     NewEvent,
     Secrets,
-    has_secrets,
     session_ended,
     session_started,
     short_text,
@@ -62,6 +60,7 @@ from .normalize import (
     PendingCall,
     Refusal,
     Validator,
+    secret_call_id,
     thaw,
 )
 from .policy import CallContext, Decision
@@ -351,16 +350,20 @@ class Session:
         if isinstance(result, Refusal):
             self._append("Error", "call.refused", {**result.to_dict(), "session": self.id})
             return result
+        spec_tool = self.harness.spec.tools[result.tool_id]
+        secrets = Secrets.of_call(spec_tool, result.args, result.execution)
+        if secrets:
+            refused = secret_call_id(result, secrets)
+            if refused is not None:
+                self._append("Error", "call.refused", {**refused.to_dict(), "session": self.id})
+                return refused
         with self._lock:
             known = self._pending.get(result.key)
             if known is not None:
                 return known
             self._pending[result.key] = result
             restored = self._actions.get(result.key)
-            spec_tool = self.harness.spec.tools[result.tool_id]
-            secrets = NO_SECRETS
-            if has_secrets(spec_tool):
-                secrets = Secrets.of(spec_tool, result.args)
+            if secrets:
                 self._secret_texts.update(secrets.values)
         if restored is not None:
             # an action restored from the log whose call could not be rebuilt (its secret

@@ -30,6 +30,8 @@ STAMP="$("$PYTHON" -c 'import hashlib, sys; print(hashlib.sha256(b"".join(open(f
   for f in sys.argv[1:])).hexdigest()[:16])' pyproject.toml scripts/setup.sh)"
 up_to_date() { [ -f ".venv/.setup-$1" ] && [ "$(cat ".venv/.setup-$1")" = "$STAMP" ]; }
 # the test profile holds everything the demo profile installs
+# build/package: the installed layout that mypy and import-linter read (scripts/package_tree.py)
+"$PYTHON" scripts/package_tree.py
 if up_to_date "$PROFILE" || { [ "$PROFILE" = demo ] && up_to_date test; }; then
   echo "setup: .venv is up to date ($PROFILE)"
   exit 0

@@ -784,6 +784,7 @@ def test_a_session_takes_no_id_of_the_runtimes_own_records_nor_a_recorded_sessio
         "a\nforged line": "invalid-session-id",
         "lone \ud800": "invalid-session-id",
         12: "invalid-session-id",
+        "": "invalid-session-id",  # names no session an operator could find
     }
     for sid, code in refused.items():
         with pytest.raises(HarnessError) as err:
@@ -807,6 +808,10 @@ def test_a_session_opened_with_arguments_of_the_wrong_kind_is_told_which(guarded
             {"actor": ["u-1"]},
             "a session's actor: a mapping (user, role, roles, tenant), not a list",
         ),
+        # every call is recorded as its actor's: `{}` when no one is known, never None
+        ({"actor": None}, "a session's actor: a mapping (user, role, roles, tenant), not None"),
+        ({"actor": {"user": 7}}, "a session's actor.user: text, not a int"),
+        ({"actor": {"user": None}}, "a session's actor.user: text, not None"),
         ({"task": 5}, "a session's task: an id or a mapping, not a int"),
         ({"facts": [1]}, "a session's facts: a `Facts` or a mapping"),
         ({"resource": "r"}, "a session's resource: a mapping, not a str"),

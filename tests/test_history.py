@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from harnessc.runtime.conditions import Scope, compile_conditions, evaluate
-from harnessc.runtime.history import HistoryTerms, Ledger, history_key
+from harnessc.runtime.history import HistoryTerms, Ledger, history_key, prelude_ledger
 from harnessc.runtime.model import (
     And,
     Compare,
     DefaultDecision,
     Extract,
+    FactAdd,
     Field,
     History,
     Length,
@@ -26,6 +27,7 @@ from harnessc.runtime.model import (
     Rule,
     Schema,
     Selector,
+    SessionStep,
     Spec,
     Tool,
     Type,
@@ -161,6 +163,35 @@ def test_an_aggregate_made_late_equals_one_fed_all_along(data: st.DataObject) ->
     for ledger in (early, late):
         ledger.now_ms = at
     assert [early.number(k) for k in keys] == [late.number(k) for k in keys]
+
+
+def test_a_call_that_succeeded_without_a_result_counts_in_a_term_made_after_it() -> None:
+    # a tool without `output` succeeds with no data: `succeeded` and a `when` reading `result`
+    # hold for it whether the term was fed all along or made once the call had ended
+    terms = HistoryTerms(_spec())
+    nodes = [
+        History(func="succeeded", selectors=_sel("del")),
+        History(func="called", selectors=_sel("del")),
+    ]
+    keys = [terms.intern(n) for n in nodes]
+    early, late = Ledger(terms), Ledger(terms)
+    for key in keys:
+        early.number(key)
+    for ledger in (early, late):
+        _call(ledger, 1, "del", {}, 0, state="SUCCEEDED", data=None)
+    assert [early.number(k) for k in keys] == [late.number(k) for k in keys] == [1, 1]
+
+
+def test_a_session_of_steps_adds_to_facts_on_success_as_the_runtime_does() -> None:
+    # `on_success add args.n to known`: after the step, its value is a fact, so from trusted,
+    # in a spec test's or a witness's session as in a session of the runtime
+    adds = (FactAdd(value=Path(root="args", parts=("n",)), fact="known"),)
+    pay = _spec().tools["pay"].model_copy(update={"on_success": adds})
+    spec = _spec().model_copy(update={"tools": {**_spec().tools, "pay": pay}})
+    ledger = prelude_ledger(
+        spec, [SessionStep(tool="pay", args={"n": "DE89370400440532013000"})], 0
+    )
+    assert ledger.index.kinds_of("DE89370400440532013000") == frozenset({"trusted"})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -443,13 +443,13 @@ _paths = st.sampled_from(
         P(root="call", parts=("timeout",)),
     ]
 )
-_scalars = st.one_of(
+scalars = st.one_of(
     st.integers(-2, 3),
     st.sampled_from(["a", "b", "sre", "/r", "/r/x", "/rx", "o1", "high"]),
     st.booleans(),
 )
 _consts = st.one_of(
-    _scalars.map(
+    scalars.map(
         lambda v: Literal(
             value=v,
             type="bool" if isinstance(v, bool) else "int" if isinstance(v, int) else "string",
@@ -457,7 +457,7 @@ _consts = st.one_of(
     ),
     st.sampled_from(["low", "high", "external", "o2", "tenant"]).map(lambda n: EnumMember(name=n)),
     st.integers(0, 120_000).map(lambda ms: Literal(value=ms, type="duration")),
-    st.lists(_scalars, max_size=3).map(
+    st.lists(scalars, max_size=3).map(
         lambda xs: ListValue(
             items=tuple(
                 Literal(
@@ -501,7 +501,7 @@ _rules = st.lists(
     ),
     max_size=8,
 )
-_values = st.one_of(st.none(), _scalars, st.sampled_from(["/r/../x", "/r/./y", "/../z", "10m"]))
+_values = st.one_of(st.none(), scalars, st.sampled_from(["/r/../x", "/r/./y", "/../z", "10m"]))
 
 
 def random_spec(data: st.DataObject, rules: list) -> Spec:

@@ -45,7 +45,7 @@ def test_the_config_is_valid(tmp_path: Path) -> None:
 
 def test_every_hook_is_local_and_runs_from_the_venv() -> None:
     assert [repo["repo"] for repo in _config()["repos"]] == ["local"]
-    assert {"ruff", "ruff-format", "mypy"} <= set(_hooks())
+    assert {"ruff", "ruff-format", "mypy", "import-contracts"} <= set(_hooks())
     for hook_id, hook in _hooks().items():
         program = hook["entry"].split()[0]
         assert program.startswith(VENV_BIN), hook_id
@@ -71,7 +71,7 @@ def test_the_hooks_pass_on_the_repository(tmp_path: Path) -> None:
     skip = "mypy,ruff-format,harnessc-fmt"
     done = _pre_commit("run", "--color", "never", "--files", *files, tmp_path=tmp_path, SKIP=skip)
     assert done.returncode == 0, done.stdout + done.stderr
-    for hook in ("ruff check", "harnessc check", "harnessc lint"):
+    for hook in ("ruff check", "import contracts", "harnessc check", "harnessc lint"):
         assert any(
             line.startswith(hook) and line.endswith("Passed") for line in done.stdout.splitlines()
         ), done.stdout

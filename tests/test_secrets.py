@@ -191,6 +191,88 @@ def test_a_refusal_quoting_a_secret_value_is_scrubbed(spec: Spec, tmp_path: Path
     assert_absent(db, bad_code, TOKEN)
 
 
+ENV_VALUE = "ghp-env-7d41-battery-staple"
+
+
+class Context:
+    """What an executor's exception may quote: a context whose repr shows its environment."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def __repr__(self) -> str:
+        return f"Context(env={self.env!r})"
+
+
+def test_an_exception_quoting_an_env_value_is_recorded_redacted(spec: Spec, tmp_path: Path) -> None:
+    h, db = open_vault(spec, tmp_path)
+
+    @h.implement("vault.sync")
+    def fail(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        raise RuntimeError(f"sync failed in {Context(dict(ctx.pending.execution.env))!r}")
+
+    s = h.session("a", actor=USER, task="t-1")
+    execution = Execution(env={"GITHUB_TOKEN": ENV_VALUE, "DEBUG": "1"})
+    call = pending(s.normalize("vault.sync", "c-1", {"token": TOKEN}, execution=execution))
+    assert s.decide(call).effect == "allow"
+    result = s.invoke(call)
+    assert result.status == "failure"
+    assert result.error == (
+        "RuntimeError: sync failed in Context(env={'GITHUB_TOKEN': '[REDACTED]', 'DEBUG': '1'})"
+    )
+    assert ENV_VALUE not in result.observation
+    assert_absent(db, ENV_VALUE, TOKEN)
+
+
+def test_an_env_value_repeated_in_an_argument_or_the_output_is_not_recorded(
+    spec: Spec, tmp_path: Path
+) -> None:
+    h, db = open_vault(spec, tmp_path)
+    h.implement("vault.login")(lambda args: {"message": f"env {ENV_VALUE}", "session": "s"})
+    s = h.session("a", actor=USER, task="t-1")
+    execution = Execution(env={"GITHUB_TOKEN": ENV_VALUE})
+    args = {"user": "ana", "token": TOKEN, "note": f"with {ENV_VALUE}"}
+    call = pending(s.normalize("vault.login", "c-1", args, execution=execution))
+    assert s.decide(call).effect == "allow"
+    assert s.invoke(call).ok
+    assert_absent(db, ENV_VALUE, TOKEN)
+
+
+@pytest.mark.parametrize(
+    ("call_id", "env"),
+    [
+        (TOKEN, None),  # a secret argument's value
+        (f"call-{TOKEN}", None),  # holding it
+        (ENV_VALUE, {"GITHUB_TOKEN": ENV_VALUE}),  # an env value
+    ],
+)
+def test_a_call_id_holding_a_secret_is_refused_without_showing_it(
+    spec: Spec, tmp_path: Path, call_id: str, env: dict[str, str] | None
+) -> None:
+    h, db = open_vault(spec, tmp_path)
+    h.implement("vault.sync")(lambda args: {"message": "ok"})
+    s = h.session("a", actor=USER, task="t-1")
+    execution = Execution(env=env) if env else None
+    refused = s.normalize("vault.sync", call_id, {"token": TOKEN}, execution=execution)
+    assert isinstance(refused, Refusal) and refused.code == "invalid-args"
+    assert refused.path == "$.tool_call_id" and refused.tool_call_id is None
+    assert "secret" in refused.message and call_id not in refused.message
+    # the same arguments under another id are a call like any other
+    assert pending(s.normalize("vault.sync", "c-2", {"token": TOKEN}, execution=execution))
+    assert_absent(db, TOKEN, ENV_VALUE)
+
+
+def test_a_refused_call_never_records_a_call_id_holding_a_secret(
+    spec: Spec, tmp_path: Path
+) -> None:
+    h, db = open_vault(spec, tmp_path)
+    s = h.session("a", actor=USER, task="t-1")
+    refused = s.normalize("vault.login", TOKEN, {"user": "ana", "token": TOKEN, "code": "x"})
+    assert isinstance(refused, Refusal) and refused.code == "invalid-args"
+    assert refused.tool_call_id is None
+    assert_absent(db, TOKEN)
+
+
 def test_a_late_result_quoting_a_secret_is_scrubbed(spec: Spec, tmp_path: Path) -> None:
     h, db = open_vault(spec, tmp_path)
     release = threading.Event()

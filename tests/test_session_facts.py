@@ -397,7 +397,9 @@ def test_children_share_the_ledger_and_a_spec_tests_session_is_built_from_steps(
     decision = h.engine.decider("pay").decide(
         CallContext("payments.send", {"iban": IBAN}, ledger=ledger, tool_call_id="t")
     )
-    assert decision.matched == ("pay.injected", "pay.many")
+    # the earlier payments' `on_success add args.iban to paid` made the IBAN a fact (trusted),
+    # as in a session of the runtime: no longer from untrusted data only
+    assert decision.matched == ("pay.many",)
 
 
 def test_a_spec_reloaded_with_another_trust_judges_the_session_anew() -> None:

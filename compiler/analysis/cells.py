@@ -200,7 +200,7 @@ class _Reads:
         if self.tool.operations or not isinstance(c.left, m.Path) or len(c.left.parts) != 1:
             raise _Outside
         what, right = c.left.parts[0], c.right
-        word = right.name if isinstance(right, m.EnumMember) else None
+        word: object = right.name if isinstance(right, m.EnumMember) else None
         if isinstance(right, m.Literal) and right.type == "string":
             word = right.value
         if what == "risk" and c.op in ("==", "!=", *_ORDER) and word in m.RISK_LEVELS:

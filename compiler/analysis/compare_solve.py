@@ -468,14 +468,14 @@ def _witness(q: Any, enc: Any, model: Any) -> tuple[Call, dict[str, Any]]:
     (`Call.sources`, the classes the model puts it in) and the old side's reading of the terms
     whose meaning differs, all read back as the winner reads them."""
     from .smt_session import SOURCE
-    from .solve import _z3_value
+    from .solve import z3_value
 
     call = q.call(model)
     sources: dict[str, list[str]] = {}
     old: dict[str, Any] = {}
     for name in sorted(enc.kept):
         info = enc.registry[name]
-        value = _z3_value(model.eval(enc.kept[name]))
+        value = z3_value(model.eval(enc.kept[name]))
         if info.role == SOURCE:
             held = sources.setdefault(info.key[0], [])  # none: from nowhere
             if value is True:

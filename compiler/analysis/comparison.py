@@ -41,7 +41,7 @@ def grant_text(grant: m.Grant | None) -> str | None:
     (the runtime's default grant, this exact call for ten minutes)."""
     if grant is None:
         return None
-    scope = grant.scope
+    scope: str = grant.scope
     if grant.scope == "class":
         scope = "class" + (f" {selector_text(grant.selector)}" if grant.selector else "")
         if grant.condition is not None:

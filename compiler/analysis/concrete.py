@@ -436,10 +436,18 @@ def holds(cond: object, ctx: _Context) -> bool:
     return _value(cond, ctx) is True
 
 
-def holds_for(spec: m.Spec, cond: m.Condition, call: Call, result: Any = ABSENT) -> bool:
-    """Whether `cond` holds for a call (and, for an earlier call, its result)."""
+def holds_for(
+    spec: m.Spec,
+    cond: m.Condition,
+    call: Call,
+    result: Any = ABSENT,
+    bound: dict[str, Any] | None = None,
+) -> bool:
+    """Whether `cond` holds for a call (and, for an earlier call, its result), with the
+    variables a quantifier binds (`bound`: a body judged for one item)."""
     ctx = _Context.of(spec, call)
     ctx.result = result
+    ctx.bound.update(bound or {})
     return holds(cond, ctx)
 
 

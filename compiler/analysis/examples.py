@@ -18,7 +18,7 @@ from typing import Any
 import z3
 from harnessc.runtime.semantics import value_matches
 
-from .smt import search_regex
+from .regex import search_regex
 
 __all__ = [
     "MAX_EXAMPLE_LENGTH",

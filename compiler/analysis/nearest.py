@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import z3
 from harnessc.runtime import model as m
@@ -152,7 +152,8 @@ def bucket_rules(policy: m.Policy, tool: m.Tool) -> list[m.Rule]:
 def _read(scope: Scope, key: Key) -> Any:
     if key[:2] == ("actor", "roles"):
         return roles_of(scope.actor)
-    return read_path(m.Path(root=key[0], parts=key[1:]), scope)
+    # a key is a Path's root and parts, as _group_of and the partition make it
+    return read_path(m.Path(root=cast("m.PathRoot", key[0]), parts=key[1:]), scope)
 
 
 def _group_of(role: str, key: Key, detail: Any) -> Key | None:
@@ -519,9 +520,9 @@ class _Search:
         for state in tries:
             concrete.session = state
             prelude = session_prelude(self.spec, concrete)
-            if prelude.missing is None:
+            if prelude.missing is None and prelude.args is None:
                 return prelude.steps
-            missing = prelude.missing
+            missing = prelude.missing or "it would change a text of the call"
         return f"no session can be built for it: {missing}"
 
     def _new_value(self, g: Key, model: z3.ModelRef, proposal: Call) -> tuple[Any, bool]:

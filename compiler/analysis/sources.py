@@ -287,12 +287,12 @@ def _read(tool: m.Tool, result: dict[str, Any]) -> tuple[str | None, frozenset[s
     value (the nearest `trusted`/`untrusted` above it, else the tool's; an MCP tool's always
     untrusted; None when a `secret` field hides it) and the labels the result carries."""
     from harnessc.runtime.history import result_labels
-    from harnessc.runtime.provenance import _fields_of
-    from harnessc.runtime.provenance import _scalars as result_scalars
+    from harnessc.runtime.provenance import fields_of
+    from harnessc.runtime.provenance import scalars as result_scalars
 
     mcp = tool.kind == "mcp"
     base = "untrusted" if mcp else tool.trust or "untrusted"
-    fields = None if mcp else _fields_of(tool.output)
+    fields = None if mcp else fields_of(tool.output)
     kinds = {kind for scalar, kind in result_scalars(result, fields, base) if scalar == _MARK}
     return (min(kinds) if kinds else None), result_labels(tool, result)
 

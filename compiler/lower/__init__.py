@@ -7,8 +7,9 @@ defaults, value ranges, ASK/DENY options, and wire names. Inside the stage every
 collected; a build with errors gets no model.
 """
 
+from harnessc.runtime.model import derive_wire_name
+
 from .core import Lowered, module_name
 from .program import lower_program
-from .tools import derive_wire_name
 
 __all__ = ["Lowered", "derive_wire_name", "lower_program", "module_name"]

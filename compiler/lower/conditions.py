@@ -86,10 +86,10 @@ class ConditionLowering(SchemaLowering):
             ):
                 continue
             vocabulary = {
-                ("risk",): (m.RISK_LEVELS, "risk level"),
-                ("effects",): (m.EFFECTS, "effect"),
-                ("kind",): (m.TOOL_KINDS, "tool kind"),
-            }.get(path.parts)
+                "risk": (m.RISK_LEVELS, "risk level"),
+                "effects": (m.EFFECTS, "effect"),
+                "kind": (m.TOOL_KINDS, "tool kind"),
+            }.get(".".join(path.parts))
             if vocabulary is not None:
                 self.word(s.Name(other.text, span=other.span), *vocabulary)
 

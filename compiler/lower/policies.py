@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
@@ -198,11 +198,12 @@ class PolicyLowering(ConditionLowering):
 
     def risk_table(self, module: Module, node: s.RiskTable) -> m.RiskTable:
         self.current = module
-        entries: dict[str, m.RiskEntry] = {}
+        entries: dict[m.Risk, m.RiskEntry] = {}
         seen: dict[str, s.RiskEntry] = {}
         unknown = False
         for entry in node.entries:
-            level = self.word(entry.level, m.RISK_LEVELS, "risk level")
+            # a word of m.RISK_LEVELS, or None
+            level = cast("m.Risk | None", self.word(entry.level, m.RISK_LEVELS, "risk level"))
             if level is None:
                 unknown = True
                 continue

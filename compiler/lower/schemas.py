@@ -62,7 +62,8 @@ class SchemaLowering(LowererBase):
         name = node.name
         if name in ("list", "map"):
             item = self.type(node.args[0]) if node.args else trusted(m.Type)(name="string")
-            return trusted(m.Type)(name=name, item=item, optional=node.optional)
+            kind: m.TypeName = "list" if name == "list" else "map"
+            return trusted(m.Type)(name=kind, item=item, optional=node.optional)
         if name == "enum":
             values: list[str] = []
             firsts: dict[str, s.Str] = {}
@@ -97,12 +98,12 @@ class SchemaLowering(LowererBase):
         type_ = self.type(node.type)
         seen: dict[str, s.Constraint] = {}
         labels: list[str] = []
-        for c in node.constraints:
-            if c.kind == "label":
-                if isinstance(c.value, s.Name) and c.value.text not in labels:
-                    labels.append(c.value.text)
+        for constraint in node.constraints:
+            if constraint.kind == "label":
+                if isinstance(constraint.value, s.Name) and constraint.value.text not in labels:
+                    labels.append(constraint.value.text)
                 continue
-            self.once(seen, c.kind, c, c.span)
+            self.once(seen, constraint.kind, constraint, constraint.span)
         if "trusted" in seen and "untrusted" in seen:
             first, second = sorted((seen["trusted"], seen["untrusted"]), key=lambda c: c.span.start)
             self.report(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
@@ -82,11 +83,11 @@ class ToolLowering(ConditionLowering):
         )
         kind_attrs = [i for i in node.items if isinstance(i, s.Attr) and i.key in allowed]
         kind_attrs = [i for i in kind_attrs if i.key in KIND_ATTRS]
-        kind = "mcp" if mcp_server else "private" if skill else "public"
+        kind: m.ToolKind = "mcp" if mcp_server else "private" if skill else "public"
         replaced_by = provided_by = None
         if kind_attrs:
             first = kind_attrs[0]
-            kind = first.key
+            kind = cast("m.ToolKind", first.key)  # one of KIND_ATTRS
             for extra in kind_attrs[1:]:
                 self.report(
                     "H303",
@@ -108,11 +109,11 @@ class ToolLowering(ConditionLowering):
             if isinstance(item, s.SchemaAttr) and item.key == "input":
                 self.input_trust(item.schema.fields)
         requires = [i for i in node.items if isinstance(i, s.Requires)]
-        for extra in requires[1:]:
+        for again in requires[1:]:
             self.report(
                 "H302",
                 "`requires` is given twice",
-                extra.span,
+                again.span,
                 "given again here",
                 secondary=[(requires[0].span, "first given here")],
                 help="join the two conditions with `and`",
@@ -122,8 +123,8 @@ class ToolLowering(ConditionLowering):
             if isinstance(item, s.Operation):
                 operations[item.name.text] = self.operation(module, item)
 
-        effects: tuple[str, ...]
-        risk: str
+        effects: tuple[m.EffectWord, ...]
+        risk: m.Risk
         if operations:
             for key in ("effects", "risk"):
                 if key in attrs:
@@ -357,20 +358,20 @@ class ToolLowering(ConditionLowering):
                         return f.span
         return None
 
-    def effects(self, attr: s.Attr | None) -> tuple[str, ...]:
-        found = set()
+    def effects(self, attr: s.Attr | None) -> tuple[m.EffectWord, ...]:
+        found: set[m.EffectWord] = set()
         for name in self.name_values(attr):
             word = self.word(name, m.EFFECTS, "effect")
             if word is not None:
-                found.add(word)
+                found.add(cast("m.EffectWord", word))  # a word of m.EFFECTS
         return tuple(sorted(found))
 
-    def risk(self, attr: s.Attr | None, effects: Iterable[str]) -> str:
+    def risk(self, attr: s.Attr | None, effects: Iterable[str]) -> m.Risk:
         """The declared level; by default `low` when nothing is written or sent (language.md §6)."""
         for name in self.name_values(attr):
             word = self.word(name, m.RISK_LEVELS, "risk level")
             if word is not None:
-                return word
+                return cast("m.Risk", word)  # a word of m.RISK_LEVELS
         return "medium" if PRIMARY_EFFECTS & set(effects) else "low"
 
     def timeout(self, attr: s.Attr | None) -> int | None:

@@ -181,7 +181,7 @@ def _guard(
         and start <= node.span.start
         and node.span.end <= end
     ]
-    reading = [
+    reading: list[s.Compare | s.Path] = [
         node
         for node in inside
         if isinstance(node, s.Compare)

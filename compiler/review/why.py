@@ -560,16 +560,16 @@ def _counterfactual_lines(tool: str, c: Counterfactual, recorded: bool = False) 
             return [f"no call of `{tool}` is {outcome} under this policy, whatever its values"]
         fresh = " (to values new to its session)" if c.fresh_only else ""
         lines = [f"no change{only}{fresh} makes this call {outcome}:"]
-        for rule, values in c.blockers:
+        for b, values in c.blockers:
             lines.append(
-                f"  rule `{rule.label}` ({rule.effect}, {_where(rule.origin)}) matches every "
+                f"  rule `{b.label}` ({b.effect}, {_where(b.origin)}) matches every "
                 f"such call{_given(values)}"
             )
         if c.missing:
             word = c.target.upper()
             lines.append(f"  no {word} rule can match it{' either' if c.blockers else ''}:")
-        for rule, values in c.missing:
-            lines.append(f"    `{rule.label}` ({_where(rule.origin)}){_given(values)}")
+        for absent, values in c.missing:
+            lines.append(f"    `{absent.label}` ({_where(absent.origin)}){_given(values)}")
         if c.deciders:
             lines.append("  every such call is decided by another rule, one of:")
             lines += [f"    `{r.label}` ({r.effect}, {_where(r.origin)})" for r in c.deciders]

@@ -191,7 +191,10 @@ def play(h: Harness, args: argparse.Namespace, store: str) -> int:
         print("error: --console needs a sqlite:/// or postgresql:// store", file=sys.stderr)
         return 2
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
-    signal.signal(signal.SIGTERM, stop_waiting)  # a `kill` ends the run as Ctrl-C does
+    # Ctrl-C and a `kill` end the run, whatever the app inherited: a process started in the
+    # background by a shell (`app.py … &`, a CI script) inherits SIGINT ignored
+    signal.signal(signal.SIGINT, stop_waiting)
+    signal.signal(signal.SIGTERM, stop_waiting)
     console = Console(
         args.store_url,
         args.package_dir / "remediation" / "model.json",

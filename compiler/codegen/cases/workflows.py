@@ -244,7 +244,7 @@ class _Walk:
             step.when is not None and not _holds(step.when, self.inputs, values)
         ):
             why = f"after skipped `{skipped_dep}`" if skipped_dep else "its `when` is false"
-            entry = {"step": step.name, "kind": "skipped", "why": why}
+            entry: dict[str, Any] = {"step": step.name, "kind": "skipped", "why": why}
             self.walk(at + 1, values, skipped | {step.name}, [*trace, entry], choices)
             return
         if step.kind == "call":
@@ -349,7 +349,7 @@ def plan_workflows(
         agent = spec.agents.get(workflow.agent or "") or spec.agents.get(
             spec.qualified(workflow.agent or "")
         )
-        base = {"workflow": name}
+        base: dict[str, Any] = {"workflow": name}
         if agent is None or agent.policy is None:
             cases.append(
                 {
