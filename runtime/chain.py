@@ -12,7 +12,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .events import GENESIS_HASH, KINDS, Event, StoreError, UnreadableEvent, event_hash
+from .events import (
+    GENESIS_HASH,
+    HARNESS_STREAM,
+    KINDS,
+    Event,
+    StoreError,
+    UnreadableEvent,
+    event_hash,
+)
 from .integrity import Checkpoint, LogKey
 
 __all__ = [
@@ -280,8 +288,6 @@ def trusted_checkpoint(store: Any, key: LogKey | None) -> tuple[Checkpoint, bool
     first event, and finds what broke). It holds when its own event is whole (its hash from
     its fields; with the key its MAC and its tag), lies after the event it names, and that
     event is still there with the hash it names (with the key, its MAC too)."""
-    from .harness import HARNESS_STREAM
-
     try:
         event = store.last(HARNESS_STREAM, CHECKPOINT_TYPE)
         if event is None or event.stream != HARNESS_STREAM or _malformed(event) is not None:

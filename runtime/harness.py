@@ -60,6 +60,7 @@ from .approvals import (
 from .availability import Availability, AvailabilityChecker, Facts
 from .chain import ConcurrencyError, StoreError, UnreadableEvent
 from .events import (
+    HARNESS_STREAM,
     REDACTED,
     RUNTIME_STREAMS,
     Clock,
@@ -95,10 +96,9 @@ from .store import Anchor, EventStore, MemoryStore, Verification, flush_deferred
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
 
-HARNESS_STREAM = "harness"
-"""The stream of the harness's own events (a spec loaded)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+_T = TypeVar("_T")
 
 
 class HarnessError(LookupError):
@@ -946,7 +946,12 @@ class Harness:
         self.catch_up()
         return self._vouch(lambda watch: watch.vouch(self.store))
 
-    def _vouch(self, check: Callable[[ChainWatch], Any]) -> Any:
+    def walks_no_chain(self) -> None:
+        """This harness walks no chain from now on: its store is a buffer whose events reach a
+        log that another harness walks (a workflow step's view, workflow_steps.py)."""
+        self._watch = None
+
+    def _vouch(self, check: Callable[[ChainWatch], _T]) -> _T:
         watch = self._watch
         if watch is None:  # a forensic harness past a break
             if self.broken is None:
