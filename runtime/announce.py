@@ -22,6 +22,19 @@ class Announcing:
 
     _announced: list[NewEvent] | None = None
     _announce_lock = threading.Lock()
+    _refused: Exception | None = None
+
+    def refuse(self, error: Exception) -> None:
+        """Refuse every write through this store from now on with `error` (a `StoreError`):
+        a harness that found the log's chain broken (`UnverifiedLog`), or one opened for
+        forensics, never appends to it. What was announced is dropped, never written."""
+        with self._announce_lock:
+            self._refused, self._announced = error, None
+
+    def refused(self) -> None:
+        """Raise the error `refuse` was given, if any."""
+        if self._refused is not None:
+            raise self._refused.with_traceback(None)
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Any) -> list[Event]:
         raise NotImplementedError
@@ -30,7 +43,8 @@ class Announcing:
         """Write `events` with the next write through this store (an append or a deferred
         append, by any thread), first and in its transaction; never if nothing is written."""
         with self._announce_lock:
-            self._announced = [*(self._announced or ()), *events]
+            if self._refused is None:
+                self._announced = [*(self._announced or ()), *events]
 
     def _with_announced(self, events: Sequence[NewEvent]) -> tuple[list[NewEvent], int]:
         """The events to write, the announced ones first, and how many of those there are."""
@@ -47,6 +61,8 @@ class Announcing:
     def append_many(
         self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
     ) -> list[Event]:
+        if self._refused is not None:
+            self.refused()
         batch, n = self._with_announced(list(events))
         try:
             return self._append(batch, expect)[n:]

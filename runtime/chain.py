@@ -12,10 +12,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .events import GENESIS_HASH, KINDS, Event, StoreError, UnreadableEvent, event_hash
+from .events import (
+    GENESIS_HASH,
+    HARNESS_STREAM,
+    KINDS,
+    Event,
+    StoreError,
+    UnreadableEvent,
+    event_hash,
+)
 from .integrity import Checkpoint, LogKey
 
 __all__ = [
+    "CHECKPOINT_EVERY",
+    "CHECKPOINT_TYPE",
     "Anchor",
     "ChainWatch",
     "ConcurrencyError",
@@ -109,6 +119,17 @@ class Verification:
         }
 
 
+CHECKPOINT_TYPE = "log.checkpoint"
+"""The type of the checkpoints the runtime keeps in the log itself, on its own `harness` stream:
+`{"position": N, "hash": H, "tag": T}`, the hash of the event at N and, with the log key, the
+tag of the two (`LogKey.checkpoint_tag`). It is an event after N, so it is chained (and MAC'd)
+like any other: a prefix rewritten up to N no longer ends in H, and a checkpoint rewritten
+breaks the chain after it (and, with the key, its MAC and tag)."""
+
+CHECKPOINT_EVERY = 1000
+"""A harness that opened a log and walked at least this many events past its last checkpoint
+records a new one (with its first write)."""
+
 Anchor = Checkpoint | tuple[int, str] | str
 """What `verify(anchor=…)` takes: a `Checkpoint`, its text, or `store.head()`."""
 
@@ -129,8 +150,9 @@ def verify_events(
 
 class UnverifiedLog(StoreError):
     """The log's chain does not verify (`verification` says where and why): what was read
-    from it is not vouched for, so nothing is decided on it. The operators' commands raise it
-    (`ChainWatch.vouch`: `Harness.vouched`, an operator's `Workflows`)."""
+    from it is not vouched for, so nothing is decided on it. A `Harness` raises it when it
+    opens such a log (and its store then refuses every write), the operators' commands when
+    they meet one (`ChainWatch.vouch`: `Harness.vouched`, an operator's `Workflows`)."""
 
     def __init__(self, verification: Verification) -> None:
         self.verification = verification
@@ -163,6 +185,68 @@ class ChainWatch:
         # object, which `verify` does and which costs more than the rest of the walk
         self._walk = _Walk(None, key, payloads=False)
         self._lock = threading.Lock()
+        self.key = key
+        self.resumed: Checkpoint | None = None
+        """The checkpoint the walk started from (`opened`), or None: from the first event."""
+
+    @classmethod
+    def opened(cls, store: Any) -> ChainWatch:
+        """A watch for a runtime that opens `store`: it starts from the log's last checkpoint
+        (`CHECKPOINT_TYPE`) when that one holds (`trusted_checkpoint`), so opening walks only
+        the events after it; from the first event otherwise."""
+        watch = cls(store.log_key)
+        found = trusted_checkpoint(store, watch.key)
+        if found is not None:
+            checkpoint, keyed = found
+            walk = watch._walk
+            walk.checked, walk.prev_hash, walk.resumed = checkpoint.position, checkpoint.hash, True
+            if keyed:
+                walk.keyed_from = checkpoint.position
+            watch.resumed = checkpoint
+        return watch
+
+    @property
+    def checked(self) -> int:
+        """The position up to which the chain was walked and holds."""
+        return self._walk.checked
+
+    def head(self) -> Checkpoint | None:
+        """A checkpoint of the last event walked (tagged with the key), or None when none was
+        walked or the walk found a break."""
+        walk = self._walk
+        if walk.broken is not None or walk.checked == 0:
+            return None
+        return Checkpoint.at(walk.checked, walk.prev_hash, self.key)
+
+    def recheck(self, store: Any, streams: Iterable[str]) -> None:
+        """Walk again, just before an operator's write, the events of `streams` that the write
+        depends on (a request's, its session's), each as it is stored now: its hash from its
+        fields, the next event's link to it, with the key its MAC. What this watch walked
+        before may have been changed since; raises `UnverifiedLog` at the first that was."""
+        self.vouch(store)  # and everything appended since
+        key, keyed = self.key, self._walk.keyed_from
+        for stream in streams:
+            events = store.read(stream)
+            for i, e in enumerate(events):
+                if e.position > self._walk.checked:
+                    break  # appended after the walk: the next vouch walks it
+                # the next event of the log is read only when it is not the stream's next
+                after = events[i + 1] if i + 1 < len(events) else None
+                if after is not None and after.position != e.position + 1:
+                    after = None
+                broken = _unlinked(e, store, key, keyed, after)
+                if broken is not None:
+                    found = Verification(
+                        False,
+                        self._walk.checked,
+                        e.position,
+                        broken,
+                        anchored=self.resumed is not None,
+                        authenticated=key is not None,
+                    )
+                    with self._lock:
+                        self._walk.broken = found
+                    raise UnverifiedLog(found)
 
     def check(self, store: Any) -> Verification:
         """Walk on to the log's head: ok with every event read so far, or the first broken
@@ -198,6 +282,85 @@ class ChainWatch:
                 return
 
 
+def trusted_checkpoint(store: Any, key: LogKey | None) -> tuple[Checkpoint, bool] | None:
+    """The log's last checkpoint (`CHECKPOINT_TYPE`) when it holds, with whether the log was
+    keyed at it; None when there is none or it does not hold (a walk then starts from the
+    first event, and finds what broke). It holds when its own event is whole (its hash from
+    its fields; with the key its MAC and its tag), lies after the event it names, and that
+    event is still there with the hash it names (with the key, its MAC too)."""
+    try:
+        event = store.last(HARNESS_STREAM, CHECKPOINT_TYPE)
+        if event is None or event.stream != HARNESS_STREAM or _malformed(event) is not None:
+            return None
+        payload = json.loads(event.payload_json)
+        checkpoint = Checkpoint.of(json.dumps(payload))
+        if not 0 < checkpoint.position < event.position or _rehashed(event):
+            return None
+        if key is not None:
+            if event.mac is None or not hmac.compare_digest(event.mac, key.event_mac(event.hash)):
+                return None
+            tag = key.checkpoint_tag(checkpoint.position, checkpoint.hash)
+            if checkpoint.tag is None or not hmac.compare_digest(checkpoint.tag, tag):
+                return None
+        at = store.read(after=checkpoint.position - 1, limit=1)
+    except (StoreError, ValueError):
+        return None
+    if not at or at[0].position != checkpoint.position or at[0].hash != checkpoint.hash:
+        return None
+    if _malformed(at[0], False) is not None or _rehashed(at[0]):
+        return None
+    mac = at[0].mac
+    if (
+        key is not None
+        and mac is not None
+        and not hmac.compare_digest(mac, key.event_mac(at[0].hash))
+    ):
+        return None
+    return checkpoint, mac is not None
+
+
+def _rehashed(e: Event) -> bool:
+    """Whether an event's stored hash is not the one its fields give."""
+    try:
+        return e.hash != event_hash(
+            position=e.position,
+            stream=e.stream,
+            seq=e.seq,
+            kind=e.kind,
+            type=e.type,
+            payload_json=e.payload_json,
+            time=e.time,
+            prev_hash=e.prev_hash,
+        )
+    except UnicodeEncodeError:
+        return True
+
+
+def _unlinked(
+    e: Event, store: Any, key: LogKey | None, keyed_from: int | None, after: Event | None
+) -> str | None:
+    """Why a stored event, walked before, no longer holds where it stands, or None. `after`:
+    the event that follows it in the log, when the caller holds it already."""
+    malformed = _malformed(e, False)
+    if malformed is not None:
+        return malformed
+    if _rehashed(e):
+        return "hash does not match the contents"
+    if key is not None:
+        if e.mac is None:
+            if keyed_from is not None and e.position >= keyed_from:
+                return f"no MAC, though the events from position {keyed_from} carry one"
+        elif not hmac.compare_digest(e.mac, key.event_mac(e.hash)):
+            return (
+                "the MAC does not match the log key: the event was forged or rewritten, or "
+                "the log was written with another key"
+            )
+    following = [after] if after is not None else store.read(after=e.position, limit=1)
+    if following and (following[0].position != e.position + 1 or following[0].prev_hash != e.hash):
+        return f"the event after position {e.position} does not link to it: it was rewritten"
+    return None
+
+
 class _Walk:
     """One verification: the chain, then the checkpoint, then the MACs. It can go on: `feed`
     takes the events that follow the last ones it took (`ChainWatch`), `result` says what the
@@ -216,6 +379,8 @@ class _Walk:
         self.prev_hash = GENESIS_HASH
         self.last_seq: dict[str, int] = {}
         self.broken: Verification | None = None
+        self.resumed = False
+        """Started from a checkpoint: a stream's first event seen may continue one before it."""
 
     def failed(self, position: int | None, reason: str) -> Verification:
         self.broken = Verification(
@@ -264,6 +429,8 @@ class _Walk:
                 malformed = _malformed(e, self.payloads)
                 if malformed is not None:
                     return self.failed(self.checked + 1, malformed)
+                if self.resumed and e.stream not in last_seq:
+                    last_seq[e.stream] = e.seq - 1  # its events before the checkpoint
                 broken = _broken_link(e, self.checked + 1, prev_hash, last_seq)
                 if broken is not None:
                     return self.failed(*broken)

@@ -31,6 +31,7 @@ from .model import Schema, Tool, Type
 __all__ = [
     "DECISION_DIVERGED",
     "GENESIS_HASH",
+    "HARNESS_STREAM",
     "KINDS",
     "MCP_TOOLS_CHANGED",
     "NO_SECRETS",
@@ -81,6 +82,8 @@ KINDS: tuple[str, ...] = (
     "Usage",
 )
 GENESIS_HASH = "0" * 64
+HARNESS_STREAM = "harness"
+"""The stream of the harness's own events (a spec loaded, the log's checkpoints)."""
 REDACTED = "[REDACTED]"
 
 Clock = Callable[[], datetime]

@@ -24,6 +24,11 @@ the sessions (`h.resume(session_id)`) and the actions waiting for a result, so
 `h.approve(request_id, …)` and `h.complete(action_id, …)` work there as they would have in the
 process that started them.
 
+Opening a store walks its hash chain (from the log's last `log.checkpoint`, with the log key
+its MACs) before anything of it is folded: a log that does not verify raises `UnverifiedLog`
+naming the position, and the store then refuses every write. `Harness(…, forensic=True)`
+reads what it can of such a log and never writes (`h.broken`, `h.unreadable`, `h.verify()`).
+
 >>> from harnessc.runtime.model import Spec
 >>> Harness(Spec(name="demo", root_module="demo")).policy_version == Spec(
 ...     name="demo", root_module="demo").content_hash()
@@ -47,13 +52,15 @@ from .approvals import (
     ApprovalOutcome,
     ApprovalRequest,
     Approvals,
+    answered_stream,
     expired_error,
     is_approver,
     is_requester,
 )
 from .availability import Availability, AvailabilityChecker, Facts
-from .chain import ConcurrencyError
+from .chain import ConcurrencyError, StoreError, UnreadableEvent
 from .events import (
+    HARNESS_STREAM,
     REDACTED,
     RUNTIME_STREAMS,
     Clock,
@@ -84,15 +91,14 @@ from .sessions import (
 
 if TYPE_CHECKING:
     from .shadow import Shadow
-from .chain import ChainWatch
+from .chain import CHECKPOINT_EVERY, CHECKPOINT_TYPE, ChainWatch, UnverifiedLog
 from .store import Anchor, EventStore, MemoryStore, Verification, flush_deferred
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
 
-HARNESS_STREAM = "harness"
-"""The stream of the harness's own events (a spec loaded)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+_T = TypeVar("_T")
 
 
 class HarnessError(LookupError):
@@ -119,8 +125,16 @@ class Harness:
         embeddings: tuple[np.ndarray, list[str]] | None = None,
         embedder: Callable[[str], Any] | None = None,
         shadow: Spec | None = None,
+        forensic: bool = False,
     ) -> None:
         self.clock = clock
+        self.forensic = forensic
+        """Opened for forensics (`forensic=True`): the harness reads what it can of a log that
+        does not verify and never writes to it (every write through its store is refused)."""
+        self.broken: Verification | None = None
+        """Where and why the log's chain broke, when this harness found it (None: it holds)."""
+        self.unreadable: list[UnreadableEvent] = []
+        """The events a forensic harness could not fold (each error names its position)."""
         self.shadowing: Shadow | None = None
         """The candidate spec judging beside this one (`shadow`), or None."""
         self.store: EventStore = store if store is not None else MemoryStore(clock=clock)
@@ -135,9 +149,18 @@ class Harness:
         self._aliases = dict(aliases or {})
         self._embeddings = embeddings
         self._embedder = embedder
-        self._watch: ChainWatch | None = None
+        # the chain is verified as the log is opened, from its last checkpoint, before anything
+        # of it is folded: a log that does not verify is never written to (`_open_log`)
+        self._watch: ChainWatch | None = ChainWatch.opened(self.store)
+        if forensic:
+            _refuse(
+                self.store,
+                StoreError(
+                    "the harness was opened for forensics (`forensic=True`): it writes nothing"
+                ),
+            )
         self.load(spec)
-        self.catch_up()
+        self._open_log()
         if shadow is not None:
             self.shadow(shadow)
 
@@ -393,10 +416,58 @@ class Harness:
 
     def catch_up(self) -> int:
         """Fold the events appended since the last look (by any process) into `projections`
-        and take up the approval requests and grants they hold; returns how many were read."""
-        read = self.projections.catch_up(self.store, watch=self._watch)
+        and take up the approval requests and grants they hold; returns how many were read.
+        Each page is walked on the chain before it is folded: at a broken link the store
+        refuses every write from then on and `UnverifiedLog` is raised (a forensic harness
+        notes the break in `broken` and folds on, reading what it can)."""
+        try:
+            read = self.projections.catch_up(self.store, watch=self._watch)
+        except UnverifiedLog as error:
+            self.broken = error.verification
+            _refuse(self.store, error)
+            if not self.forensic:
+                raise
+            self._watch = None  # read on, vouching for nothing
+            read = self.projections.catch_up(self.store, unreadable=self.unreadable)
+        except UnreadableEvent as error:  # a row the chain holds, its payload unreadable
+            if not self.forensic:
+                _refuse(self.store, error)
+                raise
+            self.unreadable.append(error)
+            read = self.projections.catch_up(self.store, unreadable=self.unreadable)
         self.approvals.restore(self.projections, self.engine.path_facts)
         return read
+
+    def _open_log(self) -> None:
+        """Fold the log as it is opened, walking its chain from its last checkpoint (every
+        page before it is folded); when it walked `CHECKPOINT_EVERY` events past that one,
+        record a checkpoint of where it got to, with this harness's first write."""
+        self.catch_up()
+        watch = self._watch
+        if watch is None:
+            return  # a forensic harness past a break
+        found = watch.check(self.store)  # and what a page cannot tell: MACs stripped at the end
+        if not found.ok:
+            self.broken = found
+            error = UnverifiedLog(found)
+            _refuse(self.store, error)
+            if not self.forensic:
+                raise error
+            return
+        if self.forensic:
+            return
+        since = watch.resumed.position if watch.resumed is not None else 0
+        head = watch.head()
+        if head is not None and head.position - since >= CHECKPOINT_EVERY:
+            self._checkpoint(head)
+
+    def _checkpoint(self, head: Checkpoint) -> None:
+        event = NewEvent(HARNESS_STREAM, "State", CHECKPOINT_TYPE, head.to_dict())
+        announce = getattr(self.store, "announce", None)
+        if announce is not None:
+            announce([event])
+        else:
+            self.store.append(event)
 
     def _open(
         self,
@@ -740,6 +811,12 @@ class Harness:
         """The request, still waiting for an answer: else `ApprovalError` `not-pending`, or
         `expired` (past its deadline: the expiry is recorded now, once, if nothing was)."""
         req = self._request(request_id)
+        # what an answer depends on, walked again as stored now, right before it is written
+        if self._watch is not None:
+            streams = (answered_stream(request_id), req.session_id)
+            self._vouch(lambda watch: watch.recheck(self.store, streams))
+        elif self.broken is not None:  # a forensic harness past a break
+            raise UnverifiedLog(self.broken)
         if req.expired(self.clock()):
             self.expire_approvals([request_id])
             req = self.approvals.get(request_id)
@@ -858,15 +935,43 @@ class Harness:
 
     def vouched(self) -> Verification:
         """Verify the log's chain up to its head (`ChainWatch`, with the store's log key): the
-        whole log the first time, what this harness folded before included, then only what
-        was appended since; and from the first call on, every page this harness folds is
-        walked before it is folded, its own catching up inside a command too. Raises
-        `UnverifiedLog` when the chain does not verify: the operators' commands (`operations`)
-        act on nothing else."""
+        walk this harness began when it opened the log (from the log's last checkpoint), on
+        to what was appended since; every page this harness folds is walked before it is
+        folded, its own catching up inside a command too. Raises `UnverifiedLog` when the
+        chain does not verify: the operators' commands (`operations`) act on nothing else."""
         if self._watch is None:
+            if self.broken is not None:  # a forensic harness past a break
+                raise UnverifiedLog(self.broken)
             self._watch = ChainWatch(self.store.log_key)
         self.catch_up()
-        return self._watch.vouch(self.store)
+        return self._vouch(lambda watch: watch.vouch(self.store))
+
+    def walks_no_chain(self) -> None:
+        """This harness walks no chain from now on: its store is a buffer whose events reach a
+        log that another harness walks (a workflow step's view, workflow_steps.py)."""
+        self._watch = None
+
+    def _vouch(self, check: Callable[[ChainWatch], _T]) -> _T:
+        watch = self._watch
+        if watch is None:  # a forensic harness past a break
+            if self.broken is None:
+                watch = self._watch = ChainWatch(self.store.log_key)
+            else:
+                raise UnverifiedLog(self.broken)
+        try:
+            return check(watch)
+        except UnverifiedLog as error:
+            self.broken = error.verification
+            _refuse(self.store, error)
+            raise
+
+
+def _refuse(store: EventStore, error: Exception) -> None:
+    """Refuse every later write through `store` with `error` (`Announcing.refuse`; a store of
+    another make is left as it is)."""
+    refuse = getattr(store, "refuse", None)
+    if refuse is not None:
+        refuse(error)
 
 
 def _new_session_id(given: Any) -> str | None:

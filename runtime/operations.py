@@ -10,11 +10,13 @@ its answer back to it, so any number of consoles, CLIs and agents share one trut
     deny(h, "apr-…", by=…, reason="not during the freeze")
     active_grants(h); revoke_grant(h, "grt-…", by=…, reason="rotated")
 
-Every command first verifies the log's chain up to its head (`Harness.vouched`: the whole log
-the first time on a harness, then what was appended since) and acts on nothing else: a log
-that does not verify (a row changed, inserted or forged under it; with a log key, any row
-without its MAC) raises `UnverifiedLog`, a `StoreError` saying where and why, before anything
-is shown or written.
+Every command first verifies the log's chain up to its head (`Harness.vouched`: the walk the
+harness began when it opened the log, from the log's last checkpoint, on to what was appended
+since) and acts on nothing else: a log that does not verify (a row changed, inserted or forged
+under it; with a log key, any row without its MAC) raises `UnverifiedLog`, a `StoreError`
+saying where and why, before anything is shown or written. Right before an answer (`approve`,
+`deny`, `approve_with_edits`) is written, the events of the request's session and answer
+stream are walked again as they are stored now (`ChainWatch.recheck`).
 
 Every command returns plain JSON-able dicts and raises `ApprovalError` (a stable `code`, a
 one-sentence `message`) for what an operator can get wrong: an unknown or already-answered

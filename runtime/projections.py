@@ -152,17 +152,30 @@ class Projections:
         return views
 
     def catch_up(
-        self, store: EventStore, *, batch: int = 1000, watch: ChainWatch | None = None
+        self,
+        store: EventStore,
+        *,
+        batch: int = 1000,
+        watch: ChainWatch | None = None,
+        unreadable: list[UnreadableEvent] | None = None,
     ) -> int:
         """Apply every event after `position`; returns how many were applied. With `watch`,
-        each page is vouched for (`ChainWatch.take`) before any of it is applied."""
+        each page is vouched for (`ChainWatch.take`) before any of it is applied. With
+        `unreadable` (a forensic reader), an event that cannot be folded is added to it and
+        passed over instead of raising."""
         applied = 0
         while True:
             page = store.read(after=self.position, limit=batch)
             if watch is not None:
                 watch.take(store, page, self.position)
             for event in page:
-                self.apply(event)
+                if unreadable is None:
+                    self.apply(event)
+                    continue
+                try:
+                    self.apply(event)
+                except UnreadableEvent as error:
+                    unreadable.append(error)
             applied += len(page)
             if len(page) < batch:
                 return applied

@@ -349,6 +349,7 @@ class GroupCommitted(Appends):
             return
         if self._readonly:
             raise StoreError("the event store was opened read-only")
+        self.refused()
         batch, _ = self._with_announced(events)
         self._group.defer(Batch(batch, deferred=True))
 
@@ -878,6 +879,7 @@ class MemoryStore(Appends):
     def defer(self, events: Sequence[NewEvent]) -> None:
         """Append events with the next append or read (nothing here is durable, so deferring
         only numbers many events at once)."""
+        self.refused()
         if self._announced:
             events, _ = self._with_announced(events)
         texts = payload_texts(events)  # a payload that is not JSON is refused now

@@ -248,6 +248,7 @@ def _step_harness(h: Harness) -> tuple[Harness, _Buffer]:
     buffer = _Buffer(h.clock)
     view = copy.copy(h)
     view.store = buffer
+    view.walks_no_chain()  # the buffer is not chained: the log it goes to is walked by `h`
     view.approvals = Approvals(buffer, h.clock)
     view.sessions = {}
     return view, buffer

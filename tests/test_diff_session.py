@@ -306,6 +306,206 @@ def test_a_sum_over_non_negative_amounts_is_monotone_in_its_window(tmp_path: Pat
 
 
 # ---------------------------------------------------------------------------------------------
+# An earlier call that meets a history term's `when`, solved rather than sampled
+
+RECURSIVE = """
+harness count_term { version "1" }
+tool files.delete {
+  summary "Delete a file."
+  effects write
+  input { path: string, recursive: bool }
+}
+policy deleting {
+  default deny
+  delete: allow files.delete
+  bulk: ask files.delete when count(files.delete within 10m when args.recursive) > 2 {
+    approver role "owner"
+  }
+}
+agent a { policy deleting }
+"""
+
+
+def test_earlier_calls_meeting_a_when_are_solved_for_a_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wider = RECURSIVE.replace("within 10m when", "within 20m when")
+    a, b, comparison = compared(tmp_path, RECURSIVE, wider)
+    [region] = comparison.regions
+    assert region.change == "allow→ask" and region.verified, region.notes
+    assert replays(a, b, region)
+    steps = session_prelude(b, region.witness).steps
+    assert [s.args["recursive"] for s in steps] == [True, True, True]
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 0 and "UNVERIFIED" not in out, out
+
+
+SHARING = """
+harness history { version "1" }
+tool files.read {
+  summary "Read a file."
+  effects read
+  packs files
+  input { path: string }
+  output { text: string }
+}
+tool files.share {
+  summary "Share a file."
+  effects write external
+  input { path: string, to: string }
+}
+policy sharing {
+  default deny
+  reads: allow files.read
+  share: allow files.share when called(files.* within 1h when args.path == "/a")
+  read_before: ask files.share when called(pack:files) { approver role "owner" }
+}
+agent a { policy sharing }
+"""
+
+
+def test_an_earlier_call_meets_a_when_without_making_another_term_true(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `files.*` selects both tools; a read of "/a" would also make `called(pack:files)` true,
+    # which the witness needs false: the share of "/a" is the earlier call
+    a, b, comparison = compared(tmp_path, SHARING, SHARING.replace("within 1h", "within 2h"))
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.verified and region.widened, region.notes
+    assert replays(a, b, region)
+    [step] = session_prelude(b, region.witness).steps
+    assert step.tool == "files.share" and step.args["path"] == "/a"
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 1 and "WIDENED" in out and "UNVERIFIED" not in out, out
+
+
+def test_an_earlier_call_meets_a_when_on_its_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobs = """
+    harness jobs { version "1" }
+    tool job.run {
+      summary "Run a job."
+      effects write
+      input { name: string }
+      output { status: string }
+    }
+    tool job.deploy {
+      summary "Deploy."
+      effects write
+      input { target: string }
+    }
+    policy main {
+      default deny
+      allow job.run
+      allow job.deploy
+        when succeeded(job.run within 1h when result.status == "green" and args.name == "build")
+    }
+    agent a { policy main }
+    """
+    a, b, comparison = compared(tmp_path, jobs, jobs.replace("within 1h", "within 2h"))
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.verified, region.notes
+    assert replays(a, b, region)
+    [step] = session_prelude(b, region.witness).steps
+    assert step.args == {"name": "build"} and step.result == {"status": "green"}
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 1 and "UNVERIFIED" not in out, out
+
+
+def test_an_earlier_call_adding_an_amount_meets_its_when(tmp_path: Path) -> None:
+    pay = """
+    harness pay { version "1" }
+    tool pay {
+      summary "Pay."
+      effects external
+      input { amount: int min 0, currency: string }
+    }
+    policy main {
+      default allow
+      deny pay when sum(args.amount of pay within 1d when args.currency == "EUR") > 1000 {
+        reason "daily limit"
+      }
+    }
+    agent a { policy main }
+    """
+    a, b, comparison = compared(tmp_path, pay, pay.replace("within 1d", "within 7d"))
+    assert [r.change for r in comparison.regions] == ["allow→deny"]
+    assert all(r.verified for r in comparison.regions), [r.notes for r in comparison.regions]
+    assert_sound(a, b, comparison)
+
+
+HOSTS = """
+harness q { version "1" }
+tool mail.send {
+  summary "Send mail."
+  effects external
+  input { to: string, body: string }
+}
+policy main {
+  default deny
+  allow mail.send when all h in hosts(args.body): h == "a.test"
+}
+agent a { policy main }
+"""
+
+
+def test_a_quantifier_over_hosts_gets_a_text_holding_an_item_its_body_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wider = HOSTS.replace('h == "a.test"', '(h == "a.test" or h == "b.test")')
+    a, b, comparison = compared(tmp_path, HOSTS, wider)
+    assert_sound(a, b, comparison)
+    [widened] = [r for r in comparison.regions if r.widened]
+    assert widened.verified and widened.witness.args["body"] == "b.test", widened.notes
+    # the other region needs `all` of one list true and of the same list, with a wider
+    # body, false: no text gives it, and it stays unverified
+    assert [r.verified for r in comparison.regions if not r.widened] == [False]
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 1 and "WIDENED deny→allow" in out, out
+
+
+def test_any_and_all_over_the_hosts_of_one_text(tmp_path: Path) -> None:
+    a, b, comparison = compared(tmp_path, HOSTS, HOSTS.replace("all h", "any h"))
+    assert_sound(a, b, comparison)
+    assert sorted(r.change for r in comparison.regions) == ["allow→deny", "deny→allow"]
+    assert all(r.verified for r in comparison.regions), [r.notes for r in comparison.regions]
+
+
+def test_a_url_of_the_text_from_the_user_gets_a_text_holding_one(tmp_path: Path) -> None:
+    mail = HOSTS.replace(
+        'all h in hosts(args.body): h == "a.test"', "any u in urls(args.body): u from user"
+    )
+    a, b, comparison = compared(tmp_path, mail, mail.replace("u from user", "u from untrusted"))
+    assert_sound(a, b, comparison)
+    [narrowed] = [r for r in comparison.regions if r.change == "allow→deny"]
+    assert narrowed.verified, narrowed.notes
+    steps = session_prelude(b, narrowed.witness).steps
+    assert [s.said for s in steps] == [narrowed.witness.args["body"]]
+
+
+def test_a_list_argument_gets_an_item_a_text_body_needs(tmp_path: Path) -> None:
+    mail = """
+    harness q { version "1" }
+    tool mail.send {
+      summary "Send mail."
+      effects external
+      input { to: list<string> min 1, body: string }
+    }
+    policy main {
+      default allow
+      deny mail.send when any r in args.to: r endswith "@evil.test" { reason "no" }
+    }
+    agent a { policy main }
+    """
+    a, b, comparison = compared(tmp_path, mail, mail.replace("@evil.test", "@bad.test"))
+    assert_sound(a, b, comparison)
+    assert comparison.regions and all(r.verified for r in comparison.regions), [
+        (r.change, r.notes) for r in comparison.regions
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
 # Provenance of one value, with the tools' trust and labels
 
 MAIL = """
@@ -405,7 +605,8 @@ def test_exit_status_0_1_2_3(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     broken.write_text("harness files { version 1", encoding="utf-8")
     assert main(["diff", str(old), str(broken)]) == 2
     capsys.readouterr()
-    # a region whose witness no session can give (a term over the text of the call)
+    # a region whose witness no session can give (an item of the call's text from a tool,
+    # and no tool returns a text)
     mail = """
     harness mail { version "1" }
     tool mail.send {
@@ -415,12 +616,12 @@ def test_exit_status_0_1_2_3(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     }
     policy main {
       default deny
-      allow mail.send when any u in urls(args.body): u from user
+      allow mail.send when any u in urls(args.body): u from untrusted
     }
     agent a { policy main }
     """
     before, _ = spec_of(tmp_path / "e", mail)
-    after, _ = spec_of(tmp_path / "f", mail.replace("u from user", "u from untrusted"))
+    after, _ = spec_of(tmp_path / "f", mail.replace("u from untrusted", "u from trusted"))
     code, out = cli(before, after, capsys)
     assert code == 3, out
     assert "UNVERIFIED deny→allow" in out and "WIDENED" not in out

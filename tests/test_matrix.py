@@ -494,16 +494,13 @@ COMMANDS = (
 # failure that turns into a failure once the fix lands (delete the entry then). An entry is the
 # defect and a text its failure shows, `(what, shows)`: a cell that fails otherwise is a failure,
 # not an expected one.
-_PRELUDE = (
-    "the session prelude of a diff witness does not solve a history term's `when` or a "
-    "quantifier's body over extracted items: it tries sample values, so the region is reported "
-    "unverified (exit 3) instead of verified"
-)
-_UNVERIFIED = "not run: no session gives its state"
 KNOWN: dict[tuple[str, str], tuple[str, str]] = {
-    ("conditions", "diff mutation"): (_PRELUDE, _UNVERIFIED),
-    ("history", "diff mutation"): (_PRELUDE, _UNVERIFIED),
-    ("count", "diff mutation"): (_PRELUDE, "exit 3"),
+    ("trust", "diff mutation"): (
+        "diff does not take a value a tool's `on_success add` put in a fact as coming from "
+        "trusted on both sides: removing the tool's `trust trusted` gives a region the runtime "
+        "does not confirm (the address is still trusted through the fact), unverified, exit 3",
+        "exit 3",
+    ),
 }
 
 # Cells that do not apply, with the reason: the commands of an extra that is not installed.

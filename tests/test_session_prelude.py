@@ -105,7 +105,13 @@ def test_count_with_when_uses_calls_that_meet_it_or_says_none_can() -> None:
     where = cmp("==", arg("recursive"), lit(True, "bool"))
     count = history("count", "files.rm", where=where)
     p = session_prelude(spec, call("files.rm", {"path": "a", "recursive": False}, (count, 2)))
-    # the sample call (recursive: false) does not meet `when`: no prelude, said why
+    # the sample call (recursive: false) does not meet `when`; a call solved from it does
+    assert p.missing is None
+    assert [s.args["recursive"] for s in p.steps] == [True, True]
+    # a `when` no call meets: no prelude, said why
+    never = m.And(items=(where, cmp("==", arg("recursive"), lit(False, "bool"))))
+    count = history("count", "files.rm", where=never)
+    p = session_prelude(spec, call("files.rm", {"path": "a", "recursive": False}, (count, 2)))
     assert p.missing is not None and "meets its `when`" in p.missing
 
 

@@ -358,6 +358,9 @@ class _Comparer:
                 region.notes.append(f"not run: no session gives its state ({prelude.missing})")
                 return
             steps = prelude.steps
+            if prelude.args is not None:  # a text given the items a quantifier needs
+                region.witness = _copy(region.witness)
+                region.witness.args = prelude.args
         old = runtime_outcome(self.runtime.decide(a.side, region.witness, steps))
         new = runtime_outcome(self.runtime.decide(b.side, region.witness, steps))
         region.verified = old != new and old == region.old.key() and new == region.new.key()

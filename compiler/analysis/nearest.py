@@ -522,9 +522,9 @@ class _Search:
         for state in tries:
             concrete.session = state
             prelude = session_prelude(self.spec, concrete)
-            if prelude.missing is None:
+            if prelude.missing is None and prelude.args is None:
                 return prelude.steps
-            missing = prelude.missing
+            missing = prelude.missing or "it would change a text of the call"
         return f"no session can be built for it: {missing}"
 
     def _new_value(self, g: Key, model: z3.ModelRef, proposal: Call) -> tuple[Any, bool]:

@@ -10,12 +10,23 @@ messages and earlier calls with results (`SessionStep`, the steps of a `test` bl
   `v from label L` → that call's result carries `L`; `only` → that kind and no other;
   `from nowhere` → no step holds `v` (and `not … from nowhere` → one that does);
 - `all/any x in args.l: x from …` → the same, item by item;
+- `any h in hosts(args.t): body` (and `all … = false`; `urls`, `emails` alike) → the text
+  `args.t` holds an item for which the body holds (fails), one that also keeps every
+  quantifier over the same items that needs all of them one way (with a body `h from …`, a
+  sample item, given its sources as above); a list argument with a body that reads only the
+  item (`r endswith "@a.test"`) gets such an item added. The call's arguments change
+  (`Prelude.args`), and the call replayed is the witness with them;
 - `called`/`succeeded(sel when c)` → an earlier call of a selected tool meeting `c`, with a
   result (and, when `c` asks where the call's arguments came from, the user messages or
   results before it that make them so); `count(…) = n` → `n` such calls, this call included
   when it is selected;
   `sum(f of …) = s` → one earlier call whose `f` makes up the rest; `seen(L)` → an earlier
   call of a tool producing `L`.
+
+An earlier call's arguments are solved from `c` (and the amount `f` must add) as a rule's
+witness call is (solve.py `a_call_meeting`), else an example call's; a call that would give
+another history term of the witness more than it needs (`called(…)` that must be false) gives
+way to one that does not.
 
 A step happens now (within every window) unless terms that differ only in their window need
 more within a wider window than within a narrower one: the terms are met narrowest window
@@ -29,6 +40,7 @@ case is skipped with that reason: a prelude is never made up.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -37,12 +49,15 @@ from typing import Any
 
 from harnessc.runtime import model as m
 from harnessc.runtime.history import result_labels
-from harnessc.runtime.provenance import fields_of
+from harnessc.runtime.provenance import extract, fields_of
 from harnessc.runtime.provenance import scalars as _result_scalars
 from harnessc.runtime.semantics import selects
+from pydantic import BaseModel
 
 from .assemble import sample_value
+from .budget import query_rlimit
 from .concrete import ABSENT, Call, canonical, holds_for, read_value, session_terms
+from .solve import a_call_meeting
 from .sources import FACTS, USER, holding_result, item_of
 from .text import spec_text, term_of, value_text
 
@@ -59,6 +74,10 @@ class Prelude:
 
     steps: list[m.SessionStep] = field(default_factory=list)
     missing: str | None = None
+    args: dict[str, Any] | None = None
+    """The call's arguments when the prelude gave a text of the call the items a quantifier
+    over `hosts(…)`, `urls(…)` or `emails(…)` needs: the call to replay has them. None: the
+    witness's own."""
 
     def to_json(self) -> list[dict[str, Any]]:
         return [s.model_dump(mode="json", exclude_defaults=True) for s in self.steps]
@@ -84,8 +103,10 @@ def session_prelude(spec: m.Spec, call: Call) -> Prelude:
     """The steps that give the witness call's session terms their values (see the module)."""
     if not call.session:
         return Prelude()
+    builder = _Builder(spec, call)
     try:
-        return Prelude(_Builder(spec, call).build())
+        steps = builder.build()
+        return Prelude(steps, args=builder.call.args if builder.call is not call else None)
     except _Missing as why:
         return Prelude(missing=str(why))
 
@@ -127,17 +148,24 @@ class _Builder:
         self.values: dict[str, tuple[Any, _Wants]] = {}
         self.steps: list[m.SessionStep] = []
         self.quoted = 0  # the texts made for an earlier call's argument to be quoted
+        self.solved: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]] | None] = {}
+        """The arguments solved for an earlier call of a tool meeting a goal (`candidates`)."""
 
     # --- what each term asks ------------------------------------------------------------------
 
     def build(self) -> list[m.SessionStep]:
+        self.texts()
         placed = self.placed()
         for term, value in self.terms:  # what the values need first: fillers avoid them
             if isinstance(term, m.Provenance) and canonical(term.value) in placed:
                 continue  # its sources are given (`Call.sources`)
             if isinstance(term, m.Provenance):
                 self.provenance(term, self.value(term.value, term), bool(value))
-            elif isinstance(term, m.Quantified) and not self.itemwise(term, placed):
+            elif isinstance(term, m.Quantified) and not _of_var(term):
+                continue  # the call's items give it its value (`texts`, `check`)
+            elif isinstance(term, m.Quantified) and (
+                isinstance(term.over, m.Extract) or not self.itemwise(term, placed)
+            ):
                 self.quantified(term, bool(value))
         for term, value in sorted(
             ((t, v) for t, v in self.terms if isinstance(t, m.History)), key=_window_order
@@ -155,6 +183,84 @@ class _Builder:
             self.given(key, classes)
         self.check()
         return self.steps
+
+    def texts(self) -> None:
+        """Give the call the items a quantifier needs when one must exist (`any` true, `all`
+        false): a text argument an item of `hosts(args.body)` & co, a list argument
+        (`args.to`) an item, for which a body that reads the item (`h == "a.test"`) has the
+        quantifier's value, and that keeps each quantifier over the same items that needs all
+        of them one way; for a body `h from …`, a sample item whose sources `quantified`
+        gives. The witness's items are kept; every quantifier is then evaluated on the
+        call's items (`check`)."""
+        added: dict[str, list[Any]] = {}
+        lists: set[str] = set()
+        quantified = [
+            (t, bool(v))
+            for t, v in self.terms
+            if isinstance(t, m.Quantified)
+            and (isinstance(t.over, m.Extract) or not (_of_var(t) or session_terms(t.body)))
+        ]
+        tool = self.spec.tools[self.call.tool]
+        for term, wanted in quantified:
+            if (term.quantifier == "any") != wanted:
+                continue  # every item (if any) has the body's value: checked on the items
+            over = term.over
+            # the item must also keep each quantifier over the same items that needs every
+            # item to have its body's value (`all` true, `any` false)
+            every = [
+                (t, w)
+                for t, w in quantified
+                if t.over == over and (t.quantifier == "any") != w and not _of_var(t)
+            ]
+            of = over.of if isinstance(over, m.Extract) else over
+            name = of.parts[0] if isinstance(of, m.Path) and len(of.parts) == 1 else ""
+            f = next((g for g in tool.input.fields if g.name == name), None)
+            if not (isinstance(of, m.Path) and of.root == "args") or f is None:
+                raise _Missing(f"no item is built for `{spec_text(term)}`: it reads no argument")
+            kind = f.type.item if isinstance(over, m.Path) else f.type
+            if (
+                kind is None
+                or kind.name != "string"
+                or kind.values
+                or f.pattern is not None
+                or (isinstance(over, m.Extract) and f.min is not None)
+                or (isinstance(over, m.Path) and (f.type.name != "list" or f.max is not None))
+            ):
+                raise _Missing(f"no item of `{spec_text(of)}` is built for `{spec_text(term)}`")
+            func = over.func if isinstance(over, m.Extract) else None
+            bodies = [term.body, *(t.body for t, _ in every)]
+            texts = [_ITEM_SAMPLES[func or ""]] if _of_var(term) else _item_texts(func, bodies)
+            item = next(
+                (
+                    got[0]
+                    for text in texts
+                    if (got := [text] if func is None else extract(func, text)) is not None
+                    and len(got) == 1
+                    and (_of_var(term) or self.body_holds(term.body, term.var, got[0]) == wanted)
+                    and all(self.body_holds(t.body, t.var, got[0]) == w for t, w in every)
+                ),
+                None,
+            )
+            if item is None:
+                raise _Missing(
+                    f"`{spec_text(term)}` = {value_text(wanted)} needs an item, and no "
+                    f"item this builds makes its body {value_text(wanted)}"
+                )
+            added.setdefault(name, []).append(item)
+            if isinstance(over, m.Path):
+                lists.add(name)
+        if not added:
+            return
+        args = dict(self.call.args)
+        for name, items in added.items():
+            have = args.get(name)
+            if isinstance(have, list):  # the witness's items, then those added
+                args[name] = [*have, *(i for i in dict.fromkeys(items) if i not in have)]
+            elif name in lists:
+                args[name] = list(dict.fromkeys(items))
+            else:  # a text of exactly the items added
+                args[name] = " ".join(dict.fromkeys(items))
+        self.call = dataclasses.replace(self.call, args=args)
 
     def placed(self) -> dict[str, list[str]]:
         """The call's values whose sources the witness gives (`Call.sources`), each kept apart
@@ -274,7 +380,8 @@ class _Builder:
             raise _Missing(
                 f"no prelude is built for `{spec_text(term)}`: only a body `{term.var} from …` is"
             )
-        items = self.value(term.over, term)
+        over = term.over
+        items = self.items(over) if isinstance(over, m.Extract) else self.value(over, term)
         if not isinstance(items, list):
             if not wanted:
                 return  # a quantifier over an absent value holds for no session
@@ -297,7 +404,7 @@ class _Builder:
                     assert term.label is not None
                     step = self.producing(term.label, term)
                 else:
-                    step = self.earlier(term)
+                    step = self.earlier(term, ago=ago)
                 self.steps.append(step.model_copy(update={"ago_ms": ago}))
             return
         have = self.evaluate(term)
@@ -309,11 +416,11 @@ class _Builder:
                     f"earlier steps ({have})"
                 )
             for _ in range(n):  # each after the sources `earlier` adds for it
-                self.steps.append(self.earlier(term).model_copy(update={"ago_ms": ago}))
+                self.steps.append(self.earlier(term, ago=ago))
             return
         rest = float(value) - float(have)
         if rest != 0:
-            self.steps.append(self.earlier(term, amount=rest).model_copy(update={"ago_ms": ago}))
+            self.steps.append(self.earlier(term, amount=rest, ago=ago))
 
     def ago(self, term: m.History) -> int | None:
         """How long before the call a step this term needs happens: now (None) unless another
@@ -361,29 +468,87 @@ class _Builder:
         ok = isinstance(value, int | float) and not isinstance(value, bool)
         return float(value) if ok else 0.0
 
-    def earlier(self, term: m.History, amount: float | None = None) -> m.SessionStep:
-        """An earlier call of a selected tool meeting the term's `when`, with a result; the
-        sources its `when` needs before it (a user message, a result) are added first."""
+    def earlier(
+        self, term: m.History, amount: float | None = None, ago: int | None = None
+    ) -> m.SessionStep:
+        """An earlier call of a selected tool meeting the term's `when`, with a result, made
+        `ago` before the call; the sources its `when` needs before it (a user message, a
+        result) are added first. Its arguments are solved from `when` (and the amount), else
+        an example call's; one that would give another term of the witness more than it
+        needs (`spoils`) is taken only when there is no other."""
+        spoiling: tuple[list[m.SessionStep], m.SessionStep] | None = None
         for tool in self.selected(term):
-            args = self.args_of(tool)
-            result = self.result_of(tool)
-            if amount is not None and not self.put_amount(term, tool, args, result, amount):
-                continue
-            found = self.meeting(term, tool, args, result)
-            if found is not None:
+            for candidate, returned in self.candidates(term, tool, amount):
+                args = dict(candidate)
+                result = {**self.result_of(tool), **returned}
+                if amount is not None and not self.put_amount(term, tool, args, result, amount):
+                    continue
+                found = self.meeting(term, tool, args, result)
+                if found is None:
+                    continue
                 sources, args = found
-                self.steps.extend(sources)
-                return m.SessionStep(tool=tool.id, args=args, result=result)
+                step = m.SessionStep(tool=tool.id, args=args, result=result, ago_ms=ago)
+                if not self.spoils(term, [*sources, step]):
+                    self.steps.extend(sources)
+                    return step
+                spoiling = spoiling or (sources, step)
+        if spoiling is not None:
+            self.steps.extend(spoiling[0])
+            return spoiling[1]
         if amount is not None:
             raise _Missing(
                 f"`{spec_text(term)}` needs an earlier call adding {value_text(amount)}, which "
-                "no example call of a tool it selects can add"
+                "no call of a tool it selects can add"
             )
         raise _Missing(
-            f"no example call of a tool `{spec_text(term)}` selects meets its `when`"
+            f"no call of a tool `{spec_text(term)}` selects meets its `when`"
             if term.where is not None
             else f"`{spec_text(term)}` selects no tool an example call can be made of"
         )
+
+    def candidates(
+        self, term: m.History, tool: m.Tool, amount: float | None
+    ) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
+        """The arguments an earlier call of `tool` is tried with, and the values of its result
+        `when` reads: a call solved to meet the term's `when` and carry the amount (solve.py,
+        as a rule's witness call is found), then the example call's. Either is checked
+        concretely (`meeting`), never trusted."""
+        goal = term.where
+        f = term.field
+        if amount is not None and f is not None and f.root == "args":
+            whole = amount.is_integer()
+            literal = m.Literal(
+                value=int(amount) if whole else amount, type="int" if whole else "float"
+            )
+            equal = m.Compare(op="==", left=f, right=literal)
+            goal = equal if goal is None else m.And(items=(goal, equal))
+        if goal is not None:
+            key = (tool.id, canonical(goal))
+            if key not in self.solved:
+                found = a_call_meeting(self.spec, tool, goal, query_rlimit())
+                self.solved[key] = None if found is None else (found[0].args, found[1])
+            solved = self.solved[key]
+            if solved is not None:
+                yield solved
+        yield self.args_of(tool), {}
+
+    def spoils(self, term: m.History, added: Sequence[m.SessionStep]) -> bool:
+        """Whether steps added for `term` give another history term of the witness more than
+        it needs: a `called`, `succeeded` or `seen` that must be false made true, a `count`
+        past its number."""
+        others = [(t, v) for t, v in self.terms if isinstance(t, m.History) and t != term]
+        saved = self.steps
+        self.steps = [*saved, *added]
+        try:
+            for other, wanted in others:
+                got = self.evaluate(other)
+                if other.func == "count" and got > wanted:
+                    return True
+                if other.func in ("called", "succeeded", "seen") and got and not wanted:
+                    return True
+            return False
+        finally:
+            self.steps = saved
 
     def meeting(
         self, term: m.History, tool: m.Tool, args: dict[str, Any], result: Any
@@ -644,7 +809,7 @@ class _Builder:
         if isinstance(term, m.Provenance):
             return self.holds(term, read_value(self.spec, term.value, self.call))
         if isinstance(term, m.Quantified):
-            items = read_value(self.spec, term.over, self.call)
+            items = self.items(term.over)
             if not isinstance(items, list):
                 return False  # as the runtime: a quantifier over an absent value holds for none
             found = [self.body_holds(term.body, term.var, item) for item in items]
@@ -670,6 +835,15 @@ class _Builder:
         total = sum(self.amount(term, Call(s.tool or "", dict(s.args)), s.result) for s in meets)
         total += self.amount(term, self.call, ABSENT) if this else 0.0
         return int(total) if total.is_integer() else total
+
+    def items(self, over: m.Value) -> Any:
+        """What a quantifier ranges over: a list of the call, or the items of one of its
+        texts (`hosts(args.body)`), as the witness gives them, else as the runtime finds them."""
+        value = read_value(self.spec, over, self.call)
+        if isinstance(over, m.Extract) and value is ABSENT:
+            found = extract(over.func, read_value(self.spec, over.of, self.call))
+            return ABSENT if found is None else found
+        return value
 
     def body_holds(self, body: m.Condition, var: str, item: Any) -> bool:
         """A quantifier's body for one item: provenance of the item, with `and`, `or`, `not`."""
@@ -697,6 +871,40 @@ class _Builder:
         call = Call(tool.id, dict(step.args))
         call.session = self.session_of(term.where, call, before)
         return holds_for(self.spec, term.where, call, step.result)
+
+
+def _of_var(term: m.Quantified) -> bool:
+    """Whether a quantifier's body is the provenance of its item (`x from …`)."""
+    body = term.body
+    return isinstance(body, m.Provenance) and body.value == m.Path(root="var", parts=(term.var,))
+
+
+_ITEM_SAMPLES = {
+    "hosts": "sample.test",
+    "urls": "https://sample.test/",
+    "emails": "a@sample.test",
+    "": "item-sample",
+}
+"""An item no body names: of an extracted kind, or of a list argument ("")."""
+
+
+def _item_texts(func: str | None, bodies: Sequence[m.Condition]) -> list[str]:
+    """Texts an item of `func` may be made of: each text the bodies name, alone and with a
+    sample around it (`.corp` → `sample.corp`), then a sample no body names."""
+    texts: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, m.Literal) and isinstance(node.value, str):
+            texts.extend((node.value, f"sample{node.value}", f"{node.value}sample"))
+        elif isinstance(node, BaseModel):
+            for name in type(node).model_fields:
+                walk(getattr(node, name))
+        elif isinstance(node, tuple | list):
+            for item in node:
+                walk(item)
+
+    walk(bodies)
+    return [*dict.fromkeys(texts), _ITEM_SAMPLES[func or ""]]
 
 
 def _asked(where: m.Condition, every: bool = False) -> list[m.Provenance]:

@@ -26,7 +26,8 @@ booleans and terms are smt_terms.py, which both read.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,7 @@ __all__ = [
     "UNTYPED_SORTS",
     "Encoder",
     "canonical",
+    "own_context",
     "search_regex",
 ]
 
@@ -66,10 +68,30 @@ def fresh_context() -> None:
     default context in the module global `_main_ctx` (z3-solver is pinned); the caches of z3
     terms are cleared with it, since terms of two contexts cannot be mixed.
     """
+    _use_context(z3.Context())
+
+
+@contextmanager
+def own_context() -> Iterator[None]:
+    """A fresh z3 context (`fresh_context`) for what is solved within, then the one before it
+    again: a question asked in the middle of another analysis (a witness's prelude) gets the
+    same answer in any process, and leaves the terms of the analysis around it usable."""
+    saved = _use_context(z3.Context())
+    try:
+        yield
+    finally:
+        _use_context(saved)
+
+
+def _use_context(context: z3.Context) -> z3.Context:
+    """Make `context` z3py's default context and return the one it replaces. z3py keeps it in
+    the module global `_main_ctx` (z3-solver is pinned; its stubs leave the global out). The
+    caches of z3 terms are cleared with it: terms of two contexts cannot be mixed."""
     z3_module = importlib.import_module("z3.z3")
-    # z3's stubs leave out the private `_main_ctx` global
-    z3_module._main_ctx = z3.Context()  # type: ignore[attr-defined]
+    old: z3.Context = z3_module._main_ctx  # type: ignore[attr-defined]
+    z3_module._main_ctx = context  # type: ignore[attr-defined]
     regex.forget()
+    return old
 
 
 @dataclass

@@ -30,12 +30,12 @@ from .budget import out_of_budget, spent
 from .concrete import Call
 from .examples import forget_examples
 from .partition import Absent, Answers, Example, Undecided, beaten_by, winner
-from .smt import Encoder, fresh_context
+from .smt import Encoder, fresh_context, own_context
 from .smt_session import SESSION
 from .smt_terms import Key, Registry, conj, negate, to_z3
 from .text import term_of
 
-__all__ = ["Questions", "solve_partition"]
+__all__ = ["Questions", "a_call_meeting", "solve_partition"]
 
 # ---------------------------------------------------------------------------------------------
 # Reading a call back out of a model
@@ -259,9 +259,41 @@ class Questions:
     def call(self, model: z3.ModelRef | Completed, absent: Iterable[Key] = ()) -> Call:
         """The call the completed model describes: every variable the rules read, read back
         as the winner reads it."""
+        return self.assembler(model, absent).call()
+
+    def assembler(self, model: z3.ModelRef | Completed, absent: Iterable[Key] = ()) -> Assembler:
+        """The assembler of the completed model's reading (`call`)."""
         reading = _read_model(self.complete(model).values, self.registry)
         _texts_for(reading, self.enc.texts(), _quoted_keys(self.registry))
-        return Assembler(self.spec, self.tool, reading, set(absent)).call()
+        return Assembler(self.spec, self.tool, reading, set(absent))
+
+
+def a_call_meeting(
+    spec: m.Spec, tool: m.Tool, condition: m.Condition, rlimit: int
+) -> tuple[Call, dict[str, Any]] | None:
+    """A call to `tool` that meets `condition` as the encoding reads it (a history term's
+    `when`, for an earlier call of a witness's prelude), assembled as a witness is, with the
+    values of its result the condition reads (`result.*`); None when there is none or z3 gives
+    up. Solved in a context of its own (`own_context`), so the answer depends on nothing else.
+    The caller checks the call concretely: an inexact encoding may give one that does not
+    meet it."""
+    with own_context():
+        registry: Registry = {}
+        enc = Encoder(spec, tool, registry)
+        rule = m.Rule(
+            label="when#0", policy="when", effect="allow", selectors=(), condition=condition
+        )
+        enc.prepare([rule])
+        try:
+            goal = enc.cond(condition)
+            questions = Questions(spec, tool, enc, registry, rlimit)
+            found = questions.check(goal)
+            if not isinstance(found, z3.ModelRef):
+                return None
+            assembler = questions.assembler(found)
+            return assembler.call(), assembler.untyped_children(("result",), None)
+        except z3.Z3Exception:
+            return None  # the caller tries an example call instead
 
 
 class _Bucket(Questions):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -11,9 +12,9 @@ from harnessc.runtime.model import (
     SpecTest,
 )
 
-from ...analysis.concrete import session_terms
+from ...analysis.concrete import Call, decide, session_terms
 from ...analysis.policy import Finding, PolicyAnalysis
-from ...analysis.prelude import session_prelude
+from ...analysis.prelude import Prelude, session_of, session_prelude
 from ...analysis.text import session_lines
 from ...testing import policy_of, rule_names, split_facts, step_json
 from .context import EXECUTION_KEYS, CaseContext
@@ -181,6 +182,8 @@ def plan_witnesses(
                 witness = available
             c = witness.call
             prelude = session_prelude(spec, c) if c.session else None
+            if prelude is not None and prelude.args is not None:
+                c = _with_text(spec, policy_name, witness, prelude)
             if c.session:
                 base["session"] = session_lines(c.session)
             case = _call_case(
@@ -218,6 +221,24 @@ def plan_witnesses(
                 )
             cases.append(case)
     return cases
+
+
+def _with_text(spec: Spec, policy: str, witness: Any, prelude: Prelude) -> Call:
+    """The witness call with the text its prelude gives it (the items a quantifier over
+    `hosts(…)` & co needs), when the reference evaluator still decides it as the witness
+    says; else the prelude is marked missing, and the case skipped with the reason."""
+    assert prelude.args is not None
+    call = dataclasses.replace(witness.call, args=prelude.args)
+    judged = dataclasses.replace(call, session=session_of(spec, call, prelude.steps))
+    again = decide(spec, spec.policies[policy], judged)
+    d = witness.decision
+    if (again.effect, again.rule) != (d.effect, d.rule):
+        prelude.missing = (
+            "the text its session needs changes how the call is decided "
+            f"(`{again.effect}` by `{again.rule or 'the default'}`)"
+        )
+        return witness.call  # type: ignore[no-any-return]
+    return call
 
 
 def _rule_label(spec: Spec, policy: str, written: str | None) -> str | None:
