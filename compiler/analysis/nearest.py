@@ -540,7 +540,7 @@ class _Search:
         ]
         members += [
             (item, var)
-            for name, var in self.enc._vars.items()
+            for name, var in self.enc.variables.items()
             if (info := self.bucket.registry.get(name)) is not None
             and not info.alt
             and info.key == g
