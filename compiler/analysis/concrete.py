@@ -392,11 +392,13 @@ def _quantified(node: m.Quantified, ctx: _Context) -> bool:
     """`all`/`any x in …`: false over an absent value (as the runtime: it holds for neither),
     else from the call's session state, else item by item."""
     items = _value(node.over, ctx)
-    if not isinstance(items, list):
-        return False
+    if isinstance(node.over, m.Path) and not isinstance(items, list):
+        return False  # the call lacks the list: whatever state the session holds for it
     known = ctx.call.session.get(canonical(node), ABSENT)
     if known is not ABSENT:
         return bool(known)
+    if not isinstance(items, list):  # an extraction the session state does not give
+        return False
     outer = ctx.bound.get(node.var, ABSENT)
     results = []
     for item in items:
