@@ -237,12 +237,16 @@ def test_a_result_field_on_success_adds_to_a_fact_is_trusted_whatever_the_tool(
         assert code == 0, out
 
 
-def test_an_on_success_add_of_a_result_field_feeds_a_from_trusted_rule(tmp_path: Path) -> None:
+def test_an_on_success_add_of_a_result_field_feeds_a_from_trusted_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     without = ADDING_CRM.replace("ADD", "")
     a, b, comparison = compared(tmp_path, without, ADDS)
     [region] = comparison.regions
     assert region.change == "deny→allow" and region.verified and region.widened, region.notes
     assert replays(a, b, region)
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 1 and "on_success: none → add result.email to known" in out, out
     a, b, comparison = compared(tmp_path / "back", ADDS, without)
     [region] = comparison.regions
     assert region.change == "allow→deny" and region.verified, region.notes
