@@ -131,8 +131,9 @@ def call_of(spec: Spec, test: SpecTest, now_ms: int | None = None) -> CallContex
     """The frozen call a test describes. In `facts`, a declared connection or runtime set to
     `true` is up (`connected(c)`, `running(r)`); lists under `connected`/`running` work too.
     A test's `before` steps (user messages, earlier calls with results, `ago`) make the
-    session's ledger, replayed by the runtime (`prelude_ledger`) as of `now_ms`."""
-    from harnessc.runtime.history import prelude_ledger
+    session's ledger, replayed by the runtime (`prelude_ledger`) as of `now_ms`, and add to
+    the facts what their `on_success` adds (`facts_after`)."""
+    from harnessc.runtime.history import facts_after, prelude_ledger
     from harnessc.runtime.policy import CallContext
 
     facts, connected, running = split_facts(spec, test)
@@ -141,7 +142,8 @@ def call_of(spec: Spec, test: SpecTest, now_ms: int | None = None) -> CallContex
     extra: dict[str, Any] = {}
     if test.before:
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        extra["ledger"] = prelude_ledger(spec, test.before, now)
+        extra["ledger"] = prelude_ledger(spec, test.before, now, facts)
+        facts = facts_after(spec, test.before, facts)  # what `on_success` added
     return CallContext(
         tool_id=test.tool or "",
         args=_with_defaults(spec, test.tool, dict(test.args)),

@@ -23,7 +23,8 @@ See docs/runtime.md for the guide.
 - PendingCall, Refusal, REFUSAL_CODES, Validator, ToolNames, thaw: normalize
 - Decision, CallContext, PolicyEngine: compiled decisions (runtime/policy.py)
 - Ledger, HistoryTerms: a session's provenance index and history (runtime/history.py);
-  prelude_ledger: the ledger of a session's earlier steps (SessionStep) before a call
+  prelude_ledger: the ledger of a session's earlier steps (SessionStep) before a call;
+  facts_after: the session's facts after those steps (what their `on_success` added)
 - ApprovalRequest, ApprovalGrant, ApprovalOutcome, ApprovalError: approvals
 - Result, Outcome, Accepted, ExecutorContext: executors (Accepted: asynchronous work)
 - Evidence, EvidenceItem: evidence
@@ -111,6 +112,7 @@ __all__ = [
     "Workflows",
     "anthropic_tool",
     "canonical_json",
+    "facts_after",
     "input_hash",
     "input_schema",
     "load_tool_embeddings",
@@ -186,6 +188,7 @@ _WHERE = {
     "Workflows": "workflows",
     "anthropic_tool": "adapters",
     "canonical_json": "canonical",
+    "facts_after": "history",
     "input_hash": "canonical",
     "input_schema": "adapters",
     "load_tool_embeddings": "exposure",
@@ -229,7 +232,7 @@ if TYPE_CHECKING:
     from .exports import StrictParameters, mcp_tool, strict_parameters
     from .exposure import Exposure, ExposureTrace, load_tool_embeddings
     from .harness import Harness, HarnessError
-    from .history import HistoryTerms, Ledger, prelude_ledger
+    from .history import HistoryTerms, Ledger, facts_after, prelude_ledger
     from .integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
     from .lifecycle import Action, ActionError, ActionState, IllegalTransitionError
     from .model import SessionStep, Spec

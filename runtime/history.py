@@ -53,6 +53,7 @@ __all__ = [
     "WORKFLOW_STEP_RESULT",
     "HistoryTerms",
     "Ledger",
+    "facts_after",
     "history_key",
     "prelude_ledger",
     "reads_session",
@@ -287,11 +288,17 @@ class Ledger:
         self._lock = threading.RLock()
 
     @classmethod
-    def from_steps(cls, terms: HistoryTerms, steps: Iterable[SessionStep], now_ms: int) -> Ledger:
+    def from_steps(
+        cls,
+        terms: HistoryTerms,
+        steps: Iterable[SessionStep],
+        now_ms: int,
+        facts: Mapping[str, Any] | None = None,
+    ) -> Ledger:
         """A ledger for a spec test's session (`SpecTest.before`), in written order: a user
         message, or an earlier call that was authorised and succeeded with its result
-        (`ago_ms` before `now_ms`, else at `now_ms`). Event positions are 1, 2, …; the
-        ledger's clock is `now_ms`.
+        (`ago_ms` before `now_ms`, else at `now_ms`), whose `on_success` adds to the session's
+        `facts` (`facts_added`). Event positions are 1, 2, …; the ledger's clock is `now_ms`.
 
         >>> from harnessc.runtime.model import SessionStep, Spec
         >>> ledger = Ledger.from_steps(HistoryTerms(Spec(name="s", root_module="s")),
@@ -301,7 +308,7 @@ class Ledger:
         """
         ledger = cls(terms)
         position = 0
-        facts: dict[str, Any] = {}
+        facts = dict(facts or {})
         for n, step in enumerate(steps, 1):
             position += 1
             if step.said is not None:
@@ -710,13 +717,38 @@ def condition_terms(conditions: Iterable[Condition | None]) -> list[History]:
     return [t for c in conditions for t in session_terms(c) if isinstance(t, History)]
 
 
-def prelude_ledger(spec: Spec, steps: Iterable[SessionStep], now_ms: int) -> Ledger:
+def facts_after(
+    spec: Spec, steps: Iterable[SessionStep], facts: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The session's facts after its earlier steps (`SpecTest.before`): `facts` with what
+    each earlier call's `on_success` added, in order (`facts_added`), as the runtime holds
+    them when the next call is decided.
+
+    >>> from harnessc.runtime.model import SessionStep, Spec
+    >>> facts_after(Spec(name="s", root_module="s"), [SessionStep(said="hi")], {"a": [1]})
+    {'a': [1]}
+    """
+    out = dict(facts)
+    for step in steps:
+        tool = spec.tools.get(step.tool) if step.said is None and step.tool is not None else None
+        if tool is not None:
+            out.update(facts_added(tool, step.args, step.result, out))
+    return out
+
+
+def prelude_ledger(
+    spec: Spec,
+    steps: Iterable[SessionStep],
+    now_ms: int,
+    facts: Mapping[str, Any] | None = None,
+) -> Ledger:
     """The ledger of a session before its call, from a spec test's or a generated case's
-    earlier steps (`SpecTest.before`): `Ledger.from_steps` over the spec's history terms.
+    earlier steps (`SpecTest.before`): `Ledger.from_steps` over the spec's history terms,
+    the session opened with `facts` (the facts the call reads are `facts_after` the steps).
 
     >>> from harnessc.runtime.model import SessionStep, Spec
     >>> spec = Spec(name="s", root_module="s")
     >>> prelude_ledger(spec, [SessionStep(said="pay DE89370400440532013000")], 0).now_ms
     0
     """
-    return Ledger.from_steps(HistoryTerms(spec), steps, now_ms)
+    return Ledger.from_steps(HistoryTerms(spec), steps, now_ms, facts)

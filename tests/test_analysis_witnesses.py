@@ -23,6 +23,8 @@ from .budget import examples
 from .test_analysis_cells import ATOMS
 
 TOOL = """
+fact known.names: list<string>
+
 tool t {
   summary "A tool."
   effects write
@@ -120,6 +122,34 @@ def test_a_value_the_model_leaves_out_is_read_as_the_winner_reads_it() -> None:
     _findings_hold(spec, analysis)
 
 
+# `args.s in known.names`: the witness's list holds the value; `r1` needs it to be "x", which
+# the list does not hold, so no call matches it
+LIST_FACT = """
+policy p {
+  default allow
+  r0: deny t when args.s in known.names and not (known.names has "x") {
+    reason "r0"
+  }
+  r1: deny t when args.s == "x" and args.s in known.names and not (known.names has "x") {
+    reason "r1"
+  }
+}
+"""
+
+
+def test_a_value_in_a_list_fact_is_held_by_the_witness_list() -> None:
+    spec, analysis = _checked(TOOL + LIST_FACT)
+    for rules, answers in _z3_answers(spec):
+        _check_claims(spec, spec.policies["spec.p"], rules, answers)
+    witness = analysis.witness("spec.p", "p.r0")
+    assert witness is not None and witness.exact
+    assert witness.call.args["s"] in witness.call.facts["known.names"]
+    assert "x" not in witness.call.facts["known.names"]
+    [never] = [f for f in analysis.findings if f.rule == "p.r1" and f.kind == "unsatisfiable"]
+    assert never.exact
+    _findings_hold(spec, analysis)
+
+
 Z3_ATOMS = (
     *ATOMS[:4],
     'args.s startswith "a"',
@@ -132,6 +162,8 @@ Z3_ATOMS = (
     'resource.tenant == "t1"',
     "resource.tenant != actor.tenant",
     'env.region == "eu"',
+    "args.s in known.names",
+    'known.names has "x"',
 )
 
 

@@ -5,13 +5,16 @@ failure shows the steps it was given."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from harnessc.compiler import pipeline, testing
+from harnessc.compiler.analysis.compare import runtime_call
+from harnessc.compiler.analysis.concrete import Call
 from harnessc.compiler.testing import render_run, run_spec_tests
 from harnessc.runtime import model as m
 
 from .conftest import ROOT
-from .session_specs import arg, prov, rule, spec_of
+from .session_specs import DrawnSpec, arg, prov, rule, spec_of, tools_text
 
 IBAN = "DE89370400440532013000"
 BEFORE = (
@@ -86,3 +89,27 @@ def test_provenance_inside_a_history_term_reads_the_earlier_call_as_it_was_made(
     assert spec is not None
     run = run_spec_tests(spec, file="history_provenance.harness")
     assert (run.passed, run.failed) == (6, 0), render_run([run])
+
+
+def test_earlier_steps_give_the_facts_their_on_success_added(tmp_path: Path) -> None:
+    """`on_success add args.iban to known.ibans`: after an earlier payment the runtime's facts
+    hold its IBAN, and so do a spec test's (`call_of`) and a witness's (`runtime_call`)."""
+    deny = '  r0: deny pay.send when args.iban in known.ibans {\n    reason "Paid."\n  }'
+    path = tmp_path / "d.harness"
+    path.write_text(DrawnSpec(tools_text(on_success=True), "allow", (deny,), frozenset()).text)
+    spec = pipeline.check([path]).model
+    assert spec is not None
+    paid = m.SessionStep(tool="pay.send", args={"iban": IBAN, "amount": 5}, result={"ref": "r"})
+    test = m.SpecTest(
+        name="paid before",
+        policy="d.p",
+        tool="pay.send",
+        args={"iban": IBAN, "amount": 5},
+        before=(paid,),
+        expect=m.Expectation(effect="deny", rule="p.r0"),
+    )
+    assert testing.call_of(spec, test).facts == {"known.ibans": [IBAN]}
+    run = run_spec_tests(spec.model_copy(update={"tests": {"d.paid before": test}}))
+    assert (run.passed, run.failed) == (1, 0), render_run([run])
+    call = Call(tool="pay.send", args={"iban": IBAN, "amount": 5}, facts={"known.ibans": ["x"]})
+    assert runtime_call(spec, call, [paid]).facts == {"known.ibans": ["x", IBAN]}

@@ -12,7 +12,7 @@ from typing import Any
 
 from harnessc.runtime import model as m
 
-from .concrete import BUILTINS, Call, format_duration
+from .concrete import BUILTINS, Call, format_duration, read_value
 from .text import term_of
 
 __all__ = ["Assembler", "Reading", "sample_value"]
@@ -80,6 +80,9 @@ class Reading:
     members: dict[Key, dict[Any, bool]] = field(default_factory=dict)
     funcs: dict[tuple[str, str], bool] = field(default_factory=dict)
     lengths: dict[Key, int] = field(default_factory=dict)
+    holds: dict[Key, dict[Key, bool]] = field(default_factory=dict)
+    """Whether each list holds a value of the call (`args.iban in known.ibans`), by the
+    list and the value."""
     session: dict[str, Any] = field(default_factory=dict)
     """Session state by the term's canonical form (smt_session.SESSION): a boolean, a number,
     or the items of an `urls`/`hosts`/`emails` term."""
@@ -147,6 +150,10 @@ class Assembler:
         if key == ("actor", "roles"):
             role = self.actor_role()
             items = [role, *[i for i in items if i != role]]
+        for value_key, held in sorted(self.r.holds.get(key, {}).items()):
+            value = self.value_of(value_key) if held else None
+            if value is not None and value not in items:
+                items.append(value)
         count = int(f.min) if f is not None and f.min is not None else 0
         count = max(count, self.r.lengths.get(key, 0))
         n = 0
@@ -158,6 +165,25 @@ class Assembler:
             if filler not in members:
                 items.append(filler)
         return items
+
+    def value_of(self, key: Key) -> Any:
+        """The value of the call at `key`, as the witness gives it (None: it has none)."""
+        if key == ("actor", "role"):
+            return self.actor_role()
+        if key[0] == "args":
+            fields, found = self.tool.input.fields, None
+            for part in key[1:]:
+                found = next((g for g in fields if g.name == part), None)
+                if found is None:
+                    return None
+                fields = found.type.fields
+            return None if found is None else self.typed(key, found, found.type)
+        if key[0] == "fact" and len(key) == 2 and key[1] in self.spec.facts:
+            return self.typed(key, None, self.spec.facts[key[1]].type)
+        known = BUILTINS.get(key[:2]) if len(key) == 2 else None
+        if known is not None:
+            return self.typed(key, None, known[0])
+        return self.untyped(key)
 
     def actor_role(self) -> str:
         """`actor.role`: as the model reads it, or `member` when no rule reads it."""
@@ -253,7 +279,7 @@ class Assembler:
                 facts[name] = self.typed(key, None, fact.type)
         connections = {n: v for (f, n), v in self.r.funcs.items() if f == "connected"}
         runtimes = {n: v for (f, n), v in self.r.funcs.items() if f == "running"}
-        return Call(
+        call = Call(
             tool=self.tool.id,
             args=self.fields(("args",), self.tool.input.fields),
             actor=actor,
@@ -266,3 +292,19 @@ class Assembler:
             runtimes=runtimes,
             session=dict(sorted(self.r.session.items())),
         )
+        return self.without_absent_lists(call)
+
+    def without_absent_lists(self, call: Call) -> Call:
+        """The call without the state of a quantifier over a list it lacks: the runtime reads
+        none (the quantifier holds for neither), so the witness carries none."""
+        dropped = [
+            key
+            for key in call.session
+            if isinstance(term := term_of(key), m.Quantified)
+            and isinstance(term.over, m.Path)
+            and term.over.root != "var"
+            and not isinstance(read_value(self.spec, term.over, call), list)
+        ]
+        for key in dropped:
+            del call.session[key]
+        return call

@@ -176,8 +176,9 @@ class _Runtime:
 
 def runtime_call(spec: m.Spec, call: Call, steps: Sequence[m.SessionStep] = ()) -> Any:
     """The witness as the runtime's `CallContext` (schema defaults filled in as normalize
-    does; `steps`, the session before it, replayed into a ledger)."""
-    from harnessc.runtime.history import prelude_ledger
+    does; `steps`, the session before it, replayed into a ledger, and the facts as their
+    `on_success` leaves them)."""
+    from harnessc.runtime.history import facts_after, prelude_ledger
     from harnessc.runtime.policy import CallContext
 
     args = dict(call.args)
@@ -190,7 +191,7 @@ def runtime_call(spec: m.Spec, call: Call, steps: Sequence[m.SessionStep] = ()) 
     tool_call_id = execution.get("tool_call_id")
     extra: dict[str, Any] = {}
     if steps or call.sources:
-        ledger = prelude_ledger(spec, steps, int(time.time() * 1000))
+        ledger = prelude_ledger(spec, steps, int(time.time() * 1000), call.facts)
         # the session's facts are sources too (trusted), as a session opened with them
         ledger.facts(call.facts, position=0)
         extra["ledger"] = ledger
@@ -201,7 +202,7 @@ def runtime_call(spec: m.Spec, call: Call, steps: Sequence[m.SessionStep] = ()) 
         resource=dict(call.resource),
         task=dict(call.task),
         env=dict(call.env),
-        facts=dict(call.facts),
+        facts=facts_after(spec, steps, call.facts),
         connected=frozenset(k for k, v in call.connections.items() if v),
         running=frozenset(k for k, v in call.runtimes.items() if v),
         tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,

@@ -389,12 +389,14 @@ def _provenance(node: m.Provenance, ctx: _Context) -> bool:
 
 
 def _quantified(node: m.Quantified, ctx: _Context) -> bool:
-    known = ctx.call.session.get(canonical(node), ABSENT)
-    if known is not ABSENT:
-        return bool(known)
+    """`all`/`any x in …`: false over an absent value (as the runtime: it holds for neither),
+    else from the call's session state, else item by item."""
     items = _value(node.over, ctx)
     if not isinstance(items, list):
         return False
+    known = ctx.call.session.get(canonical(node), ABSENT)
+    if known is not ABSENT:
+        return bool(known)
     outer = ctx.bound.get(node.var, ABSENT)
     results = []
     for item in items:

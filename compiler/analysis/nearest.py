@@ -33,7 +33,7 @@ from harnessc.runtime.conditions import Scope, evaluate, read_path, roles_of, va
 from harnessc.runtime.history import prelude_ledger
 from harnessc.runtime.policy import CallContext, Decision, PolicyEngine
 from harnessc.runtime.policy import call_scope as runtime_scope
-from harnessc.runtime.semantics import selects, tool_view
+from harnessc.runtime.semantics import selects, tool_view, value_in
 from pydantic import BaseModel
 
 from .budget import query_rlimit
@@ -278,6 +278,8 @@ class _Search:
             return None  # absent: only its presence is pinned
         if role == "in":
             return z3.BoolVal(isinstance(value, list | tuple) and detail in value)
+        if role == "inv":  # the list holds a value of the call (`args.iban in known.ibans`)
+            return z3.BoolVal(value_in(_read(self.scope, detail), value))
         if role == "len":
             return z3.IntVal(len(value)) if isinstance(value, list | tuple | dict | str) else None
         if role == "tag":
@@ -535,6 +537,15 @@ class _Search:
             and not info.alt
             and info.key == g
             and info.role in ("in", "len")
+        ]
+        members += [
+            (item, var)
+            for name, var in self.enc.variables.items()
+            if (info := self.bucket.registry.get(name)) is not None
+            and not info.alt
+            and info.key == g
+            and info.role == "inv"
+            and (item := _dig(_records(proposal), info.detail)) is not None
         ]
         if members:
             has = self.enc._vars.get(f"has|{chr(31).join(g)}|None")

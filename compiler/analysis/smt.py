@@ -39,7 +39,7 @@ from . import regex
 from .concrete import BUILTINS, STRING, canonical
 from .regex import MAX_SEARCH_WIDTH, MAX_SMT_TEXT, search_regex
 from .smt_session import SESSION_OLD, SOURCE, SessionEncoding
-from .smt_terms import Bool, Key, Registry, Term, VarInfo, conj, disj, negate
+from .smt_terms import Bool, Key, Registry, Term, VarInfo, conj, disj, negate, to_z3
 from .sources import SourceClasses
 
 __all__ = [
@@ -118,6 +118,8 @@ class Encoder(SessionEncoding):
     _provenance: dict[str, dict[tuple[str, str | None, bool], Any]] = field(default_factory=dict)
     _windows: dict[str, dict[int | None, Any]] = field(default_factory=dict)
     _quantified: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _members: dict[Key, list[tuple[m.Value, Any]]] = field(default_factory=dict)
+    """The memberships of each list made so far, by element (`related`)."""
     sources: SourceClasses | None = None
     kept: dict[str, Any] = field(default_factory=dict)
     _by_class: dict[str, list[Any]] = field(default_factory=dict)
@@ -690,6 +692,10 @@ class Encoder(SessionEncoding):
         elif isinstance(right, m.Literal) and right.type != "bool":
             word = right.value
         if word is None:
+            if isinstance(right, m.Path) and right.root != "var" and right.parts:
+                held = self.holds_value(t, right)
+                if held is not None:
+                    return held
             return self.free(where, "`has` with an element z3 cannot express")
         if t.kind == "record" or (t.kind == "untyped" and isinstance(right, m.EnumMember)):
             assert t.key is not None
@@ -700,7 +706,11 @@ class Encoder(SessionEncoding):
         if t.kind == "untyped":
             t = self.untyped_as(t, "other")
         if t.kind == "list":
-            return conj(t.present, self.member(t, word))
+            held = self.member(t, word)
+            element = isinstance(right, m.Literal | m.EnumMember)
+            if element and t.key is not None and t.key[0] != "extract":
+                self.related(t.key, right, held)  # type: ignore[arg-type]
+            return conj(t.present, held)
         if t.kind == "effects":
             return t.extra.get(str(word), False)
         if t.kind == "constlist":
@@ -719,12 +729,40 @@ class Encoder(SessionEncoding):
             return self.var("in", key, "bool", word, t.alt, roles)
         return self.var("in", key, "bool", word, t.alt)
 
+    def holds_value(self, t: Term, value: m.Path) -> Bool | None:
+        """A list holds a value of the call (`args.iban in facts.ibans`): a variable of its
+        own, equal to every other membership of the list whose element equals the value (the
+        witness puts the value in the list when it holds: assemble.py). None when z3 cannot
+        express it."""
+        if t.kind != "list" or t.key is None or t.key[0] == "extract" or t.alt:
+            return None
+        if t.key == ("actor", "roles"):
+            return None
+        v = self.operand(value)
+        if v.kind not in ("sym", "str", "int", "enum") or v.key is None:
+            return None
+        held = self.var("inv", t.key, "bool", v.key)
+        self.related(t.key, value, held)
+        return conj(t.present, v.present, held)
+
+    def related(self, key: Key, element: m.Value, held: Any) -> None:
+        """Two memberships of one list whose elements are equal are one membership."""
+        known = self._members.setdefault(key, [])
+        if any(held is other for _, other in known):
+            return
+        for other_element, other in known:
+            if isinstance(element, m.Path) or isinstance(other_element, m.Path):
+                same = self.compare(m.Compare(op="==", left=element, right=other_element))
+                if same is not False:
+                    self.domain.append(z3.Implies(to_z3(same), held == other))
+        known.append((element, held))
+
     def member_of(self, c: m.Compare) -> Bool:
         if isinstance(c.right, m.ListValue):
             return disj(
                 *(self.compare(m.Compare(op="==", left=c.left, right=i)) for i in c.right.items)
             )
-        if isinstance(c.left, m.Literal | m.EnumMember):
+        if isinstance(c.left, m.Literal | m.EnumMember | m.Path):
             return self.has(c.right, c.left, c)
         return self.free(c, "`in` with operands z3 cannot express")
 

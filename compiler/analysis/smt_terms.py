@@ -72,7 +72,8 @@ class Term:
 
 @dataclass
 class VarInfo:
-    """What a z3 variable stands for: `role` is has, v, tag, in, fn or free."""
+    """What a z3 variable stands for: `role` is has, v, tag, in, inv (a list holds a value of
+    the call: `key` is the list's, `detail` the value's), fn or free."""
 
     role: str
     key: Key

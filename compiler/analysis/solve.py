@@ -79,6 +79,8 @@ def _read_model(values: Iterable[tuple[str, Any]], registry: Registry) -> Readin
             out.tags[info.key] = value
         elif info.role == "in":
             out.members.setdefault(info.key, {})[info.detail] = bool(value)
+        elif info.role == "inv":
+            out.holds.setdefault(info.key, {})[info.detail] = bool(value)
         elif info.role == "fn":
             out.funcs[(info.key[0], info.key[1])] = bool(value)
     return out

@@ -32,6 +32,7 @@ from harnessc.runtime import (
     Session,
     SessionStep,
     Validator,
+    facts_after,
     prelude_ledger,
 )
 
@@ -139,15 +140,18 @@ def refused_as_unavailable(h: Harness, case: Mapping[str, Any]) -> list[str]:
     return unavailable_problems(result, case["unavailable"]["conditions"])
 
 
-def prelude(h: Harness, case: Mapping[str, Any]) -> dict[str, Any]:
-    """The ledger of the session before the case's call (`CallContext`'s `ledger`), its
-    `before` steps replayed in order (user messages, earlier calls with their results); none
-    for a case without steps."""
+def prelude(h: Harness, case: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The session before the case's call (`CallContext`'s `ledger` and `facts`): its
+    `before` steps replayed in order (user messages, earlier calls with their results), the
+    facts as their `on_success` leaves them; the facts alone for a case without steps."""
     steps = case.get("before") or []
     if not steps:
-        return {}
+        return {"facts": dict(facts)}
     given = [SessionStep.model_validate(step) for step in steps]
-    return {"ledger": prelude_ledger(h.spec, given, int(time.time() * 1000))}
+    return {
+        "ledger": prelude_ledger(h.spec, given, int(time.time() * 1000), facts),
+        "facts": facts_after(h.spec, given, facts),
+    }
 
 
 def session_given(case: Mapping[str, Any]) -> list[str]:
@@ -174,12 +178,11 @@ def judge(h: Harness, case: Mapping[str, Any]) -> Decision:
         resource=case["resource"],
         task=case["task"],
         env=case["env"],
-        facts=data.get("values", {}),
         connected=frozenset(data.get("connected", ())),
         running=frozenset(data.get("running", ())),
         tool_call_id=case["tool_call_id"],
         execution=case["execution"],
-        **prelude(h, case),
+        **prelude(h, case, data.get("values", {})),
     )
     return PolicyEngine(h.spec).decide(case["policy"], context)
 
