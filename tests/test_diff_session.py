@@ -215,6 +215,64 @@ def test_a_tool_a_history_selector_newly_selects_is_a_change(tmp_path: Path) -> 
     assert replays(a, b, sends[0])
 
 
+ADDING_CRM = CRM.replace("  output { email: string }", "  output { email: string }\n  ADD").replace(
+    "tool customer.lookup", "fact known: list<string>\ntool customer.lookup"
+)
+ADDS = ADDING_CRM.replace("ADD", "on_success add result.email to known")
+
+
+def test_a_result_field_on_success_adds_to_a_fact_is_trusted_whatever_the_tool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the address the lookup returns is a fact value (trusted) on both sides: no decision changes
+    trusted = ADDS.replace("  output {", "  trust trusted\n  output {", 1)
+    for name, (old, new) in {"untrust": (trusted, ADDS), "trust": (ADDS, trusted)}.items():
+        _, _, comparison = compared(tmp_path / name, old, new)
+        assert not comparison.regions, [(r.change, r.notes) for r in comparison.regions]
+        code, out = cli(
+            tmp_path / name / "old" / "spec.harness",
+            tmp_path / name / "new" / "spec.harness",
+            capsys,
+        )
+        assert code == 0, out
+
+
+def test_an_on_success_add_of_a_result_field_feeds_a_from_trusted_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    without = ADDING_CRM.replace("ADD", "")
+    a, b, comparison = compared(tmp_path, without, ADDS)
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.verified and region.widened, region.notes
+    assert replays(a, b, region)
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 1 and "on_success: none → add result.email to known" in out, out
+    a, b, comparison = compared(tmp_path / "back", ADDS, without)
+    [region] = comparison.regions
+    assert region.change == "allow→deny" and region.verified, region.notes
+    assert replays(a, b, region)
+
+
+def test_an_on_success_add_of_an_argument_makes_it_trusted_for_later_calls(
+    tmp_path: Path,
+) -> None:
+    # an address an earlier `customer.email` was sent to is a fact on the side that adds it
+    without = ADDING_CRM.replace("ADD", "").replace(
+        "  input { to: string, body: string }", "  input { to: string, body: string }\n  ADD"
+    )
+    adds = without.replace("ADD", "on_success add args.to to known")
+    without = without.replace("ADD", "")
+    a, b, comparison = compared(tmp_path, without, adds)
+    [region] = comparison.regions
+    assert region.change == "deny→allow" and region.verified and region.widened, region.notes
+    assert "customer.email(args.to)" in str(region.witness.sources)
+    assert replays(a, b, region)
+    a, b, comparison = compared(tmp_path / "back", adds, without)
+    [region] = comparison.regions
+    assert region.change == "allow→deny" and region.verified, region.notes
+    assert replays(a, b, region)
+
+
 def test_a_value_trusted_only_as_a_fact_is_a_source_of_its_own(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -143,7 +143,9 @@ DRIVES: dict[str, Drive] = {
             Step("mail.send", {"to": "bob@b.test"}, "allow"),
             Step("mail.send", {"to": "eve@e.test"}, "ask"),
         ),
-        ("  trust trusted\n", ""),
+        # the address stays trusted through the fact the lookup adds it to: untrusting the
+        # tool changes a decision only with its `on_success add` gone too
+        ("  trust trusted\n  on_success add result.email to team.members\n", ""),
         widens=False,
     ),
     "open": Drive(
@@ -494,14 +496,7 @@ COMMANDS = (
 # failure that turns into a failure once the fix lands (delete the entry then). An entry is the
 # defect and a text its failure shows, `(what, shows)`: a cell that fails otherwise is a failure,
 # not an expected one.
-KNOWN: dict[tuple[str, str], tuple[str, str]] = {
-    ("trust", "diff mutation"): (
-        "diff does not take a value a tool's `on_success add` put in a fact as coming from "
-        "trusted on both sides: removing the tool's `trust trusted` gives a region the runtime "
-        "does not confirm (the address is still trusted through the fact), unverified, exit 3",
-        "exit 3",
-    ),
-}
+KNOWN: dict[tuple[str, str], tuple[str, str]] = {}
 
 # Cells that do not apply, with the reason: the commands of an extra that is not installed.
 SKIPPED: dict[tuple[str, str], str] = {

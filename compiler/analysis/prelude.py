@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.history import result_labels
+from harnessc.runtime.history import facts_added, result_labels
 from harnessc.runtime.provenance import extract, fields_of
 from harnessc.runtime.provenance import scalars as _result_scalars
 from harnessc.runtime.semantics import selects
@@ -58,7 +58,7 @@ from .assemble import sample_value
 from .budget import query_rlimit
 from .concrete import ABSENT, Call, canonical, holds_for, read_value, session_terms
 from .solve import a_call_meeting
-from .sources import FACTS, USER, holding_result, item_of
+from .sources import FACTS, USER, call_of, holding_result, item_of
 from .text import spec_text, term_of, value_text
 
 __all__ = ["Prelude", "session_of", "session_prelude"]
@@ -313,14 +313,22 @@ class _Builder:
                     )
                 self.steps.append(m.SessionStep(said=text))
                 continue
-            tool_id, _, name = cls.rpartition(":")
+            call = call_of(cls)
+            tool_id, root, path = call if call is not None else (cls, "result", ())
             tool = self.spec.tools.get(tool_id)
             if tool is None:
                 raise _Missing(f"no tool `{tool_id}` returns {value_text(value)}")
-            result = holding_result(tool, name.split("."), text, self.filler)
-            step = m.SessionStep(
-                tool=tool.id, args=self.args_of(tool), result=result, ago_ms=self.before_windows()
-            )
+            if root == "args":  # a call that took it (`on_success add args.X`), no result
+                args = _placed(self.args_of(tool), path, text)
+                step = m.SessionStep(tool=tool.id, args=args, ago_ms=self.before_windows())
+            else:
+                result = holding_result(tool, path, text, self.filler)
+                step = m.SessionStep(
+                    tool=tool.id,
+                    args=self.args_of(tool),
+                    result=result,
+                    ago_ms=self.before_windows(),
+                )
             self.steps.append(step)
 
     def before_windows(self) -> int | None:
@@ -786,6 +794,10 @@ class _Builder:
                 if _text(scalar) == text:
                     kinds.add(kind)
                     labels |= carried
+            # `on_success add`: what the call adds to a fact is a fact value (trusted) too
+            added = facts_added(tool, step.args, result, {})
+            if any(_text(scalar) == text for scalar, _ in _result_scalars(added, None, "")):
+                kinds.add("trusted")
         for fact in scalars(self.call.facts):
             if _text(fact) == text:
                 kinds.add("trusted")
@@ -943,3 +955,15 @@ def scalars(value: Any) -> Iterable[Any]:
             yield from scalars(v)
     else:
         yield value
+
+
+def _placed(args: dict[str, Any], path: Sequence[str], text: str) -> dict[str, Any]:
+    """The arguments with `text` at `path` (records down to it where they hold none)."""
+    out = dict(args)
+    here = out
+    for name in path[:-1]:
+        inner = here.get(name)
+        here[name] = dict(inner) if isinstance(inner, dict) else {}
+        here = here[name]
+    here[path[-1]] = text
+    return out

@@ -17,7 +17,17 @@ from harnessc.runtime.session_terms import reads_result
 
 from .concrete import canonical, session_terms
 from .smt_terms import Bool, Key, Term, conj, disj, to_z3
-from .sources import FACTS, ITEMS, USER, SourceClasses, differs, meaning, value_key, value_key_of
+from .sources import (
+    FACTS,
+    ITEMS,
+    USER,
+    SourceClasses,
+    call_of,
+    differs,
+    meaning,
+    value_key,
+    value_key_of,
+)
 
 __all__ = ["SESSION", "SESSION_OLD", "SOURCE", "SessionEncoding"]
 
@@ -110,11 +120,12 @@ class SessionEncoding:
         return [narrow <= wide] if term.func == "count" else [z3.Implies(narrow, wide)]
 
     def earlier_call(self, term: m.History, var: Any, spec: m.Spec, cls: str, b: Any) -> list[Any]:
-        """A value in a tool's result (class `cls`, sources.py) means an earlier call of the
-        tool, which every whole-session term over it sees (the prelude places that call
-        before every window the witness reads, so windowed terms are free of it)."""
-        tool_id, _, _ = cls.rpartition(":")
-        tool = spec.tools.get(tool_id) if tool_id else None
+        """A value in a tool's result, or an argument it took (class `cls`, sources.py), means
+        an earlier call of the tool, which every whole-session term over it sees (the prelude
+        places that call before every window the witness reads, so windowed terms are free of
+        it)."""
+        call = call_of(cls)
+        tool = spec.tools.get(call[0]) if call is not None else None
         if tool is None:
             return []
         if term.func == "seen":

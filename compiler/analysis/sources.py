@@ -8,8 +8,13 @@ the old spec and another under the new one.
 
 `SourceClasses` names the places a value can come from in both specs: `user` (a message of the
 user) and `TOOL:FIELD`, each top-level text output field of a tool both specs register (a
-result holding the value there, as the witness's session prelude makes it), with its kind
-(`trusted`, `untrusted`) and the labels a result holding it carries, on each side. The solver
+result holding the value there, as the witness's session prelude makes it), with its kinds
+(`trusted`, `untrusted`) and the labels a result holding it carries, on each side: a field the
+tool's `on_success add result.FIELD to FACT` adds to a fact is also a fact value there, so also
+`trusted` (runtime/history.py `facts_added`, as the runtime's ledger records it). Likewise
+`TOOL(args.X)`, for each `on_success add args.X to FACT` of a tool both specs register: an
+earlier call of the tool with the value as that argument, which makes it a fact value
+(`trusted`) on a side whose tool adds it, and no source at all on the other. The solver
 gives each value one boolean per class (the ledger), and each side's provenance terms are
 functions of them (smt_session.py): related, never independent values.
 
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +41,8 @@ __all__ = [
     "ITEMS",
     "USER",
     "SourceClasses",
+    "arg_class",
+    "call_of",
     "classes_of",
     "differs",
     "holding_result",
@@ -58,15 +65,23 @@ _VIEWS: dict[int, tuple[m.Spec, str]] = {}
 
 
 def source_view(spec: m.Spec) -> str:
-    """A digest of everything of the registry provenance reads: each tool's trust, labels and
-    output schema (its fields' trust, labels and secrecy at any depth; made once per spec)."""
+    """A digest of everything of the registry provenance reads: each tool's trust, labels,
+    output schema (its fields' trust, labels and secrecy at any depth) and the values its
+    `on_success` adds to facts (made once per spec)."""
     made = _VIEWS.get(id(spec))
     if made is not None and made[0] is spec:
         return made[1]
     view = {}
     for tool_id in sorted(spec.tools):
         tool = spec.tools[tool_id]
-        view[tool_id] = [tool.trust, sorted(tool.labels), tool.kind == "mcp", _schema(tool.output)]
+        adds = [[a.fact, a.value.root, list(a.value.parts)] for a in tool.on_success]
+        view[tool_id] = [
+            tool.trust,
+            sorted(tool.labels),
+            tool.kind == "mcp",
+            _schema(tool.output),
+            adds,  # `on_success add`: a value it adds is a fact (trusted) too
+        ]
     if len(_VIEWS) > 16:
         _VIEWS.clear()
     # a digest: a term's meaning is compared and hashed once per tool that reads it
@@ -197,8 +212,8 @@ class SourceClasses:
     old: m.Spec
     new: m.Spec
     names: list[str] = field(default_factory=list)
-    kinds: dict[tuple[int, str], str | None] = field(default_factory=dict)
-    """Each class's kind on each side (by the spec's id); None: not a source there (a
+    kinds: dict[tuple[int, str], frozenset[str]] = field(default_factory=dict)
+    """Each class's kinds on each side (by the spec's id); none: not a source there (a
     `secret` field)."""
     labels: dict[tuple[int, str], frozenset[str]] = field(default_factory=dict)
     fact: tuple[str, bool] | None = None
@@ -208,13 +223,13 @@ class SourceClasses:
     def __post_init__(self) -> None:
         self.names = [USER]
         for spec in (self.old, self.new):
-            self.kinds[id(spec), USER] = "user"
+            self.kinds[id(spec), USER] = frozenset({"user"})
             self.labels[id(spec), USER] = frozenset()
         self.fact = _text_fact(self.new) or _text_fact(self.old)
         if self.fact is not None:
             self.names.append(FACTS)
             for spec in (self.old, self.new):
-                self.kinds[id(spec), FACTS] = "trusted"
+                self.kinds[id(spec), FACTS] = frozenset({"trusted"})
                 self.labels[id(spec), FACTS] = frozenset()
         for tool_id in sorted(self.old.tools.keys() & self.new.tools.keys()):
             tools = [spec.tools[tool_id] for spec in (self.old, self.new)]
@@ -226,17 +241,25 @@ class SourceClasses:
                 result = holding_result(tools[1], path, _MARK, _sample)
                 for spec, tool in zip((self.old, self.new), tools, strict=True):
                     self.kinds[id(spec), cls], self.labels[id(spec), cls] = _read(tool, result)
+            added = {a.value.parts for t in tools for a in t.on_success if a.value.root == "args"}
+            for parts in sorted(p for p in added if p):
+                cls = arg_class(tool_id, parts)
+                self.names.append(cls)
+                args = _holding(parts, _MARK)
+                for spec, tool in zip((self.old, self.new), tools, strict=True):
+                    self.kinds[id(spec), cls] = _added_kinds(tool, args, None)
+                    self.labels[id(spec), cls] = frozenset()  # the call made no result
 
     def selected(self, spec: m.Spec, term: m.Provenance) -> tuple[list[str], list[str]]:
         """The classes that make the term hold on this side, and those it forbids (`only`:
-        every class of another kind; `nowhere`: every class)."""
-        live = [c for c in self.names if self.kinds[id(spec), c] is not None]
+        every class with another kind; `nowhere`: every class)."""
+        live = [c for c in self.names if self.kinds[id(spec), c]]
         if term.source == "nowhere":
             return [], live
         if term.source == "label":
             return [c for c in live if term.label in self.labels[id(spec), c]], []
-        mine = [c for c in live if self.kinds[id(spec), c] == term.source]
-        others = [c for c in live if self.kinds[id(spec), c] != term.source]
+        mine = [c for c in live if term.source in self.kinds[id(spec), c]]
+        others = [c for c in live if self.kinds[id(spec), c] - {term.source}]
         return mine, others if term.only else []
 
     def same(self, term: m.Provenance) -> bool:
@@ -252,6 +275,42 @@ def _text_fact(spec: m.Spec) -> tuple[str, bool] | None:
         if t.name == "list" and t.item is not None and t.item.name in _TEXT_TYPES:
             return name, True
     return None
+
+
+def arg_class(tool_id: str, parts: Sequence[str]) -> str:
+    """The class of a value an earlier call of the tool took as the argument at `parts`."""
+    return f"{tool_id}(args.{'.'.join(parts)})"
+
+
+def call_of(cls: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """The earlier call a class of a tool stands for: its tool, `args` or `result`, and the
+    path there; None for `user` and `facts`."""
+    if cls.endswith(")") and "(args." in cls:
+        tool_id, _, path = cls[:-1].rpartition("(args.")
+        return tool_id, "args", tuple(path.split("."))
+    tool_id, colon, path = cls.rpartition(":")
+    if not colon:
+        return None
+    return tool_id, "result", tuple(path.split("."))
+
+
+def _holding(parts: Sequence[str], value: Any) -> dict[str, Any]:
+    """Records down to `value` at `parts`."""
+    out: Any = value
+    for name in reversed(parts):
+        out = {name: out}
+    return dict(out)
+
+
+def _added_kinds(tool: m.Tool, args: Mapping[str, Any], result: Any) -> frozenset[str]:
+    """`{"trusted"}` when the tool's `on_success` adds `_MARK` to a fact from a call with
+    `args` and `result` (the ledger indexes the added values as facts), else none."""
+    from harnessc.runtime.history import facts_added
+    from harnessc.runtime.provenance import scalars as result_scalars
+
+    added = facts_added(tool, args, result, {})
+    marked = any(scalar == _MARK for scalar, _ in result_scalars(added, None, "trusted"))
+    return frozenset({"trusted"}) if marked else frozenset()
 
 
 _CLASSES: dict[tuple[int, int], SourceClasses] = {}
@@ -282,10 +341,11 @@ def _output_fields(tool: m.Tool) -> tuple[m.Field, ...]:
     return tool.output.fields if tool.output is not None else ()
 
 
-def _read(tool: m.Tool, result: dict[str, Any]) -> tuple[str | None, frozenset[str]]:
-    """What a side makes of a result holding `_MARK`: the kind the runtime's index gives the
+def _read(tool: m.Tool, result: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """What a side makes of a result holding `_MARK`: the kinds the runtime's index gives the
     value (the nearest `trusted`/`untrusted` above it, else the tool's; an MCP tool's always
-    untrusted; None when a `secret` field hides it) and the labels the result carries."""
+    untrusted; none when a `secret` field hides it; `trusted` too when the tool's `on_success`
+    adds it to a fact) and the labels the result carries."""
     from harnessc.runtime.history import result_labels
     from harnessc.runtime.provenance import fields_of
     from harnessc.runtime.provenance import scalars as result_scalars
@@ -294,7 +354,8 @@ def _read(tool: m.Tool, result: dict[str, Any]) -> tuple[str | None, frozenset[s
     base = "untrusted" if mcp else tool.trust or "untrusted"
     fields = None if mcp else fields_of(tool.output)
     kinds = {kind for scalar, kind in result_scalars(result, fields, base) if scalar == _MARK}
-    return (min(kinds) if kinds else None), result_labels(tool, result)
+    # `on_success add result.FIELD to FACT`: a fact value too
+    return frozenset(kinds) | _added_kinds(tool, {}, result), result_labels(tool, result)
 
 
 def _text_paths(

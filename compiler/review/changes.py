@@ -6,7 +6,8 @@ paired without their module prefix (a spec renamed, or `diff old.harness new.har
 stems differ, still pairs `old.main` with `new.main`); tool ids are global and pair as they are.
 
 - Registry: a tool registered, removed, or changed in what decides its calls (kind, effects,
-  risk, schema version, input and output fields, operations, wire name, trust, labels).
+  risk, schema version, input and output fields, operations, wire name, trust, labels,
+  `on_success`).
 - Surfaces: a surface added or removed; a tool newly public on a surface or no longer public
   there (`surface_tools`, the runtime's one meaning of `expose`/`hide`).
 - Availability: what a tool's availability asks of the facts (`availability_parts`: the
@@ -214,6 +215,10 @@ def tool_differences(old: Tool, new: Tool) -> list[str]:
         for name, word in _ATTRIBUTES
         if getattr(old, name) != getattr(new, name)
     ]
+    was_adds, now_adds = _adds(old), _adds(new)
+    if was_adds != now_adds:
+        # a value a call adds to a fact is a trusted source for later calls
+        lines.append(f"on_success: {_shown(was_adds or None)} → {_shown(now_adds or None)}")
     lines += _schema_lines("input", old.input, new.input)
     lines += _schema_lines("output", old.output, new.output)
     for name in sorted(old.operations.keys() | new.operations.keys()):
@@ -233,6 +238,13 @@ def tool_differences(old: Tool, new: Tool) -> list[str]:
                 lines.append(f"operation `{name}` risk: {was.risk} → {now.risk}")
             lines += _schema_lines(f"operation `{name}` input", was.input, now.input)
     return lines
+
+
+def _adds(tool: Tool) -> tuple[str, ...]:
+    """The tool's `on_success add` items, as written."""
+    return tuple(
+        f"add {a.value.root}.{'.'.join(a.value.parts)} to {a.fact}" for a in tool.on_success
+    )
 
 
 def _tool_summary(tool: Tool) -> str:
