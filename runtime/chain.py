@@ -322,18 +322,23 @@ def trusted_checkpoint(store: Any, key: LogKey | None) -> tuple[Checkpoint, bool
 def _rehashed(e: Event) -> bool:
     """Whether an event's stored hash is not the one its fields give."""
     try:
-        return e.hash != event_hash(
-            position=e.position,
-            stream=e.stream,
-            seq=e.seq,
-            kind=e.kind,
-            type=e.type,
-            payload_json=e.payload_json,
-            time=e.time,
-            prev_hash=e.prev_hash,
-        )
+        return e.hash != _hash_of(e)
     except UnicodeEncodeError:
         return True
+
+
+def _hash_of(e: Event) -> str:
+    """The hash an event's fields give (`event_hash`); UnicodeEncodeError on a lone surrogate."""
+    return event_hash(
+        position=e.position,
+        stream=e.stream,
+        seq=e.seq,
+        kind=e.kind,
+        type=e.type,
+        payload_json=e.payload_json,
+        time=e.time,
+        prev_hash=e.prev_hash,
+    )
 
 
 def _unlinked(
@@ -514,16 +519,7 @@ def _broken_link(
     if e.prev_hash != prev_hash:
         return e.position, f"prev_hash does not match the hash of position {e.position - 1}"
     try:
-        actual = event_hash(
-            position=e.position,
-            stream=e.stream,
-            seq=e.seq,
-            kind=e.kind,
-            type=e.type,
-            payload_json=e.payload_json,
-            time=e.time,
-            prev_hash=e.prev_hash,
-        )
+        actual = _hash_of(e)
     except UnicodeEncodeError:  # a lone surrogate: no store returns one, a caller's list may
         return e.position, "the event's text is not UTF-8"
     if actual != e.hash:
