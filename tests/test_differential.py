@@ -64,12 +64,7 @@ from .session_specs import (
     whole_specs,
 )
 
-PENDING: dict[str, str] = {
-    "diff_on_success": (
-        "`diff` does not see a tool's `on_success` added or removed, though it changes the "
-        "facts a later call reads"
-    ),
-}
+PENDING: dict[str, str] = {}
 """Known defects: each key leaves a construct out of the draws, or a property unchecked, until
 its fix lands (then delete the key and its xfail turns into a pass)."""
 
@@ -613,6 +608,25 @@ def test_diff_reports_the_on_success_that_fed_a_fact_removed(tmp_path: Path) -> 
     assert flips == ["allow", "deny"]
     comparison = compare_specs(old, new, cache=AnalysisCache(on_disk=False))
     assert [r.tool for r in comparison.regions] == ["pay.send"]
+    [region] = comparison.regions
+    assert (region.old.effect, region.new.effect) == ("allow", "deny")
+    # the witness's prelude makes the earlier payment, so the region verifies by replay
+    assert region.verified and region.exact, region.notes
+
+
+def test_diff_reports_the_on_success_that_feeds_a_fact_added(tmp_path: Path) -> None:
+    # the other way: adding `on_success` widens, an earlier payment makes a later one allowed
+    rule = "  r0: allow pay.send when args.iban in known.ibans"
+    old = compile_spec(drawn(rule, default="deny").text, tmp_path).model
+    new = compile_spec(drawn(rule, default="deny", on_success=True).text, tmp_path).model
+    assert old is not None and new is not None
+    comparison = compare_specs(old, new, cache=AnalysisCache(on_disk=False))
+    [region] = comparison.regions
+    assert (region.tool, region.old.effect, region.new.effect) == ("pay.send", "deny", "allow")
+    assert region.verified and region.exact, region.notes
+    # the same `on_success` on both sides reads the fact alike: nothing changes
+    same = compare_specs(new, new.model_copy(), cache=AnalysisCache(on_disk=False))
+    assert same.regions == []
 
 
 def test_a_session_of_steps_gives_the_facts_that_on_success_added(tmp_path: Path) -> None:

@@ -102,6 +102,7 @@ from .comparison import (
     self_approval_text,
 )
 from .concrete import Call, decide, schema_problems
+from .sources import fed_facts
 
 __all__ = [
     "Comparison",
@@ -331,9 +332,11 @@ class _Comparer:
             return
         bucket = policy.model_copy(update={"rules": tuple(side.rules)})
         call = region.witness
-        if reading:
+        facts = fed_facts(side.side.spec, call)  # what earlier calls' `on_success` added
+        if reading or facts != call.facts:
             call = _copy(call)
             call.session = {**call.session, **reading}
+            call.facts = facts
         actual = decide(side.side.spec, bucket, call)
         if actual.rule != w.outcome.rule or actual.effect != w.outcome.effect:
             region.exact = False
@@ -349,7 +352,7 @@ class _Comparer:
     def run(self, region: Region, a: ToolSide, b: ToolSide) -> None:
         """Decide the witness with the runtime under both specs (`verified`)."""
         steps: list[m.SessionStep] = []
-        if region.witness.session:
+        if region.witness.session or any(region.witness.sources.values()):
             from .prelude import session_prelude
 
             spec = (b if b.tool is not None else a).side.spec
@@ -384,8 +387,11 @@ class _Comparer:
         policy = side.side.policy
         if side.tool is None or policy is None:
             return
+        from harnessc.runtime.history import facts_after
+
         call = _copy(region.witness)
         call.session = session_of(side.side.spec, region.witness, steps)
+        call.facts = facts_after(side.side.spec, steps, call.facts)  # what `on_success` added
         actual = decide(side.side.spec, policy, call)
         if actual.effect != outcome.effect or actual.rule != outcome.rule:
             region.verified = False

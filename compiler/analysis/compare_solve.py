@@ -19,7 +19,7 @@ from .comparison import Outcome, approver_text, expires_text, grant_text, self_a
 from .concrete import STRENGTH, Call
 from .partition import _selected, partition_key, rule_key
 from .policy import _Index
-from .sources import meanings_digest, session_meanings_differ
+from .sources import feeds, meanings_digest, session_meanings_differ
 
 __all__ = [
     "NO_RULE",
@@ -239,6 +239,8 @@ def identical(a: ToolSide, b: ToolSide) -> bool:
             return False
         if name in old_facts and not same_model(old_facts[name].type, new_facts[name].type):
             return False
+        if feeds(a.side.spec, name) != feeds(b.side.spec, name):
+            return False  # an `on_success` adds to it on one side only
     return True
 
 

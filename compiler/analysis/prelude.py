@@ -101,7 +101,7 @@ class _Wants:
 
 def session_prelude(spec: m.Spec, call: Call) -> Prelude:
     """The steps that give the witness call's session terms their values (see the module)."""
-    if not call.session:
+    if not call.session and not any(call.sources.values()):
         return Prelude()
     builder = _Builder(spec, call)
     try:

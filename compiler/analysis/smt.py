@@ -743,7 +743,8 @@ class Encoder(SessionEncoding):
             return None
         held = self.var("inv", t.key, "bool", v.key)
         self.related(t.key, value, held)
-        return conj(t.present, v.present, held)
+        fed = self.fed(t.key[1], value) if t.key[0] == "fact" and len(t.key) == 2 else []
+        return conj(v.present, disj(conj(t.present, held), *fed))
 
     def related(self, key: Key, element: m.Value, held: Any) -> None:
         """Two memberships of one list whose elements are equal are one membership."""

@@ -8,6 +8,7 @@ inherits these and dispatches to them; what they read of it is declared under TY
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from .sources import (
     SourceClasses,
     call_of,
     differs,
+    feeds,
     meaning,
     value_key,
     value_key_of,
@@ -298,6 +300,30 @@ class SessionEncoding:
             return self.from_classes(body, item, Term("unsupported"))
         return None
 
+    def source_of(self, where: str, cls: str) -> Any:
+        """The boolean of `(value, class)`: the value at `where` is in that class of source (an
+        earlier call of its tool gave or took it), shared by both sides."""
+        name = f"{SOURCE}|{where}|{cls!r}"
+        known = name in self._vars
+        b = self.var(SOURCE, (where,), "bool", detail=cls)
+        if not known:
+            self._by_class.setdefault(cls, []).append(b)
+            for term, var, spec in self._whole:
+                self.domain.extend(self.earlier_call(term, var, spec, cls, b))
+        return b
+
+    def fed(self, fact: str, value: m.Path) -> list[Any]:
+        """The earlier calls that put the call's value in the fact on this side only: a fact
+        one side's `on_success` adds to differently from the other's reads, on each side, as
+        given plus what such a call took or gave (runtime/history.py `facts_after`); each call
+        is a class of source of the value (sources.py), which the prelude places."""
+        s = self.sources
+        where = value_key_of(value)
+        if s is None or where is None or feeds(s.old, fact) == feeds(s.new, fact):
+            return []
+        mine = feeds(self.spec, fact)
+        return [self.source_of(where, c) for c in s.names if call_of(c) in mine]
+
     def from_classes(self, c: m.Provenance, where: str, of: Term) -> Any:
         """The term on this side as a function of the value's classes of source (one boolean
         each, shared by both sides: sources.py). A text the user said is preferably one a
@@ -305,15 +331,7 @@ class SessionEncoding:
         assert self.sources is not None
         mine, forbidden = self.sources.selected(self.spec, c)
 
-        def holds(cls: str) -> Any:
-            name = f"{SOURCE}|{where}|{cls!r}"
-            known = name in self._vars
-            b = self.var(SOURCE, (where,), "bool", detail=cls)
-            if not known:
-                self._by_class.setdefault(cls, []).append(b)
-                for term, var, spec in self._whole:
-                    self.domain.extend(self.earlier_call(term, var, spec, cls, b))
-            return b
+        holds = functools.partial(self.source_of, where)
 
         if of.kind == "str" and of.expr is not None and z3.is_string(of.expr):
             said = holds(USER)

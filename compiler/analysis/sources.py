@@ -18,6 +18,11 @@ earlier call of the tool with the value as that argument, which makes it a fact 
 gives each value one boolean per class (the ledger), and each side's provenance terms are
 functions of them (smt_session.py): related, never independent values.
 
+A fact the two specs' `on_success` adds to differently (`feeds`) is read on each side as given
+plus what the earlier calls its classes stand for added there (smt_session.py `fed`): the
+class's boolean makes the call's value a member on the adding side only, and `fed_facts` gives
+a witness's facts as such a side reads them.
+
 `meaning` says, without z3, what a session term reads of one spec; a term whose meaning differs
 between the sides is a different variable on each (`differs`), and a tool whose rules read one
 is compared even when its own bucket is unchanged (compare_solve.identical).
@@ -45,6 +50,8 @@ __all__ = [
     "call_of",
     "classes_of",
     "differs",
+    "fed_facts",
+    "feeds",
     "holding_result",
     "item_of",
     "meaning",
@@ -280,6 +287,46 @@ def _text_fact(spec: m.Spec) -> tuple[str, bool] | None:
 def arg_class(tool_id: str, parts: Sequence[str]) -> str:
     """The class of a value an earlier call of the tool took as the argument at `parts`."""
     return f"{tool_id}(args.{'.'.join(parts)})"
+
+
+def feeds(spec: m.Spec, fact: str) -> frozenset[tuple[str, str, tuple[str, ...]]]:
+    """The earlier calls whose `on_success` adds to the fact: each tool, and the root (`args`
+    or `result`) and path of the value it adds (runtime/history.py `facts_added`)."""
+    return frozenset(
+        (tool_id, add.value.root, tuple(add.value.parts))
+        for tool_id, tool in spec.tools.items()
+        for add in tool.on_success
+        if add.fact == fact
+    )
+
+
+def fed_facts(spec: m.Spec, call: Any) -> dict[str, Any]:
+    """The witness's facts as `spec` reads them after the earlier calls its classes of source
+    stand for (`Call.sources`: a call that took or gave each value), each adding what its
+    `on_success` adds (runtime/history.py `facts_after`), as the prelude's steps leave them."""
+    from harnessc.runtime.history import facts_after
+
+    from .concrete import ABSENT, read_value
+
+    steps = []
+    for key, classes in sorted(call.sources.items()):
+        path, index = item_of(key)
+        value = read_value(spec, path, call)
+        if index is not None:
+            value = value[index] if isinstance(value, list) and index < len(value) else ABSENT
+        if value is ABSENT or value is None:
+            continue
+        for cls in classes:
+            made = call_of(cls)
+            if made is None or made[0] not in spec.tools:
+                continue
+            tool_id, root, parts = made
+            held = _holding(parts, value)
+            if root == "args":
+                steps.append(m.SessionStep(tool=tool_id, args=held))
+            else:
+                steps.append(m.SessionStep(tool=tool_id, args={}, result=held))
+    return facts_after(spec, steps, call.facts) if steps else dict(call.facts)
 
 
 def call_of(cls: str) -> tuple[str, str, tuple[str, ...]] | None:
