@@ -132,7 +132,9 @@ def test_the_runner_replays_a_session_before_a_call_and_is_ruff_clean(tmp_path: 
         (tmp_path / name).write_text(text, encoding="utf-8")
     runner = (tmp_path / "runner.py").read_text(encoding="utf-8")
     assert "    prelude_ledger,\n" in runner
-    assert "**prelude(h, case)," in runner
+    # the facts as the earlier steps' `on_success` leaves them, beside the ledger
+    assert "    facts_after,\n" in runner
+    assert '**prelude(h, case, data.get("values", {})),' in runner
     ruff = [sys.executable, "-m", "ruff", "check", "--no-cache"]
     for config in (["--isolated"], ["--config", str(ROOT / "pyproject.toml")]):
         run = subprocess.run([*ruff, *config, str(tmp_path)], capture_output=True, text=True)
