@@ -22,6 +22,7 @@ from harnessc.runtime.events import Event, NewEvent, StoreError, event_hash
 from harnessc.runtime.integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, LogKey
 from harnessc.runtime.model import Spec
 from harnessc.runtime.store import MemoryStore
+from harnessc.runtime.store import row as as_row
 
 from .postgres import ADMIN_URL, SKIP_REASON
 from .test_approvals import SHELL, compile_text
@@ -155,21 +156,7 @@ def holding(kind: str, events: list[Event], key: LogKey | None, tmp_path: Path) 
         for e in events:
             store._seqs[e.stream] = max(store._seqs.get(e.stream, 0), e.seq)
         return store
-    rows = [
-        (
-            e.position,
-            e.stream,
-            e.seq,
-            e.kind,
-            e.type,
-            e.payload_json,
-            e.time,
-            e.prev_hash,
-            e.hash,
-            e.mac,
-        )
-        for e in events
-    ]
+    rows = [as_row(e) for e in events]
     if kind == "sqlite":
         path = tmp_path / f"log-{len(list(tmp_path.iterdir()))}.db"
         SQLiteStore(path).close()
@@ -287,21 +274,7 @@ def _replace(kind: str, store: object, events: list[Event]) -> None:
     if kind == "memory":
         store._events[:] = events  # type: ignore[attr-defined]
         return
-    rows = [
-        (
-            e.position,
-            e.stream,
-            e.seq,
-            e.kind,
-            e.type,
-            e.payload_json,
-            e.time,
-            e.prev_hash,
-            e.hash,
-            e.mac,
-        )
-        for e in events
-    ]
+    rows = [as_row(e) for e in events]
     if kind == "sqlite":
         path = store.where  # type: ignore[attr-defined]
         with sqlite3.connect(path) as conn:
