@@ -31,8 +31,8 @@ from harnessc.compiler.console.app import Console, build_app
 from harnessc.compiler.console.auth import Operator, token_hash
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Facts, Harness, PendingCall, SQLiteStore
+from harnessc.runtime.log.open import open_store
 from harnessc.runtime.model import Spec
-from harnessc.runtime.stores import open_store
 from starlette.testclient import TestClient
 
 ROOT = Path(__file__).resolve().parent.parent

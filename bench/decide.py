@@ -26,7 +26,7 @@ first, is subtracted), median and p99 over `--calls` calls cycling through the s
 - `n+d` (normalize + decide): `ToolNames.resolve`, `normalize.freeze` (schema validation with
   defaults and path normalization, canonical JSON and SHA-256 of tool id, version, arguments and
   execution parameters), the `CallContext` and `decide` (target: under 30 µs). When
-  `runtime/normalize.py` is missing it falls back to `CallContext` + `canonical.input_hash` +
+  `runtime/judge/normalize.py` is missing it falls back to `CallContext` + `canonical.input_hash` +
   `decide`, and says so under the table;
 - its breakdown: `norm` (`ToolNames.resolve` + `normalize.freeze` alone, no decide) and `hash`
   (`canonical.input_hash` of the normalized arguments and execution parameters alone: canonical
@@ -79,10 +79,10 @@ from pathlib import Path
 from typing import Any
 
 from harnessc.compiler.pipeline import check
-from harnessc.runtime.canonical import input_hash
+from harnessc.runtime.judge.policy import CallContext, Decider, PolicyEngine
 from harnessc.runtime.model import Spec
-from harnessc.runtime.policy import CallContext, Decider, PolicyEngine
-from harnessc.runtime.semantics import normalize_path
+from harnessc.runtime.model.canonical import input_hash
+from harnessc.runtime.model.semantics import normalize_path
 
 GROUP = 10
 
@@ -197,11 +197,11 @@ def normalize_and_decide(
     decider: Decider, spec: Spec
 ) -> tuple[str, Callable[[Any], Any], Callable[[Any], Any] | None, Callable[[Any], Any] | None]:
     """What an application pays per call before an effect: the name resolved, the arguments
-    validated and frozen with their input hash (`runtime/normalize.py`), the policy's view of
+    validated and frozen with their input hash (`runtime/judge/normalize.py`), the policy's view of
     the call built, and `decide`. Without normalize.py: `CallContext` + `input_hash` + decide."""
     tools = spec.tools
     try:
-        from harnessc.runtime.normalize import ToolNames, Validator, freeze
+        from harnessc.runtime.judge.normalize import ToolNames, Validator, freeze
     except ImportError:
 
         def hashed(c: CallContext) -> Any:
@@ -211,10 +211,10 @@ def normalize_and_decide(
             input_hash(c.tool_id, tools[c.tool_id].version, c.args, {"cwd": "/repo"})
             return decider.decide(call)
 
-        what = "CallContext + canonical.input_hash + decide (no runtime/normalize.py)"
+        what = "CallContext + canonical.input_hash + decide (no runtime/judge/normalize.py)"
         return what, hashed, None, None
 
-    from harnessc.runtime.canonical import Execution
+    from harnessc.runtime.model.canonical import Execution
 
     names = ToolNames(spec)
     validators = {t.id: Validator(t.input) for t in tools.values()}
@@ -364,7 +364,7 @@ def cedar_decider(n: int, parsed: bool = True) -> Callable[[CallContext], str]:
 #
 #     .venv/bin/python bench/decide.py --session [--calls 20000] [--rounds 3]
 #
-# The spec is built as IR (runtime/model.py): 50 tools, among them `mail.read` (untrusted
+# The spec is built as IR (runtime/model/ir.py): 50 tools, among them `mail.read` (untrusted
 # results), `payments.send` and `files.delete`. The base policy judges payments by amount and
 # role; the session policy has the same rules plus `args.iban from untrusted only` (deny),
 # `args.iban from nowhere` (deny), `sum(args.amount of payments.send within 24h) >= 30000`
@@ -521,7 +521,7 @@ _IBANS = [f"DE{10 + i % 89:02d}{370400440532013000 + i * 7919:018d}" for i in ra
 
 
 def _session_ledger(engine: PolicyEngine, earlier: int, result_bytes: int, now_ms: int) -> Any:
-    from harnessc.runtime.history import Ledger
+    from harnessc.runtime.judge.history import Ledger
 
     ledger = Ledger(engine.terms)
     rng = random.Random(11)

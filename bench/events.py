@@ -20,9 +20,9 @@ import threading
 import time
 from pathlib import Path
 
-from harnessc.runtime.events import NewEvent
-from harnessc.runtime.integrity import LogKey
-from harnessc.runtime.store import SQLiteStore
+from harnessc.runtime.log.events import NewEvent
+from harnessc.runtime.log.integrity import LogKey
+from harnessc.runtime.log.store import SQLiteStore
 
 KEY = LogKey(b"bench-log-key-" * 4)
 

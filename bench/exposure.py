@@ -58,8 +58,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harnessc.runtime import exposure as exposure_mod
-from harnessc.runtime.exposure import ExposureIndex, ToolDoc
+from harnessc.runtime.exposure import ranker as exposure_mod
+from harnessc.runtime.exposure.ranker import ExposureIndex, ToolDoc
 from harnessc.runtime.model import Rank
 
 POOL_FILES = (
@@ -209,7 +209,7 @@ State = tuple[ExposureIndex, list[tuple[str, str, str]], np.ndarray]
 
 def setup() -> State:
     """The BFCL pool's index (with its cached embeddings), the questions and their vectors."""
-    from harnessc.runtime.embedding import load_query_embedder
+    from harnessc.runtime.exposure.embedding import load_query_embedder
 
     data = bfcl_data_dir()
     docs = load_pool(data)
@@ -239,7 +239,7 @@ def quality(tune: bool) -> State:
     # the same questions with the expected function named in the request, as a user who knows
     # the tool would write it: a named tool should come first
     named = [(f, f"Use {expected} for this. {q}", expected) for f, q, expected in questions]
-    from harnessc.runtime.embedding import load_query_embedder
+    from harnessc.runtime.exposure.embedding import load_query_embedder
 
     named_vecs = load_query_embedder().embed([q for _, q, _ in named])
     rows.append(("hybrid, tool named", evaluate(index, named, named_vecs, MODES["hybrid"])["all"]))
@@ -515,7 +515,7 @@ def loop(fn: Callable[..., object], *args_lists: object) -> Callable[[], None]:
 
 
 def load_baseline(checkout: str) -> Any:
-    """The `harnessc.runtime.exposure` module of another checkout, imported as the package
+    """The `harnessc.runtime.exposure.ranker` module of another checkout, imported as the package
     `harnessc_baseline` (its relative imports stay inside that checkout)."""
     root = Path(checkout).resolve()
     name = "harnessc_baseline"
@@ -670,7 +670,7 @@ def build_speed(matrix: np.ndarray) -> None:
 def end_to_end(questions: list[tuple[str, str, str]], repeat: int) -> None:
     """Query embedding + ranking + trace on a 1,000-tool surface, the runtime's way (the product
     in the embedder's torch pool) and with the product in numpy, in alternating blocks."""
-    from harnessc.runtime.embedding import load_query_embedder
+    from harnessc.runtime.exposure.embedding import load_query_embedder
 
     data = bfcl_data_dir()
     docs = load_pool(data, (*POOL_FILES, SPEED_EXTRA_FILE))[:SURFACE_SIZE]
@@ -741,7 +741,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     if args.torch_threads is not None:
-        from harnessc.runtime.embedding import load_query_embedder
+        from harnessc.runtime.exposure.embedding import load_query_embedder
 
         load_query_embedder(threads=args.torch_threads)  # the model is loaded once per process
     both = not (args.quality or args.speed)

@@ -40,7 +40,7 @@ from typing import Any
 
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, MemoryStore, PendingCall, SQLiteStore
-from harnessc.runtime.events import NewEvent
+from harnessc.runtime.log.events import NewEvent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -215,7 +215,7 @@ def fresh_store(
         finally:
             store.close()
         return
-    from harnessc.runtime.pgstore import PostgresStore
+    from harnessc.runtime.log.postgres import PostgresStore
 
     assert postgres is not None
     with fresh_database(postgres) as url:
@@ -244,7 +244,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.telemetry:
-        from harnessc.runtime import telemetry
+        from harnessc.runtime.integrations import telemetry
         from opentelemetry.sdk.trace import TracerProvider
 
         telemetry.enable(tracer_provider=TracerProvider())

@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 from harnessc.runtime import Harness, SQLiteStore
-from harnessc.runtime.chain import ChainWatch
-from harnessc.runtime.events import NewEvent
-from harnessc.runtime.integrity import LOG_KEY_ENV
+from harnessc.runtime.log.chain import ChainWatch
+from harnessc.runtime.log.events import NewEvent
+from harnessc.runtime.log.integrity import LOG_KEY_ENV
 
 _spec = importlib.util.spec_from_file_location(
     "bench_console", Path(__file__).with_name("console.py")

@@ -38,10 +38,10 @@ from typing import Any
 
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, PendingCall, SQLiteStore
-from harnessc.runtime.chain import ChainWatch
-from harnessc.runtime.events import NewEvent
-from harnessc.runtime.recorded import read_decisions
-from harnessc.runtime.replay import replay
+from harnessc.runtime.log.chain import ChainWatch
+from harnessc.runtime.log.events import NewEvent
+from harnessc.runtime.session.recorded import read_decisions
+from harnessc.runtime.session.replay import replay
 
 SPEC = """\
 harness rb { version "1.0.0" }

@@ -122,7 +122,7 @@ def harness(spec_path: Path, url: str) -> Any:
     if url.startswith("sqlite:///"):
         store: Any = SQLiteStore(url[len("sqlite:///") :])
     else:
-        from harnessc.runtime.pgstore import PostgresStore
+        from harnessc.runtime.log.postgres import PostgresStore
 
         store = PostgresStore(url)
     h = Harness(Spec.from_json(spec_path.read_bytes()), store=store)
@@ -198,7 +198,7 @@ def governed_step_ms(h: Any, rounds: int = 200) -> float:
     """The governed call of one step alone, outside DBOS: open the session, normalize, decide,
     invoke, and gather its events into the step's output (the log appends them after DBOS's
     checkpoint, off the step's path)."""
-    from harnessc.runtime import workflow_steps
+    from harnessc.runtime.workflows import steps as workflow_steps
 
     ctx = {"workflow_id": "bench", "workflow": "bench.one", "agent": "bench.runner"}
     ctx["actor"] = ACTOR
@@ -219,10 +219,11 @@ def nth_step_ms(h: Any, rounds: int = 300) -> float:
     """The 16th step of the `many` workflow as the interpreter runs it, outside DBOS: the
     governed call in a session seeded with the run's input and the 15 results before it, and
     the run's state it records (what a step does besides DBOS's checkpoint)."""
-    from harnessc.runtime import interpreter, workflow_steps
-    from harnessc.runtime.availability import Facts
-    from harnessc.runtime.sessions import facts_record
-    from harnessc.runtime.workflow_plan import workflow_hash
+    from harnessc.runtime.judge.availability import Facts
+    from harnessc.runtime.session.sessions import facts_record
+    from harnessc.runtime.workflows import interpreter
+    from harnessc.runtime.workflows import steps as workflow_steps
+    from harnessc.runtime.workflows.plan import workflow_hash
 
     wf = h.spec.workflows["bench.many"]
     run = interpreter._Run(

@@ -1,5 +1,5 @@
 """`harnessc approvals …` and `harnessc grants …`: the operator's commands on a store
-(`runtime/operations.py`), the same ones the operations console's buttons run.
+(`runtime/session/operations.py`), the same ones the operations console's buttons run.
 
     harnessc approvals list --log log.db [--spec remediation.harness]
     harnessc approvals show apr-… --log log.db
@@ -84,7 +84,7 @@ def _common(action: Any, *, judging: bool, actor: bool | None = None) -> None:
 
 
 def run_approvals(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
-    from harnessc.runtime import operations as ops
+    from harnessc.runtime.session import operations as ops
 
     def act(h: Any, by: Any) -> Any:
         if args.action == "list":
@@ -106,7 +106,7 @@ def run_approvals(args: argparse.Namespace, refuse: Callable[[str], str | None])
 
 
 def run_grants(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
-    from harnessc.runtime import operations as ops
+    from harnessc.runtime.session import operations as ops
 
     def act(h: Any, by: Any) -> Any:
         if args.action == "list":
@@ -134,9 +134,9 @@ def _json(text: str, flag: str) -> Any:
 def _run(args: argparse.Namespace, act: Any, refuse: Callable[[str], str | None]) -> int:
     """Open the store (`refuse`: why a `--log` is no log to open, or None) and run `act`."""
     from harnessc.runtime import ApprovalError, Harness
-    from harnessc.runtime.chain import StoreError
+    from harnessc.runtime.log.chain import StoreError
+    from harnessc.runtime.log.open import open_store
     from harnessc.runtime.model import Spec
-    from harnessc.runtime.stores import open_store
 
     from .review.replay import load_spec
 

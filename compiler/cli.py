@@ -330,8 +330,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_workflow(args: argparse.Namespace) -> int:
     # the runtime's own operator view: each run carries its workflow's IR, so no spec is read
-    from harnessc.runtime.chain import StoreError
-    from harnessc.runtime.workflows import WorkflowError, Workflows, render_run
+    from harnessc.runtime.log.chain import StoreError
+    from harnessc.runtime.workflows.manage import WorkflowError, Workflows, render_run
 
     # said before DBOS creates its database beside the file
     if (problem := _not_a_log(args.log)) is not None:
@@ -373,9 +373,9 @@ def cmd_log(args: argparse.Namespace) -> int:
 
         return divergences_main(args)
     # the runtime's own log check: no spec is read, and the log is opened read-only
-    from harnessc.runtime.chain import StoreError, Verification
-    from harnessc.runtime.integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
-    from harnessc.runtime.stores import open_store
+    from harnessc.runtime.log.chain import StoreError, Verification
+    from harnessc.runtime.log.integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
+    from harnessc.runtime.log.open import open_store
 
     try:
         key = LogKey.from_file(args.key_file) if args.key_file else LogKey.from_env()
@@ -428,8 +428,8 @@ def _not_a_log(store: str) -> str | None:
     """Why an operator's command may not open the SQLite file `store` names: it names no file
     (opening it would create an empty log) or a file that holds no log (opening it would add
     one to another application's database); None for a log, or a server's URL."""
-    from harnessc.runtime.chain import StoreError
-    from harnessc.runtime.stores import open_store
+    from harnessc.runtime.log.chain import StoreError
+    from harnessc.runtime.log.open import open_store
 
     if _missing(store):
         return f"no event log at `{store}`"

@@ -2,7 +2,7 @@
 
 The validator (compiler/validate.py) gives every operand of a comparison a `Ty` and asks these
 rules whether the operator takes the pair; each operator's rule and wording come from its
-record in `runtime/semantics.py`. A rule returns a `Problem`, not a diagnostic: an operand
+record in `runtime/model/semantics.py`. A rule returns a `Problem`, not a diagnostic: an operand
 whose type differs between the selected tools is fine when one of its options is.
 """
 
@@ -15,7 +15,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import OPERATORS, Operator
+from harnessc.runtime.model.semantics import OPERATORS, Operator
 
 SHOWN_VALUES = 8
 

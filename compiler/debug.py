@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 from harnessc.runtime import model as m
-from harnessc.runtime.canonical import canonical_json
+from harnessc.runtime.model.canonical import canonical_json
 
 from .graph import step_graph
 from .lower import module_name

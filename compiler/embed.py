@@ -23,13 +23,13 @@ from typing import IO
 
 import numpy as np
 from harnessc.dsl.files import cache_folder
-from harnessc.runtime.embedding import (
+from harnessc.runtime.exposure.embedding import (
     MODEL_NAME,
     EmbeddingUnavailableError,
     load_query_embedder,
 )
-from harnessc.runtime.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, ToolDoc, tool_docs
 from harnessc.runtime.model import Tool
+from harnessc.runtime.model.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, ToolDoc, tool_docs
 
 __all__ = [
     "ProgressPrinter",

@@ -30,8 +30,14 @@ from harnessc.dsl.builder import _QUOTED_NAME as TOOL_NAME  # what a quoted tool
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.render_formats import print_diagnostics
 from harnessc.dsl.source import Source
-from harnessc.runtime.availability import schema_drift
-from harnessc.runtime.mcp_client import DiscoveredTool, Discovery, McpEndpoint, McpError, discover
+from harnessc.runtime.integrations.mcp_client import (
+    DiscoveredTool,
+    Discovery,
+    McpEndpoint,
+    McpError,
+    discover,
+)
+from harnessc.runtime.judge.availability import schema_drift
 from harnessc.runtime.model import Spec
 
 __all__ = ["Drift", "drift_of", "mcp_block", "run"]

@@ -26,7 +26,7 @@ from .resolve import Resolution
 if TYPE_CHECKING:
     # the runtime's engine and ledger: loaded by the functions that run tests, so that
     # `check` (which runs `check_tests` only) does not load them
-    from harnessc.runtime.policy import CallContext, Decider, Decision
+    from harnessc.runtime.judge.policy import CallContext, Decider, Decision
 
 __all__ = [
     "TestOutcome",
@@ -133,8 +133,8 @@ def call_of(spec: Spec, test: SpecTest, now_ms: int | None = None) -> CallContex
     A test's `before` steps (user messages, earlier calls with results, `ago`) make the
     session's ledger, replayed by the runtime (`prelude_ledger`) as of `now_ms`, and add to
     the facts what their `on_success` adds (`facts_after`)."""
-    from harnessc.runtime.history import facts_after, prelude_ledger
-    from harnessc.runtime.policy import CallContext
+    from harnessc.runtime.judge.history import facts_after, prelude_ledger
+    from harnessc.runtime.judge.policy import CallContext
 
     facts, connected, running = split_facts(spec, test)
     execution = dict(test.execution or {})
@@ -315,7 +315,7 @@ def given_before(test: SpecTest) -> list[str]:
 def run_spec_tests(spec: Spec, pattern: str | None = None, file: str = "") -> TestRun:
     """Run the root module's tests (those whose name contains `pattern`, case-insensitively),
     in source order. Expects a spec whose tests passed `check_tests`."""
-    from harnessc.runtime.policy import PolicyEngine
+    from harnessc.runtime.judge.policy import PolicyEngine
 
     run = TestRun(file)
     engine = PolicyEngine(spec)

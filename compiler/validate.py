@@ -32,7 +32,7 @@ from harnessc.dsl.diagnostics import Diagnostic, clipped
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import OPERATORS
+from harnessc.runtime.model.semantics import OPERATORS
 
 from .condition_types import (
     ANY,
@@ -605,7 +605,7 @@ class _Validator(SessionChecks):
 
     def check_delegate_step(self, workflow: m.Workflow | None, action: s.DelegateAction) -> None:
         """H344: a `delegate` step of a workflow run as an agent that may not delegate to the
-        step's agent (the runtime would refuse it, runtime/delegation.py)."""
+        step's agent (the runtime would refuse it, runtime/session/delegation.py)."""
         if workflow is None or workflow.agent is None:
             return  # judged by a policy, the workflow delegates to the agents its steps name
         agent = self.spec.agents.get(workflow.agent)

@@ -20,7 +20,7 @@ busy: a file of at most 8 MiB (H005); a spec (a root and its imports) of at most
 rules (H010) and `MAX_EXPRESSION_NODES` expression nodes (H011); a condition of at most
 `MAX_CONDITION_NODES` (H012); brackets, `not`s and quantifiers nested at most 64 deep
 (H108, `recovery.MAX_NESTING`). A call's arguments have limits of their own at run time
-(`runtime/normalize.py`, `MAX_ARGS_BYTES`)."""
+(`runtime/judge/normalize.py`, `MAX_ARGS_BYTES`)."""
 MAX_RULES = 50_000
 MAX_EXPRESSION_NODES = 100_000
 """Operators (`and`, `or`, `not`), comparisons, references (`args.x`), calls, quantifiers,

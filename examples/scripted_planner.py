@@ -650,7 +650,7 @@ def main(
     args.store_url = store
     options: dict[str, Any] = {}
     if args.embed:
-        from harnessc.runtime.embedding import load_query_embedder
+        from harnessc.runtime.exposure.embedding import load_query_embedder
 
         options["embedder"] = load_query_embedder()
     else:

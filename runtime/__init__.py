@@ -15,34 +15,34 @@ tests/test_public_api.py). The path of a call:
 
 See docs/runtime.md for the guide.
 
-- Harness, HarnessError: the facade (runtime/harness.py)
-- Session: sessions, delegation and skills (runtime/sessions.py); surface_tools: the public
-  tools of a surface (runtime/semantics.py)
+- Harness, HarnessError: the facade (runtime/session/harness.py)
+- Session: sessions, delegation and skills (runtime/session/sessions.py); surface_tools: the public
+  tools of a surface (runtime/model/semantics.py)
 - Facts, McpState, Availability, ToolAvailability, AvailabilityChecker, AvailabilityRefusal:
   availability (an `unavailable` refusal lists the failed conditions)
 - PendingCall, Refusal, REFUSAL_CODES, Validator, ToolNames, thaw: normalize
-- Decision, CallContext, PolicyEngine: compiled decisions (runtime/policy.py)
-- Ledger, HistoryTerms: a session's provenance index and history (runtime/history.py);
+- Decision, CallContext, PolicyEngine: compiled decisions (runtime/judge/policy.py)
+- Ledger, HistoryTerms: a session's provenance index and history (runtime/judge/history.py);
   prelude_ledger: the ledger of a session's earlier steps (SessionStep) before a call;
   facts_after: the session's facts after those steps (what their `on_success` added)
 - ApprovalRequest, ApprovalGrant, ApprovalOutcome, ApprovalError: approvals
 - Result, Outcome, Accepted, ExecutorContext: executors (Accepted: asynchronous work)
 - Evidence, EvidenceItem: evidence
 - Exposure, ExposureTrace, load_tool_embeddings, LazyQueryEmbedder: exposure, and the tool
-  embeddings a generated package ships (runtime/exposure.py, runtime/embedding.py)
+  embeddings a generated package ships (runtime/exposure/ranker.py, runtime/exposure/embedding.py)
 - Execution, input_hash, canonical_json: canonical identity of a call
 - Action, ActionState, ActionError, IllegalTransitionError: the action lifecycle
 - FunctionCalling, ToolCall, AdapterError, openai_tool, openai_responses_tool, anthropic_tool,
   input_schema, tool_description: OpenAI and Anthropic function-calling adapters
 - mcp_tool, strict_parameters, StrictParameters: MCP `tools/list` and OpenAI strict-mode
-  exports (runtime/exports.py)
+  exports (runtime/integrations/exports.py)
 - EventStore, SQLiteStore, MemoryStore, Event, Verification, Projections: the event log;
   UnverifiedLog: what the operators' commands raise on a log whose chain does not verify;
   open_store: opens one by URL (`sqlite:///PATH`, `postgresql://…`, `memory://`)
 - Checkpoint, CheckpointError, LogKey, LogKeyError: checkpoints of the log's head and the
-  optional log key (runtime/integrity.py)
-- PostgresStore: the event log on PostgreSQL (runtime/pgstore.py; needs psycopg)
-- Workflows, WorkflowError, GateOutcome: durable workflows (runtime/workflows.py; needs dbos)
+  optional log key (runtime/log/integrity.py)
+- PostgresStore: the event log on PostgreSQL (runtime/log/postgres.py; needs psycopg)
+- Workflows, WorkflowError, GateOutcome: durable workflows (runtime/workflows/manage.py; needs dbos)
 - Spec, SessionStep: the compiled model, and a step of a test's session before its call
 """
 
@@ -50,6 +50,8 @@ from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from ._moved import install as _install_moved
 
 __all__ = [
     "REFUSAL_CODES",
@@ -128,83 +130,85 @@ __all__ = [
 ]
 
 _WHERE = {
-    "REFUSAL_CODES": "normalize",
-    "Accepted": "executors",
-    "Action": "lifecycle",
-    "ActionError": "lifecycle",
-    "ActionState": "lifecycle",
-    "AdapterError": "adapters",
-    "ApprovalError": "approvals",
-    "ApprovalGrant": "approvals",
-    "ApprovalOutcome": "approvals",
-    "ApprovalRequest": "approvals",
-    "Availability": "availability",
-    "AvailabilityChecker": "availability",
-    "AvailabilityRefusal": "availability",
-    "CallContext": "policy",
-    "Checkpoint": "integrity",
-    "CheckpointError": "integrity",
-    "Decision": "policy",
-    "Event": "events",
-    "EventStore": "store",
-    "Evidence": "evidence",
-    "EvidenceItem": "evidence",
-    "Execution": "canonical",
-    "ExecutorContext": "executors",
-    "Exposure": "exposure",
-    "ExposureTrace": "exposure",
-    "Facts": "availability",
-    "FunctionCalling": "adapters",
-    "GateOutcome": "workflows",
-    "Harness": "harness",
-    "HarnessError": "harness",
-    "HistoryTerms": "history",
-    "IllegalTransitionError": "lifecycle",
-    "LazyQueryEmbedder": "embedding",
-    "Ledger": "history",
-    "LogKey": "integrity",
-    "LogKeyError": "integrity",
-    "McpState": "availability",
-    "MemoryStore": "store",
-    "Outcome": "executors",
-    "PendingCall": "normalize",
-    "PolicyEngine": "policy",
-    "PostgresStore": "pgstore",
-    "Projections": "projections",
-    "Refusal": "normalize",
-    "SessionStep": "model",
-    "Result": "executors",
-    "SQLiteStore": "store",
-    "Session": "sessions",
-    "Spec": "model",
-    "StrictParameters": "exports",
-    "ToolAvailability": "availability",
-    "ToolCall": "adapters",
-    "ToolNames": "normalize",
-    "UnverifiedLog": "chain",
-    "Validator": "normalize",
-    "Verification": "chain",
-    "WorkflowError": "workflows",
-    "Workflows": "workflows",
-    "anthropic_tool": "adapters",
-    "canonical_json": "canonical",
-    "facts_after": "history",
-    "input_hash": "canonical",
-    "input_schema": "adapters",
-    "load_tool_embeddings": "exposure",
-    "mcp_tool": "exports",
-    "prelude_ledger": "history",
-    "strict_parameters": "exports",
-    "open_store": "stores",
-    "openai_responses_tool": "adapters",
-    "openai_tool": "adapters",
-    "surface_tools": "semantics",
-    "thaw": "normalize",
-    "tool_description": "adapters",
+    "REFUSAL_CODES": "judge.normalize",
+    "Accepted": "session.executors",
+    "Action": "session.lifecycle",
+    "ActionError": "session.lifecycle",
+    "ActionState": "session.lifecycle",
+    "AdapterError": "integrations.adapters",
+    "ApprovalError": "session.approvals",
+    "ApprovalGrant": "session.approvals",
+    "ApprovalOutcome": "session.approvals",
+    "ApprovalRequest": "session.approvals",
+    "Availability": "judge.availability",
+    "AvailabilityChecker": "judge.availability",
+    "AvailabilityRefusal": "judge.availability",
+    "CallContext": "judge.policy",
+    "Checkpoint": "log.integrity",
+    "CheckpointError": "log.integrity",
+    "Decision": "judge.policy",
+    "Event": "log.events",
+    "EventStore": "log.store",
+    "Evidence": "session.evidence",
+    "EvidenceItem": "session.evidence",
+    "Execution": "model.canonical",
+    "ExecutorContext": "session.executors",
+    "Exposure": "exposure.ranker",
+    "ExposureTrace": "exposure.ranker",
+    "Facts": "judge.availability",
+    "FunctionCalling": "integrations.adapters",
+    "GateOutcome": "workflows.manage",
+    "Harness": "session.harness",
+    "HarnessError": "session.harness",
+    "HistoryTerms": "judge.history",
+    "IllegalTransitionError": "session.lifecycle",
+    "LazyQueryEmbedder": "exposure.embedding",
+    "Ledger": "judge.history",
+    "LogKey": "log.integrity",
+    "LogKeyError": "log.integrity",
+    "McpState": "judge.availability",
+    "MemoryStore": "log.store",
+    "Outcome": "session.executors",
+    "PendingCall": "judge.normalize",
+    "PolicyEngine": "judge.policy",
+    "PostgresStore": "log.postgres",
+    "Projections": "log.projections",
+    "Refusal": "judge.normalize",
+    "SessionStep": "model.ir",
+    "Result": "session.executors",
+    "SQLiteStore": "log.store",
+    "Session": "session.sessions",
+    "Spec": "model.ir",
+    "StrictParameters": "integrations.exports",
+    "ToolAvailability": "judge.availability",
+    "ToolCall": "integrations.adapters",
+    "ToolNames": "judge.normalize",
+    "UnverifiedLog": "log.chain",
+    "Validator": "judge.normalize",
+    "Verification": "log.chain",
+    "WorkflowError": "workflows.manage",
+    "Workflows": "workflows.manage",
+    "anthropic_tool": "integrations.adapters",
+    "canonical_json": "model.canonical",
+    "facts_after": "judge.history",
+    "input_hash": "model.canonical",
+    "input_schema": "integrations.adapters",
+    "load_tool_embeddings": "exposure.ranker",
+    "mcp_tool": "integrations.exports",
+    "prelude_ledger": "judge.history",
+    "strict_parameters": "integrations.exports",
+    "open_store": "log.open",
+    "openai_responses_tool": "integrations.adapters",
+    "openai_tool": "integrations.adapters",
+    "surface_tools": "model.semantics",
+    "thaw": "judge.normalize",
+    "tool_description": "integrations.adapters",
 }
 
 if TYPE_CHECKING:
-    from .adapters import (
+    from .exposure.embedding import LazyQueryEmbedder
+    from .exposure.ranker import Exposure, ExposureTrace, load_tool_embeddings
+    from .integrations.adapters import (
         AdapterError,
         FunctionCalling,
         ToolCall,
@@ -214,8 +218,8 @@ if TYPE_CHECKING:
         openai_tool,
         tool_description,
     )
-    from .approvals import ApprovalError, ApprovalGrant, ApprovalOutcome, ApprovalRequest
-    from .availability import (
+    from .integrations.exports import StrictParameters, mcp_tool, strict_parameters
+    from .judge.availability import (
         Availability,
         AvailabilityChecker,
         AvailabilityRefusal,
@@ -223,28 +227,28 @@ if TYPE_CHECKING:
         McpState,
         ToolAvailability,
     )
-    from .canonical import Execution, canonical_json, input_hash
-    from .chain import UnverifiedLog, Verification
-    from .embedding import LazyQueryEmbedder
-    from .events import Event
-    from .evidence import Evidence, EvidenceItem
-    from .executors import Accepted, ExecutorContext, Outcome, Result
-    from .exports import StrictParameters, mcp_tool, strict_parameters
-    from .exposure import Exposure, ExposureTrace, load_tool_embeddings
-    from .harness import Harness, HarnessError
-    from .history import HistoryTerms, Ledger, facts_after, prelude_ledger
-    from .integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
-    from .lifecycle import Action, ActionError, ActionState, IllegalTransitionError
-    from .model import SessionStep, Spec
-    from .normalize import REFUSAL_CODES, PendingCall, Refusal, ToolNames, Validator, thaw
-    from .pgstore import PostgresStore
-    from .policy import CallContext, Decision, PolicyEngine
-    from .projections import Projections
-    from .semantics import surface_tools
-    from .sessions import Session
-    from .store import EventStore, MemoryStore, SQLiteStore
-    from .stores import open_store
-    from .workflows import GateOutcome, WorkflowError, Workflows
+    from .judge.history import HistoryTerms, Ledger, facts_after, prelude_ledger
+    from .judge.normalize import REFUSAL_CODES, PendingCall, Refusal, ToolNames, Validator, thaw
+    from .judge.policy import CallContext, Decision, PolicyEngine
+    from .log.chain import UnverifiedLog, Verification
+    from .log.events import Event
+    from .log.integrity import Checkpoint, CheckpointError, LogKey, LogKeyError
+    from .log.open import open_store
+    from .log.postgres import PostgresStore
+    from .log.projections import Projections
+    from .log.store import EventStore, MemoryStore, SQLiteStore
+    from .model.canonical import Execution, canonical_json, input_hash
+    from .model.ir import SessionStep, Spec
+    from .model.semantics import surface_tools
+    from .session.approvals import ApprovalError, ApprovalGrant, ApprovalOutcome, ApprovalRequest
+    from .session.evidence import Evidence, EvidenceItem
+    from .session.executors import Accepted, ExecutorContext, Outcome, Result
+    from .session.harness import Harness, HarnessError
+    from .session.lifecycle import Action, ActionError, ActionState, IllegalTransitionError
+    from .session.sessions import Session
+    from .workflows.manage import GateOutcome, WorkflowError, Workflows
+
+_install_moved()
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,7 @@ import re
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.builder import grammar_text
-from harnessc.runtime.semantics import OPERATORS
+from harnessc.runtime.model.semantics import OPERATORS
 from hypothesis import strategies as st
 
 # Every word the grammar spells out: reserved where the parser accepts it.

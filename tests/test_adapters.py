@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from harnessc.compiler.pipeline import check
-from harnessc.runtime.adapters import AdapterError, FunctionCalling, ToolCall
+from harnessc.runtime.integrations.adapters import AdapterError, FunctionCalling, ToolCall
+from harnessc.runtime.judge.normalize import PendingCall, Refusal, Validator, freeze
 from harnessc.runtime.model import Spec, Tool
-from harnessc.runtime.normalize import PendingCall, Refusal, Validator, freeze
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "adapters"
@@ -264,7 +264,7 @@ def test_read_calls_go_straight_into_normalize(spec: Spec, fc: FunctionCalling) 
 def test_the_module_example_runs() -> None:
     import doctest
 
-    from harnessc.runtime import adapters
+    from harnessc.runtime.integrations import adapters
 
     assert doctest.testmod(adapters).failed == 0
 

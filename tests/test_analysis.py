@@ -20,7 +20,7 @@ from harnessc.compiler.analysis.policy import (
 from harnessc.compiler.analysis.smt import MAX_SEARCH_WIDTH, MAX_SMT_TEXT, search_regex
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import value_matches
+from harnessc.runtime.model.semantics import value_matches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -11,7 +11,7 @@ from harnessc.compiler.analysis.budget import RLIMIT_VARIABLE
 from harnessc.compiler.analysis.cache import AnalysisCache
 from harnessc.compiler.analysis.policy import PolicyAnalysis, analyse_policies
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import selects
+from harnessc.runtime.model.semantics import selects
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

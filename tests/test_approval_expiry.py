@@ -17,8 +17,8 @@ from harnessc.dsl.parser import parse_source
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
 from harnessc.runtime import ApprovalError, Harness
-from harnessc.runtime import operations as ops
 from harnessc.runtime.model import Spec
+from harnessc.runtime.session import operations as ops
 
 from .test_approvals import Clock, compile_text, frozen
 from .test_eventlog_calls import opener  # noqa: F401  (the fixture: SQLite, PostgreSQL)
@@ -330,7 +330,7 @@ def test_the_cli_lists_the_deadline_and_refuses_an_expired_request_with_its_code
     spec: Spec, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from harnessc.compiler.cli import main
-    from harnessc.runtime.store import SQLiteStore
+    from harnessc.runtime.log.store import SQLiteStore
 
     db = str(tmp_path / "e.db")
     spec_file = tmp_path / "g.harness"

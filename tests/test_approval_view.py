@@ -10,17 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harnessc.runtime import (
-    Harness,
-    HarnessError,
-    PendingCall,
-    Refusal,
-    SQLiteStore,
-    approval_view,
-    operations,
-)
-from harnessc.runtime.approval_view import run_preview
+from harnessc.runtime import Harness, HarnessError, PendingCall, Refusal, SQLiteStore
 from harnessc.runtime.model import Spec
+from harnessc.runtime.session import approval_view, operations
+from harnessc.runtime.session.approval_view import run_preview
 
 from .test_approvals import compile_text
 

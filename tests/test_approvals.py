@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import ApprovalError, Facts, Harness, PendingCall, Refusal, SQLiteStore
-from harnessc.runtime.canonical import Execution
 from harnessc.runtime.model import Spec
+from harnessc.runtime.model.canonical import Execution
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -325,7 +325,7 @@ def test_asking_again_about_a_call_returns_its_waiting_request(
 ) -> None:
     # each ask made another request: the second stayed pending after the first was approved
     # and the call ran, for an operator to approve a call that had run already
-    from harnessc.runtime.operations import pending_approvals
+    from harnessc.runtime.session.operations import pending_approvals
 
     store = SQLiteStore(tmp_path / "log.db")
     h = Harness(shell_spec, store=store)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from harnessc.runtime import ApprovalError, Harness, PendingCall
+from harnessc.runtime.log.store import SQLiteStore
 from harnessc.runtime.model import Spec
-from harnessc.runtime.store import SQLiteStore
 
 from .conftest import ROOT
 from .test_approvals import compile_text, frozen
@@ -154,7 +154,7 @@ def test_another_process_edits_and_the_agent_receives_the_edited_call(
     script = textwrap.dedent(
         f"""
         from harnessc.runtime import Harness
-        from harnessc.runtime.store import SQLiteStore
+        from harnessc.runtime.log.store import SQLiteStore
         h = Harness.from_json({str(tmp_path / "spec.json")!r}, store=SQLiteStore({str(db)!r}))
         out = h.approve_with_edits({req.request_id!r}, {{"service": "payments",
             "canary_percent": 5}}, by={{"user": "u-ops", "role": "ops"}}, reason="smaller")

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, PendingCall, Refusal
-from harnessc.runtime.model import Field, Schema, Spec, Type
-from harnessc.runtime.normalize import (
+from harnessc.runtime.judge.normalize import (
     MAX_ARGS_BYTES,
     MAX_ARGS_DEPTH,
     MAX_ARGS_ITEMS,
@@ -21,6 +20,7 @@ from harnessc.runtime.normalize import (
     Validator,
     freeze,
 )
+from harnessc.runtime.model import Field, Schema, Spec, Type
 
 SPEC = """
 harness limits { version "1.0.0" }

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Facts, Harness, McpState
-from harnessc.runtime.availability import MCP_CONDITIONS
+from harnessc.runtime.judge.availability import MCP_CONDITIONS
 from harnessc.runtime.model import Spec
 
 from .conftest import ROOT

@@ -17,10 +17,10 @@ from harnessc.dsl.parser import parse_source
 from harnessc.dsl.render_formats import render
 from harnessc.dsl.source import Source
 from harnessc.runtime import Harness, PendingCall, Refusal
-from harnessc.runtime.availability import Facts
-from harnessc.runtime.canonical import Execution
+from harnessc.runtime.judge.availability import Facts
+from harnessc.runtime.judge.normalize import REFUSAL_CODES, is_text
 from harnessc.runtime.model import Spec
-from harnessc.runtime.normalize import REFUSAL_CODES, is_text
+from harnessc.runtime.model.canonical import Execution
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -671,7 +671,7 @@ def test_arguments_json_cannot_hold_refuse_that_call_only(
 
 
 def test_an_unknown_tool_name_of_megabytes_is_refused(guarded: Spec) -> None:
-    from harnessc.runtime.normalize import near_name
+    from harnessc.runtime.judge.normalize import near_name
 
     name = "shell.runn" + "x" * 5_000_000  # too long for any "did you mean"
     assert near_name(name, guarded.tools) is None
@@ -707,7 +707,7 @@ def test_why_reads_its_json_flags_as_the_runtime_reads_arguments(capsys) -> None
 
 def test_a_refusal_lists_the_first_hundred_violations_and_counts_the_rest(shell: Spec) -> None:
     # a million unknown fields were each recorded: a 44 MB `call.refused` event
-    from harnessc.runtime.normalize import MAX_ERRORS
+    from harnessc.runtime.judge.normalize import MAX_ERRORS
 
     h = Harness(shell)
     s = h.session("a", actor={"user": "u-1"}, task="t-1")

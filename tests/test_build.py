@@ -17,7 +17,7 @@ import pytest
 from harnessc.compiler import pipeline
 from harnessc.compiler.cli import main
 from harnessc.runtime import CallContext, Harness, MemoryStore, PolicyEngine, Spec
-from harnessc.runtime.store import StoreError
+from harnessc.runtime.log.store import StoreError
 
 from .conftest import ROOT, update_goldens
 

@@ -14,7 +14,7 @@ from harnessc.compiler import embed
 from harnessc.compiler.cli import main
 from harnessc.compiler.embed import ProgressPrinter
 from harnessc.compiler.init import STARTER, STARTER_NAME
-from harnessc.runtime.embedding import QUIETED_LOGGERS, quiet_libraries
+from harnessc.runtime.exposure.embedding import QUIETED_LOGGERS, quiet_libraries
 
 from .conftest import ROOT
 

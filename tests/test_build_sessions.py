@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from harnessc.compiler import pipeline
-from harnessc.runtime.harness import Harness
+from harnessc.runtime.session.harness import Harness
 
 from .conftest import ROOT
 from .test_build import _build, _import, _package

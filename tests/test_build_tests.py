@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from harnessc.compiler import pipeline
 from harnessc.runtime import Spec
-from harnessc.runtime.semantics import surface_tools
+from harnessc.runtime.model.semantics import surface_tools
 
 from .conftest import ROOT
 from .test_build import HOSTILE

@@ -9,8 +9,8 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-from harnessc.runtime import canonical
-from harnessc.runtime.canonical import (
+from harnessc.runtime.model import canonical
+from harnessc.runtime.model.canonical import (
     MAX_SAFE_INTEGER,
     CanonicalError,
     Execution,

@@ -16,13 +16,19 @@ from pathlib import Path
 
 import pytest
 from harnessc.compiler.cli import main
-from harnessc.runtime import Harness, PendingCall, SQLiteStore, operations
-from harnessc.runtime.chain import CHECKPOINT_EVERY, CHECKPOINT_TYPE, UnverifiedLog, verify_events
-from harnessc.runtime.events import Event, NewEvent, StoreError, event_hash
-from harnessc.runtime.integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, LogKey
+from harnessc.runtime import Harness, PendingCall, SQLiteStore
+from harnessc.runtime.log.chain import (
+    CHECKPOINT_EVERY,
+    CHECKPOINT_TYPE,
+    UnverifiedLog,
+    verify_events,
+)
+from harnessc.runtime.log.events import Event, NewEvent, StoreError, event_hash
+from harnessc.runtime.log.integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, LogKey
+from harnessc.runtime.log.store import MemoryStore
+from harnessc.runtime.log.store import row as as_row
 from harnessc.runtime.model import Spec
-from harnessc.runtime.store import MemoryStore
-from harnessc.runtime.store import row as as_row
+from harnessc.runtime.session import operations
 
 from .postgres import ADMIN_URL, SKIP_REASON
 from .test_approvals import SHELL, compile_text
@@ -168,7 +174,7 @@ def holding(kind: str, events: list[Event], key: LogKey | None, tmp_path: Path) 
         _OPENED.append(opened)
         return opened
     import psycopg
-    from harnessc.runtime.pgstore import PostgresStore
+    from harnessc.runtime.log.postgres import PostgresStore
 
     from .postgres import fresh_database
 

@@ -188,8 +188,9 @@ def test_check_after_an_edit_loads_only_the_stages_it_runs(tmp_path: Path) -> No
         "from harnessc.compiler.cli import main\n"
         f"code = main(['check', '-q', '--no-cache', {str(example / 'remediation.harness')!r}])\n"
         "heavy = ('harnessc.compiler.lints', 'harnessc.compiler.analysis.availability',\n"
-        "         'harnessc.runtime.policy', 'harnessc.runtime.history', 'networkx', 'z3')\n"
-        "from harnessc.runtime.model import _Model\n"
+        "         'harnessc.runtime.judge.policy', 'harnessc.runtime.judge.history',\n"
+        "         'networkx', 'z3')\n"
+        "from harnessc.runtime.model.ir import _Model\n"
         "built = [c.__name__ for c in _Model.__subclasses__() if c.__pydantic_complete__]\n"
         "print(code, sorted(m for m in heavy if m in sys.modules), built)\n"
     )

@@ -23,7 +23,7 @@ from harnessc.compiler.analysis.compare import (
 from harnessc.compiler.analysis.prelude import session_prelude
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import model as m
-from harnessc.runtime.policy import PolicyEngine
+from harnessc.runtime.judge.policy import PolicyEngine
 
 from .conftest import ROOT
 

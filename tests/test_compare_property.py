@@ -12,7 +12,7 @@ from harnessc.compiler.analysis.cache import AnalysisCache
 from harnessc.compiler.analysis.compare import Region, compare_policies, runtime_call
 from harnessc.compiler.analysis.concrete import Call
 from harnessc.runtime import model as m
-from harnessc.runtime.policy import CallContext, Decision, PolicyEngine
+from harnessc.runtime.judge.policy import CallContext, Decision, PolicyEngine
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

@@ -182,7 +182,7 @@ def test_a_page_that_meets_a_row_the_chain_does_not_vouch_for_says_so(
 
 def test_a_page_showing_a_lone_surrogate_from_the_log_shows_its_escape(world: Any) -> None:
     # `"\ud800"` is valid JSON, so a log may hold it: the page failed to encode (a bare 500)
-    from harnessc.runtime.events import NewEvent
+    from harnessc.runtime.log.events import NewEvent
 
     s = world["session"]
     store = s.harness.store
@@ -202,7 +202,7 @@ def test_a_page_showing_a_lone_surrogate_from_the_log_shows_its_escape(world: An
 
 def test_a_page_that_meets_a_chained_row_it_cannot_read_names_it(world: Any) -> None:
     # a row the chain vouches for (another program wrote it) that is no record: a bare 500
-    from harnessc.runtime.events import NewEvent
+    from harnessc.runtime.log.events import NewEvent
 
     s = world["session"]
     store = s.harness.store

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from harnessc.compiler.pipeline import check
-from harnessc.runtime import policy as policy_mod
+from harnessc.runtime.judge import policy as policy_mod
+from harnessc.runtime.judge.policy import CallContext, PolicyEngine, naive_decide
 from harnessc.runtime.model import (
     Compare,
     DefaultDecision,
@@ -29,7 +30,6 @@ from harnessc.runtime.model import (
     Type,
 )
 from harnessc.runtime.model import Path as P
-from harnessc.runtime.policy import CallContext, PolicyEngine, naive_decide
 
 HOSTILE = [
     "\n    import os\n",

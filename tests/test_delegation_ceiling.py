@@ -10,7 +10,7 @@ from harnessc.compiler.analysis.cache import AnalysisCache
 from harnessc.compiler.analysis.ceiling import delegation_ceiling
 from harnessc.compiler.analysis.compare import runtime_call
 from harnessc.compiler.pipeline import check, lint
-from harnessc.runtime.policy import PolicyEngine
+from harnessc.runtime.judge.policy import PolicyEngine
 
 from .conftest import ROOT
 

@@ -19,7 +19,7 @@ from harnessc.compiler.analysis.prelude import session_of, session_prelude
 from harnessc.compiler.cli import main
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import model as m
-from harnessc.runtime.policy import PolicyEngine
+from harnessc.runtime.judge.policy import PolicyEngine
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

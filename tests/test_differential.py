@@ -42,12 +42,12 @@ from harnessc.compiler.analysis.policy import PolicyAnalysis
 from harnessc.compiler.analysis.prelude import session_prelude
 from harnessc.compiler.analysis.text import spec_text
 from harnessc.runtime import model as m
-from harnessc.runtime.conditions import Scope, evaluate, read_path
-from harnessc.runtime.harness import Harness
-from harnessc.runtime.history import history_key, prelude_ledger, result_labels
-from harnessc.runtime.policy import Decision, PolicyEngine, naive_decide
-from harnessc.runtime.semantics import selects, tool_view
-from harnessc.runtime.store import MemoryStore
+from harnessc.runtime.judge.conditions import Scope, evaluate, read_path
+from harnessc.runtime.judge.history import history_key, prelude_ledger, result_labels
+from harnessc.runtime.judge.policy import Decision, PolicyEngine, naive_decide
+from harnessc.runtime.log.store import MemoryStore
+from harnessc.runtime.model.semantics import selects, tool_view
+from harnessc.runtime.session.harness import Harness
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 

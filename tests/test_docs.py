@@ -100,8 +100,8 @@ def test_cli_doc_mentions_every_subcommand() -> None:
 
 @pytest.mark.parametrize(("owner", "short"), [("Harness", "h"), ("Session", "s")])
 def test_the_runtime_guide_names_every_public_method(owner: str, short: str) -> None:
-    from harnessc.runtime.harness import Harness
-    from harnessc.runtime.sessions import Session
+    from harnessc.runtime.session.harness import Harness
+    from harnessc.runtime.session.sessions import Session
 
     cls = {"Harness": Harness, "Session": Session}[owner]
     text = (DOCS / "runtime.md").read_text(encoding="utf-8")

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from harnessc.compiler.embed import compute_tool_embeddings
-from harnessc.runtime.embedding import QueryEmbedder, embedding_status, load_query_embedder
-from harnessc.runtime.exposure import ExposureIndex, tool_docs
+from harnessc.runtime.exposure.embedding import QueryEmbedder, embedding_status, load_query_embedder
+from harnessc.runtime.exposure.ranker import ExposureIndex, tool_docs
 from harnessc.runtime.model import Rank
 
 from .test_exposure import IDS, TOOLS

@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, PendingCall, SQLiteStore
-from harnessc.runtime.events import (
+from harnessc.runtime.log.events import (
     NewEvent,
     PayloadTemplate,
     format_time,
     hole,
     payload_text,
 )
-from harnessc.runtime.store import Batch, ConcurrencyError, GroupCommit, MemoryStore
+from harnessc.runtime.log.store import Batch, ConcurrencyError, GroupCommit, MemoryStore
 
 from .postgres import ADMIN_URL, SKIP_REASON, fresh_database
 
@@ -344,7 +344,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[
         return
     if not ADMIN_URL:
         pytest.skip(SKIP_REASON)
-    from harnessc.runtime.pgstore import PostgresStore
+    from harnessc.runtime.log.postgres import PostgresStore
 
     with fresh_database() as url:
         try:
@@ -564,8 +564,8 @@ def test_deferred_events_are_committed_when_the_interpreter_exits(tmp_path: Path
     path = tmp_path / "e.db"
     code = (
         "import sys\n"
-        "from harnessc.runtime.events import NewEvent\n"
-        "from harnessc.runtime.store import SQLiteStore\n"
+        "from harnessc.runtime.log.events import NewEvent\n"
+        "from harnessc.runtime.log.store import SQLiteStore\n"
         "store = SQLiteStore(sys.argv[1])\n"
         "store.defer([NewEvent('s', 'Text', 'left')])\n"
     )
@@ -574,7 +574,7 @@ def test_deferred_events_are_committed_when_the_interpreter_exits(tmp_path: Path
 
 
 def test_a_payload_text_that_is_not_utf8_is_refused_before_it_is_deferred(tmp_path: Path) -> None:
-    from harnessc.runtime.canonical import CanonicalError
+    from harnessc.runtime.model.canonical import CanonicalError
 
     with SQLiteStore(tmp_path / "e.db") as store:
         with pytest.raises(CanonicalError):
@@ -584,7 +584,7 @@ def test_a_payload_text_that_is_not_utf8_is_refused_before_it_is_deferred(tmp_pa
 
 
 def test_every_payload_a_call_writes_from_templates_is_canonical(spec: Any) -> None:
-    from harnessc.runtime.canonical import canonical_json, canonicalize_text
+    from harnessc.runtime.model.canonical import canonical_json, canonicalize_text
 
     h = Harness(spec, store=MemoryStore())
     h.bind("change.create", lambda args: {"id": "é\n\u2028", "n": [1, 2.5, None, True]})

@@ -14,10 +14,10 @@ import pytest
 psycopg = pytest.importorskip("psycopg", reason="PostgreSQL needs psycopg")
 
 from harnessc.compiler.cli import main  # noqa: E402
-from harnessc.runtime.events import NewEvent, event_hash  # noqa: E402
-from harnessc.runtime.integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, LogKey  # noqa: E402
-from harnessc.runtime.pgstore import PostgresStore  # noqa: E402
-from harnessc.runtime.store import StoreError  # noqa: E402
+from harnessc.runtime.log.events import NewEvent, event_hash  # noqa: E402
+from harnessc.runtime.log.integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, LogKey  # noqa: E402
+from harnessc.runtime.log.postgres import PostgresStore  # noqa: E402
+from harnessc.runtime.log.store import StoreError  # noqa: E402
 
 from .postgres import ADMIN_URL, SKIP_REASON, fresh_database  # noqa: E402
 

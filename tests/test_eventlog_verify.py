@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 from harnessc.compiler.cli import main
-from harnessc.runtime.chain import ChainWatch
-from harnessc.runtime.events import Event, NewEvent, event_hash
-from harnessc.runtime.harness import Harness
-from harnessc.runtime.integrity import (
+from harnessc.runtime.log.chain import ChainWatch
+from harnessc.runtime.log.events import Event, NewEvent, event_hash
+from harnessc.runtime.log.integrity import (
     LOG_KEY_ENV,
     LOG_KEY_FILE_ENV,
     Checkpoint,
@@ -26,14 +25,15 @@ from harnessc.runtime.integrity import (
     LogKey,
     LogKeyError,
 )
-from harnessc.runtime.model import Spec
-from harnessc.runtime.store import (
+from harnessc.runtime.log.store import (
     MemoryStore,
     SQLiteStore,
     StoreError,
     Verification,
     verify_events,
 )
+from harnessc.runtime.model import Spec
+from harnessc.runtime.session.harness import Harness
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 

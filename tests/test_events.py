@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 from harnessc.compiler.pipeline import check
-from harnessc.runtime.canonical import CanonicalError, canonical_json, sha256_hex
-from harnessc.runtime.events import (
+from harnessc.runtime.log.events import (
     GENESIS_HASH,
     REDACTED,
     EventError,
@@ -40,16 +39,17 @@ from harnessc.runtime.events import (
     session_ended,
     session_started,
 )
-from harnessc.runtime.lifecycle import Action
-from harnessc.runtime.model import Spec, Tool
-from harnessc.runtime.projections import Projections
-from harnessc.runtime.store import (
+from harnessc.runtime.log.projections import Projections
+from harnessc.runtime.log.store import (
     ConcurrencyError,
     EventStore,
     MemoryStore,
     SQLiteStore,
     StoreError,
 )
+from harnessc.runtime.model import Spec, Tool
+from harnessc.runtime.model.canonical import CanonicalError, canonical_json, sha256_hex
+from harnessc.runtime.session.lifecycle import Action
 
 T0 = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
 
@@ -400,8 +400,8 @@ def test_store_settings(tmp_path: Path) -> None:
 CHILD = textwrap.dedent(
     """
     import sys
-    from harnessc.runtime.events import NewEvent
-    from harnessc.runtime.store import SQLiteStore
+    from harnessc.runtime.log.events import NewEvent
+    from harnessc.runtime.log.store import SQLiteStore
 
     store = SQLiteStore(sys.argv[1])
     name = sys.argv[2]
@@ -575,7 +575,7 @@ def test_no_secret_reaches_the_log(vault: Tool, tmp_path: Path) -> None:
         assert secret not in text
     assert "r-1" in text
     # the input hash is over the real arguments: a grant still binds the exact call
-    from harnessc.runtime.canonical import input_hash
+    from harnessc.runtime.model.canonical import input_hash
 
     assert requested["input_hash"] == input_hash("vault.put", 1, ARGS)
 
@@ -698,6 +698,6 @@ def test_catching_up_equals_rebuilding(vault: Tool, tmp_path: Path) -> None:
         assert views == Projections.rebuild(s.read())
 
 
-@pytest.mark.parametrize("module", ["events", "store", "projections", "integrity"])
+@pytest.mark.parametrize("module", ["log.events", "log.store", "log.projections", "log.integrity"])
 def test_module_examples_run(module: str) -> None:
     assert doctest.testmod(importlib.import_module(f"harnessc.runtime.{module}")).failed == 0

@@ -3,7 +3,8 @@ Completions and Responses), OpenAI's plain function tools and MCP's `tools/list`
 tool of both examples and over drawn schemas.
 
 The checkers below are written from the providers' documents, independently of
-runtime/exports.py: a rule the export gets wrong fails here rather than at the provider.
+runtime/integrations/exports.py: a rule the export gets wrong fails here rather than at the
+provider.
 """
 
 from __future__ import annotations
@@ -17,18 +18,18 @@ from typing import Any
 
 import pytest
 from harnessc.compiler.pipeline import check
-from harnessc.runtime import exports
-from harnessc.runtime.adapters import FunctionCalling
-from harnessc.runtime.exports import (
+from harnessc.runtime.integrations import exports
+from harnessc.runtime.integrations.adapters import FunctionCalling
+from harnessc.runtime.integrations.exports import (
     mcp_annotations,
     mcp_tool,
     openai_responses_tool,
     openai_tool,
     strict_parameters,
 )
+from harnessc.runtime.judge.normalize import Validator
 from harnessc.runtime.model import URL_PATTERN, Field, Schema, Spec, Tool, Type
-from harnessc.runtime.normalize import Validator
-from harnessc.runtime.semantics import surface_tools
+from harnessc.runtime.model.semantics import surface_tools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

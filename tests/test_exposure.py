@@ -16,19 +16,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from harnessc.compiler import embed
-from harnessc.runtime import embedding
-from harnessc.runtime.availability import Availability, ToolAvailability
-from harnessc.runtime.canonical import jsonable
-from harnessc.runtime.embedding import EmbeddingUnavailableError
-from harnessc.runtime.exposure import (
+from harnessc.runtime.exposure import embedding
+from harnessc.runtime.exposure.embedding import EmbeddingUnavailableError
+from harnessc.runtime.exposure.lexical import tokenize
+from harnessc.runtime.exposure.ranker import (
     PACK_BOOST,
     ExposureIndex,
     UnknownToolError,
     load_tool_embeddings,
     tool_docs,
 )
-from harnessc.runtime.lexical import tokenize
+from harnessc.runtime.judge.availability import Availability, ToolAvailability
 from harnessc.runtime.model import Field, Operation, Rank, Schema, Surface, Tool, Type
+from harnessc.runtime.model.canonical import jsonable
 
 TOPICS = {
     "production.deploy": ("Deploy a released change to production.", ("change_id", "environment")),

@@ -12,8 +12,8 @@ import unicodedata
 
 import numpy as np
 import pytest
-from harnessc.runtime.exposure import QUERY_CAP, ExposureIndex, ToolDoc, tool_docs
-from harnessc.runtime.lexical import LexicalIndex, fold, tokenize
+from harnessc.runtime.exposure.lexical import LexicalIndex, fold, tokenize
+from harnessc.runtime.exposure.ranker import QUERY_CAP, ExposureIndex, ToolDoc, tool_docs
 from harnessc.runtime.model import Rank
 from hypothesis import given
 from hypothesis import strategies as st
@@ -336,7 +336,7 @@ def test_the_rows_near_the_kth_score_and_the_k_best_are_exact_whatever_the_order
 ) -> None:
     # the k-th highest is found from a sample's threshold; scores laid out so that the sample
     # holds the highest (fewer than k pass it), or all tied, must give the same rows
-    from harnessc.runtime.exposure import _best, _near_many
+    from harnessc.runtime.exposure.ranker import _best, _near_many
 
     rng = np.random.default_rng(3)
     n, k, slack = 4_000, 60, 1e-3

@@ -19,8 +19,8 @@ from harnessc.compiler import embed
 from harnessc.compiler.cli import main
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, PendingCall
-from harnessc.runtime import embedding as embedding_mod
-from harnessc.runtime.exposure import PACK_BOOST, load_tool_embeddings, tool_docs
+from harnessc.runtime.exposure import embedding as embedding_mod
+from harnessc.runtime.exposure.ranker import PACK_BOOST, load_tool_embeddings, tool_docs
 from harnessc.runtime.model import Spec
 
 from .test_exposure import Spy, bag_embedder
@@ -256,7 +256,7 @@ def test_a_built_package_ranks_with_minilm_by_default_and_lexically_when_asked(
 
 
 def test_a_long_query_is_logged_as_ranking_read_it(tmp_path: Path) -> None:
-    from harnessc.runtime.exposure import QUERY_CAP
+    from harnessc.runtime.exposure.ranker import QUERY_CAP
 
     h = harness_with_embeddings(compile_spec(tmp_path, "recall embedding top 4; rerank hybrid"))
     s = session(h)

@@ -113,7 +113,7 @@ from harnessc.runtime import Harness, SQLiteStore, Spec
 
 spec_path, store_url, session_id, runs = sys.argv[1:5]
 if store_url.startswith("postgresql:"):
-    from harnessc.runtime.pgstore import PostgresStore
+    from harnessc.runtime.log.postgres import PostgresStore
     store = PostgresStore(store_url)
 else:
     store = SQLiteStore(store_url)
@@ -149,7 +149,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 def open_store(url: str) -> Any:
     if url.startswith("postgresql:"):
-        from harnessc.runtime.pgstore import PostgresStore
+        from harnessc.runtime.log.postgres import PostgresStore
 
         return PostgresStore(url)
     return SQLiteStore(url)

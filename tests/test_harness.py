@@ -22,9 +22,9 @@ from harnessc.runtime import (
     Refusal,
     SQLiteStore,
 )
-from harnessc.runtime.canonical import Execution
+from harnessc.runtime.log.projections import Projections
 from harnessc.runtime.model import Spec
-from harnessc.runtime.projections import Projections
+from harnessc.runtime.model.canonical import Execution
 
 from .conftest import ROOT
 from .session_specs import DELETE, spec_of
@@ -593,7 +593,15 @@ def test_skill_private_tools_run_only_in_a_skill_session_under_both_policies(
 
 @pytest.mark.parametrize(
     "module",
-    ["harness", "availability", "normalize", "approvals", "executors", "sessions", "evidence"],
+    [
+        "session.harness",
+        "judge.availability",
+        "judge.normalize",
+        "session.approvals",
+        "session.executors",
+        "session.sessions",
+        "session.evidence",
+    ],
 )
 def test_the_runtime_modules_examples_run(module: str) -> None:
     import doctest

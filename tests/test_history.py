@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessc.runtime.conditions import Scope, compile_conditions, evaluate
-from harnessc.runtime.history import HistoryTerms, Ledger, history_key, prelude_ledger
+from harnessc.runtime.judge.conditions import Scope, compile_conditions, evaluate
+from harnessc.runtime.judge.history import HistoryTerms, Ledger, history_key, prelude_ledger
+from harnessc.runtime.judge.policy import CallContext, PolicyEngine, naive_decide, tool_view
 from harnessc.runtime.model import (
     And,
     Compare,
@@ -32,7 +33,6 @@ from harnessc.runtime.model import (
     Tool,
     Type,
 )
-from harnessc.runtime.policy import CallContext, PolicyEngine, naive_decide, tool_view
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

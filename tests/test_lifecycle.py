@@ -8,8 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from harnessc.runtime import lifecycle
-from harnessc.runtime.lifecycle import (
+from harnessc.runtime.log.projections import Projections
+from harnessc.runtime.log.store import MemoryStore, SQLiteStore
+from harnessc.runtime.model import Tool
+from harnessc.runtime.session import lifecycle
+from harnessc.runtime.session.lifecycle import (
     TERMINAL,
     TRANSITIONS,
     Action,
@@ -17,9 +20,6 @@ from harnessc.runtime.lifecycle import (
     IllegalTransitionError,
     can_transition,
 )
-from harnessc.runtime.model import Tool
-from harnessc.runtime.projections import Projections
-from harnessc.runtime.store import MemoryStore, SQLiteStore
 from hypothesis import given
 from hypothesis import strategies as st
 

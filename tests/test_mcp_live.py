@@ -19,8 +19,8 @@ import pytest
 pytest.importorskip("mcp")
 
 from harnessc.runtime import Harness, PendingCall
-from harnessc.runtime.events import MCP_TOOLS_CHANGED
-from harnessc.runtime.mcp_client import McpConnection, McpEndpoint, McpError, discover
+from harnessc.runtime.integrations.mcp_client import McpConnection, McpEndpoint, McpError, discover
+from harnessc.runtime.log.events import MCP_TOOLS_CHANGED
 from harnessc.runtime.model import Spec
 
 from .test_approvals import compile_text
@@ -424,7 +424,7 @@ def test_discover_reports_drift_with_the_runtimes_comparison_and_exit_codes(
 
 def test_schemas_translate_to_the_languages_types_and_inexact_ones_are_marked() -> None:
     from harnessc.compiler.mcp_discover import mcp_block
-    from harnessc.runtime.mcp_client import DiscoveredTool, Discovery
+    from harnessc.runtime.integrations.mcp_client import DiscoveredTool, Discovery
 
     exact = {
         "type": "object",

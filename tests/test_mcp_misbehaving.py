@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("mcp")
 
 from harnessc.runtime import Harness, Refusal, SQLiteStore
-from harnessc.runtime.events import MCP_TOOLS_CHANGED
-from harnessc.runtime.mcp_client import McpConnection, McpEndpoint, McpError, discover
+from harnessc.runtime.integrations.mcp_client import McpConnection, McpEndpoint, McpError, discover
+from harnessc.runtime.log.events import MCP_TOOLS_CHANGED
 
 from .test_approvals import compile_text
 from .test_mcp_live import eventually

@@ -1,4 +1,4 @@
-"""The typed model (runtime/model.py) and the lowering stage (compiler/lower/)."""
+"""The typed model (runtime/model/ir.py) and the lowering stage (compiler/lower/)."""
 
 from __future__ import annotations
 
@@ -362,7 +362,7 @@ def test_every_model_is_built_before_the_runtime_validates() -> None:
     runtime validates from its first call, from any thread, with nothing left to build."""
     code = (
         "import sys\n"
-        "import harnessc.runtime.model as m\n"
+        "import harnessc.runtime.model.ir as m\n"
         "models = [v for v in vars(m).values() if isinstance(v, type)"
         " and issubclass(v, m._Model) and v is not m._Model]\n"
         "def built():\n"
@@ -422,7 +422,7 @@ def test_the_analysis_names_a_session_term_as_the_runtime_keys_it() -> None:
     """The analysis names a history term by its canonical JSON (a walk of the model) and the
     runtime keys the term's aggregate by pydantic's dump: the two must be the same text."""
     from harnessc.compiler.analysis.concrete import canonical
-    from harnessc.runtime.session_terms import history_key, session_terms
+    from harnessc.runtime.model.session_terms import history_key, session_terms
 
     terms = [
         term

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Facts, Harness, McpState, PendingCall, Refusal, Validator
-from harnessc.runtime.canonical import Execution, input_hash
+from harnessc.runtime.judge.normalize import REFUSAL_CODES, freeze, thaw
 from harnessc.runtime.model import Field, Schema, Spec, Tool, Type
-from harnessc.runtime.normalize import REFUSAL_CODES, freeze, thaw
+from harnessc.runtime.model.canonical import Execution, input_hash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

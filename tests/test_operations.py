@@ -1,5 +1,6 @@
-"""The operator's commands on a store (runtime/operations.py): what the console, the CLI and a
-Python caller share. Real sessions, a SQLite file (and PostgreSQL when the test server is up)."""
+"""The operator's commands on a store (runtime/session/operations.py): what the console, the CLI
+and a Python caller share. Real sessions, a SQLite file (and PostgreSQL when the test server is
+up)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any
 
 import pytest
 from harnessc.runtime import ApprovalError, Harness
-from harnessc.runtime import operations as ops
+from harnessc.runtime.log.store import SQLiteStore
 from harnessc.runtime.model import Spec
-from harnessc.runtime.store import SQLiteStore
+from harnessc.runtime.session import operations as ops
 
 from .test_approvals import Clock, compile_text, frozen
 from .test_eventlog_calls import opener  # noqa: F401  (the fixture: SQLite, PostgreSQL)

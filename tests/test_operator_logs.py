@@ -96,7 +96,7 @@ def _append_row(db: Path, type_: str, payload: str | bytes) -> int:
     payload is text, else with a hash that cannot match."""
     import sqlite3
 
-    from harnessc.runtime.events import event_hash
+    from harnessc.runtime.log.events import event_hash
 
     with sqlite3.connect(db) as conn:
         position, head = conn.execute(
@@ -200,7 +200,7 @@ def append_copy(db: Path, type_: str, *, chained: bool) -> int:
     expects and no MAC (a forger who knows the chain but not the log key)."""
     import sqlite3
 
-    from harnessc.runtime.events import event_hash
+    from harnessc.runtime.log.events import event_hash
 
     with sqlite3.connect(db) as conn:
         stream, kind, payload = conn.execute(

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 from harnessc.compiler.pipeline import check
-from harnessc.runtime.conditions import Scope, compile_conditions, evaluate
+from harnessc.runtime.judge.conditions import Scope, compile_conditions, evaluate
+from harnessc.runtime.judge.policy import (
+    NO_RULE_REASON,
+    CallContext,
+    Decision,
+    PolicyEngine,
+    naive_decide,
+)
 from harnessc.runtime.model import (
     And,
     Approver,
@@ -34,14 +41,7 @@ from harnessc.runtime.model import (
     Type,
 )
 from harnessc.runtime.model import Path as P
-from harnessc.runtime.policy import (
-    NO_RULE_REASON,
-    CallContext,
-    Decision,
-    PolicyEngine,
-    naive_decide,
-)
-from harnessc.runtime.semantics import OPERATORS
+from harnessc.runtime.model.semantics import OPERATORS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

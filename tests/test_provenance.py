@@ -1,12 +1,11 @@
-"""The one normaliser and tokenizer (runtime/provenance.py) and the provenance index."""
+"""The one normaliser and tokenizer (runtime/judge/provenance.py) and the provenance index."""
 
 from __future__ import annotations
 
 import string
 
 import pytest
-from harnessc.runtime.model import Field, Schema, Type
-from harnessc.runtime.provenance import (
+from harnessc.runtime.judge.provenance import (
     ProvenanceIndex,
     Source,
     extract,
@@ -14,6 +13,7 @@ from harnessc.runtime.provenance import (
     provenance_holds,
     tokens,
 )
+from harnessc.runtime.model import Field, Schema, Type
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,5 +1,5 @@
-"""The recorded decisions of a log (`runtime/recorded.py`): each rebuilt with what it saw, as of
-its position, from logs real sessions wrote."""
+"""The recorded decisions of a log (`runtime/session/recorded.py`): each rebuilt with what it saw,
+as of its position, from logs real sessions wrote."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, MemoryStore, PendingCall, Refusal, SQLiteStore
-from harnessc.runtime.calls import judge_policies
-from harnessc.runtime.events import NewEvent
+from harnessc.runtime.judge.policy import PolicyEngine
+from harnessc.runtime.log.events import NewEvent
 from harnessc.runtime.model import Spec
-from harnessc.runtime.policy import PolicyEngine
-from harnessc.runtime.recorded import (
+from harnessc.runtime.session.calls import judge_policies
+from harnessc.runtime.session.recorded import (
     RecordedDecision,
     policies_in,
     read_decisions,
@@ -214,7 +214,7 @@ def test_a_spec_without_the_agent_says_so(tmp_path: Path) -> None:
 def test_memory_keeps_waiting_calls_and_drops_old_decided_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import harnessc.runtime.recorded as recorded
+    import harnessc.runtime.session.recorded as recorded
 
     monkeypatch.setattr(recorded, "KEPT", 2)
     spec = compiled(tmp_path)

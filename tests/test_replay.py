@@ -1,6 +1,6 @@
-"""Replay (`runtime/replay.py`, `harnessc replay`): the recorded decisions of logs real sessions
-wrote, decided again under a spec — nothing flips under the spec that made them, exactly the
-expected decisions flip under a changed one, and what cannot be replayed is said."""
+"""Replay (`runtime/session/replay.py`, `harnessc replay`): the recorded decisions of logs real
+sessions wrote, decided again under a spec — nothing flips under the spec that made them, exactly
+the expected decisions flip under a changed one, and what cannot be replayed is said."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from harnessc.compiler.cli import main
 from harnessc.runtime import Facts, Harness, MemoryStore, SQLiteStore
 from harnessc.runtime.model import Agent, Spec
-from harnessc.runtime.replay import ReplayReport, replay
+from harnessc.runtime.session.replay import ReplayReport, replay
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -125,7 +125,7 @@ def test_a_partial_log_is_reported_not_guessed(tmp_path: Path) -> None:
 
 
 def _copy(e: Any) -> Any:
-    from harnessc.runtime.events import NewEvent
+    from harnessc.runtime.log.events import NewEvent
 
     return NewEvent(e.stream, e.kind, e.type, e.payload)
 
@@ -193,7 +193,7 @@ def test_replay_under_the_same_spec_flips_nothing_for_any_sequence(
 @pytest.mark.skipif(not ADMIN_URL, reason=SKIP_REASON)
 def test_replay_reads_a_postgresql_log(tmp_path: Path) -> None:
     pytest.importorskip("psycopg")
-    from harnessc.runtime.pgstore import PostgresStore
+    from harnessc.runtime.log.postgres import PostgresStore
 
     spec = compiled(tmp_path)
     with fresh_database() as url:
@@ -298,7 +298,7 @@ class _Failing(MemoryStore):
 
     def read(self, stream: str | None = None, *, after: int = 0, limit: int | None = None) -> Any:
         if after >= self.fail_after:
-            from harnessc.runtime.store import StoreError
+            from harnessc.runtime.log.store import StoreError
 
             raise StoreError("disk I/O error")
         return super().read(stream, after=after, limit=limit)
@@ -338,7 +338,7 @@ def test_a_workflow_judged_by_a_policy_is_replayed_under_its_policy(tmp_path: Pa
     workflow += "  step send = call pay.send(iban: input.iban, amount: 1)\n}\n"
     spec = compiled(tmp_path, SPEC + workflow)
     h = Harness(spec)
-    # a step's session as runtime/workflow_steps.py opens it for a workflow with no agent
+    # a step's session as runtime/workflows/steps.py opens it for a workflow with no agent
     wf = spec.workflows["rec.pays"]
     s = h._open(
         agent=Agent(name=wf.name, policy=wf.policy),

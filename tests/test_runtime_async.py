@@ -17,8 +17,8 @@ from harnessc.runtime import (
     Outcome,
     SQLiteStore,
 )
-from harnessc.runtime.canonical import Execution
 from harnessc.runtime.model import Spec
+from harnessc.runtime.model.canonical import Execution
 
 from .test_harness import CHANGE, RELEASE_MANAGER, build, pending, planner
 

@@ -20,11 +20,11 @@ from harnessc.runtime import (
     Refusal,
     SQLiteStore,
 )
-from harnessc.runtime.canonical import Execution
-from harnessc.runtime.events import REDACTED, SHORT_SECRET, Secrets
-from harnessc.runtime.evidence import build_evidence
-from harnessc.runtime.exposure import QUERY_CAP
+from harnessc.runtime.exposure.ranker import QUERY_CAP
+from harnessc.runtime.log.events import REDACTED, SHORT_SECRET, Secrets
 from harnessc.runtime.model import Spec
+from harnessc.runtime.model.canonical import Execution
+from harnessc.runtime.session.evidence import build_evidence
 from hypothesis import example, given
 from hypothesis import strategies as st
 

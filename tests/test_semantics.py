@@ -1,7 +1,7 @@
 """Every condition operator the grammar accepts has every part of its meaning, in one table.
 
 The operators come from the grammar's `compare_op` rule, read from `dsl/harness.lark`, so an
-operator added there fails here until the table (runtime/semantics.py), the model, the z3
+operator added there fails here until the table (runtime/model/semantics.py), the model, the z3
 encoding, the compiled conditions and the language reference all know it.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from harnessc.compiler.analysis import smt
-from harnessc.runtime import conditions, semantics
-from harnessc.runtime.conditions import Scope, compile_conditions, evaluate
+from harnessc.runtime.judge import conditions
+from harnessc.runtime.judge.conditions import Scope, compile_conditions, evaluate
 from harnessc.runtime.model import (
     Compare,
     EnumMember,
@@ -25,8 +25,9 @@ from harnessc.runtime.model import (
     Literal,
     Path,
     RecordValue,
+    semantics,
 )
-from harnessc.runtime.semantics import OPERATORS
+from harnessc.runtime.model.semantics import OPERATORS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -187,8 +187,8 @@ def test_the_docs_list_each_rules_session_terms() -> None:
 
 
 def test_the_runtime_decides_each_witness_as_the_analysis_on_its_prelude() -> None:
-    from harnessc.runtime.history import prelude_ledger
-    from harnessc.runtime.policy import CallContext, PolicyEngine
+    from harnessc.runtime.judge.history import prelude_ledger
+    from harnessc.runtime.judge.policy import CallContext, PolicyEngine
 
     spec = payments_spec()
     engine = PolicyEngine(spec)

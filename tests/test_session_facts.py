@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 from harnessc.compiler import pipeline
-from harnessc.runtime.canonical import canonical_json
-from harnessc.runtime.harness import Harness
+from harnessc.runtime.log.store import SQLiteStore
 from harnessc.runtime.model import (
     Agent,
     Compare,
@@ -32,7 +31,8 @@ from harnessc.runtime.model import (
     Tool,
     Type,
 )
-from harnessc.runtime.store import SQLiteStore
+from harnessc.runtime.model.canonical import canonical_json
+from harnessc.runtime.session.harness import Harness
 
 from .conftest import ROOT
 
@@ -274,7 +274,7 @@ def test_a_requires_reading_the_session_is_refused_with_a_reason_not_a_traceback
 
 
 def test_a_workflow_steps_policy_sees_the_run_input_and_earlier_step_results() -> None:
-    from harnessc.runtime.workflow_steps import seed_sources
+    from harnessc.runtime.workflows.steps import seed_sources
 
     h = _harness(None, Clock())
     s = h.session("bot", actor={"user": "u"})
@@ -294,9 +294,9 @@ def test_a_workflow_steps_policy_sees_the_run_input_and_earlier_step_results() -
 def test_a_steps_sources_are_read_back_from_the_log_as_the_live_session_read_them() -> None:
     """A replay of the log (`read_decisions`) rebuilds the step session's ledger from its one
     `workflow.sources` event, and decides each call as the live session did."""
-    from harnessc.runtime.policy import PolicyEngine
-    from harnessc.runtime.recorded import policies_in, read_decisions
-    from harnessc.runtime.workflow_steps import seed_sources
+    from harnessc.runtime.judge.policy import PolicyEngine
+    from harnessc.runtime.session.recorded import policies_in, read_decisions
+    from harnessc.runtime.workflows.steps import seed_sources
 
     h = _harness(None, Clock())
     s = h.session("bot", actor={"user": "u"})
@@ -324,8 +324,8 @@ def test_a_runs_sources_kept_for_the_whole_run_seed_what_the_mapping_seeds() -> 
     """The interpreter keeps one `RunSources` for a run and adds each result as it comes: a
     later step's session gets the same events, in the same order, as the mapping form gives,
     with the input's hidden fields redacted and the step's own secret values scrubbed."""
-    from harnessc.runtime.events import Secrets
-    from harnessc.runtime.workflow_steps import RunSources, seed_sources
+    from harnessc.runtime.log.events import Secrets
+    from harnessc.runtime.workflows.steps import RunSources, seed_sources
 
     mapping = {
         "input": {"payee": IBAN, "token": "tok-1"},
@@ -371,7 +371,7 @@ def test_the_evidence_view_shows_what_the_session_showed_the_rule() -> None:
 
 
 def test_children_share_the_ledger_and_a_spec_tests_session_is_built_from_steps() -> None:
-    from harnessc.runtime.history import Ledger
+    from harnessc.runtime.judge.history import Ledger
     from harnessc.runtime.model import SessionStep
 
     h = _harness(None, Clock())
@@ -392,7 +392,7 @@ def test_children_share_the_ledger_and_a_spec_tests_session_is_built_from_steps(
         ],
         now_ms=10**12,
     )
-    from harnessc.runtime.policy import CallContext
+    from harnessc.runtime.judge.policy import CallContext
 
     decision = h.engine.decider("pay").decide(
         CallContext("payments.send", {"iban": IBAN}, ledger=ledger, tool_call_id="t")

@@ -1,5 +1,5 @@
 """Session-aware policy in the language: parsing, printing, resolution, lowering to the exact IR
-(runtime/model.py) and the diagnostics of the new constructs (design: language.md §5, §7.4,
+(runtime/model/ir.py) and the diagnostics of the new constructs (design: language.md §5, §7.4,
 §13). Run-time meaning is tested with the runtime."""
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from harnessc.compiler.cli import main
 from harnessc.runtime import Harness, MemoryStore, Refusal, SQLiteStore
-from harnessc.runtime.events import DECISION_DIVERGED
-from harnessc.runtime.projections import Projections
-from harnessc.runtime.replay import replay
-from harnessc.runtime.shadow import divergences
+from harnessc.runtime.log.events import DECISION_DIVERGED
+from harnessc.runtime.log.projections import Projections
+from harnessc.runtime.session.replay import replay
+from harnessc.runtime.session.shadow import divergences
 
 from .postgres import ADMIN_URL, SKIP_REASON, fresh_database
 from .test_recorded import ACTOR, SPEC, compiled, pending, run_sessions
@@ -169,7 +169,7 @@ def test_harnessc_log_divergences(tmp_path: Path, capsys: pytest.CaptureFixture[
 @pytest.mark.skipif(not ADMIN_URL, reason=SKIP_REASON)
 def test_shadow_mode_on_postgresql(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("psycopg")
-    from harnessc.runtime.pgstore import PostgresStore
+    from harnessc.runtime.log.postgres import PostgresStore
 
     with fresh_database() as url:
         store = PostgresStore(url)

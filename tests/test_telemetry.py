@@ -13,9 +13,10 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from harnessc.runtime import Harness, PendingCall, telemetry
-from harnessc.runtime import workflow_steps as steps
+from harnessc.runtime import Harness, PendingCall
+from harnessc.runtime.integrations import telemetry
 from harnessc.runtime.model import Spec
+from harnessc.runtime.workflows import steps as steps
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

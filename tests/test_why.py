@@ -16,8 +16,8 @@ from harnessc.compiler.pipeline import check
 from harnessc.compiler.review.why import WhyError, why, why_recorded
 from harnessc.runtime import Harness, SQLiteStore
 from harnessc.runtime import model as m
-from harnessc.runtime.policy import CallContext, PolicyEngine
-from harnessc.runtime.recorded import read_decisions
+from harnessc.runtime.judge.policy import CallContext, PolicyEngine
+from harnessc.runtime.session.recorded import read_decisions
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

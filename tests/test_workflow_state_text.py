@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessc.runtime.canonical import canonical_json
-from harnessc.runtime.workflow_plan import StateText
+from harnessc.runtime.model.canonical import canonical_json
+from harnessc.runtime.workflows.plan import StateText
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

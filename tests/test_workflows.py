@@ -16,9 +16,10 @@ import pytest
 
 pytest.importorskip("dbos", reason="durable workflows need dbos (pip install dbos==3.4.0)")
 
-from harnessc.runtime import Harness, SQLiteStore, operations
-from harnessc.runtime.events import Event
-from harnessc.runtime.workflows import WorkflowError, render_run
+from harnessc.runtime import Harness, SQLiteStore
+from harnessc.runtime.log.events import Event
+from harnessc.runtime.session import operations
+from harnessc.runtime.workflows.manage import WorkflowError, render_run
 
 from .test_workflows_support import (
     ENGINEER,
@@ -615,7 +616,7 @@ def test_a_step_returns_its_events_and_the_log_takes_them_once(
     """A step appends nothing itself: its events ride in its output, which DBOS checkpoints,
     and reach the log when the output is handed over after the checkpoint. An output handed
     over again (a run replayed from DBOS's checkpoints after a crash) appends nothing twice."""
-    from harnessc.runtime import workflow_steps
+    from harnessc.runtime.workflows import steps as workflow_steps
 
     h, jobs, _ = env
     ctx = {"workflow_id": "again-1", "workflow": "ops.four", "agent": "ops.runner"}
@@ -647,9 +648,9 @@ def test_steps_handed_over_after_some_were_logged_append_the_others_in_order(
 ) -> None:
     """A replayed run hands over its steps again, the ones logged before the crash with the
     ones that were not: those are appended, each once and in the order of the steps."""
-    from harnessc.runtime import workflow_steps
-    from harnessc.runtime.events import NewEvent
-    from harnessc.runtime.workflow_log import StepLog
+    from harnessc.runtime.log.events import NewEvent
+    from harnessc.runtime.workflows import steps as workflow_steps
+    from harnessc.runtime.workflows.appender import StepLog
 
     h, _, _ = env
     steps = [
@@ -680,9 +681,9 @@ def test_steps_handed_over_after_some_were_logged_append_the_others_in_order(
 def test_the_log_takes_the_steps_it_failed_to_append_when_it_can_again() -> None:
     """A commit of the log that fails (its database away) is tried again: the steps are
     appended once it succeeds, in order, and a reader waiting for them is let go then."""
-    from harnessc.runtime.events import NewEvent
-    from harnessc.runtime.store import MemoryStore
-    from harnessc.runtime.workflow_log import StepLog
+    from harnessc.runtime.log.events import NewEvent
+    from harnessc.runtime.log.store import MemoryStore
+    from harnessc.runtime.workflows.appender import StepLog
 
     class Away(MemoryStore):
         failures = 2
@@ -999,7 +1000,7 @@ def test_an_operator_look_at_a_log_no_worker_ran_on_creates_no_workflow_state(
 ) -> None:
     # `workflow list` created DBOS's database beside the log (its tables in a PostgreSQL
     # database) and said "no workflows", even of a copy of a log that records runs
-    from harnessc.runtime.events import NewEvent
+    from harnessc.runtime.log.events import NewEvent
 
     db = tmp_path / "log.db"
     with SQLiteStore(db) as store:

@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("dbos", reason="durable workflows need dbos (pip install dbos==3.4.0)")
 psycopg = pytest.importorskip("psycopg", reason="PostgreSQL needs psycopg")
 
-from harnessc.runtime.events import NewEvent  # noqa: E402
-from harnessc.runtime.pgstore import PostgresStore  # noqa: E402
-from harnessc.runtime.store import ConcurrencyError  # noqa: E402
+from harnessc.runtime.log.events import NewEvent  # noqa: E402
+from harnessc.runtime.log.postgres import PostgresStore  # noqa: E402
+from harnessc.runtime.log.store import ConcurrencyError  # noqa: E402
 
 from .postgres import ADMIN_URL, SKIP_REASON, fresh_database  # noqa: E402
 from .test_workflows_support import Worker, compiled, observer, until  # noqa: E402
@@ -33,7 +33,7 @@ def pg_url() -> Iterator[str]:
 
 
 def test_the_store_keeps_one_chain_and_refuses_edits(pg_url: str) -> None:
-    from harnessc.runtime.workflow_steps import append_once
+    from harnessc.runtime.workflows.steps import append_once
 
     with PostgresStore(pg_url) as store:
         assert store.append(NewEvent("s-1", "State", "session.started", {"a": 1})).position == 1

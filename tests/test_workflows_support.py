@@ -220,7 +220,7 @@ options = json.loads(options)
 if url.startswith("sqlite:///"):
     store = SQLiteStore(url[len("sqlite:///"):])
 else:
-    from harnessc.runtime.pgstore import PostgresStore
+    from harnessc.runtime.log.postgres import PostgresStore
     store = PostgresStore(url)
 h = Harness(Spec.from_json(open(spec_path, "rb").read()), store=store)
 if options.get("block_log"):

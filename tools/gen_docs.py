@@ -32,7 +32,7 @@ from harnessc.dsl.codes import CODES, Code
 from harnessc.dsl.lexer import Engine, ParseFailure
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
-from harnessc.runtime.semantics import OPERATORS
+from harnessc.runtime.model.semantics import OPERATORS
 from lark.parsers.lalr_analysis import Shift
 
 ROOT = Path(__file__).resolve().parent.parent

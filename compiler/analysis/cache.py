@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from harnessc.dsl.files import cache_folder
-from harnessc.runtime import semantics
+from harnessc.runtime.model import semantics
 
 from harnessc import __version__
 

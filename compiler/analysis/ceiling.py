@@ -12,8 +12,8 @@ to a child with other tools is what delegation is for; its decisions are what th
 bounds. A child with the planner's policy is within it by construction and is not compared.
 
 Skills (§9) need no check: a skill's session is judged by the parent's policies and the skill's
-profile together, the strongest effect winning (runtime/sessions.py `policies`,
-runtime/calls.py `judge_call`), so a skill's call is never decided less strictly than its
+profile together, the strongest effect winning (runtime/session/sessions.py `policies`,
+runtime/session/calls.py `judge_call`), so a skill's call is never decided less strictly than its
 parent's policy decides it (tests/test_harness.py: a call the profile allows and the parent
 denies is denied).
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import surface_tools
+from harnessc.runtime.model.semantics import surface_tools
 
 from .cache import AnalysisCache
 from .compare import Region, compare_policies

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import normalize_path
+from harnessc.runtime.model.semantics import normalize_path
 
 from .assemble import Assembler, Reading
 from .concrete import ABSENT, BUILTINS, Call, holds_for, rule_matches

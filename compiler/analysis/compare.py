@@ -53,8 +53,8 @@ prelude replays exactly that. A region whose witness the runtime does not decide
 `verified: false`, never a widening (`Region.widened`).
 
 A skill's calls are judged by its parent's policy and its profile together, the strictest
-decision winning (runtime/calls.py `judge_call`): each of the two is compared as a policy, and
-a region of a profile is where a skill's decisions may change (a stricter parent may still
+decision winning (runtime/session/calls.py `judge_call`): each of the two is compared as a policy,
+and a region of a profile is where a skill's decisions may change (a stricter parent may still
 decide those calls as before); the combination is not compared as such.
 
 A question z3 does not answer within its budget (budget.py) is reported in `undecided`, with
@@ -154,7 +154,7 @@ class _Runtime:
         self.engines = {k: v for k, v in self.engines.items() if k[1]}
 
     def engine(self, spec: m.Spec, whole: bool) -> Any:
-        from harnessc.runtime.policy import PolicyEngine
+        from harnessc.runtime.judge.policy import PolicyEngine
 
         found = self.engines.get((id(spec), whole))
         if found is None:
@@ -167,7 +167,7 @@ class _Runtime:
 
     def decide(self, side: Side, call: Call, steps: Sequence[m.SessionStep]) -> Any:
         """The runtime's decision of the call on this side (a refusal without a policy)."""
-        from harnessc.runtime.policy import Decision
+        from harnessc.runtime.judge.policy import Decision
 
         if side.policy is None:
             return Decision.denied(side.refusal or NO_RULE, policy="", tool_id=call.tool)
@@ -179,8 +179,8 @@ def runtime_call(spec: m.Spec, call: Call, steps: Sequence[m.SessionStep] = ()) 
     """The witness as the runtime's `CallContext` (schema defaults filled in as normalize
     does; `steps`, the session before it, replayed into a ledger, and the facts as their
     `on_success` leaves them)."""
-    from harnessc.runtime.history import facts_after, prelude_ledger
-    from harnessc.runtime.policy import CallContext
+    from harnessc.runtime.judge.history import facts_after, prelude_ledger
+    from harnessc.runtime.judge.policy import CallContext
 
     args = dict(call.args)
     tool = spec.tools.get(call.tool)
@@ -387,7 +387,7 @@ class _Comparer:
         policy = side.side.policy
         if side.tool is None or policy is None:
             return
-        from harnessc.runtime.history import facts_after
+        from harnessc.runtime.judge.history import facts_after
 
         call = _copy(region.witness)
         call.session = session_of(side.side.spec, region.witness, steps)

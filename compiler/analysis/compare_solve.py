@@ -120,7 +120,7 @@ def _rule_outcome(rule: m.Rule, policy: str, risk: str) -> Outcome:
 
 
 def _default_outcome(spec: m.Spec, policy: m.Policy, risk: str) -> Outcome:
-    """The runtime's default (runtime/policy.py `decide_from`) for a call of this risk."""
+    """The runtime's default (runtime/judge/policy.py `decide_from`) for a call of this risk."""
     d = policy.default
     if d is None:
         return Outcome("deny", None, _origin(policy.origin), policy.name, reason=NO_RULE)

@@ -14,7 +14,13 @@ from typing import Any, TypeAlias
 
 from harnessc.runtime import model as m
 from harnessc.runtime.model import trusted
-from harnessc.runtime.semantics import ABSENT, OPERATORS, ordering_kind, selects, value_matches
+from harnessc.runtime.model.semantics import (
+    ABSENT,
+    OPERATORS,
+    ordering_kind,
+    selects,
+    value_matches,
+)
 
 __all__ = [
     "ABSENT",

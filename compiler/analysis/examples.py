@@ -16,7 +16,7 @@ import re._parser as sre_parse
 from typing import Any
 
 import z3
-from harnessc.runtime.semantics import value_matches
+from harnessc.runtime.model.semantics import value_matches
 
 from .regex import search_regex
 

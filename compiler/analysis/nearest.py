@@ -29,11 +29,11 @@ from typing import Any, cast
 
 import z3
 from harnessc.runtime import model as m
-from harnessc.runtime.conditions import Scope, evaluate, read_path, roles_of, value_of
-from harnessc.runtime.history import prelude_ledger
-from harnessc.runtime.policy import CallContext, Decision, PolicyEngine
-from harnessc.runtime.policy import call_scope as runtime_scope
-from harnessc.runtime.semantics import selects, tool_view, value_in
+from harnessc.runtime.judge.conditions import Scope, evaluate, read_path, roles_of, value_of
+from harnessc.runtime.judge.history import prelude_ledger
+from harnessc.runtime.judge.policy import CallContext, Decision, PolicyEngine
+from harnessc.runtime.judge.policy import call_scope as runtime_scope
+from harnessc.runtime.model.semantics import selects, tool_view, value_in
 from pydantic import BaseModel
 
 from .budget import query_rlimit

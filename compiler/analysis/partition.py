@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import selects
+from harnessc.runtime.model.semantics import selects
 
 from .budget import out_of_budget, out_of_time
 from .concrete import STRENGTH, Call

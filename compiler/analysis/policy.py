@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import selects
+from harnessc.runtime.model.semantics import selects
 
 from .budget import budget_key, query_rlimit
 from .cache import AnalysisCache

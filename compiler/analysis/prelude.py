@@ -48,10 +48,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.history import facts_added, result_labels
-from harnessc.runtime.provenance import extract, fields_of
-from harnessc.runtime.provenance import scalars as _result_scalars
-from harnessc.runtime.semantics import selects
+from harnessc.runtime.judge.history import facts_added, result_labels
+from harnessc.runtime.judge.provenance import extract, fields_of
+from harnessc.runtime.judge.provenance import scalars as _result_scalars
+from harnessc.runtime.model.semantics import selects
 from pydantic import BaseModel
 
 from .assemble import sample_value

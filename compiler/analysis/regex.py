@@ -1,4 +1,4 @@
-"""A regular expression's search, as RE2 runs it (runtime/semantics.py), as a z3 regular
+"""A regular expression's search, as RE2 runs it (runtime/model/semantics.py), as a z3 regular
 language: what `matches` and a field's `pattern` become in the SMT encoding (smt.py) and what
 example strings are drawn from (examples.py). Its own module, below both, so that neither
 imports the other for it.
@@ -54,7 +54,7 @@ def _concat(items: list[z3.ReRef]) -> z3.ReRef:
 
 
 def _category(name: Any) -> z3.ReRef | None:
-    # INVARIANT: the classes as RE2 runs them (runtime/semantics.py): ASCII, as in ECMA-262
+    # INVARIANT: the classes as RE2 runs them (runtime/model/semantics.py): ASCII, as in ECMA-262
     digit = z3.Range("0", "9")
     word = z3.Union(z3.Range("a", "z"), z3.Range("A", "Z"), digit, z3.Re("_"))
     space = _union([_char(ord(c)) for c in " \t\n\r\f"])

@@ -33,7 +33,7 @@ from typing import Any
 
 import z3
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import OPERATORS, selects
+from harnessc.runtime.model.semantics import OPERATORS, selects
 
 from . import regex
 from .concrete import BUILTINS, STRING, canonical
@@ -778,7 +778,7 @@ ENCODINGS: dict[str, Callable[[Encoder, m.Compare], Bool]] = {
     "has": lambda e, c: e.has(c.left, c.right, c),
     "member": Encoder.member_of,
 }
-"""The z3 encoding of each operator, by its `smt` key in `runtime/semantics.py`."""
+"""The z3 encoding of each operator, by its `smt` key in `runtime/model/semantics.py`."""
 
 
 def _relation(op: str) -> Callable[[Any, Any], Any]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 from harnessc.runtime import model as m
-from harnessc.runtime.session_terms import reads_result
+from harnessc.runtime.model.session_terms import reads_result
 
 from .concrete import canonical, session_terms
 from .smt_terms import Bool, Key, Term, conj, disj, to_z3
@@ -144,7 +144,7 @@ class SessionEncoding:
 
     @staticmethod
     def selects(selector: m.Selector, tool: m.Tool) -> bool:
-        from harnessc.runtime.semantics import selects
+        from harnessc.runtime.model.semantics import selects
 
         return selects(selector, tool)
 
@@ -315,7 +315,7 @@ class SessionEncoding:
     def fed(self, fact: str, value: m.Path) -> list[Any]:
         """The earlier calls that put the call's value in the fact on this side only: a fact
         one side's `on_success` adds to differently from the other's reads, on each side, as
-        given plus what such a call took or gave (runtime/history.py `facts_after`); each call
+        given plus what such a call took or gave (runtime/judge/history.py `facts_after`); each call
         is a class of source of the value (sources.py), which the prelude places."""
         s = self.sources
         where = value_key_of(value)
@@ -391,7 +391,7 @@ def _wider(a: int | None, b: int | None) -> bool:
 def _non_negative(spec: m.Spec, term: m.History) -> bool:
     """Whether every amount a `sum` adds is non-negative: the field, in each tool the term
     selects in this spec, is a number whose declared `min` is 0 or more."""
-    from harnessc.runtime.semantics import selects
+    from harnessc.runtime.model.semantics import selects
 
     f = term.field
     if f is None or len(f.parts) != 1:

@@ -11,7 +11,7 @@ user) and `TOOL:FIELD`, each top-level text output field of a tool both specs re
 result holding the value there, as the witness's session prelude makes it), with its kinds
 (`trusted`, `untrusted`) and the labels a result holding it carries, on each side: a field the
 tool's `on_success add result.FIELD to FACT` adds to a fact is also a fact value there, so also
-`trusted` (runtime/history.py `facts_added`, as the runtime's ledger records it). Likewise
+`trusted` (runtime/judge/history.py `facts_added`, as the runtime's ledger records it). Likewise
 `TOOL(args.X)`, for each `on_success add args.X to FACT` of a tool both specs register: an
 earlier call of the tool with the value as that argument, which makes it a fact value
 (`trusted`) on a side whose tool adds it, and no source at all on the other. The solver
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import selects
+from harnessc.runtime.model.semantics import selects
 
 from .concrete import SessionTerm, canonical, session_terms
 
@@ -291,7 +291,7 @@ def arg_class(tool_id: str, parts: Sequence[str]) -> str:
 
 def feeds(spec: m.Spec, fact: str) -> frozenset[tuple[str, str, tuple[str, ...]]]:
     """The earlier calls whose `on_success` adds to the fact: each tool, and the root (`args`
-    or `result`) and path of the value it adds (runtime/history.py `facts_added`)."""
+    or `result`) and path of the value it adds (runtime/judge/history.py `facts_added`)."""
     return frozenset(
         (tool_id, add.value.root, tuple(add.value.parts))
         for tool_id, tool in spec.tools.items()
@@ -303,8 +303,9 @@ def feeds(spec: m.Spec, fact: str) -> frozenset[tuple[str, str, tuple[str, ...]]
 def fed_facts(spec: m.Spec, call: Any) -> dict[str, Any]:
     """The witness's facts as `spec` reads them after the earlier calls its classes of source
     stand for (`Call.sources`: a call that took or gave each value), each adding what its
-    `on_success` adds (runtime/history.py `facts_after`), as the prelude's steps leave them."""
-    from harnessc.runtime.history import facts_after
+    `on_success` adds (runtime/judge/history.py `facts_after`), as the prelude's steps leave
+    them."""
+    from harnessc.runtime.judge.history import facts_after
 
     from .concrete import ABSENT, read_value
 
@@ -352,8 +353,8 @@ def _holding(parts: Sequence[str], value: Any) -> dict[str, Any]:
 def _added_kinds(tool: m.Tool, args: Mapping[str, Any], result: Any) -> frozenset[str]:
     """`{"trusted"}` when the tool's `on_success` adds `_MARK` to a fact from a call with
     `args` and `result` (the ledger indexes the added values as facts), else none."""
-    from harnessc.runtime.history import facts_added
-    from harnessc.runtime.provenance import scalars as result_scalars
+    from harnessc.runtime.judge.history import facts_added
+    from harnessc.runtime.judge.provenance import scalars as result_scalars
 
     added = facts_added(tool, args, result, {})
     marked = any(scalar == _MARK for scalar, _ in result_scalars(added, None, "trusted"))
@@ -393,9 +394,9 @@ def _read(tool: m.Tool, result: dict[str, Any]) -> tuple[frozenset[str], frozens
     value (the nearest `trusted`/`untrusted` above it, else the tool's; an MCP tool's always
     untrusted; none when a `secret` field hides it; `trusted` too when the tool's `on_success`
     adds it to a fact) and the labels the result carries."""
-    from harnessc.runtime.history import result_labels
-    from harnessc.runtime.provenance import fields_of
-    from harnessc.runtime.provenance import scalars as result_scalars
+    from harnessc.runtime.judge.history import result_labels
+    from harnessc.runtime.judge.provenance import fields_of
+    from harnessc.runtime.judge.provenance import scalars as result_scalars
 
     mcp = tool.kind == "mcp"
     base = "untrusted" if mcp else tool.trust or "untrusted"

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harnessc.runtime.judge.policy import PolicyEngine
 from harnessc.runtime.model import (
     BUILTIN_LABELS,
     RISK_LEVELS,
@@ -23,8 +24,7 @@ from harnessc.runtime.model import (
     Step,
     Tool,
 )
-from harnessc.runtime.policy import PolicyEngine
-from harnessc.runtime.semantics import surface_tools
+from harnessc.runtime.model.semantics import surface_tools
 
 from ..analysis.concrete import session_terms
 from ..lower.workflows import steps_read

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from harnessc.runtime.model import SourceRef
-from harnessc.runtime.semantics import Pattern
+from harnessc.runtime.model.semantics import Pattern
 
 __all__ = [
     "generated_header",

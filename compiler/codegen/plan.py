@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from harnessc.runtime.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, tool_docs
 from harnessc.runtime.model import PUBLIC_KINDS, Spec
+from harnessc.runtime.model.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, tool_docs
 
 from ..analysis.policy import PolicyAnalysis
 from ..suppress import Suppression

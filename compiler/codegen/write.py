@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harnessc.runtime.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE
+from harnessc.runtime.model.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE
 
 __all__ = ["Staleness", "WriteReport", "compare_files", "existing_files", "write_files"]
 

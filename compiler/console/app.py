@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from harnessc.runtime import ApprovalError, Harness, operations
-from harnessc.runtime.chain import UnreadableEvent, UnverifiedLog
+from harnessc.runtime import ApprovalError, Harness
+from harnessc.runtime.log.chain import UnreadableEvent, UnverifiedLog
+from harnessc.runtime.session import operations
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -365,7 +366,7 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         return console.render(request, "log.html", result=result, head=console.harness.head())
 
     def workflows_ops() -> Any:
-        from harnessc.runtime.workflows import Workflows
+        from harnessc.runtime.workflows.manage import Workflows
 
         if console.store_url is None:
             raise _NoWorkflows("the console was started without a store URL")
@@ -373,7 +374,7 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
 
     @page()
     async def workflows(request: Request) -> Response:
-        from harnessc.runtime.workflows import WorkflowError
+        from harnessc.runtime.workflows.manage import WorkflowError
 
         try:
             ops = workflows_ops()
@@ -389,7 +390,7 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
 
     @page(APPROVER)
     async def decide(request: Request) -> Response:
-        from harnessc.runtime.workflows import WorkflowError
+        from harnessc.runtime.workflows.manage import WorkflowError
 
         op = operator_of(request, console)
         assert op is not None

@@ -29,8 +29,8 @@ def run(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
         )
         return 2
     from harnessc.runtime import Harness
-    from harnessc.runtime.chain import StoreError
-    from harnessc.runtime.stores import open_store
+    from harnessc.runtime.log.chain import StoreError
+    from harnessc.runtime.log.open import open_store
 
     from ..review.replay import load_spec
     from .auth import OperatorsError, load_operators

@@ -12,7 +12,7 @@ from harnessc.dsl.codes import CODES, Code, lookup
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import selected_ids
+from harnessc.runtime.model.semantics import selected_ids
 
 from ..analysis.policy import PolicyAnalysis
 from ..resolve import Module, Resolution

@@ -8,7 +8,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import surface_tools
+from harnessc.runtime.model.semantics import surface_tools
 
 from ..analysis.concrete import Found, canonical, session_terms
 from ..analysis.text import selector_text, spec_text

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
-from harnessc.runtime.semantics import surface_tools
+from harnessc.runtime.model.semantics import surface_tools
 
 from .framework import LintContext, lint_rule
 

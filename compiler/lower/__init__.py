@@ -1,4 +1,4 @@
-"""Stage lower: syntax trees and their resolution → the typed model (runtime/model.py).
+"""Stage lower: syntax trees and their resolution → the typed model (runtime/model/ir.py).
 
 Runs only on a build whose names all resolved, so every reference has a symbol. Along the way
 it checks what the grammar leaves open (H3): closed vocabularies with "did you mean", attributes

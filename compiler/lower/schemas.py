@@ -12,7 +12,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
 from harnessc.runtime.model import trusted
-from harnessc.runtime.semantics import Pattern, compile_pattern, pattern_problem
+from harnessc.runtime.model.semantics import Pattern, compile_pattern, pattern_problem
 
 from .core import LowererBase, article, origin
 
@@ -227,8 +227,9 @@ class SchemaLowering(LowererBase):
                 help="escape the doubled character inside `[…]` with a backslash (`\\\\-`)",
             )
             return None
-        # at run time RE2 runs every pattern, in time linear in the text (runtime/semantics.py):
-        # a pattern it cannot run (a back-reference, a lookaround) is refused here
+        # at run time RE2 runs every pattern, in time linear in the text
+        # (runtime/model/semantics.py): a pattern it cannot run (a back-reference, a lookaround) is
+        # refused here
         problem = pattern_problem(node.value)
         if problem is not None:
             self.report(

@@ -13,7 +13,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.codes import CODES
 from harnessc.dsl.source import Source, Span
 from harnessc.runtime import model as m
-from harnessc.runtime.semantics import selects
+from harnessc.runtime.model.semantics import selects
 
 from ..lower.core import origin
 from ..resolve import Symbol

@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harnessc.runtime.availability import MCP_CONDITIONS, condition_text
+from harnessc.runtime.judge.availability import MCP_CONDITIONS, condition_text
+from harnessc.runtime.judge.policy import Decision, PolicyEngine
 from harnessc.runtime.model import (
     And,
     DefaultDecision,
@@ -45,8 +46,7 @@ from harnessc.runtime.model import (
     Workflow,
     without_origins,
 )
-from harnessc.runtime.policy import Decision, PolicyEngine
-from harnessc.runtime.semantics import selects, surface_tools
+from harnessc.runtime.model.semantics import selects, surface_tools
 from pydantic import BaseModel
 
 from ..analysis.availability import AVAILABLE, availability_parts

@@ -1,6 +1,6 @@
 """`harnessc replay` and `harnessc log divergences`: the command-line side of replay and shadow
-mode. The work is the runtime's (`runtime/replay.py`, `runtime/shadow.py`); this module
-compiles the spec, opens the log read-only, and prints the report.
+mode. The work is the runtime's (`runtime/session/replay.py`, `runtime/session/shadow.py`); this
+module compiles the spec, opens the log read-only, and prints the report.
 
     harnessc replay --log events.db --spec new/spec.harness [--format text|json|markdown]
                     [--fail-on widened|changed|never] [--first N] [--workers N]
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from harnessc.runtime.model import Spec
-    from harnessc.runtime.replay import ReplayReport
-    from harnessc.runtime.shadow import DivergenceReport
+    from harnessc.runtime.session.replay import ReplayReport
+    from harnessc.runtime.session.shadow import DivergenceReport
 
 __all__ = ["divergences_main", "render_replay", "replay_main"]
 
@@ -31,7 +31,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def replay_main(args: argparse.Namespace) -> int:
-    from harnessc.runtime.replay import replay
+    from harnessc.runtime.session.replay import replay
 
     spec = load_spec(args.spec)
     if spec is None:
@@ -113,9 +113,9 @@ def vouched_log(target: str, key_file: str | None = None) -> Any:
     `key_file` or the environment, every MAC too); `NoLog` otherwise. A review decides on what
     the log records, so only on records its chain vouches for, as the operators' commands
     do."""
-    from harnessc.runtime.chain import ChainWatch, StoreError
-    from harnessc.runtime.integrity import LogKey, LogKeyError
-    from harnessc.runtime.stores import open_store
+    from harnessc.runtime.log.chain import ChainWatch, StoreError
+    from harnessc.runtime.log.integrity import LogKey, LogKeyError
+    from harnessc.runtime.log.open import open_store
 
     path = target.removeprefix("sqlite:///")
     if "://" not in path and not Path(path).exists():
@@ -245,12 +245,12 @@ def _markdown(data: dict[str, Any]) -> str:
 
 
 def divergences_main(args: argparse.Namespace) -> int:
-    from harnessc.runtime.shadow import divergences
+    from harnessc.runtime.session.shadow import divergences
 
     store = open_log(args.log, getattr(args, "key_file", None))
     if store is None:
         return EXIT_USAGE
-    from harnessc.runtime.chain import StoreError
+    from harnessc.runtime.log.chain import StoreError
 
     try:
         report = divergences(store, first=args.first)

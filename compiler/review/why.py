@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.calls import judge_policies
-from harnessc.runtime.canonical import CanonicalError, parse_json
-from harnessc.runtime.conditions import Scope, evaluate, read_path, value_of
-from harnessc.runtime.policy import CallContext, Decision, PolicyEngine
-from harnessc.runtime.recorded import policies_in, recorded_decision
-from harnessc.runtime.semantics import selects
+from harnessc.runtime.judge.conditions import Scope, evaluate, read_path, value_of
+from harnessc.runtime.judge.policy import CallContext, Decision, PolicyEngine
+from harnessc.runtime.model.canonical import CanonicalError, parse_json
+from harnessc.runtime.model.semantics import selects
+from harnessc.runtime.session.calls import judge_policies
+from harnessc.runtime.session.recorded import policies_in, recorded_decision
 
 from ..analysis.comparison import expires_text, self_approval_text
 from ..analysis.concrete import Call, schema_problems
@@ -55,7 +55,7 @@ from ..analysis.text import prelude_text, selector_text, spec_text
 from ..testing import call_of
 
 if TYPE_CHECKING:
-    from harnessc.runtime.store import EventStore
+    from harnessc.runtime.log.store import EventStore
 
 __all__ = [
     "Explanation",
@@ -765,7 +765,7 @@ def run(args: Any) -> int:
 def _recorded(spec: m.Spec, args: Any) -> Explanation:
     """`--log URL --decision ID`: the log opened read-only, its chain verified (its key from
     the environment)."""
-    from harnessc.runtime.chain import StoreError
+    from harnessc.runtime.log.chain import StoreError
 
     from .replay import NoLog, vouched_log
 

@@ -264,7 +264,7 @@ def reads_session(spec: Spec) -> bool:
 
 PRELUDE_ALONE = (
     "the call needs a session before it (earlier messages and calls): the policy engine judges "
-    "it on the ledger its steps make (`harnessc.runtime.history.prelude_ledger`)"
+    "it on the ledger its steps make (`harnessc.runtime.judge.history.prelude_ledger`)"
 )
 SPEC_TESTS_ALONE = (
     "a `test` block judges the policy alone, as `harnessc test` does (language.md §13): "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harnessc.runtime.model import Spec
-from harnessc.runtime.semantics import surface_tools
+from harnessc.runtime.model.semantics import surface_tools
 
 __all__ = ["EXECUTION_KEYS", "MAX_PATHS", "RESOURCE", "CaseContext"]
 

@@ -24,7 +24,7 @@ from harnessc.runtime.model import (
     Spec,
     Tool,
 )
-from harnessc.runtime.semantics import OPERATORS
+from harnessc.runtime.model.semantics import OPERATORS
 
 from ...analysis.availability import AVAILABLE, availability_condition, availability_parts
 from ...analysis.concrete import Call, rule_matches

@@ -7,10 +7,10 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harnessc.runtime.canonical import Execution
+from harnessc.runtime.judge.normalize import Validator
+from harnessc.runtime.judge.policy import CallContext, PolicyEngine
 from harnessc.runtime.model import Field, History, Policy, Spec
-from harnessc.runtime.normalize import Validator
-from harnessc.runtime.policy import CallContext, PolicyEngine
+from harnessc.runtime.model.canonical import Execution
 
 from ...analysis.concrete import session_terms
 from .values import example_value

@@ -6,14 +6,14 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harnessc.runtime.availability import AvailabilityChecker, Facts
+from harnessc.runtime.judge.availability import AvailabilityChecker, Facts
 from harnessc.runtime.model import (
     DELEGATE_TASK,
     Condition,
     Spec,
     Tool,
 )
-from harnessc.runtime.semantics import surface_tools
+from harnessc.runtime.model.semantics import surface_tools
 
 from ...analysis.availability import availability_condition
 from ...analysis.examples import NoExampleError

@@ -6,12 +6,12 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from harnessc.runtime.judge.normalize import Validator
 from harnessc.runtime.model import (
     Field,
     Schema,
     Type,
 )
-from harnessc.runtime.normalize import Validator
 
 from ...analysis.examples import NoExampleError, string_example
 

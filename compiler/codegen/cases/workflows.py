@@ -6,6 +6,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harnessc.runtime.judge.normalize import Validator
+from harnessc.runtime.judge.policy import CallContext, PolicyEngine
 from harnessc.runtime.model import (
     And,
     Compare,
@@ -24,9 +26,7 @@ from harnessc.runtime.model import (
     Step,
     Workflow,
 )
-from harnessc.runtime.normalize import Validator
-from harnessc.runtime.policy import CallContext, PolicyEngine
-from harnessc.runtime.semantics import OPERATORS, ordering_kind
+from harnessc.runtime.model.semantics import OPERATORS, ordering_kind
 
 from ...analysis.examples import NoExampleError
 from ...analysis.policy import PolicyAnalysis
@@ -75,8 +75,8 @@ _PLANNED = frozenset({"equality", "order", "member"})
 
 def _holds(cond: Condition, inputs: Mapping[str, Any], steps: Mapping[str, Any]) -> bool:
     """A step's `when` (it reads only `input` and step values) over the path's values, each
-    operator meaning what it means when the runtime evaluates the `when` (runtime/semantics.py);
-    the compiler plans with equalities, orderings and `in` only."""
+    operator meaning what it means when the runtime evaluates the `when`
+    (runtime/model/semantics.py); the compiler plans with equalities, orderings and `in` only."""
     if isinstance(cond, And):
         return all(_holds(i, inputs, steps) for i in cond.items)
     if isinstance(cond, Or):

@@ -1,0 +1,754 @@
+"""A session's ledger: the provenance index and the history aggregates, fed by its events.
+
+`HistoryTerms` is the catalogue of a spec's distinct `History` nodes (keyed by canonical JSON),
+built once per spec. A `Ledger` belongs to a session family (a root session and its skill and
+delegated children) and is fed the events of their streams in log order (`feed`, `sync`), so a
+ledger rebuilt from the log (`Harness.resume`) is the ledger that was lost. Each aggregate is
+updated when an event enters; a decision reads it in O(1) (a windowed one first drops the
+entries that left its window).
+
+>>> from harnessc.runtime.model import History, Selector, Spec, Tool
+>>> spec = Spec(name="s", root_module="s", tools={"t": Tool(id="t", wire_name="t")})
+>>> terms = HistoryTerms(spec)
+>>> key = terms.intern(History(func="count", selectors=(Selector(kind="id", value="t"),)))
+>>> ledger = Ledger(terms)
+>>> ledger.requested("a1", "t", {}, position=1, time_ms=0)
+>>> ledger.authorised("a1", position=2, time_ms=0)
+>>> ledger.now_ms = 10
+>>> ledger.number(key)
+1
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..log.store import flush_deferred, held_events, read_committed
+from ..model.ir import (
+    Condition,
+    History,
+    SessionStep,
+    Spec,
+    Tool,
+)
+from ..model.semantics import selects, tool_view
+from ..model.session_terms import history_key, reads_result, reads_session, session_terms
+from .conditions import Scope, evaluate, read_path
+from .provenance import IndexBefore, ProvenanceIndex, Source
+
+if TYPE_CHECKING:
+    from ..log.events import Event, NewEvent
+    from ..log.store import EventStore
+
+__all__ = [
+    "FACTS_UPDATED",
+    "USER_SAID",
+    "WORKFLOW_INPUT",
+    "WORKFLOW_SOURCES",
+    "WORKFLOW_STEP_RESULT",
+    "HistoryTerms",
+    "Ledger",
+    "facts_after",
+    "history_key",
+    "prelude_ledger",
+    "reads_session",
+    "session_terms",
+    "time_ms",
+]
+
+USER_SAID = "user.said"
+"""The event of a user message (`Session.user_said`); its payload holds the text whole."""
+FACTS_UPDATED = "facts.updated"
+"""The event of changed facts (`Session.update_facts`, `on_success add`)."""
+WORKFLOW_INPUT = "workflow.input"
+"""A workflow run's input, a source of kind `user`."""
+WORKFLOW_STEP_RESULT = "workflow.step_result"
+"""An earlier call step's result, recorded in a later step's session: a source of its tool's
+trust and labels (one event per result: logs written before `workflow.sources`)."""
+WORKFLOW_SOURCES = "workflow.sources"
+"""A workflow step's sources, recorded once in its session: the run's `input` (of kind
+`user`) and the `results` of the call steps before it (each of its tool's trust and labels),
+one event where there was one per source."""
+
+
+def time_ms(text: str) -> int | None:
+    """An event's recorded time (RFC 3339) in milliseconds since the epoch; None when the
+    event has none (a workflow step's buffer, whose events are timed when committed)."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return int(moment.timestamp() * 1000)
+
+
+class HistoryTerms:
+    """The distinct `History` nodes of a spec (every policy's rules, tools' `requires`, workflow
+    conditions), each keyed by its canonical JSON, and which of them a tool's calls feed."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.nodes: dict[str, History] = {}
+        self._settle_on_result: dict[str, bool] = {}
+        self._selected: dict[tuple[Any, ...], bool] = {}
+        self._by_tool: dict[str, list[str]] = {}
+        self._views: dict[tuple[str, str | None], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self.read = False
+        """Whether anything of the spec reads session state (a provenance, quantified, extract
+        or history term): when nothing does, sessions need not keep their ledger current."""
+        for policy in spec.policies.values():
+            for rule in policy.rules:
+                self._collect(rule.condition)
+                if rule.grant is not None:
+                    self._collect(rule.grant.condition)
+        for tool in spec.tools.values():
+            self._collect(tool.requires)
+        for workflow in spec.workflows.values():
+            for step in workflow.steps:
+                self._collect(step.condition)
+                self._collect(step.when)
+
+    def _collect(self, cond: object) -> None:
+        for term in session_terms(cond):
+            self.read = True
+            if isinstance(term, History):
+                self.intern(term)
+
+    def intern(self, node: History) -> str:
+        """The key of a history term, adding it to the catalogue when new."""
+        key = history_key(node)
+        if key not in self.nodes:
+            self.read = True
+            with self._lock:
+                self.nodes[key] = node
+                self._settle_on_result[key] = node.func == "succeeded" or (
+                    reads_result(node.where) or reads_result(node.field)
+                )
+                self._by_tool.clear()
+        return key
+
+    def settles_on_result(self, key: str) -> bool:
+        """Whether an earlier call enters the term when its result arrives (`succeeded`, or a
+        `when`/`sum` field reading `result.*`) rather than when it is authorised."""
+        return self._settle_on_result[key]
+
+    def feeding(self, tool_id: str) -> list[str]:
+        """The call terms (not `seen`) whose selectors may select a call of this tool."""
+        found = self._by_tool.get(tool_id)
+        if found is None:
+            tool = self.spec.tools.get(tool_id)
+            found = []
+            if tool is not None:
+                for key, node in list(self.nodes.items()):
+                    if node.func != "seen" and _may_select(node, tool):
+                        found.append(key)
+            self._by_tool[tool_id] = found
+        return found
+
+    def view(self, tool_id: str, op: str | None = None) -> dict[str, Any]:
+        """A call's tool view (`tool.*`), computed once per tool and operation."""
+        found = self._views.get((tool_id, op))
+        if found is None:
+            tool = self.spec.tools.get(tool_id)
+            if tool is None:
+                return {"id": tool_id}
+            found = tool_view(tool, op if op in tool.operations else None)
+            self._views[tool_id, op] = found
+        return found
+
+    def tools_fed(self, key: str) -> list[str]:
+        """The tools whose calls may feed a call term."""
+        return [tool_id for tool_id in self.spec.tools if key in self.feeding(tool_id)]
+
+    def selects(self, key: str, view: Mapping[str, Any]) -> bool:
+        """Whether the term's selectors select a call with this tool view (`tool.*`)."""
+        tool_id = view.get("id")
+        cache = (key, tool_id, view.get("risk"), view.get("effects"))
+        found = self._selected.get(cache)
+        if found is None:
+            tool = self.spec.tools.get(tool_id) if isinstance(tool_id, str) else None
+            node = self.nodes[key]
+            found = tool is not None and any(selects(s, tool, view) for s in node.selectors)
+            if len(self._selected) < 65536:
+                self._selected[cache] = found
+        return found
+
+
+def _may_select(node: History, tool: Tool) -> bool:
+    views = [tool_view(tool), *(tool_view(tool, op) for op in tool.operations)]
+    return any(selects(s, tool, v) for s in node.selectors for v in views)
+
+
+# ---------------------------------------------------------------------------------------------
+# Aggregates
+
+
+class _Entry:
+    __slots__ = ("alive", "call", "time", "value")
+
+    def __init__(self, time: int, value: int | float, call: str | None) -> None:
+        self.time, self.value, self.call, self.alive = time, value, call, True
+
+
+class _Aggregate:
+    """One term's entries: a running total of the live ones, and for a window the entries in
+    time order (those that left the window are dropped when the term is read)."""
+
+    __slots__ = ("by_call", "entries", "total", "window")
+
+    def __init__(self, window: int | None) -> None:
+        self.window = window
+        self.total: int | float = 0
+        self.entries: deque[_Entry] = deque()
+        self.by_call: dict[str, _Entry] = {}
+
+    def add(self, entry: _Entry) -> None:
+        self.total += entry.value
+        if self.window is not None:
+            entries = self.entries
+            if entries and entry.time < entries[-1].time:  # out of time order: keep it sorted
+                at = len(entries)
+                while at and entries[at - 1].time > entry.time:
+                    at -= 1
+                entries.insert(at, entry)
+            else:
+                entries.append(entry)
+        if entry.call is not None:
+            self.by_call[entry.call] = entry
+
+    def remove(self, call: str) -> None:
+        entry = self.by_call.get(call)
+        if entry is not None and entry.alive:
+            entry.alive = False
+            self.total -= entry.value
+
+    def read(self, now: int, exclude: str | None) -> int | float:
+        if self.window is not None:
+            start = now - self.window
+            entries = self.entries
+            while entries and entries[0].time < start:
+                old = entries.popleft()
+                if old.alive:
+                    old.alive = False
+                    self.total -= old.value
+        total = self.total
+        if exclude is not None:
+            own = self.by_call.get(exclude)
+            if own is not None and own.alive:
+                total -= own.value
+        return total
+
+
+@dataclass(slots=True)
+class _Call:
+    """A call of the family as the ledger knows it."""
+
+    action_id: str
+    tool_id: str
+    tool_call_id: str | None
+    args: Mapping[str, Any]
+    position: int = 0
+    """Where the call was requested: its arguments' provenance is the index's before it."""
+    authorised: tuple[int, int] | None = None  # (position, time)
+    result: Any = None
+    result_at: tuple[int, int] | None = None
+    """When the call ended (position, time), with its result or without one."""
+    succeeded: bool = False
+    ended: bool = False
+    fed: set[str] = field(default_factory=set)
+
+
+# ---------------------------------------------------------------------------------------------
+# The ledger
+
+
+class Ledger:
+    """A session family's provenance index and history aggregates.
+
+    Fed in log order, either event by event (`feed`, `sync`) or through the typed methods the
+    events map to (`said`, `facts`, `requested`, `authorised`, `finished`). `now_ms` is the
+    decision's clock reading, set by `sync` (windows are measured against it).
+    """
+
+    def __init__(self, terms: HistoryTerms) -> None:
+        self.terms = terms
+        self.index = ProvenanceIndex()
+        self.now_ms = 0
+        self._aggs: dict[str, _Aggregate] = {}
+        self._calls: dict[str, _Call] = {}
+        self._order: list[_Call] = []
+        self._results: list[tuple[int, int, frozenset[str]]] = []  # (position, time, labels)
+        self._cursor: dict[str, int] = {}
+        self._time: tuple[str, int | None] = ("", None)  # the last event time read, in ms
+        self._lock = threading.RLock()
+
+    @classmethod
+    def from_steps(
+        cls,
+        terms: HistoryTerms,
+        steps: Iterable[SessionStep],
+        now_ms: int,
+        facts: Mapping[str, Any] | None = None,
+    ) -> Ledger:
+        """A ledger for a spec test's session (`SpecTest.before`), in written order: a user
+        message, or an earlier call that was authorised and succeeded with its result
+        (`ago_ms` before `now_ms`, else at `now_ms`), whose `on_success` adds to the session's
+        `facts` (`facts_added`). Event positions are 1, 2, …; the ledger's clock is `now_ms`.
+
+        >>> from harnessc.runtime.model import SessionStep, Spec
+        >>> ledger = Ledger.from_steps(HistoryTerms(Spec(name="s", root_module="s")),
+        ...     [SessionStep(said="pay DE89370400440532013000")], 0)
+        >>> ledger.index.kinds_of("DE89370400440532013000")
+        frozenset({'user'})
+        """
+        ledger = cls(terms)
+        position = 0
+        facts = dict(facts or {})
+        for n, step in enumerate(steps, 1):
+            position += 1
+            if step.said is not None:
+                ledger.said(step.said, position=position)
+                continue
+            if step.tool is None:
+                continue
+            at = now_ms - (step.ago_ms or 0)
+            action = f"earlier-{n}"
+            ledger.requested(
+                action, step.tool, step.args, position=position, time_ms=at, tool_call_id=action
+            )
+            ledger.authorised(action, position=position, time_ms=at)
+            ledger.finished(action, "SUCCEEDED", step.result, position=position, time_ms=at)
+            tool = terms.spec.tools.get(step.tool)
+            added = facts_added(tool, step.args, step.result, facts) if tool else {}
+            if added:  # `on_success add`: the facts change, as the runtime records it
+                facts.update(added)
+                ledger.facts(added, position=position)
+        ledger.now_ms = now_ms
+        return ledger
+
+    # -- streams and the log ------------------------------------------------------------------
+
+    @property
+    def streams(self) -> tuple[str, ...]:
+        return tuple(self._cursor)
+
+    def add_stream(self, stream: str) -> None:
+        """Share this ledger with another session of the family (its events are read next)."""
+        self._cursor.setdefault(stream, 0)
+
+    def sync(self, store: EventStore, now_ms: int | None = None) -> None:
+        """Read the family's events appended since the last look, in log order."""
+        with self._lock:
+            if now_ms is not None:
+                self.now_ms = now_ms
+            # the events this process holds back (a call normalized, or decided and not yet
+            # run) are committed first only when the ledger takes something from them now:
+            # the others are read once committed, in order, and no decision misses them
+            if any(e.stream in self._cursor and _feeds_now(e) for e in held_events(store)):
+                flush_deferred(store)
+            found: list[Event] = []
+            for stream, after in self._cursor.items():
+                found.extend(read_committed(store, stream, after=after))
+            found.sort(key=lambda e: e.position)
+            for event in found:
+                self.feed(event)
+
+    def rebind(self, terms: HistoryTerms) -> None:
+        """Judge under another spec (`Harness.load`): everything is forgotten and read again
+        from the log at the next `sync`, since a tool's trust, labels and output schema (what
+        the index holds) may have changed with it."""
+        with self._lock:
+            if terms is not self.terms:
+                self.terms = terms
+                self.index = ProvenanceIndex()
+                self._aggs.clear()
+                self._calls.clear()
+                self._order.clear()
+                self._results.clear()
+                self._cursor = dict.fromkeys(self._cursor, 0)
+
+    def feed(self, event: Event) -> None:
+        """Take one stored event of the family into the ledger."""
+        with self._lock:
+            if event.position <= self._cursor.get(event.stream, 0):
+                return
+            self._cursor[event.stream] = event.position
+            kind = event.type
+            if kind not in _FED:
+                return
+            # VALIDATED, RUNNING …: not parsed, since a move is in its canonical text (a
+            # reader's row has no text, only the payload)
+            text = getattr(event, "payload_json", None)
+            if (
+                kind == "action.transition"
+                and text is not None
+                and not any(m in text for m in _MOVES_FED)
+            ):
+                return
+            p = event.payload
+            if event.time != self._time[0]:  # the events of one commit share their time
+                self._time = (event.time, time_ms(event.time))
+            at = self._time[1]
+            if at is None:
+                at = self.now_ms  # not yet timed: it happens now
+            pos = event.position
+            if kind == "action.transition":
+                to = p.get("to")
+                action = p.get("action_id")
+                if not isinstance(action, str):
+                    return
+                if to == "REQUESTED":
+                    args = p.get("args")
+                    self.requested(
+                        action,
+                        str(p.get("tool_id")),
+                        args if isinstance(args, Mapping) else {},
+                        position=pos,
+                        time_ms=at,
+                        tool_call_id=p.get("tool_call_id"),
+                    )
+                elif to == "AUTHORIZED":
+                    self.authorised(action, position=pos, time_ms=at)
+                elif to in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                    result = p.get("result")
+                    data = result.get("data") if isinstance(result, Mapping) else None
+                    self.finished(action, to, data, position=pos, time_ms=at)
+            elif kind == USER_SAID:
+                self.said(p.get("text"), position=pos)
+            elif kind == WORKFLOW_INPUT:
+                self.workflow_input(p.get("input"), position=pos)
+            elif kind == WORKFLOW_STEP_RESULT:
+                tool = p.get("tool")
+                if isinstance(tool, str):
+                    self.result(tool, p.get("data"), position=pos, time_ms=at)
+            elif kind == WORKFLOW_SOURCES:
+                if "input" in p:
+                    self.workflow_input(p.get("input"), position=pos)
+                results = p.get("results")
+                for found in results if isinstance(results, list) else ():
+                    tool = found.get("tool") if isinstance(found, Mapping) else None
+                    if isinstance(tool, str):
+                        self.result(tool, found.get("data"), position=pos, time_ms=at)
+            elif kind == "session.started":
+                facts = p.get("facts")
+                if isinstance(facts, Mapping):
+                    self.facts(facts.get("values"), position=pos)
+            elif kind == FACTS_UPDATED:
+                self.facts(p.get("values"), position=pos)
+
+    # -- what enters ----------------------------------------------------------------------------
+
+    def said(self, text: Any, *, position: int) -> None:
+        """A user message: its whole text and its tokens, of kind `user`."""
+        if isinstance(text, str):
+            self.index.add_text(text, Source("user", position))
+
+    def workflow_input(self, value: Any, *, position: int) -> None:
+        """A workflow run's input, of kind `user`."""
+        self.index.add_value(value, Source("user", position))
+
+    def facts(self, values: Any, *, position: int) -> None:
+        """Fact values (when the session opens, when they change), of kind `trusted`."""
+        if isinstance(values, Mapping):
+            self.index.add_value(dict(values), Source("trusted", position))
+
+    def requested(
+        self,
+        action_id: str,
+        tool_id: str,
+        args: Mapping[str, Any],
+        *,
+        position: int,
+        time_ms: int,
+        tool_call_id: str | None = None,
+    ) -> None:
+        call = _Call(action_id, tool_id, tool_call_id, args, position)
+        self._calls[action_id] = call
+        self._order.append(call)
+
+    def authorised(self, action_id: str, *, position: int, time_ms: int) -> None:
+        call = self._calls.get(action_id)
+        if call is None or call.authorised is not None:
+            return
+        call.authorised = (position, time_ms)
+        for key in self.terms.feeding(call.tool_id):
+            agg = self._aggs.get(key)
+            if agg is not None and not self.terms.settles_on_result(key):
+                self._enter(key, agg, call, time_ms)
+
+    def finished(
+        self, action_id: str, state: str, data: Any, *, position: int, time_ms: int
+    ) -> None:
+        """A call ended: SUCCEEDED (its result enters as a source), FAILED or CANCELLED (it
+        leaves `count` and `sum`)."""
+        call = self._calls.get(action_id)
+        if call is None or call.ended:
+            return
+        call.ended = True
+        call.succeeded = state == "SUCCEEDED"
+        # a term made later replays the call from here, data or none (a tool without output)
+        call.result_at = (position, time_ms)
+        if data is not None:
+            call.result = data
+            self.result(call.tool_id, data, position=position, time_ms=time_ms)
+        for key in self.terms.feeding(call.tool_id):
+            found = self._aggs.get(key)
+            if found is None:
+                continue
+            agg = found
+            node = self.terms.nodes[key]
+            if self.terms.settles_on_result(key):
+                if call.succeeded or (node.func == "called" and call.authorised is not None):
+                    self._enter(key, agg, call, time_ms)
+            elif not call.succeeded and node.func in ("count", "sum"):
+                agg.remove(call.action_id)
+
+    def result(self, tool_id: str, data: Any, *, position: int, time_ms: int) -> None:
+        """A result a tool produced: a source of the tool's trust (per field where declared),
+        carrying the tool's labels and those of its fields present in it (`seen`)."""
+        tool = self.terms.spec.tools.get(tool_id)
+        labels = result_labels(tool, data)
+        trust = (tool.trust if tool is not None else None) or "untrusted"
+        fields = tool.output if tool is not None else None
+        if tool is not None and tool.kind == "mcp":
+            # an external MCP server's result is untrusted whatever the spec says of it
+            trust, fields = "untrusted", None
+        self.index.add_value(data, Source(trust, position, tool_id, labels), fields)
+        if labels:
+            self._results.append((position, time_ms, labels))
+            for key, seen in self._aggs.items():
+                node = self.terms.nodes[key]
+                if node.func == "seen" and node.label in labels:
+                    seen.add(_Entry(time_ms, 1, None))
+
+    # -- aggregates -------------------------------------------------------------------------
+
+    def _enter(self, key: str, agg: _Aggregate, call: _Call, at: int) -> None:
+        if key in call.fed:
+            return
+        node = self.terms.nodes[key]
+        value = _contribution(self.terms, key, node, call, self.index)
+        if value is None:
+            return
+        call.fed.add(key)
+        agg.add(_Entry(at, value, call.action_id))
+        if call.tool_call_id is not None:
+            agg.by_call[call.tool_call_id] = agg.by_call[call.action_id]
+
+    def _aggregate(self, key: str) -> _Aggregate:
+        agg = self._aggs.get(key)
+        if agg is None:
+            with self._lock:
+                node = self.terms.nodes.get(key)
+                if node is None:  # a term compiled under another catalogue of the spec
+                    node = History.model_validate_json(key)
+                    self.terms.intern(node)
+                agg = _Aggregate(node.window_ms)
+                # replay what the ledger already holds (a term new to this ledger)
+                if node.func == "seen":
+                    for _, at, labels in self._results:
+                        if node.label in labels:
+                            agg.add(_Entry(at, 1, None))
+                else:
+                    settle = self.terms.settles_on_result(key)
+                    feeding = set(self.terms.tools_fed(key))
+                    for call in self._order:
+                        if call.tool_id not in feeding:
+                            continue
+                        call.fed.discard(key)
+                        if settle:
+                            if call.result_at is not None and (
+                                call.succeeded
+                                or (node.func == "called" and call.authorised is not None)
+                            ):
+                                self._enter(key, agg, call, call.result_at[1])
+                        elif call.authorised is not None:
+                            self._enter(key, agg, call, call.authorised[1])
+                            if call.ended and not call.succeeded and node.func in ("count", "sum"):
+                                agg.remove(call.action_id)
+                    if agg.window is not None:
+                        agg.entries = deque(sorted(agg.entries, key=lambda e: e.time))
+                self._aggs[key] = agg
+        return agg
+
+    def number(self, key: str, exclude: str | None = None) -> int | float:
+        """`count`/`sum` over the earlier calls (the call `exclude` left out), or for
+        `called`/`succeeded`/`seen` how many entries hold."""
+        with self._lock:  # a read drops expired entries: one reader or feeder at a time
+            return self._aggregate(key).read(self.now_ms, exclude)
+
+    def holds(self, key: str, exclude: str | None = None) -> bool:
+        with self._lock:
+            return self._aggregate(key).read(self.now_ms, exclude) > 0
+
+    def entries_of(self, key: str, exclude: str | None = None) -> list[tuple[int, str]]:
+        """For evidence: (position, tool id) of the live entries of a call term."""
+        agg = self._aggregate(key)
+        agg.read(self.now_ms, None)
+        out = []
+        for call in self._order:
+            entry = agg.by_call.get(call.action_id)
+            if entry is not None and entry.alive and call.tool_call_id != exclude:
+                pos = call.authorised[0] if call.authorised else 0
+                out.append((pos, call.tool_id))
+        return out
+
+
+_FED = frozenset(
+    {
+        "action.transition",
+        USER_SAID,
+        WORKFLOW_INPUT,
+        WORKFLOW_STEP_RESULT,
+        WORKFLOW_SOURCES,
+        "session.started",
+        FACTS_UPDATED,
+    }
+)
+
+
+_MOVES_FED = tuple(
+    f'"to":"{m}"' for m in ("REQUESTED", "AUTHORIZED", "SUCCEEDED", "FAILED", "CANCELLED")
+)
+"""How the moves `feed` takes appear in a transition's canonical text: a transition whose text
+holds none of them is none of them (one that holds one elsewhere is parsed and checked)."""
+
+
+def _feeds_now(event: NewEvent) -> bool:
+    """Whether feeding `event` can change what a decision reads from the ledger. A REQUESTED
+    or VALIDATED transition only makes a call known (no term counts it before it is
+    AUTHORIZED, no source comes from it) and a decision is not fed at all, so reading such an
+    event later, once committed, changes no decision taken meanwhile."""
+    if event.type not in _FED:
+        return False
+    if event.type == "action.transition":
+        return event.payload.get("to") not in ("REQUESTED", "VALIDATED")
+    return True
+
+
+def facts_added(
+    tool: Tool, args: Mapping[str, Any], data: Any, facts: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`on_success add PATH to FACT` of a call that succeeded with `args` and result `data`:
+    each list fact it changes, by name, with the value appended to its items in `facts`
+    (a path the call does not hold adds nothing)."""
+    changed: dict[str, Any] = {}
+    for add in tool.on_success:
+        value: Any = args if add.value.root == "args" else data
+        for part in add.value.parts:
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is None:
+            continue
+        current = changed.get(add.fact, facts.get(add.fact))
+        items = list(current) if isinstance(current, list | tuple) else []
+        items.append(value)
+        changed[add.fact] = items
+    return changed
+
+
+def _contribution(
+    terms: HistoryTerms, key: str, node: History, call: _Call, index: ProvenanceIndex
+) -> int | float | None:
+    """What an earlier call adds to a term (1, or its field for `sum`), or None when the term
+    does not take it (not selected, `when` does not hold, the field is not a number). A `from`
+    in `when` reads the call's arguments as they were when it was made: the sources that
+    entered the session before it."""
+    tool = terms.spec.tools.get(call.tool_id)
+    if tool is None:
+        return None
+    op = call.args.get("op")
+    view = tool_view(tool, op if isinstance(op, str) and op in tool.operations else None)
+    if not terms.selects(key, view):
+        return None
+    scope = Scope(
+        args=call.args,
+        tool=view,
+        result=_record(call.result),
+        sources=IndexBefore(index, call.position),
+    )
+    if node.where is not None and not evaluate(node.where, scope):
+        return None
+    if node.func != "sum":
+        return 1
+    if node.field is None:
+        return None
+    value = read_path(node.field, scope)
+    if value.__class__ not in (int, float):
+        return None
+    return value
+
+
+def _record(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def result_labels(tool: Tool | None, data: Any) -> frozenset[str]:
+    """The data labels a result carries: its tool's, plus those of its fields present in it."""
+    if tool is None:
+        return frozenset()
+    labels = set(tool.labels)
+    if tool.output is not None and isinstance(data, Mapping):
+        stack: list[tuple[Any, Any]] = [(data, tool.output.fields)]
+        while stack:
+            value, fields = stack.pop()
+            if isinstance(value, list):
+                stack.extend((v, fields) for v in value)
+                continue
+            if not isinstance(value, Mapping):
+                continue
+            for fld in fields:
+                if value.get(fld.name) is None:
+                    continue
+                labels.update(fld.labels)
+                inner = fld.type
+                while inner.name in ("list", "map") and inner.item is not None:
+                    inner = inner.item
+                if inner.fields:
+                    stack.append((value[fld.name], inner.fields))
+    return frozenset(labels)
+
+
+def condition_terms(conditions: Iterable[Condition | None]) -> list[History]:
+    return [t for c in conditions for t in session_terms(c) if isinstance(t, History)]
+
+
+def facts_after(
+    spec: Spec, steps: Iterable[SessionStep], facts: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The session's facts after its earlier steps (`SpecTest.before`): `facts` with what
+    each earlier call's `on_success` added, in order (`facts_added`), as the runtime holds
+    them when the next call is decided.
+
+    >>> from harnessc.runtime.model import SessionStep, Spec
+    >>> facts_after(Spec(name="s", root_module="s"), [SessionStep(said="hi")], {"a": [1]})
+    {'a': [1]}
+    """
+    out = dict(facts)
+    for step in steps:
+        tool = spec.tools.get(step.tool) if step.said is None and step.tool is not None else None
+        if tool is not None:
+            out.update(facts_added(tool, step.args, step.result, out))
+    return out
+
+
+def prelude_ledger(
+    spec: Spec,
+    steps: Iterable[SessionStep],
+    now_ms: int,
+    facts: Mapping[str, Any] | None = None,
+) -> Ledger:
+    """The ledger of a session before its call, from a spec test's or a generated case's
+    earlier steps (`SpecTest.before`): `Ledger.from_steps` over the spec's history terms,
+    the session opened with `facts` (the facts the call reads are `facts_after` the steps).
+
+    >>> from harnessc.runtime.model import SessionStep, Spec
+    >>> spec = Spec(name="s", root_module="s")
+    >>> prelude_ledger(spec, [SessionStep(said="pay DE89370400440532013000")], 0).now_ms
+    0
+    """
+    return Ledger.from_steps(HistoryTerms(spec), steps, now_ms, facts)
