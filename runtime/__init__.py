@@ -27,6 +27,8 @@ See docs/runtime.md for the guide.
   facts_after: the session's facts after those steps (what their `on_success` added)
 - ApprovalRequest, ApprovalGrant, ApprovalOutcome, ApprovalError: approvals
 - Result, Outcome, Accepted, ExecutorContext: executors (Accepted: asynchronous work)
+- open_within, resolve_within, PathEscapeError: an executor's file access confined to a root,
+  symbolic links refused or resolved (runtime/session/files.py)
 - Evidence, EvidenceItem: evidence
 - Exposure, ExposureTrace, load_tool_embeddings, LazyQueryEmbedder: exposure, and the tool
   embeddings a generated package ships (runtime/exposure/ranker.py, runtime/exposure/embedding.py)
@@ -93,6 +95,7 @@ __all__ = [
     "McpState",
     "MemoryStore",
     "Outcome",
+    "PathEscapeError",
     "PendingCall",
     "PolicyEngine",
     "PostgresStore",
@@ -120,9 +123,11 @@ __all__ = [
     "load_tool_embeddings",
     "mcp_tool",
     "open_store",
+    "open_within",
     "openai_responses_tool",
     "openai_tool",
     "prelude_ledger",
+    "resolve_within",
     "strict_parameters",
     "surface_tools",
     "thaw",
@@ -169,6 +174,7 @@ _WHERE = {
     "McpState": "judge.availability",
     "MemoryStore": "log.store",
     "Outcome": "session.executors",
+    "PathEscapeError": "session.files",
     "PendingCall": "judge.normalize",
     "PolicyEngine": "judge.policy",
     "PostgresStore": "log.postgres",
@@ -196,8 +202,10 @@ _WHERE = {
     "load_tool_embeddings": "exposure.ranker",
     "mcp_tool": "integrations.exports",
     "prelude_ledger": "judge.history",
+    "resolve_within": "session.files",
     "strict_parameters": "integrations.exports",
     "open_store": "log.open",
+    "open_within": "session.files",
     "openai_responses_tool": "integrations.adapters",
     "openai_tool": "integrations.adapters",
     "surface_tools": "model.semantics",
@@ -243,6 +251,7 @@ if TYPE_CHECKING:
     from .session.approvals import ApprovalError, ApprovalGrant, ApprovalOutcome, ApprovalRequest
     from .session.evidence import Evidence, EvidenceItem
     from .session.executors import Accepted, ExecutorContext, Outcome, Result
+    from .session.files import PathEscapeError, open_within, resolve_within
     from .session.harness import Harness, HarnessError
     from .session.lifecycle import Action, ActionError, ActionState, IllegalTransitionError
     from .session.sessions import Session

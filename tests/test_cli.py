@@ -190,8 +190,8 @@ def test_check_after_an_edit_loads_only_the_stages_it_runs(tmp_path: Path) -> No
         "heavy = ('harnessc.compiler.lints', 'harnessc.compiler.analysis.availability',\n"
         "         'harnessc.runtime.judge.policy', 'harnessc.runtime.judge.history',\n"
         "         'networkx', 'z3')\n"
-        "from harnessc.runtime.model.ir import _Model\n"
-        "built = [c.__name__ for c in _Model.__subclasses__() if c.__pydantic_complete__]\n"
+        "from harnessc.runtime.model.ir import _Model, _models\n"
+        "built = [c.__name__ for c in _models(_Model) if c.__pydantic_complete__]\n"
         "print(code, sorted(m for m in heavy if m in sys.modules), built)\n"
     )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache-home")}

@@ -52,6 +52,7 @@ __all__ = [
     "Connection",
     "DefaultDecision",
     "Effect",
+    "EffectOptions",
     "EffectWord",
     "EnumMember",
     "Expectation",
@@ -661,7 +662,23 @@ class Grant(_Model):
     condition: Condition | None = None
 
 
-class Rule(_Model):
+class EffectOptions(_Model):
+    """What comes with an effect, wherever one is written (a rule, a policy's default, a risk
+    table's entry): for an ASK, who may approve, what the answer grants, how long the request
+    waits and whether the requester may approve their own call; for a DENY, the reason and
+    what to do instead."""
+
+    approvers: tuple[Approver, ...] = ()
+    grant: Grant | None = None
+    reason: str | None = None
+    instead: str | None = None
+    self_approval: SelfApproval | None = None
+    """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
+    expires_ms: int | None = None
+    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
+
+
+class Rule(EffectOptions):
     label: str
     """`policy.label`, or `policy#N` for an unlabeled rule (N: its position in its policy)."""
     policy: str
@@ -669,30 +686,14 @@ class Rule(_Model):
     effect: Effect
     selectors: tuple[Selector, ...]
     condition: Condition | None = None
-    approvers: tuple[Approver, ...] = ()
-    grant: Grant | None = None
-    reason: str | None = None
-    instead: str | None = None
-    self_approval: SelfApproval | None = None
-    """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
-    expires_ms: int | None = None
-    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
     origin: SourceRef | None = None
 
 
-class DefaultDecision(_Model):
+class DefaultDecision(EffectOptions):
     """A policy's `default`: an effect with its options, or a risk table (qualified name)."""
 
     effect: Effect | None = None
     table: str | None = None
-    approvers: tuple[Approver, ...] = ()
-    grant: Grant | None = None
-    reason: str | None = None
-    instead: str | None = None
-    self_approval: SelfApproval | None = None
-    """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
-    expires_ms: int | None = None
-    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
     origin: SourceRef | None = None
 
 
@@ -706,16 +707,8 @@ class Policy(_Model):
     origin: SourceRef | None = None
 
 
-class RiskEntry(_Model):
+class RiskEntry(EffectOptions):
     effect: Effect
-    approvers: tuple[Approver, ...] = ()
-    grant: Grant | None = None
-    reason: str | None = None
-    instead: str | None = None
-    self_approval: SelfApproval | None = None
-    """`self_approval allow|deny`; None: decided by the call's risk (`requester_may_approve`)."""
-    expires_ms: int | None = None
-    """`expires D`: how long the ASK's request waits for an answer; None: until answered."""
     origin: SourceRef | None = None
 
 
@@ -976,6 +969,14 @@ def build_models() -> None:
         return
     with _building:
         if not _built:
-            for cls in _Model.__subclasses__():
+            for cls in _models(_Model):
                 cls.model_rebuild()
             _built = True
+
+
+def _models(base: type[_Model]) -> list[type[_Model]]:
+    """Every subclass of `base`, depth first in the order of definition."""
+    out: list[type[_Model]] = []
+    for cls in base.__subclasses__():
+        out += [cls, *_models(cls)]
+    return out
