@@ -605,7 +605,7 @@ class _Validator(SessionChecks):
 
     def check_delegate_step(self, workflow: m.Workflow | None, action: s.DelegateAction) -> None:
         """H344: a `delegate` step of a workflow run as an agent that may not delegate to the
-        step's agent (the runtime would refuse it, runtime/session/delegation.py)."""
+        step's agent (the runtime would refuse it, runtime/session/_delegation.py)."""
         if workflow is None or workflow.agent is None:
             return  # judged by a policy, the workflow delegates to the agents its steps name
         agent = self.spec.agents.get(workflow.agent)

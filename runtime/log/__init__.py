@@ -6,6 +6,7 @@
 - store: the EventStore interface, the embedded SQLite store and the in-memory one
 - postgres: the same interface on PostgreSQL (psycopg)
 - open: opening a store by URL
-- group_commit, announce: batching a process's appends; events written with the next write
+- _group_commit, _announce (the store's own): batching a process's appends; events written
+  with the next write
 - projections: current views folded from the log
 """

@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from typing import Any, Protocol, runtime_checkable
 
-from .announce import Announcing
+from ._announce import Announcing
+from ._group_commit import Batch, Expected, GroupCommit, payload_texts
 from .chain import (
     Anchor,
     ConcurrencyError,
@@ -56,7 +57,6 @@ from .events import (
     format_time,
     system_clock,
 )
-from .group_commit import Batch, Expected, GroupCommit, payload_texts
 from .integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, Checkpoint, LogKey
 
 __all__ = [
@@ -316,7 +316,7 @@ def flush_at_exit(ref: weakref.ref[Any]) -> None:
 
 class Appends(Announcing):
     """`append` and `append_many` over a store's `_append(events, expected)`, with the events
-    `announce`d written first (`runtime/log/announce.py`)."""
+    `announce`d written first (`runtime/log/_announce.py`)."""
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         raise NotImplementedError

@@ -64,6 +64,7 @@ from ..log.projections import Projections, SessionView
 from ..model.ir import PUBLIC_KINDS, Agent, Skill, Spec, build_models
 from ..model.semantics import surface_tools
 from . import spans
+from ._restore import restore_actions, take_up_calls
 from .approval_view import record_preview, run_preview
 from .approvals import (
     ApprovalError,
@@ -78,7 +79,6 @@ from .approvals import (
 )
 from .executors import Executors, Result
 from .lifecycle import ActionError
-from .restore import restore_actions, take_up_calls
 from .sessions import (
     FACTS_KINDS,
     Session,

@@ -10,8 +10,8 @@ the parent's policy and the skill's profile (both must allow: the stricter decis
 
 `Session` holds a session's state and delegates: the stages of a call are
 `runtime/session/calls.py`, completing and cancelling accepted work
-`runtime/session/completion.py`, delegation and skills `runtime/session/delegation.py`, taking a
-session up from the log `runtime/session/restore.py`.
+`runtime/session/_completion.py`, delegation and skills `runtime/session/_delegation.py`, taking a
+session up from the log `runtime/session/_restore.py`.
 
 >>> # h = Harness(spec); s = h.session(agent="planner", actor={"user": "u-1", "role": "sre"})
 >>> # call = s.normalize("change_create", "call-1", {...}); s.decide(call); s.invoke(call)
@@ -49,6 +49,9 @@ from ..log.store import flush_deferred
 from ..model.canonical import Execution, jsonable
 from ..model.ir import Agent, Fact, Field, Schema, Skill
 from . import spans
+from ._completion import cancel_action, complete_action
+from ._delegation import delegate_to, open_skill
+from ._restore import take_up_edits
 from .approvals import ApprovalGrant, ApprovalRequest
 from .calls import (
     Judged,
@@ -59,14 +62,11 @@ from .calls import (
     judge_call,
     normalize_call,
 )
-from .completion import cancel_action, complete_action
-from .delegation import delegate_to, open_skill
 from .evidence import Evidence, build_evidence
 from .executors import (
     Result,
 )
 from .lifecycle import Action, ActionError, ActionState
-from .restore import take_up_edits
 
 if TYPE_CHECKING:
     from .harness import Harness
