@@ -41,6 +41,11 @@ ROLES = {
 
 @pytest.fixture
 def world(tmp_path: Path) -> dict[str, Any]:
+    return make_world(tmp_path)
+
+
+def make_world(tmp_path: Path) -> dict[str, Any]:
+    """Two pending requests of an agent's session on a SQLite log, and the console over it."""
     spec = compile_text(tmp_path, SHELL)  # shell.run: ask, approver role ops, a secret token
     db = tmp_path / "h.db"
     agent = Harness(spec, SQLiteStore(db))  # the agents' process
@@ -55,7 +60,14 @@ def world(tmp_path: Path) -> dict[str, Any]:
     (tmp_path / "ops.json").write_text(json.dumps({"operators": ops}), encoding="utf-8")
     console = Console(Harness(spec, SQLiteStore(db)), load_operators(str(tmp_path / "ops.json")))
     app = build_app(console)
-    return {"app": app, "agent": agent, "session": s, "requests": requests, "tmp": tmp_path}
+    return {
+        "app": app,
+        "console": console,
+        "agent": agent,
+        "session": s,
+        "requests": requests,
+        "tmp": tmp_path,
+    }
 
 
 def login(app: Any, name: str, token: str | None = None) -> tuple[TestClient, str]:
@@ -505,10 +517,8 @@ def test_in_a_browser_a_request_counts_down_to_its_deadline_and_then_is_refused(
                 # a form being filled is never replaced by the list's refresh, so the request
                 # stays on the page past its deadline, where the script says it expired
                 page.locator(f"section#{rid} input[name=reason]").first.focus()
-                page.wait_for_function(
-                    f"document.querySelector('#{rid} .expiry')?.textContent.includes('expired')",
-                    timeout=60_000,
-                )
+                # (a locator, not a script: the page's CSP refuses scripts built from strings)
+                page.locator(f"#{rid} .expiry", has_text="expired").wait_for(timeout=60_000)
                 page.click(f"section#{rid} >> button:has-text('Approve')")
                 page.wait_for_selector("text=Not approved (expired)")
                 assert f"`{rid}` expired at" in page.inner_text("p.message")

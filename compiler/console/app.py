@@ -5,12 +5,17 @@ Reads go to the harness's projections and the event log; every change is a runti
 the logged-in operator, whose
 refusal is shown as it is. Pages redirect to the login form without a session; `/api/…`
 answers 401. Every POST carries the session's CSRF token (form field `csrf` or header
-`X-CSRF-Token`), else 403."""
+`X-CSRF-Token`), else 403. Logins are held by the server (`auth.Logins`), failed ones throttled
+(`auth.LoginThrottle`); every response carries the security headers below and an
+`X-Request-Id`, which an error page names and the server's log records beside the traceback."""
 
 from __future__ import annotations
 
 import hmac
 import json
+import logging
+import math
+import secrets
 import threading
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -23,21 +28,22 @@ from harnessc.runtime.log.chain import UnreadableEvent, UnverifiedLog
 from harnessc.runtime.session import operations
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
     JSONResponse,
-    PlainTextResponse,
     RedirectResponse,
     Response,
 )
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..approvals_cli import deadline_words
-from .auth import APPROVER, Operator, authenticate, new_csrf
+from .auth import APPROVER, Logins, LoginThrottle, Operator, authenticate, new_csrf
 
 HERE = Path(__file__).parent
 PAGE = 50
@@ -46,6 +52,17 @@ LAST_POSITION = 2**63 - 1
 """The largest position a log holds (a 64-bit integer in SQLite and PostgreSQL)."""
 
 Handler = Callable[[Request], Awaitable[Response]]
+
+SECURITY_HEADERS = {
+    # no inline script or style anywhere: the pages load /static/console.js and console.css
+    "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+}
+_log = logging.getLogger("harnessc.console")
 
 
 class Console:
@@ -61,6 +78,8 @@ class Console:
         plain = store_url is not None and "://" not in store_url
         self.store_url = f"sqlite:///{store_url}" if plain else store_url
         self.lock = threading.Lock()
+        self.logins = Logins()
+        self.throttle = LoginThrottle()
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape()
         )
@@ -89,8 +108,48 @@ class Console:
 
 
 def operator_of(request: Request, console: Console) -> Operator | None:
-    name = request.session.get("operator")
-    return console.operators.get(name) if isinstance(name, str) else None
+    """The operator of the request's login, while the server holds it."""
+    name = console.logins.operator(request.session.get("login"))
+    return console.operators.get(name) if name is not None else None
+
+
+class Guard:
+    """Around every request: the security headers and an `X-Request-Id` on each response, and
+    an exception turned into an error page naming that id (`on_error`), the connection kept
+    open, instead of a dropped connection."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        on_error: Callable[[Request, Exception, str], Awaitable[Response]],
+    ) -> None:
+        self.app, self.on_error = app, on_error
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = secrets.token_hex(6)
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = False
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers[name] = value
+                headers["x-request-id"] = request_id
+            await send(message)
+
+        try:
+            await self.app(scope, receive, guarded_send)
+        except Exception as error:
+            if started:  # part of the page went out: nothing left to do but end it
+                raise
+            response = await self.on_error(Request(scope, receive), error, request_id)
+            await response(scope, receive, guarded_send)
 
 
 def summary(event: Any) -> str:
@@ -216,13 +275,39 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         if request.method == "GET":
             return console.render(request, "login.html", error=None)
         form = await request.form()
-        op = authenticate(
-            console.operators, str(form.get("name", "")), str(form.get("password", ""))
-        )
+        name = str(form.get("name", ""))
+        address = request.client.host if request.client is not None else "unknown"
+        keys = (f"name:{name}", f"address:{address}")
+        wait = console.throttle.wait_s(keys)
+        if wait > 0:
+            seconds = math.ceil(wait)
+            response = console.render(
+                request,
+                "login.html",
+                429,
+                error=f"too many failed logins for this name or from this address: try again "
+                f"in {seconds} s",
+            )
+            response.headers["retry-after"] = str(seconds)
+            return response
+        op = authenticate(console.operators, name, str(form.get("password", "")))
         if op is None:
+            console.throttle.failed(keys)
             return console.render(request, "login.html", 401, error="unknown name or password")
+        if secure_cookie and request.url.scheme != "https":
+            # the browser would drop the Secure cookie and come back to this form, silently
+            return console.render(
+                request,
+                "login.html",
+                400,
+                error="this console listens beyond this machine, so its session cookie is "
+                "sent over HTTPS only, and this page came over plain HTTP: the login would not "
+                "stick. Open the console through HTTPS (a TLS proxy in front of it), or run it "
+                "on 127.0.0.1.",
+            )
+        console.throttle.succeeded(keys[:1])
         request.session.clear()
-        request.session.update({"operator": op.name, "csrf": new_csrf()})
+        request.session.update({"login": console.logins.open(op.name), "csrf": new_csrf()})
         return RedirectResponse("/", status_code=303)
 
     async def logout(request: Request) -> Response:
@@ -238,6 +323,7 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         sent = form.get("csrf") or request.headers.get("x-csrf-token") or ""
         if not _same_token(sent, request.session.get("csrf")):
             return JSONResponse({"error": "missing or wrong CSRF token"}, status_code=403)
+        console.logins.close(request.session.get("login"))  # every copy of the cookie too
         request.session.clear()
         return RedirectResponse("/login", status_code=303)
 
@@ -447,23 +533,13 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
     ]
     from .auth import session_secret
 
-    middleware = [
-        Middleware(
-            SessionMiddleware,
-            secret_key=session_secret(),
-            session_cookie="harnessc_console",
-            max_age=8 * 3600,
-            same_site="strict",
-            https_only=secure_cookie,
-        )
-    ]
-
-    async def broken_log(request: Request, error: Exception) -> Response:
-        """A page that failed on a record it could not read: when the log's chain does not
-        verify (a row changed under it), say so and where, instead of a bare 500. A page of
-        the operators' commands (`operations`) verified it before reading, and says where it
-        broke (a break its watch found stays the answer until the console is restarted on a
-        log that verifies)."""
+    async def broken_log(request: Request, error: Exception, request_id: str) -> Response:
+        """A page that failed: on a record it could not read, when the log's chain does not
+        verify (a row changed under it), say so and where. A page of the operators' commands
+        (`operations`) verified it before reading, and says where it broke (a break its watch
+        found stays the answer until the console is restarted on a log that verifies).
+        Otherwise the console's own failure: logged with its request id, which the page
+        names."""
         if isinstance(error, UnverifiedLog):
             result = error.verification
         else:
@@ -477,8 +553,16 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
                 text=f"{error}. The chain vouches for the row: another program wrote it, or "
                 "rewrote the log after it.",
             )
-        if result.ok:  # a bug of the console's: the server logs it
-            return PlainTextResponse("Internal Server Error", status_code=500)
+        if result.ok:  # a bug of the console's: the server logs it, the page names the id
+            _log.error("request %s failed", request_id, exc_info=error)
+            return console.render(
+                request,
+                "message.html",
+                500,
+                title="The console failed on this page",
+                text=f"request id {request_id}: the server's log has what went wrong. Nothing "
+                "was changed by this request unless a later page says so.",
+            )
         return console.render(
             request,
             "message.html",
@@ -489,9 +573,18 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
             "(`harnessc log verify`).",
         )
 
-    return Starlette(
-        routes=routes, middleware=middleware, exception_handlers={Exception: broken_log}
-    )
+    middleware = [
+        Middleware(Guard, on_error=broken_log),
+        Middleware(
+            SessionMiddleware,
+            secret_key=session_secret(),
+            session_cookie="harnessc_console",
+            max_age=8 * 3600,
+            same_site="strict",
+            https_only=secure_cookie,
+        ),
+    ]
+    return Starlette(routes=routes, middleware=middleware)
 
 
 def _edited_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -1,5 +1,7 @@
 """Operators of the console: who they are, their roles, how they prove it (a scrypt password
-hash or a token), the signed session cookie and the CSRF token each form carries."""
+hash or a token), the logins the server holds (the signed cookie carries only a login's id, so
+logging out ends it for good), the throttle on failed logins, and the CSRF token each form
+carries."""
 
 from __future__ import annotations
 
@@ -9,8 +11,13 @@ import hmac
 import json
 import os
 import secrets
+import threading
+import time
 import tomllib
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -120,16 +127,121 @@ def load_operators(path: str | None) -> dict[str, Operator]:
     return out
 
 
+@cache
+def _dummy_hash() -> str:
+    return hash_password(secrets.token_urlsafe(16))
+
+
 def authenticate(operators: dict[str, Operator], name: str, secret: str) -> Operator | None:
-    """The operator whose password or token `secret` is, or None."""
+    """The operator whose password or token `secret` is, or None.
+
+    Every attempt costs one scrypt, whoever it names: an unknown name, or an operator with a
+    token only, is checked against a dummy hash, so the time of an answer does not tell which
+    names exist."""
     op = operators.get(name)
+    stored = op.password_hash if op is not None and op.password_hash else _dummy_hash()
+    password_ok = verify_password(secret, stored) and op is not None and bool(op.password_hash)
     if op is None or not secret:
         return None
-    if op.password_hash and verify_password(secret, op.password_hash):
+    if password_ok:
         return op
     if op.token_hash and hmac.compare_digest(token_hash(secret), op.token_hash):
         return op
     return None
+
+
+class Logins:
+    """The logins the server holds: the session cookie carries a login's id, and only an id
+    still held here is a login. Logging out ends it at once, for every copy of the cookie;
+    a login lasts `ttl_s` (the cookie's own lifetime) at most.
+
+    Held in memory: a restart ends every login, and two console processes do not share them."""
+
+    def __init__(self, ttl_s: float = 8 * 3600, clock: Callable[[], float] = time.monotonic):
+        self.ttl_s, self._clock = ttl_s, clock
+        self._held: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def open(self, operator: str) -> str:
+        """A new login of `operator`: its id, for the cookie."""
+        login_id = secrets.token_urlsafe(24)
+        with self._lock:
+            now = self._clock()
+            self._held = {k: v for k, v in self._held.items() if v[1] > now}
+            self._held[login_id] = (operator, now + self.ttl_s)
+        return login_id
+
+    def operator(self, login_id: object) -> str | None:
+        """The operator of a login still held, or None."""
+        if not isinstance(login_id, str):
+            return None
+        with self._lock:
+            held = self._held.get(login_id)
+            if held is None:
+                return None
+            if held[1] <= self._clock():
+                del self._held[login_id]
+                return None
+            return held[0]
+
+    def close(self, login_id: object) -> None:
+        if isinstance(login_id, str):
+            with self._lock:
+                self._held.pop(login_id, None)
+
+
+class LoginThrottle:
+    """Failed logins per name and per address: after `free` failures within `window_s`, each
+    further attempt under that name or from that address waits 2**(failures - free) seconds
+    after the last failure (at most `cap_s`) and is answered 429 meanwhile. Failures age out
+    of the window, so no one is locked out for good (which would let anyone lock operators
+    out by failing under their names)."""
+
+    def __init__(
+        self,
+        *,
+        free: int = 5,
+        window_s: float = 15 * 60,
+        cap_s: float = 15 * 60,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.free, self.window_s, self.cap_s, self._clock = free, window_s, cap_s, clock
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, key: str, now: float) -> deque[float]:
+        failures = self._failures.get(key)
+        if failures is None:
+            return deque()
+        while failures and failures[0] <= now - self.window_s:
+            failures.popleft()
+        if not failures:
+            del self._failures[key]
+        return failures
+
+    def wait_s(self, keys: Iterable[str]) -> float:
+        """Seconds before an attempt under these keys is heard (0: now)."""
+        with self._lock:
+            now = self._clock()
+            waits = [0.0]
+            for key in keys:
+                failures = self._recent(key, now)
+                if len(failures) >= self.free:
+                    delay = min(self.cap_s, 2.0 ** (len(failures) - self.free))
+                    waits.append(failures[-1] + delay - now)
+            return max(waits)
+
+    def failed(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            now = self._clock()
+            for key in keys:
+                self._recent(key, now)
+                self._failures.setdefault(key, deque()).append(now)
+
+    def succeeded(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._failures.pop(key, None)
 
 
 def session_secret() -> str:
