@@ -44,6 +44,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..approvals_cli import deadline_words
 from .auth import APPROVER, Logins, LoginThrottle, Operator, authenticate, new_csrf
+from .showing import exact_json, shown_json
 
 HERE = Path(__file__).parent
 PAGE = 50
@@ -84,6 +85,9 @@ class Console:
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape()
         )
         self.templates.filters["summary"] = summary
+        # a call's values as their exact text (showing.py): never JSON's HTML-safe escapes
+        self.templates.filters["shown"] = shown_json
+        self.templates.filters["exact_json"] = exact_json
         # a caller-chosen id in a link's path: every character but the unreserved escaped
         self.templates.filters["url_part"] = partial(quote, safe="")
 
