@@ -358,6 +358,45 @@ def test_an_ask_becomes_a_gate_for_the_approver(env: tuple[Harness, Jobs, Path])
     assert "grant.issued" in types
 
 
+@pytest.mark.parametrize("option", ["approve", "deny"])
+def test_a_decided_gate_leaves_no_request_of_its_call_pending(
+    env: tuple[Harness, Jobs, Path], option: str
+) -> None:
+    # the call's first pass opens a request and waits at the gate; whatever the gate decides,
+    # that request is closed saying so, and nothing of the run stays on an operator's list
+    h, jobs, _ = env
+    base = {"approve": 12, "deny": 14}[option]
+    run = h.workflows.create(
+        "ship", {"base": base}, id=f"gate-{option}", actor=ENGINEER, start=True
+    )
+    until(lambda: waiting(h, run, "release.approval"), what="the approval gate")
+
+    def asked() -> list[dict[str, Any]]:
+        h.catch_up()
+        return [
+            r
+            for r in operations.pending_approvals(h, review=False)
+            if r["session_id"].startswith(f"workflow:{run}/")
+        ]
+
+    [first] = asked()
+    h.workflows.decide(run, "release.approval", option, by=RELEASE_MANAGER)
+    assert h.workflows.wait(run)["status"] in ("completed", "failed")
+    assert asked() == []
+    h.catch_up()
+    closed = h.approvals.get(first["request_id"])
+    assert closed.status == "withdrawn"
+    resolved = [
+        json.loads(e.payload_json)
+        for e in h.store.read()
+        if e.type == "approval.resolved"
+        and json.loads(e.payload_json).get("approval_id") == first["request_id"]
+    ]
+    assert [r["outcome"] for r in resolved] == ["withdrawn"]
+    assert f"workflow gate `release.approval` was decided: {option}" in resolved[0]["reason"]
+    assert (base in jobs.shipped) == (option == "approve")
+
+
 def test_the_runs_creator_may_not_approve_its_high_risk_call(
     env: tuple[Harness, Jobs, Path],
 ) -> None:

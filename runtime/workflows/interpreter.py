@@ -37,6 +37,7 @@ from .steps import (
     Publication,
     RunSources,
     call_step,
+    close_request,
     delegate_step,
     log_step,
     record_step,
@@ -469,6 +470,10 @@ class _Run:
                 not_by=outcome.get("not_by"),
             )
             info["state"] = "running"
+            # the request the first pass opened leaves the operators' lists, whatever was chosen
+            await DBOS.run_step_async(
+                {"name": f"close:{key}"}, close_request, outcome.get("request_id"), gate, choice
+            )
             if choice != "approve":
                 return {"status": "denied", "error": "the approver denied the call"}
             decided = self.state["gates"][gate]

@@ -29,7 +29,7 @@ from ..model.ir import Agent
 from ..model.ir import Path as ModelPath
 from ..session import spans
 from ..session.approval_view import Preview, record_preview, run_preview
-from ..session.approvals import Approvals
+from ..session.approvals import ApprovalError, Approvals
 from ..session.lifecycle import ActionState
 from .appender import StepLog, append_once
 from .plan import STEP_EVENT, WorkflowError
@@ -44,6 +44,7 @@ __all__ = [
     "Worker",
     "attach",
     "call_step",
+    "close_request",
     "delegate_step",
     "flush",
     "log_step",
@@ -512,6 +513,8 @@ def _governed(
         if approval is None:
             return {
                 "status": "ask",
+                # the request this pass opened: closed when the gate is decided (close_request)
+                "request_id": request.request_id,
                 "approvers": [{"kind": a.kind, "value": a.value} for a in decision.approvers],
                 # separation of duties: the run's creator may not decide the gate
                 "not_by": None if decision.requester_may_approve else session.actor,
@@ -544,6 +547,30 @@ def _governed(
         "category": result.error_category,
         "ran": result.ran,
     }
+
+
+def close_request(request_id: str | None, gate: str, choice: str) -> None:
+    """A DBOS step, once a call's gate is decided: the approval request its first pass opened
+    (and listed for operators) is resolved `withdrawn`, saying what the gate decided. Approved,
+    the call runs under a request of its own, in the step's next session; denied or timed out,
+    it never runs. Claimed on the request's own stream, as any answer, so a retried step or an
+    operator who answered first leaves it as it is."""
+    if request_id is None:
+        return
+    h = worker().harness
+    flush()  # the first pass's request is in the log before it is looked up
+    h.catch_up()
+    req = h.approvals.requests.get(request_id)
+    if req is None or req.status != "pending":
+        return
+    then = "the call runs under the run's own request" if choice == "approve" else "it does not run"
+    with contextlib.suppress(ApprovalError):
+        h.approvals.resolve(
+            request_id,
+            "withdrawn",
+            None,
+            reason=f"the workflow gate `{gate}` was decided: {choice}; {then}",
+        )
 
 
 def _preview(tool: str, args: dict[str, Any]) -> Preview | None:
