@@ -387,6 +387,52 @@ def test_a_workflow_gate_is_decided_as_the_operator(tmp_path: Path) -> None:
         worker.kill()
 
 
+def test_an_approval_gate_shows_its_call_and_leaves_nothing_pending(tmp_path: Path) -> None:
+    pytest.importorskip("dbos")
+    from .test_workflows_support import Worker, compiled, until
+
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    worker = Worker(tmp_path, url)
+    try:
+        worker.create("ship", {"base": 21}, id="console-ship")
+        ops = [{"name": "rm", "roles": ["approver", "release-manager"], "token_sha256": "x"}]
+        ops[0]["token_sha256"] = token_hash("t3")
+        (tmp_path / "ops.json").write_text(json.dumps({"operators": ops}), encoding="utf-8")
+        console = Console(
+            Harness(compiled(), SQLiteStore(tmp_path / "harness.db")),
+            load_operators(str(tmp_path / "ops.json")),
+            url,
+        )
+        app = build_app(console)
+        client, csrf = login(app, "rm", "t3")
+
+        def gate_shown() -> str | None:
+            text = client.get("/workflows").text
+            return text if "Gate release.approval" in text else None
+
+        page = until(gate_shown, what="the approval gate on the page")
+        gate = page[page.index("Gate release.approval") :]
+        # the question's names as code, not backticks; the frozen call and its review
+        assert "Approve this call of <code>job.ship</code>?" in gate
+        assert re.search(r"<dt>Arguments</dt><dd><pre>\{\s*\"n\": 21\s*\}</pre>", gate)
+        [request_id] = re.findall(r"<dt>Request</dt><dd><code>(apr-[0-9a-f]+)</code>", gate)
+        assert "Against the closest earlier call" in gate
+        assert request_id in client.get("/api/pending").json()["pending"]
+        form = {"csrf": csrf, "gate": "release.approval", "option": "approve"}
+        r = client.post("/workflows/console-ship/decide", data=form)
+        assert r.status_code == 200 and "accepted" in r.text
+
+        def ended() -> bool:  # the worker binds no executor to job.ship: the call fails
+            text = client.get("/workflows").text
+            return "— completed" in text or "— failed" in text
+
+        until(ended, what="the run to end")
+        # the gate's request is closed: nothing of the run is left to approve
+        assert client.get("/api/pending").json()["pending"] == []
+    finally:
+        worker.kill()
+
+
 def test_the_command_hashes_a_password_and_refuses_without_its_inputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

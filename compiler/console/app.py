@@ -44,7 +44,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..approvals_cli import deadline_words
 from .auth import APPROVER, Logins, LoginThrottle, Operator, authenticate, new_csrf
-from .showing import exact_json, shown_json
+from .showing import exact_json, shown_json, ticks
 
 HERE = Path(__file__).parent
 PAGE = 50
@@ -88,6 +88,7 @@ class Console:
         # a call's values as their exact text (showing.py): never JSON's HTML-safe escapes
         self.templates.filters["shown"] = shown_json
         self.templates.filters["exact_json"] = exact_json
+        self.templates.filters["ticks"] = ticks
         # a caller-chosen id in a link's path: every character but the unreserved escaped
         self.templates.filters["url_part"] = partial(quote, safe="")
 
@@ -476,7 +477,11 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
             return console.render(request, "workflows.html", runs=[], error=error.message)
         finally:
             ops.close()
-        return console.render(request, "workflows.html", runs=runs, error=None)
+        # an approval gate's call, reviewed as on the approvals page (preview, provenance,
+        # diff): by the request its ASK opened, while that request waits
+        waiting = {g.get("preview", {}).get("request_id") for r in runs for g in r["pending_gates"]}
+        reviews = {a["id"]: a for a in pending(console.fresh()) if a["id"] in waiting}
+        return console.render(request, "workflows.html", runs=runs, reviews=reviews, error=None)
 
     @page(APPROVER)
     async def decide(request: Request) -> Response:

@@ -26,7 +26,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-__all__ = ["exact_json", "shown_json"]
+__all__ = ["exact_json", "shown_json", "ticks"]
 
 # what json.dumps(ensure_ascii=False) leaves as it is and a reader could not see or would
 # misread: C1 controls and DEL, format characters (bidi controls, zero-width), separators of
@@ -119,3 +119,12 @@ def shown_json(value: Any, indent: int | None = 2) -> Markup:
         last = match.end()
     out.append(escape(text[last:]))
     return Markup("").join(out)
+
+
+_TICKED = re.compile(r"`([^`]+)`")
+
+
+def ticks(text: str) -> Markup:
+    """A sentence of the runtime's (a gate's question, a reason), its `quoted` names as code."""
+    escaped = str(escape(text))
+    return Markup(_TICKED.sub(r"<code>\1</code>", escaped))

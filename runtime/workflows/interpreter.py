@@ -466,7 +466,8 @@ class _Run:
                 by=[Approver.model_validate(a) for a in outcome["approvers"]],
                 timeout_ms=step.timeout_ms,
                 default="deny",
-                preview=request,
+                # the frozen call, and the request it opened: an operator reviews it at the gate
+                preview={**request, "request_id": outcome.get("request_id")},
                 not_by=outcome.get("not_by"),
             )
             info["state"] = "running"
