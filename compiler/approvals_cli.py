@@ -238,10 +238,10 @@ def deadline_words(item: dict[str, Any]) -> str:
     left = item.get("expires_in_ms") or 0
     if item.get("status") == "expired" or left <= 0:
         return f"expired at {item['expires_at']}"
-    return f"expires {item['expires_at']} ({_duration(left)} left)"
+    return f"expires {item['expires_at']} ({duration_words(left)} left)"
 
 
-def _duration(ms: int) -> str:
+def duration_words(ms: int) -> str:
     """Milliseconds as the largest two units: `1h 5m`, `4m 20s`, `12s`."""
     seconds = ms // 1000
     days, rest = divmod(seconds, 86_400)

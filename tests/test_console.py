@@ -418,6 +418,13 @@ def test_an_approval_gate_shows_its_call_and_leaves_nothing_pending(tmp_path: Pa
         [request_id] = re.findall(r"<dt>Request</dt><dd><code>(apr-[0-9a-f]+)</code>", gate)
         assert "Against the closest earlier call" in gate
         assert request_id in client.get("/api/pending").json()["pending"]
+        # on the queue, the gate's request is decided at the gate, not by its own buttons
+        queue_page = client.get("/approvals").text
+        mine = queue_page[queue_page.index(f'id="{request_id}"') :]
+        assert "decide it at its gate <code>release.approval</code>" in mine
+        assert f'action="/approvals/{request_id}/approve"' not in queue_page
+        r = client.post(f"/approvals/{request_id}/approve", data={"csrf": csrf})
+        assert r.status_code == 409 and "Workflows page" in r.text
         form = {"csrf": csrf, "gate": "release.approval", "option": "approve"}
         r = client.post("/workflows/console-ship/decide", data=form)
         assert r.status_code == 200 and "accepted" in r.text
@@ -452,6 +459,12 @@ def test_the_command_hashes_a_password_and_refuses_without_its_inputs(
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def confirm(page: Any, selector: str) -> None:
+    """Click a button that acts on its second click: the first arms it (`data-confirm`)."""
+    page.click(selector)
+    page.click(selector)
 
 
 @pytest.fixture
@@ -504,7 +517,7 @@ def test_in_a_browser_an_operator_logs_in_sees_a_new_request_appear_and_approves
             s = world["session"]
             new = s.request_approval(s.normalize("shell.run", "call-7", {"cmd": "w"})).request_id
             page.wait_for_selector(f"section#{new}", timeout=20_000)
-            page.click(f"section#{new} >> button:has-text('Approve')")
+            confirm(page, f"section#{new} >> button:has-text('Approve')")
             page.wait_for_selector("text=Done")
             assert f"`{new}`: approved" in page.inner_text("p.message")
             # approve another with an edited argument
@@ -512,7 +525,7 @@ def test_in_a_browser_an_operator_logs_in_sees_a_new_request_appear_and_approves
             page.goto(f"{served}/approvals")
             page.click(f"section#{plain} >> summary")
             page.fill(f"section#{plain} >> textarea[name=arguments]", '{"cmd": "df -h"}')
-            page.click(f"section#{plain} >> button:has-text('Approve edited call')")
+            confirm(page, f"section#{plain} >> button:has-text('Approve edited call')")
             page.wait_for_selector("text=Done")
             assert "as the edited call" in page.inner_text("p.message")
             page.goto(f"{served}/sessions/{s.id}")
@@ -565,7 +578,7 @@ def test_in_a_browser_a_request_counts_down_to_its_deadline_and_then_is_refused(
                 page.locator(f"section#{rid} input[name=reason]").first.focus()
                 # (a locator, not a script: the page's CSP refuses scripts built from strings)
                 page.locator(f"#{rid} .expiry", has_text="expired").wait_for(timeout=60_000)
-                page.click(f"section#{rid} >> button:has-text('Approve')")
+                confirm(page, f"section#{rid} >> button:has-text('Approve')")
                 page.wait_for_selector("text=Not approved (expired)")
                 assert f"`{rid}` expired at" in page.inner_text("p.message")
             finally:

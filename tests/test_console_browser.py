@@ -45,6 +45,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def confirm(button: Any) -> None:
+    """Click a button that acts on its second click: the first arms it (`data-confirm`)."""
+    button.click()
+    button.click()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -168,7 +174,7 @@ def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[s
                     json.dumps({**args, "canary_percent": 5})
                 )
                 section.locator("input[name=reason]").last.fill("a smaller canary first")
-                section.locator("button:has-text('Approve edited call')").click()
+                confirm(section.locator("button:has-text('Approve edited call')"))
                 page.wait_for_selector("p.message")
                 assert "as the edited call" in page.inner_text("p.message")
                 # the agent takes up the edited call and runs it
@@ -178,7 +184,7 @@ def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[s
                     "the edited deploy to run",
                 )
             else:
-                section.locator("button:has-text('Approve')").first.click()
+                confirm(section.locator("button:has-text('Approve')").first)
                 page.wait_for_selector("p.message")
                 assert f"`{rid}`: approved" in page.inner_text("p.message")
             answered.append(rid)
@@ -202,8 +208,8 @@ def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[s
             if gates.count() == 0:
                 time.sleep(0.3)
                 continue
-            gate = gates.first.locator("h3").inner_text().removeprefix("Gate ")
-            gates.first.locator("button:has-text('approve')").click()
+            gate = gates.first.locator("h3").first.inner_text().removeprefix("Gate ")
+            confirm(gates.first.locator("button:has-text('approve')"))
             page.wait_for_selector("p.message")
             assert "accepted" in page.inner_text("p.message"), page.inner_text("main")
             decided.append(gate)
@@ -247,7 +253,7 @@ def test_a_denial_in_the_console_reaches_the_agent_and_ctrl_c_stops_the_wait(
         section.wait_for(timeout=120_000)
         assert "mcp:scanner:tool:scan" in section.locator("h2").inner_text()
         section.locator("input[name=reason]").first.fill("not during the freeze")
-        section.locator("button:has-text('Deny')").click()
+        confirm(section.locator("button:has-text('Deny')"))
         page.wait_for_selector("p.message")
     # the denial printed, then the next wait after it (the first wait is printed before either)
     until(lambda: "for a person: " in after_denial(output(app)), 180, "the denial, then a wait")

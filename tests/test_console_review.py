@@ -52,7 +52,7 @@ def world(tmp_path: Path) -> dict[str, Any]:
 
 
 def section(page: str, request_id: str) -> str:
-    start = page.index(f'<section class="approval" id="{request_id}">')
+    start = page.index(f'<section class="approval" id="{request_id}"')
     return html.unescape(page[start : page.index("</section>", start)])
 
 
@@ -61,7 +61,7 @@ def test_the_page_shows_the_preview_above_the_approve_button(world: dict[str, An
     shown = section(client.get("/approvals").text, world["deploy"])
     assert "Preview" in shown
     assert '"rollout": "release-2041 to web-7.example.test"' in shown
-    assert shown.index('"rollout"') < shown.index("<button>Approve</button>")
+    assert shown.index('"rollout"') < shown.index(">Approve</button>")
     restart = section(client.get("/approvals").text, world["restart"])
     assert "Preview" not in restart and "preview</code> effect" not in restart
 
@@ -85,7 +85,7 @@ def test_the_page_shows_each_arguments_sources_with_the_secret_masked(
     page = client.get("/approvals").text
     assert SECRET not in page
     shown = section(page, world["deploy"])
-    assert "the result of `ticket.read` (untrusted), call t-1" in shown
+    assert "the result of <code>ticket.read</code> (untrusted), call t-1" in shown
     assert "a user message, event #" in shown  # release-2041 was said by the user
     assert "<code>token</code></td>\n<td><em>secret (masked)</em>" in shown
     assert "<em>no source</em>" in shown  # canary: 5 appears nowhere

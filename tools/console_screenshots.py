@@ -167,12 +167,14 @@ def shoot(page: Any, app: App, out: Path) -> None:
             os.kill(app.process.pid, signal.SIGSTOP)  # the grant stays unspent meanwhile
             try:
                 section.locator("button:has-text('Approve edited call')").click()
+                section.locator("button:has-text('Approve edited call')").click()
                 page.wait_for_selector("p.message")
                 page.goto(f"{url}/grants")
                 page.screenshot(path=str(out / "grants.png"))
             finally:
                 os.kill(app.process.pid, signal.SIGCONT)
         else:
+            section.locator("button:has-text('Approve')").first.click()
             section.locator("button:has-text('Approve')").first.click()
             page.wait_for_selector("p.message")
     if session is None:
@@ -192,10 +194,11 @@ def shoot(page: Any, app: App, out: Path) -> None:
             app.alive("a gate")
             time.sleep(0.3)
             continue
-        gate = gates.first.locator("h3").inner_text().removeprefix("Gate ")
+        gate = gates.first.locator("h3").first.inner_text().removeprefix("Gate ")
         if gate == "review":  # the security review, after the scan and the patch
             page.screenshot(path=str(out / "workflows.png"))
             shot = True
+        gates.first.locator("button:has-text('approve')").click()
         gates.first.locator("button:has-text('approve')").click()
         page.wait_for_selector("p.message")
         app.wait(f"{gate} decided", lambda g=gate: f"decided      {g}: approve" in app.output())

@@ -17,7 +17,8 @@ import logging
 import math
 import secrets
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..approvals_cli import deadline_words
+from ..approvals_cli import deadline_words, duration_words
 from .auth import APPROVER, Logins, LoginThrottle, Operator, authenticate, new_csrf
 from .showing import exact_json, shown_json, ticks
 
@@ -201,7 +202,9 @@ def pending(h: Harness) -> list[dict[str, Any]]:
     """The approval requests still waiting, oldest first (`operations.pending_approvals`:
     secret arguments masked, the rule with its `file:line`, the tool's preview, each
     argument's sources and the diff against the closest earlier call), as the page shows
-    them."""
+    them: with the tool's risk, who asked, how long it has waited, and for a workflow's call
+    the gate that decides it."""
+    now = h.clock()
     return [
         {
             "id": r["request_id"],
@@ -217,6 +220,10 @@ def pending(h: Harness) -> list[dict[str, Any]]:
             "scope": r["scope"],
             "session": r["session_id"],
             "requested_at": r["requested_at"],
+            "age": _age(now, r["requested_at"]),
+            "risk": r["impact"].get("risk"),
+            "actor": _who(r["as_whom"]),
+            "gate": workflow_gate(r["session_id"]),
             # what the call would do, where its values came from, how it differs
             "preview": r["preview"],
             "provenance": r["provenance"],
@@ -227,6 +234,51 @@ def pending(h: Harness) -> list[dict[str, Any]]:
         }
         for r in operations.pending_approvals(h)
     ]
+
+
+def _age(now: datetime, iso: str) -> str:
+    """How long ago `iso` was, in the largest two units."""
+    moment = datetime.fromisoformat(iso)
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+    return duration_words(max(0, int((now - moment).total_seconds() * 1000)))
+
+
+def _who(as_whom: Mapping[str, Any]) -> str:
+    user = as_whom.get("user")
+    return user if isinstance(user, str) else json.dumps(dict(as_whom), sort_keys=True)
+
+
+def workflow_gate(session_id: str) -> dict[str, str] | None:
+    """The run and gate of a workflow's call (its session is the step's stream,
+    `workflow:<run>/<step>#<attempt>`, a branch's run `<run>::<step>`), or None."""
+    if not session_id.startswith("workflow:") or "/" not in session_id:
+        return None
+    run, key = session_id[len("workflow:") :].split("/", 1)
+    step = key.split("#", 1)[0].split("+", 1)[0]
+    return {"run": run.split("::", 1)[0], "gate": f"{step}.approval"}
+
+
+FILTERS = ("tool", "actor", "session", "risk", "rule")
+"""The queue's filters, each a query parameter matched exactly; `q` searches them all and the
+arguments' text."""
+
+
+def queue(items: list[dict[str, Any]], query: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The pending requests an operator's filters and search leave, oldest first."""
+    chosen = {k: query[k] for k in FILTERS if query.get(k)}
+    words = (query.get("q") or "").casefold().split()
+
+    def keep(item: dict[str, Any]) -> bool:
+        if any(str(item.get(k) or "") != v for k, v in chosen.items()):
+            return False
+        text = " ".join(
+            [str(item.get(k) or "") for k in (*FILTERS, "id", "policy")]
+            + [exact_json(item["arguments"], None)]
+        ).casefold()
+        return all(word in text for word in words)
+
+    return [item for item in items if keep(item)]
 
 
 def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
@@ -334,9 +386,36 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
 
     @page()
     async def approvals(request: Request) -> Response:
-        items = pending(console.fresh())
+        everything = pending(console.fresh())
+        items = queue(everything, request.query_params)
         name = "approvals_list.html" if request.query_params.get("part") else "approvals.html"
-        return console.render(request, name, items=items)
+        filters = {k: request.query_params.get(k, "") for k in (*FILTERS, "q")}
+        choices = {k: sorted({str(a[k]) for a in everything if a.get(k)}) for k in FILTERS}
+        return console.render(
+            request,
+            name,
+            items=items,
+            total=len(everything),
+            filters=filters,
+            choices=choices,
+            poll=str(request.url.include_query_params(part="1").replace(scheme="", netloc="")),
+        )
+
+    @page()
+    async def one_approval(request: Request) -> Response:
+        """One pending request on a page of its own (the queue's Enter opens it)."""
+        request_id = request.path_params["id"]
+        found = [a for a in pending(console.fresh()) if a["id"] == request_id]
+        if not found:
+            return console.render(
+                request,
+                "message.html",
+                404,
+                title="Not waiting",
+                text=f"`{request_id}` is not a pending request: it was answered, withdrawn or "
+                "expired, or never asked (its session's timeline says which).",
+            )
+        return console.render(request, "approval.html", items=found)
 
     @page()
     async def api_pending(request: Request) -> Response:
@@ -350,6 +429,17 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
             op = operator_of(request, console)
             assert op is not None
             request_id = request.path_params["id"]
+            asked = console.fresh().approvals.requests.get(request_id)
+            gate = workflow_gate(asked.session_id) if asked is not None else None
+            if gate is not None:  # answering the request would leave the run waiting
+                return console.render(
+                    request,
+                    "message.html",
+                    409,
+                    title="Decided at the workflow's gate",
+                    text=f"`{request_id}` is the call of workflow run `{gate['run']}`: decide "
+                    f"its gate `{gate['gate']}` on the Workflows page.",
+                )
             form = await request.form()
             reason, arguments = _text(form, "reason"), _text(form, "arguments")
             if reason is None or arguments is None:
@@ -527,6 +617,7 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         Route("/login", login, methods=["GET", "POST"]),
         Route("/logout", logout, methods=["POST"]),
         Route("/approvals", approvals),
+        Route("/approvals/{id}", one_approval),
         Route("/approvals/{id}/approve", answer("approve"), methods=["POST"]),
         Route("/approvals/{id}/deny", answer("deny"), methods=["POST"]),
         Route("/approvals/{id}/edit", answer("edit"), methods=["POST"]),

@@ -48,3 +48,51 @@
   tick();
   setInterval(tick, 1000);
 })();
+
+// A button with `data-confirm` (approve, deny, approve with edits) acts on a second click: the
+// first arms it and says what it will do. No key approves or denies anything. Without script,
+// the button acts at once.
+(function () {
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest ? e.target.closest("button[data-confirm]") : null;
+    document.querySelectorAll("button.armed").forEach(function (b) {
+      if (b !== button) { b.classList.remove("armed"); b.textContent = b.dataset.label; }
+    });
+    if (!button || button.classList.contains("armed")) return;
+    e.preventDefault();
+    button.dataset.label = button.textContent;
+    button.classList.add("armed");
+    button.textContent = "Confirm: " + button.dataset.confirm;
+  });
+})();
+
+// The queue from the keyboard: j and k move between requests, Enter opens the current one, /
+// goes to the search box. Keys typed into a field are the field's.
+(function () {
+  var currentId = null;
+  function sections() { return Array.prototype.slice.call(document.querySelectorAll("section.approval")); }
+  function show(step) {
+    var all = sections();
+    if (!all.length) return;
+    var at = all.findIndex(function (s) { return s.id === currentId; });
+    at = at < 0 ? (step > 0 ? 0 : all.length - 1) : Math.max(0, Math.min(all.length - 1, at + step));
+    all.forEach(function (s, i) { s.classList.toggle("current", i === at); });
+    currentId = all[at].id;
+    all[at].focus({ preventScroll: true });
+    all[at].scrollIntoView({ block: "nearest" });
+  }
+  document.addEventListener("keydown", function (e) {
+    var t = e.target;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+    if (e.key === "j") { show(1); e.preventDefault(); }
+    else if (e.key === "k") { show(-1); e.preventDefault(); }
+    else if (e.key === "Enter" && currentId && (!t || t.tagName !== "BUTTON" && t.tagName !== "A")) {
+      window.location.href = "/approvals/" + encodeURIComponent(currentId);
+      e.preventDefault();
+    } else if (e.key === "/") {
+      var q = document.querySelector("input[name=q]");
+      if (q) { q.focus(); e.preventDefault(); }
+    }
+  });
+})();

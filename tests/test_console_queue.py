@@ -1,0 +1,115 @@
+"""The approvals page as an on-call queue: oldest first with age, risk and who asked; filters
+and search; a request on a page of its own; keys to move and open; approve and deny only on a
+confirming second click."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harnessc.runtime import PendingCall
+
+from .test_console import CHROMIUM, TOKENS, login, make_world, serve
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Any]:
+    world = make_world(tmp_path)  # two requests of shell.run: `ls` (with a secret), then `df`
+    s = world["session"]
+    call = s.normalize("shell.run", "call-2", {"cmd": "du -sh /var"})
+    assert isinstance(call, PendingCall)
+    world["requests"].append(s.request_approval(call).request_id)
+    return world
+
+
+def _ids(page: str) -> list[str]:
+    return re.findall(r'<section class="approval" id="(apr-[0-9a-f]+)"', page)
+
+
+def test_the_queue_is_oldest_first_with_age_risk_and_who_asked(world: dict[str, Any]) -> None:
+    client, _ = login(world["app"], "alice")
+    page = client.get("/approvals").text
+    assert _ids(page) == world["requests"]
+    assert "3 of 3 waiting, the oldest for" in page
+    first = page[page.index(f'id="{world["requests"][0]}"') :]
+    assert re.search(
+        r'asked by <code>u-1</code> <time datetime="[^"]+" title="[^"]+">[^<]+ ago', first
+    )
+    assert re.search(r'<span class="risk \w+">\w+ risk</span>', first)
+
+
+def test_filters_and_search_narrow_the_queue(world: dict[str, Any]) -> None:
+    client, _ = login(world["app"], "alice")
+    first, second, third = world["requests"]
+    assert _ids(client.get("/approvals?q=df").text) == [second]
+    assert _ids(client.get("/approvals?q=DU+/var").text) == [third]  # words, any case
+    assert _ids(client.get(f"/approvals?q={first}").text) == [first]
+    assert _ids(client.get("/approvals?tool=shell.run&actor=u-1").text) == [first, second, third]
+    page = client.get("/approvals?tool=no.such").text
+    assert _ids(page) == [] and "among those filtered" in page and "0 of 3 waiting" in page
+    # the secret's value is masked on the page, and no search finds it
+    assert _ids(client.get("/approvals?q=hunter2").text) == []
+    # the list the page polls keeps the filters
+    assert 'data-poll="/approvals?q=df&amp;part=1"' in client.get("/approvals?q=df").text
+    assert _ids(client.get("/approvals?q=df&part=1").text) == [second]
+
+
+def test_a_request_has_a_page_of_its_own(world: dict[str, Any]) -> None:
+    client, csrf = login(world["app"], "alice")
+    rid = world["requests"][1]
+    page = client.get(f"/approvals/{rid}").text
+    assert _ids(page) == [rid] and "the queue" in page
+    assert client.post(f"/approvals/{rid}/approve", data={"csrf": csrf}).status_code == 200
+    gone = client.get(f"/approvals/{rid}")
+    assert gone.status_code == 404 and "is not a pending request" in gone.text
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs it)")
+def test_in_a_browser_keys_move_and_open_and_approving_needs_a_second_click(
+    world: dict[str, Any],
+) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    first, second, _ = world["requests"]
+    served = serve(world["app"])
+    url = next(served)
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page()
+                page.goto(f"{url}/login")
+                page.fill("input[name=name]", "alice")
+                page.fill("input[name=password]", TOKENS["alice"])
+                page.click("button:has-text('Log in')")
+                page.wait_for_url(f"{url}/approvals")
+                page.keyboard.press("j")
+                assert page.locator("section.approval.current").get_attribute("id") == first
+                page.keyboard.press("j")
+                page.keyboard.press("j")
+                page.keyboard.press("k")
+                assert page.locator("section.approval.current").get_attribute("id") == second
+                page.keyboard.press("Enter")
+                page.wait_for_url(f"{url}/approvals/{second}")
+                page.go_back()
+                page.wait_for_url(f"{url}/approvals")
+                page.keyboard.press("/")
+                assert page.evaluate("document.activeElement.name") == "q"
+                page.keyboard.type("df")
+                page.keyboard.press("Enter")  # in the search box: it searches
+                page.wait_for_url(f"{url}/approvals?q=df*")
+                assert page.locator("section.approval").count() == 1
+                # approving takes two clicks: the first says what the second will do
+                approve = page.locator(f"section#{second} button:has-text('Approve')").first
+                approve.click()
+                assert approve.inner_text() == f"Confirm: Approve shell.run ({second})?"
+                assert page.url.startswith(f"{url}/approvals?q=df")  # nothing was sent
+                page.keyboard.press("j")  # and no key approves
+                approve.click()
+                page.wait_for_selector("p.message")
+                assert f"`{second}`: approved" in page.inner_text("p.message")
+            finally:
+                browser.close()
+    finally:
+        served.close()
