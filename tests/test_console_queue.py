@@ -43,7 +43,7 @@ def test_the_queue_is_oldest_first_with_age_risk_and_who_asked(world: dict[str, 
 def test_filters_and_search_narrow_the_queue(world: dict[str, Any]) -> None:
     client, _ = login(world["app"], "alice")
     first, second, third = world["requests"]
-    assert _ids(client.get("/approvals?q=df").text) == [second]
+    assert _ids(client.get('/approvals?q="df"').text) == [second]  # ids are hex: quoted
     assert _ids(client.get("/approvals?q=DU+/var").text) == [third]  # words, any case
     assert _ids(client.get(f"/approvals?q={first}").text) == [first]
     assert _ids(client.get("/approvals?tool=shell.run&actor=u-1").text) == [first, second, third]
@@ -52,8 +52,8 @@ def test_filters_and_search_narrow_the_queue(world: dict[str, Any]) -> None:
     # the secret's value is masked on the page, and no search finds it
     assert _ids(client.get("/approvals?q=hunter2").text) == []
     # the list the page polls keeps the filters
-    assert 'data-poll="/approvals?q=df&amp;part=1"' in client.get("/approvals?q=df").text
-    assert _ids(client.get("/approvals?q=df&part=1").text) == [second]
+    assert 'data-poll="/approvals?q=du&amp;part=1"' in client.get("/approvals?q=du").text
+    assert _ids(client.get("/approvals?q=%2Fvar&part=1").text) == [third]
 
 
 def test_a_request_has_a_page_of_its_own(world: dict[str, Any]) -> None:
@@ -96,15 +96,15 @@ def test_in_a_browser_keys_move_and_open_and_approving_needs_a_second_click(
                 page.wait_for_url(f"{url}/approvals")
                 page.keyboard.press("/")
                 assert page.evaluate("document.activeElement.name") == "q"
-                page.keyboard.type("df")
+                page.keyboard.type('"df"')
                 page.keyboard.press("Enter")  # in the search box: it searches
-                page.wait_for_url(f"{url}/approvals?q=df*")
+                page.wait_for_url(f"{url}/approvals?q=*")
                 assert page.locator("section.approval").count() == 1
                 # approving takes two clicks: the first says what the second will do
                 approve = page.locator(f"section#{second} button:has-text('Approve')").first
                 approve.click()
                 assert approve.inner_text() == f"Confirm: Approve shell.run ({second})?"
-                assert page.url.startswith(f"{url}/approvals?q=df")  # nothing was sent
+                assert page.url.startswith(f"{url}/approvals?q=")  # nothing was sent
                 page.keyboard.press("j")  # and no key approves
                 approve.click()
                 page.wait_for_selector("p.message")
@@ -113,3 +113,22 @@ def test_in_a_browser_keys_move_and_open_and_approving_needs_a_second_click(
                 browser.close()
     finally:
         served.close()
+
+
+def test_a_sessions_timeline_has_a_row_per_call_with_its_events_folded(
+    world: dict[str, Any],
+) -> None:
+    client, csrf = login(world["app"], "alice")
+    first = world["requests"][0]
+    client.post(f"/approvals/{first}/approve", data={"csrf": csrf})
+    page = client.get(f"/sessions/{world['session'].id}").text
+    rows = re.findall(r'<tr class="call[^"]*">(.*?)</tr>', page, re.S)
+    calls = [re.search(r"<code>([^<]+)</code>", row).group(1) for row in rows]  # type: ignore[union-attr]
+    assert calls == ["call-0", "call-1", "call-2"]  # each call once, in the order first seen
+    approved = rows[0]
+    assert "— ASK" in approved and "approval.requested" in approved
+    assert f"approval {first} approved by alice" in approved  # the answer folds in its call
+    [decision_id] = re.findall(r"--decision (dec-[0-9a-f]+)</code>", approved)
+    assert "harnessc why" in approved and decision_id
+    # the session's own events stay rows of their own
+    assert '<tr class="session-started">' in page

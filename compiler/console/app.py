@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import secrets
+import shlex
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -72,9 +73,18 @@ class Console:
     makes one operator's answer to a request land before another's is judged."""
 
     def __init__(
-        self, harness: Harness, operators: dict[str, Operator], store_url: str | None = None
+        self,
+        harness: Harness,
+        operators: dict[str, Operator],
+        store_url: str | None = None,
+        spec_path: str | None = None,
     ) -> None:
         self.harness = harness
+        # `harnessc why` for a recorded decision, as an operator would type it
+        log = store_url or "LOG"
+        self.why_command = (
+            f"harnessc why {shlex.quote(spec_path or 'SPEC')} --log {shlex.quote(log)}"
+        )
         self.operators = operators
         # the workflow engine takes URLs only: a plain PATH is the SQLite file it names
         plain = store_url is not None and "://" not in store_url
@@ -196,6 +206,41 @@ def summary(event: Any) -> str:
     if kind == "task.fact":
         return f"task fact {p.get('fact')}"
     return ""
+
+
+def timeline(events: list[Any]) -> list[dict[str, Any]]:
+    """A page of a session's events as rows: one per call, at its first event, with its
+    decision, state and every event of it folded (as Temporal's UI groups an activity's
+    events); one per event that belongs to no call."""
+    rows: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}
+    asked: dict[str, str] = {}  # approval id → tool_call_id
+    for event in events:
+        p = event.payload
+        call_id = p.get("tool_call_id")
+        if not isinstance(call_id, str) and isinstance(p.get("approval_id"), str):
+            call_id = asked.get(p["approval_id"])
+        if not isinstance(call_id, str):
+            rows.append({"event": event})
+            continue
+        if isinstance(p.get("approval_id"), str):
+            asked[p["approval_id"]] = call_id
+        row = calls.get(call_id)
+        if row is None:
+            row = {"call": call_id, "tool": p.get("tool_id"), "events": [], "state": None}
+            row["notes"] = []
+            row.update(decision=None, decision_id=None)
+            calls[call_id] = row
+            rows.append(row)
+        row["events"].append(event)
+        row["tool"] = row["tool"] or p.get("tool_id")
+        if event.type.startswith(("approval.", "call.", "grant.")):
+            row["notes"].append(summary(event))  # answers, edits, grants: said on the row
+        if event.type == "decision":
+            row["decision"], row["decision_id"] = p.get("effect"), p.get("decision_id")
+        elif event.type == "action.transition":
+            row["state"] = p.get("to")
+    return rows
 
 
 def pending(h: Harness) -> list[dict[str, Any]]:
@@ -538,7 +583,13 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
             )
         nxt = events[-1].position if more else None
         return console.render(
-            request, "session.html", sid=sid, events=events, next=nxt, after=after
+            request,
+            "session.html",
+            sid=sid,
+            rows=timeline(events),
+            next=nxt,
+            after=after,
+            why=console.why_command,
         )
 
     @page()

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
             "behind HTTPS (its session cookie is marked Secure)\n"
         )
     try:
-        console = Console(Harness(spec, store), operators, args.log)
+        console = Console(Harness(spec, store), operators, args.log, spec_path=args.spec)
     except StoreError as error:  # a row this version cannot read: which one, never a traceback
         sys.stderr.write(f"harnessc: {error}; the console was not started\n")
         return 2
