@@ -5,13 +5,19 @@ once across processes")."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from harnessc.runtime import Harness, PendingCall, Refusal, SQLiteStore
-from harnessc.runtime.model import Spec
+from harnessc.runtime.log.chain import TransitionRefused
+from harnessc.runtime.log.store import EventStore, MemoryStore
+from harnessc.runtime.model import Spec, Tool
+from harnessc.runtime.session.lifecycle import Action, ActionState
 
+from .postgres import ADMIN_URL, fresh_database
 from .test_approvals import OPS, SHELL, compile_text
 
 ARGS = {"cmd": "ls", "n": 1}
@@ -73,3 +79,108 @@ def test_a_call_run_in_one_harness_is_not_run_again_by_another_on_the_same_log(
     assert sum(e.type == "approval.requested" for e in log) == 1, "a second approval was opened"
     moves = [e.payload["to"] for e in log if e.type == "action.transition"]
     assert moves[-3:] == ["AUTHORIZED", "RUNNING", "SUCCEEDED"], moves
+
+
+TOOL = Tool(id="pay.send", wire_name="pay_send", version=1)
+S = ActionState
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[EventStore, ...]]:
+    """Two stores on one log (two processes' view of it; memory has one store only)."""
+    if request.param == "memory":
+        store = MemoryStore()
+        yield store, store
+    elif request.param == "sqlite":
+        first, second = SQLiteStore(tmp_path / "log.db"), SQLiteStore(tmp_path / "log.db")
+        yield first, second
+        first.close()
+        second.close()
+    else:
+        if not ADMIN_URL:
+            pytest.skip("set HARNESSC_TEST_POSTGRES_URL to check PostgreSQL")
+        pytest.importorskip("psycopg")
+        from harnessc.runtime.log.postgres import PostgresStore
+
+        with fresh_database() as url:
+            first, second = PostgresStore(url), PostgresStore(url)
+            yield first, second
+            first.close()
+            second.close()
+
+
+def authorized(store: EventStore, call_id: str = "call-1") -> Action:
+    action = Action.request(store, "s-1", TOOL, call_id, {"to": "x"}, digest="h-1")
+    action.transition(S.VALIDATED)
+    action.transition(S.AUTHORIZED)
+    return action
+
+
+def as_read_by(store: EventStore, action: Action, state: ActionState) -> Action:
+    """The same action as another process holds it, in `state`."""
+    return Action(
+        store, action.stream, action.tool_call_id, action.tool_id, state, action_id=action.action_id
+    )
+
+
+def test_the_store_refuses_a_second_running_of_an_action_whoever_writes_it(
+    stores: tuple[EventStore, EventStore],
+) -> None:
+    first, second = stores
+    action = authorized(first)
+    action.transition(S.RUNNING, input_hash="h-1")
+    with pytest.raises(TransitionRefused) as refused:
+        as_read_by(second, action, S.AUTHORIZED).transition(S.RUNNING, input_hash="h-1")
+    assert refused.value.code == "transition-refused" and refused.value.to_state == "RUNNING"
+    # the same call under another action id (two processes normalized it at once)
+    other = Action.request(second, "s-1", TOOL, "call-1", {"to": "x"}, digest="h-1")
+    other.transition(S.VALIDATED)
+    other.transition(S.AUTHORIZED)
+    with pytest.raises(TransitionRefused):
+        other.transition(S.RUNNING, input_hash="h-1")
+    # one move out of RUNNING: the outcome, or UNKNOWN, never both
+    as_read_by(second, action, S.RUNNING).transition(S.UNKNOWN, reason="lease ended")
+    with pytest.raises(TransitionRefused):
+        action.transition(S.SUCCEEDED)
+    moves = [
+        (e.payload["action_id"], e.payload["to"])
+        for e in first.read("s-1")
+        if e.type == "action.transition" and e.payload["to"] in ("RUNNING", "SUCCEEDED", "UNKNOWN")
+    ]
+    assert moves == [(action.action_id, "RUNNING"), (action.action_id, "UNKNOWN")]
+
+
+def test_a_refused_transition_leaves_the_other_batches_of_its_commit(
+    stores: tuple[EventStore, EventStore],
+) -> None:
+    first, _ = stores
+    action = authorized(first)
+    action.transition(S.RUNNING, input_hash="h-1")
+    again = as_read_by(first, action, S.AUTHORIZED)
+    _, running = again.move(S.RUNNING, input_hash="h-1")
+    with pytest.raises(TransitionRefused):
+        first.append_many([running])
+    # a call of another id runs; the log goes on
+    authorized(first, "call-2").transition(S.RUNNING, input_hash="h-2")
+    assert first.verify().ok
+
+
+def test_sqlite_holds_the_claim_in_the_file_itself(tmp_path: Path) -> None:
+    """A row written past the store's own check (a second RUNNING) is refused by the log's
+    unique index."""
+    store = SQLiteStore(tmp_path / "log.db")
+    action = authorized(store)
+    action.transition(S.RUNNING, input_hash="h-1")
+    store.close()
+    raw = sqlite3.connect(tmp_path / "log.db")
+    payload = (
+        f'{{"action_id":"{action.action_id}","from":"AUTHORIZED","to":"RUNNING",'
+        '"tool_call_id":"call-1","tool_id":"pay.send"}'
+    )
+    with pytest.raises(sqlite3.IntegrityError):
+        raw.execute(
+            "INSERT INTO events VALUES (99, 's-1', 99, 'Tool', 'action.transition', ?, "
+            "'t', 'p', 'h', NULL)",
+            (payload,),
+        )
+    raw.close()
