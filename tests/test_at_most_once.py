@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,6 @@ def frozen(result: PendingCall | Refusal) -> PendingCall:
     return result
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38: a session open in two harnesses")
 @pytest.mark.parametrize("opened", ["before the approval", "after the approval"])
 def test_a_call_run_in_one_harness_is_not_run_again_by_another_on_the_same_log(
     spec: Spec, tmp_path: Path, opened: str
@@ -184,3 +184,55 @@ def test_sqlite_holds_the_claim_in_the_file_itself(tmp_path: Path) -> None:
             (payload,),
         )
     raw.close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 5, 9, 7, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_a_running_call_whose_process_died_is_unknown_and_never_runs_again(
+    spec: Spec, tmp_path: Path
+) -> None:
+    """A process recorded RUNNING and died (its executor never returned, nothing recorded).
+    Within the lease another process reports the call running elsewhere; past it (the call's
+    timeout + `lease_grace_ms`, on the injected clock) it records UNKNOWN: never run again."""
+    db = tmp_path / "log.db"
+    clock = Clock()
+    runs: list[str] = []
+    dying = Harness(spec, store=SQLiteStore(db), clock=clock)
+    a = dying.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    call = frozen(a.normalize("shell.run", "call-1", ARGS))
+    dying.approve(a.request_approval(call).request_id, by=OPS)
+
+    class Died(BaseException):
+        """The process stops where its executor runs (a kill: nothing after it is recorded)."""
+
+    def die(args: dict[str, Any]) -> dict[str, Any]:
+        runs.append("ran")
+        raise Died
+
+    dying.bind("shell.run", die)
+    with pytest.raises(Died):
+        a.invoke(call)
+    running = [e for e in dying.store.read() if e.payload.get("to") == "RUNNING"]
+    assert len(running) == 1 and running[0].payload["lease_until"]
+
+    other = Harness(spec, store=SQLiteStore(db), clock=clock)
+    other.bind("shell.run", lambda args: runs.append("again") or {})
+    b = other.resume(a.id)
+    again = frozen(b.normalize("shell.run", "call-1", ARGS))
+    inside = b.invoke(again)
+    assert not inside.ran and inside.error_category == "ran_elsewhere" and inside.state == "RUNNING"
+    # the lease: the tool's timeout (1m) and the grace
+    clock.now += timedelta(minutes=1, milliseconds=other.lease_grace_ms + 1)
+    later = other.resume(a.id)
+    assert later.action_state(again) == ActionState.UNKNOWN
+    past = later.invoke(again)
+    assert not past.ran and past.state == "UNKNOWN"
+    assert runs == ["ran"]
+    unknown = [e for e in other.store.read() if e.payload.get("to") == "UNKNOWN"]
+    assert len(unknown) == 1 and "lease" in unknown[0].payload["reason"]
