@@ -5,7 +5,9 @@ once across processes")."""
 
 from __future__ import annotations
 
+import importlib.util
 import sqlite3
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -236,3 +238,35 @@ def test_a_running_call_whose_process_died_is_unknown_and_never_runs_again(
     assert runs == ["ran"]
     unknown = [e for e in other.store.read() if e.payload.get("to") == "UNKNOWN"]
     assert len(unknown) == 1 and "lease" in unknown[0].payload["reason"]
+
+
+def kill_bench() -> Any:
+    """bench/at_most_once.py, the kill test at any size (the suite runs a small one)."""
+    path = Path(__file__).resolve().parent.parent / "bench" / "at_most_once.py"
+    spec_ = importlib.util.spec_from_file_location("bench_at_most_once", path)
+    assert spec_ is not None and spec_.loader is not None
+    module = importlib.util.module_from_spec(spec_)
+    sys.modules[spec_.name] = module  # its dataclass reads its module
+    spec_.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite", "postgresql"])
+def test_workers_killed_at_random_never_run_a_call_twice(store_kind: str, tmp_path: Path) -> None:
+    """Four worker processes share ten sessions on one log and work through 200 calls (reads,
+    and payments under `grant once` they approve themselves); a worker is SIGKILLed every few
+    executions, ten times, and another started. Every execution is counted in a side file:
+    no action and no call runs twice, and every call ends with its outcome recorded or
+    UNKNOWN (a killed run, once its lease ended)."""
+    bench = kill_bench()
+    if store_kind == "sqlite":
+        figures = bench.run(str(tmp_path / "log.db"), tmp_path, calls=200, kills=10)
+    else:
+        if not ADMIN_URL:
+            pytest.skip("set HARNESSC_TEST_POSTGRES_URL to run the kill test on PostgreSQL")
+        pytest.importorskip("psycopg")
+        with fresh_database() as url:
+            figures = bench.run(url, tmp_path, calls=200, kills=10)
+    assert figures.problems == [], figures
+    assert figures.kills >= 10 and figures.per_action == {1: figures.executions}
+    assert sum(figures.outcomes.values()) == 200
