@@ -32,18 +32,19 @@ DOCUMENTED = {
     "VALIDATED": {"AUTHORIZED", "WAITING_APPROVAL", "FAILED", "CANCELLED"},
     "WAITING_APPROVAL": {"AUTHORIZED", "CANCELLED"},
     "AUTHORIZED": {"RUNNING", "CANCELLED"},
-    "RUNNING": {"SUCCEEDED", "FAILED", "ACCEPTED", "CANCELLED"},
+    "RUNNING": {"SUCCEEDED", "FAILED", "ACCEPTED", "CANCELLED", "UNKNOWN"},
     "ACCEPTED": {"WAITING_RESULT", "FAILED", "CANCELLED"},
     "WAITING_RESULT": {"SUCCEEDED", "FAILED", "CANCELLED"},
     "SUCCEEDED": set(),
     "FAILED": set(),
     "CANCELLED": set(),
+    "UNKNOWN": set(),
 }
 
 
 def test_the_transition_table_is_the_documented_one() -> None:
     assert {a.value: {b.value for b in bs} for a, bs in TRANSITIONS.items()} == DOCUMENTED
-    assert {s.value for s in TERMINAL} == {"SUCCEEDED", "FAILED", "CANCELLED"}
+    assert {s.value for s in TERMINAL} == {"SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"}
 
 
 def test_every_open_state_can_be_cancelled_and_terminal_states_are_final() -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "ConcurrencyError",
     "NotUtf8",
     "StoreError",
+    "TransitionRefused",
     "UnreadableEvent",
     "UnverifiedLog",
     "Verification",
@@ -51,6 +52,31 @@ class ConcurrencyError(StoreError):
         self.expected = expected
         self.actual = actual
         super().__init__(f"stream `{stream}` is at seq {actual}, not {expected}")
+
+
+class TransitionRefused(ConcurrencyError):
+    """An action transition the log refuses whoever writes it: a second RUNNING of one action
+    (or of one call: session, `tool_call_id` and input hash), or a second move out of RUNNING.
+    Nothing of the batch was appended; the action's recorded outcome stands.
+
+    `code` is stable (`transition-refused`); `claim` names what was taken already."""
+
+    code = "transition-refused"
+
+    def __init__(
+        self, stream: str, action_id: str, from_state: str | None, to_state: str, claim: str
+    ) -> None:
+        StoreError.__init__(
+            self,
+            f"the action `{action_id}` cannot go from {from_state} to {to_state}: {claim}",
+        )
+        self.stream = stream
+        self.expected = -1
+        self.actual = -1
+        self.action_id = action_id
+        self.from_state = from_state
+        self.to_state = to_state
+        self.claim = claim
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,32 @@ CREATE OR REPLACE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON harnessc
 FOR EACH ROW EXECUTE FUNCTION harnessc.append_only();
 """
 
+# The claims of `claims_of` held by the log itself (as in SQLite): partial unique indexes over
+# the RUNNING moves only.
+_CLAIM_INDEXES = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS action_runs_once ON harnessc.events "
+    "(((payload::jsonb) ->> 'action_id')) WHERE type = 'action.transition' "
+    "AND (payload::jsonb) ->> 'to' = 'RUNNING'",
+    "CREATE UNIQUE INDEX IF NOT EXISTS call_runs_once ON harnessc.events "
+    "(stream, ((payload::jsonb) ->> 'tool_call_id'), ((payload::jsonb) ->> 'input_hash')) "
+    "WHERE type = 'action.transition' AND (payload::jsonb) ->> 'to' = 'RUNNING'",
+    "CREATE UNIQUE INDEX IF NOT EXISTS action_leaves_running_once ON harnessc.events "
+    "(((payload::jsonb) ->> 'action_id')) WHERE type = 'action.transition' "
+    "AND (payload::jsonb) ->> 'from' = 'RUNNING'",
+)
+_CLAIMED = {
+    "runs": "SELECT 1 FROM harnessc.events WHERE type = 'action.transition' "
+    "AND (payload::jsonb) ->> 'to' = 'RUNNING' "
+    "AND (payload::jsonb) ->> 'action_id' = %s LIMIT 1",
+    "call-runs": "SELECT 1 FROM harnessc.events WHERE type = 'action.transition' "
+    "AND (payload::jsonb) ->> 'to' = 'RUNNING' AND stream = %s "
+    "AND (payload::jsonb) ->> 'tool_call_id' = %s "
+    "AND (payload::jsonb) ->> 'input_hash' = %s LIMIT 1",
+    "leaves": "SELECT 1 FROM harnessc.events WHERE type = 'action.transition' "
+    "AND (payload::jsonb) ->> 'from' = 'RUNNING' "
+    "AND (payload::jsonb) ->> 'action_id' = %s LIMIT 1",
+}
+
 _COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, mac"
 
 
@@ -97,6 +123,7 @@ class PostgresStore(GroupCommitted):
         self._lock = threading.Lock()
         self._group = GroupCommit(self._commit)
         self._seqs = SeqCache()
+        self._seen: tuple[int, str] | None = None  # the head `changed_elsewhere` saw last
         atexit.register(flush_at_exit, weakref.ref(self))
         try:
             self._conn: psycopg.Connection[Any] | None = psycopg.connect(url, autocommit=False)
@@ -119,6 +146,14 @@ class PostgresStore(GroupCommitted):
                 )
             elif row[0] != SCHEMA_VERSION:
                 raise StoreError(f"event store format {row[0]} is not supported")
+            for index in _CLAIM_INDEXES:
+                # a log written before the claims may hold a second RUNNING already: then the
+                # index cannot be made, and the commit's own check (`claims_of`) holds alone
+                try:
+                    with conn.transaction():  # a savepoint: a failed index leaves the rest
+                        conn.execute(index)
+                except psycopg.errors.UniqueViolation:
+                    pass
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -151,6 +186,7 @@ class PostgresStore(GroupCommitted):
                         )[0]
                     ),
                 ),
+                lambda claim: conn.execute(_CLAIMED[claim[0]], claim[1:]).fetchone() is not None,
             )
             if out:
                 with conn.cursor() as cur:
@@ -251,6 +287,23 @@ class PostgresStore(GroupCommitted):
 
     def checkpoint(self) -> Checkpoint:
         return checkpoint_of(*self._head(), self.log_key)
+
+    def changed_elsewhere(self) -> bool:
+        """Whether the head of the log moved since the last call, other than by this store's
+        own last commit (one query)."""
+        with self._lock, self._connection().transaction():
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT position, hash FROM harnessc.events ORDER BY position DESC LIMIT 1"
+                )
+                .fetchone()
+            )
+        position, head_hash = (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+        head = (position, head_hash)
+        changed = head != self._seen and not self._seqs.own(position, head_hash)
+        self._seen = head
+        return changed
 
     def _head(self) -> tuple[int, str, str | None]:
         mac = self._columns.rpartition(", ")[2]

@@ -72,6 +72,10 @@ class ActionView:
     handle: str | None = None
     result: dict[str, Any] | None = None
     position: int = 0
+    decision_id: str | None = None
+    """The decision that let it run (from its RUNNING transition), once it ran."""
+    lease_until: str | None = None
+    """While RUNNING: where the lease of the process that runs it ends (`LEASE_GRACE_MS`)."""
 
 
 @dataclass
@@ -230,6 +234,9 @@ class Projections:
             )
         action.state = p["to"]
         action.position = event.position
+        if p["to"] == "RUNNING":
+            action.decision_id = p.get("decision_id")
+            action.lease_until = p.get("lease_until")
         if p.get("handle"):
             action.handle = p["handle"]
         if isinstance(p.get("result"), dict):

@@ -45,6 +45,7 @@ from .chain import (
     ConcurrencyError,
     NotUtf8,
     StoreError,
+    TransitionRefused,
     Verification,
     verify_events,
 )
@@ -69,7 +70,10 @@ __all__ = [
     "SQLiteStore",
     "SeqCache",
     "StoreError",
+    "TransitionRefused",
     "Verification",
+    "changed_elsewhere",
+    "claims_of",
     "defer_events",
     "flush_deferred",
     "held_events",
@@ -232,6 +236,10 @@ class SeqCache:
 
         return last_seq
 
+    def own(self, position: int, head_hash: str) -> bool:
+        """Whether the head at `position` with `head_hash` is the store's own last commit."""
+        return self._head == (position, head_hash)
+
     def committed(self, out: Sequence[Event]) -> None:
         """Remember what a commit wrote, once it is committed."""
         if not out:
@@ -279,6 +287,16 @@ def defer_events(store: EventStore, events: Sequence[NewEvent]) -> None:
         defer(events)
     else:
         store.append_many(events)
+
+
+def changed_elsewhere(store: EventStore) -> bool:
+    """Whether another writer (another process, or another store on the same log) may have
+    appended since the last time this was asked: cheap, for a check before every decision
+    (SQLite: `PRAGMA data_version`; PostgreSQL: the head against the store's own last commit;
+    memory: never, nothing outside the process writes there). A store without the method is
+    always taken to have changed."""
+    changed = getattr(store, "changed_elsewhere", None)
+    return True if changed is None else bool(changed())
 
 
 def flush_deferred(store: EventStore) -> None:
@@ -358,15 +376,61 @@ class GroupCommitted(Appends):
         self._group.flush()
 
 
+Claim = tuple[str, ...]
+"""What an action transition takes once for all writers (`claims_of`): `("runs", action_id)`
+and `("call-runs", stream, tool_call_id, input_hash)` for a move to RUNNING, `("leaves",
+action_id)` for a move out of RUNNING."""
+
+_TRANSITION = "action.transition"
+_RUNNING = "RUNNING"
+
+
+def claims_of(events: Sequence[NewEvent]) -> list[tuple[Claim, NewEvent]]:
+    """The claims of the action transitions among `events` that the log grants once: an
+    action enters RUNNING once, a call (session, `tool_call_id`, input hash) runs once, and
+    an action leaves RUNNING once (to its outcome, or to UNKNOWN). Every store refuses a batch
+    that claims what is taken (`TransitionRefused`), whatever process wrote the first."""
+    out: list[tuple[Claim, NewEvent]] = []
+    for e in events:
+        if e.type != _TRANSITION:
+            continue
+        p = e.payload
+        if p.get("to") == _RUNNING:
+            out.append((("runs", str(p.get("action_id"))), e))
+            if p.get("input_hash") is not None:
+                call = ("call-runs", e.stream, str(p.get("tool_call_id")), str(p["input_hash"]))
+                out.append((call, e))
+        elif p.get("from") == _RUNNING:
+            out.append((("leaves", str(p.get("action_id"))), e))
+    return out
+
+
+def refusal(claim: Claim, event: NewEvent) -> TransitionRefused:
+    """The error of a batch whose `claim` (`claims_of`) is taken."""
+    p = event.payload
+    what = {
+        "runs": "it ran (or runs) already",
+        "call-runs": f"the call `{p.get('tool_call_id')}` ran (or runs) already in this session",
+        "leaves": "its outcome is recorded already",
+    }[claim[0]]
+    return TransitionRefused(
+        event.stream, str(p.get("action_id")), p.get("from"), str(p.get("to")), what
+    )
+
+
 def commit_batches(
     batches: list[Batch],
     numbering: _Numbering,
     last_seq: Callable[[str], int],
+    claimed: Callable[[Claim], bool] | None = None,
 ) -> list[Event]:
     """Number the batches of one transaction after each other: a batch whose expectations
-    fail gets its ConcurrencyError and takes no position. Returns every numbered event."""
+    fail gets its ConcurrencyError and takes no position, and so does one whose action
+    transitions claim what the log (`claimed`, asked inside the write transaction) or an
+    earlier batch of this commit holds (`TransitionRefused`). Returns every numbered event."""
     seqs: dict[str, int] = {}
     out: list[Event] = []
+    taken: set[Claim] = set()
 
     def current(stream: str) -> int:
         found = seqs.get(stream)
@@ -378,10 +442,17 @@ def commit_batches(
         mark = numbering.position, numbering.prev_hash
         try:
             b.out, changed = number_batch(b.events, b.payloads, numbering, current, b.expected)
+            # the stream expectations first (a spent grant says so), then the claims
+            claims = claims_of(b.events) if claimed is not None else []
+            for claim, event in claims:
+                if claim in taken or (claimed is not None and claimed(claim)):
+                    raise refusal(claim, event)
         except ConcurrencyError as error:
             numbering.position, numbering.prev_hash = mark
+            b.out = []
             b.error = error
             continue
+        taken.update(c for c, _ in claims)
         seqs.update(changed)
         out.extend(b.out)
     return out
@@ -476,6 +547,33 @@ CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 """
 
+# The claims of `claims_of`, held by the log itself: a write that bypasses the check of the
+# commit still cannot record a second RUNNING. Partial indexes: they hold the RUNNING moves only.
+_CLAIM_INDEXES = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS action_runs_once ON events "
+    "(json_extract(payload, '$.action_id')) WHERE type = 'action.transition' "
+    "AND json_extract(payload, '$.to') = 'RUNNING'",
+    "CREATE UNIQUE INDEX IF NOT EXISTS call_runs_once ON events "
+    "(stream, json_extract(payload, '$.tool_call_id'), json_extract(payload, '$.input_hash')) "
+    "WHERE type = 'action.transition' AND json_extract(payload, '$.to') = 'RUNNING'",
+    "CREATE UNIQUE INDEX IF NOT EXISTS action_leaves_running_once ON events "
+    "(json_extract(payload, '$.action_id')) WHERE type = 'action.transition' "
+    "AND json_extract(payload, '$.from') = 'RUNNING'",
+)
+_CLAIMED = {
+    "runs": "SELECT 1 FROM events WHERE type = 'action.transition' "
+    "AND json_extract(payload, '$.to') = 'RUNNING' "
+    "AND json_extract(payload, '$.action_id') = ? LIMIT 1",
+    "call-runs": "SELECT 1 FROM events WHERE type = 'action.transition' "
+    "AND json_extract(payload, '$.to') = 'RUNNING' AND stream = ? "
+    "AND json_extract(payload, '$.tool_call_id') = ? "
+    "AND json_extract(payload, '$.input_hash') = ? LIMIT 1",
+    "leaves": "SELECT 1 FROM events WHERE type = 'action.transition' "
+    "AND json_extract(payload, '$.from') = 'RUNNING' "
+    "AND json_extract(payload, '$.action_id') = ? LIMIT 1",
+}
+"""Whether the log holds a claim (`claims_of`): the key of the claim, then its values."""
+
 _COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, mac"
 _INSERTS = (
     "",
@@ -561,6 +659,7 @@ class SQLiteStore(GroupCommitted):
                     path, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
                 )
                 self._prepare(self._conn, synchronous)
+            self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
         except _READ_ERRORS as error:
             # a damaged or foreign file: say which, never a raw sqlite error
             self.close()
@@ -585,6 +684,11 @@ class SQLiteStore(GroupCommitted):
                 c.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise StoreError(f"event store format {row[0]} is not supported")
+            for index in _CLAIM_INDEXES:
+                # a log written before the claims may hold a second RUNNING already: then the
+                # index cannot be made, and the commit's own check (`claims_of`) holds alone
+                with contextlib.suppress(sqlite3.IntegrityError):
+                    c.conn.execute(index)
 
     @staticmethod
     def _readable(conn: sqlite3.Connection, path: object) -> str:
@@ -620,6 +724,7 @@ class SQLiteStore(GroupCommitted):
                         "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
                     ).fetchone()[0],
                 ),
+                lambda claim: conn.execute(_CLAIMED[claim[0]], claim[1:]).fetchone() is not None,
             )
             if len(out) < len(_INSERTS):  # one statement for the commit's rows
                 conn.execute(_INSERTS[len(out)], [v for e in out for v in row(e)])
@@ -629,6 +734,16 @@ class SQLiteStore(GroupCommitted):
 
     def _write(self) -> _WriteTransaction:
         return _WriteTransaction(self._lock, self._connection())
+
+    def changed_elsewhere(self) -> bool:
+        """Whether another connection committed to the file since the last call (or since the
+        store was opened): `PRAGMA data_version`, which this connection's own commits leave as
+        it is."""
+        with self._lock:
+            version = self._connection().execute("PRAGMA data_version").fetchone()[0]
+        changed = version != self._data_version
+        self._data_version = version
+        return bool(changed)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -867,6 +982,7 @@ class MemoryStore(Appends):
         self._lock = threading.Lock()
         self._deferred: list[NewEvent] = []
         self._deferred_texts: list[str] = []
+        self._claims: set[Claim] = set()  # `claims_of`, as the log holds them
 
     DEFERRED_MAX = 16
     """Deferred events are numbered together once this many wait (or at the next append or
@@ -893,6 +1009,10 @@ class MemoryStore(Appends):
         with self._lock:
             self._settle()
 
+    def changed_elsewhere(self) -> bool:
+        """Never: only this process writes to memory."""
+        return False
+
     def held(self) -> list[NewEvent]:
         """The deferred events not numbered yet, in order."""
         with self._lock:
@@ -911,6 +1031,7 @@ class MemoryStore(Appends):
         out, seqs = number_batch(events, texts, numbering, lambda s: self._seqs.get(s, 0), None)
         self._events.extend(out)
         self._seqs.update(seqs)
+        self._claims.update(claim for claim, _ in claims_of(events))
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         payloads = payload_texts(events)
@@ -922,8 +1043,13 @@ class MemoryStore(Appends):
             out, seqs = number_batch(
                 events, payloads, numbering, lambda s: self._seqs.get(s, 0), expected_seq
             )
+            claims = claims_of(events)
+            for claim, event in claims:
+                if claim in self._claims:
+                    raise refusal(claim, event)
             self._events.extend(out)
             self._seqs.update(seqs)
+            self._claims.update(claim for claim, _ in claims)
         return out
 
     def _numbering(self) -> _Numbering:

@@ -3,19 +3,38 @@ them, each frozen call rebuilt when its recorded arguments give the recorded inp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from ..judge.normalize import PendingCall, freeze
+from ..judge.policy import Decision
+from ..log.chain import TransitionRefused
 from ..log.projections import ActionView
+from ..log.store import changed_elsewhere, read_committed
 from ..model.canonical import Execution
-from ..model.ir import Tool
+from ..model.ir import Approver, Tool
 from .executors import Result
 from .lifecycle import Action, ActionState
 
 if TYPE_CHECKING:
     from .sessions import Session
 
-__all__ = ["rebuild_call", "restore_actions", "take_up_calls", "take_up_edits"]
+__all__ = [
+    "RAN",
+    "adopt",
+    "catch_up_session",
+    "rebuild_call",
+    "recorded_decision",
+    "restore_actions",
+    "settle_actions",
+    "take_up_calls",
+    "take_up_edits",
+]
+
+_S = ActionState
+RAN = frozenset({_S.RUNNING, _S.ACCEPTED, _S.WAITING_RESULT, _S.SUCCEEDED, _S.UNKNOWN})
+"""The states of an action that ran (or began to): its call is decided and never runs again
+(FAILED and CANCELLED ran when a result is recorded)."""
 
 
 def restore_actions(s: Session, views: list[ActionView]) -> None:
@@ -39,6 +58,8 @@ def restore_actions(s: Session, views: list[ActionView]) -> None:
         s._index(action, key)
         if view.result is not None:
             s._results[key] = Result.from_dict(view.result)
+        if view.state == _S.RUNNING:
+            s.running_elsewhere.add(key)  # its lease is checked at each catch-up
         pending = rebuild_call(s, view, tool) if tool is not None else None
         if pending is not None:
             s._pending[key] = pending
@@ -112,4 +133,132 @@ def take_up_calls(s: Session) -> None:
             for v in h.projections.actions.values()
             if v.stream == s.id and f"{v.tool_call_id}:{v.input_hash}" not in s._actions
         ],
+    )
+
+
+def catch_up_session(s: Session, *, force: bool = False) -> None:
+    """Before a call is decided: the session's stream as other processes left it
+    (docs/runtime.md, "At most once across processes"). When another writer appended since
+    the last look (`changed_elsewhere`; `force`: whatever it says), the log is folded, the
+    actions recorded elsewhere are taken up and those held here take their recorded state,
+    result, and UNKNOWN past a dead process's lease."""
+    h = s.harness
+    changed = force or changed_elsewhere(h.store)
+    if changed:
+        h.catch_up()
+        take_up_calls(s)
+    if changed or s.running_elsewhere:  # a lease may have ended since the last look
+        settle_actions(s)
+
+
+def settle_actions(s: Session) -> None:
+    """The actions this session holds, as the log leaves them: their state and result (moved
+    by another process), a winner taken in (another action of the same call ran), and a
+    RUNNING action whose lease ran out recorded UNKNOWN. An action running in this process is
+    left alone."""
+    h = s.harness
+    now = h.clock()
+    for view in [v for v in h.projections.actions.values() if v.stream == s.id]:
+        key = f"{view.tool_call_id}:{view.input_hash}"
+        if s.runs_here(key):
+            continue
+        held = s.held_action(key)
+        if held is not None and held.action_id != view.action_id:
+            if ActionState(view.state) in RAN and held.state not in RAN:
+                adopt(s, key, view)
+            continue
+        if held is None:
+            continue
+        if view.state == _S.RUNNING:
+            if expired(view, now):
+                mark_unknown(s, held, view)
+                s.running_elsewhere.discard(key)
+                continue
+            s.running_elsewhere.add(key)
+        else:
+            s.running_elsewhere.discard(key)
+        if held.state != view.state:
+            held.state = ActionState(view.state)
+            held.position = view.position
+        if view.result is not None:
+            s.take_result(key, Result.from_dict(view.result))
+
+
+def expired(view: ActionView, now: datetime) -> bool:
+    """Whether the lease of a RUNNING action ended before `now` (a RUNNING transition with
+    no lease, written before leases, is never taken for dead)."""
+    return view.lease_until is not None and datetime.fromisoformat(view.lease_until) <= now
+
+
+def mark_unknown(s: Session, action: Action, view: ActionView) -> None:
+    """Record a RUNNING action whose lease ended UNKNOWN; if another process recorded its
+    outcome first, take that."""
+    action.state = _S.RUNNING
+    try:
+        action.transition(
+            _S.UNKNOWN,
+            reason="lost: the process running it stopped before recording the outcome "
+            f"(its lease ended at {view.lease_until})",
+        )
+    except TransitionRefused:
+        catch_up_session(s, force=True)
+
+
+def adopt(s: Session, key: str, view: ActionView) -> Action:
+    """Take the action `view` (the one of this call that ran) as the call's own here: another
+    process ran the call under its own action id."""
+    h = s.harness
+    action = Action(
+        h.store,
+        s.id,
+        view.tool_call_id,
+        view.tool_id,
+        ActionState(view.state),
+        tool=h.spec.tools.get(view.tool_id),
+        position=view.position,
+        action_id=view.action_id,
+    )
+    held = s.held_action(key)
+    if held is not None and not held.terminal and held.state not in RAN:
+        held.cancel(f"the call ran as `{view.action_id}`")
+    s.take_up(key, action, Result.from_dict(view.result) if view.result is not None else None)
+    return action
+
+
+def recorded_decision(s: Session, pending: PendingCall, action: Action) -> Decision | None:
+    """The decision that let a call that ran run, as recorded (in any process), or None when
+    the log holds none."""
+    judged = s.judgement_of(pending.key)
+    if judged is not None:
+        return judged.decision
+    view = s.harness.projections.actions.get(action.action_id)
+    wanted = view.decision_id if view is not None else None
+    found: dict[str, Any] | None = None
+    for event in read_committed(s.harness.store, s.id):
+        if event.type != "decision":
+            continue
+        p = event.payload
+        if p.get("decision_id") == wanted or (
+            wanted is None
+            and (p.get("tool_call_id"), p.get("input_hash"))
+            == (pending.tool_call_id, pending.input_hash)
+        ):
+            found = p
+    if found is None:
+        return None
+    return Decision(
+        effect=found["effect"],
+        rule=found.get("rule"),
+        matched=tuple(found.get("matched") or ()),
+        reason=found.get("reason"),
+        instead=found.get("instead"),
+        approvers=tuple(Approver(kind=a["kind"], value=a["value"]) for a in found["approvers"])
+        if found.get("approvers")
+        else (),
+        grant=None,
+        default_used=bool(found.get("default_used")),
+        origin=None,
+        policy=found.get("policy") or "",
+        tool_id=found["tool_id"],
+        evidence=tuple(found.get("evidence") or ()),
     )

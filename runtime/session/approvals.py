@@ -66,7 +66,7 @@ from ..log.events import (
     short_text,
     spent_stream,
 )
-from ..log.store import ConcurrencyError, EventStore
+from ..log.store import ConcurrencyError, EventStore, TransitionRefused
 from ..model.canonical import jsonable
 from ..model.ir import Approver, Condition, Grant, Selector, Tool
 from ..model.semantics import selects, value_eq
@@ -743,6 +743,8 @@ class Approvals:
         claimed = {spent_stream(g.grant_id): g.grant_id for g in claims}
         try:
             appended = self.store.append_many([*events, *also], expect=dict.fromkeys(claimed, 0))
+        except TransitionRefused:
+            raise  # the call ran elsewhere: no grant was spent here (the caller says so)
         except ConcurrencyError as exc:
             spent = claimed[exc.stream]
             self.spend(spent)

@@ -10,13 +10,14 @@ import asyncio
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..judge.availability import unavailable_refusal
 from ..judge.history import facts_added
 from ..judge.normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from ..judge.policy import CallContext, Decider, Decision
+from ..log.chain import TransitionRefused
 from ..log.events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
 from ..log.store import defer_events, flush_deferred
 from ..model.canonical import NO_EXECUTION, CanonicalError, Execution, json_problem, json_string
@@ -33,6 +34,7 @@ from .executors import (
     unrecordable,
 )
 from .lifecycle import Action, ActionState, after_decision, random_hex
+from ._restore import RAN, adopt, catch_up_session, recorded_decision
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -333,8 +335,17 @@ def judgement(
 
 def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Decision:
     """`Session.decide`: judge the call and record the decision (`commit=False`: a decision
-    that stops the call is held too, for the caller to commit with what it appends next)."""
+    that stops the call is held too, for the caller to commit with what it appends next).
+    A call that ran (here or in another process: the session catches up first) is not judged
+    again: its recorded decision is returned and nothing is recorded."""
     s._own(pending)
+    catch_up_session(s)
+    if s.ran(pending.key):
+        action = s.held_action(pending.key)
+        assert action is not None  # it ran: the session holds its action
+        recorded = recorded_decision(s, pending, action)
+        if recorded is not None:
+            return recorded
     d, grants, context = judgement(s, pending)
     grant = grants[0] if grants else None
     h = s.harness
@@ -469,6 +480,8 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     superseded = superseded_result(s, pending, action)
     if superseded is not None:
         return superseded
+    if action.state in RAN:  # it ran, or runs, in another process: never here
+        return ran_elsewhere(s, pending, action, s.judgement_of(pending.key))
     judged = s._judged.get(pending.key)
     stale = (
         judged is None
@@ -478,7 +491,7 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     )
     if stale and not action.terminal:
         decide_call(s, pending)
-        judged = s._judged[pending.key]
+        judged = s._judged.get(pending.key)
     if action.state != _S.AUTHORIZED:
         # it may not run here: perhaps an operator answered or edited it in another process
         known = set(s.harness.approvals.grants)
@@ -488,7 +501,7 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
             return superseded
         if not action.terminal and known != set(s.harness.approvals.grants):
             decide_call(s, pending)  # judged again with the grants issued elsewhere
-            judged = s._judged[pending.key]
+            judged = s._judged.get(pending.key)
     if action.state == _S.AUTHORIZED:
         assert judged is not None  # judged again above when it was missing
         return judged
@@ -615,6 +628,7 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
     """The call authorised, its grants spent and its action RUNNING, ready to run; or the
     result that stands instead (recorded before, or why it may not run)."""
     s._own(pending, "invoke")
+    catch_up_session(s)
     recorded = s._results.get(pending.key)
     if recorded is not None:
         return recorded
@@ -638,13 +652,22 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
             judged,
         )
     action = s._actions[pending.key]
+    timeout = timeout_of(tool, pending)
+    # the lease of this process on the run: the executor's timeout and the time to record
+    lease = format_time(h.clock() + timedelta(milliseconds=timeout + h.lease_grace_ms))
     if judged.grants:
         # the grants are spent and the call recorded RUNNING in one transaction
         target, running = action.move(
-            _S.RUNNING, executor=bound.name, decision_id=judged.decision_id
+            _S.RUNNING,
+            executor=bound.name,
+            decision_id=judged.decision_id,
+            input_hash=pending.input_hash,
+            lease_until=lease,
         )
         try:
             appended = h.approvals.use(judged.grants, s.id, pending, also=[running])
+        except TransitionRefused:
+            return lost_race(s, pending, action, judged)
         except ApprovalError as exc:
             # another execution (a thread, or a process sharing the store) spent the once
             # grant first: this one does not run; judged again, the call asks anew
@@ -666,19 +689,60 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
             return not_run(s, pending, category, exc.message, action.state.value, judged)
         action.moved(target, appended[-1])
     else:
-        action.transition(_S.RUNNING, executor=bound.name, decision_id=judged.decision_id)
+        try:
+            action.transition(
+                _S.RUNNING,
+                executor=bound.name,
+                decision_id=judged.decision_id,
+                input_hash=pending.input_hash,
+                lease_until=lease,
+            )
+        except TransitionRefused:
+            return lost_race(s, pending, action, judged)
     s._running.add(pending.key)
-    context = ExecutorContext(
-        pending,
-        s.id,
-        s.actor,
-        s.task_id,
-        timeout_of(tool, pending),
-        action.action_id,
-    )
+    context = ExecutorContext(pending, s.id, s.actor, s.task_id, timeout, action.action_id)
     return Prepared(
         pending=pending, tool=tool, bound=bound, context=context, judged=judged, action=action
     )
+
+
+def lost_race(s: Session, pending: PendingCall, action: Action, judged: Judged) -> Result:
+    """The outcome of a call whose RUNNING the log refused: it ran, or runs, in another
+    process (under this action or another of the same call). Its recorded result when there
+    is one; otherwise a not-run result in the state the log gives (RUNNING elsewhere, or
+    UNKNOWN). It is never run here."""
+    catch_up_session(s, force=True)
+    h = s.harness
+    views = [
+        v
+        for v in h.projections.actions.values()
+        if v.stream == s.id
+        and (v.tool_call_id, v.input_hash) == (pending.tool_call_id, pending.input_hash)
+        and ActionState(v.state) in RAN | {_S.FAILED, _S.CANCELLED}
+        and v.decision_id is not None
+    ]
+    winner = next((v for v in views if v.action_id == action.action_id), None)
+    if winner is None and views:
+        winner = max(views, key=lambda v: v.position)
+        action = adopt(s, pending.key, winner)
+    elif winner is not None:
+        action.state = ActionState(winner.state)
+    return ran_elsewhere(s, pending, action, judged)
+
+
+def ran_elsewhere(
+    s: Session, pending: PendingCall, action: Action, judged: Judged | None
+) -> Result:
+    """The recorded result of a call that ran in another process, or, while none is
+    recorded, a not-run result (`ran_elsewhere`) in the state the log gives."""
+    recorded = s.recorded_result(pending.key)
+    if recorded is not None:
+        return recorded
+    message = (
+        f"`{pending.tool_id}` did not run here: the call `{pending.tool_call_id}` ran, or "
+        f"runs, in another process (action `{action.action_id}`, {action.state.value})"
+    )
+    return not_run(s, pending, "ran_elsewhere", message, action.state.value, judged)
 
 
 def record(s: Session, prepared: Prepared, result: Result) -> Result:
@@ -709,6 +773,27 @@ def record(s: Session, prepared: Prepared, result: Result) -> Result:
         else:
             result = record_result(action, tool, result)
         s._results[pending.key] = result
+    except TransitionRefused:
+        # its lease ran out before it finished: another process recorded it UNKNOWN, which
+        # stands; what it did is kept beside, as a late result
+        s.harness.store.append(
+            NewEvent(
+                s.id,
+                "Tool",
+                "action.late_result",
+                {
+                    "action_id": action.action_id,
+                    "tool_call_id": action.tool_call_id,
+                    "tool_id": action.tool_id,
+                    "outcome": result.status,
+                    "used": False,
+                    "note": "the call finished after its lease ended and was recorded "
+                    "UNKNOWN; this outcome was not recorded as its result",
+                },
+            )
+        )
+        action.state = _S.UNKNOWN
+        return replace(result, state=_S.UNKNOWN.value)
     finally:
         s._running.discard(pending.key)
     apply_on_success(s, tool, pending, result)

@@ -64,7 +64,7 @@ from ..log.projections import Projections, SessionView
 from ..model.ir import PUBLIC_KINDS, Agent, Skill, Spec, build_models
 from ..model.semantics import surface_tools
 from . import spans
-from ._restore import restore_actions, take_up_calls
+from ._restore import catch_up_session, restore_actions, take_up_calls
 from .approval_view import record_preview, run_preview
 from .approvals import (
     ApprovalError,
@@ -78,7 +78,7 @@ from .approvals import (
     is_requester,
 )
 from .executors import Executors, Result
-from .lifecycle import ActionError
+from .lifecycle import LEASE_GRACE_MS, ActionError
 from .sessions import (
     FACTS_KINDS,
     Session,
@@ -128,6 +128,10 @@ class Harness:
         forensic: bool = False,
     ) -> None:
         self.clock = clock
+        self.lease_grace_ms = LEASE_GRACE_MS
+        """How long past its executor's timeout the lease of a call this harness runs lasts
+        (`LEASE_GRACE_MS`): past it, with no outcome recorded, any process that catches up
+        records the call UNKNOWN."""
         self.forensic = forensic
         """Opened for forensics (`forensic=True`): the harness reads what it can of a log that
         does not verify and never writes to it (every write through its store is refused)."""
@@ -361,6 +365,7 @@ class Harness:
             session = self._restore(view, facts)
         elif facts is not None:
             session.facts = as_recorded(Facts.of(facts))
+        catch_up_session(session)  # as other processes left it, and past dead leases
         if facts is not None:
             session._append(
                 "State",

@@ -4,6 +4,7 @@ them, and an `Action` that records every transition as an event.
     REQUESTED → VALIDATED → AUTHORIZED | WAITING_APPROVAL
     WAITING_APPROVAL → AUTHORIZED → RUNNING → SUCCEEDED | FAILED
     RUNNING → ACCEPTED → WAITING_RESULT → SUCCEEDED | FAILED      (asynchronous work)
+    RUNNING → UNKNOWN      (its process died: the lease ran out with no outcome recorded)
     any state that is not terminal → CANCELLED
 
 Invalid input fails at REQUESTED → FAILED; a DENY fails at VALIDATED → FAILED (reason `denied`);
@@ -52,6 +53,7 @@ from ..model.canonical import NO_EXECUTION, Execution, input_hash, json_string
 from ..model.ir import Tool
 
 __all__ = [
+    "LEASE_GRACE_MS",
     "TERMINAL",
     "TRANSITIONS",
     "Action",
@@ -76,10 +78,19 @@ class ActionState(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+    UNKNOWN = "UNKNOWN"
+    """It ran, or began to, in a process that stopped before recording the outcome (its lease
+    ran out): it may or may not have happened, and it is never run again automatically."""
 
 
 _S = ActionState
-TERMINAL: frozenset[ActionState] = frozenset({_S.SUCCEEDED, _S.FAILED, _S.CANCELLED})
+TERMINAL: frozenset[ActionState] = frozenset({_S.SUCCEEDED, _S.FAILED, _S.CANCELLED, _S.UNKNOWN})
+
+LEASE_GRACE_MS = 30_000
+"""How long past its executor's timeout a RUNNING action's lease lasts: the time its process
+has to record the outcome. The RUNNING transition records where the lease ends
+(`lease_until`: its time + the call's enforced timeout + this grace); past it, with no
+outcome recorded, the process that ran it is taken for dead and the action is UNKNOWN."""
 
 # INVARIANT: every non-terminal state may go to CANCELLED; terminal states go nowhere; RUNNING is
 # reachable only through AUTHORIZED.
@@ -88,12 +99,13 @@ TRANSITIONS: Mapping[ActionState, frozenset[ActionState]] = {
     _S.VALIDATED: frozenset({_S.AUTHORIZED, _S.WAITING_APPROVAL, _S.FAILED, _S.CANCELLED}),
     _S.WAITING_APPROVAL: frozenset({_S.AUTHORIZED, _S.CANCELLED}),
     _S.AUTHORIZED: frozenset({_S.RUNNING, _S.CANCELLED}),
-    _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.ACCEPTED, _S.CANCELLED}),
+    _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.ACCEPTED, _S.CANCELLED, _S.UNKNOWN}),
     _S.ACCEPTED: frozenset({_S.WAITING_RESULT, _S.FAILED, _S.CANCELLED}),
     _S.WAITING_RESULT: frozenset({_S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
     _S.SUCCEEDED: frozenset(),
     _S.FAILED: frozenset(),
     _S.CANCELLED: frozenset(),
+    _S.UNKNOWN: frozenset(),
 }
 
 

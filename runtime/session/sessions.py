@@ -51,7 +51,7 @@ from ..model.ir import Agent, Fact, Field, Schema, Skill
 from . import spans
 from ._completion import cancel_action, complete_action
 from ._delegation import delegate_to, open_skill
-from ._restore import take_up_edits
+from ._restore import RAN, catch_up_session, take_up_edits
 from .approvals import ApprovalGrant, ApprovalRequest
 from .calls import (
     Judged,
@@ -135,6 +135,9 @@ class Session:
         self._locks: dict[str, threading.Lock] = {}
         self._inflight: dict[str, asyncio.Future[Result]] = {}
         self._running: set[str] = set()
+        self.running_elsewhere: set[str] = set()
+        """The calls (keys) the log has RUNNING in another process: their lease is checked at
+        each catch-up (`restore.catch_up_session`), and past it they are UNKNOWN."""
         # every secret value a call of this session carried: the planner may quote one in a
         # later query, and an exposure trace never holds it
         # every secret value the session's calls carried (to scrub exposure queries), kept as a
@@ -358,6 +361,7 @@ class Session:
             if refused is not None:
                 self._append("Error", "call.refused", {**refused.to_dict(), "session": self.id})
                 return refused
+        catch_up_session(self)  # the call may be recorded already, by another process
         with self._lock:
             known = self._pending.get(result.key)
             if known is not None:
@@ -458,13 +462,20 @@ class Session:
         the same call while that request waits, it returns the same request."""
         self._own(pending, "request_approval")
         h = self.harness
+        catch_up_session(self)
+        action = self._actions.get(pending.key)
+        if action is not None and self.ran(pending.key):
+            return self._asked_before(pending, action)
         judged = self._judged.get(pending.key)
         try:
             if decision is None:
                 if judged is None:
                     # the decision is committed with the request, in one transaction
                     self._decide(pending, commit=False)
-                    judged = self._judged[pending.key]
+                    judged = self._judged.get(pending.key)
+                    if judged is None:  # it ran in another process meanwhile
+                        assert action is not None
+                        return self._asked_before(pending, action)
                 decision = judged.decision
             if decision.effect != "ask":
                 raise ValueError(f"only an ASK decision needs approval, not `{decision.effect}`")
@@ -484,6 +495,57 @@ class Session:
             )
         finally:
             flush_deferred(h.store)  # committed already, unless the request was refused
+
+    # -- what the log records of a call (runtime/session/restore.py) -------------------------
+
+    def held_action(self, key: str) -> Action | None:
+        """The action this session holds for a call (`PendingCall.key`)."""
+        return self._actions.get(key)
+
+    def recorded_result(self, key: str) -> Result | None:
+        """The result recorded for a call, here or taken up from the log."""
+        return self._results.get(key)
+
+    def judgement_of(self, key: str) -> Judged | None:
+        """The decision this session recorded for a call, if it decided it."""
+        return self._judged.get(key)
+
+    def ran(self, key: str) -> bool:
+        """Whether the call ran (or runs), here or in another process, as far as this session
+        knows: its action is past RUNNING or its result is recorded."""
+        action = self._actions.get(key)
+        return action is not None and (action.state in RAN or key in self._results)
+
+    def runs_here(self, key: str) -> bool:
+        """Whether this process runs the call now."""
+        return key in self._running
+
+    def take_up(self, key: str, action: Action, result: Result | None = None) -> None:
+        """Hold `action` as the call's own, with its recorded result (taken up from the log)."""
+        self._actions[key] = action
+        self._index(action, key)
+        if result is not None:
+            self._results[key] = result
+
+    def take_result(self, key: str, result: Result) -> None:
+        """The call's result as the log records it, unless one is held already."""
+        self._results.setdefault(key, result)
+
+    def _asked_before(self, pending: PendingCall, action: Action) -> ApprovalRequest:
+        """A call that ran needs no approval: the last request that asked about it (answered,
+        in any process), never a new one."""
+        asked = [
+            r
+            for r in list(self.harness.approvals.requests.values())
+            if (r.session_id, r.tool_call_id, r.input_hash)
+            == (self.id, pending.tool_call_id, pending.input_hash)
+        ]
+        if not asked:
+            raise ValueError(
+                f"the call `{pending.tool_call_id}` ran already ({action.state.value}): it "
+                "needs no approval"
+            )
+        return max(asked, key=lambda r: r.requested_at)
 
     def record_denial(
         self, pending: PendingCall | ApprovalRequest, by: str | None, reason: str | None
