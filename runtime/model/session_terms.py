@@ -42,13 +42,18 @@ def _children(node: object) -> Iterable[object]:
     if isinstance(node, Provenance):
         return (node.value,)
     out: list[object] = []
+    # a model's fields are its `__dict__`: reading it there spares pydantic's `__getattr__`,
+    # which every absent name would reach (a spec of thousands of rules felt it at load)
+    own = getattr(node, "__dict__", None)
+    if own is None:
+        return out
     for name in ("left", "right", "of", "items"):
-        value = getattr(node, name, None)
+        value = own.get(name)
         if isinstance(value, tuple):
             out.extend(value)
         elif value is not None and not isinstance(value, str):
             out.append(value)
-    fields = getattr(node, "fields", None)
+    fields = own.get("fields")
     if isinstance(fields, dict):
         out.extend(fields.values())
     return out
