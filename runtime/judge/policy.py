@@ -47,6 +47,7 @@ from ..model.ir import (
     Spec,
     Tool,
     Type,
+    collection_paused,
     requester_may_approve,
 )
 from ..model.semantics import normalize_path, selects, tool_view
@@ -639,7 +640,8 @@ class PolicyEngine:
             raise UnknownPolicyError(policy_name)
         decider = self._deciders.get(policy.name)
         if decider is None:
-            decider = self._deciders[policy.name] = Decider(self, policy)
+            with collection_paused():  # a rule's slots per tool: thousands of small objects
+                decider = self._deciders[policy.name] = Decider(self, policy)
         self._named[policy_name] = decider
         return decider
 
