@@ -930,7 +930,10 @@ def collection_paused() -> t.Iterator[None]:
     """No cyclic garbage collection inside: for building many acyclic objects at once (a
     spec's models, what a harness compiles from them), where the collector's passes over the
     growing heap cost more than the work. Nests, and from several threads: the collector is
-    enabled again when the last pause ends, if it was enabled when the first began.
+    enabled again when the last pause ends, if it was enabled when the first began, and what
+    the process holds then moves to the oldest generation (`gc.freeze` then `gc.unfreeze`;
+    not when the process has frozen objects itself), examined at the next full collection
+    rather than walked by the next young one.
 
     >>> import gc
     >>> with collection_paused():
@@ -948,6 +951,12 @@ def collection_paused() -> t.Iterator[None]:
         with _pausing:
             _Pauses.depth -= 1
             if _Pauses.depth == 0 and _Pauses.was_enabled:
+                if gc.get_freeze_count() == 0:
+                    # what was built is long-lived: straight into the oldest generation, so
+                    # the next young collection does not walk all of it (unless the process
+                    # froze objects of its own, which this must not thaw)
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
 
 
