@@ -18,12 +18,12 @@ calls its `load()` (an in-memory store), as a service restarting does; it then d
 Rows: `new` is this tree's package `load()` (the build's seal of model.json: the content hash is
 not recomputed); `unsealed` this tree without the seal (`Harness.from_json(model.json)`, what
 `load()` did before); `base` the same in `--baseline CHECKOUT` (a git worktree of main, with
-this interpreter), side by side in one run. Then the split of `Harness(...)` into its phases,
-timed one by one in fresh processes (median of the runs), each with the collector paused as
-`Harness.from_json` pauses it (`collection_paused`): `validate` (`Spec.from_json`),
-`hash` (the content hash: the seal's, or computed), `engine` (`PolicyEngine`), `normalizer`
-(tool names and argument validators), `availability` (the `requires` checker), then `index`
-and `first` as above.
+this interpreter), side by side in one run, the trees alternating process by process. Then the
+split of `Harness(...)` into its phases, timed one by one in fresh processes (median of the
+runs), each with the collector paused as `Harness.from_json` pauses it (`collection_paused`):
+`validate` (`Spec.from_json`), `hash` (the content hash: the seal's, or computed), `engine`
+(`PolicyEngine`), `normalizer` (tool names and argument validators), `availability` (the
+`requires` checker), then `index` and `first` as above.
 
 Target (issue 39): `Harness` from a build at T = 5,000 ≤ 1.5 s.
 """
@@ -127,30 +127,37 @@ def build(n: int, root: Path) -> Path:
     return out
 
 
-def measure(
-    script: str, out: Path, mode: str, pythonpath: Path | None, runs: int
-) -> dict[str, float]:
-    """The median over `runs` fresh processes of each time the script prints."""
+def run_once(script: str, out: Path, mode: str, pythonpath: Path | None) -> dict[str, float]:
+    """The times one fresh process prints."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed harnessc has its bytecode
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
-    samples: list[dict[str, float]] = []
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(out), "gen", mode, "gen", "g0.t0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=out,  # not a checkout's root, whose `harnessc/` would shadow the tree
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"measurement failed:\n{done.stderr[-2000:]}")
+    times = json.loads(done.stdout.strip().splitlines()[-1])
+    return {k: v for k, v in times.items() if isinstance(v, float)}
+
+
+def measure(
+    script: str, out: Path, trees: list[tuple[str, str, Path | None]], runs: int
+) -> dict[str, dict[str, float]]:
+    """Per tree, the median over `runs` fresh processes of each time the script prints; the
+    trees alternate run by run, so a change in the machine's load falls on all of them."""
+    samples: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in trees}
     for _ in range(runs):
-        done = subprocess.run(
-            [sys.executable, "-c", script, str(out), "gen", mode, "gen", "g0.t0"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=out,  # not a checkout's root, whose `harnessc/` would shadow the tree
-        )
-        if done.returncode != 0:
-            raise SystemExit(f"measurement failed:\n{done.stderr[-2000:]}")
-        samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        for label, mode, pythonpath in trees:
+            samples[label].append(run_once(script, out, mode, pythonpath))
     return {
-        key: statistics.median(s[key] for s in samples)
-        for key in samples[0]
-        if isinstance(samples[0][key], float)
+        label: {key: statistics.median(s[key] for s in got) for key in got[0]}
+        for label, got in samples.items()
     }
 
 
@@ -175,10 +182,10 @@ def main(argv: list[str] | None = None) -> int:
             trees.append(("unsealed", "unsealed", None))
             if base is not None:
                 trees.append(("base", "unsealed", base))
-            for label, mode, pythonpath in trees:
-                rows.append((n, label, measure(START, out, mode, pythonpath, args.runs)))
-            for label, mode, pythonpath in trees[:1] + trees[2:]:
-                phases.append((n, label, measure(PHASES, out, mode, pythonpath, args.runs)))
+            for label, times in measure(START, out, trees, args.runs).items():
+                rows.append((n, label, times))
+            for label, times in measure(PHASES, out, trees[:1] + trees[2:], args.runs).items():
+                phases.append((n, label, times))
             print(f"T={n}: measured", file=sys.stderr, flush=True)
         header = f"{'T':>6} {'tree':>9} " + " ".join(f"{c + ' s':>10}" for c in COLUMNS)
         print(header)
