@@ -45,7 +45,8 @@ See docs/runtime.md for the guide.
   optional log key (runtime/log/integrity.py)
 - PostgresStore: the event log on PostgreSQL (runtime/log/postgres.py; needs psycopg)
 - Workflows, WorkflowError, GateOutcome: durable workflows (runtime/workflows/manage.py; needs dbos)
-- Spec, SessionStep: the compiled model, and a step of a test's session before its call
+- Spec, SessionStep: the compiled model, and a step of a test's session before its call;
+  ModelSeal: what a build records of its `model.json`, so a package loads it unvalidated
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ __all__ = [
     "LogKeyError",
     "McpState",
     "MemoryStore",
+    "ModelSeal",
     "Outcome",
     "PathEscapeError",
     "PendingCall",
@@ -173,6 +175,7 @@ _WHERE = {
     "LogKeyError": "log.integrity",
     "McpState": "judge.availability",
     "MemoryStore": "log.store",
+    "ModelSeal": "model.ir",
     "Outcome": "session.executors",
     "PathEscapeError": "session.files",
     "PendingCall": "judge.normalize",
@@ -246,7 +249,7 @@ if TYPE_CHECKING:
     from .log.projections import Projections
     from .log.store import EventStore, MemoryStore, SQLiteStore
     from .model.canonical import Execution, canonical_json, input_hash
-    from .model.ir import SessionStep, Spec
+    from .model.ir import ModelSeal, SessionStep, Spec
     from .model.semantics import surface_tools
     from .session.approvals import ApprovalError, ApprovalGrant, ApprovalOutcome, ApprovalRequest
     from .session.evidence import Evidence, EvidenceItem

@@ -16,8 +16,9 @@ import harnessc.runtime
 import pytest
 from harnessc.compiler import pipeline
 from harnessc.compiler.cli import main
-from harnessc.runtime import CallContext, Harness, MemoryStore, PolicyEngine, Spec
+from harnessc.runtime import CallContext, Harness, MemoryStore, ModelSeal, PolicyEngine, Spec
 from harnessc.runtime.log.store import StoreError
+from harnessc.runtime.model import ir
 
 from .conftest import ROOT, update_goldens
 
@@ -225,6 +226,119 @@ def test_load_returns_the_runtime_harness(remediation: Path, tmp_path: Path) -> 
     assert (tmp_path / "h.db").exists()
     with pytest.raises(StoreError, match="no event store"):
         package.load(store="ftp://x")
+
+
+def _copy_package(built: Path, into: Path) -> Path:
+    """A copy of a built package, to change its files without touching the module's build."""
+    shutil.copytree(built, into)
+    return into
+
+
+def _hashes_walked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the content hashes computed from here on (each walks the model once)."""
+    walks: list[int] = []
+    real = ir.without_origins
+
+    def counting(value: object) -> object:
+        if isinstance(value, Spec):
+            walks.append(1)
+        return real(value)
+
+    monkeypatch.setattr(ir, "without_origins", counting)
+    return walks
+
+
+def test_load_takes_the_sealed_hash_of_the_model_it_built(
+    remediation: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = _import(remediation, "remediation")
+    data = (remediation / "remediation" / "model.json").read_bytes()
+    assert package.MODEL_SEAL.admits(data)
+    walks = _hashes_walked(monkeypatch)
+    harness = package.load(store="memory://")
+    assert walks == []  # the hash is the build's: the model is not walked again
+    assert harness.policy_version == package.POLICY_VERSION
+    assert harness.spec == Spec.from_json(data)
+    monkeypatch.undo()
+    assert harness.spec.content_hash() == Spec.from_json(data).content_hash()
+
+
+def test_a_stale_model_is_hashed_again_and_refused(
+    remediation: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """model.json changed after the build (the spec's meaning, not the package's code): the
+    seal does not admit it, its own hash is computed, and `load()` refuses it."""
+    out = _copy_package(remediation, tmp_path / "stale")
+    model = out / "remediation" / "model.json"
+    spec = Spec.from_json(model.read_bytes())
+    changed = spec.model_copy(update={"version": "99.0.0"})
+    model.write_text(changed.to_json() + "\n", encoding="utf-8")
+    package = _import(out, "remediation")
+    assert not package.MODEL_SEAL.admits(model.read_bytes())
+    walks = _hashes_walked(monkeypatch)
+    with pytest.raises(RuntimeError, match="does not match this package"):
+        package.load(store="memory://")
+    assert walks == [1]
+
+
+def test_a_tampered_model_is_never_given_the_sealed_hash(
+    remediation: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes changed in place: a rule's effect is refused like a stale model; a change that
+    keeps the meaning (an origin's line, which the content hash leaves out) loads, with the
+    hash computed from what is there rather than taken from the seal."""
+    out = _copy_package(remediation, tmp_path / "tampered")
+    model = out / "remediation" / "model.json"
+    text = model.read_text(encoding="utf-8")
+    package = _import(out, "remediation")
+    walks = _hashes_walked(monkeypatch)
+    assert '"effect":"deny"' in text
+    model.write_text(text.replace('"effect":"deny"', '"effect":"allow"', 1), encoding="utf-8")
+    with pytest.raises(RuntimeError, match="does not match this package"):
+        package.load(store="memory://")
+    moved = re.sub(r'"line":(\d+)', lambda m: f'"line":{int(m[1]) + 1}', text, count=1)
+    assert moved != text
+    model.write_text(moved, encoding="utf-8")
+    harness = package.load(store="memory://")
+    assert harness.policy_version == package.POLICY_VERSION
+    assert walks == [1, 1]
+
+
+@pytest.mark.parametrize("spec", EXAMPLES, ids=lambda p: p.parent.name)
+def test_the_sealed_lazy_load_decides_as_the_validated_eager_one(
+    spec: Path, examples: dict[str, Path]
+) -> None:
+    """Every policy × tool of every example, over a few actors and arguments: the package's
+    `load()` (sealed hash, each decider compiled on its tool's first call) decides as a
+    `PolicyEngine` over the model validated anew that compiled every tool first."""
+    out = examples[spec.parent.name]
+    package = _import(out, _package(out).name)
+    loaded = package.load(store="memory://")
+    model = Spec.from_json((_package(out) / "model.json").read_bytes())
+    eager = PolicyEngine(model)
+    argument_sets: list[dict[str, object]] = [{}, {"path": "/repo/a", "env": "production"}]
+    actors = [{}, {"role": "sre"}, {"role": "engineer", "user": "u-1"}]
+    compared = 0
+    for name in sorted(model.policies):
+        reference = eager.decider(name)
+        reference.compile_all()
+        for tool_id in sorted(model.tools):
+            for args in argument_sets:
+                for actor in actors:
+                    call = CallContext(tool_id, args, actor=actor)
+                    got = loaded.engine.decider(name).decide(call)
+                    assert got == reference.decide(call), (name, tool_id, args, actor)
+                    compared += 1
+    assert compared > 0
+
+
+def test_a_seal_of_another_ir_is_not_taken(remediation: Path) -> None:
+    data = (remediation / "remediation" / "model.json").read_bytes()
+    package = _import(remediation, "remediation")
+    seal = package.MODEL_SEAL
+    other = ModelSeal(sha256=seal.sha256, policy_version="0" * 64, ir="another-ir")
+    assert not other.admits(data)
+    assert Spec.from_json(data, other).content_hash() == seal.policy_version
 
 
 def test_the_package_ships_no_second_copy_of_its_policies(remediation: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import re
 import subprocess
@@ -472,3 +473,31 @@ def test_without_origins_is_the_json_dump_less_origins(path: Path) -> None:
     walked = json.dumps(m.without_origins(spec))
     assert walked == json.dumps(_less_origins(spec.model_dump(mode="json")))
     assert walked != json.dumps(spec.model_dump(mode="json"))  # it had origins to leave out
+
+
+def test_a_collection_pause_nests_and_restores_the_collector() -> None:
+    """Paused inside, however nested; enabled after only if it was before; objects the
+    process froze itself stay frozen."""
+    assert gc.isenabled()
+    with m.collection_paused():
+        with m.collection_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with m.collection_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    kept = [object() for _ in range(3)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with m.collection_paused():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    assert kept

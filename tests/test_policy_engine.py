@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from harnessc.compiler.pipeline import check
+from harnessc.runtime.judge import policy as policy_module
 from harnessc.runtime.judge.conditions import Scope, compile_conditions, evaluate
 from harnessc.runtime.judge.policy import (
     NO_RULE_REASON,
@@ -641,3 +642,53 @@ def test_each_compiled_condition_agrees_with_the_interpreter(
             path_facts=frozenset({"root"}),
         )
         assert fn(call, args, view, call.facts) == evaluate(cond, scope)
+
+
+def test_a_tool_is_compiled_on_its_first_decision_and_decides_as_if_eager(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading compiles nothing; a decision compiles its tool's function only; the decisions
+    are those of a decider that compiled every tool first."""
+    spec = spec_of(
+        tmp_path,
+        """
+        tool a { summary "A" effects read input { path: path, n: int? } }
+        tool b { summary "B" effects write input { path: path } }
+        tool c { summary "C" effects write risk high }
+        policy p {
+          ra: allow a when args.path within "/repo" and args.n <= 3
+          rb: ask b when args.path startswith "/tmp" { approver role "owner" }
+          rc: deny * when actor.role == "guest" { reason "no guests" }
+          default deny
+        }
+        """,
+    )
+    calls = [
+        CallContext("a", {"path": "/repo/x", "n": 2}),
+        CallContext("a", {"path": "/etc", "n": 2}, actor={"role": "guest"}),
+        CallContext("b", {"path": "/tmp/y"}),
+        CallContext("c", {}),
+        CallContext("zz", {}),
+    ]
+    compiled: list[str] = []
+    real_compile = compile
+
+    def spy(source: str, *rest: Any, **kw: Any) -> Any:
+        compiled.append(source)
+        return real_compile(source, *rest, **kw)
+
+    monkeypatch.setattr(policy_module, "compile", spy, raising=False)
+    lazy = PolicyEngine(spec).decider("p")
+    assert lazy.compiled("zz") is None
+    assert compiled == []
+    first = lazy.decide(calls[2])
+    assert len(compiled) == 1  # b's function only
+    eager = PolicyEngine(spec).decider("p")
+    eager.compile_all()
+    assert [lazy.decide(c) for c in calls] == [eager.decide(c) for c in calls]
+    assert first == eager.decide(calls[2])
+    # a decider asked for its code before any decision compiles in the registry's order, as
+    # the docs of a build show it (after decisions, the names follow the order of first calls)
+    fresh = PolicyEngine(spec).decider("p")
+    assert dict(fresh.constants) == dict(eager.constants)
+    assert [fresh.source(t) for t in "abc"] == [eager.source(t) for t in "abc"]

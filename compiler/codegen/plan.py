@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from harnessc.runtime.model import PUBLIC_KINDS, Spec
+from harnessc.runtime.model import PUBLIC_KINDS, ModelSeal, Spec
 from harnessc.runtime.model.exposure import EMBEDDING_IDS_FILE, EMBEDDINGS_FILE, tool_docs
 
 from ..analysis.policy import PolicyAnalysis
@@ -77,6 +77,10 @@ class InitContext:
     title: str
     """A comment-safe line naming the harness."""
     policy_version: str
+    model_sha256: str
+    """repr() of the SHA-256 of model.json's bytes (`ModelSeal`)."""
+    ir_fingerprint: str
+    """repr() of the IR's fingerprint (`ir_fingerprint`)."""
     has_embeddings: bool
 
 
@@ -152,6 +156,8 @@ def plan_build(
     header = generated_header(spec_path)
     package = spec.name
     base = f"{package}/"
+    model = (spec.to_json() + "\n").encode("utf-8")
+    seal = ModelSeal.of(model, spec.content_hash())
     files = [
         GeneratedFile(
             base + "__init__.py",
@@ -162,11 +168,13 @@ def plan_build(
                 title=py_comment(
                     f"harness {spec.name}" + (f" {spec.version}" if spec.version else "")
                 ),
-                policy_version=py_literal(spec.content_hash()),
+                policy_version=py_literal(seal.policy_version),
+                model_sha256=py_literal(seal.sha256),
+                ir_fingerprint=py_literal(seal.ir),
                 has_embeddings=embeddings is not None,
             ),
         ),
-        GeneratedFile(base + "model.json", data=(spec.to_json() + "\n").encode("utf-8")),
+        GeneratedFile(base + "model.json", data=model),
         GeneratedFile(base + "tool_docs.json", data=_tool_docs_json(spec, header)),
     ]
     if embeddings is not None:

@@ -65,7 +65,7 @@ from ..model.exposure import (
     ToolDoc,
     tool_docs,
 )
-from ..model.ir import Rank, Surface, Tool
+from ..model.ir import Rank, Surface, Tool, collection_paused
 from .lexical import LexicalIndex, tokenize
 
 __all__ = [
@@ -228,7 +228,9 @@ class ExposureIndex:
         dense_note: str | None = None,
     ) -> ExposureIndex:
         """The index of `tools` (one row per tool and per operation)."""
-        return cls(tool_docs(tools), embeddings, ids, embedder=embedder, dense_note=dense_note)
+        with collection_paused():  # postings and documents: many small acyclic objects
+            docs = tool_docs(tools)
+            return cls(docs, embeddings, ids, embedder=embedder, dense_note=dense_note)
 
     @property
     def has_embeddings(self) -> bool:

@@ -1,10 +1,11 @@
 """The policy decision engine: a spec's policies compiled into deciders, and a naive reference.
 
-At load time every policy is compiled once: its rules are bucketed by tool id (exact ids,
-globs, module globs, `pack:`, `kind:` and the `risk`/`effects` sugar are expanded against the
+A policy is compiled on first use: its rules are bucketed by tool id (exact ids, globs,
+module globs, `pack:`, `kind:` and the `risk`/`effects` sugar are expanded against the
 registry, so each tool id owns its ordered list of candidate rules), and each tool gets one
-generated Python function that normalizes the call's paths and tests its candidates'
-conditions inline (see `Decider`). Deciding a call is one dict lookup and one call of that
+generated Python function, compiled on the tool's first decision, that normalizes the call's
+paths and tests its candidates' conditions inline (see `Decider`). Deciding a call is one dict
+lookup and one call of that
 function, whose matches pick a cached decision (language.md §6):
 
 - DENY beats ASK beats ALLOW; the winning rule is the first matching rule of the strongest
@@ -25,6 +26,7 @@ function, whose matches pick a cached decision (language.md §6):
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +47,7 @@ from ..model.ir import (
     Spec,
     Tool,
     Type,
+    collection_paused,
     requester_may_approve,
 )
 from ..model.semantics import normalize_path, selects, tool_view
@@ -253,11 +256,11 @@ def _escape_reason(error: _Escape) -> str:
 class Decider:
     """A compiled policy: `decide(call)` judges one frozen call.
 
-    At load time every tool gets one generated Python function (compiled once with `compile()`;
-    tools whose code reads the same share one code object) that normalizes the call's `path`
-    arguments, picks the call's tool view (its operation's, when `args.op` names one), and runs
-    the conditions of the tool's candidate rules inline, in text order, as plain Python
-    expressions over locals. Every
+    Every tool gets one generated Python function, compiled with `compile()` on the tool's
+    first decision (tools whose code reads the same share one code object), that normalizes
+    the call's `path` arguments, picks the call's tool view (its operation's, when `args.op`
+    names one), and runs the conditions of the tool's candidate rules inline, in text order, as
+    plain Python expressions over locals. Every
     candidate is tested because a decision names every matching rule; the set of matches (a
     bit mask) then selects a cached `Decision`. Spec text never enters the generated source:
     keys, literals and regular expressions are bound to generated names (`_k3`) in the
@@ -294,25 +297,55 @@ class Decider:
         self._session_rules: dict[str, Rule] = {
             r.label: r for r in self.rules if r.condition is not None and reads_session(r.condition)
         }
-        self._fns: dict[str, Callable[[CallContext], Decision]] = _generate(self, engine, slots)
+        self._fns: dict[str, Callable[[CallContext], Decision]] = {}
+        self._compile = _generator(self, engine, slots)
+        self._order = tuple(slots)  # the registry's order, in which `compile_all` compiles
+        self._compiling = threading.Lock()
 
     def decide(self, call: CallContext) -> Decision:
         """Judge a call: the strongest matching effect, its first rule, or the default. When
         the winning rule reads the session, the decision carries its `evidence`."""
         fn = self._fns.get(call.tool_id)
         if fn is None:
-            return _refused(self.name, call.tool_id, f"`{call.tool_id}` is not a registered tool")
+            fn = self.compiled(call.tool_id)
+            if fn is None:
+                reason = f"`{call.tool_id}` is not a registered tool"
+                return _refused(self.name, call.tool_id, reason)
         decision = fn(call)
         if decision.rule is not None and decision.rule in self._session_rules:
             return with_evidence(decision, self._session_rules[decision.rule], call, self._terms)
         return decision
 
+    def compiled(self, tool_id: str) -> Callable[[CallContext], Decision] | None:
+        """The function deciding calls of `tool_id`, compiled now if no call of it was decided
+        yet; None for a tool the spec does not register. A tool's function is compiled on its
+        first decision, so loading a spec of thousands of tools compiles none of them."""
+        fn = self._fns.get(tool_id)
+        if fn is not None:
+            return fn
+        with self._compiling:  # the emitter's names and the namespace are shared
+            fn = self._fns.get(tool_id)
+            if fn is None and tool_id in self._spec.tools:
+                fn = self._fns[tool_id] = self._compile(tool_id)
+            return fn
+
+    def compile_all(self) -> None:
+        """Compile every tool's function not compiled yet, in the registry's order (a decider
+        that decided nothing yet names its constants as an eager compilation would)."""
+        for tool_id in self._order:
+            if tool_id not in self._fns:
+                self.compiled(tool_id)
+
     def source(self, tool_id: str) -> str:
         """The Python source this policy compiled for calls of `tool_id`: the function that
         decides them, exactly as `compile()` read it (its `_k…` names are `constants`).
+        Compiles every tool's function first (`compile_all`): asked before any decision, the
+        names are numbered in the registry's order, as the build's docs show them; after
+        decisions, in the order of the tools' first calls.
 
         >>> # print(PolicyEngine(spec).decider("remediation").source("read_open"))
         """
+        self.compile_all()
         found = self._sources.get(tool_id)
         if found is None:
             raise KeyError(f"`{tool_id}` is not a registered tool")
@@ -320,7 +353,9 @@ class Decider:
 
     @property
     def constants(self) -> Mapping[str, Any]:
-        """The names the compiled source reads its keys, literals and patterns from (`_k3`)."""
+        """The names the compiled source reads its keys, literals and patterns from (`_k3`).
+        Compiles every tool's function first (`compile_all`)."""
+        self.compile_all()
         return self._constants
 
     def _miss(
@@ -346,10 +381,11 @@ class Decider:
         return next((r for r in self.rules if r.label == label), None)
 
 
-def _generate(
+def _generator(
     decider: Decider, engine: PolicyEngine, slots: Mapping[str, Mapping[int, Any]]
-) -> dict[str, Callable[[CallContext], Decision]]:
-    """One function `fn(call) -> Decision` per tool, sharing the generated namespace."""
+) -> Callable[[str], Callable[[CallContext], Decision]]:
+    """A function compiling one tool's `fn(call) -> Decision`; every tool's shares the
+    generated namespace. The caller serialises calls (the emitter's state is shared)."""
     emitter = _Emitter(engine.path_facts, engine.terms)
     k = emitter.const
     # each condition is emitted once and pasted into the functions of the tools it may judge
@@ -386,8 +422,10 @@ def _generate(
         "_Escape": _Escape,
         **_helpers(engine.terms),
     }
-    fns: dict[str, Callable[[CallContext], Decision]] = {}
-    for tool_id, slot in slots.items():
+    decider._constants = emitter.consts
+
+    def compile_tool(tool_id: str) -> Callable[[CallContext], Decision]:
+        slot = slots[tool_id]
         tool = spec.tools[tool_id]
         indexes = tuple(sorted(slot))  # INVARIANT: text order, so bits follow the rules' order
         cache: dict[Any, Decision] = {}
@@ -477,11 +515,11 @@ def _generate(
             scratch: dict[str, Any] = {"__builtins__": {}}
             exec(compile(source, "<harness policy>", "exec"), scratch)
             code = codes[source] = scratch["_d"].__code__
+        namespace.update(emitter.consts)  # before the function's first call reads them
         defaults = (tool_id, miss, cache, first, ops, tuple(fixers), escaped, escaped_nested)
-        fns[tool_id] = FunctionType(code, namespace, "decide_tool", (None, *defaults)[1:])
-    namespace.update(emitter.consts)
-    decider._constants = dict(emitter.consts)
-    return fns
+        return FunctionType(code, namespace, "decide_tool", (None, *defaults)[1:])
+
+    return compile_tool
 
 
 def decide_from(
@@ -602,7 +640,8 @@ class PolicyEngine:
             raise UnknownPolicyError(policy_name)
         decider = self._deciders.get(policy.name)
         if decider is None:
-            decider = self._deciders[policy.name] = Decider(self, policy)
+            with collection_paused():  # a rule's slots per tool: thousands of small objects
+                decider = self._deciders[policy.name] = Decider(self, policy)
         self._named[policy_name] = decider
         return decider
 

@@ -17,12 +17,16 @@ True
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import re
 import threading
 import typing as t
+import weakref
 from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, JsonValue
@@ -69,6 +73,7 @@ __all__ = [
     "ListValue",
     "Literal",
     "McpServer",
+    "ModelSeal",
     "Not",
     "Operation",
     "Or",
@@ -101,7 +106,9 @@ __all__ = [
     "Value",
     "Workflow",
     "build_models",
+    "collection_paused",
     "derive_wire_name",
+    "ir_fingerprint",
     "parse_duration",
     "requester_may_approve",
     "risk_rank",
@@ -871,19 +878,143 @@ class Spec(_Model):
         )
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Spec:
-        """The spec saved as `text`, validated: an unknown field or a wrong type is an error."""
+    def from_json(cls, text: str | bytes, seal: ModelSeal | None = None) -> Spec:
+        """The spec saved as `text`, validated: an unknown field or a wrong type is an error.
+
+        With the `seal` the build recorded of the file it wrote (a package's `load()` passes
+        it), bytes that still have the sealed SHA-256, read by a runtime of the sealed IR, have
+        the sealed content hash: `content_hash()` returns it without walking the model. Any
+        other bytes (a stale or tampered file, another IR) hash as they are, so a package
+        refuses them (its `load()` compares the hash with the one it was built with)."""
         build_models()
-        return cls.model_validate_json(text)
+        with collection_paused():
+            spec = cls.model_validate_json(text)
+        if seal is not None:
+            data = text.encode("utf-8") if isinstance(text, str) else text
+            if seal.admits(data):
+                _remember_hash(spec, seal.policy_version)
+        return spec
 
     def content_hash(self) -> str:
         """SHA-256 of the canonical JSON without `origin`s: the policy version recorded in
         decision logs. Origins name files as the compiler was given them (relative to the
-        working directory), so they would make the same spec hash differently per machine."""
-        text = json.dumps(
-            without_origins(self), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
+        working directory), so they would make the same spec hash differently per machine.
+        A spec read through its build's seal has the hash the build computed."""
+        known = _HASHES.get(id(self))
+        if known is not None and known[0]() is self:
+            return known[1]
+        with collection_paused():
+            text = json.dumps(
+                without_origins(self), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            )
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class _Pauses:
+    depth = 0
+    was_enabled = False
+
+
+_pausing = threading.Lock()
+
+
+@contextmanager
+def collection_paused() -> t.Iterator[None]:
+    """No cyclic garbage collection inside: for building many acyclic objects at once (a
+    spec's models, what a harness compiles from them), where the collector's passes over the
+    growing heap cost more than the work. Nests, and from several threads: the collector is
+    enabled again when the last pause ends, if it was enabled when the first began, and what
+    the process holds then moves to the oldest generation (`gc.freeze` then `gc.unfreeze`;
+    not when the process has frozen objects itself), examined at the next full collection
+    rather than walked by the next young one.
+
+    >>> import gc
+    >>> with collection_paused():
+    ...     gc.isenabled()
+    False
+    """
+    with _pausing:
+        _Pauses.depth += 1
+        if _Pauses.depth == 1:
+            _Pauses.was_enabled = gc.isenabled()
+            gc.disable()
+    try:
+        yield
+    finally:
+        with _pausing:
+            _Pauses.depth -= 1
+            if _Pauses.depth == 0 and _Pauses.was_enabled:
+                if gc.get_freeze_count() == 0:
+                    # what was built is long-lived: straight into the oldest generation, so
+                    # the next young collection does not walk all of it (unless the process
+                    # froze objects of its own, which this must not thaw)
+                    gc.freeze()
+                    gc.unfreeze()
+                gc.enable()
+
+
+@dataclass(frozen=True)
+class ModelSeal:
+    """What `harnessc build` records of the `model.json` it wrote, in the package's code: the
+    SHA-256 of its bytes, the spec's content hash (`policy_version`) and the IR it was written
+    in (`ir_fingerprint()`). `Spec.from_json(data, seal)` takes the sealed hash only for
+    bytes it admits.
+
+    >>> spec = Spec(name="demo", root_module="demo")
+    >>> data = spec.to_json().encode()
+    >>> seal = ModelSeal.of(data, spec.content_hash())
+    >>> seal.admits(data), seal.admits(data + b" ")
+    (True, False)
+    >>> Spec.from_json(data, seal) == spec
+    True
+    """
+
+    sha256: str
+    policy_version: str
+    ir: str
+
+    @classmethod
+    def of(cls, data: bytes, policy_version: str) -> ModelSeal:
+        """The seal of `data`, the model file of a spec whose content hash is `policy_version`."""
+        return cls(hashlib.sha256(data).hexdigest(), policy_version, ir_fingerprint())
+
+    def admits(self, data: bytes) -> bool:
+        """Whether `data` are the sealed bytes and this runtime reads the sealed IR."""
+        return self.ir == ir_fingerprint() and hashlib.sha256(data).hexdigest() == self.sha256
+
+
+_HASHES: dict[int, tuple[weakref.ref[Spec], str]] = {}
+"""The content hash of each spec read through a seal, by the spec's id (the weak reference
+tells a reused id from its spec; the entry goes with the spec)."""
+
+
+def _remember_hash(spec: Spec, value: str) -> None:
+    key = id(spec)
+    _HASHES[key] = (weakref.ref(spec, lambda _: _HASHES.pop(key, None)), value)
+
+
+_FINGERPRINT: list[str] = []
+
+
+def ir_fingerprint() -> str:
+    """A hash of the IR's shape (every model's fields, their types, defaults and whether they
+    are required): a sealed content hash holds only for the IR that computed it, since the
+    hash covers every field, defaults included."""
+    if not _FINGERPRINT:
+        build_models()
+        shape = [
+            (
+                cls.__name__,
+                [
+                    (n, repr(f.annotation), str(f.discriminator), f.is_required(), repr(f.default))
+                    for n, f in cls.__pydantic_fields__.items()
+                ],
+            )
+            for cls in sorted(_Model.__subclasses__(), key=lambda c: c.__name__)
+        ]
+        text = json.dumps(shape, separators=(",", ":"))
+        _FINGERPRINT.append(hashlib.sha256(text.encode("utf-8")).hexdigest()[:16])
+    return _FINGERPRINT[0]
 
 
 def without_origins(value: t.Any) -> t.Any:

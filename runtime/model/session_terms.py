@@ -32,25 +32,42 @@ def history_key(node: History) -> str:
     return key
 
 
+_PLANS: dict[type, tuple[str, ...]] = {}
+"""Per node class, the fields that hold its sub-terms."""
+
+
+def _plan(kind: type, own: dict[str, object]) -> tuple[str, ...]:
+    if issubclass(kind, (And, Or)):
+        return ("items",)
+    if issubclass(kind, Not):
+        return ("item",)
+    if issubclass(kind, Quantified):
+        return ("over", "body")
+    if issubclass(kind, Provenance):
+        return ("value",)
+    return tuple(n for n in ("left", "right", "of", "items", "fields") if n in own)
+
+
 def _children(node: object) -> Iterable[object]:
-    if isinstance(node, And | Or):
-        return node.items
-    if isinstance(node, Not):
-        return (node.item,)
-    if isinstance(node, Quantified):
-        return (node.over, node.body)
-    if isinstance(node, Provenance):
-        return (node.value,)
+    # a model's fields are its `__dict__`: reading them there, by a plan per class, spares
+    # pydantic's `__getattr__` and the type tests per node (a spec of thousands of rules and
+    # `requires` is walked at load)
+    own = getattr(node, "__dict__", None)
+    if own is None:
+        return ()
+    kind = type(node)
+    names = _PLANS.get(kind)
+    if names is None:
+        names = _PLANS[kind] = _plan(kind, own)
     out: list[object] = []
-    for name in ("left", "right", "of", "items"):
-        value = getattr(node, name, None)
+    for name in names:
+        value = own[name]
         if isinstance(value, tuple):
             out.extend(value)
+        elif isinstance(value, dict):
+            out.extend(value.values())
         elif value is not None and not isinstance(value, str):
             out.append(value)
-    fields = getattr(node, "fields", None)
-    if isinstance(fields, dict):
-        out.extend(fields.values())
     return out
 
 
@@ -63,7 +80,7 @@ def session_terms(cond: object) -> list[History | Provenance]:
         node = stack.pop()
         if node is None:
             continue
-        if isinstance(node, History | Provenance):
+        if isinstance(node, (History, Provenance)):
             out.append(node)
             if isinstance(node, History):
                 continue

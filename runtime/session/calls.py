@@ -22,6 +22,7 @@ from ..log.events import NewEvent, PayloadTemplate, decision, format_time, hole,
 from ..log.store import defer_events, flush_deferred
 from ..model.canonical import NO_EXECUTION, CanonicalError, Execution, json_problem, json_string
 from ..model.ir import Tool
+from ._restore import RAN, adopt, catch_up_session, recorded_decision
 from .approvals import ApprovalError, ApprovalGrant, expiry_text
 from .executors import (
     BoundExecutor,
@@ -34,7 +35,6 @@ from .executors import (
     unrecordable,
 )
 from .lifecycle import Action, ActionState, after_decision, random_hex
-from ._restore import RAN, adopt, catch_up_session, recorded_decision
 
 if TYPE_CHECKING:
     from .harness import Harness

@@ -61,7 +61,15 @@ from ..log.events import (
 )
 from ..log.integrity import Checkpoint
 from ..log.projections import Projections, SessionView
-from ..model.ir import PUBLIC_KINDS, Agent, Skill, Spec, build_models
+from ..model.ir import (
+    PUBLIC_KINDS,
+    Agent,
+    ModelSeal,
+    Skill,
+    Spec,
+    build_models,
+    collection_paused,
+)
 from ..model.semantics import surface_tools
 from . import spans
 from ._restore import catch_up_session, restore_actions, take_up_calls
@@ -169,23 +177,29 @@ class Harness:
             self.shadow(shadow)
 
     @classmethod
-    def from_json(cls, path: str | Path, **options: Any) -> Harness:
-        """A harness for a spec saved as JSON (`Spec.to_json`)."""
-        return cls(Spec.from_json(Path(path).read_bytes()), **options)
+    def from_json(
+        cls, path: str | Path, *, seal: ModelSeal | None = None, **options: Any
+    ) -> Harness:
+        """A harness for a spec saved as JSON (`Spec.to_json`); `seal`: what the build
+        recorded of the file (`Spec.from_json`), which a generated package's `load()` passes."""
+        with collection_paused():  # one collector pass after both, not one after each
+            return cls(Spec.from_json(Path(path).read_bytes(), seal), **options)
 
     def load(self, spec: Spec) -> None:
-        """Load (or reload) a spec: everything is compiled once here. Open sessions judge
-        their next calls under it; a pending approval is judged again when it is answered."""
+        """Load (or reload) a spec: everything is compiled once here (each tool's decider on
+        its first decision). Open sessions judge their next calls under it; a pending approval
+        is judged again when it is answered."""
         build_models()  # calls validate from any thread: every validator is built before one
-        self.spec = spec
-        self.policy_version = spec.content_hash()
-        self.engine = PolicyEngine(spec)
-        self.names = ToolNames(spec, self._aliases)
-        self.validators = {t.id: Validator(t.input) for t in spec.tools.values()}
-        self.outputs = {
-            t.id: Validator(t.output) for t in spec.tools.values() if t.output is not None
-        }
-        self.checker = AvailabilityChecker(spec)
+        with collection_paused():  # thousands of acyclic objects: no collector passes
+            self.spec = spec
+            self.policy_version = spec.content_hash()
+            self.engine = PolicyEngine(spec)
+            self.names = ToolNames(spec, self._aliases)
+            self.validators = {t.id: Validator(t.input) for t in spec.tools.values()}
+            self.outputs = {
+                t.id: Validator(t.output) for t in spec.tools.values() if t.output is not None
+            }
+            self.checker = AvailabilityChecker(spec)
         self._surfaces: dict[str, tuple[str, ...]] = {}
         self._index: ExposureIndex | None = None
         if self.shadowing is not None:

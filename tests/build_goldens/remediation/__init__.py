@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime import Harness, open_store
+from harnessc.runtime import Harness, ModelSeal, open_store
 
-__all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
+__all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
@@ -25,11 +25,18 @@ POLICY_VERSION = 'a22331646e7c5e0b13e8094c469e3a8025139fd0e22452470d2bc0566ddee4
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
+MODEL_SEAL = ModelSeal(
+    sha256='3c399f3e798416d3a09d3afb252993cfe23fafcd3fcefccefb1c0ab3aad12191',
+    policy_version=POLICY_VERSION,
+    ir='305e2a0dc313ca77',
+)
+"""What the build recorded of model.json: a file that still has these bytes, read by the same
+IR, is not hashed again on load; any other file is, and is then refused below."""
 
 
 def load(store: Any = "sqlite:///harness.db", **options: Any) -> Harness:
     """The runtime harness of this spec, recording its events in `store`."""
-    harness = Harness.from_json(MODEL, store=open_store(store), **options)
+    harness = Harness.from_json(MODEL, seal=MODEL_SEAL, store=open_store(store), **options)
     if harness.policy_version != POLICY_VERSION:
         raise RuntimeError("model.json does not match this package: rebuild it with harnessc")
     return harness

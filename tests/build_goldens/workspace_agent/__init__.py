@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harnessc.runtime import Harness, open_store
+from harnessc.runtime import Harness, ModelSeal, open_store
 
-__all__ = ["MODEL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
+__all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_store"]
 
 # harness workspace_agent 0.1.0
 SPEC_NAME = 'workspace_agent'
@@ -25,11 +25,18 @@ POLICY_VERSION = '1c778c325bfedf2d0974fa2e70e8ebf21361b0aa8f111433acb447ef7b531e
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
+MODEL_SEAL = ModelSeal(
+    sha256='bf4595965b5ddcdda381096ebde50bb15505a641c7f27c9f43bf3f84d6b9b63b',
+    policy_version=POLICY_VERSION,
+    ir='305e2a0dc313ca77',
+)
+"""What the build recorded of model.json: a file that still has these bytes, read by the same
+IR, is not hashed again on load; any other file is, and is then refused below."""
 
 
 def load(store: Any = "sqlite:///harness.db", **options: Any) -> Harness:
     """The runtime harness of this spec, recording its events in `store`."""
-    harness = Harness.from_json(MODEL, store=open_store(store), **options)
+    harness = Harness.from_json(MODEL, seal=MODEL_SEAL, store=open_store(store), **options)
     if harness.policy_version != POLICY_VERSION:
         raise RuntimeError("model.json does not match this package: rebuild it with harnessc")
     return harness
