@@ -229,8 +229,8 @@ def test_a_running_call_whose_process_died_is_unknown_and_never_runs_again(
     again = frozen(b.normalize("shell.run", "call-1", ARGS))
     inside = b.invoke(again)
     assert not inside.ran and inside.error_category == "ran_elsewhere" and inside.state == "RUNNING"
-    # the lease: the tool's timeout (1m) and the grace
-    clock.now += timedelta(minutes=1, milliseconds=other.lease_grace_ms + 1)
+    # the lease: the tool's timeout (1m) and the grace, from the next whole second
+    clock.now += timedelta(minutes=1, seconds=1, milliseconds=other.lease_grace_ms)
     later = other.resume(a.id)
     assert later.action_state(again) == ActionState.UNKNOWN
     past = later.invoke(again)

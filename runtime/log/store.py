@@ -638,6 +638,7 @@ class SQLiteStore(GroupCommitted):
         self._lock = threading.Lock()
         self._group = GroupCommit(self._commit)
         self._seqs = SeqCache()
+        self._claims_indexed = False  # the log holds every claim index (`_CLAIM_INDEXES`)
         atexit.register(flush_at_exit, weakref.ref(self))
         self._conn: sqlite3.Connection | None = None
         if _special_file(path):
@@ -684,11 +685,14 @@ class SQLiteStore(GroupCommitted):
                 c.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise StoreError(f"event store format {row[0]} is not supported")
+            made = 0
             for index in _CLAIM_INDEXES:
                 # a log written before the claims may hold a second RUNNING already: then the
                 # index cannot be made, and the commit's own check (`claims_of`) holds alone
                 with contextlib.suppress(sqlite3.IntegrityError):
                     c.conn.execute(index)
+                    made += 1
+            self._claims_indexed = made == len(_CLAIM_INDEXES)
 
     @staticmethod
     def _readable(conn: sqlite3.Connection, path: object) -> str:
@@ -707,6 +711,19 @@ class SQLiteStore(GroupCommitted):
     def _commit(self, batches: list[Batch]) -> None:
         if not any(b.events for b in batches):
             return
+        if not self._claims_indexed:
+            self._commit_checked(batches, check=True)
+            return
+        try:  # the claim indexes refuse a taken claim: ask for each only when one did
+            self._commit_checked(batches, check=False)
+        except sqlite3.IntegrityError:
+            for b in batches:
+                b.out, b.error = [], None
+            self._commit_checked(batches, check=True)
+
+    def _commit_checked(self, batches: list[Batch], *, check: bool) -> None:
+        """One write transaction for `batches`; `check`: ask the log for each claim of their
+        action transitions (`claims_of`) and refuse the batches whose claim is taken."""
         with self._write() as c:
             conn = c.conn
             head = conn.execute(
@@ -724,7 +741,9 @@ class SQLiteStore(GroupCommitted):
                         "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
                     ).fetchone()[0],
                 ),
-                lambda claim: conn.execute(_CLAIMED[claim[0]], claim[1:]).fetchone() is not None,
+                (lambda claim: conn.execute(_CLAIMED[claim[0]], claim[1:]).fetchone() is not None)
+                if check
+                else None,
             )
             if len(out) < len(_INSERTS):  # one statement for the commit's rows
                 conn.execute(_INSERTS[len(out)], [v for e in out for v in row(e)])

@@ -339,7 +339,10 @@ def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Dec
     A call that ran (here or in another process: the session catches up first) is not judged
     again: its recorded decision is returned and nothing is recorded."""
     s._own(pending)
-    catch_up_session(s)
+    if s.fresh is pending:
+        s.fresh = None  # normalized just now, after a catch-up
+    else:
+        catch_up_session(s)
     if s.ran(pending.key):
         action = s.held_action(pending.key)
         assert action is not None  # it ran: the session holds its action
@@ -502,6 +505,11 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
         if not action.terminal and known != set(s.harness.approvals.grants):
             decide_call(s, pending)  # judged again with the grants issued elsewhere
             judged = s._judged.get(pending.key)
+    held = s.held_action(pending.key)  # taken up from the log, perhaps, while judged again
+    assert held is not None  # normalized: the session holds its action
+    action = held
+    if action.state in RAN:  # it ran in another process meanwhile: never here
+        return ran_elsewhere(s, pending, action, judged)
     if action.state == _S.AUTHORIZED:
         assert judged is not None  # judged again above when it was missing
         return judged
@@ -628,7 +636,7 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
     """The call authorised, its grants spent and its action RUNNING, ready to run; or the
     result that stands instead (recorded before, or why it may not run)."""
     s._own(pending, "invoke")
-    catch_up_session(s)
+    # no catch-up here: deciding caught up, and the log refuses a RUNNING taken elsewhere
     recorded = s._results.get(pending.key)
     if recorded is not None:
         return recorded
@@ -653,8 +661,7 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
         )
     action = s._actions[pending.key]
     timeout = timeout_of(tool, pending)
-    # the lease of this process on the run: the executor's timeout and the time to record
-    lease = format_time(h.clock() + timedelta(milliseconds=timeout + h.lease_grace_ms))
+    lease = lease_until(h.clock(), timeout + h.lease_grace_ms)
     if judged.grants:
         # the grants are spent and the call recorded RUNNING in one transaction
         target, running = action.move(
@@ -704,6 +711,23 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
     return Prepared(
         pending=pending, tool=tool, bound=bound, context=context, judged=judged, action=action
     )
+
+
+_LEASES: dict[tuple[int, int], str] = {}
+"""`lease_until`'s text by (whole second, lease in ms): formatted once a second."""
+
+
+def lease_until(now: datetime, lease_ms: int) -> str:
+    """The end of the lease of a run that starts at `now` (the process's lease: the executor's
+    timeout and the time to record its outcome), rounded up to the next whole second."""
+    key = (int(now.timestamp()), lease_ms)
+    text = _LEASES.get(key)
+    if text is None:
+        if len(_LEASES) > 64:
+            _LEASES.clear()
+        start = datetime.fromtimestamp(key[0] + 1, now.tzinfo)
+        text = _LEASES[key] = format_time(start + timedelta(milliseconds=lease_ms))
+    return text
 
 
 def lost_race(s: Session, pending: PendingCall, action: Action, judged: Judged) -> Result:

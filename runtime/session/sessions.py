@@ -135,6 +135,8 @@ class Session:
         self._locks: dict[str, threading.Lock] = {}
         self._inflight: dict[str, asyncio.Future[Result]] = {}
         self._running: set[str] = set()
+        self.fresh: PendingCall | None = None
+        """The call normalized last, after a catch-up: its decision, next, needs none."""
         self.running_elsewhere: set[str] = set()
         """The calls (keys) the log has RUNNING in another process: their lease is checked at
         each catch-up (`restore.catch_up_session`), and past it they are UNKNOWN."""
@@ -361,7 +363,8 @@ class Session:
             if refused is not None:
                 self._append("Error", "call.refused", {**refused.to_dict(), "session": self.id})
                 return refused
-        catch_up_session(self)  # the call may be recorded already, by another process
+        if result.key not in self._pending:
+            catch_up_session(self)  # the call may be recorded already, by another process
         with self._lock:
             known = self._pending.get(result.key)
             if known is not None:
@@ -396,6 +399,7 @@ class Session:
         )
         self._actions[result.key] = action
         self._index(action, result.key)
+        self.fresh = result
         return result
 
     # -- decide -------------------------------------------------------------------------------
