@@ -132,3 +132,24 @@ def test_a_sessions_timeline_has_a_row_per_call_with_its_events_folded(
     assert "harnessc why" in approved and decision_id
     # the session's own events stay rows of their own
     assert '<tr class="session-started">' in page
+
+
+def test_the_log_page_is_the_watch_and_a_whole_walk_finds_a_row_changed_under_it(
+    world: dict[str, Any],
+) -> None:
+    import sqlite3
+
+    client, csrf = login(world["app"], "carol")
+    page = client.get("/log").text
+    assert "The hash chain verifies up to the head" in page
+    assert "Not walked from the first event since the console started" in page
+    # a row the watch already walked is changed under the running console
+    db = world["tmp"] / "h.db"
+    with sqlite3.connect(db) as conn:  # past the append-only triggers, as an attacker would
+        conn.execute("DROP TRIGGER events_no_update")
+        conn.execute("""UPDATE events SET payload = '{"forged":1}' WHERE position = 2""")
+    r = client.post("/log/verify", data={"csrf": csrf})
+    assert r.status_code == 303 and r.headers["location"] == "/log"
+    page = client.get("/log").text
+    assert re.search(r"Walked from the first event at [^(]+\(\d+ ms\): it does not verify at", page)
+    assert client.post("/log/verify").status_code == 403  # a POST without the CSRF token

@@ -21,7 +21,7 @@ def run(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
     try:
         import uvicorn
 
-        from .app import Console, build_app
+        from .app import Console, build_app, settle_heap
     except ImportError as error:  # starlette and uvicorn are the `console` extra
         sys.stderr.write(
             f"harnessc: the console needs the `console` extra "
@@ -63,6 +63,7 @@ def run(args: argparse.Namespace, refuse: Callable[[str], str | None]) -> int:
         sys.stderr.write(f"harnessc: {error}; the console was not started\n")
         return 2
     app = build_app(console, secure_cookie=not loopback)
+    settle_heap()
     sys.stderr.write(f"harnessc console on http://{args.host}:{args.port}/\n")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
