@@ -141,12 +141,18 @@ def logged_in(pw: Any, app: dict[str, Any]) -> Iterator[Any]:
         browser.close()
 
 
-def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[str, Any]) -> None:
+@pytest.mark.parametrize("deny_first_scan", [False, True], ids=["approve-all", "deny-a-scan"])
+def test_an_operator_drives_the_remediation_example_from_the_console(
+    app: dict[str, Any], deny_first_scan: bool
+) -> None:
+    """Every call approved (the first production deploy with an edit), or with the first scan
+    denied: the script goes on after a denial and runs to the end either way."""
     url = app["url"]
     with sync_api.sync_playwright() as pw, logged_in(pw, app) as page:
         assert "the operators in" in output(app)
         answered: list[str] = []
         edited: dict[str, str] = {}
+        denied = not deny_first_scan
         # every call the agent waits on, in order; the first production deploy is approved
         # with canary_percent 5 instead of the default 10
         while "The remediate workflow on the durable engine" not in output(app):
@@ -161,7 +167,13 @@ def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[s
             assert rid not in answered, f"{rid} is still waiting after its answer"
             tool = section.locator("h2").inner_text().split()[0]
             assert f"for a person: {rid} ({tool}" in output(app)
-            if tool == "production.deploy" and not edited:
+            if tool == "mcp:scanner:tool:scan" and not denied:
+                section.locator("input[name=reason]").first.fill("not during the freeze")
+                confirm(section.locator("button:has-text('Deny')"))
+                page.wait_for_selector("p.message")
+                assert f"`{rid}`: denied" in page.inner_text("p.message")
+                denied = True
+            elif tool == "production.deploy" and not edited:
                 text = section.locator("textarea[name=arguments]").input_value()
                 args = json.loads(text)
                 assert args["canary_percent"] == 10 and args["environment"] == "production"
@@ -221,6 +233,11 @@ def test_an_operator_drives_the_remediation_example_from_the_console(app: dict[s
         assert decided == ["scan.approval", "review", "deploy.approval"], decided
     assert ended(app, 120) == 0, output(app)[-3000:]
     out = output(app)
+    assert "17 turns behaved as scripted" in out
+    if deny_first_scan:  # the agent did not run it, said so, and went on
+        assert f"DENIED by {OPERATOR}: not during the freeze" in out
+        scan = out[out.index("[1] step scan") : out.index("[·] step patch")]
+        assert "NOT RUN (cancelled)" in scan and "WAITING_APPROVAL" not in scan
     deploy = out[out.index("step deploy: deploy") :]
     assert re.search(r"with edits: canary_percent: 10 → 5", deploy)
     assert '"canary_percent": 5' in deploy[: deploy.index("step verify")]
