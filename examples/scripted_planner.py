@@ -417,7 +417,10 @@ class Script:
             (
                 i
                 for i in session.evidence().items
-                if i.tool_call_id == pending.tool_call_id and i.session_id == session.id
+                # the call that ran (an edited call shares its tool_call_id with the original)
+                if i.tool_call_id == pending.tool_call_id
+                and i.input_hash == pending.input_hash
+                and i.session_id == session.id
             ),
             None,
         )

@@ -240,6 +240,9 @@ def test_an_operator_drives_the_remediation_example_from_the_console(
         assert "NOT RUN (cancelled)" in scan and "WAITING_APPROVAL" not in scan
     deploy = out[out.index("step deploy: deploy") :]
     assert re.search(r"with edits: canary_percent: 10 → 5", deploy)
+    # the evidence is the edited call's, which ran, not the superseded original's
+    evidence = deploy[: deploy.index("step verify")]
+    assert "[SUCCEEDED] `production.deploy` ran" in evidence and "[CANCELLED]" not in evidence
     assert '"canary_percent": 5' in deploy[: deploy.index("step verify")]
     assert "remediate-" in out and "completed" in out
     assert "hash chain verified" in out and "console      stopped" in out
