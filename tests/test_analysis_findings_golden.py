@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harnessc.compiler.analysis.budget import RLIMIT_VARIABLE, TIMEOUT_VARIABLE
 from harnessc.compiler.pipeline import check
 
 from .conftest import ROOT, update_goldens
@@ -68,3 +69,20 @@ def test_findings_are_as_recorded(
     if update_goldens():
         expected.write_text(found, encoding="utf-8")
     assert found == expected.read_text(encoding="utf-8"), f"findings of {entry} changed"
+
+
+def test_the_realistic_fixture_finds_the_same_with_no_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 50-tool fixture's findings with no z3 budget (rlimit 0) and no time limit are the
+    golden's, which z3 alone answered (before cells.py took `startswith`, every partition of
+    it went to z3: 465 queries); today it asks z3 nothing."""
+    monkeypatch.setenv(RLIMIT_VARIABLE, "0")
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "0")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    entry = ROOT / "tests" / "fixtures" / "realistic_50_tools.harness"
+    found = json.dumps(findings_of(entry), indent=1, sort_keys=True) + "\n"
+    assert found == (GOLDENS / golden_name(entry)).read_text(encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "again"))  # cold again, to count
+    analysis = check([entry]).analysis
+    assert analysis is not None and analysis.queries == 0 and analysis.decided > 0
