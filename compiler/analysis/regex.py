@@ -14,7 +14,7 @@ from typing import Any
 
 import z3
 
-__all__ = ["MAX_LOOP", "MAX_SEARCH_WIDTH", "MAX_SMT_TEXT", "forget", "path_regex", "search_regex"]
+__all__ = ["MAX_LOOP", "MAX_SEARCH_WIDTH", "MAX_SMT_TEXT", "forget", "search_regex"]
 
 # z3's sequence solver slows by seconds a query on long texts: a 1,000-character prefix takes
 # 3 s, a 100-character literal searched anywhere 8 s, with or without a timeout's help. Longer
@@ -41,19 +41,6 @@ def _any() -> z3.ReRef:
 
 def _not(charset: z3.ReRef) -> z3.ReRef:
     return z3.Intersect(_any(), z3.Complement(charset))
-
-
-@lru_cache(maxsize=1)
-def path_regex() -> z3.ReRef:
-    """The texts a `path` value may be, as one regular membership: `/`, or segments of at least
-    one character other than `/` joined by single slashes, with or without a leading one — not
-    empty, no empty segment (`//`), no trailing slash but the root's. Written as the conjunction
-    of those three (a length, a `contains` and a suffix), z3's sequence solver took 400-600 ms a
-    query beside a satisfiable `startswith`; as one regular membership, tens of ms."""
-    slash = z3.Re(z3.StringVal("/"))
-    segment = z3.Plus(_not(slash))
-    segments = z3.Concat(segment, z3.Star(z3.Concat(slash, segment)))
-    return z3.Union(slash, z3.Concat(z3.Option(slash), segments))
 
 
 def _union(items: list[z3.ReRef]) -> z3.ReRef:
@@ -193,5 +180,4 @@ def search_regex(pattern: str) -> z3.ReRef | None:
 def forget() -> None:
     """Drop the z3 terms built so far (smt.fresh_context: they belong to the old context)."""
     search_regex.cache_clear()
-    path_regex.cache_clear()
     _any.cache_clear()

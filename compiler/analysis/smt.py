@@ -37,7 +37,7 @@ from harnessc.runtime.model.semantics import OPERATORS, selects
 
 from . import regex
 from .concrete import BUILTINS, STRING, canonical
-from .regex import MAX_SEARCH_WIDTH, MAX_SMT_TEXT, path_regex, search_regex
+from .regex import MAX_SEARCH_WIDTH, MAX_SMT_TEXT, search_regex
 from .smt_session import SESSION_OLD, SOURCE, SessionEncoding
 from .smt_terms import Bool, Key, Registry, Term, VarInfo, conj, disj, negate, to_z3
 from .sources import SourceClasses
@@ -397,7 +397,8 @@ class Encoder(SessionEncoding):
     def string_domain(s: Any, name: str, field_: m.Field | None) -> list[Any]:
         out: list[Any] = []
         if name == "path":  # normalized: no empty segment, no trailing slash but the root's
-            out.append(z3.InRe(s, path_regex()))
+            out += [z3.Length(s) > 0, z3.Not(z3.Contains(s, z3.StringVal("//")))]
+            out.append(z3.Or(s == z3.StringVal("/"), z3.Not(z3.SuffixOf(z3.StringVal("/"), s))))
         if field_ is not None:
             if field_.pattern is not None:
                 regex = search_regex(field_.pattern)
