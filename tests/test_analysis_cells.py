@@ -28,7 +28,7 @@ tool t {
   risk medium
   input {
     s: string?, e: enum("a", "b", "c"), n: int?, b: bool?, p: path
-    d: string default "x", k: int default 5
+    d: string default "x", k: int default 5, m: int? min 2 max 9, w: int min -3 max 0
   }
 }
 """
@@ -71,6 +71,12 @@ ATOMS = (
     "task has stage",
     'args.z == "x"',
     'args.z != "y"',
+    "args.m > 5",
+    "args.m <= 2",
+    "args.m == 11",
+    "args has m",
+    "args.w < -1",
+    "args.w != 0",
 )
 
 

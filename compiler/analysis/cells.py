@@ -21,7 +21,8 @@ against literals:
   same for every call);
 
 for a tool whose risk and effects do not follow an operation, and fields without a pattern,
-bounds or nested fields. Anything else is solved by z3 (solve.py), which is then loaded.
+bounds (but an `int`'s) or nested fields. Anything else is solved by z3 (solve.py), which is
+then loaded.
 
 Each value then takes one of finitely many representatives that between them meet every cell
 of what the comparisons can tell apart: absent (when a call may lack it), each literal it is
@@ -92,6 +93,9 @@ class _Value:
     """Texts a `startswith` compares it with (a `within` base B adds B and B + "/")."""
     suffixes: list[str] = field(default_factory=list)
     """Texts an `endswith` compares it with."""
+    low: int | None = None
+    high: int | None = None
+    """The bounds of an `int` field (`min`, `max`)."""
     missing: bool = False
     """An argument the tool's schema does not have: absent from its calls, but present (as an
     untyped value, which is how z3 reads it) for the question whether a rule fires without it
@@ -132,14 +136,16 @@ class _Reads:
             f = next((g for g in self.tool.input.fields if g.name == key[1]), None)
             if f is None:  # absent from every call; present only as the absent question asks
                 return _Value(key, "untyped", False, missing=True)
-            if f.pattern is not None or f.min is not None or f.max is not None:
+            name = f.type.name
+            bounded = f.min is not None or f.max is not None
+            if f.pattern is not None or (bounded and name != "int"):
                 raise _Outside
             always = not f.type.optional or f.default is not None
-            name = f.type.name
             kind = {"string": "text", "url": "text", "path": "path"}.get(name, name)
             if kind not in ("text", "path", "enum", "int", "bool"):
                 raise _Outside
-            return _Value(key, kind, always, tuple(f.type.values))
+            low, high = _whole(f.min), _whole(f.max)
+            return _Value(key, kind, always, tuple(f.type.values), low=low, high=high)
         known = BUILTINS.get(key)
         if known is not None:
             type_, always = known
@@ -392,7 +398,14 @@ def _choices(v: _Value, pool: list[str]) -> list[Any]:
     elif v.kind == "bool":
         out += [False, True]
     elif v.kind == "int":
+        # within bounds, each cell the literals cut meets one of them, a literal's neighbour or
+        # a bound: the interval between two literals starts at the first one's successor, or
+        # at the lower bound
         near = {0} | {n + d for n in v.literals for d in (-1, 0, 1)}
+        near |= {b for b in (v.low, v.high) if b is not None}
+        near = {
+            n for n in near if (v.low is None or n >= v.low) and (v.high is None or n <= v.high)
+        }
         out += sorted(near, key=lambda n: (abs(n), n < 0))
     elif v.kind == "path":
         outside = next(
@@ -426,6 +439,15 @@ Choice = tuple[tuple[_Value, Any], ...]
 def _plain(value: Any) -> tuple[object, ...]:
     """A value as a key: its type and itself (`True` is not `1`), or absent."""
     return ("absent",) if value is ABSENT else (type(value).__name__, value)
+
+
+def _whole(bound: object) -> int | None:
+    """A field's bound as an integer; not one (a fraction): the partition is left to z3."""
+    if bound is None:
+        return None
+    if isinstance(bound, bool) or not isinstance(bound, int | float) or bound != int(bound):
+        raise _Outside
+    return int(bound)
 
 
 def _possible(choice: Choice) -> bool:
