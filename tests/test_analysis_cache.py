@@ -41,10 +41,10 @@ policy p {
   allow_1: allow ops.t1 when args.env == "staging"
   big: deny ops.* when args.n > 100 { reason "too many" }
   late: allow ops.t2 when args.env == "production" and args.n > 100
-  scratch: deny ops.t3 when args.ref startswith "tmp-" { reason "scratch refs" }
+  scratch: deny ops.t3 when args.ref matches "^tmp-" { reason "scratch refs" }
 }
 """
-"""Every partition but ops.t3's is answered without z3 (cells.py); a prefix needs z3."""
+"""Every partition but ops.t3's is answered without z3 (cells.py); a pattern needs z3."""
 
 
 @pytest.fixture

@@ -11,18 +11,26 @@ against literals:
 - an `int` by `==`, `!=`, `<`, `<=`, `>`, `>=` with integers;
 - a `bool` by `==`/`!=` with `true`/`false`, or alone;
 - a `path` by `within` a normalized absolute path other than `/`;
-- `args has f` for a field of the tool's input;
+- a text (`string`, `url`, a built-in) or a `path` compared with no other value, by
+  `startswith` and `endswith` with texts (for a path, texts with no `.`, `..` or empty segment
+  inside);
+- `args has f` for a field of the tool's input (an argument the schema lacks is absent, but
+  for the question whether a rule fires without it: an untyped value there), `resource has f`
+  (and the other roots of untyped values, and `actor`) for any f;
 - the tool's own `risk`, `effects`, `tags`, `packs`, `id` and `kind` against literals (the
   same for every call);
 
 for a tool whose risk and effects do not follow an operation, and fields without a pattern,
-bounds or nested fields. Anything else is solved by z3 (solve.py), which is then loaded.
+bounds (but an `int`'s) or nested fields. Anything else is solved by z3 (solve.py), which is
+then loaded.
 
 Each value then takes one of finitely many representatives that between them meet every cell
 of what the comparisons can tell apart: absent (when a call may lack it), each literal it is
 compared with, and enough fresh texts for every pattern of equality between the values compared
 with each other; for an integer, each literal and its two neighbours; for a path, each base and
-one path outside all of them. Values compared with each other form one group whose
+one path outside all of them; for a value compared by prefixes or suffixes, the texts it is
+compared with and, for each prefix a and suffix b of them, a + x + b for a character x that
+extends neither (`_affixed`). Values compared with each other form one group whose
 representatives are taken together; groups are independent. Every combination of the groups'
 representatives is a call, assembled as a z3 model's would be (assemble.py) and judged by the
 reference evaluator (concrete.py), so the meaning of a condition is the one every witness is
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +67,10 @@ value of a group against each comparison that reads it) before it is left to z3:
 of 2,500 comparisons of one argument, each naming its own value, made 6 million of them (a
 `check` of 110 s, where 5,000, past `MAX_CALLS`, went to z3 in 3 s)."""
 
+MAX_AFFIX = 200
+"""The longest text a `startswith`/`endswith` the procedure answers may compare with."""
+_FREE_CHARS = "xyzqjkw0123456789"
+
 _UNTYPED_ROOTS = ("actor", "resource", "task", "env", "call")
 _ORDER = ("<", "<=", ">", ">=")
 OUTSIDE_PATHS = ("/workspace/file.txt", "/")
@@ -76,6 +89,17 @@ class _Value:
     always: bool
     enum: tuple[str, ...] = ()
     literals: list[Any] = field(default_factory=list)
+    prefixes: list[str] = field(default_factory=list)
+    """Texts a `startswith` compares it with (a `within` base B adds B and B + "/")."""
+    suffixes: list[str] = field(default_factory=list)
+    """Texts an `endswith` compares it with."""
+    low: int | None = None
+    high: int | None = None
+    """The bounds of an `int` field (`min`, `max`)."""
+    missing: bool = False
+    """An argument the tool's schema does not have: absent from its calls, but present (as an
+    untyped value, which is how z3 reads it) for the question whether a rule fires without it
+    but would with it."""
 
 
 class _Reads:
@@ -110,14 +134,18 @@ class _Reads:
         root = key[0]
         if root == "args":
             f = next((g for g in self.tool.input.fields if g.name == key[1]), None)
-            if f is None or f.pattern is not None or f.min is not None or f.max is not None:
+            if f is None:  # absent from every call; present only as the absent question asks
+                return _Value(key, "untyped", False, missing=True)
+            name = f.type.name
+            bounded = f.min is not None or f.max is not None
+            if f.pattern is not None or (bounded and name != "int"):
                 raise _Outside
             always = not f.type.optional or f.default is not None
-            name = f.type.name
             kind = {"string": "text", "url": "text", "path": "path"}.get(name, name)
             if kind not in ("text", "path", "enum", "int", "bool"):
                 raise _Outside
-            return _Value(key, kind, always, tuple(f.type.values))
+            low, high = _whole(f.min), _whole(f.max)
+            return _Value(key, kind, always, tuple(f.type.values), low=low, high=high)
         known = BUILTINS.get(key)
         if known is not None:
             type_, always = known
@@ -156,12 +184,12 @@ class _Reads:
         if c.op == "has":
             if not (
                 isinstance(c.left, m.Path)
-                and c.left.root == "args"
+                and c.left.root in ("args", *_UNTYPED_ROOTS)
                 and not c.left.parts
                 and isinstance(c.right, m.EnumMember)
             ):
                 raise _Outside
-            self.value(m.Path(root="args", parts=(c.right.name,)))
+            self.value(m.Path(root=c.left.root, parts=(c.right.name,)))
             return
         v = self.value(c.left)
         if c.op == "in":
@@ -191,6 +219,17 @@ class _Reads:
             if not base.startswith("/"):
                 raise _Outside
             v.literals.append(base)
+        elif c.op in ("startswith", "endswith"):
+            if v.kind not in ("text", "path"):
+                raise _Outside
+            if not isinstance(c.right, m.Literal) or c.right.type != "string":
+                raise _Outside
+            text = c.right.value
+            if not isinstance(text, str) or len(text) > MAX_AFFIX:
+                raise _Outside
+            affixes = v.prefixes if c.op == "startswith" else v.suffixes
+            if text not in affixes:
+                affixes.append(text)
         else:
             raise _Outside
 
@@ -236,6 +275,18 @@ class _Reads:
         if word not in v.literals:
             v.literals.append(word)
 
+    def check_affixes(self) -> None:
+        """The values compared by `startswith`/`endswith` are ones `_affixed` answers exactly:
+        compared with no other value, and for a path with texts whose segments are normal (no
+        `.`, `..` or empty segment inside)."""
+        for v in self.values.values():
+            if not (v.prefixes or v.suffixes):
+                continue
+            if self.links.get(v.key):
+                raise _Outside
+            if v.kind == "path" and not all(_plain_segments(t) for t in _affix_texts(v)):
+                raise _Outside
+
     def groups(self) -> list[list[_Value]]:
         """The values, in groups of those compared with each other, in a fixed order."""
         seen: set[Key] = set()
@@ -268,6 +319,75 @@ def _fresh(group: list[_Value], taken: set[Any]) -> list[str]:
     return out
 
 
+def _affix_texts(v: _Value) -> list[str]:
+    """The texts that tell a value compared by `startswith` or `endswith` apart: the affixes,
+    the texts it is compared with by `==`/`in`, and for a path each `within` base B as B and
+    B + "/" (B itself, or a path starting with B + "/")."""
+    out = [*v.prefixes, *v.suffixes]
+    for w in v.literals:
+        if isinstance(w, str):
+            out += [w, w + "/"] if v.kind == "path" else [w]
+    return list(dict.fromkeys(out))
+
+
+def _plain_segments(text: str) -> bool:
+    """No empty segment inside the text and no `.` or `..` segment: every prefix and suffix of
+    it then extends to a normal path the way it does to a text."""
+    return "//" not in text and all(part not in (".", "..") for part in text.split("/"))
+
+
+def _is_path(text: str) -> bool:
+    """A path value as the analysis has them: normal, not empty, no trailing `/` but the root."""
+    return bool(text) and "//" not in text and posixpath.normpath(text) == text
+
+
+def _free(taken: set[str]) -> str:
+    """A character not in `taken` (never `/` or `.`), the same one for the same set."""
+    more = (chr(n) for n in range(0x100, 0x110000))
+    return next(c for c in itertools.chain(_FREE_CHARS, more) if c not in taken)
+
+
+def _trie(texts: list[str], ends: bool) -> dict[str, set[str]]:
+    """Each prefix of the texts (each suffix, when `ends`) and the characters that extend it
+    to a longer one (after it; before it, when `ends`)."""
+    out: dict[str, set[str]] = {}
+    for t in texts:
+        for i in range(len(t) + 1):
+            part = t[len(t) - i :] if ends else t[:i]
+            beside = t[len(t) - i - 1 : len(t) - i] if ends else t[i : i + 1]
+            out.setdefault(part, set())
+            if i < len(t):
+                out[part].add(beside)
+    return out
+
+
+def _affixed(v: _Value) -> list[str]:
+    """Representatives of a value compared by `startswith`/`endswith` that meet every cell of
+    those comparisons and of its equalities.
+
+    For a value s, let a be its longest prefix that is a prefix of one of the texts
+    (`_affix_texts`), b its longest suffix that is a suffix of one (the empty text on a side
+    with no comparison). s starts with a text's prefix P exactly when P is a prefix of a (a
+    longer P would make a longer such prefix of s), ends with a suffix S exactly when S is a
+    suffix of b, and equals a text only when it is that text. So unless s is one of the texts,
+    it is in the cell of a + x + b for a character x that extends neither a (after it) nor b
+    (before it) — a + x + b has a and b as its own — and the representatives are the texts and
+    each a + x + b. For a path, the candidates that are not paths are dropped, and the root is
+    one: with texts of plain segments (`_plain_segments`) a + x + b is a normal path unless it
+    ends with `/`, which only the root among paths does.
+    """
+    texts = _affix_texts(v)
+    after = _trie(texts, False) if v.prefixes else {"": set()}
+    before = _trie(texts, True) if v.suffixes else {"": set()}
+    out = list(texts)
+    for a in sorted(after):
+        for b in sorted(before):
+            out.append(a + _free(after[a] | before[b]) + b)
+    if v.kind == "path":
+        out = [c for c in ["/", *out] if _is_path(c)]
+    return list(dict.fromkeys(out))
+
+
 def _choices(v: _Value, pool: list[str]) -> list[Any]:
     """The representatives of one value, the plainest first (absent, then fresh values)."""
     out: list[Any] = [] if v.always else [ABSENT]
@@ -278,13 +398,22 @@ def _choices(v: _Value, pool: list[str]) -> list[Any]:
     elif v.kind == "bool":
         out += [False, True]
     elif v.kind == "int":
+        # within bounds, each cell the literals cut meets one of them, a literal's neighbour or
+        # a bound: the interval between two literals starts at the first one's successor, or
+        # at the lower bound
         near = {0} | {n + d for n in v.literals for d in (-1, 0, 1)}
+        near |= {b for b in (v.low, v.high) if b is not None}
+        near = {
+            n for n in near if (v.low is None or n >= v.low) and (v.high is None or n <= v.high)
+        }
         out += sorted(near, key=lambda n: (abs(n), n < 0))
     elif v.kind == "path":
         outside = next(
             p for p in OUTSIDE_PATHS if not any(p == b or p.startswith(b + "/") for b in v.literals)
         )
         out += [outside, *v.literals]
+    if v.prefixes or v.suffixes:
+        out += [c for c in _affixed(v) if c not in out]
     return out
 
 
@@ -305,6 +434,27 @@ def _set(reading: Reading, v: _Value, value: Any) -> None:
 
 Choice = tuple[tuple[_Value, Any], ...]
 """A value for each member of a group."""
+
+
+def _plain(value: Any) -> tuple[object, ...]:
+    """A value as a key: its type and itself (`True` is not `1`), or absent."""
+    return ("absent",) if value is ABSENT else (type(value).__name__, value)
+
+
+def _whole(bound: object) -> int | None:
+    """A field's bound as an integer; not one (a fraction): the partition is left to z3."""
+    if bound is None:
+        return None
+    if isinstance(bound, bool) or not isinstance(bound, int | float) or bound != int(bound):
+        raise _Outside
+    return int(bound)
+
+
+def _possible(choice: Choice) -> bool:
+    """Whether a call may have these values: one the tool's schema lacks is absent."""
+    return all(value is ABSENT for v, value in choice if v.missing)
+
+
 Combination = tuple[Choice, ...]
 """A choice for each group."""
 Rows = list[tuple[Combination, tuple[bool, ...]]]
@@ -313,8 +463,16 @@ Rows = list[tuple[Combination, tuple[bool, ...]]]
 class _Partition:
     """The groups' representatives, and which rules each combination of them matches."""
 
-    def __init__(self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], reads: _Reads) -> None:
+    def __init__(
+        self,
+        spec: m.Spec,
+        tool: m.Tool,
+        rules: Sequence[m.Rule],
+        reads: _Reads,
+        shared: dict[Any, list[int]],
+    ) -> None:
         self.spec, self.tool, self.rules = spec, tool, rules
+        self.shared = shared
         self.groups = reads.groups()
         where = {v.key: g for g, group in enumerate(self.groups) for v in group}
         taken = {w for group in self.groups for v in group for w in v.literals}
@@ -343,16 +501,30 @@ class _Partition:
         self.questions = 0
 
     def distinct(self, g: int, atoms: list[m.Condition]) -> list[Choice]:
-        """The group's representatives that some comparison tells apart, the first of each."""
-        seen: set[tuple[bool, ...]] = set()
-        out: list[Choice] = []
-        for choice in self.raw[g]:
-            call = self.call((choice,))
-            truth = tuple(holds_for(self.spec, atom, call) for atom in atoms)
-            if truth not in seen:
-                seen.add(truth)
-                out.append(choice)
-        return out
+        """The group's representatives that some comparison tells apart, the first of each.
+
+        Which they are depends only on the group's values, their choices and the comparisons
+        (each reads only the group's values), so another partition of the same policy with
+        the same ones reuses them (`shared`)."""
+        group = self.groups[g]
+        key = (
+            tuple((v.key, v.kind, v.always, v.enum, v.missing) for v in group),
+            tuple(tuple(_plain(value) for _, value in choice) for choice in self.raw[g]),
+            tuple(id(atom) for atom in atoms),
+        )
+        found = self.shared.get(key)
+        if found is None:
+            seen: set[tuple[bool, ...]] = set()
+            found = self.shared[key] = []
+            for n, choice in enumerate(self.raw[g]):
+                if not _possible(choice):
+                    continue
+                call = self.call((choice,))
+                truth = tuple(holds_for(self.spec, atom, call) for atom in atoms)
+                if truth not in seen:
+                    seen.add(truth)
+                    found.append(n)
+        return [self.raw[g][n] for n in found]
 
     def size(self) -> int:
         """How many combinations the table goes through."""
@@ -368,6 +540,10 @@ class _Partition:
                 for v, value in choice:
                     _set(reading, v, value)
             found = self.calls[key] = Assembler(self.spec, self.tool, reading, set()).call()
+            for choice in combination:  # the schema leaves them out; the evaluator reads them
+                for v, value in choice:
+                    if v.missing and value is not ABSENT:
+                        found.args[v.key[1]] = value
         return found
 
     def matches(self, p: int, combination: Combination) -> bool:
@@ -383,15 +559,48 @@ class _Partition:
         return found
 
     def table(self) -> Rows:
-        """The first combination of each distinct pattern of matches, in order."""
+        """The first combination of each distinct pattern of matches, in order.
+
+        The rows of going through every combination in order (`itertools.product`), found
+        group by group: of the combinations of the first groups' choices, only the first of
+        each `signature` goes on — two with one signature end in the same patterns whatever
+        the other groups' choices, and the first of them ends in each pattern first, so the
+        first combination of each pattern is still the one kept, and they come in order. The
+        signature says for each rule that reads a group chosen so far what `decided` says."""
+        readers: list[list[int]] = [[] for _ in self.reps]
+        for p, groups in enumerate(self.rule_groups):
+            for g in groups or ():
+                readers[g].append(p)
+        partial: list[tuple[tuple[Choice, ...], tuple[object, ...]]] = [
+            ((), (None,) * len(self.rules))
+        ]
+        for g, options in enumerate(self.reps):
+            kept: dict[tuple[object, ...], tuple[Choice, ...]] = {}
+            for start, before in partial:
+                for choice in options:
+                    combination = (*start, choice)
+                    signature = list(before)
+                    for p in readers[g]:
+                        signature[p] = self.decided(p, combination, g)
+                    kept.setdefault(tuple(signature), combination)
+            partial = [(combination, signature) for signature, combination in kept.items()]
         seen: set[tuple[bool, ...]] = set()
         rows: Rows = []
-        for combination in itertools.product(*self.reps):
+        for combination, _ in partial:
             matched = tuple(self.matches(p, combination) for p in range(len(self.rules)))
             if matched not in seen:
                 seen.add(matched)
                 rows.append((combination, matched))
         return rows
+
+    def decided(self, p: int, combination: Combination, last: int) -> object:
+        """What the choices of groups 0 to `last` decide of rule p, which reads group `last`:
+        whether it matches when it reads no later group, else which choices of its groups
+        were taken so far (the `signature` of `table`, rule by rule)."""
+        groups = self.rule_groups[p] or ()
+        if groups[-1] <= last:
+            return self.matches(p, combination)
+        return tuple(id(combination[g]) for g in groups if g <= last)
 
     def first(self, rows: Rows, yes: Sequence[int], no: Sequence[int]) -> Example | None:
         """The first call that the rules at `yes` all match and those at `no` all miss."""
@@ -409,7 +618,7 @@ class _Partition:
         options: list[list[Choice]] = [list(r) for r in self.reps]
         for choice in self.raw[where]:
             fixed = {v.key: value for v, value in choice}
-            if fixed[key] is not ABSENT:
+            if fixed[key] is not ABSENT or not _possible(choice):
                 continue
             present = [
                 c
@@ -419,7 +628,11 @@ class _Partition:
                 )
             ]
             options[where] = [choice]
-            for combination in itertools.product(*options):
+            # rule p reads only its groups: the first combination that meets what is asked
+            # has each other group's first choice
+            reads = self.rule_groups[p] or ()
+            narrowed = [o if g in reads else o[:1] for g, o in enumerate(options)]
+            for combination in itertools.product(*narrowed):
                 if self.matches(p, combination):
                     continue
                 for other in present:
@@ -438,9 +651,11 @@ def solve_simply(
     rules: Sequence[m.Rule],
     absent_keys: Sequence[Sequence[Key]],
     wants_default: bool,
+    shared: dict[Any, list[int]] | None = None,
 ) -> Answers | None:
     """The partition's answers as `solve.solve_partition` gives them, or None when it is not
-    simple (module docstring)."""
+    simple (module docstring). `shared`: what the partitions of one policy's rules (the same
+    rule objects) may reuse of each other's work, kept by the caller for as long as them."""
     reads = _Reads(tool)
     selected: list[bool] = []
     reading: list[set[Key] | None] = []
@@ -459,10 +674,11 @@ def solve_simply(
                 for key in keys:
                     if key not in reads.values:
                         raise _Outside
+        reads.check_affixes()
     except _Outside:
         return None
     try:
-        part = _Partition(spec, tool, rules, reads)
+        part = _Partition(spec, tool, rules, reads, {} if shared is None else shared)
     except _Outside:
         return None
     if part.size() > MAX_CALLS:

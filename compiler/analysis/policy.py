@@ -330,6 +330,8 @@ class _PolicyAnalyser:
         """Re-judgements by example (`verify`); the examples live as long as the cache."""
         self.equals: dict[int, set[int]] = {}
         self.undecided: dict[int | None, list[Undecided]] = {}
+        self.shared: dict[Any, list[int]] = {}
+        """What the partitions answered without z3 share (cells.py `solve_simply`)."""
 
     # =========================================================================================
 
@@ -363,7 +365,7 @@ class _PolicyAnalyser:
         if found is not None:
             return found
         absent = [[k for k in self.reads[i] if _may_be_absent(tool, k)] for i in indices]
-        simple = solve_simply(self.spec, tool, rules, absent, wants_default)
+        simple = solve_simply(self.spec, tool, rules, absent, wants_default, self.shared)
         if simple is not None:
             self.analysis.decided += simple.decided
             return self.cache.put(key, simple)
