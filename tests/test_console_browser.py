@@ -221,6 +221,13 @@ def test_an_operator_drives_the_remediation_example_from_the_console(
                 time.sleep(0.3)
                 continue
             gate = gates.first.locator("h3").first.inner_text().removeprefix("Gate ")
+            asked = None
+            if gate.endswith(".approval"):  # a call's gate shows the call, as a request does
+                call = gates.first.locator("dl.call")
+                assert "Arguments" in call.inner_text() and "Request" in call.inner_text()
+                assert gates.first.locator("div.review").count() == 1
+                asked = call.locator("dd code").last.inner_text()
+                assert asked in page.request.get(f"{url}/api/pending").json()["pending"]
             confirm(gates.first.locator("button:has-text('approve')"))
             page.wait_for_selector("p.message")
             assert "accepted" in page.inner_text("p.message"), page.inner_text("main")
@@ -230,6 +237,14 @@ def test_an_operator_drives_the_remediation_example_from_the_console(
                 180,
                 f"the app to see {gate} decided",
             )
+            if asked is not None and gate == "scan.approval":  # the run goes on: look now
+                until(
+                    lambda a=asked: (
+                        a not in page.request.get(f"{url}/api/pending").json()["pending"]
+                    ),
+                    120,
+                    f"the request {asked} of the decided gate to close",
+                )
         assert decided == ["scan.approval", "review", "deploy.approval"], decided
     assert ended(app, 120) == 0, output(app)[-3000:]
     out = output(app)
