@@ -26,7 +26,9 @@ SPEC = ROOT / "tests" / "fixtures" / "paths_under_load.harness"
 BURN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
 
 
-def _lint(tmp_path: Path, name: str, extra: dict[str, str] | None = None) -> tuple[int, str, str]:
+def _lint(
+    tmp_path: Path, name: str, extra: dict[str, str] | None = None, spec: Path = SPEC
+) -> tuple[int, str, str]:
     env = {
         **os.environ,
         "HARNESSC_CACHE_DIR": str(tmp_path / name),  # an empty cache: every question is asked
@@ -36,7 +38,7 @@ def _lint(tmp_path: Path, name: str, extra: dict[str, str] | None = None) -> tup
         **(extra or {}),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "harnessc.compiler", "lint", "--format", "json", str(SPEC)],
+        [sys.executable, "-m", "harnessc.compiler", "lint", "--format", "json", str(spec)],
         capture_output=True,
         text=True,
         env=env,
@@ -74,9 +76,29 @@ def test_the_findings_are_the_same_beside_busy_processes(tmp_path: Path) -> None
     assert _findings(out) == alone
 
 
+def _large_spec(n: int) -> str:
+    """N tools, each with an ALLOW over a path prefix and the actor's role: a lint of some
+    seconds at 3,000 tools on any machine (parsing, resolving and analysing grow with N), so
+    a limit of half a second always falls inside it, however fast the analysis becomes."""
+    tools = [
+        f'tool g{i // 10}.t{i} {{\n  summary "Tool {i}."\n  effects write\n  risk high\n'
+        "  input {\n    path: path\n  }\n}\n"
+        for i in range(n)
+    ]
+    rules = [
+        f'  r{i}: allow g{i // 10}.t{i} when args.path startswith "/repo/{i}/" '
+        'and actor.role == "dev"\n'
+        for i in range(n)
+    ]
+    return "".join(tools) + "policy p {\n  default deny\n" + "".join(rules) + "}\n"
+
+
 def test_the_wall_clock_aborts_the_command_with_its_own_status(tmp_path: Path) -> None:
+    spec = tmp_path / "large.harness"
+    spec.write_text(_large_spec(3000))
     start = time.monotonic()
-    code, out, err = _lint(tmp_path, "abort", {TIMEOUT_VARIABLE: "0.5", RLIMIT_VARIABLE: "0"})
+    limits = {TIMEOUT_VARIABLE: "0.5", RLIMIT_VARIABLE: "0"}
+    code, out, err = _lint(tmp_path, "abort", limits, spec=spec)
     assert code == EXIT_TIMEOUT == 124
     assert time.monotonic() - start < 60
     assert out == ""  # nothing it found: no finding, and no partial report
