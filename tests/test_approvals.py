@@ -283,6 +283,48 @@ def test_a_class_grant_covers_its_class_inside_the_rule_scope(remediation: Spec)
     assert decision.rule == "remediation.ci_release" and found is None
 
 
+def test_no_reader_sees_a_denied_request_whose_call_still_waits(
+    shell_spec: Spec, tmp_path: Path
+) -> None:
+    """An operator's process denies a request: the answer, the denial and the cancelled call
+    reach the log together, so an agent polling it (another process) that sees the request
+    denied finds its call cancelled, never still waiting for a person."""
+    with SQLiteStore(tmp_path / "e.db") as agent_store:
+        agent = Harness(shell_spec, store=agent_store)
+        s = agent.session("a", actor={"user": "u-1"}, task="t-1")
+        call = frozen(s.normalize("shell.run", "call-1", BASE_ARGS))
+        request = s.request_approval(call)
+        seen: list[tuple[str | None, str | None]] = []
+
+        def as_a_reader_sees_it() -> None:
+            answer = state = None
+            with SQLiteStore(tmp_path / "e.db") as reader:
+                for e in reader.read():
+                    if e.type == "approval.resolved":
+                        answer = e.payload["outcome"]
+                    elif e.type == "action.transition" and e.payload["tool_call_id"] == "call-1":
+                        state = e.payload["to"]
+            seen.append((answer, state))
+
+        with SQLiteStore(tmp_path / "e.db") as operator_store:
+            for name in ("append", "append_many"):
+                write = getattr(operator_store, name)
+
+                def observed(*args: Any, _write: Any = write, **kwargs: Any) -> Any:
+                    done = _write(*args, **kwargs)
+                    as_a_reader_sees_it()
+                    return done
+
+                setattr(operator_store, name, observed)
+            operator = Harness(shell_spec, store=operator_store)
+            operator.deny(request.request_id, by=OPS, reason="not during the incident")
+        assert seen and seen[-1] == ("rejected", "CANCELLED"), seen
+        assert all(state == "CANCELLED" for answer, state in seen if answer == "rejected"), seen
+        result = s.invoke(call)
+        assert not result.ran and result.error_category == "cancelled", result.error
+        assert s.task["denials"][0]["reason"] == "not during the incident"
+
+
 def test_an_approver_without_the_secret_values_approves_the_request_as_recorded(
     shell_spec: Spec, tmp_path: Path
 ) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "restore_actions",
     "settle_actions",
     "take_up_calls",
+    "take_up_denials",
     "take_up_edits",
 ]
 
@@ -136,6 +137,14 @@ def take_up_calls(s: Session) -> None:
     )
 
 
+def take_up_denials(s: Session) -> None:
+    """The denials recorded in this session, in any process (`task.denials`): a person's
+    denial in an operator's process is the agent's task fact too."""
+    view = s.harness.projections.sessions.get(s.id)
+    if view is not None and len(view.denials) > len(s.task.get("denials") or ()):
+        s.task["denials"] = list(view.denials)
+
+
 def catch_up_session(s: Session, *, force: bool = False) -> None:
     """Before a call is decided: the session's stream as other processes left it
     (docs/runtime.md, "At most once across processes"). When another writer appended since
@@ -147,6 +156,7 @@ def catch_up_session(s: Session, *, force: bool = False) -> None:
     if changed:
         h.catch_up()
         take_up_calls(s)
+        take_up_denials(s)
     if changed or s.running_elsewhere:  # a lease may have ended since the last look
         settle_actions(s)
 

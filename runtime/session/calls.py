@@ -22,7 +22,7 @@ from ..log.events import NewEvent, PayloadTemplate, decision, format_time, hole,
 from ..log.store import defer_events, flush_deferred
 from ..model.canonical import NO_EXECUTION, CanonicalError, Execution, json_problem, json_string
 from ..model.ir import Tool
-from ._restore import RAN, adopt, catch_up_session, recorded_decision
+from ._restore import RAN, adopt, catch_up_session, recorded_decision, take_up_denials
 from .approvals import ApprovalError, ApprovalGrant, expiry_text
 from .executors import (
     BoundExecutor,
@@ -499,6 +499,7 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
         # it may not run here: perhaps an operator answered or edited it in another process
         known = set(s.harness.approvals.grants)
         s.harness.catch_up()
+        take_up_denials(s)
         superseded = superseded_result(s, pending, action)
         if superseded is not None:
             return superseded

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -552,10 +552,17 @@ class Session:
         return max(asked, key=lambda r: r.requested_at)
 
     def record_denial(
-        self, pending: PendingCall | ApprovalRequest, by: str | None, reason: str | None
+        self,
+        pending: PendingCall | ApprovalRequest,
+        by: str | None,
+        reason: str | None,
+        *,
+        answer: Callable[[Sequence[NewEvent]], object] | None = None,
     ) -> None:
         """A person's denial as a task fact (`task.denials`) and a `task.fact` event; the
-        action is cancelled. `pending` is the call, or the request that asked for it."""
+        action is cancelled. `pending` is the call, or the request that asked for it.
+        `answer` appends the events with the request's answer (`Harness.deny`), so that no
+        reader, in any process, sees the request denied and its call still waiting."""
         entry = {
             "tool_id": pending.tool_id,
             "tool_call_id": pending.tool_call_id,
@@ -563,17 +570,28 @@ class Session:
             "by": by,
             "reason": reason,
         }
-        denials = list(self.task.get("denials") or [])
-        denials.append(entry)
-        self.task["denials"] = denials
-        self._append(
-            "State",
-            "task.fact",
-            {"task_id": self.task_id, "fact": "denied", "value": entry},
-        )
+        events = [
+            NewEvent(
+                self.id,
+                "State",
+                "task.fact",
+                {"task_id": self.task_id, "fact": "denied", "value": entry},
+            )
+        ]
         action = self._actions.get(f"{pending.tool_call_id}:{pending.input_hash}")
+        target = None
         if action is not None and not action.terminal:
-            action.cancel(reason or "denied by a person")
+            target, cancelled = action.move(
+                ActionState.CANCELLED, reason=reason or "denied by a person"
+            )
+            events.append(cancelled)
+        if answer is None:
+            self.harness.store.append_many(events)
+        else:
+            answer(events)
+        self.task["denials"] = [*(self.task.get("denials") or []), entry]
+        if action is not None:
+            action.moved(target)
 
     def cancel_expired(self, request: ApprovalRequest) -> None:
         """Cancel the call of a request that expired without an answer (its action ends
