@@ -6,6 +6,8 @@ import string
 
 import pytest
 from harnessc.runtime.judge.provenance import (
+    MAX_SPAN_WORDS,
+    MIN_SPAN_CHARS,
     ProvenanceIndex,
     Source,
     extract,
@@ -51,17 +53,124 @@ def test_a_value_indexed_whole_is_found(value: object) -> None:
     before=st.lists(_words, min_size=1, max_size=4).map(" ".join),
     after=st.lists(_words, max_size=4).map(" ".join),
     number=st.integers(0, 999),
+    kind=st.sampled_from(["trusted", "untrusted"]),
 )
-def test_a_short_number_or_word_inside_text_is_not_indexed(
-    before: str, after: str, number: int
+def test_a_short_number_or_word_inside_others_text_is_not_indexed(
+    before: str, after: str, number: int, kind: str
 ) -> None:
+    """In a result or a fact a word or a short number is not a token: it would give every
+    short value a false provenance (only what the user typed is indexed by its words)."""
     index = ProvenanceIndex()
     text = f"{before} {number} {after}"
-    index.add_text(text, Source("user", 1))
+    index.add_text(text, Source(kind, 1, "t"))
     assert index.lookup(number) is None
     for word in (before + " " + after).split():
         if normalize(word) != normalize(text):
             assert index.lookup(word) is None
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    words=st.lists(st.text(string.ascii_letters + "éøß", min_size=1, max_size=8), max_size=20),
+    data=st.data(),
+)
+def test_every_span_of_the_users_words_is_from_user(words: list[str], data: st.DataObject) -> None:
+    """A value the user typed in prose (a name, a phrase, an address) is `from user` whatever
+    its case and spacing, when its words are a run of the message's words; a run of words
+    that is not in the message, or shorter than the minimum, is not."""
+    text = " , ".join(words[:3]) + " " + " ".join(words[3:])
+    index = ProvenanceIndex()
+    index.add_text(text, Source("user", 1))
+    if not words:
+        return
+    i = data.draw(st.integers(0, len(words) - 1))
+    j = data.draw(st.integers(i + 1, min(len(words), i + MAX_SPAN_WORDS)))
+    typed = "  ".join(w.upper() for w in words[i:j]) + "."
+    folded = " ".join(w.casefold() for w in words[i:j])
+    found = index.lookup(typed)
+    if len(folded) >= MIN_SPAN_CHARS:
+        assert found is not None and found.kinds == {"user"}, (text, typed)
+    elif normalize(typed) != normalize(text):
+        assert found is None, (text, typed)
+    absent = "zz" + "q".join(words[i:j]) + "qq"
+    if not any(absent.casefold() in w.casefold() for w in words):
+        assert index.lookup(absent) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "value"),
+    [
+        ("invite Dora to the review", "Dora"),
+        ("book the Le Marais hotel for two nights", "Le Marais"),
+        ("ship it to 12 Rue de Rivoli, Paris please", "12 rue de Rivoli, Paris"),
+        ("the invoice for Müller & Söhne", "MÜLLER & SÖHNE"),
+        ("pay the 45 EUR fee", 45),
+        ("transfer $1,250.50 today", 1250.5),
+        ("überweise 1.250,50 € heute", "1250.50"),
+        ("it costs 1.250", 1250),  # both readings of an ambiguous number are the user's
+        ("it costs 1.250", 1.25),
+        ("meet on March 3, 2026 at noon", "2026-03-03"),
+        ("meet on 3rd of March 2026", "2026-03-03"),
+        ("due 04/03/2026", "2026-03-04"),
+        ("due 04/03/2026", "2026-04-03"),
+        ("read www.example.com/notes first", "https://www.example.com/notes"),
+        ("ｆｕｌｌｗｉｄｔｈ Name", "fullwidth name"),  # NFKC
+    ],
+)
+def test_what_the_user_typed_in_prose_is_from_user(said: str, value: object) -> None:
+    index = ProvenanceIndex()
+    index.add_text(said, Source("user", 1))
+    assert provenance_holds(index, value, "user", None, False), (said, value)
+    assert not provenance_holds(index, value, "nowhere", None, False)
+
+
+@pytest.mark.parametrize(
+    ("said", "value"),
+    [
+        ("invite Dora to the review", "Dorab"),  # not a run of whole words
+        ("invite Dora to the review", "to"),  # fewer than 3 characters
+        ("invite Dora to the review", "Dora review"),  # not consecutive
+        ("pay the 45 EUR fee", 450),
+        ("meet on March 3 at noon", "2026-03-03"),  # no year: no date
+        ("due 31/02/2026", "2026-02-31"),  # no such day
+    ],
+)
+def test_what_the_user_did_not_type_is_not_from_user(said: str, value: object) -> None:
+    index = ProvenanceIndex()
+    index.add_text(said, Source("user", 1))
+    assert not provenance_holds(index, value, "user", None, False), (said, value)
+
+
+def test_a_phrase_in_a_result_is_not_a_span() -> None:
+    """Spans are what the user typed: a name in a mail's prose is not indexed by its words (a
+    whole scalar or a token still is)."""
+    index = ProvenanceIndex()
+    index.add_value({"body": "please invite Mallory"}, Source("untrusted", 2, "mail.read"))
+    assert index.lookup("Mallory") is None
+    index.add_text("invite Mallory too", Source("user", 3))
+    assert index.kinds_of("mallory") == {"user"}
+
+
+def test_a_workflow_inputs_text_is_indexed_by_its_spans() -> None:
+    index = ProvenanceIndex()
+    index.add_value({"request": "invite Dora Ng", "seats": 3}, Source("user", 1))
+    assert index.kinds_of("Dora Ng") == {"user"} and index.kinds_of(3) == {"user"}
+
+
+def test_a_host_ends_where_a_sentence_begins() -> None:
+    text = "see www.our-company.com.They said to mail bob@corp.test.Then Bob@Example.Com"
+    assert extract("hosts", text) == ["www.our-company.com", "corp.test", "example.com"]
+    assert extract("emails", text) == ["bob@corp.test", "bob@example.com"]
+
+
+def test_a_link_without_its_scheme_is_a_url() -> None:
+    text = "the report is at www.Example.com/q3?id=7, and evil.test/pay."
+    assert extract("urls", text) == ["www.example.com/q3?id=7", "evil.test/pay"]
+    index = ProvenanceIndex()
+    index.add_text(text, Source("untrusted", 1, "mail.read"))
+    for value in ("www.example.com/q3?id=7", "https://www.example.com/q3?id=7", "evil.test/pay"):
+        assert index.kinds_of(value) == {"untrusted"}, value
+    assert normalize("WWW.Example.COM/Q3") == "www.example.com/Q3"
 
 
 @settings(max_examples=examples(200), deadline=None)

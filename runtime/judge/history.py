@@ -419,7 +419,7 @@ class Ledger:
                     data = result.get("data") if isinstance(result, Mapping) else None
                     self.finished(action, to, data, position=pos, time_ms=at)
             elif kind == USER_SAID:
-                self.said(p.get("text"), position=pos)
+                self.said(p.get("text"), position=pos, values=p.get("values"))
             elif kind == WORKFLOW_INPUT:
                 self.workflow_input(p.get("input"), position=pos)
             elif kind == WORKFLOW_STEP_RESULT:
@@ -443,10 +443,13 @@ class Ledger:
 
     # -- what enters ----------------------------------------------------------------------------
 
-    def said(self, text: Any, *, position: int) -> None:
-        """A user message: its whole text and its tokens, of kind `user`."""
+    def said(self, text: Any, *, position: int, values: Any = None) -> None:
+        """A user message: its whole text, its tokens and its spans, and the values the
+        application extracted from it, of kind `user`."""
         if isinstance(text, str):
             self.index.add_text(text, Source("user", position))
+        if values is not None:
+            self.index.add_value(values, Source("user", position))
 
     def workflow_input(self, value: Any, *, position: int) -> None:
         """A workflow run's input, of kind `user`."""

@@ -4,8 +4,11 @@ A session's sources are the user's messages, the results its calls produced, its
 workflow's input (design: docs/runtime.md, "Session-aware policy"). Each source is indexed once,
 when it enters: every scalar of a structured value whole, and inside text the identifier-like
 tokens (e-mail addresses, URLs and their hosts, domain names, IBAN-like strings, id-like tokens,
-numbers with at least 4 digits, quoted strings). Deciding a call then costs one dict lookup per
-argument value: the argument is normalised by the same function (`normalize`) and looked up.
+numbers with at least 4 digits, quoted strings). What the user typed is indexed further, as
+what a person types names things in prose: every token-bounded span of its words (names, phrases,
+an address), every number and amount in the common formats, every date (`spans`). Deciding a call
+then costs one or two dict lookups per argument value: the argument is normalised by the same
+functions (`normalize`, `span_key`) and looked up.
 
 >>> index = ProvenanceIndex()
 >>> index.add_text("please pay DE89 3704 0044 0532 0130 00 today", Source("user", 3))
@@ -15,6 +18,11 @@ frozenset({'user'})
 True
 >>> extract("hosts", "see https://Docs.Example.com/a and mail bob@corp.test")
 ['docs.example.com', 'corp.test']
+>>> index.add_text("book the Le Marais hotel for 3 nights", Source("user", 4))
+>>> index.kinds_of("le  Marais"), index.kinds_of(3), index.kinds_of("Marais hotel for")
+(frozenset({'user'}), frozenset({'user'}), frozenset({'user'}))
+>>> index.lookup("3 n") is None  # fewer than 3 characters of a word span: no provenance
+True
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -37,16 +46,23 @@ __all__ = [
     "extract",
     "normalize",
     "provenance_holds",
+    "span_key",
+    "spans",
     "tokens",
 ]
 
 KIND_BITS: dict[str, int] = {"user": 1, "trusted": 2, "untrusted": 4}
 """A source kind as a bit, so an index entry holds its kinds as one small integer."""
 _KIND_OF_BIT = {bit: kind for kind, bit in KIND_BITS.items()}
+_USER = KIND_BITS["user"]
 
 _MIN_NUMBER_DIGITS = 4
 _MIN_ID = 6
 _MAX_QUOTED = 200
+MIN_SPAN_CHARS = 3
+"""A span of the user's words shorter than this (spaces included) carries no provenance."""
+MAX_SPAN_WORDS = 12
+"""The longest span of the user's words indexed: a name, a title, a street address."""
 
 # -- the kinds of token, each a pattern matched both whole (an argument, a scalar) and inside text
 _EMAIL = r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}"
@@ -57,6 +73,11 @@ _HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,}"
 _IBAN = r"[A-Z]{2}[0-9]{2}(?:[A-Z0-9]{10,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,4})?)"
 _NUMBER = r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?"
 _ID = r"[A-Za-z0-9][A-Za-z0-9_-]*[A-Za-z0-9]"
+# a link written without its scheme: a host, `/`, and the rest (`www.example.com/x`)
+_BARE = _HOST + r"/[^\s<>\"'`]*"
+# inside prose, `www.acme.com.They`: a host whose last label is capitalised after a lower-case
+# TLD ends at that TLD, where a sentence begins
+_SENTENCE_AFTER_HOST = re.compile(r"(?:(?<=[.@])|^)([a-z]{2,})\.[A-Z][a-z]+$")
 
 _WHOLE = {
     "email": re.compile(_EMAIL),
@@ -64,17 +85,20 @@ _WHOLE = {
     "iban": re.compile(_IBAN),
     "number": re.compile("-?(?:" + _NUMBER + ")"),
     "host": re.compile(_HOST),
+    "bare": re.compile(_BARE),
 }
 _NUMBER_WHOLE = _WHOLE["number"].fullmatch
 _EMAIL_WHOLE = _WHOLE["email"].fullmatch
 _URL_WHOLE = _WHOLE["url"].fullmatch
 _HOST_WHOLE = _WHOLE["host"].fullmatch
 _IBAN_WHOLE = _WHOLE["iban"].fullmatch
+_BARE_WHOLE = _WHOLE["bare"].fullmatch
 # one scan over a text: the leftmost token wins, the longer kinds tried first
 _SCAN = re.compile(
     r"(?<![\w@.+-])(?:"
     f"(?P<url>{_URL})|(?P<email>{_EMAIL})|(?P<iban>{_IBAN})(?![A-Za-z0-9])|"
-    f"(?P<host>{_HOST})(?![\\w-])|(?P<number>{_NUMBER})(?![\\w.]?[0-9A-Za-z_])|"
+    f"(?P<host>{_HOST})(?:(?P<path>/[^\\s<>\"'`]*)|(?![\\w-]))|"
+    f"(?P<number>{_NUMBER})(?![\\w.]?[0-9A-Za-z_])|"
     f"(?P<id>{_ID})(?![\\w-])"
     r")"
 )
@@ -143,8 +167,12 @@ def normalize(value: Any) -> str | None:
             return _url_text(text)
         if len(text) >= 14 and "A" <= first <= "Z" and _IBAN_WHOLE(text):
             return text.replace(" ", "")
-        if "." in text and _HOST_WHOLE(text):
-            return text.lower()
+        if "." in text:
+            if _HOST_WHOLE(text):
+                return text.lower()
+            if "/" in text and _BARE_WHOLE(text):
+                host, _, rest = text.partition("/")
+                return f"{host.lower()}/{rest}"
         return text
     if cls is int:
         return str(value)
@@ -176,12 +204,19 @@ def tokens(text: str) -> Iterator[tuple[str, str]]:
             if host:
                 yield "host", host
         elif kind == "email":
+            raw = _SENTENCE_AFTER_HOST.sub(r"\1", raw)
             yield "email", raw.lower()
             yield "host", raw.rpartition("@")[2].lower()
         elif kind == "iban":
             yield "iban", raw.replace(" ", "")
-        elif kind == "host":
-            yield "host", raw.lower()
+        elif kind == "host" or kind == "path":  # a host, or a link without its scheme
+            host = match.group("host")
+            if kind == "path":
+                path = match.group("path").rstrip(_URL_TAIL)
+                yield "url", f"{host.lower()}{path}"
+            else:
+                host = _SENTENCE_AFTER_HOST.sub(r"\1", host)
+            yield "host", host.lower()
         elif kind == "number":
             number = _number_text(raw)
             if number is not None and sum(c.isdigit() for c in number) >= _MIN_NUMBER_DIGITS:
@@ -199,6 +234,140 @@ def _id_like(raw: str) -> bool:
     if "-" in raw or "_" in raw:
         return True
     return any(c.isdigit() for c in raw) and any(c.isalpha() for c in raw)
+
+
+# -- what the user typed: spans of words, numbers and amounts, dates -----------------------------
+
+# a word: letters and digits, joined inside by an apostrophe, `.`, `-`, `&` or `/` (`o'neil`,
+# `st.-denis`, `2026-03-03`, `www.example.com/x`); whatever else stands between words separates
+_WORD = re.compile(r"\w+(?:['’.&/-]\w+)*")
+# a number as people write it: digits, perhaps grouped by `,` or `.` and with a decimal part
+_AMOUNT = re.compile(r"(?<![\w.,])\d(?:[\d.,]*\d)?(?![\w]|[.,]\d)")
+_US_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+_EU_NUMBER = re.compile(r"\d{1,3}(?:\.\d{3})+(?:,\d+)?|\d+(?:,\d+)?")
+_MONTHS = {
+    name: n
+    for n, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "(?P<{}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<{}>\d{{1,2}})(?:st|nd|rd|th)?"
+_DATES = re.compile(
+    r"(?<!\w)(?:"
+    r"(?P<a>\d{1,2})[/.](?P<b>\d{1,2})[/.](?P<y1>\d{4})"  # 3/4/2026: both readings
+    rf"|{_DAY.format('d2')}(?: of)? {_MONTH.format('m2')},? (?P<y2>\d{{4}})"  # 3 march 2026
+    rf"|{_MONTH.format('m3')} {_DAY.format('d3')},? (?P<y3>\d{{4}})"  # march 3, 2026
+    r")(?!\w)"
+)
+
+
+def _folded(text: str) -> str:
+    """The one normalisation of the user's words: NFKC, case-folded."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _readings(raw: str) -> set[str]:
+    """The numbers a written number may be, as canonical decimal text: `1,250.50` and
+    `1.250,50` are both 1250.5; `1.250` is 1.25 or 1250 (both readings are the user's)."""
+    out = set()
+    if _US_NUMBER.fullmatch(raw):
+        out.add(_number_text(raw.replace(",", "")))
+    if _EU_NUMBER.fullmatch(raw):
+        out.add(_number_text(raw.replace(".", "").replace(",", ".")))
+    return {f"#{n}" for n in out if n is not None}
+
+
+def _iso(year: str, month: int | str, day: int | str) -> str | None:
+    try:
+        return date(int(year), int(month), int(day)).isoformat()
+    except ValueError:
+        return None
+
+
+def spans(text: str) -> Iterator[str]:
+    """The keys of what a user message names, besides its tokens: every span of 1 to
+    `MAX_SPAN_WORDS` consecutive words of at least `MIN_SPAN_CHARS` characters (words
+    case-folded, NFKC, joined by one space, the punctuation between them dropped), every number
+    in any common format (`#` and its canonical decimal text, each reading of an ambiguous one)
+    and every date written with its year (`2026-03-03`, each reading of `3/4/2026`).
+
+    >>> found = set(spans("Invite Dora Ng, 3/4/2026"))
+    >>> sorted(k for k in found if k[0] in "#2" or k.startswith("dora"))
+    ['#2026', '#3', '#4', '2026-03-04', '2026-04-03', 'dora', 'dora ng', 'dora ng 3/4/2026']
+    """
+    folded = _folded(text)
+    words = _WORD.findall(folded)
+    for i in range(len(words)):
+        span = ""
+        for word in words[i : i + MAX_SPAN_WORDS]:
+            span = f"{span} {word}" if span else word
+            if len(span) >= MIN_SPAN_CHARS:
+                yield span
+    for match in _AMOUNT.finditer(folded):
+        yield from _readings(match.group())
+    for match in _DATES.finditer(folded):
+        g = match.groupdict()
+        if g["y1"] is not None:
+            for day, month in ((g["a"], g["b"]), (g["b"], g["a"])):
+                iso = _iso(g["y1"], month, day)
+                if iso is not None:
+                    yield iso
+        else:
+            n = "2" if g["y2"] is not None else "3"
+            iso = _iso(g["y" + n], _MONTHS[g["m" + n]], g["d" + n])
+            if iso is not None:
+                yield iso
+
+
+def span_key(value: Any) -> str | None:
+    """The key an argument is looked up under among the spans of the user's messages: a
+    number (or a text that is one) as `#` and its canonical decimal text, any other text as
+    its words (as `spans` writes them); None for what carries no such provenance (fewer than
+    `MIN_SPAN_CHARS` characters, more than `MAX_SPAN_WORDS` words, not a text or number).
+
+    >>> span_key("  Le   Marais! "), span_key(1250.0), span_key("1,250"), span_key("ab")
+    ('le marais', '#1250', '#1250', None)
+    """
+    key = normalize(value)
+    return None if key is None else _span_key(value, key)
+
+
+def _span_key(value: Any, key: str) -> str | None:
+    """`span_key` of a value whose `normalize` is `key`."""
+    cls = value.__class__
+    if cls is int or cls is float:
+        return f"#{key}"
+    if key.isascii():
+        if key.isalnum():  # one word: the common case, without a regex
+            if key.isdigit():
+                return f"#{key}"
+            return key.lower() if len(key) >= MIN_SPAN_CHARS else None
+        folded = key.lower()
+    else:
+        folded = _folded(key)
+    if (key[0].isdigit() or key[0] == "-") and _NUMBER_WHOLE(key):
+        return f"#{key}"
+    words = _WORD.findall(folded)
+    if not words or len(words) > MAX_SPAN_WORDS:
+        return None
+    span = " ".join(words)
+    return span if len(span) >= MIN_SPAN_CHARS else None
 
 
 _EXTRACT_KINDS = {"urls": ("url",), "hosts": ("host",), "emails": ("email",)}
@@ -259,26 +428,30 @@ _NOT_INDEXED = frozenset({"[REDACTED]"})
 
 
 class ProvenanceIndex:
-    """A session's index: normalised value → `Origin`. Sources are added once (`add_text`,
-    `add_value`); `lookup` is one `normalize` and one dict lookup."""
+    """A session's index: normalised value → `Origin`, and the spans of the user's messages
+    (`spans`) → `Origin`. Sources are added once (`add_text`, `add_value`);
+    `lookup` is one `normalize` and one dict lookup, and one `span_key` and one more lookup
+    once the user has said something."""
 
-    __slots__ = ("_last", "_version", "entries")
+    __slots__ = ("_last", "_version", "entries", "said")
 
     def __init__(self) -> None:
         self.entries: dict[str, Origin] = {}
+        self.said: dict[str, Origin] = {}
         # the last value looked up and its answer: a decision testing one argument against
         # several sources normalises it once (cleared whenever a source enters)
         self._version = 0
         self._last: tuple[Any, Origin | None, int] = (None, None, -1)
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.entries) + len(self.said)
 
-    def _put(self, key: str, source: Source) -> None:
+    def _put(self, key: str, source: Source, into: dict[str, Origin] | None = None) -> None:
         self._version += 1
-        found = self.entries.get(key)
+        entries = self.entries if into is None else into
+        found = entries.get(key)
         if found is None:
-            found = self.entries[key] = Origin()
+            found = entries[key] = Origin()
         elif found.sources and found.sources[-1] is source:
             return  # the same source names this value twice
         found.mask |= KIND_BITS[source.kind]
@@ -287,14 +460,20 @@ class ProvenanceIndex:
         found.sources.append(source)
 
     def add_text(self, text: str, source: Source) -> None:
-        """A text: its whole value and its tokens."""
+        """A text: its whole value and its tokens; a text of kind `user` its spans too."""
         key = normalize(text)
         if key is None or key in _NOT_INDEXED:
             return
         self._put(key, source)
         if len(key) >= _MIN_ID or not key.isalnum():
-            for _, token in tokens(text):
+            for kind, token in tokens(text):
                 self._put(token, source)
+                if kind == "url" and "://" not in token:  # a link written without its scheme
+                    self._put(f"https://{token}", source)
+                    self._put(f"http://{token}", source)
+        if source.kind == "user":
+            for span in spans(text):
+                self._put(span, source, self.said)
 
     def add_value(
         self,
@@ -303,9 +482,10 @@ class ProvenanceIndex:
         schema: Schema | Type | None = None,
         trust: Mapping[str, str] | None = None,
     ) -> None:
-        """A structured value (a result, a fact): every scalar whole, every text's tokens too.
-        With the schema of the value, a `secret` field is skipped and a field's declared
-        `trust` replaces the source's kind for the values under it."""
+        """A structured value (a result, a fact): every scalar whole, every text's tokens too
+        (and a text of kind `user` its spans; a number of kind `user` its span key). With the
+        schema of the value, a `secret` field is skipped and a field's declared `trust`
+        replaces the source's kind for the values under it."""
         for scalar, kind in scalars(value, fields_of(schema), source.kind):
             item = source if kind == source.kind else _with_kind(source, kind)
             if scalar.__class__ is str:
@@ -314,20 +494,40 @@ class ProvenanceIndex:
                 key = normalize(scalar)
                 if key is not None:
                     self._put(key, item)
+                    if kind == "user":
+                        self._put(f"#{key}", item, self.said)
 
     def lookup(self, value: Any) -> Origin | None:
-        """The sources of a value (one normalisation, one dict lookup); None: nowhere."""
+        """The sources of a value: its normalised whole value among every source's values and
+        tokens, and its span key among the user's spans (the union of both)."""
         last, version = self._last, self._version
         if last[0] is value and last[2] == version:
             return last[1]
         key = normalize(value)
         found = None if key is None else self.entries.get(key)
+        # the user's spans, unless the value was found in what the user said already (a span
+        # is of kind `user` and carries no label: it would change nothing the policy reads)
+        if self.said and key is not None and (found is None or not found.mask & _USER):
+            span = _span_key(value, key)
+            typed = None if span is None else self.said.get(span)
+            if typed is not None:
+                found = typed if found is None else _union(found, typed)
         self._last = (value, found, version)
         return found
 
     def kinds_of(self, value: Any) -> frozenset[str]:
         found = self.lookup(value)
         return frozenset() if found is None else found.kinds
+
+
+def _union(a: Origin, b: Origin) -> Origin:
+    """The sources of a value found both whole and as a span of the user's words."""
+    if b.mask | a.mask == a.mask and all(s in a.sources for s in b.sources):
+        return a
+    known = set(map(id, a.sources))
+    merged = a.sources + [s for s in b.sources if id(s) not in known]
+    merged.sort(key=lambda s: s.position)
+    return Origin(a.mask | b.mask, a.labels | b.labels, merged)
 
 
 class IndexBefore:

@@ -229,12 +229,18 @@ class Session:
             expected_seq=0 if fresh else None,
         )
 
-    def user_said(self, text: str) -> None:
+    def user_said(self, text: str, *, values: Any = None) -> None:
         """Record a user message (a `user.said` event holding the text whole, so a harness
-        that resumes the session indexes it again): its values are from `user`."""
+        that resumes the session indexes it again): its values are from `user` (its tokens,
+        and the spans of its words: docs/runtime.md, "Session-aware policy"). `values`: what
+        the application extracted from it (names, amounts, dates: a JSON value), each scalar
+        `from user` as a whole."""
         if not isinstance(text, str):
             raise TypeError("a user message is a text")
-        self._append("Text", USER_SAID, {"text": text})
+        payload: dict[str, Any] = {"text": text}
+        if values is not None:
+            payload["values"] = jsonable(values)
+        self._append("Text", USER_SAID, payload)
 
     def update_facts(self, values: Mapping[str, Any]) -> None:
         """Change declared facts by name (a `facts.updated` event, replayed on resume): the
