@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+BUILTIN_ROOTS = frozenset({"actor", "task", "env", "resource", "tool", "args", "call"})
+"""The roots a condition's path may start with anywhere (`args.to`, `actor.role`)."""
 GLOBAL_KINDS = ("tool", "mcp", "fact", "connection", "runtime", "label")
 MODULE_KINDS = ("surface", "policy", "risk_table", "agent", "workflow", "skill", "test")
 LOCAL_KINDS = ("step", "operation", "subagent", "rule", "var")

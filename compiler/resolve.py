@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
-from harnessc.dsl.suggest import did_you_mean, suggest
+from harnessc.dsl.suggest import did_you_mean
 
-from .kinds import GLOBAL_KINDS, KIND_WORDS, MODULE_KINDS
+from .kinds import BUILTIN_ROOTS, GLOBAL_KINDS, KIND_WORDS, MODULE_KINDS
 from .modules import (
     STD_PREFIX,
     ImportBinding,
@@ -49,7 +49,6 @@ __all__ = [
     "resolve_program",
 ]
 
-BUILTIN_ROOTS = frozenset({"actor", "task", "env", "resource", "tool", "args", "call"})
 RESULT_ROOT = "result"
 # `input` is a root inside workflows; user facts may use none of these.
 RESERVED_FACT_ROOTS = BUILTIN_ROOTS | {"input", RESULT_ROOT}
@@ -168,6 +167,9 @@ class _Scope:
     """Quantifier variables bound here (`all x in …: <here>`)."""
     result: bool = False
     """Whether `result.*` may be read: inside a history term and in `on_success`."""
+    ended: dict[str, tuple[s.Quantified, str]] = field(default_factory=dict)
+    """Quantifiers whose body ended before here, in the same `and`/`or` (`all x in l: a and
+    <here>`), by variable, with the word that ended them: `x` here is a mistake to explain."""
 
 
 @dataclass
@@ -177,6 +179,13 @@ class _Usage:
     glob_prefixes: list[str] = field(default_factory=list)
     packs: set[str] = field(default_factory=set)
     kinds: set[str] = field(default_factory=set)
+
+
+def _closed(node: s.Quantified) -> bool:
+    """Whether a quantifier is written in parentheses: its body ends at the `)` (a variable
+    read after it is an unknown name, not a body cut short by `and`)."""
+    text = node.span.source.text
+    return text[node.span.end :].lstrip().startswith(")")
 
 
 class _Resolver(SessionNames, NameHelp):
@@ -755,8 +764,15 @@ class _Resolver(SessionNames, NameHelp):
 
     def visit_cond(self, scope: _Scope, cond: object) -> None:
         if isinstance(cond, s.And | s.Or):
+            word = "and" if isinstance(cond, s.And) else "or"
+            inner = scope
             for item in cond.items:
-                self.visit_cond(scope, item)
+                self.visit_cond(inner, item)
+                while isinstance(item, s.Not):
+                    item = item.item
+                if isinstance(item, s.Quantified) and not _closed(item):
+                    ended = {**inner.ended, item.var.text: (item, word)}
+                    inner = replace(inner, ended=ended)
         elif isinstance(cond, s.Not):
             self.visit_cond(scope, cond.item)
         elif isinstance(cond, s.Provenance):
@@ -841,9 +857,7 @@ class _Resolver(SessionNames, NameHelp):
                         f"`{text}` reads a result, but there is none here",
                         span,
                         "no result to read",
-                        help="`result.*` is read inside a history term (`count(t when result.ok)`, "
-                        "`sum(result.amount of t)`) and in `on_success`; a rule judges a call "
-                        "before it runs",
+                        help=self.result_help(text),
                     )
                 )
                 return False
@@ -868,6 +882,22 @@ class _Resolver(SessionNames, NameHelp):
         if not self.complete or self.poison.covers_global("fact", text):
             self.unresolved.append(span)
             return False
+        ended = scope.ended.get(first)
+        if ended is not None:
+            quantified, word = ended
+            bound = f"{quantified.quantifier} {first} in …"
+            self.report(
+                Diagnostic.make(
+                    "H201",
+                    f"`{first}` is bound only in the body of `{bound}`, which ends at `{word}`",
+                    span,
+                    "not bound here",
+                    secondary=[(quantified.var.span, "bound here, for one condition")],
+                    help=f"a quantifier's body is one condition: put the whole body in "
+                    f"parentheses, `{bound}: (… {word} …)`",
+                )
+            )
+            return False
         in_workflow = scope.steps is not None
         self.report(
             Diagnostic.make(
@@ -877,30 +907,10 @@ class _Resolver(SessionNames, NameHelp):
                 "not a built-in root, `input`, a step or a declared fact"
                 if in_workflow
                 else "not a built-in root or a declared fact",
-                help=self.path_help(scope, parts),
+                help=self.path_help(parts, scope.vars, scope.steps),
             )
         )
         return False
-
-    def path_help(self, scope: _Scope, parts: list[str]) -> str | None:
-        firsts = list(BUILTIN_ROOTS)
-        if scope.steps is not None:
-            firsts += ["input", *scope.steps]
-        best: tuple[int, str] | None = None
-        found = suggest(parts[0], firsts)
-        if found is not None:
-            best = (0, ".".join([found, *parts[1:]]))
-        for count in range(min(len(parts), self.fact_depth), 0, -1):
-            written = ".".join(parts[:count])
-            if count == 1 and "." not in written and best is not None:
-                break
-            fact = suggest(written, self.globals["fact"])
-            if fact is not None:
-                candidate = ".".join([fact, *parts[count:]])
-                if best is None or count > 1:
-                    best = (count, candidate)
-                break
-        return f"did you mean `{best[1]}`?" if best else None
 
     # -- unused imports ----------------------------------------------------------------------
 

@@ -6,14 +6,15 @@ reported.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.dsl.suggest import did_you_mean, suggest
 
-from .kinds import GLOBAL_KINDS, KIND_WORDS
+from .kinds import BUILTIN_ROOTS, GLOBAL_KINDS, KIND_WORDS
 from .modules import STD_PREFIX, Module, std_module_names
 
 if TYPE_CHECKING:
@@ -43,10 +44,11 @@ def unknown_mcp_server(server: str, span: Span, declared: Iterable[str]) -> Diag
 
 
 class NameHelp:
-    """The resolver's help lines for H201 and H207."""
+    """The resolver's help lines for H201, H207 and H209."""
 
     if TYPE_CHECKING:
         # what the help lines read of the resolver
+        fact_depth: int
         globals: dict[str, dict[str, Symbol]]
         scoped: dict[str, dict[str, dict[str, Symbol]]]
         poison: Poison
@@ -104,3 +106,68 @@ class NameHelp:
                     what = "tool ids" if kind == "tool" else f"{KIND_WORDS[kind]} names"
                     return f"{what} are global: write `{rest}`"
         return None
+
+    def result_help(self, text: str) -> str:
+        """H209's help: `args.NAME` when a tool takes an argument NAME (a rule's `result.path`
+        meant as the call's `args.path`), and where `result.*` is read."""
+        name = text.partition(".")[2].partition(".")[0]
+        where = (
+            "`result.*` is read inside a history term (`count(t when result.ok)`, "
+            "`sum(result.amount of t)`) and in `on_success`; a rule judges a call before it runs"
+        )
+        takes = sorted(
+            symbol.name
+            for symbol in self.globals["tool"].values()
+            if isinstance(symbol.node, s.Tool)
+            and any(
+                isinstance(item, s.SchemaAttr)
+                and item.key == "input"
+                and any(f.name.text == name for f in item.schema.fields)
+                for item in symbol.node.items
+            )
+        )
+        if not takes:
+            return where
+        which = f"`{takes[0]}`" + (f" and {len(takes) - 1} more" if len(takes) > 1 else "")
+        rest = text.partition(".")[2]
+        return f"did you mean `args.{rest}`, the call's argument (of {which})? {where}"
+
+    def path_help(
+        self,
+        parts: list[str],
+        vars: Mapping[str, Symbol],
+        steps: Mapping[str, Symbol] | None,
+    ) -> str | None:
+        """H201's help for an unknown path: a quantifier's variable, a root, a step or a
+        fact it may have meant."""
+        # inside a quantifier's body, an unknown word is most likely its variable mistyped
+        if vars:
+            near = suggest(parts[0], vars)
+            if near is None and len(vars) == 1 and suggest(parts[0], BUILTIN_ROOTS) is None:
+                near = next(iter(vars))
+            if near is not None:
+                node = vars[near].node
+                bound = (
+                    f"`{node.quantifier} {near} in …`"
+                    if isinstance(node, s.Quantified)
+                    else "its quantifier"
+                )
+                return f"did you mean `{'.'.join([near, *parts[1:]])}`, the item bound by {bound}?"
+        firsts = list(BUILTIN_ROOTS)
+        if steps is not None:
+            firsts += ["input", *steps]
+        best: tuple[int, str] | None = None
+        found = suggest(parts[0], firsts)
+        if found is not None:
+            best = (0, ".".join([found, *parts[1:]]))
+        for count in range(min(len(parts), self.fact_depth), 0, -1):
+            written = ".".join(parts[:count])
+            if count == 1 and "." not in written and best is not None:
+                break
+            fact = suggest(written, self.globals["fact"])
+            if fact is not None:
+                candidate = ".".join([fact, *parts[count:]])
+                if best is None or count > 1:
+                    best = (count, candidate)
+                break
+        return f"did you mean `{best[1]}`?" if best else None

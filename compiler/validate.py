@@ -851,6 +851,22 @@ class _Validator(SessionChecks):
         if OPERATORS[node.op].family == "has":
             self.check_has(node, ctx)
             return
+        if (
+            node.op == "within"
+            and isinstance(node.left, s.FuncCall)
+            and isinstance(node.right, s.Duration)
+        ):
+            # `called(t) within 1h`: a history term's window, written after its call
+            call, window = node.left, node.right
+            self.report(
+                "H326",
+                f"the window of `{call.name.text}(…)` goes inside the call",
+                window.span,
+                "outside the call",
+                help=f"write `{call.name.text}(… within {window.text})`: `within` after a "
+                "value compares paths",
+            )
+            return
         left = self.operand(node.left, ctx)
         right = self.operand(node.right, ctx)
         if left is None or right is None:

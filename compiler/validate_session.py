@@ -76,6 +76,16 @@ class _Context:
     """Inside a history term: the tools whose earlier results `result.*` reads."""
 
 
+_CONTEXT_ROOTS = {
+    "actor": "the application (the actor)",
+    "task": "the application (the task)",
+    "resource": "the application (the resource)",
+    "env": "the application (the environment)",
+    "tool": "the spec (the tool's own facts)",
+}
+"""The roots whose values no model chose: `from` on them means nothing (H345)."""
+
+
 class SessionChecks(Reporter):
     """The validator's checks of session terms and `on_success`."""
 
@@ -143,7 +153,22 @@ class SessionChecks(Reporter):
     # -- session terms -------------------------------------------------------------------------
 
     def check_provenance(self, node: s.Provenance, ctx: _Context) -> None:
-        """H340: `from` asks where one value came from, never a list."""
+        """H340: `from` asks where one value came from, never a list; H345: a value the
+        model chose, not the actor's, the task's, the resource's, the environment's or the
+        tool's."""
+        if isinstance(node.value, s.Path):
+            root = node.value.text.partition(".")[0]
+            if root in _CONTEXT_ROOTS and root not in ctx.vars:
+                self.report(
+                    "H345",
+                    f"`{node.value.text}` is given by {_CONTEXT_ROOTS[root]}: `from` means "
+                    "nothing here",
+                    node.value.span,
+                    "not a value of the call",
+                    help="`from` asks where a value the model chose appeared (`args.x from "
+                    "user`); test this value directly (`" + node.value.text + ' == "…"`)',
+                )
+                return
         value = self.operand(node.value, ctx)
         if value is None or not only_lists(value.ty):
             return

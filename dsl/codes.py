@@ -667,6 +667,17 @@ _CODES = [
         "`delegate`, or judge the workflow by a `policy` (it then delegates to the agents its "
         "steps name).",
     ),
+    Code(
+        "H345",
+        "provenance-of-context",
+        "error",
+        "`from` is asked of the actor, the task, the resource, the environment or the tool",
+        "Provenance says where a value of the call appeared earlier in the session: in what the "
+        "user said, in a result, in a fact. The actor, the task, the resource and the "
+        "environment are given by the application when the session opens, and `tool.*` by the "
+        "spec: none of them is a value the model chose, so asking where it came from means "
+        "nothing. Ask it of the call's arguments (`args.to from user`).",
+    ),
     # H4 — graphs
     Code(
         "H401",
@@ -1033,6 +1044,18 @@ _CODES = [
         "condition reads it, and `within` tests containment by whole segments. Neither "
         "resolves symbolic links: the executor that opens the file must still check where it "
         "leads.",
+    ),
+    Code(
+        "L027",
+        "all-over-optional-list",
+        "warning",
+        "`all x in args.L` over an optional list, with no `args has L` in the condition",
+        "A quantifier over an absent list holds for no item: `all x in args.cc: …` is false "
+        "when the call gives no `cc`, so `not (all x in args.cc: x from user)` is true and a "
+        "DENY written with it refuses every mail without copies, while an ALLOW that waits for "
+        "`all …` never allows one. Authors often expect `all` over nothing to hold. Say what an "
+        "absent list means with `has`: `args has cc and all x in args.cc: …` (only a given "
+        "list), or `not (args has cc) or all x in args.cc: …` (an absent list passes).",
     ),
     # L1 — lints about workflows
     Code(

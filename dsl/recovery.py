@@ -321,6 +321,9 @@ def explain(source: Source, failure: ParseFailure) -> Diagnostic:
     span = Span(source, token.start_pos, token.end_pos)
     if open_block is not None and token.type.lower() in TOP_LEVEL and _at_line_start(text, token):
         return _unclosed(source, failure, open_block, span, at_end=False)
+    window = _window_mistake(source, failure, token, span)
+    if window is not None:
+        return window
     example = _example_table().get((failure.state_stack[-1], token.type))
     if example is not None:
         return Diagnostic.make(
@@ -344,6 +347,82 @@ def explain(source: Source, failure: ParseFailure) -> Diagnostic:
         span,
         f"expected {expected}",
     )
+
+
+# a unit people write for a window, and how many of the language's units it is
+_UNITS = {
+    "y": (365, "d"),
+    "yr": (365, "d"),
+    "yrs": (365, "d"),
+    "year": (365, "d"),
+    "years": (365, "d"),
+    "mo": (30, "d"),
+    "month": (30, "d"),
+    "months": (30, "d"),
+    "w": (7, "d"),
+    "wk": (7, "d"),
+    "wks": (7, "d"),
+    "week": (7, "d"),
+    "weeks": (7, "d"),
+    "day": (1, "d"),
+    "days": (1, "d"),
+    "hr": (1, "h"),
+    "hrs": (1, "h"),
+    "hour": (1, "h"),
+    "hours": (1, "h"),
+    "min": (1, "m"),
+    "mins": (1, "m"),
+    "minute": (1, "m"),
+    "minutes": (1, "m"),
+    "sec": (1, "s"),
+    "secs": (1, "s"),
+    "second": (1, "s"),
+    "seconds": (1, "s"),
+}
+
+
+def _window_mistake(
+    source: Source, failure: ParseFailure, token: Tok, span: Span
+) -> Diagnostic | None:
+    """Two mistakes in a history term's window: written after the call (`count(t) within 24h >
+    3`: the window goes inside), or in a unit the language does not have (`within 1y`)."""
+    stack = failure.value_stack
+    if len(stack) < 3 or not (isinstance(stack[-2], Tok) and stack[-2] == "within"):
+        return None
+    call, within, amount = stack[-3], stack[-2], stack[-1]
+    if isinstance(call, s.FuncCall) and isinstance(amount, s.Duration | s.Int | s.Float):
+        text = source.text
+        head = text[call.span.start : call.span.end].rstrip()
+        written = text[within.start_pos : amount.span.end]
+        inside = f"{head[:-1].rstrip()} {written})" if head.endswith(")") else None
+        return Diagnostic.make(
+            "H101",
+            f"the window of `{call.name.text}(…)` goes inside the call",
+            Span(source, within.start_pos, amount.span.end),
+            "outside the call",
+            help=f"write `{inside}`" if inside else "write the window inside the parentheses",
+        )
+    if (
+        token.type == "NAME"
+        and isinstance(amount, Tok)
+        and amount.type in ("INT", "FLOAT")
+        and token.start_pos - amount.end_pos <= 1
+    ):
+        unit = str(token)
+        found = _UNITS.get(unit.lower())
+        number = str(amount)
+        hint = "write `30s`, `15m`, `24h` or `7d`"
+        if found is not None and amount.type == "INT":
+            hint = f"write `{int(number) * found[0]}{found[1]}`"
+        return Diagnostic.make(
+            "H111",
+            f"`{unit}` is not a unit of a window",
+            Span(source, amount.start_pos, token.end_pos),
+            "not a duration",
+            help=f"a window is a duration in `ms`, `s`, `m`, `h` or `d`, written without "
+            f"spaces: {hint}",
+        )
+    return None
 
 
 def _at_line_start(text: str, token: Tok) -> bool:

@@ -10,6 +10,8 @@ from harnessc.runtime import model as m
 
 from .framework import LintContext, lint_rule
 
+__all__ = ["nodes_of", "path_like", "rule_conditions", "type_at"]
+
 TEXT_OPERATORS = frozenset({"startswith", "endswith", "==", "!="})
 """The comparisons that read a `string` as text (`within` on a `string` is normalized too)."""
 
@@ -30,7 +32,7 @@ def path_like(text: str) -> bool:
     return text.startswith(("/", "./", "../", "~/")) or "/../" in text
 
 
-def _type_at(tool: m.Tool, parts: tuple[str, ...]) -> m.Type | None:
+def type_at(tool: m.Tool, parts: tuple[str, ...]) -> m.Type | None:
     """The type of `args.A.B…` in a tool's input, or None when it has no such field."""
     fields = tool.input.fields
     found: m.Type | None = None
@@ -43,26 +45,33 @@ def _type_at(tool: m.Tool, parts: tuple[str, ...]) -> m.Type | None:
     return found
 
 
-def _conditions(node: s.Rule) -> Iterator[object]:
-    """A rule's condition and its grants' conditions."""
-    if node.when is not None:
-        yield node.when
-    for option in node.options or ():
-        when = getattr(option, "when", None)
-        if when is not None:
-            yield when
+def rule_conditions(ctx: LintContext) -> Iterator[tuple[m.Rule, list[m.Tool], object]]:
+    """Every rule's condition and its grants' conditions as written, with the tools the rule
+    selects."""
+    for rule, node in ctx.rules():
+        if node is None:
+            continue
+        tools = [t for selector in rule.selectors for t in ctx.selected_tools(selector)]
+        whens = [node.when, *(getattr(option, "when", None) for option in node.options or ())]
+        for when in whens:
+            if when is not None:
+                yield rule, tools, when
 
 
-def _compares(condition: object) -> Iterator[s.Compare]:
+def nodes_of(condition: object) -> Iterator[s.Node]:
+    """Every syntax node inside a condition (itself included)."""
     stack = [condition]
     while stack:
         item = stack.pop()
         if isinstance(item, tuple):
             stack.extend(item)
-        elif isinstance(item, s.Compare):
-            yield item
         elif isinstance(item, s.Node):
+            yield item
             stack.extend(getattr(item, name) for name in s.child_fields(type(item)))
+
+
+def _compares(condition: object) -> Iterator[s.Compare]:
+    return (n for n in nodes_of(condition) if isinstance(n, s.Compare))
 
 
 @lint_rule(
@@ -89,38 +98,33 @@ policy repo {
 """,
 )
 def path_compared_as_text(ctx: LintContext) -> Iterator[Diagnostic]:
-    for rule, node in ctx.rules():
-        if node is None:
-            continue
-        tools = [t for selector in rule.selectors for t in ctx.selected_tools(selector)]
-        for condition in _conditions(node):
-            for compare in _compares(condition):
-                found = _text_comparison(compare)
-                if found is None:
-                    continue
-                argument, literal = found
-                texts = [
-                    t.id
-                    for t in tools
-                    if (kind := _type_at(t, argument.parts[1:])) is not None
-                    and kind.name == "string"
-                ]
-                if not texts:
-                    continue
-                shown = ", ".join(f"`{i}`" for i in sorted(set(texts))[:3])
-                yield Diagnostic.make(
-                    "L026",
-                    f"`{argument.text}` is a `string`: `{compare.op}` compares it with the path "
-                    f"`{literal.value}` as text",
-                    compare.span,
-                    "compared as text",
-                    notes=[
-                        f"`{argument.text}` is a `string` in {shown}: `..` and repeated slashes "
-                        "name the same file in another text (`/a/b/../c` is `/a/c`)"
-                    ],
-                    help=f"declare `{argument.parts[-1]}` as `path` (normalized before any "
-                    "condition reads it) and compare with `within`",
-                )
+    for _rule, tools, condition in rule_conditions(ctx):
+        for compare in _compares(condition):
+            found = _text_comparison(compare)
+            if found is None:
+                continue
+            argument, literal = found
+            texts = [
+                t.id
+                for t in tools
+                if (kind := type_at(t, argument.parts[1:])) is not None and kind.name == "string"
+            ]
+            if not texts:
+                continue
+            shown = ", ".join(f"`{i}`" for i in sorted(set(texts))[:3])
+            yield Diagnostic.make(
+                "L026",
+                f"`{argument.text}` is a `string`: `{compare.op}` compares it with the path "
+                f"`{literal.value}` as text",
+                compare.span,
+                "compared as text",
+                notes=[
+                    f"`{argument.text}` is a `string` in {shown}: `..` and repeated slashes "
+                    "name the same file in another text (`/a/b/../c` is `/a/c`)"
+                ],
+                help=f"declare `{argument.parts[-1]}` as `path` (normalized before any "
+                "condition reads it) and compare with `within`",
+            )
 
 
 def _text_comparison(compare: s.Compare) -> tuple[s.Path, s.Str] | None:

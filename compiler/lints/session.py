@@ -1,4 +1,5 @@
-"""L020–L023: session-aware policy that cannot work as written (provenance, history, labels)."""
+"""L020–L023, L027: session-aware policy that cannot work as written (provenance, history, labels,
+quantifiers over optional lists)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from harnessc.runtime.model.semantics import surface_tools
 from ..analysis.concrete import Found, canonical, session_terms
 from ..analysis.text import selector_text, spec_text
 from .framework import LintContext, lint_rule, rule_head
+from .paths import nodes_of, rule_conditions, type_at
 
 __all__ = ["callable_tools", "label_producers"]
 
@@ -343,3 +345,69 @@ def history_of_uncallable_tools(ctx: LintContext) -> Iterator[Diagnostic]:
             notes=["the term is always false (or zero) in every session"],
             help="select tools an agent's surface exposes, or expose the tool",
         )
+
+
+_COPIES = """\
+tool mail.send {
+  summary "Send a mail."
+  use_when "The user asks to write to someone."
+  effects write external
+  input { to: string, cc: list<string>? }
+}
+
+policy mail {
+  default deny
+  copies: deny mail.send when not (all x in args.cc: x from user) {
+    reason "Every copy goes to someone the user named."
+  }
+  allow mail.send when args.to from user
+}
+"""
+
+
+@lint_rule(
+    "L027",
+    bad=_COPIES,
+    good=_COPIES.replace("when not (all", "when args has cc and not (all"),
+)
+def all_over_optional_list(ctx: LintContext) -> Iterator[Diagnostic]:
+    for _rule, tools, condition in rule_conditions(ctx):
+        found = list(nodes_of(condition))
+        guarded = {
+            f"{n.left.text}.{n.right.text}"
+            for n in found
+            if isinstance(n, s.Compare)
+            and n.op == "has"
+            and isinstance(n.left, s.Path)
+            and isinstance(n.right, s.Path)
+        }
+        for item in found:
+            if not isinstance(item, s.Quantified) or item.quantifier != "all":
+                continue
+            over = item.over
+            if not isinstance(over, s.Path) or over.parts[0] != "args" or len(over.parts) < 2:
+                continue
+            if over.text in guarded:
+                continue
+            optional = sorted(
+                t.id
+                for t in tools
+                if (ty := type_at(t, over.parts[1:])) is not None and ty.optional
+            )
+            if not optional:
+                continue
+            parent, _, name = over.text.rpartition(".")
+            bound = f"all {item.var.text} in {over.text}"
+            yield Diagnostic.make(
+                "L027",
+                f"`{bound}: …` is false when `{over.text}` is not given",
+                over.span,
+                f"`{name}` is optional in `{optional[0]}`",
+                notes=[
+                    "over an absent list `all` holds for no item: `not (all …)` holds, and a "
+                    f"rule that waits for `all …` never fires, when the call leaves `{name}` out"
+                ],
+                help=f"say what an absent `{name}` means: `{parent} has {name} and {bound}: …` "
+                f"(only a given list), or `not ({parent} has {name}) or {bound}: …` (an absent "
+                "list passes)",
+            )
