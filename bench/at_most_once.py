@@ -233,6 +233,8 @@ def run(
         if time.monotonic() - t0 > ceiling_s:
             for p in alive:
                 p.kill()
+            for p in alive:
+                p.wait()  # reaped here: no worker outlives the run, whatever it raises
             raise TimeoutError(f"the workers did not finish within {ceiling_s} s")
         for p in list(alive):
             if p.poll() is not None:

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from harnessc.runtime import Harness, PendingCall, Refusal, SQLiteStore
 from harnessc.runtime.log.chain import TransitionRefused
-from harnessc.runtime.log.store import EventStore, MemoryStore
+from harnessc.runtime.log.events import NewEvent
+from harnessc.runtime.log.store import EventStore, MemoryStore, defer_events, flush_deferred
 from harnessc.runtime.model import Spec, Tool
 from harnessc.runtime.session.lifecycle import Action, ActionState
 
@@ -150,6 +151,34 @@ def test_the_store_refuses_a_second_running_of_an_action_whoever_writes_it(
         if e.type == "action.transition" and e.payload["to"] in ("RUNNING", "SUCCEEDED", "UNKNOWN")
     ]
     assert moves == [(action.action_id, "RUNNING"), (action.action_id, "UNKNOWN")]
+
+
+def test_a_move_decided_on_a_state_the_action_left_is_refused(
+    stores: tuple[EventStore, EventStore],
+) -> None:
+    """An action leaves each state once (its lifecycle has no cycle), so the log's moves of
+    it are one chain: a process that still holds the call WAITING_APPROVAL, after another ran
+    it to SUCCEEDED, cannot record it AUTHORIZED again. Appended directly, the move is refused;
+    deferred with the events of its decision, the move is left out and the rest kept."""
+    first, second = stores
+    action = Action.request(first, "s-1", TOOL, "call-1", {"to": "x"}, digest="h-1")
+    action.transition(S.VALIDATED)
+    action.transition(S.WAITING_APPROVAL)
+    elsewhere = as_read_by(second, action, S.WAITING_APPROVAL)
+    for state in (S.AUTHORIZED, S.RUNNING, S.SUCCEEDED):
+        elsewhere.transition(state, **({"input_hash": "h-1"} if state == S.RUNNING else {}))
+    stale = as_read_by(first, action, S.WAITING_APPROVAL)
+    with pytest.raises(TransitionRefused) as refused:
+        stale.transition(S.AUTHORIZED, grant_id="g-1")
+    assert "moved on from WAITING_APPROVAL" in str(refused.value)
+    _, move = stale.move(S.AUTHORIZED, grant_id="g-2")
+    defer_events(first, [NewEvent("s-1", "Text", "note", {"call": "call-1"}), move])
+    flush_deferred(first)
+    events = [e for e in first.read("s-1") if e.type in ("action.transition", "note")]
+    chain = " ".join(e.payload.get("to", e.type) for e in events)
+    assert chain == "REQUESTED VALIDATED WAITING_APPROVAL AUTHORIZED RUNNING SUCCEEDED note"
+    assert Action.load(first, "s-1", "call-1").state == S.SUCCEEDED  # type: ignore[union-attr]
+    assert first.verify().ok
 
 
 def test_a_refused_transition_leaves_the_other_batches_of_its_commit(

@@ -85,6 +85,9 @@ _CLAIM_INDEXES = (
     "CREATE UNIQUE INDEX IF NOT EXISTS action_leaves_running_once ON harnessc.events "
     "(((payload::jsonb) ->> 'action_id')) WHERE type = 'action.transition' "
     "AND (payload::jsonb) ->> 'from' = 'RUNNING'",
+    "CREATE UNIQUE INDEX IF NOT EXISTS action_leaves_state_once ON harnessc.events "
+    "(((payload::jsonb) ->> 'action_id'), ((payload::jsonb) ->> 'from')) "
+    "WHERE type = 'action.transition' AND (payload::jsonb) ->> 'from' IS NOT NULL",
 )
 _CLAIMED = {
     "runs": "SELECT 1 FROM harnessc.events WHERE type = 'action.transition' "
@@ -95,8 +98,8 @@ _CLAIMED = {
     "AND (payload::jsonb) ->> 'tool_call_id' = %s "
     "AND (payload::jsonb) ->> 'input_hash' = %s LIMIT 1",
     "leaves": "SELECT 1 FROM harnessc.events WHERE type = 'action.transition' "
-    "AND (payload::jsonb) ->> 'from' = 'RUNNING' "
-    "AND (payload::jsonb) ->> 'action_id' = %s LIMIT 1",
+    "AND (payload::jsonb) ->> 'action_id' = %s "
+    "AND (payload::jsonb) ->> 'from' = %s LIMIT 1",
 }
 
 _COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, mac"

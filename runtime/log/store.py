@@ -379,7 +379,7 @@ class GroupCommitted(Appends):
 Claim = tuple[str, ...]
 """What an action transition takes once for all writers (`claims_of`): `("runs", action_id)`
 and `("call-runs", stream, tool_call_id, input_hash)` for a move to RUNNING, `("leaves",
-action_id)` for a move out of RUNNING."""
+action_id, state)` for a move out of a state."""
 
 _TRANSITION = "action.transition"
 _RUNNING = "RUNNING"
@@ -388,8 +388,11 @@ _RUNNING = "RUNNING"
 def claims_of(events: Sequence[NewEvent]) -> list[tuple[Claim, NewEvent]]:
     """The claims of the action transitions among `events` that the log grants once: an
     action enters RUNNING once, a call (session, `tool_call_id`, input hash) runs once, and
-    an action leaves RUNNING once (to its outcome, or to UNKNOWN). Every store refuses a batch
-    that claims what is taken (`TransitionRefused`), whatever process wrote the first."""
+    an action leaves each state once — its lifecycle has no cycle, so its transitions in the
+    log are one chain: a move decided on a state another process has moved on from (an
+    AUTHORIZED written after the call SUCCEEDED elsewhere) is refused, and leaving RUNNING
+    once means one outcome (or UNKNOWN). Every store refuses a batch that claims what is
+    taken (`TransitionRefused`), whatever process wrote the first."""
     out: list[tuple[Claim, NewEvent]] = []
     for e in events:
         if e.type != _TRANSITION:
@@ -400,8 +403,8 @@ def claims_of(events: Sequence[NewEvent]) -> list[tuple[Claim, NewEvent]]:
             if p.get("input_hash") is not None:
                 call = ("call-runs", e.stream, str(p.get("tool_call_id")), str(p["input_hash"]))
                 out.append((call, e))
-        elif p.get("from") == _RUNNING:
-            out.append((("leaves", str(p.get("action_id"))), e))
+        if p.get("from") is not None:
+            out.append((("leaves", str(p.get("action_id")), str(p["from"])), e))
     return out
 
 
@@ -411,7 +414,9 @@ def refusal(claim: Claim, event: NewEvent) -> TransitionRefused:
     what = {
         "runs": "it ran (or runs) already",
         "call-runs": f"the call `{p.get('tool_call_id')}` ran (or runs) already in this session",
-        "leaves": "its outcome is recorded already",
+        "leaves": "its outcome is recorded already"
+        if claim[-1] == _RUNNING
+        else f"it moved on from {claim[-1]} already",
     }[claim[0]]
     return TransitionRefused(
         event.stream, str(p.get("action_id")), p.get("from"), str(p.get("to")), what
@@ -440,22 +445,52 @@ def commit_batches(
         if not b.events:
             continue
         mark = numbering.position, numbering.prev_hash
-        try:
-            b.out, changed = number_batch(b.events, b.payloads, numbering, current, b.expected)
-            # the stream expectations first (a spent grant says so), then the claims
-            claims = claims_of(b.events) if claimed is not None else []
-            for claim, event in claims:
-                if claim in taken or (claimed is not None and claimed(claim)):
-                    raise refusal(claim, event)
-        except ConcurrencyError as error:
-            numbering.position, numbering.prev_hash = mark
-            b.out = []
-            b.error = error
-            continue
-        taken.update(c for c, _ in claims)
-        seqs.update(changed)
-        out.extend(b.out)
+        while True:
+            try:
+                b.out, changed = number_batch(b.events, b.payloads, numbering, current, b.expected)
+                # the stream expectations first (a spent grant says so), then the claims
+                claims = claims_of(b.events) if claimed is not None else []
+                for claim, event in claims:
+                    if claim in taken or (claimed is not None and claimed(claim)):
+                        raise refusal(claim, event)
+            except TransitionRefused as error:
+                numbering.position, numbering.prev_hash = mark
+                b.out = []
+                if b.deferred and _without_stale_moves(b, taken, claimed):
+                    continue  # numbered again without the moves the log refuses
+                b.error = error
+                break
+            except ConcurrencyError as error:
+                numbering.position, numbering.prev_hash = mark
+                b.out = []
+                b.error = error
+                break
+            taken.update(c for c, _ in claims)
+            seqs.update(changed)
+            out.extend(b.out)
+            break
     return out
+
+
+def _without_stale_moves(
+    b: Batch, taken: set[Claim], claimed: Callable[[Claim], bool] | None
+) -> bool:
+    """A deferred batch (a decision and the move it makes, committed with a later append)
+    whose move the log refuses, decided on a state another process has moved the action on
+    from: the move is left out and the rest (the decision's record) kept, since nobody waits
+    to be told; the action's state is the log's, which the next catch-up takes. True when
+    something is left to commit."""
+    refused = {
+        id(event)
+        for claim, event in claims_of(b.events)
+        if claim in taken or (claimed is not None and claimed(claim))
+    }
+    if not refused:
+        return False
+    kept = [(e, t) for e, t in zip(b.events, b.payloads, strict=True) if id(e) not in refused]
+    b.events = [e for e, _ in kept]
+    b.payloads = [t for _, t in kept]
+    return bool(b.events)
 
 
 Row = tuple[int, str, str, str, str]
@@ -559,6 +594,9 @@ _CLAIM_INDEXES = (
     "CREATE UNIQUE INDEX IF NOT EXISTS action_leaves_running_once ON events "
     "(json_extract(payload, '$.action_id')) WHERE type = 'action.transition' "
     "AND json_extract(payload, '$.from') = 'RUNNING'",
+    "CREATE UNIQUE INDEX IF NOT EXISTS action_leaves_state_once ON events "
+    "(json_extract(payload, '$.action_id'), json_extract(payload, '$.from')) "
+    "WHERE type = 'action.transition' AND json_extract(payload, '$.from') IS NOT NULL",
 )
 _CLAIMED = {
     "runs": "SELECT 1 FROM events WHERE type = 'action.transition' "
@@ -569,8 +607,8 @@ _CLAIMED = {
     "AND json_extract(payload, '$.tool_call_id') = ? "
     "AND json_extract(payload, '$.input_hash') = ? LIMIT 1",
     "leaves": "SELECT 1 FROM events WHERE type = 'action.transition' "
-    "AND json_extract(payload, '$.from') = 'RUNNING' "
-    "AND json_extract(payload, '$.action_id') = ? LIMIT 1",
+    "AND json_extract(payload, '$.action_id') = ? "
+    "AND json_extract(payload, '$.from') = ? LIMIT 1",
 }
 """Whether the log holds a claim (`claims_of`): the key of the claim, then its values."""
 
@@ -1045,12 +1083,18 @@ class MemoryStore(Appends):
             numbering = self._numbering()
         if self._events:
             check_head_key(self._events[-1].hash, self._events[-1].mac, self.log_key)
-        events, texts = self._deferred, self._deferred_texts
+        events, texts = [], []
+        for event, text in zip(self._deferred, self._deferred_texts, strict=True):
+            claims = [claim for claim, _ in claims_of([event])]
+            if any(claim in self._claims for claim in claims):
+                continue  # a move decided on a state the action has moved on from: left out
+            self._claims.update(claims)
+            events.append(event)
+            texts.append(text)
         self._deferred, self._deferred_texts = [], []
         out, seqs = number_batch(events, texts, numbering, lambda s: self._seqs.get(s, 0), None)
         self._events.extend(out)
         self._seqs.update(seqs)
-        self._claims.update(claim for claim, _ in claims_of(events))
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         payloads = payload_texts(events)

@@ -48,7 +48,7 @@ from ..log.events import (
     redact_args,
     secret_digests,
 )
-from ..log.store import EventStore, defer_events
+from ..log.store import EventStore, TransitionRefused, defer_events
 from ..model.canonical import NO_EXECUTION, Execution, input_hash, json_string
 from ..model.ir import Tool
 
@@ -542,8 +542,14 @@ class Action:
         if event is not None:
             self.position = event.position
 
-    def cancel(self, reason: str) -> Event:
-        event = self.transition(ActionState.CANCELLED, reason=reason)
+    def cancel(self, reason: str) -> Event | None:
+        """Cancel the action; None when another process moved it on first (it ran, or was
+        answered there): the log's state stands and is taken here."""
+        try:
+            event = self.transition(ActionState.CANCELLED, reason=reason)
+        except TransitionRefused:
+            self.refresh()
+            return None
         assert event is not None  # appended, never deferred
         return event
 
