@@ -1083,12 +1083,16 @@ class MemoryStore(Appends):
             numbering = self._numbering()
         if self._events:
             check_head_key(self._events[-1].hash, self._events[-1].mac, self.log_key)
+        claims: dict[int, list[Claim]] = {}  # one pass over the events: most claim nothing
+        for claim, event in claims_of(self._deferred):
+            claims.setdefault(id(event), []).append(claim)
         events, texts = [], []
         for event, text in zip(self._deferred, self._deferred_texts, strict=True):
-            claims = [claim for claim, _ in claims_of([event])]
-            if any(claim in self._claims for claim in claims):
-                continue  # a move decided on a state the action has moved on from: left out
-            self._claims.update(claims)
+            mine = claims.get(id(event))
+            if mine:
+                if any(claim in self._claims for claim in mine):
+                    continue  # a move decided on a state the action has moved on from: left out
+                self._claims.update(mine)
             events.append(event)
             texts.append(text)
         self._deferred, self._deferred_texts = [], []
