@@ -38,7 +38,7 @@ True
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -651,18 +651,16 @@ class Harness:
         session = self.resume(req.session_id)
         if not (is_approver(req.approvers, by) or _who(by) == _who(session.actor)):
             raise ApprovalError("not-an-approver", f"`{_who(by)}` may not deny `{request_id}`")
-        answered: list[ApprovalRequest] = []
-
-        def answer(events: Sequence[NewEvent]) -> None:
-            # the answer, the denial's task fact and the cancelled call: one transaction
-            answered.append(
-                self.approvals.resolve(
-                    request_id, "rejected", _who(by), reason=reason, with_events=events
-                )
-            )
-
-        session.record_denial(req.pending or req, _who(by), reason, answer=answer)
-        resolved = answered[0]
+        # the answer, the denial's task fact and the cancelled call: one transaction
+        resolved = session.record_denial(
+            req.pending or req,
+            _who(by),
+            reason,
+            answer=lambda events: self.approvals.resolve(
+                request_id, "rejected", _who(by), reason=reason, with_events=events
+            ),
+        )
+        assert resolved is not None  # returned by the answer
         if spans.tracer is not None:
             spans.approval_waited(req, "denied", self.clock())
         return ApprovalOutcome(resolved, "denied", None, None, reason)

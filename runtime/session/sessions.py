@@ -23,7 +23,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..exposure.ranker import QUERY_CAP, Exposure
 from ..judge.availability import Availability, Facts, ToolAvailability
@@ -82,6 +82,7 @@ __all__ = [
 ]
 
 _S = ActionState
+_T = TypeVar("_T")
 
 
 class Session:
@@ -563,12 +564,13 @@ class Session:
         by: str | None,
         reason: str | None,
         *,
-        answer: Callable[[Sequence[NewEvent]], object] | None = None,
-    ) -> None:
+        answer: Callable[[Sequence[NewEvent]], _T] | None = None,
+    ) -> _T | None:
         """A person's denial as a task fact (`task.denials`) and a `task.fact` event; the
         action is cancelled. `pending` is the call, or the request that asked for it.
         `answer` appends the events with the request's answer (`Harness.deny`), so that no
-        reader, in any process, sees the request denied and its call still waiting."""
+        reader, in any process, sees the request denied and its call still waiting; what it
+        returns is returned."""
         entry = {
             "tool_id": pending.tool_id,
             "tool_call_id": pending.tool_call_id,
@@ -591,13 +593,15 @@ class Session:
                 ActionState.CANCELLED, reason=reason or "denied by a person"
             )
             events.append(cancelled)
+        answered = None
         if answer is None:
             self.harness.store.append_many(events)
         else:
-            answer(events)
+            answered = answer(events)
         self.task["denials"] = [*(self.task.get("denials") or []), entry]
         if action is not None:
             action.moved(target)
+        return answered
 
     def cancel_expired(self, request: ApprovalRequest) -> None:
         """Cancel the call of a request that expired without an answer (its action ends
