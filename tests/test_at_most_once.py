@@ -17,7 +17,7 @@ import pytest
 from harnessc.runtime import Harness, PendingCall, Refusal, SQLiteStore
 from harnessc.runtime.log.chain import TransitionRefused
 from harnessc.runtime.log.events import NewEvent
-from harnessc.runtime.log.store import EventStore, MemoryStore, defer_events, flush_deferred
+from harnessc.runtime.log.store import EventStore, MemoryStore
 from harnessc.runtime.model import Spec, Tool
 from harnessc.runtime.session.lifecycle import Action, ActionState
 
@@ -172,8 +172,8 @@ def test_a_move_decided_on_a_state_the_action_left_is_refused(
         stale.transition(S.AUTHORIZED, grant_id="g-1")
     assert "moved on from WAITING_APPROVAL" in str(refused.value)
     _, move = stale.move(S.AUTHORIZED, grant_id="g-2")
-    defer_events(first, [NewEvent("s-1", "Text", "note", {"call": "call-1"}), move])
-    flush_deferred(first)
+    first.defer([NewEvent("s-1", "Text", "note", {"call": "call-1"}), move])
+    first.flush()
     events = [e for e in first.read("s-1") if e.type in ("action.transition", "note")]
     chain = " ".join(e.payload.get("to", e.type) for e in events)
     assert chain == "REQUESTED VALIDATED WAITING_APPROVAL AUTHORIZED RUNNING SUCCEEDED note"

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from harnessc.compiler.cli import main
 from harnessc.runtime import Harness, PendingCall, SQLiteStore
+from harnessc.runtime.log._sql import row as as_row
 from harnessc.runtime.log.chain import (
     CHECKPOINT_EVERY,
     CHECKPOINT_TYPE,
@@ -26,7 +27,6 @@ from harnessc.runtime.log.chain import (
 from harnessc.runtime.log.events import Event, NewEvent, StoreError, event_hash
 from harnessc.runtime.log.integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, LogKey
 from harnessc.runtime.log.store import MemoryStore
-from harnessc.runtime.log.store import row as as_row
 from harnessc.runtime.model import Spec
 from harnessc.runtime.session import operations
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..log.store import flush_deferred, held_events, read_committed
 from ..model.ir import (
     Condition,
     History,
@@ -349,11 +348,11 @@ class Ledger:
             # the events this process holds back (a call normalized, or decided and not yet
             # run) are committed first only when the ledger takes something from them now:
             # the others are read once committed, in order, and no decision misses them
-            if any(e.stream in self._cursor and _feeds_now(e) for e in held_events(store)):
-                flush_deferred(store)
+            if any(e.stream in self._cursor and _feeds_now(e) for e in store.held()):
+                store.flush()
             found: list[Event] = []
             for stream, after in self._cursor.items():
-                found.extend(read_committed(store, stream, after=after))
+                found.extend(store.read(stream, after=after, flush=False))
             found.sort(key=lambda e: e.position)
             for event in found:
                 self.feed(event)

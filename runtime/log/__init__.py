@@ -3,10 +3,11 @@
 - events: the shape of an event, its hash chain, the vocabulary and secrets' redaction
 - chain: the errors a store raises and the walk that verifies a log
 - integrity: checkpoints of the log's head and the optional log key
-- store: the EventStore interface, the embedded SQLite store and the in-memory one
-- postgres: the same interface on PostgreSQL (psycopg)
+- store: the EventStore interface, which every store implements whole (and the stores' names)
+- memory, sqlite, postgres: the stores, in memory, in one SQLite file, on PostgreSQL (psycopg)
 - open: opening a store by URL
-- _group_commit, _announce (the store's own): batching a process's appends; events written
-  with the next write
+- the stores' own: _numbering (numbering a commit and the claims it takes once), _sql (what the
+  SQLite and PostgreSQL stores share), _group_commit (batching a process's appends), _announce
+  (events written with the next write)
 - projections: current views folded from the log
 """

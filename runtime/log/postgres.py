@@ -13,36 +13,17 @@ Triggers refuse UPDATE and DELETE. `verify` walks the chain in one REPEATABLE RE
 
 from __future__ import annotations
 
-import atexit
-import threading
-import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import psycopg
 
+from ._group_commit import Batch
+from ._numbering import Numbering, check_head_key, commit_batches
+from ._sql import COLUMNS, READABLE_VERSIONS, SCHEMA_VERSION, SqlStore, row
+from .chain import Anchor, StoreError, Verification, verify_events
 from .events import GENESIS_HASH, Clock, Event, system_clock
-from .integrity import Checkpoint, LogKey
-from .store import (
-    _READABLE_VERSIONS,
-    SCHEMA_VERSION,
-    Anchor,
-    Batch,
-    GroupCommit,
-    GroupCommitted,
-    Row,
-    SeqCache,
-    StoreError,
-    Verification,
-    _Numbering,
-    check_head_key,
-    checkpoint_of,
-    commit_batches,
-    flush_at_exit,
-    row,
-    select_rows,
-    verify_events,
-)
+from .integrity import LogKey
 
 __all__ = ["PostgresStore"]
 
@@ -102,10 +83,8 @@ _CLAIMED = {
     "AND (payload::jsonb) ->> 'from' = %s LIMIT 1",
 }
 
-_COLUMNS = "position, stream, seq, kind, type, payload, time, prev_hash, hash, mac"
 
-
-class PostgresStore(GroupCommitted):
+class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     """The event store on PostgreSQL; safe to share between threads (one connection behind a
     lock) and between processes and machines (the advisory lock serialises writers)."""
 
@@ -119,17 +98,11 @@ class PostgresStore(GroupCommitted):
     ) -> None:
         """`key` and `readonly` as for `SQLiteStore`: the log key (by default from the
         environment), and an existing log opened only to read and verify it."""
-        self._clock = clock
-        self.log_key = key if key is not None else LogKey.from_env()
-        self._readonly = readonly
-        self._columns = _COLUMNS
-        self._lock = threading.Lock()
-        self._group = GroupCommit(self._commit)
-        self._seqs = SeqCache()
+        super().__init__(clock=clock, key=key, readonly=readonly)
         self._seen: tuple[int, str] | None = None  # the head `changed_elsewhere` saw last
-        atexit.register(flush_at_exit, weakref.ref(self))
+        self._conn = None
         try:
-            self._conn: psycopg.Connection[Any] | None = psycopg.connect(url, autocommit=False)
+            self._conn = psycopg.connect(url, autocommit=False)
         except psycopg.Error as error:
             raise StoreError(f"cannot open the event store: {error}") from None
         with self._lock, self._connection().transaction():
@@ -173,7 +146,7 @@ class PostgresStore(GroupCommitted):
             check_head_key(head_hash, head_mac, self.log_key)
             out = commit_batches(
                 batches,
-                _Numbering(self._clock, int(position), head_hash, self.log_key),
+                Numbering(self._clock, int(position), head_hash, self.log_key),
                 self._seqs.reader(
                     int(position),
                     head_hash,
@@ -194,7 +167,7 @@ class PostgresStore(GroupCommitted):
             if out:
                 with conn.cursor() as cur:
                     cur.executemany(
-                        f"INSERT INTO harnessc.events ({_COLUMNS}) "
+                        f"INSERT INTO harnessc.events ({COLUMNS}) "
                         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                         [row(e) for e in out],
                     )
@@ -202,94 +175,17 @@ class PostgresStore(GroupCommitted):
 
     # -- reading ------------------------------------------------------------------------------
 
-    def read(
-        self,
-        stream: str | None = None,
-        *,
-        after: int = 0,
-        limit: int | None = None,
-        flush: bool = True,
-    ) -> list[Event]:
-        """Events after `after` (of one stream, or all); the deferred events are committed
-        first, unless `flush` is False (`read_committed` in runtime/log/store.py)."""
-        if flush:
-            self._group.flush()
-        sql = f"SELECT {self._columns} FROM harnessc.events WHERE position > %s"
-        params: list[object] = [after]
-        if stream is not None:
-            sql += " AND stream = %s"
-            params.append(stream)
-        sql += " ORDER BY position"
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(limit)
+    _MARK = "%s"
+    _TABLE = "harnessc.events"
+
+    def _select(self, sql: str, params: Sequence[object], failure: str) -> list[Any]:
         with self._lock, self._connection().transaction():
-            rows = self._connection().execute(sql, params).fetchall()
-        return [Event(*row) for row in rows]
+            return self._connection().execute(sql, params).fetchall()
 
-    def scan(
-        self, stream: str | None = None, *, after: int = 0, batch: int = 1000
-    ) -> Iterator[Event]:
-        """All events after `after`, read page by page."""
-        while True:
-            page = self.read(stream, after=after, limit=batch)
-            yield from page
-            if len(page) < batch:
-                return
-            after = page[-1].position
-
-    def read_rows(
-        self,
-        types: Sequence[str],
-        *,
-        after: int = 0,
-        limit: int = 1000,
-        moves: Sequence[str] = (),
-    ) -> list[Row]:
-        """As `SQLiteStore.read_rows`."""
-        self._group.flush()
-        sql, params = select_rows(types, moves, "%s")
-        sql = "SELECT " + sql.format(table="harnessc.events") + f" LIMIT {int(limit)}"
-        with self._lock, self._connection().transaction():
-            return self._connection().execute(sql, [after, *params]).fetchall()
-
-    def last(self, prefix: str, type: str) -> Event | None:
+    def _prefix(self, prefix: str) -> tuple[str, list[object]]:
         # LIKE with a left-anchored pattern uses the text_pattern_ops index whatever the
         # database's collation; `\`, `%` and `_` in the prefix are escaped
-        pattern = _prefix_pattern(prefix)
-        self._group.flush()
-        with self._lock, self._connection().transaction():
-            row = (
-                self._connection()
-                .execute(
-                    f"SELECT {self._columns} FROM harnessc.events WHERE stream LIKE %s "
-                    "AND type = %s ORDER BY position DESC LIMIT 1",
-                    (pattern, type),
-                )
-                .fetchone()
-            )
-        return Event(*row) if row else None
-
-    def read_prefix(self, prefix: str, type: str, *, after: int = 0) -> list[Event]:
-        self._group.flush()
-        with self._lock, self._connection().transaction():
-            rows = (
-                self._connection()
-                .execute(
-                    f"SELECT {self._columns} FROM harnessc.events WHERE stream LIKE %s "
-                    "AND type = %s AND position > %s ORDER BY position",
-                    (_prefix_pattern(prefix), type, after),
-                )
-                .fetchall()
-            )
-        return [Event(*row) for row in rows]
-
-    def head(self) -> tuple[int, str]:
-        position, head_hash, _ = self._head()
-        return position, head_hash
-
-    def checkpoint(self) -> Checkpoint:
-        return checkpoint_of(*self._head(), self.log_key)
+        return "stream LIKE %s", [_prefix_pattern(prefix)]
 
     def changed_elsewhere(self) -> bool:
         """Whether the head of the log moved since the last call, other than by this store's
@@ -308,19 +204,18 @@ class PostgresStore(GroupCommitted):
         self._seen = head
         return changed
 
-    def _head(self) -> tuple[int, str, str | None]:
-        mac = self._columns.rpartition(", ")[2]
-        self._group.flush()
-        with self._lock, self._connection().transaction():
-            row = (
-                self._connection()
-                .execute(
-                    f"SELECT position, hash, {mac} FROM harnessc.events "
-                    "ORDER BY position DESC LIMIT 1"
-                )
-                .fetchone()
-            )
-        return (int(row[0]), str(row[1]), row[2]) if row else (0, GENESIS_HASH, None)
+    def same_log(self, url: str) -> bool:
+        """Whether this store is the log at `url` (`postgresql://…`): the same database, on
+        the same port when the URL names one."""
+        if not url.startswith(("postgresql://", "postgres://")):
+            return False
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = self._connection().info
+        wanted = conninfo_to_dict(url.replace("postgres://", "postgresql://", 1))
+        return info.dbname == wanted.get("dbname") and (
+            "port" not in wanted or str(info.port) == str(wanted["port"])
+        )
 
     def verify(self, anchor: Anchor | None = None) -> Verification:
         """Walk the whole chain in one snapshot and report the first broken link."""
@@ -340,25 +235,6 @@ class PostgresStore(GroupCommitted):
             except psycopg.Error as error:
                 return Verification(False, 0, None, f"the log cannot be read: {error}")
 
-    def close(self) -> None:
-        if self._conn is not None and not self._readonly:
-            self._group.flush()
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _connection(self) -> psycopg.Connection[Any]:
-        if self._conn is None:
-            raise StoreError("the event store is closed")
-        return self._conn
-
 
 def _readable(conn: psycopg.Connection[Any]) -> str:
     """The columns to select from an existing log opened read-only."""
@@ -369,13 +245,13 @@ def _readable(conn: psycopg.Connection[Any]) -> str:
     if found is None or not all(found):
         raise StoreError("the database holds no event log")
     row = conn.execute("SELECT value FROM harnessc.meta WHERE key = 'schema'").fetchone()
-    if row is None or row[0] not in _READABLE_VERSIONS:
+    if row is None or row[0] not in READABLE_VERSIONS:
         raise StoreError(f"event store format {row[0] if row else '?'} is not supported")
     has_mac = conn.execute(
         "SELECT count(*) FROM information_schema.columns "
         "WHERE table_schema = 'harnessc' AND table_name = 'events' AND column_name = 'mac'"
     ).fetchone()
-    return _COLUMNS if has_mac and has_mac[0] else _COLUMNS.replace(", mac", ", NULL")
+    return COLUMNS if has_mac and has_mac[0] else COLUMNS.replace(", mac", ", NULL")
 
 
 def _rows(conn: psycopg.Connection[Any], sql: str) -> Iterator[Event]:

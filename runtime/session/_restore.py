@@ -10,7 +10,6 @@ from ..judge.normalize import PendingCall, freeze
 from ..judge.policy import Decision
 from ..log.chain import TransitionRefused
 from ..log.projections import ActionView
-from ..log.store import changed_elsewhere, read_committed
 from ..model.canonical import Execution
 from ..model.ir import Approver, Tool
 from .executors import Result
@@ -152,7 +151,7 @@ def catch_up_session(s: Session, *, force: bool = False) -> None:
     actions recorded elsewhere are taken up and those held here take their recorded state,
     result, and UNKNOWN past a dead process's lease."""
     h = s.harness
-    changed = force or changed_elsewhere(h.store)
+    changed = force or h.store.changed_elsewhere()
     if changed:
         h.catch_up()
         take_up_calls(s)
@@ -244,7 +243,7 @@ def recorded_decision(s: Session, pending: PendingCall, action: Action) -> Decis
     view = s.harness.projections.actions.get(action.action_id)
     wanted = view.decision_id if view is not None else None
     found: dict[str, Any] | None = None
-    for event in read_committed(s.harness.store, s.id):
+    for event in s.harness.store.read(s.id, flush=False):
         if event.type != "decision":
             continue
         p = event.payload

@@ -19,7 +19,6 @@ from ..judge.normalize import PendingCall, Refusal, describe_value, freeze, is_t
 from ..judge.policy import CallContext, Decider, Decision
 from ..log.chain import TransitionRefused
 from ..log.events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
-from ..log.store import defer_events, flush_deferred
 from ..model.canonical import NO_EXECUTION, CanonicalError, Execution, json_problem, json_string
 from ..model.ir import Tool
 from ._restore import RAN, adopt, catch_up_session, recorded_decision, take_up_denials
@@ -397,12 +396,12 @@ def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Dec
     # a decision that lets the call run rides the commit that records it RUNNING, before the
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes
-    defer_events(h.store, events)
+    h.store.defer(events)
     s._judged[pending.key] = judged
     if move is not None:
         move[0].moved(move[1])
     if not authorized and commit:
-        flush_deferred(h.store)
+        h.store.flush()
     return d
 
 

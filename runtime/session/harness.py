@@ -100,7 +100,7 @@ from .sessions import (
 if TYPE_CHECKING:
     from .shadow import Shadow
 from ..log.chain import CHECKPOINT_EVERY, CHECKPOINT_TYPE, ChainWatch, UnverifiedLog
-from ..log.store import Anchor, EventStore, MemoryStore, Verification, flush_deferred
+from ..log.store import Anchor, EventStore, MemoryStore, Verification
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
 
@@ -165,11 +165,10 @@ class Harness:
         # of it is folded: a log that does not verify is never written to (`_open_log`)
         self._watch: ChainWatch | None = ChainWatch.opened(self.store)
         if forensic:
-            _refuse(
-                self.store,
+            self.store.refuse(
                 StoreError(
                     "the harness was opened for forensics (`forensic=True`): it writes nothing"
-                ),
+                )
             )
         self.load(spec)
         self._open_log()
@@ -210,11 +209,9 @@ class Harness:
             "spec.loaded",
             {"spec": spec.name, "version": spec.version, "policy_version": self.policy_version},
         )
-        announce = getattr(self.store, "announce", None)
-        if announce is not None:
-            announce([loaded])  # written with this harness's first event: a reader writes none
-        else:
-            self.store.append(loaded)
+        self.store.announce(
+            [loaded]
+        )  # written with this harness's first event: a reader writes none
 
     def shadow(self, candidate: Spec | None) -> Shadow | None:
         """Judge every decision from now on also under `candidate`, never enforcing it: a
@@ -443,14 +440,14 @@ class Harness:
             read = self.projections.catch_up(self.store, watch=self._watch)
         except UnverifiedLog as error:
             self.broken = error.verification
-            _refuse(self.store, error)
+            self.store.refuse(error)
             if not self.forensic:
                 raise
             self._watch = None  # read on, vouching for nothing
             read = self.projections.catch_up(self.store, unreadable=self.unreadable)
         except UnreadableEvent as error:  # a row the chain holds, its payload unreadable
             if not self.forensic:
-                _refuse(self.store, error)
+                self.store.refuse(error)
                 raise
             self.unreadable.append(error)
             read = self.projections.catch_up(self.store, unreadable=self.unreadable)
@@ -469,7 +466,7 @@ class Harness:
         if not found.ok:
             self.broken = found
             error = UnverifiedLog(found)
-            _refuse(self.store, error)
+            self.store.refuse(error)
             if not self.forensic:
                 raise error
             return
@@ -482,11 +479,7 @@ class Harness:
 
     def _checkpoint(self, head: Checkpoint) -> None:
         event = NewEvent(HARNESS_STREAM, "State", CHECKPOINT_TYPE, head.to_dict())
-        announce = getattr(self.store, "announce", None)
-        if announce is not None:
-            announce([event])
-        else:
-            self.store.append(event)
+        self.store.announce([event])
 
     def _open(
         self,
@@ -634,7 +627,7 @@ class Harness:
             grant, issued = self._grant_for(req, session, pending, decision, who)
             resolved = self.approvals.resolve(request_id, "approved", who, with_events=issued)
         finally:
-            flush_deferred(self.store)  # committed already, unless the answer was refused
+            self.store.flush()  # committed already, unless the answer was refused
         self._authorise(grant, session, pending)
         if spans.tracer is not None:
             spans.approval_waited(req, "approved", self.clock())
@@ -718,7 +711,7 @@ class Harness:
             )
         decision = session.decide(edited)  # the edited call judged afresh
         if decision.effect == "deny":
-            flush_deferred(self.store)
+            self.store.flush()
             raise ApprovalError(
                 "edit-denied",
                 f"the edited call of `{request_id}` is denied by `{decision.rule}`: "
@@ -827,7 +820,7 @@ class Harness:
         try:
             session.decide(pending)  # the grant now authorises the call: AUTHORIZED
         finally:
-            flush_deferred(self.store)
+            self.store.flush()
 
     def _request(self, request_id: str) -> ApprovalRequest:
         if request_id not in self.approvals.requests:
@@ -989,16 +982,8 @@ class Harness:
             return check(watch)
         except UnverifiedLog as error:
             self.broken = error.verification
-            _refuse(self.store, error)
+            self.store.refuse(error)
             raise
-
-
-def _refuse(store: EventStore, error: Exception) -> None:
-    """Refuse every later write through `store` with `error` (`Announcing.refuse`; a store of
-    another make is left as it is)."""
-    refuse = getattr(store, "refuse", None)
-    if refuse is not None:
-        refuse(error)
 
 
 def _new_session_id(given: Any) -> str | None:

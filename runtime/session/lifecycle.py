@@ -48,7 +48,7 @@ from ..log.events import (
     redact_args,
     secret_digests,
 )
-from ..log.store import EventStore, TransitionRefused, defer_events
+from ..log.store import EventStore, TransitionRefused
 from ..model.canonical import NO_EXECUTION, Execution, input_hash, json_string
 from ..model.ir import Tool
 
@@ -384,7 +384,7 @@ class Action:
     ) -> Action:
         """Record a new call as REQUESTED. The event carries the input hash (computed over the
         real arguments unless `digest` is given) and the arguments with secret fields redacted.
-        `defer`: append it with the store's next commit (`store.defer_events`). `args_json`:
+        `defer`: append it with the store's next commit (`EventStore.defer`). `args_json`:
         the canonical JSON of `args`, written as it is when the tool has no secret field.
         `then`: the move that follows at once (VALIDATED), appended with the request."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
@@ -440,7 +440,7 @@ class Action:
             target, moved = action.move(then)
             events.append(moved)
         if defer:
-            defer_events(store, events)
+            store.defer(events)
             action.moved(target)
         else:
             action.moved(target, store.append_many(events)[-1])
@@ -460,7 +460,7 @@ class Action:
         **details: Any,
     ) -> Event | None:
         """Move to `to` and append the event; an illegal move raises and records nothing.
-        `defer`: append it with the store's next commit (`store.defer_events`) and return
+        `defer`: append it with the store's next commit (`EventStore.defer`) and return
         None, for a move nothing acts on before that commit.
 
         `details` go into the event (a decision id, an approval id, an external job id); a
@@ -471,7 +471,7 @@ class Action:
         """
         target, new = self.move(to, reason=reason, **details)
         if defer and expected_seq is None:
-            defer_events(self.store, [new])
+            self.store.defer([new])
             self.state = target
             return None
         event = self.store.append(new, expected_seq=expected_seq)

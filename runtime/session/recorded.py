@@ -269,31 +269,16 @@ def _pages(
     after: int,
     page: int,
 ) -> Iterator[list[Row]]:
-    """The store's events of `types` after `after` as rows, page by page: selected by the
-    store when it can (`read_rows`: SQLite, PostgreSQL), else read whole and filtered."""
-    select = getattr(store, "read_rows", None)
-    wanted = frozenset(types)
+    """The store's events of `types` after `after` as rows (`EventStore.read_rows`), page by
+    page."""
     while True:
-        if select is not None:
-            found: list[Row] = select(types, after=after, limit=page, moves=moves)
-            if not found:
-                return
-            yield found
-            if len(found) < page:
-                return
-            after = found[-1][0]
-        else:
-            events = store.read(after=after, limit=page)
-            if not events:
-                return
-            yield [
-                (e.position, e.stream, e.type, e.payload_json, e.time)
-                for e in events
-                if e.type in wanted
-            ]
-            if len(events) < page:
-                return
-            after = events[-1].position
+        found = store.read_rows(types, after=after, limit=page, moves=moves)
+        if not found:
+            return
+        yield found
+        if len(found) < page:
+            return
+        after = found[-1][0]
 
 
 def read_rows(

@@ -45,7 +45,6 @@ from ..log.events import (
     session_started,
     short_text,
 )
-from ..log.store import flush_deferred
 from ..model.canonical import Execution, jsonable
 from ..model.ir import Agent, Fact, Field, Schema, Skill
 from . import spans
@@ -505,7 +504,7 @@ class Session:
                 task_id=self.task_id,
             )
         finally:
-            flush_deferred(h.store)  # committed already, unless the request was refused
+            h.store.flush()  # committed already, unless the request was refused
 
     # -- what the log records of a call (runtime/session/restore.py) -------------------------
 

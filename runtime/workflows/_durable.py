@@ -186,30 +186,6 @@ def open_store(url: str) -> EventStore:
     raise WorkflowError("unknown-store", f"no event store for `{url}`")
 
 
-def same_store(store: EventStore, url: str) -> bool:
-    """Whether `store` is the event log at `url`: the one a worker records in and every other
-    process reads `status` from."""
-    import os
-
-    if url.startswith("sqlite:///"):
-        conn = getattr(store, "_conn", None)
-        if not isinstance(conn, sqlite3.Connection):
-            return False
-        files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
-        wanted = os.path.realpath(url[len("sqlite:///") :])
-        return bool(files) and os.path.realpath(files[0]) == wanted
-    conn = getattr(store, "_conn", None)
-    info = getattr(conn, "info", None)
-    if info is None or not hasattr(info, "dbname"):
-        return False
-    from psycopg.conninfo import conninfo_to_dict
-
-    wanted_pg = conninfo_to_dict(url.replace("postgres://", "postgresql://", 1))
-    return info.dbname == wanted_pg.get("dbname") and (
-        "port" not in wanted_pg or str(info.port) == str(wanted_pg["port"])
-    )
-
-
 def has_state(store_url: str) -> bool:
     """Whether DBOS's state for `store_url` exists (some worker ran workflows on this store),
     found without creating it: the `.dbos` file beside a SQLite log, the `dbos` schema of a
@@ -277,7 +253,7 @@ class Engine:
             raise WorkflowError(
                 "engine-running", "a workflow engine already runs in this process: close it first"
             )
-        if not same_store(self.harness.store, self.store_url):
+        if not self.harness.store.same_log(self.store_url):
             raise WorkflowError(
                 "store-mismatch",
                 f"a worker records each step in the event store at `{self.store_url}`: give "

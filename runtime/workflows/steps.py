@@ -11,19 +11,14 @@ import contextlib
 import copy
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..judge.availability import Facts
 from ..judge.history import WORKFLOW_SOURCES
 from ..judge.normalize import Refusal
-from ..log.events import NO_SECRETS, REDACTED, Event, NewEvent, Secrets
-from ..log.store import (
-    Expected,
-    MemoryStore,
-    _Numbering,
-    _Unchained,
-)
+from ..log.events import NO_SECRETS, REDACTED, NewEvent, Secrets
+from ..log.memory import Buffer
 from ..model.canonical import canonical_json, jsonable
 from ..model.ir import Agent
 from ..model.ir import Path as ModelPath
@@ -158,7 +153,7 @@ class StepOutput(dict[str, Any]):
 
 
 def _output(
-    buffer: _Buffer, stream: str, outcome: dict[str, Any], publish: Publication
+    buffer: Buffer, stream: str, outcome: dict[str, Any], publish: Publication
 ) -> StepOutput:
     """The step's output: its events, what it publishes for `status`, and last its
     `workflow.step` event (the outcome). DBOS checkpoints them with the step, in its own
@@ -217,36 +212,10 @@ def flush(timeout_s: float = 5.0) -> None:
             engine.log.flush(timeout_s=timeout_s)
 
 
-class _Buffer(MemoryStore):
-    """A step's events until it returns them: readable by the step's session (numbered per
-    stream, payloads canonical) but not chained, because the log numbers and hashes them when
-    it appends them; each event is kept with its canonical payload, to be appended as it is."""
-
-    def __init__(self, clock: Any) -> None:
-        super().__init__(clock=clock)
-        self.appended: list[tuple[str, str, str, Any, str]] = []
-
-    def _numbering(self) -> _Numbering:
-        return _Unchained(len(self._events))
-
-    def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
-        out = super()._append(events, expected_seq)
-        self.appended.extend(
-            (e.stream, e.kind, e.type, e.payload, o.payload_json)
-            for e, o in zip(events, out, strict=True)
-        )
-        return out
-
-    def defer(self, events: Sequence[NewEvent]) -> None:
-        # the whole buffer is one output already: nothing to defer, and `appended` must
-        # keep every event in the order the step wrote them
-        self._append(events, None)
-
-
-def _step_harness(h: Harness) -> tuple[Harness, _Buffer]:
+def _step_harness(h: Harness) -> tuple[Harness, Buffer]:
     """The harness seen by one step: the same compiled spec, executors and engine, but its own
     event buffer, approvals and sessions, so concurrent steps never share a buffer."""
-    buffer = _Buffer(h.clock)
+    buffer = Buffer(h.clock)
     view = copy.copy(h)
     view.store = buffer
     view.walks_no_chain()  # the buffer is not chained: the log it goes to is walked by `h`
@@ -259,7 +228,7 @@ def record_step(
     stream: str, events: list[dict[str, Any]], outcome: dict[str, Any], publish: Publication
 ) -> StepOutput:
     """A DBOS step that only records events (a gate decided, the run's end) and the state."""
-    buffer = _Buffer(worker().harness.clock)
+    buffer = Buffer(worker().harness.clock)
     for e in events:
         buffer.append(NewEvent(stream, e["kind"], e["type"], e["payload"]))
     return _output(buffer, stream, outcome, publish)
