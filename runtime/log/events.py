@@ -876,6 +876,12 @@ def call_superseded(
     )
 
 
+def call_refused(stream: str, refusal: Mapping[str, Any]) -> NewEvent:
+    """A call refused before it became an action (`Refusal.to_dict()`), in its session's
+    stream."""
+    return NewEvent(stream, "Error", "call.refused", {**refusal, "session": stream})
+
+
 def session_started(stream: str, *, agent: str, **extra: Any) -> NewEvent:
     return NewEvent(stream, "State", "session.started", {"agent": agent, **extra})
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..judge.normalize import PendingCall
+from ..log.events import NewEvent
 from ..log.store import ConcurrencyError
 from ..model.ir import Tool
 from .calls import (
@@ -39,11 +40,11 @@ def complete_action(
     by: Mapping[str, Any] | str | None = None,
 ) -> Result:
     """`Session.complete`: record the result of accepted work."""
-    key = s._key_of(action)
+    key = s.state.key_of(action)
     who = who_of(by)
     h = s.harness
-    with s._key_lock(key):
-        act = s._actions[key]
+    with s.state.key_lock(key):
+        act = s.state.actions[key]
         tool = h.spec.tools.get(act.tool_id)
         if tool is None:
             raise ActionError(
@@ -56,18 +57,21 @@ def complete_action(
             seq = act.refresh()
             if act.terminal:
                 if act.state == _S.CANCELLED:
-                    s._append(
-                        "Tool",
-                        "action.late_result",
-                        {
-                            "action_id": act.action_id,
-                            "tool_call_id": act.tool_call_id,
-                            "tool_id": act.tool_id,
-                            "outcome": "failed" if error is not None else "completed",
-                            "by": who,
-                            "used": False,
-                            "note": "the result came after the action was cancelled",
-                        },
+                    s.harness.store.append(
+                        NewEvent(
+                            s.id,
+                            "Tool",
+                            "action.late_result",
+                            {
+                                "action_id": act.action_id,
+                                "tool_call_id": act.tool_call_id,
+                                "tool_id": act.tool_id,
+                                "outcome": "failed" if error is not None else "completed",
+                                "by": who,
+                                "used": False,
+                                "note": "the result came after the action was cancelled",
+                            },
+                        )
                     )
                 raise ActionError(
                     "already-finished",
@@ -84,10 +88,10 @@ def complete_action(
                     action_id=act.action_id,
                     state=act.state.value,
                 )
-            accepted = s._results.get(key) or placeholder(s, act, tool)
+            accepted = s.state.results.get(key) or placeholder(s, act, tool)
             final = settle(
                 tool,
-                s._pending.get(key),
+                s.state.pending.get(key),
                 accepted,
                 data,
                 error,
@@ -99,8 +103,8 @@ def complete_action(
                 final = record_result(act, tool, final, completed_by=who, expected_seq=seq)
             except ConcurrencyError:
                 continue  # another writer moved the stream: read the log again
-            s._results[key] = final
-            apply_on_success(s, tool, s._pending.get(key), final)
+            s.state.results[key] = final
+            apply_on_success(s, tool, s.state.pending.get(key), final)
             return final
 
 
@@ -112,12 +116,12 @@ def cancel_action(
     by: Mapping[str, Any] | str | None = None,
 ) -> Result:
     """`Session.cancel`: cancel an action that has not finished."""
-    key = s._key_of(action)
+    key = s.state.key_of(action)
     who = who_of(by)
     h = s.harness
-    with s._key_lock(key):
-        act = s._actions[key]
-        if key in s._running:
+    with s.state.key_lock(key):
+        act = s.state.actions[key]
+        if key in s.state.running:
             raise ActionError(
                 "running",
                 f"the action `{act.action_id}` is running in this process: its result or "
@@ -137,7 +141,7 @@ def cancel_action(
                 )
             started = act.state in (_S.RUNNING, _S.ACCEPTED, _S.WAITING_RESULT)
             if started:
-                base = s._results.get(key) or placeholder(s, act, tool)
+                base = s.state.results.get(key) or placeholder(s, act, tool)
                 side = base.side_effect or (tool is not None and has_side_effect(tool))
                 where = f" (`{base.handle}`)" if base.handle else ""
                 text = (
@@ -164,7 +168,7 @@ def cancel_action(
                     "cancelled",
                     f"`{act.tool_id}` may not run: the call was cancelled ({reason})",
                     _S.CANCELLED.value,
-                    s._judged.get(key),
+                    s.state.judged.get(key),
                 )
             try:
                 act.transition(
@@ -177,7 +181,7 @@ def cancel_action(
             except ConcurrencyError:
                 continue
             break
-        s._results[key] = result
+        s.state.results[key] = result
     for req in list(h.approvals.requests.values()):
         if (
             req.session_id == s.id
@@ -192,7 +196,7 @@ def placeholder(s: Session, act: Action, tool: Tool | None) -> Result:
     return Result(
         tool_id=act.tool_id,
         tool_call_id=act.tool_call_id,
-        input_hash=s._hash_of(act),
+        input_hash=s.state.hash_of(act),
         status="unknown",
         data=None,
         observation="",

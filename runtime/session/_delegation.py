@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..judge.normalize import Refusal
+from ..log.events import NewEvent, call_refused
 from ..model.ir import DELEGATE_TASK
 
 if TYPE_CHECKING:
@@ -42,10 +43,13 @@ def delegate_to(
             + ", ".join(f"`{a}`" for a in s.agent.delegates),
         )
     child = _open_child(s, agent=h.spec.agents[target], goal=goal, session_id=session_id)
-    s._append(
-        "State",
-        "delegation.started",
-        {"child": child.id, "agent": target, "goal": goal},
+    s.harness.store.append(
+        NewEvent(
+            s.id,
+            "State",
+            "delegation.started",
+            {"child": child.id, "agent": target, "goal": goal},
+        )
     )
     s.children.append(child)
     return child
@@ -53,7 +57,7 @@ def delegate_to(
 
 def refuse_delegation(s: Session, message: str) -> Refusal:
     refusal = Refusal("delegation-refused", message, None, DELEGATE_TASK)
-    s._append("Error", "call.refused", {**refusal.to_dict(), "session": s.id})
+    s.harness.store.append(call_refused(s.id, refusal.to_dict()))
     return refusal
 
 
@@ -68,14 +72,16 @@ def open_skill(s: Session, name: str, *, session_id: str | None = None) -> Sessi
             None,
             name,
         )
-        s._append("Error", "call.refused", {**refusal.to_dict(), "session": s.id})
+        s.harness.store.append(call_refused(s.id, refusal.to_dict()))
         return refusal
     if s.skill_def is not None:
         refusal = Refusal("unknown-skill", "a skill session cannot open another skill", None, name)
-        s._append("Error", "call.refused", {**refusal.to_dict(), "session": s.id})
+        s.harness.store.append(call_refused(s.id, refusal.to_dict()))
         return refusal
     child = _open_child(s, agent=s.agent, skill=skill, session_id=session_id)
-    s._append("State", "skill.started", {"child": child.id, "skill": skill.name})
+    s.harness.store.append(
+        NewEvent(s.id, "State", "skill.started", {"child": child.id, "skill": skill.name})
+    )
     s.children.append(child)
     return child
 

@@ -54,16 +54,26 @@ def restore_actions(s: Session, views: list[ActionView]) -> None:
             position=view.position,
             action_id=view.action_id,
         )
-        s._actions[key] = action
-        s._index(action, key)
-        if view.result is not None:
-            s._results[key] = Result.from_dict(view.result)
+        s.take_up(key, action, Result.from_dict(view.result) if view.result is not None else None)
         if view.state == _S.RUNNING:
-            s.running_elsewhere.add(key)  # its lease is checked at each catch-up
+            s.state.running_elsewhere.add(key)  # its lease is checked at each catch-up
         pending = rebuild_call(s, view, tool) if tool is not None else None
         if pending is not None:
-            s._pending[key] = pending
-            s._attach_requests(pending)
+            s.state.pending[key] = pending
+            attach_requests(s, pending)
+
+
+def attach_requests(s: Session, pending: PendingCall) -> None:
+    """Attach `pending` to this session's approval requests that ask about it and were
+    restored from the log without their call."""
+    approvals = s.harness.approvals
+    for req in list(approvals.requests.values()):
+        if (
+            req.session_id == s.id
+            and req.pending is None
+            and (req.tool_call_id, req.input_hash) == (pending.tool_call_id, pending.input_hash)
+        ):
+            approvals.attach(req.request_id, pending)
 
 
 def rebuild_call(s: Session, view: ActionView, tool: Tool) -> PendingCall | None:
@@ -106,7 +116,7 @@ def take_up_edits(s: Session, tool_call_id: str) -> None:
         for e in h.projections.superseded.values()
         if e["session_id"] == s.id
         and e["tool_call_id"] == tool_call_id
-        and f"{tool_call_id}:{e['edited_input_hash']}" not in s._pending
+        and f"{tool_call_id}:{e['edited_input_hash']}" not in s.state.pending
     ]
     if not edits:
         return
@@ -131,7 +141,7 @@ def take_up_calls(s: Session) -> None:
         [
             v
             for v in h.projections.actions.values()
-            if v.stream == s.id and f"{v.tool_call_id}:{v.input_hash}" not in s._actions
+            if v.stream == s.id and f"{v.tool_call_id}:{v.input_hash}" not in s.state.actions
         ],
     )
 
@@ -156,7 +166,7 @@ def catch_up_session(s: Session, *, force: bool = False) -> None:
         h.catch_up()
         take_up_calls(s)
         take_up_denials(s)
-    if changed or s.running_elsewhere:  # a lease may have ended since the last look
+    if changed or s.state.running_elsewhere:  # a lease may have ended since the last look
         settle_actions(s)
 
 
@@ -181,11 +191,11 @@ def settle_actions(s: Session) -> None:
         if view.state == _S.RUNNING:
             if expired(view, now):
                 mark_unknown(s, held, view)
-                s.running_elsewhere.discard(key)
+                s.state.running_elsewhere.discard(key)
                 continue
-            s.running_elsewhere.add(key)
+            s.state.running_elsewhere.add(key)
         else:
-            s.running_elsewhere.discard(key)
+            s.state.running_elsewhere.discard(key)
         if held.state != view.state:
             held.state = ActionState(view.state)
             held.position = view.position

@@ -18,7 +18,15 @@ from ..judge.history import facts_added
 from ..judge.normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from ..judge.policy import CallContext, Decider, Decision
 from ..log.chain import TransitionRefused
-from ..log.events import NewEvent, PayloadTemplate, decision, format_time, hole, json_value
+from ..log.events import (
+    NewEvent,
+    PayloadTemplate,
+    call_refused,
+    decision,
+    format_time,
+    hole,
+    json_value,
+)
 from ..model.canonical import NO_EXECUTION, CanonicalError, Execution, json_problem, json_string
 from ..model.ir import Tool
 from ._restore import RAN, adopt, catch_up_session, recorded_decision, take_up_denials
@@ -34,6 +42,7 @@ from .executors import (
     unrecordable,
 )
 from .lifecycle import Action, ActionState, after_decision, random_hex
+from .state import Judged
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -73,20 +82,6 @@ class Ruling:
     def grant(self) -> ApprovalGrant | None:
         """The grant the decision names (the first)."""
         return self.grants[0] if self.grants else None
-
-
-@dataclass(frozen=True)
-class Judged:
-    """A decision recorded for a call: its id, the policy version it was made under, and the
-    grants it used."""
-
-    decision_id: str
-    decision: Decision
-    grant: ApprovalGrant | None
-    policy_version: str
-    grants: tuple[ApprovalGrant, ...] = ()
-    """Every grant that authorises the call: one per ASK when several policies ask (a skill
-    session), all spent by the call."""
 
 
 class Prepared(NamedTuple):
@@ -141,7 +136,6 @@ def normalize_call(
     if refusal is not None:
         return replace(refusal, tool_call_id=tool_call_id)
     assert tool is not None
-    s._refresh_surface()
     if tool.kind == "private" and tool.skill != s.skill_name:
         return Refusal(
             "skill-private",
@@ -151,7 +145,7 @@ def normalize_call(
             name,
             tool_call_id,
         )
-    if tool.id not in s._surface:
+    if not s.on_surface(tool.id):
         if tool.kind == "primitive":
             what = "is internal (primitive) and never on a surface"
         elif s.skill_def is not None:
@@ -337,9 +331,9 @@ def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Dec
     that stops the call is held too, for the caller to commit with what it appends next).
     A call that ran (here or in another process: the session catches up first) is not judged
     again: its recorded decision is returned and nothing is recorded."""
-    s._own(pending)
-    if s.fresh is pending:
-        s.fresh = None  # normalized just now, after a catch-up
+    s.state.own(pending)
+    if s.state.fresh is pending:
+        s.state.fresh = None  # normalized just now, after a catch-up
     else:
         catch_up_session(s)
     if s.ran(pending.key):
@@ -397,7 +391,7 @@ def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Dec
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes
     h.store.defer(events)
-    s._judged[pending.key] = judged
+    s.state.judged[pending.key] = judged
     if move is not None:
         move[0].moved(move[1])
     if not authorized and commit:
@@ -416,10 +410,10 @@ def decision_template(
     alike), and the template of its canonical JSON, kept per decision object: only what
     differs from call to call is written each time."""
     key = id(d)
-    found = s._templates.get(key)
+    found = s.state.templates.get(key)
     if found is None or found[0] is not d or found[1] != policy_version:
-        if len(s._templates) > 256:
-            s._templates.clear()
+        if len(s.state.templates) > 256:
+            s.state.templates.clear()
         fixed = decision(
             s.id,
             decision_id="-",
@@ -448,7 +442,7 @@ def decision_template(
             PayloadTemplate({**shape, **{n: hole(n) for n in _PER_CALL}}),
             fixed,
         )
-        s._templates[key] = found
+        s.state.templates[key] = found
     return found[2], found[3]
 
 
@@ -458,7 +452,7 @@ def drive(
     """Where the call's action moves after its decision (`after_decision`): the action, its
     next state and the event that records the move, for the decision's commit (`moved` takes
     the state once it is deferred); None when it stays."""
-    action = s._actions.get(pending.key)
+    action = s.state.actions.get(pending.key)
     if action is None or action.terminal:
         return None
     move = after_decision(action.state, judged.decision.effect, granted=judged.grant is not None)
@@ -478,13 +472,13 @@ def drive(
 
 def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     """The judgement that authorises the call now, or a result saying why it may not run."""
-    action = s._actions[pending.key]
+    action = s.state.actions[pending.key]
     superseded = superseded_result(s, pending, action)
     if superseded is not None:
         return superseded
     if action.state in RAN:  # it ran, or runs, in another process: never here
         return ran_elsewhere(s, pending, action, s.judgement_of(pending.key))
-    judged = s._judged.get(pending.key)
+    judged = s.state.judged.get(pending.key)
     stale = (
         judged is None
         or judged.policy_version != s.harness.policy_version
@@ -493,7 +487,7 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
     )
     if stale and not action.terminal:
         decide_call(s, pending)
-        judged = s._judged.get(pending.key)
+        judged = s.state.judged.get(pending.key)
     if action.state != _S.AUTHORIZED:
         # it may not run here: perhaps an operator answered or edited it in another process
         known = set(s.harness.approvals.grants)
@@ -504,7 +498,7 @@ def authorize(s: Session, pending: PendingCall) -> Judged | Result:
             return superseded
         if not action.terminal and known != set(s.harness.approvals.grants):
             decide_call(s, pending)  # judged again with the grants issued elsewhere
-            judged = s._judged.get(pending.key)
+            judged = s.state.judged.get(pending.key)
     held = s.held_action(pending.key)  # taken up from the log, perhaps, while judged again
     assert held is not None  # normalized: the session holds its action
     action = held
@@ -580,23 +574,23 @@ def unavailable(s: Session, pending: PendingCall) -> Result | None:
     if available.available:
         return None
     refusal = unavailable_refusal(available, pending.tool_id, pending.tool_call_id)
-    action = s._actions[pending.key]
-    s._append(
-        "Error",
-        "call.refused",
-        {
-            **refusal.to_dict(),
-            "session": s.id,
-            "action_id": action.action_id,
-            "input_hash": pending.input_hash,
-            "stage": "invoke",
-        },
+    action = s.state.actions[pending.key]
+    s.harness.store.append(
+        call_refused(
+            s.id,
+            {
+                **refusal.to_dict(),
+                "action_id": action.action_id,
+                "input_hash": pending.input_hash,
+                "stage": "invoke",
+            },
+        )
     )
     message = f"`{pending.tool_id}` may not run: it is unavailable now (" + (
         "; ".join(available.reasons) + ")"
     )
     return not_run(
-        s, pending, "unavailable", message, action.state.value, s._judged.get(pending.key)
+        s, pending, "unavailable", message, action.state.value, s.state.judged.get(pending.key)
     )
 
 
@@ -608,11 +602,13 @@ def not_run(
     state: str,
     judged: Judged | None,
 ) -> Result:
-    action = pending if isinstance(pending, Action) else s._actions.get(pending.key)
+    action = pending if isinstance(pending, Action) else s.state.actions.get(pending.key)
     return Result(
         tool_id=pending.tool_id,
         tool_call_id=pending.tool_call_id,
-        input_hash=pending.input_hash if isinstance(pending, PendingCall) else s._hash_of(pending),
+        input_hash=(
+            pending.input_hash if isinstance(pending, PendingCall) else s.state.hash_of(pending)
+        ),
         status="failure",
         data=None,
         observation=message,
@@ -635,9 +631,9 @@ def not_run(
 def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
     """The call authorised, its grants spent and its action RUNNING, ready to run; or the
     result that stands instead (recorded before, or why it may not run)."""
-    s._own(pending, "invoke")
+    s.state.own(pending, "invoke")
     # no catch-up here: deciding caught up, and the log refuses a RUNNING taken elsewhere
-    recorded = s._results.get(pending.key)
+    recorded = s.state.results.get(pending.key)
     if recorded is not None:
         return recorded
     judged = authorize(s, pending)
@@ -659,7 +655,7 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
             _S.AUTHORIZED.value,
             judged,
         )
-    action = s._actions[pending.key]
+    action = s.state.actions[pending.key]
     timeout = timeout_of(tool, pending)
     lease = lease_until(h.clock(), timeout + h.lease_grace_ms)
     if judged.grants:
@@ -678,19 +674,19 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
         except ApprovalError as exc:
             # another execution (a thread, or a process sharing the store) spent the once
             # grant first: this one does not run; judged again, the call asks anew
-            s._append(
-                "Error",
-                "call.refused",
-                {
-                    "code": exc.code,
-                    "message": exc.message,
-                    "tool": pending.tool_id,
-                    "tool_call_id": pending.tool_call_id,
-                    "session": s.id,
-                    "action_id": action.action_id,
-                    "input_hash": pending.input_hash,
-                    "stage": "invoke",
-                },
+            s.harness.store.append(
+                call_refused(
+                    s.id,
+                    {
+                        "code": exc.code,
+                        "message": exc.message,
+                        "tool": pending.tool_id,
+                        "tool_call_id": pending.tool_call_id,
+                        "action_id": action.action_id,
+                        "input_hash": pending.input_hash,
+                        "stage": "invoke",
+                    },
+                )
             )
             category = exc.code.replace("-", "_")  # grant_spent, grant_revoked
             return not_run(s, pending, category, exc.message, action.state.value, judged)
@@ -706,7 +702,7 @@ def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
             )
         except TransitionRefused:
             return lost_race(s, pending, action, judged)
-    s._running.add(pending.key)
+    s.state.running.add(pending.key)
     context = ExecutorContext(pending, s.id, s.actor, s.task_id, timeout, action.action_id)
     return Prepared(
         pending=pending, tool=tool, bound=bound, context=context, judged=judged, action=action
@@ -796,7 +792,7 @@ def record(s: Session, prepared: Prepared, result: Result) -> Result:
             )
         else:
             result = record_result(action, tool, result)
-        s._results[pending.key] = result
+        s.state.results[pending.key] = result
     except TransitionRefused:
         # its lease ran out before it finished: another process recorded it UNKNOWN, which
         # stands; what it did is kept beside, as a late result
@@ -819,7 +815,7 @@ def record(s: Session, prepared: Prepared, result: Result) -> Result:
         action.state = _S.UNKNOWN
         return replace(result, state=_S.UNKNOWN.value)
     finally:
-        s._running.discard(pending.key)
+        s.state.running.discard(pending.key)
     apply_on_success(s, tool, pending, result)
     return result
 
@@ -874,14 +870,14 @@ def late_hook(s: Session, action: Action, settled: threading.Lock) -> LateHook:
         }
         if error is not None:
             payload["error"] = action.secrets.text(f"{type(error).__name__}: {error}")
-        s._append("Tool", "action.late_result", payload)
+        s.harness.store.append(NewEvent(s.id, "Tool", "action.late_result", payload))
 
     return report
 
 
 def invoke_call(s: Session, pending: PendingCall) -> Result:
     """`Session.invoke`: run an authorised call once and record its result."""
-    lock = s._key_lock(pending.key)
+    lock = s.state.key_lock(pending.key)
     with lock:
         prepared = prepare(s, pending)
         if isinstance(prepared, Result):
@@ -906,14 +902,14 @@ def invoke_call(s: Session, pending: PendingCall) -> Result:
 
 async def ainvoke_call(s: Session, pending: PendingCall) -> Result:
     """`Session.ainvoke`: `invoke_call` on the running event loop."""
-    inflight = s._inflight.get(pending.key)
+    inflight = s.state.inflight.get(pending.key)
     if inflight is not None:
         return await asyncio.shield(inflight)
     prepared = prepare(s, pending)
     if isinstance(prepared, Result):
         return prepared
     future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-    s._inflight[pending.key] = future
+    s.state.inflight[pending.key] = future
     settled = threading.Lock()
     settled.acquire()
     try:
@@ -932,8 +928,8 @@ async def ainvoke_call(s: Session, pending: PendingCall) -> Result:
         return result
     finally:
         settled.release()
-        s._running.discard(pending.key)
-        s._inflight.pop(pending.key, None)
+        s.state.running.discard(pending.key)
+        s.state.inflight.pop(pending.key, None)
 
 
 def user_of(actor: Mapping[str, Any]) -> str | None:

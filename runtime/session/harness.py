@@ -92,9 +92,11 @@ from .sessions import (
     Session,
     as_recorded,
     check_facts,
+    decide_session,
     facts_record,
     need_kind,
     replay_facts,
+    start_session,
 )
 
 if TYPE_CHECKING:
@@ -378,10 +380,13 @@ class Harness:
             session.facts = as_recorded(Facts.of(facts))
         catch_up_session(session)  # as other processes left it, and past dead leases
         if facts is not None:
-            session._append(
-                "State",
-                "session.resumed",
-                {"policy_version": self.policy_version, "facts": facts_record(session.facts)},
+            session.harness.store.append(
+                NewEvent(
+                    session.id,
+                    "State",
+                    "session.resumed",
+                    {"policy_version": self.policy_version, "facts": facts_record(session.facts)},
+                )
             )
         return session
 
@@ -424,7 +429,11 @@ class Harness:
             session, [a for a in self.projections.actions.values() if a.stream == view.session_id]
         )
         if facts is None:
-            session._append("State", "session.resumed", {"policy_version": self.policy_version})
+            session.harness.store.append(
+                NewEvent(
+                    session.id, "State", "session.resumed", {"policy_version": self.policy_version}
+                )
+            )
         for child in self.projections.sessions.values():
             if child.started.get("parent") == session.id and child.session_id not in self.sessions:
                 self.resume(child.session_id)
@@ -514,7 +523,7 @@ class Harness:
         self.sessions[session.id] = session
         try:
             # a session named by its caller starts only on a stream no one has written
-            session._start(fresh=fresh)
+            start_session(session, fresh=fresh)
         except ConcurrencyError:
             del self.sessions[session.id]
             raise HarnessError(
@@ -607,7 +616,7 @@ class Harness:
         if pending is None:
             return self._approve_as_recorded(req, session, by)
         # judged again (the policy may have changed); the decision is committed with the answer
-        decision = session._decide(pending, commit=False)
+        decision = decide_session(session, pending, commit=False)
         try:
             who = _who(by)
             if decision.effect == "deny":
@@ -740,7 +749,7 @@ class Harness:
             reason=reason,
             edited_input_hash=edited.input_hash,
         )
-        original = session._actions.get(f"{req.tool_call_id}:{req.input_hash}")
+        original = session.state.actions.get(f"{req.tool_call_id}:{req.input_hash}")
         if original is not None and not original.terminal:
             original.cancel(f"superseded by an edit of `{who}`")
         self._authorise(grant, session, edited)

@@ -19,8 +19,6 @@ session up from the log `runtime/session/_restore.py`.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,6 +39,7 @@ from ..log.events import (
     MCP_TOOLS_CHANGED,
     NewEvent,
     Secrets,
+    call_refused,
     session_ended,
     session_started,
     short_text,
@@ -50,10 +49,9 @@ from ..model.ir import Agent, Fact, Field, Schema, Skill
 from . import spans
 from ._completion import cancel_action, complete_action
 from ._delegation import delegate_to, open_skill
-from ._restore import RAN, catch_up_session, take_up_edits
+from ._restore import RAN, attach_requests, catch_up_session, take_up_edits
 from .approvals import ApprovalGrant, ApprovalRequest
 from .calls import (
-    Judged,
     ainvoke_call,
     call_context,
     decide_call,
@@ -65,7 +63,8 @@ from .evidence import Evidence, build_evidence
 from .executors import (
     Result,
 )
-from .lifecycle import Action, ActionError, ActionState
+from .lifecycle import Action, ActionState
+from .state import Judged, SessionState, not_pending
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -128,35 +127,8 @@ class Session:
         self.policies: tuple[str, ...] = session_policies(
             agent, skill, parent.policies if parent is not None else None
         )
-        self._actions: dict[str, Action] = {}
-        self._pending: dict[str, PendingCall] = {}
-        self._judged: dict[str, Judged] = {}
-        self._results: dict[str, Result] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._inflight: dict[str, asyncio.Future[Result]] = {}
-        self._running: set[str] = set()
-        self.fresh: PendingCall | None = None
-        """The call normalized last, after a catch-up: its decision, next, needs none."""
-        self.running_elsewhere: set[str] = set()
-        """The calls (keys) the log has RUNNING in another process: their lease is checked at
-        each catch-up (`restore.catch_up_session`), and past it they are UNKNOWN."""
-        # every secret value a call of this session carried: the planner may quote one in a
-        # later query, and an exposure trace never holds it
-        # every secret value the session's calls carried (to scrub exposure queries), kept as a
-        # set so that normalizing a call costs only its own values; `Secrets` is built on demand
-        self._secret_texts: set[str] = set()
-        self._by_action_id: dict[str, str] = {}
-        self._templates: dict[int, Any] = {}  # event payload templates (runtime/session/calls.py)
-        self._lock = threading.Lock()
-        self._surface_version: str | None = None
-        self._surface: frozenset[str] = frozenset()
-        self._surface_order: tuple[str, ...] = ()
-        # (facts snapshot, policy version, tool id → availability): replaced, never mutated in
-        # place, when the facts or the spec change, so a reader needs no lock
-        self._availability: tuple[Facts | None, str, dict[str, ToolAvailability]] = (None, "", {})
-        # (facts snapshot, policy version, every tool's availability under them): the same
-        # object turn after turn while neither changes, so exposure reuses its split of P
-        self._snapshot: tuple[Facts | None, str, Availability | None] = (None, "", None)
+        self.state = SessionState(session_id)
+        """What the session changes as its calls go through it (runtime/session/state.py)."""
 
     # -- identity -----------------------------------------------------------------------------
 
@@ -179,11 +151,16 @@ class Session:
         """The tool ids this session may call, in registry order: the agent's surface, or a
         skill session's private tools. Never `delegate_task`."""
         self._refresh_surface()
-        return self._surface_order
+        return self.state.surface_order
+
+    def on_surface(self, tool_id: str) -> bool:
+        """Whether `tool_id` is on the session's surface (`surface`), in constant time."""
+        self._refresh_surface()
+        return tool_id in self.state.surface
 
     def _refresh_surface(self) -> None:
         h = self.harness
-        if self._surface_version == h.policy_version:
+        if self.state.surface_version == h.policy_version:
             return
         spec = h.spec
         if self.skill_def is not None:
@@ -197,37 +174,12 @@ class Session:
             order = h.surface_tools(self.agent.surface)
         else:
             order = ()
-        self._surface_order = tuple(t for t in order if t != DELEGATE_TASK)
-        self._surface = frozenset(self._surface_order)
-        self._surface_version = h.policy_version
+        self.state.surface_order = tuple(t for t in order if t != DELEGATE_TASK)
+        self.state.surface = frozenset(self.state.surface_order)
+        self.state.surface_version = h.policy_version
 
     def _append(self, kind: str, type_: str, payload: Mapping[str, Any]) -> None:
         self.harness.store.append(NewEvent(self.id, kind, type_, payload))
-
-    def _start(self, *, fresh: bool = False) -> None:
-        """Record the session's start; `fresh`: only on a stream nothing was written to yet
-        (`ConcurrencyError` otherwise: an id its caller chose may be taken)."""
-        extra: dict[str, Any] = {
-            "actor": jsonable(self.actor),
-            "task": jsonable(self.task),
-            "policy_version": self.harness.policy_version,
-            "policies": list(self.policies),
-            # what policy reads, so a harness in another process judges this session's calls
-            # again exactly as this one would (`Harness.resume`)
-            "facts": facts_record(self.facts),
-            "resource": jsonable(self.resource),
-            "env": jsonable(self.env),
-        }
-        if self.parent is not None:
-            extra["parent"] = self.parent.id
-        if self.skill_def is not None:
-            extra["skill"] = self.skill_def.name
-        if self.goal is not None:
-            extra["goal"] = self.goal
-        self.harness.store.append(
-            session_started(self.id, agent=self.agent.name, **extra),
-            expected_seq=0 if fresh else None,
-        )
 
     def user_said(self, text: str, *, values: Any = None) -> None:
         """Record a user message (a `user.said` event holding the text whole, so a harness
@@ -264,21 +216,21 @@ class Session:
         """Every tool's availability under this session's facts, with reasons (computed once
         per facts snapshot and spec, like `tool_availability`)."""
         h = self.harness
-        facts, version, found = self._snapshot
+        facts, version, found = self.state.snapshot
         if found is None or facts is not self.facts or version != h.policy_version:
             facts, version = self.facts, h.policy_version
             found = h.availability(facts)
-            self._snapshot = (facts, version, found)
+            self.state.snapshot = (facts, version, found)
         return found
 
     def tool_availability(self, tool_id: str) -> ToolAvailability:
         """One tool's availability under this session's facts now (computed once per facts
         snapshot and spec; `Harness.resume(session_id, facts=…)` gives new facts)."""
         h = self.harness
-        facts, version, known = self._availability
+        facts, version, known = self.state.availability
         if facts is not self.facts or version != h.policy_version:
             facts, known = self.facts, {}
-            self._availability = (facts, h.policy_version, known)
+            self.state.availability = (facts, h.policy_version, known)
         found = known.get(tool_id)
         if found is None:
             found = known[tool_id] = h.checker.tool(h.spec.tools[tool_id], facts)
@@ -306,7 +258,7 @@ class Session:
         exposure = h.exposure_index().expose(
             self.surface, query, available=avail, surface=surface, packs=tuple(packs)
         )
-        seen = Secrets.from_texts(self._secret_texts)
+        seen = Secrets.from_texts(self.state.secret_texts)
         trace = seen.scrub(exposure.trace.to_dict())  # plain JSON data already
         # the log keeps what ranking read, cut after the secrets are withheld: a secret across
         # the cut is never half kept
@@ -360,30 +312,30 @@ class Session:
     ) -> PendingCall | Refusal:
         result = normalize_call(self, tool, tool_call_id, args, execution)
         if isinstance(result, Refusal):
-            self._append("Error", "call.refused", {**result.to_dict(), "session": self.id})
+            self.harness.store.append(call_refused(self.id, result.to_dict()))
             return result
         spec_tool = self.harness.spec.tools[result.tool_id]
         secrets = Secrets.of_call(spec_tool, result.args, result.execution)
         if secrets:
             refused = secret_call_id(result, secrets)
             if refused is not None:
-                self._append("Error", "call.refused", {**refused.to_dict(), "session": self.id})
+                self.harness.store.append(call_refused(self.id, refused.to_dict()))
                 return refused
-        if result.key not in self._pending:
+        if result.key not in self.state.pending:
             catch_up_session(self)  # the call may be recorded already, by another process
-        with self._lock:
-            known = self._pending.get(result.key)
+        with self.state.lock:
+            known = self.state.pending.get(result.key)
             if known is not None:
                 return known
-            self._pending[result.key] = result
-            restored = self._actions.get(result.key)
+            self.state.pending[result.key] = result
+            restored = self.state.actions.get(result.key)
             if secrets:
-                self._secret_texts.update(secrets.values)
+                self.state.secret_texts.update(secrets.values)
         if restored is not None:
             # an action restored from the log whose call could not be rebuilt (its secret
             # values are never stored): the same tool, tool_call_id and input hash is that call
             restored.secrets = secrets
-            self._attach_requests(result)
+            attach_requests(self, result)
             return result
         action = Action.request(
             self.harness.store,
@@ -403,9 +355,8 @@ class Session:
             defer=True,
             then=_S.VALIDATED,
         )
-        self._actions[result.key] = action
-        self._index(action, result.key)
-        self.fresh = result
+        self._hold(result.key, action)
+        self.state.fresh = result
         return result
 
     # -- decide -------------------------------------------------------------------------------
@@ -439,26 +390,11 @@ class Session:
         """
         if spans.tracer is None:  # one call fewer on the way of every decision
             return decide_call(self, pending)
-        return self._decide(pending, commit=True)
-
-    def _decide(self, pending: PendingCall, *, commit: bool) -> Decision:
-        """`decide`; `commit=False` leaves a decision that stops the call held too, for a
-        caller that commits it with what it appends next (`request_approval`, `approve`)."""
-        if spans.tracer is not None:
-            return spans.decide(self, pending, lambda: decide_call(self, pending, commit=commit))
-        return decide_call(self, pending, commit=commit)
-
-    def _own(self, pending: PendingCall, method: str = "decide") -> None:
-        if not isinstance(pending, PendingCall):
-            raise _not_pending(method, pending)
-        if pending.session_id != self.id or pending.key not in self._pending:
-            raise ValueError(
-                f"the call `{pending.tool_call_id}` was not normalized in session `{self.id}`"
-            )
+        return decide_session(self, pending, commit=True)
 
     def action_state(self, pending: PendingCall) -> ActionState | None:
         """The lifecycle state of a normalized call."""
-        action = self._actions.get(pending.key)
+        action = self.state.actions.get(pending.key)
         return action.state if action is not None else None
 
     # -- approvals ----------------------------------------------------------------------------
@@ -470,19 +406,19 @@ class Session:
         expected impact, the arguments (secrets redacted), reversibility and the grant's
         scope. The harness answers it (`Harness.approve` / `Harness.deny`). Asked again about
         the same call while that request waits, it returns the same request."""
-        self._own(pending, "request_approval")
+        self.state.own(pending, "request_approval")
         h = self.harness
         catch_up_session(self)
-        action = self._actions.get(pending.key)
+        action = self.state.actions.get(pending.key)
         if action is not None and self.ran(pending.key):
             return self._asked_before(pending, action)
-        judged = self._judged.get(pending.key)
+        judged = self.state.judged.get(pending.key)
         try:
             if decision is None:
                 if judged is None:
                     # the decision is committed with the request, in one transaction
-                    self._decide(pending, commit=False)
-                    judged = self._judged.get(pending.key)
+                    decide_session(self, pending, commit=False)
+                    judged = self.state.judged.get(pending.key)
                     if judged is None:  # it ran in another process meanwhile
                         assert action is not None
                         return self._asked_before(pending, action)
@@ -510,36 +446,35 @@ class Session:
 
     def held_action(self, key: str) -> Action | None:
         """The action this session holds for a call (`PendingCall.key`)."""
-        return self._actions.get(key)
+        return self.state.actions.get(key)
 
     def recorded_result(self, key: str) -> Result | None:
         """The result recorded for a call, here or taken up from the log."""
-        return self._results.get(key)
+        return self.state.results.get(key)
 
     def judgement_of(self, key: str) -> Judged | None:
         """The decision this session recorded for a call, if it decided it."""
-        return self._judged.get(key)
+        return self.state.judged.get(key)
 
     def ran(self, key: str) -> bool:
         """Whether the call ran (or runs), here or in another process, as far as this session
         knows: its action is past RUNNING or its result is recorded."""
-        action = self._actions.get(key)
-        return action is not None and (action.state in RAN or key in self._results)
+        action = self.state.actions.get(key)
+        return action is not None and (action.state in RAN or key in self.state.results)
 
     def runs_here(self, key: str) -> bool:
         """Whether this process runs the call now."""
-        return key in self._running
+        return key in self.state.running
 
     def take_up(self, key: str, action: Action, result: Result | None = None) -> None:
         """Hold `action` as the call's own, with its recorded result (taken up from the log)."""
-        self._actions[key] = action
-        self._index(action, key)
+        self._hold(key, action)
         if result is not None:
-            self._results[key] = result
+            self.state.results[key] = result
 
     def take_result(self, key: str, result: Result) -> None:
         """The call's result as the log records it, unless one is held already."""
-        self._results.setdefault(key, result)
+        self.state.results.setdefault(key, result)
 
     def _asked_before(self, pending: PendingCall, action: Action) -> ApprovalRequest:
         """A call that ran needs no approval: the last request that asked about it (answered,
@@ -585,7 +520,7 @@ class Session:
                 {"task_id": self.task_id, "fact": "denied", "value": entry},
             )
         ]
-        action = self._actions.get(f"{pending.tool_call_id}:{pending.input_hash}")
+        action = self.state.actions.get(f"{pending.tool_call_id}:{pending.input_hash}")
         target = None
         if action is not None and not action.terminal:
             target, cancelled = action.move(
@@ -605,7 +540,7 @@ class Session:
     def cancel_expired(self, request: ApprovalRequest) -> None:
         """Cancel the call of a request that expired without an answer (its action ends
         `cancelled`; invoking it returns a not-run result with `error_category` `expired`)."""
-        action = self._actions.get(f"{request.tool_call_id}:{request.input_hash}")
+        action = self.state.actions.get(f"{request.tool_call_id}:{request.input_hash}")
         if action is not None and not action.terminal:
             action.cancel(f"the approval request `{request.request_id}` expired")
 
@@ -617,7 +552,7 @@ class Session:
         it never runs twice (the idempotency key is `tool_call_id` + `input_hash`). A call that
         may not run returns a result with `ran=False` and says why."""
         if not isinstance(pending, PendingCall):
-            raise _not_pending("invoke", pending)
+            raise not_pending("invoke", pending)
         if spans.tracer is not None:
             return spans.invoke(self, pending, lambda: invoke_call(self, pending))
         return invoke_call(self, pending)
@@ -626,17 +561,10 @@ class Session:
         """`invoke` for asyncio: async executors run on the running loop, sync ones in a
         thread; concurrent calls with the same key share one run."""
         if not isinstance(pending, PendingCall):
-            raise _not_pending("ainvoke", pending)
+            raise not_pending("ainvoke", pending)
         if spans.tracer is not None:
             return await spans.ainvoke(self, pending, lambda: ainvoke_call(self, pending))
         return await ainvoke_call(self, pending)
-
-    def _key_lock(self, key: str) -> threading.Lock:
-        with self._lock:
-            lock = self._locks.get(key)
-            if lock is None:
-                lock = self._locks[key] = threading.Lock()
-            return lock
 
     # -- asynchronous work: complete and cancel ---------------------------------------------
 
@@ -687,7 +615,7 @@ class Session:
         take_up_edits(self, tool_call_id)
         found = None
         superseded = self.harness.projections.superseded
-        for pending in list(self._pending.values()):
+        for pending in list(self.state.pending.values()):
             if (
                 pending.tool_call_id == tool_call_id
                 and f"{self.id}:{pending.key}" not in superseded
@@ -697,43 +625,16 @@ class Session:
 
     def calls(self) -> tuple[PendingCall, ...]:
         """Every frozen call of this session, in the order they were made or restored."""
-        return tuple(self._pending.values())
+        return tuple(self.state.pending.values())
 
     def action_id(self, pending: PendingCall) -> str | None:
         """The `action_id` of a normalized call (for `Harness.complete` / `cancel`)."""
-        action = self._actions.get(pending.key)
+        action = self.state.actions.get(pending.key)
         return action.action_id if action is not None else None
 
-    def _key_of(self, action: str | PendingCall) -> str:
-        if isinstance(action, PendingCall):
-            self._own(action)
-            return action.key
-        key = self._by_action_id.get(action)
-        if key is None:
-            raise ActionError(
-                "unknown-action", f"no action `{action}` in session `{self.id}`", action_id=action
-            )
-        return key
-
-    def _index(self, action: Action, key: str) -> None:
-        self._by_action_id[action.action_id] = key
-        self.harness._action_sessions[action.action_id] = self
-
-    def _hash_of(self, action: Action) -> str:
-        for key, known in self._actions.items():
-            if known is action:
-                return key.split(":", 1)[1]
-        return ""
-
-    def _attach_requests(self, pending: PendingCall) -> None:
-        approvals = self.harness.approvals
-        for req in list(approvals.requests.values()):
-            if (
-                req.session_id == self.id
-                and req.pending is None
-                and (req.tool_call_id, req.input_hash) == (pending.tool_call_id, pending.input_hash)
-            ):
-                approvals.attach(req.request_id, pending)
+    def _hold(self, key: str, action: Action) -> None:
+        self.state.hold(key, action)
+        self.harness._action_sessions[action.action_id] = self  # `Harness.complete` finds it
 
     # -- restart ----------------------------------------------------------------------------
 
@@ -774,6 +675,41 @@ class Session:
             out.append(child.id)
             out.extend(child._descendants())
         return out
+
+
+def start_session(s: Session, *, fresh: bool = False) -> None:
+    """Record the session's start; `fresh`: only on a stream nothing was written to yet
+    (`ConcurrencyError` otherwise: an id its caller chose may be taken)."""
+    extra: dict[str, Any] = {
+        "actor": jsonable(s.actor),
+        "task": jsonable(s.task),
+        "policy_version": s.harness.policy_version,
+        "policies": list(s.policies),
+        # what policy reads, so a harness in another process judges this session's calls
+        # again exactly as this one would (`Harness.resume`)
+        "facts": facts_record(s.facts),
+        "resource": jsonable(s.resource),
+        "env": jsonable(s.env),
+    }
+    if s.parent is not None:
+        extra["parent"] = s.parent.id
+    if s.skill_def is not None:
+        extra["skill"] = s.skill_def.name
+    if s.goal is not None:
+        extra["goal"] = s.goal
+    s.harness.store.append(
+        session_started(s.id, agent=s.agent.name, **extra),
+        expected_seq=0 if fresh else None,
+    )
+
+
+def decide_session(s: Session, pending: PendingCall, *, commit: bool) -> Decision:
+    """`Session.decide`, traced when tracing is on; `commit=False` leaves a decision that stops
+    the call held too, for a caller that commits it with what it appends next
+    (`request_approval`, `Harness.approve`)."""
+    if spans.tracer is not None:
+        return spans.decide(s, pending, lambda: decide_call(s, pending, commit=commit))
+    return decide_call(s, pending, commit=commit)
 
 
 FACTS_KINDS = "a `Facts` or a mapping of declared fact names to values"
@@ -917,14 +853,3 @@ def facts_record(facts: Facts) -> dict[str, Any]:
             for name, m in sorted(facts.mcp.items())
         },
     }
-
-
-def _not_pending(method: str, given: object) -> TypeError:
-    """The application passed `method` something other than a `PendingCall` (a `Refusal`, say:
-    a refused call has nothing to decide or run)."""
-    what = (
-        "a Refusal: a refused call has nothing to decide or run"
-        if isinstance(given, Refusal)
-        else f"`{type(given).__name__}`"
-    )
-    return TypeError(f"`{method}` takes the PendingCall that `normalize` returned, not {what}")

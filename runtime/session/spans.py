@@ -85,7 +85,7 @@ def _decision(d: Decision, decision_id: str | None) -> dict[str, Any]:
 
 
 def _judged(s: Session, pending: PendingCall) -> dict[str, Any]:
-    judged = s._judged.get(pending.key)
+    judged = s.state.judged.get(pending.key)
     if judged is None:
         return {}
     out = _decision(judged.decision, judged.decision_id)
