@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..model.ir import (
     And,
@@ -57,11 +57,34 @@ from ..model.semantics import (
 )
 from ..model.session_terms import history_key
 from .provenance import KIND_BITS, Origin, ProvenanceView, extract, provenance_holds
+from .terms import HistoryTerms
 
-if TYPE_CHECKING:
-    from .history import HistoryTerms, Ledger
+__all__ = ["Past", "Scope", "compile_conditions", "evaluate"]
 
-__all__ = ["Scope", "compile_conditions", "evaluate"]
+
+class Past(Protocol):
+    """What a condition reads of a session's past: the session's ledger
+    (`history.Ledger`, which folds the events and evaluates conditions in doing so, so it is
+    named here by what it offers)."""
+
+    @property
+    def index(self) -> ProvenanceView:
+        """Where each value seen in the session came from (`from`)."""
+        ...
+
+    @property
+    def terms(self) -> HistoryTerms:
+        """The spec's history terms, as the ledger keeps them."""
+        ...
+
+    def number(self, key: str, exclude: str | None = None) -> int | float:
+        """A history term's value over the earlier calls (`exclude`: the call being decided)."""
+        ...
+
+    def holds(self, key: str, exclude: str | None = None) -> bool:
+        """Whether a history term holds over the earlier calls."""
+        ...
+
 
 # ---------------------------------------------------------------------------------------------
 # The reference interpreter
@@ -89,7 +112,7 @@ class Scope:
     """`result.*`: an earlier call's result, inside a history term's `when`."""
     vars: Mapping[str, Any] = field(default_factory=dict)
     """Variables bound by quantifiers (`var` paths)."""
-    ledger: Ledger | None = None
+    ledger: Past | None = None
     """The session's provenance and history; None: nothing is known."""
     terms: HistoryTerms | None = None
     """The spec's history terms, to tell whether this call feeds `count`/`sum`."""
@@ -239,7 +262,7 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
 _ABSENT_VALUE = object()  # `_origin` of an absent value: neither an origin nor nowhere
 
 
-def _origin(ledger: Ledger | None, value: Any) -> Any:
+def _origin(ledger: Past | None, value: Any) -> Any:
     if value is None:
         return _ABSENT_VALUE
     return None if ledger is None else ledger.index.lookup(value)

@@ -5,7 +5,7 @@ of the winning rule that held ("`args.iban` appears only in the result of `mail.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..model.ir import (
     DURATION_UNITS,
@@ -19,11 +19,9 @@ from ..model.ir import (
     Quantified,
 )
 from .conditions import Scope, _dig, history_value, value_of
+from .context import CallContext
 from .history import HistoryTerms, history_key
 from .provenance import Origin, Source, provenance_holds
-
-if TYPE_CHECKING:
-    from .policy import CallContext
 
 __all__ = ["describe_history", "session_evidence", "source_text"]
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from itertools import takewhile
 from types import CodeType, FunctionType
@@ -52,8 +52,9 @@ from ..model.ir import (
 )
 from ..model.semantics import normalize_path, selects, tool_view
 from .conditions import Scope, _Emitter, _helpers, evaluate
+from .context import CallContext
 from .evidence_terms import session_evidence
-from .history import HistoryTerms, Ledger, reads_session
+from .history import HistoryTerms, reads_session
 
 __all__ = [
     "NO_RULE_REASON",
@@ -74,39 +75,6 @@ _CACHE_LIMIT = 4096
 
 class UnknownPolicyError(KeyError):
     """`PolicyEngine.decider` was asked for a policy the spec does not declare."""
-
-
-@dataclass(slots=True)
-class CallContext:
-    """A frozen call as policy sees it: the tool id, normalized arguments and who, where, when.
-
-    `facts` holds declared facts by name (`workspace.root`); `connected` and `running` the
-    connections and runtimes that are up (`connected(c)`, `running(r)`); `execution` the call's
-    execution parameters (`call.cwd`, `call.timeout`, …). Treat it as immutable.
-
-    >>> CallContext("read_open", {"path": "/repo/a"}, actor={"role": "engineer"}).call
-    {'tool_call_id': None}
-    """
-
-    tool_id: str
-    args: Mapping[str, Any] = field(default_factory=dict)
-    actor: Mapping[str, Any] = field(default_factory=dict)
-    resource: Mapping[str, Any] = field(default_factory=dict)
-    task: Mapping[str, Any] = field(default_factory=dict)
-    env: Mapping[str, Any] = field(default_factory=dict)
-    facts: Mapping[str, Any] = field(default_factory=dict)
-    connected: frozenset[str] = frozenset()
-    running: frozenset[str] = frozenset()
-    tool_call_id: str | None = None
-    execution: Mapping[str, Any] = field(default_factory=dict)
-    ledger: Ledger | None = None
-    """The session's provenance index and history (`runtime/judge/history.py`); None: nothing is
-    known, so every value is from nowhere and every history term is zero or false."""
-
-    @property
-    def call(self) -> dict[str, Any]:
-        """`call.*`: the execution parameters plus `tool_call_id`."""
-        return {**self.execution, "tool_call_id": self.tool_call_id}
 
 
 @dataclass(frozen=True, slots=True)
