@@ -136,8 +136,15 @@ class Harness:
         embedder: Callable[[str], Any] | None = None,
         shadow: Spec | None = None,
         forensic: bool = False,
+        release_after_s: float | None = None,
     ) -> None:
         self.clock = clock
+        self.release_after_s = release_after_s
+        """Release a session from memory once it ended, or once it and its child and skill
+        sessions were idle this long (`release_idle`); None: sessions stay open until
+        `release`d. A released session resumes from the log on demand (`resume`, an approval,
+        `complete`, `cancel`)."""
+        self._swept = clock()
         self.lease_grace_ms = LEASE_GRACE_MS
         """How long past its executor's timeout the lease of a call this harness runs lasts
         (`LEASE_GRACE_MS`): past it, with no outcome recorded, any process that catches up
@@ -379,6 +386,7 @@ class Harness:
         elif facts is not None:
             session.facts = as_recorded(Facts.of(facts))
         catch_up_session(session)  # as other processes left it, and past dead leases
+        session.state.touched = self.clock()
         if facts is not None:
             session.harness.store.append(
                 NewEvent(
@@ -389,6 +397,50 @@ class Harness:
                 )
             )
         return session
+
+    def release(self, session_id: str) -> bool:
+        """Release an open session, with its child and skill sessions, from this harness's
+        memory: its calls, results, ledger and caches go, the log keeps everything, and
+        `resume` (or an approval, `complete` or `cancel` of one of its actions) rebuilds it
+        from the log. Only a root session is released (a child shares its parent's ledger),
+        and only while none of the family runs a call in this process; returns whether it was.
+        An object of a released session still works, as a session open in another process
+        does (every store admits each call once); `resume` gives this harness's own again."""
+        session = self.sessions.get(session_id)
+        if session is None or session.parent is not None:
+            return False
+        family = _family(session)
+        if any(s.state.running or s.state.inflight for s in family):
+            return False
+        for s in family:
+            self.sessions.pop(s.id, None)
+            for action_id in s.state.by_action_id:
+                self._action_sessions.pop(action_id, None)
+        return True
+
+    def release_idle(self, idle_s: float | None = None) -> list[str]:
+        """Release every root session that ended, or whose family nobody touched (a call
+        normalized or invoked, something said, facts updated, a resume) for `idle_s` seconds
+        of the harness clock (by default `release_after_s`); returns their ids."""
+        limit = self.release_after_s if idle_s is None else idle_s
+        now = self.clock()
+        self._swept = now
+        released = []
+        for session in [s for s in self.sessions.values() if s.parent is None]:
+            family = _family(session)
+            idle = limit is not None and all(
+                (now - s.state.touched).total_seconds() >= limit for s in family
+            )
+            if (session.state.ended or idle) and self.release(session.id):
+                released.append(session.id)
+        return released
+
+    def _sweep(self) -> None:
+        """`release_idle`, at most once every quarter of `release_after_s` (a pass reads every
+        open session)."""
+        assert self.release_after_s is not None
+        if (self.clock() - self._swept).total_seconds() >= self.release_after_s / 4:
+            self.release_idle()
 
     def _restore(self, view: SessionView, facts: Facts | Mapping[str, Any] | None) -> Session:
         started = view.started
@@ -401,6 +453,11 @@ class Harness:
                 "does not declare",
             )
         parent = self.resume(started["parent"]) if started.get("parent") else None
+        if view.session_id in self.sessions:  # resuming the parent resumed its children
+            session = self.sessions[view.session_id]
+            if facts is not None:
+                session.facts = as_recorded(Facts.of(facts))
+            return session
         skill = self.spec.skills.get(started["skill"]) if started.get("skill") else None
         task = dict(started.get("task") or {})
         if view.denials:
@@ -520,6 +577,8 @@ class Harness:
             goal=goal,
             tools=tools,
         )
+        if self.release_after_s is not None and parent is None:
+            self._sweep()
         self.sessions[session.id] = session
         try:
             # a session named by its caller starts only on a stream no one has written
@@ -993,6 +1052,14 @@ class Harness:
             self.broken = error.verification
             self.store.refuse(error)
             raise
+
+
+def _family(session: Session) -> list[Session]:
+    """A session and its child and skill sessions, at every depth."""
+    out = [session]
+    for child in session.children:
+        out.extend(_family(child))
+    return out
 
 
 def _new_session_id(given: Any) -> str | None:

@@ -127,7 +127,7 @@ class Session:
         self.policies: tuple[str, ...] = session_policies(
             agent, skill, parent.policies if parent is not None else None
         )
-        self.state = SessionState(session_id)
+        self.state = SessionState(session_id, touched=harness.clock())
         """What the session changes as its calls go through it (runtime/session/state.py)."""
 
     # -- identity -----------------------------------------------------------------------------
@@ -187,6 +187,7 @@ class Session:
         and the spans of its words: docs/runtime.md, "Session-aware policy"). `values`: what
         the application extracted from it (names, amounts, dates: a JSON value), each scalar
         `from user` as a whole."""
+        self.state.touched = self.harness.clock()
         if not isinstance(text, str):
             raise TypeError("a user message is a text")
         payload: dict[str, Any] = {"text": text}
@@ -199,6 +200,7 @@ class Session:
         next decision and availability see them, and their values are from `trusted`. A name
         the spec does not declare is refused (`ValueError`, nothing recorded): a misspelt fact
         would otherwise leave the one meant as it was, and policy judging by it."""
+        self.state.touched = self.harness.clock()
         if not isinstance(values, Mapping):
             raise TypeError("facts are given as a mapping of declared fact names to values")
         check_facts(values, self.harness.spec.facts)
@@ -209,6 +211,9 @@ class Session:
     def end(self, outcome: str = "completed") -> None:
         """Record the end of the session."""
         self.harness.store.append(session_ended(self.id, outcome=outcome))
+        self.state.ended = True
+        if self.parent is None and self.harness.release_after_s is not None:
+            self.harness.release(self.id)  # a closed session needs no memory: it resumes
 
     # -- availability and exposure --------------------------------------------------------------
 
@@ -294,6 +299,7 @@ class Session:
         The call is recorded as an action (REQUESTED → VALIDATED); a refusal as a
         `call.refused` event. Normalizing the same call twice returns the same `PendingCall`.
         """
+        self.state.touched = self.harness.clock()
         if spans.tracer is not None:
             return spans.normalize(
                 self,
@@ -551,6 +557,7 @@ class Session:
         record the `Result`. Invoking the same pending call again returns the recorded result:
         it never runs twice (the idempotency key is `tool_call_id` + `input_hash`). A call that
         may not run returns a result with `ran=False` and says why."""
+        self.state.touched = self.harness.clock()
         if not isinstance(pending, PendingCall):
             raise not_pending("invoke", pending)
         if spans.tracer is not None:
@@ -560,6 +567,7 @@ class Session:
     async def ainvoke(self, pending: PendingCall) -> Result:
         """`invoke` for asyncio: async executors run on the running loop, sync ones in a
         thread; concurrent calls with the same key share one run."""
+        self.state.touched = self.harness.clock()
         if not isinstance(pending, PendingCall):
             raise not_pending("ainvoke", pending)
         if spans.tracer is not None:

@@ -84,6 +84,12 @@ class SessionState:
     templates: dict[int, Any] = field(default_factory=dict)
     """Event payload templates (runtime/session/calls.py)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    touched: Any = None
+    """When the application last acted through the session (the harness clock's time): a call
+    normalized or invoked, something the user said, facts updated, the session resumed.
+    `Harness.release_idle` releases the sessions untouched for long enough."""
+    ended: bool = False
+    """Whether the session recorded its end (`Session.end`)."""
     surface_version: str | None = None
     """The policy version `surface` and `surface_order` were computed under."""
     surface: frozenset[str] = frozenset()
