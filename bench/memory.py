@@ -8,9 +8,10 @@ and reports two figures: Python's own allocations still alive (`tracemalloc`, ex
 independent of the allocator) and the growth of the resident set (RSS, what the machine pays,
 which includes the allocator's slack and the libraries' own memory).
 
-- `engine`: a `Harness` for a spec of T tools (bench/decide.py's spec: T tools, 1.5 T rules),
-  built without embeddings, then its lexical ranker made by one exposure: the fixed cost, per
-  tool.
+- `engine`: a `Harness` loaded from the model.json of a spec of T tools (bench/decide.py's
+  spec: T tools, 1.5 T rules), without embeddings, with one decision per tool (each tool's
+  rules are compiled on its first), then its lexical ranker made by one exposure: the fixed
+  cost, per tool.
 - `sessions`: N idle sessions opened in one harness on the 3-tool governed spec
   (bench/governed.py), each with its `session.started` event: bytes per session in memory and
   in the SQLite log.
@@ -73,16 +74,28 @@ def compiled(text: str) -> Any:
 
 
 def measure_engine(tools: int) -> dict[str, Any]:
-    from decide import spec_text
+    """A harness loaded from a build's model.json, as a service starts: the model, the engine
+    and the caches a first decision fills, then the lexical ranker one exposure makes."""
+    from decide import spec_text, tool_ids
     from harnessc.runtime import Harness
+    from harnessc.runtime.judge.policy import CallContext
 
     spec = compiled(spec_text(tools))
-    tracemalloc.start()
-    meter = Meter()
-    h = Harness(spec)
-    built = meter.read()
-    h.exposure_index()  # the ranker's index, made on first exposure
-    ranked = meter.read()
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "model.json"
+        model.write_text(spec.to_json(), encoding="utf-8")
+        del spec
+        tracemalloc.start()
+        meter = Meter()
+        h = Harness.from_json(model)
+        decider = h.engine.decider("gen")
+        actor, resource = {"role": "engineer", "tenant": "t"}, {"tenant": "t"}
+        for tool_id in tool_ids(tools):  # every tool's decider, compiled on first use
+            args = {"path": "/repo/a", "env": "staging"}
+            decider.decide(CallContext(tool_id, args, actor=actor, resource=resource))
+        built = meter.read()
+        h.exposure_index()  # the ranker's index, made on first exposure
+        ranked = meter.read()
     return {
         "what": "engine",
         "n": tools,

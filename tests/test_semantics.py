@@ -76,7 +76,7 @@ def test_every_operator_is_complete(op: str) -> None:
     assert getattr(semantics, entry.runtime_name) is entry.helper
     assert entry.runtime_name in semantics.__all__
     # compiled conditions call it by its name in their namespace
-    assert conditions._helpers()[entry.helper_name] is entry.helper
+    assert conditions.helpers()[entry.helper_name] is entry.helper
     assert entry.smt
     if entry.mirror is not None:
         assert OPERATORS[entry.mirror].mirror == op

@@ -43,10 +43,10 @@ from ..model.ir import (
     RecordValue,
 )
 from ..model.semantics import (
-    _NUM,
-    _SEQ,
+    NUMBERS,
     OPERATORS,
     ORDER_OPS,
+    SEQUENCES,
     compile_pattern,
     duration_ms,
     length_of,
@@ -122,7 +122,7 @@ class Scope:
     index for the call being decided, the index before an earlier call for that call)."""
 
 
-def _dig(value: object, keys: Iterable[str]) -> Any:
+def dig(value: object, keys: Iterable[str]) -> Any:
     for key in keys:
         if type(value) is not dict and not isinstance(value, Mapping):
             return None
@@ -134,7 +134,7 @@ def roles_of(actor: Mapping[str, Any]) -> list[Any] | None:
     """`actor.roles`, which always contains `actor.role`."""
     roles = actor.get("roles")
     role = actor.get("role")
-    out = list(roles) if isinstance(roles, _SEQ) else []
+    out = list(roles) if isinstance(roles, SEQUENCES) else []
     if role is not None and not any(value_eq(role, r) for r in out):
         out.append(role)
     return out if out or roles is not None else None
@@ -149,13 +149,13 @@ def read_path(path: Path, scope: Scope) -> Any:
         value = scope.facts.get(parts[0])
         if parts[0] in scope.path_facts and len(parts) == 1:
             return normalize_path(value)
-        return _dig(value, parts[1:])
+        return dig(value, parts[1:])
     if path.root == "actor" and parts[:1] == ("roles",):
-        return _dig(roles_of(scope.actor), parts[1:])
+        return dig(roles_of(scope.actor), parts[1:])
     if path.root == "var":
-        return _dig(scope.vars.get(parts[0]), parts[1:]) if parts else None
+        return dig(scope.vars.get(parts[0]), parts[1:]) if parts else None
     if path.root == "result":
-        return _dig(scope.result, parts) if scope.result is not None else None
+        return dig(scope.result, parts) if scope.result is not None else None
     base = {
         "args": scope.args,
         "actor": scope.actor,
@@ -165,7 +165,7 @@ def read_path(path: Path, scope: Scope) -> Any:
         "tool": scope.tool,
         "call": scope.call,
     }.get(path.root)
-    return _dig(base, parts)
+    return dig(base, parts)
 
 
 def value_of(node: object, scope: Scope) -> Any:
@@ -216,7 +216,7 @@ def history_value(node: History, scope: Scope) -> Any:
     if node.func == "count":
         return earlier + 1
     value = read_path(node.field, own) if node.field is not None else None
-    return earlier + (value if value.__class__ in _NUM else 0)
+    return earlier + (value if value.__class__ in NUMBERS else 0)
 
 
 def provenance_of(scope: Scope) -> ProvenanceView | None:
@@ -279,18 +279,18 @@ def _hold(x: Any, key: str) -> bool:
 
 
 def _numv(value: Any) -> Any:
-    return value if value.__class__ in _NUM else 0
+    return value if value.__class__ in NUMBERS else 0
 
 
 def _qlist(value: Any) -> Any:
     return value if value.__class__ in (list, tuple) else None
 
 
-def _helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
+def helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
     """The names compiled conditions call; with the spec's history terms, `_hsel` too
     (whether a term's selectors select the call being decided, `HistoryTerms.selects`)."""
     found = {
-        "_NUM": _NUM,
+        "NUMBERS": NUMBERS,
         "_origin": _origin,
         "_Origin": Origin,
         "_hnum": _hnum,
@@ -304,7 +304,7 @@ def _helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
         **{o.helper_name: o.helper for o in OPERATORS.values()},
         "_ms": duration_ms,
         "_rank": risk_of,
-        "_dig": _dig,
+        "dig": dig,
         "_roles": roles_of,
         "_norm": normalize_path,
     }
@@ -313,7 +313,7 @@ def _helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
     return found
 
 
-class _Emitter:
+class Emitter:
     def __init__(self, path_facts: frozenset[str], terms: HistoryTerms | None = None) -> None:
         self.path_facts = path_facts
         self.terms = terms
@@ -353,9 +353,9 @@ class _Emitter:
         if isinstance(node, Literal | EnumMember):
             return True
         if isinstance(node, ListValue):
-            return all(_Emitter.is_const(i) for i in node.items)
+            return all(Emitter.is_const(i) for i in node.items)
         if isinstance(node, RecordValue):
-            return all(_Emitter.is_const(v) for v in node.fields.values())
+            return all(Emitter.is_const(v) for v in node.fields.values())
         return False
 
     def dig(self, base: str, parts: tuple[str, ...]) -> str:
@@ -364,7 +364,7 @@ class _Emitter:
         first = f"{base}.get({self.const(parts[0])})"
         if len(parts) == 1:
             return first
-        return f"_dig({first}, {self.const(tuple(parts[1:]))})"
+        return f"dig({first}, {self.const(tuple(parts[1:]))})"
 
     def operand(self, node: object) -> str:
         if self.is_const(node):
@@ -379,7 +379,7 @@ class _Emitter:
                 name = self.vars.get(parts[0]) if parts else None
                 if name is None:
                     return "None"
-                return f"_dig({name}, {self.const(tuple(parts[1:]))})" if parts[1:] else name
+                return f"dig({name}, {self.const(tuple(parts[1:]))})" if parts[1:] else name
             if node.root == "result":
                 return "None"  # a call being decided has no result yet
             if node.root == "fact":
@@ -389,9 +389,9 @@ class _Emitter:
                 read = f"f.get({self.const(parts[0])})"
                 if parts[0] in self.path_facts and len(parts) == 1:
                     return f"_norm({read})"
-                return f"_dig({read}, {self.const(tuple(parts[1:]))})" if parts[1:] else read
+                return f"dig({read}, {self.const(tuple(parts[1:]))})" if parts[1:] else read
             if node.root == "actor" and parts[:1] == ("roles",):
-                return f"_dig(_roles(x.actor), {self.const(tuple(parts[1:]))})"
+                return f"dig(_roles(x.actor), {self.const(tuple(parts[1:]))})"
             if node.root == "call":
                 if not parts:
                     return "x.call"
@@ -544,8 +544,8 @@ class _Emitter:
             if op in ORDER_OPS:
                 return f"(({v} := _ms({lhs})) is not None and {v} {op} {self.const(ms)})"
             return None
-        if op in ORDER_OPS and type(value) in _NUM:
-            return f"(({v} := {lhs}).__class__ in _NUM and {v} {op} {self.const(value)})"
+        if op in ORDER_OPS and type(value) in NUMBERS:
+            return f"(({v} := {lhs}).__class__ in NUMBERS and {v} {op} {self.const(value)})"
         if type(value) is str:
             k = self.const(value)
             if op == "==":
@@ -609,7 +609,7 @@ def compile_conditions(
     the call itself feeds a `count` or `sum` (without it, only earlier calls count). The call
     `x` carries the session's `ledger` and the call's `tool_call_id`.
     """
-    emitter = _Emitter(frozenset(path_facts), terms)
+    emitter = Emitter(frozenset(path_facts), terms)
     lines: list[str] = []
     names: dict[str, str] = {}
     for i, (key, cond) in enumerate(conditions.items()):
@@ -618,7 +618,7 @@ def compile_conditions(
         lines.append(f"def {fn}(x, a, t, f):\n    return {emitter.cond(cond)}\n")
     # no builtins beyond the two type names the code tests against
     namespace: dict[str, Any] = {"__builtins__": {}, "str": str, "bool": bool}
-    namespace.update(_helpers(terms))
+    namespace.update(helpers(terms))
     namespace.update(emitter.consts)
     source = "\n".join(lines)
     exec(compile(source, "<harness policy>", "exec"), namespace)

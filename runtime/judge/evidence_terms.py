@@ -18,7 +18,7 @@ from ..model.ir import (
     Provenance,
     Quantified,
 )
-from .conditions import Scope, _dig, history_value, value_of
+from .conditions import Scope, dig, history_value, value_of
 from .context import CallContext
 from .history import HistoryTerms, history_key
 from .provenance import Origin, Source, provenance_holds
@@ -91,7 +91,7 @@ class _Walk:
     def provenance(self, node: Provenance, negated: bool, scope: Scope | None) -> None:
         path = node.value
         if scope is None and isinstance(path, Path) and path.root == "args":
-            value = _dig(self.call.args, path.parts)  # the common case: no scope to build
+            value = dig(self.call.args, path.parts)  # the common case: no scope to build
         else:
             scope = scope or self.base()
             value = value_of(path, scope)

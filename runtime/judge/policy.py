@@ -51,7 +51,7 @@ from ..model.ir import (
     requester_may_approve,
 )
 from ..model.semantics import normalize_path, selects, tool_view
-from .conditions import Scope, _Emitter, _helpers, evaluate
+from .conditions import Emitter, Scope, evaluate, helpers
 from .context import CallContext
 from .evidence_terms import session_evidence
 from .history import HistoryTerms, reads_session
@@ -354,7 +354,7 @@ def _generator(
 ) -> Callable[[str], Callable[[CallContext], Decision]]:
     """A function compiling one tool's `fn(call) -> Decision`; every tool's shares the
     generated namespace. The caller serialises calls (the emitter's state is shared)."""
-    emitter = _Emitter(engine.path_facts, engine.terms)
+    emitter = Emitter(engine.path_facts, engine.terms)
     k = emitter.const
     # each condition is emitted once and pasted into the functions of the tools it may judge
     # (per set of the tool's `path` arguments, which are normalized before conditions run)
@@ -388,7 +388,7 @@ def _generator(
         "bool": bool,
         "dict": dict,
         "_Escape": _Escape,
-        **_helpers(engine.terms),
+        **helpers(engine.terms),
     }
     decider._constants = emitter.consts
 

@@ -82,8 +82,8 @@ __all__ = [
     "within",
 ]
 
-_NUM = (int, float)
-_SEQ = (list, tuple, set, frozenset)
+NUMBERS = (int, float)
+SEQUENCES = (list, tuple, set, frozenset)
 _RANK = {level: i for i, level in enumerate(RISK_LEVELS)}
 
 
@@ -134,7 +134,7 @@ def within(inner: object, outer: object) -> bool:
 
 def duration_ms(value: object) -> int | float | None:
     """A duration in milliseconds: a number as is, a string such as `1h30m` parsed."""
-    if type(value) in _NUM:
+    if type(value) in NUMBERS:
         return value  # type: ignore[return-value]
     if type(value) is not str:
         return None
@@ -165,11 +165,11 @@ def value_eq(a: object, b: object) -> bool:
     ta, tb = type(a), type(b)
     if ta is bool or tb is bool:
         return a is b
-    if ta in _NUM and tb in _NUM:
+    if ta in NUMBERS and tb in NUMBERS:
         return a == b
     if ta is str and tb is str:
         return a == b
-    if isinstance(a, _SEQ) and isinstance(b, _SEQ):
+    if isinstance(a, SEQUENCES) and isinstance(b, SEQUENCES):
         la, lb = list(a), list(b)
         return len(la) == len(lb) and all(value_eq(x, y) for x, y in zip(la, lb, strict=True))
     if isinstance(a, Mapping) and isinstance(b, Mapping):
@@ -182,7 +182,7 @@ def value_ne(a: object, b: object) -> bool:
 
 
 def value_in(a: object, items: object) -> bool:
-    if a is None or not isinstance(items, _SEQ):
+    if a is None or not isinstance(items, SEQUENCES):
         return False
     return any(value_eq(a, item) for item in items)
 
@@ -193,7 +193,7 @@ def value_has(container: object, member: object) -> bool:
         return type(member) is str and container.get(member) is not None
     if isinstance(container, Mapping):
         return type(member) is str and container.get(member) is not None
-    if isinstance(container, _SEQ):
+    if isinstance(container, SEQUENCES):
         return any(value_eq(item, member) for item in container)
     return False
 
@@ -303,7 +303,7 @@ def value_order(op: str, a: object, b: object, kind: str = "number") -> bool:
         a, b = risk_of(a), risk_of(b)
     elif kind == "duration":
         a, b = duration_ms(a), duration_ms(b)
-    if type(a) not in _NUM or type(b) not in _NUM:
+    if type(a) not in NUMBERS or type(b) not in NUMBERS:
         return False
     return _ORDER[op](a, b)  # type: ignore[no-any-return]
 

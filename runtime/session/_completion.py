@@ -24,7 +24,7 @@ from .executors import Result, settle
 from .lifecycle import Action, ActionError, ActionState
 
 if TYPE_CHECKING:
-    from .sessions import Session
+    from .seams import SessionSeam
 
 __all__ = ["cancel_action", "complete_action"]
 
@@ -32,7 +32,7 @@ _S = ActionState
 
 
 def complete_action(
-    s: Session,
+    s: SessionSeam,
     action: str | PendingCall,
     data: Any = None,
     *,
@@ -109,7 +109,7 @@ def complete_action(
 
 
 def cancel_action(
-    s: Session,
+    s: SessionSeam,
     action: str | PendingCall,
     *,
     reason: str = "cancelled",
@@ -192,7 +192,7 @@ def cancel_action(
     return result
 
 
-def placeholder(s: Session, act: Action, tool: Tool | None) -> Result:
+def placeholder(s: SessionSeam, act: Action, tool: Tool | None) -> Result:
     return Result(
         tool_id=act.tool_id,
         tool_call_id=act.tool_call_id,

@@ -3,21 +3,21 @@ a skill (its private tools, under the parent's policy and the skill's profile)."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..judge.normalize import Refusal
 from ..log.events import NewEvent, call_refused
-from ..model.ir import DELEGATE_TASK
+from ..model.ir import DELEGATE_TASK, Agent, Skill
 
 if TYPE_CHECKING:
-    from .sessions import Session
+    from .seams import SessionSeam
 
 __all__ = ["delegate_to", "open_skill"]
 
 
 def delegate_to(
-    s: Session, goal: str, *, agent: str | None = None, session_id: str | None = None
-) -> Session | Refusal:
+    s: SessionSeam, goal: str, *, agent: str | None = None, session_id: str | None = None
+) -> SessionSeam | Refusal:
     """`Session.delegate`: a child session of a delegation target."""
     h = s.harness
     if s.parent is not None or s.skill_def is not None:
@@ -42,7 +42,7 @@ def delegate_to(
             f"the agent `{s.agent.name}` may not delegate to `{agent}`; it delegates to "
             + ", ".join(f"`{a}`" for a in s.agent.delegates),
         )
-    child = _open_child(s, agent=h.spec.agents[target], goal=goal, session_id=session_id)
+    child = _child(s, agent=h.spec.agents[target], goal=goal, session_id=session_id)
     s.harness.store.append(
         NewEvent(
             s.id,
@@ -51,17 +51,18 @@ def delegate_to(
             {"child": child.id, "agent": target, "goal": goal},
         )
     )
-    s.children.append(child)
     return child
 
 
-def refuse_delegation(s: Session, message: str) -> Refusal:
+def refuse_delegation(s: SessionSeam, message: str) -> Refusal:
     refusal = Refusal("delegation-refused", message, None, DELEGATE_TASK)
     s.harness.store.append(call_refused(s.id, refusal.to_dict()))
     return refusal
 
 
-def open_skill(s: Session, name: str, *, session_id: str | None = None) -> Session | Refusal:
+def open_skill(
+    s: SessionSeam, name: str, *, session_id: str | None = None
+) -> SessionSeam | Refusal:
     """`Session.skill`: a session of one of the agent's skills."""
     h = s.harness
     skill = h.spec.skills.get(name) or h.spec.skills.get(h.spec.qualified(name))
@@ -78,16 +79,20 @@ def open_skill(s: Session, name: str, *, session_id: str | None = None) -> Sessi
         refusal = Refusal("unknown-skill", "a skill session cannot open another skill", None, name)
         s.harness.store.append(call_refused(s.id, refusal.to_dict()))
         return refusal
-    child = _open_child(s, agent=s.agent, skill=skill, session_id=session_id)
+    child = _child(s, agent=s.agent, skill=skill, session_id=session_id)
     s.harness.store.append(
         NewEvent(s.id, "State", "skill.started", {"child": child.id, "skill": skill.name})
     )
-    s.children.append(child)
     return child
 
 
-def _open_child(s: Session, **how: Any) -> Session:
+def _child(
+    s: SessionSeam,
+    *,
+    agent: Agent,
+    skill: Skill | None = None,
+    goal: str | None = None,
+    session_id: str | None = None,
+) -> SessionSeam:
     """A session opened by `s`, with its actor, task, facts, resource and env."""
-    return s.harness._open(
-        actor=s.actor, task=s.task, facts=s.facts, resource=s.resource, env=s.env, parent=s, **how
-    )
+    return s.harness._open_child(s, agent=agent, skill=skill, goal=goal, session_id=session_id)

@@ -16,7 +16,7 @@ from .executors import Result
 from .lifecycle import Action, ActionState
 
 if TYPE_CHECKING:
-    from .sessions import Session
+    from .seams import SessionSeam
 
 __all__ = [
     "RAN",
@@ -37,7 +37,7 @@ RAN = frozenset({_S.RUNNING, _S.ACCEPTED, _S.WAITING_RESULT, _S.SUCCEEDED, _S.UN
 (FAILED and CANCELLED ran when a result is recorded)."""
 
 
-def restore_actions(s: Session, views: list[ActionView]) -> None:
+def restore_actions(s: SessionSeam, views: list[ActionView]) -> None:
     """Take up this session's actions as the log leaves them (`Harness.resume`): their
     state, their frozen call when it can be rebuilt exactly, their recorded result."""
     h = s.harness
@@ -63,7 +63,7 @@ def restore_actions(s: Session, views: list[ActionView]) -> None:
             attach_requests(s, pending)
 
 
-def attach_requests(s: Session, pending: PendingCall) -> None:
+def attach_requests(s: SessionSeam, pending: PendingCall) -> None:
     """Attach `pending` to this session's approval requests that ask about it and were
     restored from the log without their call."""
     approvals = s.harness.approvals
@@ -76,7 +76,7 @@ def attach_requests(s: Session, pending: PendingCall) -> None:
             approvals.attach(req.request_id, pending)
 
 
-def rebuild_call(s: Session, view: ActionView, tool: Tool) -> PendingCall | None:
+def rebuild_call(s: SessionSeam, view: ActionView, tool: Tool) -> PendingCall | None:
     """The frozen call from its recorded arguments and execution, if and only if they
     give the recorded input hash (not when secret values were redacted, nor when the
     tool's version changed: then it is another call)."""
@@ -107,7 +107,7 @@ def rebuild_call(s: Session, view: ActionView, tool: Tool) -> PendingCall | None
     return None
 
 
-def take_up_edits(s: Session, tool_call_id: str) -> None:
+def take_up_edits(s: SessionSeam, tool_call_id: str) -> None:
     """Take up the calls an operator approved with edits in another process
     (`call.superseded`): the edited call and the original's state, as the log has them."""
     h = s.harness
@@ -131,7 +131,7 @@ def take_up_edits(s: Session, tool_call_id: str) -> None:
     )
 
 
-def take_up_calls(s: Session) -> None:
+def take_up_calls(s: SessionSeam) -> None:
     """Take up the actions another process recorded in this session after this process
     resumed it (the agent's calls since, asked about in an operator's process): the ones the
     session does not hold yet, as `restore_actions` does."""
@@ -146,7 +146,7 @@ def take_up_calls(s: Session) -> None:
     )
 
 
-def take_up_denials(s: Session) -> None:
+def take_up_denials(s: SessionSeam) -> None:
     """The denials recorded in this session, in any process (`task.denials`): a person's
     denial in an operator's process is the agent's task fact too."""
     view = s.harness.projections.sessions.get(s.id)
@@ -154,7 +154,7 @@ def take_up_denials(s: Session) -> None:
         s.task["denials"] = list(view.denials)
 
 
-def catch_up_session(s: Session, *, force: bool = False) -> None:
+def catch_up_session(s: SessionSeam, *, force: bool = False) -> None:
     """Before a call is decided: the session's stream as other processes left it
     (docs/runtime.md, "At most once across processes"). When another writer appended since
     the last look (`changed_elsewhere`; `force`: whatever it says), the log is folded, the
@@ -170,7 +170,7 @@ def catch_up_session(s: Session, *, force: bool = False) -> None:
         settle_actions(s)
 
 
-def settle_actions(s: Session) -> None:
+def settle_actions(s: SessionSeam) -> None:
     """The actions this session holds, as the log leaves them: their state and result (moved
     by another process), a winner taken in (another action of the same call ran), and a
     RUNNING action whose lease ran out recorded UNKNOWN. An action running in this process is
@@ -209,7 +209,7 @@ def expired(view: ActionView, now: datetime) -> bool:
     return view.lease_until is not None and datetime.fromisoformat(view.lease_until) <= now
 
 
-def mark_unknown(s: Session, action: Action, view: ActionView) -> None:
+def mark_unknown(s: SessionSeam, action: Action, view: ActionView) -> None:
     """Record a RUNNING action whose lease ended UNKNOWN; if another process recorded its
     outcome first, take that."""
     action.state = _S.RUNNING
@@ -223,7 +223,7 @@ def mark_unknown(s: Session, action: Action, view: ActionView) -> None:
         catch_up_session(s, force=True)
 
 
-def adopt(s: Session, key: str, view: ActionView) -> Action:
+def adopt(s: SessionSeam, key: str, view: ActionView) -> Action:
     """Take the action `view` (the one of this call that ran) as the call's own here: another
     process ran the call under its own action id."""
     h = s.harness
@@ -244,7 +244,7 @@ def adopt(s: Session, key: str, view: ActionView) -> Action:
     return action
 
 
-def recorded_decision(s: Session, pending: PendingCall, action: Action) -> Decision | None:
+def recorded_decision(s: SessionSeam, pending: PendingCall, action: Action) -> Decision | None:
     """The decision that let a call that ran run, as recorded (in any process), or None when
     the log holds none."""
     judged = s.judgement_of(pending.key)

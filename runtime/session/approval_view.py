@@ -34,7 +34,7 @@ from ..model.ir import Tool
 if TYPE_CHECKING:
     from ..judge.normalize import PendingCall
     from ..log.store import EventStore
-    from .harness import Harness
+    from .seams import HarnessSeam
 
 __all__ = [
     "CALL_PREVIEWED",
@@ -115,13 +115,13 @@ def record_preview(store: EventStore, stream: str, pending: PendingCall, preview
 # Reading it back
 
 
-def approval_view(h: Harness, request: Mapping[str, Any]) -> dict[str, Any]:
+def approval_view(h: HarnessSeam, request: Mapping[str, Any]) -> dict[str, Any]:
     """`preview`, `provenance` and `diff` of an approval request (as `ApprovalRequest.to_dict`
     gives it), from the log."""
     return approval_views(h, [request])[0]
 
 
-def approval_views(h: Harness, requests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def approval_views(h: HarnessSeam, requests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """`approval_view` of many requests at once: each session family's events are read once
     and folded once, in log order, the sources of each request's arguments taken when the
     fold reaches it."""
@@ -143,7 +143,7 @@ def approval_views(h: Harness, requests: Sequence[Mapping[str, Any]]) -> list[di
     return out
 
 
-def _family(h: Harness, session_id: str) -> list[str]:
+def _family(h: HarnessSeam, session_id: str) -> list[str]:
     """The streams whose events feed the session's ledger: its family (root and every
     descendant), as the policy that judged the call read them."""
     sessions = h.projections.sessions
@@ -166,7 +166,7 @@ def _family(h: Harness, session_id: str) -> list[str]:
     return family
 
 
-def _asked_at(h: Harness, request: Mapping[str, Any]) -> int:
+def _asked_at(h: HarnessSeam, request: Mapping[str, Any]) -> int:
     view = h.projections.approvals.get(request["request_id"])
     return view.position if view is not None and view.position else 1 << 62
 
@@ -198,7 +198,7 @@ class _Fold:
     """A session family's events, read once, and its `Ledger` fed from them in log order up to
     the request being shown (requests are taken in the order they were asked)."""
 
-    def __init__(self, h: Harness, streams: tuple[str, ...]) -> None:
+    def __init__(self, h: HarnessSeam, streams: tuple[str, ...]) -> None:
         self.streams = {stream: list(h.store.read(stream)) for stream in streams}
         self.events = sorted(
             (e for found in self.streams.values() for e in found), key=lambda e: e.position

@@ -45,8 +45,7 @@ from .lifecycle import Action, ActionState, after_decision, random_hex
 from .state import Judged
 
 if TYPE_CHECKING:
-    from .harness import Harness
-    from .sessions import Session
+    from .seams import HarnessSeam, SessionSeam
 
 __all__ = [
     "Deciders",
@@ -97,7 +96,7 @@ class Prepared(NamedTuple):
 
 
 def normalize_call(
-    s: Session,
+    s: SessionSeam,
     name: str,
     tool_call_id: str,
     args: Mapping[str, Any] | None,
@@ -178,7 +177,7 @@ def normalize_call(
     )
 
 
-def call_context(s: Session, pending: PendingCall) -> CallContext:
+def call_context(s: SessionSeam, pending: PendingCall) -> CallContext:
     """`Session.context`: the call as policy sees it."""
     facts = s.facts
     h = s.harness
@@ -238,12 +237,14 @@ def execution_params(execution: Execution | Mapping[str, Any] | None) -> dict[st
     return params
 
 
-def clock_ms(h: Harness) -> int:
+def clock_ms(h: HarnessSeam) -> int:
     """The harness clock in milliseconds since the epoch (history windows end there)."""
     return int(h.clock().timestamp() * 1000)
 
 
-def apply_on_success(s: Session, tool: Tool, pending: PendingCall | None, result: Result) -> None:
+def apply_on_success(
+    s: SessionSeam, tool: Tool, pending: PendingCall | None, result: Result
+) -> None:
     """`on_success add PATH to FACT`: a successful call appends a value to a list fact
     (recorded as `facts.updated`, like `Session.update_facts`)."""
     if not tool.on_success or result.status != "success":
@@ -290,13 +291,13 @@ def judge_policies(
     return [d for _, _, d in ranked]
 
 
-def judge_call(s: Session, pending: PendingCall) -> Ruling:
+def judge_call(s: SessionSeam, pending: PendingCall) -> Ruling:
     """The decision of the session's policies, and the grants that authorise it (pure)."""
     return Ruling(*judgement(s, pending))
 
 
 def judgement(
-    s: Session, pending: PendingCall
+    s: SessionSeam, pending: PendingCall
 ) -> tuple[Decision, tuple[ApprovalGrant, ...], CallContext]:
     """`judge_call`'s ruling as its fields (decision, grants, context), for `decide_call`,
     which needs no `Ruling` object."""
@@ -326,7 +327,7 @@ def judgement(
     return best, tuple(grants), ctx
 
 
-def decide_call(s: Session, pending: PendingCall, *, commit: bool = True) -> Decision:
+def decide_call(s: SessionSeam, pending: PendingCall, *, commit: bool = True) -> Decision:
     """`Session.decide`: judge the call and record the decision (`commit=False`: a decision
     that stops the call is held too, for the caller to commit with what it appends next).
     A call that ran (here or in another process: the session catches up first) is not judged
@@ -403,7 +404,7 @@ _PER_CALL = ("decision_id", "tool_id", "tool_call_id", "input_hash", "grant_id",
 
 
 def decision_template(
-    s: Session, d: Decision, policy_version: str
+    s: SessionSeam, d: Decision, policy_version: str
 ) -> tuple[PayloadTemplate, dict[str, Any]]:
     """What a decision event's payload holds that is the same for every call the decision `d`
     decides in this session (the engine returns the same object for every call a rule decides
@@ -447,7 +448,7 @@ def decision_template(
 
 
 def drive(
-    s: Session, pending: PendingCall, judged: Judged
+    s: SessionSeam, pending: PendingCall, judged: Judged
 ) -> tuple[Action, ActionState, NewEvent] | None:
     """Where the call's action moves after its decision (`after_decision`): the action, its
     next state and the event that records the move, for the decision's commit (`moved` takes
@@ -470,7 +471,7 @@ def drive(
     return action, target, event
 
 
-def authorize(s: Session, pending: PendingCall) -> Judged | Result:
+def authorize(s: SessionSeam, pending: PendingCall) -> Judged | Result:
     """The judgement that authorises the call now, or a result saying why it may not run."""
     action = s.state.actions[pending.key]
     superseded = superseded_result(s, pending, action)
@@ -527,7 +528,7 @@ def lapsed(grants: Sequence[ApprovalGrant], now: datetime) -> bool:
     return any(not g.active(now) for g in grants)
 
 
-def superseded_result(s: Session, pending: PendingCall, action: Action) -> Result | None:
+def superseded_result(s: SessionSeam, pending: PendingCall, action: Action) -> Result | None:
     """The not-run result of a call an operator approved with edits (`call.superseded`)."""
     edit = s.harness.projections.superseded.get(f"{s.id}:{pending.key}")
     if edit is None:
@@ -541,7 +542,7 @@ def superseded_result(s: Session, pending: PendingCall, action: Action) -> Resul
 
 
 def expired_result(
-    s: Session, pending: PendingCall, action: Action, judged: Judged | None
+    s: SessionSeam, pending: PendingCall, action: Action, judged: Judged | None
 ) -> Result | None:
     """The not-run result of a call whose approval request expired without an answer (its
     expiry is recorded now when the deadline passed and nothing recorded it yet)."""
@@ -566,7 +567,7 @@ def expired_result(
     return not_run(s, pending, "expired", message, action.state.value, judged)
 
 
-def unavailable(s: Session, pending: PendingCall) -> Result | None:
+def unavailable(s: SessionSeam, pending: PendingCall) -> Result | None:
     """A not-run result when the call's tool is unavailable under the facts now, recorded
     as a `call.refused` event; the action keeps its state (it runs once the conditions
     hold) and a grant that authorises it is not spent."""
@@ -595,7 +596,7 @@ def unavailable(s: Session, pending: PendingCall) -> Result | None:
 
 
 def not_run(
-    s: Session,
+    s: SessionSeam,
     pending: PendingCall | Action,
     category: str,
     message: str,
@@ -628,7 +629,7 @@ def not_run(
     )
 
 
-def prepare(s: Session, pending: PendingCall) -> Prepared | Result:
+def prepare(s: SessionSeam, pending: PendingCall) -> Prepared | Result:
     """The call authorised, its grants spent and its action RUNNING, ready to run; or the
     result that stands instead (recorded before, or why it may not run)."""
     s.state.own(pending, "invoke")
@@ -726,7 +727,7 @@ def lease_until(now: datetime, lease_ms: int) -> str:
     return text
 
 
-def lost_race(s: Session, pending: PendingCall, action: Action, judged: Judged) -> Result:
+def lost_race(s: SessionSeam, pending: PendingCall, action: Action, judged: Judged) -> Result:
     """The outcome of a call whose RUNNING the log refused: it ran, or runs, in another
     process (under this action or another of the same call). Its recorded result when there
     is one; otherwise a not-run result in the state the log gives (RUNNING elsewhere, or
@@ -751,7 +752,7 @@ def lost_race(s: Session, pending: PendingCall, action: Action, judged: Judged) 
 
 
 def ran_elsewhere(
-    s: Session, pending: PendingCall, action: Action, judged: Judged | None
+    s: SessionSeam, pending: PendingCall, action: Action, judged: Judged | None
 ) -> Result:
     """The recorded result of a call that ran in another process, or, while none is
     recorded, a not-run result (`ran_elsewhere`) in the state the log gives."""
@@ -765,7 +766,7 @@ def ran_elsewhere(
     return not_run(s, pending, "ran_elsewhere", message, action.state.value, judged)
 
 
-def record(s: Session, prepared: Prepared, result: Result) -> Result:
+def record(s: SessionSeam, prepared: Prepared, result: Result) -> Result:
     """The result of a call that ran, with its decision, grant and action, recorded as the
     action's next state."""
     pending, tool, judged, action = (
@@ -850,7 +851,7 @@ def ids_of(judged: Judged) -> dict[str, str | None]:
     }
 
 
-def late_hook(s: Session, action: Action, settled: threading.Lock) -> LateHook:
+def late_hook(s: SessionSeam, action: Action, settled: threading.Lock) -> LateHook:
     """Record that an executor which timed out finished anyway; its return value is
     dropped (the recorded result stays `unknown`). `settled` is held until the call's own
     result is recorded (a lock rather than an `Event`: made and let go of on every call)."""
@@ -875,7 +876,7 @@ def late_hook(s: Session, action: Action, settled: threading.Lock) -> LateHook:
     return report
 
 
-def invoke_call(s: Session, pending: PendingCall) -> Result:
+def invoke_call(s: SessionSeam, pending: PendingCall) -> Result:
     """`Session.invoke`: run an authorised call once and record its result."""
     lock = s.state.key_lock(pending.key)
     with lock:
@@ -900,7 +901,7 @@ def invoke_call(s: Session, pending: PendingCall) -> Result:
             settled.release()
 
 
-async def ainvoke_call(s: Session, pending: PendingCall) -> Result:
+async def ainvoke_call(s: SessionSeam, pending: PendingCall) -> Result:
     """`Session.ainvoke`: `invoke_call` on the running event loop."""
     inflight = s.state.inflight.get(pending.key)
     if inflight is not None:
@@ -951,5 +952,5 @@ def has_side_effect(tool: Tool) -> bool:
     return bool(set(tool.effects) - {"read", "preview", "idempotent"})
 
 
-def now_text(h: Harness) -> str:
+def now_text(h: HarnessSeam) -> str:
     return format_time(h.clock())

@@ -37,6 +37,7 @@ True
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -87,6 +88,7 @@ from .approvals import (
 )
 from .executors import Executors, Result
 from .lifecycle import LEASE_GRACE_MS, ActionError
+from .seams import SessionSeam
 from .sessions import (
     FACTS_KINDS,
     Session,
@@ -547,6 +549,49 @@ class Harness:
         event = NewEvent(HARNESS_STREAM, "State", CHECKPOINT_TYPE, head.to_dict())
         self.store.announce([event])
 
+    def _open_child(
+        self,
+        parent: SessionSeam,
+        *,
+        agent: Agent,
+        skill: Skill | None = None,
+        goal: str | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """A child session of `parent` (a delegated agent's, or a skill's: `Session.delegate`,
+        `Session.skill`), with the parent's actor, task, facts, resource and env."""
+        assert isinstance(parent, Session), parent
+        child = self._open(
+            agent=agent,
+            actor=parent.actor,
+            task=parent.task,
+            facts=parent.facts,
+            resource=parent.resource,
+            env=parent.env,
+            parent=parent,
+            skill=skill,
+            goal=goal,
+            session_id=session_id,
+        )
+        parent.children.append(child)
+        return child
+
+    def _step_view(self, store: EventStore) -> Harness:
+        """The harness one workflow step sees: the same compiled spec, executors and engine,
+        with `store` (the step's buffer, not chained: the log it goes to is walked by this
+        harness) and approvals and sessions of its own, so concurrent steps share nothing."""
+        view = copy.copy(self)
+        view.store = store
+        view.walks_no_chain()
+        view.approvals = Approvals(store, self.clock)
+        view.sessions = {}
+        return view
+
+    def _held_by(self, action_id: str, session: SessionSeam) -> None:
+        """Remember which open session holds an action (`complete` and `cancel` find it)."""
+        assert isinstance(session, Session), session
+        self._action_sessions[action_id] = session
+
     def _open(
         self,
         *,
@@ -556,13 +601,14 @@ class Harness:
         facts: Facts,
         resource: Mapping[str, Any],
         env: Mapping[str, Any],
-        parent: Session | None = None,
+        parent: SessionSeam | None = None,
         skill: Skill | None = None,
         goal: str | None = None,
         session_id: str | None = None,
         tools: tuple[str, ...] | None = None,
         fresh: bool = False,
     ) -> Session:
+        assert parent is None or isinstance(parent, Session), parent
         session = Session(
             self,
             session_id=session_id or "ses-" + uuid.uuid4().hex[:16],

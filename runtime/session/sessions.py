@@ -67,7 +67,7 @@ from .lifecycle import Action, ActionState
 from .state import Judged, SessionState, not_pending
 
 if TYPE_CHECKING:
-    from .harness import Harness
+    from .seams import HarnessSeam, SessionSeam
 
 __all__ = [
     "FACT_EVENTS",
@@ -89,7 +89,7 @@ class Session:
 
     def __init__(
         self,
-        harness: Harness,
+        harness: HarnessSeam,
         *,
         session_id: str,
         agent: Agent,
@@ -642,7 +642,7 @@ class Session:
 
     def _hold(self, key: str, action: Action) -> None:
         self.state.hold(key, action)
-        self.harness._action_sessions[action.action_id] = self  # `Harness.complete` finds it
+        self.harness._held_by(action.action_id, self)  # `Harness.complete` finds it
 
     # -- restart ----------------------------------------------------------------------------
 
@@ -658,7 +658,7 @@ class Session:
 
         >>> # child = s.delegate("Write and test a patch.", agent="generic", session_id="t7-child")
         """
-        return delegate_to(self, goal, agent=agent, session_id=session_id)
+        return _opened(delegate_to(self, goal, agent=agent, session_id=session_id))
 
     def skill(self, name: str, *, session_id: str | None = None) -> Session | Refusal:
         """Open a session of a skill: its private tools run only there, judged by this
@@ -668,7 +668,7 @@ class Session:
 
         >>> # report = s.skill("report_writer", session_id="t7-report")
         """
-        return open_skill(self, name, session_id=session_id)
+        return _opened(open_skill(self, name, session_id=session_id))
 
     # -- evidence -----------------------------------------------------------------------------
 
@@ -683,6 +683,13 @@ class Session:
             out.append(child.id)
             out.extend(child._descendants())
         return out
+
+
+def _opened(found: SessionSeam | Refusal) -> Session | Refusal:
+    """A child session `Harness` opened (always a `Session`: the seam names it by its
+    Protocol), or the refusal."""
+    assert isinstance(found, Session | Refusal), found
+    return found
 
 
 def start_session(s: Session, *, fresh: bool = False) -> None:

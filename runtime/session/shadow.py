@@ -44,8 +44,7 @@ from .recorded import session_agent
 from .sessions import session_policies
 
 if TYPE_CHECKING:
-    from .harness import Harness
-    from .sessions import Session
+    from .seams import HarnessSeam, SessionSeam
 
 __all__ = ["DivergenceReport", "Shadow", "divergences"]
 
@@ -64,7 +63,7 @@ class Shadow:
         self._lock = threading.Lock()
         self._policies: dict[tuple[Any, ...], tuple[str, ...] | str] = {}
 
-    def attach(self, h: Harness) -> None:
+    def attach(self, h: HarnessSeam) -> None:
         """Make the harness's ledgers keep what the candidate's policies read: its history
         terms join the active catalogue."""
         for node in list(self.engine.terms.nodes.values()):
@@ -72,10 +71,10 @@ class Shadow:
         if self.engine.terms.read:
             h.engine.terms.read = True
 
-    def policies(self, s: Session) -> tuple[str, ...] | str:
+    def policies(self, s: SessionSeam) -> tuple[str, ...] | str:
         """The candidate's policies for the session, or why it has none."""
         lineage: list[tuple[str, str | None]] = []
-        at: Session | None = s
+        at: SessionSeam | None = s
         while at is not None:
             lineage.append((at.agent.name, at.skill_name))
             at = at.parent if at.skill_def is not None else None
@@ -100,7 +99,7 @@ class Shadow:
 
     def judge(
         self,
-        s: Session,
+        s: SessionSeam,
         ctx: CallContext,
         active: Decision,
         *,

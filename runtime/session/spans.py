@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..judge.policy import Decision
     from .approvals import ApprovalRequest
     from .executors import Result
-    from .sessions import Session
+    from .seams import SessionSeam
 
 __all__ = [
     "ainvoke",
@@ -52,7 +52,7 @@ T = TypeVar("T")
 # Attributes: identifiers and outcomes only
 
 
-def _session(s: Session) -> dict[str, Any]:
+def _session(s: SessionSeam) -> dict[str, Any]:
     out: dict[str, Any] = {
         "harnessc.session.id": s.id,
         "harnessc.agent": s.agent.name,
@@ -84,7 +84,7 @@ def _decision(d: Decision, decision_id: str | None) -> dict[str, Any]:
     return out
 
 
-def _judged(s: Session, pending: PendingCall) -> dict[str, Any]:
+def _judged(s: SessionSeam, pending: PendingCall) -> dict[str, Any]:
     judged = s.state.judged.get(pending.key)
     if judged is None:
         return {}
@@ -103,7 +103,7 @@ def _failed(span: Any, category: str | None) -> None:
 # The spans (called only while enabled)
 
 
-def expose(s: Session, packs: tuple[str, ...], run: Callable[[], Exposure]) -> Exposure:
+def expose(s: SessionSeam, packs: tuple[str, ...], run: Callable[[], Exposure]) -> Exposure:
     with tracer.start_as_current_span("harnessc.expose", attributes=_session(s)) as span:
         exposure = run()
         span.set_attributes(
@@ -118,7 +118,7 @@ def expose(s: Session, packs: tuple[str, ...], run: Callable[[], Exposure]) -> E
 
 
 def normalize(
-    s: Session, tool: Any, tool_call_id: Any, run: Callable[[], PendingCall | Refusal]
+    s: SessionSeam, tool: Any, tool_call_id: Any, run: Callable[[], PendingCall | Refusal]
 ) -> PendingCall | Refusal:
     from ..judge.normalize import PendingCall
 
@@ -137,7 +137,7 @@ def normalize(
         return result
 
 
-def decide(s: Session, pending: PendingCall, run: Callable[[], Decision]) -> Decision:
+def decide(s: SessionSeam, pending: PendingCall, run: Callable[[], Decision]) -> Decision:
     with tracer.start_as_current_span(
         "harnessc.decide", attributes={**_session(s), **_call(pending)}
     ) as span:
@@ -161,7 +161,7 @@ def _result(span: Any, result: Result) -> None:
         _failed(span, result.error_category)
 
 
-def invoke(s: Session, pending: PendingCall, run: Callable[[], Result]) -> Result:
+def invoke(s: SessionSeam, pending: PendingCall, run: Callable[[], Result]) -> Result:
     with tracer.start_as_current_span(
         "harnessc.invoke", attributes={**_session(s), **_call(pending)}
     ) as span:
@@ -171,7 +171,9 @@ def invoke(s: Session, pending: PendingCall, run: Callable[[], Result]) -> Resul
         return result
 
 
-async def ainvoke(s: Session, pending: PendingCall, run: Callable[[], Awaitable[Result]]) -> Result:
+async def ainvoke(
+    s: SessionSeam, pending: PendingCall, run: Callable[[], Awaitable[Result]]
+) -> Result:
     with tracer.start_as_current_span(
         "harnessc.invoke", attributes={**_session(s), **_call(pending), "harnessc.async": True}
     ) as span:

@@ -68,7 +68,7 @@ from .plan import (
 )
 
 if TYPE_CHECKING:
-    from ..session.harness import Harness
+    from ..session.seams import HarnessSeam
 
 __all__ = [
     "APP_NAME",
@@ -220,7 +220,7 @@ class Engine:
 
     def __init__(
         self,
-        harness: Harness,
+        harness: HarnessSeam,
         store_url: str,
         *,
         executor_id: str = "local",

@@ -50,7 +50,7 @@ from .plan import (
 )
 
 if TYPE_CHECKING:
-    from ..session.harness import Harness
+    from ..session.seams import HarnessSeam
 
 _FINAL = ("completed", "failed", "cancelled")
 """The projection's statuses of a run that will not change."""
@@ -82,7 +82,7 @@ class Workflows:
     start, decide, inspect and cancel runs; a process that calls `configure(..., run=True)`
     (the default) is also a worker that runs them and resumes its unfinished ones."""
 
-    def __init__(self, harness: Harness | None) -> None:
+    def __init__(self, harness: HarnessSeam | None) -> None:
         self.harness = harness
         self._url: str | None = None
         self._client: Any = None

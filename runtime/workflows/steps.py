@@ -8,7 +8,6 @@ themselves, only the worker of this process (`attach`), whose harness judges and
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import threading
 from collections.abc import Callable, Mapping
@@ -24,13 +23,13 @@ from ..model.ir import Agent
 from ..model.ir import Path as ModelPath
 from ..session import spans
 from ..session.approval_view import Preview, record_preview, run_preview
-from ..session.approvals import ApprovalError, Approvals
+from ..session.approvals import ApprovalError
 from ..session.lifecycle import ActionState
 from .appender import StepLog, append_once
 from .plan import STEP_EVENT, WorkflowError
 
 if TYPE_CHECKING:
-    from ..session.harness import Harness
+    from ..session.seams import HarnessSeam
 
 __all__ = [
     "Publication",
@@ -58,7 +57,7 @@ class Worker(Protocol):
     in, the appender of its log (None: each step's events are appended when handed over) and
     the application's runners."""
 
-    harness: Harness
+    harness: HarnessSeam
     log: StepLog | None
     delegate: Callable[..., Any] | None
     previewers: dict[str, Callable[[dict[str, Any]], Any]]
@@ -212,16 +211,11 @@ def flush(timeout_s: float = 5.0) -> None:
             engine.log.flush(timeout_s=timeout_s)
 
 
-def _step_harness(h: Harness) -> tuple[Harness, Buffer]:
+def _step_harness(h: HarnessSeam) -> tuple[HarnessSeam, Buffer]:
     """The harness seen by one step: the same compiled spec, executors and engine, but its own
     event buffer, approvals and sessions, so concurrent steps never share a buffer."""
     buffer = Buffer(h.clock)
-    view = copy.copy(h)
-    view.store = buffer
-    view.walks_no_chain()  # the buffer is not chained: the log it goes to is walked by `h`
-    view.approvals = Approvals(buffer, h.clock)
-    view.sessions = {}
-    return view, buffer
+    return h._step_view(buffer), buffer
 
 
 def record_step(
@@ -295,7 +289,7 @@ def _call_step(
 
 
 def _hidden_inputs(
-    view: Harness, ctx: Mapping[str, Any], tool: str, args: Mapping[str, Any]
+    view: HarnessSeam, ctx: Mapping[str, Any], tool: str, args: Mapping[str, Any]
 ) -> tuple[frozenset[str], Secrets]:
     """What of a run's input never reaches the log: the input fields declared `secret`, or
     passed by some step to a `secret` field of its tool; and this step's secret values."""
@@ -429,7 +423,7 @@ def seed_sources(
         session.harness.store.append_many(events)
 
 
-def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: str) -> Any:
+def _step_session(view: HarnessSeam, ctx: dict[str, Any], step_name: str, stream: str) -> Any:
     """The session a step runs in, as the workflow's creator: one of the workflow's agent, or,
     for a workflow that names only a policy, of the workflow itself: judged by that policy,
     its surface the tools the workflow calls, delegating to the agents its steps name."""
@@ -456,7 +450,7 @@ def _step_session(view: Harness, ctx: dict[str, Any], step_name: str, stream: st
 
 
 def _governed(
-    view: Harness,
+    view: HarnessSeam,
     session: Any,
     tool: str,
     args: dict[str, Any],
@@ -559,7 +553,7 @@ def _gate_preview(found: Preview | None) -> dict[str, Any]:
 
 
 def _verify(
-    view: Harness,
+    view: HarnessSeam,
     session: Any,
     pending: Any,
     args: dict[str, Any],
