@@ -28,11 +28,14 @@ KEY = LogKey(b"bench-log-key-" * 4)
 
 
 def event(i: int) -> NewEvent:
+    """A call's move to RUNNING (the log admits each action and call once: every event is a
+    call of its own)."""
     return NewEvent(
         f"session-{i % 8}",
         "Tool",
         "action.transition",
         {
+            "action_id": f"act-{i}",
             "tool_call_id": f"call-{i}",
             "tool_id": "change.create",
             "from": "AUTHORIZED",
@@ -48,6 +51,9 @@ def timings(
 ) -> dict[str, float]:
     """Seconds per event of each operation on a fresh log at `path`."""
     events = [event(i) for i in range(n)]
+    # each phase writes calls of its own: a second RUNNING of one call is refused
+    shared = [event(n + i) for i in range(n)]
+    batched = [event(2 * n + i) for i in range(n)]
     out: dict[str, float] = {}
     with SQLiteStore(path, synchronous=sync, key=key) as store:
         start = time.perf_counter()
@@ -59,7 +65,7 @@ def timings(
         pool = [
             threading.Thread(
                 target=lambda part: [store.append(e) for e in part],
-                args=(events[k * share : (k + 1) * share],),
+                args=(shared[k * share : (k + 1) * share],),
             )
             for k in range(threads)
         ]
@@ -72,7 +78,7 @@ def timings(
 
         start = time.perf_counter()
         for i in range(0, n, batch):
-            store.append_many(events[i : i + batch])
+            store.append_many(batched[i : i + batch])
         out[f"append_many({batch})"] = (time.perf_counter() - start) / n
 
         start = time.perf_counter()
