@@ -3,9 +3,10 @@ in-memory store and on a SQLite file, for an allowed call, an approved `once` ca
 whose tool takes a `secret` argument (its values are scrubbed from everything recorded), and
 the allowed call under a policy that also reads session state (`session`: a provenance term
 and a windowed count, so each decision brings the session's ledger up to date from the log),
-and `decide`: the allowed call normalized and decided only, never invoked; `shadow` and
-`diverge`: `decide` with a candidate spec in shadow mode that agrees, or that asks instead (a
-`decision.diverged` event rides each decision's commit).
+and `decide`: the allowed call normalized and decided only, never invoked (`sdecide`: the same
+under the policy that reads session state: a decision with session terms, against `decide`);
+`shadow` and `diverge`: `decide` with a candidate spec in shadow mode that agrees, or that asks
+instead (a `decision.diverged` event rides each decision's commit).
 
     .venv/bin/python bench/governed.py [--calls 2000] [--rounds 3] [--threads 4] [--postgres URL]
         [--only memory|sqlite|postgres] [--cases decide,allow,…] [--telemetry]
@@ -87,7 +88,7 @@ ACTOR = {"user": "u-1", "role": "dev"}
 OPS = {"user": "u-2", "role": "ops"}
 
 
-CASES = ("decide", "allow", "once", "secret", "session", "shadow", "diverge")
+CASES = ("decide", "sdecide", "allow", "once", "secret", "session", "shadow", "diverge")
 # shadow mode: `decide` with a candidate spec that agrees (`shadow`: one more judgement)
 # or that asks instead (`diverge`: and a `decision.diverged` event in the decision's commit)
 AGREE = SPEC.replace(
@@ -120,12 +121,12 @@ def one_round(
     for tool in ("change.create", "ops.run", "vault.put"):
         h.bind(tool, lambda args: {})
     s = h.session("runner", actor=ACTOR, task="t-1")
-    if case == "session":
+    if case in ("session", "sdecide"):
         s.user_said("open a change for api with patch p")
     times: list[float] = []
     for i in range(calls):
         start = time.perf_counter()
-        if case in ("allow", "session", "decide", "shadow", "diverge"):
+        if case in ("allow", "session", "decide", "sdecide", "shadow", "diverge"):
             call = s.normalize("change.create", f"c-{i}", {"service": "api", "patch": "p"})
         elif case == "secret":
             call = s.normalize("vault.put", f"c-{i}", {"name": "db", "value": f"s3cr3t-{i:08}"})
@@ -136,7 +137,7 @@ def one_round(
             h.approve(s.request_approval(call).request_id, by=OPS)
         else:
             s.decide(call)
-        if case in ("decide", "shadow", "diverge"):
+        if case in ("decide", "sdecide", "shadow", "diverge"):
             times.append(time.perf_counter() - start)
             if commits is not None:
                 commits.extend(commit_cost(store, 1))
@@ -263,7 +264,7 @@ def main() -> None:
     for kind in [args.only] if args.only else kinds:
         alone = alone_commit = 0.0
         for case in cases:
-            spec = specs["session" if case == "session" else "plain"]
+            spec = specs["session" if case in ("session", "sdecide") else "plain"]
             best = (float("inf"), 0.0, 0.0)
             commit = (0.0, 0.0, 0.0)
             for _ in range(args.rounds):
