@@ -37,6 +37,7 @@ from .modules import (
 from .poison import Poison, poison_of
 from .resolve_help import NameHelp, mcp_server_named, unknown_mcp_server
 from .resolve_session import SessionNames
+from .symbols import Scope, Symbol, tool_kind
 
 __all__ = [
     "BUILTIN_ROOTS",
@@ -54,32 +55,6 @@ RESULT_ROOT = "result"
 RESERVED_FACT_ROOTS = BUILTIN_ROOTS | {"input", RESULT_ROOT}
 RESERVED_NAME = "delegate_task"
 NOT_DECLARED = "not declared in this module or its imports"
-
-
-@dataclass(frozen=True, eq=False, slots=True)
-class Symbol:
-    """A declared name: its kind, the node that declares it and the module it lives in."""
-
-    kind: str
-    """One of GLOBAL_KINDS, MODULE_KINDS or LOCAL_KINDS."""
-    name: str
-    """The name as referenced: a tool id (`mcp:scanner:tool:scan` for a projected tool), a
-    fact path, or the declared name."""
-    node: object
-    """The declaring syntax node (`Tool`, `Fact`, `Policy`, `Step`, …)."""
-    module: Module
-    span: Span
-    """The span of the name in its declaration."""
-    parent: object | None = None
-    """The `Mcp` or `Skill` a projected or private tool belongs to; the `Workflow`, `Tool`,
-    `Skill` or `Policy` of a local name."""
-
-    @property
-    def tool_kind(self) -> str | None:
-        """For tools: `mcp`, `private`, `legacy`, `primitive`, `dynamic` or `public`."""
-        if self.kind != "tool":
-            return None
-        return _tool_kind(self.node, self.parent)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -131,17 +106,6 @@ class Resolution:
 # Helpers
 
 
-def _tool_kind(tool: s.Tool, parent: object | None) -> str:
-    if isinstance(parent, s.Mcp):
-        return "mcp"
-    if isinstance(parent, s.Skill):
-        return "private"
-    for item in tool.items:
-        if isinstance(item, s.Attr) and item.key in ("legacy", "primitive", "dynamic"):
-            return item.key
-    return "public"
-
-
 def _article(word: str) -> str:
     return "an" if word[0] in "aeioAEIO" or word.startswith("MCP") else "a"
 
@@ -154,22 +118,6 @@ def _names(values: Iterable[object]) -> Iterator[s.Name]:
     for value in values:
         if isinstance(value, s.Name):
             yield value
-
-
-@dataclass
-class _Scope:
-    """Where a condition or value is read: its module, and the workflow's steps if any."""
-
-    module: Module
-    steps: dict[str, Symbol] | None = None
-    workflow: s.Workflow | None = None
-    vars: dict[str, Symbol] = field(default_factory=dict)
-    """Quantifier variables bound here (`all x in …: <here>`)."""
-    result: bool = False
-    """Whether `result.*` may be read: inside a history term and in `on_success`."""
-    ended: dict[str, tuple[s.Quantified, str]] = field(default_factory=dict)
-    """Quantifiers whose body ended before here, in the same `and`/`or` (`all x in l: a and
-    <here>`), by variable, with the word that ended them: `x` here is a mistake to explain."""
 
 
 @dataclass
@@ -374,7 +322,7 @@ class _Resolver(SessionNames, NameHelp):
         if self.declare_global(module, "tool", tool_id, tool.name.span, tool, parent) is None:
             return
         self.tool_ids[module.key].append(tool_id)
-        self.kinds[module.key].add(_tool_kind(tool, parent))
+        self.kinds[module.key].add(tool_kind(tool, parent))
         operations: dict[str, Symbol] | None = None
         for item in tool.items:
             if isinstance(item, s.Attr) and item.key == "packs":
@@ -563,7 +511,7 @@ class _Resolver(SessionNames, NameHelp):
         self.check_unused()
 
     def visit(self, module: Module, item: object) -> None:
-        scope = _Scope(module)
+        scope = Scope(module)
         if isinstance(item, s.Tool):
             self.visit_tool(scope, item)
         elif isinstance(item, s.Mcp):
@@ -594,13 +542,13 @@ class _Resolver(SessionNames, NameHelp):
         elif isinstance(item, s.Test):
             self.visit_test(scope, item)
 
-    def visit_attrs(self, scope: _Scope, items: Iterable[object], kinds: dict[str, str]) -> None:
+    def visit_attrs(self, scope: Scope, items: Iterable[object], kinds: dict[str, str]) -> None:
         for attr in items:
             if isinstance(attr, s.Attr) and attr.key in kinds:
                 for name in _names(attr.values):
                     self.resolve(scope.module, name, kinds[attr.key])
 
-    def visit_tool(self, scope: _Scope, tool: s.Tool | s.Operation) -> None:
+    def visit_tool(self, scope: Scope, tool: s.Tool | s.Operation) -> None:
         for item in tool.items:
             if isinstance(item, s.Attr):
                 if item.key == "legacy":
@@ -623,7 +571,7 @@ class _Resolver(SessionNames, NameHelp):
                 value = item.value
                 self.resolve_path(replace(scope, result=True), value.text, value.span, value)
 
-    def visit_skill(self, scope: _Scope, skill: s.Skill) -> None:
+    def visit_skill(self, scope: Scope, skill: s.Skill) -> None:
         for item in skill.items:
             if isinstance(item, s.Attr) and item.key == "profile":
                 for name in _names(item.values):
@@ -633,7 +581,7 @@ class _Resolver(SessionNames, NameHelp):
             elif isinstance(item, s.Subagent):
                 self.visit_attrs(scope, item.items, {"tools": "tool"})
 
-    def visit_policy(self, scope: _Scope, policy: s.Policy) -> None:
+    def visit_policy(self, scope: Scope, policy: s.Policy) -> None:
         for item in policy.items:
             if isinstance(item, s.Rule):
                 for selector in item.selectors:
@@ -649,7 +597,7 @@ class _Resolver(SessionNames, NameHelp):
             elif isinstance(item, s.Include):
                 self.resolve(scope.module, item.policy, "policy")
 
-    def visit_options(self, scope: _Scope, options: Iterable[object] | None) -> None:
+    def visit_options(self, scope: Scope, options: Iterable[object] | None) -> None:
         for option in options or ():
             if isinstance(option, s.Grant):
                 if option.selector is not None:
@@ -659,7 +607,7 @@ class _Resolver(SessionNames, NameHelp):
 
     def visit_workflow(self, module: Module, workflow: s.Workflow) -> None:
         steps = self.locals[id(workflow)]
-        scope = _Scope(module, steps, workflow)
+        scope = Scope(module, steps, workflow)
         self.visit_attrs(scope, workflow.items, {"agent": "agent", "policy": "policy"})
         for step in workflow.items:
             if not isinstance(step, s.Step):
@@ -686,7 +634,7 @@ class _Resolver(SessionNames, NameHelp):
                         if failure.kind == "compensate" and failure.target is not None:
                             self.resolve_step(scope, failure.target)
 
-    def resolve_step(self, scope: _Scope, name: s.Name) -> None:
+    def resolve_step(self, scope: Scope, name: s.Name) -> None:
         assert scope.steps is not None and scope.workflow is not None
         symbol = scope.steps.get(name.text)
         if symbol is not None:
@@ -702,7 +650,7 @@ class _Resolver(SessionNames, NameHelp):
             )
         )
 
-    def visit_test(self, scope: _Scope, test: s.Test) -> None:
+    def visit_test(self, scope: Scope, test: s.Test) -> None:
         self.visit_attrs(scope, test.items, {"policy": "policy", "agent": "agent"})
         for item in test.items:
             if isinstance(item, s.TestCall | s.Earlier):
@@ -722,7 +670,7 @@ class _Resolver(SessionNames, NameHelp):
 
     # -- selectors ---------------------------------------------------------------------------
 
-    def visit_pattern(self, scope: _Scope, pattern: s.Pattern) -> None:
+    def visit_pattern(self, scope: Scope, pattern: s.Pattern) -> None:
         text = pattern.text
         module = scope.module
         usage = self.usage[module.key]
@@ -762,7 +710,7 @@ class _Resolver(SessionNames, NameHelp):
 
     # -- conditions and values ---------------------------------------------------------------
 
-    def visit_cond(self, scope: _Scope, cond: object) -> None:
+    def visit_cond(self, scope: Scope, cond: object) -> None:
         if isinstance(cond, s.And | s.Or):
             word = "and" if isinstance(cond, s.And) else "or"
             inner = scope
@@ -794,7 +742,7 @@ class _Resolver(SessionNames, NameHelp):
         else:
             self.visit_value(scope, cond)
 
-    def visit_value(self, scope: _Scope, value: object, lenient: bool = False) -> bool:
+    def visit_value(self, scope: Scope, value: object, lenient: bool = False) -> bool:
         """Resolve the paths in a value; True when every path in it resolved."""
         if isinstance(value, s.Path):
             if lenient and "." not in value.text:
@@ -809,7 +757,7 @@ class _Resolver(SessionNames, NameHelp):
             return all([self.visit_value(scope, e.value, lenient) for e in value.entries])
         return True
 
-    def bind_var(self, scope: _Scope, node: s.Quantified) -> _Scope:
+    def bind_var(self, scope: Scope, node: s.Quantified) -> Scope:
         """The scope of a quantifier's body: its variable bound (H210 when it shadows a name)."""
         var = node.var
         name = var.text
@@ -838,7 +786,7 @@ class _Resolver(SessionNames, NameHelp):
         return replace(scope, vars={**scope.vars, name: symbol})
 
     def resolve_path(
-        self, scope: _Scope, text: str, span: Span, node: object, quiet: bool = False
+        self, scope: Scope, text: str, span: Span, node: object, quiet: bool = False
     ) -> bool:
         """A path starts with a built-in root, a declared fact, or in a workflow `input` or a
         step; facts have dotted names, so the longest declared fact that prefixes it wins."""

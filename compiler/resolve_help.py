@@ -19,7 +19,7 @@ from .modules import STD_PREFIX, Module, std_module_names
 
 if TYPE_CHECKING:
     from .poison import Poison
-    from .resolve import Symbol
+    from .symbols import Symbol
 
 
 def mcp_server_named(text: str) -> str | None:

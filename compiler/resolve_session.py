@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from harnessc.dsl.source import Span
 
     from .poison import Poison
-    from .resolve import Symbol, _Scope
+    from .symbols import Scope, Symbol
 
 __all__ = ["FACT_FUNCTIONS", "FUNCTIONS", "SELECTING_FUNCTIONS", "VALUE_FUNCTIONS", "SessionNames"]
 
@@ -63,9 +63,9 @@ class SessionNames:
         ) -> Symbol | None: ...
         def bind(self, module: Module, name: s.Name | s.Pattern, symbol: Symbol) -> None: ...
         def resolve(self, module: Module, name: s.Name, *kinds: str) -> Symbol | None: ...
-        def visit_pattern(self, scope: _Scope, pattern: s.Pattern) -> None: ...
-        def visit_cond(self, scope: _Scope, cond: object) -> None: ...
-        def visit_value(self, scope: _Scope, value: object, lenient: bool = False) -> bool: ...
+        def visit_pattern(self, scope: Scope, pattern: s.Pattern) -> None: ...
+        def visit_cond(self, scope: Scope, cond: object) -> None: ...
+        def visit_value(self, scope: Scope, value: object, lenient: bool = False) -> bool: ...
 
     # -- labels --------------------------------------------------------------------------------
 
@@ -123,7 +123,7 @@ class SessionNames:
 
     # -- functions -----------------------------------------------------------------------------
 
-    def visit_func(self, scope: _Scope, call: s.FuncCall) -> None:
+    def visit_func(self, scope: Scope, call: s.FuncCall) -> None:
         name = call.name.text
         kind = FACT_FUNCTIONS.get(name)
         if kind is not None:
