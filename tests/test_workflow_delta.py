@@ -15,6 +15,7 @@ from harnessc.runtime.workflows.plan import (
     STATE_EVENT,
     apply_delta,
     own_state,
+    recorded,
     run_state,
     state_delta,
 )
@@ -140,6 +141,34 @@ def test_a_change_a_delta_cannot_say_records_the_whole_state() -> None:
     fewer = _published(before)
     del fewer["error"]
     assert state_delta(before, fewer) is None
+
+
+def test_a_run_reads_as_its_first_whole_state_with_each_change_after_it() -> None:
+    """What the interpreter writes: the whole state first, a change per step after it, and
+    the whole state again where a delta cannot say the change."""
+    store = MemoryStore()
+    state = _state(["a", "b"])
+    shown: dict[str, Any] | None = None
+    changes: list[tuple[str, Any]] = [
+        ("a", {"n": 1}),
+        ("b", {"n": 2}),
+        ("rewrite", None),
+        ("b", {"n": 3}),
+    ]
+    for n, (name, value) in enumerate([("~start", None), *changes]):
+        if name == "rewrite":
+            state["artifacts"] = [{"step": "a", "value": "archived"}]
+        elif name != "~start":
+            state["steps"][name] = {"kind": "call", "state": "succeeded", "value": value}
+            state["artifacts"].append({"step": name, "value": value})
+        now = _published(state)
+        delta = None if shown is None else state_delta(shown, now)
+        payload = {"state": now} if delta is None else {"delta": delta}
+        assert ("state" in payload) == (n in (0, 3))
+        shown = recorded(shown, payload)
+        store.append(NewEvent(f"workflow:new-1/{name}#1", "State", DELTA_EVENT, payload))
+        assert run_state(store, "new-1") == _through_the_log({"state": now})["state"]
+    assert run_state(store, "new-2") is None
 
 
 # -- logs written before deltas -----------------------------------------------------------------

@@ -1032,7 +1032,7 @@ def test_an_operator_decides_no_gate_on_a_log_whose_chain_does_not_verify(
 
     url = f"sqlite:///{tmp_path / 'harness.db'}"
     watch = held_at_gate(tmp_path, url)
-    position = append_copy(tmp_path / "harness.db", "workflow.state", chained=False)
+    position = append_copy(tmp_path / "harness.db", "workflow.delta", chained=False)
     for action in (
         ("list",),
         ("show", "gate-1"),

@@ -23,14 +23,12 @@ from .plan import (
     FACTS_TOPIC,
     FOREVER_S,
     START_TOPIC,
-    STATE_EVENT,
-    apply_delta,
     dependants_skipped,
     ending_options,
     evaluate_when,
     initial_state,
     may_decide,
-    own_state,
+    recorded,
     resolve_value,
     state_delta,
     step_order,
@@ -146,9 +144,7 @@ class _Run:
     def publication(self, state: dict[str, Any]) -> Publication:
         if self.branch is None:
             delta = None if self.shown is None else state_delta(self.shown, state)
-            if delta is None:
-                return STATE_EVENT, {"state": state}
-            return DELTA_EVENT, {"delta": delta}
+            return DELTA_EVENT, {"state": state} if delta is None else {"delta": delta}
         return BRANCH_EVENT, {
             "step": self.branch,
             "steps": {k: v for k, v in state["steps"].items() if v["state"] != "pending"},
@@ -164,11 +160,7 @@ class _Run:
         holds."""
         found = published(output)
         if found is not None:
-            type_, payload = found
-            if type_ == STATE_EVENT:
-                self.shown = own_state(payload["state"])
-            elif type_ == DELTA_EVENT and self.shown is not None:
-                apply_delta(self.shown, payload["delta"])
+            self.shown = recorded(self.shown, found)
         return log_step(output)
 
     def after(self, name: str, *, artifact: bool) -> Callable[[dict[str, Any]], Publication]:

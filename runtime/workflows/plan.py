@@ -48,12 +48,14 @@ FACTS_TOPIC = "harnessc.facts"
 FOREVER_S = 10 * 365 * 86400.0
 """`recv` needs a deadline; a gate without `timeout` waits this long (ten years)."""
 STEP_EVENT = "workflow.step"
-STATE_EVENT = "workflow.state"
-"""The run's whole state, committed by the run's first step (and by every step in a log written
-before `workflow.delta`): the base the deltas after it change."""
 DELTA_EVENT = "workflow.delta"
-"""What one step of a run changed in its state (`state_delta`), committed by the step: the state
-is the newest `workflow.state` with every delta after it applied (`apply_delta`)."""
+"""What one step of a run changed in its state, committed with the step: `{"delta": …}`
+(`state_delta`), or `{"state": …}`, the whole state, from the run's first step (and any step
+whose change a delta cannot say). The run's state is the last whole one with every change after
+it applied (`recorded`)."""
+STATE_EVENT = "workflow.state"
+"""The run's whole state, committed with every step of a run in logs written before
+`workflow.delta`; a run started then and resumed now records deltas after its last one."""
 GATE_CLAIMED = "workflow.gate.claimed"
 """A gate's decision as the operator's process claimed it, on the gate's own stream (one per
 run and gate), before the message that delivers it to the run."""
@@ -370,6 +372,17 @@ def apply_delta(state: dict[str, Any], delta: Mapping[str, Any]) -> dict[str, An
     return state
 
 
+def recorded(state: dict[str, Any] | None, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The run's state after one of its records (the payload of a `workflow.delta` or a
+    `workflow.state`): a whole state replaces it (a copy of its own, `own_state`), a change is
+    applied to it in place; a change with no state before it leaves None."""
+    if "state" in payload:
+        return own_state(payload["state"])
+    if state is None:
+        return None
+    return apply_delta(state, payload["delta"])
+
+
 def own_state(state: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a state whose containers (its records by name, its artifacts) are its own, for
     `apply_delta` to change without changing `state`."""
@@ -387,17 +400,28 @@ def own_state(state: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_state(store: EventStore, workflow_id: str) -> dict[str, Any] | None:
-    """The run's state as its steps recorded it in our log (the newest whole state, with every
-    step's delta after it), with what its parallel branches recorded since about steps it has
-    not taken the results of yet; None before the run starts."""
+    """The run's state as its steps recorded it in our log (the whole state its first step
+    recorded, with every later step's change applied), with what its parallel branches
+    recorded since about steps it has not taken the results of yet; None before the run
+    starts. A run of a log written before deltas starts from its newest `workflow.state`."""
     prefix = f"workflow:{workflow_id}/"
-    found = store.last(prefix, STATE_EVENT)
-    if found is None:
+    events = store.read_prefix(prefix, DELTA_EVENT)
+    # one parse of them all (a run of a thousand steps has a thousand small payloads)
+    parsed = json.loads("[" + ",".join(e.payload_json for e in events) + "]")
+    changes = list(zip((e.position for e in events), parsed, strict=True))
+    state: dict[str, Any] | None = None
+    if not changes or "state" not in changes[0][1]:
+        found = store.last(prefix, STATE_EVENT)
+        if found is not None:
+            state = json.loads(found.payload_json)["state"]
+            changes = [(p, c) for p, c in changes if p > found.position]
+    for _, change in changes:
+        state = recorded(state, change)
+    if state is None:
         return None
-    state: dict[str, Any] = json.loads(found.payload_json)["state"]
-    for event in store.read_prefix(prefix, DELTA_EVENT, after=found.position):
-        apply_delta(state, json.loads(event.payload_json)["delta"])
-    for event in store.read_prefix(prefix, BRANCH_EVENT):
+    # a branch's view counts only for a step still live in the run's state: none, none to read
+    live = any(info.get("state") in LIVE for info in state["steps"].values())
+    for event in store.read_prefix(prefix, BRANCH_EVENT) if live else ():
         branch = json.loads(event.payload_json)
         if state["steps"].get(branch["step"], {}).get("state") not in LIVE:
             continue  # the run took this branch's result: its own state says more

@@ -185,18 +185,21 @@ def step_events(output: Mapping[str, Any]) -> list[NewEvent]:
     ]
 
 
-def published(output: Mapping[str, Any]) -> tuple[str, Any] | None:
-    """The run's state a step's output records (`workflow.state` or `workflow.delta`, and its
-    payload), or None: as the step built it, or read from the checkpoint DBOS replays."""
+def published(output: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The payload of the run's state a step's output records (`workflow.delta`, or
+    `workflow.state` in a checkpoint of a version before deltas), or None: as the step built
+    it, or read from the checkpoint DBOS replays."""
     built = getattr(output, "built", None)
     if built is not None:
         for _, _, type_, payload, _ in reversed(built):
             if type_ in (STATE_EVENT, DELTA_EVENT):
-                return type_, payload
+                found: dict[str, Any] = payload
+                return found
         return None
     for _, _, type_, text in reversed(output.get("events") or ()):
         if type_ in (STATE_EVENT, DELTA_EVENT):
-            return type_, json.loads(text)
+            parsed: dict[str, Any] = json.loads(text)
+            return parsed
     return None
 
 
