@@ -119,11 +119,12 @@ class _Run:
     #
     # The state is not published on its own: every DBOS step of the run records it with its
     # events (in its checkpointed output, which our log appends in one transaction), so keeping
-    # `status` current costs no write of its own. The run's first step records the whole state
-    # (`workflow.state`), every later one only what it changed (`workflow.delta`): a step's
-    # record costs what changed, not the run so far. A step records the state as it will be once
-    # the interpreter has taken the step's outcome: the step done, the steps the outcome skips
-    # skipped, and the next ones running, so an operator sees a call in progress as `running`.
+    # `status` current costs no write of its own. It is a `workflow.delta`: the whole state
+    # from the run's first step, from every later one only what it changed (`state_delta`,
+    # against `shown`), so a step's record costs what changed, not the run so far. A step
+    # records the state as it will be once the interpreter has taken the step's outcome: the
+    # step done, the steps the outcome skips skipped, and the next ones running, so an operator
+    # sees a call in progress as `running`.
     # A parallel branch records its own view of its step instead (`workflow.branch`), which
     # `run_state` lays over the run's state.
 

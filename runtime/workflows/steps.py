@@ -143,10 +143,9 @@ def run_ended(run: str) -> None:
 
 
 Publication = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str]
-"""What a step records for `status`: (`workflow.delta`, what it changed in the run's state),
-(`workflow.state`, the whole state: the run's first step) or (`workflow.branch`, a parallel
-branch's view of its step), and the canonical JSON of that payload when it is known
-already."""
+"""What a step records for `status`: (`workflow.delta`, what it changed in the run's state, or
+the whole state from the run's first step) or (`workflow.branch`, a parallel branch's view of
+its step), and the canonical JSON of that payload when it is known already."""
 
 
 class StepOutput(dict[str, Any]):
