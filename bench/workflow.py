@@ -28,6 +28,23 @@ path.
 tree and of that one side by side: `--rounds` rounds, each a process per tree and store kind,
 the two trees alternating (which one goes first alternates too), and prints each round's
 figures and their medians, with DBOS alone measured in every process.
+
+`--bytes` measures what a run keeps instead, for runs of 16, 128 and 1,024 steps (`--lengths`)
+of calls with tiny results, each run alone on a fresh store:
+
+- the log: the bytes of the payloads of every event on the run's streams, per step, and apart
+  the run's state its steps record (`workflow.state`, `workflow.delta`) and the sources each
+  step's session is seeded with (`workflow.sources`);
+- DBOS's own tables: the bytes of every row of the run and its child workflows (each step's
+  checkpointed output, the run's input and output, its events and messages), per step, and
+  the same without the sources the checkpointed outputs carry (`DBOS-src`);
+- reading the longest run: `status` (what `harnessc workflow show` and the console's run view
+  read) and the run's state alone (`run_state`), median of 15, taking turns with the same
+  reads of a run of the same length recording whole states as before deltas (its state read
+  as it was then: the newest whole state);
+
+and the ratio of each figure per step at the longest run to the same at the shortest. With
+`--baseline CHECKOUT` the same is measured for that tree too, in a process of its own.
 """
 
 from __future__ import annotations
@@ -52,10 +69,26 @@ from check_scale import importable
 from pgdb import fresh_database
 
 STEPS = 16
+LENGTHS = (16, 128, 1024)
+"""The runs `--bytes` measures, in steps."""
 REPEAT = 9
 """Runs of each length (and DBOS workflows) whose median latency makes the step overhead."""
-SPEC = (
-    """\
+READS = 15
+"""Reads of the longest run whose median is its read time."""
+
+
+def chain(name: str, steps: int) -> str:
+    """A workflow of `steps` calls one after the other."""
+    return (
+        f"workflow {name} {{\n  agent runner\n  step s1 = call job.run(n: 1)\n"
+        + "".join(
+            f"  step s{i} = call job.run(n: {i}) after s{i - 1}\n" for i in range(2, steps + 1)
+        )
+        + "}\n"
+    )
+
+
+SPEC = """\
 harness bench { version "1.0.0" }
 tool job.run {
   summary "Do nothing and return the number."
@@ -93,21 +126,16 @@ workflow gate {
   }
   step s1 = call job.run(n: 1) when g == go
 }
-workflow many {
-  agent runner
-  step s1 = call job.run(n: 1)
-"""
-    + "".join(f"  step s{i} = call job.run(n: {i}) after s{i - 1}\n" for i in range(2, STEPS + 1))
-    + "}\n"
-)
+""" + chain("many", STEPS)
 ACTOR = {"user": "bench", "role": "ops"}
 
 
-def compile_spec(folder: Path) -> Path:
+def compile_spec(folder: Path, lengths: tuple[int, ...] = LENGTHS) -> Path:
     from harnessc.compiler.pipeline import check
 
     source = folder / "bench.harness"
-    source.write_text(SPEC, encoding="utf-8")
+    text = SPEC + "".join(chain(f"line{n}", n) for n in lengths)
+    source.write_text(text, encoding="utf-8")
     result = check([source])
     assert result.ok and result.model is not None, [d.message for d in result.diagnostics]
     path = folder / "spec.json"
@@ -218,7 +246,7 @@ def governed_step_ms(h: Any, rounds: int = 200) -> float:
 def nth_step_ms(h: Any, rounds: int = 300) -> float:
     """The 16th step of the `many` workflow as the interpreter runs it, outside DBOS: the
     governed call in a session seeded with the run's input and the 15 results before it, and
-    the run's state it records (what a step does besides DBOS's checkpoint)."""
+    the change it records in the run's state (what a step does besides DBOS's checkpoint)."""
     from harnessc.runtime.judge.availability import Facts
     from harnessc.runtime.session.sessions import facts_record
     from harnessc.runtime.workflows import interpreter
@@ -242,6 +270,10 @@ def nth_step_ms(h: Any, rounds: int = 300) -> float:
         run.values[f"s{i}"] = {"n": i}
         run.state["steps"][f"s{i}"].update(state="succeeded", value={"n": i}, attempts=1)
         run.state["artifacts"].append({"step": f"s{i}", "value": {"n": i}})
+    if hasattr(run, "shown"):  # the state as the 15 steps before recorded it
+        from harnessc.runtime.workflows.plan import own_state
+
+        run.shown = own_state(run.snapshot())
     last = run.steps[f"s{STEPS}"]
     run.visited.add(last.name)
     run.wave = [last]
@@ -382,6 +414,232 @@ def measure(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) 
         h.store.close()
 
 
+# -- what a run keeps: bytes per step -----------------------------------------------------------
+
+STATE_TYPES = ("workflow.state", "workflow.delta")
+SOURCES_TYPE = "workflow.sources"
+DBOS_COLUMNS = {
+    "operation_outputs": ("workflow_uuid", ("output", "error")),
+    "workflow_status": ("workflow_uuid", ("inputs", "output", "error")),
+    "workflow_input": ("workflow_uuid", ("inputs",)),
+    "workflow_output": ("workflow_uuid", ("output", "error")),
+    "workflow_events": ("workflow_uuid", ("key", "value")),
+    "workflow_events_history": ("workflow_uuid", ("key", "value")),
+    "notifications": ("destination_uuid", ("message",)),
+    "streams": ("workflow_uuid", ("value",)),
+}
+"""DBOS's tables that hold what a run carries, with the column naming the run and the columns
+whose bytes are counted (what DBOS keeps of a run besides fixed-size columns)."""
+
+
+def log_bytes(store: Any, run: str) -> dict[str, int]:
+    """The payload bytes of the events on the run's streams: all, its state records, its
+    steps' sources."""
+    out = {"all": 0, "state": 0, "sources": 0}
+    prefix = f"workflow:{run}/"
+    for e in store.read():
+        if not e.stream.startswith(prefix):
+            continue
+        size = len(e.payload_json.encode("utf-8"))
+        out["all"] += size
+        if e.type in STATE_TYPES:
+            out["state"] += size
+        elif e.type == SOURCES_TYPE:
+            out["sources"] += size
+    return out
+
+
+def dbos_bytes(url: str, run: str) -> tuple[int, int]:
+    """The bytes DBOS keeps of the run and its child workflows (`<run>::<step>`), over the
+    columns of `DBOS_COLUMNS`, in its system database for the store at `url`; and of them, the
+    bytes of the `workflow.sources` events its steps' checkpointed outputs carry (each event's
+    payload text as a JSON string, as the output holds it)."""
+    import json
+
+    from harnessc.runtime.workflows._durable import system_database_url
+
+    system = system_database_url(url)
+    if system.startswith("sqlite:///"):
+        import sqlite3
+
+        conn: Any = sqlite3.connect(system[len("sqlite:///") :])
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        size, schema, mark = "length(CAST({} AS BLOB))", "", "?"
+    else:
+        import psycopg
+
+        conn = psycopg.connect(system)
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'dbos'"
+            )
+        }
+        size, schema, mark = "octet_length({}::text)", "dbos.", "%s"
+    total = sources = 0
+    try:
+        for table, (key, columns) in DBOS_COLUMNS.items():
+            if table not in tables:
+                continue
+            sizes = " + ".join(f"coalesce({size.format(c)}, 0)" for c in columns)
+            row = conn.execute(
+                f"SELECT coalesce(sum({sizes}), 0) FROM {schema}{table} "
+                f"WHERE {key} = {mark} OR {key} LIKE {mark}",
+                (run, run + "::%"),
+            ).fetchone()
+            total += int(row[0])
+        outputs = conn.execute(
+            f"SELECT output FROM {schema}operation_outputs "
+            f"WHERE workflow_uuid = {mark} OR workflow_uuid LIKE {mark}",
+            (run, run + "::%"),
+        ).fetchall()
+    finally:
+        conn.close()
+    for (output,) in outputs:
+        found = json.loads(output) if output else None
+        for event in found.get("events") or () if isinstance(found, dict) else ():
+            if event[2] == SOURCES_TYPE:
+                sources += len(json.dumps(event[3]).encode("utf-8"))
+    return total, sources
+
+
+def whole_state_read(store: Any, run: str) -> Any:
+    """How a run's state was read before deltas (`run_state` then): the newest whole state its
+    steps recorded, with the views its parallel branches recorded laid over it."""
+    import json
+
+    prefix = f"workflow:{run}/"
+    state = json.loads(store.last(prefix, "workflow.state").payload_json)["state"]
+    for event in store.read_prefix(prefix, "workflow.branch"):
+        branch = json.loads(event.payload_json)
+        if state["steps"].get(branch["step"], {}).get("state") in ("pending", "running", "waiting"):
+            state["steps"].update(branch["steps"])
+            state["gates"].update(branch["gates"])
+    return state
+
+
+@contextmanager
+def whole_states() -> Iterator[None]:
+    """Runs started inside record the run's whole state with every step, as before deltas."""
+    from harnessc.runtime.workflows import interpreter
+
+    publication = interpreter._Run.publication
+
+    def whole(self: Any, state: dict[str, Any]) -> Any:
+        if self.branch is None:
+            return "workflow.state", {"state": state}
+        return publication(self, state)
+
+    interpreter._Run.publication = whole  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        interpreter._Run.publication = publication  # type: ignore[method-assign]
+
+
+def read_ms(reads: dict[str, Any]) -> dict[str, float]:
+    """The median time of each read, ms, the reads taking turns (`READS` rounds)."""
+    took: dict[str, list[float]] = {name: [] for name in reads}
+    for n in range(READS + 1):
+        for name, read in reads.items():
+            start = time.perf_counter()
+            read()
+            if n:  # the first round warms up
+                took[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) * 1000 for name, t in took.items()}
+
+
+def measure_bytes(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) -> None:
+    """One line per run length, `bytes N ALL STATE SOURCES DBOS` (bytes per step), and for the
+    longest, `read …`: `status` and the state alone of that run, and, in a tree that records
+    deltas, the same of a run recording whole states as before (`whole_states`), the state
+    read as it was then (`whole_state_read`), side by side. For `bytes_table` to read."""
+    from harnessc.runtime.workflows import plan
+
+    with fresh_store(kind, folder, args.postgres) as url:
+        h = harness(spec_path, url)
+        wf = h.workflows.configure(url, executor_id="bench-1", poll_s=args.poll)
+        runs = {}
+        for n in args.lengths:
+            run = wf.create(f"line{n}", {}, actor=ACTOR, start=True)
+            wait_all(wf, [run], timeout_s=3600)
+            runs[n] = run
+            found = log_bytes(h.store, run)
+            dbos, dbos_sources = dbos_bytes(url, run)
+            print(
+                f"bytes {n} {found['all'] / n:.1f} {found['state'] / n:.1f} "
+                f"{found['sources'] / n:.1f} {dbos / n:.1f} {dbos_sources / n:.1f}",
+                flush=True,
+            )
+        longest = max(args.lengths)
+        run = runs[longest]
+        reads = {
+            "status": lambda: wf.status(run),
+            "state": lambda: plan.run_state(h.store, run),
+        }
+        if hasattr(plan, "DELTA_EVENT"):
+            with whole_states():
+                before = wf.create(f"line{longest}", {}, actor=ACTOR, start=True)
+                wait_all(wf, [before], timeout_s=3600)
+            reads["status, whole states"] = lambda: wf.status(before)
+            reads["state, whole states read as before"] = lambda: whole_state_read(h.store, before)
+        figures = read_ms(reads)
+        print("read " + " ".join(f"{figures[name]:.3f}" for name in reads), flush=True)
+        wf.close()
+        h.store.close()
+
+
+def bytes_table(kinds: list[str], spec_path: Path, folder: Path, args: argparse.Namespace) -> None:
+    """`measure_bytes` for this tree (and `--baseline`'s), a process each, as a table."""
+    trees: list[tuple[str, Path | None]] = [("this tree", None)]
+    if args.baseline is not None:
+        trees.insert(0, ("baseline", importable(args.baseline.resolve(), folder / "baseline")))
+    lengths = ",".join(str(n) for n in args.lengths)
+    for kind in kinds:
+        for name, path in trees:
+            env = dict(os.environ)
+            if path is not None:
+                env["PYTHONPATH"] = str(path)
+            command = [sys.executable, __file__, "--bytes-only", kind, str(spec_path)]
+            command += ["--lengths", lengths]
+            if args.postgres:
+                command += ["--postgres", args.postgres]
+            done = subprocess.run(
+                command, env=env, cwd=folder, capture_output=True, text=True, check=False
+            )
+            if done.returncode:
+                raise SystemExit(f"{name}: the measurement failed\n{done.stderr[-2000:]}")
+            rows = [x.split()[1:] for x in done.stdout.splitlines() if x.startswith("bytes ")]
+            reads = [x.split()[1:] for x in done.stdout.splitlines() if x.startswith("read ")]
+            print(f"{kind} — {name} (load {os.getloadavg()[0]:.2f}); bytes per step:")
+            labels = ("log", "state", "sources", "rest", "DBOS", "DBOS-src")
+            print("  " + " ".join(f"{x:>9}" for x in ("steps", *labels)))
+            figures = {}
+            for row in rows:
+                n, total, state, sources, dbos, dbos_sources = int(row[0]), *map(float, row[1:])
+                rest = total - state - sources
+                figures[n] = (total, state, sources, rest, dbos, dbos - dbos_sources)
+                print(f"  {n:>9} " + " ".join(f"{x:>9.0f}" for x in figures[n]))
+            short, long = figures[min(figures)], figures[max(figures)]
+            ratios = "  ".join(
+                f"{label} {b / a:.2f}×" if a else f"{label} –"
+                for label, a, b in zip(labels, short, long, strict=True)
+            )
+            print(f"  {max(figures)} steps / {min(figures)} steps, per step: {ratios}")
+            if reads:
+                took = [float(x) for x in reads[-1]]
+                print(
+                    f"  reading the {max(figures)}-step run: status {took[0]:.2f} ms, "
+                    f"its state alone {took[1]:.2f} ms (median of {READS})"
+                )
+            if reads and len(reads[-1]) == 4:
+                print(
+                    f"  the same run recording whole states, as before: status {took[2]:.2f} ms,"
+                    f" its state read as before {took[3]:.2f} ms; deltas / whole states: "
+                    f"status {took[0] / took[2]:.2f}×, state {took[1] / took[3]:.2f}×"
+                )
+
+
 def worker(spec_path: str, url: str, executor: str) -> None:
     h = harness(Path(spec_path), url)
     wf = h.workflows.configure(url, executor_id=executor, poll_s=0.01, heartbeat_s=1.0)
@@ -411,6 +669,16 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3, help="rounds of --baseline (default 3)")
     parser.add_argument("--steps-only", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--bytes", action="store_true", help="bytes per step of runs of --lengths steps"
+    )
+    parser.add_argument(
+        "--lengths",
+        type=lambda text: tuple(int(x) for x in text.split(",")),
+        default=LENGTHS,
+        help="the run lengths of --bytes, comma-separated (default 16,128,1024)",
+    )
+    parser.add_argument("--bytes-only", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker)
@@ -420,13 +688,21 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             measure_steps(kind, Path(spec), Path(tmp), args)
         return
+    if args.bytes_only:
+        kind, spec = args.bytes_only
+        with tempfile.TemporaryDirectory() as tmp:
+            measure_bytes(kind, Path(spec), Path(tmp), args)
+        return
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} CPUs")
     kinds = ["sqlite", "postgres"] if args.postgres else ["sqlite"]
     if args.only:
         kinds = [args.only]
     with tempfile.TemporaryDirectory() as tmp:
-        spec_path = compile_spec(Path(tmp))
+        spec_path = compile_spec(Path(tmp), args.lengths)
+        if args.bytes:
+            bytes_table(kinds, spec_path, Path(tmp), args)
+            return
         if args.baseline is not None:
             side_by_side(kinds, spec_path, Path(tmp), args)
             return

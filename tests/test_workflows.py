@@ -782,6 +782,44 @@ def test_sigkill_after_step_two_resumes_without_repeating(tmp_path: Path) -> Non
     watch.workflows.close()
 
 
+def test_a_run_that_recorded_whole_states_resumes_with_deltas(tmp_path: Path) -> None:
+    """A run started by a version whose steps recorded the run's whole state, killed, and
+    resumed by this one: DBOS replays the old checkpoints, the later steps record deltas
+    against the newest whole state, and `status` reads the run as it ended."""
+    url = f"sqlite:///{tmp_path / 'harness.db'}"
+    watch = observer(compiled(), url)
+    first = Worker(tmp_path, url, hold=(3,), old_shape=True)
+    try:
+        first.create("four", {"base": 1}, "old-1")
+        until(
+            lambda: (
+                {s["name"]: s["state"] for s in watch.workflows.status("old-1")["steps"]}.get("c")
+                == "running"
+            ),
+            what="step 3 to start",
+        )
+    finally:
+        first.kill()
+    _, done = resumed(tmp_path, url, watch, "old-1")
+    assert [(s["name"], s["state"]) for s in done["steps"]] == [(n, "succeeded") for n in "abcd"]
+    assert [a["step"] for a in done["artifacts"]] == list("abcd")
+    events = logged_once(tmp_path, "old-1")
+    recorded = [
+        (e.stream.split("/", 1)[1], e.type)
+        for e in events
+        if e.type in ("workflow.state", "workflow.delta")
+    ]
+    assert recorded == [
+        ("~start", "workflow.state"),
+        ("a#1", "workflow.state"),
+        ("b#1", "workflow.state"),
+        ("c#1", "workflow.delta"),
+        ("d#1", "workflow.delta"),
+        ("~end", "workflow.delta"),
+    ]
+    watch.workflows.close()
+
+
 def resumed(tmp_path: Path, url: str, watch: Harness, run: str) -> tuple[Worker, dict[str, Any]]:
     """A second worker (the same executor id) resumes the run until it completes."""
     second = Worker(tmp_path, url)
@@ -994,7 +1032,7 @@ def test_an_operator_decides_no_gate_on_a_log_whose_chain_does_not_verify(
 
     url = f"sqlite:///{tmp_path / 'harness.db'}"
     watch = held_at_gate(tmp_path, url)
-    position = append_copy(tmp_path / "harness.db", "workflow.state", chained=False)
+    position = append_copy(tmp_path / "harness.db", "workflow.delta", chained=False)
     for action in (
         ("list",),
         ("show", "gate-1"),

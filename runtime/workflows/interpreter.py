@@ -19,17 +19,18 @@ from dbos import DBOS, SetWorkflowID
 from ..model.ir import Approver, Step, Workflow
 from .plan import (
     BRANCH_EVENT,
+    DELTA_EVENT,
     FACTS_TOPIC,
     FOREVER_S,
     START_TOPIC,
-    STATE_EVENT,
-    StateText,
     dependants_skipped,
     ending_options,
     evaluate_when,
     initial_state,
     may_decide,
+    recorded,
     resolve_value,
+    state_delta,
     step_order,
     who,
 )
@@ -40,6 +41,7 @@ from .steps import (
     close_request,
     delegate_step,
     log_step,
+    published,
     record_step,
     run_ended,
     settle,
@@ -106,7 +108,9 @@ class _Run:
         }
         self.state: dict[str, Any] = initial_state(self.wf, run.get("hash"))
         self._sources = RunSources(self.input)
-        self._state_text = StateText()
+        self.shown: dict[str, Any] | None = None
+        """The state as the run's checkpointed steps recorded it (`took`): what the next
+        step's delta is taken against; None before the first step."""
 
     def stream(self, key: str) -> str:
         return f"workflow:{self.id}/{key}"
@@ -115,9 +119,12 @@ class _Run:
     #
     # The state is not published on its own: every DBOS step of the run records it with its
     # events (in its checkpointed output, which our log appends in one transaction), so keeping
-    # `status` current costs no write of its own. A step records the state as it will be once
-    # the interpreter has taken the step's outcome: the step done, the steps the outcome skips
-    # skipped, and the next ones running, so an operator sees a call in progress as `running`.
+    # `status` current costs no write of its own. It is a `workflow.delta`: the whole state
+    # from the run's first step, from every later one only what it changed (`state_delta`,
+    # against `shown`), so a step's record costs what changed, not the run so far. A step
+    # records the state as it will be once the interpreter has taken the step's outcome: the
+    # step done, the steps the outcome skips skipped, and the next ones running, so an operator
+    # sees a call in progress as `running`.
     # A parallel branch records its own view of its step instead (`workflow.branch`), which
     # `run_state` lays over the run's state.
 
@@ -137,14 +144,25 @@ class _Run:
 
     def publication(self, state: dict[str, Any]) -> Publication:
         if self.branch is None:
-            # with its canonical text, written from what changed since the last step's
-            return STATE_EVENT, {"state": state}, self._state_text(state)
+            delta = None if self.shown is None else state_delta(self.shown, state)
+            return DELTA_EVENT, {"state": state} if delta is None else {"delta": delta}
         return BRANCH_EVENT, {
             "step": self.branch,
             "steps": {k: v for k, v in state["steps"].items() if v["state"] != "pending"},
             "gates": state["gates"],
             "artifacts": state["artifacts"],
         }
+
+    def took(self, output: Mapping[str, Any]) -> dict[str, Any]:
+        """Hand a checkpointed step's events to the log and return its outcome, keeping
+        `shown` the state its record makes of the run's: the step's own (live) or the one DBOS
+        replays from its checkpoint (a run resumed after a crash, whose checkpoints an older
+        version may have written whole), so the next delta is taken against what the log
+        holds."""
+        found = published(output)
+        if found is not None:
+            self.shown = recorded(self.shown, found)
+        return log_step(output)
 
     def after(self, name: str, *, artifact: bool) -> Callable[[dict[str, Any]], Publication]:
         """What to commit with the outcome of the step `name` (called in the step, while this
@@ -221,7 +239,7 @@ class _Run:
             {"status": "ok"},
             self.publication(state if state is not None else self.snapshot()),
         )
-        log_step(output)
+        self.took(output)
 
     async def go(self) -> dict[str, Any]:
         if self.branch is not None:
@@ -503,7 +521,7 @@ class _Run:
             approval,
             self.after(step.name, artifact=not step.compensation),
         )
-        return log_step(output)
+        return self.took(output)
 
     async def compensate(self, comp: Step, failed: Step) -> None:
         """Run a compensation step with its references bound now (saga order: the caller runs
@@ -530,7 +548,7 @@ class _Run:
             self.stream(step.name),
             self.after(step.name, artifact=True),
         )
-        outcome = log_step(output)
+        outcome = self.took(output)
         if outcome["status"] != "succeeded":
             self.state["steps"][step.name]["state"] = "failed"
             raise _Stop("failed", error=f"step `{step.name}`: {outcome.get('error')}")

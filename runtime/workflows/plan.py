@@ -20,7 +20,6 @@ from typing import Any
 
 from ..judge.conditions import Scope, evaluate, value_of
 from ..log.store import EventStore
-from ..model.canonical import canonical_json, json_string
 from ..model.ir import (
     And,
     Approver,
@@ -49,8 +48,14 @@ FACTS_TOPIC = "harnessc.facts"
 FOREVER_S = 10 * 365 * 86400.0
 """`recv` needs a deadline; a gate without `timeout` waits this long (ten years)."""
 STEP_EVENT = "workflow.step"
+DELTA_EVENT = "workflow.delta"
+"""What one step of a run changed in its state, committed with the step: `{"delta": …}`
+(`state_delta`), or `{"state": …}`, the whole state, from the run's first step (and any step
+whose change a delta cannot say). The run's state is the last whole one with every change after
+it applied (`recorded`)."""
 STATE_EVENT = "workflow.state"
-"""The run's whole state, committed by the run itself with each of its steps."""
+"""The run's whole state, committed with every step of a run in logs written before
+`workflow.delta`; a run started then and resumed now records deltas after its last one."""
 GATE_CLAIMED = "workflow.gate.claimed"
 """A gate's decision as the operator's process claimed it, on the gate's own stream (one per
 run and gate), before the message that delivers it to the run."""
@@ -306,66 +311,88 @@ def initial_state(wf: Workflow, version: str | None) -> dict[str, Any]:
     }
 
 
-_NO_VALUE = object()
-_ARTIFACT_KEYS = {"step", "value"}
+_GONE = object()
+_SHAPED = ("steps", "gates", "artifacts")
+"""The parts of a state a delta changes piecewise: step and gate records by name, artifacts
+appended; every other key is replaced whole."""
 
 
-class StateText:
-    """The canonical JSON of `{"state": state}` for the successive states of one run, written
-    from parts: a step's record is made canonical again only once it changed, an artifact only
-    once, so a step's `workflow.state` costs what changed since the last one rather than the
-    whole run again (a record or an artifact holds the step's value, which is replaced, never
-    changed in place). The text is exactly `canonical_json({"state": state})`; a state with a
-    key that is not ASCII (whose canonical order is UTF-16's) is written whole."""
+def state_delta(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What changed from the state `before` to `after`, such that `apply_delta(before, delta)`
+    is `after`: each step and gate record that changed (whole; `null` for one removed), the
+    artifacts appended, and each other key whose value changed. None when `after` is not
+    `before` with records changed and artifacts appended (its artifacts are not `before`'s
+    followed by more, or it lacks a key): the whole state is recorded instead.
 
-    __slots__ = ("_artifacts", "_records")
+    Records and values are compared as they are (a value is replaced, never changed in place,
+    so an unchanged one is the same object and compares at once)."""
+    delta: dict[str, Any] = {}
+    if before.keys() - after.keys():
+        return None
+    for key, value in after.items():
+        if key in _SHAPED:
+            continue
+        if key not in before or before[key] != value:
+            delta[key] = value
+    for key in ("steps", "gates"):
+        old, new = before.get(key), after.get(key)
+        if type(old) is not dict or type(new) is not dict:
+            return None
+        changed = {n: r for n, r in new.items() if old.get(n, _GONE) != r}
+        changed.update({n: None for n in old.keys() - new.keys()})
+        if changed:
+            delta[key] = changed
+    old_artifacts, new_artifacts = before.get("artifacts"), after.get("artifacts")
+    if type(old_artifacts) is not list or type(new_artifacts) is not list:
+        return None
+    kept = len(old_artifacts)
+    if new_artifacts[:kept] != old_artifacts:
+        return None
+    if len(new_artifacts) > kept:
+        delta["artifacts"] = new_artifacts[kept:]
+    return delta
 
-    def __init__(self) -> None:
-        self._records: dict[str, tuple[tuple[Any, ...], Any, str]] = {}
-        self._artifacts: dict[int, tuple[Any, Any, Any, str]] = {}
 
-    def __call__(self, state: Mapping[str, Any]) -> str:
-        steps, artifacts = state.get("steps"), state.get("artifacts")
-        if not (
-            type(steps) is dict
-            and type(artifacts) is list
-            and all(k.isascii() for k in state)
-            and all(k.isascii() for k in steps)
-        ):
-            return canonical_json({"state": state})
-        parts = []
-        for key in sorted(state):
-            if key == "steps":
-                text = "{" + ",".join(self._record(n, steps[n]) for n in sorted(steps)) + "}"
-            elif key == "artifacts":
-                text = "[" + ",".join(self._artifact(a) for a in artifacts) + "]"
-            else:
-                text = canonical_json(state[key])
-            parts.append(json_string(key) + ":" + text)
-        return '{"state":{' + ",".join(parts) + "}}"
+def apply_delta(state: dict[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
+    """`state` changed in place by a `workflow.delta` (`state_delta`), and returned: records
+    replaced or removed, artifacts appended, other keys replaced. The records themselves are
+    never changed, so a state may share them with the deltas it was built from."""
+    for key, value in delta.items():
+        if key in ("steps", "gates"):
+            records = state.setdefault(key, {})
+            for name, record in value.items():
+                if record is None:
+                    records.pop(name, None)
+                else:
+                    records[name] = record
+        elif key == "artifacts":
+            state.setdefault("artifacts", []).extend(value)
+        else:
+            state[key] = value
+    return state
 
-    def _record(self, name: str, record: Any) -> str:
-        if type(record) is not dict:
-            return json_string(name) + ":" + canonical_json(record)
-        value = record.get("value", _NO_VALUE)  # a value of None is written, none is not
-        rest = tuple(item for item in record.items() if item[0] != "value")
-        known = self._records.get(name)
-        if known is not None and known[1] is value and known[0] == rest:
-            return known[2]
-        text = json_string(name) + ":" + canonical_json(record)
-        self._records[name] = (rest, value, text)
-        return text
 
-    def _artifact(self, artifact: Any) -> str:
-        if type(artifact) is not dict or artifact.keys() != _ARTIFACT_KEYS:
-            return canonical_json(artifact)
-        step, value = artifact.get("step"), artifact.get("value")
-        known = self._artifacts.get(id(artifact))
-        if known is not None and known[0] is artifact and known[1] == step and known[2] is value:
-            return known[3]
-        text = canonical_json(artifact)
-        self._artifacts[id(artifact)] = (artifact, step, value, text)
-        return text
+def recorded(state: dict[str, Any] | None, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The run's state after one of its records (the payload of a `workflow.delta` or a
+    `workflow.state`): a whole state replaces it (a copy of its own, `own_state`), a change is
+    applied to it in place; a change with no state before it leaves None."""
+    if "state" in payload:
+        return own_state(payload["state"])
+    if state is None:
+        return None
+    return apply_delta(state, payload["delta"])
+
+
+def own_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a state whose containers (its records by name, its artifacts) are its own, for
+    `apply_delta` to change without changing `state`."""
+    out = dict(state)
+    for key in ("steps", "gates"):
+        if isinstance(out.get(key), dict):
+            out[key] = dict(out[key])
+    if isinstance(out.get("artifacts"), list):
+        out["artifacts"] = list(out["artifacts"])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,15 +400,28 @@ class StateText:
 
 
 def run_state(store: EventStore, workflow_id: str) -> dict[str, Any] | None:
-    """The run's state as its newest step recorded it in our log, with what its parallel
-    branches recorded since about steps it has not taken the results of yet; None before the
-    run starts."""
+    """The run's state as its steps recorded it in our log (the whole state its first step
+    recorded, with every later step's change applied), with what its parallel branches
+    recorded since about steps it has not taken the results of yet; None before the run
+    starts. A run of a log written before deltas starts from its newest `workflow.state`."""
     prefix = f"workflow:{workflow_id}/"
-    found = store.last(prefix, STATE_EVENT)
-    if found is None:
+    events = store.read_prefix(prefix, DELTA_EVENT)
+    # one parse of them all (a run of a thousand steps has a thousand small payloads)
+    parsed = json.loads("[" + ",".join(e.payload_json for e in events) + "]")
+    changes = list(zip((e.position for e in events), parsed, strict=True))
+    state: dict[str, Any] | None = None
+    if not changes or "state" not in changes[0][1]:
+        found = store.last(prefix, STATE_EVENT)
+        if found is not None:
+            state = json.loads(found.payload_json)["state"]
+            changes = [(p, c) for p, c in changes if p > found.position]
+    for _, change in changes:
+        state = recorded(state, change)
+    if state is None:
         return None
-    state: dict[str, Any] = json.loads(found.payload_json)["state"]
-    for event in store.read_prefix(prefix, BRANCH_EVENT):
+    # a branch's view counts only for a step still live in the run's state: none, none to read
+    live = any(info.get("state") in LIVE for info in state["steps"].values())
+    for event in store.read_prefix(prefix, BRANCH_EVENT) if live else ():
         branch = json.loads(event.payload_json)
         if state["steps"].get(branch["step"], {}).get("state") not in LIVE:
             continue  # the run took this branch's result: its own state says more

@@ -26,7 +26,7 @@ from ..session.approval_view import Preview, record_preview, run_preview
 from ..session.approvals import ApprovalError
 from ..session.lifecycle import ActionState
 from .appender import StepLog, append_once
-from .plan import STEP_EVENT, WorkflowError
+from .plan import DELTA_EVENT, STATE_EVENT, STEP_EVENT, WorkflowError
 
 if TYPE_CHECKING:
     from ..session.seams import HarnessSeam
@@ -42,6 +42,7 @@ __all__ = [
     "delegate_step",
     "flush",
     "log_step",
+    "published",
     "record_step",
     "run_ended",
     "running",
@@ -136,9 +137,9 @@ def run_ended(run: str) -> None:
 
 
 Publication = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str]
-"""What a step records for `status`: (`workflow.state`, the run's state) or
-(`workflow.branch`, a parallel branch's view of its step), and the canonical JSON of that
-payload when the interpreter wrote it already."""
+"""What a step records for `status`: (`workflow.delta`, what it changed in the run's state, or
+the whole state from the run's first step) or (`workflow.branch`, a parallel branch's view of
+its step), and the canonical JSON of that payload when it is known already."""
 
 
 class StepOutput(dict[str, Any]):
@@ -175,6 +176,24 @@ def step_events(output: Mapping[str, Any]) -> list[NewEvent]:
         NewEvent(stream, kind, type_, json.loads(text), text)
         for stream, kind, type_, text in output.get("events") or ()
     ]
+
+
+def published(output: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The payload of the run's state a step's output records (`workflow.delta`, or
+    `workflow.state` in a checkpoint of a version before deltas), or None: as the step built
+    it, or read from the checkpoint DBOS replays."""
+    built = getattr(output, "built", None)
+    if built is not None:
+        for _, _, type_, payload, _ in reversed(built):
+            if type_ in (STATE_EVENT, DELTA_EVENT):
+                found: dict[str, Any] = payload
+                return found
+        return None
+    for _, _, type_, text in reversed(output.get("events") or ()):
+        if type_ in (STATE_EVENT, DELTA_EVENT):
+            parsed: dict[str, Any] = json.loads(text)
+            return parsed
+    return None
 
 
 def log_step(output: Mapping[str, Any]) -> dict[str, Any]:
