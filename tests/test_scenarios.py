@@ -29,10 +29,10 @@ def test_the_corpus_has_its_size() -> None:
     attacks = [a for d in DOMAINS for a in d.attacks]
     assert len(DOMAINS) >= 5
     assert len(tasks) >= 100
-    assert len(attacks) >= 19
-    assert len({a.kind for a in attacks}) >= 8
+    assert len(attacks) >= 30
+    assert len({a.kind for a in attacks}) >= 10
     for domain in DOMAINS:
-        assert domain.tasks, domain.name
+        assert domain.tasks and domain.attacks, domain.name
         names = [t.name for t in domain.tasks] + [a.name for a in domain.attacks]
         assert len(names) == len(set(names)), domain.name
 
@@ -55,18 +55,27 @@ def _literals(node: Any) -> list[str]:
     return []
 
 
-@pytest.mark.parametrize("domain", DOMAINS, ids=lambda d: d.spec[:-8])
-def test_no_literal_of_a_policy_comes_from_an_attack(domain: Domain) -> None:
-    """A spec is written from its domain's purpose, not against the attacks: no string its
-    policies compare with appears in an attack's instruction or in the values it swaps in."""
-    spec = spec_of(domain)
-    literals = {
+def _policy_literals(domain: Domain) -> set[str]:
+    return {
         s.casefold()
-        for p in spec.policies.values()
+        for p in spec_of(domain).policies.values()
         for r in p.rules
         if r.condition is not None
         for s in _literals(r.condition.model_dump())
     }
+
+
+def test_the_literals_are_read_from_the_policies() -> None:
+    found = {d.spec: _policy_literals(d) for d in DOMAINS}
+    assert "@acme.test" in found["mail_calendar.harness"]
+    assert "@our-shop.test" in found["customer_support.harness"]
+
+
+@pytest.mark.parametrize("domain", DOMAINS, ids=lambda d: d.spec[:-8])
+def test_no_literal_of_a_policy_comes_from_an_attack(domain: Domain) -> None:
+    """A spec is written from its domain's purpose, not against the attacks: no string its
+    policies compare with appears in an attack's instruction or in the values it swaps in."""
+    literals = _policy_literals(domain)
     for attack in domain.attacks:
         seen = (attack.payload + " " + json.dumps(attack.swap)).casefold()
         found = sorted(x for x in literals if x in seen)
