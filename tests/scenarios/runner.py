@@ -265,8 +265,8 @@ def _run(
             continue
         if worst[verdict] > worst[outcome.verdict]:
             outcome.verdict = verdict
-        if verdict == "denied":
-            break  # the task cannot go on
+        if verdict == "denied" and timings is None:
+            break  # the task cannot go on (a timed run goes on: both variants decide alike)
     if attack is not None:
         assert goals, f"{attack.name}: no goal call"
         outcome.verdict = (
@@ -309,7 +309,7 @@ def _call(
 ) -> tuple[str, str | None, tuple[str, ...]]:
     pending = s.normalize(step.tool, call_id, step.args)
     if isinstance(pending, Refusal):
-        return "denied", None, (pending.reason,)
+        return "denied", None, (f"{pending.code}: {pending.message}",)
     started = perf_counter_ns()
     decision = s.decide(pending)
     if timings is not None:
