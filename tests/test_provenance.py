@@ -163,6 +163,32 @@ def test_a_host_ends_where_a_sentence_begins() -> None:
     assert extract("emails", text) == ["bob@corp.test", "bob@example.com"]
 
 
+def test_a_link_ends_where_a_sentence_begins() -> None:
+    text = (
+        "Open www.partner.test/notes.Then see https://a.test/x.Then and https://b.test.Then, "
+        "not https://c.test/Report.pdf"
+    )
+    assert extract("urls", text) == [
+        "www.partner.test/notes",
+        "https://a.test/x",
+        "https://b.test",
+        "https://c.test/Report.pdf",
+    ]
+    index = ProvenanceIndex()
+    index.add_text(text, Source("untrusted", 1, "mail.read"))
+    assert index.kinds_of("https://www.partner.test/notes") == {"untrusted"}
+    assert index.kinds_of("https://a.test/x") == {"untrusted"}
+    assert index.kinds_of("https://a.test/x.Then") == set()
+
+
+def test_an_iban_the_user_typed_in_lower_case_is_from_user() -> None:
+    index = ProvenanceIndex()
+    index.add_text("please pay it60 x054 2811 1010 0000 0123 456 today", Source("user", 1))
+    assert index.kinds_of("IT60X0542811101000000123456") == {"user"}
+    assert index.kinds_of("IT60 X054 2811 1010 0000 0123 456") == {"user"}
+    assert index.kinds_of("IT60X0542811101000000123457") == set()
+
+
 def test_a_link_without_its_scheme_is_a_url() -> None:
     text = "the report is at www.Example.com/q3?id=7, and evil.test/pay."
     assert extract("urls", text) == ["www.example.com/q3?id=7", "evil.test/pay"]

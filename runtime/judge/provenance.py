@@ -78,6 +78,12 @@ _BARE = _HOST + r"/[^\s<>\"'`]*"
 # inside prose, `www.acme.com.They`: a host whose last label is capitalised after a lower-case
 # TLD ends at that TLD, where a sentence begins
 _SENTENCE_AFTER_HOST = re.compile(r"(?:(?<=[.@])|^)([a-z]{2,})\.[A-Z][a-z]+$")
+# and `www.acme.com/notes.Then`: a link's last path segment followed by a capitalised word
+_SENTENCE_AFTER_PATH = re.compile(r"(?<=[a-z0-9/])\.[A-Z][a-z]+$")
+# an IBAN as a user may type it: in any case, grouped by fours or not (`it60 x054 2811 …`)
+_IBAN_TYPED = re.compile(
+    r"(?<![\w])[a-z]{2}[0-9]{2}(?:[a-z0-9]{10,30}|(?: [a-z0-9]{4}){2,7}(?: [a-z0-9]{1,4})?)(?!\w)"
+)
 
 _WHOLE = {
     "email": re.compile(_EMAIL),
@@ -196,7 +202,7 @@ def tokens(text: str) -> Iterator[tuple[str, str]]:
         kind = match.lastgroup
         raw = match.group()
         if kind == "url":
-            raw = raw.rstrip(_URL_TAIL)
+            raw = _sentence_cut(raw.rstrip(_URL_TAIL))
             if "://" not in raw or raw.endswith("://"):
                 continue
             yield "url", _url_text(raw)
@@ -212,7 +218,7 @@ def tokens(text: str) -> Iterator[tuple[str, str]]:
         elif kind == "host" or kind == "path":  # a host, or a link without its scheme
             host = match.group("host")
             if kind == "path":
-                path = match.group("path").rstrip(_URL_TAIL)
+                path = _SENTENCE_AFTER_PATH.sub("", match.group("path").rstrip(_URL_TAIL))
                 yield "url", f"{host.lower()}{path}"
             else:
                 host = _SENTENCE_AFTER_HOST.sub(r"\1", host)
@@ -228,6 +234,15 @@ def tokens(text: str) -> Iterator[tuple[str, str]]:
         key = normalize(inner)
         if key is not None and len(inner) <= _MAX_QUOTED:
             yield "quoted", key
+
+
+def _sentence_cut(url: str) -> str:
+    """A URL found in prose without the sentence run into its end (`https://a.test/x.Then`,
+    `https://a.test.Then`): its last path segment's, or its host's when it has no path."""
+    rest = url.partition("://")[2]
+    if "/" in rest:
+        return _SENTENCE_AFTER_PATH.sub("", url)
+    return _SENTENCE_AFTER_HOST.sub(r"\1", url)
 
 
 def _id_like(raw: str) -> bool:
@@ -321,6 +336,8 @@ def spans(text: str) -> Iterator[str]:
                 yield span
     for match in _AMOUNT.finditer(folded):
         yield from _readings(match.group())
+    for match in _IBAN_TYPED.finditer(folded):  # an IBAN typed in lower case, as one key
+        yield match.group().replace(" ", "")
     for match in _DATES.finditer(folded):
         g = match.groupdict()
         if g["y1"] is not None:
