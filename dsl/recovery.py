@@ -34,6 +34,7 @@ TOP_LEVEL = [
     "fact",
     "label",
     "tool",
+    "extend",
     "surface",
     "policy",
     "risk_table",
@@ -66,6 +67,7 @@ _DESCRIBED = {
 _BLOCK_WORDS = {
     "harness": "the header",
     "tool": "tool",
+    "extend": "`extend` block",
     "operation": "operation",
     "surface": "surface",
     "policy": "policy",

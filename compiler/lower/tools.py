@@ -246,7 +246,7 @@ class ToolLowering(ConditionLowering):
                         help="trust and labels describe what a tool returns: put them on its "
                         "`output` fields, or on the tool (`trust`, `labels`)",
                     )
-            stack = [f.type]
+            stack = [f.type] if f.type is not None else []
             while stack:
                 ty = stack.pop()
                 stack.extend(ty.args)
