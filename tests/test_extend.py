@@ -245,3 +245,29 @@ def test_diff_reports_a_trust_change_made_through_an_extend(tmp_path: Path, wher
     assert "crm.lookup" in changes and "trust" in changes, out
     # untrusting the CRM turns its addresses from allowed to asked: a narrowing, no widening
     assert report["widened"] is False, out
+
+
+def test_the_language_server_shows_the_tool_where_an_extend_names_it(tmp_path: Path) -> None:
+    pytest.importorskip("pygls")
+    from harnessc.compiler.lsp import navigate
+    from harnessc.compiler.lsp.workspace import Workspace
+
+    spec = _write(tmp_path, True)
+    text = spec.read_text(encoding="utf-8")
+    specs = Workspace()
+    specs.open(str(spec), 1, text)
+    build = specs.check(str(spec))
+    assert build is not None and not build.own()
+    module = build.module(str(spec))
+    assert module is not None and module.source is not None
+    offset = text.index("extend tool crm.lookup") + len("extend tool ") + 1
+    shown = navigate.hover_text(build, module.source, offset)
+    # the tool as the build sees it: declared in the catalogue, with what the extend adds
+    assert shown is not None and "catalogue.harness:3" in shown, shown
+    assert "trust: trusted" in shown and "labels: pii" in shown, shown
+    # definition goes to the tool's declaration in the catalogue
+    found = navigate.symbol_at(build, module.source, offset)
+    assert found is not None, "no symbol under the extended tool's name"
+    assert (found.symbol.kind, found.symbol.name) == ("tool", "crm.lookup")
+    assert found.symbol.span.source.path.endswith("catalogue.harness")
+    assert found.symbol.span.line == 3

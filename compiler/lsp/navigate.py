@@ -172,15 +172,21 @@ def _attr_text(items: object, key: str) -> str | None:
 
 
 def _tool_lines(build: Build, tool_id: str, node: s.Tool) -> list[str]:
-    """A tool's summary, effects, risk and input schema: the model's (risk defaulted, a tool
-    with operations their union) when the build has one, else as written."""
+    """A tool's summary, effects, risk, trust, labels and input schema: the model's (risk
+    defaulted, a tool with operations their union, what an `extend` adds merged in) when the
+    build has one, else as written."""
     model = build.result.model
     tool = model.tools.get(tool_id) if model is not None else None
     lines: list[str] = []
     if tool is not None:
         if tool.summary:
             lines.append(tool.summary)
-        lines.append(f"effects: {' '.join(tool.effects) or 'none'} · risk: {tool.risk}")
+        facts = [f"effects: {' '.join(tool.effects) or 'none'}", f"risk: {tool.risk}"]
+        if tool.trust is not None:
+            facts.append(f"trust: {tool.trust}")
+        if tool.labels:
+            facts.append(f"labels: {', '.join(tool.labels)}")
+        lines.append(" · ".join(facts))
     else:
         summary = _attr_text(node.items, "summary")
         if summary:
