@@ -212,8 +212,13 @@ def test_extended_tools_are_the_tools_their_blocks_would_declare(tmp_path: Path)
 def test_the_built_package_decides_as_if_the_tool_blocks_said_it(tmp_path: Path) -> None:
     for extended in (True, False):
         spec = _write(tmp_path / str(extended), extended)
-        with _built(spec, tmp_path / f"out-{extended}", f"extend_built_{extended}") as package:
+        out = tmp_path / f"out-{extended}"
+        with _built(spec, out, f"extend_built_{extended}") as package:
             assert _session_decisions(package.load(store="memory://")) == EXPECTED
+        # the package's docs tell where each tool's results come from, extended or not
+        tools_md = next(out.glob("*/docs/tools.md")).read_text(encoding="utf-8")
+        assert "| `crm.lookup` | trusted; `notes`: untrusted | `pii` |" in tools_md
+        assert "| `mail.read` | untrusted (default); `sender`: trusted |" in tools_md
 
 
 def test_a_secret_argument_an_extend_declares_is_never_recorded(tmp_path: Path) -> None:
