@@ -459,6 +459,8 @@ def _block_name(failure: ParseFailure, open_block: tuple[int, Tok] | None) -> st
         return "these parentheses"
     for offset in range(len(before) - 1, -1, -1):
         value = before[offset]
+        if str(value) == "tool" and offset > 0 and str(before[offset - 1]) == "extend":
+            return "this `extend` block"
         if isinstance(value, Tok) and str(value) in _BLOCK_WORDS:
             word = _BLOCK_WORDS[str(value)]
             name = before[offset + 1] if offset + 1 < len(before) else None

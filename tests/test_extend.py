@@ -276,3 +276,81 @@ def test_the_language_server_shows_the_tool_where_an_extend_names_it(tmp_path: P
     assert (found.symbol.kind, found.symbol.name) == ("tool", "crm.lookup")
     assert found.symbol.span.source.path.endswith("catalogue.harness")
     assert found.symbol.span.line == 3
+
+
+def test_the_outline_lists_each_extend_by_the_tools_it_names(tmp_path: Path) -> None:
+    pytest.importorskip("pygls")
+    from harnessc.compiler.lsp.outline import document_symbols
+    from harnessc.compiler.lsp.positions import Positions
+    from harnessc.dsl.parser import parse_source
+    from harnessc.dsl.source import Source
+
+    source = Source("a.harness", EXTENSIONS)
+    module = parse_source(source).module
+    symbols = document_symbols(module, Positions())
+    assert [(x.name, x.detail) for x in symbols] == [
+        ("crm.lookup", "extend"),
+        ("mail.read", "extend"),
+        ("mail.send", "extend"),
+    ]
+
+
+def _codes(tmp_path: Path, text: str) -> list[tuple[str, str]]:
+    spec = tmp_path / "s.harness"
+    spec.write_text(text, encoding="utf-8")
+    return [(d.code, d.message) for d in check([spec]).diagnostics]
+
+
+TOOL = """\
+tool t {
+  summary "A tool."
+  effects read
+  input { q: string }
+  output { r: string, s: { u: string } }
+}
+"""
+
+
+def test_two_extends_that_disagree_conflict_and_two_that_agree_do_not(tmp_path: Path) -> None:
+    agree = TOOL + "extend tool t { trust trusted }\nextend tool t { trust trusted; labels pii }\n"
+    assert _codes(tmp_path, agree) == []
+    disagree = TOOL + "extend tool t { output { s.u: trusted } }\n"
+    disagree += "extend tool t { output { s.u: untrusted } }\n"
+    assert _codes(tmp_path, disagree) == [
+        (
+            "H346",
+            "this `extend` gives tool `t` `untrusted` on field `s.u`, but another `extend` "
+            "gives `trusted`",
+        )
+    ]
+
+
+def test_what_an_extend_may_not_add_is_refused_with_the_reason(tmp_path: Path) -> None:
+    ops = """\
+tool b {
+  summary "Drive a browser."
+  operation look { effects read }
+  operation click { effects write }
+  input { url: url? }
+}
+extend tool b { risk high; requires true }
+"""
+    assert _codes(tmp_path, ops) == [
+        ("H347", "`requires` cannot be added by an `extend`"),
+        ("H347", "`risk` cannot be added to tool `b`, which has operations"),
+    ]
+    assert _codes(tmp_path, TOOL + "extend tool t { input { q: label pii } }\n") == [
+        ("H303", "`label` is not allowed in an input field")
+    ]
+
+
+def test_a_field_without_a_type_is_refused_outside_an_extend(tmp_path: Path) -> None:
+    assert _codes(tmp_path, TOOL.replace("q: string", "q: secret")) == [
+        ("H305", "field `q` has no type")
+    ]
+
+
+def test_a_syntax_error_in_an_extend_names_the_block(tmp_path: Path) -> None:
+    assert _codes(tmp_path, TOOL + "extend tool t { labels }\n") == [
+        ("H101", "unexpected `}` in this `extend` block")
+    ]
