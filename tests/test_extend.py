@@ -354,3 +354,19 @@ def test_a_syntax_error_in_an_extend_names_the_block(tmp_path: Path) -> None:
     assert _codes(tmp_path, TOOL + "extend tool t { labels }\n") == [
         ("H101", "unexpected `}` in this `extend` block")
     ]
+
+
+def test_completion_offers_tool_ids_after_extend_tool(tmp_path: Path) -> None:
+    pytest.importorskip("pygls")
+    from harnessc.compiler.lsp.complete import complete
+    from harnessc.compiler.lsp.workspace import Workspace
+
+    spec = _write(tmp_path, True)
+    specs = Workspace()
+    specs.open(str(spec), 1, spec.read_text(encoding="utf-8"))
+    build = specs.check(str(spec))
+    model = build.result.model if build is not None else None
+    assert model is not None
+    for text in ("extend tool ", "extend tool crm.lookup, ma"):
+        offered = {item.label for item in complete(build, model, text, len(text))}
+        assert {"crm.lookup", "mail.read", "mail.send"} <= offered, (text, offered)
