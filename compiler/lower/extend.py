@@ -25,7 +25,6 @@ from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
 
 from ..modules import head_span
-from ..resolve import Module
 from .tools import ToolLowering
 
 EXTENDABLE_ATTRS = frozenset({"trust", "risk", "labels"})
@@ -66,9 +65,9 @@ class ExtendLowering(ToolLowering):
         for module in self.res.modules:
             for item in module.syntax.items:
                 if isinstance(item, s.Extend):
-                    self.extension(module, item, given)
+                    self.extension(item, given)
 
-    def extension(self, module: Module, node: s.Extend, given: dict[tuple[str, str], _Set]) -> None:
+    def extension(self, node: s.Extend, given: dict[tuple[str, str], _Set]) -> None:
         where = "an `extend`"
         kept: list[s.ToolItem] = []
         for item in node.items:
@@ -91,13 +90,8 @@ class ExtendLowering(ToolLowering):
         attrs = self.unique_attrs(
             (i for i in kept if isinstance(i, s.Attr)), EXTENDABLE_ATTRS, where
         )
-        trust = risk = None
-        if "trust" in attrs:
-            words = self.name_values(attrs["trust"])
-            trust = self.word(words[0], m.TRUST_LEVELS, "trust level") if words else None
-        if "risk" in attrs:
-            words = self.name_values(attrs["risk"])
-            risk = self.word(words[0], m.RISK_LEVELS, "risk level") if words else None
+        trust = self.level(attrs.get("trust"), m.TRUST_LEVELS, "trust level")
+        risk = self.level(attrs.get("risk"), m.RISK_LEVELS, "risk level")
         labels = tuple(n.text for n in self.name_values(attrs.get("labels")))
         adds = [self.on_success(i) for i in kept if isinstance(i, s.OnSuccess)]
         notes = self.notes([i for i in kept if isinstance(i, s.SchemaAttr)])
@@ -109,7 +103,7 @@ class ExtendLowering(ToolLowering):
             own = symbol.node
             update: dict[str, object] = {}
             if trust is not None and self.agrees(
-                tool.id, "trust", trust, own, attrs["trust"], given
+                tool.id, "trust", trust, attrs["trust"].span, _written(own, "trust"), given
             ):
                 update["trust"] = trust
             if risk is not None:
@@ -122,7 +116,9 @@ class ExtendLowering(ToolLowering):
                         secondary=[(name.span, "this tool declares `risk` per operation")],
                         help="declare `risk` in each operation, where the tool is declared",
                     )
-                elif self.agrees(tool.id, "risk", risk, own, attrs["risk"], given):
+                elif self.agrees(
+                    tool.id, "risk", risk, attrs["risk"].span, _written(own, "risk"), given
+                ):
                     update["risk"] = risk
             if labels:
                 update["labels"] = tuple(dict.fromkeys((*tool.labels, *labels)))
@@ -143,36 +139,27 @@ class ExtendLowering(ToolLowering):
         tool_id: str,
         key: str,
         value: str,
-        own: s.Tool,
-        attr: s.Attr,
+        span: Span,
+        own: tuple[str, Span] | None,
         given: dict[tuple[str, str], _Set],
+        field: str | None = None,
     ) -> bool:
-        """Whether `value` may be set for `key`: the tool's block and every earlier extension
-        of it give it no other value (else H346, showing both)."""
-        written = next((i for i in own.items if isinstance(i, s.Attr) and i.key == key), None)
-        words = self.name_values(written)
-        if written is not None and words and words[0].text != value:
-            self.conflict(
-                tool_id,
-                f"`{key} {value}`",
-                attr.span,
-                written.span,
-                f"`{key} {words[0].text}`",
-                True,
-            )
-            return False
+        """Whether an extension may give `key` of the tool (of its `field`) `value`: neither the
+        tool's block (`own`: the value it writes, and where) nor an earlier extension gives
+        another (else H346, showing both)."""
+
+        def shown(word: str) -> str:
+            return f"`{word}`" if field is not None else f"`{key} {word}`"
+
+        what = shown(value) + (f" on field `{field}`" if field is not None else "")
         earlier = given.get((tool_id, key))
-        if earlier is not None and earlier.value != value:
-            self.conflict(
-                tool_id,
-                f"`{key} {value}`",
-                attr.span,
-                earlier.span,
-                f"`{key} {earlier.value}`",
-                False,
-            )
+        if own is not None and earlier is None and own[0] != value:
+            self.conflict(tool_id, what, span, own[1], shown(own[0]), True)
             return False
-        given.setdefault((tool_id, key), _Set(value, attr.span))
+        if earlier is not None and earlier.value != value:
+            self.conflict(tool_id, what, span, earlier.span, shown(earlier.value), False)
+            return False
+        given.setdefault((tool_id, key), _Set(value, span))
         return True
 
     def conflict(
@@ -267,39 +254,18 @@ class ExtendLowering(ToolLowering):
         path = ".".join(parts)
         target = _field_at(schema.fields if schema is not None else (), parts)
         if note.trust is not None and target is not None:
+            own = None
+            if target.trust is not None:
+                written = _syntax_field(self.res.tool(tool.id), note.schema, parts)
+                at = (
+                    [c.span for c in written.constraints if c.kind == target.trust]
+                    if written
+                    else []
+                )
+                own = (target.trust, at[0] if at else name.span)
             key = f"{note.schema}.{path}.trust"
-            if (
-                target.trust is not None
-                and (tool.id, key) not in given
-                and target.trust != note.trust
-            ):
-                own = _syntax_field(self.res.tool(tool.id), note.schema, parts)
-                span = (
-                    next((c.span for c in own.constraints if c.kind == target.trust), own.span)
-                    if own
-                    else name.span
-                )
-                self.conflict(
-                    tool.id,
-                    f"`{note.trust}` on field `{path}`",
-                    note.node.span,
-                    span,
-                    f"`{target.trust}`",
-                    True,
-                )
+            if not self.agrees(tool.id, key, note.trust, note.node.span, own, given, path):
                 return None
-            earlier = given.get((tool.id, key))
-            if earlier is not None and earlier.value != note.trust:
-                self.conflict(
-                    tool.id,
-                    f"`{note.trust}` on field `{path}`",
-                    note.node.span,
-                    earlier.span,
-                    f"`{earlier.value}`",
-                    False,
-                )
-                return None
-            given.setdefault((tool.id, key), _Set(note.trust, note.node.span))
 
         def apply(f: m.Field) -> m.Field:
             update: dict[str, object] = {}
@@ -342,6 +308,13 @@ def _key(item: object) -> str:
     return {s.Requires: "requires", s.Operation: "operation", s.OnSuccess: "on_success"}.get(
         type(item), "?"
     )
+
+
+def _written(tool: s.Tool, key: str) -> tuple[str, Span] | None:
+    """The word a tool's block gives a one-word attribute (`trust untrusted`), and where."""
+    attr = next((i for i in tool.items if isinstance(i, s.Attr) and i.key == key), None)
+    words = [v for v in attr.values if isinstance(v, s.Name)] if attr is not None else []
+    return (words[0].text, attr.span) if attr is not None and words else None
 
 
 def _inner_fields(t: m.Type) -> tuple[m.Field, ...]:
