@@ -244,15 +244,14 @@ class ExtendLowering(ToolLowering):
         """The schema's fields with the note applied; None after reporting why it cannot be."""
         parts = note.node.name.text.split(".")
         fields = schema.fields if schema is not None else ()
+        target: m.Field | None = None
         for depth, part in enumerate(parts):
-            found = next((f for f in fields if f.name == part), None)
-            if found is None:
+            target = next((f for f in fields if f.name == part), None)
+            if target is None:
                 self.unknown_field(tool, name, note, parts[:depth], part, fields)
                 return None
-            if depth < len(parts) - 1:
-                fields = _inner_fields(found.type)
+            fields = _inner_fields(target.type)
         path = ".".join(parts)
-        target = _field_at(schema.fields if schema is not None else (), parts)
         if note.trust is not None and target is not None:
             own = None
             if target.trust is not None:
@@ -322,13 +321,6 @@ def _inner_fields(t: m.Type) -> tuple[m.Field, ...]:
     while t.item is not None:
         t = t.item
     return t.fields
-
-
-def _field_at(fields: Sequence[m.Field], parts: Sequence[str]) -> m.Field | None:
-    found = next((f for f in fields if f.name == parts[0]), None)
-    if found is None or len(parts) == 1:
-        return found
-    return _field_at(_inner_fields(found.type), parts[1:])
 
 
 def _replaced(
