@@ -233,23 +233,43 @@ def test_a_secret_argument_an_extend_declares_is_never_recorded(tmp_path: Path) 
     assert KEY.encode() not in db.read_bytes()
 
 
-@pytest.mark.parametrize("where", ["extend", "tool block"])
-def test_diff_reports_a_trust_change_made_through_an_extend(tmp_path: Path, where: str) -> None:
-    old = _write(tmp_path / "old", where == "extend")
-    new = _write(tmp_path / "new", where == "extend")
+def _trust_dropped(folder: Path, extended: bool) -> dict[str, Any]:
+    """`diff --format json` of the spec against itself with the CRM's `trust trusted` removed,
+    from the `extend` or from the tool's block (the two say the same two lines)."""
+    old = _write(folder / "old", extended)
+    new = _write(folder / "new", extended)
     text = new.read_text(encoding="utf-8")
-    # the extend's block, or the tool's, says the same two lines
     changed = text.replace("  trust trusted\n  labels pii\n", "  labels pii\n", 1)
     assert changed != text
     new.write_text(changed, encoding="utf-8")
     code, out = _run("diff", str(old), str(new), "--format", "json", "--fail-on", "never")
-    assert code == 0
-    report = json.loads(out)
-    assert report["changed"], out
-    changes = json.dumps(report)
-    assert "crm.lookup" in changes and "trust" in changes, out
+    assert code == 0, out
+    return dict(json.loads(out))
+
+
+def _what_changed(report: dict[str, Any]) -> list[Any]:
+    """A diff's report without where its specs are: counts, regions and their rules, and the
+    other changes with their details."""
+    specs = report["specs"]
+    regions = [
+        (r["tool"], r["change"], r["old"]["rule"], r["new"]["rule"])
+        for spec in specs
+        for r in spec["regions"]
+    ]
+    changes = [(c["kind"], c["tool"], c["details"]) for spec in specs for c in spec["changes"]]
+    return [report["counts"], report["widened"], regions, changes]
+
+
+def test_diff_reports_a_trust_change_made_through_an_extend(tmp_path: Path) -> None:
+    through_extend = _trust_dropped(tmp_path / "extend", True)
+    in_block = _trust_dropped(tmp_path / "block", False)
+    assert _what_changed(through_extend) == _what_changed(in_block)
     # untrusting the CRM turns its addresses from allowed to asked: a narrowing, no widening
-    assert report["widened"] is False, out
+    assert through_extend["counts"] == {"allow→ask": 1, "tool-changed": 1}
+    assert through_extend["widened"] is False
+    assert _what_changed(through_extend)[3] == [
+        ("tool-changed", "crm.lookup", ["trust: trusted → none"])
+    ]
 
 
 def test_the_language_server_shows_the_tool_where_an_extend_names_it(tmp_path: Path) -> None:
