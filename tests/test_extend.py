@@ -390,3 +390,22 @@ def test_completion_offers_tool_ids_after_extend_tool(tmp_path: Path) -> None:
     for text in ("extend tool ", "extend tool crm.lookup, ma"):
         offered = {item.label for item in complete(build, model, text, len(text))}
         assert {"crm.lookup", "mail.read", "mail.send"} <= offered, (text, offered)
+
+
+def test_hover_on_a_field_an_extend_names_shows_it_as_merged(tmp_path: Path) -> None:
+    pytest.importorskip("pygls")
+    from harnessc.compiler.lsp import navigate
+    from harnessc.compiler.lsp.workspace import Workspace
+
+    spec = _write(tmp_path, True)
+    text = spec.read_text(encoding="utf-8")
+    specs = Workspace()
+    specs.open(str(spec), 1, text)
+    build = specs.check(str(spec))
+    assert build is not None
+    module = build.module(str(spec))
+    assert module is not None and module.source is not None
+    shown = navigate.hover_text(build, module.source, text.index("notes: untrusted") + 1)
+    assert shown == "**output field** `notes`\n\n- `crm.lookup`: `string` · trust: untrusted"
+    shown = navigate.hover_text(build, module.source, text.index("api_key: secret") + 1)
+    assert shown == "**input field** `api_key`\n\n- `mail.send`: `string` · secret"
