@@ -113,6 +113,8 @@ def poison_of(modules: Iterable[tuple[str, s.Module]], incomplete: bool = False)
 def _add(poison: Poison, key: str, broken: s.Broken) -> None:
     poison.skipped_in.add(key)
     kind = broken.kind
+    if kind == "extend":
+        return  # it declares nothing: the tools it extends are declared elsewhere
     if kind is None or kind == "import":
         poison.everything.add(key)
         return

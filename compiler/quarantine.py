@@ -40,6 +40,7 @@ _KEYWORDS: dict[type, str] = {
     s.Fact: "fact",
     s.Label: "label",
     s.Tool: "tool",
+    s.Extend: "extend",
     s.Surface: "surface",
     s.Policy: "policy",
     s.RiskTable: "risk_table",
@@ -192,6 +193,8 @@ def _rules_kept(item: s.Declaration, faulty: dict[int, object]) -> s.Declaration
 def _declared(item: object) -> s.Broken:
     """What a set-aside declaration declares, as a skipped one records it."""
     keyword = _KEYWORDS[type(item)]
+    if isinstance(item, s.Extend):
+        return s.Broken(keyword, None, span=item.span)  # it declares nothing
     name = item.name  # type: ignore[attr-defined]
     text = name.value if isinstance(name, s.Str) else name.text
     tools: tuple[str, ...] = ()

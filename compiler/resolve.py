@@ -514,6 +514,11 @@ class _Resolver(SessionNames, NameHelp):
         scope = Scope(module)
         if isinstance(item, s.Tool):
             self.visit_tool(scope, item)
+        elif isinstance(item, s.Extend):
+            # the tools it extends are global, wherever declared: an imported catalogue's too
+            for name in item.tools:
+                self.resolve(module, name, "tool")
+            self.visit_tool(scope, item)
         elif isinstance(item, s.Mcp):
             for child in item.items:
                 if isinstance(child, s.Tool):
@@ -548,7 +553,7 @@ class _Resolver(SessionNames, NameHelp):
                 for name in _names(attr.values):
                     self.resolve(scope.module, name, kinds[attr.key])
 
-    def visit_tool(self, scope: Scope, tool: s.Tool | s.Operation) -> None:
+    def visit_tool(self, scope: Scope, tool: s.Tool | s.Operation | s.Extend) -> None:
         for item in tool.items:
             if isinstance(item, s.Attr):
                 if item.key == "legacy":

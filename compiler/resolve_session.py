@@ -91,7 +91,7 @@ class SessionNames:
             for constraint in f.constraints:
                 if constraint.kind == "label" and isinstance(constraint.value, s.Name):
                     self.resolve_label(module, constraint.value)
-            stack = [f.type]
+            stack = [f.type] if f.type is not None else []
             while stack:
                 ty = stack.pop()
                 stack.extend(ty.args)

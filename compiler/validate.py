@@ -137,6 +137,11 @@ class _Validator(SessionChecks):
             for item in module.syntax.items:
                 if isinstance(item, s.Tool):
                     self.check_tool(module, item, item.name.text)
+                elif isinstance(item, s.Extend):
+                    for name in item.tools:
+                        tool_id = self.symbol_name(name)
+                        if tool_id is not None:
+                            self.check_tool(module, item, tool_id)
                 elif isinstance(item, s.Mcp):
                     for child in item.items:
                         if isinstance(child, s.Tool):
@@ -343,7 +348,7 @@ class _Validator(SessionChecks):
     # =========================================================================================
     # Tools and availability
 
-    def check_tool(self, module: Module, node: s.Tool, tool_id: str) -> None:
+    def check_tool(self, module: Module, node: s.Tool | s.Extend, tool_id: str) -> None:
         for item in node.items:
             if isinstance(item, s.Requires):
                 self.check_cond(item.cond, _Context(module, "requires"))

@@ -315,6 +315,17 @@ class _Builder:
     def tool_name(self, c):
         return c[0]
 
+    def extend(self, c):
+        names = []
+        items = []
+        for child in c[2:]:
+            if isinstance(child, Tok):
+                if child.type in ("NAME", "DOTTED", "MCP_ID"):
+                    names.append(self._call_target(child))
+            elif child is not None:
+                items.append(child)
+        return s.Extend(tuple(names), tuple(items), span=self._span(c))
+
     def requires(self, c):
         return s.Requires(self._condition(c[1]), span=self._span(c))
 
@@ -333,6 +344,9 @@ class _Builder:
 
     def field(self, c):
         return s.Field(self._name(c[0]), c[2], self._nodes(c[3:]), span=self._span(c))
+
+    def field_note(self, c):
+        return s.Field(self._name(c[0]), None, self._nodes(c[2:]), span=self._span(c))
 
     def type(self, c):
         core = c[0]
@@ -759,6 +773,7 @@ _DECLARATIONS = (
     s.Fact,
     s.Label,
     s.Tool,
+    s.Extend,
     s.Surface,
     s.Policy,
     s.RiskTable,

@@ -678,6 +678,38 @@ _CODES = [
         "spec: none of them is a value the model chose, so asking where it came from means "
         "nothing. Ask it of the call's arguments (`args.to from user`).",
     ),
+    Code(
+        "H346",
+        "extend-conflict",
+        "error",
+        "an `extend` sets something the tool, or another `extend` of it, already sets otherwise",
+        "`extend tool A { … }` adds attributes to a tool declared elsewhere, as if its own block "
+        "said them; it never overrides. A `trust`, a `risk` or a field's `trusted`/`untrusted` "
+        "that the tool (or another `extend` of it) gives another value is a conflict, shown with "
+        "both places: change the one that is wrong. Labels, `secret` and `on_success` only add, "
+        "and never conflict.",
+    ),
+    Code(
+        "H347",
+        "not-extendable",
+        "error",
+        "an `extend` changes what a call of the tool is, not what it carries",
+        "An `extend` may add `trust`, `risk` (to a tool without operations), `labels`, "
+        "`on_success`, and, for a field of the tool, `secret` (input or output) or `trusted`, "
+        "`untrusted` and `label NAME` (output). Everything else belongs to the tool's own "
+        "declaration, which a generator or `harnessc mcp discover` writes: its arguments and their "
+        "types, constraints and defaults, its effects, summary, kind, operations, availability "
+        "and wire name. Change those where the tool is declared (regenerate the catalogue).",
+    ),
+    Code(
+        "H348",
+        "extended-field-unknown",
+        "error",
+        "an `extend` notes a field the tool does not have",
+        "A field written in an `extend`'s `input { … }` or `output { … }` names a field of the "
+        "tool's schema (a dotted name, `rollout.state`, reaches into a nested object or the "
+        "items of a list). The diagnostic lists the fields the tool has there.",
+    ),
     # H4 — graphs
     Code(
         "H401",

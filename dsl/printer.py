@@ -228,6 +228,7 @@ def _block_of(node: Any) -> tuple[Any, tuple[Any, ...]] | None:
         node,
         s.Header
         | s.Tool
+        | s.Extend
         | s.Operation
         | s.Surface
         | s.Rank
@@ -247,7 +248,7 @@ def _block_of(node: Any) -> tuple[Any, tuple[Any, ...]] | None:
     if isinstance(node, s.SchemaAttr):
         return node.schema, node.schema.fields
     if isinstance(node, s.Field | s.Fact):
-        obj = _object_type(node.type)
+        obj = _object_type(node.type) if node.type is not None else None
         return (obj, obj.fields) if obj is not None else None
     if isinstance(node, s.Rule | s.Default | s.RiskEntry | s.Step):
         return (node, node.options) if node.options is not None else None
@@ -400,6 +401,9 @@ class _Printer:
             return self._described(f"label {node.name.text}", node.description)
         if isinstance(node, s.Tool):
             return self._tool(node)
+        if isinstance(node, s.Extend):
+            names = nest(INDENT, Fill(tuple(n.text for n in node.tools)))
+            return cat("extend tool ", names, " ", self._items(node))
         if isinstance(node, s.Surface):
             return cat("surface ", node.name.text, " ", self._items(node))
         if isinstance(node, s.Policy):
@@ -614,7 +618,9 @@ class _Printer:
     # -- schemas ---------------------------------------------------------------------------
 
     def _field(self, node: s.Field) -> Doc:
-        parts: list[Part] = [node.name.text, ": ", self._type(node.type)]
+        parts: list[Part] = [node.name.text, ":"]
+        if node.type is not None:
+            parts.extend((" ", self._type(node.type)))
         for constraint in node.constraints:
             parts.append(f" {constraint.kind}")
             if constraint.value is not None:

@@ -34,6 +34,7 @@ TOP_LEVEL = [
     "fact",
     "label",
     "tool",
+    "extend",
     "surface",
     "policy",
     "risk_table",
@@ -66,6 +67,7 @@ _DESCRIBED = {
 _BLOCK_WORDS = {
     "harness": "the header",
     "tool": "tool",
+    "extend": "`extend` block",
     "operation": "operation",
     "surface": "surface",
     "policy": "policy",
@@ -457,6 +459,8 @@ def _block_name(failure: ParseFailure, open_block: tuple[int, Tok] | None) -> st
         return "these parentheses"
     for offset in range(len(before) - 1, -1, -1):
         value = before[offset]
+        if str(value) == "tool" and offset > 0 and str(before[offset - 1]) == "extend":
+            return "this `extend` block"
         if isinstance(value, Tok) and str(value) in _BLOCK_WORDS:
             word = _BLOCK_WORDS[str(value)]
             name = before[offset + 1] if offset + 1 < len(before) else None

@@ -289,8 +289,11 @@ class Constraint(Node):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Field(Node):
+    """A field of a schema; `type` is None for a note (`body: untrusted`), which only adds
+    constraints to a field of the same name declared elsewhere (in an `extend`)."""
+
     name: Name
-    type: TypeRef
+    type: TypeRef | None
     constraints: tuple[Constraint, ...] = ()
     span: Span = _span()
 
@@ -411,6 +414,16 @@ class Tool(Node):
 
 
 ToolItem = Attr | SchemaAttr | Requires | Operation | OnSuccess
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Extend(Node):
+    """`extend tool A, B { … }`: tool items added to tools declared elsewhere (a generated or
+    discovered catalogue), merged into each as if its own block said them."""
+
+    tools: tuple[Name, ...]
+    items: tuple[ToolItem, ...]
+    span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -703,6 +716,7 @@ Declaration = (
     | Fact
     | Label
     | Tool
+    | Extend
     | Surface
     | Policy
     | RiskTable

@@ -185,6 +185,7 @@ CONSTRUCTS = (
     "ask",
     "actor",
     "fact_read",
+    "extend",
 )
 
 
@@ -334,6 +335,7 @@ def _tools_text(draw: Any, uses: _Uses) -> str:
         crm_trust=draw(st.sampled_from(["trusted", "untrusted"])),
         crm_acme=pick("tool_labels"),
         on_success=pick("on_success"),
+        extended=pick("extend"),
     )
 
 
@@ -346,8 +348,11 @@ def tools_text(
     crm_trust: str = "untrusted",
     crm_acme: bool = False,
     on_success: bool = False,
+    extended: bool = False,
 ) -> str:
-    """The tools of a drawn spec (`whole_specs`), with their trust, labels and `on_success`."""
+    """The tools of a drawn spec (`whole_specs`), with their trust, labels and `on_success`:
+    written in the tools' blocks, or (`extended`) in `extend` blocks after them, which must
+    mean the same."""
     sender_trust = " trusted" if sender_trusted else ""
     mail_trust = "\n  trust trusted" if mail_trusted else ""
     mail_labels = "\n  labels pii" if mail_pii else ""
@@ -355,6 +360,16 @@ def tools_text(
     crm_labels = "\n  labels acme" if crm_acme else ""
     add = "\n  on_success add args.iban to known.ibans" if on_success else ""
     crm_trust = f"\n  trust {crm_trust}"
+    extensions = ""
+    if extended:
+        mail = (f"\n  output {{ sender:{sender_trust} }}" if sender_trusted else "") + (
+            mail_trust + mail_labels
+        )
+        crm = (f"\n  output {{ iban:{iban_label} }}" if iban_acme else "") + crm_trust + crm_labels
+        for tool_id, items in (("mail.read", mail), ("crm.lookup", crm), ("pay.send", add)):
+            if items:
+                extensions += f"\nextend tool {tool_id} {{{items}\n}}\n"
+        sender_trust = mail_trust = mail_labels = iban_label = crm_labels = add = crm_trust = ""
     return f"""label acme "Partner data."
 
 fact known.ibans: list<string>
@@ -396,7 +411,7 @@ tool files.delete {{
     recursive: bool
   }}
 }}
-"""
+{extensions}"""
 
 
 def _rule_text(draw: Any, name: str, uses: _Uses) -> str:

@@ -215,8 +215,18 @@ constraints = st.one_of(
 
 
 def fields(depth: int = 1) -> st.SearchStrategy[s.Field]:
-    return st.builds(
-        s.Field, names(key_text), types(depth), st.lists(constraints, max_size=3).map(tuple)
+    """A field with its type, or a note without one (`body: untrusted`, as an `extend` writes
+    it): the grammar takes both wherever a schema stands."""
+    return st.one_of(
+        st.builds(
+            s.Field, names(key_text), types(depth), st.lists(constraints, max_size=3).map(tuple)
+        ),
+        st.builds(
+            s.Field,
+            names(key_text),
+            st.none(),
+            st.lists(constraints, min_size=1, max_size=3).map(tuple),
+        ),
     )
 
 
@@ -284,6 +294,12 @@ tools = st.one_of(
         st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,10}", fullmatch=True),
         st.lists(tool_items(), max_size=3),
     ),
+)
+
+extends = st.builds(
+    s.Extend,
+    st.lists(names(ref_text), min_size=1, max_size=3).map(tuple),
+    st.lists(tool_items(), max_size=5).map(tuple),
 )
 
 # -- surfaces, policies, risk tables -----------------------------------------------------------
@@ -525,6 +541,7 @@ declarations = st.one_of(
     st.builds(s.Fact, names(key_text), types(), descriptions),
     st.builds(s.Label, names(), descriptions),
     tools,
+    extends,
     surfaces,
     policies,
     risk_tables,

@@ -12,11 +12,12 @@ from harnessc.runtime.model import trusted
 from ..resolve import Module, Resolution
 from .agents import AgentLowering
 from .core import Lowered, origin
+from .extend import ExtendLowering
 from .policies import PolicyLowering
 from .workflows import WorkflowLowering
 
 
-class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
+class _Lowerer(AgentLowering, ExtendLowering, PolicyLowering, WorkflowLowering):
     """Every declaration kind: one per module, all read from one lowering run."""
 
     def run(self) -> Lowered:
@@ -42,6 +43,8 @@ class _Lowerer(AgentLowering, PolicyLowering, WorkflowLowering):
         for module in self.res.modules:
             for item in module.syntax.items:
                 self.declare(module, item, kinds)
+        # needs every tool: an `extend` may come before the tool, or in another module
+        self.extend_tools()
         # needs every tool: wire names are unique across the build
         self.check_wire_names()
         # needs every policy lowered: includes expand in place

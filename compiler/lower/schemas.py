@@ -95,25 +95,17 @@ class SchemaLowering(LowererBase):
         return Span(node.span.source, node.span.start, node.span.start + len(node.name))
 
     def field(self, node: s.Field) -> m.Field:
-        type_ = self.type(node.type)
-        seen: dict[str, s.Constraint] = {}
-        labels: list[str] = []
-        for constraint in node.constraints:
-            if constraint.kind == "label":
-                if isinstance(constraint.value, s.Name) and constraint.value.text not in labels:
-                    labels.append(constraint.value.text)
-                continue
-            self.once(seen, constraint.kind, constraint, constraint.span)
-        if "trusted" in seen and "untrusted" in seen:
-            first, second = sorted((seen["trusted"], seen["untrusted"]), key=lambda c: c.span.start)
+        if node.type is None:
             self.report(
-                "H303",
-                f"`{second.kind}` is not allowed together with `{first.kind}`",
-                second.span,
-                "a second trust",
-                secondary=[(first.span, "the field's trust")],
-                help="a field is `trusted` or `untrusted`, not both",
+                "H305",
+                f"field `{node.name.text}` has no type",
+                node.name.span,
+                "no type",
+                help=f"write its type after the colon (`{node.name.text}: string`); a field "
+                "without one only adds to a tool's field in an `extend`",
             )
+        type_ = self.type(node.type) if node.type is not None else trusted(m.Type)(name="string")
+        seen, labels = self.constraints(node)
         name = type_.name
         what = f"field `{node.name.text}`"
         bounds: dict[str, int | float] = {}
@@ -193,6 +185,30 @@ class SchemaLowering(LowererBase):
             labels=tuple(labels),
             origin=origin(node.name.span),
         )
+
+    def constraints(self, node: s.Field) -> tuple[dict[str, s.Constraint], list[str]]:
+        """A field's constraints by kind (H302 on one given twice, H303 on `trusted` with
+        `untrusted`) and its labels in order: a tool's field and a field an `extend` notes
+        read them alike."""
+        seen: dict[str, s.Constraint] = {}
+        labels: list[str] = []
+        for constraint in node.constraints:
+            if constraint.kind == "label":
+                if isinstance(constraint.value, s.Name) and constraint.value.text not in labels:
+                    labels.append(constraint.value.text)
+                continue
+            self.once(seen, constraint.kind, constraint, constraint.span)
+        if "trusted" in seen and "untrusted" in seen:
+            first, second = sorted((seen["trusted"], seen["untrusted"]), key=lambda c: c.span.start)
+            self.report(
+                "H303",
+                f"`{second.kind}` is not allowed together with `{first.kind}`",
+                second.span,
+                "a second trust",
+                secondary=[(first.span, "the field's trust")],
+                help="a field is `trusted` or `untrusted`, not both",
+            )
+        return seen, labels
 
     def regex(self, node: s.Str) -> Pattern | None:
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import cast
 
 from harnessc.dsl import syntax as s
@@ -179,11 +179,7 @@ class ToolLowering(ConditionLowering):
             value = next((v for v in attrs["version"].values if isinstance(v, s.Int)), None)
             if value is not None:
                 version = self.at_least_one(value, "a tool's `version`")
-        trust = None
-        if "trust" in attrs:
-            words = self.name_values(attrs["trust"])
-            if words:
-                trust = self.word(words[0], m.TRUST_LEVELS, "trust level")
+        trust = self.level(attrs.get("trust"), m.TRUST_LEVELS, "trust level")
         on_success = tuple(
             add
             for add in (self.on_success(i) for i in node.items if isinstance(i, s.OnSuccess))
@@ -217,6 +213,12 @@ class ToolLowering(ConditionLowering):
             origin=origin(node.name.span),
         )
 
+    def level(self, attr: s.Attr | None, vocabulary: Sequence[str], what: str) -> str | None:
+        """The word of a one-word attribute (`trust trusted`, `risk high`) if it is one of
+        `vocabulary`, else None (after H301 for a word outside it)."""
+        words = self.name_values(attr)
+        return self.word(words[0], vocabulary, what) if words else None
+
     def on_success(self, node: s.OnSuccess) -> m.FactAdd | None:
         """`on_success add args.x to F`; whether F is a list fact is checked by validation."""
         parts = node.value.parts
@@ -246,7 +248,7 @@ class ToolLowering(ConditionLowering):
                         help="trust and labels describe what a tool returns: put them on its "
                         "`output` fields, or on the tool (`trust`, `labels`)",
                     )
-            stack = [f.type]
+            stack = [f.type] if f.type is not None else []
             while stack:
                 ty = stack.pop()
                 stack.extend(ty.args)

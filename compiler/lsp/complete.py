@@ -1,6 +1,7 @@
 """Completion from the text before the cursor and the document's last build: the keywords the
-grammar accepts at the cursor, tool ids in selectors and `call`s, argument names and enum values
-in conditions and `call` arguments, facts and roots in conditions, approver roles already used."""
+grammar accepts at the cursor, tool ids in selectors, `call`s and `extend tool`, argument names
+and enum values in conditions and `call` arguments, facts and roots in conditions, approver
+roles already used."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ _NOT_A_TOKEN = "\x01"
 """Appended to the text before the cursor: the parser stops there and says what it expected."""
 _RULE_HEAD = re.compile(r"^\s*(?:\w+\s*:\s*)?(?:allow|ask|deny)\b")
 _SELECTING = re.compile(
-    r"(?:^\s*(?:\w+\s*:\s*)?(?:allow|ask|deny)|^\s*(?:expose|hide)|\bcall|\bearlier)\s+"
-    r"(?:[\w.:*-]+\s*,\s*)*[\w.:*-]*$"
+    r"(?:^\s*(?:\w+\s*:\s*)?(?:allow|ask|deny)|^\s*(?:expose|hide|extend\s+tool)|\bcall|\bearlier)"
+    r"\s+(?:[\w.:*-]+\s*,\s*)*[\w.:*-]*$"
 )
 _CALL_ARGS = re.compile(r"\b(?:call|earlier)\s+([\w.:-]+)\s*\(([^)]*)$")
 _ARG_VALUE = re.compile(r"(?:^|,)\s*(\w+)\s*:\s*\"?[\w-]*$")

@@ -136,6 +136,9 @@ def _hover_subject(build: Build, source: Source, offset: int) -> str | None:
     rule, selector = _rule_at(build, source, offset)
     if rule is not None:
         return describe_rule(build, rule, selector)
+    noted = _extended_field_at(build, source, offset)
+    if noted is not None:
+        return noted
     return _surface_pattern_at(build, source, offset)
 
 
@@ -172,15 +175,21 @@ def _attr_text(items: object, key: str) -> str | None:
 
 
 def _tool_lines(build: Build, tool_id: str, node: s.Tool) -> list[str]:
-    """A tool's summary, effects, risk and input schema: the model's (risk defaulted, a tool
-    with operations their union) when the build has one, else as written."""
+    """A tool's summary, effects, risk, trust, labels and input schema: the model's (risk
+    defaulted, a tool with operations their union, what an `extend` adds merged in) when the
+    build has one, else as written."""
     model = build.result.model
     tool = model.tools.get(tool_id) if model is not None else None
     lines: list[str] = []
     if tool is not None:
         if tool.summary:
             lines.append(tool.summary)
-        lines.append(f"effects: {' '.join(tool.effects) or 'none'} · risk: {tool.risk}")
+        facts = [f"effects: {' '.join(tool.effects) or 'none'}", f"risk: {tool.risk}"]
+        if tool.trust is not None:
+            facts.append(f"trust: {tool.trust}")
+        if tool.labels:
+            facts.append(f"labels: {', '.join(tool.labels)}")
+        lines.append(" · ".join(facts))
     else:
         summary = _attr_text(node.items, "summary")
         if summary:
@@ -257,6 +266,58 @@ def _items_at(build: Build, source: Source, offset: int, kind: type[T]) -> Itera
             for item in module.syntax.items:
                 if _inside(item.span, source, offset) and isinstance(item, kind):
                     yield item
+
+
+def _extended_field_at(build: Build, source: Source, offset: int) -> str | None:
+    """A field an `extend` names, as each tool it extends has it after the merge: its type,
+    trust, labels and whether it is secret."""
+    model = build.result.model
+    resolution = build.result.resolution
+    if model is None or resolution is None:
+        return None
+    for item in _items_at(build, source, offset, s.Extend):
+        for block in item.items:
+            if not isinstance(block, s.SchemaAttr):
+                continue
+            for f in block.schema.fields:
+                if not _inside(f.name.span, source, offset):
+                    continue
+                lines = []
+                for name in item.tools:
+                    symbol = resolution.references.get(name.span)
+                    tool = model.tools.get(symbol.name) if symbol is not None else None
+                    schema = getattr(tool, block.key, None) if tool is not None else None
+                    found = _field_of(schema, f.name.text.split("."))
+                    if tool is not None and found is not None:
+                        lines.append(f"- `{tool.id}`: {_field_facts(found)}")
+                head = f"**{block.key} field** `{f.name.text}`"
+                return "\n".join([head, "", *lines]) if lines else head
+    return None
+
+
+def _field_of(schema: m.Schema | None, parts: list[str]) -> m.Field | None:
+    fields = schema.fields if schema is not None else ()
+    found: m.Field | None = None
+    for part in parts:
+        found = next((f for f in fields if f.name == part), None)
+        if found is None:
+            return None
+        inner = found.type
+        while inner.item is not None:
+            inner = inner.item
+        fields = inner.fields
+    return found
+
+
+def _field_facts(f: m.Field) -> str:
+    facts = [f"`{f.type.name}{'?' if f.type.optional else ''}`"]
+    if f.trust is not None:
+        facts.append(f"trust: {f.trust}")
+    if f.labels:
+        facts.append(f"labels: {', '.join(f.labels)}")
+    if f.secret:
+        facts.append("secret")
+    return " · ".join(facts)
 
 
 def _rule_at(build: Build, source: Source, offset: int) -> tuple[s.Rule | None, int | None]:

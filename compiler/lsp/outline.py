@@ -19,6 +19,7 @@ _KINDS: dict[type, tuple[lsp.SymbolKind, str]] = {
     s.Fact: (K.Property, "fact"),
     s.Label: (K.Constant, "label"),
     s.Tool: (K.Function, "tool"),
+    s.Extend: (K.Function, "extend"),
     s.Operation: (K.Method, "operation"),
     s.Mcp: (K.Module, "mcp"),
     s.Skill: (K.Namespace, "skill"),
@@ -41,6 +42,9 @@ def _name(node: object) -> tuple[str, Span] | None:
         if node.label is not None:
             return node.label.text, node.label.span
         return f"{node.effect} {' '.join(_selector_text(x) for x in node.selectors)}", node.span
+    if isinstance(node, s.Extend):
+        first = node.tools[0].span if node.tools else node.span
+        return ", ".join(n.text for n in node.tools), first
     name = getattr(node, "name", None)
     if isinstance(name, s.Name):
         return name.text, name.span

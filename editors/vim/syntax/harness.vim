@@ -9,7 +9,7 @@ endif
 syntax iskeyword @,48-57,_,.,:
 syntax case match
 
-syntax keyword harnessDeclaration harness import connection runtime fact label tool surface policy risk_table mcp
+syntax keyword harnessDeclaration harness import connection runtime fact label tool extend surface policy risk_table mcp
 syntax keyword harnessDeclaration skill agent workflow test step subagent operation private
 syntax keyword harnessEffect allow deny ask
 syntax keyword harnessOperator and or not in has matches startswith endswith within from only all any of
