@@ -290,7 +290,7 @@ def helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
     """The names compiled conditions call; with the spec's history terms, `_hsel` too
     (whether a term's selectors select the call being decided, `HistoryTerms.selects`)."""
     found = {
-        "NUMBERS": NUMBERS,
+        "_NUM": NUMBERS,
         "_origin": _origin,
         "_Origin": Origin,
         "_hnum": _hnum,
@@ -304,7 +304,7 @@ def helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
         **{o.helper_name: o.helper for o in OPERATORS.values()},
         "_ms": duration_ms,
         "_rank": risk_of,
-        "dig": dig,
+        "_dig": dig,
         "_roles": roles_of,
         "_norm": normalize_path,
     }
@@ -364,7 +364,7 @@ class Emitter:
         first = f"{base}.get({self.const(parts[0])})"
         if len(parts) == 1:
             return first
-        return f"dig({first}, {self.const(tuple(parts[1:]))})"
+        return f"_dig({first}, {self.const(tuple(parts[1:]))})"
 
     def operand(self, node: object) -> str:
         if self.is_const(node):
@@ -379,7 +379,7 @@ class Emitter:
                 name = self.vars.get(parts[0]) if parts else None
                 if name is None:
                     return "None"
-                return f"dig({name}, {self.const(tuple(parts[1:]))})" if parts[1:] else name
+                return f"_dig({name}, {self.const(tuple(parts[1:]))})" if parts[1:] else name
             if node.root == "result":
                 return "None"  # a call being decided has no result yet
             if node.root == "fact":
@@ -389,9 +389,9 @@ class Emitter:
                 read = f"f.get({self.const(parts[0])})"
                 if parts[0] in self.path_facts and len(parts) == 1:
                     return f"_norm({read})"
-                return f"dig({read}, {self.const(tuple(parts[1:]))})" if parts[1:] else read
+                return f"_dig({read}, {self.const(tuple(parts[1:]))})" if parts[1:] else read
             if node.root == "actor" and parts[:1] == ("roles",):
-                return f"dig(_roles(x.actor), {self.const(tuple(parts[1:]))})"
+                return f"_dig(_roles(x.actor), {self.const(tuple(parts[1:]))})"
             if node.root == "call":
                 if not parts:
                     return "x.call"
@@ -545,7 +545,7 @@ class Emitter:
                 return f"(({v} := _ms({lhs})) is not None and {v} {op} {self.const(ms)})"
             return None
         if op in ORDER_OPS and type(value) in NUMBERS:
-            return f"(({v} := {lhs}).__class__ in NUMBERS and {v} {op} {self.const(value)})"
+            return f"(({v} := {lhs}).__class__ in _NUM and {v} {op} {self.const(value)})"
         if type(value) is str:
             k = self.const(value)
             if op == "==":
