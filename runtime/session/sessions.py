@@ -448,7 +448,7 @@ class Session:
         finally:
             h.store.flush()  # committed already, unless the request was refused
 
-    # -- what the log records of a call (runtime/session/restore.py) -------------------------
+    # -- what the log records of a call (runtime/session/_restore.py) ------------------------
 
     def held_action(self, key: str) -> Action | None:
         """The action this session holds for a call (`PendingCall.key`)."""
