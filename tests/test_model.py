@@ -497,7 +497,9 @@ def test_a_collection_pause_nests_and_restores_the_collector() -> None:
         frozen = gc.get_freeze_count()
         with m.collection_paused():
             pass
-        assert gc.get_freeze_count() == frozen
+        # a thaw would leave none frozen; another thread of the suite may free a frozen
+        # object meanwhile, which takes one off the count
+        assert frozen - 100 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
     assert kept
