@@ -318,15 +318,16 @@ def test_a_partition_that_would_compare_too_much_is_left_to_z3() -> None:
 
 
 # Session terms as free values (cells.py `_Reads.describe_term`): provenance of an argument,
-# `called`/`succeeded`, `count` and `sum` over windows of one family, beside the argument they
-# are about; the tool `t` counts itself (a count of `t` is at least 1), `u`'s amounts are
-# non-negative (a sum of them is at least 0 and grows with its window), `t`'s are not
+# `called`/`succeeded`, `count` and `sum` over windows of one family, `all`/`any` over an
+# optional and a required list, beside the argument they are about; the tool `t` counts itself
+# (a count of `t` is at least 1), `u`'s amounts are non-negative (a sum of them is at least 0
+# and grows with its window), `t`'s are not
 SESSION_TOOLS = """
 tool t {
   summary "A tool."
   effects write
   risk medium
-  input { to: string?, who: string, amount: int? }
+  input { to: string?, who: string, amount: int?, cc: list<string>?, bcc: list<string> }
 }
 tool u {
   summary "Another tool."
@@ -361,6 +362,12 @@ SESSION_ATOMS = (
     "called(u within 1h)",
     "succeeded(u within 5m)",
     "called(t within 5m)",
+    "all x in args.cc: x from user",
+    "any x in args.cc: x from user",
+    'any x in args.cc: x endswith "@evil.test"',
+    "args has cc",
+    "all x in args.bcc: x from untrusted only",
+    "any x in args.bcc: x from untrusted only",
 )
 
 
@@ -423,15 +430,16 @@ def test_session_terms_are_answered_as_z3_does(
 
 def test_session_terms_the_procedure_does_not_bind_are_left_to_z3() -> None:
     """What the encoding binds to this call is z3's: a sum of non-negative amounts of this
-    tool (at least this call's amount), a count whose `when` reads this call, and quantifiers
-    and `len` (not free values)."""
+    tool (at least this call's amount), a count whose `when` reads this call, a quantifier over
+    a list with bounds or over an extraction, and `len`."""
     tools = SESSION_TOOLS.replace("n: int? min 0", "n: int? min 0, to: string?").replace(
-        "amount: int?", "amount: int?, n: int? min 0, recipients: list<string>?"
+        "amount: int?", "amount: int?, n: int? min 0, recipients: list<string>? min 2"
     )
     for condition in (
         "sum(args.n of t, u) > 5",
         "count(t when args.amount > 5) > 1",
         "all x in args.recipients: x from user",
+        "any u in urls(args.to): u from nowhere",
         "len(args.to) > 3",
     ):
         text = tools + f"policy p {{\n  default deny\n  r0: deny t when {condition}\n}}\n"

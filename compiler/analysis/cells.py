@@ -23,9 +23,10 @@ against literals:
   `x from K` (for a value above; false when it is absent) and `called`/`succeeded`/`seen` as
   booleans, `count(…)` as an integer (at least 0, or 1 when this call is one it counts) and
   `sum(…)` as a number (at least 0 when its amounts are), compared with literals, related as
-  ledger.py relates them (the provenance terms of one value; one family's windows) — but not a
-  `count` whose `when` this call must meet, nor a `sum` of non-negative amounts this call adds
-  to, nor quantifiers, `len` and extractions, which z3 relates to the call's values;
+  ledger.py relates them (the provenance terms of one value; one family's windows); `all`/`any
+  x in args.L` as a boolean beside the list, of which it tells apart only the length (none,
+  one, more) — but not a `count` whose `when` this call must meet, nor a `sum` of non-negative
+  amounts this call adds to, nor a list with bounds, `len` and extractions;
 
 for a tool whose risk and effects do not follow an operation, and fields without a pattern,
 bounds (but an `int`'s) or nested fields. Anything else is solved by z3 (solve.py), which is
@@ -63,7 +64,15 @@ from harnessc.runtime.model.semantics import normalize_path, selects
 
 from .assemble import Assembler, Reading
 from .concrete import ABSENT, BUILTINS, Call, canonical, holds_for, rule_matches
-from .ledger import Relation, non_negative, provenance_relation, wider, window_family
+from .ledger import (
+    Quantifying,
+    Relation,
+    non_negative,
+    provenance_relation,
+    quantified_holds,
+    wider,
+    window_family,
+)
 from .partition import Absent, Answers, Example, _selected, beaten_by, winner
 
 __all__ = ["MAX_CALLS", "MAX_TABLE", "solve_simply"]
@@ -126,8 +135,9 @@ class _Value:
     """A value a provenance term is about: it takes a text or number a message can quote."""
 
 
-Related = tuple[Relation, Key, Key]
-"""A relation between two session terms' values (ledger.py), in one group."""
+Related = tuple[Relation | Quantifying, Key, Key]
+"""A relation between two values of one group: two session terms' (ledger.py), or a
+quantifier's and its list's (`Quantifying`)."""
 
 
 class _Reads:
@@ -146,6 +156,8 @@ class _Reads:
         """The provenance terms of each value (by its canonical form) by source, label, only."""
         self.windows: dict[str, dict[int | None, Key]] = {}
         """The history terms of one family (`ledger.window_family`) by window."""
+        self.quantifiers: dict[str, dict[str, Key]] = {}
+        """The `all` and `any` of one body over one list (by the `all` one's canonical form)."""
         self.atoms: list[tuple[m.Condition, set[Key]]] = []
         """Each comparison (or boolean value) and the values it reads."""
         self.reading: set[Key] = set()
@@ -181,7 +193,7 @@ class _Reads:
                 raise _Outside
             always = not f.type.optional or f.default is not None
             kind = {"string": "text", "url": "text", "path": "path"}.get(name, name)
-            if kind not in ("text", "path", "enum", "int", "bool"):
+            if kind not in ("text", "path", "enum", "int", "bool", "list"):
                 raise _Outside
             low, high = _whole(f.min), _whole(f.max)
             return _Value(key, kind, always, tuple(f.type.values), low=low, high=high)
@@ -195,7 +207,7 @@ class _Reads:
             return _Value(key, "untyped", False)
         raise _Outside
 
-    def term(self, node: m.History | m.Provenance) -> _Value:
+    def term(self, node: m.History | m.Provenance | m.Quantified) -> _Value:
         """The value of a session term, keyed by its canonical form."""
         text = canonical(node)
         key: Key = (SESSION, text)
@@ -205,13 +217,15 @@ class _Reads:
             found = self.values[key] = self.describe_term(node, key, text)
         return found
 
-    def describe_term(self, node: m.History | m.Provenance, key: Key, text: str) -> _Value:
+    def describe_term(
+        self, node: m.History | m.Provenance | m.Quantified, key: Key, text: str
+    ) -> _Value:
         """A session term as a free value of its type (a boolean; a count, never below 0; a
         sum), bound only by what the encoding binds it by (smt_session.py): the relations of
         ledger.py, and a `count` of what this call is counts at least 1. A sum that must be at
         least this call's amount, a count whose `when` reads this call, and a tool whose
         operation decides what it is (its risk and effects) are left to z3."""
-        if isinstance(node, m.Provenance):
+        if isinstance(node, m.Provenance | m.Quantified):
             return _Value(key, "bool", True, term=text)
         if node.func in ("called", "succeeded", "seen"):
             self.window(node, key, "implies")
@@ -275,6 +289,26 @@ class _Reads:
                     self.relations.append((relation, held_a, held_b))
         siblings[mine] = held.key
 
+    def quantified(self, c: m.Quantified) -> None:
+        """`all`/`any x in args.L`: a boolean (false when the list is absent) in one group with
+        the list, which is read only by its length (`ledger.quantified_holds`)."""
+        if not isinstance(c.over, m.Path):
+            raise _Outside
+        items = self.value(c.over)
+        if items.kind != "list":
+            raise _Outside
+        held = self.term(c)
+        self.tie(items.key, held.key)
+        self.relations.append((c.quantifier, held.key, items.key))
+        family = self.quantifiers.setdefault(
+            canonical(c.model_copy(update={"quantifier": "all"})), {}
+        )
+        if c.quantifier not in family:
+            family[c.quantifier] = held.key
+            if len(family) == 2:
+                self.relations.append(("all-any", family["all"], family["any"]))
+                self.relations.append(("all-any", family["any"], items.key))
+
     def atom(self, c: m.Condition) -> None:
         """A comparison, provenance term or boolean session term, and the values it reads."""
         before = set(self.reading)
@@ -283,6 +317,8 @@ class _Reads:
             self.compare(c)
         elif isinstance(c, m.Provenance):
             self.provenance_of(c)
+        elif isinstance(c, m.Quantified):
+            self.quantified(c)
         elif not isinstance(c, m.History) or self.term(c).kind != "bool":
             raise _Outside  # a history term as a condition is a boolean one
         self.atoms.append((c, self.reading))
@@ -296,7 +332,7 @@ class _Reads:
             self.condition(c.item)
         elif isinstance(c, m.Literal) and c.type == "bool":
             return
-        elif isinstance(c, m.Compare | m.Provenance | m.History):
+        elif isinstance(c, m.Compare | m.Provenance | m.History | m.Quantified):
             self.atom(c)
         elif isinstance(c, m.Path):
             if self.value(c).kind != "bool":
@@ -536,6 +572,8 @@ def _choices(v: _Value, pool: list[str], numbers: Sequence[int | float] = ()) ->
         out += list(v.enum)
     elif v.kind == "bool":
         out += [False, True]
+    elif v.kind == "list":
+        out += [0, 1, 2]  # its length: what a quantifier over it tells apart (none, one, more)
     elif v.kind == "int":
         # within bounds, each cell the literals cut meets one of them, a literal's neighbour or
         # a bound: the interval between two literals starts at the first one's successor, or
@@ -578,7 +616,9 @@ def _set(reading: Reading, v: _Value, value: Any) -> None:
         reading.present[key] = value is not ABSENT
     if value is ABSENT:
         return
-    if v.kind == "untyped":
+    if v.kind == "list":
+        reading.lengths[key] = value
+    elif v.kind == "untyped":
         reading.tags[key] = 0
         reading.values[key] = {"str": value}
     elif v.kind == "enum":
@@ -616,6 +656,7 @@ def _related(choice: Choice, relations: Sequence[Related]) -> bool:
     if not relations:
         return True
     values = {v.key: value for v, value in choice}
+    pairs: dict[Key, Key] = {}
     for relation, a, b in relations:
         if a not in values or b not in values:
             continue
@@ -625,6 +666,16 @@ def _related(choice: Choice, relations: Sequence[Related]) -> bool:
         if relation == "excludes" and x and y:
             return False
         if relation == "at_most" and x > y:
+            return False
+        if relation in ("all", "any") and not quantified_holds(relation, x, y):
+            return False
+        if relation == "all-any":
+            pairs[a] = b
+    for all_key, any_key in pairs.items():
+        if all_key in pairs.values():
+            continue  # the second link: from `any` to the list
+        length = values[pairs[any_key]]
+        if not quantified_holds("all-any", (values[all_key], values[any_key]), length):
             return False
     return True
 

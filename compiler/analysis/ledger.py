@@ -9,16 +9,43 @@ only the combinations of representatives that meet them.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from harnessc.runtime import model as m
-from harnessc.runtime.model.semantics import selects
+from harnessc.runtime.model.semantics import ABSENT, selects
 
-__all__ = ["Relation", "non_negative", "provenance_relation", "wider", "window_family"]
+__all__ = [
+    "Quantifying",
+    "Relation",
+    "non_negative",
+    "provenance_relation",
+    "quantified_holds",
+    "wider",
+    "window_family",
+]
 
 Relation = Literal["implies", "excludes", "at_most"]
 """`a implies b`: a true makes b true; `a excludes b`: a true makes b false; `a at_most b`:
 a number at most b."""
+
+
+Quantifying = Literal["all", "any", "all-any"]
+"""What a quantifier over a list says of the list's length (`quantified_holds`)."""
+
+
+def quantified_holds(relation: Quantifying, held: Any, length: Any) -> bool:
+    """Whether a quantifier's value may go with its list's length (ABSENT: the list is absent,
+    and the quantifier is false whatever the session holds): `any` holds, and `all` fails,
+    only over a list with an item; of `all` and `any` of one body over one list (`held` their
+    pair), `all` over a list with an item implies `any`, and over one item they agree."""
+    if length is ABSENT:
+        return True
+    if relation == "any":
+        return not held or length >= 1
+    if relation == "all":
+        return held or length >= 1
+    every, some = held
+    return not (every and length >= 1 and not some) and (length != 1 or every == some)
 
 
 def provenance_relation(a: tuple[str, bool], b: tuple[str, bool]) -> Relation | None:
