@@ -93,8 +93,8 @@ def test_the_session_fixture_finds_what_z3_alone_finds(
 ) -> None:
     """The session shape at T = 50 (tests/fixtures/session_50_tools.harness: provenance, a
     count and a sum over the mail and billing tools) with no z3 budget: the golden's findings,
-    which z3 alone gave (every partition solved by z3, cells.py switched off: 290 s of CPU, so
-    recorded, not rerun here). Session terms are free values of their type to cells.py, so the
+    which z3 alone gave (every partition solved by z3, cells.py switched off: 290–370 s of CPU,
+    so recorded, not rerun here). Session terms are free values of their type to cells.py, so the
     check asks z3 nothing; each such answer is compared with z3's, partition by partition, in
     tests/test_analysis_cells.py."""
     monkeypatch.setenv(RLIMIT_VARIABLE, "0")
