@@ -207,8 +207,8 @@ class Questions:
         self.solver.add(*self.enc.domain)
         self.added = len(self.enc.domain)
         self.queries = 0
-        self.tracked: list[Any] = []
-        """The literals that stand for the encoder's preferences (`wishes`)."""
+        self.tracked: dict[int, Any] = {}
+        """The literal that stands for each of the encoder's preferences, by its id (`wishes`)."""
         self.reason = ""
         """Why z3 gave up on the last question that returned False."""
         self.given_up: dict[tuple[Any, ...], str] = {}
@@ -251,19 +251,23 @@ class Questions:
         return model
 
     def wishes(self) -> list[Any]:
-        """A literal for each of the encoder's preferences, each implying its preference (added
-        to the solver once, outside any question), to be assumed by a question."""
-        while len(self.tracked) < len(self.enc.nice):
-            wish = self.enc.nice[len(self.tracked)]
-            literal = z3.Bool(f"nice#{len(self.tracked)}", wish.ctx)
-            self.solver.add(z3.Implies(literal, wish))
-            self.tracked.append(literal)
-        return list(self.tracked)
+        """A literal for each of the encoder's preferences as they are now (a caller may drop
+        some: nearest.py), each implying its preference (added to the solver once, outside any
+        question), to be assumed by a question."""
+        out = []
+        for wish in self.enc.nice:
+            literal = self.tracked.get(wish.get_id())
+            if literal is None:
+                literal = z3.Bool(f"nice#{len(self.tracked)}", wish.ctx)
+                self.solver.add(z3.Implies(literal, wish))
+                self.tracked[wish.get_id()] = literal
+            out.append(literal)
+        return out
 
     def wished(self) -> bool:
         """Whether the last unsatisfiable question was so only with the preferences."""
         core = {c.get_id() for c in self.solver.unsat_core()}
-        return any(t.get_id() in core for t in self.tracked)
+        return any(t.get_id() in core for t in self.tracked.values())
 
     def complete(self, model: z3.ModelRef | Completed) -> Completed:
         """The model with a value for every variable (`Completed`)."""
