@@ -21,7 +21,8 @@ at all. `queries` are the SMT queries of the cold run and `decided` the question
 without z3 (compiler/analysis/cells.py) — the analysis's work, independent of the machine's
 load; `hits` are the analysis cache's hits in the warm run, `cold z3` whether the cold run
 loaded z3 (a warm run never does). `--baseline CHECKOUT` times another checkout of harnessc
-(a git worktree of an older commit) with this interpreter, side by side; `--limit` stops a
+(a git worktree of an older commit) with this interpreter, side by side, and prints its cold
+run's CPU, queries and questions without z3 as well (`old cpu s`, …); `--limit` stops a
 measurement that takes longer (shown as `>limit`).
 
 `--shape realistic` generates specs shaped like real policy sets instead (bench/realistic.py:
@@ -173,6 +174,14 @@ def fresh_cache(folder: Path, keep_parser: bool) -> Path:
     return folder
 
 
+def _old_columns(cold: Timing) -> str:
+    """The baseline's cold run: its CPU, z3 queries and questions answered without z3 (blank
+    when it ran past the limit)."""
+    if cold.seconds is None:
+        return f" {'-':>9} {'-':>11} {'-':>11}"
+    return f" {cold.cpu:>9.2f} {cold.queries:>11} {cold.decided:>11}"
+
+
 def plot(
     rows: list[tuple[int | str, dict[str, Timing]]], limit: float, width: int = 60
 ) -> list[str]:
@@ -216,9 +225,11 @@ def main(argv: list[str] | None = None) -> int:
             small.write_text(generate(10), encoding="utf-8")
             run_check(small, caches[name], args.limit, pythonpath)
 
+        old = "old " in trees
         header = (
             f"{'T':>6} {'rules':>6} {'lines':>7} "
             + " ".join(f"{name + 'cold s':>11} {name + 'warm s':>11}" for name in trees)
+            + (f" {'old cpu s':>9} {'old queries':>11} {'old decided':>11}" if old else "")
             + f" {'cpu s':>6} {'cli s':>7} {'queries':>8} {'decided':>8} {'hits':>6} {'cold z3':>8}"
         )
         print(header)
@@ -248,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{n:>6} {rules:>6} {text.count(chr(10)):>7} "
                 + " ".join(f"{t.text(args.limit):>11}" for t in timings.values())
+                + (_old_columns(timings["old cold"]) if old else "")
                 + f" {cold.cpu:>6.2f} {cli.text(args.limit):>7} {cold.queries:>8} {cold.decided:>8}"
                 + f" {warm.hits:>6} {z3:>8}",
                 flush=True,

@@ -315,3 +315,139 @@ def test_a_partition_that_would_compare_too_much_is_left_to_z3() -> None:
     assert MAX_EVALUATIONS < 400 * 400
     assert answered(20)  # simple enough: answered without z3, as z3 answers it
     assert not answered(400)  # left to z3
+
+
+# Session terms as free values (cells.py `_Reads.describe_term`): provenance of an argument,
+# `called`/`succeeded`, `count` and `sum` over windows of one family, `all`/`any` over an
+# optional and a required list, beside the argument they are about; the tool `t` counts itself
+# (a count of `t` is at least 1), `u`'s amounts are non-negative (a sum of them is at least 0
+# and grows with its window), `t`'s are not
+SESSION_TOOLS = """
+tool t {
+  summary "A tool."
+  effects write
+  risk medium
+  input { to: string?, who: string, amount: int?, cc: list<string>?, bcc: list<string> }
+}
+tool u {
+  summary "Another tool."
+  effects read
+  risk low
+  input { n: int? min 0 }
+}
+"""
+SESSION_ATOMS = (
+    "args.to from untrusted only",
+    "args.to from untrusted",
+    "args.to from user",
+    "args.to from user only",
+    "args.to from nowhere",
+    "args.to from trusted",
+    "args.who from user",
+    'args.to == "x"',
+    "args has to",
+    "args.amount > 10",
+    "count(t within 10m) > 2",
+    "count(t) >= 3",
+    "count(t within 1h) == 1",
+    "count(u within 10m) > 0",
+    "count(u) <= 1",
+    "sum(args.amount of t within 24h) >= 100",
+    "sum(args.amount of t) < 50.5",
+    "sum(args.amount of t) == 0",
+    "sum(args.n of u within 1h) > 5",
+    "sum(args.n of u) <= 5",
+    "sum(args.n of u within 1h) >= 2.5",
+    "called(u)",
+    "called(u within 1h)",
+    "succeeded(u within 5m)",
+    "called(t within 5m)",
+    "all x in args.cc: x from user",
+    "any x in args.cc: x from user",
+    'any x in args.cc: x endswith "@evil.test"',
+    "args has cc",
+    "all x in args.bcc: x from untrusted only",
+    "any x in args.bcc: x from untrusted only",
+)
+
+
+def session_conditions() -> st.SearchStrategy[str]:
+    inner = st.sampled_from(SESSION_ATOMS)
+    return st.one_of(
+        inner,
+        st.builds(lambda a, b: f"({a} and {b})", inner, inner),
+        st.builds(lambda a, b: f"({a} or {b})", inner, inner),
+        st.builds(lambda a: f"not ({a})", inner),
+    )
+
+
+SESSION_POLICIES = st.tuples(
+    st.lists(
+        st.tuples(st.sampled_from(("allow", "ask", "deny")), session_conditions()),
+        min_size=1,
+        max_size=3,
+    ),
+    st.booleans(),
+)
+
+
+def session_spec(rules: list[tuple[str, str]], default_allow: bool) -> m.Spec:
+    lines = [f"  default {'allow' if default_allow else 'deny'}"]
+    for n, (effect, condition) in enumerate(rules):
+        approver = ' { approver role "owner" }' if effect == "ask" else ""
+        lines.append(f"  r{n}: {effect} t when {condition}{approver}")
+    text = SESSION_TOOLS + "policy p {\n" + "\n".join(lines) + "\n}\n"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "spec.harness"
+        path.write_text(text, encoding="utf-8")
+        result = check([path])
+    assert result.model is not None, [d.message for d in result.diagnostics]
+    return result.model
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(SESSION_POLICIES)
+def test_session_terms_are_answered_as_z3_does(
+    policy: tuple[list[tuple[str, str]], bool],
+) -> None:
+    """z3 alone, with no budget, against the procedure, on conditions of provenance, history
+    and counting terms (every atom of the strategy is one the procedure answers)."""
+    spec = session_spec(*policy)
+    pol = next(iter(spec.policies.values()))
+    analyser = _PolicyAnalyser(spec, pol, PolicyAnalysis(), AnalysisCache())
+    wants = pol.default is not None and pol.default.effect == "allow"
+    tool = spec.tools["t"]
+    indices = analyser.index.bucket(tool)
+    rules = [pol.rules[i] for i in indices]
+    absent = [[k for k in analyser.reads[i] if _may_be_absent(tool, k)] for i in indices]
+    simple = solve_simply(spec, tool, rules, absent, wants)
+    assert simple is not None
+    solved = solve_partition(spec, tool, rules, absent, wants, 0)
+    assert not solved.undecided and not any(solved.inexact)
+    assert shape(simple) == shape(solved)
+    check_witnesses(spec, pol, rules, simple)
+
+
+def test_session_terms_the_procedure_does_not_bind_are_left_to_z3() -> None:
+    """What the encoding binds to this call is z3's: a sum of non-negative amounts of this
+    tool (at least this call's amount), a count whose `when` reads this call, a quantifier over
+    a list with bounds or over an extraction, and `len`."""
+    tools = SESSION_TOOLS.replace("n: int? min 0", "n: int? min 0, to: string?").replace(
+        "amount: int?", "amount: int?, n: int? min 0, recipients: list<string>? min 2"
+    )
+    for condition in (
+        "sum(args.n of t, u) > 5",
+        "count(t when args.amount > 5) > 1",
+        "all x in args.recipients: x from user",
+        "any u in urls(args.to): u from nowhere",
+        "len(args.to) > 3",
+    ):
+        text = tools + f"policy p {{\n  default deny\n  r0: deny t when {condition}\n}}\n"
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "spec.harness"
+            path.write_text(text, encoding="utf-8")
+            result = check([path])
+        spec = result.model
+        assert spec is not None, (condition, [d.message for d in result.diagnostics])
+        rules = list(next(iter(spec.policies.values())).rules)
+        assert solve_simply(spec, spec.tools["t"], rules, [[]], False) is None, condition

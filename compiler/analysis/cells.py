@@ -19,6 +19,14 @@ against literals:
   (and the other roots of untyped values, and `actor`) for any f;
 - the tool's own `risk`, `effects`, `tags`, `packs`, `id` and `kind` against literals (the
   same for every call);
+- session terms, each a free value of its type as the encoding has them (smt_session.py):
+  `x from K` (for a value above; false when it is absent) and `called`/`succeeded`/`seen` as
+  booleans, `count(…)` as an integer (at least 0, or 1 when this call is one it counts) and
+  `sum(…)` as a number (at least 0 when its amounts are), compared with literals, related as
+  ledger.py relates them (the provenance terms of one value; one family's windows); `all`/`any
+  x in args.L` as a boolean beside the list, of which it tells apart only the length (none,
+  one, more) — but not a `count` whose `when` this call must meet, nor a `sum` of non-negative
+  amounts this call adds to, nor a list with bounds, `len` and extractions;
 
 for a tool whose risk and effects do not follow an operation, and fields without a pattern,
 bounds (but an `int`'s) or nested fields. Anything else is solved by z3 (solve.py), which is
@@ -27,16 +35,19 @@ then loaded.
 Each value then takes one of finitely many representatives that between them meet every cell
 of what the comparisons can tell apart: absent (when a call may lack it), each literal it is
 compared with, and enough fresh texts for every pattern of equality between the values compared
-with each other; for an integer, each literal and its two neighbours; for a path, each base and
+with each other; for an integer, each literal and its two neighbours; for a sum, each literal,
+a point between two neighbours and one past either end; for a path, each base and
 one path outside all of them; for a value compared by prefixes or suffixes, the texts it is
 compared with and, for each prefix a and suffix b of them, a + x + b for a character x that
-extends neither (`_affixed`). Values compared with each other form one group whose
-representatives are taken together; groups are independent. Every combination of the groups'
-representatives is a call, assembled as a z3 model's would be (assemble.py) and judged by the
-reference evaluator (concrete.py), so the meaning of a condition is the one every witness is
-re-judged by. The questions of solve.py are then read off the rules each call matches: exact
-answers (a cell no combination meets holds no call), and the first call in a fixed order as the
-witness, so witnesses are deterministic.
+extends neither (`_affixed`). Values compared with each other (or related: a provenance term
+and its value, the terms a ledger relates, whose counts and sums take their representatives
+from the same points) form one group whose representatives are taken together, the
+combinations that break a relation left out; groups are independent. Every combination of
+the groups' representatives is a call, assembled as a z3 model's would be (assemble.py) and
+judged by the reference evaluator (concrete.py), so the meaning of a condition is the one every
+witness is re-judged by. The questions of solve.py are then read off the rules each call
+matches: exact answers (a cell no combination meets holds no call), and the first call in a
+fixed order as the witness, so witnesses are deterministic.
 """
 
 from __future__ import annotations
@@ -49,18 +60,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.model.semantics import normalize_path
+from harnessc.runtime.model.semantics import normalize_path, selects
 
 from .assemble import Assembler, Reading
-from .concrete import ABSENT, BUILTINS, Call, holds_for, rule_matches
+from .concrete import ABSENT, BUILTINS, Call, canonical, holds_for, rule_matches
+from .ledger import (
+    Quantifying,
+    Relation,
+    non_negative,
+    provenance_relation,
+    quantified_holds,
+    wider,
+    window_family,
+)
 from .partition import Absent, Answers, Example, _selected, beaten_by, winner
 
-__all__ = ["MAX_CALLS", "solve_simply"]
+__all__ = ["MAX_CALLS", "MAX_TABLE", "solve_simply"]
 
 Key = tuple[str, ...]
 
 MAX_CALLS = 4096
-"""The most combinations a partition may have before it is left to z3."""
+"""The most combinations of one group's values before its partition is left to z3."""
+MAX_TABLE = 65_536
+"""The most combinations of the groups' representatives a partition may have before it is left
+to z3: `_Partition.table` goes through them group by group, keeping one partial combination per
+signature, so its work grows with the signatures, not with this product."""
 MAX_EVALUATIONS = 100_000
 """The most comparisons a partition may evaluate to find its groups' representatives (each
 value of a group against each comparison that reads it) before it is left to z3: a condition
@@ -72,6 +96,11 @@ MAX_AFFIX = 200
 _FREE_CHARS = "xyzqjkw0123456789"
 
 _UNTYPED_ROOTS = ("actor", "resource", "task", "env", "call")
+SESSION = "session"
+"""The root of a session term's key: `(SESSION, canonical form)`, as the encoding's."""
+QUOTABLE_NUMBER = 1234
+"""The number a value only provenance reads takes (solve.py `QUOTABLE_NUMBER`): four digits,
+so a message can quote it."""
 _ORDER = ("<", "<=", ">", ">=")
 OUTSIDE_PATHS = ("/workspace/file.txt", "/")
 
@@ -85,7 +114,7 @@ class _Value:
     """One value of the call the conditions read."""
 
     key: Key
-    kind: str  # text, enum, int, bool, path
+    kind: str  # text, untyped, enum, int, real, bool, path
     always: bool
     enum: tuple[str, ...] = ()
     literals: list[Any] = field(default_factory=list)
@@ -100,15 +129,35 @@ class _Value:
     """An argument the tool's schema does not have: absent from its calls, but present (as an
     untyped value, which is how z3 reads it) for the question whether a rule fires without it
     but would with it."""
+    term: str | None = None
+    """A session term's canonical form: its value is the session's, never absent."""
+    quoted: bool = False
+    """A value a provenance term is about: it takes a text or number a message can quote."""
+
+
+Related = tuple[Relation | Quantifying, Key, Key]
+"""A relation between two values of one group: two session terms' (ledger.py), or a
+quantifier's and its list's (`Quantifying`)."""
 
 
 class _Reads:
     """The values a partition's conditions read, and which are compared with each other."""
 
-    def __init__(self, tool: m.Tool) -> None:
-        self.tool = tool
+    def __init__(self, spec: m.Spec, tool: m.Tool) -> None:
+        self.spec, self.tool = spec, tool
         self.values: dict[Key, _Value] = {}
         self.links: dict[Key, set[Key]] = {}
+        """Texts compared with each other by `==`/`!=`."""
+        self.ties: dict[Key, set[Key]] = {}
+        """Values in one group for another reason: a provenance term and its value, session
+        terms a relation holds between."""
+        self.relations: list[Related] = []
+        self.provenance: dict[str, dict[tuple[str, str | None, bool], Key]] = {}
+        """The provenance terms of each value (by its canonical form) by source, label, only."""
+        self.windows: dict[str, dict[int | None, Key]] = {}
+        """The history terms of one family (`ledger.window_family`) by window."""
+        self.quantifiers: dict[str, dict[str, Key]] = {}
+        """The `all` and `any` of one body over one list (by the `all` one's canonical form)."""
         self.atoms: list[tuple[m.Condition, set[Key]]] = []
         """Each comparison (or boolean value) and the values it reads."""
         self.reading: set[Key] = set()
@@ -121,6 +170,8 @@ class _Reads:
         return self.reading
 
     def value(self, path: object) -> _Value:
+        if isinstance(path, m.History):
+            return self.term(path)
         if not isinstance(path, m.Path) or len(path.parts) != 1:
             raise _Outside
         key: Key = (path.root, path.parts[0])
@@ -142,7 +193,7 @@ class _Reads:
                 raise _Outside
             always = not f.type.optional or f.default is not None
             kind = {"string": "text", "url": "text", "path": "path"}.get(name, name)
-            if kind not in ("text", "path", "enum", "int", "bool"):
+            if kind not in ("text", "path", "enum", "int", "bool", "list"):
                 raise _Outside
             low, high = _whole(f.min), _whole(f.max)
             return _Value(key, kind, always, tuple(f.type.values), low=low, high=high)
@@ -156,6 +207,123 @@ class _Reads:
             return _Value(key, "untyped", False)
         raise _Outside
 
+    def term(self, node: m.History | m.Provenance | m.Quantified) -> _Value:
+        """The value of a session term, keyed by its canonical form."""
+        text = canonical(node)
+        key: Key = (SESSION, text)
+        self.reading.add(key)
+        found = self.values.get(key)
+        if found is None:
+            found = self.values[key] = self.describe_term(node, key, text)
+        return found
+
+    def describe_term(
+        self, node: m.History | m.Provenance | m.Quantified, key: Key, text: str
+    ) -> _Value:
+        """A session term as a free value of its type (a boolean; a count, never below 0; a
+        sum), bound only by what the encoding binds it by (smt_session.py): the relations of
+        ledger.py, and a `count` of what this call is counts at least 1. A sum that must be at
+        least this call's amount, a count whose `when` reads this call, and a tool whose
+        operation decides what it is (its risk and effects) are left to z3."""
+        if isinstance(node, m.Provenance | m.Quantified):
+            return _Value(key, "bool", True, term=text)
+        if node.func in ("called", "succeeded", "seen"):
+            self.window(node, key, "implies")
+            return _Value(key, "bool", True, term=text)
+        if self.tool.operations:
+            raise _Outside
+        this = any(selects(s, self.tool) for s in node.selectors)
+        if node.func == "count":
+            if this and node.where is not None:
+                raise _Outside
+            self.window(node, key, "at_most")
+            return _Value(key, "int", True, term=text, low=1 if this else 0)
+        if node.func != "sum":
+            raise _Outside
+        if not non_negative(self.spec, node):
+            return _Value(key, "real", True, term=text)  # any number: nothing relates it
+        f = node.field
+        if this and node.where is None and f is not None and f.root == "args":
+            raise _Outside
+        self.window(node, key, "at_most")
+        return _Value(key, "real", True, term=text, low=0)
+
+    def window(self, term: m.History, key: Key, relation: Relation) -> None:
+        """Relate a history term to the others of its family (`ledger.window_family`): the
+        narrower window's value `relation` the wider's."""
+        family = self.windows.setdefault(canonical(window_family(term)), {})
+        if term.window_ms in family:
+            return
+        for other, known in family.items():
+            narrow, wide = (key, known) if wider(other, term.window_ms) else (known, key)
+            self.relations.append((relation, narrow, wide))
+            self.tie(key, known)
+        family[term.window_ms] = key
+
+    def tie(self, a: Key, b: Key) -> None:
+        self.ties.setdefault(a, set()).add(b)
+        self.ties.setdefault(b, set()).add(a)
+
+    def provenance_of(self, c: m.Provenance) -> None:
+        """`value from source`: the value (false when absent) and the term's boolean, in one
+        group with every other provenance term of the value, as ledger.py relates them."""
+        if not isinstance(c.value, m.Path):
+            raise _Outside
+        v = self.value(c.value)
+        if v.missing:
+            raise _Outside
+        v.quoted = True
+        held = self.term(c)
+        self.tie(v.key, held.key)
+        siblings = self.provenance.setdefault(canonical(c.value), {})
+        mine = (c.source, c.label, c.only)
+        if mine in siblings:
+            return
+        for (source, _label, only), other in siblings.items():
+            for a, b, held_a, held_b in (
+                ((c.source, c.only), (source, only), held.key, other),
+                ((source, only), (c.source, c.only), other, held.key),
+            ):
+                relation = provenance_relation(a, b)
+                if relation is not None:
+                    self.relations.append((relation, held_a, held_b))
+        siblings[mine] = held.key
+
+    def quantified(self, c: m.Quantified) -> None:
+        """`all`/`any x in args.L`: a boolean (false when the list is absent) in one group with
+        the list, which is read only by its length (`ledger.quantified_holds`)."""
+        if not isinstance(c.over, m.Path):
+            raise _Outside
+        items = self.value(c.over)
+        if items.kind != "list":
+            raise _Outside
+        held = self.term(c)
+        self.tie(items.key, held.key)
+        self.relations.append((c.quantifier, held.key, items.key))
+        family = self.quantifiers.setdefault(
+            canonical(c.model_copy(update={"quantifier": "all"})), {}
+        )
+        if c.quantifier not in family:
+            family[c.quantifier] = held.key
+            if len(family) == 2:
+                self.relations.append(("all-any", family["all"], family["any"]))
+                self.relations.append(("all-any", family["any"], items.key))
+
+    def atom(self, c: m.Condition) -> None:
+        """A comparison, provenance term or boolean session term, and the values it reads."""
+        before = set(self.reading)
+        self.reading = set()
+        if isinstance(c, m.Compare):
+            self.compare(c)
+        elif isinstance(c, m.Provenance):
+            self.provenance_of(c)
+        elif isinstance(c, m.Quantified):
+            self.quantified(c)
+        elif not isinstance(c, m.History) or self.term(c).kind != "bool":
+            raise _Outside  # a history term as a condition is a boolean one
+        self.atoms.append((c, self.reading))
+        self.reading = self.reading | before
+
     def condition(self, c: object) -> None:
         if isinstance(c, m.And | m.Or):
             for item in c.items:
@@ -164,12 +332,8 @@ class _Reads:
             self.condition(c.item)
         elif isinstance(c, m.Literal) and c.type == "bool":
             return
-        elif isinstance(c, m.Compare):
-            before = set(self.reading)
-            self.reading = set()
-            self.compare(c)
-            self.atoms.append((c, self.reading))
-            self.reading = self.reading | before
+        elif isinstance(c, m.Compare | m.Provenance | m.History | m.Quantified):
+            self.atom(c)
         elif isinstance(c, m.Path):
             if self.value(c).kind != "bool":
                 raise _Outside
@@ -207,7 +371,7 @@ class _Reads:
             else:
                 self.literal(v, c.right)
         elif c.op in _ORDER:
-            if v.kind != "int":
+            if v.kind not in ("int", "real"):
                 raise _Outside
             self.literal(v, c.right)
         elif c.op == "within":
@@ -270,6 +434,10 @@ class _Reads:
             if not (isinstance(node, m.Literal) and node.type == "bool"):
                 raise _Outside
             word = node.value
+        elif v.kind == "real":
+            if not (isinstance(node, m.Literal) and node.type in ("int", "float")):
+                raise _Outside
+            word = node.value
         else:
             raise _Outside
         if word not in v.literals:
@@ -299,7 +467,7 @@ class _Reads:
             while todo:
                 k = todo.pop()
                 group.append(k)
-                for other in sorted(self.links.get(k, ())):
+                for other in sorted(self.links.get(k, set()) | self.ties.get(k, set())):
                     if other not in seen:
                         seen.add(other)
                         todo.append(other)
@@ -312,8 +480,11 @@ def _fresh(group: list[_Value], taken: set[Any]) -> list[str]:
     texts of a z3 model are)."""
     out: list[str] = []
     for v in group:
+        if v.kind not in ("text", "untyped"):
+            continue
         n = 1
-        while (text := f"{v.key[-1]}-{n}") in taken or text in out:
+        stem = f"{v.key[-1]}-sample" if v.quoted else v.key[-1]
+        while (text := f"{stem}-{n}") in taken or text in out:
             n += 1
         out.append(text)
     return out
@@ -388,8 +559,12 @@ def _affixed(v: _Value) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _choices(v: _Value, pool: list[str]) -> list[Any]:
-    """The representatives of one value, the plainest first (absent, then fresh values)."""
+def _choices(v: _Value, pool: list[str], numbers: Sequence[int | float] = ()) -> list[Any]:
+    """The representatives of one value, the plainest first (absent, then fresh values).
+
+    `numbers`: for a session term's count or sum, the literals and bounds of every such term
+    of its group (a relation between two of them holds of two representatives in one cell
+    only if both are taken from the same points)."""
     out: list[Any] = [] if v.always else [ABSENT]
     if v.kind in ("text", "untyped"):
         out += pool
@@ -397,16 +572,31 @@ def _choices(v: _Value, pool: list[str]) -> list[Any]:
         out += list(v.enum)
     elif v.kind == "bool":
         out += [False, True]
+    elif v.kind == "list":
+        out += [0, 1, 2]  # its length: what a quantifier over it tells apart (none, one, more)
     elif v.kind == "int":
         # within bounds, each cell the literals cut meets one of them, a literal's neighbour or
         # a bound: the interval between two literals starts at the first one's successor, or
         # at the lower bound
-        near = {0} | {n + d for n in v.literals for d in (-1, 0, 1)}
+        literals = numbers if v.term is not None else v.literals
+        near = {0} | {n + d for n in literals for d in (-1, 0, 1)}
         near |= {b for b in (v.low, v.high) if b is not None}
+        if v.quoted and not literals and v.low is None and v.high is None:
+            near = {QUOTABLE_NUMBER}
         near = {
             n for n in near if (v.low is None or n >= v.low) and (v.high is None or n <= v.high)
         }
         out += sorted(near, key=lambda n: (abs(n), n < 0))
+    elif v.kind == "real":
+        # each literal, a point between two neighbours and one past either end: within the
+        # lower bound, every cell the literals cut meets one of them or the bound
+        points = sorted(set(numbers))
+        near = {0, *points, *(n + d for n in points[:1] + points[-1:] for d in (-1, 1))}
+        near |= {(a + b) / 2 for a, b in itertools.pairwise(points)}
+        near |= {b for b in (v.low, v.high) if b is not None}
+        near = {n for n in near if v.low is None or n >= v.low}
+        whole = {int(n) if n == int(n) else n for n in near}
+        out += sorted(whole, key=lambda n: (abs(n), n < 0))
     elif v.kind == "path":
         outside = next(
             p for p in OUTSIDE_PATHS if not any(p == b or p.startswith(b + "/") for b in v.literals)
@@ -419,11 +609,16 @@ def _choices(v: _Value, pool: list[str]) -> list[Any]:
 
 def _set(reading: Reading, v: _Value, value: Any) -> None:
     key = v.key
+    if v.term is not None:
+        reading.session[v.term] = value
+        return
     if not v.always:
         reading.present[key] = value is not ABSENT
     if value is ABSENT:
         return
-    if v.kind == "untyped":
+    if v.kind == "list":
+        reading.lengths[key] = value
+    elif v.kind == "untyped":
         reading.tags[key] = 0
         reading.values[key] = {"str": value}
     elif v.kind == "enum":
@@ -450,9 +645,39 @@ def _whole(bound: object) -> int | None:
     return int(bound)
 
 
-def _possible(choice: Choice) -> bool:
-    """Whether a call may have these values: one the tool's schema lacks is absent."""
-    return all(value is ABSENT for v, value in choice if v.missing)
+def _possible(choice: Choice, relations: Sequence[Related]) -> bool:
+    """Whether a call may have these values: one the tool's schema lacks is absent, and the
+    session terms' values are related as every ledger relates them (`_related`)."""
+    return all(value is ABSENT for v, value in choice if v.missing) and _related(choice, relations)
+
+
+def _related(choice: Choice, relations: Sequence[Related]) -> bool:
+    """Whether the choice's session terms meet the relations between them (ledger.py)."""
+    if not relations:
+        return True
+    values = {v.key: value for v, value in choice}
+    pairs: dict[Key, Key] = {}
+    for relation, a, b in relations:
+        if a not in values or b not in values:
+            continue
+        x, y = values[a], values[b]
+        if relation == "implies" and x and not y:
+            return False
+        if relation == "excludes" and x and y:
+            return False
+        if relation == "at_most" and x > y:
+            return False
+        if relation in ("all", "any") and not quantified_holds(relation, x, y):
+            return False
+        if relation == "all-any":
+            pairs[a] = b
+    for all_key, any_key in pairs.items():
+        if all_key in pairs.values():
+            continue  # the second link: from `any` to the list
+        length = values[pairs[any_key]]
+        if not quantified_holds("all-any", (values[all_key], values[any_key]), length):
+            return False
+    return True
 
 
 Combination = tuple[Choice, ...]
@@ -476,11 +701,14 @@ class _Partition:
         self.groups = reads.groups()
         where = {v.key: g for g, group in enumerate(self.groups) for v in group}
         taken = {w for group in self.groups for v in group for w in v.literals}
+        self.relations = reads.relations
         self.raw: list[list[Choice]] = []
         for group in self.groups:
             texts = [w for v in group for w in v.literals if isinstance(w, str)]
             pool = _fresh(group, taken) + list(dict.fromkeys(texts))
-            each = [_choices(v, pool) for v in group]
+            terms = [v for v in group if v.term is not None and v.kind in ("int", "real")]
+            numbers = [n for v in terms for n in (*v.literals, v.low, v.high) if n is not None]
+            each = [_choices(v, pool, numbers) for v in group]
             if math.prod(len(c) for c in each) > MAX_CALLS:
                 raise _Outside
             choices = itertools.product(*each)
@@ -511,13 +739,14 @@ class _Partition:
             tuple((v.key, v.kind, v.always, v.enum, v.missing) for v in group),
             tuple(tuple(_plain(value) for _, value in choice) for choice in self.raw[g]),
             tuple(id(atom) for atom in atoms),
+            tuple(self.relations),
         )
         found = self.shared.get(key)
         if found is None:
             seen: set[tuple[bool, ...]] = set()
             found = self.shared[key] = []
             for n, choice in enumerate(self.raw[g]):
-                if not _possible(choice):
+                if not _possible(choice, self.relations):
                     continue
                 call = self.call((choice,))
                 truth = tuple(holds_for(self.spec, atom, call) for atom in atoms)
@@ -618,7 +847,7 @@ class _Partition:
         options: list[list[Choice]] = [list(r) for r in self.reps]
         for choice in self.raw[where]:
             fixed = {v.key: value for v, value in choice}
-            if fixed[key] is not ABSENT or not _possible(choice):
+            if fixed[key] is not ABSENT or not _possible(choice, self.relations):
                 continue
             present = [
                 c
@@ -626,6 +855,7 @@ class _Partition:
                 if all(
                     value is not ABSENT if v.key == key else value is fixed[v.key] for v, value in c
                 )
+                and _related(c, self.relations)
             ]
             options[where] = [choice]
             # rule p reads only its groups: the first combination that meets what is asked
@@ -656,7 +886,7 @@ def solve_simply(
     """The partition's answers as `solve.solve_partition` gives them, or None when it is not
     simple (module docstring). `shared`: what the partitions of one policy's rules (the same
     rule objects) may reuse of each other's work, kept by the caller for as long as them."""
-    reads = _Reads(tool)
+    reads = _Reads(spec, tool)
     selected: list[bool] = []
     reading: list[set[Key] | None] = []
     try:
@@ -681,7 +911,7 @@ def solve_simply(
         part = _Partition(spec, tool, rules, reads, {} if shared is None else shared)
     except _Outside:
         return None
-    if part.size() > MAX_CALLS:
+    if part.size() > MAX_TABLE:
         return None
     where = {v.key: g for g, group in enumerate(part.groups) for v in group}
     part.rule_groups = [

@@ -17,6 +17,7 @@ from harnessc.runtime import model as m
 from harnessc.runtime.model.session_terms import reads_result
 
 from .concrete import canonical, session_terms
+from .ledger import non_negative, provenance_relation, wider, window_family
 from .smt_terms import Bool, Key, Term, conj, disj, to_z3
 from .sources import (
     FACTS,
@@ -171,16 +172,14 @@ class SessionEncoding:
         wider, and `count` within the narrower is at most within the wider; likewise `sum`
         when every amount it adds is non-negative (each selected tool's field declares `min`
         0 or more), and nothing is said of a `sum` whose amounts may be negative."""
-        if term.func == "sum" and not _non_negative(self.spec, term):
+        if term.func == "sum" and not non_negative(self.spec, term):
             return
-        family = self._windows.setdefault(
-            role + canonical(term.model_copy(update={"window_ms": None})), {}
-        )
+        family = self._windows.setdefault(role + canonical(window_family(term)), {})
         if term.window_ms in family:
             return
         mine = term.window_ms
         for other, var in family.items():
-            narrow, wide = (made, var) if _wider(other, mine) else (var, made)
+            narrow, wide = (made, var) if wider(other, mine) else (var, made)
             if term.func in ("count", "sum"):
                 self.domain.append(narrow <= wide)
             else:
@@ -208,14 +207,14 @@ class SessionEncoding:
             term.where is None
             and f is not None
             and f.root == "args"
-            and _non_negative(self.spec, term)
+            and non_negative(self.spec, term)
         ):
             this = disj(*(self.selector(s) for s in term.selectors))
             own = self.operand(f)
             if this is not False and own.kind in ("int", "real") and own.expr is not None:
                 amount = z3.ToReal(own.expr) if own.kind == "int" else own.expr
                 self.domain.append(z3.Implies(to_z3(conj(this, own.present)), total >= amount))
-        if _non_negative(self.spec, term):
+        if non_negative(self.spec, term):
             self.domain.append(total >= 0)
         return total
 
@@ -383,41 +382,14 @@ class SessionEncoding:
         return held if over.kind == "unsupported" else conj(over.present, held)
 
 
-def _wider(a: int | None, b: int | None) -> bool:
-    """Whether window `a` holds at least what window `b` does (None: the whole session)."""
-    return a is None or (b is not None and a >= b)
-
-
-def _non_negative(spec: m.Spec, term: m.History) -> bool:
-    """Whether every amount a `sum` adds is non-negative: the field, in each tool the term
-    selects in this spec, is a number whose declared `min` is 0 or more."""
-    from harnessc.runtime.model.semantics import selects
-
-    f = term.field
-    if f is None or len(f.parts) != 1:
-        return False
-    for tool in spec.tools.values():
-        if not any(selects(s, tool) for s in term.selectors):
-            continue
-        schema = tool.input if f.root == "args" else tool.output
-        found = next((g for g in schema.fields if g.name == f.parts[0]), None) if schema else None
-        if found is None:
-            continue  # the tool has no such field: it adds nothing
-        if found.type.name not in ("int", "float") or found.min is None or found.min < 0:
-            return False
-    return True
-
-
 def _provenance_axioms(
     a: tuple[str, bool], held_a: Any, b: tuple[str, bool], held_b: Any
 ) -> list[Any]:
-    """What holds between two provenance terms of one value (`a` → …), by their sources."""
-    (source_a, only_a), (source_b, only_b) = a, b
-    out: list[Any] = []
-    if source_a == "nowhere" and source_b != "nowhere":
-        out.append(z3.Implies(held_a, z3.Not(held_b)))  # nowhere: no entry at all
-    elif only_a and source_a == source_b and not only_b:
-        out.append(z3.Implies(held_a, held_b))  # `K only` implies `K`
-    elif only_a and source_a != source_b and source_b in m.SOURCE_KINDS:
-        out.append(z3.Implies(held_a, z3.Not(held_b)))  # `K only`: no other kind
-    return out
+    """What holds between two provenance terms of one value (`a` → …), by their sources
+    (ledger.py `provenance_relation`)."""
+    relation = provenance_relation(a, b)
+    if relation == "excludes":
+        return [z3.Implies(held_a, z3.Not(held_b))]
+    if relation == "implies":
+        return [z3.Implies(held_a, held_b)]
+    return []

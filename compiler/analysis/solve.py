@@ -207,6 +207,8 @@ class Questions:
         self.solver.add(*self.enc.domain)
         self.added = len(self.enc.domain)
         self.queries = 0
+        self.tracked: dict[int, Any] = {}
+        """The literal that stands for each of the encoder's preferences, by its id (`wishes`)."""
         self.reason = ""
         """Why z3 gave up on the last question that returned False."""
         self.given_up: dict[tuple[Any, ...], str] = {}
@@ -216,8 +218,10 @@ class Questions:
     def check(self, *constraints: Any, nice: bool = True) -> z3.ModelRef | bool | None:
         """A model, None when unsatisfiable, or False when z3 gave up (`reason` says why).
 
-        With `nice`, the encoder's preferences are tried first, for readable witnesses. A
-        question z3 gave up on before is answered False at once, for the same reason.
+        With `nice`, the encoder's preferences are assumed, for readable witnesses: one query
+        answers the question unless they are what leaves no call (they are in z3's unsat core)
+        or z3 gives up with them; then it is asked again without them. A question z3 gave up
+        on before is answered False at once, for the same reason.
         """
         extra = self.enc.domain[self.added :]
         terms = [to_z3(c) for c in constraints]
@@ -226,18 +230,14 @@ class Questions:
         if asked in self.given_up:
             self.reason = self.given_up[asked]
             return False
+        wishes = self.wishes() if nice else []
         self.queries += 1
         self.solver.push()
         self.solver.add(*extra, *terms)
-        result = z3.unknown
-        if nice and self.enc.nice:
-            self.solver.push()
-            self.solver.add(*self.enc.nice)
-            result = self.solver.check()
-            model = self.solver.model() if result == z3.sat else None
-            self.solver.pop()
-        if result != z3.sat:
-            self.queries += 1 if nice and self.enc.nice else 0
+        result = self.solver.check(*wishes)
+        model = self.solver.model() if result == z3.sat else None
+        if wishes and (result == z3.unknown or (result == z3.unsat and self.wished())):
+            self.queries += 1
             result = self.solver.check()
             model = self.solver.model() if result == z3.sat else None
         if result == z3.unknown:
@@ -249,6 +249,25 @@ class Questions:
         if result == z3.unknown:
             return False
         return model
+
+    def wishes(self) -> list[Any]:
+        """A literal for each of the encoder's preferences as they are now (a caller may drop
+        some: nearest.py), each implying its preference (added to the solver once, outside any
+        question), to be assumed by a question."""
+        out = []
+        for wish in self.enc.nice:
+            literal = self.tracked.get(wish.get_id())
+            if literal is None:
+                literal = z3.Bool(f"nice#{len(self.tracked)}", wish.ctx)
+                self.solver.add(z3.Implies(literal, wish))
+                self.tracked[wish.get_id()] = literal
+            out.append(literal)
+        return out
+
+    def wished(self) -> bool:
+        """Whether the last unsatisfiable question was so only with the preferences."""
+        core = {c.get_id() for c in self.solver.unsat_core()}
+        return any(t.get_id() in core for t in self.tracked.values())
 
     def complete(self, model: z3.ModelRef | Completed) -> Completed:
         """The model with a value for every variable (`Completed`)."""
@@ -413,10 +432,8 @@ def _absent(solving: _Solving, p: int, key: Key) -> None:
     enc.override = {key: True}
     when_present = enc.rule_match(rule)
     enc.override = {}
-    # usually unsatisfiable: look for a readable example only once one exists
-    found = solving.ask(p, "absent", negate(when_absent), when_present, nice=False)
-    if not isinstance(found, z3.ModelRef):
-        return
+    # asked once: the preferences are assumed (`Questions.check`), so an unsatisfiable
+    # question, the usual answer, costs one query as a satisfiable one does
     model = solving.ask(p, "absent", negate(when_absent), when_present)
     if isinstance(model, z3.ModelRef):
         solving.answers.absent.append(Absent(p, key, bucket.example(model, absent=[key])))
