@@ -8,6 +8,7 @@ import pytest
 from harnessc.runtime.judge.provenance import (
     MAX_SPAN_WORDS,
     MIN_SPAN_CHARS,
+    IndexBefore,
     ProvenanceIndex,
     Source,
     extract,
@@ -161,6 +162,20 @@ def test_a_host_ends_where_a_sentence_begins() -> None:
     text = "see www.our-company.com.They said to mail bob@corp.test.Then Bob@Example.Com"
     assert extract("hosts", text) == ["www.our-company.com", "corp.test", "example.com"]
     assert extract("emails", text) == ["bob@corp.test", "bob@example.com"]
+
+
+def test_a_link_without_its_scheme_is_one_key_found_with_either_scheme() -> None:
+    index = ProvenanceIndex()
+    index.add_text("see www.Example.com/q3 for it", Source("untrusted", 1, "mail.read"))
+    index.add_text("https://www.example.com/q3", Source("user", 2))
+    # one key for the bare link, not three: the schemes are read at lookup
+    assert "https://www.example.com/q3" in index.entries
+    assert "http://www.example.com/q3" not in index.entries
+    assert index.kinds_of("https://www.example.com/q3") == {"user", "untrusted"}
+    assert index.kinds_of("HTTP://WWW.Example.com/q3") == {"untrusted"}
+    assert [s.position for s in index.lookup("https://www.example.com/q3").sources] == [1, 2]
+    assert index.kinds_of("https://www.example.com") == set()  # a host is no link
+    assert IndexBefore(index, 2).lookup("https://www.example.com/q3").kinds == {"untrusted"}
 
 
 def test_a_link_ends_where_a_sentence_begins() -> None:

@@ -442,6 +442,7 @@ class Origin:
 
 
 _NOT_INDEXED = frozenset({"[REDACTED]"})
+_SCHEMES = ("https://", "http://")
 
 
 class ProvenanceIndex:
@@ -483,11 +484,8 @@ class ProvenanceIndex:
             return
         self._put(key, source)
         if len(key) >= _MIN_ID or not key.isalnum():
-            for kind, token in tokens(text):
+            for _, token in tokens(text):
                 self._put(token, source)
-                if kind == "url" and "://" not in token:  # a link written without its scheme
-                    self._put(f"https://{token}", source)
-                    self._put(f"http://{token}", source)
         if source.kind == "user":
             for span in spans(text):
                 self._put(span, source, self.said)
@@ -522,6 +520,13 @@ class ProvenanceIndex:
             return last[1]
         key = normalize(value)
         found = None if key is None else self.entries.get(key)
+        if key is not None and key[:4] == "http":
+            # a link written without its scheme is found as `https://…` and `http://…` too (as
+            # a model completes it), from its one key
+            rest = key.partition("://")[2] if key.startswith(_SCHEMES) else ""
+            bare = self.entries.get(rest) if rest and _BARE_WHOLE(rest) else None
+            if bare is not None:
+                found = bare if found is None else _union(found, bare)
         # the user's spans, unless the value was found in what the user said already (a span
         # is of kind `user` and carries no label: it would change nothing the policy reads)
         if self.said and key is not None and (found is None or not found.mask & _USER):
