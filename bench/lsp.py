@@ -1,6 +1,7 @@
-"""Keystroke-to-diagnostics latency of `harnessc lsp` on the remediation example (target: 200 ms).
+"""Latency of `harnessc lsp` on the remediation example: keystroke to diagnostics (target:
+200 ms), and each kind of request (target for hover and completion: 50 ms), as p95.
 
-    .venv/bin/python bench/lsp.py [--keystrokes 30]
+    .venv/bin/python bench/lsp.py [--keystrokes 30] [--requests 30]
 
 Starts the server as an editor does (a subprocess on stdio), opens
 examples/remediation/remediation.harness and types into it, one character at a time, waiting
@@ -11,6 +12,11 @@ receiving `publishDiagnostics` for that version, debounce included. Three kinds 
   analysis answered from its cache on disk);
 - `reason`: a word typed into the first rule reason (the model changes at each keystroke);
 - `error`: a tool id broken and fixed in turn (H201 published, then none).
+
+Then each kind of request, `--requests` times on the clean document, answered in turn: hover
+and go to definition on a tool id in a rule, completion after `allow `, the outline
+(`documentSymbol`), and workspace symbols (`workspace/symbol`, every spec under the repository:
+the examples, the standard library, the tests' specs) for a query and for everything.
 
 Prints the median and the 95th percentile of each, and the load average before and after: on a
 loaded machine the figures grow with the load, so read them together.
@@ -30,6 +36,7 @@ from harnessc.compiler.lsp.client import StdioClient
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "examples" / "remediation" / "remediation.harness"
 TARGET_MS = 200
+REQUEST_TARGET_MS = 50
 
 
 def keystrokes(text: str, kind: str, count: int) -> list[str]:
@@ -57,6 +64,32 @@ def measure(client: StdioClient, uri: str, texts: list[str], version: int) -> li
     return times
 
 
+def requests(client: StdioClient, uri: str, text: str) -> dict[str, tuple[str, dict]]:
+    """Each request kind measured: its method and parameters."""
+    before = text[: text.index("  allow change.get\n") + len("  allow ")]
+    line, character = before.count("\n"), len(before) - before.rfind("\n") - 1
+    document = {"uri": uri}
+    at = {"textDocument": document, "position": {"line": line, "character": character + 3}}
+    after_allow = {"textDocument": document, "position": {"line": line, "character": character}}
+    return {
+        "hover": ("textDocument/hover", at),
+        "definition": ("textDocument/definition", at),
+        "completion": ("textDocument/completion", after_allow),
+        "outline": ("textDocument/documentSymbol", {"textDocument": document}),
+        "symbol query": ("workspace/symbol", {"query": "change"}),
+        "symbol all": ("workspace/symbol", {"query": ""}),
+    }
+
+
+def timed(client: StdioClient, method: str, params: dict, count: int) -> list[float]:
+    times: list[float] = []
+    for _ in range(count):
+        start = time.perf_counter()
+        client.request(method, params, timeout=120)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
@@ -65,6 +98,7 @@ def percentile(values: list[float], share: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--keystrokes", type=int, default=30, help="keystrokes of each kind")
+    parser.add_argument("--requests", type=int, default=30, help="requests of each kind")
     args = parser.parse_args()
     load_before = os.getloadavg()
     client = StdioClient([sys.executable, "-m", "harnessc.compiler", "lsp"], cwd=str(ROOT))
@@ -89,6 +123,16 @@ def main() -> None:
             print(
                 f"{kind:<10} {len(times):>10} {statistics.median(times):>10.0f} {p95:>8.0f}"
                 f" {p95 / TARGET_MS:>11.2f}"
+            )
+        client.change(uri, text, version + 1)
+        client.diagnostics(uri, version + 1, timeout=120)
+        print(f"{'request':<13} {'count':>7} {'median ms':>10} {'p95 ms':>8} {'p95/50 ms':>10}")
+        for kind, (method, params) in requests(client, uri, text).items():
+            times = timed(client, method, params, args.requests)
+            p95 = percentile(times, 0.95)
+            print(
+                f"{kind:<13} {len(times):>7} {statistics.median(times):>10.1f} {p95:>8.1f}"
+                f" {p95 / REQUEST_TARGET_MS:>10.2f}"
             )
     finally:
         client.close()

@@ -436,6 +436,46 @@ def test_document_symbols_and_folding(client: StdioClient, main: str) -> None:
     assert MAIN[: MAIN.index("policy release")].count("\n") in starts
 
 
+def test_workspace_symbols_find_declarations_across_the_projects_specs(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "main.harness").write_text(MAIN, encoding="utf-8")
+    (tmp_path / "lib.harness").write_text(LIB, encoding="utf-8")
+    # a spec no open document imports, in a folder of the workspace, and one the walk skips
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "rollback.harness").write_text(
+        LIB.replace("tool lookup", "tool rollback_build"), encoding="utf-8"
+    )
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "old.harness").write_text(
+        LIB.replace("tool lookup", "tool stale_copy"), encoding="utf-8"
+    )
+    server = StdioClient([sys.executable, "-m", "harnessc.compiler", "lsp"], cwd=str(tmp_path))
+    try:
+        result = server.initialize(tmp_path.as_uri())
+        assert result["capabilities"]["workspaceSymbolProvider"]
+        address = uri(tmp_path, "main.harness")
+        edited = MAIN.replace("deploy", "deploy_now")
+        server.open(address, edited)  # the editor's text, not the file's
+
+        def names(query: str) -> list[tuple[str, str | None, str]]:
+            found = server.request("workspace/symbol", {"query": query}, timeout=TIMEOUT)
+            return sorted(
+                (f["name"], f.get("containerName"), Path(f["location"]["uri"]).name) for f in found
+            )
+
+        assert names("deploy") == [("deploy_now", None, "main.harness")]
+        assert names("toprod") == [("to_production", "release", "main.harness")]
+        assert names("LOOKUP") == [("lookup", None, "lib.harness")]
+        assert names("rollback") == [("rollback_build", None, "rollback.harness")]
+        assert names("stale") == []
+        everything = names("")
+        assert ("shipper", None, "main.harness") in everything
+        assert not any(name.startswith("allow") for name, _, _ in everything)
+    finally:
+        server.close()
+
+
 def actions(client: StdioClient, address: str, found: list[dict]) -> list[dict]:
     return client.request(
         "textDocument/codeAction",

@@ -1,4 +1,5 @@
-"""Document symbols (the outline) and folding ranges, from a module's syntax tree."""
+"""Document symbols (the outline), workspace symbols and folding ranges, from a module's syntax
+tree."""
 
 from __future__ import annotations
 
@@ -90,6 +91,54 @@ def _symbol(node: object, positions: Positions) -> lsp.DocumentSymbol | None:
         detail=kind[1],
         children=children or None,
     )
+
+
+def workspace_symbols(
+    module: s.Module, uri: str, positions: Positions, query: str
+) -> list[lsp.WorkspaceSymbol]:
+    """The declarations of a module whose names match `query` (`matches`), at every depth (a
+    policy's labelled rules, a tool's operations, a workflow's steps), each with the name of
+    what holds it."""
+    found: list[lsp.WorkspaceSymbol] = []
+
+    def visit(node: object, container: str | None) -> None:
+        inner = node.tool if isinstance(node, s.PrivateTool) else node
+        kind = _KINDS.get(type(inner))
+        named = _name(node)
+        if kind is None or named is None:
+            return
+        text, name_span = named
+        # an unlabelled rule has no name to find it by, and the header is the file
+        named_here = kind[1] != "harness" and (
+            not isinstance(node, s.Rule) or node.label is not None
+        )
+        if named_here and matches(query, text):
+            found.append(
+                lsp.WorkspaceSymbol(
+                    name=text,
+                    kind=kind[0],
+                    location=lsp.Location(uri, positions.range(name_span)),
+                    container_name=container,
+                )
+            )
+        for child in _children(node):
+            visit(child, text)
+
+    for item in module.items:
+        visit(item, None)
+    return found
+
+
+def matches(query: str, name: str) -> bool:
+    """Whether `name` matches a workspace-symbol query: the query's characters appear in it in
+    order, case aside (`rlprod` finds `release.to_production`), as editors filter symbols."""
+    at = 0
+    folded = name.casefold()
+    for char in query.casefold():
+        at = folded.find(char, at) + 1
+        if at == 0:
+            return False
+    return True
 
 
 def folding_ranges(module: s.Module) -> list[lsp.FoldingRange]:

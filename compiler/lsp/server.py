@@ -25,6 +25,7 @@ from harnessc import __version__
 from . import actions, complete, navigate, outline
 from .convert import SOURCE, to_lsp
 from .positions import Positions, path_to_uri, uri_to_path
+from .symbols import SymbolIndex
 from .workspace import Build, Workspace
 
 DEBOUNCE_SECONDS = 0.05
@@ -102,6 +103,8 @@ class HarnessServer(LanguageServer):
         self.told: set[str] = set()
         """The configuration problems already shown (each is shown once)."""
         self.settled = False
+        self.symbols = SymbolIndex()
+        """The specs on disk, parsed, for workspace symbols."""
 
     @property
     def positions(self) -> Positions:
@@ -332,6 +335,32 @@ async def document_symbol(
     positions = ls.positions
     return await asyncio.to_thread(
         lambda: outline.document_symbols(parse_source(source).module, positions)
+    )
+
+
+@server.feature(lsp.WORKSPACE_SYMBOL)
+async def workspace_symbol(
+    ls: HarnessServer, params: lsp.WorkspaceSymbolParams
+) -> list[lsp.WorkspaceSymbol]:
+    """The declarations of the project's specs whose names match the query (its characters in
+    order, case aside): the open documents, what their builds import, and every spec under the
+    workspace's folders."""
+    folders = [
+        path
+        for folder in ls.workspace.folders.values()
+        if (path := uri_to_path(folder.uri)) is not None
+    ]
+    if not folders and ls.workspace.root_path:
+        folders = [ls.workspace.root_path]
+    open_texts: dict[str, str] = {}
+    for uri, document in list(ls.workspace.text_documents.items()):
+        path = uri_to_path(uri)
+        if path is not None:
+            open_texts[path] = document.source
+    loaded = {file for build in list(ls.specs.builds.values()) for file in build.loads}
+    positions = ls.positions
+    return await asyncio.to_thread(
+        ls.symbols.find, params.query, folders, open_texts, loaded, positions
     )
 
 
