@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("pygls")
 
 from harnessc.compiler.lsp.client import StdioClient
+from harnessc.compiler.lsp.complete import complete as complete_at
 from harnessc.compiler.lsp.complete import keywords_at
 from harnessc.compiler.lsp.convert import to_lsp
 from harnessc.compiler.lsp.positions import Positions
@@ -394,6 +395,16 @@ def test_completion_of_the_keywords_the_grammar_accepts_there(
     top = complete(client, main, MAIN, "}\n\n")
     assert {"tool", "policy", "workflow", "risk_table"} <= set(top) and "allow" not in top
     assert "not" in complete(client, main, MAIN, "frozen: deny deploy when ")
+
+
+def test_no_completion_while_a_comment_is_typed() -> None:
+    # space is a trigger character: typing prose in a comment must not pop keywords up
+    text = "policy p {\n  default deny\n  # allow this for "
+    assert complete_at(None, None, text, len(text)) == []
+    # a `#` inside a string is no comment, and a comment after a string is one
+    reason = 'policy p {\n  default deny\n  deny x { reason "no # here" }\n  '
+    assert "allow" in [i.label for i in complete_at(None, None, reason, len(reason))]
+    assert complete_at(None, None, reason + "# a", len(reason) + 3) == []
 
 
 def test_keywords_at_a_half_typed_word_and_in_text_that_does_not_parse() -> None:

@@ -43,6 +43,8 @@ def complete(
     """The completions at `offset`: names from `build` (the document's last check), tools and
     their arguments from `model` (its last check without errors)."""
     line = text[text.rfind("\n", 0, offset) + 1 : offset]
+    if _in_comment(line):
+        return []  # space triggers completion: a comment being typed gets no keywords
     if _ROLE.search(line):
         return [lsp.CompletionItem(r, kind=CK.Value) for r in sorted(roles(build))]
     call = _CALL_ARGS.search(text, max(0, offset - _CALL_REACH), offset)  # arguments may span lines
@@ -71,6 +73,23 @@ def complete(
     if _CONDITION.search(line):
         return _condition_items(build) + keywords
     return keywords
+
+
+def _in_comment(line: str) -> bool:
+    """Whether the end of `line` (the text before the cursor on its line) is inside a comment:
+    a `#` outside a string literal before it."""
+    quoted = False
+    escaped = False
+    for char in line:
+        if escaped:
+            escaped = False
+        elif quoted and char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == "#" and not quoted:
+            return True
+    return False
 
 
 def keywords_at(text: str, offset: int) -> list[str]:
