@@ -17,6 +17,7 @@ from harnessc.compiler.lsp.complete import complete as complete_at
 from harnessc.compiler.lsp.complete import keywords_at
 from harnessc.compiler.lsp.convert import to_lsp
 from harnessc.compiler.lsp.positions import Positions
+from harnessc.compiler.lsp.signatures import signature_at
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
 from lsprotocol import types as lsp
@@ -405,6 +406,72 @@ def test_no_completion_while_a_comment_is_typed() -> None:
     reason = 'policy p {\n  default deny\n  deny x { reason "no # here" }\n  '
     assert "allow" in [i.label for i in complete_at(None, None, reason, len(reason))]
     assert complete_at(None, None, reason + "# a", len(reason) + 3) == []
+
+
+def test_signature_help_names_the_part_being_typed(client: StdioClient, main: str) -> None:
+    typing = MAIN.replace(
+        "  allow lookup\n", "  allow lookup\n  deny deploy when count(deploy within 1h when \n"
+    )
+    edit(client, main, typing)
+    position = position_of(typing, "within 1h when ", inside=len("within 1h when "))
+    found = client.request(
+        "textDocument/signatureHelp", {"textDocument": {"uri": main}, "position": position}
+    )
+    edit(client, main, MAIN)
+    [signature] = found["signatures"]
+    assert signature["label"] == "count(SELECTOR, … within DURATION when CONDITION)"
+    assert found["activeParameter"] == 2  # the `when` part
+    assert [p["label"] for p in signature["parameters"]] == [
+        "SELECTOR, …",
+        "within DURATION",
+        "when CONDITION",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("typed", "label", "part"),
+    [
+        (
+            "deny t when sum(args.amount",
+            "sum(FIELD of SELECTOR, … within DURATION when CONDITION)",
+            0,
+        ),
+        (
+            "deny t when sum(args.amount of pay.*",
+            "sum(FIELD of SELECTOR, … within DURATION when CONDITION)",
+            1,
+        ),
+        (
+            "deny t when called(a.read, b.read",
+            "called(SELECTOR, … within DURATION when CONDITION)",
+            0,
+        ),
+        ("deny t when seen(pii within", "seen(LABEL within DURATION)", 1),
+        ("deny t when any u in urls(args.body", "urls(TEXT)", 0),
+        ("deny t when any u in urls(args.body)", "any VARIABLE in LIST: CONDITION", 1),
+        ("deny t when all r in args.to: ", "all VARIABLE in LIST: CONDITION", 2),
+        ("deny t when connected(", "connected(CONNECTION)", 0),
+    ],
+)
+def test_signature_at_each_function_and_quantifier(typed: str, label: str, part: int) -> None:
+    text = f"policy p {{\n  {typed}"
+    found = signature_at(text, len(text))
+    assert found is not None
+    assert (found.signatures[0].label, found.active_parameter) == (label, part)
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "deny t when count(a) > 3 and ",  # the call is closed
+        "deny t when (a == 1",  # a parenthesised condition
+        "deny t when all r in args.to: r from user",  # the body is written
+        "deny t when args.x == ",
+    ],
+)
+def test_no_signature_outside_a_form(typed: str) -> None:
+    text = f"policy p {{\n  {typed}"
+    assert signature_at(text, len(text)) is None
 
 
 def test_keywords_at_a_half_typed_word_and_in_text_that_does_not_parse() -> None:

@@ -25,6 +25,7 @@ from harnessc import __version__
 from . import actions, complete, navigate, outline
 from .convert import SOURCE, to_lsp
 from .positions import Positions, path_to_uri, uri_to_path
+from .signatures import signature_at
 from .symbols import SymbolIndex
 from .workspace import Build, Workspace
 
@@ -362,6 +363,19 @@ async def workspace_symbol(
     return await asyncio.to_thread(
         ls.symbols.find, params.query, folders, open_texts, loaded, positions
     )
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_SIGNATURE_HELP,
+    lsp.SignatureHelpOptions(trigger_characters=["(", ",", " ", ":"]),
+)
+def signature_help(ls: HarnessServer, params: lsp.SignatureHelpParams) -> lsp.SignatureHelp | None:
+    """The form of the history term, function or quantifier being typed (`count(`, `sum(`,
+    `called(`, `len(`, `all x in …:`), with the part the cursor is in."""
+    source = ls.text_of(params.text_document.uri)
+    if source is None:
+        return None
+    return signature_at(source.text, ls.positions.offset(source, params.position))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
