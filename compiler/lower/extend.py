@@ -198,14 +198,7 @@ class ExtendLowering(ToolLowering):
                     continue
                 first = named.get(f.name.text)
                 if first is not None:
-                    self.report(
-                        "H305",
-                        f"field `{f.name.text}` is declared twice",
-                        f.name.span,
-                        "declared again here",
-                        secondary=[(first.name.span, "first declared here")],
-                        help="join the two into one",
-                    )
+                    self.field_twice(f, first, "join the two into one")
                     continue
                 named[f.name.text] = f
                 if item.key == "input":

@@ -39,20 +39,24 @@ class SchemaLowering(LowererBase):
     def schema(self, node: s.Schema) -> m.Schema:
         return trusted(m.Schema)(fields=self.fields(node.fields), origin=origin(node.span))
 
+    def field_twice(self, again: s.Field, first: s.Field, help: str) -> None:
+        """H305: a schema (or an `extend` of one) names a field twice."""
+        self.report(
+            "H305",
+            f"field `{again.name.text}` is declared twice",
+            again.name.span,
+            "declared again here",
+            secondary=[(first.name.span, "first declared here")],
+            help=help,
+        )
+
     def fields(self, nodes: Sequence[s.Field]) -> tuple[m.Field, ...]:
         seen: dict[str, s.Field] = {}
         out = []
         for node in nodes:
             first = seen.get(node.name.text)
             if first is not None:
-                self.report(
-                    "H305",
-                    f"field `{node.name.text}` is declared twice",
-                    node.name.span,
-                    "declared again here",
-                    secondary=[(first.name.span, "first declared here")],
-                    help="rename or remove one of the two fields",
-                )
+                self.field_twice(node, first, "rename or remove one of the two fields")
                 continue
             seen[node.name.text] = node
             out.append(self.field(node))
