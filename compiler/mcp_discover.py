@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessc.dsl.builder import _QUOTED_NAME as TOOL_NAME  # what a quoted tool name may hold
+from harnessc.dsl.builder import QUOTED_NAME as TOOL_NAME  # what a quoted tool name may hold
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.render_formats import print_diagnostics
 from harnessc.dsl.source import Source

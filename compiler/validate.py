@@ -60,7 +60,7 @@ from .lower import module_name
 from .modules import head_span
 from .resolve import BUILTIN_ROOTS, RESULT_ROOT, Module, Resolution
 from .resolve_help import mcp_server_named, unknown_mcp_server
-from .validate_session import ALL, Selection, SessionChecks, _All, _Context
+from .validate_session import ALL, AllTools, CondContext, Selection, SessionChecks
 
 __all__ = ["validate_spec"]
 
@@ -232,7 +232,7 @@ class _Validator(SessionChecks):
         found: set[str] = set()
         for selector in selectors:
             selection = self.select(selector, module)
-            if isinstance(selection, _All):
+            if isinstance(selection, AllTools):
                 return ALL
             found |= selection
         return frozenset(found)
@@ -250,7 +250,7 @@ class _Validator(SessionChecks):
 
     def public_in(self, selection: Selection) -> bool:
         tools = self.spec.tools
-        if isinstance(selection, _All):
+        if isinstance(selection, AllTools):
             return any(t.kind in PUBLIC_KINDS for t in tools.values())
         return any(tools[t].kind in PUBLIC_KINDS for t in selection)
 
@@ -351,7 +351,7 @@ class _Validator(SessionChecks):
     def check_tool(self, module: Module, node: s.Tool | s.Extend, tool_id: str) -> None:
         for item in node.items:
             if isinstance(item, s.Requires):
-                self.check_cond(item.cond, _Context(module, "requires"))
+                self.check_cond(item.cond, CondContext(module, "requires"))
             elif isinstance(item, s.OnSuccess):
                 self.check_on_success(item, self.spec.tools.get(tool_id))
 
@@ -408,7 +408,7 @@ class _Validator(SessionChecks):
             elif isinstance(selector, s.RiskSelector):
                 self.check_risk_selector(selector)
         if rule.when is not None:
-            self.check_cond(rule.when, _Context(module, "rule", rule.selectors))
+            self.check_cond(rule.when, CondContext(module, "rule", rule.selectors))
         for option in rule.options or ():
             if not isinstance(option, s.Grant):
                 continue
@@ -418,9 +418,9 @@ class _Validator(SessionChecks):
             if grant.when is None:
                 continue
             if grant.selector is not None:
-                context = _Context(module, "grant", (grant.selector,), what="grant")
+                context = CondContext(module, "grant", (grant.selector,), what="grant")
             else:
-                context = _Context(module, "grant", rule.selectors)
+                context = CondContext(module, "grant", rule.selectors)
             self.check_cond(grant.when, context)
 
     def check_risk_selector(self, selector: s.RiskSelector) -> None:
@@ -569,7 +569,7 @@ class _Validator(SessionChecks):
     def check_workflow(self, module: Module, node: s.Workflow) -> None:
         workflow = self.spec.workflows.get(self.qualified(module, node.name.text))
         steps = {st.name: st for st in workflow.steps} if workflow is not None else {}
-        context = _Context(
+        context = CondContext(
             module, "workflow", steps=steps, input=workflow.input if workflow else None
         )
         for step in node.items:
@@ -632,7 +632,7 @@ class _Validator(SessionChecks):
     # =========================================================================================
     # Conditions
 
-    def check_cond(self, cond: object, ctx: _Context) -> None:
+    def check_cond(self, cond: object, ctx: CondContext) -> None:
         if isinstance(cond, s.And | s.Or):
             for item in cond.items:
                 self.check_cond(item, ctx)
@@ -661,7 +661,7 @@ class _Validator(SessionChecks):
                 help="compare it with a value, such as `… == …`",
             )
 
-    def operand(self, node: object, ctx: _Context) -> Operand | None:
+    def operand(self, node: object, ctx: CondContext) -> Operand | None:
         span: Span = node.span  # type: ignore[attr-defined]
         ty: Ty | None
         if isinstance(node, s.Str):
@@ -691,7 +691,7 @@ class _Validator(SessionChecks):
 
     # -- paths ---------------------------------------------------------------------------------
 
-    def path_type(self, node: s.Path, ctx: _Context) -> Ty | None:
+    def path_type(self, node: s.Path, ctx: CondContext) -> Ty | None:
         """The type of a path, or None after reporting why it cannot be read."""
         parts = node.parts
         root = parts[0]
@@ -806,7 +806,7 @@ class _Validator(SessionChecks):
             return found
         selection = self.select(selector, module)
         having = self.arguments().get(name, {})
-        if isinstance(selection, _All):
+        if isinstance(selection, AllTools):
             types = list(having.values())
         elif len(selection) < len(having):
             types = [having[t] for t in sorted(selection) if t in having]
@@ -815,7 +815,7 @@ class _Validator(SessionChecks):
         found = self.argument_cache[key] = tuple(dict.fromkeys(types))
         return found
 
-    def argument(self, name: str, node: s.Path | None, ctx: _Context, span: Span | None = None):
+    def argument(self, name: str, node: s.Path | None, ctx: CondContext, span: Span | None = None):
         """The type of argument `name` over the selected tools, or None after H327."""
         assert ctx.selectors is not None
         types: list[Ty] = []
@@ -831,7 +831,7 @@ class _Validator(SessionChecks):
             return ANY  # the argument may be one of a tool this model lacks
         where = span or (node.span if node is not None else None)
         assert where is not None
-        if isinstance(selection, _All):
+        if isinstance(selection, AllTools):
             candidates: Iterable[str] = self.arguments()
             label = "no tool has this argument"
         else:
@@ -852,7 +852,7 @@ class _Validator(SessionChecks):
 
     # -- comparisons ---------------------------------------------------------------------------
 
-    def check_compare(self, node: s.Compare, ctx: _Context) -> None:
+    def check_compare(self, node: s.Compare, ctx: CondContext) -> None:
         if OPERATORS[node.op].family == "has":
             self.check_has(node, ctx)
             return
@@ -900,7 +900,7 @@ class _Validator(SessionChecks):
     def emit(self, problem: Problem) -> None:
         self.report(problem.code, problem.message, problem.span, problem.label, help=problem.help)
 
-    def check_in(self, node: s.Compare, left: Operand, right: Operand, ctx: _Context) -> None:
+    def check_in(self, node: s.Compare, left: Operand, right: Operand, ctx: CondContext) -> None:
         rights = options_of(right.ty)
         if not any(r.name in ("list", "set", "any") for r in rights):
             self.report(
@@ -941,7 +941,7 @@ class _Validator(SessionChecks):
         if problems:
             self.emit(problems[0])
 
-    def check_has(self, node: s.Compare, ctx: _Context) -> None:
+    def check_has(self, node: s.Compare, ctx: CondContext) -> None:
         left_node = node.left
         right = node.right
         name = (

@@ -46,19 +46,19 @@ if TYPE_CHECKING:
 # Shared with the validator: selections of tools, and where a condition is read
 
 
-class _All:
+class AllTools:
     """Every tool of the build (`*`): kept symbolic so a wildcard costs nothing to select."""
 
     def __repr__(self) -> str:
         return "ALL"
 
 
-ALL = _All()
-Selection = frozenset[str] | _All
+ALL = AllTools()
+Selection = frozenset[str] | AllTools
 
 
 @dataclass
-class _Context:
+class CondContext:
     """Where a condition is read: what `args` selects, and in a workflow its steps and input."""
 
     module: Module
@@ -98,9 +98,9 @@ class SessionChecks(Reporter):
         def select(self, selector: s.Selector, module: Module) -> Selection: ...
         def may_miss(self, selector: s.Selector, module: Module) -> bool: ...
         def union(self, selectors: Iterable[s.Selector], module: Module) -> Selection: ...
-        def check_cond(self, cond: object, ctx: _Context) -> None: ...
-        def operand(self, node: object, ctx: _Context) -> Operand | None: ...
-        def path_type(self, node: s.Path, ctx: _Context) -> Ty | None: ...
+        def check_cond(self, cond: object, ctx: CondContext) -> None: ...
+        def operand(self, node: object, ctx: CondContext) -> Operand | None: ...
+        def path_type(self, node: s.Path, ctx: CondContext) -> Ty | None: ...
         def navigate(
             self, ty: Ty, parts: tuple[str, ...], start: int, node: s.Path, strict: bool = True
         ) -> Ty | None: ...
@@ -152,7 +152,7 @@ class SessionChecks(Reporter):
 
     # -- session terms -------------------------------------------------------------------------
 
-    def check_provenance(self, node: s.Provenance, ctx: _Context) -> None:
+    def check_provenance(self, node: s.Provenance, ctx: CondContext) -> None:
         """H340: `from` asks where one value came from, never a list; H345: a value the
         model chose, not the actor's, the task's, the resource's, the environment's or the
         tool's."""
@@ -183,7 +183,7 @@ class SessionChecks(Reporter):
             "`any x in …`)",
         )
 
-    def check_quantified(self, node: s.Quantified, ctx: _Context) -> None:
+    def check_quantified(self, node: s.Quantified, ctx: CondContext) -> None:
         """H342: a quantifier ranges over a list; its variable has the list's item type."""
         over = self.operand(node.over, ctx)
         if over is None:
@@ -202,7 +202,7 @@ class SessionChecks(Reporter):
         inner = replace(ctx, vars={**ctx.vars, node.var.text: item_type(over.ty)})
         self.check_cond(node.body, inner)
 
-    def call_type(self, node: s.FuncCall, ctx: _Context) -> Ty | None:
+    def call_type(self, node: s.FuncCall, ctx: CondContext) -> Ty | None:
         """The type of a function's value, after checking its arguments (None after an error)."""
         name = node.name.text
         if name in ("len", "urls", "hosts", "emails"):
@@ -211,7 +211,7 @@ class SessionChecks(Reporter):
             return self.history_call(node, ctx)
         return FUNCTION_TYPES.get(name, BOOL)
 
-    def value_call(self, node: s.FuncCall, ctx: _Context) -> Ty | None:
+    def value_call(self, node: s.FuncCall, ctx: CondContext) -> Ty | None:
         name = node.name.text
         arg = self.operand(node.args[0], ctx) if node.args else None
         if arg is None:
@@ -236,7 +236,7 @@ class SessionChecks(Reporter):
             return None
         return FUNCTION_TYPES[name]
 
-    def history_call(self, node: s.FuncCall, ctx: _Context) -> Ty | None:
+    def history_call(self, node: s.FuncCall, ctx: CondContext) -> Ty | None:
         """H337 for selectors selecting nothing; `when` and `sum`'s field read the selected
         tools' arguments (H327) and results (H338); `sum` adds numbers (H339)."""
         name = node.name.text
@@ -265,7 +265,7 @@ class SessionChecks(Reporter):
                 )
         if empty:
             return None
-        history = _Context(
+        history = CondContext(
             ctx.module, "history", tuple(selectors), what="history term", results=tuple(selectors)
         )
         if node.when is not None:
@@ -300,7 +300,7 @@ class SessionChecks(Reporter):
             self._results = index
         return self._results
 
-    def result_field(self, name: str, node: s.Path, ctx: _Context) -> Ty | None:
+    def result_field(self, name: str, node: s.Path, ctx: CondContext) -> Ty | None:
         """The type of result field `name` over a history term's tools, or None after H338.
 
         A tool without an `output` schema may return anything, so it has every field."""
@@ -309,7 +309,7 @@ class SessionChecks(Reporter):
         tools = self.spec.tools
         chosen = (
             tools.values()
-            if isinstance(selection, _All)
+            if isinstance(selection, AllTools)
             else (tools[t] for t in sorted(selection) if t in tools)
         )
         types: list[Ty] = []

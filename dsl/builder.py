@@ -28,7 +28,7 @@ from .source import Source, Span
 GRAMMAR_FILE = "harness.lark"
 
 _VALUE_TOKENS = {"NAME", "DOTTED", "MCP_ID", "KEY"}
-_QUOTED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
+QUOTED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_INT = 2**63 - 1
 """Integers, and durations in milliseconds, are 64-bit: what the model's JSON, the runtime and
@@ -300,7 +300,7 @@ class _Builder:
         quoted = name_tok.type == "STRING"
         text = self._decode(name_tok) if quoted else str(name_tok)
         name = s.Name(text, span=self._tok_span(name_tok))
-        if quoted and not _QUOTED_NAME.fullmatch(text):
+        if quoted and not QUOTED_NAME.fullmatch(text):
             self.diagnostics.append(
                 Diagnostic.make(
                     "H114",

@@ -202,12 +202,12 @@ def test_a_question_given_up_on_is_not_asked_again_in_a_run(
 ) -> None:
     """The same question asked twice of one solver after z3 gave up on it: answered at once,
     for the same reason, without asking z3."""
-    from harnessc.compiler.analysis.solve import _Bucket
+    from harnessc.compiler.analysis.solve import Bucket
 
     spec = check([ROOT / "tests" / "diagnostics" / "cases" / "L006-undecided.harness"]).model
     assert spec is not None
     policy = next(iter(spec.policies.values()))
-    bucket = _Bucket(spec, spec.tools["mail.send"], list(policy.rules), 5000)
+    bucket = Bucket(spec, spec.tools["mail.send"], list(policy.rules), 5000)
     assert bucket.check(bucket.wins(0)) is False
     reason, queries = bucket.reason, bucket.queries
     assert reason == "beyond its budget of 5,000 resource units, HARNESSC_QUERY_RLIMIT"

@@ -73,7 +73,7 @@ from .ledger import (
     wider,
     window_family,
 )
-from .partition import Absent, Answers, Example, _selected, beaten_by, winner
+from .partition import Absent, Answers, Example, beaten_by, selected_as, winner
 
 __all__ = ["MAX_CALLS", "MAX_TABLE", "solve_simply"]
 
@@ -891,7 +891,7 @@ def solve_simply(
     reading: list[set[Key] | None] = []
     try:
         for rule in rules:
-            chosen = _selected(rule, tool)
+            chosen = selected_as(rule, tool)
             if not isinstance(chosen, bool):
                 raise _Outside  # risk or effects following the call's operation
             selected.append(chosen)

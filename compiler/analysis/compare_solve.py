@@ -17,8 +17,8 @@ from pydantic import BaseModel
 from .budget import out_of_time
 from .comparison import Outcome, approver_text, expires_text, grant_text, self_approval_text
 from .concrete import STRENGTH, Call
-from .partition import _selected, partition_key, rule_key
-from .policy import _Index
+from .partition import partition_key, rule_key, selected_as
+from .policy import RuleIndex
 from .sources import feeds, meanings_digest, session_meanings_differ
 
 __all__ = [
@@ -54,13 +54,13 @@ class Side:
     policy: m.Policy | None
     refusal: str | None = None
     """Why every call is refused when there is no policy (`REFUSED_NO_POLICY`, …)."""
-    index: _Index | None = None
+    index: RuleIndex | None = None
     keys: list[Any] = field(default_factory=list)
     outcomes: dict[tuple[int, str], Outcome] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.policy is not None:
-            self.index = _Index(self.policy.rules)
+            self.index = RuleIndex(self.policy.rules)
             self.keys = [rule_key(r) for r in self.policy.rules]
 
     def outcome(self, i: int, risk: str) -> Outcome:
@@ -271,7 +271,7 @@ def tool_side(side: Side, tool_id: str) -> ToolSide:
         winners += [Winner(f"d:{risk}", o, risk=risk) for risk, o in defaults.items()]
     signature = (
         tuple(
-            (side.keys[i].text, json.dumps(_selected(rule, tool)) if tool.operations else True)
+            (side.keys[i].text, json.dumps(selected_as(rule, tool)) if tool.operations else True)
             for i, rule in zip(indices, rules, strict=True)
         ),
         tuple((w.name, w.outcome.key()) for w in winners),

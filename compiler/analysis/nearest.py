@@ -2,7 +2,7 @@
 decides it another way (z3), each answer verified by deciding the changed call with the runtime.
 
 The rules of the policy that can match the call's tool are encoded once over one symbolic call
-(solve.py's `_Bucket`, the encoding of smt.py), and the policy's decision is written over it: an
+(solve.py's `Bucket`, the encoding of smt.py), and the policy's decision is written over it: an
 effect wins when a rule of that effect matches and no stronger one does, and when no rule
 matches the default decides (an effect, or a risk table over the call's risk). Every value the
 rules read is a group of z3 variables (its presence, its value, its type tag, a list's members
@@ -42,7 +42,7 @@ from .prelude import session_prelude
 from .smt import fresh_context
 from .smt_session import SESSION
 from .smt_terms import Key, conj, disj, negate, to_z3
-from .solve import _Bucket
+from .solve import Bucket
 from .text import spec_text, term_of
 
 __all__ = [
@@ -182,7 +182,7 @@ class _Search:
         self.rules = bucket_rules(policy, self.tool)
         self.scope = call_scope(spec, call, engine)
         fresh_context()
-        self.bucket = _Bucket(spec, self.tool, self.rules, query_rlimit())
+        self.bucket = Bucket(spec, self.tool, self.rules, query_rlimit())
         self.enc = self.bucket.enc
         self.effect_of = {e: self._effect(e) for e in EFFECTS}
         self.groups: dict[Key, list[tuple[Any, Any]]] = {}

@@ -187,7 +187,7 @@ def rule_key(rule: m.Rule) -> RuleKey:
     return RuleKey(f"[{json.dumps(rule.effect)},{condition}]", tuple(sorted(facts)), tool_fields)
 
 
-def _selected(rule: m.Rule, tool: m.Tool) -> Any:
+def selected_as(rule: m.Rule, tool: m.Tool) -> Any:
     """How the rule's selectors select the tool, as the encoding sees it: True or False, or the
     risk/effects selectors that follow the call's operation."""
     symbolic = []
@@ -217,7 +217,7 @@ def partition_key(
     return json.dumps(
         {
             "tool": described,
-            "rules": [[k.text, _selected(r, tool)] for r, k in zip(rules, keys, strict=True)],
+            "rules": [[k.text, selected_as(r, tool)] for r, k in zip(rules, keys, strict=True)],
             "facts": {n: m.without_origins(spec.facts[n].type) for n in facts if n in spec.facts},
             "default": wants_default,
         },

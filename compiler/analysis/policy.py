@@ -156,7 +156,7 @@ def _static_selects(sel: m.Selector, tool: m.Tool) -> bool:
     return any(selects(sel, tool, view) for view in views)
 
 
-class _Index:
+class RuleIndex:
     """Rules by the tools they can match, without testing every rule against every tool: ids,
     modules, packs and kinds by their value, globs by their prefix (a tool's id is looked up
     by each of its prefixes), `*` everywhere; only the risk/effects sugar is tested per tool."""
@@ -311,7 +311,7 @@ class _PolicyAnalyser:
         self.partition = partition
         self.rules = policy.rules
         self.keys: list[RuleKey] = [rule_key(r) for r in self.rules]
-        self.index = _Index(self.rules)
+        self.index = RuleIndex(self.rules)
         self.scope: dict[int, list[str]] = {i: [] for i in range(len(self.rules))}
         self.witnesses: dict[str, Witness] = analysis.witnesses.setdefault(policy.name, {})
         self.won: set[int] = set()

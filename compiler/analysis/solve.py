@@ -315,7 +315,7 @@ def a_call_meeting(
             return None  # the caller tries an example call instead
 
 
-class _Bucket(Questions):
+class Bucket(Questions):
     """The rules that can match one tool, encoded over one symbolic call, and a solver."""
 
     def __init__(self, spec: m.Spec, tool: m.Tool, rules: Sequence[m.Rule], rlimit: int) -> None:
@@ -351,12 +351,12 @@ class _Bucket(Questions):
 class _Solving:
     """The answers of one partition as they are found."""
 
-    bucket: _Bucket
+    bucket: Bucket
     answers: Answers
     undecided: list[Undecided] = field(default_factory=list)
 
     def ask(self, position: int | None, what: str, *constraints: Any, nice: bool = True) -> Any:
-        """`_Bucket.check`, noting a question z3 gave up on."""
+        """`Bucket.check`, noting a question z3 gave up on."""
         found = self.bucket.check(*constraints, nice=nice)
         if found is False:
             self.answers.undecided.append(Undecided(position, what, self.bucket.reason))
@@ -381,7 +381,7 @@ def solve_partition(
     """
     fresh_context()
     forget_examples()
-    bucket = _Bucket(spec, tool, rules, rlimit)
+    bucket = Bucket(spec, tool, rules, rlimit)
     count = len(rules)
     answers = Answers(list(bucket.inexact), [None] * count, [None] * count)
     solving = _Solving(bucket, answers)
