@@ -456,7 +456,7 @@ def dbos_bytes(url: str, run: str) -> tuple[int, int]:
     payload text as a JSON string, as the output holds it)."""
     import json
 
-    from harnessc.runtime.workflows._durable import system_database_url
+    from harnessc.runtime.workflows.durable import system_database_url
 
     system = system_database_url(url)
     if system.startswith("sqlite:///"):

@@ -37,7 +37,7 @@ MOVED: dict[str, str] = {
     "completion": "session._completion",
     "conditions": "judge.conditions",
     "delegation": "session._delegation",
-    "durable": "workflows._durable",
+    "durable": "workflows.durable",
     "embedding": "exposure.embedding",
     "events": "log.events",
     "evidence": "session.evidence",

@@ -4,7 +4,8 @@
 - plan: a workflow as data (its hash, step order and conditions), with no engine
 - steps: a step's governed call and delegation, outside DBOS
 - interpreter: the one DBOS workflow that walks a run's IR
-- _durable (manage's own): a process's engine and the client every operator action uses
+- durable (manage loads it on first use): a process's engine and the client every operator
+  action uses
 - appender: a worker's appender of step events to the harness's log
 """
 

@@ -2,7 +2,7 @@
 order, runs its steps as DBOS steps (`runtime/workflows/steps.py`), waits at its gates and
 commits the run's state with each step.
 
-Imported by the engine (`runtime/workflows/_durable.py`), which registers it with DBOS by importing
+Imported by the engine (`runtime/workflows/durable.py`), which registers it with DBOS by importing
 it.
 """
 

@@ -1,6 +1,6 @@
 """Durable workflows of a harness: create, start, decide, status, cancel (language.md §11).
 
-A workflow runs on DBOS Transact (`runtime/workflows/_durable.py`, loaded on first use, so importing
+A workflow runs on DBOS Transact (`runtime/workflows/durable.py`, loaded on first use, so importing
 the runtime never needs `dbos`). Its IR and content hash travel with the run; one generic
 interpreter (`runtime/workflows/interpreter.py`) walks the steps in a deterministic topological
 order, each `call` through the harness (normalize → decide → approval → invoke → evidence) as the
@@ -93,7 +93,7 @@ class Workflows:
     def operator(cls, url: str) -> Workflows:
         """Workflows seen from an operator's shell, with no spec loaded: list, show, decide
         and cancel need none, because every run carries its workflow's IR."""
-        from . import _durable as durable
+        from . import durable
 
         try:
             found = durable.has_state(url)
@@ -132,7 +132,7 @@ class Workflows:
         `threads` threads) and resumes the ones this executor id left unfinished
         (keep it stable across restarts). On PostgreSQL every worker beats every
         `heartbeat_s` and resumes the runs of a worker silent for `stale_after_s`."""
-        from . import _durable as durable
+        from . import durable
 
         self._url = url
         try:
@@ -215,7 +215,7 @@ class Workflows:
         nothing. The run waits for `start` unless `start=True`."""
         from ..judge.normalize import ValidationError, Validator
         from ..session.sessions import FACTS_KINDS, facts_record, need_kind
-        from . import _durable as durable
+        from . import durable
 
         if self.harness is None:
             raise WorkflowError("no-spec", "creating a run needs the harness of its spec")
@@ -287,7 +287,7 @@ class Workflows:
         or `<step>.escalation`) as `by`. Refused (WorkflowError, nothing changed) for an
         unknown run or gate, a gate not waiting, an option not declared, someone outside
         `by`, or a finished run; a gate already decided answers `duplicate`."""
-        from . import _durable as durable
+        from . import durable
 
         if not isinstance(by, Mapping):
             raise TypeError(
@@ -324,7 +324,7 @@ class Workflows:
     def status(self, id: str) -> dict[str, Any]:
         """A projection of the run: status (created, running, waiting, completed, failed,
         cancelled), steps with their states and values, pending gates, artifacts, outcome."""
-        from . import _durable as durable
+        from . import durable
 
         client = self._need_client()
         state = run_state(self._events(), id)
@@ -340,7 +340,7 @@ class Workflows:
     def list(self) -> list[dict[str, Any]]:
         """Every run, oldest first, as short projections (id, workflow, status, pending
         gates)."""
-        from . import _durable as durable
+        from . import durable
 
         client = self._need_client()
         out = []
@@ -364,7 +364,7 @@ class Workflows:
         """Cancel a run: it stops at its next step and never resumes; a finished run is left
         as it is. Returns the run's projection."""
         from ..log.events import NewEvent
-        from . import _durable as durable
+        from . import durable
 
         client = self._need_client()
         status = self._status_or_refuse(id)
@@ -396,7 +396,7 @@ class Workflows:
         import math
         import time
 
-        from . import _durable as durable
+        from . import durable
         from . import steps as workflow_steps
 
         if (
@@ -463,7 +463,7 @@ class Workflows:
         what DBOS says of a run. An operator's view (`operator`) first verifies the log's chain
         up to its head (`ChainWatch.vouch`, per log: a console's pages walk only what was
         appended since the last), raising `UnverifiedLog` when it does not verify."""
-        from . import _durable as durable
+        from . import durable
         from . import steps as workflow_steps
 
         if self._engine is not None:  # a worker: its harness's store is the URL's
@@ -493,7 +493,7 @@ class Workflows:
         return self._engine
 
     def _status_or_refuse(self, id: str) -> Any:
-        from . import _durable as durable
+        from . import durable
 
         status = durable.dbos_status(self._need_client(), id)
         if status is None:

@@ -2,7 +2,7 @@
 state a run records and the projection `status` shows, and who may decide a gate.
 
 Everything here runs without DBOS: the facade (`runtime/workflows/manage.py`) reads it in any
-process, the engine (`runtime/workflows/_durable.py`) and the interpreter
+process, the engine (`runtime/workflows/durable.py`) and the interpreter
 (`runtime/workflows/interpreter.py`) on a worker.
 
 >>> [s.name for s in step_order(Workflow(name="w", steps=(
