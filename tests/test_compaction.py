@@ -254,3 +254,88 @@ def test_compaction_refuses_what_it_cannot_do(tmp_path: Path) -> None:
     (tmp_path / "junk.jsonl").write_text("{}\n", encoding="utf-8")
     with pytest.raises(CutError, match="not a harnessc log archive"):
         read_archive(tmp_path / "junk.jsonl")
+
+
+def test_the_command_line_compacts_verifies_across_the_cut_and_finds_a_changed_archive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harnessc.compiler.cli import main
+
+    monkeypatch.delenv("HARNESSC_LOG_KEY", raising=False)
+    monkeypatch.delenv("HARNESSC_LOG_KEY_FILE", raising=False)
+    key_file = tmp_path / "key"
+    key_file.write_bytes(b"a log key of thirty-two bytes at least")
+    log = str(tmp_path / "log.db")
+    with SQLiteStore(log, key=KEY) as store:
+        store.append_many([NewEvent("ab"[i % 2], "Text", "note", {"i": i}) for i in range(30)])
+    keyed = ["--log", log, "--key-file", str(key_file)]
+    archive = str(tmp_path / "a.jsonl")
+    assert main(["log", "compact", *keyed, "--before", "20", "--to", archive]) == 0
+    assert "archived 20 events at or before position 20" in capsys.readouterr().out
+    assert main(["log", "compact", *keyed, "--before", "25", "--to", archive]) == 2
+    assert "exists already" in capsys.readouterr().err
+    assert main(["log", "verify", *keyed, "--format", "json"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["ok"] and alone["authenticated"]
+    assert main(["log", "verify", *keyed, "--archive", archive, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checked"] == 31
+
+    lines = Path(archive).read_text(encoding="utf-8").splitlines()
+    event = json.loads(lines[3])
+    event["payload"] = event["payload"].replace('"i":2', '"i":3')
+    lines[3] = json.dumps(event)
+    Path(archive).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["log", "verify", *keyed, "--archive", archive]) == 1
+    assert "not ok at position 3" in capsys.readouterr().out
+    assert main(["log", "compact", *keyed, "--before", "x", "--to", archive + "2"]) == 2
+    assert "a whole number" in capsys.readouterr().err
+
+
+def test_readers_say_what_is_archived_and_read_across_the_cut_given_the_archive(
+    desk: Spec, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harnessc.compiler.cli import main
+    from harnessc.runtime import HarnessError
+
+    monkeypatch.delenv("HARNESSC_LOG_KEY", raising=False)
+    monkeypatch.delenv("HARNESSC_LOG_KEY_FILE", raising=False)
+    log = str(tmp_path / "log.db")
+    (tmp_path / "cut").mkdir()
+    _, h = scenario(desk, opener(log), tmp_path / "cut", cut=True)
+    archive = str(tmp_path / "cut" / "archive.jsonl")
+    ended = next(e.stream for e in read_archive(archive) if e.type == "session.ended")
+    with pytest.raises(HarnessError) as refused:
+        h.resume(ended)
+    assert refused.value.code == "archived" and "archive.jsonl" in refused.value.message
+    h.store.close()
+    spec = tmp_path / "desk.harness"
+    spec.write_text(DESK, encoding="utf-8")
+    decisions = [e.payload["decision_id"] for e in read_archive(archive) if e.type == "decision"]
+    gone = next(
+        e.payload["decision_id"]
+        for e in read_archive(archive)
+        if e.stream == ended and e.type == "decision"
+    )
+
+    assert main(["replay", "--log", log, "--spec", str(spec), "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "is archived: the log was compacted before position" in out.err
+    alone = json.loads(out.out)["totals"]
+    args = ["replay", "--log", log, "--spec", str(spec), "--archive", archive, "--format", "json"]
+    assert main(args) == 0
+    out = capsys.readouterr()
+    across = json.loads(out.out)["totals"]
+    assert "archived" not in out.err
+    # the archived session's decisions are replayed only across the cut
+    assert across["decisions"] == alone["decisions"] + len(decisions)
+    assert across["decisions"] == across["unchanged"]  # the same spec decides alike
+
+    assert main(["why", str(spec), "--log", log, "--decision", gone]) == 2
+    assert "is archived" in capsys.readouterr().err
+    assert main(["why", str(spec), "--log", log, "--decision", gone, "--archive", archive]) == 0
+    capsys.readouterr()
+    text = Path(archive).read_text(encoding="utf-8")
+    assert '\\"/w/x\\"' in text  # the ended session's call, archived
+    Path(archive).write_text(text.replace('\\"/w/x\\"', '\\"/w/y\\"'), "utf-8")
+    assert main(args) == 2
+    assert "do not verify" in capsys.readouterr().err

@@ -335,8 +335,20 @@ class ChainWatch:
         self.resumed: Checkpoint | None = None
         """The checkpoint the walk started from (`opened`), or None: from the first event."""
         self.cut: Cut | None = None
-        """The log's last cut when it was opened (`opened`): events at or before it are carried
-        and link to nothing."""
+        """The log's last cut when the walk began: events at or before it are carried and
+        link to nothing."""
+
+    @classmethod
+    def whole(cls, store: Any) -> ChainWatch:
+        """A watch that walks `store` from its first event: across its last cut when it was
+        compacted (the carried events, then the chain on from the anchored hash). A cut that
+        cannot be read is the walk's break."""
+        watch = cls(store.log_key)
+        try:
+            watch.cut = watch._walk.cut = find_cut(store)
+        except (StoreError, ValueError) as error:
+            watch._walk.failed(None, f"the log's cut cannot be read: {error}")
+        return watch
 
     @classmethod
     def opened(cls, store: Any) -> ChainWatch:
@@ -344,7 +356,10 @@ class ChainWatch:
         (`CHECKPOINT_TYPE`) when that one holds (`trusted_checkpoint`), so opening walks only
         the events after it; from the first event otherwise."""
         watch = cls(store.log_key)
-        cut = find_cut(store)
+        try:
+            cut = find_cut(store)
+        except (StoreError, ValueError):
+            cut = None  # the walk from the first event finds the gap and says so
         found = trusted_checkpoint(store, watch.key)
         if cut is not None and (found is None or found[0].position <= cut.before):
             watch._walk.cut, found = cut, None  # walk the carried events, then on from the cut
@@ -552,6 +567,9 @@ class _Walk:
         self.cut: Cut | None = None
         """A compacted log's cut: the events at or before it are carried, checked each alone."""
         self.crossed = False
+        self.whole: str | None = GENESIS_HASH
+        """While every event before the cut is there and chained (a log joined with its
+        archives): the last one's hash; None once one is not."""
         self.carried = 0
         self.carried_hashes = hashlib.sha256()
 
@@ -646,6 +664,8 @@ class _Walk:
         if e.seq != last + 1:
             return f"seq {e.seq} in stream `{e.stream}`, expected {last + 1}"
         self.last_seq[e.stream] = e.seq
+        chained = self.whole is not None and e.position == self.checked + 1
+        self.whole = e.hash if chained and e.prev_hash == self.whole else None
         self.carried += 1
         self.carried_hashes.update(e.hash.encode("ascii", "replace") + b"\n")
         self.checked = e.position
@@ -656,7 +676,10 @@ class _Walk:
         """At the first event after the cut: the carried events are the ones the cut names,
         and with the key its anchor is tagged; the chain goes on from the anchored hash."""
         self.crossed = True
-        if self.carried != cut.carried or self.carried_hashes.hexdigest() != cut.carried_digest:
+        whole = self.whole == cut.hash and self.checked == cut.before  # every event is there
+        if not whole and (
+            self.carried != cut.carried or self.carried_hashes.hexdigest() != cut.carried_digest
+        ):
             return (
                 f"the events carried across the cut at position {cut.before} are not the ones "
                 f"it recorded ({self.carried} found, {cut.carried} recorded): events were "

@@ -61,6 +61,7 @@ from .chain import (
 )
 from .events import HARNESS_STREAM, Event, NewEvent
 from .integrity import Checkpoint, LogKey
+from .memory import MemoryStore
 from .projections import Projections
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "CutError",
     "compact",
     "find_cut",
+    "joined",
     "live_streams",
     "read_archive",
     "verify_across",
@@ -337,6 +339,24 @@ def verify_across(
         anchor,
         key=key,
     )
+
+
+def joined(
+    store: Any, archives: Sequence[str | os.PathLike[str]], *, key: LogKey | None = None
+) -> MemoryStore:
+    """The whole log as one store in memory: the archives' events and `store`'s, merged by
+    position, once they verify as one chain (`verify_across`; CutError otherwise, saying where
+    and why). For the readers that need what a compaction archived (`harnessc replay`, `why`
+    with `--archive`)."""
+    read = [read_archive(path) for path in archives]
+    events = store.read()
+    found = verify_across(events, read, key=key)
+    if not found.ok:
+        where = f" at position {found.position}" if found.position is not None else ""
+        raise CutError(f"the log and its archives do not verify{where}: {found.reason}")
+    by_position = {e.position: e for archive in read for e in archive}
+    by_position.update((e.position, e) for e in events)
+    return MemoryStore.holding([by_position[p] for p in sorted(by_position)], key=key)
 
 
 def _same(a: Event, b: Event) -> bool:

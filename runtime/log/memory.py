@@ -50,6 +50,20 @@ class MemoryStore(Announcing):
         self._claims: set[Claim] = set()  # `claims_of`, as the log holds them
         self._gaps = False  # a compaction removed events: positions are no longer indexes
 
+    @classmethod
+    def holding(cls, events: Sequence[Event], *, key: LogKey | None = None) -> MemoryStore:
+        """A store over events recorded elsewhere, as they were stored (positions 1 to n, in
+        order): a compacted log joined with its archives (`runtime/log/cut.py`, `joined`),
+        for the readers that read a whole log."""
+        store = cls(key=key)
+        positions = [e.position for e in events]
+        if positions != list(range(1, len(positions) + 1)):
+            raise StoreError("a store holds the positions 1 to n, in order")
+        store._events = list(events)
+        for e in events:
+            store._seqs[e.stream] = e.seq
+        return store
+
     DEFERRED_MAX = 16
     """Deferred events are numbered together once this many wait (or at the next append or
     read): one time and one lock for all of them. Four calls' worth: the call that numbers them
