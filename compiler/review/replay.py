@@ -32,6 +32,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def replay_main(args: argparse.Namespace) -> int:
+    from harnessc.runtime.log.cut import archived_note
     from harnessc.runtime.session.replay import replay
 
     spec = load_spec(args.spec)
@@ -43,7 +44,7 @@ def replay_main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     note = archived_note(store)
     if note is not None:  # the decisions of archived sessions are not replayed: say so
-        sys.stderr.write(f"harnessc: note: {note}\n")
+        sys.stderr.write(f"harnessc: note: {note}: `--archive FILE` replays them too\n")
     if args.workers < 1:
         sys.stderr.write("harnessc: --workers takes a number of processes, 1 or more\n")
         store.close()
@@ -142,21 +143,6 @@ def vouched_log(target: str, key_file: str | None = None, archives: Sequence[str
         store.close()
         raise NoLog(str(error)) from None
     return store
-
-
-def archived_note(store: Any) -> str | None:
-    """What a reader of a compacted log read without its archives misses: a sentence naming
-    the cut and the archive, or None when the log holds every event."""
-    from harnessc.runtime.log.chain import StoreError, find_cut
-    from harnessc.runtime.log.cut import Archived
-
-    try:
-        cut = find_cut(store)
-    except StoreError:
-        return None
-    if cut is None or store.read(after=0, limit=1)[0].position == 1:
-        return None
-    return str(Archived("what was recorded before it", cut)) + ": pass `--archive FILE`"
 
 
 def open_log(target: str, key_file: str | None = None, archives: Sequence[str] = ()) -> Any:
@@ -271,14 +257,14 @@ def _markdown(data: dict[str, Any]) -> str:
 
 
 def divergences_main(args: argparse.Namespace) -> int:
+    from harnessc.runtime.log.cut import archived_note
     from harnessc.runtime.session.shadow import divergences
 
-    archives = getattr(args, "archive", None) or ()
-    store = open_log(args.log, getattr(args, "key_file", None), archives)
+    store = open_log(args.log, getattr(args, "key_file", None))
     if store is None:
         return EXIT_USAGE
     note = archived_note(store)
-    if note is not None:  # the decisions of archived sessions are not replayed: say so
+    if note is not None:  # the divergences of archived sessions are not listed: say so
         sys.stderr.write(f"harnessc: note: {note}\n")
     from harnessc.runtime.log.chain import StoreError
 

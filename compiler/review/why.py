@@ -767,8 +767,9 @@ def _recorded(spec: m.Spec, args: Any) -> Explanation:
     """`--log URL --decision ID`: the log opened read-only, its chain verified (its key from
     the environment)."""
     from harnessc.runtime.log.chain import StoreError
+    from harnessc.runtime.log.cut import archived_note
 
-    from .replay import NoLog, archived_note, vouched_log
+    from .replay import NoLog, vouched_log
 
     try:
         store = vouched_log(args.log, archives=getattr(args, "archive", None) or ())
@@ -784,4 +785,4 @@ def _recorded(spec: m.Spec, args: Any) -> Explanation:
             if note is None:
                 raise
             # the decision may be among the events the compaction archived
-            raise WhyError(f"{error}; {note}") from None
+            raise WhyError(f"{error}; {note}: `--archive FILE` reads it too") from None

@@ -54,6 +54,7 @@ from .chain import (
     COMPACTED_TYPE,
     Cut,
     CutError,
+    StoreError,
     Verification,
     carried_digest,
     find_cut,
@@ -71,6 +72,7 @@ __all__ = [
     "Compaction",
     "Cut",
     "CutError",
+    "archived_note",
     "compact",
     "find_cut",
     "joined",
@@ -339,6 +341,20 @@ def verify_across(
         anchor,
         key=key,
     )
+
+
+def archived_note(store: Any) -> str | None:
+    """What a reader of a compacted log, read without its archives, misses: a sentence that
+    names the cut and the archive (`… is archived: the log was compacted before position N
+    (archive `FILE`)`), or None when the log holds every event."""
+    try:
+        cut = find_cut(store)
+        first = store.read(after=0, limit=1)
+    except StoreError:
+        return None
+    if cut is None or (first and first[0].position == 1):
+        return None
+    return str(Archived("what was recorded before it", cut))
 
 
 def joined(
