@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from harnessc.runtime import Harness, PendingCall, SQLiteStore
-from harnessc.runtime.log.chain import find_cut
+from harnessc.runtime.log.chain import ConcurrencyError, find_cut
 from harnessc.runtime.log.cut import CutError, compact, read_archive, verify_across
 from harnessc.runtime.log.events import NewEvent
 from harnessc.runtime.log.integrity import LogKey
@@ -339,3 +339,49 @@ def test_readers_say_what_is_archived_and_read_across_the_cut_given_the_archive(
     Path(archive).write_text(text.replace('\\"/w/x\\"', '\\"/w/y\\"'), "utf-8")
     assert main(args) == 2
     assert "do not verify" in capsys.readouterr().err
+
+
+def test_after_the_cut_a_spent_grant_stays_spent_and_a_pending_request_can_be_answered(
+    tmp_path: Path,
+) -> None:
+    from .test_release import AGENT, DESK, OPS, counting, frozen
+
+    spec = compile_text(tmp_path, DESK)
+    db = tmp_path / "log.db"
+    h = Harness(spec, store=SQLiteStore(db))
+    runs = counting(h)
+    s = h.session("lead", actor=AGENT, task="t-1")
+    restart = frozen(s.normalize("ops.restart", "c-1", {"service": "api"}))
+    assert s.decide(restart).effect == "ask"
+    h.approve(s.request_approval(restart).request_id, by=OPS)
+    assert s.invoke(restart).ran  # the `once` grant, spent on its own stream
+    waiting = frozen(s.normalize("ops.restart", "c-2", {"service": "db"}))
+    assert s.decide(waiting).effect == "ask"
+    pending = s.request_approval(waiting).request_id
+    other = h.session("lead", actor=AGENT, task="t-2")
+    other.end()
+    h.store.close()
+
+    with SQLiteStore(db) as store:
+        done = compact(store, before=store.head()[0], archive=tmp_path / "a.jsonl")
+    archived = {e.stream for e in read_archive(tmp_path / "a.jsonl")}
+    assert other.id in archived and s.id not in archived
+    assert not any(stream.startswith("grant:") for stream in archived)
+    assert done.carried > 0
+
+    h = Harness(spec, store=SQLiteStore(db))
+    runs = counting(h)
+    back = h.resume(s.id)
+    again = frozen(back.normalize("ops.restart", "c-3", {"service": "api"}))
+    assert back.decide(again).effect == "ask"  # the grant was spent before the cut
+    assert h.approve(pending, by=OPS).status == "approved"
+    assert h.sessions[s.id].invoke(frozen(h.sessions[s.id].call("c-2"))).ran
+    assert runs == ["restart:db"]
+    # the claim that spent the first grant is still there: nobody can spend it again
+    (spent,) = [g for g in h.projections.grants.values() if g.status == "used"]
+    with pytest.raises(ConcurrencyError):
+        h.store.append(
+            NewEvent(f"grant:{spent.grant_id}", "Approval", "grant.spent", {}), expected_seq=0
+        )
+    assert h.verify().ok
+    h.store.close()

@@ -5,7 +5,8 @@ anchored at the cut so that what stays verifies alone, and the archive with it.
 
 1. folds the log up to `P` (`Projections`) and chooses the streams that stay *live*: a session
    whose family has a session still open, a session that holds a pending approval or an
-   active grant, an approval's claim still pending, a grant still active, a workflow run not
+   active grant, an approval's claim still pending, a grant still active, the claims of a live
+   session's requests and grants (a `once` grant spent stays spent), a workflow run not
    finished. Their events at or before `P` are *carried*: they stay in the log whole, as they
    were written (same position, hash and MAC), so every reader that reads a session's stream
    (the ledger, the facts, the recorded decisions, the projections) reads what it read before;
@@ -152,6 +153,14 @@ def live_streams(events: Iterable[Event], at: datetime | None = None) -> set[str
             live.update(s for s in streams if s == run or s.startswith(run + "/"))
     # a session's family: every session whose root is live, wherever it was found live
     live |= {sid for sid in views.sessions if root(sid) in live}
+    # the claims and answers of a live session's requests and grants stay with it: a `once`
+    # grant spent on its own stream must stay spent, an answered request stay answered
+    for approval in views.approvals.values():
+        if approval.stream in live:
+            live.add(f"approval:{approval.approval_id}")
+    for grant in views.grants.values():
+        if grant.stream in live:
+            live.add(f"grant:{grant.grant_id}")
     live.discard(HARNESS_STREAM)
     return live
 
