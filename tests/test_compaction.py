@@ -385,3 +385,30 @@ def test_after_the_cut_a_spent_grant_stays_spent_and_a_pending_request_can_be_an
         )
     assert h.verify().ok
     h.store.close()
+
+
+@pytest.mark.parametrize("share", [0.3, 0.7, 1.0])
+def test_a_log_compacted_under_a_running_harness_decides_and_reopens_alike(
+    desk: Spec, tmp_path: Path, share: float
+) -> None:
+    """The cut anywhere in the log, while the harness that writes it runs on: the running
+    harness decides as on the whole log, and so does one opened on the compacted log."""
+    whole, _ = scenario(desk, MemoryStore, tmp_path, cut=False)
+    clock = Clock()
+    db = tmp_path / "log.db"
+    h = Harness(desk, store=SQLiteStore(db), clock=clock)
+    bind(h)
+    sessions = open_sessions(h)
+    decided = run(h, sessions, BEFORE, clock)
+    h.sessions[sessions["c"]].end()
+    h.store.flush()
+    with SQLiteStore(db) as store:
+        compact(store, before=max(1, int(store.head()[0] * share)), archive=tmp_path / "a.jsonl")
+    decided += run(h, sessions, AFTER, clock)
+    assert decided == whole
+    h.store.close()
+    reopened = Harness(desk, store=SQLiteStore(db), clock=clock)
+    assert reopened.verify().ok
+    assert set(reopened.projections.sessions) >= {sessions["a"], sessions["b"]}
+    assert verify_across(reopened.store.read(), [read_archive(tmp_path / "a.jsonl")]).ok
+    reopened.store.close()

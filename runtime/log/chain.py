@@ -320,7 +320,9 @@ class ChainWatch:
     good.
 
     The store is given at each check (anything with `read(after=…, limit=…)` in position
-    order: every `EventStore`), so a watch outlives the connections opened on one log.
+    order and `last`: every `EventStore`), so a watch outlives the connections opened on one
+    log. A log compacted while the watch walked it (by another process) is taken across its
+    new cut (`_recut`).
     """
 
     PAGE = 1000
@@ -421,7 +423,8 @@ class ChainWatch:
         """Walk on to the log's head: ok with every event read so far, or the first broken
         link (never raises for a damaged log)."""
         with self._lock:
-            self._walk.feed(self._events(store))
+            if self._walk.feed(self._events(store)) is not None and self._recut(store):
+                self._walk.feed(self._events(store))
             return self._walk.result()
 
     def take(self, store: Any, events: list[Event], after: int) -> None:
@@ -429,12 +432,34 @@ class ChainWatch:
         it folds them: those past the ones walked already are walked on (what lies between
         first, read here). Raises `UnverifiedLog` at a broken link."""
         with self._lock:
-            walk = self._walk
-            if walk.checked < after:
-                walk.feed(self._events(store))
-            found = walk.feed(iter([e for e in events if e.position > walk.checked]))
+            found = self._take(store, events, after)
+            if found is not None and self._recut(store):
+                found = self._take(store, events, after)
         if found is not None:
             raise UnverifiedLog(found)
+
+    def _take(self, store: Any, events: list[Event], after: int) -> Verification | None:
+        walk = self._walk
+        if walk.checked < after:
+            walk.feed(self._events(store))
+        return walk.feed(iter([e for e in events if e.position > walk.checked]))
+
+    def _recut(self, store: Any) -> bool:
+        """After a break: whether the log was compacted past where this walk had got to (by
+        another process, while this one ran), so that events it had not walked yet were
+        archived. Then the walk starts again from the first event across the new cut (the
+        carried events, then the chain from its anchor), and says so by returning True."""
+        walk = self._walk
+        try:
+            cut = find_cut(store)
+        except (StoreError, ValueError):
+            return False
+        if cut is None or cut == self.cut or walk.checked >= cut.record:
+            return False
+        fresh = _Walk(None, self.key, payloads=False)
+        fresh.cut = cut
+        self._walk, self.cut, self.resumed = fresh, cut, None
+        return True
 
     def vouch(self, store: Any) -> Verification:
         """`check`, raising `UnverifiedLog` unless the log verifies."""
