@@ -387,6 +387,21 @@ def test_after_the_cut_a_spent_grant_stays_spent_and_a_pending_request_can_be_an
     h.store.close()
 
 
+def test_a_memory_log_compacted_under_its_harness_decides_alike(desk: Spec, tmp_path: Path) -> None:
+    whole, _ = scenario(desk, MemoryStore, tmp_path, cut=False)
+    clock = Clock()
+    h = Harness(desk, store=MemoryStore(key=KEY), clock=clock)
+    bind(h)
+    sessions = open_sessions(h)
+    decided = run(h, sessions, BEFORE, clock)
+    h.sessions[sessions["c"]].end()
+    compact(h.store, before=h.store.head()[0] - 2, archive=tmp_path / "a.jsonl")
+    decided += run(h, sessions, AFTER, clock)
+    assert decided == whole
+    assert h.verify().ok and h.vouched().ok
+    assert verify_across(h.store.read(), [read_archive(tmp_path / "a.jsonl")], key=KEY).ok
+
+
 @pytest.mark.parametrize("share", [0.3, 0.7, 1.0])
 def test_a_log_compacted_under_a_running_harness_decides_and_reopens_alike(
     desk: Spec, tmp_path: Path, share: float
