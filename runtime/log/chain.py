@@ -596,12 +596,15 @@ class _Walk:
         """While every event before the cut is there and chained (a log joined with its
         archives): the last one's hash; None once one is not."""
         self.carried = 0
+        self.archived = 0
+        """The events before the cut that the log no longer holds (what `checked` counts
+        but was not walked)."""
         self.carried_hashes = hashlib.sha256()
 
     def failed(self, position: int | None, reason: str) -> Verification:
         self.broken = Verification(
             False,
-            self.checked,
+            self.checked - self.archived,
             position,
             reason,
             anchored=self.anchor is not None,
@@ -728,6 +731,15 @@ class _Walk:
                     f"position {cut.before}: it is checked with the archive "
                     "(`harnessc log verify --archive FILE`)"
                 )
+        if not whole:
+            self.archived = cut.before - self.carried
+            self.notes.append(
+                f"the log was compacted: the events up to position {cut.before} but the "
+                f"{cut.carried} carried across the cut are archived"
+                + (f" in `{cut.archive['file']}`" if cut.archive.get("file") else "")
+                + "; the chain after the cut is checked from its anchor, and "
+                "`harnessc log verify --archive FILE` walks them too"
+            )
         self.checked = cut.before
         self.resumed = True
         return None
@@ -754,7 +766,7 @@ class _Walk:
             what = "carries no MAC" if self.keyed_from is None else "lost their MACs"
             return Verification(
                 False,
-                self.checked,
+                self.checked - self.archived,
                 self.last.position if self.keyed_from is None else self.keyed_from,
                 f"the log {what}: it was not written with the log key from its last event "
                 "back, so nothing in it is authenticated"
@@ -771,7 +783,7 @@ class _Walk:
             )
         return Verification(
             True,
-            self.checked,
+            self.checked - self.archived,
             anchored=anchor is not None,
             authenticated=self.key is not None,
             notes=tuple(notes),
