@@ -181,21 +181,24 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             raise StoreError("the event store was opened read-only")
         self._group.flush()
         wanted = sorted(set(positions))
-        with self._lock, self._connection().transaction():
-            conn = self._connection()
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-            head = conn.execute("SELECT max(position) FROM harnessc.events").fetchone()
-            if head is not None and head[0] is not None and int(head[0]) in wanted:
-                raise StoreError("the head of the log is never discarded")
-            conn.execute("ALTER TABLE harnessc.events DISABLE TRIGGER events_append_only")
-            removed = 0
-            for at in range(0, len(wanted), 5000):
-                cur = conn.execute(
-                    "DELETE FROM harnessc.events WHERE position = ANY(%s)",
-                    (wanted[at : at + 5000],),
-                )
-                removed += cur.rowcount
-            conn.execute("ALTER TABLE harnessc.events ENABLE TRIGGER events_append_only")
+        try:
+            with self._lock, self._connection().transaction():
+                conn = self._connection()
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                head = conn.execute("SELECT max(position) FROM harnessc.events").fetchone()
+                if head is not None and head[0] is not None and int(head[0]) in wanted:
+                    raise StoreError("the head of the log is never discarded")
+                conn.execute("ALTER TABLE harnessc.events DISABLE TRIGGER events_append_only")
+                removed = 0
+                for at in range(0, len(wanted), 5000):
+                    cur = conn.execute(
+                        "DELETE FROM harnessc.events WHERE position = ANY(%s)",
+                        (wanted[at : at + 5000],),
+                    )
+                    removed += cur.rowcount
+                conn.execute("ALTER TABLE harnessc.events ENABLE TRIGGER events_append_only")
+        except psycopg.Error as error:  # not the table's owner, the server gone: say so
+            raise StoreError(f"cannot remove the archived events: {error}") from None
         self._seqs = SeqCache()
         return removed
 

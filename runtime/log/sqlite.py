@@ -268,6 +268,14 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
             raise StoreError("the event store was opened read-only")
         self._group.flush()
         wanted = sorted(set(positions))
+        try:
+            removed = self._discard(wanted)
+        except sqlite3.Error as error:  # a read-only file, a full disk: say so
+            raise StoreError(f"cannot remove the archived events: {error}") from None
+        self._seqs = SeqCache()
+        return removed
+
+    def _discard(self, wanted: list[int]) -> int:
         with self._write() as c:
             conn = c.conn
             head = conn.execute("SELECT max(position) FROM events").fetchone()[0]
@@ -282,7 +290,6 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
                     f"DELETE FROM events WHERE position IN ({marks})", chunk
                 ).rowcount
             c.executescript_in_tx(_NO_DELETE)
-        self._seqs = SeqCache()
         return removed
 
     def _write(self) -> _WriteTransaction:
