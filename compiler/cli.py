@@ -386,6 +386,8 @@ def cmd_log(args: argparse.Namespace) -> int:
     if _missing(args.log):
         sys.stderr.write(f"harnessc: no event log at `{args.log}`\n")
         return EXIT_USAGE
+    if args.action == "compact":
+        return _compact(args, key)
     try:
         store = open_store(args.log, key=key, readonly=True)
     except StoreError as error:
@@ -405,7 +407,63 @@ def cmd_log(args: argparse.Namespace) -> int:
             out = {**checkpoint.to_dict(), "checkpoint": text}
             print(json.dumps(out, indent=2) if args.format == "json" else text)
             return EXIT_OK
+        if args.archive:
+            return _verify_across(store, args.archive, anchor, key, args.format)
         return _print_verification(store.verify(anchor), args.format)
+
+
+def _verify_across(store: Any, archives: list[str], anchor: Any, key: Any, format: str) -> int:
+    """`harnessc log verify --archive FILE…`: the archives' events and the log's as one chain."""
+    from harnessc.runtime.log.chain import StoreError
+    from harnessc.runtime.log.cut import CutError, read_archive, verify_across
+
+    try:
+        read = [read_archive(path) for path in archives]
+        events = store.read()
+    except (CutError, StoreError) as error:
+        sys.stderr.write(f"harnessc: {error}\n")
+        return EXIT_USAGE
+    return _print_verification(verify_across(events, read, anchor, key=key), format)
+
+
+def _compact(args: argparse.Namespace, key: Any) -> int:
+    """`harnessc log compact --before POSITION --to FILE`."""
+    from harnessc.runtime.log.chain import StoreError
+    from harnessc.runtime.log.cut import CutError, compact
+    from harnessc.runtime.log.open import open_store
+
+    before = args.before.strip()
+    if before != "head" and not (before.isascii() and before.isdigit()):
+        sys.stderr.write("harnessc: --before takes a position (a whole number) or `head`\n")
+        return EXIT_USAGE
+    try:
+        store = open_store(args.log, key=key)
+    except StoreError as error:
+        sys.stderr.write(f"harnessc: {error}\n")
+        return EXIT_USAGE
+    with contextlib.closing(store):
+        verified = store.verify()
+        if not verified.ok:  # never archive what the chain does not vouch for
+            sys.stderr.write(f"harnessc: the log does not verify: {verified.reason}\n")
+            return EXIT_ERRORS
+        try:
+            position = store.head()[0] if before == "head" else int(before)
+            done = compact(store, before=position, archive=args.to)
+        except (CutError, StoreError, OSError) as error:
+            sys.stderr.write(f"harnessc: {error}\n")
+            return EXIT_USAGE
+    out = done.to_dict()
+    if args.format == "json":
+        print(json.dumps(out, indent=2))
+    else:
+        print(
+            f"archived {done.archived} events at or before position {done.cut.before} to "
+            f"`{args.to}` ({done.archive_bytes} bytes, sha256 {out['archive']['sha256']})\n"
+            f"carried {done.carried} events of {done.streams_carried} live streams across the "
+            f"cut\nrecorded the cut at position {done.cut.record}: keep the archive; "
+            f"`harnessc log verify --log LOG --archive {args.to}` checks both"
+        )
+    return EXIT_OK
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -580,7 +638,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--anchor", metavar="CHECKPOINT", help="a checkpoint printed by `harnessc log head`"
     )
     log_verify.add_argument("--format", choices=("human", "json"), default="human")
-    for action in (log_head, log_verify):
+    log_verify.add_argument(
+        "--archive",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an archive `harnessc log compact` wrote: verify the whole chain across the cut",
+    )
+    log_compact = log_actions.add_parser(
+        "compact", help="archive the events before a position to a file; keep the live ones"
+    )
+    log_compact.add_argument(
+        "--before",
+        required=True,
+        metavar="POSITION",
+        help="the last position to archive, or `head`",
+    )
+    log_compact.add_argument(
+        "--to", required=True, metavar="FILE", help="the archive to write (a new file)"
+    )
+    log_compact.add_argument("--format", choices=("text", "json"), default="text")
+    for action in (log_head, log_verify, log_compact):
         add_log_option(action)
         action.add_argument(
             "--key-file",
@@ -666,6 +744,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--first", type=int, default=20, metavar="N", help="decision ids listed per group"
     )
     replay.add_argument(
+        "--archive",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an archive of the log (`harnessc log compact`): replay across the cut",
+    )
+    replay.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -704,6 +789,13 @@ def build_parser() -> argparse.ArgumentParser:
     judged.add_argument("--policy", metavar="POLICY", help="judge under this policy")
     add_log_option(why, required=False, help="an event log: explain a recorded decision")
     why.add_argument("--decision", metavar="ID", help="the recorded decision's id (dec-…)")
+    why.add_argument(
+        "--archive",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an archive of the log (`harnessc log compact`), read with it",
+    )
     why.add_argument("--format", choices=("text", "json"), default="text")
     why.set_defaults(run=cmd_why)
 

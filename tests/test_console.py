@@ -587,3 +587,22 @@ def test_in_a_browser_a_request_counts_down_to_its_deadline_and_then_is_refused(
         server.close()
     agent.catch_up()
     assert agent.projections.approvals[rid].status == "expired"
+
+
+def test_a_session_archived_by_a_compaction_is_said_to_be_archived(tmp_path: Path) -> None:
+    from harnessc.runtime.log.cut import compact
+
+    spec = compile_text(tmp_path, SHELL)
+    db = tmp_path / "h.db"
+    agent = Harness(spec, SQLiteStore(db))
+    done = agent.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    done.end()
+    agent.store.flush()
+    compact(agent.store, before=agent.store.head()[0], archive=tmp_path / "old.jsonl")
+    ops = [{"name": n, "roles": ROLES[n], "token_sha256": token_hash(t)} for n, t in TOKENS.items()]
+    (tmp_path / "ops.json").write_text(json.dumps({"operators": ops}), encoding="utf-8")
+    console = Console(Harness(spec, SQLiteStore(db)), load_operators(str(tmp_path / "ops.json")))
+    client, _ = login(build_app(console), "carol")
+    page = client.get(f"/sessions/{done.id}")
+    assert page.status_code == 404
+    assert "Archived or unknown session" in page.text and "old.jsonl" in page.text

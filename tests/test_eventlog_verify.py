@@ -264,11 +264,15 @@ def test_verify_events_reports_any_rows_never_raises(
 
 
 class _Growing:
-    """The rows of a log as a store hands them out (`read(after=…, limit=…)`), made visible a
-    part at a time; counts the rows read."""
+    """The rows of a log as a store hands them out (`read(after=…, limit=…)`, and `last` for
+    the log's cut), made visible a part at a time; counts the rows read."""
 
     def __init__(self, rows: list[Event]) -> None:
         self.rows, self.visible, self.served = rows, 0, 0
+
+    def last(self, prefix: str, type: str) -> Event | None:
+        found = [e for e in self.rows[: self.visible] if e.type == type]
+        return found[-1] if found else None
 
     def read(self, *, after: int = 0, limit: int | None = None) -> list[Event]:
         page = self.rows[after : self.visible][:limit]

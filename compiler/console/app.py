@@ -29,6 +29,7 @@ from urllib.parse import quote
 
 from harnessc.runtime import ApprovalError, Harness
 from harnessc.runtime.log.chain import UnreadableEvent, UnverifiedLog
+from harnessc.runtime.log.cut import archived_note
 from harnessc.runtime.session import operations
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -590,6 +591,16 @@ def build_app(console: Console, *, secure_cookie: bool = False) -> Starlette:
         more = len(events) > PAGE
         events = events[:PAGE]
         if not events and after == 0:
+            archived = archived_note(console.harness.store)
+            if archived is not None:  # the log was compacted: the session may be archived
+                return console.render(
+                    request,
+                    "message.html",
+                    404,
+                    title="Archived or unknown session",
+                    text=f"no events in `{sid}` in the log: {archived}; `harnessc replay "
+                    "--archive FILE` and `harnessc why --archive FILE` read it",
+                )
             return console.render(
                 request, "message.html", 404, title="Unknown session", text=f"no events in `{sid}`"
             )

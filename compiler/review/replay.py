@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -31,20 +32,25 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def replay_main(args: argparse.Namespace) -> int:
+    from harnessc.runtime.log.cut import archived_note
     from harnessc.runtime.session.replay import replay
 
     spec = load_spec(args.spec)
     if spec is None:
         return EXIT_USAGE
-    store = open_log(args.log, getattr(args, "key_file", None))
+    archives = getattr(args, "archive", None) or ()
+    store = open_log(args.log, getattr(args, "key_file", None), archives)
     if store is None:
         return EXIT_USAGE
+    note = archived_note(store)
+    if note is not None:  # the decisions of archived sessions are not replayed: say so
+        sys.stderr.write(f"harnessc: note: {note}: `--archive FILE` replays them too\n")
     if args.workers < 1:
         sys.stderr.write("harnessc: --workers takes a number of processes, 1 or more\n")
         store.close()
         return EXIT_USAGE
     try:
-        if args.workers > 1 and args.log != "memory://":
+        if args.workers > 1 and args.log != "memory://" and not archives:
             store.close()  # each worker opens the log itself
             report = replay(args.log, spec, first=args.first, workers=args.workers)
         else:
@@ -108,12 +114,14 @@ class NoLog(Exception):
     key, a chain that does not verify)."""
 
 
-def vouched_log(target: str, key_file: str | None = None) -> Any:
+def vouched_log(target: str, key_file: str | None = None, archives: Sequence[str] = ()) -> Any:
     """The event store at `target`, read-only, its chain verified (with the log key of
     `key_file` or the environment, every MAC too); `NoLog` otherwise. A review decides on what
     the log records, so only on records its chain vouches for, as the operators' commands
-    do."""
+    do. With `archives` (files `harnessc log compact` wrote), the log and its archives joined
+    into one store in memory, verified as one chain."""
     from harnessc.runtime.log.chain import ChainWatch, StoreError
+    from harnessc.runtime.log.cut import joined
     from harnessc.runtime.log.integrity import LogKey, LogKeyError
     from harnessc.runtime.log.open import open_store
 
@@ -126,17 +134,21 @@ def vouched_log(target: str, key_file: str | None = None) -> Any:
     except (StoreError, LogKeyError) as error:
         raise NoLog(str(error)) from None
     try:
-        ChainWatch(key).vouch(store)
-    except StoreError as error:  # UnverifiedLog: where and why
+        if archives:
+            whole = joined(store, archives, key=key)
+            store.close()
+            return whole
+        ChainWatch.whole(store).vouch(store)
+    except StoreError as error:  # UnverifiedLog, CutError: where and why
         store.close()
         raise NoLog(str(error)) from None
     return store
 
 
-def open_log(target: str, key_file: str | None = None) -> Any:
+def open_log(target: str, key_file: str | None = None, archives: Sequence[str] = ()) -> Any:
     """`vouched_log`, or None with the reason printed."""
     try:
-        return vouched_log(target, key_file)
+        return vouched_log(target, key_file, archives)
     except NoLog as error:
         sys.stderr.write(f"harnessc: {error}\n")
         return None
@@ -245,11 +257,15 @@ def _markdown(data: dict[str, Any]) -> str:
 
 
 def divergences_main(args: argparse.Namespace) -> int:
+    from harnessc.runtime.log.cut import archived_note
     from harnessc.runtime.session.shadow import divergences
 
     store = open_log(args.log, getattr(args, "key_file", None))
     if store is None:
         return EXIT_USAGE
+    note = archived_note(store)
+    if note is not None:  # the divergences of archived sessions are not listed: say so
+        sys.stderr.write(f"harnessc: note: {note}\n")
     from harnessc.runtime.log.chain import StoreError
 
     try:

@@ -24,6 +24,7 @@ For a call (given, or recorded in an event log) and the policy that judges it:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import math
@@ -766,15 +767,22 @@ def _recorded(spec: m.Spec, args: Any) -> Explanation:
     """`--log URL --decision ID`: the log opened read-only, its chain verified (its key from
     the environment)."""
     from harnessc.runtime.log.chain import StoreError
+    from harnessc.runtime.log.cut import archived_note
 
     from .replay import NoLog, vouched_log
 
     try:
-        store = vouched_log(args.log)
+        store = vouched_log(args.log, archives=getattr(args, "archive", None) or ())
     except NoLog as error:
         raise WhyError(str(error)) from None
-    with store:
+    with contextlib.closing(store):
         try:
             return why_recorded(spec, store, args.decision, agent=args.agent, policy=args.policy)
         except StoreError as error:  # a row it cannot read: which one
             raise WhyError(str(error)) from None
+        except WhyError as error:
+            note = archived_note(store) if "holds no decision" in str(error) else None
+            if note is None:
+                raise
+            # the decision may be among the events the compaction archived
+            raise WhyError(f"{error}; {note}: `--archive FILE` reads it too") from None

@@ -5,11 +5,13 @@ before it, an optional checkpoint, and with the log key every event's MAC.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from .events import (
@@ -26,15 +28,21 @@ from .integrity import Checkpoint, LogKey
 __all__ = [
     "CHECKPOINT_EVERY",
     "CHECKPOINT_TYPE",
+    "COMPACTED_TYPE",
     "Anchor",
     "ChainWatch",
     "ConcurrencyError",
+    "Cut",
+    "CutError",
     "NotUtf8",
     "StoreError",
     "TransitionRefused",
     "UnreadableEvent",
     "UnverifiedLog",
     "Verification",
+    "carried_digest",
+    "cut_or_failure",
+    "find_cut",
     "verify_events",
 ]
 
@@ -152,6 +160,111 @@ tag of the two (`LogKey.checkpoint_tag`). It is an event after N, so it is chain
 like any other: a prefix rewritten up to N no longer ends in H, and a checkpoint rewritten
 breaks the chain after it (and, with the key, its MAC and tag)."""
 
+COMPACTED_TYPE = "log.compacted"
+"""The event that records a compaction's cut, on the `harness` stream (`Cut.to_payload`;
+runtime/log/cut.py compacts)."""
+
+
+class CutError(StoreError):
+    """A compaction that cannot be done (a position outside the log, one not after the last
+    cut, an archive file that exists already) or an archive that cannot be read."""
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A compaction as its `log.compacted` event records it.
+
+    `before`: the last position archived (`P`); `hash`: the hash of the event at `P`; `tag`:
+    with the log key, the tag of the two (as a checkpoint's); `carried`: the events at or
+    before `P` kept in the log, and `carried_digest` the SHA-256 of their hashes in position
+    order; `time`: when the event at `P` was written; `archive`: the file, its bytes, events
+    and SHA-256; `record`: the position of the `log.compacted` event itself."""
+
+    before: int
+    hash: str
+    tag: str | None
+    carried: int
+    carried_digest: str
+    time: str
+    archive: dict[str, Any] = field(default_factory=dict)
+    record: int = 0
+
+    @property
+    def anchor(self) -> Checkpoint:
+        return Checkpoint(self.before, self.hash, self.tag)
+
+    @property
+    def time_ms(self) -> int | None:
+        """`time` in milliseconds since the epoch (None when it does not parse)."""
+        try:
+            return int(datetime.fromisoformat(self.time.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            return None
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "before": self.before,
+            "hash": self.hash,
+            "tag": self.tag,
+            "carried": self.carried,
+            "carried_digest": self.carried_digest,
+            "time": self.time,
+            "archive": dict(self.archive),
+        }
+
+    @classmethod
+    def of_event(cls, event: Event) -> Cut:
+        p = event.payload
+        try:
+            checkpoint = Checkpoint.of(
+                json.dumps({"position": p["before"], "hash": p["hash"], "tag": p.get("tag")})
+            )
+            carried, digest, time = p["carried"], p["carried_digest"], p["time"]
+        except (KeyError, ValueError) as error:
+            raise CutError(f"the `{COMPACTED_TYPE}` event at {event.position} is malformed") from (
+                error
+            )
+        if type(carried) is not int or not isinstance(digest, str) or not isinstance(time, str):
+            raise CutError(f"the `{COMPACTED_TYPE}` event at {event.position} is malformed")
+        archive = p.get("archive") if isinstance(p.get("archive"), dict) else {}
+        return cls(
+            checkpoint.position,
+            checkpoint.hash,
+            checkpoint.tag,
+            carried,
+            digest,
+            time,
+            dict(archive or {}),
+            event.position,
+        )
+
+
+def carried_digest(hashes: Iterable[str]) -> str:
+    """The digest of the carried events: SHA-256 over their hashes, one a line."""
+    h = hashlib.sha256()
+    for one in hashes:
+        h.update(one.encode("ascii", "replace") + b"\n")
+    return h.hexdigest()
+
+
+def cut_or_failure(store: Any) -> Cut | Verification | None:
+    """The store's last cut for its `verify` (`find_cut`), or a failed `Verification` when its
+    `log.compacted` event cannot be read."""
+    try:
+        return find_cut(store)
+    except (StoreError, ValueError) as error:
+        return Verification(False, 0, None, f"the log's cut cannot be read: {error}")
+
+
+def find_cut(store: Any) -> Cut | None:
+    """The log's last cut, or None when it was never compacted. A `log.compacted` event that
+    does not parse raises CutError: the log cannot be read as a whole without its cut."""
+    event = store.last(HARNESS_STREAM, COMPACTED_TYPE)
+    if event is None or event.stream != HARNESS_STREAM:
+        return None
+    return Cut.of_event(event)
+
+
 CHECKPOINT_EVERY = 1000
 """A harness that opened a log and walked at least this many events past its last checkpoint
 records a new one (with its first write)."""
@@ -161,16 +274,23 @@ Anchor = Checkpoint | tuple[int, str] | str
 
 
 def verify_events(
-    events: Iterable[Event], anchor: Anchor | None = None, *, key: LogKey | None = None
+    events: Iterable[Event],
+    anchor: Anchor | None = None,
+    *,
+    key: LogKey | None = None,
+    cut: Cut | None = None,
 ) -> Verification:
     """Walk events in position order and report the first broken link; with `anchor`, check the
-    log against a checkpoint; with `key`, check every event's MAC.
+    log against a checkpoint; with `key`, check every event's MAC; with `cut` (a compacted
+    log's last `Cut`, `find_cut`), check the events carried across it each alone and all by
+    their digest, and the chain after it from the cut's anchored hash.
 
     Never raises for what a damaged log can hold: a value of the wrong type, text that is not
     JSON, a broken link, or a store that fails while being read (a `StoreError` from the
     iteration) is reported as a failed `Verification`. A bad `anchor` is a CheckpointError.
     """
     walk = _Walk(Checkpoint.of(anchor) if anchor is not None else None, key)
+    walk.cut = cut
     return walk.run(iter(events))
 
 
@@ -200,7 +320,9 @@ class ChainWatch:
     good.
 
     The store is given at each check (anything with `read(after=…, limit=…)` in position
-    order: every `EventStore`), so a watch outlives the connections opened on one log.
+    order and `last`: every `EventStore`), so a watch outlives the connections opened on one
+    log. A log compacted while the watch walked it (by another process) is taken across its
+    new cut (`_recut`).
     """
 
     PAGE = 1000
@@ -214,6 +336,21 @@ class ChainWatch:
         self.key = key
         self.resumed: Checkpoint | None = None
         """The checkpoint the walk started from (`opened`), or None: from the first event."""
+        self.cut: Cut | None = None
+        """The log's last cut when the walk began: events at or before it are carried and
+        link to nothing."""
+
+    @classmethod
+    def whole(cls, store: Any) -> ChainWatch:
+        """A watch that walks `store` from its first event: across its last cut when it was
+        compacted (the carried events, then the chain on from the anchored hash). A cut that
+        cannot be read is the walk's break."""
+        watch = cls(store.log_key)
+        try:
+            watch.cut = watch._walk.cut = find_cut(store)
+        except (StoreError, ValueError) as error:
+            watch._walk.failed(None, f"the log's cut cannot be read: {error}")
+        return watch
 
     @classmethod
     def opened(cls, store: Any) -> ChainWatch:
@@ -221,7 +358,14 @@ class ChainWatch:
         (`CHECKPOINT_TYPE`) when that one holds (`trusted_checkpoint`), so opening walks only
         the events after it; from the first event otherwise."""
         watch = cls(store.log_key)
+        try:
+            cut = find_cut(store)
+        except (StoreError, ValueError):
+            cut = None  # the walk from the first event finds the gap and says so
         found = trusted_checkpoint(store, watch.key)
+        if cut is not None and (found is None or found[0].position <= cut.before):
+            watch._walk.cut, found = cut, None  # walk the carried events, then on from the cut
+        watch.cut = cut
         if found is not None:
             checkpoint, keyed = found
             walk = watch._walk
@@ -260,7 +404,8 @@ class ChainWatch:
                 after = events[i + 1] if i + 1 < len(events) else None
                 if after is not None and after.position != e.position + 1:
                     after = None
-                broken = _unlinked(e, store, key, keyed, after)
+                carried = self.cut is not None and e.position <= self.cut.before
+                broken = _unlinked(e, store, key, keyed, after, chained=not carried)
                 if broken is not None:
                     found = Verification(
                         False,
@@ -278,7 +423,8 @@ class ChainWatch:
         """Walk on to the log's head: ok with every event read so far, or the first broken
         link (never raises for a damaged log)."""
         with self._lock:
-            self._walk.feed(self._events(store))
+            if self._walk.feed(self._events(store)) is not None and self._recut(store):
+                self._walk.feed(self._events(store))
             return self._walk.result()
 
     def take(self, store: Any, events: list[Event], after: int) -> None:
@@ -286,12 +432,34 @@ class ChainWatch:
         it folds them: those past the ones walked already are walked on (what lies between
         first, read here). Raises `UnverifiedLog` at a broken link."""
         with self._lock:
-            walk = self._walk
-            if walk.checked < after:
-                walk.feed(self._events(store))
-            found = walk.feed(iter(events[max(0, walk.checked - after) :]))
+            found = self._take(store, events, after)
+            if found is not None and self._recut(store):
+                found = self._take(store, events, after)
         if found is not None:
             raise UnverifiedLog(found)
+
+    def _take(self, store: Any, events: list[Event], after: int) -> Verification | None:
+        walk = self._walk
+        if walk.checked < after:
+            walk.feed(self._events(store))
+        return walk.feed(iter([e for e in events if e.position > walk.checked]))
+
+    def _recut(self, store: Any) -> bool:
+        """After a break: whether the log was compacted past where this walk had got to (by
+        another process, while this one ran), so that events it had not walked yet were
+        archived. Then the walk starts again from the first event across the new cut (the
+        carried events, then the chain from its anchor), and says so by returning True."""
+        walk = self._walk
+        try:
+            cut = find_cut(store)
+        except (StoreError, ValueError):
+            return False
+        if cut is None or cut == self.cut or walk.checked >= cut.record:
+            return False
+        fresh = _Walk(None, self.key, payloads=False)
+        fresh.cut = cut
+        self._walk, self.cut, self.resumed = fresh, cut, None
+        return True
 
     def vouch(self, store: Any) -> Verification:
         """`check`, raising `UnverifiedLog` unless the log verifies."""
@@ -368,10 +536,17 @@ def _hash_of(e: Event) -> str:
 
 
 def _unlinked(
-    e: Event, store: Any, key: LogKey | None, keyed_from: int | None, after: Event | None
+    e: Event,
+    store: Any,
+    key: LogKey | None,
+    keyed_from: int | None,
+    after: Event | None,
+    *,
+    chained: bool = True,
 ) -> str | None:
     """Why a stored event, walked before, no longer holds where it stands, or None. `after`:
-    the event that follows it in the log, when the caller holds it already."""
+    the event that follows it in the log, when the caller holds it already; `chained`: False
+    for an event carried across a cut, which no event after it links to."""
     malformed = _malformed(e, False)
     if malformed is not None:
         return malformed
@@ -386,6 +561,8 @@ def _unlinked(
                 "the MAC does not match the log key: the event was forged or rewritten, or "
                 "the log was written with another key"
             )
+    if not chained:
+        return None
     following = [after] if after is not None else store.read(after=e.position, limit=1)
     if following and (following[0].position != e.position + 1 or following[0].prev_hash != e.hash):
         return f"the event after position {e.position} does not link to it: it was rewritten"
@@ -412,11 +589,22 @@ class _Walk:
         self.broken: Verification | None = None
         self.resumed = False
         """Started from a checkpoint: a stream's first event seen may continue one before it."""
+        self.cut: Cut | None = None
+        """A compacted log's cut: the events at or before it are carried, checked each alone."""
+        self.crossed = False
+        self.whole: str | None = GENESIS_HASH
+        """While every event before the cut is there and chained (a log joined with its
+        archives): the last one's hash; None once one is not."""
+        self.carried = 0
+        self.archived = 0
+        """The events before the cut that the log no longer holds (what `checked` counts
+        but was not walked)."""
+        self.carried_hashes = hashlib.sha256()
 
     def failed(self, position: int | None, reason: str) -> Verification:
         self.broken = Verification(
             False,
-            self.checked,
+            self.checked - self.archived,
             position,
             reason,
             anchored=self.anchor is not None,
@@ -460,6 +648,17 @@ class _Walk:
                 malformed = _malformed(e, self.payloads)
                 if malformed is not None:
                     return self.failed(self.checked + 1, malformed)
+                cut = self.cut
+                if cut is not None and not self.crossed:
+                    if e.position <= cut.before:
+                        carried = self.carry(e)
+                        if carried is not None:
+                            return self.failed(e.position, carried)
+                        continue
+                    crossing = self.cross(cut)
+                    if crossing is not None:
+                        return self.failed(cut.before, crossing)
+                    prev_hash = cut.hash
                 if self.resumed and e.stream not in last_seq:
                     last_seq[e.stream] = e.seq - 1  # its events before the checkpoint
                 broken = _broken_link(e, self.checked + 1, prev_hash, last_seq)
@@ -481,10 +680,80 @@ class _Walk:
         finally:
             self.prev_hash = prev_hash
 
+    def carry(self, e: Event) -> str | None:
+        """Check an event carried across the cut alone: its hash from its fields, its MAC, its
+        seq after its stream's last carried one. None when it holds."""
+        if _rehashed(e):
+            return "hash does not match the contents (an event carried across the cut)"
+        forged = self.check_mac(e)
+        if forged is not None:
+            return forged
+        last = self.last_seq.get(e.stream, e.seq - 1)
+        if e.seq != last + 1:
+            return f"seq {e.seq} in stream `{e.stream}`, expected {last + 1}"
+        self.last_seq[e.stream] = e.seq
+        chained = self.whole is not None and e.position == self.checked + 1
+        self.whole = e.hash if chained and e.prev_hash == self.whole else None
+        self.carried += 1
+        self.carried_hashes.update(e.hash.encode("ascii", "replace") + b"\n")
+        self.checked = e.position
+        self.last = e
+        return None
+
+    def cross(self, cut: Cut) -> str | None:
+        """At the first event after the cut: the carried events are the ones the cut names,
+        and with the key its anchor is tagged; the chain goes on from the anchored hash."""
+        self.crossed = True
+        whole = self.whole == cut.hash and self.checked == cut.before  # every event is there
+        if not whole and (
+            self.carried != cut.carried or self.carried_hashes.hexdigest() != cut.carried_digest
+        ):
+            return (
+                f"the events carried across the cut at position {cut.before} are not the ones "
+                f"it recorded ({self.carried} found, {cut.carried} recorded): events were "
+                "removed, added or rewritten"
+            )
+        if self.key is not None and (
+            cut.tag is None
+            or not hmac.compare_digest(cut.tag, self.key.checkpoint_tag(cut.before, cut.hash))
+        ):
+            return "the cut's anchor is not tagged with the log key: the cut was forged"
+        anchor = self.anchor
+        if anchor is not None and anchor.position <= cut.before:
+            if anchor.position == cut.before and anchor.hash != cut.hash:
+                return (
+                    f"the hash at position {cut.before} differs from the checkpoint: the log "
+                    "was rewritten at or before it"
+                )
+            if anchor.position < cut.before:
+                self.notes.append(
+                    f"the checkpoint at position {anchor.position} lies before the cut at "
+                    f"position {cut.before}: it is checked with the archive "
+                    "(`harnessc log verify --archive FILE`)"
+                )
+        if not whole:
+            self.archived = cut.before - self.carried
+            self.notes.append(
+                f"the log was compacted: the events up to position {cut.before} but the "
+                f"{cut.carried} carried across the cut are archived"
+                + (f" in `{cut.archive['file']}`" if cut.archive.get("file") else "")
+                + "; the chain after the cut is checked from its anchor, and "
+                "`harnessc log verify --archive FILE` walks them too"
+            )
+        self.checked = cut.before
+        self.resumed = True
+        return None
+
     def result(self) -> Verification:
         """What the events taken so far show, as a whole log: ok, or why not."""
         if self.broken is not None:
             return self.broken
+        if self.cut is not None and not self.crossed:
+            return self.failed(
+                self.cut.before + 1,
+                f"the log ends at or before its cut at position {self.cut.before}: events "
+                "were removed",
+            )
         anchor = self.anchor
         if anchor is not None and self.checked < anchor.position:
             return self.failed(
@@ -497,7 +766,7 @@ class _Walk:
             what = "carries no MAC" if self.keyed_from is None else "lost their MACs"
             return Verification(
                 False,
-                self.checked,
+                self.checked - self.archived,
                 self.last.position if self.keyed_from is None else self.keyed_from,
                 f"the log {what}: it was not written with the log key from its last event "
                 "back, so nothing in it is authenticated"
@@ -514,7 +783,7 @@ class _Walk:
             )
         return Verification(
             True,
-            self.checked,
+            self.checked - self.archived,
             anchored=anchor is not None,
             authenticated=self.key is not None,
             notes=tuple(notes),

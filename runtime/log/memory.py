@@ -4,6 +4,7 @@ nothing survives the process."""
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from ._numbering import (
     refusal,
 )
 from ._sql import Row, selects_row
-from .chain import Anchor, Verification, verify_events
+from .chain import Anchor, StoreError, Verification, cut_or_failure, verify_events
 from .events import GENESIS_HASH, Clock, Event, NewEvent, system_clock
 from .integrity import Checkpoint, LogKey
 
@@ -47,6 +48,21 @@ class MemoryStore(Announcing):
         self._deferred: list[NewEvent] = []
         self._deferred_texts: list[str] = []
         self._claims: set[Claim] = set()  # `claims_of`, as the log holds them
+        self._gaps = False  # a compaction removed events: positions are no longer indexes
+
+    @classmethod
+    def holding(cls, events: Sequence[Event], *, key: LogKey | None = None) -> MemoryStore:
+        """A store over events recorded elsewhere, as they were stored (positions 1 to n, in
+        order): a compacted log joined with its archives (`runtime/log/cut.py`, `joined`),
+        for the readers that read a whole log."""
+        store = cls(key=key)
+        positions = [e.position for e in events]
+        if positions != list(range(1, len(positions) + 1)):
+            raise StoreError("a store holds the positions 1 to n, in order")
+        store._events = list(events)
+        for e in events:
+            store._seqs[e.stream] = e.seq
+        return store
 
     DEFERRED_MAX = 16
     """Deferred events are numbered together once this many wait (or at the next append or
@@ -151,7 +167,8 @@ class MemoryStore(Announcing):
             if flush:
                 self._settle()
             # INVARIANT: positions are 1..n, so the event after position p is at index p
-            found = [e for e in self._events[max(after, 0) :] if stream in (None, e.stream)]
+            # (until a compaction removed some: then they are searched)
+            found = [e for e in self._events[self._index(after) :] if stream in (None, e.stream)]
         return found if limit is None else found[:limit]
 
     def scan(
@@ -191,7 +208,7 @@ class MemoryStore(Announcing):
             self._settle()
             return [
                 e
-                for e in self._events[max(after, 0) :]
+                for e in self._events[self._index(after) :]
                 if e.type == type and e.stream.startswith(prefix)
             ]
 
@@ -212,11 +229,33 @@ class MemoryStore(Announcing):
             return checkpoint_of(0, GENESIS_HASH, None, self.log_key)
         return checkpoint_of(head.position, head.hash, head.mac, self.log_key)
 
+    def _index(self, after: int) -> int:
+        """The index of the first event after position `after`."""
+        if not self._gaps:
+            return max(after, 0)
+        return bisect_right(self._events, after, key=lambda e: e.position)
+
+    def discard(self, positions: Sequence[int]) -> int:
+        """As `SQLiteStore.discard`."""
+        gone = set(positions)
+        with self._lock:
+            self._settle()
+            if self._events and self._events[-1].position in gone:
+                raise StoreError("the head of the log is never discarded")
+            kept = [e for e in self._events if e.position not in gone]
+            removed = len(self._events) - len(kept)
+            self._events = kept
+            self._gaps = self._gaps or removed > 0
+        return removed
+
     def verify(self, anchor: Anchor | None = None) -> Verification:
+        cut = cut_or_failure(self)
+        if isinstance(cut, Verification):
+            return cut
         with self._lock:
             self._settle()
             events = list(self._events)
-        return verify_events(events, anchor, key=self.log_key)
+        return verify_events(events, anchor, key=self.log_key, cut=cut)
 
     def close(self) -> None:
         self.flush()

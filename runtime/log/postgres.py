@@ -19,9 +19,9 @@ from typing import Any, cast
 import psycopg
 
 from ._group_commit import Batch
-from ._numbering import Numbering, check_head_key, commit_batches
+from ._numbering import Numbering, SeqCache, check_head_key, commit_batches
 from ._sql import COLUMNS, READABLE_VERSIONS, SCHEMA_VERSION, SqlStore, row
-from .chain import Anchor, StoreError, Verification, verify_events
+from .chain import Anchor, StoreError, Verification, cut_or_failure, verify_events
 from .events import GENESIS_HASH, Clock, Event, system_clock
 from .integrity import LogKey
 
@@ -173,6 +173,35 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                     )
         self._seqs.committed(out)
 
+    def discard(self, positions: Sequence[int]) -> int:
+        """Remove the events at `positions` (a compaction archived them: runtime/log/cut.py),
+        in one transaction that holds the writers' lock; the append-only trigger is lifted for
+        it alone. Returns how many were removed. The head is never removed."""
+        if self._readonly:
+            raise StoreError("the event store was opened read-only")
+        self._group.flush()
+        wanted = sorted(set(positions))
+        try:
+            with self._lock, self._connection().transaction():
+                conn = self._connection()
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                head = conn.execute("SELECT max(position) FROM harnessc.events").fetchone()
+                if head is not None and head[0] is not None and int(head[0]) in wanted:
+                    raise StoreError("the head of the log is never discarded")
+                conn.execute("ALTER TABLE harnessc.events DISABLE TRIGGER events_append_only")
+                removed = 0
+                for at in range(0, len(wanted), 5000):
+                    cur = conn.execute(
+                        "DELETE FROM harnessc.events WHERE position = ANY(%s)",
+                        (wanted[at : at + 5000],),
+                    )
+                    removed += cur.rowcount
+                conn.execute("ALTER TABLE harnessc.events ENABLE TRIGGER events_append_only")
+        except psycopg.Error as error:  # not the table's owner, the server gone: say so
+            raise StoreError(f"cannot remove the archived events: {error}") from None
+        self._seqs = SeqCache()
+        return removed
+
     # -- reading ------------------------------------------------------------------------------
 
     _MARK = "%s"
@@ -220,6 +249,9 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def verify(self, anchor: Anchor | None = None) -> Verification:
         """Walk the whole chain in one snapshot and report the first broken link."""
         self._group.flush()
+        cut = cut_or_failure(self)
+        if isinstance(cut, Verification):
+            return cut
         with self._lock:
             conn = self._connection()
             try:
@@ -231,6 +263,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                         ),
                         anchor,
                         key=self.log_key,
+                        cut=cut,
                     )
             except psycopg.Error as error:
                 return Verification(False, 0, None, f"the log cannot be read: {error}")

@@ -28,9 +28,9 @@ from os import PathLike
 from typing import Any
 
 from ._group_commit import Batch
-from ._numbering import Numbering, check_head_key, commit_batches
+from ._numbering import Numbering, SeqCache, check_head_key, commit_batches
 from ._sql import COLUMNS, READABLE_VERSIONS, SCHEMA_VERSION, SqlStore, row
-from .chain import Anchor, NotUtf8, StoreError, Verification, verify_events
+from .chain import Anchor, NotUtf8, StoreError, Verification, cut_or_failure, verify_events
 from .events import GENESIS_HASH, Clock, Event, system_clock
 from .integrity import LogKey
 
@@ -54,9 +54,12 @@ CREATE INDEX IF NOT EXISTS events_by_stream ON events (stream, position);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+"""
+_NO_DELETE = """
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 """
+_DDL += _NO_DELETE
 
 # The claims of `claims_of`, held by the log itself: a write that bypasses the check of the
 # commit still cannot record a second RUNNING. Partial indexes: they hold the RUNNING moves only.
@@ -257,6 +260,38 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
                 conn.executemany(_INSERTS[1], [row(e) for e in out])
         self._seqs.committed(out)
 
+    def discard(self, positions: Sequence[int]) -> int:
+        """Remove the events at `positions` (a compaction archived them: runtime/log/cut.py),
+        in one transaction; the append-only trigger is lifted for it alone. Returns how many
+        were removed. The head is never removed."""
+        if self._readonly:
+            raise StoreError("the event store was opened read-only")
+        self._group.flush()
+        wanted = sorted(set(positions))
+        try:
+            removed = self._discard(wanted)
+        except sqlite3.Error as error:  # a read-only file, a full disk: say so
+            raise StoreError(f"cannot remove the archived events: {error}") from None
+        self._seqs = SeqCache()
+        return removed
+
+    def _discard(self, wanted: list[int]) -> int:
+        with self._write() as c:
+            conn = c.conn
+            head = conn.execute("SELECT max(position) FROM events").fetchone()[0]
+            if head is not None and head in wanted:
+                raise StoreError("the head of the log is never discarded")
+            conn.execute("DROP TRIGGER IF EXISTS events_no_delete")
+            removed = 0
+            for at in range(0, len(wanted), 500):
+                chunk = wanted[at : at + 500]
+                marks = ", ".join("?" * len(chunk))
+                removed += conn.execute(
+                    f"DELETE FROM events WHERE position IN ({marks})", chunk
+                ).rowcount
+            c.executescript_in_tx(_NO_DELETE)
+        return removed
+
     def _write(self) -> _WriteTransaction:
         return _WriteTransaction(self._lock, self._connection())
 
@@ -299,6 +334,9 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         """Walk the whole chain in one read snapshot and report the first broken link; a damaged
         file is reported, not raised."""
         self._group.flush()
+        cut = cut_or_failure(self)
+        if isinstance(cut, Verification):
+            return cut
         with self._lock:
             conn = self._connection()
             # text that is not UTF-8 comes back as bytes, for verify_events to name its row
@@ -309,6 +347,7 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
                     _rows(conn, f"SELECT {self._columns} FROM events ORDER BY position"),
                     anchor,
                     key=self.log_key,
+                    cut=cut,
                 )
             except _READ_ERRORS as error:
                 return Verification(False, 0, None, f"the log cannot be read: {error}")

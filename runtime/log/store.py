@@ -167,6 +167,12 @@ class EventStore(Protocol):
     log_key: LogKey | None
     """The key the store signs and checks MACs with, or None (`ChainWatch` checks with it)."""
 
+    def discard(self, positions: Sequence[int]) -> int:
+        """Remove the events at `positions`, which a compaction archived and anchored
+        (runtime/log/cut.py: never called otherwise), in one transaction; returns how many
+        were removed. The head is never removed; a read-only store refuses."""
+        ...
+
     def changed_elsewhere(self) -> bool:
         """Whether another writer (another process, or another store on the same log) may have
         appended since the last time this was asked: cheap, for a check before every decision

@@ -103,7 +103,13 @@ from .sessions import (
 
 if TYPE_CHECKING:
     from .shadow import Shadow
-from ..log.chain import CHECKPOINT_EVERY, CHECKPOINT_TYPE, ChainWatch, UnverifiedLog
+from ..log.chain import (
+    CHECKPOINT_EVERY,
+    CHECKPOINT_TYPE,
+    ChainWatch,
+    UnverifiedLog,
+    find_cut,
+)
 from ..log.store import Anchor, EventStore, MemoryStore, Verification
 
 __all__ = ["HARNESS_STREAM", "Harness", "HarnessError"]
@@ -383,6 +389,7 @@ class Harness:
                 self.catch_up()
                 view = self.projections.sessions.get(session_id)
             if view is None or not view.started:
+                self._archived(f"the session `{session_id}`")
                 raise HarnessError("unknown-session", f"no session `{session_id}` is recorded")
             session = self._restore(view, facts)
         elif facts is not None:
@@ -399,6 +406,22 @@ class Harness:
                 )
             )
         return session
+
+    def _archived(self, what: str) -> None:
+        """Raise HarnessError `archived` when the log was compacted: what is not found in it
+        may be among the events the compaction archived (the cut and its archive named)."""
+        try:
+            cut = find_cut(self.store)
+        except StoreError:
+            return
+        if cut is not None:
+            raise HarnessError(
+                "archived",
+                f"{what} is not in the log: the log was compacted before position "
+                f"{cut.before + 1}, and a session that ended before it is in the archive"
+                + (f" `{cut.archive['file']}`" if cut.archive.get("file") else "")
+                + " (`harnessc replay --archive`, `harnessc why --archive` read it)",
+            )
 
     def release(self, session_id: str) -> bool:
         """Release an open session, with its child and skill sessions, from this harness's
@@ -1076,7 +1099,7 @@ class Harness:
         if self._watch is None:
             if self.broken is not None:  # a forensic harness past a break
                 raise UnverifiedLog(self.broken)
-            self._watch = ChainWatch(self.store.log_key)
+            self._watch = ChainWatch.whole(self.store)
         self.catch_up()
         return self._vouch(lambda watch: watch.vouch(self.store))
 
@@ -1089,7 +1112,7 @@ class Harness:
         watch = self._watch
         if watch is None:  # a forensic harness past a break
             if self.broken is None:
-                watch = self._watch = ChainWatch(self.store.log_key)
+                watch = self._watch = ChainWatch.whole(self.store)
             else:
                 raise UnverifiedLog(self.broken)
         try:

@@ -474,7 +474,7 @@ class Workflows:
         if self.harness is None:  # an operator's view acts only on a log whose chain verifies
             watch = _WATCHES.get(self._need_url())
             if watch is None:
-                watch = _WATCHES[self._need_url()] = ChainWatch(self._store.log_key)
+                watch = _WATCHES[self._need_url()] = ChainWatch.whole(self._store)
             watch.vouch(self._store)
         return self._store
 
