@@ -16,7 +16,7 @@ PROFILE="${1:-test}"
 PYTHON="${PYTHON:-python3}"
 # --- extras per profile (one line each, so that a branch adding an extra changes one line)
 DEMO_EXTRAS="workflows"
-TEST_EXTRAS="dev,embed,workflows,mcp,otel,lsp,console"
+TEST_EXTRAS="dev,embed,workflows,mcp,otel,lsp,console,serve"
 # --- torch for the embed extra: the CPU build, pinned as pyproject.toml pins it
 TORCH="torch==2.13.0"
 TORCH_INDEX_URL="${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"
