@@ -535,3 +535,23 @@ def test_a_real_server_over_tls_serves_a_build_with_tokens(server: dict[str, Any
     # plain HTTP is not served
     with pytest.raises(httpx.HTTPError):
         httpx.get(server["url"].replace("https", "http") + "/v1/health", timeout=5)
+
+
+def test_expose_ranks_the_surface_and_the_console_shares_the_server(
+    spec: Spec, tmp_path: Path
+) -> None:
+    from harnessc.compiler.console.app import Console
+    from harnessc.compiler.console.app import build_app as console_app
+
+    h = Harness(spec)
+    console = console_app(Console(h, {}))
+    c = TestClient(build_app(h, fallback=console), follow_redirects=False)
+    sid = open_session(c, CLERK)
+    r = c.post(f"/v1/sessions/{sid}/expose", json={"query": "read the ledger"})
+    assert r.status_code == 200 and set(r.json()["tools"]) == {"ledger.read", "payments.send"}
+    assert r.json()["rule"] == "all"  # the surface fits its limit: nothing ranked
+    assert [e.type for e in h.store.read(sid)][-1] == "tools.exposed"
+    # the console answers every path the API does not, on the same harness
+    page = c.get("/login")
+    assert page.status_code == 200 and "<form" in page.text
+    assert c.get("/v1/health").json()["policy_version"] == h.policy_version
