@@ -555,3 +555,60 @@ def test_expose_ranks_the_surface_and_the_console_shares_the_server(
     page = c.get("/login")
     assert page.status_code == 200 and "<form" in page.text
     assert c.get("/v1/health").json()["policy_version"] == h.policy_version
+
+
+# -- the TypeScript client, from Node ---------------------------------------------------------
+
+CLIENT = Path(__file__).resolve().parent.parent / "clients" / "typescript"
+
+
+@pytest.fixture
+def live(spec: Spec, tokens: dict[str, Any]) -> Iterator[str]:
+    """The server's application on a real socket (uvicorn in a thread), with tokens."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    app = build_app(Harness(spec), Tokens(tokens["path"]))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+def test_the_typescript_client_drives_the_server_from_node(
+    live: str, tokens: dict[str, Any]
+) -> None:
+    # Node comes from Debian's packages (.ci/run) and the compiler from the committed lockfile
+    # (`npm ci` in scripts/setup.sh test): neither is optional, so this test never skips
+    tsc = CLIENT / "node_modules" / "typescript" / "bin" / "tsc"
+    assert tsc.is_file(), "run scripts/setup.sh test (npm ci in clients/typescript)"
+    build = subprocess.run(
+        ["node", str(tsc), "-p", "tsconfig.json"], cwd=CLIENT, capture_output=True, text=True
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    env = {
+        **os.environ,
+        "HARNESSC_URL": live,
+        "CLERK_TOKEN": tokens["clerk"],
+        "FINANCE_TOKEN": tokens["fin"],
+    }
+    run = subprocess.run(
+        ["node", "test/e2e.mjs"], cwd=CLIENT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert seen["deny"]["rule"] == "p.big" and seen["deny"]["decision_id"].startswith("dec-")
+    assert seen["ask"]["result"] == "success" and seen["ask"]["grant_id"]
+    assert seen["authzen"] == "allow" and seen["operations"] == 15
