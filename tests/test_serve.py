@@ -154,6 +154,24 @@ def test_an_ask_answered_through_the_api_reaches_the_waiting_session(spec: Spec)
     assert items[0]["approved_by"] == "f-1" and items[0]["status"] == "success"
 
 
+def test_a_denial_through_the_api_stops_the_call(spec: Spec) -> None:
+    h = Harness(spec)
+    c = TestClient(build_app(h))
+    sid = open_session(c, CLERK)
+    args = {"iban": "DE1", "amount": 70}
+    out = decide(c, sid, "payments.send", "c-1", args, request_approval=True)
+    rid = out["approval"]["request_id"]
+    r = c.post(f"/v1/approvals/{rid}/deny", json={"by": FINANCE, "reason": "unknown payee"})
+    assert r.json()["status"] == "denied" and r.json()["request"]["status"] == "rejected"
+    result = c.post(f"/v1/sessions/{sid}/calls/c-1/invoke").json()
+    assert result["ran"] is False and result["status"] != "success"
+    again = c.post(f"/v1/approvals/{rid}/approve", json={"by": FINANCE})
+    assert again.status_code == 409 and again.json()["error"] == "not-pending"
+    ended = c.post(f"/v1/sessions/{sid}/end").json()
+    assert ended["session_id"] == sid
+    assert [e.type for e in h.store.read(sid)][-1] == "session.ended"
+
+
 def test_a_tool_the_client_runs_is_accepted_and_its_result_checked_and_recorded(
     spec: Spec,
 ) -> None:
@@ -287,6 +305,10 @@ def test_tokens_bind_the_actor_and_a_revoked_token_is_refused(
         f"/v1/approvals/{rid}/approve", json={"by": FINANCE}, headers=bearer(tokens["clerk"])
     )
     assert r.status_code == 403 and r.json()["error"] == "actor-override"
+    # another clerk may not read the request; the requester and its approver may
+    r = c.get(f"/v1/approvals/{rid}", headers=bearer(tokens["other"]))
+    assert r.status_code == 403 and r.json()["error"] == "forbidden"
+    assert c.get(f"/v1/approvals/{rid}", headers=bearer(tokens["clerk"])).status_code == 200
     r = c.post(f"/v1/approvals/{rid}/approve", json={}, headers=bearer(tokens["fin"]))
     assert r.status_code == 200 and r.json()["status"] == "approved"
     # a token limited to the clerk agent; finance's may open no session of an unknown agent

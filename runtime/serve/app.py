@@ -33,7 +33,7 @@ from starlette.types import ASGIApp
 
 from ..judge.normalize import MAX_ARGS_BYTES, PendingCall, Refusal, thaw
 from ..model.canonical import Execution
-from ..session.approvals import ApprovalError, ApprovalRequest
+from ..session.approvals import ApprovalError, ApprovalRequest, is_approver
 from ..session.executors import Accepted, ExecutorContext
 from ..session.harness import Harness, HarnessError
 from ..session.lifecycle import ActionError
@@ -322,9 +322,20 @@ def build_routes(service: Service) -> list[BaseRoute]:
         return answer(session_out(s))
 
     async def get_approval(request: Request) -> Response:
-        service.principal(request)
+        token = service.principal(request)
         rid = request.path_params["request_id"]
         wait = _wait(request)
+        if token is not None:
+            h.catch_up()
+            asked = h.approvals.get(rid)
+            # the requester's session's actor, or an approver the request names
+            mine = {
+                k: token.actor[k] for k in ("user", "role", "roles", "tenant") if k in token.actor
+            }
+            if dict(asked.as_whom) != mine and not is_approver(asked.approvers, token.actor):
+                raise ServeError(
+                    "forbidden", f"the token `{token.name}` neither asked nor may answer `{rid}`"
+                )
         deadline = asyncio.get_running_loop().time() + wait
         while True:
             h.catch_up()
