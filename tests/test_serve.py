@@ -634,3 +634,41 @@ def test_the_typescript_client_drives_the_server_from_node(
     assert seen["deny"]["rule"] == "p.big" and seen["deny"]["decision_id"].startswith("dec-")
     assert seen["ask"]["result"] == "success" and seen["ask"]["grant_id"]
     assert seen["authzen"] == "allow" and seen["operations"] == 15
+
+
+def test_a_build_is_served_without_the_compiler(tmp_path: Path) -> None:
+    (tmp_path / "pay.harness").write_text(PAY, encoding="utf-8")
+    assert main(["build", str(tmp_path / "pay.harness"), "-o", str(tmp_path / "build")]) == 0
+    script = f"""
+import sys
+for name in ("harnessc.compiler", "harnessc.dsl", "lark", "jinja2", "networkx", "z3"):
+    sys.modules[name] = None  # importing any of them fails
+from harnessc.runtime import Harness
+from harnessc.runtime.serve.app import build_app
+from starlette.testclient import TestClient
+c = TestClient(build_app(Harness.from_json({str(tmp_path / "build" / "pay" / "model.json")!r})))
+opened = c.post("/v1/sessions", json={{"agent": "clerk", "actor": {{"user": "u-1"}}}})
+sid = opened.json()["session_id"]
+call = {{"tool": "payments.send", "tool_call_id": "c", "args": {{"iban": "x", "amount": 20000}}}}
+print(c.post(f"/v1/sessions/{{sid}}/calls", json=call).json()["decision"]["rule"])
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "p.big"
+
+
+def test_the_command_refuses_an_open_server_off_loopback_and_half_a_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "pay.harness"
+    spec.write_text(PAY, encoding="utf-8")
+    assert main(["serve", str(spec), "--host", "0.0.0.0"]) == 2
+    assert "loopback only" in capsys.readouterr().err
+    assert main(["serve", str(spec), "--certfile", str(tmp_path / "c.pem")]) == 2
+    assert "both --certfile and --keyfile" in capsys.readouterr().err
+    assert main(["serve", "token", "issue", "x", "--tokens", str(tmp_path / "t.json")]) == 2
+    assert "give --user" in capsys.readouterr().err
+    bad = tmp_path / "bad.harness"
+    bad.write_text("harness {", encoding="utf-8")
+    assert main(["serve", str(bad)]) == 1
+    assert "does not compile" in capsys.readouterr().err
