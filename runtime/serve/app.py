@@ -226,7 +226,7 @@ def build_routes(service: Service) -> list[BaseRoute]:
             body.agent,
             actor=service.actor_of(token, body.actor),
             task=body.task,
-            facts=body.facts,
+            facts=body.facts.snapshot() if body.facts is not None else None,
             resource=body.resource,
             env=body.env,
             session_id=body.session_id,
@@ -239,7 +239,7 @@ def build_routes(service: Service) -> list[BaseRoute]:
         body = await parse(request, m.ResumeSession)
         s = service.session(token, request.path_params["session_id"])
         if body.facts is not None:
-            s = h.resume(s.id, facts=body.facts)
+            s = h.resume(s.id, facts=body.facts.snapshot())
         return answer(session_out(s))
 
     async def expose(request: Request) -> Response:

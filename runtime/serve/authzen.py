@@ -33,6 +33,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..judge.normalize import Refusal
 from .errors import ServeError
+from .models import FactsIn
 from .tokens import Token
 
 Json = dict[str, Any]
@@ -147,7 +148,8 @@ def authzen_routes(service: Any, parse: Parse) -> list[tuple[str, str, Any]]:
         known = shared.get(key)
         if known is not None:
             return h.resume(known)
-        s = h.session(str(agent), actor=who, task=task, facts=facts, resource=resource)
+        snapshot = None if facts is None else FactsIn.model_validate(facts).snapshot()
+        s = h.session(str(agent), actor=who, task=task, facts=snapshot, resource=resource)
         shared[key] = s.id
         return s
 

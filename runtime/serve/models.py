@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ..judge.availability import Facts
 from ..judge.normalize import Refusal
 from ..judge.policy import Decision
 from ..session.evidence import EvidenceItem
@@ -31,6 +32,20 @@ class _Out(BaseModel):
 # -- requests ---------------------------------------------------------------------------------
 
 
+class FactsIn(_In):
+    """A facts snapshot, as the log records one (`Facts.from_json`): declared facts by name,
+    the connections and runtimes that are up, and each MCP server's state (`McpState`'s
+    fields; a flag left out is false)."""
+
+    values: Json = Field(default_factory=dict)
+    connected: list[str] = Field(default_factory=list)
+    running: list[str] = Field(default_factory=list)
+    mcp: dict[str, Json] = Field(default_factory=dict)
+
+    def snapshot(self) -> Facts:
+        return Facts.from_json(self.model_dump())
+
+
 class OpenSession(_In):
     """`POST /v1/sessions`: a new session of an agent. With a bearer token the actor is the
     token's: a body `actor` that differs from it is refused (`actor-override`)."""
@@ -38,7 +53,7 @@ class OpenSession(_In):
     agent: str
     actor: Json | None = None
     task: str | Json | None = None
-    facts: Json | None = None
+    facts: FactsIn | None = None
     resource: Json | None = None
     env: Json | None = None
     session_id: str | None = None
@@ -49,7 +64,7 @@ class ResumeSession(_In):
     """`POST /v1/sessions/{session_id}/resume`: the session rebuilt from the log, with new
     facts when given."""
 
-    facts: Json | None = None
+    facts: FactsIn | None = None
 
 
 class ExposeRequest(_In):
