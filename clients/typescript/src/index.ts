@@ -108,11 +108,19 @@ export interface Answer {
   reason: string | null;
 }
 
+/** `FactsIn`: a facts snapshot as the log records one. */
+export interface Facts {
+  values?: Json;
+  connected?: string[];
+  running?: string[];
+  mcp?: { [server: string]: Json };
+}
+
 export interface OpenSession {
   agent: string;
   actor?: Json;
   task?: string | Json;
-  facts?: Json;
+  facts?: Facts;
   resource?: Json;
   env?: Json;
   session_id?: string;
@@ -187,7 +195,7 @@ export class HarnessClient {
     return this.call("openSession", {}, body);
   }
 
-  resumeSession(sessionId: string, facts?: Json): Promise<Session> {
+  resumeSession(sessionId: string, facts?: Facts): Promise<Session> {
     return this.call("resumeSession", { session_id: sessionId }, facts === undefined ? {} : { facts });
   }
 

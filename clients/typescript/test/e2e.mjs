@@ -18,7 +18,7 @@ for (const [path, methods] of Object.entries(doc.paths)) {
 assert.deepEqual(Object.fromEntries(Object.entries(OPERATIONS).map(([k, v]) => [k, [...v]])), documented);
 seen.operations = Object.keys(documented).length;
 
-const session = await clerk.openSession({ agent: "clerk", task: "t-ts" });
+const session = await clerk.openSession({ agent: "clerk", task: "t-ts", facts: { values: {} } });
 assert.deepEqual(session.actor, { user: "u-1", role: "clerk" });
 const sid = session.session_id;
 
