@@ -817,6 +817,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     console.set_defaults(run=cmd_console)
 
+    from .serve_cli import add_parser as serve_parser
+
+    serve_parser(sub, cmd_serve)
+
     from .approvals_cli import add_parsers as approvals_parsers
 
     approvals_parsers(sub, cmd_approvals, cmd_grants)
@@ -884,6 +888,12 @@ def cmd_console(args: argparse.Namespace) -> int:
     from .console.command import run
 
     return run(args, _not_a_log)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve_cli import run
+
+    return run(args)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ PROFILE="${1:-test}"
 PYTHON="${PYTHON:-python3}"
 # --- extras per profile (one line each, so that a branch adding an extra changes one line)
 DEMO_EXTRAS="workflows"
-TEST_EXTRAS="dev,embed,workflows,mcp,otel,lsp,console"
+TEST_EXTRAS="dev,embed,workflows,mcp,otel,lsp,console,serve"
 # --- torch for the embed extra: the CPU build, pinned as pyproject.toml pins it
 TORCH="torch==2.13.0"
 TORCH_INDEX_URL="${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"
@@ -32,6 +32,13 @@ up_to_date() { [ -f ".venv/.setup-$1" ] && [ "$(cat ".venv/.setup-$1")" = "$STAM
 # the test profile holds everything the demo profile installs
 # build/package: the installed layout that mypy and import-linter read (scripts/package_tree.py)
 "$PYTHON" scripts/package_tree.py
+# the TypeScript client's compiler (tests/test_serve.py), from its committed lockfile, again
+# whenever the lockfile changes (its copy in node_modules says which one was installed)
+if [ "$PROFILE" = test ] && ! cmp -s clients/typescript/package-lock.json \
+    clients/typescript/node_modules/.installed-lock.json; then
+  echo "setup: npm ci in clients/typescript"
+  (cd clients/typescript && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json)
+fi
 if up_to_date "$PROFILE" || { [ "$PROFILE" = demo ] && up_to_date test; }; then
   echo "setup: .venv is up to date ($PROFILE)"
   exit 0

@@ -2,9 +2,10 @@
 entry, a minimal spec of `tests/matrix/` whose parse uses it (COVERS), and every such spec goes
 through every command a user runs on a spec (COMMANDS): a construct that checks clean must
 also lint in every format, format, test, build into a package whose generated suite passes and
-that decides a call, compare, replay, explain a recorded decision, answer the language server
-and show in the console. Then every spec of the repository (examples, scenarios, the standard
-library, each whole `harness` block of the Markdown) builds, and its generated suite passes.
+that decides a call, compare, replay, explain a recorded decision, answer the language server,
+show in the console and be decided over HTTP by `harnessc serve`. Then every spec of the
+repository (examples, scenarios, the standard library, each whole `harness` block of the
+Markdown) builds, and its generated suite passes.
 
 The work is done once per spec, in process where the command's function can be called
 (`compiler.cli.main`), and the generated suites of every build run in one pytest process; each
@@ -511,6 +512,7 @@ COMMANDS = (
     "lsp diagnostics",
     "lsp hover",
     "console",
+    "serve",
 )
 
 # Cells that fail only because of a known defect being fixed elsewhere: each is an expected
@@ -525,6 +527,7 @@ SKIPPED: dict[tuple[str, str], str] = {
     for extra, module, commands in (
         ("lsp", "pygls", ("lsp diagnostics", "lsp hover")),
         ("console", "starlette", ("console",)),
+        ("serve", "starlette", ("serve",)),
     )
     if importlib.util.find_spec(module) is None
     for name in DRIVES
@@ -747,6 +750,7 @@ def local_cells(work: Work, drive: Drive, recorder: Recorder) -> None:
             store.close()
         assert decisions, "the session decided nothing"
 
+    _cell(work, "serve", lambda: serve_cell(work, drive))
     _cell(work, "log", logged)
     problem = work.cells.pop("log")
     for command in ("replay", "why", "console"):
@@ -767,6 +771,53 @@ def local_cells(work: Work, drive: Drive, recorder: Recorder) -> None:
         _cell(work, "why", why_cell)
         _cell(work, "console", lambda: console_cell(work))
     lsp_cells(work, text)
+
+
+def serve_cell(work: Work, drive: Drive) -> None:
+    """`harnessc serve`'s application decides each step of the drive over HTTP as the harness
+    does in process, and asks for approval of each ASK."""
+    pytest.importorskip("starlette")
+    from harnessc.runtime.serve.app import build_app
+    from starlette.testclient import TestClient
+
+    model = check([work.spec]).model
+    assert model is not None
+    h = Harness(model)
+    for step in drive.steps:
+        if step.result is not None:
+            h.bind(step.tool, _returning(step.result))
+    c = TestClient(build_app(h))
+    facts = {
+        "values": drive.facts,
+        "connected": list(drive.connected),
+        "running": list(drive.running),
+    }
+    opened = c.post(
+        "/v1/sessions",
+        json={
+            "agent": drive.agent,
+            "actor": drive.actor,
+            "task": "t-1",
+            "facts": facts,
+            "said": [drive.said] if drive.said is not None else [],
+        },
+    )
+    assert opened.status_code == 201, opened.text
+    sid = opened.json()["session_id"]
+    for i, step in enumerate(drive.steps):
+        body = {
+            "tool": step.tool,
+            "tool_call_id": f"call-{i}",
+            "args": step.args,
+            "request_approval": True,
+        }
+        out = c.post(f"/v1/sessions/{sid}/calls", json=body).json()
+        assert out["outcome"] == step.effect, f"{step.tool}: {out}"
+        if out["outcome"] == "allow" and step.result is not None:
+            ran = c.post(f"/v1/sessions/{sid}/calls/call-{i}/invoke").json()
+            assert ran["status"] == "success", ran
+        elif out["outcome"] == "ask":
+            assert out["approval"]["status"] == "pending", out
 
 
 def console_cell(work: Work) -> None:
