@@ -32,6 +32,14 @@ up_to_date() { [ -f ".venv/.setup-$1" ] && [ "$(cat ".venv/.setup-$1")" = "$STAM
 # the test profile holds everything the demo profile installs
 # build/package: the installed layout that mypy and import-linter read (scripts/package_tree.py)
 "$PYTHON" scripts/package_tree.py
+# tests/node_mcp: the MCP TypeScript SDK's client for tests/test_gateway_node.py, exactly as its
+# package-lock.json pins it (npm ci), whenever the lockfile is newer than what is installed
+NODE_MCP=tests/node_mcp
+if [ "$PROFILE" = test ] && command -v npm >/dev/null 2>&1 && { [ ! -d "$NODE_MCP/node_modules" ] ||
+  [ "$NODE_MCP/package-lock.json" -nt "$NODE_MCP/node_modules" ]; }; then
+  echo "setup: installing the MCP TypeScript SDK in $NODE_MCP (npm ci)"
+  (cd "$NODE_MCP" && npm ci --no-audit --no-fund --loglevel=error && touch node_modules)
+fi
 if up_to_date "$PROFILE" || { [ "$PROFILE" = demo ] && up_to_date test; }; then
   echo "setup: .venv is up to date ($PROFILE)"
   exit 0
