@@ -7,6 +7,7 @@ the console), and the approval covers the exact call once, across a restart of t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -330,17 +331,41 @@ def test_an_upstream_that_is_down_or_drifted_fails_closed(tmp_path: Path) -> Non
     asyncio.run(go())
 
 
-def test_an_upstream_list_change_is_followed(world: dict[str, Path]) -> None:
+def test_an_upstream_list_change_is_followed_and_told(world: dict[str, Path]) -> None:
+    told = asyncio.Event()
+
+    async def on_message(message: Any) -> None:  # the handshake era's notification
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            told.set()
+
+    async def listen(c: Any) -> None:  # the 2026-07-28 era's subscriptions/listen
+        async with c.listen(tools_list_changed=True) as subscription:
+            async for _ in subscription:
+                told.set()
+
     async def go() -> None:
-        async with stdio_gateway(world["spec"], world["log"], "--ask-wait", "0") as c:
+        argv = gateway_argv(world["spec"], world["log"], "--client", json.dumps(DEV))
+        params = StdioServerParameters(command=sys.executable, args=argv, cwd=str(ROOT))
+        async with Client(
+            stdio_client(params), read_timeout_seconds=60, message_handler=on_message
+        ) as c:
+            from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+            listener = None
+            if c.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                listener = asyncio.create_task(listen(c))
+                await asyncio.sleep(0.5)  # the subscription is acknowledged
             assert ISSUE in {t.name for t in (await c.list_tools()).tools}
+            assert not told.is_set()
             assert not (await c.call_tool("mcp__scanner__rotate", {})).is_error
-            deadline = time.monotonic() + 20
-            while ISSUE in {t.name for t in (await c.list_tools()).tools}:
-                assert time.monotonic() < deadline, "create-issue did not go away"
-                await asyncio.sleep(0.1)
+            await asyncio.wait_for(told.wait(), 20)
+            assert ISSUE not in {t.name for t in (await c.list_tools()).tools}
             gone = await c.call_tool(ISSUE, {"title": "CVE-1"})
             assert gone.is_error and harnessc_of(gone)["code"] == "unavailable"
+            if listener is not None:
+                listener.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await listener
 
     asyncio.run(go())
     h = operator(world)

@@ -95,6 +95,8 @@ def test_the_typescript_client_over_stdio(world: dict[str, Path]) -> None:  # no
         {"name": "mcp__tracker__close_ticket", "arguments": {"ticket": "T-1"}},
         {"name": TICKET, "arguments": HIGH},  # approved while it waits: runs
         {"name": TICKET, "arguments": HIGH},  # the same call again: a new call, pending
+        {"name": "mcp__scanner__rotate", "arguments": {}},  # the scanner's tools change
+        {"wait": "tools/list_changed"},
     ]
     approved: list[str] = []
     helper = approve_first_request(world, approved)
@@ -105,7 +107,7 @@ def test_the_typescript_client_over_stdio(world: dict[str, Path]) -> None:  # no
     assert sorted(out["tools"]) == sorted(
         [ISSUE, "mcp__scanner__rotate", SCAN, TICKET, "harnessc_search_tools"]
     )
-    scan, secret, hidden, asked, again = out["calls"]
+    scan, secret, hidden, asked, again, rotated = out["calls"]
     assert not scan["isError"] and scan["structuredContent"]["report"].startswith("no findings")
     assert secret["isError"] and secret["structuredContent"]["harnessc"]["rule"] == "desk.secret"
     assert hidden["isError"] and hidden["structuredContent"]["harnessc"]["code"] == "unknown-tool"
@@ -116,6 +118,9 @@ def test_the_typescript_client_over_stdio(world: dict[str, Path]) -> None:  # no
     assert pending["request_id"] != approved[0]
     assert len(again["progress"]) >= 4  # every half second of the four it waited
     assert ledger_of(world["ledger"]) == [{"tool": "open_ticket", "args": HIGH}]
+    # the gateway told the client its list changed: `create-issue` went upstream
+    assert not rotated["isError"] and out["listChanged"] >= 1
+    assert ISSUE in out["tools"] and ISSUE not in out["relisted"]
 
 
 def test_the_typescript_client_over_http(

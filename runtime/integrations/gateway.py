@@ -29,10 +29,11 @@ survive a restart of the gateway:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -379,12 +380,21 @@ class Gateway:
         """The SDK's low-level `Server` answering `tools/list` and `tools/call` for the client
         `identify(ctx)` names (its actor; None: an unknown client, refused)."""
         import mcp_types as types
-        from mcp.server.lowlevel import Server
+        from mcp.server.lowlevel import NotificationOptions, Server
+        from mcp.server.subscriptions import (
+            InMemorySubscriptionBus,
+            ListenHandler,
+            ToolsListChanged,
+        )
+
+        bus = InMemorySubscriptionBus()
+        clients: set[Any] = set()  # the connections that may be told, on the handshake era
 
         async def whose(ctx: Any) -> Session:
             actor = identify(ctx)
             if actor is None:
                 raise PermissionError("the gateway does not know this client")
+            clients.add(ctx.session)
             return await asyncio.to_thread(self.session, actor)
 
         async def on_list_tools(ctx: Any, params: Any) -> Any:
@@ -401,12 +411,50 @@ class Gateway:
             answer = await self.call(s, params.name, params.arguments, report)
             return answer.to_result()
 
-        return Server(
+        async def tell() -> None:
+            await bus.publish(ToolsListChanged())  # subscriptions/listen (2026-07-28)
+            for client in list(clients):  # notifications/tools/list_changed
+                try:
+                    await client.send_tool_list_changed()
+                except Exception:  # a connection that ended, or one that takes no such notice
+                    clients.discard(client)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_: Any) -> AsyncIterator[dict[str, Any]]:
+            watcher = asyncio.create_task(self.watch(tell))
+            try:
+                yield {}
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+
+        class GatewayServer(Server[dict[str, Any]]):
+            def create_initialization_options(self, *args: Any, **options: Any) -> Any:
+                if not args and "notification_options" not in options:
+                    options["notification_options"] = NotificationOptions(tools_changed=True)
+                return super().create_initialization_options(*args, **options)
+
+        return GatewayServer(
             name,
             version=version,
+            lifespan=lifespan,
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
+            on_subscriptions_listen=ListenHandler(bus),
         )
+
+    async def watch(self, tell: Callable[[], Awaitable[None]], every_s: float = 0.25) -> None:
+        """Call `tell()` whenever an upstream server's state changes (connected or lost, its
+        tools listed again after `list_changed`, a schema drifted): what a client may list may
+        have changed, so it is told to list again."""
+        seen = [conn.state for conn in self.connections.values()]
+        while True:
+            await asyncio.sleep(every_s)
+            now = [conn.state for conn in self.connections.values()]
+            if now != seen:
+                seen = now
+                await tell()
 
 
 def _refused(code: str, message: str) -> Answer:

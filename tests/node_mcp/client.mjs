@@ -6,9 +6,12 @@
 // It lists the tools, then runs the calls of the JSON array on standard input in order, each
 // `{"name": …, "arguments": {…}}`, and prints one JSON object: the tool names listed and, per
 // call, the result (isError, structuredContent, the text) and the progress notifications seen.
+// An entry `{"wait": "tools/list_changed"}` waits (up to 20 s) for that notification, then
+// lists the tools again (`relisted`); `listChanged` counts the notifications.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 async function readStdin() {
   const chunks = [];
@@ -32,11 +35,29 @@ function transportOf(argv) {
 async function main() {
   const calls = await readStdin();
   const client = new Client({ name: "harnessc-node-test", version: "0.0.0" });
+  const out = { tools: [], calls: [], listChanged: 0, relisted: null };
+  let changed = () => {};
+  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    out.listChanged += 1;
+    changed();
+  });
   await client.connect(transportOf(process.argv.slice(2)));
-  const out = { tools: [], calls: [] };
   try {
     out.tools = (await client.listTools()).tools.map((t) => t.name);
     for (const call of calls) {
+      if (call.wait === "tools/list_changed") {
+        if (out.listChanged === 0) {
+          await new Promise((resolve, reject) => {
+            const timer = setTimeout(() => reject(new Error("no tools/list_changed in 20 s")), 20000);
+            changed = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+        out.relisted = (await client.listTools()).tools.map((t) => t.name);
+        continue;
+      }
       const progress = [];
       const result = await client.callTool({ name: call.name, arguments: call.arguments }, undefined, {
         onprogress: (p) => progress.push({ progress: p.progress, total: p.total, message: p.message }),
