@@ -158,6 +158,9 @@ def test_an_ask_waits_with_progress_then_the_exact_call_runs_once(
             assert (pending["decision"], pending["status"]) == ("ask", "pending")
             rid = pending["request_id"]
             assert pending["rule"] == "desk.high" and pending["expires_at"]
+            assert pending["tool"] == "mcp:tracker:tool:open_ticket"
+            assert pending["policy_version"] == operator(world).policy_version
+            assert len(pending["input_hash"]) == 64
             assert len(seen) >= 3, seen
             assert all(total == 1.5 and rid in (m or "") for _, total, m in seen)
             assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)

@@ -322,7 +322,9 @@ class Gateway:
                 f"the approval request `{answered.request_id}` is {answered.status}: "
                 "send the call again to ask anew",
             )
-        return _pending(answered)
+        judged = s.judgement_of(pending.key)
+        version = judged.policy_version if judged is not None else self.harness.policy_version
+        return _pending(answered, version)
 
     async def _wait(
         self,
@@ -475,15 +477,20 @@ def _denied(rule: str | None, reason: str, *, request_id: str | None = None) -> 
     )
 
 
-def _pending(request: ApprovalRequest) -> Answer:
+def _pending(request: ApprovalRequest, policy_version: str) -> Answer:
+    """The answer to a call whose approval request still waits: what the approval will be
+    bound to (the tool, the arguments' hash, the rule and the policy version that asked, the
+    request's expiry), so the client can send the same call again once it is approved."""
     expires = request.expires_at.isoformat() if request.expires_at is not None else None
     shown = {
         "decision": "ask",
         "status": "pending",
         "request_id": request.request_id,
+        "tool": request.tool_id,
         "rule": request.rule,
         "reason": request.why,
         "input_hash": request.input_hash,
+        "policy_version": policy_version,
         "expires_at": expires,
     }
     text = (
