@@ -302,17 +302,17 @@ class Gateway:
         if decision.effect == "deny":
             return _denied(decision.rule, decision.reason or "denied by policy")
         if decision.effect == "allow":
-            return _ran(await s.ainvoke(pending), "allowed")
+            return _ran(await self._invoke(s, pending), "allowed")
         _, grant = await asyncio.to_thread(s.judge, pending)
         if grant is not None:
-            return _ran(await s.ainvoke(pending), "approved")
+            return _ran(await self._invoke(s, pending), "approved")
         if asked is not None and asked.status == "pending":
             request = asked  # the same call again: the request that waits for it
         else:
             request = await asyncio.to_thread(s.request_approval, pending, decision)
         answered = await self._wait(request, progress)
         if answered.status == "approved":
-            return _ran(await s.ainvoke(pending), "approved")
+            return _ran(await self._invoke(s, pending), "approved")
         if answered.status == "rejected":
             why = self._denial(s, pending) or "a person denied the call"
             return _denied(answered.rule, why, request_id=answered.request_id)
@@ -325,6 +325,12 @@ class Gateway:
         judged = s.judgement_of(pending.key)
         version = judged.policy_version if judged is not None else self.harness.policy_version
         return _pending(answered, version)
+
+    async def _invoke(self, s: Session, pending: PendingCall) -> Result:
+        """Run an authorised call in a worker thread (`Session.invoke`; the upstream call runs
+        on its connection's loop): the commits that record it wait on the disk there, not on
+        the loop that serves every client."""
+        return await asyncio.to_thread(s.invoke, pending)
 
     async def _wait(
         self,
