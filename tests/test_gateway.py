@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -612,3 +613,38 @@ def test_bad_arguments_are_said_not_served(world: dict[str, Path], tmp_path: Pat
         done = run_cli(*args)
         assert done.returncode == 2, (args, done.stderr)
         assert said(done.stderr) and "Traceback" not in done.stderr, (args, done.stderr)
+
+
+def test_a_request_past_its_expiry_is_not_the_calls_any_more(world: dict[str, Path]) -> None:
+    """In process, on a clock the test moves: the same call sent after its request expired
+    asks anew, and the old request is recorded expired (it can no longer be approved)."""
+    from harnessc.runtime.integrations.gateway import Gateway
+    from harnessc.runtime.integrations.mcp_client import McpConnection
+
+    from .test_approvals import Clock
+
+    result = check([world["spec"]])
+    assert result.ok and result.model is not None
+    clock = Clock()
+    h = Harness(result.model, SQLiteStore(world["log"]), clock=clock)
+    conns = {
+        name: McpConnection(h, name, disclaimer_accepted=True, agent_access=True).open()
+        for name in result.model.mcp_servers
+    }
+    try:
+        gateway = Gateway(h, "assistant", conns, ask_wait_s=0)
+        s = gateway.session(DEV)
+        first = asyncio.run(gateway.call(s, TICKET, HIGH))
+        rid = first.structured["harnessc"]["request_id"]  # type: ignore[index]
+        again = asyncio.run(gateway.call(s, TICKET, HIGH))
+        assert again.structured["harnessc"]["request_id"] == rid  # type: ignore[index]
+        clock.now += timedelta(hours=2)  # past `expires 1h`
+        later = asyncio.run(gateway.call(s, TICKET, HIGH))
+        assert later.outcome == "pending"
+        assert later.structured["harnessc"]["request_id"] != rid  # type: ignore[index]
+        h.expire_approvals()
+        assert h.approvals.get(rid).status == "expired"
+    finally:
+        for conn in conns.values():
+            conn.close()
+    assert ledger_of(world["ledger"]) == []
