@@ -213,12 +213,12 @@ def test_an_approval_given_while_the_call_waits_runs_it_in_the_same_call(
     async def go() -> Any:
         async with stdio_gateway(world["spec"], world["log"], "--ask-wait", "30") as c:
             await c.list_tools()
-            helper = threading.Thread(target=approve_when_asked)
-            helper.start()
+            answering = threading.Thread(target=approve_when_asked)
+            answering.start()
             try:
                 return await c.call_tool(TICKET, HIGH)
             finally:
-                helper.join()
+                answering.join()
 
     result = asyncio.run(go())
     assert approved and not result.is_error, result

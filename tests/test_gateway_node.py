@@ -99,11 +99,11 @@ def test_the_typescript_client_over_stdio(world: dict[str, Path]) -> None:  # no
         {"wait": "tools/list_changed"},
     ]
     approved: list[str] = []
-    helper = approve_first_request(world, approved)
+    answering = approve_first_request(world, approved)
     try:
         out = run_node(["stdio", sys.executable, json.dumps(argv)], calls)
     finally:
-        helper.join()
+        answering.join()
     assert sorted(out["tools"]) == sorted(
         [ISSUE, "mcp__scanner__rotate", SCAN, TICKET, "harnessc_search_tools"]
     )
