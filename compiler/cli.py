@@ -824,6 +824,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .approvals_cli import add_parsers as approvals_parsers
 
     approvals_parsers(sub, cmd_approvals, cmd_grants)
+
+    from .gateway_cli import add_parser as gateway_parser
+
+    gateway_parser(sub, cmd_gateway)
     for command in ROOTED:
         _choices(sub)[command].add_argument(
             "--root",
@@ -846,6 +850,7 @@ ROOTED = (
     "why",
     "lsp",
     "console",
+    "gateway",
 )
 """The commands that read specs, each with `--root` (`mcp discover` too)."""
 
@@ -882,6 +887,12 @@ def cmd_lsp(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     return serve(args.root)
+
+
+def cmd_gateway(args: argparse.Namespace) -> int:
+    from .gateway_cli import run
+
+    return run(args, _not_a_log)
 
 
 def cmd_console(args: argparse.Namespace) -> int:

@@ -32,12 +32,20 @@ up_to_date() { [ -f ".venv/.setup-$1" ] && [ "$(cat ".venv/.setup-$1")" = "$STAM
 # the test profile holds everything the demo profile installs
 # build/package: the installed layout that mypy and import-linter read (scripts/package_tree.py)
 "$PYTHON" scripts/package_tree.py
-# the TypeScript client's compiler (tests/test_serve.py), from its committed lockfile, again
-# whenever the lockfile changes (its copy in node_modules says which one was installed)
-if [ "$PROFILE" = test ] && ! cmp -s clients/typescript/package-lock.json \
-    clients/typescript/node_modules/.installed-lock.json; then
-  echo "setup: npm ci in clients/typescript"
-  (cd clients/typescript && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json)
+# Node packages for the test profile, each folder exactly as its committed package-lock.json pins
+# it (npm ci), again whenever the lockfile changes (node_modules keeps a copy of the one installed):
+# clients/typescript, the serve client's TypeScript compiler (tests/test_serve.py); tests/node_mcp,
+# the MCP TypeScript SDK's client (tests/test_gateway_node.py)
+npm_ci() {
+  if ! cmp -s "$1/package-lock.json" "$1/node_modules/.installed-lock.json"; then
+    echo "setup: npm ci in $1"
+    (cd "$1" && npm ci --no-audit --no-fund --loglevel=error &&
+      cp package-lock.json node_modules/.installed-lock.json)
+  fi
+}
+if [ "$PROFILE" = test ]; then
+  npm_ci clients/typescript
+  npm_ci tests/node_mcp
 fi
 if up_to_date "$PROFILE" || { [ "$PROFILE" = demo ] && up_to_date test; }; then
   echo "setup: .venv is up to date ($PROFILE)"
