@@ -11,11 +11,24 @@ from collections.abc import Callable, Mapping, Sequence
 from ..model.canonical import CanonicalError, canonical_json
 from .events import Event, NewEvent
 
-__all__ = ["Batch", "Expected", "GroupCommit", "payload_texts"]
+__all__ = ["Batch", "Expected", "GroupCommit", "Unmoved", "payload_texts"]
 
-Expected = int | Mapping[str, int] | None
-"""What a batch expects of its streams' last seq: nothing, every stream at one seq, or the
-named streams at theirs (`number_batch`)."""
+
+class Unmoved:
+    """What a batch expects instead of seqs: no event in each named stream after the given
+    position. A decision that read a session's history (counts, sums, provenance) up to
+    those positions is committed only if nobody wrote to the session since (`HistoryMoved`
+    otherwise), so two processes never both authorise the call that only one may make."""
+
+    __slots__ = ("after",)
+
+    def __init__(self, after: Mapping[str, int]) -> None:
+        self.after = dict(after)
+
+
+Expected = int | Mapping[str, int] | Unmoved | None
+"""What a batch expects of its streams: nothing, every stream at one seq, the named streams at
+theirs (`number_batch`), or the named streams unmoved after a position (`Unmoved`)."""
 
 
 def payload_texts(events: Sequence[NewEvent]) -> list[str]:

@@ -72,11 +72,18 @@ class EventStore(Protocol):
         ...
 
     def append_many(
-        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+        self,
+        events: Iterable[NewEvent],
+        *,
+        expect: Mapping[str, int] | None = None,
+        unmoved: Mapping[str, int] | None = None,
     ) -> list[Event]:
         """Append events in one transaction: all of them or none. With `expect`, refuse
         (ConcurrencyError) unless each stream it names is exactly at that seq: a claim that
-        only one writer can make (`expect={"grant:g-1": 0}` spends a grant once)."""
+        only one writer can make (`expect={"grant:g-1": 0}` spends a grant once). With
+        `unmoved`, refuse (`HistoryMoved`) if a stream it names has an event after the
+        position given, in the log or in a batch committed with this one (a decision that
+        read a session's history up to there)."""
         ...
 
     def defer(self, events: Sequence[NewEvent]) -> None:
@@ -176,6 +183,13 @@ class EventStore(Protocol):
 
     def same_log(self, url: str) -> bool:
         """Whether this store is the event log at `url` (as `open_store` reads it)."""
+        ...
+
+    def wait_for_append(self, timeout_s: float) -> bool:
+        """Wait until another writer may have appended, at most `timeout_s`: True when the
+        store was told (PostgreSQL: a NOTIFY every commit sends; the first call only starts
+        listening and returns at once, so the caller looks at the log before it waits), False
+        when the time ran out (SQLite, memory: they are never told, so this is a poll)."""
         ...
 
     def close(self) -> None:

@@ -7,7 +7,9 @@ it returned: a `Ruling` (what the policies say), a `Judged` (the decision record
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -17,7 +19,7 @@ from ..judge.availability import unavailable_refusal
 from ..judge.history import facts_added
 from ..judge.normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from ..judge.policy import CallContext, Decider, Decision
-from ..log.chain import TransitionRefused
+from ..log.chain import HistoryMoved, TransitionRefused
 from ..log.events import (
     NewEvent,
     PayloadTemplate,
@@ -337,13 +339,63 @@ def decide_call(s: SessionSeam, pending: PendingCall, *, commit: bool = True) ->
         s.state.fresh = None  # normalized just now, after a catch-up
     else:
         catch_up_session(s)
-    if s.ran(pending.key):
-        action = s.held_action(pending.key)
-        assert action is not None  # it ran: the session holds its action
-        recorded = recorded_decision(s, pending, action)
-        if recorded is not None:
-            return recorded
-    d, grants, context = judgement(s, pending)
+    # a spec that reads the session's history settles each authorising decision in the log
+    # at once, on the history it read (`Unmoved`): never two processes authorising the call
+    # only one may make; judged again on the log as it is when another wrote first
+    guarded = s.ledger.terms.read
+    for attempt in range(DECISION_ATTEMPTS):
+        if s.ran(pending.key):
+            action = s.held_action(pending.key)
+            assert action is not None  # it ran: the session holds its action
+            recorded = recorded_decision(s, pending, action)
+            if recorded is not None:
+                return recorded
+        d, grants, context = judgement(s, pending)
+        read = s.ledger.positions() if guarded else None
+        if attempt == DECISION_ATTEMPTS - 1 and read is not None:
+            # every attempt found the session moved under it: refused, never let through
+            d, grants = contended(s, pending, d), ()
+        try:
+            return record_decision(s, pending, d, grants, context, commit=commit, read=read)
+        except TransitionRefused:
+            # the action moved on in another process (answered, run): judged on its state
+            catch_up_session(s, force=True)
+        except HistoryMoved:
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # the others' commits land
+    raise AssertionError("unreachable: the last attempt denies, unguarded")
+
+
+DECISION_ATTEMPTS = 16
+"""How many times a decision that reads the session's history is judged again when another
+process wrote to the session first; the last attempt refuses the call (`contended`)."""
+
+
+def contended(s: SessionSeam, pending: PendingCall, d: Decision) -> Decision:
+    """The refusal of a call whose session moved under every attempt to decide it: the
+    decision it would have had cannot be settled, and the call does not run (fail closed)."""
+    return Decision.denied(
+        f"the session's history changed under this decision {DECISION_ATTEMPTS - 1} times "
+        "(other processes decide its calls at the same moment): refused, try again",
+        policy=d.policy,
+        tool_id=pending.tool_id,
+        default_used=False,
+    )
+
+
+def record_decision(
+    s: SessionSeam,
+    pending: PendingCall,
+    d: Decision,
+    grants: tuple[ApprovalGrant, ...],
+    context: CallContext,
+    *,
+    commit: bool,
+    read: dict[str, int] | None,
+) -> Decision:
+    """Record the decision `d` (and the move it makes): deferred to the commit that runs the
+    call, or, when it authorises the call and `read` gives the positions of the session's
+    history it read, committed now if nobody wrote to the session since (`HistoryMoved`
+    otherwise, and nothing recorded)."""
     grant = grants[0] if grants else None
     h = s.harness
     decision_id = "dec-" + random_hex()
@@ -388,6 +440,12 @@ def decide_call(s: SessionSeam, pending: PendingCall, *, commit: bool = True) ->
     move = drive(s, pending, judged)
     if move is not None:
         events.append(move[2])
+    if authorized and read is not None:
+        appended = h.store.append_many(events, unmoved=read)
+        s.state.judged[pending.key] = judged
+        if move is not None:
+            move[0].moved(move[1], appended[-1])
+        return d
     # a decision that lets the call run rides the commit that records it RUNNING, before the
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes
