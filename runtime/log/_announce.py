@@ -41,6 +41,23 @@ class Announcing:
     def _append(self, events: Sequence[NewEvent], expected_seq: Any) -> list[Event]:
         raise NotImplementedError
 
+    def defer(self, events: Sequence[NewEvent]) -> None:
+        raise NotImplementedError
+
+    def defer_unmoved(self, events: Sequence[NewEvent], unmoved: Mapping[str, int]) -> object:
+        """`defer`, with `append_many`'s `unmoved` checked when a commit writes the events
+        (refused then, nothing written, if the streams moved); returns what `withdraw` takes
+        back. A store whose deferred events only this process sees defers them as they are
+        (and returns None)."""
+        self.defer(events)
+        return None
+
+    def withdraw(self, held: object) -> list[NewEvent] | None:
+        """Take back the events `defer_unmoved` held, to append them with the caller's next
+        batch (and its `unmoved`); None when a commit wrote them already. Raises the refusal
+        of a commit that found their streams moved (`HistoryMoved`: nothing was written)."""
+        return None
+
     def wait_for_append(self, timeout_s: float) -> bool:
         """Wait until another writer may have appended, at most `timeout_s`: True when told so
         (PostgreSQL's LISTEN/NOTIFY), False when the time ran out; a store that is never told

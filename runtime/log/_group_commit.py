@@ -100,6 +100,25 @@ class GroupCommit:
             self._queue.append(batch)
             self._deferred += 1
 
+    def withdraw(self, batch: Batch) -> bool:
+        """Take a deferred `batch` back from the queue, for its events to be appended with the
+        caller's next batch: True when it was still queued; False once a commit took it (it
+        waits for that commit: then `batch.error` says whether it was refused)."""
+        with self._cond:
+            while True:
+                for i, queued in enumerate(self._queue):
+                    if queued is batch:
+                        del self._queue[i]
+                        self._deferred -= 1
+                        return True
+                if batch.done:
+                    return False
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
+
     def flush(self) -> None:
         """Commit the deferred batches now (and wait for a commit of them under way)."""
         if self._deferred:

@@ -143,10 +143,17 @@ class Projections:
     sessions: dict[str, SessionView] = field(default_factory=dict)
     actions: dict[str, ActionView] = field(default_factory=dict)
     """By `action_id` (events recorded before action ids existed are only in `calls`)."""
+    by_stream: dict[str, list[ActionView]] = field(default_factory=dict, repr=False, compare=False)
+    """The same actions by session (`actions_of`): a session catching up reads its own, not
+    every action of the log."""
     superseded: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The `call.superseded` payloads by `<session>:<tool_call_id>:<input_hash>` of the
     original call (an operator approved it with edits: it never runs)."""
     position: int = 0
+
+    def actions_of(self, stream: str) -> list[ActionView]:
+        """The actions of one session, in the order they were requested."""
+        return self.by_stream.get(stream, [])
 
     @classmethod
     def rebuild(cls, events: Iterable[Event]) -> Projections:
@@ -232,6 +239,7 @@ class Projections:
                 p.get("execution"),
                 p["to"],
             )
+            self.by_stream.setdefault(event.stream, []).append(action)
         action.state = p["to"]
         action.position = event.position
         if p["to"] == "RUNNING":

@@ -92,6 +92,18 @@ class EventStore(Protocol):
         durable nor seen by other processes. A store with nothing to batch numbers them then."""
         ...
 
+    def defer_unmoved(self, events: Sequence[NewEvent], unmoved: Mapping[str, int]) -> object:
+        """`defer`, with `append_many`'s `unmoved` checked when a commit writes the events
+        (refused then, nothing written, if a stream moved); returns what `withdraw` takes
+        back (None where only this process sees the deferred events: memory)."""
+        ...
+
+    def withdraw(self, held: object) -> list[NewEvent] | None:
+        """Take back the events `defer_unmoved` held, to append them with the caller's next
+        batch (and its `unmoved`: one commit for both); None when a commit wrote them already.
+        Raises the refusal of a commit that found their streams moved (`HistoryMoved`)."""
+        ...
+
     def flush(self) -> None:
         """Commit the deferred events now."""
         ...

@@ -485,9 +485,7 @@ class Harness:
         self.sessions[session.id] = session
         if parent is not None:
             parent.children.append(session)
-        restore_actions(
-            session, [a for a in self.projections.actions.values() if a.stream == view.session_id]
-        )
+        restore_actions(session, list(self.projections.actions_of(view.session_id)))
         if facts is None:
             session.harness.store.append(
                 NewEvent(
