@@ -150,6 +150,19 @@ def test_a_batch_decided_on_a_history_another_writer_moved_is_refused(
     head = first.head()[0]
     first.append_many([NewEvent("s-1", "Tool", "note", {"n": 5})], unmoved={"s-1": head - 1})
     assert [e.payload["n"] for e in first.read("s-1")] == [1, 2, 5]
+    # held for the next commit: taken back to ride it, or refused when that commit finds the
+    # stream moved (memory holds it unchecked: one process writes there)
+    read = first.head()[0]
+    held = first.defer_unmoved([NewEvent("s-1", "Tool", "note", {"n": 6})], {"s-1": read})
+    if held is not None:
+        taken = first.withdraw(held)
+        assert taken is not None and [e.payload["n"] for e in taken] == [6]
+        held = first.defer_unmoved([NewEvent("s-1", "Tool", "note", {"n": 7})], {"s-1": read})
+        second.append(NewEvent("s-1", "Tool", "note", {"n": 8}))
+        first.flush()
+        with pytest.raises(HistoryMoved):
+            first.withdraw(held)
+        assert [e.payload["n"] for e in first.read("s-1")] == [1, 2, 5, 8]
     assert first.verify().ok
 
 

@@ -176,7 +176,11 @@ class SqlStore(Announcing, Generic[Conn]):
         if self._readonly:
             raise StoreError("the event store was opened read-only")
         self.refused()
-        batch = Batch(self._with_announced(events)[0], Unmoved(unmoved), deferred=True)
+        if self._announced:
+            # written first, on their own (once a harness): a batch that may be refused and
+            # taken back must not carry them
+            self.append_many([])
+        batch = Batch(list(events), Unmoved(unmoved), deferred=True)
         self._group.defer(batch)
         return batch
 
