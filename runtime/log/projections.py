@@ -143,6 +143,10 @@ class Projections:
     sessions: dict[str, SessionView] = field(default_factory=dict)
     actions: dict[str, ActionView] = field(default_factory=dict)
     """By `action_id` (events recorded before action ids existed are only in `calls`)."""
+    touched: list[tuple[str, str]] = field(default_factory=list, repr=False, compare=False)
+    """Each approval or grant view created or changed, as ("approval" | "grant", id), in
+    order: a reader that took over every view once reads only what was touched since
+    (`Approvals.restore`)."""
     by_stream: dict[str, list[ActionView]] = field(default_factory=dict, repr=False, compare=False)
     """The same actions by session (`actions_of`): a session catching up reads its own, not
     every action of the log."""
@@ -280,6 +284,7 @@ class Projections:
             requested=dict(p),
             requested_at=event.time,
         )
+        self.touched.append(("approval", p["approval_id"]))
 
     def _approval_resolved(self, event: Event, p: dict[str, Any]) -> None:
         approval = self.approvals.get(p["approval_id"])
@@ -287,6 +292,7 @@ class Projections:
             approval.status = p["outcome"]
             approval.by = p.get("by")
             approval.position = event.position
+            self.touched.append(("approval", approval.approval_id))
 
     def _grant_issued(self, event: Event, p: dict[str, Any]) -> None:
         self.grants[p["grant_id"]] = GrantView(
@@ -301,6 +307,7 @@ class Projections:
             position=event.position,
             issued=dict(p),
         )
+        self.touched.append(("grant", p["grant_id"]))
 
     def _grant_used(self, event: Event, p: dict[str, Any]) -> None:
         grant = self.grants.get(p["grant_id"])
@@ -308,6 +315,7 @@ class Projections:
         if grant is not None and grant.scope == "once" and grant.status == "active":
             grant.status = "used"
             grant.position = event.position
+            self.touched.append(("grant", grant.grant_id))
 
     def _grant_spent(self, event: Event, p: dict[str, Any]) -> None:
         self._grant_used(event, p)
@@ -321,6 +329,7 @@ class Projections:
         if grant is not None:
             grant.status = "revoked"
             grant.position = event.position
+            self.touched.append(("grant", grant.grant_id))
 
     def _session_started(self, event: Event, p: dict[str, Any]) -> None:
         session = self.sessions[event.stream]

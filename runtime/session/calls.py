@@ -343,9 +343,10 @@ def decide_call(
         s.state.fresh = None  # normalized just now, after a catch-up
     else:
         catch_up_session(s)
-    # a spec that reads the session's history settles each authorising decision in the log
-    # at once, on the history it read (`Unmoved`): never two processes authorising the call
-    # only one may make; judged again on the log as it is when another wrote first
+    # a spec that reads the session's history writes each authorising decision only on the
+    # history it read (`Unmoved`, checked by the commit that writes it: RUNNING's, or its own
+    # for a grant): never two processes authorising the call only one may make; judged again
+    # on the log as it is when another wrote first
     guarded = s.ledger.terms.read
     for attempt in range(DECISION_ATTEMPTS):
         if s.ran(pending.key):
@@ -771,6 +772,10 @@ def prepare_once(s: SessionSeam, pending: PendingCall) -> Prepared | Result:
     timeout = timeout_of(tool, pending)
     lease = lease_until(h.clock(), timeout + h.lease_grace_ms)
     if judged.grants:
+        if pending.key in s.state.held_decisions:  # an earlier decision, held: written first
+            settle_held(s, pending.key)
+            if pending.key not in s.state.judged:
+                raise HistoryMoved(s.id, -1)  # refused: judged again
         # the grants are spent and the call recorded RUNNING in one transaction
         target, running = action.move(
             _S.RUNNING,
