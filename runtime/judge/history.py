@@ -239,6 +239,12 @@ class Ledger:
     def streams(self) -> tuple[str, ...]:
         return tuple(self._cursor)
 
+    def positions(self) -> dict[str, int]:
+        """The last position read of each stream of the family: what a decision judged on
+        (`EventStore.append_many(unmoved=…)` commits it only if nothing came after)."""
+        with self._lock:
+            return dict(self._cursor)
+
     def add_stream(self, stream: str) -> None:
         """Share this ledger with another session of the family (its events are read next)."""
         self._cursor.setdefault(stream, 0)

@@ -8,9 +8,11 @@ first event the harness writes comes after the spec it was judged under.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._group_commit import Unmoved
 from .events import Event, NewEvent
 
 __all__ = ["Announcing"]
@@ -39,6 +41,30 @@ class Announcing:
     def _append(self, events: Sequence[NewEvent], expected_seq: Any) -> list[Event]:
         raise NotImplementedError
 
+    def defer(self, events: Sequence[NewEvent]) -> None:
+        raise NotImplementedError
+
+    def defer_unmoved(self, events: Sequence[NewEvent], unmoved: Mapping[str, int]) -> object:
+        """`defer`, with `append_many`'s `unmoved` checked when a commit writes the events
+        (refused then, nothing written, if the streams moved); returns what `withdraw` takes
+        back. A store whose deferred events only this process sees defers them as they are
+        (and returns None)."""
+        self.defer(events)
+        return None
+
+    def withdraw(self, held: object) -> list[NewEvent] | None:
+        """Take back the events `defer_unmoved` held, to append them with the caller's next
+        batch (and its `unmoved`); None when a commit wrote them already. Raises the refusal
+        of a commit that found their streams moved (`HistoryMoved`: nothing was written)."""
+        return None
+
+    def wait_for_append(self, timeout_s: float) -> bool:
+        """Wait until another writer may have appended, at most `timeout_s`: True when told so
+        (PostgreSQL's LISTEN/NOTIFY), False when the time ran out; a store that is never told
+        just waits (the caller looks at the log again: polling)."""
+        time.sleep(max(0.0, timeout_s))
+        return False
+
     def announce(self, events: Sequence[NewEvent]) -> None:
         """Write `events` with the next write through this store (an append or a deferred
         append, by any thread), first and in its transaction; never if nothing is written."""
@@ -59,13 +85,19 @@ class Announcing:
         return self.append_many([event], expect=expect)[0]
 
     def append_many(
-        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+        self,
+        events: Iterable[NewEvent],
+        *,
+        expect: Mapping[str, int] | None = None,
+        unmoved: Mapping[str, int] | None = None,
     ) -> list[Event]:
         if self._refused is not None:
             self.refused()
+        if expect is not None and unmoved is not None:
+            raise ValueError("append_many takes `expect` or `unmoved`, not both")
         batch, n = self._with_announced(list(events))
         try:
-            return self._append(batch, expect)[n:]
+            return self._append(batch, Unmoved(unmoved) if unmoved is not None else expect)[n:]
         except BaseException:
             if n:  # not written: they go with the next write
                 with self._announce_lock:

@@ -11,11 +11,24 @@ from collections.abc import Callable, Mapping, Sequence
 from ..model.canonical import CanonicalError, canonical_json
 from .events import Event, NewEvent
 
-__all__ = ["Batch", "Expected", "GroupCommit", "payload_texts"]
+__all__ = ["Batch", "Expected", "GroupCommit", "Unmoved", "payload_texts"]
 
-Expected = int | Mapping[str, int] | None
-"""What a batch expects of its streams' last seq: nothing, every stream at one seq, or the
-named streams at theirs (`number_batch`)."""
+
+class Unmoved:
+    """What a batch expects instead of seqs: no event in each named stream after the given
+    position. A decision that read a session's history (counts, sums, provenance) up to
+    those positions is committed only if nobody wrote to the session since (`HistoryMoved`
+    otherwise), so two processes never both authorise the call that only one may make."""
+
+    __slots__ = ("after",)
+
+    def __init__(self, after: Mapping[str, int]) -> None:
+        self.after = dict(after)
+
+
+Expected = int | Mapping[str, int] | Unmoved | None
+"""What a batch expects of its streams: nothing, every stream at one seq, the named streams at
+theirs (`number_batch`), or the named streams unmoved after a position (`Unmoved`)."""
 
 
 def payload_texts(events: Sequence[NewEvent]) -> list[str]:
@@ -86,6 +99,25 @@ class GroupCommit:
         with self._cond:
             self._queue.append(batch)
             self._deferred += 1
+
+    def withdraw(self, batch: Batch) -> bool:
+        """Take a deferred `batch` back from the queue, for its events to be appended with the
+        caller's next batch: True when it was still queued; False once a commit took it (it
+        waits for that commit: then `batch.error` says whether it was refused)."""
+        with self._cond:
+            while True:
+                for i, queued in enumerate(self._queue):
+                    if queued is batch:
+                        del self._queue[i]
+                        self._deferred -= 1
+                        return True
+                if batch.done:
+                    return False
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
 
     def flush(self) -> None:
         """Commit the deferred batches now (and wait for a commit of them under way)."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable, Mapping, Sequence
 
-from ._group_commit import Batch, Expected
-from .chain import ConcurrencyError, StoreError, TransitionRefused
+from ._group_commit import Batch, Expected, Unmoved
+from .chain import ConcurrencyError, HistoryMoved, StoreError, TransitionRefused
 from .events import Clock, Event, NewEvent, event_hash, format_time, system_clock
 from .integrity import LOG_KEY_ENV, LOG_KEY_FILE_ENV, Checkpoint, LogKey
 
@@ -25,6 +25,7 @@ __all__ = [
     "commit_batches",
     "number_batch",
     "refusal",
+    "unmoved_failure",
 ]
 
 
@@ -145,7 +146,10 @@ def number_batch(
     """Number a batch appended in one transaction: each stream continues from `last_seq(stream)`
     (asked once per stream). With `expected_seq` an int, every stream must be exactly there;
     a mapping names the streams to check and the seq of each (ConcurrencyError otherwise).
-    Returns the events and each stream's new last seq."""
+    Returns the events and each stream's new last seq (`Unmoved` is checked by the caller,
+    against the log)."""
+    if isinstance(expected_seq, Unmoved):
+        expected_seq = None
     seqs: dict[str, int] = {}
     out: list[Event] = []
     for event, payload_json in zip(events, payloads, strict=True):
@@ -215,14 +219,21 @@ def commit_batches(
     numbering: Numbering,
     last_seq: Callable[[str], int],
     claimed: Callable[[Claim], bool] | None = None,
+    moved: Callable[[str, int], bool] | None = None,
 ) -> list[Event]:
     """Number the batches of one transaction after each other: a batch whose expectations
     fail gets its ConcurrencyError and takes no position, and so does one whose action
     transitions claim what the log (`claimed`, asked inside the write transaction) or an
-    earlier batch of this commit holds (`TransitionRefused`). Returns every numbered event."""
+    earlier batch of this commit holds (`TransitionRefused`), and one that expects streams
+    `Unmoved` when the log (`moved(stream, position)`: an event of the stream after the
+    position, asked inside the write transaction) or an earlier batch of this commit that
+    someone waits for wrote to one of them (`HistoryMoved`; the deferred batches are this
+    process's own events of the call, which the decision did not need). Returns every
+    numbered event."""
     seqs: dict[str, int] = {}
     out: list[Event] = []
     taken: set[Claim] = set()
+    written: set[str] = set()  # the streams of the batches of this commit someone waits for
 
     def current(stream: str) -> int:
         found = seqs.get(stream)
@@ -234,6 +245,10 @@ def commit_batches(
         mark = numbering.position, numbering.prev_hash
         while True:
             try:
+                if isinstance(b.expected, Unmoved):
+                    stale = unmoved_failure(b.expected, written, moved)
+                    if stale is not None:
+                        raise stale
                 b.out, changed = number_batch(b.events, b.payloads, numbering, current, b.expected)
                 # the stream expectations first (a spent grant says so), then the claims
                 claims = claims_of(b.events) if claimed is not None else []
@@ -253,10 +268,23 @@ def commit_batches(
                 b.error = error
                 break
             taken.update(c for c, _ in claims)
+            if not b.deferred:
+                written.update(changed)
             seqs.update(changed)
             out.extend(b.out)
             break
     return out
+
+
+def unmoved_failure(
+    unmoved: Unmoved, written: set[str], moved: Callable[[str, int], bool] | None
+) -> HistoryMoved | None:
+    """The refusal of a batch expecting `unmoved` streams when one of them has moved: written
+    by an earlier batch of the commit (`written`) or, in the log, after its position."""
+    for stream, after in unmoved.after.items():
+        if stream in written or (moved is not None and moved(stream, after)):
+            return HistoryMoved(stream, after)
+    return None
 
 
 def _without_stale_moves(

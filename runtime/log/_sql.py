@@ -11,11 +11,11 @@ import atexit
 import contextlib
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 from ._announce import Announcing
-from ._group_commit import Batch, Expected, GroupCommit
+from ._group_commit import Batch, Expected, GroupCommit, Unmoved
 from ._numbering import SeqCache, checkpoint_of
 from .chain import StoreError
 from .events import GENESIS_HASH, Clock, Event, NewEvent
@@ -171,6 +171,27 @@ class SqlStore(Announcing, Generic[Conn]):
         self.refused()
         batch, _ = self._with_announced(events)
         self._group.defer(Batch(batch, deferred=True))
+
+    def defer_unmoved(self, events: Sequence[NewEvent], unmoved: Mapping[str, int]) -> object:
+        if self._readonly:
+            raise StoreError("the event store was opened read-only")
+        self.refused()
+        if self._announced:
+            # written first, on their own (once a harness): a batch that may be refused and
+            # taken back must not carry them
+            self.append_many([])
+        batch = Batch(list(events), Unmoved(unmoved), deferred=True)
+        self._group.defer(batch)
+        return batch
+
+    def withdraw(self, held: object) -> list[NewEvent] | None:
+        if not isinstance(held, Batch):
+            return None
+        if self._group.withdraw(held):
+            return list(held.events)
+        if held.error is not None:
+            raise held.error
+        return None
 
     def flush(self) -> None:
         """Commit the deferred events now."""

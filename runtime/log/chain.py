@@ -34,6 +34,7 @@ __all__ = [
     "ConcurrencyError",
     "Cut",
     "CutError",
+    "HistoryMoved",
     "NotUtf8",
     "StoreError",
     "TransitionRefused",
@@ -60,6 +61,23 @@ class ConcurrencyError(StoreError):
         self.expected = expected
         self.actual = actual
         super().__init__(f"stream `{stream}` is at seq {actual}, not {expected}")
+
+
+class HistoryMoved(ConcurrencyError):
+    """A decision that read a session's history was refused at commit: another writer appended
+    to the session (a call authorised, a result, a message) after the history it read
+    (`Unmoved`). Nothing of the batch was appended; the decision is made again on the log as
+    it is now. `code` is stable (`history-moved`)."""
+
+    code = "history-moved"
+
+    def __init__(self, stream: str, after: int) -> None:
+        StoreError.__init__(
+            self, f"stream `{stream}` has events after position {after}: the decision is stale"
+        )
+        self.stream = stream
+        self.expected = after
+        self.actual = -1
 
 
 class TransitionRefused(ConcurrencyError):

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ._announce import Announcing
-from ._group_commit import Expected, payload_texts
+from ._group_commit import Expected, Unmoved, payload_texts
 from ._numbering import (
     Claim,
     Numbering,
@@ -19,6 +19,7 @@ from ._numbering import (
     claims_of,
     number_batch,
     refusal,
+    unmoved_failure,
 )
 from ._sql import Row, selects_row
 from .chain import Anchor, StoreError, Verification, cut_or_failure, verify_events
@@ -97,6 +98,16 @@ class MemoryStore(Announcing):
         """Never: only this process writes to memory."""
         return False
 
+    def _moved(self, stream: str, after: int) -> bool:
+        """Whether `stream` has an event after position `after` (newest first: a decision
+        reads the recent past)."""
+        for e in reversed(self._events):
+            if e.position <= after:
+                return False
+            if e.stream == stream:
+                return True
+        return False
+
     def held(self) -> list[NewEvent]:
         """The deferred events not numbered yet, in order."""
         with self._lock:
@@ -130,6 +141,11 @@ class MemoryStore(Announcing):
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         payloads = payload_texts(events)
         with self._lock:
+            if isinstance(expected_seq, Unmoved):
+                # before the deferred events are numbered: they are this process's own
+                stale = unmoved_failure(expected_seq, set(), self._moved)
+                if stale is not None:
+                    raise stale
             numbering = self._numbering()
             self._settle(numbering)
             if self._events:

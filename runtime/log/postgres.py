@@ -13,6 +13,7 @@ Triggers refuse UPDATE and DELETE. `verify` walks the chain in one REPEATABLE RE
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -83,6 +84,12 @@ _CLAIMED = {
     "AND (payload::jsonb) ->> 'from' = %s LIMIT 1",
 }
 
+CHANNEL = "harnessc_events"
+"""The channel every commit notifies (its last position as payload), for `wait_for_append`."""
+
+_MOVED = "SELECT 1 FROM harnessc.events WHERE stream = %s AND position > %s LIMIT 1"
+"""Whether a stream has an event after a position (`Unmoved`): one probe of `events_by_stream`."""
+
 
 class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     """The event store on PostgreSQL; safe to share between threads (one connection behind a
@@ -100,6 +107,9 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         environment), and an existing log opened only to read and verify it."""
         super().__init__(clock=clock, key=key, readonly=readonly)
         self._seen: tuple[int, str] | None = None  # the head `changed_elsewhere` saw last
+        self._url = url
+        self._listener: psycopg.Connection[Any] | None = None  # LISTEN, for `wait_for_append`
+        self._listening = threading.Lock()
         self._conn = None
         try:
             self._conn = psycopg.connect(url, autocommit=False)
@@ -163,6 +173,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                     ),
                 ),
                 lambda claim: conn.execute(_CLAIMED[claim[0]], claim[1:]).fetchone() is not None,
+                lambda stream, after: conn.execute(_MOVED, (stream, after)).fetchone() is not None,
             )
             if out:
                 with conn.cursor() as cur:
@@ -171,6 +182,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                         [row(e) for e in out],
                     )
+                # delivered to every listener when (and only if) the transaction commits
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(out[-1].position)))
         self._seqs.committed(out)
 
     def discard(self, positions: Sequence[int]) -> int:
@@ -232,6 +245,33 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         changed = head != self._seen and not self._seqs.own(position, head_hash)
         self._seen = head
         return changed
+
+    def wait_for_append(self, timeout_s: float) -> bool:
+        """Wait for a commit by anyone (a NOTIFY on `CHANNEL`), at most `timeout_s`. The first
+        call opens a listening connection and returns True at once: from then on no commit
+        is missed (notifications queue on that connection), so the caller looks at the log
+        and waits again. A notification of this store's own commit wakes it too."""
+        with self._listening:
+            if self._listener is None:
+                try:
+                    self._listener = psycopg.connect(self._url, autocommit=True)
+                    self._listener.execute(f"LISTEN {CHANNEL}")
+                except psycopg.Error as error:
+                    raise StoreError(f"cannot listen to the event store: {error}") from None
+                return True
+            listener = self._listener
+            try:
+                return any(True for _ in listener.notifies(timeout=timeout_s, stop_after=1))
+            except psycopg.Error as error:
+                self._listener = None  # a new connection at the next call
+                raise StoreError(f"lost the event store's notifications: {error}") from None
+
+    def close(self) -> None:
+        with self._listening:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
+        super().close()
 
     def same_log(self, url: str) -> bool:
         """Whether this store is the log at `url` (`postgresql://…`): the same database, on

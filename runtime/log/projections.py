@@ -143,10 +143,21 @@ class Projections:
     sessions: dict[str, SessionView] = field(default_factory=dict)
     actions: dict[str, ActionView] = field(default_factory=dict)
     """By `action_id` (events recorded before action ids existed are only in `calls`)."""
+    touched: list[tuple[str, str]] = field(default_factory=list, repr=False, compare=False)
+    """Each approval or grant view created or changed, as ("approval" | "grant", id), in
+    order: a reader that took over every view once reads only what was touched since
+    (`Approvals.restore`)."""
+    by_stream: dict[str, list[ActionView]] = field(default_factory=dict, repr=False, compare=False)
+    """The same actions by session (`actions_of`): a session catching up reads its own, not
+    every action of the log."""
     superseded: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The `call.superseded` payloads by `<session>:<tool_call_id>:<input_hash>` of the
     original call (an operator approved it with edits: it never runs)."""
     position: int = 0
+
+    def actions_of(self, stream: str) -> list[ActionView]:
+        """The actions of one session, in the order they were requested."""
+        return self.by_stream.get(stream, [])
 
     @classmethod
     def rebuild(cls, events: Iterable[Event]) -> Projections:
@@ -232,6 +243,7 @@ class Projections:
                 p.get("execution"),
                 p["to"],
             )
+            self.by_stream.setdefault(event.stream, []).append(action)
         action.state = p["to"]
         action.position = event.position
         if p["to"] == "RUNNING":
@@ -272,6 +284,7 @@ class Projections:
             requested=dict(p),
             requested_at=event.time,
         )
+        self.touched.append(("approval", p["approval_id"]))
 
     def _approval_resolved(self, event: Event, p: dict[str, Any]) -> None:
         approval = self.approvals.get(p["approval_id"])
@@ -279,6 +292,7 @@ class Projections:
             approval.status = p["outcome"]
             approval.by = p.get("by")
             approval.position = event.position
+            self.touched.append(("approval", approval.approval_id))
 
     def _grant_issued(self, event: Event, p: dict[str, Any]) -> None:
         self.grants[p["grant_id"]] = GrantView(
@@ -293,6 +307,7 @@ class Projections:
             position=event.position,
             issued=dict(p),
         )
+        self.touched.append(("grant", p["grant_id"]))
 
     def _grant_used(self, event: Event, p: dict[str, Any]) -> None:
         grant = self.grants.get(p["grant_id"])
@@ -300,6 +315,7 @@ class Projections:
         if grant is not None and grant.scope == "once" and grant.status == "active":
             grant.status = "used"
             grant.position = event.position
+            self.touched.append(("grant", grant.grant_id))
 
     def _grant_spent(self, event: Event, p: dict[str, Any]) -> None:
         self._grant_used(event, p)
@@ -313,6 +329,7 @@ class Projections:
         if grant is not None:
             grant.status = "revoked"
             grant.position = event.position
+            self.touched.append(("grant", grant.grant_id))
 
     def _session_started(self, event: Event, p: dict[str, Any]) -> None:
         session = self.sessions[event.stream]

@@ -253,6 +253,13 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
                 (lambda claim: conn.execute(_CLAIMED[claim[0]], claim[1:]).fetchone() is not None)
                 if check
                 else None,
+                lambda stream, after: (
+                    conn.execute(
+                        "SELECT 1 FROM events WHERE stream = ? AND position > ? LIMIT 1",
+                        (stream, after),
+                    ).fetchone()
+                    is not None
+                ),
             )
             if len(out) < len(_INSERTS):  # one statement for the commit's rows
                 conn.execute(_INSERTS[len(out)], [v for e in out for v in row(e)])

@@ -72,17 +72,36 @@ class EventStore(Protocol):
         ...
 
     def append_many(
-        self, events: Iterable[NewEvent], *, expect: Mapping[str, int] | None = None
+        self,
+        events: Iterable[NewEvent],
+        *,
+        expect: Mapping[str, int] | None = None,
+        unmoved: Mapping[str, int] | None = None,
     ) -> list[Event]:
         """Append events in one transaction: all of them or none. With `expect`, refuse
         (ConcurrencyError) unless each stream it names is exactly at that seq: a claim that
-        only one writer can make (`expect={"grant:g-1": 0}` spends a grant once)."""
+        only one writer can make (`expect={"grant:g-1": 0}` spends a grant once). With
+        `unmoved`, refuse (`HistoryMoved`) if a stream it names has an event after the
+        position given, in the log or in a batch committed with this one (a decision that
+        read a session's history up to there)."""
         ...
 
     def defer(self, events: Sequence[NewEvent]) -> None:
         """Append `events` with the store's next commit (the next append by any thread, a read,
         `flush` or `close`), before anything appended after them; until then they are neither
         durable nor seen by other processes. A store with nothing to batch numbers them then."""
+        ...
+
+    def defer_unmoved(self, events: Sequence[NewEvent], unmoved: Mapping[str, int]) -> object:
+        """`defer`, with `append_many`'s `unmoved` checked when a commit writes the events
+        (refused then, nothing written, if a stream moved); returns what `withdraw` takes
+        back (None where only this process sees the deferred events: memory)."""
+        ...
+
+    def withdraw(self, held: object) -> list[NewEvent] | None:
+        """Take back the events `defer_unmoved` held, to append them with the caller's next
+        batch (and its `unmoved`: one commit for both); None when a commit wrote them already.
+        Raises the refusal of a commit that found their streams moved (`HistoryMoved`)."""
         ...
 
     def flush(self) -> None:
@@ -182,6 +201,13 @@ class EventStore(Protocol):
 
     def same_log(self, url: str) -> bool:
         """Whether this store is the event log at `url` (as `open_store` reads it)."""
+        ...
+
+    def wait_for_append(self, timeout_s: float) -> bool:
+        """Wait until another writer may have appended, at most `timeout_s`: True when the
+        store was told (PostgreSQL: a NOTIFY every commit sends; the first call only starts
+        listening and returns at once, so the caller looks at the log before it waits), False
+        when the time ran out (SQLite, memory: they are never told, so this is a poll)."""
         ...
 
     def close(self) -> None:

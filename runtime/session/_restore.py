@@ -125,8 +125,8 @@ def take_up_edits(s: SessionSeam, tool_call_id: str) -> None:
         s,
         [
             v
-            for v in h.projections.actions.values()
-            if v.stream == s.id and v.tool_call_id == tool_call_id and v.input_hash in hashes
+            for v in h.projections.actions_of(s.id)
+            if v.tool_call_id == tool_call_id and v.input_hash in hashes
         ],
     )
 
@@ -140,8 +140,8 @@ def take_up_calls(s: SessionSeam) -> None:
         s,
         [
             v
-            for v in h.projections.actions.values()
-            if v.stream == s.id and f"{v.tool_call_id}:{v.input_hash}" not in s.state.actions
+            for v in h.projections.actions_of(s.id)
+            if f"{v.tool_call_id}:{v.input_hash}" not in s.state.actions
         ],
     )
 
@@ -177,7 +177,7 @@ def settle_actions(s: SessionSeam) -> None:
     left alone."""
     h = s.harness
     now = h.clock()
-    for view in [v for v in h.projections.actions.values() if v.stream == s.id]:
+    for view in list(h.projections.actions_of(s.id)):
         key = f"{view.tool_call_id}:{view.input_hash}"
         if s.runs_here(key):
             continue

@@ -359,6 +359,8 @@ class Approvals:
         self._asked: dict[tuple[Any, ...], str] = {}
         """The newest request for each (session, tool_call_id, input hash, rule, policy)."""
         self._lock = threading.Lock()
+        self._restored: tuple[Any, int] | None = None
+        """`restore`'s last source and how far it read the source's `touched`."""
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -678,7 +680,15 @@ class Approvals:
         answered, a grant spent or revoked). A restored request has no `pending` call until
         its session is resumed (`attach`)."""
         with self._lock:
-            for view in views.approvals.values():
+            touched = getattr(views, "touched", None)
+            if touched is None or self._restored is None or self._restored[0] is not views:
+                approvals, grants = list(views.approvals.values()), list(views.grants.values())
+            else:  # only what changed since the last restore from these views
+                since = touched[self._restored[1] :]
+                approvals = [views.approvals[i] for kind, i in since if kind == "approval"]
+                grants = [views.grants[i] for kind, i in since if kind == "grant"]
+            mark = len(touched) if touched is not None else 0
+            for view in approvals:
                 known = self.requests.get(view.approval_id)
                 if known is None:
                     known = self.requests[view.approval_id] = _read(_request_of, view)
@@ -686,12 +696,14 @@ class Approvals:
                         self._asked[_asked_key(known)] = known.request_id
                 elif known.status == "pending" and view.status != "pending":
                     self.requests[view.approval_id] = replace(known, status=view.status)
-            for view in views.grants.values():
+            for view in grants:
                 grant = self.grants.get(view.grant_id)
                 if grant is None:
                     self.grants[view.grant_id] = _read(_grant_of, view, path_facts)
                 elif grant.status == "active" and view.status != "active":
                     self.grants[view.grant_id] = replace(grant, status=view.status)
+            if touched is not None:
+                self._restored = (views, mark)
 
     def attach(self, request_id: str, pending: PendingCall) -> ApprovalRequest:
         """Give a restored request its frozen call (same tool, tool_call_id and input hash)."""

@@ -7,7 +7,9 @@ it returned: a `Ruling` (what the policies say), a `Judged` (the decision record
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -17,7 +19,7 @@ from ..judge.availability import unavailable_refusal
 from ..judge.history import facts_added
 from ..judge.normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from ..judge.policy import CallContext, Decider, Decision
-from ..log.chain import TransitionRefused
+from ..log.chain import HistoryMoved, TransitionRefused
 from ..log.events import (
     NewEvent,
     PayloadTemplate,
@@ -327,23 +329,104 @@ def judgement(
     return best, tuple(grants), ctx
 
 
-def decide_call(s: SessionSeam, pending: PendingCall, *, commit: bool = True) -> Decision:
+def decide_call(
+    s: SessionSeam, pending: PendingCall, *, commit: bool = True, refuse: bool = False
+) -> Decision:
     """`Session.decide`: judge the call and record the decision (`commit=False`: a decision
     that stops the call is held too, for the caller to commit with what it appends next).
     A call that ran (here or in another process: the session catches up first) is not judged
-    again: its recorded decision is returned and nothing is recorded."""
+    again: its recorded decision is returned and nothing is recorded. `refuse`: the call's
+    session moved under every attempt to settle its decision (`contended`)."""
     s.state.own(pending)
+    settle_held(s, pending.key)
     if s.state.fresh is pending:
         s.state.fresh = None  # normalized just now, after a catch-up
     else:
         catch_up_session(s)
-    if s.ran(pending.key):
-        action = s.held_action(pending.key)
-        assert action is not None  # it ran: the session holds its action
-        recorded = recorded_decision(s, pending, action)
-        if recorded is not None:
-            return recorded
-    d, grants, context = judgement(s, pending)
+    # a spec that reads the session's history writes each authorising decision only on the
+    # history it read (`Unmoved`, checked by the commit that writes it: RUNNING's, or its own
+    # for a grant): never two processes authorising the call only one may make; judged again
+    # on the log as it is when another wrote first
+    guarded = s.ledger.terms.read
+    for attempt in range(DECISION_ATTEMPTS):
+        if s.ran(pending.key):
+            action = s.held_action(pending.key)
+            assert action is not None  # it ran: the session holds its action
+            recorded = recorded_decision(s, pending, action)
+            if recorded is not None:
+                return recorded
+        d, grants, context = judgement(s, pending)
+        read = s.ledger.positions() if guarded else None
+        if refuse or (attempt == DECISION_ATTEMPTS - 1 and read is not None):
+            # every attempt found the session moved under it: refused, never let through
+            d, grants = contended(s, pending, d), ()
+        try:
+            return record_decision(s, pending, d, grants, context, commit=commit, read=read)
+        except TransitionRefused:
+            # the action moved on in another process (answered, run): judged on its state
+            catch_up_session(s, force=True)
+        except HistoryMoved:
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # the others' commits land
+    raise AssertionError("unreachable: the last attempt denies, unguarded")
+
+
+def settle_held(s: SessionSeam, key: str) -> None:
+    """Commit the held authorising decision of the call `key`, if any (it is decided again, or
+    its grants are spent on their own commit): written if the session has not moved since it
+    was judged; otherwise nothing is, and the action takes the log's state again."""
+    held = s.state.held_decisions.pop(key, None)
+    if held is None:
+        return
+    store = s.harness.store
+    try:
+        taken = store.withdraw(held[0])
+        if taken:
+            store.append_many(taken, unmoved=held[1])
+    except HistoryMoved:
+        stale(s, key)
+
+
+def stale(s: SessionSeam, key: str) -> None:
+    """Forget a decision the log refused (`HistoryMoved`): the action as the log has it, and
+    no judgement, so that the call is judged again."""
+    s.state.judged.pop(key, None)
+    action = s.state.actions.get(key)
+    if action is not None:
+        action.refresh()
+
+
+DECISION_ATTEMPTS = 16
+"""How many times a decision that reads the session's history is judged again when another
+process wrote to the session first; the last attempt refuses the call (`contended`)."""
+
+
+def contended(s: SessionSeam, pending: PendingCall, d: Decision) -> Decision:
+    """The refusal of a call whose session moved under every attempt to decide it: the
+    decision it would have had cannot be settled, and the call does not run (fail closed)."""
+    return Decision.denied(
+        f"the session's history changed under this decision {DECISION_ATTEMPTS - 1} times "
+        "(other processes decide its calls at the same moment): refused, try again",
+        policy=d.policy,
+        tool_id=pending.tool_id,
+        default_used=False,
+    )
+
+
+def record_decision(
+    s: SessionSeam,
+    pending: PendingCall,
+    d: Decision,
+    grants: tuple[ApprovalGrant, ...],
+    context: CallContext,
+    *,
+    commit: bool,
+    read: dict[str, int] | None,
+) -> Decision:
+    """Record the decision `d` (and the move it makes), deferred to the commit that runs the
+    call. When it authorises the call and `read` gives the positions of the session's history
+    it read, that commit writes it only if nobody wrote to the session since (`HistoryMoved`
+    otherwise, and nothing recorded; `prepare` judges again); authorised by a grant, it is
+    committed now on that condition."""
     grant = grants[0] if grants else None
     h = s.harness
     decision_id = "dec-" + random_hex()
@@ -388,6 +471,20 @@ def decide_call(s: SessionSeam, pending: PendingCall, *, commit: bool = True) ->
     move = drive(s, pending, judged)
     if move is not None:
         events.append(move[2])
+    if authorized and read is not None and grant is None:
+        held = h.store.defer_unmoved(events, read)
+        if held is not None:
+            s.state.held_decisions[pending.key] = (held, read)
+        s.state.judged[pending.key] = judged
+        if move is not None:
+            move[0].moved(move[1])
+        return d
+    if authorized and read is not None:
+        appended = h.store.append_many(events, unmoved=read)
+        s.state.judged[pending.key] = judged
+        if move is not None:
+            move[0].moved(move[1], appended[-1])
+        return d
     # a decision that lets the call run rides the commit that records it RUNNING, before the
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes
@@ -631,8 +728,23 @@ def not_run(
 
 def prepare(s: SessionSeam, pending: PendingCall) -> Prepared | Result:
     """The call authorised, its grants spent and its action RUNNING, ready to run; or the
-    result that stands instead (recorded before, or why it may not run)."""
+    result that stands instead (recorded before, or why it may not run). A decision that read
+    the session's history rides the RUNNING commit, written only if the session did not move
+    since: otherwise the call is judged again on the log as it is now (`DECISION_ATTEMPTS`
+    times, then refused)."""
     s.state.own(pending, "invoke")
+    for attempt in range(DECISION_ATTEMPTS - 1):
+        try:
+            return prepare_once(s, pending)
+        except HistoryMoved:
+            stale(s, pending.key)
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # the others' commits land
+    decide_call(s, pending, refuse=True)
+    return prepare_once(s, pending)
+
+
+def prepare_once(s: SessionSeam, pending: PendingCall) -> Prepared | Result:
+    """`prepare`, once: `HistoryMoved` when the held decision's session moved."""
     # no catch-up here: deciding caught up, and the log refuses a RUNNING taken elsewhere
     recorded = s.state.results.get(pending.key)
     if recorded is not None:
@@ -660,6 +772,10 @@ def prepare(s: SessionSeam, pending: PendingCall) -> Prepared | Result:
     timeout = timeout_of(tool, pending)
     lease = lease_until(h.clock(), timeout + h.lease_grace_ms)
     if judged.grants:
+        if pending.key in s.state.held_decisions:  # an earlier decision, held: written first
+            settle_held(s, pending.key)
+            if pending.key not in s.state.judged:
+                raise HistoryMoved(s.id, -1)  # refused: judged again
         # the grants are spent and the call recorded RUNNING in one transaction
         target, running = action.move(
             _S.RUNNING,
@@ -693,16 +809,25 @@ def prepare(s: SessionSeam, pending: PendingCall) -> Prepared | Result:
             return not_run(s, pending, category, exc.message, action.state.value, judged)
         action.moved(target, appended[-1])
     else:
+        held = s.state.held_decisions.pop(pending.key, None)
+        before, unmoved = [], None
+        if held is not None:
+            taken = h.store.withdraw(held[0])  # HistoryMoved: refused by an earlier commit
+            if taken is not None:
+                before, unmoved = taken, held[1]
+        target, running = action.move(
+            _S.RUNNING,
+            executor=bound.name,
+            decision_id=judged.decision_id,
+            input_hash=pending.input_hash,
+            lease_until=lease,
+        )
         try:
-            action.transition(
-                _S.RUNNING,
-                executor=bound.name,
-                decision_id=judged.decision_id,
-                input_hash=pending.input_hash,
-                lease_until=lease,
-            )
+            # the decision and RUNNING in one commit, on the history the decision read
+            appended = h.store.append_many([*before, running], unmoved=unmoved)
         except TransitionRefused:
             return lost_race(s, pending, action, judged)
+        action.moved(target, appended[-1])
     s.state.running.add(pending.key)
     context = ExecutorContext(pending, s.id, s.actor, s.task_id, timeout, action.action_id)
     return Prepared(
@@ -736,9 +861,8 @@ def lost_race(s: SessionSeam, pending: PendingCall, action: Action, judged: Judg
     h = s.harness
     views = [
         v
-        for v in h.projections.actions.values()
-        if v.stream == s.id
-        and (v.tool_call_id, v.input_hash) == (pending.tool_call_id, pending.input_hash)
+        for v in h.projections.actions_of(s.id)
+        if (v.tool_call_id, v.input_hash) == (pending.tool_call_id, pending.input_hash)
         and ActionState(v.state) in RAN | {_S.FAILED, _S.CANCELLED}
         and v.decision_id is not None
     ]

@@ -38,6 +38,7 @@ True
 from __future__ import annotations
 
 import copy
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -507,9 +508,7 @@ class Harness:
         self.sessions[session.id] = session
         if parent is not None:
             parent.children.append(session)
-        restore_actions(
-            session, [a for a in self.projections.actions.values() if a.stream == view.session_id]
-        )
+        restore_actions(session, list(self.projections.actions_of(view.session_id)))
         if facts is None:
             session.harness.store.append(
                 NewEvent(
@@ -718,6 +717,30 @@ class Harness:
         )
 
     # -- approvals ------------------------------------------------------------------------------
+
+    ANSWER_POLL_S = 1.0
+    """How often `wait_for_answer` looks at the log when the store is not told of commits
+    (SQLite, or a PostgreSQL notification lost): an answer given elsewhere reaches the
+    waiting process within this delay (on PostgreSQL, within a round trip)."""
+
+    def wait_for_answer(
+        self, request_id: str, *, timeout_s: float, poll_s: float | None = None
+    ) -> ApprovalRequest:
+        """Wait until the approval request is answered, here or in any process on the log
+        (the console, `harnessc approvals approve`, another worker), at most `timeout_s`;
+        returns the request as the log leaves it (still `pending` when the time ran out).
+        On PostgreSQL the store is told of every commit (LISTEN/NOTIFY), so the answer
+        arrives within a round trip; otherwise the log is read every `poll_s`
+        (`ANSWER_POLL_S`). Then `s.invoke(call)` runs the call under the grant."""
+        poll = self.ANSWER_POLL_S if poll_s is None else poll_s
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.catch_up()
+            request = self.approvals.get(request_id)
+            left = deadline - time.monotonic()
+            if request.status != "pending" or left <= 0:
+                return request
+            self.store.wait_for_append(min(left, poll))
 
     def approve(self, request_id: str, *, by: Mapping[str, Any]) -> ApprovalOutcome:
         """Approve a request as `by` (an actor: user, role, roles). The approver must be one the

@@ -64,6 +64,9 @@ class SessionState:
     actions: dict[str, Action] = field(default_factory=dict)
     judged: dict[str, Judged] = field(default_factory=dict)
     """The decision this session recorded for each call it decided."""
+    held_decisions: dict[str, tuple[object, dict[str, int]]] = field(default_factory=dict)
+    """An authorising decision that read the session's history, deferred to the commit that
+    runs its call: what the store holds of it (`defer_unmoved`) and the positions it read."""
     results: dict[str, Result] = field(default_factory=dict)
     """Each call's result, recorded here or taken up from the log."""
     running: set[str] = field(default_factory=set)
