@@ -4,6 +4,7 @@ written to a temporary folder, every answer read as the editor reads it (ranges,
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 pytest.importorskip("pygls")
 
-from harnessc.compiler.lsp.client import StdioClient
+from harnessc.compiler.lsp.client import ClientError, StdioClient
 from harnessc.compiler.lsp.complete import complete as complete_at
 from harnessc.compiler.lsp.complete import keywords_at
 from harnessc.compiler.lsp.convert import to_lsp
@@ -351,6 +352,99 @@ def test_references_of_a_tool(client: StdioClient, main: str) -> None:
         for needle in ("tool deploy", "expose deploy", "allow deploy", "ask deploy", "deny deploy")
     ]
     assert lines == sorted(expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rename
+
+
+def renamed(
+    client: StdioClient, address: str, text: str, needle: str, new: str, inside: int = 1
+) -> dict[str, list[dict]]:
+    """The edits of a rename at `needle`, by document URI."""
+    answer = client.request(
+        "textDocument/rename",
+        {
+            "textDocument": {"uri": address},
+            "position": position_of(text, needle, inside=inside),
+            "newName": new,
+        },
+    )
+    return answer["changes"]
+
+
+def applied(text: str, edits: list[dict]) -> str:
+    return apply(text, {"edit": {"changes": {"x": edits}}}, "x")
+
+
+def test_prepare_rename_names_the_span_and_refuses_where_nothing_is_renamed(
+    client: StdioClient, main: str
+) -> None:
+    answer = client.request(
+        "textDocument/prepareRename",
+        {"textDocument": {"uri": main}, "position": position_of(MAIN, "ask deploy", inside=5)},
+    )
+    assert answer["placeholder"] == "deploy"
+    assert underlined(MAIN, answer) == "deploy"
+    for needle, why in (("default deny", "no name here"), ("read_open\n", "standard library")):
+        with pytest.raises(ClientError, match=why):
+            client.request(
+                "textDocument/prepareRename",
+                {"textDocument": {"uri": main}, "position": position_of(MAIN, needle, inside=2)},
+            )
+
+
+def test_rename_a_tool_across_files_and_its_python_executor_is_named(
+    client: StdioClient, main: str, folder: Path
+) -> None:
+    (folder / "app.py").write_text(
+        'def bind(h):\n    h.bind("lookup", print)\n    h.bind("deploy", print)\n',
+        encoding="utf-8",
+    )
+    try:
+        changes = renamed(client, main, MAIN, "allow lookup", "find_build", inside=7)
+        warning = client.wait_for(
+            "window/showMessage", lambda p: "find_build" in p["message"], timeout=TIMEOUT
+        )
+    finally:
+        (folder / "app.py").unlink()
+    assert applied(MAIN, changes[main]) == MAIN.replace("allow lookup", "allow find_build")
+    lib = uri(folder, "lib.harness")
+    assert applied(LIB, changes[lib]) == LIB.replace("tool lookup", "tool find_build")
+    assert warning["type"] == lsp.MessageType.Warning
+    assert "app.py:2 (`bind`)" in warning["message"] and "app.py:3" not in warning["message"]
+
+
+def test_rename_a_fact_a_rule_label_and_an_import_alias(client: StdioClient, main: str) -> None:
+    changes = renamed(client, main, MAIN, "release.freeze == false", "release.frozen", inside=9)
+    assert applied(MAIN, changes[main]) == MAIN.replace("release.freeze", "release.frozen")
+    changes = renamed(client, main, MAIN, "frozen: deny", "freeze_all")
+    assert applied(MAIN, changes[main]) == MAIN.replace("frozen: deny", "freeze_all: deny")
+    expected = MAIN.replace("as lib\n", "as library\n").replace("lib.*", "library.*")
+    for needle in ("as lib", "lib.*"):  # from the import or from a name read through it
+        changes = renamed(client, main, MAIN, needle, "library", inside=len(needle) - 2)
+        assert applied(MAIN, changes[main]) == expected
+
+
+@pytest.mark.parametrize(
+    ("needle", "new", "why"),
+    [
+        ("tool deploy", "lookup", "already the name of a tool, declared at lib.harness:1"),
+        ("tool deploy", "when", "is a keyword"),
+        ("tool deploy", "2fast", "not a valid tool name"),
+        ("tool deploy", "std.deploy", "reserved for the standard library"),
+        ("to_staging:", "frozen", "already the name of a rule label"),
+        ("policy release", "ship it", "not a valid policy name"),
+        ("fact release.freeze", "args.freeze", "read as the built-in `args`"),
+        ("as lib", "workspace", "already names an import"),
+    ],
+)
+def test_rename_refuses_a_name_that_would_not_mean_the_same(
+    client: StdioClient, main: str, needle: str, new: str, why: str
+) -> None:
+    inside = needle.index(" ") + 2 if " " in needle else 1
+    with pytest.raises(ClientError, match=re.escape(why)):
+        renamed(client, main, MAIN, needle, new, inside=inside)
 
 
 # ---------------------------------------------------------------------------------------------

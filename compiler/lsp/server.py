@@ -15,14 +15,14 @@ from harnessc.dsl.parser import parse_source
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerNotInitialized
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServerNotInitialized
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
 from harnessc import __version__
 
-from . import actions, complete, navigate, outline
+from . import actions, complete, navigate, outline, rename
 from .convert import SOURCE, to_lsp
 from .positions import Positions, path_to_uri, uri_to_path
 from .signatures import signature_at
@@ -106,6 +106,17 @@ class HarnessServer(LanguageServer):
         self.settled = False
         self.symbols = SymbolIndex()
         """The specs on disk, parsed, for workspace symbols."""
+
+    def folders(self) -> list[str]:
+        """The workspace's folders (its root when the client named no folder)."""
+        folders = [
+            path
+            for folder in self.workspace.folders.values()
+            if (path := uri_to_path(folder.uri)) is not None
+        ]
+        if not folders and self.workspace.root_path:
+            folders = [self.workspace.root_path]
+        return folders
 
     @property
     def positions(self) -> Positions:
@@ -346,13 +357,7 @@ async def workspace_symbol(
     """The declarations of the project's specs whose names match the query (its characters in
     order, case aside): the open documents, what their builds import, and every spec under the
     workspace's folders."""
-    folders = [
-        path
-        for folder in ls.workspace.folders.values()
-        if (path := uri_to_path(folder.uri)) is not None
-    ]
-    if not folders and ls.workspace.root_path:
-        folders = [ls.workspace.root_path]
+    folders = ls.folders()
     open_texts: dict[str, str] = {}
     for uri, document in list(ls.workspace.text_documents.items()):
         path = uri_to_path(uri)
@@ -432,16 +437,84 @@ def references(ls: HarnessServer, params: lsp.ReferenceParams) -> list[lsp.Locat
     build, at = found
     positions = ls.positions
     seen: dict[tuple[str, int], lsp.Location] = {}
-    spans = [(build, span) for span in navigate.references(build, at.symbol, build)]
-    for other in list(ls.specs.builds.values()):
-        if other is not build:
-            spans += [(other, span) for span in navigate.references(other, at.symbol, build)]
+    spans = navigate.everywhere(list(ls.specs.builds.values()), build, at.symbol)
     if params.context.include_declaration:
         spans.insert(0, (build, at.symbol.span))
     for owner, span in spans:
         path = owner.path_of(span.source)
         seen.setdefault((path, span.start), lsp.Location(path_to_uri(path), positions.range(span)))
     return list(seen.values())
+
+
+class RenameRefused(JsonRpcException):
+    """A rename that cannot be done, and why: LSP's `RequestFailed`, its message shown."""
+
+    CODE = -32803
+
+
+async def _fresh_build(ls: HarnessServer, uri: str) -> tuple[Build, Source] | None:
+    """The document's build, checked again first when its text changed since (a rename must
+    not edit offsets of a text the editor no longer has)."""
+    found = ls.build_of(uri)
+    document = ls.document_of(uri)
+    path = uri_to_path(uri)
+    if document is None or path is None:
+        return None
+    if found is None or found[0].text != document.source:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(ls.worker, ls.specs.check, path)
+        found = ls.build_of(uri)
+    return found
+
+
+@server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+async def prepare_rename(
+    ls: HarnessServer, params: lsp.PrepareRenameParams
+) -> lsp.PrepareRenamePlaceholder | None:
+    """The name at the cursor that a rename would change, or why none can be."""
+    found = await _fresh_build(ls, params.text_document.uri)
+    if found is None:
+        return None
+    build, source = found
+    try:
+        target = rename.target_at(build, source, ls.positions.offset(source, params.position))
+    except rename.Refused as refused:
+        raise RenameRefused(str(refused)) from None
+    return lsp.PrepareRenamePlaceholder(ls.positions.range(target.span), target.span.text)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
+async def rename_symbol(ls: HarnessServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
+    """The edits renaming a declaration and every reference to it in the open documents and
+    what they import; a warning names the Python files that bind an executor by a renamed
+    tool's old id (a string the rename does not change)."""
+    found = await _fresh_build(ls, params.text_document.uri)
+    if found is None:
+        return None
+    build, source = found
+    positions = ls.positions
+    try:
+        target = rename.target_at(build, source, positions.offset(source, params.position))
+        edits = rename.edits(list(ls.specs.builds.values()), build, target, params.new_name)
+    except rename.Refused as refused:
+        raise RenameRefused(str(refused)) from None
+    changes: dict[str, list[lsp.TextEdit]] = {}
+    for edit in edits:
+        changes.setdefault(path_to_uri(edit.path), []).append(
+            lsp.TextEdit(positions.range(edit.span), edit.text)
+        )
+    if rename.is_tool(target):
+        bound = await asyncio.to_thread(rename.executor_bindings, ls.folders(), target.name)
+        if bound:
+            places = ", ".join(f"{b.path}:{b.line} (`{b.call}`)" for b in bound)
+            ls.window_show_message(
+                lsp.ShowMessageParams(
+                    lsp.MessageType.Warning,
+                    f"tool `{target.name}` renamed to `{params.new_name}`: Python still binds "
+                    f"an executor by `{target.name}` at {places}; change those strings too",
+                )
+            )
+    return lsp.WorkspaceEdit(changes=changes)
 
 
 @server.feature(

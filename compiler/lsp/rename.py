@@ -1,0 +1,363 @@
+"""Rename: a declared name (a tool, fact, label, rule, surface, policy, step, …) or an import's
+alias, everywhere a build binds it, from the resolver's references (navigate.py reads the same
+ones for references and definition). A new name that would not parse, is a keyword, is reserved
+or collides with a name of the same kind is refused with the reason."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harnessc.dsl import syntax as s
+from harnessc.dsl.builder import engine
+from harnessc.dsl.source import Source, Span
+
+from ..kinds import BUILTIN_ROOTS, GLOBAL_KINDS, KIND_WORDS, MODULE_KINDS
+from ..modules import STD_PREFIX, ImportBinding, Module
+from ..resolve import RESERVED_NAME, Symbol
+from . import navigate
+from .workspace import Build
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_PATH_KINDS = ("fact", "step", "var")
+"""Kinds a condition's path starts with (`release.freeze`, `scan.report.ok`, `x.name`)."""
+_DOTTED_KINDS = ("tool", "fact")
+"""Kinds whose names may be dotted (`change.create`, `release.freeze`)."""
+_UNFOLLOWED = {
+    "mcp": "an MCP server's name is part of the id of each of its tools (`mcp:NAME:tool:…`)",
+    "test": "a test's name is text, not a name anything refers to: edit its string",
+    "operation": "an operation is chosen by the value of a call's `op` argument, a string "
+    "that a rename does not follow",
+}
+"""Kinds a rename does not change, and why."""
+EXECUTOR_CALLS = ("bind", "implement", "preview_with")
+"""The `Harness` methods that take a tool id first (runtime/session/harness.py)."""
+
+
+class Refused(Exception):
+    """Why a rename cannot be done: shown to the user as the request's error."""
+
+
+@dataclass(frozen=True)
+class Alias:
+    """An import's bound name, in the module that imports."""
+
+    binding: ImportBinding
+    module: Module
+
+    @property
+    def name(self) -> str:
+        return self.binding.name or ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is renamed, and the span of its name at the cursor."""
+
+    span: Span
+    symbol: Symbol | None = None
+    alias: Alias | None = None
+
+    @property
+    def name(self) -> str:
+        if self.symbol is not None:
+            return self.symbol.name
+        assert self.alias is not None
+        return self.alias.name
+
+
+@dataclass(frozen=True)
+class Edit:
+    path: str
+    span: Span
+    """The text replaced (empty: an insertion at its start)."""
+    text: str
+
+
+# ---------------------------------------------------------------------------------------------
+# What is at the cursor
+
+
+def target_at(build: Build, source: Source, offset: int) -> Target:
+    """The name at `offset` that a rename would change; `Refused` when there is none or it
+    cannot be renamed (a standard library name, an MCP server's tool)."""
+    alias = _alias_at(build, source, offset)
+    if alias is not None:
+        return alias
+    found = navigate.symbol_at(build, source, offset)
+    if found is None:
+        raise Refused("there is no name here to rename")
+    symbol = found.symbol
+    if symbol.module.is_std:
+        raise Refused(f"`{symbol.name}` is declared in the standard library, which is not edited")
+    unfollowed = _UNFOLLOWED.get(symbol.kind)
+    if unfollowed is not None:
+        raise Refused(f"`{symbol.name}` cannot be renamed: {unfollowed}")
+    if symbol.kind == "tool" and symbol.tool_kind == "mcp":
+        raise Refused(f"`{symbol.name}` is named by its MCP server's tool: rename it there")
+    part = name_part(found.span, symbol)
+    if part is None or not part.start <= offset <= part.end:
+        raise Refused(f"the cursor is not on the name `{symbol.name}`")
+    return Target(part, symbol=symbol)
+
+
+def _alias_at(build: Build, source: Source, offset: int) -> Target | None:
+    """An import's alias at `offset`: in its `import … as NAME`, or as the prefix of a reference
+    through it (`lib.main`, `lib.*`)."""
+    resolution = build.result.resolution
+    if resolution is None:
+        return None
+    for module in resolution.modules:
+        if module.source is not source:
+            continue
+        for binding in module.imports:
+            alias = binding.node.alias
+            if alias is not None and alias.span.start <= offset <= alias.span.end:
+                return Target(alias.span, alias=Alias(binding, module))
+        for span in _prefixed(build, module):
+            prefix, _, _ = span.text.partition(".")
+            if span.start <= offset <= span.start + len(prefix):
+                bound = module.bindings.get(prefix)
+                if bound is not None and bound.name == prefix and bound.target is not None:
+                    head = Span(span.source, span.start, span.start + len(prefix))
+                    return Target(head, alias=Alias(bound, module))
+    return None
+
+
+def _prefixed(build: Build, module: Module) -> Iterator[Span]:
+    """The references of `module` written through an import's name (`lib.main`, `lib.*`)."""
+    resolution = build.result.resolution
+    assert resolution is not None
+    for span, symbol in resolution.references.items():
+        if (
+            span.source is module.source
+            and symbol.kind in MODULE_KINDS
+            and span.text.endswith("." + symbol.name)
+        ):
+            yield span
+    for span in resolution.module_globs:
+        if span.source is module.source:
+            yield span
+
+
+def name_part(span: Span, symbol: Symbol) -> Span | None:
+    """The part of a reference's span that spells the symbol's name: all of `deploy`, the end of
+    `lib.release`, the start of `release.freeze.until` or `scan.report`; None when it is
+    spelt otherwise."""
+    text = span.text
+    if text == symbol.name:
+        return span
+    if text == f'"{symbol.name}"':  # a tool declared with a quoted name
+        return span
+    if symbol.kind in _PATH_KINDS and text.startswith(symbol.name + "."):
+        return Span(span.source, span.start, span.start + len(symbol.name))
+    if symbol.kind in MODULE_KINDS and text.endswith("." + symbol.name):
+        return Span(span.source, span.end - len(symbol.name), span.end)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The new name
+
+
+def refusal(target: Target, new: str, builds: Iterable[Build]) -> str | None:
+    """Why `new` cannot replace the target's name, or None."""
+    symbol = target.symbol
+    kind = symbol.kind if symbol is not None else "import"
+    word = KIND_WORDS.get(kind, "import name")
+    pattern = _DOTTED if kind in _DOTTED_KINDS else _NAME
+    if not pattern.fullmatch(new):
+        shape = "letters, digits and `_`, not starting with a digit"
+        if kind in _DOTTED_KINDS:
+            shape += ", in parts separated by `.`"
+        return f"`{new}` is not a valid {word} name: a name is {shape}"
+    if new in engine().keyword_types:
+        return f"`{new}` is a keyword of the language: give the {word} another name"
+    if new == RESERVED_NAME:
+        return f"`{RESERVED_NAME}` is reserved for the planner's delegation protocol"
+    if new.startswith(STD_PREFIX):
+        return "the `std.` prefix is reserved for the standard library"
+    if kind in _PATH_KINDS and new.split(".")[0] in (*BUILTIN_ROOTS, "result", "input"):
+        return f"a {word} named `{new}` would be read as the built-in `{new.split('.')[0]}`"
+    for build in builds:
+        clash = _clash(build, target, new)
+        if clash is not None:
+            return clash
+    return None
+
+
+def _clash(build: Build, target: Target, new: str) -> str | None:
+    resolution = build.result.resolution
+    if resolution is None:
+        return None
+    if target.alias is not None:
+        module = _same_module(build, target.alias.module)
+        if module is not None and new in module.bindings:
+            return f"`{new}` already names an import of {module.name}"
+        return None
+    symbol = target.symbol
+    assert symbol is not None
+    mine = _same_symbol(build, symbol)
+    if mine is None:
+        return None
+    if symbol.kind in GLOBAL_KINDS:
+        table = resolution.globals.get(symbol.kind, {})
+    elif symbol.kind in MODULE_KINDS:
+        table = resolution.scoped.get(mine.module.key, {}).get(symbol.kind, {})
+    else:
+        table = next((t for t in resolution.locals.values() if t.get(mine.name) is mine), {})
+    other = table.get(new)
+    if other is None or other is mine:
+        return None
+    where = f"{other.module.name}:{other.span.line}"
+    return f"`{new}` is already the name of a {KIND_WORDS[symbol.kind]}, declared at {where}"
+
+
+def _same_symbol(build: Build, symbol: Symbol) -> Symbol | None:
+    """The build's own symbol for a declaration (each build has symbols of its own)."""
+    path = os.path.realpath(symbol.module.path)
+    for mine in navigate.symbols(build):
+        if (
+            mine.kind == symbol.kind
+            and mine.name == symbol.name
+            and mine.span.start == symbol.span.start
+            and os.path.realpath(mine.module.path) == path
+        ):
+            return mine
+    return None
+
+
+def _same_module(build: Build, module: Module) -> Module | None:
+    resolution = build.result.resolution
+    return next(
+        (m for m in resolution.modules if m.key == module.key) if resolution else iter(()),
+        None,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The edits
+
+
+def edits(builds: list[Build], origin: Build, target: Target, new: str) -> list[Edit]:
+    """Every edit renaming the target to `new` in the files of `builds` (`origin`: the build
+    the target was found in), each once, in file and offset order. `Refused` when a reference
+    spells the name in a way a rename cannot follow, or `new` is refused."""
+    reason = refusal(target, new, builds)
+    if reason is not None:
+        raise Refused(reason)
+    found: dict[tuple[str, int, int], Edit] = {}
+
+    def add(build: Build, span: Span, text: str) -> None:
+        path = build.path_of(span.source)
+        found.setdefault((path, span.start, span.end), Edit(path, span, text))
+
+    if target.symbol is not None:
+        symbol = target.symbol
+        add(origin, name_part(symbol.span, symbol) or symbol.span, new)
+        for build, span in navigate.everywhere(builds, origin, symbol):
+            part = name_part(span, symbol)
+            if part is None:
+                where = f"{build.path_of(span.source)}:{span.line}"
+                raise Refused(f"`{symbol.name}` is written `{span.text}` at {where}")
+            add(build, part, new)
+    else:
+        assert target.alias is not None
+        for build in builds:
+            module = _same_module(build, target.alias.module)
+            if module is None or module.source is None:
+                continue
+            binding = next(
+                (
+                    b
+                    for b in module.imports
+                    if b.node.span.start == target.alias.binding.node.span.start
+                ),
+                None,
+            )
+            if binding is None:
+                continue
+            alias = binding.node.alias
+            if alias is not None:
+                add(build, alias.span, new)
+            else:  # `import std.workspace` binds `workspace`: it gains `as NEW`
+                end = binding.node.target_span.end
+                add(build, Span(module.source, end, end), f" as {new}")
+            prefix = target.alias.name + "."
+            for span in _prefixed(build, module):
+                if (
+                    span.text.startswith(prefix)
+                    and module.bindings.get(target.alias.name) is binding
+                ):
+                    add(build, Span(span.source, span.start, span.start + len(prefix) - 1), new)
+    return sorted(found.values(), key=lambda e: (e.path, e.span.start))
+
+
+# ---------------------------------------------------------------------------------------------
+# Python that binds executors by tool id
+
+_SKIPPED_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox"}
+_MOST_FILES = 5000
+"""The most Python files read for executor bindings: a folder holding more is not a project."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    path: str
+    line: int
+    call: str
+
+
+def executor_bindings(folders: Iterable[str], tool_id: str) -> list[Binding]:
+    """Where Python files under `folders` bind an executor by `tool_id`: a call of `bind`,
+    `implement` or `preview_with` (`h.bind("deploy", fn)`, `@h.implement("deploy")`) whose first
+    argument is that string. Files that do not parse are skipped."""
+    found: list[Binding] = []
+    read = 0
+    for path in _python_files(folders):
+        read += 1
+        if read > _MOST_FILES:
+            break
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if tool_id not in text:
+            continue
+        try:
+            tree = ast.parse(text, path)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in EXECUTOR_CALLS
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == tool_id
+            ):
+                found.append(Binding(path, node.lineno, node.func.attr))
+    return sorted(found, key=lambda b: (b.path, b.line))
+
+
+def _python_files(folders: Iterable[str]) -> Iterator[str]:
+    seen: set[str] = set()
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.realpath(os.path.join(root, name))
+                    if path not in seen:
+                        seen.add(path)
+                        yield path
+
+
+def is_tool(target: Target) -> bool:
+    return target.symbol is not None and isinstance(target.symbol.node, s.Tool)
