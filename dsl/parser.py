@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import syntax as s
-from .builder import Budget, parse_chunk
+from .builder import Budget, chunk_tokens, engine, parse_chunk
 from .diagnostics import Diagnostic
-from .lexer import Tok
+from .lexer import _COMMENT, _SKIP, Tok, make_token
 from .recovery import (
     DECL_START,
     MAX_SYNTAX_ERRORS,
@@ -104,3 +104,48 @@ def parse_source(source: Source) -> ParseResult:
         span=empty_span,
     )
     return ParseResult(module, tuple(diagnostics))
+
+
+def source_tokens(source: Source) -> list[Tok]:
+    """Every token of a source and its comments, in order, as the parser types them; after a
+    syntax error the parse resumes where `parse_source` resumes (the next declaration), and the
+    text in between, which no rule reads, is lexed with every terminal allowed."""
+    text = source.text
+    starts = [m.start() for m in DECL_START.finditer(text)]
+    found: list[Tok] = []
+    pos = 0
+    while pos < len(text):
+        tokens, failure = chunk_tokens(source, pos)
+        if failure is None:
+            found.extend(tokens)
+            break
+        found.extend(t for t in tokens if t.start_pos < failure.pos)  # the failing token too
+        resume = resume_point(starts, failure, pos)
+        end = resume if resume is not None else len(text)
+        found.extend(_loose_tokens(text, failure.pos, end))
+        if resume is None:
+            break
+        pos = resume
+    return found
+
+
+def _loose_tokens(text: str, pos: int, end: int) -> list[Tok]:
+    """The tokens of `text[pos:end]` with every terminal allowed (a character that starts none
+    is passed over)."""
+    found: list[Tok] = []
+    lexer = engine()
+    while pos < end:
+        skipped = _SKIP.match(text, pos, end)
+        if skipped is not None:
+            for comment in _COMMENT.finditer(text, pos, skipped.end()):
+                found.append(make_token("COMMENT", comment.group(), comment.start(), comment.end()))
+            pos = skipped.end()
+            if pos >= end:
+                break
+        token = lexer.lex_any(text, pos)
+        if token is None or token.end_pos > end:
+            pos += 1
+            continue
+        found.append(token)
+        pos = token.end_pos
+    return found

@@ -448,6 +448,90 @@ def test_rename_refuses_a_name_that_would_not_mean_the_same(
 
 
 # ---------------------------------------------------------------------------------------------
+# Semantic tokens
+
+
+def decoded(text: str, data: list[int], legend: dict) -> list[tuple[str, str, list[str]]]:
+    """(text, type, modifiers) of each token of the protocol's relative encoding."""
+    lines = text.split("\n")
+    found = []
+    line = start = 0
+    for index in range(0, len(data), 5):
+        delta_line, delta_start, length, kind, bits = data[index : index + 5]
+        line += delta_line
+        start = start + delta_start if delta_line == 0 else delta_start
+        modifiers = [m for i, m in enumerate(legend["tokenModifiers"]) if bits & (1 << i)]
+        found.append((lines[line][start : start + length], legend["tokenTypes"][kind], modifiers))
+    return found
+
+
+SESSION = MAIN.replace(
+    "  allow read_open\n",
+    "  allow read_open when count(deploy within 1h) < 3 and args.path from label secret\n",
+)
+
+
+def test_semantic_tokens_colour_what_each_name_means(client: StdioClient, main: str) -> None:
+    legend = client.capabilities["semanticTokensProvider"]["legend"]
+    edit(client, main, SESSION)
+    try:
+        answer = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": main}})
+    finally:
+        edit(client, main, MAIN)
+    found = decoded(SESSION, answer["data"], legend)
+    meaning = {(text, kind) for text, kind, _ in found}
+    for expected in [
+        ("deploy", "tool"),
+        ("read_open", "tool"),
+        ("release.freeze", "fact"),
+        ("to_staging", "rule"),
+        ("release", "policy"),
+        ("main", "surface"),
+        ("lib", "namespace"),
+        ("count", "sessionTerm"),
+        ("secret", "label"),
+        ("1h", "duration"),
+        ("3", "number"),
+        ('"staging"', "string"),
+        ("when", "keyword"),
+        ("==", "operator"),
+        ("args", "variable"),
+        ("environment", "property"),
+        ("shipper", "class"),
+    ]:
+        assert expected in meaning, expected
+    assert ("deploy", "tool", ["declaration"]) in found
+    assert ("read_open", "tool", ["defaultLibrary"]) in found
+    # a word is a keyword only where the grammar reads one: `default` here, not in a field
+    assert ("default", "keyword") in meaning
+
+
+def test_semantic_tokens_delta_is_the_change_since_the_last_result(
+    client: StdioClient, main: str
+) -> None:
+    first = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": main}})
+    changed = MAIN.replace("allow lookup", 'allow lookup\n  deny deploy when args.build == "x"')
+    edit(client, main, changed)
+    try:
+        answer = client.request(
+            "textDocument/semanticTokens/full/delta",
+            {"textDocument": {"uri": main}, "previousResultId": first["resultId"]},
+        )
+        full = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": main}})
+    finally:
+        edit(client, main, MAIN)
+    (change,) = answer["edits"]
+    data = list(first["data"])
+    data[change["start"] : change["start"] + change["deleteCount"]] = change.get("data") or []
+    assert data == full["data"] and len(change.get("data") or []) < len(full["data"]) // 2
+    stale = client.request(
+        "textDocument/semanticTokens/full/delta",
+        {"textDocument": {"uri": main}, "previousResultId": "no such result"},
+    )
+    assert "data" in stale  # not a delta of tokens the editor does not have: all of them
+
+
+# ---------------------------------------------------------------------------------------------
 # Completion
 
 

@@ -22,7 +22,7 @@ from pygls.workspace import TextDocument
 
 from harnessc import __version__
 
-from . import actions, complete, navigate, outline, rename
+from . import actions, complete, navigate, outline, rename, tokens
 from .convert import SOURCE, to_lsp
 from .positions import Positions, path_to_uri, uri_to_path
 from .signatures import signature_at
@@ -104,6 +104,8 @@ class HarnessServer(LanguageServer):
         self.told: set[str] = set()
         """The configuration problems already shown (each is shown once)."""
         self.settled = False
+        self.tokens_sent: dict[str, tuple[str, list[int]]] = {}
+        """The semantic tokens last sent for each document, by result id (for deltas)."""
         self.symbols = SymbolIndex()
         """The specs on disk, parsed, for workspace symbols."""
 
@@ -274,6 +276,7 @@ def did_close(ls: HarnessServer, params: lsp.DidCloseTextDocumentParams) -> None
     if path is not None:
         ls.specs.close(path)
         ls.dropped(path, ls.imported.pop(path, set()))
+    ls.tokens_sent.pop(uri, None)
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -444,6 +447,74 @@ def references(ls: HarnessServer, params: lsp.ReferenceParams) -> list[lsp.Locat
         path = owner.path_of(span.source)
         seen.setdefault((path, span.start), lsp.Location(path_to_uri(path), positions.range(span)))
     return list(seen.values())
+
+
+LEGEND = lsp.SemanticTokensLegend(token_types=tokens.TYPES, token_modifiers=tokens.MODIFIERS)
+
+
+async def _pieces(ls: HarnessServer, uri: str) -> tuple[list[tokens.Piece], Source] | None:
+    found = await _fresh_build(ls, uri)
+    source = ls.text_of(uri)
+    if source is None:
+        return None
+    build = found[0] if found is not None else None
+    if found is not None and found[1].text == source.text:
+        source = found[1]  # the build's own source: its spans are the resolver's
+    else:
+        build = None  # a text the build did not read: its tokens alone
+    return await asyncio.to_thread(tokens.pieces, build, source), source
+
+
+def _sent(ls: HarnessServer, uri: str, data: list[int]) -> str:
+    result = tokens.result_id()
+    ls.tokens_sent[uri] = (result, data)
+    return result
+
+
+@server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, LEGEND)
+async def semantic_tokens(
+    ls: HarnessServer, params: lsp.SemanticTokensParams
+) -> lsp.SemanticTokens | None:
+    """Every token's meaning: keywords as the parser reads them, names as the resolver bound
+    them (tokens.py)."""
+    found = await _pieces(ls, params.text_document.uri)
+    if found is None:
+        return None
+    data = tokens.encode(found[0], found[1], ls.positions)
+    return lsp.SemanticTokens(data=data, result_id=_sent(ls, params.text_document.uri, data))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL_DELTA, LEGEND)
+async def semantic_tokens_delta(
+    ls: HarnessServer, params: lsp.SemanticTokensDeltaParams
+) -> lsp.SemanticTokens | lsp.SemanticTokensDelta | None:
+    """The change since the tokens the editor has (`previousResultId`): one edit of the middle
+    that changed; all of them when that result is not the last one sent."""
+    uri = params.text_document.uri
+    found = await _pieces(ls, uri)
+    if found is None:
+        return None
+    data = tokens.encode(found[0], found[1], ls.positions)
+    previous = ls.tokens_sent.get(uri)
+    result = _sent(ls, uri, data)
+    if previous is None or previous[0] != params.previous_result_id:
+        return lsp.SemanticTokens(data=data, result_id=result)
+    return lsp.SemanticTokensDelta(edits=tokens.delta(previous[1], data), result_id=result)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, LEGEND)
+async def semantic_tokens_range(
+    ls: HarnessServer, params: lsp.SemanticTokensRangeParams
+) -> lsp.SemanticTokens | None:
+    found = await _pieces(ls, params.text_document.uri)
+    if found is None:
+        return None
+    pieces, source = found
+    positions = ls.positions
+    start = positions.offset(source, params.range.start)
+    end = positions.offset(source, params.range.end)
+    inside = [p for p in pieces if p.end > start and p.start < end]
+    return lsp.SemanticTokens(data=tokens.encode(inside, source, positions))
 
 
 class RenameRefused(JsonRpcException):
