@@ -662,14 +662,32 @@ def test_keywords_at_a_half_typed_word_and_in_text_that_does_not_parse() -> None
 # Formatting, symbols, folding, code actions
 
 
-def test_formatting_returns_the_formatters_text(client: StdioClient, main: str) -> None:
-    messy = MAIN.replace("  default deny", "default    deny")
+def test_formatting_edits_only_the_lines_that_change(client: StdioClient, main: str) -> None:
+    canonical = format_source(Source("m", MAIN)).text
+    assert canonical is not None
+    messy = canonical.replace("  default deny", "default    deny").replace(
+        "  allow lookup", "  allow    lookup"
+    )
     edit(client, main, messy)
     answer = client.request(
         "textDocument/formatting",
         {"textDocument": {"uri": main}, "options": {"tabSize": 2, "insertSpaces": True}},
     )
-    assert [e["newText"] for e in answer] == [format_source(Source("m", messy)).text]
+    assert applied(messy, answer) == format_source(Source("m", messy)).text
+    assert [e["newText"] for e in answer] == ["  default deny\n", "  allow lookup\n"]
+    line = messy[: messy.index("default    deny")].count("\n")
+    answer = client.request(
+        "textDocument/rangeFormatting",
+        {
+            "textDocument": {"uri": main},
+            "range": {
+                "start": {"line": line, "character": 0},
+                "end": {"line": line, "character": 3},
+            },
+            "options": {"tabSize": 2, "insertSpaces": True},
+        },
+    )
+    assert applied(messy, answer) == messy.replace("default    deny", "  default deny")
     edit(client, main, MAIN)
     canonical = format_source(Source("m", MAIN)).text
     edit(client, main, canonical)

@@ -22,9 +22,9 @@ from pygls.workspace import TextDocument
 
 from harnessc import __version__
 
-from . import actions, complete, navigate, outline, rename, tokens
+from . import actions, complete, edits, navigate, outline, rename, tokens
 from .convert import SOURCE, to_lsp
-from .positions import Positions, path_to_uri, uri_to_path
+from .positions import Positions, line_starts, path_to_uri, uri_to_path
 from .signatures import signature_at
 from .symbols import SymbolIndex
 from .workspace import Build, Workspace
@@ -324,20 +324,49 @@ def watched_files(ls: HarnessServer, params: lsp.DidChangeWatchedFilesParams) ->
 async def formatting(
     ls: HarnessServer, params: lsp.DocumentFormattingParams
 ) -> list[lsp.TextEdit] | None:
-    """The formatter's text as one edit; nothing when the file does not parse (the
-    diagnostics say why) or is already canonical."""
+    """The formatter's text as edits of the lines that change; nothing when the file does not
+    parse (the diagnostics say why) or is already canonical."""
     source = ls.text_of(params.text_document.uri)
     if source is None:
         return None
-    return await asyncio.to_thread(_formatted, source, ls.positions)
+    return await asyncio.to_thread(_formatted, source, ls.positions, None)
 
 
-def _formatted(source: Source, positions: Positions) -> list[lsp.TextEdit]:
+@server.feature(lsp.TEXT_DOCUMENT_RANGE_FORMATTING)
+async def range_formatting(
+    ls: HarnessServer, params: lsp.DocumentRangeFormattingParams
+) -> list[lsp.TextEdit] | None:
+    """The formatter's edits of the lines the range touches (the whole file is formatted: a
+    declaration's layout depends on what is around it, such as alignment in a block)."""
+    source = ls.text_of(params.text_document.uri)
+    if source is None:
+        return None
+    lines = (params.range.start.line, params.range.end.line)
+    return await asyncio.to_thread(_formatted, source, ls.positions, lines)
+
+
+def _formatted(
+    source: Source, positions: Positions, lines: tuple[int, int] | None
+) -> list[lsp.TextEdit]:
     result = format_source(source)
     if result.text is None or not result.changed:
         return []
-    end = positions.position(source, len(source.text))
-    return [lsp.TextEdit(lsp.Range(lsp.Position(0, 0), end), result.text)]
+    starts = line_starts(source.text)
+    old = edits.split_lines(source.text, starts)
+    new = edits.split_lines(result.text, line_starts(result.text))
+    bounds = [*starts[: len(old)], len(source.text)]
+    found: list[lsp.TextEdit] = []
+    for hunk in edits.line_hunks(old, new):
+        if lines is not None and not (
+            hunk.old_start <= lines[1] and max(hunk.old_end - 1, hunk.old_start) >= lines[0]
+        ):
+            continue
+        start = positions.position(source, bounds[hunk.old_start])
+        end = positions.position(source, bounds[hunk.old_end])
+        found.append(
+            lsp.TextEdit(lsp.Range(start, end), "".join(new[hunk.new_start : hunk.new_end]))
+        )
+    return found
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
@@ -566,11 +595,11 @@ async def rename_symbol(ls: HarnessServer, params: lsp.RenameParams) -> lsp.Work
     positions = ls.positions
     try:
         target = rename.target_at(build, source, positions.offset(source, params.position))
-        edits = rename.edits(list(ls.specs.builds.values()), build, target, params.new_name)
+        renamed = rename.edits(list(ls.specs.builds.values()), build, target, params.new_name)
     except rename.Refused as refused:
         raise RenameRefused(str(refused)) from None
     changes: dict[str, list[lsp.TextEdit]] = {}
-    for edit in edits:
+    for edit in renamed:
         changes.setdefault(path_to_uri(edit.path), []).append(
             lsp.TextEdit(positions.range(edit.span), edit.text)
         )
