@@ -532,6 +532,62 @@ def test_semantic_tokens_delta_is_the_change_since_the_last_result(
 
 
 # ---------------------------------------------------------------------------------------------
+# Inlay hints
+
+HINTED = """\
+tool ship {
+  summary "Ship."
+  use_when "Now."
+  effects write
+  timeout 90m
+  input { environment: enum("staging", "production") }
+}
+
+policy shipping {
+  default deny
+
+  everything: deny ship {
+    reason "No."
+  }
+  staging: allow ship when args.environment == "staging"
+  allow ship when args.environment == "production" and args.environment == "staging"
+}
+"""
+
+
+def test_inlay_hints_say_what_the_analysis_found_and_a_durations_plain_form(
+    client: StdioClient, folder: Path
+) -> None:
+    address = uri(folder, "hinted.harness")
+    client.open(address, HINTED)
+    try:
+        client.diagnostics(address, 1, timeout=TIMEOUT)
+        answer = client.request(
+            "textDocument/inlayHint",
+            {
+                "textDocument": {"uri": address},
+                "range": {
+                    "start": {"line": 0, "character": 0},
+                    "end": {"line": 99, "character": 0},
+                },
+            },
+        )
+    finally:
+        client.notify("textDocument/didClose", {"textDocument": {"uri": address}})
+    lines = HINTED.split("\n")
+    shown = [
+        (lines[h["position"]["line"]][: h["position"]["character"]].strip(), h["label"])
+        for h in answer
+    ]
+    assert shown == [
+        ("timeout 90m", "= 1h30m"),
+        ("staging: allow", "shadowed by `shipping.everything`"),
+        ("allow", "never matches"),
+    ]
+    assert "can never win" in answer[1]["tooltip"]
+
+
+# ---------------------------------------------------------------------------------------------
 # Completion
 
 

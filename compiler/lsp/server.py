@@ -22,7 +22,7 @@ from pygls.workspace import TextDocument
 
 from harnessc import __version__
 
-from . import actions, complete, edits, navigate, outline, rename, tokens
+from . import actions, complete, edits, hints, navigate, outline, rename, tokens
 from .convert import SOURCE, to_lsp
 from .positions import Positions, line_starts, path_to_uri, uri_to_path
 from .signatures import signature_at
@@ -544,6 +544,20 @@ async def semantic_tokens_range(
     end = positions.offset(source, params.range.end)
     inside = [p for p in pieces if p.end > start and p.start < end]
     return lsp.SemanticTokens(data=tokens.encode(inside, source, positions))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+def inlay_hint(ls: HarnessServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+    """What the analysis found about each rule in the range (never wins, shadowed, never
+    matches), a duration's plainest form, the unit of a number compared with a duration."""
+    found = ls.build_of(params.text_document.uri)
+    if found is None:
+        return []
+    build, source = found
+    positions = ls.positions
+    start = positions.offset(source, params.range.start)
+    end = positions.offset(source, params.range.end)
+    return hints.hints(build, source, start, end, positions)
 
 
 class RenameRefused(JsonRpcException):
