@@ -116,7 +116,7 @@ def test_python_bindings_of_a_tool_id(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("h.bind('deploy', run\n", encoding="utf-8")
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / "lib.py").write_text("h.bind('deploy', run)\n", encoding="utf-8")
-    found = rename.executor_bindings([str(tmp_path)], "deploy")
+    found = rename.ExecutorIndex().bindings([str(tmp_path)], "deploy")
     assert [(Path(b.path).name, b.line, b.call) for b in found] == [
         ("app.py", 1, "implement"),
         ("app.py", 3, "bind"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -313,37 +314,66 @@ class Binding:
     call: str
 
 
-def executor_bindings(folders: Iterable[str], tool_id: str) -> list[Binding]:
-    """Where Python files under `folders` bind an executor by `tool_id`: a call of `bind`,
-    `implement` or `preview_with` (`h.bind("deploy", fn)`, `@h.implement("deploy")`) whose first
-    argument is that string. Files that do not parse are skipped."""
-    found: list[Binding] = []
-    read = 0
-    for path in _python_files(folders):
-        read += 1
-        if read > _MOST_FILES:
-            break
+class ExecutorIndex:
+    """Where Python files under the workspace's folders bind executors, by tool id: each file
+    read and parsed again only when its size or modification time changes."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[tuple[int, int], tuple[tuple[str, int, str], ...]]] = {}
+        self._lock = threading.Lock()
+
+    def bindings(self, folders: Iterable[str], tool_id: str) -> list[Binding]:
+        """Where a call of `bind`, `implement` or `preview_with` (`h.bind("deploy", fn)`,
+        `@h.implement("deploy")`) has `tool_id` as its first argument. Files that do not parse
+        are skipped; at most `_MOST_FILES` files are read."""
+        found: list[Binding] = []
+        with self._lock:
+            for read, path in enumerate(_python_files(folders)):
+                if read >= _MOST_FILES:
+                    break
+                for bound, line, call in self._calls(path):
+                    if bound == tool_id:
+                        found.append(Binding(path, line, call))
+        return sorted(found, key=lambda b: (b.path, b.line))
+
+    def _calls(self, path: str) -> tuple[tuple[str, int, str], ...]:
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if tool_id not in text:
-            continue
-        try:
-            tree = ast.parse(text, path)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in EXECUTOR_CALLS
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and node.args[0].value == tool_id
-            ):
-                found.append(Binding(path, node.lineno, node.func.attr))
-    return sorted(found, key=lambda b: (b.path, b.line))
+            info = os.stat(path)
+        except OSError:
+            return ()
+        stamp = (info.st_size, info.st_mtime_ns)
+        cached = self._files.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        calls = _executor_calls(path)
+        self._files[path] = (stamp, calls)
+        return calls
+
+
+def _executor_calls(path: str) -> tuple[tuple[str, int, str], ...]:
+    """The (tool id, line, method) of each executor binding in a Python file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ()
+    if not any(f"{name}(" in text for name in EXECUTOR_CALLS):
+        return ()
+    try:
+        tree = ast.parse(text, path)
+    except (SyntaxError, ValueError):
+        return ()
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in EXECUTOR_CALLS
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append((node.args[0].value, node.lineno, node.func.attr))
+    return tuple(found)
 
 
 def _python_files(folders: Iterable[str]) -> Iterator[str]:

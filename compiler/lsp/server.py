@@ -104,6 +104,12 @@ class HarnessServer(LanguageServer):
         self.told: set[str] = set()
         """The configuration problems already shown (each is shown once)."""
         self.settled = False
+        self.executors = rename.ExecutorIndex()
+        """Where the project's Python binds executors by tool id (rename warns of them)."""
+        self.warnings: set[asyncio.Future[None]] = set()
+        """The looks for Python executor bindings under way (kept until they end)."""
+        self.pieces_kept: dict[str, tuple[str, Build | None, list[tokens.Piece]]] = {}
+        """The last semantic pieces of each document, with the text and build they are of."""
         self.tokens_sent: dict[str, tuple[str, list[int]]] = {}
         """The semantic tokens last sent for each document, by result id (for deltas)."""
         self.symbols = SymbolIndex()
@@ -277,6 +283,7 @@ def did_close(ls: HarnessServer, params: lsp.DidCloseTextDocumentParams) -> None
         ls.specs.close(path)
         ls.dropped(path, ls.imported.pop(path, set()))
     ls.tokens_sent.pop(uri, None)
+    ls.pieces_kept.pop(uri, None)
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -491,7 +498,12 @@ async def _pieces(ls: HarnessServer, uri: str) -> tuple[list[tokens.Piece], Sour
         source = found[1]  # the build's own source: its spans are the resolver's
     else:
         build = None  # a text the build did not read: its tokens alone
-    return await asyncio.to_thread(tokens.pieces, build, source), source
+    kept = ls.pieces_kept.get(uri)
+    if kept is not None and kept[0] == source.text and kept[1] is build:
+        return kept[2], source
+    found_pieces = await asyncio.to_thread(tokens.pieces, build, source)
+    ls.pieces_kept[uri] = (source.text, build, found_pieces)
+    return found_pieces, source
 
 
 def _sent(ls: HarnessServer, uri: str, data: list[int]) -> str:
@@ -617,18 +629,24 @@ async def rename_symbol(ls: HarnessServer, params: lsp.RenameParams) -> lsp.Work
         changes.setdefault(path_to_uri(edit.path), []).append(
             lsp.TextEdit(positions.range(edit.span), edit.text)
         )
-    if rename.is_tool(target):
-        bound = await asyncio.to_thread(rename.executor_bindings, ls.folders(), target.name)
-        if bound:
-            places = ", ".join(f"{b.path}:{b.line} (`{b.call}`)" for b in bound)
-            ls.window_show_message(
-                lsp.ShowMessageParams(
-                    lsp.MessageType.Warning,
-                    f"tool `{target.name}` renamed to `{params.new_name}`: Python still binds "
-                    f"an executor by `{target.name}` at {places}; change those strings too",
-                )
-            )
+    if rename.is_tool(target):  # looked for once the edits are sent: they do not wait for it
+        task = asyncio.ensure_future(_warn_bindings(ls, target.name, params.new_name))
+        ls.warnings.add(task)
+        task.add_done_callback(ls.warnings.discard)
     return lsp.WorkspaceEdit(changes=changes)
+
+
+async def _warn_bindings(ls: HarnessServer, old: str, new: str) -> None:
+    bound = await asyncio.to_thread(ls.executors.bindings, ls.folders(), old)
+    if bound:
+        places = ", ".join(f"{b.path}:{b.line} (`{b.call}`)" for b in bound)
+        ls.window_show_message(
+            lsp.ShowMessageParams(
+                lsp.MessageType.Warning,
+                f"tool `{old}` renamed to `{new}`: Python still binds an executor by `{old}` "
+                f"at {places}; change those strings too",
+            )
+        )
 
 
 @server.feature(
