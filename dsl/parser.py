@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import syntax as s
 from .builder import Budget, chunk_tokens, engine, parse_chunk
 from .diagnostics import Diagnostic
-from .lexer import _COMMENT, _SKIP, Tok, make_token
+from .lexer import Tok
 from .recovery import (
     DECL_START,
     MAX_SYNTAX_ERRORS,
@@ -122,30 +122,8 @@ def source_tokens(source: Source) -> list[Tok]:
         found.extend(t for t in tokens if t.start_pos < failure.pos)  # the failing token too
         resume = resume_point(starts, failure, pos)
         end = resume if resume is not None else len(text)
-        found.extend(_loose_tokens(text, failure.pos, end))
+        found.extend(engine().lex_loose(text, failure.pos, end))
         if resume is None:
             break
         pos = resume
-    return found
-
-
-def _loose_tokens(text: str, pos: int, end: int) -> list[Tok]:
-    """The tokens of `text[pos:end]` with every terminal allowed (a character that starts none
-    is passed over)."""
-    found: list[Tok] = []
-    lexer = engine()
-    while pos < end:
-        skipped = _SKIP.match(text, pos, end)
-        if skipped is not None:
-            for comment in _COMMENT.finditer(text, pos, skipped.end()):
-                found.append(make_token("COMMENT", comment.group(), comment.start(), comment.end()))
-            pos = skipped.end()
-            if pos >= end:
-                break
-        token = lexer.lex_any(text, pos)
-        if token is None or token.end_pos > end:
-            pos += 1
-            continue
-        found.append(token)
-        pos = token.end_pos
     return found

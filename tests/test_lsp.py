@@ -415,6 +415,25 @@ def test_rename_a_tool_across_files_and_its_python_executor_is_named(
     assert "app.py:2 (`bind`)" in warning["message"] and "app.py:3" not in warning["message"]
 
 
+def test_rename_edits_a_spec_that_is_not_open_but_imports_the_declaration(
+    client: StdioClient, main: str, folder: Path
+) -> None:
+    other = 'import "./lib.harness" as lib\n\npolicy other {\n  allow lookup\n}\n'
+    (folder / "other.harness").write_text(other, encoding="utf-8")
+    (folder / "unrelated.harness").write_text(
+        'tool lookup {\n  summary "s"\n  use_when "u"\n}\n', encoding="utf-8"
+    )
+    try:
+        changes = renamed(client, main, MAIN, "allow lookup", "find_build", inside=7)
+    finally:
+        (folder / "other.harness").unlink()
+        (folder / "unrelated.harness").unlink()
+    assert applied(other, changes[uri(folder, "other.harness")]) == other.replace(
+        "allow lookup", "allow find_build"
+    )
+    assert uri(folder, "unrelated.harness") not in changes  # its own `lookup`, not lib's
+
+
 def test_rename_a_fact_a_rule_label_and_an_import_alias(client: StdioClient, main: str) -> None:
     changes = renamed(client, main, MAIN, "release.freeze == false", "release.frozen", inside=9)
     assert applied(MAIN, changes[main]) == MAIN.replace("release.freeze", "release.frozen")

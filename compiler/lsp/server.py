@@ -621,7 +621,16 @@ async def rename_symbol(ls: HarnessServer, params: lsp.RenameParams) -> lsp.Work
     positions = ls.positions
     try:
         target = rename.target_at(build, source, positions.offset(source, params.position))
-        renamed = rename.edits(list(ls.specs.builds.values()), build, target, params.new_name)
+    except rename.Refused as refused:
+        raise RenameRefused(str(refused)) from None
+    builds = list(ls.specs.builds.values())
+    if target.symbol is not None:  # the specs that are not open but read its declaration
+        declared = build.path_of(target.symbol.module.source or source)
+        builds += await asyncio.get_running_loop().run_in_executor(
+            ls.worker, _closed_importers, ls, declared, builds
+        )
+    try:
+        renamed = rename.edits(builds, build, target, params.new_name)
     except rename.Refused as refused:
         raise RenameRefused(str(refused)) from None
     changes: dict[str, list[lsp.TextEdit]] = {}
@@ -634,6 +643,20 @@ async def rename_symbol(ls: HarnessServer, params: lsp.RenameParams) -> lsp.Work
         ls.warnings.add(task)
         task.add_done_callback(ls.warnings.discard)
     return lsp.WorkspaceEdit(changes=changes)
+
+
+def _closed_importers(ls: HarnessServer, declared: str, builds: list[Build]) -> list[Build]:
+    """Builds of the specs under the workspace's folders that import `declared` (directly or
+    through others) and that no open document's build reads: a rename edits them too."""
+    loaded = {file for b in builds for file in b.loads}
+    found = []
+    for path in ls.symbols.importers(ls.folders(), declared):
+        if path not in loaded:
+            closed = ls.specs.check_closed(path)
+            if closed is not None:
+                found.append(closed)
+                loaded |= closed.loads
+    return found
 
 
 async def _warn_bindings(ls: HarnessServer, old: str, new: str) -> None:

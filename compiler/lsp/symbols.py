@@ -56,6 +56,37 @@ class SymbolIndex:
                 found.extend(outline.workspace_symbols(module, path_to_uri(path), positions, query))
         return found
 
+    def importers(self, folders: Iterable[str], path: str) -> list[str]:
+        """The specs under `folders` that import `path` (a real path), directly or through
+        others, sorted: their builds read it. Only a spec whose text names the file of one
+        already found (`lib.harness`) is parsed."""
+        texts: dict[str, str] = {}
+        for spec in _spec_files(folders):
+            real = os.path.realpath(spec)
+            try:
+                texts[real] = Path(real).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+        reached = {path}
+        names = {os.path.basename(path)}
+        grew = True
+        while grew:
+            grew = False
+            for spec, text in texts.items():
+                if spec in reached or not any(name in text for name in names):
+                    continue
+                module = self._disk(spec)
+                targets = {
+                    os.path.realpath(os.path.join(os.path.dirname(spec), item.target))
+                    for item in (module.items if module is not None else ())
+                    if isinstance(item, s.Import) and item.is_file
+                }
+                if targets & reached:
+                    reached.add(spec)
+                    names.add(os.path.basename(spec))
+                    grew = True
+        return sorted(reached - {path})
+
     def _disk(self, path: str) -> s.Module | None:
         try:
             stat = os.stat(path)
