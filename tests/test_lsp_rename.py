@@ -14,6 +14,7 @@ pytest.importorskip("pygls")
 
 from harnessc.compiler.lsp import navigate, rename
 from harnessc.compiler.lsp.workspace import Build, Workspace
+from harnessc.compiler.testing import rule_names
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = [
@@ -50,6 +51,31 @@ def after(edits: list[rename.Edit]) -> dict[str, str]:
     return texts
 
 
+def unmatched(build: Build) -> list[str]:
+    """The `expect … rule NAME` of the build's tests that name no rule of its model."""
+    model = build.result.model
+    assert model is not None
+    names = {n for p in model.policies.values() for r in p.rules for n in rule_names(r)}
+    return sorted(
+        t.expect.rule
+        for t in model.tests.values()
+        if t.expect is not None and t.expect.rule is not None and t.expect.rule not in names
+    )
+
+
+def test_renaming_a_rule_renames_what_tests_expect_of_it() -> None:
+    path = os.path.realpath(EXAMPLES[0])
+    build = checked(path, {})
+    rule = next(
+        s for s in navigate.symbols(build) if s.kind == "rule" and s.name == "untrusted_patch"
+    )
+    edits = rename.edits(
+        [build], build, rename.target_at(build, rule.span.source, rule.span.start), "tainted_patch"
+    )
+    text = after(edits)[path]
+    assert "expect deny rule tainted_patch" in text and "untrusted_patch" not in text
+
+
 def targets(build: Build) -> list[rename.Target]:
     """Every name of the build's own files that a rename may change, and every import alias."""
     found: list[rename.Target] = []
@@ -77,12 +103,15 @@ def test_every_rename_of_an_example_keeps_its_meaning() -> None:
         build = checked(path, {})
         before = codes(build)
         for target in targets(build):
-            edits = rename.edits([build], build, target, NEW)
-            again = checked(path, after(edits))
             kind = target.symbol.kind if target.symbol is not None else "import"
+            # a tool keeps its prefix: what a glob (`change.*`) selects, it selects still
+            new = f"{target.name}_{NEW}" if kind == "tool" else NEW
+            edits = rename.edits([build], build, target, new)
+            again = checked(path, after(edits))
             kinds.add(kind)
             assert codes(again) == before, f"renaming {kind} `{target.name}` in {example.name}"
-            found = [s for s in navigate.symbols(again) if s.name == NEW]
+            assert unmatched(again) == unmatched(build), f"`expect rule` after `{target.name}`"
+            found = [s for s in navigate.symbols(again) if s.name == new]
             if target.symbol is not None:
                 assert [s.kind for s in found] == [kind]
     assert {"tool", "fact", "policy", "surface", "step", "agent", "import"} <= kinds
@@ -101,6 +130,20 @@ def test_kinds_a_rename_does_not_follow_are_refused_with_the_reason() -> None:
     assert "part of the id of each of its tools" in refused["mcp"]
     assert "`op` argument" in refused["operation"]
     assert "named by its MCP server's tool" in refused["tool"]
+
+
+def test_a_rename_that_would_change_what_a_glob_selects_is_refused() -> None:
+    path = os.path.realpath(EXAMPLES[0])
+    build = checked(path, {})
+    tool = next(s for s in navigate.symbols(build) if s.name == "change.get")
+    target = rename.target_at(build, tool.span.source, tool.span.start)
+    with pytest.raises(rename.Refused, match=r"`change\.\*` selects `change\.get` and would not"):
+        rename.edits([build], build, target, "fetch_change")
+    deploy = next(s for s in navigate.symbols(build) if s.name == "production.deploy")
+    other = rename.target_at(build, deploy.span.source, deploy.span.start)
+    with pytest.raises(rename.Refused, match=r"does not select `production\.deploy` and would"):
+        rename.edits([build], build, other, "change.ship")  # `deny change.*` would take it
+    assert rename.edits([build], build, target, "change.fetch")
 
 
 def test_python_bindings_of_a_tool_id(tmp_path: Path) -> None:

@@ -16,11 +16,16 @@ from pathlib import Path
 from harnessc.dsl import syntax as s
 from harnessc.dsl.builder import engine
 from harnessc.dsl.source import Source, Span
+from harnessc.runtime import model as m
+from harnessc.runtime.model.semantics import selects
+from pydantic import BaseModel
 
 from ..kinds import BUILTIN_ROOTS, GLOBAL_KINDS, KIND_WORDS, MODULE_KINDS
 from ..modules import STD_PREFIX, ImportBinding, Module
 from ..resolve import RESERVED_NAME, Symbol
+from ..testing import rule_names
 from . import navigate
+from .outline import walk
 from .workspace import Build
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -186,10 +191,51 @@ def refusal(target: Target, new: str, builds: Iterable[Build]) -> str | None:
     if kind in _PATH_KINDS and new.split(".")[0] in (*BUILTIN_ROOTS, "result", "input"):
         return f"a {word} named `{new}` would be read as the built-in `{new.split('.')[0]}`"
     for build in builds:
-        clash = _clash(build, target, new)
+        clash = _clash(build, target, new) or _selection_changed(build, target, new)
         if clash is not None:
             return clash
     return None
+
+
+def _selection_changed(build: Build, target: Target, new: str) -> str | None:
+    """Why renaming a tool to `new` would change what a glob of the build selects (`change.*`
+    selects `change.get`, not `fetch_change`): a rule, surface or history term would govern
+    other tools than it does. Read from the build's model (none when it has errors)."""
+    model = build.result.model
+    symbol = target.symbol
+    if model is None or symbol is None or symbol.kind != "tool":
+        return None
+    tool = model.tools.get(symbol.name)
+    if tool is None:
+        return None
+    renamed = tool.model_copy(update={"id": new})
+    for selector in _selectors(model):
+        if selector.kind == "glob" and selects(selector, tool) != selects(selector, renamed):
+            now, then = (
+                ("selects", "would not select")
+                if selects(selector, tool)
+                else ("does not select", "would select")
+            )
+            return (
+                f"the pattern `{selector.text}` {now} `{symbol.name}` and {then} `{new}`: the "
+                "rename would change which tools it governs"
+            )
+    return None
+
+
+def _selectors(node: object) -> Iterator[m.Selector]:
+    """Every selector of the model: rules', surfaces', grants', history terms'."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, m.Selector):
+            yield item
+        elif isinstance(item, BaseModel):
+            stack.extend(getattr(item, name) for name in type(item).model_fields)
+        elif isinstance(item, tuple | list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
 
 
 def _clash(build: Build, target: Target, new: str) -> str | None:
@@ -267,6 +313,10 @@ def edits(builds: list[Build], origin: Build, target: Target, new: str) -> list[
                 where = f"{build.path_of(span.source)}:{span.line}"
                 raise Refused(f"`{symbol.name}` is written `{span.text}` at {where}")
             add(build, part, new)
+        if symbol.kind == "rule":
+            for build in builds:
+                for span in _expected_rules(build, symbol):
+                    add(build, Span(span.source, span.end - len(symbol.name), span.end), new)
     else:
         assert target.alias is not None
         for build in builds:
@@ -297,6 +347,33 @@ def edits(builds: list[Build], origin: Build, target: Target, new: str) -> list[
                 ):
                     add(build, Span(span.source, span.start, span.start + len(prefix) - 1), new)
     return sorted(found.values(), key=lambda e: (e.path, e.span.start))
+
+
+def _expected_rules(build: Build, symbol: Symbol) -> Iterator[Span]:
+    """The names in tests' `expect … rule NAME` that name the rule `symbol` declares, as the
+    tests read them (`testing.rule_names`: `known`, `mailing.known`, the policy's full name):
+    they are text, not references, so the resolver does not bind them."""
+    resolution = build.result.resolution
+    mine = _same_symbol(build, symbol)
+    if resolution is None or mine is None or not isinstance(mine.node, s.Rule):
+        return
+    found = navigate.model_rules(build, mine.node)
+    names = set().union(*(rule_names(r) for r in found)) if found else {symbol.name}
+    for module in resolution.modules:
+        if module.is_std:
+            continue
+        for node in walk(module.syntax.items):
+            if not isinstance(node, s.Expect):
+                continue
+            for detail in node.details:
+                if isinstance(detail, s.Attr) and detail.key == "rule":
+                    for value in detail.values:
+                        if (
+                            isinstance(value, s.Name)
+                            and value.text in names
+                            and value.text.rsplit(".", 1)[-1] == symbol.name
+                        ):
+                            yield value.span
 
 
 # ---------------------------------------------------------------------------------------------
