@@ -158,7 +158,9 @@ def main() -> None:
     load_before = os.getloadavg()
     client = StdioClient([sys.executable, "-m", "harnessc.compiler", "lsp"], cwd=str(ROOT))
     try:
-        client.initialize(ROOT.as_uri())
+        # as an editor that watches the specs on disk (the server then keeps what it read)
+        watching = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
+        client.initialize(ROOT.as_uri(), watching)
         uri, text = SPEC.as_uri(), SPEC.read_text(encoding="utf-8")
         start = time.perf_counter()
         client.open(uri, text)

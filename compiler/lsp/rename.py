@@ -209,8 +209,8 @@ def _selection_changed(build: Build, target: Target, new: str) -> str | None:
     if tool is None:
         return None
     renamed = tool.model_copy(update={"id": new})
-    for selector in _selectors(model):
-        if selector.kind == "glob" and selects(selector, tool) != selects(selector, renamed):
+    for selector in _globs(model):
+        if selects(selector, tool) != selects(selector, renamed):
             now, then = (
                 ("selects", "would not select")
                 if selects(selector, tool)
@@ -221,6 +221,21 @@ def _selection_changed(build: Build, target: Target, new: str) -> str | None:
                 "rename would change which tools it governs"
             )
     return None
+
+
+_GLOBS: dict[int, tuple[m.Spec, list[m.Selector]]] = {}
+"""The glob selectors of the last few models read (kept with their model: ids are reused)."""
+
+
+def _globs(model: m.Spec) -> list[m.Selector]:
+    kept = _GLOBS.get(id(model))
+    if kept is not None and kept[0] is model:
+        return kept[1]
+    globs = [x for x in _selectors(model) if x.kind == "glob"]
+    if len(_GLOBS) >= 8:
+        _GLOBS.pop(next(iter(_GLOBS)))
+    _GLOBS[id(model)] = (model, globs)
+    return globs
 
 
 def _selectors(node: object) -> Iterator[m.Selector]:

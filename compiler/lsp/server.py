@@ -104,10 +104,15 @@ class HarnessServer(LanguageServer):
         self.told: set[str] = set()
         """The configuration problems already shown (each is shown once)."""
         self.settled = False
+        self.watching = False
+        """Whether the editor says when a spec changes on disk (`didChangeWatchedFiles`)."""
+        self.importers_known: dict[str, list[str]] = {}
+        """The specs on disk that import a file, by file, while the editor watches the specs
+        (each change it reports clears them); without watching they are looked up each time."""
         self.executors = rename.ExecutorIndex()
         """Where the project's Python binds executors by tool id (rename warns of them)."""
-        self.warnings: set[asyncio.Future[None]] = set()
-        """The looks for Python executor bindings under way (kept until they end)."""
+        self.warnings: dict[str, asyncio.Future[None]] = {}
+        """The looks for Python executor bindings under way, by tool id (kept until they end)."""
         self.pieces_kept: dict[str, tuple[str, Build | None, list[tokens.Piece]]] = {}
         """The last semantic pieces of each document, with the text and build they are of."""
         self.tokens_sent: dict[str, tuple[str, list[int]]] = {}
@@ -270,6 +275,7 @@ def did_change(ls: HarnessServer, params: lsp.DidChangeTextDocumentParams) -> No
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: HarnessServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    ls.importers_known.clear()  # what the file imports on disk may have changed
     document = ls.document_of(params.text_document.uri)
     if document is not None:  # a save of a document that is not open says nothing to check
         ls.changed(document.uri, document.version, document.source, 0)
@@ -296,6 +302,7 @@ async def initialized(ls: HarnessServer, params: lsp.InitializedParams) -> None:
     if watched is None or not watched.dynamic_registration:
         return
     watcher = lsp.FileSystemWatcher(glob_pattern="**/*.harness")
+    ls.watching = True
     await ls.client_register_capability_async(
         lsp.RegistrationParams(
             [
@@ -313,6 +320,7 @@ async def initialized(ls: HarnessServer, params: lsp.InitializedParams) -> None:
 def watched_files(ls: HarnessServer, params: lsp.DidChangeWatchedFilesParams) -> None:
     """A spec changed on disk: check again the open documents whose builds read it (an open
     document itself is checked with the editor's text, not the file's)."""
+    ls.importers_known.clear()  # a spec created, deleted or changed: its imports may differ
     roots: set[str] = set()
     for change in params.changes:
         path = uri_to_path(change.uri)
@@ -638,10 +646,11 @@ async def rename_symbol(ls: HarnessServer, params: lsp.RenameParams) -> lsp.Work
         changes.setdefault(path_to_uri(edit.path), []).append(
             lsp.TextEdit(positions.range(edit.span), edit.text)
         )
-    if rename.is_tool(target):  # looked for once the edits are sent: they do not wait for it
+    # looked for once the edits are sent (they do not wait for it), once at a time per tool
+    if rename.is_tool(target) and target.name not in ls.warnings:
         task = asyncio.ensure_future(_warn_bindings(ls, target.name, params.new_name))
-        ls.warnings.add(task)
-        task.add_done_callback(ls.warnings.discard)
+        ls.warnings[target.name] = task
+        task.add_done_callback(lambda _: ls.warnings.pop(target.name, None))
     return lsp.WorkspaceEdit(changes=changes)
 
 
@@ -650,7 +659,12 @@ def _closed_importers(ls: HarnessServer, declared: str, builds: list[Build]) -> 
     through others) and that no open document's build reads: a rename edits them too."""
     loaded = {file for b in builds for file in b.loads}
     found = []
-    for path in ls.symbols.importers(ls.folders(), declared):
+    importers = ls.importers_known.get(declared) if ls.watching else None
+    if importers is None:
+        importers = ls.symbols.importers(ls.folders(), declared)
+        if ls.watching:
+            ls.importers_known[declared] = importers
+    for path in importers:
         if path not in loaded:
             closed = ls.specs.check_closed(path)
             if closed is not None:
