@@ -946,17 +946,28 @@ def parse_chunk(source: Source, pos: int = 0, budget: Budget | None = None) -> C
 
 def debug_tokens(source: Source) -> list[Tok]:
     """The tokens the parser reads, in order, up to the first syntax error (`debug tokens`)."""
+    return chunk_tokens(source)[0]
+
+
+def chunk_tokens(source: Source, pos: int = 0) -> tuple[list[Tok], ParseFailure | None]:
+    """The tokens (comments too) the parser reads from offset ``pos``, in order, typed as it
+    types them (a word is a keyword only where the grammar takes one), up to the first syntax
+    error, and that error; a limit of the spec crossed ends them too."""
     tokens: list[Tok] = []
+    failure = None
     p = _parser()
     with p.lock:
         p.builder.source = source
+        p.builder.budget = Budget()
         try:
-            p.engine.parse(source.text, tokens.append, tokens.append)
-        except ParseFailure:
+            p.engine.parse(source.text, tokens.append, tokens.append, pos=pos)
+        except ParseFailure as error:
+            failure = error
+        except LimitCrossed:
             pass
         finally:
             p.builder.diagnostics, p.builder.comments = [], []
-    return sorted(tokens, key=lambda t: t.start_pos)
+    return sorted(tokens, key=lambda t: t.start_pos), failure
 
 
 def engine() -> Engine:

@@ -156,6 +156,27 @@ class Engine:
             kind = root.keywords.get(m.group(), kind)
         return make_token(kind, m.group(), pos, m.end())
 
+    def lex_loose(self, text: str, pos: int, end: int) -> list[Tok]:
+        """The tokens and comments of ``text[pos:end]`` with every terminal allowed (text no
+        parser state reads, after a syntax error); a character that starts none is passed
+        over."""
+        found: list[Tok] = []
+        while pos < end:
+            skipped = _SKIP.match(text, pos, end)
+            if skipped is not None:
+                for c in _COMMENT.finditer(text, pos, skipped.end()):
+                    found.append(make_token("COMMENT", c.group(), c.start(), c.end()))
+                pos = skipped.end()
+                if pos >= end:
+                    break
+            token = self.lex_any(text, pos)
+            if token is None or token.end_pos > end:
+                pos += 1
+                continue
+            found.append(token)
+            pos = token.end_pos
+        return found
+
     def parse(
         self,
         text: str,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import syntax as s
-from .builder import Budget, parse_chunk
+from .builder import Budget, chunk_tokens, engine, parse_chunk
 from .diagnostics import Diagnostic
 from .lexer import Tok
 from .recovery import (
@@ -104,3 +104,26 @@ def parse_source(source: Source) -> ParseResult:
         span=empty_span,
     )
     return ParseResult(module, tuple(diagnostics))
+
+
+def source_tokens(source: Source) -> list[Tok]:
+    """Every token of a source and its comments, in order, as the parser types them; after a
+    syntax error the parse resumes where `parse_source` resumes (the next declaration), and the
+    text in between, which no rule reads, is lexed with every terminal allowed."""
+    text = source.text
+    starts = [m.start() for m in DECL_START.finditer(text)]
+    found: list[Tok] = []
+    pos = 0
+    while pos < len(text):
+        tokens, failure = chunk_tokens(source, pos)
+        if failure is None:
+            found.extend(tokens)
+            break
+        found.extend(t for t in tokens if t.start_pos < failure.pos)  # the failing token too
+        resume = resume_point(starts, failure, pos)
+        end = resume if resume is not None else len(text)
+        found.extend(engine().lex_loose(text, failure.pos, end))
+        if resume is None:
+            break
+        pos = resume
+    return found

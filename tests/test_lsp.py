@@ -4,6 +4,7 @@ written to a temporary folder, every answer read as the editor reads it (ranges,
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 pytest.importorskip("pygls")
 
-from harnessc.compiler.lsp.client import StdioClient
+from harnessc.compiler.lsp.client import ClientError, StdioClient
 from harnessc.compiler.lsp.complete import complete as complete_at
 from harnessc.compiler.lsp.complete import keywords_at
 from harnessc.compiler.lsp.convert import to_lsp
@@ -354,6 +355,258 @@ def test_references_of_a_tool(client: StdioClient, main: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Rename
+
+
+def renamed(
+    client: StdioClient, address: str, text: str, needle: str, new: str, inside: int = 1
+) -> dict[str, list[dict]]:
+    """The edits of a rename at `needle`, by document URI."""
+    answer = client.request(
+        "textDocument/rename",
+        {
+            "textDocument": {"uri": address},
+            "position": position_of(text, needle, inside=inside),
+            "newName": new,
+        },
+    )
+    return answer["changes"]
+
+
+def applied(text: str, edits: list[dict]) -> str:
+    return apply(text, {"edit": {"changes": {"x": edits}}}, "x")
+
+
+def test_prepare_rename_names_the_span_and_refuses_where_nothing_is_renamed(
+    client: StdioClient, main: str
+) -> None:
+    answer = client.request(
+        "textDocument/prepareRename",
+        {"textDocument": {"uri": main}, "position": position_of(MAIN, "ask deploy", inside=5)},
+    )
+    assert answer["placeholder"] == "deploy"
+    assert underlined(MAIN, answer) == "deploy"
+    for needle, why in (("default deny", "no name here"), ("read_open\n", "standard library")):
+        with pytest.raises(ClientError, match=why):
+            client.request(
+                "textDocument/prepareRename",
+                {"textDocument": {"uri": main}, "position": position_of(MAIN, needle, inside=2)},
+            )
+
+
+def test_rename_a_tool_across_files_and_its_python_executor_is_named(
+    client: StdioClient, main: str, folder: Path
+) -> None:
+    (folder / "app.py").write_text(
+        'def bind(h):\n    h.bind("lookup", print)\n    h.bind("deploy", print)\n',
+        encoding="utf-8",
+    )
+    try:
+        changes = renamed(client, main, MAIN, "allow lookup", "find_build", inside=7)
+        warning = client.wait_for(
+            "window/showMessage", lambda p: "find_build" in p["message"], timeout=TIMEOUT
+        )
+    finally:
+        (folder / "app.py").unlink()
+    assert applied(MAIN, changes[main]) == MAIN.replace("allow lookup", "allow find_build")
+    lib = uri(folder, "lib.harness")
+    assert applied(LIB, changes[lib]) == LIB.replace("tool lookup", "tool find_build")
+    assert warning["type"] == lsp.MessageType.Warning
+    assert "app.py:2 (`bind`)" in warning["message"] and "app.py:3" not in warning["message"]
+
+
+def test_rename_edits_a_spec_that_is_not_open_but_imports_the_declaration(
+    client: StdioClient, main: str, folder: Path
+) -> None:
+    other = 'import "./lib.harness" as lib\n\npolicy other {\n  allow lookup\n}\n'
+    (folder / "other.harness").write_text(other, encoding="utf-8")
+    (folder / "unrelated.harness").write_text(
+        'tool lookup {\n  summary "s"\n  use_when "u"\n}\n', encoding="utf-8"
+    )
+    try:
+        changes = renamed(client, main, MAIN, "allow lookup", "find_build", inside=7)
+    finally:
+        (folder / "other.harness").unlink()
+        (folder / "unrelated.harness").unlink()
+    assert applied(other, changes[uri(folder, "other.harness")]) == other.replace(
+        "allow lookup", "allow find_build"
+    )
+    assert uri(folder, "unrelated.harness") not in changes  # its own `lookup`, not lib's
+
+
+def test_rename_a_fact_a_rule_label_and_an_import_alias(client: StdioClient, main: str) -> None:
+    changes = renamed(client, main, MAIN, "release.freeze == false", "release.frozen", inside=9)
+    assert applied(MAIN, changes[main]) == MAIN.replace("release.freeze", "release.frozen")
+    changes = renamed(client, main, MAIN, "frozen: deny", "freeze_all")
+    assert applied(MAIN, changes[main]) == MAIN.replace("frozen: deny", "freeze_all: deny")
+    expected = MAIN.replace("as lib\n", "as library\n").replace("lib.*", "library.*")
+    for needle in ("as lib", "lib.*"):  # from the import or from a name read through it
+        changes = renamed(client, main, MAIN, needle, "library", inside=len(needle) - 2)
+        assert applied(MAIN, changes[main]) == expected
+
+
+@pytest.mark.parametrize(
+    ("needle", "new", "why"),
+    [
+        ("tool deploy", "lookup", "already the name of a tool, declared at lib.harness:1"),
+        ("tool deploy", "when", "is a keyword"),
+        ("tool deploy", "2fast", "not a valid tool name"),
+        ("tool deploy", "std.deploy", "reserved for the standard library"),
+        ("to_staging:", "frozen", "already the name of a rule label"),
+        ("policy release", "ship it", "not a valid policy name"),
+        ("fact release.freeze", "args.freeze", "read as the built-in `args`"),
+        ("as lib", "workspace", "already names an import"),
+    ],
+)
+def test_rename_refuses_a_name_that_would_not_mean_the_same(
+    client: StdioClient, main: str, needle: str, new: str, why: str
+) -> None:
+    inside = needle.index(" ") + 2 if " " in needle else 1
+    with pytest.raises(ClientError, match=re.escape(why)):
+        renamed(client, main, MAIN, needle, new, inside=inside)
+
+
+# ---------------------------------------------------------------------------------------------
+# Semantic tokens
+
+
+def decoded(text: str, data: list[int], legend: dict) -> list[tuple[str, str, list[str]]]:
+    """(text, type, modifiers) of each token of the protocol's relative encoding."""
+    lines = text.split("\n")
+    found = []
+    line = start = 0
+    for index in range(0, len(data), 5):
+        delta_line, delta_start, length, kind, bits = data[index : index + 5]
+        line += delta_line
+        start = start + delta_start if delta_line == 0 else delta_start
+        modifiers = [m for i, m in enumerate(legend["tokenModifiers"]) if bits & (1 << i)]
+        found.append((lines[line][start : start + length], legend["tokenTypes"][kind], modifiers))
+    return found
+
+
+SESSION = MAIN.replace(
+    "  allow read_open\n",
+    "  allow read_open when count(deploy within 1h) < 3 and args.path from label secret\n",
+)
+
+
+def test_semantic_tokens_colour_what_each_name_means(client: StdioClient, main: str) -> None:
+    legend = client.capabilities["semanticTokensProvider"]["legend"]
+    edit(client, main, SESSION)
+    try:
+        answer = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": main}})
+    finally:
+        edit(client, main, MAIN)
+    found = decoded(SESSION, answer["data"], legend)
+    meaning = {(text, kind) for text, kind, _ in found}
+    for expected in [
+        ("deploy", "tool"),
+        ("read_open", "tool"),
+        ("release.freeze", "fact"),
+        ("to_staging", "rule"),
+        ("release", "policy"),
+        ("main", "surface"),
+        ("lib", "namespace"),
+        ("count", "sessionTerm"),
+        ("secret", "label"),
+        ("1h", "duration"),
+        ("3", "number"),
+        ('"staging"', "string"),
+        ("when", "keyword"),
+        ("==", "operator"),
+        ("args", "variable"),
+        ("environment", "property"),
+        ("shipper", "class"),
+    ]:
+        assert expected in meaning, expected
+    assert ("deploy", "tool", ["declaration"]) in found
+    assert ("read_open", "tool", ["defaultLibrary"]) in found
+    # a word is a keyword only where the grammar reads one: `default` here, not in a field
+    assert ("default", "keyword") in meaning
+
+
+def test_semantic_tokens_delta_is_the_change_since_the_last_result(
+    client: StdioClient, main: str
+) -> None:
+    first = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": main}})
+    changed = MAIN.replace("allow lookup", 'allow lookup\n  deny deploy when args.build == "x"')
+    edit(client, main, changed)
+    try:
+        answer = client.request(
+            "textDocument/semanticTokens/full/delta",
+            {"textDocument": {"uri": main}, "previousResultId": first["resultId"]},
+        )
+        full = client.request("textDocument/semanticTokens/full", {"textDocument": {"uri": main}})
+    finally:
+        edit(client, main, MAIN)
+    (change,) = answer["edits"]
+    data = list(first["data"])
+    data[change["start"] : change["start"] + change["deleteCount"]] = change.get("data") or []
+    assert data == full["data"] and len(change.get("data") or []) < len(full["data"]) // 2
+    stale = client.request(
+        "textDocument/semanticTokens/full/delta",
+        {"textDocument": {"uri": main}, "previousResultId": "no such result"},
+    )
+    assert "data" in stale  # not a delta of tokens the editor does not have: all of them
+
+
+# ---------------------------------------------------------------------------------------------
+# Inlay hints
+
+HINTED = """\
+tool ship {
+  summary "Ship."
+  use_when "Now."
+  effects write
+  timeout 90m
+  input { environment: enum("staging", "production") }
+}
+
+policy shipping {
+  default deny
+
+  everything: deny ship {
+    reason "No."
+  }
+  staging: allow ship when args.environment == "staging"
+  allow ship when args.environment == "production" and args.environment == "staging"
+}
+"""
+
+
+def test_inlay_hints_say_what_the_analysis_found_and_a_durations_plain_form(
+    client: StdioClient, folder: Path
+) -> None:
+    address = uri(folder, "hinted.harness")
+    client.open(address, HINTED)
+    try:
+        client.diagnostics(address, 1, timeout=TIMEOUT)
+        answer = client.request(
+            "textDocument/inlayHint",
+            {
+                "textDocument": {"uri": address},
+                "range": {
+                    "start": {"line": 0, "character": 0},
+                    "end": {"line": 99, "character": 0},
+                },
+            },
+        )
+    finally:
+        client.notify("textDocument/didClose", {"textDocument": {"uri": address}})
+    lines = HINTED.split("\n")
+    shown = [
+        (lines[h["position"]["line"]][: h["position"]["character"]].strip(), h["label"])
+        for h in answer
+    ]
+    assert shown == [
+        ("timeout 90m", "= 1h30m"),
+        ("staging: allow", "shadowed by `shipping.everything`"),
+        ("allow", "never matches"),
+    ]
+    assert "can never win" in answer[1]["tooltip"]
+
+
+# ---------------------------------------------------------------------------------------------
 # Completion
 
 
@@ -484,14 +737,32 @@ def test_keywords_at_a_half_typed_word_and_in_text_that_does_not_parse() -> None
 # Formatting, symbols, folding, code actions
 
 
-def test_formatting_returns_the_formatters_text(client: StdioClient, main: str) -> None:
-    messy = MAIN.replace("  default deny", "default    deny")
+def test_formatting_edits_only_the_lines_that_change(client: StdioClient, main: str) -> None:
+    canonical = format_source(Source("m", MAIN)).text
+    assert canonical is not None
+    messy = canonical.replace("  default deny", "default    deny").replace(
+        "  allow lookup", "  allow    lookup"
+    )
     edit(client, main, messy)
     answer = client.request(
         "textDocument/formatting",
         {"textDocument": {"uri": main}, "options": {"tabSize": 2, "insertSpaces": True}},
     )
-    assert [e["newText"] for e in answer] == [format_source(Source("m", messy)).text]
+    assert applied(messy, answer) == format_source(Source("m", messy)).text
+    assert [e["newText"] for e in answer] == ["  default deny\n", "  allow lookup\n"]
+    line = messy[: messy.index("default    deny")].count("\n")
+    answer = client.request(
+        "textDocument/rangeFormatting",
+        {
+            "textDocument": {"uri": main},
+            "range": {
+                "start": {"line": line, "character": 0},
+                "end": {"line": line, "character": 3},
+            },
+            "options": {"tabSize": 2, "insertSpaces": True},
+        },
+    )
+    assert applied(messy, answer) == messy.replace("default    deny", "  default deny")
     edit(client, main, MAIN)
     canonical = format_source(Source("m", MAIN)).text
     edit(client, main, canonical)

@@ -377,7 +377,8 @@ def test_formatting_a_long_spec_does_not_hold_up_other_requests(tmp_path: Path) 
             if "id" in answer:
                 answered.append(answer["id"])
                 if answer["id"] == 5:
-                    assert answer["result"][0]["newText"].startswith("harness big")
+                    assert answer["result"][0]["newText"].startswith("harness big {\n")
+                    assert len(answer["result"]) == 2 * 2000  # a summary, a blank line: each tool
     finally:
         server.kill()
         server.wait(timeout=TIMEOUT)

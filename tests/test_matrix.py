@@ -511,6 +511,8 @@ COMMANDS = (
     "why",
     "lsp diagnostics",
     "lsp hover",
+    "lsp rename",
+    "lsp tokens",
     "console",
     "serve",
 )
@@ -525,7 +527,7 @@ KNOWN: dict[tuple[str, str], tuple[str, str]] = {}
 SKIPPED: dict[tuple[str, str], str] = {
     (name, command): f"the `{extra}` extra is not installed"
     for extra, module, commands in (
-        ("lsp", "pygls", ("lsp diagnostics", "lsp hover")),
+        ("lsp", "pygls", ("lsp diagnostics", "lsp hover", "lsp rename", "lsp tokens")),
         ("console", "starlette", ("console",)),
         ("serve", "starlette", ("serve",)),
     )
@@ -877,8 +879,56 @@ def lsp_cells(work: Work, text: str) -> None:
         shown = navigate.hover_text(build, module.source, tool.start(1) + 1)
         assert shown and tool.group(1) in shown, f"hover on `{tool.group(1)}`: {shown!r}"
 
+    def first_tool() -> tuple[Any, Any]:
+        assert build is not None
+        module = build.module(path)
+        assert module is not None and module.source is not None
+        tools = [s for s in navigate.symbols(build) if s.kind == "tool" and not s.module.is_std]
+        # the spec's own first tool, else one it imports (`extend tool` of a catalogue's)
+        tool = next((s for s in tools if s.module is module), tools[0] if tools else None)
+        assert tool is not None, "no tool declared in the spec or what it imports"
+        return tool.span.source, tool
+
+    def rename_cell() -> None:
+        from harnessc.compiler.lsp import rename
+
+        source, tool = first_tool()
+        if tool.tool_kind == "mcp":
+            return  # named by its server: refused, as the rename tests check
+        target = rename.target_at(build, source, tool.span.start)
+        new = f"{tool.name}_renamed"  # what a glob selects (`mail.*`) selects it still
+        edits = rename.edits([build], build, target, new)  # type: ignore[list-item]
+        again = Workspace()
+        for file in {e.path for e in edits}:
+            mine = sorted((e for e in edits if e.path == file), key=lambda e: -e.span.start)
+            renamed = mine[0].span.source.text
+            for edit in mine:
+                renamed = renamed[: edit.span.start] + edit.text + renamed[edit.span.end :]
+            again.open(file, 1, renamed)
+        if path not in again.texts:
+            again.open(path, 1, text)
+        checked = again.check(path)
+        assert checked is not None
+        codes = sorted({d.code for d in checked.own()})
+        assert codes == work.lint_codes, f"after the rename {codes}, before {work.lint_codes}"
+
+    def tokens_cell() -> None:
+        from harnessc.compiler.lsp import tokens
+
+        source, tool = first_tool()
+        pieces = tokens.pieces(build, source)
+        end = 0
+        for piece in pieces:
+            assert piece.start >= end, f"pieces overlap at {piece.start}"
+            end = piece.end
+        if tool.span.source is source:
+            kinds = {(p.start, p.type) for p in pieces}
+            assert (tool.span.start, "tool") in kinds, f"`{tool.name}` is not coloured as a tool"
+
     _cell(work, "lsp diagnostics", diagnostics)
     _cell(work, "lsp hover", hover)
+    _cell(work, "lsp rename", rename_cell)
+    _cell(work, "lsp tokens", tokens_cell)
 
 
 def import_cell(work: Work, drive: Drive) -> None:

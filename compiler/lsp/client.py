@@ -51,6 +51,8 @@ class StdioClient:
         self.notifications: queue.Queue[Message] = queue.Queue()
         self.asked: queue.Queue[Message] = queue.Queue()
         """The requests the server sent (each answered with null)."""
+        self.capabilities: dict[str, Any] = {}
+        """What the server said it can do, in its answer to `initialize`."""
         self.stderr: list[str] = []
         """What the server wrote to its standard error (its log), line by line."""
         for method in _NOTIFIED:
@@ -128,6 +130,7 @@ class StdioClient:
             {"processId": None, "rootUri": root_uri, "capabilities": capabilities or {}},
         )
         self.notify("initialized", {})
+        self.capabilities = result["capabilities"]
         return result
 
     def open(self, uri: str, text: str, version: int = 1) -> None:

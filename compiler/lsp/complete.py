@@ -9,6 +9,7 @@ import re
 
 from harnessc.dsl import syntax as s
 from harnessc.dsl.builder import engine, parse_chunk
+from harnessc.dsl.lexer import ParseFailure
 from harnessc.dsl.recovery import DECL_START
 from harnessc.dsl.source import Source
 from harnessc.runtime import model as m
@@ -94,12 +95,33 @@ def _in_comment(line: str) -> bool:
 
 def keywords_at(text: str, offset: int) -> list[str]:
     """The keywords the grammar accepts at `offset`: the parser is run from the start of the
-    declaration around it to `offset`, and each keyword it says it may expect there is tried."""
+    declaration around it to `offset`, and each keyword it says it may expect there is tried.
+    A line before the cursor's that does not parse (half typed) is set aside, as is the line
+    it swallowed the start of (`allow` then, on the next line, `deny`), when neither opens or
+    closes a block: what the cursor's block accepts does not depend on them."""
     starts = [m.start() for m in DECL_START.finditer(text, 0, offset)]
-    prefix = text[starts[-1] if starts else 0 : offset]
-    failure = parse_chunk(Source("", prefix + _NOT_A_TOKEN)).failure
-    if failure is None or failure.pos < len(prefix):
+    found = _state(text[starts[-1] if starts else 0 : offset])
+    if found is None:
         return []  # the text before the cursor does not parse: nothing to say
+    prefix, failure = found
+    # at the start of a line, a new item of the block is typed: the lines of the items before
+    # it are set aside (back to the line that opens the block) when without them the cursor is
+    # between items, so that what would continue the line before (`and`, a field's `pattern`)
+    # is not offered, nor what a half-typed line (`  risk`) would take; a line ending in `,`,
+    # `and`, `==`… is continued, and kept with the lines before it
+    line_start = prefix.rfind("\n") + 1
+    if line_start > 0 and not prefix[line_start:].strip():
+        cut = line_start
+        while cut > 0:
+            before = prefix.rfind("\n", 0, cut - 1) + 1
+            previous = prefix[before:cut]
+            if previous.strip() and (not _balanced(previous) or _CONTINUED.search(previous)):
+                break
+            cut = before
+        if cut < line_start:
+            alone = _state(prefix[:cut] + prefix[line_start:])
+            if alone is not None and {"RBRACE", "$END"} & set(alone[1].expected):
+                prefix, failure = alone
     accepted = []
     for word, terminal in sorted(engine().keyword_types.items()):
         if terminal not in failure.expected:
@@ -109,6 +131,62 @@ def keywords_at(text: str, offset: int) -> list[str]:
         if trial is None or trial.pos >= len(prefix) + len(word):
             accepted.append(word)
     return accepted
+
+
+def _state(prefix: str) -> tuple[str, ParseFailure] | None:
+    """Where the parser stops at the end of `prefix` (what it expects there), lines that do
+    not parse set aside (`_set_aside`); None when that cannot be done."""
+    for _ in range(_MOST_SET_ASIDE + 1):
+        failure = parse_chunk(Source("", prefix + _NOT_A_TOKEN)).failure
+        if failure is None:
+            return None
+        if failure.pos >= len(prefix):
+            return prefix, failure
+        shorter = _set_aside(prefix, failure.pos)
+        if shorter is None:
+            return None
+        prefix = shorter
+    return None
+
+
+_CONTINUED = re.compile(
+    r"(?:[,(\[{=<>!:]|\b(?:and|or|not|when|in|has|matches|within|of|from|requires))\s*(?:#.*)?$"
+)
+"""A line ending so that the next one continues it."""
+_MOST_SET_ASIDE = 8
+"""The most times lines that do not parse are set aside before the cursor."""
+_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*|[{}()\[\]]')
+
+
+def _set_aside(prefix: str, pos: int) -> str | None:
+    """`prefix` without the line where its parse failed at `pos`, unless that is the cursor's
+    line (the last) or it opens or closes a bracket; else without the line before it, which
+    took the failing line's start as its own continuation (`  risk` then `  timeout 30s`,
+    `  a: allow t when x ==` then `  b: ask t {`). None when neither can be set aside."""
+    start = prefix.rfind("\n", 0, pos) + 1
+    end = prefix.find("\n", pos)
+    if end >= 0 and _balanced(prefix[start : end + 1]):
+        return prefix[:start] + prefix[end + 1 :]
+    while start > 0:
+        before = prefix.rfind("\n", 0, start - 1) + 1
+        line = prefix[before:start]
+        if line.strip():
+            return prefix[:before] + prefix[start:] if _balanced(line) else None
+        start = before
+    return None
+
+
+def _balanced(line: str) -> bool:
+    """Whether a line opens and closes as many brackets as it closes (strings and comments
+    aside)."""
+    depth = 0
+    for match in _BRACKETS.finditer(line):
+        char = match.group()
+        if char in "{([":
+            depth += 1
+        elif char in "})]":
+            depth -= 1
+    return depth == 0
 
 
 def _tool_items(build: Build | None, model: m.Spec | None) -> list[lsp.CompletionItem]:

@@ -87,6 +87,18 @@ def references(build: Build, symbol: Symbol, origin_build: Build) -> Iterator[Sp
             yield span
 
 
+def everywhere(
+    builds: list[Build], origin_build: Build, symbol: Symbol
+) -> list[tuple[Build, Span]]:
+    """The references to `symbol` (a symbol of `origin_build`) in every build: a symbol of an
+    imported module is referenced wherever a build imports it. `origin_build`'s come first."""
+    found = [(origin_build, span) for span in references(origin_build, symbol, origin_build)]
+    for other in builds:
+        if other is not origin_build:
+            found += [(other, span) for span in references(other, symbol, origin_build)]
+    return found
+
+
 # ---------------------------------------------------------------------------------------------
 # Hover
 

@@ -15,16 +15,16 @@ from harnessc.dsl.parser import parse_source
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerNotInitialized
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServerNotInitialized
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
 from harnessc import __version__
 
-from . import actions, complete, navigate, outline
+from . import actions, complete, edits, hints, navigate, outline, rename, tokens
 from .convert import SOURCE, to_lsp
-from .positions import Positions, path_to_uri, uri_to_path
+from .positions import Positions, line_starts, path_to_uri, uri_to_path
 from .signatures import signature_at
 from .symbols import SymbolIndex
 from .workspace import Build, Workspace
@@ -104,8 +104,32 @@ class HarnessServer(LanguageServer):
         self.told: set[str] = set()
         """The configuration problems already shown (each is shown once)."""
         self.settled = False
+        self.watching = False
+        """Whether the editor says when a spec changes on disk (`didChangeWatchedFiles`)."""
+        self.importers_known: dict[str, list[str]] = {}
+        """The specs on disk that import a file, by file, while the editor watches the specs
+        (each change it reports clears them); without watching they are looked up each time."""
+        self.executors = rename.ExecutorIndex()
+        """Where the project's Python binds executors by tool id (rename warns of them)."""
+        self.warnings: dict[str, asyncio.Future[None]] = {}
+        """The looks for Python executor bindings under way, by tool id (kept until they end)."""
+        self.pieces_kept: dict[str, tuple[str, Build | None, list[tokens.Piece]]] = {}
+        """The last semantic pieces of each document, with the text and build they are of."""
+        self.tokens_sent: dict[str, tuple[str, list[int]]] = {}
+        """The semantic tokens last sent for each document, by result id (for deltas)."""
         self.symbols = SymbolIndex()
         """The specs on disk, parsed, for workspace symbols."""
+
+    def folders(self) -> list[str]:
+        """The workspace's folders (its root when the client named no folder)."""
+        folders = [
+            path
+            for folder in self.workspace.folders.values()
+            if (path := uri_to_path(folder.uri)) is not None
+        ]
+        if not folders and self.workspace.root_path:
+            folders = [self.workspace.root_path]
+        return folders
 
     @property
     def positions(self) -> Positions:
@@ -251,6 +275,7 @@ def did_change(ls: HarnessServer, params: lsp.DidChangeTextDocumentParams) -> No
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: HarnessServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    ls.importers_known.clear()  # what the file imports on disk may have changed
     document = ls.document_of(params.text_document.uri)
     if document is not None:  # a save of a document that is not open says nothing to check
         ls.changed(document.uri, document.version, document.source, 0)
@@ -263,6 +288,8 @@ def did_close(ls: HarnessServer, params: lsp.DidCloseTextDocumentParams) -> None
     if path is not None:
         ls.specs.close(path)
         ls.dropped(path, ls.imported.pop(path, set()))
+    ls.tokens_sent.pop(uri, None)
+    ls.pieces_kept.pop(uri, None)
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -275,6 +302,7 @@ async def initialized(ls: HarnessServer, params: lsp.InitializedParams) -> None:
     if watched is None or not watched.dynamic_registration:
         return
     watcher = lsp.FileSystemWatcher(glob_pattern="**/*.harness")
+    ls.watching = True
     await ls.client_register_capability_async(
         lsp.RegistrationParams(
             [
@@ -292,6 +320,7 @@ async def initialized(ls: HarnessServer, params: lsp.InitializedParams) -> None:
 def watched_files(ls: HarnessServer, params: lsp.DidChangeWatchedFilesParams) -> None:
     """A spec changed on disk: check again the open documents whose builds read it (an open
     document itself is checked with the editor's text, not the file's)."""
+    ls.importers_known.clear()  # a spec created, deleted or changed: its imports may differ
     roots: set[str] = set()
     for change in params.changes:
         path = uri_to_path(change.uri)
@@ -310,20 +339,49 @@ def watched_files(ls: HarnessServer, params: lsp.DidChangeWatchedFilesParams) ->
 async def formatting(
     ls: HarnessServer, params: lsp.DocumentFormattingParams
 ) -> list[lsp.TextEdit] | None:
-    """The formatter's text as one edit; nothing when the file does not parse (the
-    diagnostics say why) or is already canonical."""
+    """The formatter's text as edits of the lines that change; nothing when the file does not
+    parse (the diagnostics say why) or is already canonical."""
     source = ls.text_of(params.text_document.uri)
     if source is None:
         return None
-    return await asyncio.to_thread(_formatted, source, ls.positions)
+    return await asyncio.to_thread(_formatted, source, ls.positions, None)
 
 
-def _formatted(source: Source, positions: Positions) -> list[lsp.TextEdit]:
+@server.feature(lsp.TEXT_DOCUMENT_RANGE_FORMATTING)
+async def range_formatting(
+    ls: HarnessServer, params: lsp.DocumentRangeFormattingParams
+) -> list[lsp.TextEdit] | None:
+    """The formatter's edits of the lines the range touches (the whole file is formatted: a
+    declaration's layout depends on what is around it, such as alignment in a block)."""
+    source = ls.text_of(params.text_document.uri)
+    if source is None:
+        return None
+    lines = (params.range.start.line, params.range.end.line)
+    return await asyncio.to_thread(_formatted, source, ls.positions, lines)
+
+
+def _formatted(
+    source: Source, positions: Positions, lines: tuple[int, int] | None
+) -> list[lsp.TextEdit]:
     result = format_source(source)
     if result.text is None or not result.changed:
         return []
-    end = positions.position(source, len(source.text))
-    return [lsp.TextEdit(lsp.Range(lsp.Position(0, 0), end), result.text)]
+    starts = line_starts(source.text)
+    old = edits.split_lines(source.text, starts)
+    new = edits.split_lines(result.text, line_starts(result.text))
+    bounds = [*starts[: len(old)], len(source.text)]
+    found: list[lsp.TextEdit] = []
+    for hunk in edits.line_hunks(old, new):
+        if lines is not None and not (
+            hunk.old_start <= lines[1] and max(hunk.old_end - 1, hunk.old_start) >= lines[0]
+        ):
+            continue
+        start = positions.position(source, bounds[hunk.old_start])
+        end = positions.position(source, bounds[hunk.old_end])
+        found.append(
+            lsp.TextEdit(lsp.Range(start, end), "".join(new[hunk.new_start : hunk.new_end]))
+        )
+    return found
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
@@ -346,13 +404,7 @@ async def workspace_symbol(
     """The declarations of the project's specs whose names match the query (its characters in
     order, case aside): the open documents, what their builds import, and every spec under the
     workspace's folders."""
-    folders = [
-        path
-        for folder in ls.workspace.folders.values()
-        if (path := uri_to_path(folder.uri)) is not None
-    ]
-    if not folders and ls.workspace.root_path:
-        folders = [ls.workspace.root_path]
+    folders = ls.folders()
     open_texts: dict[str, str] = {}
     for uri, document in list(ls.workspace.text_documents.items()):
         path = uri_to_path(uri)
@@ -432,16 +484,206 @@ def references(ls: HarnessServer, params: lsp.ReferenceParams) -> list[lsp.Locat
     build, at = found
     positions = ls.positions
     seen: dict[tuple[str, int], lsp.Location] = {}
-    spans = [(build, span) for span in navigate.references(build, at.symbol, build)]
-    for other in list(ls.specs.builds.values()):
-        if other is not build:
-            spans += [(other, span) for span in navigate.references(other, at.symbol, build)]
+    spans = navigate.everywhere(list(ls.specs.builds.values()), build, at.symbol)
     if params.context.include_declaration:
         spans.insert(0, (build, at.symbol.span))
     for owner, span in spans:
         path = owner.path_of(span.source)
         seen.setdefault((path, span.start), lsp.Location(path_to_uri(path), positions.range(span)))
     return list(seen.values())
+
+
+LEGEND = lsp.SemanticTokensLegend(token_types=tokens.TYPES, token_modifiers=tokens.MODIFIERS)
+
+
+async def _pieces(ls: HarnessServer, uri: str) -> tuple[list[tokens.Piece], Source] | None:
+    found = await _fresh_build(ls, uri)
+    source = ls.text_of(uri)
+    if source is None:
+        return None
+    build = found[0] if found is not None else None
+    if found is not None and found[1].text == source.text:
+        source = found[1]  # the build's own source: its spans are the resolver's
+    else:
+        build = None  # a text the build did not read: its tokens alone
+    kept = ls.pieces_kept.get(uri)
+    if kept is not None and kept[0] == source.text and kept[1] is build:
+        return kept[2], source
+    found_pieces = await asyncio.to_thread(tokens.pieces, build, source)
+    ls.pieces_kept[uri] = (source.text, build, found_pieces)
+    return found_pieces, source
+
+
+def _sent(ls: HarnessServer, uri: str, data: list[int]) -> str:
+    result = tokens.result_id()
+    ls.tokens_sent[uri] = (result, data)
+    return result
+
+
+@server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, LEGEND)
+async def semantic_tokens(
+    ls: HarnessServer, params: lsp.SemanticTokensParams
+) -> lsp.SemanticTokens | None:
+    """Every token's meaning: keywords as the parser reads them, names as the resolver bound
+    them (tokens.py)."""
+    found = await _pieces(ls, params.text_document.uri)
+    if found is None:
+        return None
+    data = tokens.encode(found[0], found[1], ls.positions)
+    return lsp.SemanticTokens(data=data, result_id=_sent(ls, params.text_document.uri, data))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL_DELTA, LEGEND)
+async def semantic_tokens_delta(
+    ls: HarnessServer, params: lsp.SemanticTokensDeltaParams
+) -> lsp.SemanticTokens | lsp.SemanticTokensDelta | None:
+    """The change since the tokens the editor has (`previousResultId`): one edit of the middle
+    that changed; all of them when that result is not the last one sent."""
+    uri = params.text_document.uri
+    found = await _pieces(ls, uri)
+    if found is None:
+        return None
+    data = tokens.encode(found[0], found[1], ls.positions)
+    previous = ls.tokens_sent.get(uri)
+    result = _sent(ls, uri, data)
+    if previous is None or previous[0] != params.previous_result_id:
+        return lsp.SemanticTokens(data=data, result_id=result)
+    return lsp.SemanticTokensDelta(edits=tokens.delta(previous[1], data), result_id=result)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, LEGEND)
+async def semantic_tokens_range(
+    ls: HarnessServer, params: lsp.SemanticTokensRangeParams
+) -> lsp.SemanticTokens | None:
+    found = await _pieces(ls, params.text_document.uri)
+    if found is None:
+        return None
+    pieces, source = found
+    positions = ls.positions
+    start = positions.offset(source, params.range.start)
+    end = positions.offset(source, params.range.end)
+    inside = [p for p in pieces if p.end > start and p.start < end]
+    return lsp.SemanticTokens(data=tokens.encode(inside, source, positions))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+def inlay_hint(ls: HarnessServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+    """What the analysis found about each rule in the range (never wins, shadowed, never
+    matches), a duration's plainest form, the unit of a number compared with a duration."""
+    found = ls.build_of(params.text_document.uri)
+    if found is None:
+        return []
+    build, source = found
+    positions = ls.positions
+    start = positions.offset(source, params.range.start)
+    end = positions.offset(source, params.range.end)
+    return hints.hints(build, source, start, end, positions)
+
+
+class RenameRefused(JsonRpcException):
+    """A rename that cannot be done, and why: LSP's `RequestFailed`, its message shown."""
+
+    CODE = -32803
+
+
+async def _fresh_build(ls: HarnessServer, uri: str) -> tuple[Build, Source] | None:
+    """The document's build, checked again first when its text changed since (a rename must
+    not edit offsets of a text the editor no longer has)."""
+    found = ls.build_of(uri)
+    document = ls.document_of(uri)
+    path = uri_to_path(uri)
+    if document is None or path is None:
+        return None
+    if found is None or found[0].text != document.source:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(ls.worker, ls.specs.check, path)
+        found = ls.build_of(uri)
+    return found
+
+
+@server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+async def prepare_rename(
+    ls: HarnessServer, params: lsp.PrepareRenameParams
+) -> lsp.PrepareRenamePlaceholder | None:
+    """The name at the cursor that a rename would change, or why none can be."""
+    found = await _fresh_build(ls, params.text_document.uri)
+    if found is None:
+        return None
+    build, source = found
+    try:
+        target = rename.target_at(build, source, ls.positions.offset(source, params.position))
+    except rename.Refused as refused:
+        raise RenameRefused(str(refused)) from None
+    return lsp.PrepareRenamePlaceholder(ls.positions.range(target.span), target.span.text)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
+async def rename_symbol(ls: HarnessServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
+    """The edits renaming a declaration and every reference to it in the open documents and
+    what they import; a warning names the Python files that bind an executor by a renamed
+    tool's old id (a string the rename does not change)."""
+    found = await _fresh_build(ls, params.text_document.uri)
+    if found is None:
+        return None
+    build, source = found
+    positions = ls.positions
+    try:
+        target = rename.target_at(build, source, positions.offset(source, params.position))
+    except rename.Refused as refused:
+        raise RenameRefused(str(refused)) from None
+    builds = list(ls.specs.builds.values())
+    if target.symbol is not None:  # the specs that are not open but read its declaration
+        declared = build.path_of(target.symbol.module.source or source)
+        builds += await asyncio.get_running_loop().run_in_executor(
+            ls.worker, _closed_importers, ls, declared, builds
+        )
+    try:
+        renamed = rename.edits(builds, build, target, params.new_name)
+    except rename.Refused as refused:
+        raise RenameRefused(str(refused)) from None
+    changes: dict[str, list[lsp.TextEdit]] = {}
+    for edit in renamed:
+        changes.setdefault(path_to_uri(edit.path), []).append(
+            lsp.TextEdit(positions.range(edit.span), edit.text)
+        )
+    # looked for once the edits are sent (they do not wait for it), once at a time per tool
+    if rename.is_tool(target) and target.name not in ls.warnings:
+        task = asyncio.ensure_future(_warn_bindings(ls, target.name, params.new_name))
+        ls.warnings[target.name] = task
+        task.add_done_callback(lambda _: ls.warnings.pop(target.name, None))
+    return lsp.WorkspaceEdit(changes=changes)
+
+
+def _closed_importers(ls: HarnessServer, declared: str, builds: list[Build]) -> list[Build]:
+    """Builds of the specs under the workspace's folders that import `declared` (directly or
+    through others) and that no open document's build reads: a rename edits them too."""
+    loaded = {file for b in builds for file in b.loads}
+    found = []
+    importers = ls.importers_known.get(declared) if ls.watching else None
+    if importers is None:
+        importers = ls.symbols.importers(ls.folders(), declared)
+        if ls.watching:
+            ls.importers_known[declared] = importers
+    for path in importers:
+        if path not in loaded:
+            closed = ls.specs.check_closed(path)
+            if closed is not None:
+                found.append(closed)
+                loaded |= closed.loads
+    return found
+
+
+async def _warn_bindings(ls: HarnessServer, old: str, new: str) -> None:
+    bound = await asyncio.to_thread(ls.executors.bindings, ls.folders(), old)
+    if bound:
+        places = ", ".join(f"{b.path}:{b.line} (`{b.call}`)" for b in bound)
+        ls.window_show_message(
+            lsp.ShowMessageParams(
+                lsp.MessageType.Warning,
+                f"tool `{old}` renamed to `{new}`: Python still binds an executor by `{old}` "
+                f"at {places}; change those strings too",
+            )
+        )
 
 
 @server.feature(

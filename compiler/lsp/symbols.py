@@ -32,6 +32,7 @@ class SymbolIndex:
 
     def __init__(self) -> None:
         self._parsed: dict[str, tuple[tuple[int, int], s.Module]] = {}
+        self._targets: dict[str, tuple[tuple[int, int], frozenset[str]]] = {}
 
     def find(
         self,
@@ -55,6 +56,47 @@ class SymbolIndex:
             if module is not None:
                 found.extend(outline.workspace_symbols(module, path_to_uri(path), positions, query))
         return found
+
+    def importers(self, folders: Iterable[str], path: str) -> list[str]:
+        """The specs under `folders` that import `path` (a real path), directly or through
+        others, sorted: their builds read it."""
+        imports = {}
+        for spec in _spec_files(folders):
+            real = os.path.realpath(spec)
+            imports[real] = self._imports(real)
+        reached = {path}
+        grew = True
+        while grew:
+            grew = False
+            for spec, targets in imports.items():
+                if spec not in reached and targets & reached:
+                    reached.add(spec)
+                    grew = True
+        return sorted(reached - {path})
+
+    def _imports(self, path: str) -> frozenset[str]:
+        """The real paths of the files a spec on disk imports, read again only when its size
+        or modification time changes; a spec that names no `.harness` file is not parsed."""
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return frozenset()
+        stamp = (stat.st_size, stat.st_mtime_ns)
+        known = self._targets.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        try:
+            named = '.harness"' in Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            named = False
+        module = self._disk(path) if named else None
+        targets = frozenset(
+            os.path.realpath(os.path.join(os.path.dirname(path), item.target))
+            for item in (module.items if module is not None else ())
+            if isinstance(item, s.Import) and item.is_file and "\x00" not in item.target
+        )
+        self._targets[path] = (stamp, targets)
+        return targets
 
     def _disk(self, path: str) -> s.Module | None:
         try:

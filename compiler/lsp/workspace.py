@@ -126,6 +126,27 @@ class Workspace:
             if path not in self.texts:
                 return None
             texts = dict(self.texts)
+        build = self._build(path, texts)
+        with self._lock:
+            if path in self.texts:
+                self.builds[path] = build
+                if build.result.model is not None:
+                    self.modelled[path] = build
+        return build
+
+    def check_closed(self, path: str) -> Build | None:
+        """Check a file that is not open, as written on disk, as the root of a build of its
+        own (kept nowhere: a rename reads the references in it); None when it cannot be read."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        with self._lock:
+            texts = dict(self.texts)
+        texts.setdefault(path, (None, text))
+        return self._build(path, texts)
+
+    def _build(self, path: str, texts: dict[str, tuple[int | None, str]]) -> Build:
         version, text = texts[path]
         config, problem = _config(path)
 
@@ -146,11 +167,6 @@ class Workspace:
         for loaded in result.files:  # a root that could not be parsed has no module
             if loaded.source is not None:
                 build.module_paths.setdefault(id(loaded.source), path)
-        with self._lock:
-            if path in self.texts:
-                self.builds[path] = build
-                if result.model is not None:
-                    self.modelled[path] = build
         return build
 
     def _load(
