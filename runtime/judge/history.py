@@ -180,6 +180,7 @@ class Ledger:
     def __init__(self, terms: HistoryTerms) -> None:
         self.terms = terms
         self.index = ProvenanceIndex()
+        self.index.defaults = terms.defaults
         self.now_ms = 0
         self._aggs: dict[str, _Aggregate] = {}
         self._calls: dict[str, _Call] = {}
@@ -268,6 +269,7 @@ class Ledger:
             if terms is not self.terms:
                 self.terms = terms
                 self.index = ProvenanceIndex()
+                self.index.defaults = terms.defaults
                 self._aggs.clear()
                 self._calls.clear()
                 self._order.clear()
