@@ -54,6 +54,7 @@ from harnessc.runtime.judge.provenance import (
     arg_name,
     extract,
     fields_of,
+    line_totals,
     spec_defaults,
     with_default,
 )
@@ -808,6 +809,10 @@ class _Builder:
             fields = fields_of(tool.output) if tool.kind != "mcp" else None
             for scalar, kind in _result_scalars(result, fields, trust):
                 if _text(scalar) == text:
+                    kinds.add(kind)
+                    labels |= carried
+            for total, _, kind in line_totals(result, fields, trust):
+                if total == text:  # a line's total, composed as the runtime composes it
                     kinds.add(kind)
                     labels |= carried
             # `on_success add`: what the call adds to a fact is a fact value (trusted) too

@@ -145,15 +145,16 @@ def source_text(source: Source, tool_call_id: str | None = None) -> str:
     (the call when known), "a user message, event #3", "the facts (trusted), event #1"."""
     if source.default is not None:
         return f"the default of `{source.default}` in the spec (trusted)"
+    composed = f"{source.composed} in " if source.composed is not None else ""
     if source.tool is not None:
         labels = f", labels {', '.join(sorted(source.labels))}" if source.labels else ""
-        where = f"the result of `{source.tool}` ({source.kind}{labels})"
+        where = f"{composed}the result of `{source.tool}` ({source.kind}{labels})"
         if tool_call_id is not None:
             where += f", call {tool_call_id}"
     elif source.kind == "user":
         where = "a user message"
     else:
-        where = "the facts (trusted)"
+        where = f"{composed}the facts (trusted)"
     return f"{where}, event #{source.position}"
 
 

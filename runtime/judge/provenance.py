@@ -45,6 +45,7 @@ __all__ = [
     "Source",
     "arg_name",
     "extract",
+    "line_totals",
     "normalize",
     "provenance_holds",
     "span_key",
@@ -430,6 +431,8 @@ class Source:
     labels: frozenset[str] = frozenset()
     default: str | None = None
     """For the spec's default of an argument: `tool.field` (kind `trusted`, position 0)."""
+    composed: str | None = None
+    """For a line's total (`line_totals`): its parts, `3 × 15.5`."""
 
 
 @dataclass(slots=True)
@@ -518,6 +521,11 @@ class ProvenanceIndex:
                     self._put(key, item)
                     if kind == "user":
                         self._put(f"#{key}", item, self.said)
+        if source.kind != "user":
+            for total, parts, kind in line_totals(value, fields_of(schema), source.kind):
+                self._put(
+                    total, Source(kind, source.position, source.tool, source.labels, None, parts)
+                )
 
     def lookup(self, value: Any) -> Origin | None:
         """The sources of a value: its normalised whole value among every source's values and
@@ -707,6 +715,56 @@ def scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[
                 stack.append((inner, known, here))
         elif item is not None and item.__class__ is not bool:
             yield item, here
+
+
+MAX_FACTORS = 8
+"""A record's numbers a line's total is composed of: the first 8."""
+_COUNT = range(2, 1001)
+
+
+def line_totals(
+    value: Any, fields: dict[str, Field] | None, kind: str
+) -> Iterator[tuple[str, str, str]]:
+    """Inside every record of a JSON value, the product of a count (an `int` from 2 to 1000)
+    and another number of the same record whose field is of the same source kind, as
+    (normalised product, `count × number`, kind) — language.md §7.4, "A line's total". Secret
+    fields are left out, as `scalars` leaves them.
+
+    >>> [t for t, _, _ in line_totals({"items": [{"price": 15.5, "qty": 3}]}, None, "trusted")]
+    ['46.5']
+    """
+    stack: list[tuple[Any, dict[str, Field] | None, str]] = [(value, fields, kind)]
+    while stack:
+        item, known, here = stack.pop()
+        if isinstance(item, Mapping):
+            numbers: list[tuple[int | float, str]] = []
+            for key, inner in item.items():
+                fld = known.get(key) if known is not None else None
+                if fld is not None and fld.secret:
+                    continue
+                inner_kind = (fld.trust if fld is not None else None) or here
+                cls = inner.__class__
+                if cls is int or cls is float:
+                    if len(numbers) < MAX_FACTORS:
+                        numbers.append((inner, inner_kind))
+                elif isinstance(inner, Mapping | list | tuple):
+                    stack.append((inner, _inner_fields(fld.type) if fld else None, inner_kind))
+            if len(numbers) < 2:
+                continue
+            done: set[tuple[int, int]] = set()
+            for i, (count, count_kind) in enumerate(numbers):
+                if count.__class__ is not int or count not in _COUNT:
+                    continue
+                for j, (other, other_kind) in enumerate(numbers):
+                    if i == j or other_kind != count_kind or (min(i, j), max(i, j)) in done:
+                        continue
+                    done.add((min(i, j), max(i, j)))
+                    total = _number_text(str(Decimal(count) * Decimal(repr(other))))
+                    if total is not None:
+                        yield total, f"{count} × {_number_text(repr(other))}", count_kind
+        elif isinstance(item, list | tuple):
+            for inner in item:
+                stack.append((inner, known, here))
 
 
 def _inner_fields(type_: Type) -> dict[str, Field] | None:
