@@ -736,20 +736,24 @@ def line_totals(
     stack: list[tuple[Any, dict[str, Field] | None, str]] = [(value, fields, kind)]
     while stack:
         item, known, here = stack.pop()
-        if isinstance(item, Mapping):
+        if item.__class__ is dict or isinstance(item, Mapping):
             numbers: list[tuple[int | float, str]] = []
+            counts = False
             for key, inner in item.items():
+                cls = inner.__class__
+                if cls is str or inner is None or cls is bool:
+                    continue  # most of a result: nothing to compose, nothing to descend into
                 fld = known.get(key) if known is not None else None
                 if fld is not None and fld.secret:
                     continue
                 inner_kind = (fld.trust if fld is not None else None) or here
-                cls = inner.__class__
                 if cls is int or cls is float:
                     if len(numbers) < MAX_FACTORS:
                         numbers.append((inner, inner_kind))
-                elif isinstance(inner, Mapping | list | tuple):
+                        counts = counts or (cls is int and inner in _COUNT)
+                elif cls is dict or cls is list or isinstance(inner, Mapping | list | tuple):
                     stack.append((inner, _inner_fields(fld.type) if fld else None, inner_kind))
-            if len(numbers) < 2:
+            if not counts or len(numbers) < 2:
                 continue
             done: set[tuple[int, int]] = set()
             for i, (count, count_kind) in enumerate(numbers):
@@ -762,9 +766,11 @@ def line_totals(
                     total = _number_text(str(Decimal(count) * Decimal(repr(other))))
                     if total is not None:
                         yield total, f"{count} × {_number_text(repr(other))}", count_kind
-        elif isinstance(item, list | tuple):
+        elif item.__class__ is list or isinstance(item, list | tuple):
             for inner in item:
-                stack.append((inner, known, here))
+                cls = inner.__class__
+                if cls is dict or cls is list or isinstance(inner, Mapping | tuple):
+                    stack.append((inner, known, here))
 
 
 def _inner_fields(type_: Type) -> dict[str, Field] | None:
