@@ -168,3 +168,34 @@ def test_the_specs_own_tests_agree(tmp_path: Path) -> None:
         ("a default the call leaves out is the spec's", True),
         ("a limit only a page gave is refused", True),
     ]
+
+
+def test_a_history_terms_when_reads_an_earlier_calls_default(tmp_path: Path) -> None:
+    # searches at the spec's limit are counted, those at a page's limit are not
+    text = SPEC.replace(
+        "  injected_limit:",
+        "  repeat: deny web.search when count(web.search within 1h when args.limit from trusted)"
+        ' > 2 {\n    reason "Two searches at the usual limit an hour."\n  }\n  injected_limit:',
+    )
+    text = text.replace("args.limit from untrusted only or args.limit", "args.limit")
+    path = tmp_path / "search.harness"
+    path.write_text(text, encoding="utf-8")
+    spec = check([path]).model
+    assert spec is not None
+    got = _decide(
+        Harness(spec),
+        [
+            ("web.read", {"url": "https://a.test"}),
+            ("web.search", {"q": "tea"}),  # the default: counted
+            ("web.search", {"q": "tea", "limit": 50}),  # from nowhere: refused, not counted
+            ("web.search", {"q": "tea", "limit": 10}),  # the default's value: counted
+            ("web.search", {"q": "green tea"}),  # the third at the spec's limit
+        ],
+    )
+    assert [g[:2] for g in got] == [
+        ("allow", ""),
+        ("allow", ""),
+        ("deny", "agent.injected_limit"),
+        ("allow", ""),
+        ("deny", "agent.repeat"),
+    ]
