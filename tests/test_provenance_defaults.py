@@ -199,3 +199,28 @@ def test_a_history_terms_when_reads_an_earlier_calls_default(tmp_path: Path) -> 
         ("allow", ""),
         ("deny", "agent.repeat"),
     ]
+
+
+def test_a_spec_tests_earlier_call_is_replayed_with_its_defaults(tmp_path: Path) -> None:
+    text = SPEC.replace(
+        "  injected_limit:",
+        "  repeat: deny web.search when count(web.search within 1h when args.limit from trusted)"
+        ' > 1 {\n    reason "One search at the usual limit an hour."\n  }\n  injected_limit:',
+    ) + (
+        '\ntest "an earlier search at the spec\'s limit counts" {\n'
+        "  policy agent\n"
+        '  earlier web.search(q: "tea") returns {}\n'
+        '  call web.search(q: "green tea")\n'
+        "  expect deny rule repeat\n"
+        "}\n"
+    )
+    path = tmp_path / "search.harness"
+    path.write_text(text, encoding="utf-8")
+    spec = check([path]).model
+    assert spec is not None
+    from harnessc.compiler.testing import run_spec_tests
+
+    run = run_spec_tests(spec, pattern="an earlier search")
+    assert [(o.test.name, o.problems) for o in run.outcomes] == [
+        ("an earlier search at the spec's limit counts", [])
+    ]
