@@ -206,6 +206,23 @@ def test_each_argument_shows_its_sources_from_the_log(spec: Spec, tmp_path: Path
     assert SECRET not in repr(shown)
 
 
+def test_an_argument_the_spec_defaults_shows_the_default_as_its_source(tmp_path: Path) -> None:
+    defaulted = compile_text(tmp_path, SPEC.replace("canary: int?", "canary: int default 100"))
+    h = Harness(defaulted)
+    h.bind("ticket.read", lambda args: {"host": "web-1", "note": "100"})
+    s = h.session("a", actor={"user": "u-1", "role": "dev"}, task="t-1")
+    assert s.invoke(call(s, "ticket.read", "t-1", {"id": "TCK-1"})).ok
+    rid = ask(s, "prod.deploy", "c-1", {"host": "web-2", "version": "2.4"})  # canary left out
+    by_arg = {p["arg"]: p for p in operations.approval(h, rid)["provenance"]}
+    sources = by_arg["canary"]["sources"]
+    # the spec's default first, then the result that happens to hold the same value
+    assert [(x["kind"], x["tool"]) for x in sources] == [
+        ("trusted", None),
+        ("untrusted", "ticket.read"),
+    ]
+    assert sources[0]["text"] == "the default of `prod.deploy.canary` in the spec (trusted)"
+
+
 def test_a_labelled_output_field_gives_its_label(spec: Spec) -> None:
     h = Harness(spec)
     h.bind("ticket.read", lambda args: {"host": "web-1", "note": "2.4-hotfix"})

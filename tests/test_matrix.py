@@ -141,8 +141,9 @@ DRIVES: dict[str, Drive] = {
         "mailer",
         (
             Step("directory.find", {"name": "bob"}, "allow", {"email": "bob@b.test"}),
-            Step("mail.send", {"to": "bob@b.test"}, "allow"),
+            Step("mail.send", {"to": "bob@b.test"}, "allow"),  # `priority`: the default
             Step("mail.send", {"to": "eve@e.test"}, "ask"),
+            Step("mail.send", {"to": "bob@b.test", "priority": "urgent"}, "ask"),
         ),
         # the address stays trusted through the fact the lookup adds it to: untrusting the
         # tool changes a decision only with its `on_success add` gone too

@@ -49,7 +49,15 @@ from typing import Any
 
 from harnessc.runtime import model as m
 from harnessc.runtime.judge.history import facts_added, result_labels
-from harnessc.runtime.judge.provenance import extract, fields_of
+from harnessc.runtime.judge.provenance import (
+    Source,
+    arg_name,
+    extract,
+    fields_of,
+    line_totals,
+    spec_defaults,
+    with_default,
+)
 from harnessc.runtime.judge.provenance import scalars as _result_scalars
 from harnessc.runtime.model.semantics import selects
 from pydantic import BaseModel
@@ -144,6 +152,7 @@ class _Builder:
     def __init__(self, spec: m.Spec, call: Call) -> None:
         self.spec = spec
         self.call = call
+        self._defaults: dict[tuple[str, str], tuple[str, Source]] | None = None
         self.terms = [(term_of(k), v) for k, v in call.session.items()]
         self.values: dict[str, tuple[Any, _Wants]] = {}
         self.steps: list[m.SessionStep] = []
@@ -360,8 +369,16 @@ class _Builder:
             if wanted != (term.source == "nowhere"):
                 raise _Missing(f"`{spec_text(term)}`: a list or record is from nowhere")
             return
-        w = self.wants(value, term)
         source = term.source
+        if self.is_default(term, value) and (
+            (wanted and (source == "nowhere" or (term.only and source != "trusted")))
+            or (not wanted and source == "trusted" and not term.only)
+        ):
+            raise _Missing(
+                f"`{spec_text(term)}`: {value_text(value)} is the spec's default of the "
+                "argument, a source of its own (trusted)"
+            )
+        w = self.wants(value, term)
         if source == "nowhere":
             if wanted:
                 w.forbid.update(_KINDS)
@@ -794,6 +811,10 @@ class _Builder:
                 if _text(scalar) == text:
                     kinds.add(kind)
                     labels |= carried
+            for total, _, kind in line_totals(result, fields, trust):
+                if total == text:  # a line's total, composed as the runtime composes it
+                    kinds.add(kind)
+                    labels |= carried
             # `on_success add`: what the call adds to a fact is a fact value (trusted) too
             added = facts_added(tool, step.args, result, {})
             if any(_text(scalar) == text for scalar, _ in _result_scalars(added, None, "")):
@@ -803,12 +824,26 @@ class _Builder:
                 kinds.add("trusted")
         return kinds, labels
 
+    def is_default(self, term: m.Provenance, value: Any) -> bool:
+        """Whether `value` is the spec's default of the call's top-level argument the term
+        reads: a source of its own, kind `trusted` (`provenance.with_default`)."""
+        name = arg_name(term.value)
+        if name is None or value is ABSENT:
+            return False
+        defaults = self._defaults
+        if defaults is None:
+            defaults = self._defaults = spec_defaults(self.spec)
+        found = with_default(None, defaults, self.call.tool, name, value)
+        return found is not None
+
     def holds(
         self, term: m.Provenance, value: Any, steps: Sequence[m.SessionStep] | None = None
     ) -> bool:
         if value is ABSENT or isinstance(value, list | dict):
             return term.source == "nowhere" and value is not ABSENT
         kinds, labels = self.kinds_of(value, steps)
+        if self.is_default(term, value):
+            kinds.add("trusted")
         if term.source == "nowhere":
             return not kinds
         if term.source == "label":

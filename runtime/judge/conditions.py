@@ -56,7 +56,14 @@ from ..model.semantics import (
     value_eq,
 )
 from ..model.session_terms import history_key
-from .provenance import KIND_BITS, Origin, ProvenanceView, extract, provenance_holds
+from .provenance import (
+    KIND_BITS,
+    Origin,
+    ProvenanceView,
+    arg_name,
+    extract,
+    provenance_holds,
+)
 from .terms import HistoryTerms
 
 __all__ = ["Past", "Scope", "compile_conditions", "evaluate"]
@@ -239,7 +246,11 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
         return OPERATORS[cond.op].evaluate(left, right, ordering_kind(cond.left, cond.right))
     if isinstance(cond, Provenance):
         value = value_of(cond.value, scope)
-        return provenance_holds(provenance_of(scope), value, cond.source, cond.label, cond.only)
+        name = arg_name(cond.value)
+        arg = None if name is None else (scope.tool.get("id"), name)
+        return provenance_holds(
+            provenance_of(scope), value, cond.source, cond.label, cond.only, arg
+        )
     if isinstance(cond, Quantified):
         items = value_of(cond.over, scope)
         if items.__class__ not in (list, tuple):
@@ -268,6 +279,16 @@ def _origin(ledger: Past | None, value: Any) -> Any:
     return None if ledger is None else ledger.index.lookup(value)
 
 
+def _origin_arg(x: Any, name: str, value: Any) -> Any:
+    """`_origin` of the call's top-level argument `name`: its default is a source too."""
+    if value is None:
+        return _ABSENT_VALUE
+    ledger = x.ledger
+    if ledger is None:
+        return None
+    return ledger.index.lookup_arg(getattr(x, "tool_id", None), name, value)
+
+
 def _hnum(x: Any, key: str) -> int | float:
     ledger = x.ledger
     return 0 if ledger is None else ledger.number(key, x.tool_call_id)
@@ -292,6 +313,7 @@ def helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
     found = {
         "_NUM": NUMBERS,
         "_origin": _origin,
+        "_origin_arg": _origin_arg,
         "_Origin": Origin,
         "_hnum": _hnum,
         "_hold": _hold,
@@ -467,7 +489,12 @@ class Emitter:
             # one normalisation and one dict lookup (`provenance_holds` is the meaning); in a
             # history term's `when` for the call being decided, that call's provenance too
             o = self.temp()
-            found = f"({o} := _origin(x.ledger, {self.operand(node.value)}))"
+            name = arg_name(node.value)
+            operand = self.operand(node.value)
+            if name is None or (self.terms is not None and name not in self.terms.defaulted):
+                found = f"({o} := _origin(x.ledger, {operand}))"
+            else:  # a top-level argument: the spec's default of it is a source too
+                found = f"({o} := _origin_arg(x, {self.const(name)}, {operand}))"
             if node.source == "nowhere":
                 return f"({found} is None)"
             if node.source == "label":

@@ -21,7 +21,7 @@ from ..model.ir import (
 from .conditions import Scope, dig, history_value, value_of
 from .context import CallContext
 from .history import HistoryTerms, history_key
-from .provenance import Origin, Source, provenance_holds
+from .provenance import Origin, Source, arg_name, provenance_holds
 
 __all__ = ["describe_history", "session_evidence", "source_text"]
 
@@ -97,12 +97,16 @@ class _Walk:
             value = value_of(path, scope)
         ledger = self.call.ledger
         index = ledger.index if ledger is not None else None
-        if provenance_holds(index, value, node.source, node.label, node.only) == negated:
+        name = arg_name(path)
+        arg = None if name is None else (self.call.tool_id, name)
+        if provenance_holds(index, value, node.source, node.label, node.only, arg) == negated:
             return
         if value is None:
             return  # an absent value: nothing to say of where it appeared
         what = f"`{_path_text(path, scope)}`"
-        origin = index.lookup(value) if index is not None else None
+        origin = None
+        if index is not None:
+            origin = index.lookup(value) if arg is None else index.lookup_arg(*arg, value)
         if origin is None:
             self.out.append(f"{what} appeared in no source")
         else:
@@ -139,15 +143,18 @@ def _sources(origin: Origin) -> str:
 def source_text(source: Source, tool_call_id: str | None = None) -> str:
     """One source in words: "the result of `mail.read` (untrusted), call c-4, event #41"
     (the call when known), "a user message, event #3", "the facts (trusted), event #1"."""
+    if source.default is not None:
+        return f"the default of `{source.default}` in the spec (trusted)"
+    composed = f"{source.composed} in " if source.composed is not None else ""
     if source.tool is not None:
         labels = f", labels {', '.join(sorted(source.labels))}" if source.labels else ""
-        where = f"the result of `{source.tool}` ({source.kind}{labels})"
+        where = f"{composed}the result of `{source.tool}` ({source.kind}{labels})"
         if tool_call_id is not None:
             where += f", call {tool_call_id}"
     elif source.kind == "user":
         where = "a user message"
     else:
-        where = "the facts (trusted)"
+        where = f"{composed}the facts (trusted)"
     return f"{where}, event #{source.position}"
 
 

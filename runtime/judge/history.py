@@ -180,6 +180,7 @@ class Ledger:
     def __init__(self, terms: HistoryTerms) -> None:
         self.terms = terms
         self.index = ProvenanceIndex()
+        self.index.defaults = terms.defaults
         self.now_ms = 0
         self._aggs: dict[str, _Aggregate] = {}
         self._calls: dict[str, _Call] = {}
@@ -220,13 +221,14 @@ class Ledger:
                 continue
             at = now_ms - (step.ago_ms or 0)
             action = f"earlier-{n}"
+            tool = terms.spec.tools.get(step.tool)
+            args = _with_defaults(tool, step.args)
             ledger.requested(
-                action, step.tool, step.args, position=position, time_ms=at, tool_call_id=action
+                action, step.tool, args, position=position, time_ms=at, tool_call_id=action
             )
             ledger.authorised(action, position=position, time_ms=at)
             ledger.finished(action, "SUCCEEDED", step.result, position=position, time_ms=at)
-            tool = terms.spec.tools.get(step.tool)
-            added = facts_added(tool, step.args, step.result, facts) if tool else {}
+            added = facts_added(tool, args, step.result, facts) if tool else {}
             if added:  # `on_success add`: the facts change, as the runtime records it
                 facts.update(added)
                 ledger.facts(added, position=position)
@@ -274,6 +276,7 @@ class Ledger:
             if terms is not self.terms:
                 self.terms = terms
                 self.index = ProvenanceIndex()
+                self.index.defaults = terms.defaults
                 self._aggs.clear()
                 self._calls.clear()
                 self._order.clear()
@@ -592,6 +595,20 @@ def _contribution(
     if value.__class__ not in (int, float):
         return None
     return value
+
+
+def _with_defaults(tool: Tool | None, args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An earlier call's arguments as the runtime records them: the schema's defaults of the
+    arguments left out filled in, as normalization does."""
+    schema = tool.input if tool is not None else None
+    missing = [
+        f
+        for f in (schema.fields if schema is not None else ())
+        if f.default is not None and args.get(f.name) is None
+    ]
+    if not missing:
+        return args
+    return {**args, **{f.name: f.default for f in missing}}
 
 
 def _record(value: Any) -> Mapping[str, Any]:

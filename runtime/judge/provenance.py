@@ -35,7 +35,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ..model.ir import Field, Schema, Type
+from ..model.ir import Field, Schema, Spec, Type
 
 __all__ = [
     "KIND_BITS",
@@ -43,12 +43,16 @@ __all__ = [
     "Origin",
     "ProvenanceIndex",
     "Source",
+    "arg_name",
     "extract",
+    "line_totals",
     "normalize",
     "provenance_holds",
     "span_key",
     "spans",
+    "spec_defaults",
     "tokens",
+    "with_default",
 ]
 
 KIND_BITS: dict[str, int] = {"user": 1, "trusted": 2, "untrusted": 4}
@@ -425,6 +429,10 @@ class Source:
     position: int
     tool: str | None = None
     labels: frozenset[str] = frozenset()
+    default: str | None = None
+    """For the spec's default of an argument: `tool.field` (kind `trusted`, position 0)."""
+    composed: str | None = None
+    """For a line's total (`line_totals`): its parts, `3 × 15.5`."""
 
 
 @dataclass(slots=True)
@@ -451,11 +459,13 @@ class ProvenanceIndex:
     `lookup` is one `normalize` and one dict lookup, and one `span_key` and one more lookup
     once the user has said something."""
 
-    __slots__ = ("_last", "_version", "entries", "said")
+    __slots__ = ("_last", "_version", "defaults", "entries", "said")
 
     def __init__(self) -> None:
         self.entries: dict[str, Origin] = {}
         self.said: dict[str, Origin] = {}
+        self.defaults: dict[tuple[str, str], tuple[str, Source]] = {}
+        """(tool id, argument) → the default's key and its source (`spec_defaults`)."""
         # the last value looked up and its answer: a decision testing one argument against
         # several sources normalises it once (cleared whenever a source enters)
         self._version = 0
@@ -511,6 +521,11 @@ class ProvenanceIndex:
                     self._put(key, item)
                     if kind == "user":
                         self._put(f"#{key}", item, self.said)
+        if source.kind != "user":
+            for total, parts, kind in line_totals(value, fields_of(schema), source.kind):
+                self._put(
+                    total, Source(kind, source.position, source.tool, source.labels, None, parts)
+                )
 
     def lookup(self, value: Any) -> Origin | None:
         """The sources of a value: its normalised whole value among every source's values and
@@ -540,6 +555,20 @@ class ProvenanceIndex:
     def kinds_of(self, value: Any) -> frozenset[str]:
         found = self.lookup(value)
         return frozenset() if found is None else found.kinds
+
+    def lookup_arg(self, tool_id: str | None, name: str, value: Any) -> Origin | None:
+        """The sources of the top-level argument `name` of a call of `tool_id`: `lookup`, and
+        the spec's default of that argument when the value is it.
+
+        >>> index = ProvenanceIndex()
+        >>> index.defaults = {("s", "limit"): ("10", Source("trusted", 0, default="s.limit"))}
+        >>> index.add_text("10", Source("untrusted", 4, "web.fetch"))
+        >>> sorted(index.lookup_arg("s", "limit", 10).kinds)
+        ['trusted', 'untrusted']
+        >>> index.lookup_arg("s", "page", 10).kinds
+        frozenset({'untrusted'})
+        """
+        return with_default(self.lookup(value), self.defaults, tool_id, name, value)
 
 
 def _union(a: Origin, b: Origin) -> Origin:
@@ -572,6 +601,11 @@ class IndexBefore:
         self.index = index
         self.position = position
 
+    def lookup_arg(self, tool_id: str | None, name: str, value: Any) -> Origin | None:
+        """As `ProvenanceIndex.lookup_arg`: the spec's defaults came before every event."""
+        found = self.lookup(value)
+        return with_default(found, self.index.defaults, tool_id, name, value)
+
     def lookup(self, value: Any) -> Origin | None:
         found = self.index.lookup(value)
         if found is None:
@@ -592,6 +626,63 @@ class IndexBefore:
 
 ProvenanceView = ProvenanceIndex | IndexBefore
 """What a `from` reads: a session's index, or the index as it was before an event."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec's defaults: a source of their own (language.md §7.4, "The spec's defaults")
+
+
+def default_key(value: Any) -> str | None:
+    """How a default and an argument are compared: `normalize`, and a boolean as itself (a
+    boolean is never indexed, but a default `true` is still the spec's)."""
+    if value is True or value is False:
+        return "\x00true" if value else "\x00false"
+    return normalize(value)
+
+
+def spec_defaults(spec: Spec) -> dict[tuple[str, str], tuple[str, Source]]:
+    """Every scalar default of a tool's top-level input field, by (tool id, field): its key
+    and its source (`trusted`, position 0, `default` naming `tool.field`)."""
+    out: dict[tuple[str, str], tuple[str, Source]] = {}
+    for tool in spec.tools.values():
+        schema = tool.input
+        for fld in schema.fields if schema is not None else ():
+            if fld.default is None or isinstance(fld.default, list | dict):
+                continue
+            key = default_key(fld.default)
+            if key is not None:
+                name = f"{tool.id}.{fld.name}"
+                out[(tool.id, fld.name)] = (key, Source("trusted", 0, default=name))
+    return out
+
+
+def with_default(
+    found: Origin | None,
+    defaults: Mapping[tuple[str, str], tuple[str, Source]],
+    tool_id: str | None,
+    name: str,
+    value: Any,
+) -> Origin | None:
+    """`found`, with the spec's default of argument `name` of `tool_id` as a first source
+    when `value` is that default."""
+    if not defaults or tool_id is None or value is None:
+        return found
+    entry = defaults.get((tool_id, name))
+    if entry is None or default_key(value) != entry[0]:
+        return found
+    source = entry[1]
+    if found is None:
+        return Origin(KIND_BITS["trusted"], frozenset(), [source])
+    return Origin(found.mask | KIND_BITS["trusted"], found.labels, [source, *found.sources])
+
+
+def arg_name(node: object) -> str | None:
+    """The argument a provenance term reads when it is a top-level one (`args.limit`)."""
+    root = getattr(node, "root", None)
+    parts: tuple[str, ...] = getattr(node, "parts", ())
+    if root != "args" or len(parts) != 1:
+        return None
+    return parts[0]
 
 
 def _with_kind(source: Source, kind: str) -> Source:
@@ -626,6 +717,62 @@ def scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[
             yield item, here
 
 
+MAX_FACTORS = 8
+"""A record's numbers a line's total is composed of: the first 8."""
+_COUNT = range(2, 1001)
+
+
+def line_totals(
+    value: Any, fields: dict[str, Field] | None, kind: str
+) -> Iterator[tuple[str, str, str]]:
+    """Inside every record of a JSON value, the product of a count (an `int` from 2 to 1000)
+    and another number of the same record whose field is of the same source kind, as
+    (normalised product, `count × number`, kind) — language.md §7.4, "A line's total". Secret
+    fields are left out, as `scalars` leaves them.
+
+    >>> [t for t, _, _ in line_totals({"items": [{"price": 15.5, "qty": 3}]}, None, "trusted")]
+    ['46.5']
+    """
+    stack: list[tuple[Any, dict[str, Field] | None, str]] = [(value, fields, kind)]
+    while stack:
+        item, known, here = stack.pop()
+        if item.__class__ is dict or isinstance(item, Mapping):
+            numbers: list[tuple[int | float, str]] = []
+            counts = False
+            for key, inner in item.items():
+                cls = inner.__class__
+                if cls is str or inner is None or cls is bool:
+                    continue  # most of a result: nothing to compose, nothing to descend into
+                fld = known.get(key) if known is not None else None
+                if fld is not None and fld.secret:
+                    continue
+                inner_kind = (fld.trust if fld is not None else None) or here
+                if cls is int or cls is float:
+                    if len(numbers) < MAX_FACTORS:
+                        numbers.append((inner, inner_kind))
+                        counts = counts or (cls is int and inner in _COUNT)
+                elif cls is dict or cls is list or isinstance(inner, Mapping | list | tuple):
+                    stack.append((inner, _inner_fields(fld.type) if fld else None, inner_kind))
+            if not counts or len(numbers) < 2:
+                continue
+            done: set[tuple[int, int]] = set()
+            for i, (count, count_kind) in enumerate(numbers):
+                if count.__class__ is not int or count not in _COUNT:
+                    continue
+                for j, (other, other_kind) in enumerate(numbers):
+                    if i == j or other_kind != count_kind or (min(i, j), max(i, j)) in done:
+                        continue
+                    done.add((min(i, j), max(i, j)))
+                    total = _number_text(str(Decimal(count) * Decimal(repr(other))))
+                    if total is not None:
+                        yield total, f"{count} × {_number_text(repr(other))}", count_kind
+        elif item.__class__ is list or isinstance(item, list | tuple):
+            for inner in item:
+                cls = inner.__class__
+                if cls is dict or cls is list or isinstance(inner, Mapping | tuple):
+                    stack.append((inner, known, here))
+
+
 def _inner_fields(type_: Type) -> dict[str, Field] | None:
     while type_.name in ("list", "map") and type_.item is not None:
         type_ = type_.item
@@ -637,17 +784,28 @@ def _inner_fields(type_: Type) -> dict[str, Field] | None:
 
 
 def provenance_holds(
-    index: ProvenanceView | None, value: Any, source: str, label: str | None, only: bool
+    index: ProvenanceView | None,
+    value: Any,
+    source: str,
+    label: str | None,
+    only: bool,
+    arg: tuple[str | None, str] | None = None,
 ) -> bool:
     """`value from source [only]` (language.md, "Session-aware policy"): an absent value
-    satisfies none of the forms; a list is looked up as a whole, so it is from nowhere.
+    satisfies none of the forms; a list is looked up as a whole, so it is from nowhere. `arg`:
+    the (tool id, name) of the top-level argument the value is, whose default is a source.
 
     >>> provenance_holds(None, "x", "nowhere", None, False)
     True
     """
     if value is None:
         return False
-    found = None if index is None else index.lookup(value)
+    if index is None:
+        found = None
+    elif arg is None:
+        found = index.lookup(value)
+    else:
+        found = index.lookup_arg(arg[0], arg[1], value)
     if source == "nowhere":
         return found is None
     if found is None:

@@ -11,6 +11,7 @@ from typing import Any
 from ..model.ir import History, Spec, Tool
 from ..model.semantics import selects, tool_view
 from ..model.session_terms import history_key, reads_result, session_terms
+from .provenance import Source, spec_defaults
 
 __all__ = ["HistoryTerms"]
 
@@ -27,6 +28,7 @@ class HistoryTerms:
         self._by_tool: dict[str, list[str]] = {}
         self._views: dict[tuple[str, str | None], dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._defaults: dict[tuple[str, str], tuple[str, Source]] | None = None
         self.read = False
         """Whether anything of the spec reads session state (a provenance, quantified, extract
         or history term): when nothing does, sessions need not keep their ledger current."""
@@ -41,6 +43,21 @@ class HistoryTerms:
             for step in workflow.steps:
                 self._collect(step.condition)
                 self._collect(step.when)
+
+    @property
+    def defaults(self) -> dict[tuple[str, str], tuple[str, Source]]:
+        """The spec's defaults as sources (`provenance.spec_defaults`), made once per spec and
+        shared by every session's index."""
+        found = self._defaults
+        if found is None:
+            found = self._defaults = spec_defaults(self.spec)
+        return found
+
+    @property
+    def defaulted(self) -> frozenset[str]:
+        """The names of the arguments some tool gives a default (the compiled deciders look
+        a default up only for those)."""
+        return frozenset(name for _, name in self.defaults)
 
     def _collect(self, cond: object) -> None:
         for term in session_terms(cond):

@@ -236,7 +236,12 @@ class _Fold:
             if value == REDACTED:
                 shown.append({"arg": path, "secret": True, "value": REDACTED, "sources": []})
                 continue
-            origin = self.ledger.index.lookup(value)
+            index = self.ledger.index
+            if "." in path or "[" in path:
+                origin = index.lookup(value)
+            else:  # a top-level argument: the spec's default of it is a source too
+                tool = request.get("tool_id")
+                origin = index.lookup_arg(tool if isinstance(tool, str) else None, path, value)
             sources = []
             for source in origin.sources if origin is not None else ():
                 call = self.calls.get(source.position) if source.tool is not None else None

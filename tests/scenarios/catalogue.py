@@ -1578,7 +1578,6 @@ SUPPORT = Domain(
                 Call("orders.get", {"id": "A-55812"}, returns=ORDER),
                 Call("orders.refund", {"order": "A-55812", "amount": 46.5, "reason": "stale tea"}),
             ),
-            needs="composed value",
         ),
         Task(
             "change an address the agent typed",
