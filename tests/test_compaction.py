@@ -402,6 +402,31 @@ def test_a_memory_log_compacted_under_its_harness_decides_alike(desk: Spec, tmp_
     assert verify_across(h.store.read(), [read_archive(tmp_path / "a.jsonl")], key=KEY).ok
 
 
+def test_a_session_ended_and_archived_while_held_in_memory_is_not_resumed(
+    desk: Spec, tmp_path: Path
+) -> None:
+    """A harness that ended a session keeps its object; once a compaction (of this process
+    or another) archived the session, resuming it says so instead of answering from an
+    object the log no longer backs, and a live session is resumed as before."""
+    from harnessc.runtime import HarnessError
+
+    h = Harness(desk, store=SQLiteStore(str(tmp_path / "log.db")), clock=Clock())
+    bind(h)
+    done = h.session("bot", actor=ACTOR, task="t-done")
+    done.user_said("delete /tmp/x")
+    live = h.session("bot", actor=ACTOR, task="t-live")
+    done.end()
+    other = SQLiteStore(str(tmp_path / "log.db"))  # the operator's process
+    compact(other, before=other.head()[0], archive=tmp_path / "a.jsonl")
+    other.close()
+    with pytest.raises(HarnessError) as refused:
+        h.resume(done.id)
+    assert refused.value.code == "archived" and "a.jsonl" in refused.value.message
+    assert done.id not in h.sessions
+    assert h.resume(live.id) is live
+    h.store.close()
+
+
 @pytest.mark.parametrize("share", [0.3, 0.7, 1.0])
 def test_a_log_compacted_under_a_running_harness_decides_and_reopens_alike(
     desk: Spec, tmp_path: Path, share: float

@@ -672,3 +672,25 @@ def test_the_command_refuses_an_open_server_off_loopback_and_half_a_certificate(
     bad.write_text("harness {", encoding="utf-8")
     assert main(["serve", str(bad)]) == 1
     assert "does not compile" in capsys.readouterr().err
+
+
+def test_a_session_archived_by_a_compaction_answers_410_archived(
+    spec: Spec, tmp_path: Path
+) -> None:
+    """An ended session that a compaction (here the operator's, in another process) archived
+    while the server held it answers `archived`, naming the archive; a live one goes on."""
+    from harnessc.runtime.log.cut import compact
+
+    h = Harness(spec, store=SQLiteStore(str(tmp_path / "log.db")))
+    c = TestClient(build_app(h))
+    ended, live = open_session(c, CLERK), open_session(c, CLERK)
+    decide(c, ended, "ledger.read", "c-1", {"account": "a"})
+    assert c.post(f"/v1/sessions/{ended}/end").status_code == 200
+    operator = SQLiteStore(str(tmp_path / "log.db"))
+    compact(operator, before=operator.head()[0], archive=tmp_path / "archive.jsonl")
+    operator.close()
+    r = c.get(f"/v1/sessions/{ended}/evidence")
+    assert r.status_code == 410 and r.json()["error"] == "archived"
+    assert "archive.jsonl" in r.json()["message"]
+    assert decide(c, live, "ledger.read", "c-2", {"account": "a"})["outcome"] == "allow"
+    h.store.close()

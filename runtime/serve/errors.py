@@ -32,6 +32,7 @@ _STATUS = {
     "unsupported-media-type": 415,
     "not-found": 404,
     "method-not-allowed": 405,
+    "archived": 410,  # a session a compaction archived (`harnessc log compact`)
     "not-an-ask": 409,
     "internal": 500,
 }

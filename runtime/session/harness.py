@@ -393,6 +393,11 @@ class Harness:
                 self._archived(f"the session `{session_id}`")
                 raise HarnessError("unknown-session", f"no session `{session_id}` is recorded")
             session = self._restore(view, facts)
+        elif session.state.ended and session.parent is None and self._cut_away(session_id):
+            # ended here, then archived by a compaction (of any process): the object kept in
+            # memory no longer stands for anything in the log
+            self.release(session_id)
+            self._archived(f"the session `{session_id}`")
         elif facts is not None:
             session.facts = as_recorded(Facts.of(facts))
         catch_up_session(session)  # as other processes left it, and past dead leases
@@ -407,6 +412,16 @@ class Harness:
                 )
             )
         return session
+
+    def _cut_away(self, session_id: str) -> bool:
+        """Whether a compaction archived the session's own events (an ended session's family
+        is archived whole; a live one is carried across the cut)."""
+        try:
+            if find_cut(self.store) is None:
+                return False
+        except StoreError:
+            return False
+        return not self.store.read(session_id)
 
     def _archived(self, what: str) -> None:
         """Raise HarnessError `archived` when the log was compacted: what is not found in it
