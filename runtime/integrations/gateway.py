@@ -272,9 +272,7 @@ class Gateway:
         h.catch_up()
         now = h.clock()
         found = None
-        for r in list(h.approvals.requests.values()):
-            if (r.session_id, r.tool_id, r.input_hash) != (s.id, tool_id, input_hash):
-                continue
+        for r in h.approvals.about(s.id, tool_id, input_hash):
             if r.status == "pending" and r.expired(now):
                 continue
             if r.status not in ("pending", "approved", "rejected"):

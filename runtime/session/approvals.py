@@ -358,6 +358,8 @@ class Approvals:
         self.grants: dict[str, ApprovalGrant] = {}
         self._asked: dict[tuple[Any, ...], str] = {}
         """The newest request for each (session, tool_call_id, input hash, rule, policy)."""
+        self._by_call: dict[tuple[str, str, str], list[str]] = {}
+        """Every request about each exact call, (session, tool, input hash), oldest first."""
         self._lock = threading.Lock()
         self._restored: tuple[Any, int] | None = None
         """`restore`'s last source and how far it read the source's `touched`."""
@@ -487,7 +489,21 @@ class Approvals:
         with self._lock:
             self.requests[req.request_id] = req
             self._asked[_asked_key(req)] = req.request_id
+            self._index(req)
         return req
+
+    def _index(self, req: ApprovalRequest) -> None:
+        self._by_call.setdefault((req.session_id, req.tool_id, req.input_hash), []).append(
+            req.request_id
+        )
+
+    def about(self, session_id: str, tool_id: str, input_hash: str) -> list[ApprovalRequest]:
+        """Every request, as it stands now, about one exact call of a session (any tool call
+        id, rule or policy version), oldest first: what an MCP gateway matches a call sent
+        again against, without walking every request the log holds."""
+        with self._lock:
+            ids = self._by_call.get((session_id, tool_id, input_hash), ())
+            return [self.requests[i] for i in ids if i in self.requests]
 
     def get(self, request_id: str) -> ApprovalRequest:
         req = self.requests.get(request_id)
@@ -692,6 +708,7 @@ class Approvals:
                 known = self.requests.get(view.approval_id)
                 if known is None:
                     known = self.requests[view.approval_id] = _read(_request_of, view)
+                    self._index(known)
                     if known.status == "pending":
                         self._asked[_asked_key(known)] = known.request_id
                 elif known.status == "pending" and view.status != "pending":
