@@ -648,3 +648,35 @@ def test_a_request_past_its_expiry_is_not_the_calls_any_more(world: dict[str, Pa
         for conn in conns.values():
             conn.close()
     assert ledger_of(world["ledger"]) == []
+
+
+def test_the_same_call_sent_twice_at_once_opens_one_request(world: dict[str, Path]) -> None:
+    """Two identical ASK calls from one client at the same moment: one request, and both
+    answers name it (the second is judged after the first, and finds its request)."""
+    from harnessc.runtime.integrations.gateway import Gateway
+    from harnessc.runtime.integrations.mcp_client import McpConnection
+
+    result = check([world["spec"]])
+    assert result.ok and result.model is not None
+    h = Harness(result.model, SQLiteStore(world["log"]))
+    conns = {
+        name: McpConnection(h, name, disclaimer_accepted=True, agent_access=True).open()
+        for name in result.model.mcp_servers
+    }
+    try:
+        gateway = Gateway(h, "assistant", conns, ask_wait_s=0)
+        s = gateway.session(DEV)
+
+        async def twice() -> list[Any]:
+            return list(await asyncio.gather(*(gateway.call(s, TICKET, HIGH) for _ in "ab")))
+
+        answers = asyncio.run(twice())
+        assert [a.outcome for a in answers] == ["pending", "pending"]
+        ids = {a.structured["harnessc"]["request_id"] for a in answers}  # type: ignore[index]
+        asked = [r for r in h.approvals.requests.values() if r.session_id == s.id]
+        assert len(ids) == 1 and [r.request_id for r in asked] == list(ids)
+        assert not gateway._same  # nothing left behind once both are answered
+    finally:
+        for conn in conns.values():
+            conn.close()
+    assert ledger_of(world["ledger"]) == []

@@ -142,6 +142,9 @@ class Gateway:
         self.progress_s = progress_s
         self.search = search
         self.sessions: dict[str, Session] = {}
+        self._same: dict[tuple[str, str, str], tuple[asyncio.Lock, list[int]]] = {}
+        """A lock per exact call in flight (session, tool, arguments) and how many hold or
+        wait for it: the same call sent twice at once is judged once, then answered alike."""
         self._upstream = {
             tool_id: name
             for name, conn in self.connections.items()
@@ -240,15 +243,24 @@ class Gateway:
             # surface is not the client's to learn
             del refusal
             return _refused("unknown-tool", f"no tool `{name}` is offered here")
-        pending, asked = await asyncio.to_thread(self._normalize, s, tool, args)
-        if isinstance(pending, Refusal):
-            return _refused(pending.code, pending.message)
-        if asked is not None and asked.status == "rejected":
-            why = await asyncio.to_thread(self._denial, s, pending)
-            return _denied(
-                asked.rule, why or "a person denied the call", request_id=asked.request_id
-            )
-        return await self._judged(s, pending, asked, progress)
+        key = (s.id, tool.id, json.dumps(args, sort_keys=True, default=repr))
+        lock, holders = self._same.setdefault(key, (asyncio.Lock(), [0]))
+        holders[0] += 1
+        try:
+            async with lock:  # the same call at once: the second finds the first's request
+                pending, asked = await asyncio.to_thread(self._normalize, s, tool, args)
+                if isinstance(pending, Refusal):
+                    return _refused(pending.code, pending.message)
+                if asked is not None and asked.status == "rejected":
+                    why = await asyncio.to_thread(self._denial, s, pending)
+                    return _denied(
+                        asked.rule, why or "a person denied the call", request_id=asked.request_id
+                    )
+                return await self._judged(s, pending, asked, progress)
+        finally:
+            holders[0] -= 1
+            if not holders[0]:
+                del self._same[key]
 
     def _normalize(
         self, s: Session, tool: Tool, args: Mapping[str, Any] | None
