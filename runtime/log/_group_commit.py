@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from ..model.canonical import CanonicalError, canonical_json
-from .events import Event, NewEvent
+from .events import Event, NewEvent, mark_stored
 
 __all__ = ["Batch", "Expected", "GroupCommit", "payload_texts"]
 
@@ -75,7 +75,10 @@ class GroupCommit:
         self._busy = False
         self._taken: list[Batch] = []  # the batches of the commit under way
         self._deferred = 0  # deferred batches not yet committed
+        self._held: list[NewEvent] = []  # their events, in order (`held`, without a walk)
         self._waiting = 0  # threads waiting for a commit under way (none: nobody to wake)
+        self.commits = 0
+        """How many commits this queue made (`EventStore.generation`)."""
 
     @property
     def deferred(self) -> bool:
@@ -86,6 +89,7 @@ class GroupCommit:
         with self._cond:
             self._queue.append(batch)
             self._deferred += 1
+            self._held.extend(batch.events)
 
     def flush(self) -> None:
         """Commit the deferred batches now (and wait for a commit of them under way)."""
@@ -95,9 +99,7 @@ class GroupCommit:
     def held(self) -> list[NewEvent]:
         """The deferred events not committed yet (those of a commit under way too), in order."""
         with self._cond:
-            if not self._deferred:
-                return []
-            return [e for b in (*self._taken, *self._queue) if b.deferred for e in b.events]
+            return list(self._held) if self._deferred else []
 
     def submit(self, batch: Batch) -> list[Event]:
         """Commit `batch` (with whatever else waits) and return its events, numbered."""
@@ -127,6 +129,8 @@ class GroupCommit:
             failed = error
         with self._cond:
             requeued = []
+            if failed is None:
+                self.commits += 1
             for b in taken:
                 if failed is not None:
                     if b.deferred:
@@ -136,8 +140,12 @@ class GroupCommit:
                 b.done = True
                 if b.deferred:
                     self._deferred -= 1
+                    if b.error is None:  # before the events leave `held`
+                        mark_stored(b.events, b.out)
             self._queue[:0] = requeued
             self._taken = []
+            if self._held:  # what was committed (or left out of it) leaves `held`
+                self._held = [e for b in self._queue if b.deferred for e in b.events]
             self._busy = False
             if self._waiting:
                 self._cond.notify_all()
