@@ -425,7 +425,7 @@ class Ledger:
     def _settle_held(self, held: list[NewEvent]) -> bool:
         """The events taken in hand that were committed since, at their position and time;
         False when one was left out of its commit (neither committed nor held any more)."""
-        mine = self._held
+        mine, cursor, seqs, done = self._held, self._cursor, self._seq, self._done
         while mine:
             event = mine[0]
             stored = event.stored
@@ -434,7 +434,16 @@ class Ledger:
                 # (and so is every later one), unless its commit left it out
                 return any(e is event for e in held)
             mine.popleft()
-            if self._account(stored) and event.type == "action.transition":
+            # `_account`, written out: this loop runs for every event a commit numbered
+            stream, pos = stored.stream, stored.position
+            if pos <= cursor.get(stream, 0) or pos in done:
+                continue  # read already
+            if stored.seq == seqs.get(stream, 0) + 1:
+                seqs[stream] = stored.seq
+                cursor[stream] = pos
+            else:
+                done.add(pos)
+            if event.type == "action.transition" and event.payload.get("to") in _TAKEN:
                 self._settle(event, stored)
         return True
 
@@ -753,6 +762,8 @@ holds none of them is none of them (one that holds one elsewhere is parsed and c
 
 
 _ENDS = ("SUCCEEDED", "FAILED", "CANCELLED")
+_TAKEN = ("REQUESTED", "AUTHORIZED")
+"""The moves the ledger takes in hand (`Ledger.hold`)."""
 
 _AHEAD = 1 << 62
 """The position of a call's event taken in hand before its commit: past every committed event,
