@@ -489,6 +489,9 @@ def record_decision(
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes
     h.store.defer(events)
+    ledger = s.ledger
+    if ledger.terms.read:  # the ledger takes the move in hand: the next decision reads no log
+        ledger.hold(events)
     s.state.judged[pending.key] = judged
     if move is not None:
         move[0].moved(move[1])
