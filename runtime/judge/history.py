@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -221,6 +221,8 @@ class Ledger:
         self._held: deque[NewEvent] = deque()  # taken in hand, not seen committed, in order
         self._done: set[int] = set()  # positions past a cursor taken already, from in hand
         self._seq: dict[str, int] = {}  # each stream's seq at its cursor
+        # the held decisions taken in hand with the positions their commit checks (`hold`)
+        self._checks: deque[tuple[NewEvent, dict[str, int]]] = deque()
 
     @classmethod
     def from_steps(
@@ -274,10 +276,23 @@ class Ledger:
         return tuple(self._cursor)
 
     def positions(self) -> dict[str, int]:
-        """The last position read of each stream of the family: what a decision judged on
-        (`EventStore.append_many(unmoved=…)` commits it only if nothing came after)."""
+        """What a decision judged on, for `EventStore.append_many(unmoved=…)` (committed only
+        if nothing came after): each stream's position up to which the ledger took every
+        committed event (`sync` leaves it at the stream's last event, read or taken from this
+        process's commits), and no later than what the oldest held decision in hand was
+        checked on (`hold(…, unmoved=…)`): a decision that counted it stands or falls with
+        it. Events in hand and not committed are not in it: the commit that writes them
+        numbers them after the check, as this process's own."""
         with self._lock:
-            return dict(self._cursor)
+            found = dict(self._cursor)
+            checks = self._checks
+            while checks and checks[0][0].stored is not None:
+                checks.popleft()  # committed: the log holds it, and it passed its check
+            if checks:  # the oldest: each later one was checked on it, at most
+                for stream, at in checks[0][1].items():
+                    if at < found.get(stream, at + 1):
+                        found[stream] = at
+            return found
 
     def add_stream(self, stream: str) -> None:
         """Share this ledger with another session of the family (its events are read next)."""
@@ -287,15 +302,19 @@ class Ledger:
                 self._seq[stream] = 0
                 self._generation = None
 
-    def hold(self, events: Iterable[NewEvent]) -> None:
+    def hold(self, events: Sequence[NewEvent], unmoved: Mapping[str, int] | None = None) -> None:
         """Events of the family that this process defers (`EventStore.defer`: a call normalized,
         or decided and not yet run), handed over as they are made: the next `sync` takes them
         from these objects, not from the log. A move that makes a call known (REQUESTED) or
         lets it run (AUTHORIZED) changes no source and is taken in hand, committed or not, and
         so is what the ledger takes nothing from (a decision, VALIDATED); any other event the
         ledger takes (a call's end, say) makes that `sync` commit what is held and read it,
-        as it reads every event nobody handed over."""
+        as it reads every event nobody handed over. `unmoved`: the events are a decision
+        held with that check (`EventStore.defer_unmoved`), which `positions` keeps until it
+        is committed; refused, the ledger starts again (`restart`)."""
         with self._lock:
+            if unmoved is not None and events and self.in_hand:
+                self._checks.append((events[0], dict(unmoved)))
             for event in events:
                 kind = event.type
                 if kind == "action.transition":
@@ -482,6 +501,13 @@ class Ledger:
             if agg is not None:
                 agg.retime(call.action_id, at)
 
+    def restart(self) -> None:
+        """Forget everything and read the family's events from the log at the next `sync`: a
+        decision taken in hand was refused by the log (`HistoryMoved`: another process wrote
+        to the family first), so its AUTHORIZED counts no more and the others' events do."""
+        with self._lock:
+            self._restart()
+
     def _restart(self) -> None:
         """Forget everything and read the family's events again from the start."""
         self.index = ProvenanceIndex()
@@ -493,6 +519,7 @@ class Ledger:
         self._cursor = dict.fromkeys(self._cursor, 0)
         self._seq = dict.fromkeys(self._cursor, 0)
         self._held, self._done, self._handed = deque(), set(), []
+        self._checks = deque()
         self._generation, self._unhanded = None, True
 
     def rebind(self, terms: HistoryTerms) -> None:
