@@ -4,7 +4,9 @@ whose tool takes a `secret` argument (its values are scrubbed from everything re
 the allowed call under a policy that also reads session state (`session`: a provenance term
 and a windowed count, so each decision brings the session's ledger up to date from the log),
 and `decide`: the allowed call normalized and decided only, never invoked (`sdecide`: the same
-under the policy that reads session state: a decision with session terms, against `decide`);
+under the policy that reads session state: a decision with session terms, against `decide`;
+`sflush`: `sdecide` with the ledger committing what the session holds and reading it back
+before each decision, `Ledger.in_hand = False`, as it did before it took those events in hand);
 `shadow` and `diverge`: `decide` with a candidate spec in shadow mode that agrees, or that asks
 instead (a `decision.diverged` event rides each decision's commit).
 
@@ -41,6 +43,7 @@ from typing import Any
 
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, MemoryStore, PendingCall, SQLiteStore
+from harnessc.runtime.judge.history import Ledger
 from harnessc.runtime.log.events import NewEvent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -88,7 +91,7 @@ ACTOR = {"user": "u-1", "role": "dev"}
 OPS = {"user": "u-2", "role": "ops"}
 
 
-CASES = ("decide", "sdecide", "allow", "once", "secret", "session", "shadow", "diverge")
+CASES = ("decide", "sdecide", "sflush", "allow", "once", "secret", "session", "shadow", "diverge")
 # shadow mode: `decide` with a candidate spec that agrees (`shadow`: one more judgement)
 # or that asks instead (`diverge`: and a `decision.diverged` event in the decision's commit)
 AGREE = SPEC.replace(
@@ -117,16 +120,17 @@ def one_round(
     commits: list[float] | None = None,
     shadow: Any = None,
 ) -> list[float]:
+    Ledger.in_hand = case != "sflush"
     h = Harness(spec, store=store, shadow=shadow)
     for tool in ("change.create", "ops.run", "vault.put"):
         h.bind(tool, lambda args: {})
     s = h.session("runner", actor=ACTOR, task="t-1")
-    if case in ("session", "sdecide"):
+    if case in ("session", "sdecide", "sflush"):
         s.user_said("open a change for api with patch p")
     times: list[float] = []
     for i in range(calls):
         start = time.perf_counter()
-        if case in ("allow", "session", "decide", "sdecide", "shadow", "diverge"):
+        if case in ("allow", "session", "decide", "sdecide", "sflush", "shadow", "diverge"):
             call = s.normalize("change.create", f"c-{i}", {"service": "api", "patch": "p"})
         elif case == "secret":
             call = s.normalize("vault.put", f"c-{i}", {"name": "db", "value": f"s3cr3t-{i:08}"})
@@ -137,7 +141,7 @@ def one_round(
             h.approve(s.request_approval(call).request_id, by=OPS)
         else:
             s.decide(call)
-        if case in ("decide", "sdecide", "shadow", "diverge"):
+        if case in ("decide", "sdecide", "sflush", "shadow", "diverge"):
             times.append(time.perf_counter() - start)
             if commits is not None:
                 commits.extend(commit_cost(store, 1))
@@ -264,7 +268,7 @@ def main() -> None:
     for kind in [args.only] if args.only else kinds:
         alone = alone_commit = 0.0
         for case in cases:
-            spec = specs["session" if case in ("session", "sdecide") else "plain"]
+            spec = specs["session" if case in ("session", "sdecide", "sflush") else "plain"]
             best = (float("inf"), 0.0, 0.0)
             commit = (0.0, 0.0, 0.0)
             for _ in range(args.rounds):

@@ -117,6 +117,92 @@ def continued(a: Harness, b: Harness) -> None:
     assert again.decide(pending).rule == "p.total"
 
 
+def test_decisions_held_in_hand_and_refused_by_the_log_count_no_more(
+    spec: Spec, log_url: str
+) -> None:
+    """Worker A authorises two payments and holds them (taken in hand by its ledger, not
+    committed); worker B runs one meanwhile. The log refuses A's two decisions, which counted
+    on a history that moved: each is judged again on the log as it is, with B's payment and
+    without the refused ones, so exactly three run and the fourth is refused by the count."""
+    a, b = Harness(spec, store=open_store(log_url)), Harness(spec, store=open_store(log_url))
+    try:
+        for h in (a, b):
+            h.bind("pay.send", lambda args, ctx: {"ok": True})
+        opened = a.session(
+            "a", actor={"user": "u-1"}, task="t-1", said=["pay alice bob carol dave"]
+        )
+        a.store.flush()
+        on_b = b.resume(opened.id)
+        held = [
+            pending_of(opened.normalize("pay.send", f"c-{n}", {"to": to, "cents": 1}))
+            for n, to in enumerate(["alice", "bob"])
+        ]
+        assert [opened.decide(p).effect for p in held] == ["allow", "allow"]
+        ran_b = on_b.invoke(
+            pending_of(on_b.normalize("pay.send", "c-2", {"to": "carol", "cents": 1}))
+        )
+        assert ran_b.ran
+        assert [opened.invoke(p).ran for p in held] == [True, True]
+        last = opened.invoke(
+            pending_of(opened.normalize("pay.send", "c-3", {"to": "dave", "cents": 1}))
+        )
+        assert not last.ran and last.error_category == "denied"
+        runs = [
+            e.payload["action_id"]
+            for e in a.store.read(opened.id)
+            if e.type == "action.transition" and e.payload["to"] == "RUNNING"
+        ]
+        assert len(runs) == 3
+    finally:
+        a.store.close()  # type: ignore[attr-defined]
+        b.store.close()  # type: ignore[attr-defined]
+
+
+FIRST = """
+harness w { version "1.0.0" }
+tool pay.check { summary "Check."; effects read; input { to: string } }
+tool pay.send { summary "Send."; effects write external; input { to: string } }
+policy p {
+  default deny
+  checked: deny pay.send when count(pay.check) < 1 { reason "Check first." }
+  allow pay.*
+}
+surface s { expose pay.* }
+agent a { surface s; policy p }
+"""
+
+
+def test_a_decision_that_counted_a_held_one_falls_with_it(tmp_path: Path) -> None:
+    """A worker authorises a check and holds it; another writes to the session; the worker
+    then authorises a payment because the check is counted (read after the other's event).
+    The held check's commit is refused, and so is the payment's, which was judged on it:
+    judged again, the payment waits for a check that ran."""
+    spec = compile_text(tmp_path, FIRST)
+    a = Harness(spec, store=open_store(str(tmp_path / "log.db")))
+    b = Harness(spec, store=open_store(str(tmp_path / "log.db")))
+    try:
+        for h in (a, b):
+            h.bind("pay.check", lambda args, ctx: {"ok": True})
+            h.bind("pay.send", lambda args, ctx: {"ok": True})
+        opened = a.session("a", actor={"user": "u-1"}, task="t-1")
+        a.store.flush()
+        on_b = b.resume(opened.id)
+        check = pending_of(opened.normalize("pay.check", "c-1", {"to": "x"}))
+        assert opened.decide(check).effect == "allow"  # held, in hand
+        on_b.user_said("go on")
+        b.store.flush()
+        pay = pending_of(opened.normalize("pay.send", "c-2", {"to": "x"}))
+        opened.decide(pay)
+        paid = opened.invoke(pay)
+        assert not paid.ran and paid.error_category == "denied"
+        assert opened.invoke(check).ran
+        again = opened.invoke(pending_of(opened.normalize("pay.send", "c-3", {"to": "x"})))
+        assert again.ran
+    finally:
+        a.store.close()  # type: ignore[attr-defined]
+        b.store.close()  # type: ignore[attr-defined]
+
+
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def two_views(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[EventStore, ...]]:
     if request.param == "memory":

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,6 @@ from ..model.ir import (
     Spec,
     Tool,
 )
-from ..model.semantics import tool_view
 from ..model.session_terms import history_key, reads_session, session_terms
 from .conditions import Scope, evaluate, read_path
 from .provenance import IndexBefore, ProvenanceIndex, Source
@@ -123,6 +122,28 @@ class _Aggregate:
         if entry.call is not None:
             self.by_call[entry.call] = entry
 
+    def retime(self, call: str, time: int) -> None:
+        """The entry of `call` happened at `time` (taken in hand at the decision's clock, then
+        committed): moved to its place in time order. An entry that left the window stays out."""
+        entry = self.by_call.get(call)
+        if entry is None or entry.time == time:
+            return
+        entry.time = time
+        entries = self.entries
+        if self.window is None or not entry.alive:
+            return
+        at = len(entries) - 1  # taken in hand lately: near the end
+        while at >= 0 and entries[at] is not entry:
+            at -= 1
+        if at < 0:
+            return
+        del entries[at]
+        while at < len(entries) and entries[at].time <= time:
+            at += 1
+        while at > 0 and entries[at - 1].time > time:
+            at -= 1
+        entries.insert(at, entry)
+
     def remove(self, call: str) -> None:
         entry = self.by_call.get(call)
         if entry is not None and entry.alive:
@@ -177,6 +198,10 @@ class Ledger:
     decision's clock reading, set by `sync` (windows are measured against it).
     """
 
+    in_hand = True
+    """Whether `sync` takes the events handed over (`hold`) from the objects in hand; False
+    commits and reads them instead (the path before, kept to compare decisions with)."""
+
     def __init__(self, terms: HistoryTerms) -> None:
         self.terms = terms
         self.index = ProvenanceIndex()
@@ -189,6 +214,15 @@ class Ledger:
         self._cursor: dict[str, int] = {}
         self._time: tuple[str, int | None] = ("", None)  # the last event time read, in ms
         self._lock = threading.RLock()
+        # what `sync` takes from the events this process holds back, handed over (`hold`)
+        self._generation: int | None = None  # the store's, when the family's streams were read
+        self._handed: list[NewEvent] = []  # handed over (`hold`), not yet taken
+        self._unhanded = False  # an event was deferred that only the log can give
+        self._held: deque[NewEvent] = deque()  # taken in hand, not seen committed, in order
+        self._done: set[int] = set()  # positions past a cursor taken already, from in hand
+        self._seq: dict[str, int] = {}  # each stream's seq at its cursor
+        # the held decisions taken in hand with the positions their commit checks (`hold`)
+        self._checks: deque[tuple[NewEvent, dict[str, int]]] = deque()
 
     @classmethod
     def from_steps(
@@ -242,31 +276,251 @@ class Ledger:
         return tuple(self._cursor)
 
     def positions(self) -> dict[str, int]:
-        """The last position read of each stream of the family: what a decision judged on
-        (`EventStore.append_many(unmoved=…)` commits it only if nothing came after)."""
+        """What a decision judged on, for `EventStore.append_many(unmoved=…)` (committed only
+        if nothing came after): each stream's position up to which the ledger took every
+        committed event (`sync` leaves it at the stream's last event, read or taken from this
+        process's commits), and no later than what the oldest held decision in hand was
+        checked on (`hold(…, unmoved=…)`): a decision that counted it stands or falls with
+        it. Events in hand and not committed are not in it: the commit that writes them
+        numbers them after the check, as this process's own."""
         with self._lock:
-            return dict(self._cursor)
+            found = dict(self._cursor)
+            checks = self._checks
+            while checks and checks[0][0].stored is not None:
+                checks.popleft()  # committed: the log holds it, and it passed its check
+            if checks:  # the oldest: each later one was checked on it, at most
+                for stream, at in checks[0][1].items():
+                    if at < found.get(stream, at + 1):
+                        found[stream] = at
+            return found
 
     def add_stream(self, stream: str) -> None:
         """Share this ledger with another session of the family (its events are read next)."""
-        self._cursor.setdefault(stream, 0)
+        with self._lock:
+            if stream not in self._cursor:
+                self._cursor[stream] = 0
+                self._seq[stream] = 0
+                self._generation = None
+
+    def hold(self, events: Sequence[NewEvent], unmoved: Mapping[str, int] | None = None) -> None:
+        """Events of the family that this process defers (`EventStore.defer`: a call normalized,
+        or decided and not yet run), handed over as they are made: the next `sync` takes them
+        from these objects, not from the log. A move that makes a call known (REQUESTED) or
+        lets it run (AUTHORIZED) changes no source and is taken in hand, committed or not, and
+        so is what the ledger takes nothing from (a decision, VALIDATED); any other event the
+        ledger takes (a call's end, say) makes that `sync` commit what is held and read it,
+        as it reads every event nobody handed over. `unmoved`: the events are a decision
+        held with that check (`EventStore.defer_unmoved`), which `positions` keeps until it
+        is committed; refused, the ledger starts again (`restart`)."""
+        with self._lock:
+            if unmoved is not None and events and self.in_hand:
+                self._checks.append((events[0], dict(unmoved)))
+            for event in events:
+                kind = event.type
+                if kind == "action.transition":
+                    if event.payload.get("to") in _ENDS:
+                        self._unhanded = True
+                elif kind in _FED:
+                    self._unhanded = True
+                self._handed.append(event)
 
     def sync(self, store: EventStore, now_ms: int | None = None) -> None:
-        """Read the family's events appended since the last look, in log order."""
+        """Bring the ledger up to date with the family's events, in log order.
+
+        The events handed over (`hold`) are taken from the objects in hand: a call requested
+        is known (at a position past every committed event, until its commit gives it its
+        own) and a call authorised enters `count`, `sum` and `called` at `now_ms` (then at
+        its commit's time), so a decision needs no commit and no read for them. Once a held
+        event is committed it takes its position and time from `NewEvent.stored`, read from
+        nowhere. The log is read only when the store's `generation` moved since the last
+        look (a commit of this process, or another writer's that `changed_elsewhere` noticed:
+        the session's catch-up asks it before every decision), and then only when a stream of
+        the family holds an event the ledger has not taken (`EventStore.last_seq`, against
+        the seq of the last event taken in each). A held event that its commit left out (a
+        move another process made first) drops everything: the family's events are committed
+        and read again from the start. With `in_hand` False (the path before events were
+        handed over, kept for comparison) everything held is committed and read."""
         with self._lock:
             if now_ms is not None:
                 self.now_ms = now_ms
-            # the events this process holds back (a call normalized, or decided and not yet
-            # run) are committed first only when the ledger takes something from them now:
-            # the others are read once committed, in order, and no decision misses them
-            if any(e.stream in self._cursor and _feeds_now(e) for e in store.held()):
-                store.flush()
-            found: list[Event] = []
-            for stream, after in self._cursor.items():
-                found.extend(store.read(stream, after=after, flush=False))
-            found.sort(key=lambda e: e.position)
-            for event in found:
-                self.feed(event)
+            handed, self._handed = self._handed, []
+            taken: set[int] = set()  # the positions of handed events accounted before the read
+            if self._unhanded or not self.in_hand:
+                self._unhanded = False
+                store.flush()  # nothing is held from here on: a handed event is stored
+                if not self.in_hand:
+                    handed = []
+            generation = store.generation
+            if generation != self._generation:
+                # something was committed: what was in hand takes its place (the generation
+                # first: a commit after it is looked at next time)
+                self._generation = generation
+                if self._held and not self._settle_held(store.held()):
+                    self._restart()
+                    store.flush()
+                    handed = []
+                for event in handed:
+                    stored = event.stored
+                    if stored is not None and self._account(stored):
+                        taken.add(stored.position)
+                if not self._known(store):
+                    self._read(store)
+            for event in handed:
+                self._take(event, taken)
+
+    def _known(self, store: EventStore) -> bool:
+        """Whether every event of the family's streams is taken: each stream's last seq, as
+        the store knows it without reading, is the last the ledger took."""
+        seqs = self._seq
+        return all(store.last_seq(stream) == seqs.get(stream, 0) for stream in self._cursor)
+
+    def _read(self, store: EventStore) -> None:
+        """Read the family's streams past their cursors, in log order."""
+        found: list[Event] = []
+        for stream, after in self._cursor.items():
+            found.extend(store.read(stream, after=after, flush=False))
+        found.sort(key=lambda e: e.position)
+        cursor, done, seqs = self._cursor, self._done, self._seq
+        for event in found:
+            pos = event.position
+            kind = event.type
+            if (  # what `feed` skips, skipped here: most of what a read finds
+                pos in done
+                or kind not in _FED
+                or (
+                    kind == "action.transition"
+                    and not any(m in event.payload_json for m in _MOVES_FED)
+                )
+            ):
+                if pos > cursor[event.stream]:
+                    cursor[event.stream] = pos
+                    seqs[event.stream] = event.seq
+                    done.discard(pos)
+                continue
+            self.feed(event)
+
+    def _account(self, stored: Event) -> bool:
+        """Count a handed event as taken, committed as `stored`: the stream's cursor moves
+        past it when every earlier event of the stream is taken, else a read skips it. False
+        when a read took it already (parsed: nothing more to take)."""
+        stream, pos = stored.stream, stored.position
+        if pos <= self._cursor.get(stream, 0) or pos in self._done:
+            return False
+        if stored.seq == self._seq.get(stream, 0) + 1:
+            self._seq[stream] = stored.seq
+            self._cursor[stream] = pos
+        else:
+            self._done.add(pos)
+        return True
+
+    def _take(self, event: NewEvent, taken: set[int]) -> None:
+        """Take a handed event from the object in hand: where its commit put it (`taken`: the
+        positions accounted before the read), or not committed yet, ahead of every committed
+        event (kept to account for once committed, `_settle_held`)."""
+        stored = event.stored
+        if stored is None:
+            self._held.append(event)
+            pos, at = _AHEAD, self.now_ms
+        else:
+            pos = stored.position
+            if pos not in taken and not self._account(stored):
+                return  # committed while `sync` read: read with the others
+            if stored.time != self._time[0]:
+                self._time = (stored.time, time_ms(stored.time))
+            timed = self._time[1]
+            at = self.now_ms if timed is None else timed
+        if event.type != "action.transition":
+            return
+        p = event.payload
+        action = p.get("action_id")
+        to = p.get("to")
+        if not isinstance(action, str):
+            return
+        if to == "REQUESTED":
+            args = p.get("args")
+            self.requested(
+                action,
+                str(p.get("tool_id")),
+                args if isinstance(args, Mapping) else {},
+                position=pos,
+                time_ms=at,
+                tool_call_id=p.get("tool_call_id"),
+            )
+        elif to == "AUTHORIZED":
+            self.authorised(action, position=pos, time_ms=at)
+
+    def _settle_held(self, held: list[NewEvent]) -> bool:
+        """The events taken in hand that were committed since, at their position and time;
+        False when one was left out of its commit (neither committed nor held any more)."""
+        mine, cursor, seqs, done = self._held, self._cursor, self._seq, self._done
+        while mine:
+            event = mine[0]
+            stored = event.stored
+            if stored is None:
+                # a commit takes every held event: the first one not committed is still held
+                # (and so is every later one), unless its commit left it out
+                return any(e is event for e in held)
+            mine.popleft()
+            # `_account`, written out: this loop runs for every event a commit numbered
+            stream, pos = stored.stream, stored.position
+            if pos <= cursor.get(stream, 0) or pos in done:
+                continue  # read already
+            if stored.seq == seqs.get(stream, 0) + 1:
+                seqs[stream] = stored.seq
+                cursor[stream] = pos
+            else:
+                done.add(pos)
+            if event.type == "action.transition" and event.payload.get("to") in _TAKEN:
+                self._settle(event, stored)
+        return True
+
+    def _settle(self, event: NewEvent, stored: Event) -> None:
+        """A move taken in hand, committed as `stored`: its call takes the position (and,
+        authorised, the time) the log gives."""
+        p = event.payload
+        to = p.get("to")
+        if to not in ("REQUESTED", "AUTHORIZED"):
+            return
+        call = self._calls.get(p["action_id"])
+        if call is None:
+            return
+        pos = stored.position
+        if to == "REQUESTED":
+            if call.position >= _AHEAD:
+                call.position = pos
+            return
+        if call.authorised is None or call.authorised[0] < _AHEAD:
+            return
+        if stored.time != self._time[0]:
+            self._time = (stored.time, time_ms(stored.time))
+        at = self._time[1]
+        at = call.authorised[1] if at is None else at
+        call.authorised = (pos, at)
+        for key in call.fed:
+            agg = self._aggs.get(key)
+            if agg is not None:
+                agg.retime(call.action_id, at)
+
+    def restart(self) -> None:
+        """Forget everything and read the family's events from the log at the next `sync`: a
+        decision taken in hand was refused by the log (`HistoryMoved`: another process wrote
+        to the family first), so its AUTHORIZED counts no more and the others' events do."""
+        with self._lock:
+            self._restart()
+
+    def _restart(self) -> None:
+        """Forget everything and read the family's events again from the start."""
+        self.index = ProvenanceIndex()
+        self.index.defaults = self.terms.defaults
+        self._aggs.clear()
+        self._calls.clear()
+        self._order.clear()
+        self._results.clear()
+        self._cursor = dict.fromkeys(self._cursor, 0)
+        self._seq = dict.fromkeys(self._cursor, 0)
+        self._held, self._done, self._handed = deque(), set(), []
+        self._checks = deque()
+        self._generation, self._unhanded = None, True
 
     def rebind(self, terms: HistoryTerms) -> None:
         """Judge under another spec (`Harness.load`): everything is forgotten and read again
@@ -275,13 +529,7 @@ class Ledger:
         with self._lock:
             if terms is not self.terms:
                 self.terms = terms
-                self.index = ProvenanceIndex()
-                self.index.defaults = terms.defaults
-                self._aggs.clear()
-                self._calls.clear()
-                self._order.clear()
-                self._results.clear()
-                self._cursor = dict.fromkeys(self._cursor, 0)
+                self._restart()
 
     def feed(self, event: Event) -> None:
         """Take one stored event of the family into the ledger."""
@@ -289,6 +537,10 @@ class Ledger:
             if event.position <= self._cursor.get(event.stream, 0):
                 return
             self._cursor[event.stream] = event.position
+            self._seq[event.stream] = getattr(event, "seq", 0)  # a reader's row has none
+            if self._done and event.position in self._done:
+                self._done.discard(event.position)  # taken from the event in hand
+                return
             kind = event.type
             if kind not in _FED:
                 return
@@ -381,13 +633,25 @@ class Ledger:
         time_ms: int,
         tool_call_id: str | None = None,
     ) -> None:
+        known = self._calls.get(action_id)
+        if known is not None and known.position >= _AHEAD:
+            known.position = position  # taken in hand, read once committed
+            return
         call = _Call(action_id, tool_id, tool_call_id, args, position)
         self._calls[action_id] = call
         self._order.append(call)
 
     def authorised(self, action_id: str, *, position: int, time_ms: int) -> None:
         call = self._calls.get(action_id)
-        if call is None or call.authorised is not None:
+        if call is None:
+            return
+        if call.authorised is not None:
+            if call.authorised[0] >= _AHEAD and position < _AHEAD:  # taken in hand before
+                call.authorised = (position, time_ms)
+                for key in call.fed:
+                    agg = self._aggs.get(key)
+                    if agg is not None:
+                        agg.retime(action_id, time_ms)
             return
         call.authorised = (position, time_ms)
         for key in self.terms.feeding(call.tool_id):
@@ -533,16 +797,13 @@ _MOVES_FED = tuple(
 holds none of them is none of them (one that holds one elsewhere is parsed and checked)."""
 
 
-def _feeds_now(event: NewEvent) -> bool:
-    """Whether feeding `event` can change what a decision reads from the ledger. A REQUESTED
-    or VALIDATED transition only makes a call known (no term counts it before it is
-    AUTHORIZED, no source comes from it) and a decision is not fed at all, so reading such an
-    event later, once committed, changes no decision taken meanwhile."""
-    if event.type not in _FED:
-        return False
-    if event.type == "action.transition":
-        return event.payload.get("to") not in ("REQUESTED", "VALIDATED")
-    return True
+_ENDS = ("SUCCEEDED", "FAILED", "CANCELLED")
+_TAKEN = ("REQUESTED", "AUTHORIZED")
+"""The moves the ledger takes in hand (`Ledger.hold`)."""
+
+_AHEAD = 1 << 62
+"""The position of a call's event taken in hand before its commit: past every committed event,
+as it will be (a held event is committed after everything committed before it)."""
 
 
 def facts_added(
@@ -576,9 +837,12 @@ def _contribution(
     if tool is None:
         return None
     op = call.args.get("op")
-    view = tool_view(tool, op if isinstance(op, str) and op in tool.operations else None)
+    # the view computed once per tool and operation: a call is judged on it too
+    view = terms.view(tool.id, op if isinstance(op, str) and op in tool.operations else None)
     if not terms.selects(key, view):
         return None
+    if node.where is None and node.func != "sum":
+        return 1
     scope = Scope(
         args=call.args,
         tool=view,

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from ..model.canonical import CanonicalError, canonical_json
-from .events import Event, NewEvent
+from .events import Event, NewEvent, mark_stored
 
 __all__ = ["Batch", "Expected", "GroupCommit", "Unmoved", "payload_texts"]
 
@@ -88,7 +88,10 @@ class GroupCommit:
         self._busy = False
         self._taken: list[Batch] = []  # the batches of the commit under way
         self._deferred = 0  # deferred batches not yet committed
+        self._held: list[NewEvent] = []  # their events, in order (`held`, without a walk)
         self._waiting = 0  # threads waiting for a commit under way (none: nobody to wake)
+        self.commits = 0
+        """How many commits this queue made (`EventStore.generation`)."""
 
     @property
     def deferred(self) -> bool:
@@ -99,6 +102,7 @@ class GroupCommit:
         with self._cond:
             self._queue.append(batch)
             self._deferred += 1
+            self._held.extend(batch.events)
 
     def withdraw(self, batch: Batch) -> bool:
         """Take a deferred `batch` back from the queue, for its events to be appended with the
@@ -127,9 +131,7 @@ class GroupCommit:
     def held(self) -> list[NewEvent]:
         """The deferred events not committed yet (those of a commit under way too), in order."""
         with self._cond:
-            if not self._deferred:
-                return []
-            return [e for b in (*self._taken, *self._queue) if b.deferred for e in b.events]
+            return list(self._held) if self._deferred else []
 
     def submit(self, batch: Batch) -> list[Event]:
         """Commit `batch` (with whatever else waits) and return its events, numbered."""
@@ -159,6 +161,8 @@ class GroupCommit:
             failed = error
         with self._cond:
             requeued = []
+            if failed is None:
+                self.commits += 1
             for b in taken:
                 if failed is not None:
                     if b.deferred:
@@ -168,8 +172,12 @@ class GroupCommit:
                 b.done = True
                 if b.deferred:
                     self._deferred -= 1
+                    if b.error is None:  # before the events leave `held`
+                        mark_stored(b.events, b.out)
             self._queue[:0] = requeued
             self._taken = []
+            if self._held:  # what was committed (or left out of it) leaves `held`
+                self._held = [e for b in self._queue if b.deferred for e in b.events]
             self._busy = False
             if self._waiting:
                 self._cond.notify_all()

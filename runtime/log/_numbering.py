@@ -121,6 +121,16 @@ class SeqCache:
 
         return last_seq
 
+    def known(self, stream: str) -> int | None:
+        """`stream`'s last seq as the store's own commits left it, or None when no commit
+        since the cache last started again wrote to it."""
+        return self._seqs.get(stream)
+
+    def forget(self) -> None:
+        """Start again (another writer committed: `changed_elsewhere` found it)."""
+        self._head = None
+        self._seqs.clear()
+
     def own(self, position: int, head_hash: str) -> bool:
         """Whether the head at `position` with `head_hash` is the store's own last commit."""
         return self._head == (position, head_hash)

@@ -129,6 +129,7 @@ class SqlStore(Announcing, Generic[Conn]):
         self._lock = threading.Lock()
         self._group = GroupCommit(self._commit)
         self._seqs = SeqCache()
+        self._elsewhere = 0  # how many times `changed_elsewhere` found another writer's commit
         atexit.register(flush_at_exit, weakref.ref(self))
 
     # -- what a backend gives ---------------------------------------------------------------------
@@ -151,6 +152,17 @@ class SqlStore(Announcing, Generic[Conn]):
     def held(self) -> list[NewEvent]:
         """The deferred events not committed yet, in order (`defer`)."""
         return self._group.held()
+
+    def last_seq(self, stream: str) -> int | None:
+        """`stream`'s last seq from this store's own commits, or None when it cannot tell
+        without reading (`EventStore.last_seq`)."""
+        return self._seqs.known(stream)
+
+    @property
+    def generation(self) -> int:
+        """Changes with each commit of this store and each time `changed_elsewhere` finds
+        another writer's (`EventStore.generation`)."""
+        return self._group.commits + self._elsewhere
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         if not events:

@@ -19,7 +19,7 @@ import json
 import math
 import operator
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -59,6 +59,7 @@ __all__ = [
     "has_secrets",
     "hole",
     "json_value",
+    "mark_stored",
     "mcp_tools_changed",
     "payload_text",
     "read_payload",
@@ -206,6 +207,10 @@ class NewEvent:
     """The canonical JSON of `payload` when the code that built the event wrote it already
     (from parts whose canonical form it holds, such as a call's normalized arguments); the
     store writes and hashes it instead of canonicalizing `payload` again."""
+    stored: Event | None = field(default=None, init=False, compare=False, repr=False)
+    """The event as committed, for a deferred one (`EventStore.defer`): set by the store that
+    commits it (`mark_stored`), None until then and for ever when the commit left it out. A
+    reader holding the deferred event learns its position and time without reading the log."""
 
     def __init__(
         self,
@@ -248,6 +253,7 @@ class NewEvent:
         fields["type"] = type
         fields["payload"] = payload
         fields["payload_json"] = payload_json
+        fields["stored"] = None
 
 
 @dataclass(frozen=True)
@@ -315,6 +321,13 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.body(), "hash": self.hash}
+
+
+def mark_stored(committed: Sequence[NewEvent], stored: Sequence[Event]) -> None:
+    """Note on each deferred event the event a commit wrote for it (`NewEvent.stored`), in
+    order; called by the store once the commit holds, before the events leave `held`."""
+    for new, event in zip(committed, stored, strict=True):
+        new.__dict__["stored"] = event
 
 
 def event_hash(

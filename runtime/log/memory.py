@@ -23,7 +23,7 @@ from ._numbering import (
 )
 from ._sql import Row, selects_row
 from .chain import Anchor, StoreError, Verification, cut_or_failure, verify_events
-from .events import GENESIS_HASH, Clock, Event, NewEvent, system_clock
+from .events import GENESIS_HASH, Clock, Event, NewEvent, mark_stored, system_clock
 from .integrity import Checkpoint, LogKey
 
 __all__ = ["Buffer", "MemoryStore"]
@@ -50,6 +50,8 @@ class MemoryStore(Announcing):
         self._deferred_texts: list[str] = []
         self._claims: set[Claim] = set()  # `claims_of`, as the log holds them
         self._gaps = False  # a compaction removed events: positions are no longer indexes
+        self.generation = 0
+        """Changes with each commit (`EventStore.generation`)."""
 
     @classmethod
     def holding(cls, events: Sequence[Event], *, key: LogKey | None = None) -> MemoryStore:
@@ -108,6 +110,11 @@ class MemoryStore(Announcing):
                 return True
         return False
 
+    def last_seq(self, stream: str) -> int | None:
+        """`stream`'s last seq (0 for none): everything committed here is known here."""
+        with self._lock:
+            return self._seqs.get(stream, 0)
+
     def held(self) -> list[NewEvent]:
         """The deferred events not numbered yet, in order."""
         with self._lock:
@@ -137,6 +144,8 @@ class MemoryStore(Announcing):
         out, seqs = number_batch(events, texts, numbering, lambda s: self._seqs.get(s, 0), None)
         self._events.extend(out)
         self._seqs.update(seqs)
+        mark_stored(events, out)
+        self.generation += 1
 
     def _append(self, events: Sequence[NewEvent], expected_seq: Expected) -> list[Event]:
         payloads = payload_texts(events)
@@ -160,6 +169,7 @@ class MemoryStore(Announcing):
             self._events.extend(out)
             self._seqs.update(seqs)
             self._claims.update(claim for claim, _ in claims)
+            self.generation += 1
         return out
 
     def _numbering(self) -> Numbering:

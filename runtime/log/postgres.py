@@ -244,6 +244,9 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         head = (position, head_hash)
         changed = head != self._seen and not self._seqs.own(position, head_hash)
         self._seen = head
+        if changed:
+            self._elsewhere += 1
+            self._seqs.forget()
         return changed
 
     def wait_for_append(self, timeout_s: float) -> bool:

@@ -308,8 +308,11 @@ class SQLiteStore(SqlStore[sqlite3.Connection]):
         it is."""
         with self._lock:
             version = self._connection().execute("PRAGMA data_version").fetchone()[0]
-        changed = version != self._data_version
-        self._data_version = version
+            changed = version != self._data_version
+            self._data_version = version
+            if changed:
+                self._elsewhere += 1
+                self._seqs.forget()
         return bool(changed)
 
     def same_log(self, url: str) -> bool:

@@ -59,7 +59,9 @@ class EventStore(Protocol):
     """What every store offers, whole: memory, SQLite and PostgreSQL keep the same contract.
 
     Writes: `append` and `append_many` commit at once; `defer` holds events for the store's next
-    commit (a call's events before it runs), `flush` commits them, `held` lists them; `announce`
+    commit (a call's events before it runs), `flush` commits them, `held` lists them (each
+    learns what it was committed as, `NewEvent.stored`), `generation` changes with every
+    commit; `announce`
     writes events with the next write, never without one; `refuse` stops every later write.
     Reads: `read` and `scan` (events), `read_rows` (rows, for a reader folding a large log),
     `last` and `read_prefix` (by stream prefix), `head`, `checkpoint` and `verify` (the chain).
@@ -110,6 +112,20 @@ class EventStore(Protocol):
 
     def held(self) -> list[NewEvent]:
         """The deferred events not committed yet, in order."""
+        ...
+
+    @property
+    def generation(self) -> int:
+        """A number that changes whenever this store commits (any thread of this process) and
+        whenever `changed_elsewhere` finds that another writer did: a reader that remembers it
+        has nothing new to read while it stays the same, as far as this process knows (another
+        process's appends count from the moment `changed_elsewhere` notices them)."""
+        ...
+
+    def last_seq(self, stream: str) -> int | None:
+        """The seq of `stream`'s last event as far as this store knows without reading (0 for
+        a stream with none), or None when it cannot tell: a SQL store knows the streams its
+        own commits wrote to, until `changed_elsewhere` or a commit finds another writer's."""
         ...
 
     def announce(self, events: Sequence[NewEvent]) -> None:

@@ -28,6 +28,7 @@ from ..log.events import (
     format_time,
     hole,
     json_value,
+    mark_stored,
 )
 from ..model.canonical import NO_EXECUTION, CanonicalError, Execution, json_problem, json_string
 from ..model.ir import Tool
@@ -366,6 +367,7 @@ def decide_call(
             # the action moved on in another process (answered, run): judged on its state
             catch_up_session(s, force=True)
         except HistoryMoved:
+            s.ledger.restart()  # judged again on the log as it is
             time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # the others' commits land
     raise AssertionError("unreachable: the last attempt denies, unguarded")
 
@@ -381,15 +383,17 @@ def settle_held(s: SessionSeam, key: str) -> None:
     try:
         taken = store.withdraw(held[0])
         if taken:
-            store.append_many(taken, unmoved=held[1])
+            mark_stored(taken, store.append_many(taken, unmoved=held[1]))
     except HistoryMoved:
         stale(s, key)
 
 
 def stale(s: SessionSeam, key: str) -> None:
     """Forget a decision the log refused (`HistoryMoved`): the action as the log has it, and
-    no judgement, so that the call is judged again."""
+    no judgement, so that the call is judged again. The ledger had taken the decision's
+    AUTHORIZED in hand: it starts again from the log, which holds the other writer's events."""
     s.state.judged.pop(key, None)
+    s.ledger.restart()
     action = s.state.actions.get(key)
     if action is not None:
         action.refresh()
@@ -471,10 +475,12 @@ def record_decision(
     move = drive(s, pending, judged)
     if move is not None:
         events.append(move[2])
+    ledger = s.ledger
     if authorized and read is not None and grant is None:
         held = h.store.defer_unmoved(events, read)
         if held is not None:
             s.state.held_decisions[pending.key] = (held, read)
+        ledger.hold(events, read)  # counted by the next decision, as any move deferred
         s.state.judged[pending.key] = judged
         if move is not None:
             move[0].moved(move[1])
@@ -489,6 +495,8 @@ def record_decision(
     # executor starts; one that stops it (deny, ask without a grant) is committed now, with
     # the move it makes
     h.store.defer(events)
+    if ledger.terms.read:  # the ledger takes the move in hand: the next decision reads no log
+        ledger.hold(events)
     s.state.judged[pending.key] = judged
     if move is not None:
         move[0].moved(move[1])
@@ -827,6 +835,8 @@ def prepare_once(s: SessionSeam, pending: PendingCall) -> Prepared | Result:
             appended = h.store.append_many([*before, running], unmoved=unmoved)
         except TransitionRefused:
             return lost_race(s, pending, action, judged)
+        # the decision taken back learns what it was committed as, as if it had stayed held
+        mark_stored(before, appended[: len(before)])
         action.moved(target, appended[-1])
     s.state.running.add(pending.key)
     context = ExecutorContext(pending, s.id, s.actor, s.task_id, timeout, action.action_id)

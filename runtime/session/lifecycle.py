@@ -29,7 +29,7 @@ sessions and processes.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -380,13 +380,15 @@ class Action:
         defer: bool = False,
         args_json: str | None = None,
         then: ActionState | None = None,
+        hold: Callable[[Sequence[NewEvent]], None] | None = None,
         **details: Any,
     ) -> Action:
         """Record a new call as REQUESTED. The event carries the input hash (computed over the
         real arguments unless `digest` is given) and the arguments with secret fields redacted.
         `defer`: append it with the store's next commit (`EventStore.defer`). `args_json`:
         the canonical JSON of `args`, written as it is when the tool has no secret field.
-        `then`: the move that follows at once (VALIDATED), appended with the request."""
+        `then`: the move that follows at once (VALIDATED), appended with the request. `hold`:
+        given the deferred events (a session's ledger takes them in hand, `Ledger.hold`)."""
         digest = digest or input_hash(tool.id, tool.version, args, execution)
         action = cls(store, stream, tool_call_id, tool.id, ActionState.REQUESTED, tool=tool)
         secret = has_secrets(tool)
@@ -441,6 +443,8 @@ class Action:
             events.append(moved)
         if defer:
             store.defer(events)
+            if hold is not None:
+                hold(events)
             action.moved(target)
         else:
             action.moved(target, store.append_many(events)[-1])

@@ -360,6 +360,8 @@ class Session:
             # it running (or the decision's own, when it stops the call)
             defer=True,
             then=_S.VALIDATED,
+            # a policy that reads the session takes the call in hand, uncommitted
+            hold=self.ledger.hold if self.ledger.terms.read else None,
         )
         self._hold(result.key, action)
         self.state.fresh = result
