@@ -380,12 +380,14 @@ def test_workers_killed_at_random_lose_nothing_double_nothing_overrun_nothing(
 ) -> None:
     """bench/workers.py at a small size: three worker processes work 200 calls of 20 sessions
     (reads, payments under a count limit, payments an operator in this process approves),
-    every session continued by several workers; one is `kill -9`ed every second, three times,
-    and replaced. Every call has its outcome (SUCCEEDED, FAILED, CANCELLED or UNKNOWN for a
+    every session continued by several workers; one is `kill -9`ed every 0.3 s, three times,
+    and replaced (early enough that the run, a few seconds, is still going). Every call has its outcome (SUCCEEDED, FAILED, CANCELLED or UNKNOWN for a
     run killed mid-call), none ran twice, and no session paid more than its limit."""
     bench = workers_bench()
     for url in postgres_url():
-        figures = bench.measure(url, tmp_path, workers=3, sessions=20, calls=10, kills=3)
+        figures = bench.measure(
+            url, tmp_path, workers=3, sessions=20, calls=10, kills=3, kill_every_s=0.3
+        )
     assert figures.problems == [], figures.problems
     assert figures.kills == 3 and figures.started == 6
     assert (figures.lost, figures.doubled, figures.over_limit) == (0, 0, 0)
