@@ -381,8 +381,9 @@ def test_workers_killed_at_random_lose_nothing_double_nothing_overrun_nothing(
     """bench/workers.py at a small size: three worker processes work 200 calls of 20 sessions
     (reads, payments under a count limit, payments an operator in this process approves),
     every session continued by several workers; one is `kill -9`ed every 0.3 s, three times,
-    and replaced (early enough that the run, a few seconds, is still going). Every call has its outcome (SUCCEEDED, FAILED, CANCELLED or UNKNOWN for a
-    run killed mid-call), none ran twice, and no session paid more than its limit."""
+    and replaced (early enough that the run, a few seconds, is still going). Every call has its
+    outcome (SUCCEEDED, FAILED, CANCELLED or UNKNOWN for a run killed mid-call), none ran twice,
+    and no session paid more than its limit."""
     bench = workers_bench()
     for url in postgres_url():
         figures = bench.measure(
