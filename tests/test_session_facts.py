@@ -516,3 +516,80 @@ def test_a_name_the_user_typed_in_prose_is_from_user_in_every_process(
         assert decide(again, "c6", {"name": "dora ng", "day": "2026-03-03"}).rule == "p.typed"
         assert decide(again, "c7", {"name": "Sam O'Neil", "seats": 4}).rule == "p.typed"
         assert decide(again, "c8", {"name": "Mallory Kent"}).rule == "p.made_up"
+
+
+def test_a_step_whose_sources_refer_to_the_step_before_decides_as_with_them_whole() -> None:
+    """Differential: the steps of a run seeded by reference (each `workflow.sources` holds what
+    changed since the step before and refers to it) decide every provenance check as steps
+    seeded whole do (what logs held before), live and read back from the log; a step with
+    secret values of its own records them whole and scrubbed, and the next refers past it."""
+    from harnessc.runtime.judge.policy import PolicyEngine
+    from harnessc.runtime.log.events import NO_SECRETS, Secrets
+    from harnessc.runtime.session.recorded import policies_in, read_decisions
+    from harnessc.runtime.workflows.steps import RunSources, seed_sources
+
+    probes = [
+        IBAN,  # the run's input: user
+        "NL91ABNA0417164300",  # only in a mail: untrusted
+        "GB82WEST12345698765432",  # from the CRM: trusted, then dropped, then in a mail
+        "FR7630006000011234567890189",  # in a replaced mail; a secret of step 5
+        "XX00MADEUP",  # nowhere
+    ]
+    run = RunSources({"payee": IBAN})
+    chained = _harness(None, Clock())
+    live: list[str | None] = []
+    whole: list[str | None] = []
+    kinds: list[dict[str, Any]] = []
+    streams: list[str] = []
+
+    def step(hidden: tuple[frozenset[str], Secrets]) -> None:
+        s = chained.session("bot", actor={"user": "u"})
+        streams.append(s.id)
+        seed_sources(s, run, hidden)
+        [event] = [e for e in chained.store.read(s.id) if e.type == "workflow.sources"]
+        kinds.append(event.payload)
+        live.extend(
+            _run(s, "payments.send", f"c{i}", {"iban": v}).rule for i, v in enumerate(probes)
+        )
+        if not event.payload.get("scrubbed"):
+            run.seeded(s.id)
+        # the same sources, whole, in a log of their own
+        mapping = {
+            "input": run.input,
+            "steps": {n: {"tool": t, "value": v} for n, (t, v) in run.steps.items()},
+        }
+        h = _harness(None, Clock())
+        w = h.session("bot", actor={"user": "u"})
+        seed_sources(w, RunSources.of(mapping), hidden)
+        whole.extend(
+            _run(w, "payments.send", f"c{i}", {"iban": v}).rule for i, v in enumerate(probes)
+        )
+
+    plain = (frozenset[str](), NO_SECRETS)
+    step(plain)
+    run.add("read", "mail.read", {"body": "to NL91ABNA0417164300"})
+    step(plain)
+    run.add("look", "crm.lookup", {"iban": "GB82WEST12345698765432"})
+    step(plain)
+    run.add("read", "mail.read", {"body": "to FR7630006000011234567890189"})
+    run.discard("look")
+    step(plain)
+    step((frozenset(), Secrets.from_values(["FR7630006000011234567890189"])))
+    run.add("again", "mail.read", {"body": "GB82WEST12345698765432"})
+    step(plain)
+
+    assert "after" not in kinds[0] and kinds[0]["input"] == {"payee": IBAN}
+    assert [k.get("after") is not None for k in kinds] == [False, True, True, True, False, True]
+    assert kinds[3]["dropped"] == ["look"] and kinds[4]["scrubbed"] is True
+    assert [k.get("after") for k in kinds[1:4]] == streams[:3]
+    assert kinds[5]["after"] == streams[3]  # past the scrubbed one
+    assert [r["step"] for r in kinds[5]["results"]] == ["again"]
+    assert live == whole
+    # what the checks tell apart: each kind of source decided as its own
+    assert set(live) >= {None, "pay.injected", "pay.made_up"}
+    engine, spec = PolicyEngine(chained.spec), chained.spec
+    again = []
+    for found in read_decisions(chained.store, spec):
+        assert found.context is not None
+        again.append(engine.decide(policies_in(spec, found)[0], found.context).rule)
+    assert again == live

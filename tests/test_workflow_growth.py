@@ -15,6 +15,7 @@ pytest.importorskip("dbos", reason="durable workflows need dbos (pip install dbo
 
 from harnessc.compiler.pipeline import check
 from harnessc.runtime import Harness, SQLiteStore
+from harnessc.runtime.judge.history import SourcesChain
 
 STEPS = 200
 EDGE = 20
@@ -45,9 +46,9 @@ workflow long {
     + "}\n"
 )
 SOURCES = "workflow.sources"
-"""Left out of the count: the sources a step's session is seeded with (the run's input and
-every earlier call step's result, so its policy reads their provenance) still hold the run's
-results so far."""
+"""Counted too: the sources a step's session is seeded with (the run's input and every earlier
+call step's result, so its policy reads their provenance) hold only what changed since the
+run's step before, and refer to its sources for the rest."""
 
 
 @pytest.fixture(scope="module")
@@ -82,11 +83,11 @@ def test_the_log_bytes_of_a_step_do_not_grow_with_its_number(
     h, _, run = ran
     sizes: dict[int, int] = {}
     for e in h.store.read():
-        if e.stream.startswith(f"workflow:{run}/s") and e.type != SOURCES:
+        if e.stream.startswith(f"workflow:{run}/s"):
             step = int(e.stream.rsplit("/s", 1)[1].split("#")[0])
             sizes[step] = sizes.get(step, 0) + len(e.payload_json.encode("utf-8"))
     first, last = _edges(sizes)
-    # the step's number and its result's digits differ, nothing else
+    # the step's number, its result's digits and the step it refers to differ, nothing else
     assert last <= first * 1.1, (first, last)
 
 
@@ -107,7 +108,29 @@ def test_the_checkpoint_of_a_step_does_not_grow_with_its_number(
             continue
         step = int(name[len("call:s") :].split("#")[0])
         checkpoint: dict[str, Any] = json.loads(output)
-        checkpoint["events"] = [e for e in checkpoint["events"] if e[2] != SOURCES]
         sizes[step] = len(json.dumps(checkpoint, separators=(",", ":")).encode("utf-8"))
     first, last = _edges(sizes)
     assert last <= first * 1.1, (first, last)
+
+
+def test_a_step_seeds_what_changed_and_refers_to_the_step_before(
+    ran: tuple[Harness, Path, str],
+) -> None:
+    """Each step's sources hold the result of the step just before and refer to that step's
+    sources; resolved, they are every earlier step's result, as the step's policy saw them."""
+    h, _, run = ran
+    seeded = {
+        e.stream: e.payload
+        for e in h.store.read()
+        if e.stream.startswith(f"workflow:{run}/s") and e.type == SOURCES
+    }
+    by_step = {int(stream.rsplit("/s", 1)[1].split("#")[0]): stream for stream in seeded}
+    assert sorted(by_step) == list(range(2, STEPS + 1))  # the first step has no sources
+    assert "after" not in seeded[by_step[2]]
+    chain = SourcesChain(h.store)
+    for i in range(3, STEPS + 1):
+        payload = seeded[by_step[i]]
+        assert payload["after"] == by_step[i - 1]
+        assert [r["step"] for r in payload["results"]] == [f"s{i - 1}"]
+        whole = chain.resolve(payload)
+        assert sorted(r["data"]["n"] for r in whole["results"]) == list(range(1, i))

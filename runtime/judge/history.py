@@ -22,6 +22,7 @@ entries that left its window).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ __all__ = [
     "WORKFLOW_STEP_RESULT",
     "HistoryTerms",
     "Ledger",
+    "SourcesChain",
+    "SourcesUnresolved",
     "facts_after",
     "history_key",
     "prelude_ledger",
@@ -202,6 +205,10 @@ class Ledger:
     """Whether `sync` takes the events handed over (`hold`) from the objects in hand; False
     commits and reads them instead (the path before, kept to compare decisions with)."""
 
+    sources: SourcesChain | None = None
+    """What resolves a workflow step's `workflow.sources` that refers to an earlier step's:
+    set by whoever feeds the ledger from a log (`sync` sets it from its store)."""
+
     def __init__(self, terms: HistoryTerms) -> None:
         self.terms = terms
         self.index = ProvenanceIndex()
@@ -341,6 +348,8 @@ class Ledger:
         and read again from the start. With `in_hand` False (the path before events were
         handed over, kept for comparison) everything held is committed and read."""
         with self._lock:
+            if self.sources is None:  # a workflow step's session has its own (`seed_sources`)
+                self.sources = SourcesChain.of(store)
             if now_ms is not None:
                 self.now_ms = now_ms
             handed, self._handed = self._handed, []
@@ -590,6 +599,8 @@ class Ledger:
                 if isinstance(tool, str):
                     self.result(tool, p.get("data"), position=pos, time_ms=at)
             elif kind == WORKFLOW_SOURCES:
+                if "after" in p:  # only what changed since an earlier step's: resolve it
+                    p = self._resolve(p, event.stream)
                 if "input" in p:
                     self.workflow_input(p.get("input"), position=pos)
                 results = p.get("results")
@@ -603,6 +614,14 @@ class Ledger:
                     self.facts(facts.get("values"), position=pos)
             elif kind == FACTS_UPDATED:
                 self.facts(p.get("values"), position=pos)
+
+    def _resolve(self, payload: Mapping[str, Any], stream: str) -> dict[str, Any]:
+        """A `workflow.sources` that refers to an earlier step's (`after`), whole: read from
+        the log through `sources`. Without a log to read, or with the earlier step's missing
+        from it, the step's sources cannot be known: refused, never read as fewer."""
+        if self.sources is None:
+            raise SourcesUnresolved("a workflow step's sources refer to a log this ledger lacks")
+        return self.sources.resolve(payload, stream)
 
     # -- what enters ----------------------------------------------------------------------------
 
@@ -775,6 +794,123 @@ class Ledger:
                 pos = call.authorised[0] if call.authorised else 0
                 out.append((pos, call.tool_id))
         return out
+
+
+class SourcesUnresolved(RuntimeError):
+    """A workflow step's sources refer to an earlier step's that the log does not hold."""
+
+
+class SourcesChain:
+    """Resolves a `workflow.sources` that holds only what changed since an earlier step of the
+    run (`after`: that step's stream; `dropped`: the results gone since) into the whole: the
+    run's input and every earlier call step's result, as the step's policy saw them. Each
+    earlier step's whole is kept (the last few streams), so the steps of a run read in order
+    resolve in one read. Logs written before hold the whole in each event: nothing to
+    resolve. One per store in a process (`of`), shared by the sessions of a run's steps: each
+    step's whole is there for the next."""
+
+    KEEP = 256
+    """The wholes kept, the most recently used: a few for each run under way."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self._whole: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, store: EventStore) -> SourcesChain:
+        """The store's chain in this process."""
+        with _CHAINS_LOCK:
+            try:
+                found = _CHAINS.get(store)
+                if found is None:
+                    found = _CHAINS[store] = cls(store)
+            except TypeError:  # a store that takes no weak reference
+                found = cls(store)
+            return found
+
+    def resolve(self, payload: Mapping[str, Any], stream: str | None = None) -> dict[str, Any]:
+        """`payload` (a step's `workflow.sources`), whole; kept as the whole of `stream`
+        (or the whole kept for it: what the step that wrote it knew, `keep`)."""
+        if stream is not None:
+            with self._lock:
+                known = self._whole.get(stream)
+            if known is not None:
+                return known
+        base = self.whole(str(payload.get("after")))
+        out = _apply(base, payload)
+        if stream is not None:
+            with self._lock:
+                self._keep(stream, out)
+        return out
+
+    def whole(self, stream: str) -> dict[str, Any]:
+        """The whole sources of the step on `stream`."""
+        chain: list[tuple[str, Mapping[str, Any]]] = []
+        at: str | None = stream
+        base: dict[str, Any] = {}
+        while at is not None:
+            with self._lock:
+                known = self._whole.pop(at, None)
+                if known is not None:
+                    self._whole[at] = known  # the most recently used last
+            if known is not None:
+                base = known
+                break
+            found = self._read(at)
+            if found is None:
+                raise SourcesUnresolved(f"the sources of `{at}` are not in the log")
+            chain.append((at, found))
+            after = found.get("after")
+            at = str(after) if after is not None else None
+        for name, found in reversed(chain):
+            base = _apply(base, found)
+            with self._lock:
+                self._keep(name, base)
+        return base
+
+    def _read(self, stream: str) -> Mapping[str, Any] | None:
+        for flush in (False, True):  # committed (the run's step before), else held here
+            for event in self.store.read(stream, flush=flush):
+                if event.type == WORKFLOW_SOURCES:
+                    return event.payload
+        return None
+
+    def keep(self, stream: str, whole: dict[str, Any]) -> None:
+        """The whole sources of the step on `stream`, known without reading the log."""
+        with self._lock:
+            self._keep(stream, whole)
+
+    def _keep(self, stream: str, whole: dict[str, Any]) -> None:
+        self._whole.pop(stream, None)
+        if len(self._whole) >= self.KEEP:
+            self._whole.pop(next(iter(self._whole)))
+        self._whole[stream] = whole
+
+
+_CHAINS: weakref.WeakKeyDictionary[Any, SourcesChain] = weakref.WeakKeyDictionary()
+_CHAINS_LOCK = threading.Lock()
+
+
+def _apply(base: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+    """`payload`'s sources over the whole `base`: its results replace those of their step,
+    its `dropped` steps are gone, its `input` (the first step's) replaces the run's."""
+    if "after" not in payload:
+        return {k: v for k, v in payload.items() if k in ("input", "results")}
+    gone = set(payload.get("dropped") or ())
+    results = {
+        r.get("step"): r
+        for r in (base.get("results") or ())
+        if isinstance(r, Mapping) and r.get("step") not in gone
+    }
+    for r in payload.get("results") or ():
+        if isinstance(r, Mapping):
+            results[r.get("step")] = r
+    out: dict[str, Any] = {}
+    if "input" in base:
+        out["input"] = base["input"]
+    out["results"] = [results[k] for k in sorted(results, key=str)]
+    return out
 
 
 _FED = frozenset(

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..judge.evidence_terms import source_text
-from ..judge.history import Ledger
+from ..judge.history import Ledger, SourcesChain
 from ..log.events import REDACTED, Event, NewEvent, Secrets
 from ..model.canonical import jsonable, sha256_hex
 from ..model.ir import Tool
@@ -204,6 +204,7 @@ class _Fold:
             (e for found in self.streams.values() for e in found), key=lambda e: e.position
         )
         self.ledger = Ledger(h.engine.terms)
+        self.ledger.sources = SourcesChain.of(h.store)
         for stream in streams:
             self.ledger.add_stream(stream)
         self.calls: dict[int, str] = {}  # event position → the call whose result it holds

@@ -44,6 +44,7 @@ from ..judge.history import (
     WORKFLOW_STEP_RESULT,
     HistoryTerms,
     Ledger,
+    SourcesChain,
     time_ms,
 )
 from ..judge.policy import CallContext
@@ -320,6 +321,7 @@ def read_decisions(
     calls: dict[tuple[str, str], _Call] = {}
     sweep = 2 * KEPT
     family_ledgers: dict[str, Ledger] = {}
+    chain = SourcesChain.of(store)  # the workflow steps' sources, resolved, shared by the ledgers
     index, parts = part
     others: set[str] = set()  # the streams of other parts' families
     at: tuple[int, str] = (after, "")  # the row being read: an error names it
@@ -368,7 +370,9 @@ def read_decisions(
                             continue
                         if ledgers:
                             assert terms is not None
-                            family_ledgers.setdefault(st.family, Ledger(terms))
+                            if st.family not in family_ledgers:
+                                ledger = family_ledgers[st.family] = Ledger(terms)
+                                ledger.sources = chain
                     elif kind == "task.fact" and stream in sessions:
                         sessions[stream].denied()
                     elif kind == "session.ended":

@@ -9,6 +9,7 @@ it.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from typing import Any
 
 from dbos import DBOS, SetWorkflowID
 
+from ..judge.history import WORKFLOW_SOURCES
 from ..model.ir import Approver, Step, Workflow
 from .plan import (
     BRANCH_EVENT,
@@ -521,6 +523,8 @@ class _Run:
             approval,
             self.after(step.name, artifact=not step.compensation),
         )
+        if _chainable(output):
+            self._sources.seeded(self.stream(key))
         return self.took(output)
 
     async def compensate(self, comp: Step, failed: Step) -> None:
@@ -657,3 +661,13 @@ class _Run:
 
 def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _chainable(output: Mapping[str, Any]) -> bool:
+    """Whether a call step's output (live, or replayed from its checkpoint) recorded its
+    sources unscrubbed: the next step's `workflow.sources` refers to them (`after`)."""
+    for found in output.get("events") or ():
+        if found[2] == WORKFLOW_SOURCES:
+            text = found[3]
+            return isinstance(text, str) and not json.loads(text).get("scrubbed")
+    return False

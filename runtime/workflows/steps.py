@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..judge.availability import Facts
-from ..judge.history import WORKFLOW_SOURCES
+from ..judge.history import WORKFLOW_SOURCES, SourcesChain
 from ..judge.normalize import Refusal
 from ..log.events import NO_SECRETS, REDACTED, NewEvent, Secrets
 from ..log.memory import Buffer
@@ -299,8 +299,12 @@ def _call_step(
     approval: dict[str, Any] | None,
     after: Callable[[dict[str, Any]], Publication],
 ) -> StepOutput:
-    view, buffer = _step_harness(worker().harness)
+    h = worker().harness
+    view, buffer = _step_harness(h)
     session = _step_session(view, ctx, step_name, stream)
+    # the sources the step's session reads: its own whole, as the run knows it, and those of
+    # the run's earlier steps from the log the step's events go to (not the step's buffer)
+    session.ledger.sources = SourcesChain(h.store)
     seed_sources(session, ctx.get("sources"), _hidden_inputs(view, ctx, tool, args))
     outcome = _governed(view, session, tool, args, call_id, approval)
     session.end("completed" if outcome["status"] == "succeeded" else outcome["status"])
@@ -356,7 +360,7 @@ class RunSources:
     payload and its canonical text are built once for the run instead of once for every later
     step; a step that has secret values of its own scrubs them from fresh copies."""
 
-    __slots__ = ("_input", "_texts", "input", "steps")
+    __slots__ = ("_input", "_sent", "_texts", "base", "input", "steps")
 
     def __init__(self, input: Mapping[str, Any] | None = None) -> None:
         self.input: Mapping[str, Any] = input or {}
@@ -364,6 +368,46 @@ class RunSources:
         """Each call step's result by step: (its tool, its value)."""
         self._texts: dict[str, tuple[dict[str, Any], str]] = {}
         self._input: tuple[frozenset[str], dict[str, Any], str] | None = None
+        self.base: str | None = None
+        """The stream of the run's last step whose `workflow.sources` a later one refers to
+        (`after`): what it held is not written again."""
+        self._sent: dict[str, tuple[str | None, Any]] = {}
+        """What the sources on `base` hold, resolved: each step's (tool, value)."""
+
+    def whole(self, fields: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """The sources whole, as a step that refers to `base` has them (unscrubbed, the input's
+        `fields` redacted): what a step's own session reads without resolving its reference."""
+        out: dict[str, Any] = {}
+        if self.input:
+            out["input"] = {k: REDACTED if k in fields else v for k, v in self.input.items()}
+        results = []
+        for name in sorted(self.steps):
+            built = self._texts.get(name)
+            if built is not None:
+                results.append(built[0])
+            else:
+                tool, value = self.steps[name]
+                results.append({"step": name, "tool": tool, "data": value})
+        out["results"] = results
+        return out
+
+    def seeded(self, stream: str) -> None:
+        """The step on `stream` recorded its sources as they are now, unscrubbed: the next
+        step's refer to them and hold only what changed since. Called by the run after the
+        step (live or replayed from its checkpoint), so the chain is the same either way."""
+        self.base = stream
+        self._sent = dict(self.steps)
+
+    def _changed(self) -> tuple[list[str], list[str]]:
+        """The steps whose result is new or other since `base`, and those dropped."""
+        sent = self._sent
+        new = [
+            name
+            for name, found in self.steps.items()
+            if (was := sent.get(name)) is None
+            or not (was[0] == found[0] and (was[1] is found[1] or was[1] == found[1]))
+        ]
+        return new, [name for name in sent if name not in self.steps]
 
     @classmethod
     def of(cls, sources: Mapping[str, Any]) -> RunSources:
@@ -402,9 +446,12 @@ class RunSources:
                 {"step": name, "tool": tool, "data": secrets.scrub(value)}
                 for name, (tool, value) in sorted(self.steps.items())
             ]
+            # whole, scrubbed of this step's secrets: no later step refers to it
+            payload["scrubbed"] = True
             return [NewEvent(stream, "State", WORKFLOW_SOURCES, payload)]
+        names, dropped = self._changed() if self.base is not None else (list(self.steps), [])
         parts: list[tuple[dict[str, Any], str]] = []
-        for name in sorted(self.steps):
+        for name in sorted(names):
             built = self._texts.get(name)
             if built is None:
                 tool, value = self.steps[name]
@@ -412,8 +459,16 @@ class RunSources:
                 built = self._texts[name] = (data, canonical_json(data))
             parts.append(built)
         payload = {"results": [data for data, _ in parts]}
-        # canonical JSON sorts the keys: `input` before `results`, each part as it was written
+        # canonical JSON sorts the keys: `after`, `dropped`, `input`, `results`, each part as
+        # it was written
         text = '"results":[' + ",".join(t for _, t in parts) + "]}"
+        if self.base is not None:
+            # the run's input and the results before are on `base`'s, once
+            head: dict[str, Any] = {"after": self.base}
+            if dropped:
+                head["dropped"] = sorted(dropped)
+            payload = {**head, **payload}
+            return [NewEvent(stream, "State", WORKFLOW_SOURCES, payload, canonical_json(payload))]
         if self.input:
             if self._input is None or self._input[0] != fields:
                 shown = {k: REDACTED if k in fields else v for k, v in self.input.items()}
@@ -439,6 +494,11 @@ def seed_sources(
     found = sources if isinstance(sources, RunSources) else RunSources.of(sources)
     events = found.events(session.id, hidden)
     if events:
+        if events[0].payload.get("after") is not None:
+            chain = session.ledger.sources
+            if chain is None:
+                chain = session.ledger.sources = SourcesChain.of(session.harness.store)
+            chain.keep(session.id, found.whole(hidden[0]))
         session.harness.store.append_many(events)
 
 

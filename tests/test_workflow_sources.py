@@ -1,0 +1,156 @@
+"""A workflow step's sources recorded by reference (`workflow.sources` holding what changed since
+the run's step before, and that step's stream) decide every provenance check of a run as the
+sources recorded whole did, live and read back from the log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("dbos", reason="durable workflows need dbos (pip install dbos==3.4.0)")
+
+from harnessc.compiler.pipeline import check
+from harnessc.runtime import Harness, SQLiteStore
+from harnessc.runtime.judge.policy import PolicyEngine
+from harnessc.runtime.session.recorded import policies_in, read_decisions
+from harnessc.runtime.workflows.steps import RunSources
+
+SPEC = """\
+harness wsrc { version "1.0.0" }
+tool mail.read {
+  summary "Read a mail."
+  use_when "A step reads a mail."
+  effects read
+  input { id: string }
+  output { body: string }
+  trust untrusted
+}
+tool crm.lookup {
+  summary "Look a customer up."
+  use_when "A step looks a customer up."
+  effects read
+  input { name: string }
+  output { iban: string }
+  trust trusted
+}
+tool job.run {
+  summary "Run a job."
+  use_when "A step runs a job."
+  effects write reversible
+  input { n: int }
+  output { n: int }
+}
+tool payments.send {
+  summary "Send a payment."
+  use_when "A step pays."
+  effects write external
+  input { iban: string }
+  output { ok: bool }
+}
+surface tools {
+  expose mail.*
+  expose crm.*
+  expose job.*
+  expose payments.*
+}
+policy pay {
+  default allow
+  deny payments.send when args.iban from untrusted only { reason "the payee came from a mail" }
+  deny payments.send when args.iban from nowhere { reason "the payee appeared nowhere" }
+}
+agent runner {
+  surface tools
+  policy pay
+}
+workflow w {
+  agent runner
+  input { payee: string }
+  step m = call mail.read(id: "m1")
+  step c = call crm.lookup(name: "acme") after m
+  step j1 = call job.run(n: 1) after c
+  step j2 = call job.run(n: 2) after j1
+  step p1 = call payments.send(iban: input.payee) after j2
+  step p2 = call payments.send(iban: c.iban) after p1
+  step p3 = call payments.send(iban: m.body) after p2
+}
+"""
+PAYEE = "DE89370400440532013000"
+
+
+def _run(tmp: Path) -> dict[str, Any]:
+    """One run of `w` on its own SQLite file: how it ended, each step's recorded decision, the
+    same decided again from the log, and each step's `workflow.sources`."""
+    source = tmp / "wsrc.harness"
+    source.write_text(SPEC, encoding="utf-8")
+    result = check([source])
+    assert result.ok and result.model is not None, [d.message for d in result.diagnostics]
+    h = Harness(result.model, store=SQLiteStore(tmp / "harness.db"))
+    h.bind("mail.read", lambda args: {"body": "NL91ABNA0417164300"})
+    h.bind("crm.lookup", lambda args: {"iban": "GB82WEST12345698765432"})
+    h.bind("job.run", lambda args: {"n": args["n"]})
+    h.bind("payments.send", lambda args: {"ok": True})
+    h.workflows.configure(f"sqlite:///{tmp / 'harness.db'}", poll_s=0.05)
+    try:
+        run = h.workflows.create(
+            "w", {"payee": PAYEE}, actor={"user": "u-1", "role": "ops"}, start=True
+        )
+        ended = h.workflows.wait(run, timeout_s=120)
+    finally:
+        h.workflows.close()
+
+    def step(stream: str) -> str:
+        return stream.split("/", 1)[1].split("#")[0]
+
+    live = {
+        step(e.stream): (e.payload["effect"], e.payload.get("rule"))
+        for e in h.store.read()
+        if e.type == "decision"
+    }
+    engine, spec = PolicyEngine(h.spec), h.spec
+    again = {}
+    for found in read_decisions(h.store, spec):
+        assert found.context is not None
+        d = engine.decide(policies_in(spec, found)[0], found.context)
+        again[step(found.session_id)] = (d.effect, d.rule)
+    sources = {step(e.stream): e.payload for e in h.store.read() if e.type == "workflow.sources"}
+    return {"status": ended["status"], "live": live, "again": again, "sources": sources}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], ...]]:
+    by_reference = _run(tmp_path_factory.mktemp("reference"))
+    # as before: no step refers to another's sources, each records them whole
+    patch = pytest.MonkeyPatch()
+    patch.setattr(RunSources, "seeded", lambda self, stream: None)
+    try:
+        whole = _run(tmp_path_factory.mktemp("whole"))
+    finally:
+        patch.undo()
+    yield by_reference, whole
+
+
+def test_the_steps_sources_are_recorded_by_reference(runs: tuple[dict[str, Any], ...]) -> None:
+    by_reference, whole = runs
+    seeded = by_reference["sources"]
+    assert "after" not in seeded["m"] and seeded["m"]["input"] == {"payee": PAYEE}
+    for name, before in (("c", "m"), ("j1", "c"), ("p3", "p2")):
+        assert seeded[name]["after"].split("/", 1)[1].split("#")[0] == before
+        assert [r["step"] for r in seeded[name]["results"]] == [before]
+    assert all("after" not in found for found in whole["sources"].values())
+    assert len(whole["sources"]["p3"]["results"]) == 6
+
+
+def test_a_step_decides_its_provenance_checks_as_with_its_sources_whole(
+    runs: tuple[dict[str, Any], ...],
+) -> None:
+    by_reference, whole = runs
+    assert by_reference["live"] == whole["live"]
+    assert by_reference["again"] == whole["again"] == whole["live"]
+    # the payee from the input (the user) and from the CRM (trusted) are paid; from a mail, not
+    assert by_reference["live"]["p1"] == ("allow", None)
+    assert by_reference["live"]["p2"] == ("allow", None)
+    assert by_reference["live"]["p3"][0] == "deny"
+    assert by_reference["status"] == whole["status"] == "failed"
