@@ -422,6 +422,25 @@ class Ledger:
             self._done.add(pos)
         return True
 
+    def _call_move(self, p: Mapping[str, Any], to: object, action: str, pos: int, at: int) -> bool:
+        """Take a move that makes a call known (REQUESTED) or lets it run (AUTHORIZED), from
+        an event in hand or one read from the log alike; False for any other move."""
+        if to == "REQUESTED":
+            args = p.get("args")
+            self.requested(
+                action,
+                str(p.get("tool_id")),
+                args if isinstance(args, Mapping) else {},
+                position=pos,
+                time_ms=at,
+                tool_call_id=p.get("tool_call_id"),
+            )
+        elif to == "AUTHORIZED":
+            self.authorised(action, position=pos, time_ms=at)
+        else:
+            return False
+        return True
+
     def _take(self, event: NewEvent, taken: set[int]) -> None:
         """Take a handed event from the object in hand: where its commit put it (`taken`: the
         positions accounted before the read), or not committed yet, ahead of every committed
@@ -445,18 +464,7 @@ class Ledger:
         to = p.get("to")
         if not isinstance(action, str):
             return
-        if to == "REQUESTED":
-            args = p.get("args")
-            self.requested(
-                action,
-                str(p.get("tool_id")),
-                args if isinstance(args, Mapping) else {},
-                position=pos,
-                time_ms=at,
-                tool_call_id=p.get("tool_call_id"),
-            )
-        elif to == "AUTHORIZED":
-            self.authorised(action, position=pos, time_ms=at)
+        self._call_move(p, to, action, pos, at)
 
     def _settle_held(self, held: list[NewEvent]) -> bool:
         """The events taken in hand that were committed since, at their position and time;
@@ -574,19 +582,7 @@ class Ledger:
                 action = p.get("action_id")
                 if not isinstance(action, str):
                     return
-                if to == "REQUESTED":
-                    args = p.get("args")
-                    self.requested(
-                        action,
-                        str(p.get("tool_id")),
-                        args if isinstance(args, Mapping) else {},
-                        position=pos,
-                        time_ms=at,
-                        tool_call_id=p.get("tool_call_id"),
-                    )
-                elif to == "AUTHORIZED":
-                    self.authorised(action, position=pos, time_ms=at)
-                elif to in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                if not self._call_move(p, to, action, pos, at) and to in _ENDS:
                     result = p.get("result")
                     data = result.get("data") if isinstance(result, Mapping) else None
                     self.finished(action, to, data, position=pos, time_ms=at)
