@@ -24,6 +24,7 @@ import io
 import json
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -516,6 +517,7 @@ COMMANDS = (
     "lsp tokens",
     "console",
     "serve",
+    "log compact",
 )
 
 # Cells that fail only because of a known defect being fixed elsewhere: each is an expected
@@ -773,6 +775,9 @@ def local_cells(work: Work, drive: Drive, recorder: Recorder) -> None:
         _cell(work, "replay", replay_cell)
         _cell(work, "why", why_cell)
         _cell(work, "console", lambda: console_cell(work))
+        _cell(work, "log compact", lambda: compact_cell(work, drive, decisions))
+    else:
+        work.cells["log compact"] = f"no log: {problem}"
     lsp_cells(work, text)
 
 
@@ -821,6 +826,92 @@ def serve_cell(work: Work, drive: Drive) -> None:
             assert ran["status"] == "success", ran
         elif out["outcome"] == "ask":
             assert out["approval"]["status"] == "pending", out
+
+
+def compact_cell(work: Work, drive: Drive, decisions: list[str]) -> None:
+    """The drive's log cut twice (with its session open, then once every request was denied
+    and every session ended): each
+    cut verifies alone and with its archives, and `replay` and `why` read across both cuts as
+    they read the whole log."""
+    spec = str(work.spec)
+    log = work.log.with_name(f"{work.name}.compacted.db")
+    log.unlink(missing_ok=True)
+    with (
+        contextlib.closing(sqlite3.connect(work.log)) as whole,
+        contextlib.closing(sqlite3.connect(log)) as copy,
+    ):
+        whole.backup(copy)
+    before = run("replay", log_option(), str(log), "--spec", spec, "--format", "json")
+    assert before.code == 0 and not internal(before), before.text
+    archives: list[str] = []
+
+    def cut() -> None:
+        archive = log.with_name(f"{work.name}.cut{len(archives) + 1}.jsonl")
+        archive.unlink(missing_ok=True)
+        ran = run("log", "compact", "--log", str(log), "--before", "head", "--to", str(archive))
+        assert ran.code == 0 and not internal(ran), ran.text
+        archives.append(str(archive))
+        alone = run("log", "verify", "--log", str(log))
+        assert alone.code == 0 and not internal(alone), alone.text
+        across = run("log", "verify", "--log", str(log), *_archive_options(archives))
+        assert across.code == 0 and not internal(across), across.text
+
+    cut()
+    model = check([work.spec]).model
+    assert model is not None
+    store = SQLiteStore(log)
+    try:
+        h = Harness(model, store=store)
+        h.catch_up()
+        for request in sorted(h.projections.approvals):
+            if h.projections.approvals[request].status == "pending":
+                h.deny(request, by=drive.actor, reason="the log is cut")
+        for sid in sorted({e.stream for e in store.read() if e.type == "session.started"}):
+            h.resume(sid).end()
+    finally:
+        store.close()
+    cut()
+    after = run(
+        "replay",
+        log_option(),
+        str(log),
+        "--spec",
+        spec,
+        "--format",
+        "json",
+        *_archive_options(archives),
+    )
+    assert after.code == 0 and not internal(after), after.text
+    assert json.loads(after.out) == json.loads(before.out), f"{before.out}\n{after.out}"
+    why = run(
+        "why",
+        spec,
+        log_option(),
+        str(log),
+        "--decision",
+        decisions[0],
+        *_archive_options(archives),
+    )
+    assert why.code == 0 and not internal(why), why.text
+    assert f"recorded decision {decisions[0]}" in why.out, why.out
+    # without the archives: the decision as the log still holds it (its session is live: a
+    # grant still active), or the archive named
+    store = SQLiteStore(log)
+    try:
+        kept = any(e.payload.get("decision_id") == decisions[0] for e in store.read())
+    finally:
+        store.close()
+    alone = run("why", spec, log_option(), str(log), "--decision", decisions[0])
+    assert not internal(alone), alone.text
+    if kept:
+        assert f"recorded decision {decisions[0]}" in alone.out, alone.text
+    else:
+        assert "is archived" in alone.text, alone.text
+        assert Path(archives[-1]).name in alone.text, alone.text
+
+
+def _archive_options(archives: list[str]) -> list[str]:
+    return [option for archive in archives for option in ("--archive", archive)]
 
 
 def console_cell(work: Work) -> None:
