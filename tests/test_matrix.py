@@ -515,6 +515,7 @@ COMMANDS = (
     "lsp hover",
     "lsp rename",
     "lsp tokens",
+    "lsp complete",
     "console",
     "serve",
     "log compact",
@@ -1017,10 +1018,50 @@ def lsp_cells(work: Work, text: str) -> None:
             kinds = {(p.start, p.type) for p in pieces}
             assert (tool.span.start, "tool") in kinds, f"`{tool.name}` is not coloured as a tool"
 
+    def complete_cell() -> None:
+        """Completion, signature help, inlay hints and the outline answer everywhere; after a
+        rule's effect the spec's tools are offered, and the outline names its first tool."""
+        from harnessc.compiler.lsp import outline
+        from harnessc.compiler.lsp.complete import complete
+        from harnessc.compiler.lsp.hints import hints
+        from harnessc.compiler.lsp.positions import Positions
+        from harnessc.compiler.lsp.signatures import signature_at
+
+        assert build is not None
+        model = build.result.model
+        assert model is not None
+        offsets = sorted({*range(0, len(text), 37), *(m.end() for m in re.finditer(r"\n", text))})
+        for offset in offsets:
+            complete(build, model, text, offset)
+            signature_at(text, offset)
+        source, tool = first_tool()
+        positions = Positions()
+        for hint in hints(build, source, 0, len(source.text), positions):
+            assert hint.position.line <= source.text.count("\n"), hint
+        effect = re.search(r"^\s*(?:allow|deny|ask) ", text, re.M)
+        if effect is not None:
+            offered = {item.label for item in complete(build, model, text, effect.end())}
+            assert offered & set(model.tools), f"no tool offered after `{effect.group()}`"
+        module = build.module(path)
+        assert module is not None and module.syntax is not None
+        names = {
+            symbol.name
+            for symbol in _walk_symbols(outline.document_symbols(module.syntax, positions))
+        }
+        if tool.span.source is source and tool.module is module:
+            assert any(tool.name in name for name in names), f"`{tool.name}` not in {names}"
+
     _cell(work, "lsp diagnostics", diagnostics)
     _cell(work, "lsp hover", hover)
     _cell(work, "lsp rename", rename_cell)
     _cell(work, "lsp tokens", tokens_cell)
+    _cell(work, "lsp complete", complete_cell)
+
+
+def _walk_symbols(symbols: list[Any]) -> Iterator[Any]:
+    for symbol in symbols:
+        yield symbol
+        yield from _walk_symbols(symbol.children or [])
 
 
 def import_cell(work: Work, drive: Drive) -> None:
