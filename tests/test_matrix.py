@@ -519,6 +519,8 @@ COMMANDS = (
     "console",
     "serve",
     "log compact",
+    "approvals",
+    "debug",
 )
 
 # Cells that fail only because of a known defect being fixed elsewhere: each is an expected
@@ -777,8 +779,18 @@ def local_cells(work: Work, drive: Drive, recorder: Recorder) -> None:
         _cell(work, "why", why_cell)
         _cell(work, "console", lambda: console_cell(work))
         _cell(work, "log compact", lambda: compact_cell(work, drive, decisions))
+        _cell(work, "approvals", lambda: approvals_cell(work, drive))
     else:
-        work.cells["log compact"] = f"no log: {problem}"
+        work.cells["log compact"] = work.cells["approvals"] = f"no log: {problem}"
+
+    def debug_cell() -> None:
+        for stage in ("tokens", "tree", "model", "graph"):
+            ran = run("debug", stage, spec)
+            assert ran.code == 0 and not internal(ran) and ran.out.strip(), f"{stage}: {ran.text}"
+        model = json.loads(run("debug", "model", spec).out)
+        assert model["tools"], "the model stage shows no tool"
+
+    _cell(work, "debug", debug_cell)
     lsp_cells(work, text)
 
 
@@ -909,6 +921,75 @@ def compact_cell(work: Work, drive: Drive, decisions: list[str]) -> None:
     else:
         assert "is archived" in alone.text, alone.text
         assert Path(archives[-1]).name in alone.text, alone.text
+
+
+def approvals_cell(work: Work, drive: Drive) -> None:
+    """`harnessc approvals` on a copy of the drive's log: each pending request listed and
+    shown with its rule's line of the spec, the first approved as one of its approvers (the
+    call judged again), any other denied by the actor who asked; then none is pending."""
+    spec = str(work.spec)
+    log = work.log.with_name(f"{work.name}.approvals.db")
+    log.unlink(missing_ok=True)
+    with (
+        contextlib.closing(sqlite3.connect(work.log)) as whole,
+        contextlib.closing(sqlite3.connect(log)) as copy,
+    ):
+        whole.backup(copy)
+    where = ("--log", str(log), "--spec", spec)
+    listed = run("approvals", "list", *where, "--format", "json")
+    assert listed.code == 0 and not internal(listed), listed.text
+    pending = json.loads(listed.out)
+    assert isinstance(pending, list) and pending, (
+        f"the drive asked, and nothing is pending: {listed.out}"
+    )
+    for item in pending:
+        shown = run("approvals", "show", item["request_id"], *where, "--format", "json")
+        assert shown.code == 0 and not internal(shown), shown.text
+        one = json.loads(shown.out)
+        assert one["request_id"] == item["request_id"] and one["tool_id"], shown.out
+        assert re.search(rf"{re.escape(work.spec.name)}:\d+", one["rule"].get("at") or ""), one
+    first, *rest = pending
+    approver = first["approvers"][0]
+    who = (
+        {"user": "op-matrix", "role": approver["value"]}
+        if approver["kind"] == "role"
+        else {"user": approver["value"]}
+    )
+    answered = run(
+        "approvals",
+        "approve",
+        first["request_id"],
+        *where,
+        "--as",
+        json.dumps(who),
+        "--format",
+        "json",
+    )
+    assert answered.code == 0 and not internal(answered), answered.text
+    outcome = json.loads(answered.out)
+    # judged again: ALLOW now (the session moved on: no grant needed), or the grant of the
+    # rule that asked; a call with a secret value, which the log never holds, is approved as
+    # the request recorded it (no decision of its own)
+    assert outcome["status"] == "approved", outcome
+    if outcome["effect"] != "allow":
+        assert outcome["effect"] in ("ask", None), outcome
+        assert outcome["grant"]["rule"] == first["rule"]["label"], outcome
+    for item in rest:
+        denied = run(
+            "approvals",
+            "deny",
+            item["request_id"],
+            "--reason",
+            "not now",
+            *where,
+            "--as",
+            json.dumps(drive.actor),
+        )
+        assert denied.code == 0 and not internal(denied), denied.text
+    after = run("approvals", "list", *where, "--format", "json")
+    assert after.code == 0, after.text
+    left = json.loads(after.out)
+    assert left == [], f"still pending: {after.out}"
 
 
 def _archive_options(archives: list[str]) -> list[str]:
