@@ -43,6 +43,7 @@ from harnessc.runtime import Facts, Harness, PendingCall, SQLiteStore
 
 from .conftest import ROOT
 from .matrix_support import Recorder, productions
+from .postgres import ADMIN_URL, SKIP_REASON, fresh_database
 from .test_markdown_specs import BLOCKS
 
 MATRIX = ROOT / "tests" / "matrix"
@@ -521,6 +522,7 @@ COMMANDS = (
     "log compact",
     "approvals",
     "debug",
+    "postgres",
 )
 
 # Cells that fail only because of a known defect being fixed elsewhere: each is an expected
@@ -533,7 +535,11 @@ KNOWN: dict[tuple[str, str], tuple[str, str]] = {}
 SKIPPED: dict[tuple[str, str], str] = {
     (name, command): f"the `{extra}` extra is not installed"
     for extra, module, commands in (
-        ("lsp", "pygls", ("lsp diagnostics", "lsp hover", "lsp rename", "lsp tokens")),
+        (
+            "lsp",
+            "pygls",
+            ("lsp diagnostics", "lsp hover", "lsp rename", "lsp tokens", "lsp complete"),
+        ),
         ("console", "starlette", ("console",)),
         ("serve", "starlette", ("serve",)),
     )
@@ -541,6 +547,8 @@ SKIPPED: dict[tuple[str, str], str] = {
     for name in DRIVES
     for command in commands
 }
+if ADMIN_URL is None:  # no PostgreSQL test server: the cell that needs one does not apply
+    SKIPPED.update({(name, "postgres"): SKIP_REASON for name in DRIVES})
 
 
 # -- running commands ---------------------------------------------------------------------------
@@ -746,6 +754,7 @@ def local_cells(work: Work, drive: Drive, recorder: Recorder) -> None:
 
     # a log that decided calls under the spec: replay, why and the console read it
     decisions: list[str] = []
+    recorded: list[tuple[Any, ...]] = []
 
     def logged() -> None:
         result = check([work.spec])
@@ -754,6 +763,7 @@ def local_cells(work: Work, drive: Drive, recorder: Recorder) -> None:
         try:
             _drive(Harness(result.model, store=store), drive)
             decisions.extend(e.payload["decision_id"] for e in store.read() if e.type == "decision")
+            recorded.extend(_decided(store.read()))
         finally:
             store.close()
         assert decisions, "the session decided nothing"
@@ -791,6 +801,12 @@ def local_cells(work: Work, drive: Drive, recorder: Recorder) -> None:
         assert model["tools"], "the model stage shows no tool"
 
     _cell(work, "debug", debug_cell)
+    if ADMIN_URL is None:
+        pass  # skipped (SKIPPED)
+    elif problem is None:
+        _cell(work, "postgres", lambda: postgres_cell(work, drive, recorded))
+    else:
+        work.cells["postgres"] = f"no log: {problem}"
     lsp_cells(work, text)
 
 
@@ -990,6 +1006,45 @@ def approvals_cell(work: Work, drive: Drive) -> None:
     assert after.code == 0, after.text
     left = json.loads(after.out)
     assert left == [], f"still pending: {after.out}"
+
+
+def postgres_cell(work: Work, drive: Drive, recorded: list[tuple[Any, ...]]) -> None:
+    """The drive on a PostgreSQL log decides each call as on SQLite (effect, rule, reason,
+    evidence), and the log verifies and replays unchanged from its URL."""
+    from harnessc.runtime import PostgresStore
+
+    model = check([work.spec]).model
+    assert model is not None
+    with fresh_database() as url:
+        store = PostgresStore(url)
+        try:
+            _drive(Harness(model, store=store), drive)
+            got = _decided(store.read())
+        finally:
+            store.close()
+        assert got == recorded, f"PostgreSQL {got}\nSQLite {recorded}"
+        verified = run("log", "verify", "--log", url)
+        assert verified.code == 0 and not internal(verified), verified.text
+        replayed = run("replay", "--log", url, "--spec", str(work.spec))
+        assert replayed.code == 0 and not internal(replayed), replayed.text
+        assert "0 flipped" in replayed.out, replayed.out
+
+
+def _decided(events: Any) -> list[tuple[Any, ...]]:
+    """Each decision of a log as a user reads it: its tool and call, effect, rule, reason and
+    evidence (not its ids and times)."""
+    return [
+        (
+            e.payload.get("tool_id"),
+            e.payload.get("tool_call_id"),
+            e.payload.get("effect"),
+            e.payload.get("rule"),
+            e.payload.get("reason"),
+            json.dumps(e.payload.get("evidence"), sort_keys=True),
+        )
+        for e in events
+        if e.type == "decision"
+    ]
 
 
 def _archive_options(archives: list[str]) -> list[str]:
