@@ -990,6 +990,19 @@ def approvals_cell(work: Work, drive: Drive) -> None:
     if outcome["effect"] != "allow":
         assert outcome["effect"] in ("ask", None), outcome
         assert outcome["grant"]["rule"] == first["rule"]["label"], outcome
+        # the grant is listed until revoked, then never authorises again
+        grant = outcome["grant"]["grant_id"]
+        listed = run("grants", "list", *where, "--format", "json")
+        assert listed.code == 0 and not internal(listed), listed.text
+        assert grant in {g["grant_id"] for g in json.loads(listed.out)}, listed.out
+        revoked = run(
+            "grants", "revoke", grant, "--reason", "cut short", *where, "--as", json.dumps(who)
+        )
+        assert revoked.code == 0 and not internal(revoked), revoked.text
+        again = run("grants", "revoke", grant, *where, "--as", json.dumps(who))
+        assert again.code == 1 and "not-active" in again.text, again.text
+        listed = run("grants", "list", *where, "--format", "json")
+        assert grant not in {g["grant_id"] for g in json.loads(listed.out)}, listed.out
     for item in rest:
         denied = run(
             "approvals",
