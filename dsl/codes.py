@@ -710,6 +710,36 @@ _CODES = [
         "tool's schema (a dotted name, `rollout.state`, reaches into a nested object or the "
         "items of a list). The diagnostic lists the fields the tool has there.",
     ),
+    Code(
+        "H349",
+        "each-not-a-list",
+        "error",
+        "an `on_success` takes `each` element of a value that is not a list",
+        "`on_success add each x in LIST to FACT` (and `remove each … from FACT`) adds or "
+        "removes every element of LIST, an argument or a result field of type `list<…>`. Over "
+        "a single value, add or remove the value itself (`on_success add args.iban to "
+        "bank.payees`).",
+    ),
+    Code(
+        "H350",
+        "on-success-reads-outside-call",
+        "error",
+        "an `on_success` condition reads something other than the call's arguments and result",
+        "`on_success when C add …` updates a fact only when C holds of the call that "
+        "succeeded: C reads that call's `args.*` and `result.*` (with comparisons, `and`, "
+        "`or`, `not`, `all`/`any`, `len`, `urls`, `hosts`, `emails`). Facts, the actor, the "
+        "task, `from` and history terms (`count`, `called`, …) are the session's, not the "
+        "call's: a rule of a policy reads them, where they decide whether the call may run.",
+    ),
+    Code(
+        "H351",
+        "each-item-not-of-element",
+        "error",
+        "what an `on_success each` takes of an element does not read the element",
+        "`on_success add each x in LIST: x.FIELD to FACT` takes FIELD of every element `x` of "
+        "LIST. The part after `:` is a path from the bound element (`x` or `x.a.b`); leave "
+        "it out to take each element whole.",
+    ),
     # H4 — graphs
     Code(
         "H401",

@@ -11,7 +11,7 @@ user) and `TOOL:FIELD`, each top-level text output field of a tool both specs re
 result holding the value there, as the witness's session prelude makes it), with its kinds
 (`trusted`, `untrusted`) and the labels a result holding it carries, on each side: a field the
 tool's `on_success add result.FIELD to FACT` adds to a fact is also a fact value there, so also
-`trusted` (runtime/judge/history.py `facts_added`, as the runtime's ledger records it). Likewise
+`trusted` (runtime/judge/history.py `facts_changed`, as the runtime's ledger records it). Likewise
 `TOOL(args.X)`, for each `on_success add args.X to FACT` of a tool both specs register: an
 earlier call of the tool with the value as that argument, which makes it a fact value
 (`trusted`) on a side whose tool adds it, and no source at all on the other. The solver
@@ -291,7 +291,7 @@ def arg_class(tool_id: str, parts: Sequence[str]) -> str:
 
 def feeds(spec: m.Spec, fact: str) -> frozenset[tuple[str, str, tuple[str, ...]]]:
     """The earlier calls whose `on_success` adds to the fact: each tool, and the root (`args`
-    or `result`) and path of the value it adds (runtime/judge/history.py `facts_added`)."""
+    or `result`) and path of the value it adds (runtime/judge/history.py `facts_changed`)."""
     return frozenset(
         (tool_id, add.value.root, tuple(add.value.parts))
         for tool_id, tool in spec.tools.items()
@@ -353,10 +353,10 @@ def _holding(parts: Sequence[str], value: Any) -> dict[str, Any]:
 def _added_kinds(tool: m.Tool, args: Mapping[str, Any], result: Any) -> frozenset[str]:
     """`{"trusted"}` when the tool's `on_success` adds `_MARK` to a fact from a call with
     `args` and `result` (the ledger indexes the added values as facts), else none."""
-    from harnessc.runtime.judge.history import facts_added
+    from harnessc.runtime.judge.history import facts_changed
     from harnessc.runtime.judge.provenance import scalars as result_scalars
 
-    added = facts_added(tool, args, result, {})
+    added = facts_changed(tool, args, result, {})
     marked = any(scalar == _MARK for scalar, _ in result_scalars(added, None, "trusted"))
     return frozenset({"trusted"}) if marked else frozenset()
 

@@ -153,6 +153,8 @@ def source_text(source: Source, tool_call_id: str | None = None) -> str:
             where += f", call {tool_call_id}"
     elif source.kind == "user":
         where = "a user message"
+    elif source.fact is not None:
+        where = f"{composed}the fact `{source.fact}` (trusted)"
     else:
         where = f"{composed}the facts (trusted)"
     return f"{where}, event #{source.position}"
