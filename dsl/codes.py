@@ -652,9 +652,11 @@ _CODES = [
         "error",
         "an `on_success` adds to something that is not a list fact, or adds a value the tool "
         "does not have",
-        "`on_success add VALUE to FACT` appends VALUE to FACT when a call of the tool succeeds. "
-        "FACT must be a declared fact of type `list<…>`, and VALUE an argument (`args.x`, in "
-        "the tool's `input`) or a result field (`result.x`, in its `output`).",
+        "`on_success add VALUE to FACT` appends VALUE to FACT when a call of the tool succeeds, "
+        "and `on_success remove VALUE from FACT` takes it out. FACT must be a declared fact of "
+        "type `list<…>` whose items take the value, and VALUE an argument (`args.x`, in the "
+        "tool's `input`) or a result field (`result.x`, in its `output`); with `each`, every "
+        "element of that list (or the field `: x.f` of each) must be of the fact's item type.",
     ),
     Code(
         "H344",
