@@ -220,7 +220,8 @@ class Ledger:
         self._calls: dict[str, _Call] = {}
         self._order: list[_Call] = []
         self._results: list[tuple[int, int, frozenset[str]]] = []  # (position, time, labels)
-        self._fact_values: dict[tuple[str, str], Any] = {}  # by (stream, fact)
+        # the index keys of each fact's value, by (stream, fact): what a change withdraws
+        self._fact_keys: dict[tuple[str, str], set[str]] = {}
         self._cursor: dict[str, int] = {}
         self._time: tuple[str, int | None] = ("", None)  # the last event time read, in ms
         self._lock = threading.RLock()
@@ -646,10 +647,11 @@ class Ledger:
         if not isinstance(values, Mapping):
             return
         for name, value in values.items():
-            before = self._fact_values.get((stream, name))
-            self._fact_values[(stream, name)] = value
+            keys = value_keys(value)
+            before = self._fact_keys.get((stream, name))
+            self._fact_keys[(stream, name)] = keys
             if before is not None:
-                gone = value_keys(before) - value_keys(value)
+                gone = before - keys
                 if gone:
                     self.index.retract(gone, _of_fact(name), position)
             self.index.add_value(value, Source("trusted", position, fact=name))
