@@ -150,3 +150,29 @@ def test_a_spec_tests_earlier_calls_apply_removes_and_conditions_as_the_runtime(
 def test_the_spec_tests_of_the_scenario_pass(spec: Spec) -> None:
     run = run_spec_tests(spec, file=SPEC.name)
     assert (run.passed, run.failed) == (6, 0), render_run([run])
+
+
+def test_renaming_an_each_variable_renames_what_reads_it() -> None:
+    pytest.importorskip("pygls")
+    from harnessc.compiler.lsp import rename
+    from harnessc.compiler.lsp.workspace import Workspace
+
+    text = SPEC.read_text(encoding="utf-8")
+    path = str(SPEC)
+    specs = Workspace()
+    specs.open(path, 1, text)
+    build = specs.check(path)
+    assert build is not None
+    resolution = build.result.resolution
+    assert resolution is not None
+    source = next(m.source for m in resolution.modules if m.source and m.source.text == text)
+    target = rename.target_at(build, source, text.index("p.email"))
+    edits = rename.edits([build], build, target, "person")
+    renamed = text
+    for edit in sorted(edits, key=lambda e: -e.span.start):
+        renamed = renamed[: edit.span.start] + edit.text + renamed[edit.span.end :]
+    assert "add each person in result.participants: person.email to" in renamed
+    specs.open(path, 2, renamed)
+    again = specs.check(path)
+    assert again is not None
+    assert not [d.code for d in again.result.diagnostics if d.code.startswith("H")]
