@@ -152,6 +152,14 @@ def schema_type(schema: m.Schema | None) -> Ty:
     return object_type({f.name: type_of(f.type) for f in schema.fields}, open=True)
 
 
+def call_type(schema: m.Schema | None) -> Ty:
+    """A call's arguments or result as its tool declares them (every field known); a tool
+    without an `output` may return anything."""
+    if schema is None:
+        return ANY
+    return object_type({f.name: type_of(f.type) for f in schema.fields})
+
+
 def article(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
 

@@ -574,7 +574,13 @@ class _Resolver(SessionNames, NameHelp):
             elif isinstance(item, s.OnSuccess):
                 self.resolve(scope.module, item.fact, "fact")
                 value = item.value
-                self.resolve_path(replace(scope, result=True), value.text, value.span, value)
+                call = replace(scope, result=True)  # the call's own `args` and `result`
+                if item.when is not None:
+                    self.visit_cond(call, item.when)
+                self.resolve_path(call, value.text, value.span, value)
+                if item.var is not None and item.item is not None:
+                    each = self.bind_var(call, item)
+                    self.resolve_path(each, item.item.text, item.item.span, item.item)
 
     def visit_skill(self, scope: Scope, skill: s.Skill) -> None:
         for item in skill.items:
@@ -762,9 +768,11 @@ class _Resolver(SessionNames, NameHelp):
             return all([self.visit_value(scope, e.value, lenient) for e in value.entries])
         return True
 
-    def bind_var(self, scope: Scope, node: s.Quantified) -> Scope:
-        """The scope of a quantifier's body: its variable bound (H210 when it shadows a name)."""
+    def bind_var(self, scope: Scope, node: s.Quantified | s.OnSuccess) -> Scope:
+        """The scope of a quantifier's body, or of an `on_success each`'s item: its variable
+        bound (H210 when it shadows a name)."""
         var = node.var
+        assert var is not None
         name = var.text
         shadowed: str | None = None
         if name in scope.vars:

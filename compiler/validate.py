@@ -43,6 +43,7 @@ from .condition_types import (
     Problem,
     Ty,
     article,
+    call_type,
     describe,
     equality_problem,
     field_of,
@@ -353,7 +354,7 @@ class _Validator(SessionChecks):
             if isinstance(item, s.Requires):
                 self.check_cond(item.cond, CondContext(module, "requires"))
             elif isinstance(item, s.OnSuccess):
-                self.check_on_success(item, self.spec.tools.get(tool_id))
+                self.check_on_success(item, self.spec.tools.get(tool_id), module)
 
     # =========================================================================================
     # Policies and risk tables
@@ -710,6 +711,8 @@ class _Validator(SessionChecks):
                 )
                 return None
             if root == "args":
+                if ctx.call is not None:  # an `on_success` reads its own call's
+                    return self.navigate(call_type(ctx.call.input), parts, 1, node)
                 if ctx.selectors is None:
                     return ANY
                 if len(parts) == 1:
@@ -721,6 +724,8 @@ class _Validator(SessionChecks):
         if symbol is not None and symbol.kind == "var":
             return self.navigate(ctx.vars.get(symbol.name, ANY), parts, 1, node)
         if root == RESULT_ROOT and len(parts) > 1:
+            if ctx.call is not None:
+                return self.navigate(call_type(ctx.call.output), parts, 1, node)
             if ctx.results is None:
                 return ANY  # `on_success` and misplaced reads are checked elsewhere
             ty = self.result_field(parts[1], node, ctx)

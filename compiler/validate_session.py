@@ -32,6 +32,7 @@ from .condition_types import (
     item_type,
     join_types,
     only_lists,
+    quote_values,
     takes,
     type_of,
 )
@@ -39,7 +40,12 @@ from .resolve import Module
 from .resolve_session import SELECTING_FUNCTIONS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
+
+    from harnessc.dsl.source import Span
+
+    from .resolve import Resolution
+    from .symbols import Symbol
 
 
 # =============================================================================================
@@ -74,6 +80,8 @@ class CondContext:
     """The types of the quantifier variables bound here."""
     results: tuple[s.Selector, ...] | None = None
     """Inside a history term: the tools whose earlier results `result.*` reads."""
+    call: m.Tool | None = None
+    """In an `on_success`'s `when`: the tool whose call's own `args` and `result` it reads."""
 
 
 _CONTEXT_ROOTS = {
@@ -86,12 +94,41 @@ _CONTEXT_ROOTS = {
 """The roots whose values no model chose: `from` on them means nothing (H345)."""
 
 
+def _outside_call(
+    cond: object, references: Mapping[Span, Symbol]
+) -> Iterable[tuple[s.Path | s.Provenance | s.FuncCall, str]]:
+    """What an `on_success` condition reads besides the call's `args`, its `result` and the
+    variables of its quantifiers: each node, and what it reads in words."""
+    if isinstance(cond, s.Path):
+        root = cond.parts[0]
+        symbol = references.get(cond.span)
+        if root in ("args", "result") or (symbol is not None and symbol.kind == "var"):
+            return
+        if symbol is not None and symbol.kind == "fact":
+            yield cond, f"the fact `{symbol.name}`"
+        else:
+            yield cond, f"`{cond.text}`"
+        return
+    if isinstance(cond, s.Provenance):
+        yield cond, "where a value came from (`from`), which the session's sources decide"
+        return
+    if isinstance(cond, s.FuncCall) and cond.name.text not in ("len", "urls", "hosts", "emails"):
+        yield cond, f"`{cond.name.text}(…)`, which the session decides"
+        return
+    if isinstance(cond, s.Node):
+        for name in s.child_fields(type(cond)):
+            value = getattr(cond, name)
+            for child in value if isinstance(value, tuple) else (value,):
+                yield from _outside_call(child, references)
+
+
 class SessionChecks(Reporter):
     """The validator's checks of session terms and `on_success`."""
 
     if TYPE_CHECKING:
         # what the session checks read of the validator (compiler/validate.py)
         spec: m.Spec
+        res: Resolution
         _results: dict[str, dict[str, Ty]] | None
 
         def symbol_name(self, name: s.Name | s.Pattern) -> str | None: ...
@@ -107,21 +144,66 @@ class SessionChecks(Reporter):
 
     # -- on_success ----------------------------------------------------------------------------
 
-    def check_on_success(self, node: s.OnSuccess, tool: m.Tool | None) -> None:
-        """H343: the fact is a list fact, and the value a field of the tool's input or output."""
+    def check_on_success(self, node: s.OnSuccess, tool: m.Tool | None, module: Module) -> None:
+        """H343: the fact is a list fact, and the value a field of the tool's input or output
+        whose type the fact's items take; H349: `each` ranges over a list; H351: its item
+        reads the bound element; H350: `when` reads only the call's `args` and `result`."""
         fact = self.spec.facts.get(self.symbol_name(node.fact) or "")
-        if tool is None or fact is None:
+        if tool is None:
             return
+        if node.when is not None:
+            self.check_update_when(node.when, tool, module)
+        if fact is None:
+            return
+        verb = "adds" if node.op == "add" else "removes"
+        into = "to" if node.op == "add" else "from"
         if fact.type.name != "list":
             self.report(
                 "H343",
-                f"`on_success` adds to fact `{fact.name}`, which is not a list",
+                f"`on_success` {verb} {into} fact `{fact.name}`, which is not a list",
                 node.fact.span,
                 f"{describe(type_of(fact.type))}",
-                help=f"declare it as a list (`fact {fact.name}: list<string>`), or add to a "
-                "list fact",
+                help=f"declare it as a list (`fact {fact.name}: list<string>`), or {node.op} "
+                f"{into} a list fact",
             )
             return
+        value = self.call_value(node, tool, verb)
+        if value is None:
+            return
+        shown = node.value
+        if node.var is not None:
+            if not only_lists(value) and value.name != "any":
+                self.report(
+                    "H349",
+                    f"`on_success {node.op} each` ranges over `{node.value.text}`, which is "
+                    f"{describe(value)}, not a list",
+                    node.value.span,
+                    f"{describe(value)}",
+                    help=f"`each` takes every element of a list; {node.op} the value itself: "
+                    f"`on_success {node.op} {node.value.text} {into} {fact.name}`",
+                )
+                return
+            value = item_type(value)
+            if node.item is not None:
+                value = self.each_item(node, value)
+                if value is None:
+                    return
+                shown = node.item
+        item = type_of(fact.type.item) if fact.type.item is not None else ANY
+        if not compatible(value, item):
+            self.report(
+                "H343",
+                f"`on_success` {verb} {describe(value)} {into} `{fact.name}`, a list of "
+                f"{describe(item).removeprefix('a ').removeprefix('an ')}",
+                shown.span,
+                f"{describe(value)}",
+                help=f"{node.op} a value of the list's item type"
+                + (", or an element's field (`: x.email`)" if node.var is not None else ""),
+            )
+
+    def call_value(self, node: s.OnSuccess, tool: m.Tool, verb: str) -> Ty | None:
+        """The type of an `on_success`'s value, a field of the call's input or output (None
+        after H343)."""
         root, name = node.value.parts[0], node.value.parts[1]
         schema = tool.input if root == "args" else tool.output
         where = "input" if root == "args" else "output"
@@ -130,25 +212,55 @@ class SessionChecks(Reporter):
         if found is None:
             self.report(
                 "H343",
-                f"`on_success` adds `{node.value.text}`, but tool `{tool.id}` has no {where} "
+                f"`on_success` {verb} `{node.value.text}`, but tool `{tool.id}` has no {where} "
                 f"field `{name}`",
                 node.value.span,
                 f"not in the tool's `{where}`",
                 help=did_you_mean(name, sorted(fields))
                 or f"declare `{name}` in the tool's `{where}`",
             )
-            return
-        value = self.navigate(type_of(found.type), node.value.parts, 2, node.value)
-        item = type_of(fact.type.item) if fact.type.item is not None else ANY
-        if value is not None and not compatible(value, item):
+            return None
+        return self.navigate(type_of(found.type), node.value.parts, 2, node.value)
+
+    def each_item(self, node: s.OnSuccess, element: Ty) -> Ty | None:
+        """The type of what `each x in LIST: ITEM` takes of an element (None after H351 or
+        H324): ITEM reads the bound element, `x` or a field of it."""
+        assert node.var is not None and node.item is not None
+        var, item = node.var.text, node.item
+        if item.parts[0] != var:
+            fields = [name for name, _ in element.fields]
+            near = did_you_mean(item.parts[-1], fields) if fields else None
             self.report(
-                "H343",
-                f"`on_success` adds {describe(value)} to `{fact.name}`, a list of "
-                f"{describe(item).removeprefix('a ').removeprefix('an ')}",
-                node.value.span,
-                f"{describe(value)}",
-                help="add a value of the list's item type",
+                "H351",
+                f"`: {item.text}` does not read the element `{var}` that `each` binds",
+                item.span,
+                f"not `{var}` or a field of it",
+                notes=[f"the fields of `{var}` are {quote_values(sorted(fields))}"]
+                if fields
+                else [],
+                help=(near.replace("`", f"`{var}.", 1) if near else None)
+                or f"write `: {var}.FIELD`, or leave the `:` part out to take each `{var}` whole",
             )
+            return None
+        return self.navigate(element, item.parts, 1, item)
+
+    def check_update_when(self, cond: object, tool: m.Tool, module: Module) -> None:
+        """An `on_success`'s `when`: a condition of the language (checked as a rule's), whose
+        paths read the call's own `args` and `result`, typed by the tool's schemas; H350 for
+        anything else (facts, the actor, provenance, history), which a replay of the session
+        could not read as the call saw it."""
+        outside = list(_outside_call(cond, self.res.references))
+        for node, what in outside:
+            self.report(
+                "H350",
+                f"an `on_success` condition reads {what}",
+                node.span,
+                "not the call's `args` or `result`",
+                help="an update is decided by the call alone: test its arguments (`args.x`) "
+                "and its result (`result.x`); a rule of a policy may read the rest",
+            )
+        if not outside:
+            self.check_cond(cond, CondContext(module, "on_success", call=tool))
 
     # -- session terms -------------------------------------------------------------------------
 

@@ -330,8 +330,25 @@ class _Builder:
         return s.Requires(self._condition(c[1]), span=self._span(c))
 
     def on_success(self, c):
-        value = self._expr(s.Path(str(c[2]), span=self._tok_span(c[2])))
-        return s.OnSuccess(value, self._name(c[4]), span=self._span(c))
+        rest = list(c[1:])
+        when = rest.pop(0).value if isinstance(rest[0], _CallPart) else None
+        op, target, fact = str(rest[0]), rest[1], rest[3]
+        var = item = None
+        if isinstance(target, _CallPart):  # `each x in LIST[: ITEM]`
+            var, value, item = target.value
+        else:
+            value = self._path(target)
+        return s.OnSuccess(value, self._name(fact), op, var, item, when, span=self._span(c))
+
+    def on_success_when(self, c):
+        return _CallPart("when", self._condition(c[1]), self._span(c))
+
+    def on_success_each(self, c):
+        item = self._path(c[5]) if len(c) > 5 else None
+        return _CallPart("each", (self._name(c[1]), self._path(c[3]), item), self._span(c))
+
+    def _path(self, tok: Tok) -> s.Path:
+        return self._expr(s.Path(str(tok), span=self._tok_span(tok)))
 
     def schema_attr(self, c):
         return s.SchemaAttr(str(c[0]), c[1], span=self._span(c))

@@ -652,9 +652,11 @@ _CODES = [
         "error",
         "an `on_success` adds to something that is not a list fact, or adds a value the tool "
         "does not have",
-        "`on_success add VALUE to FACT` appends VALUE to FACT when a call of the tool succeeds. "
-        "FACT must be a declared fact of type `list<…>`, and VALUE an argument (`args.x`, in "
-        "the tool's `input`) or a result field (`result.x`, in its `output`).",
+        "`on_success add VALUE to FACT` appends VALUE to FACT when a call of the tool succeeds, "
+        "and `on_success remove VALUE from FACT` takes it out. FACT must be a declared fact of "
+        "type `list<…>` whose items take the value, and VALUE an argument (`args.x`, in the "
+        "tool's `input`) or a result field (`result.x`, in its `output`); with `each`, every "
+        "element of that list (or the field `: x.f` of each) must be of the fact's item type.",
     ),
     Code(
         "H344",
@@ -709,6 +711,36 @@ _CODES = [
         "A field written in an `extend`'s `input { … }` or `output { … }` names a field of the "
         "tool's schema (a dotted name, `rollout.state`, reaches into a nested object or the "
         "items of a list). The diagnostic lists the fields the tool has there.",
+    ),
+    Code(
+        "H349",
+        "each-not-a-list",
+        "error",
+        "an `on_success` takes `each` element of a value that is not a list",
+        "`on_success add each x in LIST to FACT` (and `remove each … from FACT`) adds or "
+        "removes every element of LIST, an argument or a result field of type `list<…>`. Over "
+        "a single value, add or remove the value itself (`on_success add args.iban to "
+        "bank.payees`).",
+    ),
+    Code(
+        "H350",
+        "on-success-reads-outside-call",
+        "error",
+        "an `on_success` condition reads something other than the call's arguments and result",
+        "`on_success when C add …` updates a fact only when C holds of the call that "
+        "succeeded: C reads that call's `args.*` and `result.*` (with comparisons, `and`, "
+        "`or`, `not`, `all`/`any`, `len`, `urls`, `hosts`, `emails`). Facts, the actor, the "
+        "task, `from` and history terms (`count`, `called`, …) are the session's, not the "
+        "call's: a rule of a policy reads them, where they decide whether the call may run.",
+    ),
+    Code(
+        "H351",
+        "each-item-not-of-element",
+        "error",
+        "what an `on_success each` takes of an element does not read the element",
+        "`on_success add each x in LIST: x.FIELD to FACT` takes FIELD of every element `x` of "
+        "LIST. The part after `:` is a path from the bound element (`x` or `x.a.b`); leave "
+        "it out to take each element whole.",
     ),
     # H4 — graphs
     Code(

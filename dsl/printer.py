@@ -446,7 +446,13 @@ class _Printer:
         if isinstance(node, s.Requires):
             return cat("requires ", self._cond(node.cond))
         if isinstance(node, s.OnSuccess):
-            return cat("on_success add ", node.value.text, " to ", node.fact.text)
+            when = cat("when ", self._cond(node.when), " ") if node.when is not None else ""
+            value = node.value.text
+            if node.var is not None:
+                item = f": {node.item.text}" if node.item is not None else ""
+                value = f"each {node.var.text} in {value}{item}"
+            into = " to " if node.op == "add" else " from "
+            return cat("on_success ", when, node.op, " ", value, into, node.fact.text)
         if isinstance(node, s.Operation):
             block = self._block(node, node.items, self._item, inline=_inline_options(node.items))
             return cat("operation ", node.name.text, " ", block)

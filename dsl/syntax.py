@@ -382,11 +382,17 @@ class Label(Node):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class OnSuccess(Node):
-    """`on_success add args.x to team.members`: `value` is `args.*` or `result.*`, `fact` a
-    declared list fact."""
+    """`on_success [when C] add|remove [each x in] VALUE[: ITEM] to|from FACT`: `value` is
+    `args.*` or `result.*`, `fact` a declared list fact, `op` `add` or `remove`. With `each`,
+    `var` is bound to every element of the list `value`, and `item` (a path from `var`) says
+    what is taken of it. `when` reads the call's own `args` and `result`."""
 
     value: Path
     fact: Name
+    op: str = "add"
+    var: Name | None = None
+    item: Path | None = None
+    when: Cond | None = None
     span: Span = _span()
 
 

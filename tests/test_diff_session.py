@@ -1011,3 +1011,35 @@ def test_a_call_decided_differently_in_a_drawn_session_is_in_a_reported_region(
         if runtime_outcome(before) != runtime_outcome(after):
             event("a drawn call decided differently")
             assert (before.rule, after.rule) in reported, (old, new, args, steps)
+
+
+def test_a_changed_on_success_is_reported_and_its_decisions_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the lookup's address becomes a fact only when it is the company's; or it leaves the fact
+    only_ours = ADDS.replace(
+        "on_success add", 'on_success when result.email endswith "@example.com" add'
+    )
+    removes = ADDS.replace("on_success add result.email to", "on_success remove result.email from")
+    for name, new, line in (
+        (
+            "when",
+            only_ours,
+            'on_success: add result.email to known → when result.email endswith "@example.com" '
+            "add result.email to known",
+        ),
+        (
+            "remove",
+            removes,
+            "on_success: add result.email to known → remove result.email from known",
+        ),
+    ):
+        a, b, comparison = compared(tmp_path / name, ADDS, new)
+        assert_sound(a, b, comparison)
+        code, out = cli(
+            tmp_path / name / "old" / "spec.harness",
+            tmp_path / name / "new" / "spec.harness",
+            capsys,
+        )
+        # narrower on both counts: the address is trusted less often, never more
+        assert code == 0 and line in out and "1 allow→deny" in out, out

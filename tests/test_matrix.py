@@ -152,6 +152,25 @@ DRIVES: dict[str, Drive] = {
         ("  trust trusted\n  on_success add result.email to team.members\n", ""),
         widens=False,
     ),
+    "fact_updates": Drive(
+        "banker",
+        (
+            Step("payee.add", {"iban": "DE1"}, "allow", {"iban": "DE1", "verified": True}),
+            Step("pay.send", {"iban": "DE1"}, "allow"),  # a fact value now: trusted
+            Step("payee.remove", {"iban": "DE1"}, "allow", {}),
+            Step("pay.send", {"iban": "DE1"}, "ask"),  # no longer a fact, nor trusted
+            Step(
+                "meeting.read",
+                {"id": "m1"},
+                "allow",
+                {"people": [{"email": "dora@d.test"}, {"email": "li@l.test"}], "declined": []},
+            ),
+            Step("mail.send", {"to": "li@l.test"}, "allow"),
+        ),
+        # an unverified payee would be registered, and so trusted
+        ("on_success when result.verified add", "on_success add"),
+        widens=True,
+    ),
     "open": Drive(
         "writer",
         (Step("jot", {"text": "hi"}, "allow"), Step("jot", {"text": "x" * 101}, "ask")),
@@ -474,6 +493,13 @@ COVERS: dict[str, tuple[str, ...]] = {
         'tool_item "on_success" -> on_success',
         "_path_ref NAME",
         "_path_ref DOTTED",
+    ),
+    "fact_updates": (
+        "on_success_when",
+        '_fact_update "add"',
+        '_fact_update "remove"',
+        "on_success_each",
+        'on_success_each [":"]',
     ),
     "open": (
         "_tool_ref NAME",

@@ -163,7 +163,7 @@ def test_the_docs_show_trust_labels_and_on_success() -> None:
     assert rows["`team.invite`"] == (
         "untrusted (default)",
         "none",
-        "add `args.user` to `team.members`",
+        "`add args.user to team.members`",
     )
     assert labels.table.rows == (
         ("`finance`", "money \\| numbers"),

@@ -440,7 +440,12 @@ POSITIONS = (
             "policy p { allow t when all x in a:",
             "policy p { allow t when any x in a:",
             "policy p { allow t when count(a when",
+            "tool t { on_success when",
         ),
+    ),
+    Position(
+        "the value of an `on_success` update, after `add` or `remove`",
+        ("tool t { on_success add", "tool t { on_success remove"),
     ),
     Position(
         "the list of a quantifier, after `all x in` or `any x in`",

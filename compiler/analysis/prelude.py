@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessc.runtime import model as m
-from harnessc.runtime.judge.history import facts_added, result_labels
+from harnessc.runtime.judge.history import facts_changed, result_labels
 from harnessc.runtime.judge.provenance import (
     Source,
     arg_name,
@@ -816,7 +816,7 @@ class _Builder:
                     kinds.add(kind)
                     labels |= carried
             # `on_success add`: what the call adds to a fact is a fact value (trusted) too
-            added = facts_added(tool, step.args, result, {})
+            added = facts_changed(tool, step.args, result, {})
             if any(_text(scalar) == text for scalar, _ in _result_scalars(added, None, "")):
                 kinds.add("trusted")
         for fact in scalars(self.call.facts):

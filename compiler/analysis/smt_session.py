@@ -28,6 +28,7 @@ from .sources import (
     differs,
     feeds,
     meaning,
+    plain_adds,
     value_key,
     value_key_of,
 )
@@ -320,7 +321,7 @@ class SessionEncoding:
         where = value_key_of(value)
         if s is None or where is None or feeds(s.old, fact) == feeds(s.new, fact):
             return []
-        mine = feeds(self.spec, fact)
+        mine = plain_adds(self.spec, fact)
         return [self.source_of(where, c) for c in s.names if call_of(c) in mine]
 
     def from_classes(self, c: m.Provenance, where: str, of: Term) -> Any:

@@ -11,7 +11,7 @@ user) and `TOOL:FIELD`, each top-level text output field of a tool both specs re
 result holding the value there, as the witness's session prelude makes it), with its kinds
 (`trusted`, `untrusted`) and the labels a result holding it carries, on each side: a field the
 tool's `on_success add result.FIELD to FACT` adds to a fact is also a fact value there, so also
-`trusted` (runtime/judge/history.py `facts_added`, as the runtime's ledger records it). Likewise
+`trusted` (runtime/judge/history.py `facts_changed`, as the runtime's ledger records it). Likewise
 `TOOL(args.X)`, for each `on_success add args.X to FACT` of a tool both specs register: an
 earlier call of the tool with the value as that argument, which makes it a fact value
 (`trusted`) on a side whose tool adds it, and no source at all on the other. The solver
@@ -40,6 +40,7 @@ from harnessc.runtime import model as m
 from harnessc.runtime.model.semantics import selects
 
 from .concrete import SessionTerm, canonical, session_terms
+from .text import update_text
 
 __all__ = [
     "FACTS",
@@ -56,6 +57,7 @@ __all__ = [
     "item_of",
     "meaning",
     "meanings_digest",
+    "plain_adds",
     "producers",
     "rule_terms",
     "session_meanings_differ",
@@ -81,13 +83,13 @@ def source_view(spec: m.Spec) -> str:
     view = {}
     for tool_id in sorted(spec.tools):
         tool = spec.tools[tool_id]
-        adds = [[a.fact, a.value.root, list(a.value.parts)] for a in tool.on_success]
+        adds = [update_text(u) for u in tool.on_success]
         view[tool_id] = [
             tool.trust,
             sorted(tool.labels),
             tool.kind == "mcp",
             _schema(tool.output),
-            adds,  # `on_success add`: a value it adds is a fact (trusted) too
+            adds,  # `on_success`: a value it adds is a fact (trusted) too, until removed
         ]
     if len(_VIEWS) > 16:
         _VIEWS.clear()
@@ -248,7 +250,7 @@ class SourceClasses:
                 result = holding_result(tools[1], path, _MARK, _sample)
                 for spec, tool in zip((self.old, self.new), tools, strict=True):
                     self.kinds[id(spec), cls], self.labels[id(spec), cls] = _read(tool, result)
-            added = {a.value.parts for t in tools for a in t.on_success if a.value.root == "args"}
+            added = {a.value.parts for t in tools for a in t.on_success if _takes_arg(a)}
             for parts in sorted(p for p in added if p):
                 cls = arg_class(tool_id, parts)
                 self.names.append(cls)
@@ -289,15 +291,38 @@ def arg_class(tool_id: str, parts: Sequence[str]) -> str:
     return f"{tool_id}(args.{'.'.join(parts)})"
 
 
-def feeds(spec: m.Spec, fact: str) -> frozenset[tuple[str, str, tuple[str, ...]]]:
-    """The earlier calls whose `on_success` adds to the fact: each tool, and the root (`args`
-    or `result`) and path of the value it adds (runtime/judge/history.py `facts_added`)."""
+def feeds(spec: m.Spec, fact: str) -> frozenset[tuple[str, str, tuple[str, ...], str]]:
+    """The earlier calls whose `on_success` changes the fact: each tool, the root (`args` or
+    `result`) and path of the value it adds or removes, and the update as written (a `remove`,
+    a `when` or an `each` make two specs' updates differ) (runtime/judge/history.py
+    `facts_changed`)."""
     return frozenset(
-        (tool_id, add.value.root, tuple(add.value.parts))
+        (tool_id, u.value.root, tuple(u.value.parts), update_text(u))
         for tool_id, tool in spec.tools.items()
-        for add in tool.on_success
-        if add.fact == fact
+        for u in tool.on_success
+        if u.fact == fact
     )
+
+
+def plain_adds(spec: m.Spec, fact: str) -> frozenset[tuple[str, str, tuple[str, ...]]]:
+    """The calls that surely put their value in the fact: `on_success add PATH to FACT`
+    without `when` or `each` (a prelude's call stands for one of them, `smt_session.fed`).
+    A conditional update, an `each` and a `remove` are not modelled as a class of source: the
+    comparison may miss a witness through them, never give a wrong one (each is run)."""
+    return frozenset(
+        (tool_id, u.value.root, tuple(u.value.parts))
+        for tool_id, tool in spec.tools.items()
+        for u in tool.on_success
+        if u.fact == fact and _plain_add(u)
+    )
+
+
+def _plain_add(update: m.FactUpdate) -> bool:
+    return update.op == "add" and update.each is None and update.when is None
+
+
+def _takes_arg(update: m.FactUpdate) -> bool:
+    return _plain_add(update) and update.value.root == "args"
 
 
 def fed_facts(spec: m.Spec, call: Any) -> dict[str, Any]:
@@ -353,10 +378,10 @@ def _holding(parts: Sequence[str], value: Any) -> dict[str, Any]:
 def _added_kinds(tool: m.Tool, args: Mapping[str, Any], result: Any) -> frozenset[str]:
     """`{"trusted"}` when the tool's `on_success` adds `_MARK` to a fact from a call with
     `args` and `result` (the ledger indexes the added values as facts), else none."""
-    from harnessc.runtime.judge.history import facts_added
+    from harnessc.runtime.judge.history import facts_changed
     from harnessc.runtime.judge.provenance import scalars as result_scalars
 
-    added = facts_added(tool, args, result, {})
+    added = facts_changed(tool, args, result, {})
     marked = any(scalar == _MARK for scalar, _ in result_scalars(added, None, "trusted"))
     return frozenset({"trusted"}) if marked else frozenset()
 

@@ -15,6 +15,7 @@ from harnessc.runtime.model import (
     EnumMember,
     Extract,
     FactCall,
+    FactUpdate,
     History,
     Length,
     ListValue,
@@ -39,6 +40,7 @@ __all__ = [
     "session_lines",
     "spec_text",
     "term_of",
+    "update_text",
     "value_text",
 ]
 
@@ -85,6 +87,22 @@ def _provenance_text(node: Provenance) -> str:
     source = f"label {node.label}" if node.source == "label" else node.source
     only = " only" if node.only else ""
     return f"{spec_text(node.value, top=False)} from {source}{only}"
+
+
+def update_text(update: FactUpdate) -> str:
+    """An `on_success` update written back as spec text, after `on_success`.
+
+    >>> update_text(FactUpdate(value=Path(root="result", parts=("people",)), fact="team",
+    ...     each="p", item=Path(root="var", parts=("p", "email")), op="remove"))
+    'remove each p in result.people: p.email from team'
+    """
+    when = f"when {spec_text(update.when)} " if update.when is not None else ""
+    value = spec_text(update.value)
+    if update.each is not None:
+        item = f": {spec_text(update.item)}" if update.item is not None else ""
+        value = f"each {update.each} in {value}{item}"
+    into = "to" if update.op == "add" else "from"
+    return f"{when}{update.op} {value} {into} {update.fact}"
 
 
 def spec_text(node: object, top: bool = True) -> str:

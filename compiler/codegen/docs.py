@@ -30,7 +30,7 @@ from ..analysis.concrete import session_terms
 from ..lower.workflows import steps_read
 from ..suppress import Suppression
 from .escape import md_code, md_text, mermaid_label, py_literal, where
-from .spec_text import condition_words, duration_text, spec_text
+from .spec_text import condition_words, duration_text, spec_text, update_text
 
 __all__ = [
     "DOC_PAGES",
@@ -249,9 +249,7 @@ def _data_blocks(spec: Spec) -> list[Block]:
         trust_parts = [trust] + [f"{md_code(n)}: {f.trust}" for n, f in marks if f.trust]
         label_parts = [codes_text(tool.labels)] if tool.labels else []
         label_parts += [f"{md_code(n)}: {codes_text(f.labels)}" for n, f in marks if f.labels]
-        additions = [
-            f"add {md_code(spec_text(a.value))} to {md_code(a.fact)}" for a in tool.on_success
-        ]
+        additions = [md_code(update_text(u)) for u in tool.on_success]
         rows.append(
             (
                 md_code(tool.id),
@@ -265,8 +263,9 @@ def _data_blocks(spec: Spec) -> list[Block]:
         _para(
             "Where each tool's results come from for provenance (`from trusted`, `from "
             "untrusted`; a field's own trust overrides its tool's), the data labels its "
-            "results carry (`seen(L)`, `from label L`), and the list facts a successful call "
-            "adds to. A tool's results are untrusted unless it says `trust trusted`."
+            "results carry (`seen(L)`, `from label L`), and what a successful call adds to "
+            "list facts or removes from them. A tool's results are untrusted unless it says "
+            "`trust trusted`."
         ),
         _table(("Tool", "Trust", "Labels", "On success"), rows),
     ]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from harnessc.runtime.model import And, Condition, FactCall, Not, Or, Path
 
-from ..analysis.text import duration_text, selector_text, spec_text
+from ..analysis.text import duration_text, selector_text, spec_text, update_text
 from .escape import md_code
 
-__all__ = ["condition_words", "duration_text", "selector_text", "spec_text"]
+__all__ = ["condition_words", "duration_text", "selector_text", "spec_text", "update_text"]
 
 
 def condition_words(node: Condition, top: bool = True) -> str:

@@ -25,6 +25,7 @@ from harnessc.dsl.suggest import did_you_mean
 from harnessc.runtime import model as m
 
 from ..modules import head_span
+from ..resolve import Module
 from .tools import ToolLowering
 
 EXTENDABLE_ATTRS = frozenset({"trust", "risk", "labels"})
@@ -65,9 +66,9 @@ class ExtendLowering(ToolLowering):
         for module in self.res.modules:
             for item in module.syntax.items:
                 if isinstance(item, s.Extend):
-                    self.extension(item, given)
+                    self.extension(item, given, module)
 
-    def extension(self, node: s.Extend, given: dict[tuple[str, str], _Set]) -> None:
+    def extension(self, node: s.Extend, given: dict[tuple[str, str], _Set], module: Module) -> None:
         where = "an `extend`"
         kept: list[s.ToolItem] = []
         for item in node.items:
@@ -93,7 +94,7 @@ class ExtendLowering(ToolLowering):
         trust = self.level(attrs.get("trust"), m.TRUST_LEVELS, "trust level")
         risk = self.level(attrs.get("risk"), m.RISK_LEVELS, "risk level")
         labels = tuple(n.text for n in self.name_values(attrs.get("labels")))
-        adds = [self.on_success(i) for i in kept if isinstance(i, s.OnSuccess)]
+        adds = [self.on_success(i, module) for i in kept if isinstance(i, s.OnSuccess)]
         notes = self.notes([i for i in kept if isinstance(i, s.SchemaAttr)])
         for name in node.tools:
             symbol = self.res.references.get(name.span)

@@ -182,7 +182,9 @@ class ToolLowering(ConditionLowering):
         trust = self.level(attrs.get("trust"), m.TRUST_LEVELS, "trust level")
         on_success = tuple(
             add
-            for add in (self.on_success(i) for i in node.items if isinstance(i, s.OnSuccess))
+            for add in (
+                self.on_success(i, module) for i in node.items if isinstance(i, s.OnSuccess)
+            )
             if add is not None
         )
         return trusted(m.Tool)(
@@ -219,22 +221,34 @@ class ToolLowering(ConditionLowering):
         words = self.name_values(attr)
         return self.word(words[0], vocabulary, what) if words else None
 
-    def on_success(self, node: s.OnSuccess) -> m.FactAdd | None:
-        """`on_success add args.x to F`; whether F is a list fact is checked by validation."""
+    def on_success(self, node: s.OnSuccess, module: Module) -> m.FactUpdate | None:
+        """`on_success [when C] add|remove [each x in] VALUE[: ITEM] to|from F`; whether F is a
+        list fact that takes the value is checked by validation."""
         parts = node.value.parts
         if parts[0] not in ("args", "result") or len(parts) < 2:
+            verb = "adds" if node.op == "add" else "removes"
             self.report(
                 "H343",
-                f"`on_success` adds `{node.value.text}`, which is not a value of the call",
+                f"`on_success` {verb} `{node.value.text}`, which is not a value of the call",
                 node.value.span,
                 "not `args.*` or `result.*`",
-                help="add an argument (`args.user`) or a field of the result (`result.id`)",
+                help=f"{node.op} an argument (`args.user`) or a field of the result (`result.id`)",
             )
             return None
         symbol = self.res.references.get(node.fact.span)
         fact = symbol.name if symbol is not None else node.fact.text
         value = trusted(m.Path)(root=parts[0], parts=parts[1:])  # type: ignore[arg-type]
-        return trusted(m.FactAdd)(value=value, fact=fact)
+        item = None
+        if node.var is not None and node.item is not None:
+            item = trusted(m.Path)(root="var", parts=node.item.parts)
+        return trusted(m.FactUpdate)(
+            value=value,
+            fact=fact,
+            op=node.op,  # type: ignore[arg-type]
+            each=node.var.text if node.var is not None else None,
+            item=item,
+            when=self.cond(node.when, module) if node.when is not None else None,
+        )
 
     def input_trust(self, fields: Iterable[s.Field]) -> None:
         """`trusted`, `untrusted` and `label` describe what a tool returns: H303 on an input."""

@@ -59,6 +59,7 @@ from ..analysis.compare import (
     runtime_outcome,
 )
 from ..analysis.concrete import Call
+from ..analysis.text import update_text
 
 __all__ = [
     "CHANGE_KINDS",
@@ -215,10 +216,10 @@ def tool_differences(old: Tool, new: Tool) -> list[str]:
         for name, word in _ATTRIBUTES
         if getattr(old, name) != getattr(new, name)
     ]
-    was_adds, now_adds = _adds(old), _adds(new)
-    if was_adds != now_adds:
-        # a value a call adds to a fact is a trusted source for later calls
-        lines.append(f"on_success: {_shown(was_adds or None)} → {_shown(now_adds or None)}")
+    was_updates, now_updates = _updates(old), _updates(new)
+    if was_updates != now_updates:
+        # a value a call adds to a fact is a trusted source for later calls, until removed
+        lines.append(f"on_success: {_shown(was_updates or None)} → {_shown(now_updates or None)}")
     lines += _schema_lines("input", old.input, new.input)
     lines += _schema_lines("output", old.output, new.output)
     for name in sorted(old.operations.keys() | new.operations.keys()):
@@ -240,11 +241,9 @@ def tool_differences(old: Tool, new: Tool) -> list[str]:
     return lines
 
 
-def _adds(tool: Tool) -> tuple[str, ...]:
-    """The tool's `on_success add` items, as written."""
-    return tuple(
-        f"add {a.value.root}.{'.'.join(a.value.parts)} to {a.fact}" for a in tool.on_success
-    )
+def _updates(tool: Tool) -> tuple[str, ...]:
+    """The tool's `on_success` updates, as written."""
+    return tuple(update_text(u) for u in tool.on_success)
 
 
 def _tool_summary(tool: Tool) -> str:

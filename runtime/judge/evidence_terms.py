@@ -142,7 +142,8 @@ def _sources(origin: Origin) -> str:
 
 def source_text(source: Source, tool_call_id: str | None = None) -> str:
     """One source in words: "the result of `mail.read` (untrusted), call c-4, event #41"
-    (the call when known), "a user message, event #3", "the facts (trusted), event #1"."""
+    (the call when known), "a user message, event #3", "the fact `bank.payees` (trusted),
+    event #1" (a fact's value; "the facts (trusted)" for one indexed without its fact's name)."""
     if source.default is not None:
         return f"the default of `{source.default}` in the spec (trusted)"
     composed = f"{source.composed} in " if source.composed is not None else ""
@@ -153,6 +154,8 @@ def source_text(source: Source, tool_call_id: str | None = None) -> str:
             where += f", call {tool_call_id}"
     elif source.kind == "user":
         where = "a user message"
+    elif source.fact is not None:
+        where = f"{composed}the fact `{source.fact}` (trusted)"
     else:
         where = f"{composed}the facts (trusted)"
     return f"{where}, event #{source.position}"

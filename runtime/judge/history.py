@@ -24,21 +24,23 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..model.ir import (
     Condition,
+    FactUpdate,
     History,
     SessionStep,
     Spec,
     Tool,
 )
+from ..model.semantics import value_eq
 from ..model.session_terms import history_key, reads_session, session_terms
 from .conditions import Scope, evaluate, read_path
-from .provenance import IndexBefore, ProvenanceIndex, Source
+from .provenance import IndexBefore, ProvenanceIndex, Source, value_keys
 from .terms import HistoryTerms
 
 if TYPE_CHECKING:
@@ -218,6 +220,8 @@ class Ledger:
         self._calls: dict[str, _Call] = {}
         self._order: list[_Call] = []
         self._results: list[tuple[int, int, frozenset[str]]] = []  # (position, time, labels)
+        # the index keys of each fact's value, by (stream, fact): what a change withdraws
+        self._fact_keys: dict[tuple[str, str], set[str]] = {}
         self._cursor: dict[str, int] = {}
         self._time: tuple[str, int | None] = ("", None)  # the last event time read, in ms
         self._lock = threading.RLock()
@@ -242,7 +246,7 @@ class Ledger:
         """A ledger for a spec test's session (`SpecTest.before`), in written order: a user
         message, or an earlier call that was authorised and succeeded with its result
         (`ago_ms` before `now_ms`, else at `now_ms`), whose `on_success` adds to the session's
-        `facts` (`facts_added`). Event positions are 1, 2, …; the ledger's clock is `now_ms`.
+        `facts` (`facts_changed`). Event positions are 1, 2, …; the ledger's clock is `now_ms`.
 
         >>> from harnessc.runtime.model import SessionStep, Spec
         >>> ledger = Ledger.from_steps(HistoryTerms(Spec(name="s", root_module="s")),
@@ -269,7 +273,7 @@ class Ledger:
             )
             ledger.authorised(action, position=position, time_ms=at)
             ledger.finished(action, "SUCCEEDED", step.result, position=position, time_ms=at)
-            added = facts_added(tool, args, step.result, facts) if tool else {}
+            added = facts_changed(tool, args, step.result, facts) if tool else {}
             if added:  # `on_success add`: the facts change, as the runtime records it
                 facts.update(added)
                 ledger.facts(added, position=position)
@@ -607,9 +611,9 @@ class Ledger:
             elif kind == "session.started":
                 facts = p.get("facts")
                 if isinstance(facts, Mapping):
-                    self.facts(facts.get("values"), position=pos)
+                    self.facts(facts.get("values"), position=pos, stream=event.stream)
             elif kind == FACTS_UPDATED:
-                self.facts(p.get("values"), position=pos)
+                self.facts(p.get("values"), position=pos, stream=event.stream)
 
     def _resolve(self, payload: Mapping[str, Any], stream: str) -> dict[str, Any]:
         """A `workflow.sources` that refers to an earlier step's (`after`), whole: read from
@@ -633,10 +637,24 @@ class Ledger:
         """A workflow run's input, of kind `user`."""
         self.index.add_value(value, Source("user", position))
 
-    def facts(self, values: Any, *, position: int) -> None:
-        """Fact values (when the session opens, when they change), of kind `trusted`."""
-        if isinstance(values, Mapping):
-            self.index.add_value(dict(values), Source("trusted", position))
+    def facts(self, values: Any, *, position: int, stream: str = "") -> None:
+        """Fact values (when a session opens, when they change), of kind `trusted`, each
+        source naming its fact. A value that left a fact of the stream's session (`on_success
+        remove`, `Session.update_facts`) is no longer a source as that fact from this event on,
+        for the whole family (whose sessions share this index): what the fact's former value
+        put in the index and its new value does not is withdrawn (`ProvenanceIndex.retract`);
+        another source of the value still counts."""
+        if not isinstance(values, Mapping):
+            return
+        for name, value in values.items():
+            keys = value_keys(value)
+            before = self._fact_keys.get((stream, name))
+            self._fact_keys[(stream, name)] = keys
+            if before is not None:
+                gone = before - keys
+                if gone:
+                    self.index.retract(gone, _of_fact(name), position)
+            self.index.add_value(value, Source("trusted", position, fact=name))
 
     def requested(
         self,
@@ -938,24 +956,73 @@ _AHEAD = 1 << 62
 as it will be (a held event is committed after everything committed before it)."""
 
 
-def facts_added(
+def _of_fact(fact: str) -> Callable[[Source], bool]:
+    """Whether a source is a value of `fact`."""
+    return lambda s: s.fact == fact
+
+
+def facts_changed(
     tool: Tool, args: Mapping[str, Any], data: Any, facts: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """`on_success add PATH to FACT` of a call that succeeded with `args` and result `data`:
-    each list fact it changes, by name, with the value appended to its items in `facts`
-    (a path the call does not hold adds nothing)."""
+    """The `on_success` updates of a call that succeeded with `args` and result `data`: each
+    list fact they change, by name, with its new items (from its items in `facts`), the
+    updates applied in written order. `add` appends the value; `remove` drops every item
+    equal to it (`value_eq`, as `in` compares); `each` does so for every element of a list
+    (through `item` when given); `when` must hold of the call's `args` and `result`. A path
+    the call does not hold changes nothing. The one reading of `on_success`: the runtime
+    (`apply_on_success`), a spec test's earlier calls (`facts_after`, `Ledger.from_steps`) and
+    the analysis use it.
+
+    >>> from harnessc.runtime.model import FactUpdate, Path, Tool
+    >>> drop = FactUpdate(value=Path(root="args", parts=("iban",)), fact="payees", op="remove")
+    >>> tool = Tool(id="payee.remove", wire_name="payee_remove", on_success=(drop,))
+    >>> facts_changed(tool, {"iban": "DE1"}, None, {"payees": ["DE1", "FR2", "DE1"]})
+    {'payees': ['FR2']}
+    """
     changed: dict[str, Any] = {}
-    for add in tool.on_success:
-        value: Any = args if add.value.root == "args" else data
-        for part in add.value.parts:
-            value = value.get(part) if isinstance(value, Mapping) else None
-        if value is None:
+    scope: Scope | None = None
+    for update in tool.on_success:
+        if update.when is not None:
+            if scope is None:
+                scope = Scope(args=args, result=_record(data))
+            if not evaluate(update.when, scope):
+                continue
+        found: Any = args if update.value.root == "args" else data
+        for part in update.value.parts:
+            found = found.get(part) if isinstance(found, Mapping) else None
+        if found is None:
             continue
-        current = changed.get(add.fact, facts.get(add.fact))
+        values = _elements(update, found)
+        if not values:
+            continue
+        current = changed.get(update.fact, facts.get(update.fact))
         items = list(current) if isinstance(current, list | tuple) else []
-        items.append(value)
-        changed[add.fact] = items
+        if update.op == "add":
+            items.extend(values)
+        else:
+            kept = [i for i in items if not any(value_eq(i, v) for v in values)]
+            if len(kept) == len(items) and update.fact not in changed:
+                continue  # nothing to remove: the fact is as it was
+            items = kept
+        changed[update.fact] = items
     return changed
+
+
+def _elements(update: FactUpdate, found: Any) -> list[Any]:
+    """The values an update adds or removes: the value found, or with `each` every element of
+    the list found (read through `item`; an element without it gives nothing)."""
+    if update.each is None:
+        return [found]
+    if not isinstance(found, list | tuple):
+        return []
+    if update.item is None:
+        return [e for e in found if e is not None]
+    out = []
+    for element in found:
+        value = read_path(update.item, Scope(vars={update.each: element}))
+        if value is not None:
+            out.append(value)
+    return out
 
 
 def _contribution(
@@ -1045,7 +1112,7 @@ def facts_after(
     spec: Spec, steps: Iterable[SessionStep], facts: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The session's facts after its earlier steps (`SpecTest.before`): `facts` with what
-    each earlier call's `on_success` added, in order (`facts_added`), as the runtime holds
+    each earlier call's `on_success` changed, in order (`facts_changed`), as the runtime holds
     them when the next call is decided.
 
     >>> from harnessc.runtime.model import SessionStep, Spec
@@ -1056,7 +1123,7 @@ def facts_after(
     for step in steps:
         tool = spec.tools.get(step.tool) if step.said is None and step.tool is not None else None
         if tool is not None:
-            out.update(facts_added(tool, step.args, step.result, out))
+            out.update(facts_changed(tool, _with_defaults(tool, step.args), step.result, out))
     return out
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal, InvalidOperation
@@ -51,7 +51,9 @@ __all__ = [
     "span_key",
     "spans",
     "spec_defaults",
+    "text_keys",
     "tokens",
+    "value_keys",
     "with_default",
 ]
 
@@ -433,6 +435,8 @@ class Source:
     """For the spec's default of an argument: `tool.field` (kind `trusted`, position 0)."""
     composed: str | None = None
     """For a line's total (`line_totals`): its parts, `3 × 15.5`."""
+    fact: str | None = None
+    """For a fact's value: the fact's name (kind `trusted`)."""
 
 
 @dataclass(slots=True)
@@ -459,11 +463,14 @@ class ProvenanceIndex:
     `lookup` is one `normalize` and one dict lookup, and one `span_key` and one more lookup
     once the user has said something."""
 
-    __slots__ = ("_last", "_version", "defaults", "entries", "said")
+    __slots__ = ("_last", "_version", "defaults", "entries", "retracted", "said")
 
     def __init__(self) -> None:
         self.entries: dict[str, Origin] = {}
         self.said: dict[str, Origin] = {}
+        self.retracted: dict[str, list[tuple[Source, int]]] = {}
+        """Sources withdrawn (`retract`: a value removed from a fact), by key, each with the
+        position of the event that withdrew it: the index before that event still has them."""
         self.defaults: dict[tuple[str, str], tuple[str, Source]] = {}
         """(tool id, argument) → the default's key and its source (`spec_defaults`)."""
         # the last value looked up and its answer: a decision testing one argument against
@@ -489,13 +496,11 @@ class ProvenanceIndex:
 
     def add_text(self, text: str, source: Source) -> None:
         """A text: its whole value and its tokens; a text of kind `user` its spans too."""
-        key = normalize(text)
-        if key is None or key in _NOT_INDEXED:
+        found = text_keys(text)
+        if not found:
             return
-        self._put(key, source)
-        if len(key) >= _MIN_ID or not key.isalnum():
-            for _, token in tokens(text):
-                self._put(token, source)
+        for key in found:
+            self._put(key, source)
         if source.kind == "user":
             for span in spans(text):
                 self._put(span, source, self.said)
@@ -526,6 +531,35 @@ class ProvenanceIndex:
                 self._put(
                     total, Source(kind, source.position, source.tool, source.labels, None, parts)
                 )
+
+    def retract(self, keys: Iterable[str], gone: Callable[[Source], bool], position: int) -> None:
+        """Withdraw the sources `gone` selects from the values of `keys` (a value removed from
+        a fact, at the event `position`): `lookup` no longer finds them, nor cites them as
+        evidence, and a value left with no source is found nowhere; `IndexBefore` an event up
+        to `position` still does.
+
+        >>> index = ProvenanceIndex()
+        >>> index.add_value(["DE89370400440532013000"], Source("trusted", 2, fact="payees"))
+        >>> index.retract(value_keys(["DE89370400440532013000"]), lambda s: True, 5)
+        >>> index.lookup("DE89370400440532013000") is None
+        True
+        >>> IndexBefore(index, 4).lookup("DE89370400440532013000").kinds
+        frozenset({'trusted'})
+        """
+        for key in keys:
+            found = self.entries.get(key)
+            if found is None:
+                continue
+            out = [s for s in found.sources if gone(s)]
+            if not out:
+                continue
+            self._version += 1
+            self.retracted.setdefault(key, []).extend((s, position) for s in out)
+            kept = [s for s in found.sources if not gone(s)]
+            if kept:
+                self.entries[key] = _origin(kept)
+            else:
+                del self.entries[key]
 
     def lookup(self, value: Any) -> Origin | None:
         """The sources of a value: its normalised whole value among every source's values and
@@ -571,6 +605,42 @@ class ProvenanceIndex:
         return with_default(self.lookup(value), self.defaults, tool_id, name, value)
 
 
+def text_keys(text: str) -> list[str]:
+    """The keys a text enters the index under (`add_text`): its whole normalised value, and
+    its tokens when it is long enough or more than letters and digits; none for a text that
+    is not indexed."""
+    key = normalize(text)
+    if key is None or key in _NOT_INDEXED:
+        return []
+    if len(key) >= _MIN_ID or not key.isalnum():
+        return [key, *(token for _, token in tokens(text))]
+    return [key]
+
+
+def value_keys(value: Any) -> set[str]:
+    """The keys a structured value without a schema enters the index under (`add_value` of a
+    fact's value): what `retract` withdraws when the value leaves the fact."""
+    out: set[str] = set()
+    for scalar, _ in scalars(value, None, "trusted"):
+        if scalar.__class__ is str:
+            out.update(text_keys(scalar))
+        else:
+            key = normalize(scalar)
+            if key is not None:
+                out.add(key)
+    out.update(total for total, _, _ in line_totals(value, None, "trusted"))
+    return out
+
+
+def _origin(sources: list[Source]) -> Origin:
+    mask = 0
+    labels: frozenset[str] = frozenset()
+    for source in sources:
+        mask |= KIND_BITS[source.kind]
+        labels |= source.labels
+    return Origin(mask, labels, sources)
+
+
 def _union(a: Origin, b: Origin) -> Origin:
     """The sources of a value found both whole and as a span of the user's words."""
     if b.mask | a.mask == a.mask and all(s in a.sources for s in b.sources):
@@ -608,20 +678,30 @@ class IndexBefore:
 
     def lookup(self, value: Any) -> Origin | None:
         found = self.index.lookup(value)
+        before = self.position
+        back = self._withdrawn(value) if self.index.retracted else None
+        if back:  # a fact's value it still held before this event
+            sources = sorted([*(found.sources if found else ()), *back], key=_position)
+            found = _origin(sources)
         if found is None:
             return None
-        before = self.position
         if all(s.position < before for s in found.sources):
             return found
         kept = [s for s in found.sources if s.position < before]
         if not kept:
             return None
-        mask = 0
-        labels: frozenset[str] = frozenset()
-        for source in kept:
-            mask |= KIND_BITS[source.kind]
-            labels |= source.labels
-        return Origin(mask, labels, kept)
+        return _origin(kept)
+
+    def _withdrawn(self, value: Any) -> list[Source]:
+        """The sources of the value withdrawn after this event, that it still had before."""
+        key = normalize(value)
+        found = self.index.retracted.get(key) if key is not None else None
+        before = self.position
+        return [s for s, until in found or () if s.position < before <= until]
+
+
+def _position(source: Source) -> int:
+    return source.position
 
 
 ProvenanceView = ProvenanceIndex | IndexBefore

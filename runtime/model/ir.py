@@ -64,6 +64,7 @@ __all__ = [
     "Fact",
     "FactAdd",
     "FactCall",
+    "FactUpdate",
     "FailureAction",
     "Field",
     "Grant",
@@ -525,11 +526,28 @@ def derive_wire_name(tool_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64] or "_"
 
 
-class FactAdd(_Model):
-    """`on_success add <value> to <fact>`: a successful call adds a value to a list fact."""
+class FactUpdate(_Model):
+    """`on_success [when C] add|remove [each VAR in] <value>[: <item>] to|from <fact>`: a
+    successful call adds a value to a list fact, or removes it from the fact.
+
+    `op` says which. With `each`, `value` is a list of the call and every element (bound to
+    `each`, read through `item` when given: a `var` path) is added or removed. `when` is a
+    condition over the call's own `args` and `result`; the update happens only when it holds.
+    The one reading of these is runtime/judge/history.py `facts_changed`.
+    """
 
     value: Path
     fact: str
+    op: t.Literal["add", "remove"] = "add"
+    each: str | None = None
+    """The name each element of the list `value` is bound to (`add each x in …`)."""
+    item: Path | None = None
+    """What is taken of each element (`: x.email`, a `var` path); None: the element itself."""
+    when: Condition | None = None
+
+
+FactAdd = FactUpdate
+"""The former name of `FactUpdate`, when `on_success` only added."""
 
 
 class Tool(_Model):
@@ -559,8 +577,9 @@ class Tool(_Model):
     """Where the tool's results come from (`trust trusted`); None: untrusted, the default."""
     labels: tuple[str, ...] = ()
     """Data labels of what the tool returns (`labels secret, pii`)."""
-    on_success: tuple[FactAdd, ...] = ()
-    """Facts a successful call changes (`on_success add args.user to team.members`)."""
+    on_success: tuple[FactUpdate, ...] = ()
+    """Facts a successful call changes (`on_success add args.user to team.members`, `remove`,
+    `when`, `each`), in written order."""
     operations: dict[str, Operation] = _Field(default_factory=dict)
     module: str = ""
     origin: SourceRef | None = None

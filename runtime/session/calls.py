@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..judge.availability import unavailable_refusal
-from ..judge.history import facts_added
+from ..judge.history import facts_changed
 from ..judge.normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from ..judge.policy import CallContext, Decider, Decision
 from ..log.chain import HistoryMoved, TransitionRefused
@@ -248,12 +248,13 @@ def clock_ms(h: HarnessSeam) -> int:
 def apply_on_success(
     s: SessionSeam, tool: Tool, pending: PendingCall | None, result: Result
 ) -> None:
-    """`on_success add PATH to FACT`: a successful call appends a value to a list fact
-    (recorded as `facts.updated`, like `Session.update_facts`)."""
+    """`on_success`: a successful call adds values to list facts or removes them
+    (`facts_changed`), recorded as `facts.updated` like `Session.update_facts`, so that a
+    session rebuilt from its log holds the same facts."""
     if not tool.on_success or result.status != "success":
         return
     args = thaw(pending.args) if pending is not None else None
-    changed = facts_added(tool, args or {}, result.data, s.facts.values)
+    changed = facts_changed(tool, args or {}, result.data, s.facts.values)
     if changed:
         s.update_facts(changed)
 
