@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..model.ir import (
@@ -434,7 +435,9 @@ class Ledger:
             self.requested(
                 action,
                 str(p.get("tool_id")),
-                args if isinstance(args, Mapping) else {},
+                # a call's frozen arguments (a mappingproxy) or a read event's dict: told apart
+                # without the ABC check, which costs more than the rest of the move
+                args if args.__class__ in _MAPPINGS or isinstance(args, Mapping) else {},
                 position=pos,
                 time_ms=at,
                 tool_call_id=p.get("tool_call_id"),
@@ -954,6 +957,9 @@ _TAKEN = ("REQUESTED", "AUTHORIZED")
 _AHEAD = 1 << 62
 """The position of a call's event taken in hand before its commit: past every committed event,
 as it will be (a held event is committed after everything committed before it)."""
+
+_MAPPINGS = (dict, MappingProxyType)
+"""The classes a call's arguments have in an event: a read event's, a call's frozen ones."""
 
 
 def _of_fact(fact: str) -> Callable[[Source], bool]:

@@ -29,6 +29,7 @@ from ..log.events import (
     hole,
     json_value,
     mark_stored,
+    system_clock,
 )
 from ..model.canonical import NO_EXECUTION, CanonicalError, Execution, json_problem, json_string
 from ..model.ir import Tool
@@ -241,7 +242,10 @@ def execution_params(execution: Execution | Mapping[str, Any] | None) -> dict[st
 
 
 def clock_ms(h: HarnessSeam) -> int:
-    """The harness clock in milliseconds since the epoch (history windows end there)."""
+    """The harness clock in milliseconds since the epoch (history windows end there): the
+    system clock's read without a `datetime`, as every decision with session terms reads it."""
+    if h.clock is system_clock:
+        return time.time_ns() // 1_000_000
     return int(h.clock().timestamp() * 1000)
 
 
