@@ -1043,7 +1043,8 @@ _CODES = [
         "`from trusted` only ever holds for the spec's own constants and a workflow's input: an "
         "ALLOW that waits for a trusted value allows almost nothing, and a DENY of untrusted data "
         "written as `not … from trusted` refuses almost everything. Mark the systems of record "
-        "`trust trusted`.",
+        "`trust trusted`. A term about an argument that has a default in a tool the rule "
+        "selects is not reported: the default is a trusted source of its own.",
     ),
     Code(
         "L022",
@@ -1120,6 +1121,19 @@ _CODES = [
         "`all …` never allows one. Authors often expect `all` over nothing to hold. Say what an "
         "absent list means with `has`: `args has cc and all x in args.cc: …` (only a given "
         "list), or `not (args has cc) or all x in args.cc: …` (an absent list passes).",
+    ),
+    Code(
+        "L028",
+        "provenance-of-boolean",
+        "warning",
+        "`args.X from SOURCE` where `X` is a boolean: it never holds (or always, `from nowhere`)",
+        "Provenance says where a value appeared; `true` and `false` appear in too many places to "
+        "say that, so the runtime never indexes them: a boolean argument is found in no source. "
+        "`args.flag from user` (or `trusted`, `untrusted`, `label L`) never holds and `args.flag "
+        "from nowhere` always does, so a DENY written with it refuses every call and an ALLOW "
+        "waiting for it never allows one. Compare the value instead (`args.flag == true`), or "
+        "leave the term out. A boolean field with a default is not reported: its default is a "
+        "source of its own (`from trusted` when the call leaves it or gives it).",
     ),
     # L1 — lints about workflows
     Code(

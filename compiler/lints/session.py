@@ -1,5 +1,5 @@
-"""L020–L023, L027: session-aware policy that cannot work as written (provenance, history, labels,
-quantifiers over optional lists)."""
+"""L020–L023, L027, L028: session-aware policy that cannot work as written (provenance, history,
+labels, quantifiers over optional lists, provenance asked of a boolean)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.source import Span
 from harnessc.runtime import model as m
+from harnessc.runtime.judge.provenance import arg_name, spec_defaults
 from harnessc.runtime.model.semantics import surface_tools
 
 from ..analysis.concrete import Found, canonical, session_terms
@@ -182,10 +183,16 @@ def nothing_trusted(ctx: LintContext) -> Iterator[Diagnostic]:
     if spec.facts or any(_trusts(t) for t in spec.tools.values()):
         return
     done: set[str] = set()
+    defaults = spec_defaults(spec)
     for rule, node, found in _terms(ctx):
         term = found.term
         if not isinstance(term, m.Provenance) or term.source != "trusted" or rule.label in done:
             continue
+        name = arg_name(term.value) if found.over is None else None
+        if name is not None and any(
+            (t.id, name) in defaults for sel in rule.selectors for t in ctx.selected_tools(sel)
+        ):
+            continue  # the spec's default of the argument is a trusted source of its own
         done.add(rule.label)
         yield Diagnostic.make(
             "L021",
@@ -411,3 +418,75 @@ def all_over_optional_list(ctx: LintContext) -> Iterator[Diagnostic]:
                 f"(only a given list), or `not ({parent} has {name}) or {bound}: …` (an absent "
                 "list passes)",
             )
+
+
+_FLAGS = _MAIL.replace(
+    "input { iban: string, amount: int }", "input { iban: string, amount: int, instant: bool }"
+)
+
+
+@lint_rule(
+    "L028",
+    bad=_FLAGS
+    + """
+policy payments {
+  default deny
+  allow mail.read
+  made_up: deny payments.send when args.iban from nowhere or args.instant from nowhere {
+    reason "A value no one gave is refused."
+  }
+  allow payments.send when args.amount < 100
+}
+""",
+    good=_FLAGS
+    + """
+policy payments {
+  default deny
+  allow mail.read
+  made_up: deny payments.send when args.iban from nowhere {
+    reason "A value no one gave is refused."
+  }
+  allow payments.send when args.amount < 100
+}
+""",
+)
+def provenance_of_boolean(ctx: LintContext) -> Iterator[Diagnostic]:
+    for _rule, tools, condition in rule_conditions(ctx):
+        for item in nodes_of(condition):
+            if not isinstance(item, s.Provenance):
+                continue
+            value = item.value
+            if not isinstance(value, s.Path) or value.parts[0] != "args" or len(value.parts) < 2:
+                continue
+            fields = [f for t in tools if (f := _field_at(t, value.parts[1:])) is not None]
+            # a boolean in every selected tool that has the argument, with no default (the
+            # spec's default is a source of its own: `from trusted` when the call leaves it)
+            if not fields or any(f.type.name != "bool" or f.default is not None for f in fields):
+                continue
+            flagged = next(t.id for t in tools if _field_at(t, value.parts[1:]) is not None)
+            source = item.source.text
+            holds = "always holds" if source == "nowhere" else "never holds"
+            yield Diagnostic.make(
+                "L028",
+                f"`{value.text} from {source}` {holds}: a boolean carries no provenance",
+                item.span,
+                f"`{value.parts[-1]}` is a `bool` in `{flagged}`",
+                notes=[
+                    "`true` and `false` appear in too many places to say where the model took "
+                    "them from: they are never indexed, so a boolean is found in no source (`from "
+                    "nowhere` holds, every other source does not)"
+                ],
+                help=f"compare the value (`{value.text} == true`), or leave the term out",
+            )
+
+
+def _field_at(tool: m.Tool, parts: tuple[str, ...]) -> m.Field | None:
+    """The field `args.A.B…` of a tool's input, or None when it has no such field."""
+    fields = tool.input.fields
+    found: m.Field | None = None
+    for part in parts:
+        found = next((f for f in fields if f.name == part), None)
+        if found is None:
+            return None
+        fields = found.type.fields
+    return found
