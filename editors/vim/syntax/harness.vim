@@ -15,11 +15,11 @@ syntax keyword harnessEffect allow deny ask
 syntax keyword harnessOperator and or not in has matches startswith endswith within from only all any of
 syntax keyword harnessBoolean true false
 syntax keyword harnessKeyword actor add after ago approver as backoff by call class compensate compensation
-syntax keyword harnessKeyword context decide default delegate description dynamic earlier effects enum env
+syntax keyword harnessKeyword context decide default delegate description dynamic each earlier effects enum env
 syntax keyword harnessKeyword escalate execution expect expires expose facts gate grant hide include input instead
 syntax keyword harnessKeyword labels legacy limit list map max min not_for on_failure on_success once options
 syntax keyword harnessKeyword output packs pattern persona prefer primitive profile provided_by rank reason
-syntax keyword harnessKeyword recall replaced_by requires rerank resource retry returns risk role rule said
+syntax keyword harnessKeyword recall remove replaced_by requires rerank resource retry returns risk role rule said
 syntax keyword harnessKeyword secret self_approval skills summary tags task then timeout to tools top
 syntax keyword harnessKeyword transport trust trusted ttl untrusted use_when user version when wire_name
 
