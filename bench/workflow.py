@@ -30,7 +30,9 @@ the two trees alternating (which one goes first alternates too), and prints each
 figures and their medians, with DBOS alone measured in every process.
 
 `--bytes` measures what a run keeps instead, for runs of 16, 128 and 1,024 steps (`--lengths`)
-of calls with tiny results, each run alone on a fresh store:
+of calls with tiny results, each run alone on a fresh store, of two shapes (`--shapes`): `line`,
+calls one after the other, and `fan`, branch-heavy: groups of three parallel branches (each a
+child workflow of DBOS) and a call joining them, each group after the one before:
 
 - the log: the bytes of the payloads of every event on the run's streams, per step, and apart
   the run's state its steps record (`workflow.state`, `workflow.delta`) and the sources each
@@ -88,6 +90,24 @@ def chain(name: str, steps: int) -> str:
     )
 
 
+def fan(name: str, steps: int) -> str:
+    """A branch-heavy workflow of `steps` calls (a multiple of 4): groups of three parallel
+    branches, each group after the step that joined the group before, and a step joining the
+    three; three steps in four run as parallel branches (child workflows)."""
+    out = f"workflow {name} {{\n  agent runner\n"
+    for g in range(1, steps // 4 + 1):
+        after = f" after j{g - 1}" if g > 1 else ""
+        for k in (1, 2, 3):
+            out += f"  step b{g}x{k} = call job.run(n: {10 * g + k}){after}\n"
+        out += f"  step j{g} = call job.run(n: {10 * g}) after b{g}x1, b{g}x2, b{g}x3\n"
+    return out + "}\n"
+
+
+SHAPES = {"line": chain, "fan": fan}
+"""The shapes of run `--bytes` measures: calls one after the other; groups of parallel
+branches joined by a call."""
+
+
 SPEC = """\
 harness bench { version "1.0.0" }
 tool job.run {
@@ -134,7 +154,7 @@ def compile_spec(folder: Path, lengths: tuple[int, ...] = LENGTHS) -> Path:
     from harnessc.compiler.pipeline import check
 
     source = folder / "bench.harness"
-    text = SPEC + "".join(chain(f"line{n}", n) for n in lengths)
+    text = SPEC + "".join(shape(f"{name}{n}", n) for name, shape in SHAPES.items() for n in lengths)
     source.write_text(text, encoding="utf-8")
     result = check([source])
     assert result.ok and result.model is not None, [d.message for d in result.diagnostics]
@@ -550,29 +570,35 @@ def read_ms(reads: dict[str, Any]) -> dict[str, float]:
 
 
 def measure_bytes(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) -> None:
-    """One line per run length, `bytes N ALL STATE SOURCES DBOS` (bytes per step), and for the
-    longest, `read …`: `status` and the state alone of that run, and, in a tree that records
-    deltas, the same of a run recording whole states as before (`whole_states`), the state
-    read as it was then (`whole_state_read`), side by side. For `bytes_table` to read."""
+    """One line per shape and run length, `bytes SHAPE N ALL STATE SOURCES DBOS DBOS-SOURCES`
+    (bytes per step), and for the longest `line`, `read …`: `status` and the state alone of
+    that run, and, in a tree that records deltas, the same of a run recording whole states as
+    before (`whole_states`), the state read as it was then (`whole_state_read`), side by side.
+    For `bytes_table` to read."""
     from harnessc.runtime.workflows import plan
 
     with fresh_store(kind, folder, args.postgres) as url:
         h = harness(spec_path, url)
         wf = h.workflows.configure(url, executor_id="bench-1", poll_s=args.poll)
         runs = {}
-        for n in args.lengths:
-            run = wf.create(f"line{n}", {}, actor=ACTOR, start=True)
-            wait_all(wf, [run], timeout_s=3600)
-            runs[n] = run
-            found = log_bytes(h.store, run)
-            dbos, dbos_sources = dbos_bytes(url, run)
-            print(
-                f"bytes {n} {found['all'] / n:.1f} {found['state'] / n:.1f} "
-                f"{found['sources'] / n:.1f} {dbos / n:.1f} {dbos_sources / n:.1f}",
-                flush=True,
-            )
+        for shape in args.shapes:
+            for n in args.lengths:
+                run = wf.create(f"{shape}{n}", {}, actor=ACTOR, start=True)
+                wait_all(wf, [run], timeout_s=3600)
+                runs[shape, n] = run
+                found = log_bytes(h.store, run)
+                dbos, dbos_sources = dbos_bytes(url, run)
+                print(
+                    f"bytes {shape} {n} {found['all'] / n:.1f} {found['state'] / n:.1f} "
+                    f"{found['sources'] / n:.1f} {dbos / n:.1f} {dbos_sources / n:.1f}",
+                    flush=True,
+                )
         longest = max(args.lengths)
-        run = runs[longest]
+        if "line" not in args.shapes:
+            wf.close()
+            h.store.close()
+            return
+        run = runs["line", longest]
         reads = {
             "status": lambda: wf.status(run),
             "state": lambda: plan.run_state(h.store, run),
@@ -601,7 +627,7 @@ def bytes_table(kinds: list[str], spec_path: Path, folder: Path, args: argparse.
             if path is not None:
                 env["PYTHONPATH"] = str(path)
             command = [sys.executable, __file__, "--bytes-only", kind, str(spec_path)]
-            command += ["--lengths", lengths]
+            command += ["--lengths", lengths, "--shapes", ",".join(args.shapes)]
             if args.postgres:
                 command += ["--postgres", args.postgres]
             done = subprocess.run(
@@ -611,25 +637,13 @@ def bytes_table(kinds: list[str], spec_path: Path, folder: Path, args: argparse.
                 raise SystemExit(f"{name}: the measurement failed\n{done.stderr[-2000:]}")
             rows = [x.split()[1:] for x in done.stdout.splitlines() if x.startswith("bytes ")]
             reads = [x.split()[1:] for x in done.stdout.splitlines() if x.startswith("read ")]
-            print(f"{kind} — {name} (load {os.getloadavg()[0]:.2f}); bytes per step:")
-            labels = ("log", "state", "sources", "rest", "DBOS", "DBOS-src")
-            print("  " + " ".join(f"{x:>9}" for x in ("steps", *labels)))
-            figures = {}
-            for row in rows:
-                n, total, state, sources, dbos, dbos_sources = int(row[0]), *map(float, row[1:])
-                rest = total - state - sources
-                figures[n] = (total, state, sources, rest, dbos, dbos - dbos_sources)
-                print(f"  {n:>9} " + " ".join(f"{x:>9.0f}" for x in figures[n]))
-            short, long = figures[min(figures)], figures[max(figures)]
-            ratios = "  ".join(
-                f"{label} {b / a:.2f}×" if a else f"{label} –"
-                for label, a, b in zip(labels, short, long, strict=True)
-            )
-            print(f"  {max(figures)} steps / {min(figures)} steps, per step: {ratios}")
+            for shape in dict.fromkeys(row[0] for row in rows):
+                print(f"{kind} — {name}, {shape} (load {os.getloadavg()[0]:.2f}); bytes per step:")
+                _bytes_rows([row[1:] for row in rows if row[0] == shape])
             if reads:
                 took = [float(x) for x in reads[-1]]
                 print(
-                    f"  reading the {max(figures)}-step run: status {took[0]:.2f} ms, "
+                    f"  reading the {max(args.lengths)}-step line run: status {took[0]:.2f} ms, "
                     f"its state alone {took[1]:.2f} ms (median of {READS})"
                 )
             if reads and len(reads[-1]) == 4:
@@ -638,6 +652,24 @@ def bytes_table(kinds: list[str], spec_path: Path, folder: Path, args: argparse.
                     f" its state read as before {took[3]:.2f} ms; deltas / whole states: "
                     f"status {took[0] / took[2]:.2f}×, state {took[1] / took[3]:.2f}×"
                 )
+
+
+def _bytes_rows(rows: list[list[str]]) -> None:
+    """One shape's bytes per step by run length, and the longest's over the shortest's."""
+    labels = ("log", "state", "sources", "rest", "DBOS", "DBOS-src")
+    print("  " + " ".join(f"{x:>9}" for x in ("steps", *labels)))
+    figures = {}
+    for row in rows:
+        n, total, state, sources, dbos, dbos_sources = int(row[0]), *map(float, row[1:])
+        rest = total - state - sources
+        figures[n] = (total, state, sources, rest, dbos, dbos - dbos_sources)
+        print(f"  {n:>9} " + " ".join(f"{x:>9.0f}" for x in figures[n]))
+    short, long = figures[min(figures)], figures[max(figures)]
+    ratios = "  ".join(
+        f"{label} {b / a:.2f}×" if a else f"{label} –"
+        for label, a, b in zip(labels, short, long, strict=True)
+    )
+    print(f"  {max(figures)} steps / {min(figures)} steps, per step: {ratios}")
 
 
 def worker(spec_path: str, url: str, executor: str) -> None:
@@ -677,6 +709,12 @@ def main() -> None:
         type=lambda text: tuple(int(x) for x in text.split(",")),
         default=LENGTHS,
         help="the run lengths of --bytes, comma-separated (default 16,128,1024)",
+    )
+    parser.add_argument(
+        "--shapes",
+        type=lambda text: tuple(x for x in text.split(",") if x in SHAPES) or ("line",),
+        default=tuple(SHAPES),
+        help="the shapes of run --bytes measures, comma-separated (default line,fan)",
     )
     parser.add_argument("--bytes-only", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
