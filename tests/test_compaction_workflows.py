@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,31 @@ pytest.importorskip("dbos", reason="durable workflows need dbos (pip install dbo
 
 from harnessc.compiler.cli import main
 from harnessc.compiler.pipeline import check
-from harnessc.runtime import Harness, SQLiteStore
+from harnessc.runtime import Harness
 from harnessc.runtime.judge.history import SourcesChain, SourcesUnresolved
 from harnessc.runtime.judge.policy import PolicyEngine
 from harnessc.runtime.log import cut
+from harnessc.runtime.log.open import open_store
 from harnessc.runtime.session.recorded import policies_in, read_decisions
 
 from .test_workflow_sources import PAYEE, SPEC
 from .test_workflows_support import until
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def log_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The log of a test: a SQLite file, or a database of its own on the PostgreSQL test
+    server (where DBOS keeps its tables too)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "harness.db")
+        return
+    pytest.importorskip("psycopg", reason="PostgreSQL needs psycopg")
+    from .postgres import ADMIN_URL, SKIP_REASON, fresh_database
+
+    if not ADMIN_URL:
+        pytest.skip(SKIP_REASON)
+    with fresh_database() as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)
@@ -44,20 +62,19 @@ ASKING = SPEC.replace(
 """`SPEC`, where paying the customer (`p2`) waits for the treasury's approval."""
 
 
-def _run(tmp: Path, workflow: str, spec: str = SPEC) -> tuple[Path, Path, str]:
-    """One run of `workflow` on its own SQLite log, finished: the spec's file, the log, the
-    run's id. Under `ASKING`, the run is cancelled while its step `p2` waits for approval."""
+def _run(tmp: Path, log: str, workflow: str, spec: str = SPEC) -> tuple[Path, str]:
+    """One run of `workflow` on the log `log`, finished: the spec's file, the run's id. Under
+    `ASKING`, the run is cancelled while its step `p2` waits for approval."""
     source = tmp / "wsrc.harness"
     source.write_text(spec, encoding="utf-8")
     result = check([source])
     assert result.ok and result.model is not None, [d.message for d in result.diagnostics]
-    log = tmp / "harness.db"
-    h = Harness(result.model, store=SQLiteStore(log))
+    h = Harness(result.model, store=open_store(log))
     h.bind("mail.read", lambda args: {"body": "NL91ABNA0417164300"})
     h.bind("crm.lookup", lambda args: {"iban": "GB82WEST12345698765432"})
     h.bind("job.run", lambda args: {"n": args["n"]})
     h.bind("payments.send", lambda args: {"ok": True})
-    h.workflows.configure(f"sqlite:///{log}", poll_s=0.05)
+    h.workflows.configure(log if "://" in log else f"sqlite:///{log}", poll_s=0.05)
     try:
         run = h.workflows.create(
             workflow, {"payee": PAYEE}, actor={"user": "u-1", "role": "ops"}, start=True
@@ -71,7 +88,7 @@ def _run(tmp: Path, workflow: str, spec: str = SPEC) -> tuple[Path, Path, str]:
     finally:
         h.workflows.close()
         h.store.close()
-    return source, log, run
+    return source, run
 
 
 def _step(stream: str) -> str:
@@ -97,7 +114,7 @@ def _cli(*args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def _replay(log: Path, source: Path, *archives: Path) -> tuple[dict[str, Any], str]:
+def _replay(log: str, source: Path, *archives: Path) -> tuple[dict[str, Any], str]:
     args = ["replay", "--log", str(log), "--spec", str(source), "--format", "json"]
     for archive in archives:
         args += ["--archive", str(archive)]
@@ -106,12 +123,15 @@ def _replay(log: Path, source: Path, *archives: Path) -> tuple[dict[str, Any], s
     return json.loads(out)["totals"], err
 
 
-def test_a_finished_run_archived_whole_is_replayed_across_the_cut(tmp_path: Path) -> None:
+def test_a_finished_run_archived_whole_is_replayed_across_the_cut(
+    tmp_path: Path, log_url: str
+) -> None:
     """A branch-heavy run, finished, compacted to its last event: every stream of it goes to
     the archive. Replayed with the archive, each step's sources resolve through references
     into the archive, and every decision is the same as on the log before the cut."""
-    source, log, run = _run(tmp_path, "fan")
-    with SQLiteStore(log) as store:
+    log = log_url
+    source, run = _run(tmp_path, log, "fan")
+    with open_store(log) as store:
         spec = check([source]).model
         before = _decided(store, spec)
     assert before["p1"] == ("allow", None) and before["p3"][0] == "deny"
@@ -120,7 +140,7 @@ def test_a_finished_run_archived_whole_is_replayed_across_the_cut(tmp_path: Path
     assert (
         _cli("log", "compact", "--log", str(log), "--before", "head", "--to", str(archive))[0] == 0
     )
-    with SQLiteStore(log) as store:
+    with open_store(log) as store:
         assert not [e for e in store.read() if e.stream.startswith(f"workflow:{run}/")]
     archived = cut.read_archive(archive)
     assert any("after" in e.payload for e in archived if e.type == "workflow.sources")
@@ -130,7 +150,7 @@ def test_a_finished_run_archived_whole_is_replayed_across_the_cut(tmp_path: Path
     across, note = _replay(log, source, archive)
     assert "archived" not in note
     assert across == whole and across["decisions"] == len(before) == across["unchanged"]
-    with SQLiteStore(log) as store:
+    with open_store(log) as store:
         joined = cut.joined(store, [archive])
     assert _decided(joined, spec) == before
 
@@ -145,25 +165,28 @@ def test_a_finished_run_archived_whole_is_replayed_across_the_cut(tmp_path: Path
     assert json.loads(out)["decision"]["effect"] == "deny"
 
 
-def _kept_after_the_run(tmp: Path) -> tuple[Path, Path, str, str, int]:
+def _kept_after_the_run(tmp: Path, log: str) -> tuple[Path, str, str, int]:
     """A run of `w` (its steps one after the other, each step's sources referring to the
     step's before) cancelled while its step `p2` waits for approval: the request stays pending
     on `p2`'s stream, which stays in the log at a cut at the run's end (a pending request is
     live), while the run itself is finished."""
-    source, log, run = _run(tmp, "w", ASKING)
-    with SQLiteStore(log) as store:
+    source, run = _run(tmp, log, "w", ASKING)
+    with open_store(log) as store:
         head = store.head()[0]
         kept = next(e.stream for e in store.read() if e.stream.startswith(f"workflow:{run}/p2"))
-    return source, log, run, kept, head
+    return source, run, kept, head
 
 
-def test_a_step_kept_at_a_cut_keeps_the_steps_its_sources_refer_to(tmp_path: Path) -> None:
+def test_a_step_kept_at_a_cut_keeps_the_steps_its_sources_refer_to(
+    tmp_path: Path, log_url: str
+) -> None:
     """The step that stays refers to the step before it, and that one to its own: the cut
     carries them (and only them), so the log alone resolves the kept step's sources and
     decides it as before; the run's own records go to the archive."""
-    source, log, run, kept, head = _kept_after_the_run(tmp_path)
+    log = log_url
+    source, run, kept, head = _kept_after_the_run(tmp_path, log)
     spec = check([source]).model
-    with SQLiteStore(log) as store:
+    with open_store(log) as store:
         before = _decided(store, spec)
         whole = SourcesChain(store).whole(kept)
     archive = tmp_path / "archive.jsonl"
@@ -171,7 +194,7 @@ def test_a_step_kept_at_a_cut_keeps_the_steps_its_sources_refer_to(tmp_path: Pat
         "log", "compact", "--log", str(log), "--before", str(head), "--to", str(archive)
     )
     assert compacted[0] == 0, compacted
-    with SQLiteStore(log) as store:
+    with open_store(log) as store:
         streams = {_step(e.stream) for e in store.read() if e.stream.startswith(f"workflow:{run}/")}
         # p2 refers to p1, p1 to j2, j2 to j1, j1 to c, c to m: all carried with it
         assert streams == {"m", "c", "j1", "j2", "p1", "p2"}
@@ -189,14 +212,15 @@ def test_a_step_kept_at_a_cut_keeps_the_steps_its_sources_refer_to(tmp_path: Pat
 
 
 def test_a_log_cut_without_the_steps_referred_to_says_where_they_went(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, log_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A log a compaction cut while leaving a kept step referring to an archived one (as
     compactions did before they carried the steps referred to): reading the kept step's
     sources stops, naming the archive, and never reads them as fewer."""
-    _, log, _, kept, head = _kept_after_the_run(tmp_path)
+    log = log_url
+    _, _, kept, head = _kept_after_the_run(tmp_path, log)
     monkeypatch.setattr(cut, "referred_streams", lambda kept, refers: set(kept))
-    with SQLiteStore(log) as store:
+    with open_store(log) as store:
         cut.compact(store, before=head, archive=tmp_path / "old.jsonl")
         with pytest.raises(SourcesUnresolved) as stopped:
             SourcesChain(store).whole(kept)
