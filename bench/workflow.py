@@ -17,7 +17,9 @@ path.
   that do nothing, on the same engine) and the governed call of a step alone, outside DBOS
   (normalize, decide, invoke, its events gathered for DBOS's checkpoint), median of 200, and
   the 16th step of a 16-step run the same way (its session seeded with the 15 results before
-  it, the run's state recorded), median of 300;
+  it, the run's state recorded), median of 300; with `--baseline`, also the latency of a
+  64-step branch-heavy run (`fan`: groups of three parallel branches and a call joining them),
+  median of 5;
 - workflows/s: `--runs` runs of 4 steps created at once, until the last one completes, with 1
   worker (this process) and with 3 worker processes sharing the queue;
 - gate round trip: `decide` until the run has taken the decision and published it (median);
@@ -71,6 +73,8 @@ from check_scale import importable
 from pgdb import fresh_database
 
 STEPS = 16
+FAN_STEPS = 64
+"""The steps of the branch-heavy run whose latency `--baseline` measures too (`fan`)."""
 LENGTHS = (16, 128, 1024)
 """The runs `--bytes` measures, in steps."""
 REPEAT = 9
@@ -108,7 +112,8 @@ SHAPES = {"line": chain, "fan": fan}
 branches joined by a call."""
 
 
-SPEC = """\
+SPEC = (
+    """\
 harness bench { version "1.0.0" }
 tool job.run {
   summary "Do nothing and return the number."
@@ -146,7 +151,10 @@ workflow gate {
   }
   step s1 = call job.run(n: 1) when g == go
 }
-""" + chain("many", STEPS)
+"""
+    + chain("many", STEPS)
+    + fan("branches", FAN_STEPS)
+)
 ACTOR = {"user": "bench", "role": "ops"}
 
 
@@ -340,7 +348,11 @@ def measure_steps(kind: str, spec_path: Path, folder: Path, args: argparse.Names
         wf = h.workflows.configure(url, executor_id="bench-1", poll_s=args.poll)
         one, many, per_step, dbos = step_figures(wf, bare)
         nth = nth_step_ms(h)
-        print(f"steps {one:.3f} {many:.3f} {per_step:.4f} {dbos:.4f} {nth:.4f}", flush=True)
+        branches = statistics.median(latency(wf, "branches") for _ in range(5)) * 1000
+        print(
+            f"steps {one:.3f} {many:.3f} {per_step:.4f} {dbos:.4f} {nth:.4f} {branches:.1f}",
+            flush=True,
+        )
         wf.close()
         h.store.close()
 
@@ -757,7 +769,7 @@ def side_by_side(kinds: list[str], spec_path: Path, folder: Path, args: argparse
     trees: list[tuple[str, Path | None]] = [("baseline", old), ("this tree", None)]
     for kind in kinds:
         figures: dict[str, list[list[float]]] = {name: [] for name, _ in trees}
-        columns = 5
+        columns = 6
         for n in range(args.rounds):
             for name, path in trees if n % 2 == 0 else trees[::-1]:
                 env = dict(os.environ)
@@ -783,11 +795,12 @@ def side_by_side(kinds: list[str], spec_path: Path, folder: Path, args: argparse
 
 
 def _row(row: list[float]) -> str:
-    one, many, per_step, dbos, nth = row
+    one, many, per_step, dbos, nth, branches = row
     return (
         f"1-step run {one:6.1f} ms  {STEPS}-step run {many:6.1f} ms  step {per_step:5.2f} ms  "
         f"DBOS's step {dbos:5.2f} ms  ratio {per_step / dbos:5.2f}  "
-        f"16th step outside DBOS {nth:5.3f} ms"
+        f"16th step outside DBOS {nth:5.3f} ms  "
+        f"{FAN_STEPS}-step branch-heavy run {branches:6.1f} ms"
     )
 
 
