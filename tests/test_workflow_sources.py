@@ -220,3 +220,45 @@ def test_parallel_branches_decide_and_end_as_with_their_sources_whole(
     assert by_reference["live"]["p2"] == ("allow", None)
     assert by_reference["live"]["p3"][0] == "deny"
     assert by_reference["status"] == "failed"
+
+
+def test_sources_handed_by_reference_make_the_same_whole() -> None:
+    """What a run hands a parallel branch (`reference`: what changed since its last seeded
+    step, what was dropped) made whole from that step's sources read back (`complete`) is the
+    run's sources as they are; the branch records only what changed, which resolves to it."""
+    from harnessc.runtime.judge.history import SourcesChain
+    from harnessc.runtime.log.memory import MemoryStore
+
+    run = RunSources({"payee": PAYEE})
+    run.add("a", "mail.read", {"body": "x"})
+    run.add("b", "job.run", {"n": 1})
+    log = MemoryStore()
+    log.append_many(run.events("workflow:r/b#1"))
+    chain = SourcesChain(log)
+    run.seeded("workflow:r/b#1")
+    run.discard("a")
+    run.add("b", "job.run", {"n": 2})
+    run.add("c", "crm.lookup", {"iban": "y"})
+    handed = run.reference()
+    assert handed == {
+        "after": "workflow:r/b#1",
+        "dropped": ["a"],
+        "steps": {
+            "b": {"tool": "job.run", "value": {"n": 2}},
+            "c": {"tool": "crm.lookup", "value": {"iban": "y"}},
+        },
+    }
+    branch = RunSources.of(handed)
+    assert branch.partial and branch.base == "workflow:r/b#1"
+    branch.complete(chain.whole("workflow:r/b#1"))
+    assert not branch.partial
+    assert branch.whole() == run.whole()
+    written = branch.events("workflow:r/d#1")[0].payload
+    assert written["after"] == "workflow:r/b#1" and written["dropped"] == ["a"]
+    assert [r["step"] for r in written["results"]] == ["b", "c"]
+    assert chain.resolve(written) == run.whole()
+    # a run with nothing to refer to yet hands its sources whole
+    fresh = RunSources({"payee": PAYEE})
+    fresh.add("a", "mail.read", {"body": "x"})
+    whole = RunSources.of(fresh.reference())
+    assert not whole.partial and whole.whole() == fresh.whole()
