@@ -257,6 +257,13 @@ def test_sources_handed_by_reference_make_the_same_whole() -> None:
     assert written["after"] == "workflow:r/b#1" and written["dropped"] == ["a"]
     assert [r["step"] for r in written["results"]] == ["b", "c"]
     assert chain.resolve(written) == run.whole()
+    # a branch's step replayed from its checkpoint (its sources never made whole here): the
+    # next keeps referring to the run's step, which was in the log before the branch started
+    replayed = RunSources.of(handed)
+    replayed.seeded("workflow:r/d#1")
+    assert replayed.partial and replayed.base == "workflow:r/b#1"
+    replayed.complete(chain.whole("workflow:r/b#1"))
+    assert replayed.whole() == run.whole()
     # a run with nothing to refer to yet hands its sources whole
     fresh = RunSources({"payee": PAYEE})
     fresh.add("a", "mail.read", {"body": "x"})

@@ -402,7 +402,12 @@ class RunSources:
         step's refer to them and hold only what changed since. Called by the run after the
         step (live or replayed from its checkpoint), so the chain is the same either way.
         `sent`: what that step's sources held, when not the sources as they are now (a
-        parallel branch's step, seeded with the run's sources as they were when it started)."""
+        parallel branch's step, seeded with the run's sources as they were when it started).
+        Sources still `partial` (a branch's step replayed from its checkpoint, never made
+        whole here) keep referring to the run's step: the step on `stream` may not be in the
+        log yet for a later one to read, the run's was before the branch started."""
+        if self.partial:
+            return
         self.base = stream
         self._sent = dict(self.steps if sent is None else sent)
         self._dropped = []
