@@ -17,7 +17,9 @@ path.
   that do nothing, on the same engine) and the governed call of a step alone, outside DBOS
   (normalize, decide, invoke, its events gathered for DBOS's checkpoint), median of 200, and
   the 16th step of a 16-step run the same way (its session seeded with the 15 results before
-  it, the run's state recorded), median of 300;
+  it, the run's state recorded), median of 300; with `--baseline`, also the latency of a
+  64-step branch-heavy run (`fan`: groups of three parallel branches and a call joining them),
+  median of 5;
 - workflows/s: `--runs` runs of 4 steps created at once, until the last one completes, with 1
   worker (this process) and with 3 worker processes sharing the queue;
 - gate round trip: `decide` until the run has taken the decision and published it (median);
@@ -30,7 +32,9 @@ the two trees alternating (which one goes first alternates too), and prints each
 figures and their medians, with DBOS alone measured in every process.
 
 `--bytes` measures what a run keeps instead, for runs of 16, 128 and 1,024 steps (`--lengths`)
-of calls with tiny results, each run alone on a fresh store:
+of calls with tiny results, each run alone on a fresh store, of two shapes (`--shapes`): `line`,
+calls one after the other, and `fan`, branch-heavy: groups of three parallel branches (each a
+child workflow of DBOS) and a call joining them, each group after the one before:
 
 - the log: the bytes of the payloads of every event on the run's streams, per step, and apart
   the run's state its steps record (`workflow.state`, `workflow.delta`) and the sources each
@@ -69,6 +73,8 @@ from check_scale import importable
 from pgdb import fresh_database
 
 STEPS = 16
+FAN_STEPS = 64
+"""The steps of the branch-heavy run whose latency `--baseline` measures too (`fan`)."""
 LENGTHS = (16, 128, 1024)
 """The runs `--bytes` measures, in steps."""
 REPEAT = 9
@@ -88,7 +94,26 @@ def chain(name: str, steps: int) -> str:
     )
 
 
-SPEC = """\
+def fan(name: str, steps: int) -> str:
+    """A branch-heavy workflow of `steps` calls (a multiple of 4): groups of three parallel
+    branches, each group after the step that joined the group before, and a step joining the
+    three; three steps in four run as parallel branches (child workflows)."""
+    out = f"workflow {name} {{\n  agent runner\n"
+    for g in range(1, steps // 4 + 1):
+        after = f" after j{g - 1}" if g > 1 else ""
+        for k in (1, 2, 3):
+            out += f"  step b{g}x{k} = call job.run(n: {10 * g + k}){after}\n"
+        out += f"  step j{g} = call job.run(n: {10 * g}) after b{g}x1, b{g}x2, b{g}x3\n"
+    return out + "}\n"
+
+
+SHAPES = {"line": chain, "fan": fan}
+"""The shapes of run `--bytes` measures: calls one after the other; groups of parallel
+branches joined by a call."""
+
+
+SPEC = (
+    """\
 harness bench { version "1.0.0" }
 tool job.run {
   summary "Do nothing and return the number."
@@ -126,7 +151,10 @@ workflow gate {
   }
   step s1 = call job.run(n: 1) when g == go
 }
-""" + chain("many", STEPS)
+"""
+    + chain("many", STEPS)
+    + fan("branches", FAN_STEPS)
+)
 ACTOR = {"user": "bench", "role": "ops"}
 
 
@@ -134,7 +162,7 @@ def compile_spec(folder: Path, lengths: tuple[int, ...] = LENGTHS) -> Path:
     from harnessc.compiler.pipeline import check
 
     source = folder / "bench.harness"
-    text = SPEC + "".join(chain(f"line{n}", n) for n in lengths)
+    text = SPEC + "".join(shape(f"{name}{n}", n) for name, shape in SHAPES.items() for n in lengths)
     source.write_text(text, encoding="utf-8")
     result = check([source])
     assert result.ok and result.model is not None, [d.message for d in result.diagnostics]
@@ -320,7 +348,11 @@ def measure_steps(kind: str, spec_path: Path, folder: Path, args: argparse.Names
         wf = h.workflows.configure(url, executor_id="bench-1", poll_s=args.poll)
         one, many, per_step, dbos = step_figures(wf, bare)
         nth = nth_step_ms(h)
-        print(f"steps {one:.3f} {many:.3f} {per_step:.4f} {dbos:.4f} {nth:.4f}", flush=True)
+        branches = statistics.median(latency(wf, "branches") for _ in range(5)) * 1000
+        print(
+            f"steps {one:.3f} {many:.3f} {per_step:.4f} {dbos:.4f} {nth:.4f} {branches:.1f}",
+            flush=True,
+        )
         wf.close()
         h.store.close()
 
@@ -550,29 +582,35 @@ def read_ms(reads: dict[str, Any]) -> dict[str, float]:
 
 
 def measure_bytes(kind: str, spec_path: Path, folder: Path, args: argparse.Namespace) -> None:
-    """One line per run length, `bytes N ALL STATE SOURCES DBOS` (bytes per step), and for the
-    longest, `read …`: `status` and the state alone of that run, and, in a tree that records
-    deltas, the same of a run recording whole states as before (`whole_states`), the state
-    read as it was then (`whole_state_read`), side by side. For `bytes_table` to read."""
+    """One line per shape and run length, `bytes SHAPE N ALL STATE SOURCES DBOS DBOS-SOURCES`
+    (bytes per step), and for the longest `line`, `read …`: `status` and the state alone of
+    that run, and, in a tree that records deltas, the same of a run recording whole states as
+    before (`whole_states`), the state read as it was then (`whole_state_read`), side by side.
+    For `bytes_table` to read."""
     from harnessc.runtime.workflows import plan
 
     with fresh_store(kind, folder, args.postgres) as url:
         h = harness(spec_path, url)
         wf = h.workflows.configure(url, executor_id="bench-1", poll_s=args.poll)
         runs = {}
-        for n in args.lengths:
-            run = wf.create(f"line{n}", {}, actor=ACTOR, start=True)
-            wait_all(wf, [run], timeout_s=3600)
-            runs[n] = run
-            found = log_bytes(h.store, run)
-            dbos, dbos_sources = dbos_bytes(url, run)
-            print(
-                f"bytes {n} {found['all'] / n:.1f} {found['state'] / n:.1f} "
-                f"{found['sources'] / n:.1f} {dbos / n:.1f} {dbos_sources / n:.1f}",
-                flush=True,
-            )
+        for shape in args.shapes:
+            for n in args.lengths:
+                run = wf.create(f"{shape}{n}", {}, actor=ACTOR, start=True)
+                wait_all(wf, [run], timeout_s=3600)
+                runs[shape, n] = run
+                found = log_bytes(h.store, run)
+                dbos, dbos_sources = dbos_bytes(url, run)
+                print(
+                    f"bytes {shape} {n} {found['all'] / n:.1f} {found['state'] / n:.1f} "
+                    f"{found['sources'] / n:.1f} {dbos / n:.1f} {dbos_sources / n:.1f}",
+                    flush=True,
+                )
         longest = max(args.lengths)
-        run = runs[longest]
+        if "line" not in args.shapes:
+            wf.close()
+            h.store.close()
+            return
+        run = runs["line", longest]
         reads = {
             "status": lambda: wf.status(run),
             "state": lambda: plan.run_state(h.store, run),
@@ -601,7 +639,7 @@ def bytes_table(kinds: list[str], spec_path: Path, folder: Path, args: argparse.
             if path is not None:
                 env["PYTHONPATH"] = str(path)
             command = [sys.executable, __file__, "--bytes-only", kind, str(spec_path)]
-            command += ["--lengths", lengths]
+            command += ["--lengths", lengths, "--shapes", ",".join(args.shapes)]
             if args.postgres:
                 command += ["--postgres", args.postgres]
             done = subprocess.run(
@@ -611,25 +649,13 @@ def bytes_table(kinds: list[str], spec_path: Path, folder: Path, args: argparse.
                 raise SystemExit(f"{name}: the measurement failed\n{done.stderr[-2000:]}")
             rows = [x.split()[1:] for x in done.stdout.splitlines() if x.startswith("bytes ")]
             reads = [x.split()[1:] for x in done.stdout.splitlines() if x.startswith("read ")]
-            print(f"{kind} — {name} (load {os.getloadavg()[0]:.2f}); bytes per step:")
-            labels = ("log", "state", "sources", "rest", "DBOS", "DBOS-src")
-            print("  " + " ".join(f"{x:>9}" for x in ("steps", *labels)))
-            figures = {}
-            for row in rows:
-                n, total, state, sources, dbos, dbos_sources = int(row[0]), *map(float, row[1:])
-                rest = total - state - sources
-                figures[n] = (total, state, sources, rest, dbos, dbos - dbos_sources)
-                print(f"  {n:>9} " + " ".join(f"{x:>9.0f}" for x in figures[n]))
-            short, long = figures[min(figures)], figures[max(figures)]
-            ratios = "  ".join(
-                f"{label} {b / a:.2f}×" if a else f"{label} –"
-                for label, a, b in zip(labels, short, long, strict=True)
-            )
-            print(f"  {max(figures)} steps / {min(figures)} steps, per step: {ratios}")
+            for shape in dict.fromkeys(row[0] for row in rows):
+                print(f"{kind} — {name}, {shape} (load {os.getloadavg()[0]:.2f}); bytes per step:")
+                _bytes_rows([row[1:] for row in rows if row[0] == shape])
             if reads:
                 took = [float(x) for x in reads[-1]]
                 print(
-                    f"  reading the {max(figures)}-step run: status {took[0]:.2f} ms, "
+                    f"  reading the {max(args.lengths)}-step line run: status {took[0]:.2f} ms, "
                     f"its state alone {took[1]:.2f} ms (median of {READS})"
                 )
             if reads and len(reads[-1]) == 4:
@@ -638,6 +664,24 @@ def bytes_table(kinds: list[str], spec_path: Path, folder: Path, args: argparse.
                     f" its state read as before {took[3]:.2f} ms; deltas / whole states: "
                     f"status {took[0] / took[2]:.2f}×, state {took[1] / took[3]:.2f}×"
                 )
+
+
+def _bytes_rows(rows: list[list[str]]) -> None:
+    """One shape's bytes per step by run length, and the longest's over the shortest's."""
+    labels = ("log", "state", "sources", "rest", "DBOS", "DBOS-src")
+    print("  " + " ".join(f"{x:>9}" for x in ("steps", *labels)))
+    figures = {}
+    for row in rows:
+        n, total, state, sources, dbos, dbos_sources = int(row[0]), *map(float, row[1:])
+        rest = total - state - sources
+        figures[n] = (total, state, sources, rest, dbos, dbos - dbos_sources)
+        print(f"  {n:>9} " + " ".join(f"{x:>9.0f}" for x in figures[n]))
+    short, long = figures[min(figures)], figures[max(figures)]
+    ratios = "  ".join(
+        f"{label} {b / a:.2f}×" if a else f"{label} –"
+        for label, a, b in zip(labels, short, long, strict=True)
+    )
+    print(f"  {max(figures)} steps / {min(figures)} steps, per step: {ratios}")
 
 
 def worker(spec_path: str, url: str, executor: str) -> None:
@@ -677,6 +721,12 @@ def main() -> None:
         type=lambda text: tuple(int(x) for x in text.split(",")),
         default=LENGTHS,
         help="the run lengths of --bytes, comma-separated (default 16,128,1024)",
+    )
+    parser.add_argument(
+        "--shapes",
+        type=lambda text: tuple(x for x in text.split(",") if x in SHAPES) or ("line",),
+        default=tuple(SHAPES),
+        help="the shapes of run --bytes measures, comma-separated (default line,fan)",
     )
     parser.add_argument("--bytes-only", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -719,7 +769,7 @@ def side_by_side(kinds: list[str], spec_path: Path, folder: Path, args: argparse
     trees: list[tuple[str, Path | None]] = [("baseline", old), ("this tree", None)]
     for kind in kinds:
         figures: dict[str, list[list[float]]] = {name: [] for name, _ in trees}
-        columns = 5
+        columns = 6
         for n in range(args.rounds):
             for name, path in trees if n % 2 == 0 else trees[::-1]:
                 env = dict(os.environ)
@@ -745,11 +795,12 @@ def side_by_side(kinds: list[str], spec_path: Path, folder: Path, args: argparse
 
 
 def _row(row: list[float]) -> str:
-    one, many, per_step, dbos, nth = row
+    one, many, per_step, dbos, nth, branches = row
     return (
         f"1-step run {one:6.1f} ms  {STEPS}-step run {many:6.1f} ms  step {per_step:5.2f} ms  "
         f"DBOS's step {dbos:5.2f} ms  ratio {per_step / dbos:5.2f}  "
-        f"16th step outside DBOS {nth:5.3f} ms"
+        f"16th step outside DBOS {nth:5.3f} ms  "
+        f"{FAN_STEPS}-step branch-heavy run {branches:6.1f} ms"
     )
 
 

@@ -76,11 +76,23 @@ workflow w {
   step p2 = call payments.send(iban: c.iban) after p1
   step p3 = call payments.send(iban: m.body) after p2
 }
+workflow fan {
+  agent runner
+  input { payee: string }
+  step m = call mail.read(id: "m1")
+  step c = call crm.lookup(name: "acme")
+  step j1 = call job.run(n: 1) after m, c
+  step j2 = call job.run(n: 2) after m, c
+  step j3 = call job.run(n: 3) after j1, j2
+  step p1 = call payments.send(iban: input.payee) after j3
+  step p2 = call payments.send(iban: c.iban) after j3
+  step p3 = call payments.send(iban: m.body) after j3
+}
 """
 PAYEE = "DE89370400440532013000"
 
 
-def _run(tmp: Path) -> dict[str, Any]:
+def _run(tmp: Path, workflow: str = "w") -> dict[str, Any]:
     """One run of `w` on its own SQLite file: how it ended, each step's recorded decision, the
     same decided again from the log, and each step's `workflow.sources`."""
     source = tmp / "wsrc.harness"
@@ -95,7 +107,7 @@ def _run(tmp: Path) -> dict[str, Any]:
     h.workflows.configure(f"sqlite:///{tmp / 'harness.db'}", poll_s=0.05)
     try:
         run = h.workflows.create(
-            "w", {"payee": PAYEE}, actor={"user": "u-1", "role": "ops"}, start=True
+            workflow, {"payee": PAYEE}, actor={"user": "u-1", "role": "ops"}, start=True
         )
         ended = h.workflows.wait(run, timeout_s=120)
     finally:
@@ -116,7 +128,28 @@ def _run(tmp: Path) -> dict[str, Any]:
         d = engine.decide(policies_in(spec, found)[0], found.context)
         again[step(found.session_id)] = (d.effect, d.rule)
     sources = {step(e.stream): e.payload for e in h.store.read() if e.type == "workflow.sources"}
-    return {"status": ended["status"], "live": live, "again": again, "sources": sources}
+    outcome = {k: ended[k] for k in ("status", "outcome", "error", "steps", "artifacts")}
+    return {
+        "status": ended["status"],
+        "ended": outcome,
+        "live": live,
+        "again": again,
+        "sources": sources,
+    }
+
+
+@pytest.fixture(scope="module")
+def fans(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], ...]]:
+    """`fan`, whose steps run as parallel branches (two, two, one, three), by reference and
+    whole."""
+    by_reference = _run(tmp_path_factory.mktemp("fan-reference"), "fan")
+    patch = pytest.MonkeyPatch()
+    patch.setattr(RunSources, "seeded", lambda self, stream, sent=None: None)
+    try:
+        whole = _run(tmp_path_factory.mktemp("fan-whole"), "fan")
+    finally:
+        patch.undo()
+    yield by_reference, whole
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +157,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, A
     by_reference = _run(tmp_path_factory.mktemp("reference"))
     # as before: no step refers to another's sources, each records them whole
     patch = pytest.MonkeyPatch()
-    patch.setattr(RunSources, "seeded", lambda self, stream: None)
+    patch.setattr(RunSources, "seeded", lambda self, stream, sent=None: None)
     try:
         whole = _run(tmp_path_factory.mktemp("whole"))
     finally:
@@ -154,3 +187,85 @@ def test_a_step_decides_its_provenance_checks_as_with_its_sources_whole(
     assert by_reference["live"]["p2"] == ("allow", None)
     assert by_reference["live"]["p3"][0] == "deny"
     assert by_reference["status"] == whole["status"] == "failed"
+
+
+def test_parallel_branches_refer_to_the_runs_sources(fans: tuple[dict[str, Any], ...]) -> None:
+    """A branch's sources refer to those of the run's step before (the first branch of the
+    wave before, its sources as the wave started) and hold what changed since."""
+    by_reference, whole = fans
+    seeded = by_reference["sources"]
+    assert "after" not in seeded["m"] and "after" not in seeded["c"]  # nothing to refer to yet
+    for name in ("j1", "j2"):
+        assert seeded[name]["after"].split("/", 1)[1] == "m#1"
+        assert [r["step"] for r in seeded[name]["results"]] == ["c", "m"]
+    assert seeded["j3"]["after"].split("/", 1)[1] == "j1#1"
+    assert [r["step"] for r in seeded["j3"]["results"]] == ["j1", "j2"]
+    for name in ("p1", "p2", "p3"):
+        assert seeded[name]["after"].split("/", 1)[1] == "j3#1"
+        assert [r["step"] for r in seeded[name]["results"]] == ["j3"]
+    assert all("after" not in found for found in whole["sources"].values())
+    assert len(whole["sources"]["p3"]["results"]) == 5
+
+
+def test_parallel_branches_decide_and_end_as_with_their_sources_whole(
+    fans: tuple[dict[str, Any], ...],
+) -> None:
+    """Differential: the same branch-heavy run, its sources by reference and whole: the same
+    decisions live, the same decided again from the log, the same outcome."""
+    by_reference, whole = fans
+    assert by_reference["live"] == whole["live"]
+    assert by_reference["again"] == whole["again"] == whole["live"]
+    assert by_reference["ended"] == whole["ended"]
+    assert by_reference["live"]["p1"] == ("allow", None)
+    assert by_reference["live"]["p2"] == ("allow", None)
+    assert by_reference["live"]["p3"][0] == "deny"
+    assert by_reference["status"] == "failed"
+
+
+def test_sources_handed_by_reference_make_the_same_whole() -> None:
+    """What a run hands a parallel branch (`reference`: what changed since its last seeded
+    step, what was dropped) made whole from that step's sources read back (`complete`) is the
+    run's sources as they are; the branch records only what changed, which resolves to it."""
+    from harnessc.runtime.judge.history import SourcesChain
+    from harnessc.runtime.log.memory import MemoryStore
+
+    run = RunSources({"payee": PAYEE})
+    run.add("a", "mail.read", {"body": "x"})
+    run.add("b", "job.run", {"n": 1})
+    log = MemoryStore()
+    log.append_many(run.events("workflow:r/b#1"))
+    chain = SourcesChain(log)
+    run.seeded("workflow:r/b#1")
+    run.discard("a")
+    run.add("b", "job.run", {"n": 2})
+    run.add("c", "crm.lookup", {"iban": "y"})
+    handed = run.reference()
+    assert handed == {
+        "after": "workflow:r/b#1",
+        "dropped": ["a"],
+        "steps": {
+            "b": {"tool": "job.run", "value": {"n": 2}},
+            "c": {"tool": "crm.lookup", "value": {"iban": "y"}},
+        },
+    }
+    branch = RunSources.of(handed)
+    assert branch.partial and branch.base == "workflow:r/b#1"
+    branch.complete(chain.whole("workflow:r/b#1"))
+    assert not branch.partial
+    assert branch.whole() == run.whole()
+    written = branch.events("workflow:r/d#1")[0].payload
+    assert written["after"] == "workflow:r/b#1" and written["dropped"] == ["a"]
+    assert [r["step"] for r in written["results"]] == ["b", "c"]
+    assert chain.resolve(written) == run.whole()
+    # a branch's step replayed from its checkpoint (its sources never made whole here): the
+    # next keeps referring to the run's step, which was in the log before the branch started
+    replayed = RunSources.of(handed)
+    replayed.seeded("workflow:r/d#1")
+    assert replayed.partial and replayed.base == "workflow:r/b#1"
+    replayed.complete(chain.whole("workflow:r/b#1"))
+    assert replayed.whole() == run.whole()
+    # a run with nothing to refer to yet hands its sources whole
+    fresh = RunSources({"payee": PAYEE})
+    fresh.add("a", "mail.read", {"body": "x"})
+    whole = RunSources.of(fresh.reference())
+    assert not whole.partial and whole.whole() == fresh.whole()

@@ -30,6 +30,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ..log.cut import archived_note
+from ..log.events import WORKFLOW_SOURCES
 from ..model.ir import (
     Condition,
     FactUpdate,
@@ -75,10 +77,6 @@ WORKFLOW_INPUT = "workflow.input"
 WORKFLOW_STEP_RESULT = "workflow.step_result"
 """An earlier call step's result, recorded in a later step's session: a source of its tool's
 trust and labels (one event per result: logs written before `workflow.sources`)."""
-WORKFLOW_SOURCES = "workflow.sources"
-"""A workflow step's sources, recorded once in its session: the run's `input` (of kind
-`user`) and the `results` of the call steps before it (each of its tool's trust and labels),
-one event where there was one per source."""
 
 
 def time_ms(text: str) -> int | None:
@@ -876,7 +874,7 @@ class SourcesChain:
                 break
             found = self._read(at)
             if found is None:
-                raise SourcesUnresolved(f"the sources of `{at}` are not in the log")
+                raise SourcesUnresolved(_missing(self.store, at))
             chain.append((at, found))
             after = found.get("after")
             at = str(after) if after is not None else None
@@ -903,6 +901,18 @@ class SourcesChain:
         if len(self._whole) >= self.KEEP:
             self._whole.pop(next(iter(self._whole)))
         self._whole[stream] = whole
+
+
+def _missing(store: Any, stream: str) -> str:
+    """Why the sources of the step on `stream` cannot be read: not in the log, and, in a log
+    a compaction cut (one written before compactions kept what their steps refer to), where
+    they went and how to read them."""
+    said = f"the sources of `{stream}` are not in the log"
+    try:
+        note = archived_note(store)
+    except Exception:  # a store that keeps no cut (a step's buffer): nothing more to say
+        note = None
+    return said if note is None else f"{said}; {note}: `--archive FILE` reads it too"
 
 
 _CHAINS: weakref.WeakKeyDictionary[Any, SourcesChain] = weakref.WeakKeyDictionary()

@@ -9,7 +9,10 @@ anchored at the cut so that what stays verifies alone, and the archive with it.
    session's requests and grants (a `once` grant spent stays spent), a workflow run not
    finished. Their events at or before `P` are *carried*: they stay in the log whole, as they
    were written (same position, hash and MAC), so every reader that reads a session's stream
-   (the ledger, the facts, the recorded decisions, the projections) reads what it read before;
+   (the ledger, the facts, the recorded decisions, the projections) reads what it read before.
+   So are the streams that a stream that stays, or a step's sources recorded after `P`, refer
+   to: a workflow step's sources that refer to an earlier step's (`after`), and so on back
+   (`referred_streams`), so that no step in the log refers to one in the archive;
 2. writes every other event at or before `P` to `FILE`, one JSON object a line (the events as
    stored: position, stream, seq, kind, type, the payload's canonical text, time, prev_hash,
    hash, mac), after a first line that says what the file is;
@@ -61,7 +64,7 @@ from .chain import (
     find_cut,
     verify_events,
 )
-from .events import HARNESS_STREAM, Event, NewEvent
+from .events import HARNESS_STREAM, WORKFLOW_SOURCES, Event, NewEvent
 from .integrity import Checkpoint, LogKey
 from .memory import MemoryStore
 from .projections import Projections
@@ -79,6 +82,7 @@ __all__ = [
     "joined",
     "live_streams",
     "read_archive",
+    "referred_streams",
     "verify_across",
 ]
 
@@ -165,6 +169,28 @@ def live_streams(events: Iterable[Event], at: datetime | None = None) -> set[str
     return live
 
 
+def referred_streams(kept: set[str], refers: dict[str, str]) -> set[str]:
+    """`kept` with every stream one of them refers to, and so on back: a workflow step's
+    sources that refer to an earlier step's (`refers`: a stream → the stream its
+    `workflow.sources` names as `after`) need that step's to be read whole."""
+    out = set(kept)
+    for stream in kept:
+        at = refers.get(stream)
+        while at is not None and at not in out:
+            out.add(at)
+            at = refers.get(at)
+    return out
+
+
+def _refers(event: Event, refers: dict[str, str]) -> None:
+    try:
+        after = event.payload.get("after")
+    except StoreError:  # unreadable: the chain's verification says so, not the cut
+        return
+    if isinstance(after, str):
+        refers[event.stream] = after
+
+
 @dataclass(frozen=True)
 class Compaction:
     """What `compact` did: the cut, the events archived and carried, the archive's bytes."""
@@ -207,14 +233,20 @@ def compact(
     if previous is not None and before <= previous.before:
         raise CutError(f"position {before} is not after the last cut (at {previous.before})")
     upto: list[Event] = []
+    later: set[str] = set()  # the steps whose sources were recorded after the cut: they stay
+    refers: dict[str, str] = {}
     for e in store.scan():
-        if e.position > before:
-            break
-        upto.append(e)
+        if e.position <= before:
+            upto.append(e)
+        if e.type == WORKFLOW_SOURCES:
+            _refers(e, refers)
+            if e.position > before:
+                later.add(e.stream)
     last = upto[-1]
     if last.position != before:
         raise CutError(f"position {before} was archived already")
     live = live_streams(upto, at)
+    live |= referred_streams(live | later, refers) - later
     carried = [e for e in upto if e.stream in live]
     gone = [e for e in upto if e.stream not in live]
     text = _archive_text(gone, before, last.hash)

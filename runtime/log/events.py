@@ -84,6 +84,10 @@ KINDS: tuple[str, ...] = (
 )
 GENESIS_HASH = "0" * 64
 HARNESS_STREAM = "harness"
+WORKFLOW_SOURCES = "workflow.sources"
+"""A workflow step's sources, recorded once in its session: the run's `input` (of kind
+`user`) and the `results` of the call steps before it (each of its tool's trust and labels),
+or only what changed since an earlier step's, whose stream it names (`after`)."""
 """The stream of the harness's own events (a spec loaded, the log's checkpoints)."""
 REDACTED = "[REDACTED]"
 

@@ -90,8 +90,10 @@ class _Run:
             "workflow": self.wf.name,
             "agent": run.get("agent"),
             "policy": self.wf.policy,
-            "tools": sorted({s.tool for s in self.wf.steps if s.tool is not None}),
-            "delegates": sorted({s.agent for s in self.wf.steps if s.agent is not None}),
+            # a parallel branch's IR holds its own step only: the run's are handed over
+            "tools": run.get("tools") or sorted({s.tool for s in self.wf.steps if s.tool}),
+            "delegates": run.get("delegates")
+            or sorted({s.agent for s in self.wf.steps if s.agent is not None}),
             "actor": run.get("actor") or {},
             "facts": run.get("facts") or {},
             "env": run.get("env") or {},
@@ -109,7 +111,16 @@ class _Run:
             s.name: {d for d in (*s.after, *s.depends_on) if d in names} for s in self.order
         }
         self.state: dict[str, Any] = initial_state(self.wf, run.get("hash"))
-        self._sources = RunSources(self.input)
+        given = run.get("sources")
+        self._handed = isinstance(given, Mapping)
+        """Whether the run handed this parallel branch its sources (`RunSources.reference`):
+        they are what its steps see, not its values (only those its step reads)."""
+        self._sources = (
+            RunSources.of(given) if isinstance(given, Mapping) else RunSources(self.input)
+        )
+        self.chained: str | None = None
+        """The stream of this workflow's last call step whose sources a later step may refer
+        to: a parallel branch hands it to the run."""
         self.shown: dict[str, Any] | None = None
         """The state as the run's checkpointed steps recorded it (`took`): what the next
         step's delta is taken against; None before the first step."""
@@ -295,13 +306,20 @@ class _Run:
         if len(runnable) < 2:
             branches = []
         handles = []
+        sent: dict[str, Any] = {}
         if branches:
             names = [s.name for s in branches]
             for name in names:
                 self.state["steps"][name]["state"] = "running"
             await self.record("~branches:" + ",".join(names), "workflow.branches", {"steps": names})
+            # each branch is handed the sources by reference: what changed since the run's
+            # last step whose sources are in the log, not the run so far
+            sources = self.sources()
+            handed, sent = sources.reference(), dict(sources.steps)
+            if "after" in handed:
+                await settle()  # the sources referred to are in the log for the branches to read
             for step in branches:
-                handles.append(await self.start_branch(step))
+                handles.append(await self.start_branch(step, handed))
         stopped: _Stop | None = None
         try:
             for step in runnable:
@@ -310,8 +328,15 @@ class _Run:
         except _Stop as stop:
             stopped = stop
         failed = []
+        chained = False
         for step, handle in zip(branches, handles, strict=True):
             result: dict[str, Any] = await handle.get_result()
+            seeded = result.get("sources")
+            if isinstance(seeded, str) and not chained:
+                # the next step refers to the first branch's sources: the run's as they were
+                # when the branches started
+                self._sources.seeded(seeded, sent)
+                chained = True
             self.state["steps"].update(result["steps"])
             self.state["gates"].update(result["gates"])
             self.state["artifacts"].extend(result["artifacts"])
@@ -324,12 +349,22 @@ class _Run:
         if failed:
             raise _Stop("failed", error="; ".join(str(e) for e in failed))
 
-    async def start_branch(self, step: Step) -> Any:
+    async def start_branch(self, step: Step, sources: dict[str, Any]) -> Any:
+        """Start the child workflow of a parallel branch. Its input is what the branch needs,
+        its size that of the step, not of the run: the IR of its step and of the steps its
+        failure policy compensates with, the values they read, the run's sources by reference
+        (`sources`), the run's tools and delegates (its session's surface)."""
+        own = [step, *(self.steps[a.step] for a in step.on_failure if a.step in self.steps)]
+        reads = {d for s in own for d in s.depends_on}
         child = {
-            **self.run,
+            **{k: v for k, v in self.run.items() if k not in ("values", "sources")},
+            "workflow": self.wf.model_copy(update={"steps": tuple(own)}).model_dump(mode="json"),
+            "tools": self.ctx["tools"],
+            "delegates": self.ctx["delegates"],
             "parent": self.id,
             "branch": step.name,
-            "values": self.values,
+            "values": {k: v for k, v in self.values.items() if k in reads},
+            "sources": sources,
             "facts": self.ctx["facts"],
             "env": self.ctx["env"],
             "start": True,
@@ -355,7 +390,10 @@ class _Run:
             status, error = "failed", stop.error
         await settle()  # the run takes the branch's result once its events are in the log
         view = self.publication(self.state)[1]
-        return {"status": status, "value": value, "error": error, **view}
+        out = {"status": status, "value": value, "error": error, **view}
+        if self.chained is not None:
+            out["sources"] = self.chained  # the run's next step may refer to them
+        return out
 
     def _summary(self) -> dict[str, Any]:
         return {"workflow": self.wf.name, "id": self.id, "version": self.run.get("hash")}
@@ -364,6 +402,8 @@ class _Run:
         """What the policy of a step's call sees as the session's sources: the run's input
         (of kind `user`) and the results of the call steps before it (of their tool's trust).
         Kept for the whole run, so each result's seeded event is built once."""
+        if self._handed:  # a parallel branch's, as the run handed them
+            return self._sources
         known = self._sources.steps
         for name, value in self.values.items():
             step = self.steps.get(name)
@@ -525,6 +565,7 @@ class _Run:
         )
         if _chainable(output):
             self._sources.seeded(self.stream(key))
+            self.chained = self.stream(key)
         return self.took(output)
 
     async def compensate(self, comp: Step, failed: Step) -> None:

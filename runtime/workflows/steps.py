@@ -360,7 +360,7 @@ class RunSources:
     payload and its canonical text are built once for the run instead of once for every later
     step; a step that has secret values of its own scrubs them from fresh copies."""
 
-    __slots__ = ("_input", "_sent", "_texts", "base", "input", "steps")
+    __slots__ = ("_dropped", "_input", "_sent", "_texts", "base", "input", "partial", "steps")
 
     def __init__(self, input: Mapping[str, Any] | None = None) -> None:
         self.input: Mapping[str, Any] = input or {}
@@ -373,6 +373,12 @@ class RunSources:
         (`after`): what it held is not written again."""
         self._sent: dict[str, tuple[str | None, Any]] = {}
         """What the sources on `base` hold, resolved: each step's (tool, value)."""
+        self._dropped: list[str] = []
+        """The steps gone since `base` that `_sent` does not know of (`partial`)."""
+        self.partial = False
+        """Whether `steps` holds only what changed since `base` (a parallel branch's sources,
+        handed over by reference, `reference`): the whole is `base`'s, from the log, with
+        them."""
 
     def whole(self, fields: frozenset[str] = frozenset()) -> dict[str, Any]:
         """The sources whole, as a step that refers to `base` has them (unscrubbed, the input's
@@ -391,12 +397,47 @@ class RunSources:
         out["results"] = results
         return out
 
-    def seeded(self, stream: str) -> None:
+    def seeded(self, stream: str, sent: Mapping[str, tuple[str | None, Any]] | None = None) -> None:
         """The step on `stream` recorded its sources as they are now, unscrubbed: the next
         step's refer to them and hold only what changed since. Called by the run after the
-        step (live or replayed from its checkpoint), so the chain is the same either way."""
+        step (live or replayed from its checkpoint), so the chain is the same either way.
+        `sent`: what that step's sources held, when not the sources as they are now (a
+        parallel branch's step, seeded with the run's sources as they were when it started).
+        Sources still `partial` (a branch's step replayed from its checkpoint, never made
+        whole here) keep referring to the run's step: the step on `stream` may not be in the
+        log yet for a later one to read, the run's was before the branch started."""
+        if self.partial:
+            return
         self.base = stream
-        self._sent = dict(self.steps)
+        self._sent = dict(self.steps if sent is None else sent)
+        self._dropped = []
+
+    def complete(self, whole: Mapping[str, Any]) -> None:
+        """`partial` sources made whole with `whole`, the sources on `base` read back: what
+        they hold and `steps` do not replace or drop is `base`'s (and the run's input)."""
+        gone = set(self._dropped)
+        sent: dict[str, tuple[str | None, Any]] = {}
+        for r in whole.get("results") or ():
+            if isinstance(r, Mapping) and isinstance(r.get("step"), str):
+                sent[r["step"]] = (r.get("tool"), r.get("data"))
+        given = whole.get("input")
+        if isinstance(given, Mapping) and not self.input:
+            self.input = given
+        changed = self.steps
+        self.steps = {n: found for n, found in sent.items() if n not in gone}
+        self.steps.update(changed)
+        self._texts.clear()
+        self._sent, self._dropped, self.partial = sent, [], False
+
+    def reference(self) -> dict[str, Any]:
+        """The sources as a parallel branch is handed them (`of` reads it back): by reference
+        to `base` with what changed since, or whole while no step's sources can be referred
+        to. Its size is what changed, not the run so far."""
+        names, dropped = self._changed() if self.base is not None else (list(self.steps), [])
+        steps = {n: {"tool": self.steps[n][0], "value": self.steps[n][1]} for n in sorted(names)}
+        if self.base is None:
+            return {"input": dict(self.input), "steps": steps}
+        return {"after": self.base, "dropped": sorted(dropped), "steps": steps}
 
     def _changed(self) -> tuple[list[str], list[str]]:
         """The steps whose result is new or other since `base`, and those dropped."""
@@ -407,15 +448,21 @@ class RunSources:
             if (was := sent.get(name)) is None
             or not (was[0] == found[0] and (was[1] is found[1] or was[1] == found[1]))
         ]
-        return new, [name for name in sent if name not in self.steps]
+        return new, [name for name in sent if name not in self.steps] + self._dropped
 
     @classmethod
     def of(cls, sources: Mapping[str, Any]) -> RunSources:
-        """From the mapping form: `{"input": …, "steps": {step: {"tool": …, "value": …}}}`."""
+        """From the mapping form: `{"input": …, "steps": {step: {"tool": …, "value": …}}}`, or
+        by reference (`reference`): `{"after": stream, "dropped": […], "steps": {…}}`, the
+        steps only those changed since the sources on `after`."""
         given = sources.get("input")
         out = cls(given if isinstance(given, Mapping) else None)
         for name, found in (sources.get("steps") or {}).items():
             out.add(name, found.get("tool"), found.get("value"))
+        after = sources.get("after")
+        if isinstance(after, str):
+            out.base, out.partial = after, True
+            out._dropped = [str(n) for n in sources.get("dropped") or ()]
         return out
 
     def add(self, step: str, tool: str | None, value: Any) -> None:
@@ -492,6 +539,11 @@ def seed_sources(
     if not sources:
         return
     found = sources if isinstance(sources, RunSources) else RunSources.of(sources)
+    if found.partial:  # a parallel branch's: the rest is the run's, on `base` in the log
+        chain = session.ledger.sources
+        store = chain.store if chain is not None else session.harness.store
+        assert found.base is not None
+        found.complete(SourcesChain.of(store).whole(found.base))
     events = found.events(session.id, hidden)
     if events:
         if events[0].payload.get("after") is not None:
