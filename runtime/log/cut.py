@@ -77,6 +77,7 @@ __all__ = [
     "compact",
     "find_cut",
     "joined",
+    "last_older_than",
     "live_streams",
     "read_archive",
     "verify_across",
@@ -163,6 +164,21 @@ def live_streams(events: Iterable[Event], at: datetime | None = None) -> set[str
             live.add(f"grant:{grant.grant_id}")
     live.discard(HARNESS_STREAM)
     return live
+
+
+def last_older_than(store: Any, moment: datetime) -> int | None:
+    """The position of the last event recorded before `moment` and after the log's last cut
+    (what `compact(before=…)` may archive to keep the log to a retention: `harnessc log compact
+    --older-than 90d`), or None when there is none. Events are timed in log order."""
+    cut = find_cut(store)
+    floor = cut.before if cut is not None else 0
+    found = None
+    for event in store.read(after=floor):
+        at = datetime.fromisoformat(event.time.replace("Z", "+00:00"))
+        if at >= moment:
+            break
+        found = event.position
+    return found
 
 
 @dataclass(frozen=True)
