@@ -16,6 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -427,13 +428,20 @@ def _verify_across(store: Any, archives: list[str], anchor: Any, key: Any, forma
 
 
 def _compact(args: argparse.Namespace, key: Any) -> int:
-    """`harnessc log compact --before POSITION --to FILE`."""
+    """`harnessc log compact --before POSITION|head | --older-than DURATION --to FILE`."""
     from harnessc.runtime.log.chain import StoreError
-    from harnessc.runtime.log.cut import CutError, compact
+    from harnessc.runtime.log.cut import CutError, compact, last_older_than
     from harnessc.runtime.log.open import open_store
+    from harnessc.runtime.model.ir import parse_duration
 
-    before = args.before.strip()
-    if before != "head" and not (before.isascii() and before.isdigit()):
+    before = (args.before or "").strip()
+    older = parse_duration(args.older_than.strip()) if args.older_than is not None else None
+    if args.older_than is not None and older is None:
+        sys.stderr.write(
+            f"harnessc: --older-than takes a duration (`90d`, `12h`), not `{args.older_than}`\n"
+        )
+        return EXIT_USAGE
+    if older is None and before != "head" and not (before.isascii() and before.isdigit()):
         sys.stderr.write("harnessc: --before takes a position (a whole number) or `head`\n")
         return EXIT_USAGE
     try:
@@ -447,7 +455,18 @@ def _compact(args: argparse.Namespace, key: Any) -> int:
             sys.stderr.write(f"harnessc: the log does not verify: {verified.reason}\n")
             return EXIT_ERRORS
         try:
-            position = store.head()[0] if before == "head" else int(before)
+            if older is not None:
+                moment = datetime.now(UTC) - timedelta(milliseconds=older)
+                found = last_older_than(store, moment)
+                if found is None:  # a scheduled run with nothing old enough: nothing to do
+                    print(
+                        f"nothing to archive: no event after the last cut is older than "
+                        f"{args.older_than}"
+                    )
+                    return EXIT_OK
+                position = found
+            else:
+                position = store.head()[0] if before == "head" else int(before)
             done = compact(store, before=position, archive=args.to)
         except (CutError, StoreError, OSError) as error:
             sys.stderr.write(f"harnessc: {error}\n")
@@ -648,11 +667,17 @@ def build_parser() -> argparse.ArgumentParser:
     log_compact = log_actions.add_parser(
         "compact", help="archive the events before a position to a file; keep the live ones"
     )
-    log_compact.add_argument(
+    cut_at = log_compact.add_mutually_exclusive_group(required=True)
+    cut_at.add_argument(
         "--before",
-        required=True,
         metavar="POSITION",
         help="the last position to archive, or `head`",
+    )
+    cut_at.add_argument(
+        "--older-than",
+        metavar="DURATION",
+        help="archive what was recorded longer ago than this (`90d`): a retention, for a "
+        "scheduled run",
     )
     log_compact.add_argument(
         "--to", required=True, metavar="FILE", help="the archive to write (a new file)"

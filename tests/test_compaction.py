@@ -291,6 +291,37 @@ def test_the_command_line_compacts_verifies_across_the_cut_and_finds_a_changed_a
     assert "a whole number" in capsys.readouterr().err
 
 
+def test_a_scheduled_compaction_keeps_a_retention(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--older-than 30d` archives what was recorded longer ago than that, once: run again,
+    it has nothing to do; a shorter retention takes the next events."""
+    from datetime import UTC, datetime, timedelta
+
+    from harnessc.compiler.cli import main
+
+    monkeypatch.delenv("HARNESSC_LOG_KEY", raising=False)
+    monkeypatch.delenv("HARNESSC_LOG_KEY_FILE", raising=False)
+    now = datetime.now(UTC)
+    moments = iter([now - timedelta(days=100)] * 10 + [now - timedelta(days=10)] * 10 + [now] * 5)
+    log = str(tmp_path / "log.db")
+    with SQLiteStore(log, clock=lambda: next(moments)) as store:
+        for i in range(25):
+            store.append(NewEvent("ab"[i % 2], "Text", "note", {"i": i}))
+    archive = str(tmp_path / "a.jsonl")
+    assert main(["log", "compact", "--log", log, "--older-than", "30d", "--to", archive]) == 0
+    assert "archived 10 events at or before position 10" in capsys.readouterr().out
+    again = str(tmp_path / "b.jsonl")
+    assert main(["log", "compact", "--log", log, "--older-than", "30d", "--to", again]) == 0
+    assert "nothing to archive" in capsys.readouterr().out and not Path(again).exists()
+    assert main(["log", "compact", "--log", log, "--older-than", "1d", "--to", again]) == 0
+    assert "archived 10 events at or before position 20" in capsys.readouterr().out
+    assert main(["log", "verify", "--log", log, "--archive", archive, "--archive", again]) == 0
+    capsys.readouterr()
+    assert main(["log", "compact", "--log", log, "--older-than", "a year", "--to", again]) == 2
+    assert "takes a duration" in capsys.readouterr().err
+
+
 def test_readers_say_what_is_archived_and_read_across_the_cut_given_the_archive(
     desk: Spec, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

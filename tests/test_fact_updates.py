@@ -176,3 +176,53 @@ def test_renaming_an_each_variable_renames_what_reads_it() -> None:
     again = specs.check(path)
     assert again is not None
     assert not [d.code for d in again.result.diagnostics if d.code.startswith("H")]
+
+
+def _payee(n: int) -> str:
+    return f"DE{n:020d}"
+
+
+def test_a_fact_grown_one_value_at_a_time_writes_each_value_once(
+    spec: Spec, tmp_path: FilePath
+) -> None:
+    """Each `on_success` records what it changed, not the fact whole: the bytes of the facts'
+    events grow with the values added, not with the fact's size (the whole list recorded at
+    every add wrote 12.5 kB per add at 1,000 payees)."""
+    db = tmp_path / "log.db"
+    clock = Clock()
+    store = SQLiteStore(db)
+    ibans = [_payee(n) for n in range(300)]
+    s = _harness(spec, store, clock).session(
+        "banker", actor={"user": "u"}, said=["register " + " ".join(ibans)], session_id="s-1"
+    )
+    sizes = []
+    for n, iban in enumerate(ibans):
+        before = sum(len(e.payload_json or "") for e in store.read() if e.type == "facts.updated")
+        assert _run(s, "payee.add", f"a{n}", {"iban": iban, "name": f"p{n}"}).effect == "allow"
+        after = sum(len(e.payload_json or "") for e in store.read() if e.type == "facts.updated")
+        sizes.append(after - before)
+    assert s.facts.values["bank.payees"] == ibans
+    assert max(sizes) == min(sizes), (sizes[0], sizes[-1])  # constant per add
+
+    # removals and adds mixed: the live session, a resumed one and a replayed decision agree
+    for n in range(0, 300, 7):
+        _run(s, "payee.remove", f"r{n}", {"iban": ibans[n]})
+    _run(s, "payee.add", "again", {"iban": ibans[0], "name": "back"})
+    kept = [i for n, i in enumerate(ibans) if n % 7] + [ibans[0]]
+    assert s.facts.values["bank.payees"] == kept
+    s.ledger.sync(store)  # the events since the last decision, as the next decision takes them
+    live = {i: s.ledger.index.lookup(i) for i in (ibans[0], ibans[7], ibans[8])}
+    assert "trusted" in live[ibans[0]].kinds and "trusted" in live[ibans[8]].kinds
+    assert "trusted" not in live[ibans[7]].kinds
+    reopened = SQLiteStore(db)
+    again = _harness(spec, reopened, clock).resume("s-1")
+    assert again.facts.values["bank.payees"] == kept
+    again.ledger.sync(reopened)
+    for iban, found in live.items():
+        assert again.ledger.index.lookup(iban).kinds == found.kinds, iban
+    for n in (7, 8):
+        pending = s.normalize("payments.send", f"p{n}", {"iban": ibans[n], "amount": 5.0})
+        assert (
+            again.judge(again.normalize("payments.send", f"p{n}", pending.args))[0]
+            == (s.judge(pending)[0])
+        )

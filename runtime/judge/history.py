@@ -60,7 +60,10 @@ __all__ = [
     "Ledger",
     "SourcesChain",
     "SourcesUnresolved",
+    "apply_fact_changes",
+    "fact_changes",
     "facts_after",
+    "facts_changed",
     "history_key",
     "prelude_ledger",
     "reads_session",
@@ -221,6 +224,7 @@ class Ledger:
         self._results: list[tuple[int, int, frozenset[str]]] = []  # (position, time, labels)
         # the index keys of each fact's value, by (stream, fact): what a change withdraws
         self._fact_keys: dict[tuple[str, str], set[str]] = {}
+        self._fact_values: dict[tuple[str, str], Any] = {}  # each fact's value, by stream
         self._cursor: dict[str, int] = {}
         self._time: tuple[str, int | None] = ("", None)  # the last event time read, in ms
         self._lock = threading.RLock()
@@ -538,6 +542,8 @@ class Ledger:
         self._calls.clear()
         self._order.clear()
         self._results.clear()
+        self._fact_keys.clear()
+        self._fact_values.clear()
         self._cursor = dict.fromkeys(self._cursor, 0)
         self._seq = dict.fromkeys(self._cursor, 0)
         self._held, self._done, self._handed = deque(), set(), []
@@ -614,7 +620,10 @@ class Ledger:
                 if isinstance(facts, Mapping):
                     self.facts(facts.get("values"), position=pos, stream=event.stream)
             elif kind == FACTS_UPDATED:
-                self.facts(p.get("values"), position=pos, stream=event.stream)
+                if "changes" in p:  # what an `on_success` changed, not the facts whole
+                    self.fact_changes(p.get("changes"), position=pos, stream=event.stream)
+                else:
+                    self.facts(p.get("values"), position=pos, stream=event.stream)
 
     def _resolve(self, payload: Mapping[str, Any], stream: str) -> dict[str, Any]:
         """A `workflow.sources` that refers to an earlier step's (`after`), whole: read from
@@ -651,11 +660,35 @@ class Ledger:
             keys = value_keys(value)
             before = self._fact_keys.get((stream, name))
             self._fact_keys[(stream, name)] = keys
+            self._fact_values[(stream, name)] = value
             if before is not None:
                 gone = before - keys
                 if gone:
                     self.index.retract(gone, _of_fact(name), position)
             self.index.add_value(value, Source("trusted", position, fact=name))
+
+    def fact_changes(self, changes: Any, *, position: int, stream: str = "") -> None:
+        """`facts` of what an `on_success` changed (`fact_changes`, a `facts.updated` event's
+        `changes`): an added value enters the index alone, as that fact's (the fact's other
+        values are there already); a removal withdraws what the fact's new value no longer
+        holds, as `facts` does."""
+        if not isinstance(changes, list):
+            return
+        for change in changes:
+            if not isinstance(change, Mapping) or not isinstance(change.get("fact"), str):
+                continue
+            name, key = change["fact"], (stream, change["fact"])
+            current = {name: self._fact_values[key]} if key in self._fact_values else {}
+            value = apply_fact_changes(current, [change]).get(name)
+            if value is None:
+                continue
+            if change.get("op") == "remove":
+                self.facts({name: value}, position=position, stream=stream)
+                continue
+            added = change.get("values")
+            self._fact_values[key] = value
+            self._fact_keys[key] = self._fact_keys.get(key, set()) | value_keys(added)
+            self.index.add_value(added, Source("trusted", position, fact=name))
 
     def requested(
         self,
@@ -977,26 +1010,20 @@ def _of_fact(fact: str) -> Callable[[Source], bool]:
     return lambda s: s.fact == fact
 
 
-def facts_changed(
+def fact_changes(
     tool: Tool, args: Mapping[str, Any], data: Any, facts: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The `on_success` updates of a call that succeeded with `args` and result `data`: each
-    list fact they change, by name, with its new items (from its items in `facts`), the
-    updates applied in written order. `add` appends the value; `remove` drops every item
-    equal to it (`value_eq`, as `in` compares); `each` does so for every element of a list
-    (through `item` when given); `when` must hold of the call's `args` and `result`. A path
-    the call does not hold changes nothing. The one reading of `on_success`: the runtime
-    (`apply_on_success`), a spec test's earlier calls (`facts_after`, `Ledger.from_steps`) and
-    the analysis use it.
-
-    >>> from harnessc.runtime.model import FactUpdate, Path, Tool
-    >>> drop = FactUpdate(value=Path(root="args", parts=("iban",)), fact="payees", op="remove")
-    >>> tool = Tool(id="payee.remove", wire_name="payee_remove", on_success=(drop,))
-    >>> facts_changed(tool, {"iban": "DE1"}, None, {"payees": ["DE1", "FR2", "DE1"]})
-    {'payees': ['FR2']}
-    """
-    changed: dict[str, Any] = {}
+) -> list[dict[str, Any]]:
+    """The `on_success` updates of a call that succeeded with `args` and result `data`, as
+    the changes a `facts.updated` event records (`{"fact", "op": "add"|"remove", "values"}`,
+    in written order): what `apply_fact_changes` makes of the facts `facts`. `when` must hold
+    of the call's `args` and `result`; `each` takes every element of a list (through `item`
+    when given); a path the call does not hold, or a removal of what the fact does not hold,
+    changes nothing. The one reading of `on_success`: the runtime (`apply_on_success`), a
+    spec test's earlier calls (`facts_after`, `Ledger.from_steps`) and the analysis use it,
+    through `facts_changed` where they want the facts' new values."""
+    changes: list[dict[str, Any]] = []
     scope: Scope | None = None
+    current: dict[str, list[Any]] = {}
     for update in tool.on_success:
         if update.when is not None:
             if scope is None:
@@ -1011,17 +1038,61 @@ def facts_changed(
         values = _elements(update, found)
         if not values:
             continue
-        current = changed.get(update.fact, facts.get(update.fact))
-        items = list(current) if isinstance(current, list | tuple) else []
-        if update.op == "add":
-            items.extend(values)
-        else:
+        items = current.get(update.fact)
+        if items is None:
+            held = facts.get(update.fact)
+            items = list(held) if isinstance(held, list | tuple) else []
+        if update.op == "remove":
             kept = [i for i in items if not any(value_eq(i, v) for v in values)]
-            if len(kept) == len(items) and update.fact not in changed:
+            if len(kept) == len(items):
                 continue  # nothing to remove: the fact is as it was
-            items = kept
-        changed[update.fact] = items
+            current[update.fact] = kept
+        else:
+            current[update.fact] = [*items, *values]
+        changes.append({"fact": update.fact, "op": update.op, "values": values})
+    return changes
+
+
+def apply_fact_changes(
+    facts: Mapping[str, Any], changes: Iterable[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The new values of the facts `changes` (`fact_changes`, a `facts.updated` event's)
+    changes, from their values in `facts`, the changes applied in order: `add` appends the
+    values; `remove` drops every item equal to one of them (`value_eq`, as `in` compares).
+
+    >>> apply_fact_changes({"payees": ["DE1", "FR2", "DE1"]},
+    ...     [{"fact": "payees", "op": "remove", "values": ["DE1"]},
+    ...      {"fact": "payees", "op": "add", "values": ["IT3"]}])
+    {'payees': ['FR2', 'IT3']}
+    """
+    changed: dict[str, Any] = {}
+    for change in changes:
+        name, values = change.get("fact"), change.get("values")
+        if not isinstance(name, str) or not isinstance(values, list | tuple):
+            continue
+        current = changed.get(name, facts.get(name))
+        items = list(current) if isinstance(current, list | tuple) else []
+        if change.get("op") == "remove":
+            items = [i for i in items if not any(value_eq(i, v) for v in values)]
+        else:
+            items.extend(values)
+        changed[name] = items
     return changed
+
+
+def facts_changed(
+    tool: Tool, args: Mapping[str, Any], data: Any, facts: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The `on_success` updates of a call (`fact_changes`) as each list fact they change, by
+    name, with its new items (from its items in `facts`).
+
+    >>> from harnessc.runtime.model import FactUpdate, Path, Tool
+    >>> drop = FactUpdate(value=Path(root="args", parts=("iban",)), fact="payees", op="remove")
+    >>> tool = Tool(id="payee.remove", wire_name="payee_remove", on_success=(drop,))
+    >>> facts_changed(tool, {"iban": "DE1"}, None, {"payees": ["DE1", "FR2", "DE1"]})
+    {'payees': ['FR2']}
+    """
+    return apply_fact_changes(facts, fact_changes(tool, args, data, facts))
 
 
 def _elements(update: FactUpdate, found: Any) -> list[Any]:

@@ -80,6 +80,7 @@ __all__ = [
     "compact",
     "find_cut",
     "joined",
+    "last_older_than",
     "live_streams",
     "read_archive",
     "referred_streams",
@@ -189,6 +190,21 @@ def _refers(event: Event, refers: dict[str, str]) -> None:
         return
     if isinstance(after, str):
         refers[event.stream] = after
+
+
+def last_older_than(store: Any, moment: datetime) -> int | None:
+    """The position of the last event recorded before `moment` and after the log's last cut
+    (what `compact(before=…)` may archive to keep the log to a retention: `harnessc log compact
+    --older-than 90d`), or None when there is none. Events are timed in log order."""
+    cut = find_cut(store)
+    floor = cut.before if cut is not None else 0
+    found = None
+    for event in store.read(after=floor):
+        at = datetime.fromisoformat(event.time.replace("Z", "+00:00"))
+        if at >= moment:
+            break
+        found = event.position
+    return found
 
 
 @dataclass(frozen=True)

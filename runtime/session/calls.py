@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..judge.availability import unavailable_refusal
-from ..judge.history import facts_changed
+from ..judge.history import fact_changes
 from ..judge.normalize import PendingCall, Refusal, describe_value, freeze, is_text, thaw
 from ..judge.policy import CallContext, Decider, Decision
 from ..log.chain import HistoryMoved, TransitionRefused
@@ -253,14 +253,14 @@ def apply_on_success(
     s: SessionSeam, tool: Tool, pending: PendingCall | None, result: Result
 ) -> None:
     """`on_success`: a successful call adds values to list facts or removes them
-    (`facts_changed`), recorded as `facts.updated` like `Session.update_facts`, so that a
+    (`fact_changes`), recorded as a `facts.updated` that holds the changes, so that a
     session rebuilt from its log holds the same facts."""
     if not tool.on_success or result.status != "success":
         return
     args = thaw(pending.args) if pending is not None else None
-    changed = facts_changed(tool, args or {}, result.data, s.facts.values)
-    if changed:
-        s.update_facts(changed)
+    changes = fact_changes(tool, args or {}, result.data, s.facts.values)
+    if changes:
+        s.change_facts(changes)
 
 
 class Deciders(Protocol):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..exposure.ranker import QUERY_CAP, Exposure
 from ..judge.availability import Availability, Facts, ToolAvailability
-from ..judge.history import FACTS_UPDATED, USER_SAID, Ledger
+from ..judge.history import FACTS_UPDATED, USER_SAID, Ledger, apply_fact_changes
 from ..judge.normalize import (
     DELEGATE_TASK,
     PendingCall,
@@ -207,6 +207,15 @@ class Session:
         record = jsonable(dict(values))
         self._append("State", FACTS_UPDATED, {"values": record})
         self.facts = with_values(self.facts, record)
+
+    def change_facts(self, changes: list[dict[str, Any]]) -> None:
+        """Record what a call's `on_success` changed (`fact_changes`: values added to a list
+        fact, or removed from it) as a `facts.updated` event holding the changes, not the
+        facts whole, so that a fact grown one value at a time writes each value once."""
+        self.state.touched = self.harness.clock()
+        record = jsonable(changes)
+        self._append("State", FACTS_UPDATED, {"changes": record})
+        self.facts = with_values(self.facts, apply_fact_changes(self.facts.values, record))
 
     def end(self, outcome: str = "completed") -> None:
         """Record the end of the session."""
@@ -834,6 +843,9 @@ def fold_facts(facts: Facts, type_: str, payload: Mapping[str, Any]) -> Facts:
         values = payload.get("values")
         if isinstance(values, Mapping):
             return with_values(facts, values)
+        changes = payload.get("changes")
+        if isinstance(changes, list):  # what an `on_success` changed (`Session.change_facts`)
+            return with_values(facts, apply_fact_changes(facts.values, changes))
     elif type_ == "session.resumed" and isinstance(payload.get("facts"), Mapping):
         return Facts.from_json(payload["facts"])
     elif type_ == MCP_TOOLS_CHANGED and isinstance(payload.get("state"), Mapping):
