@@ -226,3 +226,28 @@ def test_a_fact_grown_one_value_at_a_time_writes_each_value_once(
             again.judge(again.normalize("payments.send", f"p{n}", pending.args))[0]
             == (s.judge(pending)[0])
         )
+
+
+def test_a_payee_removed_by_another_worker_is_not_paid_by_this_one(
+    spec: Spec, tmp_path: FilePath
+) -> None:
+    """Two harnesses on one log hold the same session (workers): what one's `on_success`
+    changes, the other takes up before its next decision. A payee removed on one worker is
+    no longer registered on the other; one each added on both is registered on both, once."""
+    db = tmp_path / "log.db"
+    clock = Clock()
+    other = "DE02120300000000202051"
+    a = _harness(spec, SQLiteStore(db), clock).session(
+        "banker", actor={"user": "u"}, said=[f"register {RENT} and {other}"], session_id="s-1"
+    )
+    b = _harness(spec, SQLiteStore(db), clock).resume("s-1")
+    assert _run(a, "payee.add", "c1", {"iban": RENT, "name": "Rent"}).effect == "allow"
+    assert _run(b, "payee.add", "c2", {"iban": other, "name": "Other"}).effect == "allow"
+    paid = _run(a, "payments.send", "c3", {"iban": other, "amount": 5.0})
+    assert (paid.effect, paid.rule) == ("allow", "assistant.registered")
+    assert a.facts.values["bank.payees"] == [RENT, other]
+
+    assert _run(b, "payee.remove", "c4", {"iban": RENT}).effect == "allow"
+    after = _run(a, "payments.send", "c5", {"iban": RENT, "amount": 950.0})
+    assert (after.effect, after.rule) == ("ask", "assistant.new_payee")
+    assert a.facts.values["bank.payees"] == b.facts.values["bank.payees"] == [other]

@@ -159,13 +159,15 @@ def catch_up_session(s: SessionSeam, *, force: bool = False) -> None:
     (docs/runtime.md, "At most once across processes"). When another writer appended since
     the last look (`changed_elsewhere`; `force`: whatever it says), the log is folded, the
     actions recorded elsewhere are taken up and those held here take their recorded state,
-    result, and UNKNOWN past a dead process's lease."""
+    result, and UNKNOWN past a dead process's lease, and the facts another process changed
+    are taken up (`Session.refresh_facts`)."""
     h = s.harness
     changed = force or h.store.changed_elsewhere()
     if changed:
         h.catch_up()
         take_up_calls(s)
         take_up_denials(s)
+        s.refresh_facts()
     if changed or s.state.running_elsewhere:  # a lease may have ended since the last look
         settle_actions(s)
 

@@ -503,6 +503,7 @@ class Harness:
         task = dict(started.get("task") or {})
         if view.denials:
             task["denials"] = list(view.denials)
+        events = self.store.read(view.session_id) if facts is None else []
         session = Session(
             self,
             session_id=view.session_id,
@@ -511,9 +512,7 @@ class Harness:
             task=task,
             facts=Facts.of(facts)
             if facts is not None
-            else replay_facts(
-                Facts.from_json(started.get("facts")), self.store.read(view.session_id)
-            ),
+            else replay_facts(Facts.from_json(started.get("facts")), events),
             resource=started.get("resource") or {},
             env=started.get("env") or {},
             parent=parent,
@@ -521,6 +520,7 @@ class Harness:
             goal=started.get("goal"),
         )
         self.sessions[session.id] = session
+        session.state.facts_at = events[-1].position if events else 0
         if parent is not None:
             parent.children.append(session)
         restore_actions(session, list(self.projections.actions_of(view.session_id)))

@@ -205,7 +205,10 @@ class Session:
             raise TypeError("facts are given as a mapping of declared fact names to values")
         check_facts(values, self.harness.spec.facts)
         record = jsonable(dict(values))
-        self._append("State", FACTS_UPDATED, {"values": record})
+        event = self.harness.store.append(
+            NewEvent(self.id, "State", FACTS_UPDATED, {"values": record})
+        )
+        self.state.own_facts.add(event.position)
         self.facts = with_values(self.facts, record)
 
     def change_facts(self, changes: list[dict[str, Any]]) -> None:
@@ -214,8 +217,31 @@ class Session:
         facts whole, so that a fact grown one value at a time writes each value once."""
         self.state.touched = self.harness.clock()
         record = jsonable(changes)
-        self._append("State", FACTS_UPDATED, {"changes": record})
+        event = self.harness.store.append(
+            NewEvent(self.id, "State", FACTS_UPDATED, {"changes": record})
+        )
+        self.state.own_facts.add(event.position)
         self.facts = with_values(self.facts, apply_fact_changes(self.facts.values, record))
+
+    def refresh_facts(self) -> None:
+        """Take up the facts as the log leaves them when another process changed them (an
+        `on_success` or `update_facts` of a worker holding this session too): folded again
+        from the session's stream, in log order, when a facts event this process did not
+        append is past the last look (`SessionState.facts_at`). The session's catch-up calls it
+        before each decision when another writer appended."""
+        state = self.state
+        found = self.harness.store.read(self.id, after=state.facts_at, flush=False)
+        if not found:
+            return
+        foreign = any(e.type in FACT_EVENTS and e.position not in state.own_facts for e in found)
+        state.facts_at = found[-1].position
+        state.own_facts = {p for p in state.own_facts if p > state.facts_at}
+        if not foreign:
+            return
+        events = self.harness.store.read(self.id, flush=False)
+        started = next((e for e in events if e.type == "session.started"), None)
+        snapshot = started.payload.get("facts") if started is not None else None
+        self.facts = replay_facts(Facts.from_json(snapshot), events)
 
     def end(self, outcome: str = "completed") -> None:
         """Record the end of the session."""
@@ -723,10 +749,11 @@ def start_session(s: Session, *, fresh: bool = False) -> None:
         extra["skill"] = s.skill_def.name
     if s.goal is not None:
         extra["goal"] = s.goal
-    s.harness.store.append(
+    started = s.harness.store.append(
         session_started(s.id, agent=s.agent.name, **extra),
         expected_seq=0 if fresh else None,
     )
+    s.state.facts_at = started.position
 
 
 def decide_session(s: Session, pending: PendingCall, *, commit: bool) -> Decision:

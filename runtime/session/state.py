@@ -93,6 +93,12 @@ class SessionState:
     `Harness.release_idle` releases the sessions untouched for long enough."""
     ended: bool = False
     """Whether the session recorded its end (`Session.end`)."""
+    facts_at: int = 0
+    """The position up to which the session's stream was looked at for facts events
+    (`Session.refresh_facts`): past it, another process's change of the facts is taken up."""
+    own_facts: set[int] = field(default_factory=set)
+    """The positions of the facts events this process appended past `facts_at` (applied
+    here already)."""
     surface_version: str | None = None
     """The policy version `surface` and `surface_order` were computed under."""
     surface: frozenset[str] = frozenset()
