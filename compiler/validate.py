@@ -55,6 +55,7 @@ from .condition_types import (
     schema_type,
     text_problem,
     type_of,
+    unlisted_in,
 )
 from .lower import module_name
 from .modules import head_span
@@ -725,6 +726,9 @@ class _Validator(SessionChecks):
                 return ANY  # `on_success` and misplaced reads are checked elsewhere
             ty = self.result_field(parts[1], node, ctx)
             return None if ty is None else self.navigate(ty, parts, 2, node)
+        if node.span in self.res.whole_results and ctx.results is not None:
+            # the whole result (`any x in result: …` over an `output list<…>`)
+            return self.whole_result(ctx)
         if symbol is not None and symbol.kind == "fact":
             fact = self.spec.facts.get(symbol.name)
             if fact is None:
@@ -759,6 +763,9 @@ class _Validator(SessionChecks):
             name = parts[index]
             found = field_of(ty, name)
             if found is not None:
+                opened = unlisted_in(ty, name) if ty.unlisted or ty.name == "union" else None
+                if opened is not None:
+                    self.unlisted_read(node, index, opened)
                 ty = found
                 continue
             if not strict:

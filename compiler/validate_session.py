@@ -29,11 +29,14 @@ from .condition_types import (
     Ty,
     compatible,
     describe,
+    field_of,
     item_type,
     join_types,
     only_lists,
+    output_type,
     takes,
     type_of,
+    unlisted_in,
 )
 from .resolve import Module
 from .resolve_session import SELECTING_FUNCTIONS
@@ -104,6 +107,39 @@ class SessionChecks(Reporter):
         def navigate(
             self, ty: Ty, parts: tuple[str, ...], start: int, node: s.Path, strict: bool = True
         ) -> Ty | None: ...
+
+    # -- fields only an open record or `any` provides (H354) ------------------------------------
+
+    def unlisted_read(self, node: s.Path, index: int, opened: Ty) -> None:
+        """H354: `node` reads `parts[index]` from the unlisted part of an open record or an
+        `any` a schema declares; reported once per path."""
+        key = (node.span.source.path, node.span.start, node.span.end)
+        reported = self.__dict__.setdefault("_unlisted_reported", set())
+        if key in reported:
+            return
+        reported.add(key)
+        parts = node.parts
+        name = parts[index]
+        owner = ".".join(parts[:index])
+        what = "an open record (`...`)" if opened.name == "object" else "`any`"
+        listed = [k for k, _ in opened.fields]
+        self.report(
+            "H354",
+            f"`{node.text}` reads `{name}`, which {opened.unlisted} does not list",
+            node.span,
+            f"only {what} provides `{name}`",
+            notes=[
+                f"`{owner}` is {what} in {opened.unlisted}"
+                + (
+                    f"; its listed fields are {', '.join(f'`{k}`' for k in listed)}"
+                    if listed
+                    else ""
+                )
+                + ": an unlisted value has no checked type and carries the tool's trust"
+            ],
+            help=f"list `{name}` in {opened.unlisted} (`{name}: string`, with `trusted`, "
+            "`untrusted` or `label` if it needs them)",
+        )
 
     # -- on_success ----------------------------------------------------------------------------
 
@@ -296,9 +332,19 @@ class SessionChecks(Reporter):
             for tool_id, tool in self.spec.tools.items():
                 for f in tool.output.fields if tool.output is not None else ():
                     owner = f"a value of `result.{f.name}`"
-                    index.setdefault(f.name, {})[tool_id] = type_of(f.type, owner)
+                    where = f"the output of `{tool_id}`"
+                    index.setdefault(f.name, {})[tool_id] = type_of(f.type, owner, where)
             self._results = index
         return self._results
+
+    def whole_result(self, ctx: CondContext) -> Ty:
+        """The type of `result` itself over a history term's tools: their outputs joined."""
+        assert ctx.results is not None
+        selection = self.union(ctx.results, ctx.module)
+        if isinstance(selection, AllTools):
+            return ANY
+        tools = self.spec.tools
+        return join_types([output_type(tools[t]) for t in sorted(selection) if t in tools])
 
     def result_field(self, name: str, node: s.Path, ctx: CondContext) -> Ty | None:
         """The type of result field `name` over a history term's tools, or None after H338.
@@ -314,6 +360,7 @@ class SessionChecks(Reporter):
         )
         types: list[Ty] = []
         candidates: set[str] = set()
+        opened: list[Ty] = []
         for tool in chosen:
             if tool.output is None:
                 types.append(ANY)
@@ -321,8 +368,17 @@ class SessionChecks(Reporter):
             for f in tool.output.fields:
                 candidates.add(f.name)
             ty = self.results().get(name, {}).get(tool.id)
+            if ty is None and (tool.output.open or tool.output.shape is not None):
+                # an open record or a shape (`output list<…>`, `any`, a union): read through it
+                whole = output_type(tool)
+                ty = field_of(whole, name)
+                found = unlisted_in(whole, name)
+                if found is not None:
+                    opened.append(found)
             if ty is not None:
                 types.append(ty)
+        if opened and len(opened) == len(types):
+            self.unlisted_read(node, 1, opened[0])
         if types or not candidates:
             return join_types(types) if types else ANY
         if any(self.may_miss(selector, ctx.module) for selector in ctx.results):

@@ -334,13 +334,22 @@ class _Builder:
         return s.OnSuccess(value, self._name(c[4]), span=self._span(c))
 
     def schema_attr(self, c):
-        return s.SchemaAttr(str(c[0]), c[1], span=self._span(c))
+        body = c[1]
+        if isinstance(body, s.TypeRef):
+            # `output TYPE`: a plain record type is the usual `output { … }`
+            if body.name == "object" and not body.optional:
+                body = s.Schema(body.fields, span=body.span, open=body.open)
+            else:
+                shell = s.Schema((), span=body.span)
+                return s.SchemaAttr(str(c[0]), shell, span=self._span(c), type=body)
+        return s.SchemaAttr(str(c[0]), body, span=self._span(c))
 
     def operation(self, c):
         return self._block(c, s.Operation)
 
     def schema(self, c):
-        return s.Schema(self._nodes(c), span=self._span(c))
+        open_ = any(isinstance(x, Tok) and x.type == "ELLIPSIS" for x in c)
+        return s.Schema(self._nodes(c), span=self._span(c), open=open_)
 
     def field(self, c):
         return s.Field(self._name(c[0]), c[2], self._nodes(c[3:]), span=self._span(c))
@@ -349,8 +358,12 @@ class _Builder:
         return s.Field(self._name(c[0]), None, self._nodes(c[2:]), span=self._span(c))
 
     def type(self, c):
-        core = c[0]
-        if len(c) > 1:
+        cores = self._nodes(c)
+        optional = isinstance(c[-1], Tok) and c[-1] == "?"
+        if len(cores) > 1:
+            return s.TypeRef("union", cores, optional=optional, span=self._span(c))
+        core = cores[0]
+        if optional:
             return replace(core, optional=True, span=self._span(c))
         return core
 
@@ -379,7 +392,7 @@ class _Builder:
         return s.TypeRef("enum", values=self._nodes(c), span=self._span(c))
 
     def type_object(self, c):
-        return s.TypeRef("object", fields=c[0].fields, span=self._span(c))
+        return s.TypeRef("object", fields=c[0].fields, span=self._span(c), open=c[0].open)
 
     def constraint(self, c):
         value = self._values(c[1:])

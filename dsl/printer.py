@@ -212,6 +212,10 @@ class _Comments:
         return note
 
 
+_REST = object()
+"""The `...` that ends an open record: printed as the block's last item."""
+
+
 def _object_type(t: s.TypeRef) -> s.TypeRef | None:
     if t.name == "object":
         return t
@@ -246,6 +250,9 @@ def _block_of(node: Any) -> tuple[Any, tuple[Any, ...]] | None:
     if isinstance(node, s.PrivateTool):
         return node.tool, node.tool.items
     if isinstance(node, s.SchemaAttr):
+        if node.type is not None:
+            obj = _object_type(node.type)
+            return (obj, obj.fields) if obj is not None else None
         return node.schema, node.schema.fields
     if isinstance(node, s.Field | s.Fact):
         obj = _object_type(node.type) if node.type is not None else None
@@ -439,10 +446,13 @@ class _Printer:
         if isinstance(node, s.Attr):
             return self._attr(node)
         if isinstance(node, s.SchemaAttr):
+            if node.type is not None:
+                return cat(node.key, " ", self._type(node.type))
             schema = node.schema
             inline = len(schema.fields) <= 1
-            block = self._block(schema, schema.fields, self._field, inline=inline, sep=",")
-            return cat(node.key, " ", block)
+            return cat(
+                node.key, " ", self._fields_block(schema, schema.fields, schema.open, inline)
+            )
         if isinstance(node, s.Requires):
             return cat("requires ", self._cond(node.cond))
         if isinstance(node, s.OnSuccess):
@@ -617,6 +627,17 @@ class _Printer:
 
     # -- schemas ---------------------------------------------------------------------------
 
+    def _fields_block(
+        self, container: Any, fields: tuple[s.Field, ...], open_: bool, inline: bool
+    ) -> Doc:
+        """A record's block: its fields, and `...` last when it is open."""
+        if not open_:
+            return self._block(container, fields, self._field, inline=inline, sep=",")
+        return self._block(container, (*fields, _REST), self._rest_or_field, inline=inline, sep=",")
+
+    def _rest_or_field(self, node: Any) -> Doc:
+        return cat("...") if node is _REST else self._field(node)
+
     def _field(self, node: s.Field) -> Doc:
         parts: list[Part] = [node.name.text, ":"]
         if node.type is not None:
@@ -644,7 +665,9 @@ class _Printer:
                 mark,
             )
         if t.name == "object":
-            return cat(self._block(t, t.fields, self._field, inline=True, sep=","), mark)
+            return cat(self._fields_block(t, t.fields, t.open, True), mark)
+        if t.name == "union":
+            return cat(*join([" | "], [self._type(a) for a in t.args]), mark)
         return cat(t.name, mark)
 
     # -- conditions and values -------------------------------------------------------------

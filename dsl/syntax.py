@@ -258,16 +258,21 @@ class Attr(Node):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SchemaAttr(Node):
-    """`input { … }` or `output { … }` (tools, workflows, delegate steps)."""
+    """`input { … }` or `output { … }` (tools, workflows, delegate steps).
+
+    `type`: a tool's `output` written as another type than a record (`output list<{ … }>`,
+    `output string | int`, `output any`); then `schema` has no fields and spans the type."""
 
     key: str
     schema: Schema
     span: Span = _span()
+    type: TypeRef | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class TypeRef(Node):
-    """A schema type: `name` is a type name, or `list`, `map`, `enum`, `object`."""
+    """A schema type: `name` is a type name (`any` among them), or `list`, `map`, `enum`,
+    `object` (`open` with a trailing `...`) or `union` (`A | B`, its alternatives in `args`)."""
 
     name: str
     args: tuple[TypeRef, ...] = ()
@@ -275,6 +280,7 @@ class TypeRef(Node):
     fields: tuple[Field, ...] = ()
     optional: bool = False
     span: Span = _span()
+    open: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -300,8 +306,11 @@ class Field(Node):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Schema(Node):
+    """`{ FIELD* [...] }`; `open` when a `...` ends it (the record holds unlisted fields)."""
+
     fields: tuple[Field, ...]
     span: Span = _span()
+    open: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -75,7 +75,7 @@ class ExtendLowering(ToolLowering):
             if (
                 isinstance(item, s.OnSuccess)
                 or (isinstance(item, s.Attr) and key in EXTENDABLE_ATTRS)
-                or (isinstance(item, s.SchemaAttr) and key in FIELD_NOTES)
+                or (isinstance(item, s.SchemaAttr) and key in FIELD_NOTES and item.type is None)
             ):
                 kept.append(item)
             else:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.ir import (
     Condition,
+    Field,
     History,
     SessionStep,
     Spec,
@@ -38,7 +39,7 @@ from ..model.ir import (
 )
 from ..model.session_terms import history_key, reads_session, session_terms
 from .conditions import Scope, evaluate, read_path
-from .provenance import IndexBefore, ProvenanceIndex, Source
+from .provenance import IndexBefore, ProvenanceIndex, Source, fields_of
 from .terms import HistoryTerms
 
 if TYPE_CHECKING:
@@ -978,7 +979,7 @@ def _contribution(
     scope = Scope(
         args=call.args,
         tool=view,
-        result=_record(call.result),
+        result=_result(call.result),
         sources=IndexBefore(index, call.position),
     )
     if node.where is not None and not evaluate(node.where, scope):
@@ -1007,8 +1008,10 @@ def _with_defaults(tool: Tool | None, args: Mapping[str, Any]) -> Mapping[str, A
     return {**args, **{f.name: f.default for f in missing}}
 
 
-def _record(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+def _result(value: Any) -> Any:
+    """An earlier call's result as a condition reads it: its data whatever its shape (a record,
+    or a list or scalar of an `output` written as a type); a call without data, an empty record."""
+    return {} if value is None else value
 
 
 def result_labels(tool: Tool | None, data: Any) -> frozenset[str]:
@@ -1016,8 +1019,10 @@ def result_labels(tool: Tool | None, data: Any) -> frozenset[str]:
     if tool is None:
         return frozenset()
     labels = set(tool.labels)
-    if tool.output is not None and isinstance(data, Mapping):
-        stack: list[tuple[Any, Any]] = [(data, tool.output.fields)]
+    top = fields_of(tool.output)
+    if top is not None and data is not None:
+        # the listed fields as provenance reads them (`fields_of`: through lists, maps, unions)
+        stack: list[tuple[Any, dict[str, Field]]] = [(data, top)]
         while stack:
             value, fields = stack.pop()
             if isinstance(value, list):
@@ -1025,15 +1030,17 @@ def result_labels(tool: Tool | None, data: Any) -> frozenset[str]:
                 continue
             if not isinstance(value, Mapping):
                 continue
-            for fld in fields:
-                if value.get(fld.name) is None:
+            for fld in fields.values():
+                inner_value = value.get(fld.name)
+                if inner_value is None:
                     continue
                 labels.update(fld.labels)
-                inner = fld.type
-                while inner.name in ("list", "map") and inner.item is not None:
-                    inner = inner.item
-                if inner.fields:
-                    stack.append((value[fld.name], inner.fields))
+                inner = fields_of(fld.type)
+                if inner is not None:
+                    if isinstance(inner_value, Mapping) and fld.type.name == "map":
+                        stack.extend((v, inner) for v in inner_value.values())
+                    else:
+                        stack.append((inner_value, inner))
     return frozenset(labels)
 
 

@@ -690,10 +690,33 @@ def _with_kind(source: Source, kind: str) -> Source:
 
 
 def fields_of(schema: Schema | Type | None) -> dict[str, Field] | None:
+    """The listed fields of the records a value of `schema` holds, by name: through lists,
+    maps and unions (`Type.records`); None when it lists none (a scalar, a map of scalars,
+    `any`, no schema)."""
     if schema is None:
         return None
-    fields = schema.fields
+    fields = schema.records()
     return {f.name: f for f in fields} if fields else None
+
+
+def _under(
+    fld: Field | None, known: dict[str, Field] | None, here: str, kind: str
+) -> tuple[dict[str, Field] | None, str]:
+    """The fields and the source kind of the value under key `fld` of a record whose listed
+    fields are `known`, at kind `here`; `kind` is the source's own (the tool's trust).
+
+    A listed field: its own fields, its declared trust or else `here`. An unlisted key of a
+    listed record (the unlisted part of an open record) and everything inside an `any` carry
+    the source's own kind: a field's trust speaks for listed fields only (language.md §5.5).
+    With no listed fields (a map's entries, an undeclared output) the value stays at `here`."""
+    if fld is None:
+        return None, here if known is None else kind
+    type_ = fld.type
+    while type_.name in ("list", "map") and type_.item is not None:
+        type_ = type_.item
+    if type_.name == "any":
+        return None, kind
+    return fields_of(fld.type), fld.trust or here
 
 
 def scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[tuple[Any, str]]:
@@ -704,12 +727,9 @@ def scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[
         if isinstance(item, Mapping):
             for key, inner in item.items():
                 fld = known.get(key) if known is not None else None
-                if fld is None:
-                    stack.append((inner, None, here))
+                if fld is not None and fld.secret:
                     continue
-                if fld.secret:
-                    continue
-                stack.append((inner, _inner_fields(fld.type), fld.trust or here))
+                stack.append((inner, *_under(fld, known, here, kind)))
         elif isinstance(item, list | tuple):
             for inner in item:
                 stack.append((inner, known, here))
@@ -746,13 +766,13 @@ def line_totals(
                 fld = known.get(key) if known is not None else None
                 if fld is not None and fld.secret:
                     continue
-                inner_kind = (fld.trust if fld is not None else None) or here
+                inner_fields, inner_kind = _under(fld, known, here, kind)
                 if cls is int or cls is float:
                     if len(numbers) < MAX_FACTORS:
                         numbers.append((inner, inner_kind))
                         counts = counts or (cls is int and inner in _COUNT)
                 elif cls is dict or cls is list or isinstance(inner, Mapping | list | tuple):
-                    stack.append((inner, _inner_fields(fld.type) if fld else None, inner_kind))
+                    stack.append((inner, inner_fields, inner_kind))
             if not counts or len(numbers) < 2:
                 continue
             done: set[tuple[int, int]] = set()
@@ -771,12 +791,6 @@ def line_totals(
                 cls = inner.__class__
                 if cls is dict or cls is list or isinstance(inner, Mapping | tuple):
                     stack.append((inner, known, here))
-
-
-def _inner_fields(type_: Type) -> dict[str, Field] | None:
-    while type_.name in ("list", "map") and type_.item is not None:
-        type_ = type_.item
-    return fields_of(type_) if type_.name == "object" else None
 
 
 # ---------------------------------------------------------------------------------------------
