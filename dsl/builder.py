@@ -338,7 +338,7 @@ class _Builder:
         if isinstance(body, s.TypeRef):
             # `output TYPE`: a plain record type is the usual `output { … }`
             if body.name == "object" and not body.optional:
-                body = s.Schema(body.fields, span=body.span, open=body.open)
+                body = s.Schema(body.fields, span=body.span, rest=body.rest)
             else:
                 shell = s.Schema((), span=body.span)
                 return s.SchemaAttr(str(c[0]), shell, span=self._span(c), type=body)
@@ -348,8 +348,16 @@ class _Builder:
         return self._block(c, s.Operation)
 
     def schema(self, c):
-        open_ = any(isinstance(x, Tok) and x.type == "ELLIPSIS" for x in c)
-        return s.Schema(self._nodes(c), span=self._span(c), open=open_)
+        nodes = self._nodes(c)
+        rest = next((x for x in nodes if isinstance(x, s.Rest)), None)
+        fields = tuple(x for x in nodes if not isinstance(x, s.Rest))
+        return s.Schema(fields, span=self._span(c), rest=rest)
+
+    def rest(self, c):
+        return s.Rest(span=self._span(c))
+
+    def union(self, c):
+        return s.TypeRef("union", self._nodes(c), span=self._span(c))
 
     def field(self, c):
         return s.Field(self._name(c[0]), c[2], self._nodes(c[3:]), span=self._span(c))
@@ -358,12 +366,8 @@ class _Builder:
         return s.Field(self._name(c[0]), None, self._nodes(c[2:]), span=self._span(c))
 
     def type(self, c):
-        cores = self._nodes(c)
-        optional = isinstance(c[-1], Tok) and c[-1] == "?"
-        if len(cores) > 1:
-            return s.TypeRef("union", cores, optional=optional, span=self._span(c))
-        core = cores[0]
-        if optional:
+        core = c[0]
+        if len(c) > 1:
             return replace(core, optional=True, span=self._span(c))
         return core
 
@@ -392,7 +396,7 @@ class _Builder:
         return s.TypeRef("enum", values=self._nodes(c), span=self._span(c))
 
     def type_object(self, c):
-        return s.TypeRef("object", fields=c[0].fields, span=self._span(c), open=c[0].open)
+        return s.TypeRef("object", fields=c[0].fields, span=self._span(c), rest=c[0].rest)
 
     def constraint(self, c):
         value = self._values(c[1:])

@@ -212,8 +212,9 @@ class _Comments:
         return note
 
 
-_REST = object()
-"""The `...` that ends an open record: printed as the block's last item."""
+def _record_items(record: s.Schema | s.TypeRef) -> tuple[Any, ...]:
+    """A record's units: its fields, and the `...` that ends an open one."""
+    return (*record.fields, record.rest) if record.rest is not None else record.fields
 
 
 def _object_type(t: s.TypeRef) -> s.TypeRef | None:
@@ -252,11 +253,11 @@ def _block_of(node: Any) -> tuple[Any, tuple[Any, ...]] | None:
     if isinstance(node, s.SchemaAttr):
         if node.type is not None:
             obj = _object_type(node.type)
-            return (obj, obj.fields) if obj is not None else None
-        return node.schema, node.schema.fields
+            return (obj, _record_items(obj)) if obj is not None else None
+        return node.schema, _record_items(node.schema)
     if isinstance(node, s.Field | s.Fact):
         obj = _object_type(node.type) if node.type is not None else None
-        return (obj, obj.fields) if obj is not None else None
+        return (obj, _record_items(obj)) if obj is not None else None
     if isinstance(node, s.Rule | s.Default | s.RiskEntry | s.Step):
         return (node, node.options) if node.options is not None else None
     if isinstance(node, s.TestRecord):
@@ -450,9 +451,7 @@ class _Printer:
                 return cat(node.key, " ", self._type(node.type))
             schema = node.schema
             inline = len(schema.fields) <= 1
-            return cat(
-                node.key, " ", self._fields_block(schema, schema.fields, schema.open, inline)
-            )
+            return cat(node.key, " ", self._fields_block(schema, inline))
         if isinstance(node, s.Requires):
             return cat("requires ", self._cond(node.cond))
         if isinstance(node, s.OnSuccess):
@@ -627,16 +626,13 @@ class _Printer:
 
     # -- schemas ---------------------------------------------------------------------------
 
-    def _fields_block(
-        self, container: Any, fields: tuple[s.Field, ...], open_: bool, inline: bool
-    ) -> Doc:
+    def _fields_block(self, record: s.Schema | s.TypeRef, inline: bool) -> Doc:
         """A record's block: its fields, and `...` last when it is open."""
-        if not open_:
-            return self._block(container, fields, self._field, inline=inline, sep=",")
-        return self._block(container, (*fields, _REST), self._rest_or_field, inline=inline, sep=",")
+        items = _record_items(record)
+        return self._block(record, items, self._record_item, inline=inline, sep=",")
 
-    def _rest_or_field(self, node: Any) -> Doc:
-        return cat("...") if node is _REST else self._field(node)
+    def _record_item(self, node: Any) -> Doc:
+        return cat("...") if isinstance(node, s.Rest) else self._field(node)
 
     def _field(self, node: s.Field) -> Doc:
         parts: list[Part] = [node.name.text, ":"]
@@ -665,7 +661,7 @@ class _Printer:
                 mark,
             )
         if t.name == "object":
-            return cat(self._fields_block(t, t.fields, t.open, True), mark)
+            return cat(self._fields_block(t, True), mark)
         if t.name == "union":
             return cat(*join([" | "], [self._type(a) for a in t.args]), mark)
         return cat(t.name, mark)

@@ -270,6 +270,13 @@ class SchemaAttr(Node):
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Rest(Node):
+    """The `...` that ends an open record: it holds fields beyond those listed."""
+
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class TypeRef(Node):
     """A schema type: `name` is a type name (`any` among them), or `list`, `map`, `enum`,
     `object` (`open` with a trailing `...`) or `union` (`A | B`, its alternatives in `args`)."""
@@ -280,7 +287,12 @@ class TypeRef(Node):
     fields: tuple[Field, ...] = ()
     optional: bool = False
     span: Span = _span()
-    open: bool = False
+    rest: Rest | None = None
+
+    @property
+    def open(self) -> bool:
+        """An open record: its fields end with `...`."""
+        return self.rest is not None
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -306,11 +318,16 @@ class Field(Node):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Schema(Node):
-    """`{ FIELD* [...] }`; `open` when a `...` ends it (the record holds unlisted fields)."""
+    """`{ FIELD* [...] }`; `rest` is the `...` that ends an open record."""
 
     fields: tuple[Field, ...]
     span: Span = _span()
-    open: bool = False
+    rest: Rest | None = None
+
+    @property
+    def open(self) -> bool:
+        """An open record: the record holds fields beyond those listed."""
+        return self.rest is not None
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -202,3 +202,135 @@ def test_json_schema_of_the_shapes(tmp_path: Path) -> None:
     assert kv.to_json_schema()["anyOf"] == [{"type": "string"}, {"type": "integer"}]
     body = inbox.to_json_schema()
     assert body["properties"]["body"] == {} and "additionalProperties" not in body
+
+
+def test_mcp_lists_a_record_output_and_leaves_out_other_shapes(tmp_path: Path) -> None:
+    from harnessc.runtime.integrations.exports import mcp_tool
+
+    jsonschema = pytest.importorskip("jsonschema", reason="comes with the `mcp` extra")
+    wire = pytest.importorskip("mcp_types._v2025_11_25", reason="the SDK's 2025-11-25 models")
+    spec = _spec(tmp_path)
+    listed = {t.id: mcp_tool(t) for t in spec.tools.values()}
+    wire.ListToolsResult.model_validate({"tools": list(listed.values())})
+    # MCP's structured content is an object: a list or a union output is not listed
+    assert "outputSchema" not in listed["bills.list"] and "outputSchema" not in listed["kv.get"]
+    inbox = listed["inbox.read"]["outputSchema"]
+    jsonschema.Draft202012Validator.check_schema(inbox)
+    jsonschema.validate(MESSAGE, inbox)  # the open record's unlisted fields are allowed
+
+
+DIFF_SPEC = """\
+harness bank {
+  version "1.0.0"
+  summary "Pays bills."
+}
+
+tool bills.list {
+  summary "List the bills."
+  effects read
+  trust trusted
+  output list<{ id: string, payee: string, ... }>
+}
+
+tool pay {
+  summary "Pay a payee."
+  effects write
+  input { payee: string }
+}
+
+policy teller {
+  default allow
+  injected: deny pay when args.payee from untrusted {
+    reason "A payee some result supplied."
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "source"),
+    [
+        (("payee: string, ...", "payee: string untrusted, ..."), "bills.list:payee"),
+        (("trust trusted", "trust untrusted"), "bills.list:_unlisted"),
+    ],
+)
+def test_diff_reads_provenance_through_a_shape(
+    tmp_path: Path, change: tuple[str, str], source: str
+) -> None:
+    # a list element's field, or the unlisted part of its open record, turning untrusted: the
+    # diff finds the calls now denied and the runtime confirms the witness it replays
+    from harnessc.compiler.analysis.cache import AnalysisCache
+    from harnessc.compiler.analysis.compare import compare_specs
+
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = _spec(tmp_path / "old", DIFF_SPEC)
+    new = _spec(tmp_path / "new", DIFF_SPEC.replace(*change))
+    comparison = compare_specs(old, new, cache=AnalysisCache(on_disk=False))
+    changed = [(r.change, r.verified, r.witness.sources) for r in comparison.regions]
+    assert len(changed) == 1 and changed[0][:2] == ("allow→deny", True), changed
+    assert [source] in changed[0][2].values()
+
+
+def test_an_extend_notes_the_fields_of_a_shapes_records(tmp_path: Path) -> None:
+    # a generated catalogue's bare list output: an `extend` reaches its items' fields, and the
+    # alternative of a union that lists the field
+    text = """\
+tool bills.list {
+  summary "List the bills."
+  effects read
+  trust trusted
+  output list<{ id: string, payee: string, memo: { text: string, ... } | string }>
+}
+
+extend tool bills.list {
+  output { payee: untrusted, memo.text: label pii }
+}
+"""
+    tool = _spec(tmp_path, text).tools["bills.list"]
+    assert tool.output is not None and tool.output.shape is not None
+    item = tool.output.shape.item
+    assert item is not None
+    payee, memo = item.fields[1], item.fields[2]
+    assert payee.trust == "untrusted" and memo.type.options[0].fields[0].labels == ("pii",)
+    from harnessc.runtime.judge.history import result_labels
+
+    assert result_labels(tool, [{"id": "1", "payee": "p", "memo": {"text": "t"}}]) == {"pii"}
+    assert result_labels(tool, [{"id": "1", "payee": "p", "memo": "t"}]) == frozenset()
+
+
+def test_discover_says_a_servers_output_schema_with_the_shapes(tmp_path: Path) -> None:
+    # what a server's outputSchema allows: other properties (an open record), alternatives (a
+    # union), a property of no type (`any`); the block checks, and takes what the server returns
+    from harnessc.compiler.mcp_discover import mcp_block
+    from harnessc.runtime.integrations.mcp_client import DiscoveredTool, Discovery, McpEndpoint
+    from harnessc.runtime.judge.normalize import Validator
+
+    listed = DiscoveredTool(
+        name="search",
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+        output_schema={
+            "type": "object",
+            "properties": {
+                "hits": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"url": {"type": "string"}}},
+                },
+                "total": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                "raw": {},
+            },
+            "required": ["hits"],
+        },
+    )
+    block = mcp_block(
+        "web", McpEndpoint("stdio", "web-server"), Discovery("web", "1", "2025-11-25", (listed,))
+    )
+    assert "hits: list<{ url: string?, ... }>" in block
+    assert "total: int | string?" in block and "raw: any?" in block
+    path = tmp_path / "web.harness"
+    path.write_text(block, encoding="utf-8")
+    result = check([path])
+    assert result.model is not None, result.diagnostics
+    tool = result.model.tools["mcp:web:tool:search"]
+    returned = {"hits": [{"url": "https://a.test", "rank": 1}], "total": "many", "next": "p2"}
+    assert Validator(tool.output).errors(returned) == []

@@ -216,14 +216,19 @@ class SchemaLowering(LowererBase):
             if c is None or not isinstance(c.value, s.Int | s.Float):
                 continue
             number = c.value.value
-            if name in ("bool", "enum", "object", "duration"):
+            if name in ("bool", "enum", "object", "duration", "union", "any"):
                 self.report(
                     "H305",
-                    f"`{key}` does not apply to {article(name)} `{name}` field",
+                    f"`{key}` does not apply to {_an(name)} `{name}` field",
                     c.span,
                     f"on {what}",
                     help="`min` and `max` bound numbers, the length of strings and paths, and "
-                    "the size of lists and maps",
+                    "the size of lists and maps"
+                    + (
+                        "; bound an alternative of a union inside a record"
+                        if name == "union"
+                        else ""
+                    ),
                 )
                 continue
             if name not in ("int", "float") and (not isinstance(c.value, s.Int) or number < 0):
@@ -263,7 +268,7 @@ class SchemaLowering(LowererBase):
             if name not in ("string", "path", "url"):
                 self.report(
                     "H305",
-                    f"`pattern` does not apply to {article(name)} `{name}` field",
+                    f"`pattern` does not apply to {_an(name)} `{name}` field",
                     pc.span,
                     f"on {what}",
                     help="`pattern` constrains strings, paths and URLs",
@@ -418,6 +423,8 @@ class SchemaLowering(LowererBase):
     def type_words(type_: m.Type) -> str:
         if type_.name == "enum":
             return "one of its enum values"
+        if type_.name == "union":
+            return "a value of one of its alternatives"
         if type_.name in ("list", "map", "object"):
             return f"{article(type_.name)} `{type_.name}`"
         return f"{article(type_.name)} `{type_.name}`"
@@ -450,6 +457,18 @@ class SchemaLowering(LowererBase):
         if name == "map" and isinstance(value, s.Record) and type_.item is not None:
             out = {e.key.text: self.json_of(e.value, type_.item) for e in value.entries}
             return _WRONG if any(v is _WRONG for v in out.values()) else out
+        if name == "union":
+            for option in type_.options:
+                found = self.json_of(value, option)
+                if found is not _WRONG:
+                    return found
+            return _WRONG
+        if name == "any":
+            for scalar in _ANY_DEFAULTS:
+                found = self.json_of(value, scalar)
+                if found is not _WRONG:
+                    return found
+            return _WRONG
         if name == "object" and isinstance(value, s.Record):
             fields = {f.name: f for f in type_.fields}
             obj: dict[str, Any] = {}
@@ -460,6 +479,15 @@ class SchemaLowering(LowererBase):
                 obj[e.key.text] = self.json_of(e.value, f.type)
             return _WRONG if any(v is _WRONG for v in obj.values()) else obj
         return _WRONG
+
+
+_ANY_DEFAULTS = tuple(m.Type(name=n) for n in ("string", "int", "float", "bool"))
+"""What a default of an `any` field may be written as."""
+
+
+def _an(word: str) -> str:
+    """The article of a type's name: `a union`, whose vowel sounds as a consonant."""
+    return "a" if word == "union" else article(word)
 
 
 class _Wrong:

@@ -236,6 +236,16 @@ class Type(_Model):
     open: bool = False
     options: tuple[Type, ...] = ()
 
+    def holds_unlisted(self) -> bool:
+        """Whether a value of this type can hold what no schema lists: an open record or an
+        `any`, at any depth (its values carry the tool's trust, language.md §5.5)."""
+        if self.name == "any" or (self.name == "object" and self.open):
+            return True
+        inner = [*(f.type for f in self.fields), *self.options]
+        if self.item is not None:
+            inner.append(self.item)
+        return any(t.holds_unlisted() for t in inner)
+
     def records(self) -> tuple[Field, ...] | None:
         """The listed fields of the records a value of this type holds, through lists, maps
         and unions (the alternatives' fields merged: `record_fields`); None when it holds no
