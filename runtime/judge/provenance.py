@@ -714,9 +714,11 @@ def _under(
     type_ = fld.type
     while type_.name in ("list", "map") and type_.item is not None:
         type_ = type_.item
-    if type_.name == "any":
+    name = type_.name
+    if name == "any":
         return None, kind
-    return fields_of(fld.type), fld.trust or here
+    inner = fields_of(type_) if name == "object" or name == "union" else None
+    return inner, fld.trust or here
 
 
 def scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[tuple[Any, str]]:
