@@ -164,17 +164,21 @@ class SessionChecks(Reporter):
         fields = {f.name: f for f in schema.fields} if schema is not None else {}
         found = fields.get(name)
         if found is None:
+            # a fact holds values of its item type: an open output's unlisted field has none
+            unlisted = root == "result" and schema is not None and schema.open
             self.report(
                 "H343",
                 f"`on_success` adds `{node.value.text}`, but tool `{tool.id}` has no {where} "
-                f"field `{name}`",
+                f"field `{name}`" + (" it lists" if unlisted else ""),
                 node.value.span,
                 f"not in the tool's `{where}`",
                 help=did_you_mean(name, sorted(fields))
-                or f"declare `{name}` in the tool's `{where}`",
+                or f"declare `{name}` in the tool's `{where}`"
+                + (", with its type: a fact takes only typed values" if unlisted else ""),
             )
             return
-        value = self.navigate(type_of(found.type), node.value.parts, 2, node.value)
+        owner = f"the output of `{tool.id}`" if root == "result" else ""
+        value = self.navigate(type_of(found.type, where=owner), node.value.parts, 2, node.value)
         item = type_of(fact.type.item) if fact.type.item is not None else ANY
         if value is not None and not compatible(value, item):
             self.report(

@@ -334,3 +334,51 @@ def test_discover_says_a_servers_output_schema_with_the_shapes(tmp_path: Path) -
     tool = result.model.tools["mcp:web:tool:search"]
     returned = {"hits": [{"url": "https://a.test", "rank": 1}], "total": "many", "next": "p2"}
     assert Validator(tool.output).errors(returned) == []
+
+
+@pytest.mark.parametrize(
+    ("read", "warned"),
+    [
+        ("result.meta.sender", False),  # listed
+        ("result.meta.reply_to", True),  # the unlisted part of an open record
+        ("result.extra", True),  # an unlisted field of the open output
+        ("result.body.x", True),  # inside an `any`
+        ("result.alt.code", False),  # one alternative of the union lists it
+        ("result.alt.other", True),  # only the open alternative can hold it
+        ("env.region", False),  # an open root, not an output
+    ],
+)
+def test_h354_warns_on_a_read_only_an_open_type_provides(
+    tmp_path: Path, read: str, warned: bool
+) -> None:
+    text = f"""\
+tool inbox.read {{
+  summary "Read a message."
+  effects read
+  output {{
+    meta: {{ sender: string, ... }}
+    body: any
+    alt: {{ code: int }} | {{ name: string, ... }}
+    ...
+  }}
+}}
+
+tool pay {{
+  summary "Pay."
+  effects write
+  input {{ payee: string }}
+}}
+
+policy p {{
+  default allow
+  r: deny pay when called(inbox.read when {read} == "x") {{
+    reason "R."
+  }}
+}}
+"""
+    path = tmp_path / "p.harness"
+    path.write_text(text, encoding="utf-8")
+    result = check([path])
+    codes = [d.code for d in result.diagnostics]
+    assert result.model is not None, result.diagnostics
+    assert ("H354" in codes) == warned, [d.message for d in result.diagnostics]
