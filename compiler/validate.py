@@ -51,6 +51,7 @@ from .condition_types import (
     object_type,
     options_of,
     order_problem,
+    output_type,
     quote_values,
     schema_type,
     text_problem,
@@ -750,7 +751,10 @@ class _Validator(SessionChecks):
             return ANY
         if step.kind == "call":
             tool = self.spec.tools.get(step.tool or "")
-            return schema_type(tool.output if tool else None)
+            output = tool.output if tool is not None else None
+            if tool is not None and output is not None and (output.open or output.shape):
+                return output_type(tool)  # a read of its unlisted part gets H354
+            return schema_type(output)
         if step.kind == "delegate":
             return schema_type(step.output)
         return ANY

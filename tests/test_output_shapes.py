@@ -382,3 +382,44 @@ policy p {{
     codes = [d.code for d in result.diagnostics]
     assert result.model is not None, result.diagnostics
     assert ("H354" in codes) == warned, [d.message for d in result.diagnostics]
+
+
+def test_a_workflow_reads_a_steps_value_through_its_shape(tmp_path: Path) -> None:
+    text = """\
+tool a {
+  summary "A."
+  effects write
+  output list<{ x: string }>
+}
+
+tool b {
+  summary "B."
+  effects write
+  output string | { code: int, info: any, ... }
+}
+
+tool c {
+  summary "C."
+  effects external
+  input { v: string }
+}
+
+workflow w {
+  step sa = call a()
+  step sb = call b()
+  step one = call c(v: "x") when sa.x == "y"
+  step two = call c(v: "x") when sb.code == 1 and sb.info.deep == 2 and sb.other == 3
+  step three = call c(v: "x") when sb.code.z == 1
+}
+"""
+    path = tmp_path / "w.harness"
+    path.write_text(text, encoding="utf-8")
+    found = sorted((d.code, d.message) for d in check([path]).diagnostics)
+    assert found == sorted(
+        [
+            ("H404", "`sa` has no field `x`"),  # a list has no fields
+            ("H354", "`sb.info.deep` reads `deep`, which the output of `b` does not list"),
+            ("H354", "`sb.other` reads `other`, which the output of `b` does not list"),
+            ("H404", "`sb.code` has no field `z`"),
+        ]
+    )
