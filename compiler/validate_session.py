@@ -180,6 +180,17 @@ class SessionChecks(Reporter):
         owner = f"the output of `{tool.id}`" if root == "result" else ""
         value = self.navigate(type_of(found.type, where=owner), node.value.parts, 2, node.value)
         item = type_of(fact.type.item) if fact.type.item is not None else ANY
+        if value is not None and value.name == "any" and value.unlisted:
+            self.report(
+                "H343",
+                f"`on_success` adds `{node.value.text}`, which is `any` in {value.unlisted}, "
+                f"to `{fact.name}`, a list of "
+                f"{describe(item).removeprefix('a ').removeprefix('an ')}",
+                node.value.span,
+                "a value of no checked type",
+                help="a fact holds values of its item type: add a field the output types",
+            )
+            return
         if value is not None and not compatible(value, item):
             self.report(
                 "H343",

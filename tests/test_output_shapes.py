@@ -423,3 +423,33 @@ workflow w {
             ("H404", "`sb.code` has no field `z`"),
         ]
     )
+
+
+@pytest.mark.parametrize(
+    ("output", "added", "problem"),
+    [
+        ("{ subject: string, body: any }", "result.body", "which is `any` in the output of"),
+        ("{ subject: string, ... }", "result.thread", "has no output field `thread` it lists"),
+        ("{ subject: string, ... }", "result.subject", None),
+    ],
+)
+def test_on_success_adds_only_typed_values_to_a_fact(
+    tmp_path: Path, output: str, added: str, problem: str | None
+) -> None:
+    text = f"""\
+fact seen.ids: list<string>
+
+tool inbox.read {{
+  summary "Read a message."
+  effects read
+  output {output}
+  on_success add {added} to seen.ids
+}}
+"""
+    path = tmp_path / "f.harness"
+    path.write_text(text, encoding="utf-8")
+    found = [(d.code, d.message) for d in check([path]).diagnostics]
+    if problem is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0][0] == "H343" and problem in found[0][1], found
