@@ -453,3 +453,41 @@ tool inbox.read {{
         assert found == []
     else:
         assert len(found) == 1 and found[0][0] == "H343" and problem in found[0][1], found
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "map<{ note: string untrusted label pii, amount: float }>",
+        "{ prices: map<{ note: string untrusted label pii, amount: float }> }",
+        "list<map<{ note: string untrusted label pii, amount: float }>>",
+    ],
+)
+def test_a_fields_trust_and_labels_hold_inside_a_maps_entries(tmp_path: Path, output: str) -> None:
+    # the entries of a map are records of the listed fields: a field's own trust and labels
+    # hold there, whatever the map's keys are called
+    from harnessc.runtime.judge.history import result_labels
+    from harnessc.runtime.judge.provenance import ProvenanceIndex, Source, fields_of, scalars
+
+    text = f"""\
+tool prices.get {{
+  summary "Read the prices."
+  effects read
+  trust trusted
+  output {output}
+}}
+"""
+    tool = _spec(tmp_path, text).tools["prices.get"]
+    entries = {"tea": {"note": "PLANTED-NOTE-77", "amount": 2.5}}
+    data: Any = entries
+    if output.startswith("{"):
+        data = {"prices": entries}
+    elif output.startswith("list"):
+        data = [entries]
+    found_kinds = {str(v): k for v, k in scalars(data, fields_of(tool.output), "trusted")}
+    assert found_kinds == {"2.5": "trusted", "PLANTED-NOTE-77": "untrusted"}
+    index = ProvenanceIndex()
+    index.add_value(data, Source("trusted", 1, "prices.get"), tool.output)
+    origin = index.lookup("PLANTED-NOTE-77")
+    assert origin is not None and origin.kinds == {"untrusted"}
+    assert result_labels(tool, data) == {"pii"}

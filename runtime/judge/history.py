@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.ir import (
     Condition,
-    Field,
     History,
     SessionStep,
     Spec,
@@ -39,7 +38,7 @@ from ..model.ir import (
 )
 from ..model.session_terms import history_key, reads_session, session_terms
 from .conditions import Scope, evaluate, read_path
-from .provenance import IndexBefore, ProvenanceIndex, Source, fields_of
+from .provenance import Entries, IndexBefore, Known, ProvenanceIndex, Source, fields_of
 from .terms import HistoryTerms
 
 if TYPE_CHECKING:
@@ -1022,25 +1021,19 @@ def result_labels(tool: Tool | None, data: Any) -> frozenset[str]:
     top = fields_of(tool.output)
     if top is not None and data is not None:
         # the listed fields as provenance reads them (`fields_of`: through lists, maps, unions)
-        stack: list[tuple[Any, dict[str, Field]]] = [(data, top)]
+        stack: list[tuple[Any, Known]] = [(data, top)]
         while stack:
-            value, fields = stack.pop()
+            value, known = stack.pop()
             if isinstance(value, list):
-                stack.extend((v, fields) for v in value)
-                continue
-            if not isinstance(value, Mapping):
-                continue
-            for fld in fields.values():
-                inner_value = value.get(fld.name)
-                if inner_value is None:
-                    continue
-                labels.update(fld.labels)
-                inner = fields_of(fld.type)
-                if inner is not None:
-                    if isinstance(inner_value, Mapping) and fld.type.name == "map":
-                        stack.extend((v, inner) for v in inner_value.values())
-                    else:
-                        stack.append((inner_value, inner))
+                stack.extend((v, known) for v in value)
+            elif isinstance(value, Mapping) and isinstance(known, Entries):
+                stack.extend((v, known.inner) for v in value.values())
+            elif isinstance(value, Mapping) and isinstance(known, dict):
+                for fld in known.values():
+                    inner = value.get(fld.name)
+                    if inner is not None:
+                        labels.update(fld.labels)
+                        stack.append((inner, fields_of(fld.type)))
     return frozenset(labels)
 
 
