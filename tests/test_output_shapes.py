@@ -491,3 +491,17 @@ tool prices.get {{
     origin = index.lookup("PLANTED-NOTE-77")
     assert origin is not None and origin.kinds == {"untrusted"}
     assert result_labels(tool, data) == {"pii"}
+
+
+def test_a_list_from_a_tool_that_declares_no_shape_says_how_to_declare_one(
+    tmp_path: Path,
+) -> None:
+    text = SPEC.replace("  input { payee: string, amount: float }\n", "  input { payee: string }\n")
+    s = _session(_spec(tmp_path, text))
+    s.harness.bind("pay", lambda args: ["paid"])
+    _, result = _run(s, "pay", {"payee": "ACME-1"}, 0)
+    assert not result.ok and result.error_category == "invalid_output"
+    assert result.error == (
+        "the executor returned a list, not an object: a tool returning another type declares "
+        "it (`output list<{ … }>`, `output string`)"
+    )

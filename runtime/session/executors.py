@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from ..judge.normalize import PendingCall, Validator, thaw
+from ..judge.normalize import PendingCall, Validator, describe_value, thaw
 from ..log.events import NO_SECRETS, Clock, Secrets, format_time, redact
 from ..model.ir import Tool
 
@@ -440,7 +440,8 @@ def _judge_value(
         return _Judged(
             "failure",
             None,
-            "the executor returned something other than an object",
+            f"the executor returned {describe_value(data)}, not an object: a tool returning "
+            "another type declares it (`output list<{ … }>`, `output string`)",
             "invalid_output",
             retryable,
             None,
