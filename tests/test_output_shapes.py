@@ -505,3 +505,15 @@ def test_a_list_from_a_tool_that_declares_no_shape_says_how_to_declare_one(
         "the executor returned a list, not an object: a tool returning another type declares "
         "it (`output list<{ … }>`, `output string`)"
     )
+
+
+@pytest.mark.parametrize(
+    "output",
+    ["{ ..., a: string }", "{\n    a: string\n    ...\n    b: int\n  }"],
+)
+def test_a_field_after_the_ellipsis_is_explained(tmp_path: Path, output: str) -> None:
+    path = tmp_path / "e.harness"
+    path.write_text(f'tool t {{\n  summary "T."\n  effects read\n  output {output}\n}}\n')
+    [diagnostic] = check([path]).diagnostics
+    assert diagnostic.code == "H101"
+    assert diagnostic.message == "`...` ends an open record: it comes after the last field"
