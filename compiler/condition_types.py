@@ -38,6 +38,9 @@ class Ty:
     owner: str = ""
     """For an enum: what a member is, as a message says it (`a risk level`)."""
     options: tuple[Ty, ...] = ()
+    unlisted: str = ""
+    """Of an open record or an `any` a schema declares: what it is, as H354 names it (`the
+    output of `inbox.read``); a field read from its unlisted part is reported."""
 
     def field(self, name: str) -> Ty | None:
         for key, ty in self.fields:
@@ -134,15 +137,42 @@ ROOT_TYPES: dict[str, Ty] = {
 }
 
 
-def type_of(t: m.Type, owner: str = "") -> Ty:
-    """The operand type of a schema type (optional or not: absence is a lint, not a type)."""
+def type_of(t: m.Type, owner: str = "", where: str = "") -> Ty:
+    """The operand type of a schema type (optional or not: absence is a lint, not a type).
+    `where` names the declaration for H354 (`the output of `x``): an open record or an
+    `any` inside it is marked `unlisted`."""
     if t.name == "enum":
         return Ty("enum", values=t.values, owner=owner)
     if t.name in ("list", "map"):
-        return Ty(t.name, item=type_of(t.item) if t.item else ANY)
+        return Ty(t.name, item=type_of(t.item, where=where) if t.item else ANY)
     if t.name == "object":
-        return object_type({f.name: type_of(f.type) for f in t.fields})
+        fields = {f.name: type_of(f.type, where=where) for f in t.fields}
+        if t.open:
+            return Ty("object", fields=tuple(fields.items()), open=True, unlisted=where)
+        return object_type(fields)
+    if t.name == "union":
+        return join_types([type_of(o, owner, where) for o in t.options])
+    if t.name == "any":
+        return Ty("any", unlisted=where)
     return Ty(t.name)
+
+
+def output_type(tool: m.Tool) -> Ty:
+    """The type of a tool's whole result (`result` in a history term); ANY without `output`."""
+    if tool.output is None:
+        return ANY
+    return type_of(tool.output.type, where=f"the output of `{tool.id}`")
+
+
+def unlisted_in(ty: Ty, name: str) -> Ty | None:
+    """The open record or `any` a schema declares that alone provides field `name` of `ty`
+    (H354), or None when a type lists it or none is declared open."""
+    options = options_of(ty)
+    if any(o.name == "object" and o.field(name) is not None for o in options):
+        return None
+    if any(o.name in ("map",) or (o.name == "any" and not o.unlisted) for o in options):
+        return None
+    return next((o for o in options if o.unlisted), None)
 
 
 def schema_type(schema: m.Schema | None) -> Ty:

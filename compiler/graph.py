@@ -517,9 +517,42 @@ class _WorkflowCheck(Reporter):
                 help=missing_help,
             )
             return
+        if schema.shape is not None:
+            # an output written as a type (`output list<…>`, a union, `any`): its value's type
+            self.check_type(ref.span, ref.target, schema.shape, fields, where)
+            return
         self.check_fields(
-            ref.span, ref.target, schema.fields, fields, f"step `{ref.target}`", f"not in {where}"
+            ref.span,
+            ref.target,
+            schema.fields,
+            fields,
+            f"step `{ref.target}`",
+            f"not in {where}",
+            open_=schema.open,
         )
+
+    def check_type(
+        self, span: Span, read: str, kind: m.Type, parts: tuple[str, ...], where: str
+    ) -> None:
+        """Walk `parts` into a value of `kind`: a union or `any` as `check_fields` does
+        inside a record, a record by its fields, anything else has none."""
+        if kind.name == "object":
+            label = f"not in {where}"
+            self.check_fields(span, read, kind.fields, parts, f"`{read}`", label, open_=kind.open)
+        elif kind.name == "union" and any(o.name == "object" for o in kind.options):
+            opened = any(o.name == "object" and o.open for o in kind.options)
+            label = f"not in any alternative of {where}"
+            self.check_fields(
+                span, read, kind.records() or (), parts, f"`{read}`", label, open_=opened
+            )
+        elif kind.name != "any":
+            self.report(
+                "H404",
+                f"`{read}` has no field `{parts[0]}`",
+                span,
+                f"`{read}` is {_TYPE_WORDS.get(kind.name, 'a value')} in {where}",
+                help=f"read `{read}` itself",
+            )
 
     def check_inputs(self, info: _StepInfo) -> None:
         """`input.NAME` reads a field of the workflow's input."""
@@ -567,13 +600,18 @@ class _WorkflowCheck(Reporter):
         parts: tuple[str, ...],
         owner: str,
         label: str,
+        open_: bool = False,
     ) -> None:
-        """Walk `parts` through a schema: objects by field, maps by any key."""
+        """Walk `parts` through a schema: objects by field, maps by any key. The unlisted
+        part of an open record and the inside of an `any` hold any field (the condition
+        checks warn of such a read: H354)."""
         read = head
         i = 0
         while i < len(parts):
             part = parts[i]
             found = next((f for f in fields if f.name == part), None)
+            if found is None and open_:
+                return
             if found is None:
                 names = [f.name for f in fields]
                 self.report(
@@ -593,6 +631,9 @@ class _WorkflowCheck(Reporter):
                 read = f"{read}.{parts[i]}"  # a map's key: any word
                 kind = kind.item
                 i += 1
+            if i < len(parts) and kind.name in ("any", "union"):
+                self.check_type(span, read, kind, parts[i:], owner)
+                return
             if i < len(parts) and kind.name != "object":
                 self.report(
                     "H404",
@@ -602,7 +643,7 @@ class _WorkflowCheck(Reporter):
                     help=f"read `{read}` itself",
                 )
                 return
-            fields = kind.fields
+            fields, open_ = kind.fields, kind.open
 
     def check_options(self, compare: s.Compare) -> None:
         """H405: `review == approv` when `approv` is not one of `review`'s options."""

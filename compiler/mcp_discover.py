@@ -55,21 +55,39 @@ def _literal(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _type(schema: Any) -> str:
+def _type(schema: Any, output: bool = False) -> str:
     """A property's JSON Schema as a type of the language (constraints aside). What the
-    language cannot say becomes the nearest type; the check after printing finds it."""
+    language cannot say becomes the nearest type; the check after printing finds it.
+
+    `output`: a result's, which may say more (language.md §5.5): an object that does not
+    forbid other properties is an open record (`...`), alternatives are a union, and a schema
+    without a type is `any`. An input's fields each have one listed type."""
     if not isinstance(schema, Mapping):
-        return "string"
+        return "any" if output else "string"
     any_of = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(any_of, list):
         kinds = [s for s in any_of if not (isinstance(s, Mapping) and s.get("type") == "null")]
-        return _type(kinds[0]) + ("?" if len(kinds) < len(any_of) else "") if kinds else "string"
+        mark = "?" if len(kinds) < len(any_of) else ""
+        if not kinds:
+            return "string"
+        if not output:
+            return _type(kinds[0]) + mark
+        options = list(dict.fromkeys(_type(k, True).removesuffix("?") for k in kinds))
+        if "any" in options:
+            return "any" + mark
+        return " | ".join(options) + mark
     kind = schema.get("type")
     if isinstance(kind, list):
         rest = [k for k in kind if k != "null"]
-        return _type({**schema, "type": rest[0] if rest else "string"}) + (
+        if output and len(rest) > 1:
+            return _type({"anyOf": [{**schema, "type": k} for k in kind]}, True)
+        return _type({**schema, "type": rest[0] if rest else "string"}, output) + (
             "?" if "null" in kind else ""
         )
+    if kind is None and output and not schema.get("enum"):
+        if isinstance(schema.get("properties"), Mapping):
+            return _type({**schema, "type": "object"}, True)
+        return "any"
     if kind == "string":
         if isinstance(schema.get("enum"), list):
             return "enum(" + ", ".join(_literal(str(v)) for v in schema["enum"]) + ")"
@@ -81,16 +99,26 @@ def _type(schema: Any) -> str:
     if kind == "boolean":
         return "bool"
     if kind == "array":
-        return f"list<{_type(schema.get('items'))}>"
+        return f"list<{_type(schema.get('items'), output)}>"
     if kind == "object":
         props = schema.get("properties")
+        extra = schema.get("additionalProperties")
         if isinstance(props, Mapping) and props:
             required = set(schema.get("required") or ())
-            fields = [_field(n, p, n in required) for n, p in props.items()]
-            return "{ " + ", ".join(f for f in fields if f is not None) + " }"
-        extra = schema.get("additionalProperties")
-        return f"map<{_type(extra) if isinstance(extra, Mapping) else 'string'}>"
-    return "string"
+            fields = [_field(n, p, n in required, output) for n, p in props.items()]
+            listed = [f for f in fields if f is not None]
+            if output and _open(schema):
+                listed.append("...")
+            return "{ " + ", ".join(listed) + " }"
+        if output and not isinstance(extra, Mapping):
+            return "{ ... }" if _open(schema) else "{}"
+        return f"map<{_type(extra, output) if isinstance(extra, Mapping) else 'string'}>"
+    return "any" if output and kind not in ("string", "null") else "string"
+
+
+def _open(schema: Mapping[str, Any]) -> bool:
+    """Whether an object schema allows properties it does not list (JSON Schema's default)."""
+    return schema.get("additionalProperties", True) is not False
 
 
 _BOUNDS = {
@@ -105,12 +133,13 @@ _BOUNDS = {
 }
 
 
-def _field(name: str, schema: Any, required: bool) -> str | None:
+def _field(name: str, schema: Any, required: bool, output: bool = False) -> str | None:
     """A field, or None when the language cannot name it (a field name is a plain word: the
-    check after printing then says the tool's schema is not the server's)."""
+    check after printing then says the tool's schema is not the server's; in an output, the
+    record is open and holds it unlisted)."""
     if not _PLAIN.fullmatch(name):
         return None
-    ty = _type(schema)
+    ty = _type(schema, output)
     text = name
     has_default = isinstance(schema, Mapping) and "default" in schema
     if not required and not has_default and not ty.endswith("?"):
@@ -130,14 +159,16 @@ def _field(name: str, schema: Any, required: bool) -> str | None:
 
 
 def _schema_block(keyword: str, schema: Mapping[str, Any] | None) -> list[str]:
+    output = keyword == "output"
     props = (schema or {}).get("properties")
+    rest = ["  ..."] if output and _open(schema or {}) else []
     if not isinstance(props, Mapping) or not props:
-        return [f"{keyword} {{}}"]
+        return [f"{keyword} {{ ... }}"] if rest else [f"{keyword} {{}}"]
     required = set((schema or {}).get("required") or ())
-    fields = [f for n, p in props.items() if (f := _field(n, p, n in required)) is not None]
-    if not fields:
+    fields = [f for n, p in props.items() if (f := _field(n, p, n in required, output)) is not None]
+    if not fields and not rest:
         return [f"{keyword} {{}}"]
-    return [f"{keyword} {{", *(f"  {f}" for f in fields), "}"]
+    return [f"{keyword} {{", *(f"  {f}" for f in fields), *rest, "}"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -76,6 +76,9 @@ class Resolution:
     step it starts with)."""
     module_globs: dict[Span, Module] = field(default_factory=dict)
     """The span of each module glob (`std.workspace.*`, `scanner.*`) → the module it selects."""
+    whole_results: set[Span] = field(default_factory=set)
+    """The spans of `result` alone inside a history term: the whole result (`any x in
+    result: …` over an `output list<…>`), not a bare name."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
     poison: Poison = field(default_factory=Poison)
     """The names that declarations skipped after a syntax error would have declared."""
@@ -151,6 +154,7 @@ class _Resolver(SessionNames, NameHelp):
         self.locals: dict[int, dict[str, Symbol]] = {}
         self.references: dict[Span, Symbol] = {}
         self.module_globs: dict[Span, Module] = {}
+        self.whole_results: set[Span] = set()
         self.diagnostics: list[Diagnostic] = []
         self.poison = poison_of(((m.key, m.syntax) for m in modules), not complete)
         self.unresolved: list[Span] = []
@@ -810,6 +814,9 @@ class _Resolver(SessionNames, NameHelp):
             return True
         if first in BUILTIN_ROOTS:
             return True
+        if first == RESULT_ROOT and "." not in text and scope.result:
+            self.whole_results.add(span)  # the whole result (`any x in result: …`)
+            return True
         if first == RESULT_ROOT and "." in text:
             if not scope.result:
                 self.report(
@@ -927,6 +934,7 @@ def resolve_program(roots: Sequence[LoadedFileLike], load_file: LoadFile) -> Res
         locals=resolver.locals,
         references=resolver.references,
         module_globs=resolver.module_globs,
+        whole_results=resolver.whole_results,
         diagnostics=graph.diagnostics + resolver.diagnostics,
         poison=resolver.poison,
         unresolved=resolver.unresolved,

@@ -52,10 +52,12 @@ from .condition_types import (
     object_type,
     options_of,
     order_problem,
+    output_type,
     quote_values,
     schema_type,
     text_problem,
     type_of,
+    unlisted_in,
 )
 from .lower import module_name
 from .modules import head_span
@@ -730,6 +732,9 @@ class _Validator(SessionChecks):
                 return ANY  # `on_success` and misplaced reads are checked elsewhere
             ty = self.result_field(parts[1], node, ctx)
             return None if ty is None else self.navigate(ty, parts, 2, node)
+        if node.span in self.res.whole_results and ctx.results is not None:
+            # the whole result (`any x in result: …` over an `output list<…>`)
+            return self.whole_result(ctx)
         if symbol is not None and symbol.kind == "fact":
             fact = self.spec.facts.get(symbol.name)
             if fact is None:
@@ -751,7 +756,10 @@ class _Validator(SessionChecks):
             return ANY
         if step.kind == "call":
             tool = self.spec.tools.get(step.tool or "")
-            return schema_type(tool.output if tool else None)
+            output = tool.output if tool is not None else None
+            if tool is not None and output is not None and (output.open or output.shape):
+                return output_type(tool)  # a read of its unlisted part gets H354
+            return schema_type(output)
         if step.kind == "delegate":
             return schema_type(step.output)
         return ANY
@@ -764,6 +772,9 @@ class _Validator(SessionChecks):
             name = parts[index]
             found = field_of(ty, name)
             if found is not None:
+                opened = unlisted_in(ty, name) if ty.unlisted or ty.name == "union" else None
+                if opened is not None:
+                    self.unlisted_read(node, index, opened)
                 ty = found
                 continue
             if not strict:

@@ -29,12 +29,15 @@ from .condition_types import (
     Ty,
     compatible,
     describe,
+    field_of,
     item_type,
     join_types,
     only_lists,
+    output_type,
     quote_values,
     takes,
     type_of,
+    unlisted_in,
 )
 from .resolve import Module
 from .resolve_session import SELECTING_FUNCTIONS
@@ -142,6 +145,39 @@ class SessionChecks(Reporter):
             self, ty: Ty, parts: tuple[str, ...], start: int, node: s.Path, strict: bool = True
         ) -> Ty | None: ...
 
+    # -- fields only an open record or `any` provides (H354) ------------------------------------
+
+    def unlisted_read(self, node: s.Path, index: int, opened: Ty) -> None:
+        """H354: `node` reads `parts[index]` from the unlisted part of an open record or an
+        `any` a schema declares; reported once per path."""
+        key = (node.span.source.path, node.span.start, node.span.end)
+        reported = self.__dict__.setdefault("_unlisted_reported", set())
+        if key in reported:
+            return
+        reported.add(key)
+        parts = node.parts
+        name = parts[index]
+        owner = ".".join(parts[:index])
+        what = "an open record (`...`)" if opened.name == "object" else "`any`"
+        listed = [k for k, _ in opened.fields]
+        self.report(
+            "H354",
+            f"`{node.text}` reads `{name}`, which {opened.unlisted} does not list",
+            node.span,
+            f"only {what} provides `{name}`",
+            notes=[
+                f"`{owner}` is {what} in {opened.unlisted}"
+                + (
+                    f"; its listed fields are {', '.join(f'`{k}`' for k in listed)}"
+                    if listed
+                    else ""
+                )
+                + ": an unlisted value has no checked type and carries the tool's trust"
+            ],
+            help=f"list `{name}` in {opened.unlisted} (`{name}: string`, with `trusted`, "
+            "`untrusted` or `label` if it needs them)",
+        )
+
     # -- on_success ----------------------------------------------------------------------------
 
     def check_on_success(self, node: s.OnSuccess, tool: m.Tool | None, module: Module) -> None:
@@ -190,6 +226,17 @@ class SessionChecks(Reporter):
                     return
                 shown = node.item
         item = type_of(fact.type.item) if fact.type.item is not None else ANY
+        if value.name == "any" and value.unlisted:
+            self.report(
+                "H343",
+                f"`on_success` {verb} `{shown.text}`, which is `any` in {value.unlisted}, "
+                f"{into} `{fact.name}`, a list of "
+                f"{describe(item).removeprefix('a ').removeprefix('an ')}",
+                shown.span,
+                "a value of no checked type",
+                help="a fact holds values of its item type: take a field the output types",
+            )
+            return
         if not compatible(value, item):
             self.report(
                 "H343",
@@ -210,17 +257,21 @@ class SessionChecks(Reporter):
         fields = {f.name: f for f in schema.fields} if schema is not None else {}
         found = fields.get(name)
         if found is None:
+            # a fact holds values of its item type: an open output's unlisted field has none
+            unlisted = root == "result" and schema is not None and schema.open
             self.report(
                 "H343",
                 f"`on_success` {verb} `{node.value.text}`, but tool `{tool.id}` has no {where} "
-                f"field `{name}`",
+                f"field `{name}`" + (" it lists" if unlisted else ""),
                 node.value.span,
                 f"not in the tool's `{where}`",
                 help=did_you_mean(name, sorted(fields))
-                or f"declare `{name}` in the tool's `{where}`",
+                or f"declare `{name}` in the tool's `{where}`"
+                + (", with its type: a fact takes only typed values" if unlisted else ""),
             )
             return None
-        return self.navigate(type_of(found.type), node.value.parts, 2, node.value)
+        owner = f"the output of `{tool.id}`" if root == "result" else ""
+        return self.navigate(type_of(found.type, where=owner), node.value.parts, 2, node.value)
 
     def each_item(self, node: s.OnSuccess, element: Ty) -> Ty | None:
         """The type of what `each x in LIST: ITEM` takes of an element (None after H351 or
@@ -408,9 +459,19 @@ class SessionChecks(Reporter):
             for tool_id, tool in self.spec.tools.items():
                 for f in tool.output.fields if tool.output is not None else ():
                     owner = f"a value of `result.{f.name}`"
-                    index.setdefault(f.name, {})[tool_id] = type_of(f.type, owner)
+                    where = f"the output of `{tool_id}`"
+                    index.setdefault(f.name, {})[tool_id] = type_of(f.type, owner, where)
             self._results = index
         return self._results
+
+    def whole_result(self, ctx: CondContext) -> Ty:
+        """The type of `result` itself over a history term's tools: their outputs joined."""
+        assert ctx.results is not None
+        selection = self.union(ctx.results, ctx.module)
+        if isinstance(selection, AllTools):
+            return ANY
+        tools = self.spec.tools
+        return join_types([output_type(tools[t]) for t in sorted(selection) if t in tools])
 
     def result_field(self, name: str, node: s.Path, ctx: CondContext) -> Ty | None:
         """The type of result field `name` over a history term's tools, or None after H338.
@@ -426,6 +487,7 @@ class SessionChecks(Reporter):
         )
         types: list[Ty] = []
         candidates: set[str] = set()
+        opened: list[Ty] = []
         for tool in chosen:
             if tool.output is None:
                 types.append(ANY)
@@ -433,8 +495,17 @@ class SessionChecks(Reporter):
             for f in tool.output.fields:
                 candidates.add(f.name)
             ty = self.results().get(name, {}).get(tool.id)
+            if ty is None and (tool.output.open or tool.output.shape is not None):
+                # an open record or a shape (`output list<…>`, `any`, a union): read through it
+                whole = output_type(tool)
+                ty = field_of(whole, name)
+                found = unlisted_in(whole, name)
+                if found is not None:
+                    opened.append(found)
             if ty is not None:
                 types.append(ty)
+        if opened and len(opened) == len(types):
+            self.unlisted_read(node, 1, opened[0])
         if types or not candidates:
             return join_types(types) if types else ANY
         if any(self.may_miss(selector, ctx.module) for selector in ctx.results):

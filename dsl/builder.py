@@ -351,13 +351,30 @@ class _Builder:
         return self._expr(s.Path(str(tok), span=self._tok_span(tok)))
 
     def schema_attr(self, c):
-        return s.SchemaAttr(str(c[0]), c[1], span=self._span(c))
+        body = c[1]
+        if isinstance(body, s.TypeRef):
+            # `output TYPE`: a plain record type is the usual `output { … }`
+            if body.name == "object" and not body.optional:
+                body = s.Schema(body.fields, span=body.span, rest=body.rest)
+            else:
+                shell = s.Schema((), span=body.span)
+                return s.SchemaAttr(str(c[0]), shell, span=self._span(c), type=body)
+        return s.SchemaAttr(str(c[0]), body, span=self._span(c))
 
     def operation(self, c):
         return self._block(c, s.Operation)
 
     def schema(self, c):
-        return s.Schema(self._nodes(c), span=self._span(c))
+        nodes = self._nodes(c)
+        rest = next((x for x in nodes if isinstance(x, s.Rest)), None)
+        fields = tuple(x for x in nodes if not isinstance(x, s.Rest))
+        return s.Schema(fields, span=self._span(c), rest=rest)
+
+    def rest(self, c):
+        return s.Rest(span=self._span(c))
+
+    def union(self, c):
+        return s.TypeRef("union", self._nodes(c), span=self._span(c))
 
     def field(self, c):
         return s.Field(self._name(c[0]), c[2], self._nodes(c[3:]), span=self._span(c))
@@ -396,7 +413,7 @@ class _Builder:
         return s.TypeRef("enum", values=self._nodes(c), span=self._span(c))
 
     def type_object(self, c):
-        return s.TypeRef("object", fields=c[0].fields, span=self._span(c))
+        return s.TypeRef("object", fields=c[0].fields, span=self._span(c), rest=c[0].rest)
 
     def constraint(self, c):
         value = self._values(c[1:])

@@ -742,6 +742,49 @@ _CODES = [
         "LIST. The part after `:` is a path from the bound element (`x` or `x.a.b`); leave "
         "it out to take each element whole.",
     ),
+    Code(
+        "H353",
+        "shape-outside-output",
+        "error",
+        "an open record, `any` or a union outside an `output`",
+        "A tool's result may have a shape its author does not control: a record with more "
+        "fields than the spec lists (`{ id: string, ... }`), a value of any type (`any`), or one "
+        "of several types (`string | int`). These are allowed in an `output` (a tool's or a "
+        "delegate step's) only. Arguments, facts and workflow inputs list every field with one "
+        "type each: a policy's conditions read them, and a call must not carry what no rule "
+        "sees.",
+    ),
+    Code(
+        "H354",
+        "reads-unlisted-field",
+        "warning",
+        "a condition reads a field that only an open record or `any` provides",
+        "A field the output does not list is read from the unlisted part of an open record "
+        "(`...`) or from an `any`: no check knows its type, a typo reads as an absent value, and "
+        "the field's own trust or labels cannot be declared. Its value is still indexed with the "
+        "tool's trust and labels. List the field in the output (with its type, and `trusted`, "
+        "`untrusted` or `label` if it needs them) and the warning goes away.",
+    ),
+    Code(
+        "H355",
+        "invalid-union",
+        "error",
+        "a union lists `any` or one alternative twice",
+        "The alternatives of `A | B` are distinct types, none of them `any` (which holds every "
+        "value, so the others would say nothing). A `?` after the union makes the whole union "
+        "optional.",
+    ),
+    Code(
+        "H356",
+        "invalid-output-shape",
+        "error",
+        "an `output` that is optional, or a field's trust where it cannot apply",
+        "A tool's `output` is a type (a record `{ … }`, a list, a scalar, `any` or a union) "
+        "and is never optional: a result without data has no `output` at all. `trusted` and "
+        "`untrusted` apply to listed fields; on a field of type `any` they would speak for "
+        "values no one listed, which carry the tool's trust: list the fields in a record "
+        "type and declare their trust there.",
+    ),
     # H4 — graphs
     Code(
         "H401",

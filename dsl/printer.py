@@ -212,6 +212,11 @@ class _Comments:
         return note
 
 
+def _record_items(record: s.Schema | s.TypeRef) -> tuple[Any, ...]:
+    """A record's units: its fields, and the `...` that ends an open one."""
+    return (*record.fields, record.rest) if record.rest is not None else record.fields
+
+
 def _object_type(t: s.TypeRef) -> s.TypeRef | None:
     if t.name == "object":
         return t
@@ -246,10 +251,13 @@ def _block_of(node: Any) -> tuple[Any, tuple[Any, ...]] | None:
     if isinstance(node, s.PrivateTool):
         return node.tool, node.tool.items
     if isinstance(node, s.SchemaAttr):
-        return node.schema, node.schema.fields
+        if node.type is not None:
+            obj = _object_type(node.type)
+            return (obj, _record_items(obj)) if obj is not None else None
+        return node.schema, _record_items(node.schema)
     if isinstance(node, s.Field | s.Fact):
         obj = _object_type(node.type) if node.type is not None else None
-        return (obj, obj.fields) if obj is not None else None
+        return (obj, _record_items(obj)) if obj is not None else None
     if isinstance(node, s.Rule | s.Default | s.RiskEntry | s.Step):
         return (node, node.options) if node.options is not None else None
     if isinstance(node, s.TestRecord):
@@ -439,10 +447,11 @@ class _Printer:
         if isinstance(node, s.Attr):
             return self._attr(node)
         if isinstance(node, s.SchemaAttr):
+            if node.type is not None:
+                return cat(node.key, " ", self._type(node.type))
             schema = node.schema
             inline = len(schema.fields) <= 1
-            block = self._block(schema, schema.fields, self._field, inline=inline, sep=",")
-            return cat(node.key, " ", block)
+            return cat(node.key, " ", self._fields_block(schema, inline))
         if isinstance(node, s.Requires):
             return cat("requires ", self._cond(node.cond))
         if isinstance(node, s.OnSuccess):
@@ -623,6 +632,14 @@ class _Printer:
 
     # -- schemas ---------------------------------------------------------------------------
 
+    def _fields_block(self, record: s.Schema | s.TypeRef, inline: bool) -> Doc:
+        """A record's block: its fields, and `...` last when it is open."""
+        items = _record_items(record)
+        return self._block(record, items, self._record_item, inline=inline, sep=",")
+
+    def _record_item(self, node: Any) -> Doc:
+        return cat("...") if isinstance(node, s.Rest) else self._field(node)
+
     def _field(self, node: s.Field) -> Doc:
         parts: list[Part] = [node.name.text, ":"]
         if node.type is not None:
@@ -650,7 +667,9 @@ class _Printer:
                 mark,
             )
         if t.name == "object":
-            return cat(self._block(t, t.fields, self._field, inline=True, sep=","), mark)
+            return cat(self._fields_block(t, True), mark)
+        if t.name == "union":
+            return cat(*join([" | "], [self._type(a) for a in t.args]), mark)
         return cat(t.name, mark)
 
     # -- conditions and values -------------------------------------------------------------

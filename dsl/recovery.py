@@ -283,6 +283,17 @@ _EXAMPLES = (
         ("policy p { permit t }", "policy p { label: permit t }"),
     ),
     _Example(
+        "H101",
+        "`...` ends an open record: it comes after the last field",
+        "a field after `...`",
+        "move `...` after the record's last field: `{ id: string, ... }`",
+        (
+            "tool t { output { ..., a: string } }",
+            "tool t { output { a: string, ... b: int } }",
+            "fact f: { ... a: int }",
+        ),
+    ),
+    _Example(
         "H111",
         "a duration is written without spaces",
         "the unit must follow the number",

@@ -258,16 +258,28 @@ class Attr(Node):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SchemaAttr(Node):
-    """`input { … }` or `output { … }` (tools, workflows, delegate steps)."""
+    """`input { … }` or `output { … }` (tools, workflows, delegate steps).
+
+    `type`: a tool's `output` written as another type than a record (`output list<{ … }>`,
+    `output string | int`, `output any`); then `schema` has no fields and spans the type."""
 
     key: str
     schema: Schema
+    span: Span = _span()
+    type: TypeRef | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Rest(Node):
+    """The `...` that ends an open record: it holds fields beyond those listed."""
+
     span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class TypeRef(Node):
-    """A schema type: `name` is a type name, or `list`, `map`, `enum`, `object`."""
+    """A schema type: `name` is a type name (`any` among them), or `list`, `map`, `enum`,
+    `object` (`open` with a trailing `...`) or `union` (`A | B`, its alternatives in `args`)."""
 
     name: str
     args: tuple[TypeRef, ...] = ()
@@ -275,6 +287,12 @@ class TypeRef(Node):
     fields: tuple[Field, ...] = ()
     optional: bool = False
     span: Span = _span()
+    rest: Rest | None = None
+
+    @property
+    def open(self) -> bool:
+        """An open record: its fields end with `...`."""
+        return self.rest is not None
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -300,8 +318,16 @@ class Field(Node):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Schema(Node):
+    """`{ FIELD* [...] }`; `rest` is the `...` that ends an open record."""
+
     fields: tuple[Field, ...]
     span: Span = _span()
+    rest: Rest | None = None
+
+    @property
+    def open(self) -> bool:
+        """An open record: the record holds fields beyond those listed."""
+        return self.rest is not None
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -260,6 +260,22 @@ def test_hover_on_a_tool_shows_its_summary_effects_risk_and_input(
     assert 'environment: enum("staging", "production")' in text
 
 
+def test_hover_on_a_tool_shows_its_output_shape_and_the_trust_of_unlisted_fields(
+    client: StdioClient, main: str
+) -> None:
+    shaped = MAIN.replace(
+        "    build: string\n  }\n}",
+        "    build: string\n  }\n  output list<{ id: string trusted, ... }>\n}",
+    )
+    assert shaped != MAIN
+    edit(client, main, shaped)
+    text = hover(client, main, position_of(shaped, "allow deploy"[6:], inside=2))
+    assert "output list<{ id: string trusted, ... }>" in text
+    assert "Unlisted fields (an open record's `...`, an `any`) carry the tool's trust: " in text
+    assert "untrusted; a field's own trust speaks for listed fields only" in text
+    edit(client, main, MAIN)
+
+
 def test_hover_on_a_reference_names_what_it_refers_to_and_where(
     client: StdioClient, main: str
 ) -> None:

@@ -62,7 +62,8 @@ class Step:
     tool: str
     args: dict[str, Any]
     effect: str
-    result: dict[str, Any] | None = None
+    result: Any = None
+    """What the tool returns (any JSON value its `output` takes: `output list<…>`)."""
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,26 @@ DRIVES: dict[str, Drive] = {
         ),
         # the trust an `extend` gives: without it the CRM's address asks too
         ("  trust trusted\n  labels pii\n", "  labels pii\n"),
+        widens=False,
+    ),
+    "shapes": Drive(
+        "payer",
+        (
+            Step(
+                "bills.list",
+                {},
+                "allow",
+                [{"id": "b-1", "payee": "ACME-1", "note": "or EVIL-9", "iban": "DE-OWN-77"}],
+            ),
+            Step("kv.get", {"key": "limit"}, "allow", {"raw": {"x": ["y"]}}),
+            Step("pay", {"payee": "ACME-1"}, "allow"),
+            # an unlisted field of a trusted tool's open record: the tool's trust
+            Step("pay", {"payee": "DE-OWN-77"}, "allow"),
+            # a field declared untrusted, inside an element of the bare list
+            Step("pay", {"payee": "EVIL-9"}, "ask"),
+            Step("pay", {"payee": "nobody"}, "deny"),
+        ),
+        ("  trust trusted\n", ""),
         widens=False,
     ),
 }
@@ -500,6 +521,11 @@ COVERS: dict[str, tuple[str, ...]] = {
         '_fact_update "remove"',
         "on_success_each",
         'on_success_each [":"]',
+    ),
+    "shapes": (
+        "rest",
+        'rest [","]',
+        "union",
     ),
     "open": (
         "_tool_ref NAME",

@@ -502,6 +502,9 @@ POSITIONS = (
             "tool t { input { a: list<",
             "tool t { input { a: map<",
             "fact f:",
+            "tool t { output",
+            "tool t { output { a: string |",
+            "fact f: string | int |",
         ),
     ),
     Position(

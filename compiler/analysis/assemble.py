@@ -67,6 +67,10 @@ def sample_value(f: m.Field | None, t: m.Type) -> Any:
         return [sample_value(None, t.item) for _ in range(count)]
     if name == "map":
         return {}
+    if name == "any":
+        return {}
+    if name == "union":
+        return sample_value(f, t.options[0])
     return {g.name: sample_value(g, g.type) for g in t.fields if g.required}
 
 

@@ -66,7 +66,7 @@ from .assemble import sample_value
 from .budget import query_rlimit
 from .concrete import ABSENT, Call, canonical, holds_for, read_value, session_terms
 from .solve import a_call_meeting
-from .sources import FACTS, USER, call_of, holding_result, item_of
+from .sources import FACTS, USER, call_of, holding_result, item_of, output_text_paths
 from .text import spec_text, term_of, value_text
 
 __all__ = ["Prelude", "session_of", "session_prelude"]
@@ -505,7 +505,9 @@ class _Builder:
         for tool in self.selected(term):
             for candidate, returned in self.candidates(term, tool, amount):
                 args = dict(candidate)
-                result = {**self.result_of(tool), **returned}
+                base = self.result_of(tool)
+                # the values `when` reads, into a record (a shape's result is taken whole)
+                result = {**base, **returned} if isinstance(base, dict) else base
                 if amount is not None and not self.put_amount(term, tool, args, result, amount):
                     continue
                 found = self.meeting(term, tool, args, result)
@@ -680,14 +682,15 @@ class _Builder:
     def sample(self, fields: Iterable[m.Field]) -> dict[str, Any]:
         return {f.name: self.filler(f) for f in fields if f.required}
 
-    def result_of(self, tool: m.Tool, put: tuple[str, str] | None = None) -> dict[str, Any]:
-        fields = tool.output.fields if tool.output is not None else ()
-        out = self.sample(fields)
-        if put is not None:
-            out[put[0]] = put[1]
-        return out
+    def result_of(self, tool: m.Tool) -> Any:
+        """A sample result: the record of its required fields, or a value of the type an
+        `output` is written as (`output list<…>`)."""
+        output = tool.output
+        if output is not None and output.shape is not None:
+            return sample_value(None, output.shape)
+        return self.sample(output.fields if output is not None else ())
 
-    def result_labels(self, tool: m.Tool, result: dict[str, Any]) -> set[str]:
+    def result_labels(self, tool: m.Tool, result: Any) -> set[str]:
         """The labels a result carries, as the runtime says (nested fields too)."""
         return set(result_labels(tool, result))
 
@@ -697,7 +700,7 @@ class _Builder:
             fields = tool.output.fields if tool.output is not None else ()
             for extra in (None, *(f for f in fields if label in f.labels)):
                 result = self.result_of(tool)
-                if extra is not None:
+                if extra is not None and isinstance(result, dict):
                     result[extra.name] = self.filler(extra)
                 if label in self.result_labels(tool, result):
                     return m.SessionStep(tool=tool.id, args=self.args_of(tool), result=result)
@@ -758,11 +761,12 @@ class _Builder:
         best: tuple[m.SessionStep, set[str]] | None = None
         for t in sorted(self.spec.tools):
             tool = self.spec.tools[t]
-            for f in tool.output.fields if tool.output is not None else ():
-                trust = f.trust or tool.trust or "untrusted"
-                if trust != kind or f.secret or f.type.name not in _TEXT_TYPES:
+            # every place a text can be in its result: through lists, unions, open records
+            for path, declared in output_text_paths(tool):
+                trust = declared or tool.trust or "untrusted"
+                if trust != kind:
                     continue
-                result = self.result_of(tool, (f.name, text))
+                result = holding_result(tool, path, text, self.filler)
                 carried = self.result_labels(tool, result)
                 if carried & no_labels:
                     continue
@@ -802,7 +806,7 @@ class _Builder:
                     kinds.add("user")
                 continue
             tool = self.spec.tools[step.tool or ""]
-            result = step.result if isinstance(step.result, dict) else {}
+            result = step.result if step.result is not None else {}
             carried = self.result_labels(tool, result)
             # every scalar of the result, at any depth, with its kind, as the runtime indexes it
             trust = "untrusted" if tool.kind == "mcp" else tool.trust or "untrusted"

@@ -57,6 +57,7 @@ __all__ = [
     "item_of",
     "meaning",
     "meanings_digest",
+    "output_text_paths",
     "plain_adds",
     "producers",
     "rule_terms",
@@ -242,7 +243,7 @@ class SourceClasses:
                 self.labels[id(spec), FACTS] = frozenset()
         for tool_id in sorted(self.old.tools.keys() & self.new.tools.keys()):
             tools = [spec.tools[tool_id] for spec in (self.old, self.new)]
-            paths = {p for t in tools for p, _ in _text_paths(_output_fields(t), ())}
+            paths = {p for t in tools for p, _ in output_text_paths(t)}
             for path in sorted(paths):
                 cls = f"{tool_id}:{'.'.join(path)}"
                 self.names.append(cls)
@@ -364,7 +365,7 @@ def call_of(cls: str) -> tuple[str, str, tuple[str, ...]] | None:
     tool_id, colon, path = cls.rpartition(":")
     if not colon:
         return None
-    return tool_id, "result", tuple(path.split("."))
+    return tool_id, "result", tuple(p for p in path.split(".") if p)  # `t:`: the whole result
 
 
 def _holding(parts: Sequence[str], value: Any) -> dict[str, Any]:
@@ -410,8 +411,15 @@ def _sample(f: m.Field) -> Any:
     return sample_value(f, f.type)
 
 
-def _output_fields(tool: m.Tool) -> tuple[m.Field, ...]:
-    return tool.output.fields if tool.output is not None else ()
+UNLISTED = "_unlisted"
+"""The key a class of a tool gives the unlisted part of an open record (`{ id: string, ... }`):
+a value there carries the tool's trust (language.md §5.5)."""
+
+
+def output_text_paths(tool: m.Tool) -> Iterable[tuple[tuple[str, ...], str | None]]:
+    """Where a text can be in a tool's result: its paths (records' fields, through lists, maps
+    and unions; `UNLISTED` for an open record's unlisted part) and the declared trust there."""
+    return () if tool.output is None else _type_paths(tool.output.type, (), None)
 
 
 def _read(tool: m.Tool, result: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
@@ -431,18 +439,22 @@ def _read(tool: m.Tool, result: dict[str, Any]) -> tuple[frozenset[str], frozens
     return frozenset(kinds) | _added_kinds(tool, {}, result), result_labels(tool, result)
 
 
-def _text_paths(
-    fields: Iterable[m.Field], prefix: tuple[str, ...], trust: str | None = None
+def _type_paths(
+    t: m.Type, prefix: tuple[str, ...], trust: str | None
 ) -> Iterable[tuple[tuple[str, ...], str | None]]:
-    for f in fields:
-        if f.secret:
-            continue
-        here = f.trust or trust
-        inner = _unwrapped(f.type)
-        if inner.name in _TEXT_TYPES:
-            yield (*prefix, f.name), here
-        elif inner.name == "object" and len(prefix) < 4:
-            yield from _text_paths(inner.fields, (*prefix, f.name), here)
+    inner = _unwrapped(t)
+    if inner.name == "union":
+        for option in inner.options:
+            yield from _type_paths(option, prefix, trust)
+    elif inner.name in _TEXT_TYPES or inner.name == "any":
+        # an `any` holds text too, at the tool's own trust (a field's speaks for listed fields)
+        yield prefix, trust if inner.name != "any" else None
+    elif inner.name == "object" and len(prefix) < 4:
+        for f in inner.fields:
+            if not f.secret:
+                yield from _type_paths(f.type, (*prefix, f.name), f.trust or trust)
+        if inner.open:
+            yield (*prefix, UNLISTED), None
 
 
 def _unwrapped(t: m.Type) -> m.Type:
@@ -471,6 +483,8 @@ def holding_result(
         return out
 
     def inside(t: m.Type, rest: Sequence[str]) -> Any:
+        if t.name == "union":
+            return inside(_option_holding(t, rest), rest)
         if t.name == "list" and t.item is not None:
             return [inside(t.item, rest)]
         if t.name == "map" and t.item is not None:
@@ -479,7 +493,21 @@ def holding_result(
             return text
         return record(t.fields, rest)
 
-    return record(tool.output.fields if tool.output is not None else (), list(path))
+    output = tool.output
+    if output is not None and output.shape is not None:
+        return inside(output.shape, list(path))  # type: ignore[no-any-return]
+    return record(output.fields if output is not None else (), list(path))
+
+
+def _option_holding(t: m.Type, rest: Sequence[str]) -> m.Type:
+    """The alternative of a union a value at `rest` is in: a text for an empty path, else a
+    record that lists its first key (or any record)."""
+    options = t.options
+    if not rest:
+        return next((o for o in options if _unwrapped(o).name in _TEXT_TYPES), options[0])
+    records = [o for o in options if _unwrapped(o).name == "object"]
+    listing = [o for o in records if any(f.name == rest[0] for f in _unwrapped(o).fields)]
+    return (listing or records or list(options))[0]
 
 
 def value_key(term: m.Provenance) -> str | None:

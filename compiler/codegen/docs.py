@@ -222,18 +222,23 @@ def doc_tools(spec: Spec, header: str) -> DocContext:
 
 
 def _field_marks(fields: Iterable[Field], prefix: str = "") -> list[tuple[str, Field]]:
-    """Output fields (nested ones by dotted name) that declare their own trust or labels."""
+    """Output fields (nested ones by dotted name, through lists, maps and unions) that declare
+    their own trust or labels."""
     out: list[tuple[str, Field]] = []
     for f in fields:
         if f.trust is not None or f.labels:
             out.append((prefix + f.name, f))
-        out += _field_marks(f.type.fields, f"{prefix}{f.name}.")
+        out += _field_marks(f.type.records() or (), f"{prefix}{f.name}.")
     return out
 
 
+def _output_fields(tool: Tool) -> tuple[Field, ...]:
+    """The listed fields of a tool's result (of its records, for `output list<{ … }>`)."""
+    return (tool.output.records() or ()) if tool.output is not None else ()
+
+
 def _declares_data(tool: Tool) -> bool:
-    fields = tool.output.fields if tool.output is not None else ()
-    return bool(tool.trust or tool.labels or tool.on_success or _field_marks(fields))
+    return bool(tool.trust or tool.labels or tool.on_success or _field_marks(_output_fields(tool)))
 
 
 def _data_blocks(spec: Spec) -> list[Block]:
@@ -244,9 +249,12 @@ def _data_blocks(spec: Spec) -> list[Block]:
     rows = []
     for tool_id in sorted(spec.tools):
         tool = spec.tools[tool_id]
-        marks = _field_marks(tool.output.fields if tool.output is not None else ())
+        marks = _field_marks(_output_fields(tool))
         trust = tool.trust or "untrusted (default)"
         trust_parts = [trust] + [f"{md_code(n)}: {f.trust}" for n, f in marks if f.trust]
+        if tool.output is not None and tool.output.type.holds_unlisted() and marks:
+            # a field's trust speaks for listed fields only (language.md §5.5)
+            trust_parts.append(f"unlisted fields: {tool.trust or 'untrusted'}")
         label_parts = [codes_text(tool.labels)] if tool.labels else []
         label_parts += [f"{md_code(n)}: {codes_text(f.labels)}" for n, f in marks if f.labels]
         additions = [md_code(update_text(u)) for u in tool.on_success]

@@ -293,7 +293,7 @@ class ConditionLowering(SchemaLowering):
         symbol = self.res.references.get(node.span)
         if symbol is not None and symbol.kind == "var":
             return trusted(m.Path)(root="var", parts=parts)
-        if parts[0] == RESULT_ROOT and len(parts) > 1:
+        if parts[0] == RESULT_ROOT and (len(parts) > 1 or node.span in self.res.whole_results):
             return trusted(m.Path)(root="result", parts=parts[1:])
         if symbol is not None and symbol.kind == "step":
             return trusted(m.Path)(root="step", parts=parts)

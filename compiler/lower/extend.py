@@ -76,7 +76,7 @@ class ExtendLowering(ToolLowering):
             if (
                 isinstance(item, s.OnSuccess)
                 or (isinstance(item, s.Attr) and key in EXTENDABLE_ATTRS)
-                or (isinstance(item, s.SchemaAttr) and key in FIELD_NOTES)
+                or (isinstance(item, s.SchemaAttr) and key in FIELD_NOTES and item.type is None)
             ):
                 kept.append(item)
             else:
@@ -128,10 +128,10 @@ class ExtendLowering(ToolLowering):
                 update["on_success"] = (*tool.on_success, *found)
             for note in notes:
                 schema = tool.input if note.schema == "input" else tool.output
-                fields = self.noted(tool, name, note, schema, given)
-                if fields is not None and schema is not None:
-                    update[note.schema] = schema.model_copy(update={"fields": fields})
-                    tool = tool.model_copy(update={note.schema: update[note.schema]})
+                noted = self.noted(tool, name, note, schema, given)
+                if noted is not None:
+                    update[note.schema] = noted
+                    tool = tool.model_copy(update={note.schema: noted})
             if update:
                 self.tools[tool.id] = tool.model_copy(update=update)
 
@@ -234,10 +234,15 @@ class ExtendLowering(ToolLowering):
         note: _Note,
         schema: m.Schema | None,
         given: dict[tuple[str, str], _Set],
-    ) -> tuple[m.Field, ...] | None:
-        """The schema's fields with the note applied; None after reporting why it cannot be."""
+    ) -> m.Schema | None:
+        """The schema with the note applied; None after reporting why it cannot be. The
+        fields of an `output` written as a type are those of its records (`output list<{ … }>`:
+        an item's)."""
         parts = note.node.name.text.split(".")
-        fields = schema.fields if schema is not None else ()
+        if schema is None:
+            fields: tuple[m.Field, ...] = ()
+        else:
+            fields = schema.records() or ()
         target: m.Field | None = None
         for depth, part in enumerate(parts):
             target = next((f for f in fields if f.name == part), None)
@@ -270,7 +275,10 @@ class ExtendLowering(ToolLowering):
                 update["labels"] = tuple(dict.fromkeys((*f.labels, *note.labels)))
             return f.model_copy(update=update)
 
-        return _replaced(schema.fields if schema is not None else (), parts, apply)
+        assert schema is not None  # a field was found in it
+        if schema.shape is not None:
+            return schema.model_copy(update={"shape": _retyped(schema.shape, parts, apply)})
+        return schema.model_copy(update={"fields": _replaced(schema.fields, parts, apply)})
 
     def unknown_field(
         self,
@@ -311,10 +319,9 @@ def _written(tool: s.Tool, key: str) -> tuple[str, Span] | None:
 
 
 def _inner_fields(t: m.Type) -> tuple[m.Field, ...]:
-    """The fields below a field of type `t`: an object's, or those of a list's or map's items."""
-    while t.item is not None:
-        t = t.item
-    return t.fields
+    """The fields below a field of type `t`: an object's, or those of a list's or map's items,
+    or of a union's records (`Type.records`)."""
+    return t.records() or ()
 
 
 def _replaced(
@@ -335,6 +342,13 @@ def _replaced(
 def _retyped(t: m.Type, parts: Sequence[str], apply: Callable[[m.Field], m.Field]) -> m.Type:
     if t.item is not None:
         return t.model_copy(update={"item": _retyped(t.item, parts, apply)})
+    if t.name == "union":
+        # each alternative whose records list the field
+        options = tuple(
+            _retyped(o, parts, apply) if any(f.name == parts[0] for f in o.records() or ()) else o
+            for o in t.options
+        )
+        return t.model_copy(update={"options": options})
     return t.model_copy(update={"fields": _replaced(t.fields, parts, apply)})
 
 

@@ -17,6 +17,7 @@ from harnessc.runtime.model.semantics import Pattern, compile_pattern, pattern_p
 from .core import LowererBase, article, origin
 
 SCALAR_TYPES = ("string", "int", "float", "bool", "path", "url", "duration")
+TYPE_WORDS = (*SCALAR_TYPES, "any")
 
 
 class SchemaLowering(LowererBase):
@@ -33,11 +34,49 @@ class SchemaLowering(LowererBase):
             if item.key not in allowed:
                 self.not_allowed(item.key, item.span, where)
             elif self.once(seen, item.key, item, item.span):
-                out[item.key] = self.schema(item.schema)
+                out[item.key] = self.schema(item.schema, item)
         return out
 
-    def schema(self, node: s.Schema) -> m.Schema:
-        return trusted(m.Schema)(fields=self.fields(node.fields), origin=origin(node.span))
+    shapes_allowed = False
+    """While lowering an `output`: open records, `any` and unions are allowed (H353)."""
+
+    def schema(self, node: s.Schema, attr: s.SchemaAttr | None = None) -> m.Schema:
+        key = attr.key if attr is not None else "output"
+        before, self.shapes_allowed = self.shapes_allowed, key == "output"
+        try:
+            if attr is not None and attr.type is not None:
+                shape = self.type(attr.type)
+                if shape.optional:
+                    self.report(
+                        "H356",
+                        "an `output` cannot be optional",
+                        attr.type.span,
+                        "an optional output",
+                        help="a result without data has no `output`; write the type without `?`",
+                    )
+                    shape = shape.model_copy(update={"optional": False})
+                return trusted(m.Schema)(shape=shape, origin=origin(node.span))
+            if node.open:
+                self.shape_allowed("an open record (`...`)", node.span)
+            return trusted(m.Schema)(
+                fields=self.fields(node.fields), open=node.open, origin=origin(node.span)
+            )
+        finally:
+            self.shapes_allowed = before
+
+    def shape_allowed(self, what: str, span: Span) -> bool:
+        """H353 outside an `output`: the shapes of results only (open records, `any`, unions)."""
+        if self.shapes_allowed:
+            return True
+        self.report(
+            "H353",
+            f"{what} is allowed only in an `output`",
+            span,
+            "not an output",
+            help="arguments, facts and workflow inputs list every field with one type each: "
+            "a condition reads them, and a call must not carry what no rule sees",
+        )
+        return False
 
     def field_twice(self, again: s.Field, first: s.Field, help: str) -> None:
         """H305: a schema (or an `extend` of one) names a field twice."""
@@ -86,13 +125,57 @@ class SchemaLowering(LowererBase):
                 values.append(value.value)
             return trusted(m.Type)(name="enum", values=tuple(values), optional=node.optional)
         if name == "object":
+            if node.open:
+                self.shape_allowed("an open record (`...`)", node.span)
             return trusted(m.Type)(
-                name="object", fields=self.fields(node.fields), optional=node.optional
+                name="object",
+                fields=self.fields(node.fields),
+                optional=node.optional,
+                open=node.open,
             )
+        if name == "union":
+            self.shape_allowed("a union", node.span)
+            return self.union(node)
+        if name == "any":
+            self.shape_allowed("`any`", node.span)
+            return trusted(m.Type)(name="any", optional=node.optional)
         if name in SCALAR_TYPES:
             return trusted(m.Type)(name=name, optional=node.optional)  # type: ignore[arg-type]
-        self.word(s.Name(name, span=self.type_name_span(node)), SCALAR_TYPES, "type")
+        self.word(s.Name(name, span=self.type_name_span(node)), TYPE_WORDS, "type")
         return trusted(m.Type)(name="string", optional=node.optional)
+
+    def union(self, node: s.TypeRef) -> m.Type:
+        """`A | B | …` (a `?` after it makes the whole union optional): H355 on `any` among
+        the alternatives or one given twice."""
+        options: list[m.Type] = []
+        firsts: dict[str, s.TypeRef] = {}
+        for arg in node.args:
+            option = self.type(arg)
+            if option.name == "any":
+                self.report(
+                    "H355",
+                    "`any` in a union holds every value: the other alternatives say nothing",
+                    arg.span,
+                    "every value",
+                    help="write `any` alone, or list the alternatives without it",
+                )
+                continue
+            key = option.model_copy(update={"optional": False}).model_dump_json()
+            if key in firsts:
+                self.report(
+                    "H355",
+                    "a union lists the same alternative twice",
+                    arg.span,
+                    "listed again here",
+                    secondary=[(firsts[key].span, "first listed here")],
+                    help="remove the second one",
+                )
+                continue
+            firsts[key] = arg
+            options.append(option.model_copy(update={"optional": False}))
+        if len(options) == 1:
+            return options[0].model_copy(update={"optional": node.optional})
+        return trusted(m.Type)(name="union", options=tuple(options), optional=node.optional)
 
     @staticmethod
     def type_name_span(node: s.TypeRef) -> Span:
@@ -110,6 +193,21 @@ class SchemaLowering(LowererBase):
             )
         type_ = self.type(node.type) if node.type is not None else trusted(m.Type)(name="string")
         seen, labels = self.constraints(node)
+        inner = type_
+        while inner.name in ("list", "map") and inner.item is not None:
+            inner = inner.item
+        given = seen.get("trusted") or seen.get("untrusted")
+        if inner.name == "any" and given is not None:
+            self.report(
+                "H356",
+                f"`{given.kind}` cannot apply to field `{node.name.text}` of type `any`",
+                given.span,
+                "values no one listed",
+                help="values inside an `any` carry the tool's trust; list the fields in a "
+                "record type (`{ payee: string " + given.kind + ", ... }`) and declare their "
+                "trust there",
+            )
+            seen = {k: v for k, v in seen.items() if k not in ("trusted", "untrusted")}
         name = type_.name
         what = f"field `{node.name.text}`"
         bounds: dict[str, int | float] = {}
@@ -118,14 +216,19 @@ class SchemaLowering(LowererBase):
             if c is None or not isinstance(c.value, s.Int | s.Float):
                 continue
             number = c.value.value
-            if name in ("bool", "enum", "object", "duration"):
+            if name in ("bool", "enum", "object", "duration", "union", "any"):
                 self.report(
                     "H305",
-                    f"`{key}` does not apply to {article(name)} `{name}` field",
+                    f"`{key}` does not apply to {_an(name)} `{name}` field",
                     c.span,
                     f"on {what}",
                     help="`min` and `max` bound numbers, the length of strings and paths, and "
-                    "the size of lists and maps",
+                    "the size of lists and maps"
+                    + (
+                        "; bound an alternative of a union inside a record"
+                        if name == "union"
+                        else ""
+                    ),
                 )
                 continue
             if name not in ("int", "float") and (not isinstance(c.value, s.Int) or number < 0):
@@ -165,7 +268,7 @@ class SchemaLowering(LowererBase):
             if name not in ("string", "path", "url"):
                 self.report(
                     "H305",
-                    f"`pattern` does not apply to {article(name)} `{name}` field",
+                    f"`pattern` does not apply to {_an(name)} `{name}` field",
                     pc.span,
                     f"on {what}",
                     help="`pattern` constrains strings, paths and URLs",
@@ -320,6 +423,8 @@ class SchemaLowering(LowererBase):
     def type_words(type_: m.Type) -> str:
         if type_.name == "enum":
             return "one of its enum values"
+        if type_.name == "union":
+            return "a value of one of its alternatives"
         if type_.name in ("list", "map", "object"):
             return f"{article(type_.name)} `{type_.name}`"
         return f"{article(type_.name)} `{type_.name}`"
@@ -352,6 +457,18 @@ class SchemaLowering(LowererBase):
         if name == "map" and isinstance(value, s.Record) and type_.item is not None:
             out = {e.key.text: self.json_of(e.value, type_.item) for e in value.entries}
             return _WRONG if any(v is _WRONG for v in out.values()) else out
+        if name == "union":
+            for option in type_.options:
+                found = self.json_of(value, option)
+                if found is not _WRONG:
+                    return found
+            return _WRONG
+        if name == "any":
+            for scalar in _ANY_DEFAULTS:
+                found = self.json_of(value, scalar)
+                if found is not _WRONG:
+                    return found
+            return _WRONG
         if name == "object" and isinstance(value, s.Record):
             fields = {f.name: f for f in type_.fields}
             obj: dict[str, Any] = {}
@@ -362,6 +479,15 @@ class SchemaLowering(LowererBase):
                 obj[e.key.text] = self.json_of(e.value, f.type)
             return _WRONG if any(v is _WRONG for v in obj.values()) else obj
         return _WRONG
+
+
+_ANY_DEFAULTS = tuple(m.Type(name=n) for n in ("string", "int", "float", "bool"))
+"""What a default of an `any` field may be written as."""
+
+
+def _an(word: str) -> str:
+    """The article of a type's name: `a union`, whose vowel sounds as a consonant."""
+    return "a" if word == "union" else article(word)
 
 
 class _Wrong:

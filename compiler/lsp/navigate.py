@@ -187,7 +187,7 @@ def _attr_text(items: object, key: str) -> str | None:
 
 
 def _tool_lines(build: Build, tool_id: str, node: s.Tool) -> list[str]:
-    """A tool's summary, effects, risk, trust, labels and input schema: the model's (risk
+    """A tool's summary, effects, risk, trust, labels, input and output: the model's (risk
     defaulted, a tool with operations their union, what an `extend` adds merged in) when the
     build has one, else as written."""
     model = build.result.model
@@ -209,8 +209,13 @@ def _tool_lines(build: Build, tool_id: str, node: s.Tool) -> list[str]:
         effects, risk = _attr_text(node.items, "effects"), _attr_text(node.items, "risk")
         lines.append(f"effects: {effects or 'none'} · risk: {risk or 'default'}")
     for item in node.items:
-        if isinstance(item, s.SchemaAttr) and item.key == "input":
+        if isinstance(item, s.SchemaAttr):
             lines.append(f"```harness\n{_dedent(item.span)}\n```")
+    if tool is not None and tool.output is not None and tool.output.type.holds_unlisted():
+        lines.append(
+            "Unlisted fields (an open record's `...`, an `any`) carry the tool's trust: "
+            f"{tool.trust or 'untrusted'}; a field's own trust speaks for listed fields only."
+        )
     return lines
 
 

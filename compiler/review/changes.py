@@ -170,10 +170,23 @@ def _type_text(fld: Field) -> str:
     return text + ("" if fld.required else " (optional)")
 
 
+def _shape_text(schema: Schema | None) -> str:
+    """What a schema is as a whole: a record (open or not), or the type an `output` is written
+    as (`output list<…>`), as JSON Schema says it."""
+    if schema is None:
+        return "none"
+    if schema.shape is not None:
+        shape = schema.shape.to_json_schema()
+        return json.dumps(shape, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+    return "an open record (`...`)" if schema.open else "a record"
+
+
 def _schema_lines(what: str, old: Schema | None, new: Schema | None) -> list[str]:
     before = {f.name: f for f in (old.fields if old else ())}
     after = {f.name: f for f in (new.fields if new else ())}
     lines = []
+    if old is not None and new is not None and _shape_text(old) != _shape_text(new):
+        lines.append(f"{what}: {_shape_text(old)} → {_shape_text(new)}")
     for name in sorted(before.keys() | after.keys()):
         was, now = before.get(name), after.get(name)
         if was is None and now is not None:

@@ -385,12 +385,15 @@ def mcp_annotations(tool: Tool) -> dict[str, bool]:
 
 def mcp_tool(tool: Tool) -> dict[str, Any]:
     """A tool as an MCP server lists it (`tools/list`): name, title (the tool id),
-    description, inputSchema, outputSchema when declared, and annotations (hints)."""
+    description, inputSchema, outputSchema when declared, and annotations (hints).
+
+    MCP's structured content is an object: an output written as another type (`output
+    list<…>`, a scalar, `any`, a union) is returned as content, and no outputSchema is listed."""
     out: dict[str, Any] = {"name": wire_name(tool), "title": tool.id}
     _with_description(out, tool)
     out["inputSchema"] = input_schema(tool)
     declared = output_schema(tool)
-    if declared is not None:
+    if declared is not None and tool.output is not None and tool.output.shape is None:
         out["outputSchema"] = declared
     out["annotations"] = mcp_annotations(tool)
     return out

@@ -115,7 +115,7 @@ class Scope:
     connected: Iterable[str] = ()
     running: Iterable[str] = ()
     path_facts: frozenset[str] = frozenset()
-    result: Mapping[str, Any] | None = None
+    result: Any = None
     """`result.*`: an earlier call's result, inside a history term's `when`."""
     vars: Mapping[str, Any] = field(default_factory=dict)
     """Variables bound by quantifiers (`var` paths)."""

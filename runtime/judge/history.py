@@ -43,7 +43,15 @@ from ..model.ir import (
 from ..model.semantics import value_eq
 from ..model.session_terms import history_key, reads_session, session_terms
 from .conditions import Scope, evaluate, read_path
-from .provenance import IndexBefore, ProvenanceIndex, Source, value_keys
+from .provenance import (
+    Entries,
+    IndexBefore,
+    Known,
+    ProvenanceIndex,
+    Source,
+    fields_of,
+    value_keys,
+)
 from .terms import HistoryTerms
 
 if TYPE_CHECKING:
@@ -1027,7 +1035,7 @@ def fact_changes(
     for update in tool.on_success:
         if update.when is not None:
             if scope is None:
-                scope = Scope(args=args, result=_record(data))
+                scope = Scope(args=args, result=_result(data))
             if not evaluate(update.when, scope):
                 continue
         found: Any = args if update.value.root == "args" else data
@@ -1132,7 +1140,7 @@ def _contribution(
     scope = Scope(
         args=call.args,
         tool=view,
-        result=_record(call.result),
+        result=_result(call.result),
         sources=IndexBefore(index, call.position),
     )
     if node.where is not None and not evaluate(node.where, scope):
@@ -1161,8 +1169,10 @@ def _with_defaults(tool: Tool | None, args: Mapping[str, Any]) -> Mapping[str, A
     return {**args, **{f.name: f.default for f in missing}}
 
 
-def _record(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+def _result(value: Any) -> Any:
+    """An earlier call's result as a condition reads it: its data whatever its shape (a record,
+    or a list or scalar of an `output` written as a type); a call without data, an empty record."""
+    return {} if value is None else value
 
 
 def result_labels(tool: Tool | None, data: Any) -> frozenset[str]:
@@ -1170,24 +1180,22 @@ def result_labels(tool: Tool | None, data: Any) -> frozenset[str]:
     if tool is None:
         return frozenset()
     labels = set(tool.labels)
-    if tool.output is not None and isinstance(data, Mapping):
-        stack: list[tuple[Any, Any]] = [(data, tool.output.fields)]
+    top = fields_of(tool.output)
+    if top is not None and data is not None:
+        # the listed fields as provenance reads them (`fields_of`: through lists, maps, unions)
+        stack: list[tuple[Any, Known]] = [(data, top)]
         while stack:
-            value, fields = stack.pop()
+            value, known = stack.pop()
             if isinstance(value, list):
-                stack.extend((v, fields) for v in value)
-                continue
-            if not isinstance(value, Mapping):
-                continue
-            for fld in fields:
-                if value.get(fld.name) is None:
-                    continue
-                labels.update(fld.labels)
-                inner = fld.type
-                while inner.name in ("list", "map") and inner.item is not None:
-                    inner = inner.item
-                if inner.fields:
-                    stack.append((value[fld.name], inner.fields))
+                stack.extend((v, known) for v in value)
+            elif isinstance(value, Mapping) and isinstance(known, Entries):
+                stack.extend((v, known.inner) for v in value.values())
+            elif isinstance(value, Mapping) and isinstance(known, dict):
+                for fld in known.values():
+                    inner = value.get(fld.name)
+                    if inner is not None:
+                        labels.update(fld.labels)
+                        stack.append((inner, fields_of(fld.type)))
     return frozenset(labels)
 
 

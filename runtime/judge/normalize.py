@@ -581,11 +581,78 @@ def _compile_value(type_: Type, fld: Field | None, depth: int, counted: bool) ->
             return out
 
         return check_map
-    return _compile_fields(type_.fields, depth, counted)
+    if name == "any":
+        return _check_any
+    if name == "union":
+        return _compile_union(type_, depth, counted)
+    return _compile_fields(type_.fields, depth, counted, type_.open)
 
 
-def _compile_fields(fields: tuple[Field, ...], depth: int = 1, counted: bool = False) -> _Check:
-    """A record's check; `counted`: its list or map took its entries from the budget."""
+def _check_any(v: Any, p: str, errors: _Budget) -> Any:
+    """`any`: every JSON value (its lists and objects counted against the limits)."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if x is None or type(x) in (str, int, float, bool):
+            if type(x) is float and not math.isfinite(x):
+                errors.append((p, "expected a finite number"))
+            continue
+        if isinstance(x, Mapping):
+            left = errors.items = errors.items - len(x)
+            if left < 0:
+                _too_many(p)
+            if any(type(k) is not str for k in x):
+                errors.append((p, "an object's keys are strings"))
+            stack.extend(x.values())
+        elif isinstance(x, list | tuple):
+            left = errors.items = errors.items - len(x)
+            if left < 0:
+                _too_many(p)
+            stack.extend(x)
+        else:
+            errors.append((p, f"expected a JSON value, got {describe_value(x)}"))
+    return v
+
+
+def _compile_union(type_: Type, depth: int, counted: bool) -> _Check:
+    """`A | B`: the first alternative the value matches, normalized by it; a value that matches
+    none is refused with what each alternative expected."""
+    checks = [_compile_type(o, None, depth, counted) for o in type_.options]
+    shown = " or ".join(_type_words(o) for o in type_.options)
+
+    def check_union(v: Any, p: str, errors: _Budget) -> Any:
+        for check in checks:
+            trial = _Budget(errors.items, errors.size)
+            out = check(v, p, trial)
+            if not trial:
+                errors.items, errors.size = trial.items, trial.size
+                return out
+        errors.append((p, f"expected {shown}, got {describe_value(v)}"))
+        return v
+
+    return check_union
+
+
+def _type_words(type_: Type) -> str:
+    """How a refusal names a type: `a string`, `a list`, `an object`."""
+    words = {
+        "int": "an integer",
+        "float": "a number",
+        "bool": "true or false",
+        "enum": "one of " + ", ".join(f"`{x}`" for x in type_.values),
+        "list": "a list",
+        "map": "an object",
+        "object": "an object",
+        "any": "a value",
+    }
+    return words.get(type_.name, f"a {type_.name}" if type_.name != "url" else "a URL")
+
+
+def _compile_fields(
+    fields: tuple[Field, ...], depth: int = 1, counted: bool = False, open: bool = False
+) -> _Check:
+    """A record's check; `counted`: its list or map took its entries from the budget; `open`:
+    fields it does not list are kept as they are (any JSON value)."""
     plan: list[tuple[str, _Check, bool, Any, bool]] = []
     for f in fields:
         has_default = f.default is not None
@@ -618,7 +685,11 @@ def _compile_fields(fields: tuple[Field, ...], depth: int = 1, counted: bool = F
             out[name] = check(x, f"{p}.{name}", errors)
         if seen != len(v):
             for k in v:
-                if k not in known:
+                if k in known:
+                    continue
+                if open:
+                    out[k] = _check_any(v[k], f"{p}.{k}", errors)
+                else:
                     errors.append((f"{p}.{k}", f"unknown field `{k}`"))
         return out
 
@@ -764,7 +835,9 @@ def _shape(fields: tuple[Field, ...]) -> tuple[Any, ...]:
 
 def _type_shape(type_: Type) -> tuple[Any, ...]:
     item = _type_shape(type_.item) if type_.item is not None else None
-    return (type_.name, item, type_.values, _shape(type_.fields), type_.optional)
+    options = tuple(_type_shape(o) for o in type_.options)
+    shape = (type_.name, item, type_.values, _shape(type_.fields), type_.optional)
+    return (*shape, type_.open, options) if type_.open or options else shape
 
 
 def _scalar_field(f: Field) -> bool:
@@ -782,14 +855,21 @@ class Validator:
     def __init__(self, schema: Schema | None) -> None:
         self.schema = schema
         fields = schema.fields if schema is not None else ()
-        key = _shape(fields)
+        shape = schema.shape if schema is not None else None
+        open_ = schema is not None and schema.open
+        key: tuple[Any, ...] = _shape(fields)
+        if shape is not None or open_:
+            key = ("shape", _type_shape(shape) if shape is not None else None, open_, key)
         compiled = _COMPILED.get(key)
-        if compiled is None:
+        if compiled is None and shape is not None:
+            # an output written as a type (`output list<{ … }>`): no flat fast path
+            compiled = (_compile_type(shape, None, 1), None, False, False)
+        elif compiled is None:
             compiled = (
-                _compile_fields(fields),
-                _compile_fast(fields),
-                all(_scalar_field(f) for f in fields),
-                all(_plain_type(f.type, f.name) for f in fields),
+                _compile_fields(fields, open=open_),
+                None if open_ else _compile_fast(fields),
+                not open_ and all(_scalar_field(f) for f in fields),
+                not open_ and all(_plain_type(f.type, f.name) for f in fields),
             )
             if len(_COMPILED) >= _COMPILED_LIMIT:
                 _COMPILED.clear()
@@ -838,7 +918,7 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _plain_type(type_: Type, name: str) -> bool:
-    if not name.isascii() or type_.name in ("float", "map"):
+    if not name.isascii() or type_.name in ("float", "map", "any", "union") or type_.open:
         return False
     if type_.name == "list" and type_.item is not None:
         return _plain_type(type_.item, "item")

@@ -769,27 +769,70 @@ def _with_kind(source: Source, kind: str) -> Source:
     return Source(kind, source.position, source.tool, source.labels)
 
 
-def fields_of(schema: Schema | Type | None) -> dict[str, Field] | None:
+@dataclass(frozen=True, slots=True)
+class Entries:
+    """The shape of a map's entries (`map<{ … }>`): each value of the map has `inner`."""
+
+    inner: Known
+
+
+Known = dict[str, Field] | Entries | None
+"""What the walk knows of a value: the listed fields of its records (by name), the shape of a
+map's entries, or nothing (a scalar, `any`, an undeclared output). A list is transparent: its
+items have the shape of the list."""
+
+
+def fields_of(schema: Schema | Type | None) -> Known:
+    """What a value of `schema` holds that a schema lists: the fields of its records, by
+    name, through lists and unions (`Type.records`), or the shape of a map's entries; None
+    when it lists none (a scalar, a map of scalars, `any`, no schema)."""
     if schema is None:
         return None
-    fields = schema.fields
+    if isinstance(schema, Schema):
+        if schema.shape is None:
+            return {f.name: f for f in schema.fields} or None
+        schema = schema.shape
+    while schema.name == "list" and schema.item is not None:
+        schema = schema.item
+    if schema.name == "map" and schema.item is not None:
+        inner = fields_of(schema.item)
+        return Entries(inner) if inner is not None else None
+    fields = schema.records() if schema.name in ("object", "union") else None
     return {f.name: f for f in fields} if fields else None
 
 
-def scalars(value: Any, fields: dict[str, Field] | None, kind: str) -> Iterable[tuple[Any, str]]:
+def _under(fld: Field | None, known: Known, here: str, kind: str) -> tuple[Known, str]:
+    """What is known of the value under key `fld` of a record whose listed fields are
+    `known`, and its source kind, at kind `here`; `kind` is the source's own (the tool's).
+
+    A listed field: its own shape, its declared trust or else `here`. An unlisted key of a
+    listed record (the unlisted part of an open record) and everything inside an `any` carry
+    the source's own kind: a field's trust speaks for listed fields only (language.md §5.5).
+    With no listed fields (an undeclared output) the value stays at `here`."""
+    if fld is None:
+        return None, here if known is None else kind
+    type_ = fld.type
+    while type_.name in ("list", "map") and type_.item is not None:
+        type_ = type_.item
+    if type_.name == "any":
+        return None, kind
+    inner = fields_of(fld.type) if type_.name in ("object", "union") else None
+    return inner, fld.trust or here
+
+
+def scalars(value: Any, fields: Known, kind: str) -> Iterable[tuple[Any, str]]:
     """Every scalar inside a JSON value with its source kind, leaving out secret fields."""
-    stack: list[tuple[Any, dict[str, Field] | None, str]] = [(value, fields, kind)]
+    stack: list[tuple[Any, Known, str]] = [(value, fields, kind)]
     while stack:
         item, known, here = stack.pop()
-        if isinstance(item, Mapping):
+        if isinstance(item, Mapping) and isinstance(known, Entries):
+            stack.extend((inner, known.inner, here) for inner in item.values())
+        elif isinstance(item, Mapping):
             for key, inner in item.items():
-                fld = known.get(key) if known is not None else None
-                if fld is None:
-                    stack.append((inner, None, here))
+                fld = known.get(key) if isinstance(known, dict) else None
+                if fld is not None and fld.secret:
                     continue
-                if fld.secret:
-                    continue
-                stack.append((inner, _inner_fields(fld.type), fld.trust or here))
+                stack.append((inner, *_under(fld, known, here, kind)))
         elif isinstance(item, list | tuple):
             for inner in item:
                 stack.append((inner, known, here))
@@ -802,9 +845,7 @@ MAX_FACTORS = 8
 _COUNT = range(2, 1001)
 
 
-def line_totals(
-    value: Any, fields: dict[str, Field] | None, kind: str
-) -> Iterator[tuple[str, str, str]]:
+def line_totals(value: Any, fields: Known, kind: str) -> Iterator[tuple[str, str, str]]:
     """Inside every record of a JSON value, the product of a count (an `int` from 2 to 1000)
     and another number of the same record whose field is of the same source kind, as
     (normalised product, `count × number`, kind) — language.md §7.4, "A line's total". Secret
@@ -813,26 +854,28 @@ def line_totals(
     >>> [t for t, _, _ in line_totals({"items": [{"price": 15.5, "qty": 3}]}, None, "trusted")]
     ['46.5']
     """
-    stack: list[tuple[Any, dict[str, Field] | None, str]] = [(value, fields, kind)]
+    stack: list[tuple[Any, Known, str]] = [(value, fields, kind)]
     while stack:
         item, known, here = stack.pop()
-        if item.__class__ is dict or isinstance(item, Mapping):
+        if isinstance(known, Entries) and isinstance(item, Mapping):
+            stack.extend((inner, known.inner, here) for inner in item.values())
+        elif item.__class__ is dict or isinstance(item, Mapping):
             numbers: list[tuple[int | float, str]] = []
             counts = False
             for key, inner in item.items():
                 cls = inner.__class__
                 if cls is str or inner is None or cls is bool:
                     continue  # most of a result: nothing to compose, nothing to descend into
-                fld = known.get(key) if known is not None else None
+                fld = known.get(key) if isinstance(known, dict) else None
                 if fld is not None and fld.secret:
                     continue
-                inner_kind = (fld.trust if fld is not None else None) or here
+                inner_fields, inner_kind = _under(fld, known, here, kind)
                 if cls is int or cls is float:
                     if len(numbers) < MAX_FACTORS:
                         numbers.append((inner, inner_kind))
                         counts = counts or (cls is int and inner in _COUNT)
                 elif cls is dict or cls is list or isinstance(inner, Mapping | list | tuple):
-                    stack.append((inner, _inner_fields(fld.type) if fld else None, inner_kind))
+                    stack.append((inner, inner_fields, inner_kind))
             if not counts or len(numbers) < 2:
                 continue
             done: set[tuple[int, int]] = set()
@@ -851,12 +894,6 @@ def line_totals(
                 cls = inner.__class__
                 if cls is dict or cls is list or isinstance(inner, Mapping | tuple):
                     stack.append((inner, known, here))
-
-
-def _inner_fields(type_: Type) -> dict[str, Field] | None:
-    while type_.name in ("list", "map") and type_.item is not None:
-        type_ = type_.item
-    return fields_of(type_) if type_.name == "object" else None
 
 
 # ---------------------------------------------------------------------------------------------

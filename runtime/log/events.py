@@ -453,7 +453,7 @@ def json_value(value: Any) -> str:
 # Secret redaction
 
 
-def redact(schema: Schema | None, args: Mapping[str, Any]) -> dict[str, Any]:
+def redact(schema: Schema | None, args: Any) -> Any:
     """A copy of `args` with every value of a `secret` field replaced by `"[REDACTED]"`.
 
     Nested objects, lists of objects and maps of objects are walked; a secret field is redacted
@@ -465,6 +465,11 @@ def redact(schema: Schema | None, args: Mapping[str, Any]) -> dict[str, Any]:
     >>> redact(s, {"token": "hunter2", "user": "ana"})
     {'token': '[REDACTED]', 'user': 'ana'}
     """
+    if schema is not None and schema.shape is not None:
+        # an output written as a type (`output list<{ token: string secret }>`)
+        return _redact_value(schema.shape, args)
+    if not isinstance(args, Mapping):
+        return args
     if schema is None:
         return dict(args)
     return _redact_fields(schema.fields, args)
@@ -501,7 +506,7 @@ def _any_secret(fields: tuple[Any, ...]) -> bool:
 
 def redact_args(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:
     """`redact` with the tool's input schema (which includes its operations' fields)."""
-    out = redact(tool.input, args)
+    out: dict[str, Any] = redact(tool.input, args)  # an input is a record: so is its copy
     for operation in tool.operations.values():
         if operation.input is not None:
             out = redact(operation.input, out)
@@ -537,6 +542,10 @@ def _redact_value(type_: Type, value: Any) -> Any:
         return [_redact_value(type_.item, item) for item in value]
     if type_.name == "map" and type_.item is not None and isinstance(value, Mapping):
         return {k: _redact_value(type_.item, v) for k, v in value.items()}
+    if type_.name == "union":
+        # whichever alternative the value is, the secret fields of each are withheld
+        for option in type_.options:
+            value = _redact_value(option, value)
     return value
 
 

@@ -24,7 +24,7 @@ import re
 import threading
 import typing as t
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, ParamSpec, TypeVar
@@ -182,7 +182,19 @@ class SourceRef(_Model):
 # Schemas
 
 TypeName = t.Literal[
-    "string", "int", "float", "bool", "path", "url", "duration", "enum", "list", "map", "object"
+    "string",
+    "int",
+    "float",
+    "bool",
+    "path",
+    "url",
+    "duration",
+    "enum",
+    "list",
+    "map",
+    "object",
+    "any",
+    "union",
 ]
 DURATION_UNITS: dict[str, int] = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
 """A duration's units in milliseconds, largest first."""
@@ -211,16 +223,45 @@ def parse_duration(text: str) -> int | None:
 
 
 class Type(_Model):
-    """A schema type: a scalar, `enum(values)`, `list<item>`, `map<item>` or `object{fields}`."""
+    """A schema type: a scalar, `enum(values)`, `list<item>`, `map<item>`, `object{fields}`,
+    `any` (every JSON value) or `union` (a value of one of `options`: `string | int`).
+
+    An `open` object (`{ id: string, ... }`) also holds fields it does not list; open objects,
+    `any` and unions are types of outputs only (language.md §5.5)."""
 
     name: TypeName
     item: Type | None = None
     values: tuple[str, ...] = ()
     fields: tuple[Field, ...] = ()
     optional: bool = False
+    open: bool = False
+    options: tuple[Type, ...] = ()
+
+    def holds_unlisted(self) -> bool:
+        """Whether a value of this type can hold what no schema lists: an open record or an
+        `any`, at any depth (its values carry the tool's trust, language.md §5.5)."""
+        if self.name == "any" or (self.name == "object" and self.open):
+            return True
+        inner = [*(f.type for f in self.fields), *self.options]
+        if self.item is not None:
+            inner.append(self.item)
+        return any(t.holds_unlisted() for t in inner)
+
+    def records(self) -> tuple[Field, ...] | None:
+        """The listed fields of the records a value of this type holds, through lists, maps
+        and unions (the alternatives' fields merged: `record_fields`); None when it holds no
+        record."""
+        found = [r for r in _records(self) if r]
+        if not found:
+            return None
+        return record_fields(found)
 
     def to_json_schema(self) -> dict[str, t.Any]:
         out: dict[str, t.Any]
+        if self.name == "any":
+            return {}
+        if self.name == "union":
+            return {"anyOf": [o.to_json_schema() for o in self.options]}
         if self.name in ("string", "path"):
             out = {"type": "string"}
         elif self.name == "url":
@@ -242,8 +283,52 @@ class Type(_Model):
             assert self.item is not None
             out = {"type": "object", "additionalProperties": self.item.to_json_schema()}
         else:
-            out = _object_schema(self.fields)
+            out = _object_schema(self.fields, self.open)
         return out
+
+
+def _records(type_: Type) -> Iterator[tuple[Field, ...]]:
+    if type_.name in ("list", "map") and type_.item is not None:
+        yield from _records(type_.item)
+    elif type_.name == "union":
+        for option in type_.options:
+            yield from _records(option)
+    elif type_.name == "object":
+        yield type_.fields
+
+
+def record_fields(records: t.Sequence[tuple[Field, ...]]) -> tuple[Field, ...]:
+    """The fields of the record alternatives of one value, merged by name. Where alternatives
+    list one name differently, the more cautious reading holds: `untrusted` over `trusted`
+    over none, `secret` if either is, the labels of both, the first one's type.
+
+    >>> a = Field(name="to", type=Type(name="string"), trust="trusted")
+    >>> b = Field(name="to", type=Type(name="string"), trust="untrusted", labels=("pii",))
+    >>> [(f.name, f.trust, f.labels) for f in record_fields([(a,), (b,)])]
+    [('to', 'untrusted', ('pii',))]
+    """
+    if len(records) == 1:
+        return records[0]
+    merged: dict[str, Field] = {}
+    for fields in records:
+        for f in fields:
+            first = merged.get(f.name)
+            if first is None:
+                merged[f.name] = f
+                continue
+            trusts = {first.trust, f.trust}
+            merged[f.name] = first.model_copy(
+                update={
+                    "trust": "untrusted"
+                    if "untrusted" in trusts
+                    else "trusted"
+                    if "trusted" in trusts
+                    else None,
+                    "secret": first.secret or f.secret,
+                    "labels": tuple(dict.fromkeys((*first.labels, *f.labels))),
+                }
+            )
+    return tuple(merged.values())
 
 
 class Field(_Model):
@@ -295,30 +380,53 @@ class Field(_Model):
         return out
 
 
-def _object_schema(fields: tuple[Field, ...]) -> dict[str, t.Any]:
-    return {
+def _object_schema(fields: tuple[Field, ...], open: bool = False) -> dict[str, t.Any]:
+    out: dict[str, t.Any] = {
         "type": "object",
         "properties": {f.name: f.to_json_schema() for f in fields},
         "required": [f.name for f in fields if f.required],
-        "additionalProperties": False,
     }
+    if not open:
+        out["additionalProperties"] = False
+    return out
 
 
 class Schema(_Model):
-    """The fields of an `input` or `output` block, in the order written."""
+    """The fields of an `input` or `output` block, in the order written.
+
+    `open`: the record holds fields beyond those listed (`output { id: string, ... }`).
+    `shape`: an `output` written as a type other than a record (`output list<{ … }>`,
+    `output string`, `output any`, a union); then `fields` is empty."""
 
     fields: tuple[Field, ...] = ()
+    open: bool = False
+    shape: Type | None = None
     origin: SourceRef | None = None
 
     def field(self, name: str) -> Field | None:
         return next((f for f in self.fields if f.name == name), None)
 
+    @property
+    def type(self) -> Type:
+        """The whole value's type: the `shape`, or the record of the fields."""
+        if self.shape is not None:
+            return self.shape
+        return Type(name="object", fields=self.fields, open=self.open)
+
+    def records(self) -> tuple[Field, ...] | None:
+        """The listed fields of the records the value holds (`Type.records`)."""
+        if self.shape is not None:
+            return self.shape.records()
+        return self.fields or None
+
     def to_json_schema(self) -> dict[str, t.Any]:
         """Draft 2020-12 JSON Schema: required = non-optional fields without a default."""
-        return {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            **_object_schema(self.fields),
-        }
+        body = (
+            self.shape.to_json_schema()
+            if self.shape is not None
+            else _object_schema(self.fields, self.open)
+        )
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}
 
 
 # ---------------------------------------------------------------------------------------------

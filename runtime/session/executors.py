@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from ..judge.normalize import PendingCall, Validator, thaw
+from ..judge.normalize import PendingCall, Validator, describe_value, thaw
 from ..log.events import NO_SECRETS, Clock, Secrets, format_time, redact
 from ..model.ir import Tool
 
@@ -336,7 +336,7 @@ def _observation(
     else:
         try:
             # a model never reads a secret either (`redact` leaves the thawed data plain)
-            data = redact(tool.output, thaw(data)) if isinstance(data, Mapping) else thaw(data)
+            data = redact(tool.output, thaw(data))
         except RecursionError:  # never shown unredacted: such data is not recorded either
             body = "data that contains itself, or nests too deeply"
         else:
@@ -434,11 +434,14 @@ def _judge_value(
         status, data, observation = "success", value, None
         err = category = None
         retryable = False
-    if data is not None and type(data) is not dict and not isinstance(data, Mapping):
+    shaped = output is not None and output.schema is not None and output.schema.shape is not None
+    if data is not None and not shaped and type(data) is not dict and not isinstance(data, Mapping):
+        # an output written as a type (`output list<{ … }>`) takes any JSON value its type does
         return _Judged(
             "failure",
             None,
-            "the executor returned something other than an object",
+            f"the executor returned {describe_value(data)}, not an object: a tool returning "
+            "another type declares it (`output list<{ … }>`, `output string`)",
             "invalid_output",
             retryable,
             None,

@@ -496,7 +496,7 @@ class Action:
             if "status" in result and "data" in result:  # a `Result.to_dict()`: its data
                 data = result["data"]
                 plain = type(result) is dict and type(data) is dict
-                if isinstance(data, Mapping) and not (plain and self.tool.output is None):
+                if data is not None and not (plain and self.tool.output is None):
                     # (plain data under no output schema has nothing to redact: taken as it is)
                     details["result"] = {**result, "data": redact(self.tool.output, data)}
             else:  # the output itself

@@ -628,13 +628,13 @@ def _governed(
             return {"status": "denied", "error": answered.reason or "denied when judged again"}
     result = session.invoke(pending)
     if result.ok:
-        failed = _verify(view, session, pending, args, jsonable(result.data or {}), secrets)
+        # no data is an empty record; an `output list<…>` may return an empty list, kept
+        data = {} if result.data is None else result.data
+        failed = _verify(view, session, pending, args, jsonable(data), secrets)
         if failed is not None:
             return {"status": "failed", "error": failed, "category": "verify", "ran": True}
-        return {
-            "status": "succeeded",
-            "value": jsonable(result.to_dict(spec_tool.output)["data"] or {}),
-        }
+        recorded = result.to_dict(spec_tool.output)["data"]
+        return {"status": "succeeded", "value": jsonable({} if recorded is None else recorded)}
     return {
         "status": "failed",
         "error": result.error or result.observation,

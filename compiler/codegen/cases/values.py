@@ -51,6 +51,10 @@ def example_value(field: Field | None, type_: Type) -> Any:
         return [example_value(None, type_.item) for _ in range(int(low or 0))]
     if name == "map":
         return {}
+    if name == "any":
+        return {}  # any JSON value: the smallest record
+    if name == "union":
+        return example_value(field, type_.options[0])
     return example_input(type_.fields)
 
 

@@ -154,6 +154,9 @@ def _stub(
     """A value valid for `schema` whose fields also meet what the steps reading them demand."""
     if schema is None:
         return {}
+    if schema.shape is not None:
+        # an output written as a type (`output list<{ … }>`): its smallest value
+        return example_value(None, schema.shape)  # type: ignore[no-any-return]
     out = {f.name: example_value(f, f.type) for f in schema.fields if not f.type.optional}
     for f in schema.fields:
         wanted = demands.get((*prefix, f.name))

@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = 'a22331646e7c5e0b13e8094c469e3a8025139fd0e22452470d2bc0566ddee444'
+POLICY_VERSION = '5ded703411d1ec957361ce41a0bcc1eea5476601b89349a4c0399c4f8f9a1d51'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='3c399f3e798416d3a09d3afb252993cfe23fafcd3fcefccefb1c0ab3aad12191',
+    sha256='c006dc7cf4d49f928a0d04d1e3a47e5163106c1082af328e4dd50d1e552e586a',
     policy_version=POLICY_VERSION,
-    ir='84f747d52641ac11',
+    ir='0076a1654535672e',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""

@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness workspace_agent 0.1.0
 SPEC_NAME = 'workspace_agent'
-POLICY_VERSION = '1c778c325bfedf2d0974fa2e70e8ebf21361b0aa8f111433acb447ef7b531e76'
+POLICY_VERSION = 'f48042e85bafd30d97cf9e6544af1a6bd25705e23231a135de99c69f350c2715'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='bf4595965b5ddcdda381096ebde50bb15505a641c7f27c9f43bf3f84d6b9b63b',
+    sha256='cd9917680cf8da7bd857c4ad457c7d50267951bc5a2bc8ae88f42046ca5f8b40',
     policy_version=POLICY_VERSION,
-    ir='84f747d52641ac11',
+    ir='0076a1654535672e',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""
