@@ -437,6 +437,56 @@ def test_an_earlier_call_meets_a_when_without_making_another_term_true(
     assert code == 1 and "WIDENED" in out and "UNVERIFIED" not in out, out
 
 
+MAILS = """
+harness mails { version "1" }
+tool mail.read {
+  summary "Read a mail."
+  effects read
+  input { id: string }
+  output { sender: string trusted, body: string }
+}
+tool crm.lookup {
+  summary "Look up a customer."
+  effects read
+  input { name: string }
+}
+policy p {
+  default allow
+  allow crm.lookup
+  watched: deny crm.lookup when count(mail.read when args.id == "msg-1") > 0 {
+    reason "Refused."
+  }
+}
+agent a { policy p }
+"""
+
+
+def test_a_trust_change_means_nothing_to_a_count_whose_when_reads_no_provenance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the count reads the earlier reads' `args.id`: the trust of their results' fields does
+    # not enter it, so the same session counts alike on both sides and nothing changes
+    untrusted = MAILS.replace("sender: string trusted", "sender: string")
+    _, _, comparison = compared(tmp_path, MAILS, untrusted)
+    assert comparison.regions == [], [(r.change, r.notes) for r in comparison.regions]
+    code, out = cli(tmp_path / "old" / "spec.harness", tmp_path / "new" / "spec.harness", capsys)
+    assert code == 0 and "UNVERIFIED" not in out, out
+
+
+def test_a_trust_change_still_changes_a_count_whose_when_asks_where_a_value_came_from(
+    tmp_path: Path,
+) -> None:
+    asks = MAILS.replace(
+        'count(mail.read when args.id == "msg-1")',
+        "count(crm.lookup when args.name from trusted)",
+    ).replace("default allow\n  allow crm.lookup", "default allow\n  allow crm.lookup, mail.read")
+    a, b, comparison = compared(
+        tmp_path, asks, asks.replace("sender: string trusted", "sender: string")
+    )
+    assert comparison.regions, "a lookup of a trusted sender's name counts only on the old side"
+    assert_sound(a, b, comparison)
+
+
 def test_an_earlier_call_meets_a_when_on_its_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

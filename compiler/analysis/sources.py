@@ -142,8 +142,17 @@ def meaning(spec: m.Spec, term: SessionTerm) -> Any:
         reads = _reads_provenance(term.where)
         parts: list[Any] = [chosen, source_view(spec) if reads else None]
         if term.where is not None:
-            # the `when` reads the earlier call's arguments and result: their schemas
-            parts += [[_schema(spec.tools[t].input), _schema(spec.tools[t].output)] for t in chosen]
+            # the `when` reads the earlier call's arguments or result: the schemas it reads,
+            # with their fields' trust and labels only when it asks where a value came from
+            # (a trust change means nothing to `count(t when args.id == "x")`)
+            roots = _roots(term.where)
+            parts += [
+                [
+                    _schema(spec.tools[t].input, reads) if "args" in roots else None,
+                    _schema(spec.tools[t].output, reads) if "result" in roots else None,
+                ]
+                for t in chosen
+            ]
         if term.field is not None:
             # the field's type in each selected tool (a `sum` adds numbers only)
             f = term.field
@@ -165,10 +174,41 @@ def meaning(spec: m.Spec, term: SessionTerm) -> Any:
 _DIFFERS: dict[tuple[int, int, str], tuple[m.Spec, m.Spec, bool]] = {}
 
 
-def _schema(schema: m.Schema | None) -> str | None:
+def _schema(schema: m.Schema | m.Type | None, trust: bool = True) -> str | None:
+    """A schema as a comparable text; without its fields' `trust` and `labels` unless
+    `trust` (what only provenance and `seen` read)."""
     if schema is None:
         return None
-    return json.dumps(m.without_origins(schema), sort_keys=True, default=str)
+    dumped = m.without_origins(schema)
+    if not trust:
+        dumped = _without_trust(dumped)
+    return json.dumps(dumped, sort_keys=True, default=str)
+
+
+def _without_trust(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_trust(v) for k, v in value.items() if k not in ("trust", "labels")}
+    if isinstance(value, list):
+        return [_without_trust(v) for v in value]
+    return value
+
+
+def _roots(node: object) -> set[str]:
+    """The roots of the paths a condition reads (`args`, `result`, a quantifier's variable)."""
+    found: set[str] = set()
+    stack: list[object] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, m.Path):
+            found.add(item.root)
+            continue
+        if isinstance(item, list | tuple):
+            stack.extend(item)
+            continue
+        own = getattr(item, "__dict__", None)
+        if own is not None:
+            stack.extend(v for v in own.values() if not isinstance(v, str | int | float | bool))
+    return found
 
 
 def differs(old: m.Spec, new: m.Spec, term: SessionTerm) -> bool:
