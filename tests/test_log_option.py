@@ -36,6 +36,9 @@ def _argv(path: tuple[str, ...], leaf: argparse.ArgumentParser, *log: str) -> li
                 argv += [action.option_strings[0], "x"]
         elif action.nargs not in ("?", "*"):
             argv.append(str(next(iter(action.choices))) if action.choices else "x")
+    for group in leaf._mutually_exclusive_groups:  # one of them required (`--before`, …)
+        if group.required:
+            argv += [group._group_actions[0].option_strings[0], "x"]
     return [*argv, *log]
 
 

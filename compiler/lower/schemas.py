@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import re._parser as sre
 import warnings
@@ -464,7 +465,7 @@ class SchemaLowering(LowererBase):
                     return found
             return _WRONG
         if name == "any":
-            for scalar in _ANY_DEFAULTS:
+            for scalar in _any_defaults():
                 found = self.json_of(value, scalar)
                 if found is not _WRONG:
                     return found
@@ -481,8 +482,11 @@ class SchemaLowering(LowererBase):
         return _WRONG
 
 
-_ANY_DEFAULTS = tuple(m.Type(name=n) for n in ("string", "int", "float", "bool"))
-"""What a default of an `any` field may be written as."""
+@functools.cache
+def _any_defaults() -> tuple[m.Type, ...]:
+    """What a default of an `any` field may be written as (made on first use: a check that
+    its cache answers builds no model, nor the model's validators)."""
+    return tuple(m.Type(name=n) for n in ("string", "int", "float", "bool"))
 
 
 def _an(word: str) -> str:
