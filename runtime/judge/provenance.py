@@ -254,7 +254,8 @@ def _carried_tokens(url: str) -> Iterator[tuple[str, str]]:
     source. Extraction (`hosts(…)` & co) does not read them: they are not the text's own."""
     for read in (_query_values, _path_segments):
         for value in read(url):
-            if value:
+            # a plain word or a short value holds no token: not scanned
+            if len(value) >= _MIN_NUMBER_DIGITS and not value.isalpha():
                 for _, token in tokens(value):
                     yield "carried", token
 
