@@ -1121,6 +1121,22 @@ _CODES = [
         "absent list means with `has`: `args has cc and all x in args.cc: …` (only a given "
         "list), or `not (args has cc) or all x in args.cc: …` (an absent list passes).",
     ),
+    Code(
+        "L028",
+        "trusted-label-passes",
+        "warning",
+        "a URL's values pass when `from trusted` after `seen(L)`, and a trusted tool gives L",
+        "`deny web.fetch when seen(pii within 1h) and any v in params(args.url): not (v from "
+        "user or v from trusted)` means: after personal data was read, a fetch may carry only "
+        "values someone gave. When the data labelled `pii` comes from a tool declared `trust "
+        "trusted` (a CRM, a directory: systems of record usually are), that data is itself "
+        "`from trusted`, so the rule lets exactly the data it guards through, to whatever host "
+        "the URL names. The warning is for the items of `params(…)` and `segments(…)`. Test "
+        "the label "
+        "too, in the rule (`(v from label pii or not (v from user or v from trusted))`) or in a "
+        "DENY of its own in the same policy (`deny web.fetch when any v in params(args.url): v "
+        "from label pii`).",
+    ),
     # L1 — lints about workflows
     Code(
         "L101",

@@ -223,3 +223,25 @@ def test_a_number_is_not_a_url(tmp_path: Path) -> None:
     assert diag.code == "H339"
     assert "`params` reads a string, not an `int`" in diag.message
     assert "params(args.url)" in (diag.help or "")
+
+
+def test_a_rule_that_lets_a_trusted_records_data_through_is_warned(tmp_path: Path) -> None:
+    from harnessc.compiler.pipeline import lint
+
+    text = EXAMPLE.read_text(encoding="utf-8")
+    start = text.index("  # Personal data never leaves")
+    alone = text[:start] + text[text.index("  # Once personal data") :]
+    path = tmp_path / "support.harness"
+    path.write_text(alone, encoding="utf-8")
+    [warning] = [d for d in lint([path]).diagnostics if d.code == "L028"]
+    assert "`crm.get_customer` gives it as trusted" in warning.message
+    assert "from label pii" in (warning.help or "")
+    # with the label tested in a DENY of the same policy (the example as written): no warning
+    assert not [d for d in lint([EXAMPLE]).diagnostics if d.code == "L028"]
+    # a whole URL from a trusted record goes to that record's own host: not this mistake
+    whole = alone.replace(
+        "any v in params(args.url): not (v from user or v from trusted)",
+        "not (args.url from user or args.url from trusted)",
+    )
+    path.write_text(whole, encoding="utf-8")
+    assert not [d for d in lint([path]).diagnostics if d.code == "L028"]
