@@ -20,13 +20,13 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness support_desk 1.0.0
 SPEC_NAME = 'support_desk'
-POLICY_VERSION = '8f087416d03e90feb8a647bf6e6f102336c0632b805efb487f10e0062b5a16b6'
+POLICY_VERSION = '3dc0881d51f3bd1ddd925981fbdcf9b39dc3a29dfb6fcdc54f262a93b9ce6eab'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='35c4632ed51247cd366f3c612df8fa454079b35a9a1efc618403eed30622a8b8',
+    sha256='6f63e54db06d8225af951b42a0f1a0b44d0d498988afd543fe8482bc435b4872',
     policy_version=POLICY_VERSION,
     ir='dfadd6e85b1ce877',
 )
