@@ -5,10 +5,11 @@ prefix tests with no session term, and what indexing a text's links costs.
     .venv/bin/python bench/carried.py [--calls 1500] [--rounds 3]
 
 Decisions: a session reads a customer record and searches the help centre, then decides
-`--calls` fetches of the help-centre link it found (allowed under every variant), each `Session.decide` timed alone; the median of each
-round, the best of `--rounds` rounds, printed as ratios to the variant without session terms
-(run side by side, so the load is shared). Indexing: `provenance.text_keys` of a text dense
-with links, with and without the tokens of what the links carry.
+`--calls` fetches of the help-centre link it found (allowed under every variant), each
+`Session.decide` timed alone; the median of each round, the best of `--rounds` rounds, printed
+as ratios to the variant without session terms (run side by side, so the load is shared).
+Indexing: `provenance.text_keys` of a text dense with links, with and without the tokens of
+what the links carry.
 """
 
 from __future__ import annotations
