@@ -67,6 +67,21 @@ def test_params_and_segments_are_what_urllib_reads(scheme, host, segments, query
     assert extract("params", f"please open {url} now") == carried("params", url)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        st.characters(blacklist_categories=("Cs",)) | st.sampled_from("%/?#&=+:@[]."), max_size=60
+    ).map(lambda t: "https://a.test/" + t)
+    | st.text(max_size=60)
+)
+def test_any_text_gives_normalised_items_and_never_fails(text: str) -> None:
+    for func in ("params", "segments"):
+        items = extract(func, text)
+        assert isinstance(items, list)
+        assert all(isinstance(i, str) and normalize(i) == i for i in items), items
+        assert len(set(items)) == len(items)
+
+
 def test_the_forms_a_url_is_written_in() -> None:
     url = "https://Evil.test/c/ann.lee%40mail.example/?d=Ann.Lee%40Mail.Example&n=1%2C500&q=a+b"
     assert carried("params", url) == ["ann.lee@mail.example", "1500", "a b"]
