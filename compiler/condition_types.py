@@ -73,6 +73,8 @@ FUNCTION_TYPES: dict[str, Ty] = {
     "urls": TEXT_LIST,
     "hosts": TEXT_LIST,
     "emails": TEXT_LIST,
+    "params": TEXT_LIST,
+    "segments": TEXT_LIST,
 }
 """The type of each function's value; `sum` has its field's number type."""
 

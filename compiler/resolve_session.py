@@ -2,10 +2,10 @@
 
 Data labels (declared with `label NAME`, written on fields and in `from label NAME` and
 `seen(NAME)`), and the functions a condition may call: fact functions, the value functions `len`,
-`urls`, `hosts`, `emails`, and the history terms `called`, `succeeded`, `count`, `sum`, `seen`,
-whose `when` and fields read earlier calls' `args` and `result`. The resolver
-(compiler/resolve.py) inherits these and dispatches to them; what they read of it is declared
-under TYPE_CHECKING below.
+`urls`, `hosts`, `emails`, `params`, `segments`, and the history terms `called`, `succeeded`,
+`count`, `sum`, `seen`, whose `when` and fields read earlier calls' `args` and `result`. The
+resolver (compiler/resolve.py) inherits these and dispatches to them; what they read of it is
+declared under TYPE_CHECKING below.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from harnessc.dsl import syntax as s
 from harnessc.dsl.diagnostics import Diagnostic
 from harnessc.dsl.suggest import did_you_mean
+from harnessc.runtime.judge.provenance import EXTRACTIONS
 from harnessc.runtime.model import BUILTIN_LABELS, HISTORY_FUNCS
 
 from .modules import Module
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["FACT_FUNCTIONS", "FUNCTIONS", "SELECTING_FUNCTIONS", "VALUE_FUNCTIONS", "SessionNames"]
 
 FACT_FUNCTIONS = {"connected": "connection", "running": "runtime"}
-VALUE_FUNCTIONS = ("len", "urls", "hosts", "emails")
+VALUE_FUNCTIONS = ("len", *EXTRACTIONS)
 FUNCTIONS: tuple[str, ...] = (*FACT_FUNCTIONS, *HISTORY_FUNCS, *VALUE_FUNCTIONS)
 """Every function a condition may call: fact functions, history terms, `len` and extractions."""
 SELECTING_FUNCTIONS = frozenset({"called", "succeeded", "count"})

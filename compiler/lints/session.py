@@ -1,5 +1,6 @@
-"""L020–L023, L027, L028: session-aware policy that cannot work as written (provenance, history,
-labels, quantifiers over optional lists, provenance asked of a boolean)."""
+"""L020–L023, L027–L029: session-aware policy that cannot work as written (provenance, history,
+labels, quantifiers over optional lists, provenance asked of a boolean, labelled data a trusted
+tool gives)."""
 
 from __future__ import annotations
 
@@ -424,6 +425,42 @@ _FLAGS = _MAIL.replace(
     "input { iban: string, amount: int }", "input { iban: string, amount: int, instant: bool }"
 )
 
+_FETCH = """\
+tool crm.get {
+  summary "Read a customer record."
+  use_when "The user names a customer."
+  effects read
+  input { id: string }
+  output { email: string }
+  trust trusted
+  labels pii
+}
+
+tool web.fetch {
+  summary "Fetch a web page."
+  use_when "The user asks what a page says."
+  effects read external
+  input { url: string }
+}
+
+surface desk {
+  expose crm.get, web.fetch
+}
+
+agent helper {
+  surface desk
+  policy browsing
+}
+
+policy browsing {
+  default deny
+  allow crm.get, web.fetch
+  unknown: deny web.fetch
+      when seen(pii within 1h) and any v in params(args.url): not (v from user or v from trusted) {
+    reason "After personal data was read, the URL carries a value nobody gave."
+  }
+"""
+
 
 @lint_rule(
     "L028",
@@ -490,3 +527,73 @@ def _field_at(tool: m.Tool, parts: tuple[str, ...]) -> m.Field | None:
             return None
         fields = found.type.fields
     return found
+
+
+@lint_rule(
+    "L029",
+    bad=_FETCH + "}\n",
+    good=_FETCH
+    + """  personal: deny web.fetch when any v in params(args.url): v from label pii {
+    reason "The URL carries personal data."
+  }
+}
+""",
+)
+def trusted_label_passes(ctx: LintContext) -> Iterator[Diagnostic]:
+    spec = ctx.spec
+    rules = list(ctx.rules())
+    tested: set[tuple[str, str]] = set()  # (policy, label) a DENY or ASK tests `from label`
+    for rule, _ in rules:
+        if rule.effect != "allow" and rule.condition is not None:
+            tested.update(
+                (rule.policy, f.term.label)
+                for f in session_terms(rule.condition)
+                if isinstance(f.term, m.Provenance)
+                and f.term.source == "label"
+                and f.term.label is not None
+                and not f.negated
+            )
+    for rule, node in rules:
+        if rule.effect == "allow" or rule.condition is None:
+            continue
+        found = session_terms(rule.condition)
+        # an item of what a URL carries that passes when it is `from trusted`: a trusted
+        # tool's labelled data then goes to whatever host the URL names
+        passes = next(
+            (
+                f.term
+                for f in found
+                if isinstance(f.term, m.Provenance)
+                and f.term.source == "trusted"
+                and f.negated
+                and isinstance(f.over, m.Extract)
+                and f.over.func in ("params", "segments")
+            ),
+            None,
+        )
+        if passes is None:
+            continue
+        for f in found:
+            term = f.term
+            if not (isinstance(term, m.History) and term.func == "seen") or f.negated:
+                continue
+            label = term.label or ""
+            if (rule.policy, label) in tested:
+                continue
+            givers = [t for t in label_producers(spec, label) if _trusts(spec.tools[t])]
+            if not givers:
+                continue
+            yield Diagnostic.make(
+                "L029",
+                f"`{rule.label}` guards data labelled `{label}`, and `{givers[0]}` gives it as "
+                f"trusted: `{spec_text(passes)}` lets that data through",
+                _span(node),
+                f"`{label}` from a trusted tool is `from trusted`",
+                notes=[
+                    f"`{givers[0]}` is `trust trusted` and its results carry `{label}`: after "
+                    f"`seen({label})`, its own data passes a test of who gave a value"
+                ],
+                help=f"test the label too: `from label {label}` in this rule, or a DENY of its "
+                f"own in the same policy",
+            )
+            break

@@ -1,7 +1,7 @@
 """Completion from the text before the cursor and the document's last build: the keywords the
 grammar accepts at the cursor, tool ids in selectors, `call`s and `extend tool`, argument names
-and enum values in conditions and `call` arguments, facts and roots in conditions, approver
-roles already used."""
+and enum values in conditions and `call` arguments, facts, roots and functions (with their
+form) in conditions, approver roles already used."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from harnessc.runtime import model as m
 from lsprotocol import types as lsp
 
 from ..resolve import BUILTIN_ROOTS
+from ..resolve_session import FUNCTIONS
 from .outline import walk
+from .signatures import FORMS
 from .workspace import Build
 
 CK = lsp.CompletionItemKind
@@ -227,6 +229,16 @@ def _enum_items(tool: m.Tool | None, name: str) -> list[lsp.CompletionItem]:
 
 def _condition_items(build: Build | None) -> list[lsp.CompletionItem]:
     items = [lsp.CompletionItem(r, kind=CK.Variable) for r in sorted(BUILTIN_ROOTS)]
+    items += [
+        lsp.CompletionItem(
+            f,
+            kind=CK.Function,
+            detail=FORMS[f].label,
+            documentation=FORMS[f].doc,
+            insert_text=f"{f}(",
+        )
+        for f in sorted(FUNCTIONS)
+    ]
     resolution = build.result.resolution if build is not None else None
     if resolution is not None:
         items += [

@@ -71,6 +71,18 @@ FORMS: dict[str, Form] = {
     "urls": Form("urls(TEXT)", ("TEXT",), (), "The URLs inside a text, normalized."),
     "hosts": Form("hosts(TEXT)", ("TEXT",), (), "The host names inside a text, normalized."),
     "emails": Form("emails(TEXT)", ("TEXT",), (), "The e-mail addresses inside a text."),
+    "params": Form(
+        "params(URL_OR_TEXT)",
+        ("URL_OR_TEXT",),
+        (),
+        "The query parameter values a URL carries (of every URL inside a text), decoded.",
+    ),
+    "segments": Form(
+        "segments(URL_OR_TEXT)",
+        ("URL_OR_TEXT",),
+        (),
+        "The path segments after the host a URL carries (of every URL inside a text), decoded.",
+    ),
     **{
         name: Form(
             f"{name}({kind.upper()})",

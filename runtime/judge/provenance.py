@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -38,12 +39,14 @@ from typing import Any
 from ..model.ir import Field, Schema, Spec, Type
 
 __all__ = [
+    "EXTRACTIONS",
     "KIND_BITS",
     "IndexBefore",
     "Origin",
     "ProvenanceIndex",
     "Source",
     "arg_name",
+    "carried",
     "extract",
     "line_totals",
     "normalize",
@@ -195,7 +198,8 @@ def normalize(value: Any) -> str | None:
 
 def tokens(text: str) -> Iterator[tuple[str, str]]:
     """The identifier-like tokens inside a text as `(kind, normalised value)`: e-mail
-    addresses (and their domains as hosts), URLs (and their hosts), hosts, IBAN-like strings,
+    addresses (and their domains as hosts), URLs (and their hosts, and as `carried` the tokens
+    of the values they carry), hosts, IBAN-like strings,
     id-like tokens (at least 6 characters with a letter and a digit, or with `-`/`_`),
     numbers of at least 4 digits and quoted strings. Plain words and short numbers are not
     tokens.
@@ -215,6 +219,7 @@ def tokens(text: str) -> Iterator[tuple[str, str]]:
             host = _host_of_url(raw)
             if host:
                 yield "host", host
+            yield from _carried_tokens(raw)
         elif kind == "email":
             raw = _SENTENCE_AFTER_HOST.sub(r"\1", raw)
             yield "email", raw.lower()
@@ -226,6 +231,7 @@ def tokens(text: str) -> Iterator[tuple[str, str]]:
             if kind == "path":
                 path = _SENTENCE_AFTER_PATH.sub("", match.group("path").rstrip(_URL_TAIL))
                 yield "url", f"{host.lower()}{path}"
+                yield from _carried_tokens(path)
             else:
                 host = _SENTENCE_AFTER_HOST.sub(r"\1", host)
             yield "host", host.lower()
@@ -240,6 +246,18 @@ def tokens(text: str) -> Iterator[tuple[str, str]]:
         key = normalize(inner)
         if key is not None and len(inner) <= _MAX_QUOTED:
             yield "quoted", key
+
+
+def _carried_tokens(url: str) -> Iterator[tuple[str, str]]:
+    """The tokens of what a URL carries (`carried`), each of kind `carried`: a value a link of
+    a source holds in its query or path (`?d=ann@c.test`, `/orders/ORD-7731`) appeared in that
+    source. Extraction (`hosts(…)` & co) does not read them: they are not the text's own."""
+    for read in (_query_values, _path_segments):
+        for value in read(url):
+            # a plain word or a short value holds no token: not scanned
+            if len(value) >= _MIN_NUMBER_DIGITS and not value.isalpha():
+                for _, token in tokens(value):
+                    yield "carried", token
 
 
 def _sentence_cut(url: str) -> str:
@@ -394,23 +412,82 @@ def _span_key(value: Any, key: str) -> str | None:
 
 
 _EXTRACT_KINDS = {"urls": ("url",), "hosts": ("host",), "emails": ("email",)}
+EXTRACTIONS = ("urls", "hosts", "emails", "params", "segments")
+"""The functions a condition reads a text with (language.md §7.4, "Length and extraction"): the
+tokens of a kind inside it, or what its URLs carry (`carried`)."""
 
 
 def extract(func: str, text: Any) -> list[str] | None:
     """`urls(text)`, `hosts(text)`, `emails(text)`: the tokens of that kind inside a text,
-    normalised, in order of appearance, each once; None when `text` is not a text.
+    normalised, in order of appearance, each once; `params(text)`, `segments(text)`: what
+    its URLs carry (`carried`). None when `text` is not a text.
 
     >>> extract("urls", "go to HTTPS://Evil.test/Pay?x=1.")
     ['https://evil.test/Pay?x=1']
     """
     if value_is_not_text(text):
         return None
+    if func == "params" or func == "segments":
+        return carried(func, text)
     wanted = _EXTRACT_KINDS[func]
     out: dict[str, None] = {}
     for kind, value in tokens(text):
         if kind in wanted:
             out.setdefault(value)
     return list(out)
+
+
+def carried(func: str, text: str) -> list[str]:
+    """What a URL carries to the host it names, or every URL inside a text (as `urls` finds
+    them, links without a scheme included): `params`, the value of each query parameter (and
+    the name of one written without `=`: `?bob@corp.test`); `segments`, each segment of the
+    path after the host. Each is percent-decoded (a query's `+` is a space, as a form encodes
+    it), normalised as provenance normalises a value (`normalize`), in order, each once;
+    empty ones are dropped. A parameter's name, the host, the user part before `@` and the
+    fragment after `#` (which a client does not send) are not carried values.
+
+    A text that is one URL whole is read whole (`?d=Ann.Lee` keeps its `.Lee`); inside prose
+    a URL ends where `urls` ends it.
+
+    >>> carried("params", "https://evil.test/c?d=Bob%40Corp.test&n=1%2C500&q=a+b#x=1")
+    ['bob@corp.test', '1500', 'a b']
+    >>> carried("segments", "see https://evil.test/c/SECRET%2D1/ and www.a.test/x.")
+    ['c', 'SECRET-1', 'x']
+    """
+    whole = _nfc(text)
+    if ("://" in whole and _URL_WHOLE(whole)) or ("/" in whole and _BARE_WHOLE(whole)):
+        links = [whole]
+    else:
+        links = [value for kind, value in tokens(text) if kind == "url"]
+    read = _query_values if func == "params" else _path_segments
+    out: dict[str, None] = {}
+    for link in links:
+        for value in read(link):
+            key = normalize(value)
+            if key is not None:
+                out.setdefault(key)
+    return list(out)
+
+
+def _after_host(url: str) -> tuple[str, str]:
+    """A URL's path and query (each without its `?`); the fragment is dropped."""
+    rest = url.partition("://")[2] if "://" in url else url
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    rest = rest[cut:].partition("#")[0]
+    path, _, query = rest.partition("?")
+    return path, query
+
+
+def _query_values(url: str) -> Iterator[str]:
+    for part in _after_host(url)[1].split("&"):
+        name, eq, value = part.partition("=")
+        raw = value if eq else name
+        yield urllib.parse.unquote_plus(raw)
+
+
+def _path_segments(url: str) -> Iterator[str]:
+    for segment in _after_host(url)[0].split("/"):
+        yield urllib.parse.unquote(segment)
 
 
 def value_is_not_text(value: Any) -> bool:

@@ -492,10 +492,12 @@ class Length(_Model):
 
 class Extract(_Model):
     """`urls(text)`, `hosts(text)`, `emails(text)`: the identifier-like tokens of that kind
-    inside a text, normalized as provenance normalizes them (runtime/judge/provenance.py)."""
+    inside a text; `params(text)`, `segments(text)`: the query parameter values and the path
+    segments its URLs carry. Normalized as provenance normalizes values
+    (runtime/judge/provenance.py, `extract`)."""
 
     kind: t.Literal["extract"] = "extract"
-    func: t.Literal["urls", "hosts", "emails"]
+    func: t.Literal["urls", "hosts", "emails", "params", "segments"]
     of: Value
 
 
