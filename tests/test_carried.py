@@ -63,8 +63,10 @@ def test_params_and_segments_are_what_urllib_reads(scheme, host, segments, query
     assert carried("segments", url) == _expected(
         [urllib.parse.unquote(s) for s in parts.path.split("/")]
     )
-    # the same URL inside prose, after and before words, is read the same way
-    assert extract("params", f"please open {url} now") == carried("params", url)
+    # the same URL inside prose, after and before words, is read the same way, unless it ends
+    # in what prose ends a sentence or a clause with (`?a=.`: the `.` is read as the sentence's)
+    if url[-1] not in ".,;:!?'\")]}":
+        assert extract("params", f"please open {url} now") == carried("params", url)
 
 
 @settings(max_examples=300, deadline=None)

@@ -455,7 +455,9 @@ def carried(func: str, text: str) -> list[str]:
     ['c', 'SECRET-1', 'x']
     """
     whole = _nfc(text)
-    if ("://" in whole and _URL_WHOLE(whole)) or ("/" in whole and _BARE_WHOLE(whole)):
+    if ("://" in whole and (_URL_WHOLE(whole) or _SCHEMED_WHOLE(whole))) or (
+        "/" in whole and _BARE_WHOLE(whole)
+    ):
         links = [whole]
     else:
         links = [value for kind, value in tokens(text) if kind == "url"]
@@ -467,6 +469,10 @@ def carried(func: str, text: str) -> list[str]:
             if key is not None:
                 out.setdefault(key)
     return list(out)
+
+
+_SCHEMED_WHOLE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#]+[/?#]?\S*").fullmatch
+"""A text that is one URL with its scheme, whatever its last character (`?a=.`): read whole."""
 
 
 def _after_host(url: str) -> tuple[str, str]:
