@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 from harnessc.compiler.analysis.cache import AnalysisCache
-from harnessc.compiler.analysis.compare import Comparison, Region, compare_specs, runtime_call
+from harnessc.compiler.analysis.compare import (
+    Comparison,
+    Region,
+    compare_specs,
+    runtime_call,
+    witness_preludes,
+)
 from harnessc.compiler.analysis.concrete import Call, decide
 from harnessc.compiler.analysis.prelude import session_of, session_prelude
 from harnessc.compiler.cli import main
@@ -41,21 +47,32 @@ def replays(old: m.Spec, new: m.Spec, region: Region) -> bool:
     """Whether the region's witness, with its session prelude, is decided as the region says
     on both specs, by the runtime and by the reference evaluator (concrete.py) over the
     session state the prelude gives on that spec."""
-    prelude = session_prelude(new if region.new_policy else old, region.witness)
-    if prelude.missing is not None:
-        return False
+    return any(
+        _replays_after(old, new, region, prelude.steps)
+        for prelude in witness_preludes(
+            old if region.old_policy else None,
+            new if region.new_policy else old,
+            region.witness,
+            region.old_reading,
+        )
+        if prelude.missing is None
+    )
+
+
+def _replays_after(old: m.Spec, new: m.Spec, region: Region, steps: list[m.SessionStep]) -> bool:
+    """`replays` after one session (a prelude's steps)."""
     sides = ((old, region.old_policy, region.old), (new, region.new_policy, region.new))
     for spec, name, outcome in sides:
         if name is None or outcome.refused:
             continue
-        call = runtime_call(spec, region.witness, prelude.steps)
+        call = runtime_call(spec, region.witness, steps)
         decision = PolicyEngine(spec).decide(name, call)
         if decision.effect != outcome.effect or decision.rule != outcome.rule:
             return False
         policy = spec.policy(name)
         assert policy is not None
         witness = Call(**json.loads(json.dumps(asdict(region.witness))))
-        witness.session = session_of(spec, region.witness, prelude.steps)
+        witness.session = session_of(spec, region.witness, steps)
         reference = decide(spec, policy, witness)
         if reference.effect != outcome.effect or reference.rule != outcome.rule:
             return False
@@ -485,6 +502,40 @@ def test_a_trust_change_still_changes_a_count_whose_when_asks_where_a_value_came
     )
     assert comparison.regions, "a lookup of a trusted sender's name counts only on the old side"
     assert_sound(a, b, comparison)
+
+
+def test_a_label_taken_off_a_tool_is_verified_by_a_session_the_old_side_reads(
+    tmp_path: Path,
+) -> None:
+    # `seen(pii)` holds under the old spec after a read whose tool carries `pii`, and not
+    # under the new: only a session with such a read flips the lookup, and the new side's
+    # reading of the witness (nothing seen) needs no read at all
+    labelled = """
+harness mails { version "1" }
+tool mail.read {
+  summary "Read a mail."
+  effects read
+  input { id: string }
+  output { sender: string, body: string }
+  labels pii
+}
+tool crm.lookup {
+  summary "Look up a customer."
+  effects read
+  input { name: string }
+}
+policy p {
+  default deny
+  allow mail.read
+  allow crm.lookup when seen(pii) or args.name from user
+}
+agent a { policy p }
+"""
+    a, b, comparison = compared(tmp_path, labelled, labelled.replace("  labels pii\n", ""))
+    [region] = [r for r in comparison.regions if r.tool == "crm.lookup"]
+    assert region.change == "allow→deny" and region.verified and region.exact, region.notes
+    assert region.old_reading, "the old side reads `seen(pii)` otherwise"
+    assert replays(a, b, region)
 
 
 def test_an_earlier_call_meets_a_when_on_its_result(

@@ -67,9 +67,9 @@ import functools
 import gc
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harnessc.runtime import model as m
 
@@ -103,6 +103,9 @@ from .comparison import (
 )
 from .concrete import Call, decide, schema_problems
 from .sources import fed_facts
+
+if TYPE_CHECKING:
+    from .prelude import Prelude
 
 __all__ = [
     "Comparison",
@@ -306,6 +309,7 @@ class _Comparer:
             wb.outcome,
             call,
             exact=not found.inexact,
+            old_reading=dict(found.old_session),
         )
         for which, side, w in (("old", a, wa), ("new", b, wb)):
             self.rejudge(region, which, side, w, found.old_session if which == "old" else {})
@@ -350,22 +354,32 @@ class _Comparer:
             region.notes += [f"{which} schema: {p}" for p in problems]
 
     def run(self, region: Region, a: ToolSide, b: ToolSide) -> None:
-        """Decide the witness with the runtime under both specs (`verified`)."""
+        """Decide the witness with the runtime under both specs (`verified`), after each
+        session `witness_preludes` gives in turn until one flips the call as the region says."""
         steps: list[m.SessionStep] = []
         if region.witness.session or any(region.witness.sources.values()):
-            from .prelude import session_prelude
-
-            spec = (b if b.tool is not None else a).side.spec
-            prelude = session_prelude(spec, region.witness)
+            new_spec = (b if b.tool is not None else a).side.spec
+            old_spec = a.side.spec if a.tool is not None else None
+            preludes = witness_preludes(old_spec, new_spec, region.witness, region.old_reading)
+            prelude = next(preludes)
             if prelude.missing is not None:
                 region.notes.append(f"not run: no session gives its state ({prelude.missing})")
                 return
-            steps = prelude.steps
-            if prelude.args is not None:  # a text given the items a quantifier needs
-                region.witness = _copy(region.witness)
-                region.witness.args = prelude.args
-        old = runtime_outcome(self.runtime.decide(a.side, region.witness, steps))
-        new = runtime_outcome(self.runtime.decide(b.side, region.witness, steps))
+            for found in (prelude, *preludes):
+                if found.missing is not None:
+                    continue
+                witness = region.witness
+                if found.args is not None:  # a text given the items a quantifier needs
+                    witness = _copy(region.witness)
+                    witness.args = found.args
+                old = runtime_outcome(self.runtime.decide(a.side, witness, found.steps))
+                new = runtime_outcome(self.runtime.decide(b.side, witness, found.steps))
+                steps, region.witness = found.steps, witness
+                if old != new and old == region.old.key() and new == region.new.key():
+                    break
+        else:
+            old = runtime_outcome(self.runtime.decide(a.side, region.witness, steps))
+            new = runtime_outcome(self.runtime.decide(b.side, region.witness, steps))
         region.verified = old != new and old == region.old.key() and new == region.new.key()
         if not region.verified:
             region.notes.append(
@@ -402,6 +416,24 @@ class _Comparer:
 
 
 _runtime_outcome = runtime_outcome  # the name harnessc diff's first version imports
+
+
+def witness_preludes(
+    old: m.Spec | None, new: m.Spec, witness: Call, old_reading: dict[str, Any]
+) -> Iterator[Prelude]:
+    """The sessions a region's witness is decided after, in the order to try them: the
+    prelude of the new spec's reading of its terms; then, when the old side reads some terms
+    otherwise (`old_reading`: a label or a trust changed), the prelude of the old side's
+    reading on the old spec (an earlier result that carries a label only under the old spec
+    makes `seen` true there and false here). The runtime's check and the tests both try
+    them in this order."""
+    from .prelude import session_prelude
+
+    yield session_prelude(new, witness)
+    if old is not None and old_reading:
+        reading = _copy(witness)
+        reading.session = {**witness.session, **old_reading}
+        yield session_prelude(old, reading)
 
 
 def _key_text(key: tuple[Any, ...]) -> str:

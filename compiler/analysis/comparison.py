@@ -175,6 +175,10 @@ class Region:
     verified: bool = False
     exact: bool = True
     notes: list[str] = field(default_factory=list)
+    old_reading: dict[str, Any] = field(default_factory=dict)
+    """The witness's session terms as the old side reads them where it reads them otherwise
+    (a tool's label or trust changed): the prelude of that reading is a session too
+    (`compare.witness_preludes`)."""
 
     @property
     def change(self) -> str:
