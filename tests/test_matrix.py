@@ -926,19 +926,25 @@ def serve_cell(work: Work, drive: Drive) -> None:
             assert out["approval"]["status"] == "pending", out
 
 
-def compact_cell(work: Work, drive: Drive, decisions: list[str]) -> None:
-    """The drive's log cut twice (with its session open, then once every request was denied
-    and every session ended): each
-    cut verifies alone and with its archives, and `replay` and `why` read across both cuts as
-    they read the whole log."""
-    spec = str(work.spec)
-    log = work.log.with_name(f"{work.name}.compacted.db")
+def _log_copy(work: Work, name: str) -> Path:
+    """A copy of the drive's SQLite log, for a cell that changes it."""
+    log = work.log.with_name(f"{work.name}.{name}.db")
     log.unlink(missing_ok=True)
     with (
         contextlib.closing(sqlite3.connect(work.log)) as whole,
         contextlib.closing(sqlite3.connect(log)) as copy,
     ):
         whole.backup(copy)
+    return log
+
+
+def compact_cell(work: Work, drive: Drive, decisions: list[str]) -> None:
+    """The drive's log cut twice (with its session open, then once every request was denied
+    and every session ended): each
+    cut verifies alone and with its archives, and `replay` and `why` read across both cuts as
+    they read the whole log."""
+    spec = str(work.spec)
+    log = _log_copy(work, "compacted")
     before = run("replay", log_option(), str(log), "--spec", spec, "--format", "json")
     assert before.code == 0 and not internal(before), before.text
     archives: list[str] = []
@@ -1013,13 +1019,7 @@ def approvals_cell(work: Work, drive: Drive) -> None:
     shown with its rule's line of the spec, the first approved as one of its approvers (the
     call judged again), any other denied by the actor who asked; then none is pending."""
     spec = str(work.spec)
-    log = work.log.with_name(f"{work.name}.approvals.db")
-    log.unlink(missing_ok=True)
-    with (
-        contextlib.closing(sqlite3.connect(work.log)) as whole,
-        contextlib.closing(sqlite3.connect(log)) as copy,
-    ):
-        whole.backup(copy)
+    log = _log_copy(work, "approvals")
     where = ("--log", str(log), "--spec", spec)
     listed = run("approvals", "list", *where, "--format", "json")
     assert listed.code == 0 and not internal(listed), listed.text

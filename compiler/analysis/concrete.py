@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeAlias
 
@@ -21,6 +22,7 @@ from harnessc.runtime.model.semantics import (
     selects,
     value_matches,
 )
+from pydantic import BaseModel
 
 __all__ = [
     "ABSENT",
@@ -41,6 +43,7 @@ __all__ = [
     "rule_matches",
     "schema_problems",
     "session_terms",
+    "visit_nodes",
 ]
 
 STRENGTH = {"allow": 0, "ask": 1, "deny": 2}
@@ -559,3 +562,15 @@ def _check_value(v: Any, f: m.Field | None, t: m.Type, where: str, out: list[str
         items = v if isinstance(v, list) else list(v.values())
         for i in items:
             _check_value(i, None, t.item, where, out)
+
+
+def visit_nodes(node: object, visit: Callable[[object], bool]) -> None:
+    """Every node of a condition or value, outer first; `visit` returns True to skip inside."""
+    if isinstance(node, BaseModel):
+        if visit(node):
+            return
+        for name in type(node).model_fields:
+            visit_nodes(getattr(node, name), visit)
+    elif isinstance(node, tuple | list):
+        for item in node:
+            visit_nodes(item, visit)

@@ -23,7 +23,7 @@ such, never as an answer.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -34,10 +34,9 @@ from harnessc.runtime.judge.history import prelude_ledger
 from harnessc.runtime.judge.policy import CallContext, Decision, PolicyEngine
 from harnessc.runtime.judge.policy import call_scope as runtime_scope
 from harnessc.runtime.model.semantics import selects, tool_view, value_in
-from pydantic import BaseModel
 
 from .budget import query_rlimit
-from .concrete import STRENGTH, Call
+from .concrete import STRENGTH, Call, visit_nodes
 from .prelude import session_prelude
 from .smt import fresh_context
 from .smt_session import SESSION
@@ -599,20 +598,8 @@ def _paths(node: object) -> list[m.Path]:
             found.append(item)
         return isinstance(item, m.Path)
 
-    _visit(node, visit)
+    visit_nodes(node, visit)
     return found
-
-
-def _visit(node: object, visit: Callable[[object], bool]) -> None:
-    """Every node of a condition or value, outer first; `visit` returns True to skip inside."""
-    if isinstance(node, BaseModel):
-        if visit(node):
-            return
-        for name in type(node).model_fields:
-            _visit(getattr(node, name), visit)
-    elif isinstance(node, tuple | list):
-        for item in node:
-            _visit(item, visit)
 
 
 def _session_now(term: m.Condition, scope: Scope) -> Any:
@@ -773,7 +760,7 @@ def read_values(cond: object, scope: Scope) -> list[tuple[str, Any]]:
             return True
         return False
 
-    _visit(cond, visit)
+    visit_nodes(cond, visit)
     return list(found.items())
 
 

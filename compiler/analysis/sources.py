@@ -39,7 +39,7 @@ from typing import Any
 from harnessc.runtime import model as m
 from harnessc.runtime.model.semantics import selects
 
-from .concrete import SessionTerm, canonical, session_terms
+from .concrete import SessionTerm, canonical, session_terms, visit_nodes
 from .text import update_text
 
 __all__ = [
@@ -196,18 +196,14 @@ def _without_trust(value: Any) -> Any:
 def _roots(node: object) -> set[str]:
     """The roots of the paths a condition reads (`args`, `result`, a quantifier's variable)."""
     found: set[str] = set()
-    stack: list[object] = [node]
-    while stack:
-        item = stack.pop()
+
+    def visit(item: object) -> bool:
         if isinstance(item, m.Path):
             found.add(item.root)
-            continue
-        if isinstance(item, list | tuple):
-            stack.extend(item)
-            continue
-        own = getattr(item, "__dict__", None)
-        if own is not None:
-            stack.extend(v for v in own.values() if not isinstance(v, str | int | float | bool))
+            return True
+        return False
+
+    visit_nodes(node, visit)
     return found
 
 

@@ -10,7 +10,7 @@ from harnessc.runtime import model as m
 
 from .framework import LintContext, lint_rule
 
-__all__ = ["nodes_of", "path_like", "rule_conditions", "type_at"]
+__all__ = ["field_at", "nodes_of", "path_like", "rule_conditions", "type_at"]
 
 TEXT_OPERATORS = frozenset({"startswith", "endswith", "==", "!="})
 """The comparisons that read a `string` as text (`within` on a `string` is normalized too)."""
@@ -34,14 +34,19 @@ def path_like(text: str) -> bool:
 
 def type_at(tool: m.Tool, parts: tuple[str, ...]) -> m.Type | None:
     """The type of `args.A.B…` in a tool's input, or None when it has no such field."""
+    found = field_at(tool, parts)
+    return found.type if found is not None else None
+
+
+def field_at(tool: m.Tool, parts: tuple[str, ...]) -> m.Field | None:
+    """The field `args.A.B…` of a tool's input, or None when it has no such field."""
     fields = tool.input.fields
-    found: m.Type | None = None
+    found: m.Field | None = None
     for part in parts:
-        field = next((f for f in fields if f.name == part), None)
-        if field is None:
+        found = next((f for f in fields if f.name == part), None)
+        if found is None:
             return None
-        found = field.type
-        fields = found.fields
+        fields = found.type.fields
     return found
 
 

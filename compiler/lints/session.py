@@ -16,7 +16,7 @@ from harnessc.runtime.model.semantics import surface_tools
 from ..analysis.concrete import Found, canonical, session_terms
 from ..analysis.text import selector_text, spec_text
 from .framework import LintContext, lint_rule, rule_head
-from .paths import nodes_of, rule_conditions, type_at
+from .paths import field_at, nodes_of, rule_conditions, type_at
 
 __all__ = ["callable_tools", "label_producers"]
 
@@ -495,12 +495,12 @@ def provenance_of_boolean(ctx: LintContext) -> Iterator[Diagnostic]:
             value = item.value
             if not isinstance(value, s.Path) or value.parts[0] != "args" or len(value.parts) < 2:
                 continue
-            fields = [f for t in tools if (f := _field_at(t, value.parts[1:])) is not None]
+            fields = [f for t in tools if (f := field_at(t, value.parts[1:])) is not None]
             # a boolean in every selected tool that has the argument, with no default (the
             # spec's default is a source of its own: `from trusted` when the call leaves it)
             if not fields or any(f.type.name != "bool" or f.default is not None for f in fields):
                 continue
-            flagged = next(t.id for t in tools if _field_at(t, value.parts[1:]) is not None)
+            flagged = next(t.id for t in tools if field_at(t, value.parts[1:]) is not None)
             source = item.source.text
             holds = "always holds" if source == "nowhere" else "never holds"
             yield Diagnostic.make(
@@ -515,18 +515,6 @@ def provenance_of_boolean(ctx: LintContext) -> Iterator[Diagnostic]:
                 ],
                 help=f"compare the value (`{value.text} == true`), or leave the term out",
             )
-
-
-def _field_at(tool: m.Tool, parts: tuple[str, ...]) -> m.Field | None:
-    """The field `args.A.B…` of a tool's input, or None when it has no such field."""
-    fields = tool.input.fields
-    found: m.Field | None = None
-    for part in parts:
-        found = next((f for f in fields if f.name == part), None)
-        if found is None:
-            return None
-        fields = found.type.fields
-    return found
 
 
 @lint_rule(

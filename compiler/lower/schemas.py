@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 import re._parser as sre
 import warnings
@@ -465,7 +464,7 @@ class SchemaLowering(LowererBase):
                     return found
             return _WRONG
         if name == "any":
-            for scalar in _any_defaults():
+            for scalar in _ANY_DEFAULTS:
                 found = self.json_of(value, scalar)
                 if found is not _WRONG:
                     return found
@@ -482,11 +481,9 @@ class SchemaLowering(LowererBase):
         return _WRONG
 
 
-@functools.cache
-def _any_defaults() -> tuple[m.Type, ...]:
-    """What a default of an `any` field may be written as (made on first use: a check that
-    its cache answers builds no model, nor the model's validators)."""
-    return tuple(m.Type(name=n) for n in ("string", "int", "float", "bool"))
+_ANY_DEFAULTS = tuple(trusted(m.Type)(name=n) for n in ("string", "int", "float", "bool"))
+"""What a default of an `any` field may be written as (built without validation, as lowering
+builds every value it checked: a check its cache answers builds no validator)."""
 
 
 def _an(word: str) -> str:
