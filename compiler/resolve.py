@@ -742,6 +742,8 @@ class _Resolver(SessionNames, NameHelp):
             self.visit_value(scope, cond.value)
             if cond.label is not None:
                 self.resolve_label(scope.module, cond.label)
+            if cond.call is not None and cond.call.name.text == s.RESULT_SOURCE:
+                self.visit_func(scope, s.history_of(cond.call))
         elif isinstance(cond, s.Quantified):
             self.visit_value(scope, cond.over)
             self.visit_cond(self.bind_var(scope, cond), cond.body)

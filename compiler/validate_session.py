@@ -341,10 +341,17 @@ class SessionChecks(Reporter):
                     "user`); test this value directly (`" + node.value.text + ' == "…"`)',
                 )
                 return
+        if node.call is not None and node.call.name.text == s.RESULT_SOURCE:
+            self.history_call(s.history_of(node.call), ctx)
         value = self.operand(node.value, ctx)
         if value is None or not only_lists(value.ty):
             return
-        source = f"label {node.label.text}" if node.label is not None else node.source.text
+        if node.label is not None:
+            source = f"label {node.label.text}"
+        elif node.call is not None:
+            source = node.call.span.text
+        else:
+            source = node.source.text
         only = " only" if node.only else ""
         self.report(
             "H340",

@@ -574,6 +574,11 @@ class _Builder:
 
     def provenance(self, c):
         only = isinstance(c[-1], Tok) and c[-1].type == "ONLY"
+        if isinstance(c[2], s.FuncCall):
+            call = c[2]
+            return self._expr(
+                s.Provenance(c[0], call.name, None, only, call=call, span=self._span(c))
+            )
         if str(c[2]) == "label" and len(c) > 3 + only:
             source = self._name(c[2])
             return self._expr(
@@ -602,6 +607,9 @@ class _Builder:
         return self._expr(
             s.FuncCall(self._name(c[0]), tuple(args), of, window, when, span=self._span(c))
         )
+
+    def from_call(self, c):
+        return self.func_call(c)
 
     def call_pattern(self, c):
         return self.pattern(c)

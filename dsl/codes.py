@@ -788,6 +788,17 @@ _CODES = [
         "values no one listed, which carry the tool's trust: list the fields in a record "
         "type and declare their trust there.",
     ),
+    Code(
+        "H357",
+        "result-source-in-history-when",
+        "error",
+        "`from result(…)` inside a history term's `when`",
+        "A history term's `when` reads each earlier call as it was made: its arguments and "
+        "where they came from then. `from result(…)` asks which earlier calls' results hold "
+        "a value, which is a question about the session at the time of the decision; ask it "
+        "in the rule itself (`allow bank.send when args.iban from result(files.read when "
+        "args.name from user)`).",
+    ),
     # H4 — graphs
     Code(
         "H401",

@@ -687,7 +687,8 @@ class _Printer:
         if isinstance(c, s.Provenance):
             label = f" {c.label.text}" if c.label is not None else None
             only = " only" if c.only else None
-            return cat(self._value(c.value), " from ", c.source.text, label, only)
+            source = self._value(c.call) if c.call is not None else cat(c.source.text)
+            return cat(self._value(c.value), " from ", source, label, only)
         if isinstance(c, s.Quantified):
             head = f"{c.quantifier} {c.var.text} in "
             body = self._cond(c.body)

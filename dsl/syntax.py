@@ -8,7 +8,7 @@ parentheses are not nodes (the printer puts them back where precedence needs the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from .source import NO_SPAN, Span
 
@@ -211,15 +211,18 @@ class Not(Node):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Provenance(Node):
-    """`value from user|trusted|untrusted|nowhere [only]`, `value from label NAME`.
+    """`value from user|trusted|untrusted|nowhere [only]`, `value from label NAME`, `value
+    from result(SEL [within W] [when C]) [only]`.
 
-    `source` is the word as written (`label` for `from label NAME`, whose name is `label`).
+    `source` is the word as written (`label` for `from label NAME`, whose name is `label`;
+    the function's name for a call, which `call` holds).
     """
 
     value: Expr
     source: Name
     label: Name | None = None
     only: bool = False
+    call: FuncCall | None = None
     span: Span = _span()
 
 
@@ -232,6 +235,16 @@ class Quantified(Node):
     over: Expr
     body: Cond
     span: Span = _span()
+
+
+RESULT_SOURCE = "result"
+"""The function a `from` names for the results of earlier calls: `from result(files.read)`."""
+
+
+def history_of(call: FuncCall) -> FuncCall:
+    """The history term a `from result(SEL …)` reads: `succeeded(SEL …)`, whose calls' results
+    the value must be found in (the same selectors, window and `when`, checked alike)."""
+    return replace(call, name=Name("succeeded", span=call.name.span))
 
 
 Expr = Str | Int | Float | Duration | Bool | Path | FuncCall | ListLit

@@ -213,6 +213,26 @@ DRIVES: dict[str, Drive] = {
         widens=False,
         said='Share "/a" with the team.',
     ),
+    "from_result": Drive(
+        "payer",
+        (
+            # nothing read yet; a payee only another file named; then the file the user named
+            Step("bank.send", {"iban": "IT60X0542811101000000123456", "amount": 180}, "deny"),
+            Step("files.read", {"name": "other.txt"}, "allow", {"text": "GB33BUKB20201555555555"}),
+            Step("bank.send", {"iban": "GB33BUKB20201555555555", "amount": 180}, "deny"),
+            Step(
+                "files.read",
+                {"name": "plumber.txt"},
+                "allow",
+                {"text": "Pay IT60X0542811101000000123456."},
+            ),
+            Step("bank.send", {"iban": "IT60X0542811101000000123456", "amount": 180}, "allow"),
+            Step("bank.send", {"iban": "IT60X0542811101000000123456", "amount": 900}, "ask"),
+        ),
+        ("and args.amount > 500 {", "and args.amount > 5000 {"),
+        widens=False,
+        said="Pay the bill in plumber.txt.",
+    ),
     "exfil": Drive(
         "browser",
         (
@@ -557,6 +577,7 @@ COVERS: dict[str, tuple[str, ...]] = {
         "atom_cond operand -> provenance",
         "call_when",
     ),
+    "from_result": ("from_call",),
     "exfil": (
         "func_call params",
         "func_call segments",
@@ -1522,6 +1543,7 @@ def test_known_and_skipped_cells_name_real_cells() -> None:
 # -- every spec of the repository builds and its suite passes ---------------------------------
 
 EXAMPLE_ROOTS = (
+    ROOT / "examples" / "bill-pay" / "bills.harness",
     ROOT / "examples" / "remediation" / "remediation.harness",
     ROOT / "examples" / "support-desk" / "support.harness",
     ROOT / "examples" / "workspace-agent" / "workspace.harness",

@@ -473,6 +473,7 @@ POSITIONS = (
             "tool t { requires connected(",
             "tool t { requires connected(a,",
             "tool t { requires connected(a, b,",
+            "policy p { allow t when a from result(",
         ),
     ),
     Position(

@@ -70,6 +70,7 @@ from .ledger import (
     non_negative,
     provenance_relation,
     quantified_holds,
+    source_id,
     wider,
     window_family,
 )
@@ -276,13 +277,13 @@ class _Reads:
         held = self.term(c)
         self.tie(v.key, held.key)
         siblings = self.provenance.setdefault(canonical(c.value), {})
-        mine = (c.source, c.label, c.only)
+        mine = (source_id(c), c.label, c.only)
         if mine in siblings:
             return
         for (source, _label, only), other in siblings.items():
             for a, b, held_a, held_b in (
-                ((c.source, c.only), (source, only), held.key, other),
-                ((source, only), (c.source, c.only), other, held.key),
+                ((mine[0], c.only), (source, only), held.key, other),
+                ((source, only), (mine[0], c.only), other, held.key),
             ):
                 relation = provenance_relation(a, b)
                 if relation is not None:

@@ -20,6 +20,7 @@ __all__ = [
     "non_negative",
     "provenance_relation",
     "quantified_holds",
+    "source_id",
     "wider",
     "window_family",
 ]
@@ -48,15 +49,32 @@ def quantified_holds(relation: Quantifying, held: Any, length: Any) -> bool:
     return not (every and length >= 1 and not some) and (length != 1 or every == some)
 
 
+def source_id(term: m.Provenance) -> str:
+    """A provenance term's source as `provenance_relation` tells sources apart: the kind
+    (`user`, `trusted`, `untrusted`, `label`, `nowhere`), or for `from result(…)` the word
+    and its history term, since results of different calls are different sources."""
+    if term.call is None:
+        return term.source
+    return "result " + term.call.model_dump_json()
+
+
 def provenance_relation(a: tuple[str, bool], b: tuple[str, bool]) -> Relation | None:
     """What `held_a` says of `held_b`, for two provenance terms of one value by their
-    (source, only): a value from nowhere has no entry at all; `K only` implies `K`; a value
-    from `K only` is from no other kind."""
+    (`source_id`, only): a value from nowhere has no entry at all; `K only` implies `K`; a
+    value from `K only` is from no other kind. A call's result is never a user's message, so
+    a value from `result(…) only` is not from the user, and one from `user only` is from no
+    result; a result has its tool's trust, so nothing more is said between results and
+    `trusted` or `untrusted`."""
     (source_a, only_a), (source_b, only_b) = a, b
     if source_a == "nowhere" and source_b != "nowhere":
         return "excludes"
     if only_a and source_a == source_b and not only_b:
         return "implies"
+    result_a, result_b = source_a.startswith("result "), source_b.startswith("result ")
+    if only_a and result_a:
+        return "excludes" if source_b == "user" else None
+    if only_a and source_a == "user" and result_b:
+        return "excludes"
     if only_a and source_a != source_b and source_b in m.SOURCE_KINDS:
         return "excludes"
     return None

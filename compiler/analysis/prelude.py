@@ -167,6 +167,8 @@ class _Builder:
         self.texts()
         placed = self.placed()
         for term, value in self.terms:  # what the values need first: fillers avoid them
+            if isinstance(term, m.Provenance) and term.call is not None:
+                continue  # placed once the other terms' calls are (`from_results`)
             if isinstance(term, m.Provenance) and canonical(term.value) in placed:
                 continue  # its sources are given (`Call.sources`)
             if isinstance(term, m.Provenance):
@@ -181,6 +183,9 @@ class _Builder:
             ((t, v) for t, v in self.terms if isinstance(t, m.History)), key=_window_order
         ):
             self.history(term, value)
+        for term, value in self.terms:
+            if isinstance(term, m.Provenance) and term.call is not None:
+                self.from_results(term, self.value(term.value, term), bool(value))
         for term, value in self.terms:
             if not isinstance(term, m.Provenance | m.Quantified | m.History):
                 raise _Missing(
@@ -363,6 +368,9 @@ class _Builder:
         return self.values.setdefault(text, (value, _Wants()))[1]
 
     def provenance(self, term: m.Provenance, value: Any, wanted: bool) -> None:
+        if term.call is not None:
+            self.from_results(term, value, wanted)
+            return
         if value is ABSENT:
             if wanted:
                 raise _Missing(f"`{spec_text(term)}` holds only for a value the call has")
@@ -398,6 +406,30 @@ class _Builder:
             w.not_only.add(source)  # from nowhere, or from another kind as well
         else:
             w.forbid.add(source)
+
+    def from_results(self, term: m.Provenance, value: Any, wanted: bool) -> None:
+        """`value from result(SEL …)`: when it must hold and does not yet, an earlier call
+        its `succeeded` term counts (`earlier`), whose result holds the value in a text field
+        its `when` does not read; when it must not, nothing is added (`check` tells)."""
+        assert term.call is not None
+        if not wanted or value is ABSENT or self.holds(term, value):
+            return
+        text = _text(value)
+        if text is None or isinstance(value, list | dict):
+            raise _Missing(f"`{spec_text(term)}`: only a text or a number is found in a result")
+        step = self.earlier(term.call, ago=self.ago(term.call))
+        tool = self.spec.tools[step.tool or ""]
+        read = {p.parts[0] for p in _result_paths(term.call.where) if p.parts}
+        result = step.result
+        free = [name for name in _text_fields(tool) if name not in read]
+        if free and isinstance(result, dict):
+            step = step.model_copy(update={"result": {**result, free[0]: text}})
+        else:
+            raise _Missing(
+                f"`{spec_text(term)}`: no text field of `{tool.id}`'s result is free to hold "
+                f"{value_text(value)}"
+            )
+        self.steps.append(step)
 
     def quantified(self, term: m.Quantified, wanted: bool) -> None:
         body = term.body
@@ -845,6 +877,8 @@ class _Builder:
     def holds(
         self, term: m.Provenance, value: Any, steps: Sequence[m.SessionStep] | None = None
     ) -> bool:
+        if term.call is not None:
+            return self.results_hold(term, value, steps)
         if value is ABSENT or isinstance(value, list | dict):
             return term.source == "nowhere" and value is not ABSENT
         kinds, labels = self.kinds_of(value, steps)
@@ -857,6 +891,44 @@ class _Builder:
         if term.only:
             return kinds == {term.source}
         return term.source in kinds
+
+    def results_hold(
+        self, term: m.Provenance, value: Any, steps: Sequence[m.SessionStep] | None = None
+    ) -> bool:
+        """`value from result(SEL …) [only]` over the steps, as the ledger reads it: the
+        value is in the result of a step the `succeeded` term counts (within its window);
+        with `only`, it is in no other source (a message, another result, a fact, the
+        spec's default)."""
+        call = term.call
+        assert call is not None
+        text = _text(value)
+        if value is ABSENT or text is None or isinstance(value, list | dict):
+            return False
+        steps = self.steps if steps is None else steps
+        hit = other = False
+        for n, step in enumerate(steps):
+            found = self.kinds_of(value, [step])[0]
+            if not found:
+                continue
+            counted = (
+                step.tool is not None
+                and (call.window_ms is None or step.ago_ms is None or step.ago_ms <= call.window_ms)
+                and self.counts(call, step, steps[:n])
+            )
+            if counted:
+                hit = True
+                # an `on_success` that adds the value makes it a fact too: another source
+                tool = self.spec.tools[step.tool or ""]
+                added = facts_changed(tool, step.args, step.result, {})
+                other = other or any(
+                    _text(scalar) == text for scalar, _ in _result_scalars(added, None, "")
+                )
+            else:
+                other = True
+        if term.only:
+            facts = any(_text(f) == text for f in scalars(self.call.facts))
+            return hit and not other and not facts and not self.is_default(term, value)
+        return hit
 
     def evaluate(self, term: m.Condition) -> Any:
         if isinstance(term, m.Provenance):
@@ -1020,3 +1092,29 @@ def _placed(args: dict[str, Any], path: Sequence[str], text: str) -> dict[str, A
         here = here[name]
     here[path[-1]] = text
     return out
+
+
+def _result_paths(node: object) -> list[m.Path]:
+    """The `result.*` paths a condition reads."""
+    if isinstance(node, m.Path):
+        return [node] if node.root == "result" else []
+    out: list[m.Path] = []
+    if isinstance(node, BaseModel):
+        for name in type(node).model_fields:
+            value = getattr(node, name)
+            for child in value if isinstance(value, tuple) else (value,):
+                out += _result_paths(child)
+    return out
+
+
+def _text_fields(tool: m.Tool) -> list[str]:
+    """The top-level text fields of a tool's record result that a value can be put in (not
+    `secret`, which the index skips)."""
+    output = tool.output
+    if output is None or output.shape is not None:
+        return []
+    return [
+        f.name
+        for f in output.fields
+        if f.type.name in _TEXT_TYPES and f.pattern is None and not f.secret
+    ]

@@ -17,7 +17,7 @@ from harnessc.runtime import model as m
 from harnessc.runtime.model.session_terms import reads_result
 
 from .concrete import canonical, session_terms
-from .ledger import non_negative, provenance_relation, wider, window_family
+from .ledger import non_negative, provenance_relation, source_id, wider, window_family
 from .smt_terms import Bool, Key, Term, conj, disj, to_z3
 from .sources import (
     FACTS,
@@ -160,7 +160,7 @@ class SessionEncoding:
         assert isinstance(term, m.Provenance | m.Quantified | m.History | m.Extract | m.Length)
         if isinstance(term, m.Length):
             return SESSION
-        if isinstance(term, m.Provenance) and value_key(term) is not None:
+        if isinstance(term, m.Provenance) and term.call is None and value_key(term) is not None:
             # a function of the value's classes: it differs exactly where the classes it
             # selects do (two constraints on one variable would force the sides to agree)
             return SESSION if s.same(term) else SESSION_OLD
@@ -239,19 +239,19 @@ class SessionEncoding:
         from `K only` is from no other kind, and a value from nowhere is from nothing."""
         of = self.operand(c.value)
         held = self.session_var(c, "bool")
-        where = value_key(c) if self.sources is not None else None
+        where = value_key(c) if self.sources is not None and c.call is None else None
         if where is not None:
             self.domain.append(held == self.from_classes(c, where, of))
             return held if of.kind == "unsupported" else conj(of.present, held)
-        mine = (c.source, c.label, c.only)
+        mine = (source_id(c), c.label, c.only)
         siblings = self._provenance.setdefault(canonical(c.value), {})
         if mine not in siblings:
             for (source, _label, only), other in siblings.items():
                 self.domain.extend(
-                    _provenance_axioms((c.source, c.only), held, (source, only), other)
+                    _provenance_axioms((mine[0], c.only), held, (source, only), other)
                 )
                 self.domain.extend(
-                    _provenance_axioms((source, only), other, (c.source, c.only), held)
+                    _provenance_axioms((source, only), other, (mine[0], c.only), held)
                 )
             siblings[mine] = held
         if of.kind == "unsupported":

@@ -129,6 +129,10 @@ def _trust_bound(p: m.Provenance) -> bool:
 
 def meaning(spec: m.Spec, term: SessionTerm) -> Any:
     """What the term reads of the spec besides the call (comparable across specs)."""
+    if isinstance(term, m.Provenance) and term.call is not None:
+        # `from result(…)`: the calls its history term selects, and what their results put
+        # in the index (their outputs' schemas, secret fields left out)
+        return [meaning(spec, term.call), source_view(spec)]
     if isinstance(term, m.Provenance):
         return source_view(spec) if _trust_bound(term) else None
     if isinstance(term, m.Quantified):

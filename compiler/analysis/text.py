@@ -84,7 +84,12 @@ def _history_text(node: History) -> str:
 
 
 def _provenance_text(node: Provenance) -> str:
-    source = f"label {node.label}" if node.source == "label" else node.source
+    if node.call is not None:
+        source = "result(" + _history_text(node.call).partition("(")[2]
+    elif node.source == "label":
+        source = f"label {node.label}"
+    else:
+        source = node.source
     only = " only" if node.only else ""
     return f"{spec_text(node.value, top=False)} from {source}{only}"
 

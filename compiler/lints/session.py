@@ -501,7 +501,7 @@ def provenance_of_boolean(ctx: LintContext) -> Iterator[Diagnostic]:
             if not fields or any(f.type.name != "bool" or f.default is not None for f in fields):
                 continue
             flagged = next(t.id for t in tools if field_at(t, value.parts[1:]) is not None)
-            source = item.source.text
+            source = item.call.span.text if item.call is not None else item.source.text
             holds = "always holds" if source == "nowhere" else "never holds"
             yield Diagnostic.make(
                 "L028",

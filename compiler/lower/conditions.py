@@ -20,6 +20,9 @@ SOURCE_WORDS = (*m.SOURCE_KINDS, "nowhere")
 class ConditionLowering(SchemaLowering):
     """Conditions, the values they compare, and selectors of tools."""
 
+    _history_depth = 0
+    """How many history terms' `when` the condition being lowered is inside."""
+
     def cond(self, node: object, module: Module) -> m.Condition:
         if isinstance(node, s.And):
             return trusted(m.And)(items=tuple(self.cond(i, module) for i in node.items))
@@ -47,6 +50,8 @@ class ConditionLowering(SchemaLowering):
 
     def provenance(self, node: s.Provenance, module: Module) -> m.Provenance:
         value = self.value(node.value, module)
+        if node.call is not None:
+            return self.from_results(node, node.call, value, module)
         if node.label is not None:
             source = "label"
         else:
@@ -58,7 +63,7 @@ class ConditionLowering(SchemaLowering):
                 f"`only` does not apply to `from {written}`",
                 Span(node.span.source, node.span.end - len("only"), node.span.end),
                 f"after `from {written}`",
-                help="`only` follows `user`, `trusted` or `untrusted`: "
+                help="`only` follows `user`, `trusted`, `untrusted` or `result(…)`: "
                 + (
                     "a value from nowhere has no sources at all"
                     if source == "nowhere"
@@ -73,6 +78,38 @@ class ConditionLowering(SchemaLowering):
             label=node.label.text if node.label is not None else None,
             only=node.only and source not in ("nowhere", "label"),
         )
+
+    def from_results(
+        self, node: s.Provenance, call: s.FuncCall, value: m.Value, module: Module
+    ) -> m.Provenance:
+        """`value from result(SEL [within W] [when C]) [only]`: the results of the earlier
+        calls `succeeded(SEL …)` counts; H301 for another function, H357 inside a history
+        term's `when` (which reads one earlier call, not the calls before it)."""
+        if call.name.text != s.RESULT_SOURCE:
+            self.report(
+                "H301",
+                f"unknown source `{call.name.text}(…)`",
+                call.name.span,
+                "not a source",
+                notes=[
+                    "the sources are `user`, `trusted`, `untrusted`, `nowhere`, `label "
+                    "NAME` and `result(TOOLS …)`"
+                ],
+                help="write `from result(files.read)` for a value found in the result of an "
+                "earlier call",
+            )
+            return trusted(m.Provenance)(value=value, source="nowhere")
+        if self._history_depth:
+            self.report(
+                "H357",
+                "`from result(…)` inside a history term's `when`",
+                node.span,
+                "reads the calls before an earlier call",
+                help="a history term's `when` reads the earlier call as it was made; ask "
+                "where the value came from in the rule itself: `args.x from result(…)`",
+            )
+        history = self.history(s.history_of(call), module)
+        return trusted(m.Provenance)(value=value, source="result", only=node.only, call=history)
 
     def check_members(self, node: s.Compare, left: m.Value, right: m.Value) -> None:
         """A bare name beside `tool.risk`, `tool.effects` or `tool.kind` is a word of that
@@ -246,7 +283,13 @@ class ConditionLowering(SchemaLowering):
                     help="write `seen(secret)`, `seen(pii within 1h)` or a label the spec declares",
                 )
                 label = ""
-        where = self.cond(node.when, module) if node.when is not None else None
+        where = None
+        if node.when is not None:
+            self._history_depth = self._history_depth + 1
+            try:
+                where = self.cond(node.when, module)
+            finally:
+                self._history_depth -= 1
         return trusted(m.History)(
             func=name,  # type: ignore[arg-type]
             selectors=tuple(selectors),

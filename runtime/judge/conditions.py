@@ -62,6 +62,7 @@ from .provenance import (
     ProvenanceView,
     arg_name,
     extract,
+    provenance_found,
     provenance_holds,
 )
 from .terms import HistoryTerms
@@ -90,6 +91,11 @@ class Past(Protocol):
 
     def holds(self, key: str, exclude: str | None = None) -> bool:
         """Whether a history term holds over the earlier calls."""
+        ...
+
+    def from_results(self, key: str, found: Origin | None, only: bool = False) -> bool:
+        """Whether a value's sources (`found`) are results of calls the `succeeded` term
+        `key` counts (`from result(…)`)."""
         ...
 
 
@@ -248,6 +254,12 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
         value = value_of(cond.value, scope)
         name = arg_name(cond.value)
         arg = None if name is None else (scope.tool.get("id"), name)
+        if cond.call is not None:
+            ledger = scope.ledger
+            if ledger is None or value is None:
+                return False  # no calls are known (an earlier call's `when`)
+            found = provenance_found(ledger.index, value, arg)
+            return ledger.from_results(history_key(cond.call), found, cond.only)
         return provenance_holds(
             provenance_of(scope), value, cond.source, cond.label, cond.only, arg
         )
@@ -289,6 +301,14 @@ def _origin_arg(x: Any, name: str, value: Any) -> Any:
     return ledger.index.lookup_arg(getattr(x, "tool_id", None), name, value)
 
 
+def _from_results(x: Any, key: str, found: Any, only: bool) -> bool:
+    """`value from result(sel …) [only]` of an `_origin`: the ledger's answer."""
+    ledger = x.ledger
+    if ledger is None or found is _ABSENT_VALUE:
+        return False
+    return bool(ledger.from_results(key, found, only))
+
+
 def _hnum(x: Any, key: str) -> int | float:
     ledger = x.ledger
     return 0 if ledger is None else ledger.number(key, x.tool_call_id)
@@ -314,6 +334,7 @@ def helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
         "_NUM": NUMBERS,
         "_origin": _origin,
         "_origin_arg": _origin_arg,
+        "_from_results": _from_results,
         "_Origin": Origin,
         "_hnum": _hnum,
         "_hold": _hold,
@@ -495,6 +516,11 @@ class Emitter:
                 found = f"({o} := _origin(x.ledger, {operand}))"
             else:  # a top-level argument: the spec's default of it is a source too
                 found = f"({o} := _origin_arg(x, {self.const(name)}, {operand}))"
+            if node.call is not None:
+                key = self.const(history_key(node.call))
+                if self.terms is not None:
+                    self.terms.intern(node.call)
+                return f"_from_results(x, {key}, {found}, {node.only})"
             if node.source == "nowhere":
                 return f"({found} is None)"
             if node.source == "label":

@@ -21,7 +21,7 @@ from ..model.ir import (
 from .conditions import Scope, dig, history_value, value_of
 from .context import CallContext
 from .history import HistoryTerms, history_key
-from .provenance import Origin, Source, arg_name, provenance_holds
+from .provenance import Origin, Source, arg_name, provenance_found, provenance_holds
 
 __all__ = ["describe_history", "session_evidence", "source_text"]
 
@@ -99,14 +99,28 @@ class _Walk:
         index = ledger.index if ledger is not None else None
         name = arg_name(path)
         arg = None if name is None else (self.call.tool_id, name)
-        if provenance_holds(index, value, node.source, node.label, node.only, arg) == negated:
+        origin = None
+        if index is not None and value is not None:
+            origin = provenance_found(index, value, arg)
+        if node.call is not None:
+            # `from result(sel …)`: which of the value's sources are such results
+            key = history_key(node.call)
+            found = [] if ledger is None else ledger.results_of(key, origin)
+            held = ledger is not None and ledger.from_results(key, origin, node.only)
+            if held == negated or value is None:
+                return
+            if found and not negated:
+                what = f"`{_path_text(path, scope)}`"
+                self.out.append(
+                    f"{what} appears in {_source_list(found)}: `from "
+                    f"{describe_history(node.call).replace('succeeded', 'result', 1)}`"
+                )
+                return
+        elif provenance_holds(index, value, node.source, node.label, node.only, arg) == negated:
             return
         if value is None:
             return  # an absent value: nothing to say of where it appeared
         what = f"`{_path_text(path, scope)}`"
-        origin = None
-        if index is not None:
-            origin = index.lookup(value) if arg is None else index.lookup_arg(*arg, value)
         if origin is None:
             self.out.append(f"{what} appeared in no source")
         else:
@@ -132,10 +146,14 @@ def _path_text(node: object, scope: Scope | None) -> str:
 
 
 def _sources(origin: Origin) -> str:
+    return _source_list(origin.sources)
+
+
+def _source_list(sources: list[Source]) -> str:
     parts: list[str] = []
-    for source in origin.sources[:3]:
+    for source in sources[:3]:
         parts.append(source_text(source))
-    more = len(origin.sources) - 3
+    more = len(sources) - 3
     text = " and ".join(parts)
     return text + (f" (and {more} more)" if more > 0 else "")
 

@@ -47,6 +47,7 @@ from .provenance import (
     Entries,
     IndexBefore,
     Known,
+    Origin,
     ProvenanceIndex,
     Source,
     fields_of,
@@ -748,7 +749,7 @@ class Ledger:
         call.result_at = (position, time_ms)
         if data is not None:
             call.result = data
-            self.result(call.tool_id, data, position=position, time_ms=time_ms)
+            self.result(call.tool_id, data, position=position, time_ms=time_ms, call=call.action_id)
         for key in self.terms.feeding(call.tool_id):
             found = self._aggs.get(key)
             if found is None:
@@ -761,9 +762,12 @@ class Ledger:
             elif not call.succeeded and node.func in ("count", "sum"):
                 agg.remove(call.action_id)
 
-    def result(self, tool_id: str, data: Any, *, position: int, time_ms: int) -> None:
+    def result(
+        self, tool_id: str, data: Any, *, position: int, time_ms: int, call: str | None = None
+    ) -> None:
         """A result a tool produced: a source of the tool's trust (per field where declared),
-        carrying the tool's labels and those of its fields present in it (`seen`)."""
+        carrying the tool's labels and those of its fields present in it (`seen`), and naming
+        the call that produced it (`call`, its action id; None for a workflow step's)."""
         tool = self.terms.spec.tools.get(tool_id)
         labels = result_labels(tool, data)
         trust = (tool.trust if tool is not None else None) or "untrusted"
@@ -771,7 +775,7 @@ class Ledger:
         if tool is not None and tool.kind == "mcp":
             # an external MCP server's result is untrusted whatever the spec says of it
             trust, fields = "untrusted", None
-        self.index.add_value(data, Source(trust, position, tool_id, labels), fields)
+        self.index.add_value(data, Source(trust, position, tool_id, labels, call=call), fields)
         if labels:
             self._results.append((position, time_ms, labels))
             for key, seen in self._aggs.items():
@@ -838,6 +842,43 @@ class Ledger:
     def holds(self, key: str, exclude: str | None = None) -> bool:
         with self._lock:
             return self._aggregate(key).read(self.now_ms, exclude) > 0
+
+    def from_results(self, key: str, found: Origin | None, only: bool = False) -> bool:
+        """`value from result(sel …) [only]`: some source of the value (`found`, what the
+        index gave for it) is the result of an earlier call the `succeeded` term `key`
+        counts now — of a selected tool, within its window, meeting its `when`; with `only`,
+        every source is one."""
+        if found is None:
+            return False
+        with self._lock:
+            agg = self._aggregate(key)
+            agg.read(self.now_ms, None)  # drop what left the window
+            by_call = agg.by_call
+            hit = False
+            for source in found.sources:
+                entry = by_call.get(source.call) if source.call is not None else None
+                if entry is not None and entry.alive:
+                    if not only:
+                        return True
+                    hit = True
+                elif only:
+                    return False
+            return hit
+
+    def results_of(self, key: str, found: Origin | None) -> list[Source]:
+        """For evidence: the sources of a value that are results of calls the `succeeded`
+        term `key` counts (`from_results`), in the order they entered."""
+        if found is None:
+            return []
+        with self._lock:
+            agg = self._aggregate(key)
+            agg.read(self.now_ms, None)
+            out = []
+            for source in found.sources:
+                entry = agg.by_call.get(source.call) if source.call is not None else None
+                if entry is not None and entry.alive:
+                    out.append(source)
+            return out
 
     def entries_of(self, key: str, exclude: str | None = None) -> list[tuple[int, str]]:
         """For evidence: (position, tool id) of the live entries of a call term."""

@@ -50,6 +50,7 @@ __all__ = [
     "extract",
     "line_totals",
     "normalize",
+    "provenance_found",
     "provenance_holds",
     "span_key",
     "spans",
@@ -520,6 +521,8 @@ class Source:
     """For a line's total (`line_totals`): its parts, `3 × 15.5`."""
     fact: str | None = None
     """For a fact's value: the fact's name (kind `trusted`)."""
+    call: str | None = None
+    """For a call's result: the call's action id (`from result(…)` asks which calls)."""
 
 
 @dataclass(slots=True)
@@ -612,7 +615,16 @@ class ProvenanceIndex:
         if source.kind != "user":
             for total, parts, kind in line_totals(value, fields_of(schema), source.kind):
                 self._put(
-                    total, Source(kind, source.position, source.tool, source.labels, None, parts)
+                    total,
+                    Source(
+                        kind,
+                        source.position,
+                        source.tool,
+                        source.labels,
+                        None,
+                        parts,
+                        call=source.call,
+                    ),
                 )
 
     def retract(self, keys: Iterable[str], gone: Callable[[Source], bool], position: int) -> None:
@@ -849,7 +861,7 @@ def arg_name(node: object) -> str | None:
 
 
 def _with_kind(source: Source, kind: str) -> Source:
-    return Source(kind, source.position, source.tool, source.labels)
+    return Source(kind, source.position, source.tool, source.labels, call=source.call)
 
 
 @dataclass(frozen=True, slots=True)
@@ -983,6 +995,16 @@ def line_totals(value: Any, fields: Known, kind: str) -> Iterator[tuple[str, str
 # The meaning of `value from source [only]`, shared by the interpreter and the compiled code
 
 
+def provenance_found(
+    index: ProvenanceView, value: Any, arg: tuple[str | None, str] | None = None
+) -> Origin | None:
+    """The sources of a value `from` reads: `lookup`, or for a top-level argument
+    (`arg`: its tool id and name) `lookup_arg`, whose default is a source too."""
+    if arg is None:
+        return index.lookup(value)
+    return index.lookup_arg(arg[0], arg[1], value)
+
+
 def provenance_holds(
     index: ProvenanceView | None,
     value: Any,
@@ -1000,12 +1022,7 @@ def provenance_holds(
     """
     if value is None:
         return False
-    if index is None:
-        found = None
-    elif arg is None:
-        found = index.lookup(value)
-    else:
-        found = index.lookup_arg(arg[0], arg[1], value)
+    found = None if index is None else provenance_found(index, value, arg)
     if source == "nowhere":
         return found is None
     if found is None:

@@ -528,15 +528,19 @@ class Provenance(_Model):
     """`value from source [only]`: where a value of the call appeared earlier in the session.
 
     `source` is `user`, `trusted`, `untrusted`, `label` (with `label`: a result carrying that
-    data label) or `nowhere` (it appeared in no source: the model made it up or rewrote it).
-    `only`: the value's sources are exactly that one kind (and there is at least one).
+    data label), `nowhere` (it appeared in no source: the model made it up or rewrote it) or
+    `result` (with `call`: the result of an earlier call that `call`, a `succeeded` term,
+    counts — `args.iban from result(files.read when args.name from user)`).
+    `only`: the value's sources are exactly that one kind, or those results (and there is at
+    least one).
     """
 
     kind: t.Literal["provenance"] = "provenance"
     value: Value
-    source: t.Literal["user", "trusted", "untrusted", "label", "nowhere"]
+    source: t.Literal["user", "trusted", "untrusted", "label", "nowhere", "result"]
     label: str | None = None
     only: bool = False
+    call: History | None = None
 
 
 class Quantified(_Model):

@@ -44,7 +44,7 @@ def _plan(kind: type, own: dict[str, object]) -> tuple[str, ...]:
     if issubclass(kind, Quantified):
         return ("over", "body")
     if issubclass(kind, Provenance):
-        return ("value",)
+        return ("value", "call")
     return tuple(n for n in ("left", "right", "of", "items", "fields") if n in own)
 
 

@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = '5ded703411d1ec957361ce41a0bcc1eea5476601b89349a4c0399c4f8f9a1d51'
+POLICY_VERSION = '7b102889c38bdfd01a514af5bcece7ce91fa7d62800bfd0da56704ae19ff06c6'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='c006dc7cf4d49f928a0d04d1e3a47e5163106c1082af328e4dd50d1e552e586a',
+    sha256='1fcc2cf274e36ec2cc3c54712616a1fff54663850a9fcecbcab07e1668181ca1',
     policy_version=POLICY_VERSION,
-    ir='f9b1058dbe6712a9',
+    ir='44a1d486a4acb462',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""

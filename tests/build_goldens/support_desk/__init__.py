@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness support_desk 1.0.0
 SPEC_NAME = 'support_desk'
-POLICY_VERSION = '2760fac1a21fbc769c84f423ec8f631eef866184284dbcc384632b7b2af17def'
+POLICY_VERSION = 'c99b11310abd2a2279fc1ec3ebc53912a217a484b927a5660a3ab2710ad77f7b'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='2ed57451a223e944691178bf7fe0d991475800120125cb952c9ff2b1b3ca6025',
+    sha256='5eeeeaffbefedd6d34ca6b0da64b1613bfaf444d9ed1e62445642136f52261d9',
     policy_version=POLICY_VERSION,
-    ir='f9b1058dbe6712a9',
+    ir='44a1d486a4acb462',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""

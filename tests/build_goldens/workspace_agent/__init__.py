@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness workspace_agent 0.1.0
 SPEC_NAME = 'workspace_agent'
-POLICY_VERSION = 'f48042e85bafd30d97cf9e6544af1a6bd25705e23231a135de99c69f350c2715'
+POLICY_VERSION = '474edfa65717720fad8bcd4c074923b0d5aaac484512e66798cb454618bd4973'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='cd9917680cf8da7bd857c4ad457c7d50267951bc5a2bc8ae88f42046ca5f8b40',
+    sha256='886504742ab6c744f1f0f67ec0a7c24db1f8dbd656c27bc2b68d3f24eaab124c',
     policy_version=POLICY_VERSION,
-    ir='f9b1058dbe6712a9',
+    ir='44a1d486a4acb462',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""
