@@ -742,7 +742,7 @@ class _Resolver(SessionNames, NameHelp):
             self.visit_value(scope, cond.value)
             if cond.label is not None:
                 self.resolve_label(scope.module, cond.label)
-            if cond.call is not None and cond.call.name.text == s.RESULT_SOURCE:
+            if cond.call is not None and s.result_field(cond.call) is not None:
                 self.visit_func(scope, s.history_of(cond.call))
         elif isinstance(cond, s.Quantified):
             self.visit_value(scope, cond.over)

@@ -341,8 +341,12 @@ class SessionChecks(Reporter):
                     "user`); test this value directly (`" + node.value.text + ' == "…"`)',
                 )
                 return
-        if node.call is not None and node.call.name.text == s.RESULT_SOURCE:
-            self.history_call(s.history_of(node.call), ctx)
+        field = s.result_field(node.call) if node.call is not None else None
+        if node.call is not None and field is not None:
+            # `result.FIELD(…)`: the field is read of the selected tools' results, as a
+            # `when` reads `result.FIELD`
+            read = s.Path(node.call.name.text, span=node.call.name.span) if field else None
+            self.history_call(s.history_of(node.call), ctx, read)
         value = self.operand(node.value, ctx)
         if value is None or not only_lists(value.ty):
             return
@@ -417,9 +421,12 @@ class SessionChecks(Reporter):
             return None
         return FUNCTION_TYPES[name]
 
-    def history_call(self, node: s.FuncCall, ctx: CondContext) -> Ty | None:
-        """H337 for selectors selecting nothing; `when` and `sum`'s field read the selected
-        tools' arguments (H327) and results (H338); `sum` adds numbers (H339)."""
+    def history_call(
+        self, node: s.FuncCall, ctx: CondContext, read: s.Path | None = None
+    ) -> Ty | None:
+        """H337 for selectors selecting nothing; `when`, `sum`'s field and `read` (the field
+        of `from result.FIELD(…)`) read the selected tools' arguments (H327) and results
+        (H338); `sum` adds numbers (H339)."""
         name = node.name.text
         if name == "sum":
             selectors: list[s.Pattern] = list(node.of)
@@ -451,6 +458,8 @@ class SessionChecks(Reporter):
         )
         if node.when is not None:
             self.check_cond(node.when, history)
+        if read is not None:
+            self.path_type(read, history)
         if name != "sum":
             return FUNCTION_TYPES[name]
         field_node = node.args[0] if node.args else None

@@ -238,7 +238,17 @@ class Quantified(Node):
 
 
 RESULT_SOURCE = "result"
-"""The function a `from` names for the results of earlier calls: `from result(files.read)`."""
+"""The function a `from` names for the results of earlier calls: `from result(files.read)`, or
+with a field of those results, `from result.sender(mail.read)`."""
+
+
+def result_field(call: FuncCall) -> tuple[str, ...] | None:
+    """The field path of a `from result[.FIELD](…)` source: `()` for `result`, `("sender",)`
+    for `result.sender`; None when the call names another function."""
+    root, _, rest = call.name.text.partition(".")
+    if root != RESULT_SOURCE:
+        return None
+    return tuple(rest.split(".")) if rest else ()
 
 
 def history_of(call: FuncCall) -> FuncCall:

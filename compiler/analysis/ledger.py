@@ -55,7 +55,8 @@ def source_id(term: m.Provenance) -> str:
     and its history term, since results of different calls are different sources."""
     if term.call is None:
         return term.source
-    return "result " + term.call.model_dump_json()
+    field = term.field.model_dump_json() if term.field is not None else ""
+    return "result " + term.call.model_dump_json() + field
 
 
 def provenance_relation(a: tuple[str, bool], b: tuple[str, bool]) -> Relation | None:

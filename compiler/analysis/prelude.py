@@ -55,7 +55,9 @@ from harnessc.runtime.judge.provenance import (
     arg_name,
     extract,
     fields_of,
+    keys_at,
     line_totals,
+    normalize,
     spec_defaults,
     with_default,
 )
@@ -422,6 +424,9 @@ class _Builder:
         read = {p.parts[0] for p in _result_paths(term.call.where) if p.parts}
         result = step.result
         free = [name for name in _text_fields(tool) if name not in read]
+        if term.field is not None:  # `result.FIELD(…)`: at that field, a text of the record
+            at = term.field.parts
+            free = [at[0]] if len(at) == 1 and at[0] in _text_fields(tool) else []
         if free and isinstance(result, dict):
             step = step.model_copy(update={"result": {**result, free[0]: text}})
         else:
@@ -914,6 +919,9 @@ class _Builder:
                 step.tool is not None
                 and (call.window_ms is None or step.ago_ms is None or step.ago_ms <= call.window_ms)
                 and self.counts(call, step, steps[:n])
+                and (
+                    term.field is None or normalize(value) in keys_at(step.result, term.field.parts)
+                )
             )
             if counted:
                 hit = True

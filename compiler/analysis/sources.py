@@ -132,7 +132,8 @@ def meaning(spec: m.Spec, term: SessionTerm) -> Any:
     if isinstance(term, m.Provenance) and term.call is not None:
         # `from result(…)`: the calls its history term selects, and what their results put
         # in the index (their outputs' schemas, secret fields left out)
-        return [meaning(spec, term.call), source_view(spec)]
+        field = term.field.parts if term.field is not None else None
+        return [meaning(spec, term.call), source_view(spec), field]
     if isinstance(term, m.Provenance):
         return source_view(spec) if _trust_bound(term) else None
     if isinstance(term, m.Quantified):

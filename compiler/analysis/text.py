@@ -85,7 +85,8 @@ def _history_text(node: History) -> str:
 
 def _provenance_text(node: Provenance) -> str:
     if node.call is not None:
-        source = "result(" + _history_text(node.call).partition("(")[2]
+        at = "".join(f".{p}" for p in node.field.parts) if node.field is not None else ""
+        source = f"result{at}(" + _history_text(node.call).partition("(")[2]
     elif node.source == "label":
         source = f"label {node.label}"
     else:

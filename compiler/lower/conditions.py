@@ -82,10 +82,12 @@ class ConditionLowering(SchemaLowering):
     def from_results(
         self, node: s.Provenance, call: s.FuncCall, value: m.Value, module: Module
     ) -> m.Provenance:
-        """`value from result(SEL [within W] [when C]) [only]`: the results of the earlier
-        calls `succeeded(SEL …)` counts; H301 for another function, H357 inside a history
-        term's `when` (which reads one earlier call, not the calls before it)."""
-        if call.name.text != s.RESULT_SOURCE:
+        """`value from result[.FIELD](SEL [within W] [when C]) [only]`: the results of the
+        earlier calls `succeeded(SEL …)` counts (at FIELD); H301 for another function, H357
+        inside a history term's `when` (which reads one earlier call, not the calls before
+        it), H341 for `only` with a field."""
+        field = s.result_field(call)
+        if field is None:
             self.report(
                 "H301",
                 f"unknown source `{call.name.text}(…)`",
@@ -108,8 +110,24 @@ class ConditionLowering(SchemaLowering):
                 help="a history term's `when` reads the earlier call as it was made; ask "
                 "where the value came from in the rule itself: `args.x from result(…)`",
             )
+        if field and node.only:
+            self.report(
+                "H341",
+                f"`only` does not apply to `from {call.name.text}(…)`",
+                Span(node.span.source, node.span.end - len("only"), node.span.end),
+                f"after `from {call.name.text}(…)`",
+                help="`only` asks that every source of the value be such a result; a field "
+                "names where in the result, and another field of the same result may hold the "
+                "value too: write `from result(…) only`, or leave `only` out",
+            )
         history = self.history(s.history_of(call), module)
-        return trusted(m.Provenance)(value=value, source="result", only=node.only, call=history)
+        return trusted(m.Provenance)(
+            value=value,
+            source="result",
+            only=node.only and not field,
+            call=history,
+            field=trusted(m.Path)(root="result", parts=field) if field else None,
+        )
 
     def check_members(self, node: s.Compare, left: m.Value, right: m.Value) -> None:
         """A bare name beside `tool.risk`, `tool.effects` or `tool.kind` is a word of that

@@ -55,6 +55,13 @@ FORMS: dict[str, Form] = {
         "The sum of the number FIELD (`args.KEY` or `result.KEY`) over the calls `count` "
         "counts, this call's included; a missing or non-number value adds nothing.",
     ),
+    "result": Form(
+        "result[.FIELD](SELECTOR, … within DURATION when CONDITION)",
+        _HISTORY_PARTS,
+        ("within", "when"),
+        "After `from`: the results of the earlier calls `succeeded` with these parts counts "
+        "(at FIELD of them): `args.iban from result(files.read when args.name from user)`.",
+    ),
     "seen": Form(
         "seen(LABEL within DURATION)",
         ("LABEL", "within DURATION"),
@@ -109,7 +116,11 @@ FORMS: dict[str, Form] = {
 }
 assert set(FUNCTIONS) <= set(FORMS), "every function of the language has its form"
 
-_CALL = re.compile(r"\b(" + "|".join(sorted(FUNCTIONS, key=len, reverse=True)) + r")\s*\($")
+_CALL = re.compile(
+    r"\b("
+    + "|".join(sorted((*FUNCTIONS, "result"), key=len, reverse=True))
+    + r")(?:\.[A-Za-z_][\w.]*)?\s*\($"  # `result.sender(`: the field is part of the name
+)
 _QUANTIFIER = re.compile(r"\b(all|any)\s+(?:[A-Za-z_]\w*)?(?:\s+in\b[^:]*)?(?::[^\n]*)?$")
 _REACH = 2000
 """How far back (in characters) the opening of a call is looked for."""

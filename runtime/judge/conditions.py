@@ -93,9 +93,16 @@ class Past(Protocol):
         """Whether a history term holds over the earlier calls."""
         ...
 
-    def from_results(self, key: str, found: Origin | None, only: bool = False) -> bool:
+    def from_results(
+        self,
+        key: str,
+        found: Origin | None,
+        only: bool = False,
+        field: tuple[str, ...] = (),
+        value: Any = None,
+    ) -> bool:
         """Whether a value's sources (`found`) are results of calls the `succeeded` term
-        `key` counts (`from result(…)`)."""
+        `key` counts (`from result[.FIELD](…)`)."""
         ...
 
 
@@ -259,7 +266,8 @@ def evaluate(cond: Condition, scope: Scope) -> bool:
             if ledger is None or value is None:
                 return False  # no calls are known (an earlier call's `when`)
             found = provenance_found(ledger.index, value, arg)
-            return ledger.from_results(history_key(cond.call), found, cond.only)
+            field = cond.field.parts if cond.field is not None else ()
+            return ledger.from_results(history_key(cond.call), found, cond.only, field, value)
         return provenance_holds(
             provenance_of(scope), value, cond.source, cond.label, cond.only, arg
         )
@@ -301,12 +309,14 @@ def _origin_arg(x: Any, name: str, value: Any) -> Any:
     return ledger.index.lookup_arg(getattr(x, "tool_id", None), name, value)
 
 
-def _from_results(x: Any, key: str, found: Any, only: bool) -> bool:
-    """`value from result(sel …) [only]` of an `_origin`: the ledger's answer."""
+def _from_results(
+    x: Any, key: str, found: Any, only: bool, field: tuple[str, ...], value: Any
+) -> bool:
+    """`value from result[.FIELD](sel …) [only]` of an `_origin`: the ledger's answer."""
     ledger = x.ledger
     if ledger is None or found is _ABSENT_VALUE:
         return False
-    return bool(ledger.from_results(key, found, only))
+    return bool(ledger.from_results(key, found, only, field, value))
 
 
 def _hnum(x: Any, key: str) -> int | float:
@@ -512,6 +522,12 @@ class Emitter:
             o = self.temp()
             name = arg_name(node.value)
             operand = self.operand(node.value)
+            field: tuple[str, ...] = ()
+            if node.call is not None and node.field is not None:
+                # the value is looked for at the field as well: computed once
+                v = self.temp()
+                operand = f"({v} := {operand})"
+                field = node.field.parts
             if name is None or (self.terms is not None and name not in self.terms.defaulted):
                 found = f"({o} := _origin(x.ledger, {operand}))"
             else:  # a top-level argument: the spec's default of it is a source too
@@ -520,7 +536,10 @@ class Emitter:
                 key = self.const(history_key(node.call))
                 if self.terms is not None:
                     self.terms.intern(node.call)
-                return f"_from_results(x, {key}, {found}, {node.only})"
+                value = v if field else "None"
+                return (
+                    f"_from_results(x, {key}, {found}, {node.only}, {self.const(field)}, {value})"
+                )
             if node.source == "nowhere":
                 return f"({found} is None)"
             if node.source == "label":

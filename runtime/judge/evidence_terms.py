@@ -105,15 +105,17 @@ class _Walk:
         if node.call is not None:
             # `from result(sel …)`: which of the value's sources are such results
             key = history_key(node.call)
-            found = [] if ledger is None else ledger.results_of(key, origin)
-            held = ledger is not None and ledger.from_results(key, origin, node.only)
+            field = node.field.parts if node.field is not None else ()
+            found = [] if ledger is None else ledger.results_of(key, origin, field, value)
+            held = ledger is not None and ledger.from_results(key, origin, node.only, field, value)
             if held == negated or value is None:
                 return
             if found and not negated:
                 what = f"`{_path_text(path, scope)}`"
+                at = "." + ".".join(node.field.parts) if node.field is not None else ""
                 self.out.append(
                     f"{what} appears in {_source_list(found)}: `from "
-                    f"{describe_history(node.call).replace('succeeded', 'result', 1)}`"
+                    f"{describe_history(node.call).replace('succeeded', 'result' + at, 1)}`"
                 )
                 return
         elif provenance_holds(index, value, node.source, node.label, node.only, arg) == negated:

@@ -51,6 +51,8 @@ from .provenance import (
     ProvenanceIndex,
     Source,
     fields_of,
+    keys_at,
+    normalize,
     value_keys,
 )
 from .terms import HistoryTerms
@@ -843,42 +845,53 @@ class Ledger:
         with self._lock:
             return self._aggregate(key).read(self.now_ms, exclude) > 0
 
-    def from_results(self, key: str, found: Origin | None, only: bool = False) -> bool:
-        """`value from result(sel …) [only]`: some source of the value (`found`, what the
-        index gave for it) is the result of an earlier call the `succeeded` term `key`
-        counts now — of a selected tool, within its window, meeting its `when`; with `only`,
-        every source is one."""
+    def from_results(
+        self,
+        key: str,
+        found: Origin | None,
+        only: bool = False,
+        field: tuple[str, ...] = (),
+        value: Any = None,
+    ) -> bool:
+        """`value from result[.FIELD](sel …) [only]`: some source of the value (`found`, what
+        the index gave for it) is the result of an earlier call the `succeeded` term `key`
+        counts now — of a selected tool, within its window, meeting its `when` — holding the
+        value at `field` when one is given (`value`: the value, whose normalised key is
+        looked for there); with `only`, every source is one."""
         if found is None:
             return False
         with self._lock:
-            agg = self._aggregate(key)
-            agg.read(self.now_ms, None)  # drop what left the window
-            by_call = agg.by_call
-            hit = False
-            for source in found.sources:
-                entry = by_call.get(source.call) if source.call is not None else None
-                if entry is not None and entry.alive:
-                    if not only:
-                        return True
-                    hit = True
-                elif only:
-                    return False
-            return hit
+            return bool(self._results_of(key, found, field, value, only))
 
-    def results_of(self, key: str, found: Origin | None) -> list[Source]:
+    def results_of(
+        self, key: str, found: Origin | None, field: tuple[str, ...] = (), value: Any = None
+    ) -> list[Source]:
         """For evidence: the sources of a value that are results of calls the `succeeded`
         term `key` counts (`from_results`), in the order they entered."""
         if found is None:
             return []
         with self._lock:
-            agg = self._aggregate(key)
-            agg.read(self.now_ms, None)
-            out = []
-            for source in found.sources:
-                entry = agg.by_call.get(source.call) if source.call is not None else None
-                if entry is not None and entry.alive:
-                    out.append(source)
-            return out
+            return self._results_of(key, found, field, value, False)
+
+    def _results_of(
+        self, key: str, found: Origin, field: tuple[str, ...], value: Any, only: bool
+    ) -> list[Source]:
+        agg = self._aggregate(key)
+        agg.read(self.now_ms, None)  # drop what left the window
+        by_call = agg.by_call
+        wanted = normalize(value) if field else None
+        out: list[Source] = []
+        for source in found.sources:
+            entry = by_call.get(source.call) if source.call is not None else None
+            if entry is not None and entry.alive and field:
+                call = self._calls.get(source.call or "")
+                if call is None or wanted not in keys_at(call.result, field):
+                    entry = None
+            if entry is not None and entry.alive:
+                out.append(source)
+            elif only:
+                return []
+        return out
 
     def entries_of(self, key: str, exclude: str | None = None) -> list[tuple[int, str]]:
         """For evidence: (position, tool id) of the live entries of a call term."""

@@ -48,6 +48,7 @@ __all__ = [
     "arg_name",
     "carried",
     "extract",
+    "keys_at",
     "line_totals",
     "normalize",
     "provenance_found",
@@ -712,9 +713,39 @@ def text_keys(text: str) -> list[str]:
     return [key]
 
 
+def keys_at(value: Any, parts: tuple[str, ...]) -> set[str]:
+    """The keys of what a JSON value holds at a field path (`("sender",)`, through lists: each
+    element's), as `add_value` puts them in the index: each scalar whole, a text's tokens too.
+
+    >>> sorted(keys_at({"from": "Ann <ann@x.test>", "body": "pay DE89"}, ("from",)))
+    ['Ann <ann@x.test>', 'ann@x.test', 'x.test']
+    """
+    found = [value]
+    for part in parts:
+        step: list[Any] = []
+        for item in found:
+            if isinstance(item, Mapping):
+                if part in item:
+                    step.append(item[part])
+            elif isinstance(item, list | tuple):
+                step.extend(i[part] for i in item if isinstance(i, Mapping) and part in i)
+        found = step
+    out: set[str] = set()
+    for item in found:
+        out |= _scalar_keys(item)
+    return out
+
+
 def value_keys(value: Any) -> set[str]:
     """The keys a structured value without a schema enters the index under (`add_value` of a
     fact's value): what `retract` withdraws when the value leaves the fact."""
+    out = _scalar_keys(value)
+    out.update(total for total, _, _ in line_totals(value, None, "trusted"))
+    return out
+
+
+def _scalar_keys(value: Any) -> set[str]:
+    """The keys of every scalar inside a JSON value: each whole, a text's tokens too."""
     out: set[str] = set()
     for scalar, _ in scalars(value, None, "trusted"):
         if scalar.__class__ is str:
@@ -723,7 +754,6 @@ def value_keys(value: Any) -> set[str]:
             key = normalize(scalar)
             if key is not None:
                 out.add(key)
-    out.update(total for total, _, _ in line_totals(value, None, "trusted"))
     return out
 
 

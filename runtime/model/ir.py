@@ -530,7 +530,9 @@ class Provenance(_Model):
     `source` is `user`, `trusted`, `untrusted`, `label` (with `label`: a result carrying that
     data label), `nowhere` (it appeared in no source: the model made it up or rewrote it) or
     `result` (with `call`: the result of an earlier call that `call`, a `succeeded` term,
-    counts — `args.iban from result(files.read when args.name from user)`).
+    counts — `args.iban from result(files.read when args.name from user)`; with `field`, a
+    path of `result`, the value is at that field of such a result — `args.to from
+    result.sender(mail.read)`).
     `only`: the value's sources are exactly that one kind, or those results (and there is at
     least one).
     """
@@ -541,6 +543,7 @@ class Provenance(_Model):
     label: str | None = None
     only: bool = False
     call: History | None = None
+    field: Path | None = None
 
 
 class Quantified(_Model):

@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness bill_pay 1.0.0
 SPEC_NAME = 'bill_pay'
-POLICY_VERSION = 'e99edfc74102302ad154a893e7ec62379d0442ff73646ca3380f4eb3a1f1de2a'
+POLICY_VERSION = '4e0ca726904d9f158fbd6c6b28797c342a874155531485fca44c273af501bb03'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='cfb4ea22d72f60788c6337cf8065286506c2972295d51032d6dfa2c71961a7fb',
+    sha256='15c08936d1691a7957e7373d8fd9a71f38dc223c67607019d240f5ffcb641460',
     policy_version=POLICY_VERSION,
-    ir='44a1d486a4acb462',
+    ir='bd0a8927d5aa20fb',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""

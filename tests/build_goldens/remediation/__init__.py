@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness remediation 1.0.0
 SPEC_NAME = 'remediation'
-POLICY_VERSION = '7b102889c38bdfd01a514af5bcece7ce91fa7d62800bfd0da56704ae19ff06c6'
+POLICY_VERSION = '61585c2a85aef8aa69c9e0bdf862eff7953b87411b8a4ae3cf7b17f0bcd2b270'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='1fcc2cf274e36ec2cc3c54712616a1fff54663850a9fcecbcab07e1668181ca1',
+    sha256='39ee898854cb783fb8d621cc761d951faed1578c1c28f9b0a25cd412ba6b3fa0',
     policy_version=POLICY_VERSION,
-    ir='44a1d486a4acb462',
+    ir='bd0a8927d5aa20fb',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""

@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness support_desk 1.0.0
 SPEC_NAME = 'support_desk'
-POLICY_VERSION = 'c99b11310abd2a2279fc1ec3ebc53912a217a484b927a5660a3ab2710ad77f7b'
+POLICY_VERSION = 'fc10978ffac8a2693c74ce7ee837fbee9d02d6e2bef465a9712fcc3c8deea2b6'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='5eeeeaffbefedd6d34ca6b0da64b1613bfaf444d9ed1e62445642136f52261d9',
+    sha256='f749936c1019ff6f63152625c02650860b15d50b28e99090eee3b823980a97eb',
     policy_version=POLICY_VERSION,
-    ir='44a1d486a4acb462',
+    ir='bd0a8927d5aa20fb',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""

@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness workspace_agent 0.1.0
 SPEC_NAME = 'workspace_agent'
-POLICY_VERSION = '474edfa65717720fad8bcd4c074923b0d5aaac484512e66798cb454618bd4973'
+POLICY_VERSION = '8517b274bdce423a8e75d267a9b7976c156c950306ff2f46763dfb7589252536'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='886504742ab6c744f1f0f67ec0a7c24db1f8dbd656c27bc2b68d3f24eaab124c',
+    sha256='7ae28a7bc4af9b8435f83f6b463e3b400d2b84171fda121c42193903911fc410',
     policy_version=POLICY_VERSION,
-    ir='44a1d486a4acb462',
+    ir='bd0a8927d5aa20fb',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""
