@@ -11,13 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harnessc.compiler.pipeline import check
+from harnessc.compiler.analysis.concrete import Call, canonical
+from harnessc.compiler.analysis.prelude import session_of
+from harnessc.compiler.pipeline import check, lint
 from harnessc.compiler.testing import run_spec_tests
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
 from harnessc.runtime import Harness, PendingCall, SQLiteStore
 from harnessc.runtime.judge.conditions import Scope, evaluate
-from harnessc.runtime.model import Spec
+from harnessc.runtime.judge.history import prelude_ledger
+from harnessc.runtime.model import SessionStep, Spec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .conftest import ROOT
 from .test_fact_updates import Clock
@@ -303,3 +308,145 @@ def test_a_field_of_the_result_is_told_from_the_rest_of_it(tmp_path: Path) -> No
     # the sender of the mail the user named; not an address its body gave, nor the sender of
     # another mail
     assert got == [("allow", "replying.reply"), ("deny", None), ("deny", None)]
+
+
+# -- the runtime's ledger against the analysis's model of it -------------------------------------
+
+DIFF_SPEC = """
+harness differential { version "1.0.0" }
+
+tool files.read {
+  summary "Read a file."
+  effects read
+  input { name: string }
+  output { text: string }
+}
+
+tool mail.read {
+  summary "Read a mail."
+  effects read
+  input { id: string }
+  output {
+    sender: string
+    body: string
+  }
+}
+
+tool bank.send {
+  summary "Send money."
+  effects write external
+  input { iban: string }
+}
+
+policy p {
+  default deny
+  a: allow bank.send when args.iban from result(files.read)
+  b: allow bank.send when args.iban from result(files.read within 1h)
+  c: allow bank.send when args.iban from result(files.read when args.name from user)
+  d: allow bank.send when args.iban from result(files.read) only
+  e: allow bank.send when args.iban from result.sender(mail.read)
+  f: allow bank.send when args.iban from result(mail.read, files.read within 30m) only
+  g: allow bank.send when args.iban from result.body(mail.read when args.id from user)
+}
+"""
+IBANS = ("IT60X0542811101000000123456", "GB33BUKB20201555555555", "DE89370400440532013000")
+NAMES = ("bill-one.txt", "bill-two.txt", "mail-0001")
+AGO = (None, 10 * 60_000, 45 * 60_000, 2 * 3_600_000)
+
+
+@pytest.fixture(scope="module")
+def diff_spec(tmp_path_factory: pytest.TempPathFactory) -> Spec:
+    path = tmp_path_factory.mktemp("differential") / "d.harness"
+    path.write_text(DIFF_SPEC, encoding="utf-8")
+    result = check([path])
+    assert result.model is not None, result.diagnostics
+    return result.model
+
+
+_steps = st.lists(
+    st.one_of(
+        st.builds(lambda t: SessionStep(said=t), st.sampled_from(IBANS + NAMES)),
+        st.builds(
+            lambda n, t, ago: SessionStep(
+                tool="files.read", args={"name": n}, result={"text": t}, ago_ms=ago
+            ),
+            st.sampled_from(NAMES),
+            st.sampled_from((*IBANS, "nothing here")),
+            st.sampled_from(AGO),
+        ),
+        st.builds(
+            lambda i, s, b, ago: SessionStep(
+                tool="mail.read", args={"id": i}, result={"sender": s, "body": b}, ago_ms=ago
+            ),
+            st.sampled_from(NAMES),
+            st.sampled_from(IBANS),
+            st.sampled_from(IBANS),
+            st.sampled_from(AGO),
+        ),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=_steps, iban=st.sampled_from(IBANS))
+def test_the_ledger_and_the_analysis_read_a_session_alike(
+    diff_spec: Spec, steps: list[SessionStep], iban: str
+) -> None:
+    """The runtime (`prelude_ledger`, the interpreter) and the analysis's model of the ledger
+    (`prelude.session_of`, which builds and checks witnesses) are written apart: on every
+    session they must give each `from result…` term the same value."""
+    now = 10 * 3_600_000
+    ledger = prelude_ledger(diff_spec, steps, now)
+    call = Call("bank.send", {"iban": iban})
+    rules = diff_spec.policies["differential.p"].rules
+    terms = [r.condition for r in rules]
+    call.session = {canonical(t): None for t in terms}  # type: ignore[arg-type]
+    model = session_of(diff_spec, call, steps)
+    scope = Scope(args={"iban": iban}, tool={"id": "bank.send"}, ledger=ledger)
+    for rule, term in zip(rules, terms, strict=True):
+        assert evaluate(term, scope) == model[canonical(term)], (rule.label, steps)  # type: ignore[arg-type]
+
+
+L001_SPEC = """
+harness shadow { version "1.0.0" }
+
+tool files.read {
+  summary "Read a file."
+  use_when "The user names a file."
+  effects read
+  input { name: string }
+  output { text: string }
+  TRUST
+}
+
+tool bank.send {
+  summary "Send money."
+  use_when "The user asks to pay."
+  effects write external
+  input { iban: string }
+}
+
+policy p {
+  default deny
+  outside: deny bank.send when args.iban from untrusted { reason "Content written by others." }
+  named: allow bank.send when args.iban from result(files.read when args.name from user)
+}
+"""
+
+
+@pytest.mark.parametrize(("trust", "shadowed"), [("", True), ("trust trusted", False)])
+def test_a_deny_of_untrusted_values_shadows_the_results_of_an_untrusted_tool(
+    tmp_path: Path, trust: str, shadowed: bool
+) -> None:
+    """A file's results are untrusted unless declared: `from untrusted` holds for every value
+    `from result(files.read …)` finds, so the deny beats the allow — the trap of the pointed
+    document. A trusted tool's results are not untrusted: no finding."""
+    path = tmp_path / "shadow.harness"
+    path.write_text(L001_SPEC.replace("TRUST", trust), encoding="utf-8")
+    result = lint([path])
+    assert result.ok, result.diagnostics
+    found = [d for d in result.diagnostics if d.code == "L001"]
+    assert bool(found) is shadowed, found
+    if shadowed:
+        assert "rule `p.named` can never win" in found[0].message

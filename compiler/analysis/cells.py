@@ -277,7 +277,7 @@ class _Reads:
         held = self.term(c)
         self.tie(v.key, held.key)
         siblings = self.provenance.setdefault(canonical(c.value), {})
-        mine = (source_id(c), c.label, c.only)
+        mine = (source_id(c, self.spec), c.label, c.only)
         if mine in siblings:
             return
         for (source, _label, only), other in siblings.items():

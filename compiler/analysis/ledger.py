@@ -20,6 +20,7 @@ __all__ = [
     "non_negative",
     "provenance_relation",
     "quantified_holds",
+    "result_kind",
     "source_id",
     "wider",
     "window_family",
@@ -49,14 +50,46 @@ def quantified_holds(relation: Quantifying, held: Any, length: Any) -> bool:
     return not (every and length >= 1 and not some) and (length != 1 or every == some)
 
 
-def source_id(term: m.Provenance) -> str:
+def source_id(term: m.Provenance, spec: m.Spec | None = None) -> str:
     """A provenance term's source as `provenance_relation` tells sources apart: the kind
-    (`user`, `trusted`, `untrusted`, `label`, `nowhere`), or for `from result(…)` the word
-    and its history term, since results of different calls are different sources."""
+    (`user`, `trusted`, `untrusted`, `label`, `nowhere`), or for `from result(…)` the word,
+    the one kind every such result's values have in `spec` (`result_kind`; `-` when they
+    may have either) and its history term and field, since results of different calls are
+    different sources."""
     if term.call is None:
         return term.source
+    kind = (result_kind(spec, term.call) if spec is not None else None) or "-"
     field = term.field.model_dump_json() if term.field is not None else ""
-    return "result " + term.call.model_dump_json() + field
+    return f"result {kind} " + term.call.model_dump_json() + field
+
+
+def result_kind(spec: m.Spec, call: m.History) -> str | None:
+    """The one kind of source (`trusted` or `untrusted`) of every value a result of the calls
+    `call` selects puts in the index: each selected tool's `trust` (an MCP server's results
+    are untrusted), no field of its output declaring another, at any depth. None when the
+    kinds differ (or nothing is selected)."""
+    kinds: set[str] = set()
+    for tool in spec.tools.values():
+        if not any(selects(s, tool) for s in call.selectors):
+            continue
+        if tool.kind == "mcp":
+            kinds.add("untrusted")
+            continue
+        kinds.add(tool.trust or "untrusted")
+        output = tool.output
+        if output is None:
+            continue
+        stack: list[m.Type] = [f.type for f in output.fields]
+        kinds.update(f.trust for f in output.fields if f.trust is not None)
+        if output.shape is not None:
+            stack.append(output.shape)
+        while stack:
+            t = stack.pop()
+            kinds.update(f.trust for f in t.fields if f.trust is not None)
+            stack += [f.type for f in t.fields] + list(t.options)
+            if t.item is not None:
+                stack.append(t.item)
+    return next(iter(kinds)) if len(kinds) == 1 else None
 
 
 def provenance_relation(a: tuple[str, bool], b: tuple[str, bool]) -> Relation | None:
@@ -71,14 +104,28 @@ def provenance_relation(a: tuple[str, bool], b: tuple[str, bool]) -> Relation | 
         return "excludes"
     if only_a and source_a == source_b and not only_b:
         return "implies"
-    result_a, result_b = source_a.startswith("result "), source_b.startswith("result ")
-    if only_a and result_a:
-        return "excludes" if source_b == "user" else None
-    if only_a and source_a == "user" and result_b:
-        return "excludes"
+    kind_a, kind_b = _result_kind_of(source_a), _result_kind_of(source_b)
+    if kind_a is not None:
+        # a result of the calls: of its one kind when known (`-`: either), never the user's;
+        # every source such a result (`only`): from that kind only
+        if source_b == kind_a and (only_a or not only_b):
+            return "implies"
+        if only_a and source_b in m.SOURCE_KINDS and (source_b == "user" or kind_a != "-"):
+            return "excludes"
+        return None
+    if only_a and kind_b is not None and (source_a == "user" or kind_b not in ("-", source_a)):
+        return "excludes"  # from K only: no source of another kind, and a user's is no result
     if only_a and source_a != source_b and source_b in m.SOURCE_KINDS:
         return "excludes"
     return None
+
+
+def _result_kind_of(source: str) -> str | None:
+    """The kind part of a `source_id` of `from result(…)` (`trusted`, `untrusted` or `-`);
+    None for any other source."""
+    if not source.startswith("result "):
+        return None
+    return source.split(" ", 2)[1]
 
 
 def wider(a: int | None, b: int | None) -> bool:

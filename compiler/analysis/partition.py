@@ -23,9 +23,11 @@ from typing import Any
 
 from harnessc.runtime import model as m
 from harnessc.runtime.model.semantics import selects
+from harnessc.runtime.model.session_terms import session_terms
 
 from .budget import out_of_budget, out_of_time
 from .concrete import STRENGTH, Call
+from .ledger import result_kind
 
 __all__ = [
     "Absent",
@@ -214,12 +216,24 @@ def partition_key(
         fields.update(k.tool_fields)
     described = {name: m.without_origins(getattr(tool, name)) for name in sorted(fields)}
     facts = sorted({name for k in keys for name in k.facts})
+    # `from result(…)`: the one kind of the selected tools' results (ledger.py `result_kind`),
+    # which relates the term to `from trusted` and `from untrusted`, reads other tools' trust
+    results = sorted(
+        {
+            (term.call.model_dump_json(), result_kind(spec, term.call) or "-")
+            for r, k in zip(rules, keys, strict=True)
+            if '"source":"result"' in k.text
+            for term in session_terms(r.condition)
+            if isinstance(term, m.Provenance) and term.call is not None
+        }
+    )
     return json.dumps(
         {
             "tool": described,
             "rules": [[k.text, selected_as(r, tool)] for r, k in zip(rules, keys, strict=True)],
             "facts": {n: m.without_origins(spec.facts[n].type) for n in facts if n in spec.facts},
             "default": wants_default,
+            **({"results": results} if results else {}),
         },
         sort_keys=True,
         separators=(",", ":"),

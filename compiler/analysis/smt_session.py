@@ -243,7 +243,7 @@ class SessionEncoding:
         if where is not None:
             self.domain.append(held == self.from_classes(c, where, of))
             return held if of.kind == "unsupported" else conj(of.present, held)
-        mine = (source_id(c), c.label, c.only)
+        mine = (source_id(c, self.spec), c.label, c.only)
         siblings = self._provenance.setdefault(canonical(c.value), {})
         if mine not in siblings:
             for (source, _label, only), other in siblings.items():
