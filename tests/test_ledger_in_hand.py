@@ -225,3 +225,25 @@ def test_decisions_in_hand_are_the_decisions_of_the_log(
     assert found[True] == found[False]
     effects = {d[1] for d in found[True] if len(d) == 4}
     assert {"allow", "ask", "deny"} <= effects  # the script reaches every rule's outcome
+
+
+def test_the_decision_whose_events_a_store_numbers_settles_what_was_held(spec: Any) -> None:
+    """A store in memory numbers deferred events in batches (`MemoryStore.DEFERRED_MAX`): the
+    decision whose events completed a batch takes every held event's place in the log at once,
+    so the decision after it starts with nothing to settle (its cost is that of the others)."""
+    clock = Clock()
+    store = MemoryStore(clock=clock)
+    s = _harness(spec, store, clock).session("a", actor=ACTOR, task="t")
+    ledger = s.ledger
+    settled_after = []
+    for i in range(12):
+        call = s.normalize("mail.send", f"m-{i}", {"to": "x@y.test", "body": "hi"})
+        assert isinstance(call, PendingCall)
+        generation = store.generation
+        assert s.decide(call).effect == "allow"
+        if store.generation != generation:  # this decision's events were numbered
+            settled_after.append(i)
+            # nothing left in hand: each held event has its position and time from the log
+            assert not ledger._held, i
+            assert ledger._generation == store.generation
+    assert settled_after, "no decision completed a batch"

@@ -395,6 +395,14 @@ class Ledger:
             for event in handed:
                 self._take(event, taken)
 
+    def settle(self, store: EventStore) -> None:
+        """`sync` now when the events just handed over were committed with what was held (a
+        store numbers deferred events in batches: `MemoryStore.DEFERRED_MAX`): the call
+        that paid for the numbering takes its events' places too, and the next decision
+        finds nothing to settle. Nothing else: a store that numbered nothing is left alone."""
+        if self.in_hand and store.generation != self._generation:
+            self.sync(store)
+
     def _known(self, store: EventStore) -> bool:
         """Whether every event of the family's streams is taken: each stream's last seq, as
         the store knows it without reading, is the last the ledger took."""

@@ -486,6 +486,7 @@ def record_decision(
         if held is not None:
             s.state.held_decisions[pending.key] = (held, read)
         ledger.hold(events, read)  # counted by the next decision, as any move deferred
+        ledger.settle(h.store)
         s.state.judged[pending.key] = judged
         if move is not None:
             move[0].moved(move[1])
@@ -502,6 +503,7 @@ def record_decision(
     h.store.defer(events)
     if ledger.terms.read:  # the ledger takes the move in hand: the next decision reads no log
         ledger.hold(events)
+        ledger.settle(h.store)
     s.state.judged[pending.key] = judged
     if move is not None:
         move[0].moved(move[1])
