@@ -514,8 +514,10 @@ class SessionChecks(Reporter):
         )
         types: list[Ty] = []
         candidates: set[str] = set()
+        inputs: set[str] = set()
         opened: list[Ty] = []
         for tool in chosen:
+            inputs.update(f.name for f in tool.input.fields)
             if tool.output is None:
                 types.append(ANY)
                 continue
@@ -537,11 +539,17 @@ class SessionChecks(Reporter):
             return join_types(types) if types else ANY
         if any(self.may_miss(selector, ctx.module) for selector in ctx.results):
             return ANY  # the field may be one of a tool this model lacks
+        listed = ", ".join(f"`{c}`" for c in sorted(candidates))
         self.report(
             "H338",
             f"no tool selected by this history term returns a field `{name}`",
             node.span,
             "not in the `output` of any selected tool",
-            help=did_you_mean(name, sorted(candidates)),
+            notes=[f"their results have {listed}"],
+            help=(
+                f"`{name}` is an argument of the earlier call: write `args.{name}`"
+                if name in inputs
+                else did_you_mean(name, sorted(candidates))
+            ),
         )
         return None

@@ -679,6 +679,25 @@ def test_no_completion_while_a_comment_is_typed() -> None:
     assert complete_at(None, None, reason + "# a", len(reason) + 3) == []
 
 
+def test_completion_after_from_offers_the_sources() -> None:
+    """After `from` in a condition: the kinds, `label`, and `result(` with its form; after an
+    `on_success … from`, a fact comes, not a source."""
+    for text in (
+        "policy p {\n  allow t when args.x from ",
+        "policy p {\n  allow t when all r in args.to: r from tr",
+    ):
+        items = {i.label: i for i in complete_at(None, None, text, len(text))}
+        assert list(items) == ["user", "trusted", "untrusted", "nowhere", "label", "result"]
+        assert items["result"].insert_text == "result("
+        assert "result[.FIELD](" in (items["result"].detail or "")
+    update = "tool t {\n  on_success remove args.x from "
+    assert "user" not in [i.label for i in complete_at(None, None, update, len(update))]
+    typing = "policy p {\n  allow t when args.x from result.sender(mail.read when "
+    found = signature_at(typing, len(typing))
+    assert found is not None and found.signatures[0].label.startswith("result[.FIELD](")
+    assert found.active_parameter == 2
+
+
 def test_signature_help_names_the_part_being_typed(client: StdioClient, main: str) -> None:
     typing = MAIN.replace(
         "  allow lookup\n", "  allow lookup\n  deny deploy when count(deploy within 1h when \n"

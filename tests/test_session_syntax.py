@@ -392,3 +392,15 @@ def test_diagnostics_of_the_new_constructs(
 ) -> None:
     errors = _errors(tmp_path, "  " + policy, extra)
     assert any(e.startswith(code) and words in e for e in errors), errors
+
+
+def test_a_result_field_that_is_an_argument_suggests_the_argument(tmp_path: Path) -> None:
+    """`result.path` where the earlier call's argument `args.path` was meant: the output's
+    fields are listed, and the argument is suggested."""
+    path = tmp_path / "spec.harness"
+    policy = '  allow pay.send when count(files.delete when result.path == "/tmp") > 1'
+    path.write_text(TOOLS + "\npolicy p {\n  default allow\n" + policy + "\n}\n", encoding="utf-8")
+    [d] = check([path]).diagnostics
+    assert d.code == "H338"
+    assert d.notes == ("their results have `ok`, `size`",)
+    assert d.help == "`path` is an argument of the earlier call: write `args.path`"

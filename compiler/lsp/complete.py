@@ -36,6 +36,15 @@ _ARGS_DOT = re.compile(r"\bargs\.\w*$")
 _ROLE = re.compile(r"\b(?:approver|by|escalate)\s+role\s+\"[^\"]*$")
 _CONDITION = re.compile(r"\b(?:when|and|or|not|requires)\s+[\w.]*$")
 _WORD = re.compile(r"[A-Za-z_]\w*$")
+_SOURCE = re.compile(r"\b(?:when|and|or|not|requires|:)\s.*\S\s+from\s+\w*$")
+"""After `from` in a condition (not `on_success remove … from FACT`): where a value came from."""
+_SOURCES = (
+    ("user", "the user said it"),
+    ("trusted", "a trusted result, a fact, or the spec's default held it"),
+    ("untrusted", "content written by others held it"),
+    ("nowhere", "it appeared in no source: the model made it up or rewrote it"),
+    ("label", "`label NAME`: a result carrying that data label held it"),
+)
 _CALL_REACH = 2000
 """How far before the cursor a `call` whose arguments are being typed is looked for."""
 
@@ -68,6 +77,8 @@ def complete(
     if _ARGS_DOT.search(line):
         names = sorted({f.name for t in _selected(model, line) for f in t.input.fields})
         return [lsp.CompletionItem(n, kind=CK.Field) for n in names]
+    if _SOURCE.search(line) and "on_success" not in line:
+        return _source_items()
     typed = _WORD.search(line)
     keywords = [
         lsp.CompletionItem(w, kind=CK.Keyword)
@@ -225,6 +236,22 @@ def _enum_items(tool: m.Tool | None, name: str) -> list[lsp.CompletionItem]:
         lsp.CompletionItem(v, kind=CK.EnumMember, insert_text=v, detail=f"{tool.id}: {name}")  # type: ignore[union-attr]
         for v in field.type.values
     ]
+
+
+def _source_items() -> list[lsp.CompletionItem]:
+    """The sources after `from`: the kinds, `label NAME`, and the results of earlier calls."""
+    items = [lsp.CompletionItem(w, kind=CK.Keyword, detail=d) for w, d in _SOURCES]
+    form = FORMS["result"]
+    items.append(
+        lsp.CompletionItem(
+            "result",
+            kind=CK.Function,
+            detail=form.label,
+            documentation=form.doc,
+            insert_text="result(",
+        )
+    )
+    return items
 
 
 def _condition_items(build: Build | None) -> list[lsp.CompletionItem]:
