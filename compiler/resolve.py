@@ -582,6 +582,8 @@ class _Resolver(SessionNames, NameHelp):
                 if item.when is not None:
                     self.visit_cond(call, item.when)
                 self.resolve_path(call, value.text, value.span, value)
+                if item.key is not None:
+                    self.resolve_path(call, item.key.text, item.key.span, item.key)
                 if item.var is not None and item.item is not None:
                     each = self.bind_var(call, item)
                     self.resolve_path(each, item.item.text, item.item.span, item.item)
@@ -768,6 +770,8 @@ class _Resolver(SessionNames, NameHelp):
         if isinstance(value, s.FuncCall):
             self.visit_func(scope, value)
             return True
+        if isinstance(value, s.Index):
+            return self.visit_value(scope, value.of) & self.visit_value(scope, value.key)
         if isinstance(value, s.ListLit):
             return all([self.visit_value(scope, item, lenient) for item in value.items])
         if isinstance(value, s.Record):

@@ -681,6 +681,8 @@ class _Validator(SessionChecks):
             ty = self.call_type(node, ctx)
         elif isinstance(node, s.Path):
             ty = self.path_type(node, ctx)
+        elif isinstance(node, s.Index):
+            ty = self.index_type(node, ctx)
         elif isinstance(node, s.ListLit):
             items = [self.operand(i, ctx) for i in node.items]
             if any(i is None for i in items):
@@ -691,6 +693,37 @@ class _Validator(SessionChecks):
         if ty is None:
             return None
         return Operand(node, ty, span, clipped(span.text))
+
+    def index_type(self, node: s.Index, ctx: CondContext) -> Ty | None:
+        """`MAP[KEY]`: the map's item type; H352 when the value is not a map or the key is not
+        a text (None after an error)."""
+        of, key = self.operand(node.of, ctx), self.operand(node.key, ctx)
+        if of is None or key is None:
+            return None
+        if of.ty.name == "any":
+            return ANY
+        if of.ty.name != "map":
+            self.report(
+                "H352",
+                f"`{of.text}[…]` reads an entry of a map, but `{of.text}` is {describe(of.ty)}",
+                of.span,
+                f"{describe(of.ty)}",
+                help="index a map (`fact f: map<…>`); a list is asked with `in`, a record's "
+                "field is read with a dot",
+            )
+            return None
+        if key.ty.name not in ("string", "any", "bare") and not (
+            key.ty.name == "union" and any(o.name in ("string", "any") for o in key.ty.options)
+        ):
+            self.report(
+                "H352",
+                f"the key `{key.text}` of `{of.text}[…]` is {describe(key.ty)}, not a text",
+                key.span,
+                f"{describe(key.ty)}",
+                help="a map's entries are named by texts: key it by a `string`",
+            )
+            return None
+        return of.ty.item or ANY
 
     # -- paths ---------------------------------------------------------------------------------
 

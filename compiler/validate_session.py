@@ -202,13 +202,46 @@ class SessionChecks(Reporter):
             return
         verb = "adds" if node.op == "add" else "removes"
         into = "to" if node.op == "add" else "from"
-        if fact.type.name != "list":
+        held = fact.type  # the list the update changes: the fact, or an entry of it
+        if node.key is not None:
+            if fact.type.name != "map":
+                self.report(
+                    "H352",
+                    f"`{fact.name}[…]` names an entry of a map, but fact `{fact.name}` is "
+                    f"{describe(type_of(fact.type))}",
+                    node.key.span,
+                    "not a map",
+                    help=f"{node.op} {into} the fact itself: `{into} {fact.name}`, or declare "
+                    f"it as a map (`fact {fact.name}: map<list<string>>`)",
+                )
+                return
+            key = self.call_value(node, tool, verb, node.key)
+            if key is None:
+                return
+            if not takes(key, frozenset({"string"})):
+                self.report(
+                    "H352",
+                    f"the key `{node.key.text}` of `{fact.name}[…]` is {describe(key)}, not a text",
+                    node.key.span,
+                    f"{describe(key)}",
+                    help="a map's entries are named by texts: key it by a `string` of the call",
+                )
+                return
+            assert fact.type.item is not None
+            held = fact.type.item
+        if held.name != "list":
+            keyed = fact.type.name == "map" and node.key is None
+            what = (
+                f"an entry of fact `{fact.name}`" if node.key is not None else f"fact `{fact.name}`"
+            )
             self.report(
                 "H343",
-                f"`on_success` {verb} {into} fact `{fact.name}`, which is not a list",
+                f"`on_success` {verb} {into} {what}, which is not a list",
                 node.fact.span,
-                f"{describe(type_of(fact.type))}",
-                help=f"declare it as a list (`fact {fact.name}: list<string>`), or {node.op} "
+                f"{describe(type_of(held))}",
+                help=f"name the entry the call's value keys: `{into} {fact.name}[args.KEY]`"
+                if keyed and fact.type.item is not None and fact.type.item.name == "list"
+                else f"declare it as a list (`fact {fact.name}: list<string>`), or {node.op} "
                 f"{into} a list fact",
             )
             return
@@ -234,7 +267,7 @@ class SessionChecks(Reporter):
                 if value is None:
                     return
                 shown = node.item
-        item = type_of(fact.type.item) if fact.type.item is not None else ANY
+        item = type_of(held.item) if held.item is not None else ANY
         if value.name == "any" and value.unlisted:
             self.report(
                 "H343",
@@ -257,10 +290,13 @@ class SessionChecks(Reporter):
                 + (", or an element's field (`: x.email`)" if node.var is not None else ""),
             )
 
-    def call_value(self, node: s.OnSuccess, tool: m.Tool, verb: str) -> Ty | None:
-        """The type of an `on_success`'s value, a field of the call's input or output (None
-        after H343)."""
-        root, name = node.value.parts[0], node.value.parts[1]
+    def call_value(
+        self, node: s.OnSuccess, tool: m.Tool, verb: str, path: s.Path | None = None
+    ) -> Ty | None:
+        """The type of an `on_success`'s value (or of `path`, its key), a field of the call's
+        input or output (None after H343)."""
+        path = path or node.value
+        root, name = path.parts[0], path.parts[1]
         schema = tool.input if root == "args" else tool.output
         where = "input" if root == "args" else "output"
         fields = {f.name: f for f in schema.fields} if schema is not None else {}
@@ -270,9 +306,9 @@ class SessionChecks(Reporter):
             unlisted = root == "result" and schema is not None and schema.open
             self.report(
                 "H343",
-                f"`on_success` {verb} `{node.value.text}`, but tool `{tool.id}` has no {where} "
+                f"`on_success` {verb} `{path.text}`, but tool `{tool.id}` has no {where} "
                 f"field `{name}`" + (" it lists" if unlisted else ""),
-                node.value.span,
+                path.span,
                 f"not in the tool's `{where}`",
                 help=did_you_mean(name, sorted(fields))
                 or f"declare `{name}` in the tool's `{where}`"
@@ -280,7 +316,7 @@ class SessionChecks(Reporter):
             )
             return None
         owner = f"the output of `{tool.id}`" if root == "result" else ""
-        return self.navigate(type_of(found.type, where=owner), node.value.parts, 2, node.value)
+        return self.navigate(type_of(found.type, where=owner), path.parts, 2, path)
 
     def each_item(self, node: s.OnSuccess, element: Ty) -> Ty | None:
         """The type of what `each x in LIST: ITEM` takes of an element (None after H351 or

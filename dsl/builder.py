@@ -333,12 +333,19 @@ class _Builder:
         rest = list(c[1:])
         when = rest.pop(0).value if isinstance(rest[0], _CallPart) else None
         op, target, fact = str(rest[0]), rest[1], rest[3]
+        key = rest[4].value if len(rest) > 4 and isinstance(rest[4], _CallPart) else None
         var = item = None
         if isinstance(target, _CallPart):  # `each x in LIST[: ITEM]`
             var, value, item = target.value
         else:
             value = self._path(target)
-        return s.OnSuccess(value, self._name(fact), op, var, item, when, span=self._span(c))
+        return s.OnSuccess(value, self._name(fact), op, var, item, when, key, span=self._span(c))
+
+    def fact_key(self, c):
+        return _CallPart("key", self._path(c[1]), self._span(c))
+
+    def index(self, c):
+        return self._expr(s.Index(c[0], c[2], span=self._span(c)))
 
     def on_success_when(self, c):
         return _CallPart("when", self._condition(c[1]), self._span(c))

@@ -746,6 +746,17 @@ _CODES = [
         "it out to take each element whole.",
     ),
     Code(
+        "H352",
+        "invalid-map-entry",
+        "error",
+        "`X[KEY]` on a value that is not a map, or with a key that is not a text",
+        "`FACT[KEY]` reads the entry of a map under a key (`bank.payees[args.account]`), and "
+        "`on_success add VALUE to FACT[KEY]` adds to that entry, which is a list. The value "
+        "indexed is a map (`fact bank.payees: map<list<string>>`), and the key a text: a "
+        "`string` of the call, a literal, or an item of a quantifier. A list is asked with "
+        "`in`; a record's field is read with a dot.",
+    ),
+    Code(
         "H353",
         "shape-outside-output",
         "error",

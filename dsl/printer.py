@@ -461,7 +461,8 @@ class _Printer:
                 item = f": {node.item.text}" if node.item is not None else ""
                 value = f"each {node.var.text} in {value}{item}"
             into = " to " if node.op == "add" else " from "
-            return cat("on_success ", when, node.op, " ", value, into, node.fact.text)
+            key = f"[{node.key.text}]" if node.key is not None else ""
+            return cat("on_success ", when, node.op, " ", value, into, node.fact.text, key)
         if isinstance(node, s.Operation):
             block = self._block(node, node.items, self._item, inline=_inline_options(node.items))
             return cat("operation ", node.name.text, " ", block)
@@ -713,6 +714,8 @@ class _Printer:
             return cat(str(v.value))
         if isinstance(v, s.Bool):
             return cat("true" if v.value else "false")
+        if isinstance(v, s.Index):
+            return cat(self._value(v.of), "[", self._value(v.key), "]")
         if isinstance(v, s.FuncCall):
             if not v.args:
                 return cat(v.name.text, "()")

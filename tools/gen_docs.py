@@ -474,7 +474,12 @@ POSITIONS = (
             "tool t { requires connected(a,",
             "tool t { requires connected(a, b,",
             "policy p { allow t when a from result(",
+            "policy p { allow t when a from result.f(",
         ),
+    ),
+    Position(
+        "the key of an entry of a map, after `[`",
+        ("policy p { allow t when a in m[",),
     ),
     Position(
         "as the value of a record entry or a call argument (`key: …`), or an earlier call's "

@@ -364,6 +364,11 @@ def _value(node: object, ctx: _Context) -> Any:
         return ctx.call.session.get(canonical(node), ABSENT)
     if isinstance(node, m.History):
         return _history(node, ctx)
+    if isinstance(node, m.Index):
+        of, key = _value(node.of, ctx), _value(node.key, ctx)
+        if not isinstance(of, dict) or not isinstance(key, str) or key not in of:
+            return ABSENT
+        return of[key]
     return ABSENT
 
 

@@ -17,6 +17,7 @@ from harnessc.runtime.model import (
     FactCall,
     FactUpdate,
     History,
+    Index,
     Length,
     ListValue,
     Literal,
@@ -108,7 +109,8 @@ def update_text(update: FactUpdate) -> str:
         item = f": {spec_text(update.item)}" if update.item is not None else ""
         value = f"each {update.each} in {value}{item}"
     into = "to" if update.op == "add" else "from"
-    return f"{when}{update.op} {value} {into} {update.fact}"
+    key = f"[{spec_text(update.key)}]" if update.key is not None else ""
+    return f"{when}{update.op} {value} {into} {update.fact}{key}"
 
 
 def spec_text(node: object, top: bool = True) -> str:
@@ -138,6 +140,8 @@ def spec_text(node: object, top: bool = True) -> str:
         return f"{node.func}({spec_text(node.of)})"
     if isinstance(node, History):
         return _history_text(node)
+    if isinstance(node, Index):
+        return f"{spec_text(node.of)}[{spec_text(node.key)}]"
     if isinstance(node, Provenance):
         return _provenance_text(node)
     if isinstance(node, Quantified):

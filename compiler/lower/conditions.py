@@ -163,6 +163,11 @@ class ConditionLowering(SchemaLowering):
             return self.path(node)
         if isinstance(node, s.FuncCall):
             return self.call(node, module)
+        if isinstance(node, s.Index):
+            of = self.value(node.of, module)
+            if not isinstance(of, m.Path):  # pragma: no cover - the parser indexes paths only
+                raise TypeError(f"not a path: {node.of!r}")
+            return trusted(m.Index)(of=of, key=self.value(node.key, module))
         if isinstance(node, s.ListLit):
             return trusted(m.ListValue)(items=tuple(self.value(i, module) for i in node.items))
         if isinstance(node, s.Record):

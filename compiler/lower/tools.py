@@ -241,6 +241,21 @@ class ToolLowering(ConditionLowering):
         item = None
         if node.var is not None and node.item is not None:
             item = trusted(m.Path)(root="var", parts=node.item.parts)
+        key = None
+        if node.key is not None:
+            kparts = node.key.parts
+            if kparts[0] not in ("args", "result") or len(kparts) < 2:
+                self.report(
+                    "H352",
+                    f"the key `{node.key.text}` of `{node.fact.text}[…]` is not a value of the "
+                    "call",
+                    node.key.span,
+                    "not `args.*` or `result.*`",
+                    help="key the entry by an argument (`args.account`) or a field of the "
+                    "result (`result.account`)",
+                )
+                return None
+            key = trusted(m.Path)(root=kparts[0], parts=kparts[1:])  # type: ignore[arg-type]
         return trusted(m.FactUpdate)(
             value=value,
             fact=fact,
@@ -248,6 +263,7 @@ class ToolLowering(ConditionLowering):
             each=node.var.text if node.var is not None else None,
             item=item,
             when=self.cond(node.when, module) if node.when is not None else None,
+            key=key,
         )
 
     def input_trust(self, fields: Iterable[s.Field]) -> None:

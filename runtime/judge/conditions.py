@@ -32,6 +32,7 @@ from ..model.ir import (
     Extract,
     FactCall,
     History,
+    Index,
     Length,
     ListValue,
     Literal,
@@ -207,7 +208,21 @@ def value_of(node: object, scope: Scope) -> Any:
         return extract(node.func, value_of(node.of, scope))
     if isinstance(node, History):
         return history_value(node, scope)
+    if isinstance(node, Index):
+        return entry_of(value_of(node.of, scope), value_of(node.key, scope))
     raise TypeError(f"not a value: {node!r}")
+
+
+def entry_of(mapping: Any, key: Any) -> Any:
+    """`MAP[KEY]`: the entry under a text key, or None (absent) when the value is not a map,
+    the key is not a text, or the map has no such entry.
+
+    >>> entry_of({"acc-1": ["DE89"]}, "acc-1"), entry_of({"acc-1": 1}, "acc-2")
+    (['DE89'], None)
+    """
+    if key.__class__ is not str or not isinstance(mapping, Mapping):
+        return None
+    return mapping.get(key)
 
 
 def history_value(node: History, scope: Scope) -> Any:
@@ -352,6 +367,7 @@ def helpers(terms: HistoryTerms | None = None) -> dict[str, Any]:
         "_qlist": _qlist,
         "_len": length_of,
         "_extract": extract,
+        "_entry": entry_of,
         "all": all,
         "any": any,
         **{o.helper_name: o.helper for o in OPERATORS.values()},
@@ -474,6 +490,8 @@ class Emitter:
             return f"_extract({self.const(node.func)}, {self.operand(node.of)})"
         if isinstance(node, History):
             return self.history(node)
+        if isinstance(node, Index):
+            return f"_entry({self.operand(node.of)}, {self.operand(node.key)})"
         raise TypeError(f"not a value: {node!r}")
 
     def history(self, node: History) -> str:

@@ -36,6 +36,7 @@ from ..model.ir import (
     Condition,
     FactUpdate,
     History,
+    Path,
     SessionStep,
     Spec,
     Tool,
@@ -1093,34 +1094,51 @@ def fact_changes(
     through `facts_changed` where they want the facts' new values."""
     changes: list[dict[str, Any]] = []
     scope: Scope | None = None
-    current: dict[str, list[Any]] = {}
+    current: dict[tuple[str, str | None], list[Any]] = {}
     for update in tool.on_success:
         if update.when is not None:
             if scope is None:
                 scope = Scope(args=args, result=_result(data))
             if not evaluate(update.when, scope):
                 continue
-        found: Any = args if update.value.root == "args" else data
-        for part in update.value.parts:
-            found = found.get(part) if isinstance(found, Mapping) else None
+        found = _of_call(update.value, args, data)
         if found is None:
             continue
+        key: str | None = None
+        if update.key is not None:  # `to FACT[KEY]`: the entry under a text of the call
+            key = _of_call(update.key, args, data)
+            if key.__class__ is not str:
+                continue
         values = _elements(update, found)
         if not values:
             continue
-        items = current.get(update.fact)
+        where = (update.fact, key)
+        items = current.get(where)
         if items is None:
             held = facts.get(update.fact)
+            if key is not None:
+                held = held.get(key) if isinstance(held, Mapping) else None
             items = list(held) if isinstance(held, list | tuple) else []
         if update.op == "remove":
             kept = [i for i in items if not any(value_eq(i, v) for v in values)]
             if len(kept) == len(items):
                 continue  # nothing to remove: the fact is as it was
-            current[update.fact] = kept
+            current[where] = kept
         else:
-            current[update.fact] = [*items, *values]
-        changes.append({"fact": update.fact, "op": update.op, "values": values})
+            current[where] = [*items, *values]
+        change = {"fact": update.fact, "op": update.op, "values": values}
+        if key is not None:
+            change["key"] = key
+        changes.append(change)
     return changes
+
+
+def _of_call(path: Path, args: Mapping[str, Any], data: Any) -> Any:
+    """The value of the call at `args.*` or `result.*` (None when it has none)."""
+    found: Any = args if path.root == "args" else data
+    for part in path.parts:
+        found = found.get(part) if isinstance(found, Mapping) else None
+    return found
 
 
 def apply_fact_changes(
@@ -1129,24 +1147,37 @@ def apply_fact_changes(
     """The new values of the facts `changes` (`fact_changes`, a `facts.updated` event's)
     changes, from their values in `facts`, the changes applied in order: `add` appends the
     values; `remove` drops every item equal to one of them (`value_eq`, as `in` compares).
+    A change with a `key` changes that entry of a map fact (an entry left empty stays, empty).
 
     >>> apply_fact_changes({"payees": ["DE1", "FR2", "DE1"]},
     ...     [{"fact": "payees", "op": "remove", "values": ["DE1"]},
     ...      {"fact": "payees", "op": "add", "values": ["IT3"]}])
     {'payees': ['FR2', 'IT3']}
+    >>> apply_fact_changes({"by_account": {"a1": ["DE1"]}},
+    ...     [{"fact": "by_account", "op": "add", "values": ["IT3"], "key": "a2"}])
+    {'by_account': {'a1': ['DE1'], 'a2': ['IT3']}}
     """
     changed: dict[str, Any] = {}
     for change in changes:
-        name, values = change.get("fact"), change.get("values")
+        name, values, key = change.get("fact"), change.get("values"), change.get("key")
         if not isinstance(name, str) or not isinstance(values, list | tuple):
             continue
         current = changed.get(name, facts.get(name))
+        if key is not None:
+            if not isinstance(key, str):
+                continue
+            entries = dict(current) if isinstance(current, Mapping) else {}
+            current = entries.get(key)
         items = list(current) if isinstance(current, list | tuple) else []
         if change.get("op") == "remove":
             items = [i for i in items if not any(value_eq(i, v) for v in values)]
         else:
             items.extend(values)
-        changed[name] = items
+        if key is not None:
+            entries[key] = items
+            changed[name] = entries
+        else:
+            changed[name] = items
     return changed
 
 

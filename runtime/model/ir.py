@@ -69,6 +69,7 @@ __all__ = [
     "Field",
     "Grant",
     "History",
+    "Index",
     "Label",
     "Length",
     "ListValue",
@@ -490,6 +491,15 @@ class Length(_Model):
     of: Value
 
 
+class Index(_Model):
+    """`FACT[KEY]`: the entry of a map under a key (`bank.payees[args.account]`); absent when
+    the map is absent, or has no entry under that key, or the key is not a string."""
+
+    kind: t.Literal["index"] = "index"
+    of: Path
+    key: Value
+
+
 class Extract(_Model):
     """`urls(text)`, `hosts(text)`, `emails(text)`: the identifier-like tokens of that kind
     inside a text; `params(text)`, `segments(text)`: the query parameter values and the path
@@ -581,7 +591,16 @@ class Not(_Model):
 
 
 Value = Annotated[
-    Literal | Path | EnumMember | FactCall | ListValue | RecordValue | Length | Extract | History,
+    Literal
+    | Path
+    | EnumMember
+    | FactCall
+    | ListValue
+    | RecordValue
+    | Length
+    | Extract
+    | History
+    | Index,
     _Field(discriminator="kind"),
 ]
 Condition = Annotated[
@@ -599,7 +618,8 @@ Condition = Annotated[
     | RecordValue
     | Length
     | Extract
-    | History,
+    | History
+    | Index,
     _Field(discriminator="kind"),
 ]
 
@@ -661,6 +681,9 @@ class FactUpdate(_Model):
     item: Path | None = None
     """What is taken of each element (`: x.email`, a `var` path); None: the element itself."""
     when: Condition | None = None
+    key: Path | None = None
+    """`to FACT[KEY]`: the entry of the map fact under the call's value at `key` (`args.*` or
+    `result.*`); None: the fact is a list."""
 
 
 FactAdd = FactUpdate

@@ -45,7 +45,7 @@ def _plan(kind: type, own: dict[str, object]) -> tuple[str, ...]:
         return ("over", "body")
     if issubclass(kind, Provenance):
         return ("value", "call")
-    return tuple(n for n in ("left", "right", "of", "items", "fields") if n in own)
+    return tuple(n for n in ("left", "right", "of", "key", "items", "fields") if n in own)
 
 
 def _children(node: object) -> Iterable[object]:
