@@ -154,3 +154,48 @@ def test_a_large_surface_is_ranked_to_its_limit(spec: Spec) -> None:
     exposure = s.expose("deploy the change to production")
     assert exposure.trace.rule == "ranked" and len(exposure.tools) == 3
     assert "production.deploy" in exposure.tools
+
+
+WHO_SPEC = """
+harness who { version "1.0.0" }
+fact region.open: map<bool> "Whether each region is open for deploys."
+tool deploy {
+  summary "Deploy a service."
+  use_when "A service is ready."
+  effects write
+  input { service: string }
+  requires region.open[env.region] and actor.role == "sre"
+}
+surface s { expose deploy }
+policy p { default allow }
+agent a { surface s; policy p }
+"""
+
+
+def test_requires_reads_the_sessions_actor_and_environment(tmp_path: Any) -> None:
+    """`requires` may read `actor`, `task`, `resource` and `env` beside the facts (the
+    validator says so): availability is judged for the session, not for nobody. Before, these
+    were empty when availability was judged, so such a tool was never available."""
+    path = tmp_path / "who.harness"
+    path.write_text(WHO_SPEC, encoding="utf-8")
+    result = check([path])
+    assert result.ok and result.model is not None, result.diagnostics
+    h = Harness(result.model)
+    h.bind("deploy", lambda args: None)
+    facts = {"region.open": {"eu": True, "us": False}}
+    cases = [
+        ({"role": "sre"}, {"region": "eu"}, True, ""),
+        ({"role": "sre"}, {"region": "us"}, False, "`region.open[env.region]` is false"),
+        ({"role": "sre"}, {"region": "ap"}, False, "`region.open[env.region]` has no entry"),
+        ({"role": "dev"}, {"region": "eu"}, False, '`actor.role` is "dev"'),
+    ]
+    for actor, env, available, reason in cases:
+        s = h.session("a", actor={"user": "u", **actor}, facts=facts, env=env)
+        assert s.availability().available("deploy") is available, (actor, env)
+        call = s.normalize("deploy", "c-1", {"service": "api"})
+        assert (type(call).__name__ == "PendingCall") is available
+        if not available:
+            assert reason in call.message, call.message  # type: ignore[union-attr]
+            assert list(s.expose("deploy").tools) == []
+        else:
+            assert list(s.expose("deploy").tools) == ["deploy"]

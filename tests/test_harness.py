@@ -163,9 +163,9 @@ def test_availability_is_worked_out_once_per_facts_and_new_facts_change_the_expo
     checks: list[Facts] = []
     check = h.checker.check
 
-    def counted(facts: Any = None) -> Any:
+    def counted(facts: Any = None, who: Any = None) -> Any:
         checks.append(facts)
-        return check(facts)
+        return check(facts, who)
 
     h.checker.check = counted  # type: ignore[method-assign]
     s = planner(h, facts=Facts.of({"workspace.open": False}, connected={"change_platform"}))

@@ -27,6 +27,8 @@ from ..model.ir import (
     Condition,
     EnumMember,
     FactCall,
+    Index,
+    Length,
     ListValue,
     Literal,
     Not,
@@ -36,7 +38,7 @@ from ..model.ir import (
     Spec,
     Tool,
 )
-from .conditions import Scope, compile_conditions, evaluate, read_path
+from .conditions import Scope, compile_conditions, evaluate, read_path, value_of
 from .history import reads_session
 from .normalize import Refusal
 
@@ -48,6 +50,7 @@ __all__ = [
     "Facts",
     "McpState",
     "ToolAvailability",
+    "Who",
     "condition_text",
     "explain_failure",
     "failed_condition",
@@ -242,13 +245,23 @@ class AvailabilityChecker:
             if t.kind == "mcp"
         }
 
-    def check(self, facts: Facts | Mapping[str, Any] | None = None) -> Availability:
+    def check(
+        self, facts: Facts | Mapping[str, Any] | None = None, who: Who | None = None
+    ) -> Availability:
+        """Every tool's availability under `facts`, for the session `who` describes (its
+        actor, task, resource and environment, which a `requires` may read; none: empty)."""
         facts = Facts.of(facts)
-        ctx = _Ctx(facts)
+        ctx = _Ctx(facts, who)
         out: dict[str, ToolAvailability] = {}
         for tool in self.spec.tools.values():
             out[tool.id] = self.tool(tool, facts, ctx)
         return Availability(out)
+
+    @staticmethod
+    def context(facts: Facts, who: Who | None = None) -> Any:
+        """What a tool's compiled `requires` reads (`tool`'s `ctx`): the facts' connections
+        and runtimes, and `who`'s actor, task, resource and environment."""
+        return _Ctx(facts, who)
 
     def tool(self, tool: Tool, facts: Facts, ctx: Any = None) -> ToolAvailability:
         """One tool's availability under `facts`, with every failed condition and its reason."""
@@ -280,9 +293,11 @@ class AvailabilityChecker:
                 )
             )
         fn = self._compiled.get(tool.id)
-        if fn is not None and not fn(ctx or _Ctx(facts), {}, {}, facts.values):
+        if ctx is None:
+            ctx = _Ctx(facts)
+        if fn is not None and not fn(ctx, {}, {}, facts.values):
             assert tool.requires is not None
-            scope = self._scope(facts)
+            scope = self._scope(facts, ctx)
             failed.append(
                 (
                     condition_text(failed_condition(tool.requires, scope)),
@@ -297,8 +312,12 @@ class AvailabilityChecker:
             unique.setdefault(condition, reason)
         return ToolAvailability(tool.id, False, tuple(unique.values()), tuple(unique))
 
-    def _scope(self, facts: Facts) -> Scope:
+    def _scope(self, facts: Facts, ctx: Any) -> Scope:
         return Scope(
+            actor=getattr(ctx, "actor", None) or {},
+            resource=getattr(ctx, "resource", None) or {},
+            task=getattr(ctx, "task", None) or {},
+            env=getattr(ctx, "env", None) or {},
             facts=facts.values,
             connected=facts.connected,
             running=facts.running,
@@ -379,16 +398,27 @@ class _Ctx:
         "tool_call_id",
     )
 
-    def __init__(self, facts: Facts) -> None:
-        self.ledger = None  # availability has no session: nothing is known of one
+    def __init__(self, facts: Facts, who: Who | None = None) -> None:
+        self.ledger = None  # availability reads no session state (`_session_bound`)
         self.tool_call_id = None
-        self.actor: Mapping[str, Any] = {}
-        self.resource: Mapping[str, Any] = {}
-        self.task: Mapping[str, Any] = {}
-        self.env: Mapping[str, Any] = {}
+        self.actor: Mapping[str, Any] = who.actor if who is not None else {}
+        self.resource: Mapping[str, Any] = who.resource if who is not None else {}
+        self.task: Mapping[str, Any] = who.task if who is not None else {}
+        self.env: Mapping[str, Any] = who.env if who is not None else {}
         self.call: Mapping[str, Any] = {}
         self.connected = facts.connected
         self.running = facts.running
+
+
+@dataclass(frozen=True)
+class Who:
+    """Whom availability is judged for: a session's actor, task, resource and environment,
+    which a `requires` may read beside the facts ("does it work for this user, now?")."""
+
+    actor: Mapping[str, Any]
+    task: Mapping[str, Any]
+    resource: Mapping[str, Any]
+    env: Mapping[str, Any]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -500,6 +530,10 @@ def condition_text(cond: Any) -> str:
         return "[" + ", ".join(condition_text(i) for i in cond.items) + "]"
     if isinstance(cond, RecordValue):
         return "{" + ", ".join(f"{k}: {condition_text(v)}" for k, v in cond.fields.items()) + "}"
+    if isinstance(cond, Index):
+        return f"{condition_text(cond.of)}[{condition_text(cond.key)}]"
+    if isinstance(cond, Length):
+        return f"len({condition_text(cond.of)})"
     return str(cond)
 
 
@@ -509,7 +543,14 @@ def _wrapped(cond: Any) -> str:
 
 
 def _read(node: Any, scope: Scope) -> str | None:
-    """What a path read, in words, or None for a constant."""
+    """What a path (or a map's entry) read, in words, or None for a constant."""
+    if isinstance(node, Index):
+        key = _read(node.key, scope)
+        entry = value_of(node, scope)
+        said = f"`{condition_text(node)}` " + (
+            "has no entry" if entry is None else f"is {json.dumps(entry, default=str)}"
+        )
+        return f"{key}, {said}" if key else said
     if not isinstance(node, Path):
         return None
     value = read_path(node, scope)
@@ -561,7 +602,7 @@ def explain_failure(cond: Condition, scope: Scope) -> str:
         reads = [r for r in (_read(cond.left, scope), _read(cond.right, scope)) if r]
         if reads:
             return f"{text}: {', '.join(reads)}"
-    elif isinstance(cond, Path):
+    elif isinstance(cond, Path | Index):
         read = _read(cond, scope)
         if read:
             return f"{text}: {read}"

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ..exposure.ranker import ExposureIndex
-from ..judge.availability import Availability, AvailabilityChecker, Facts
+from ..judge.availability import Availability, AvailabilityChecker, Facts, Who
 from ..judge.normalize import PendingCall, ToolNames, Validator, thaw
 from ..judge.policy import Decision, PolicyEngine
 from ..log.chain import ConcurrencyError, StoreError, UnreadableEvent
@@ -273,10 +273,13 @@ class Harness:
             found = self._surfaces[surface] = surface_tools(self.spec, self.spec.surfaces[surface])
         return found
 
-    def availability(self, facts: Facts | Mapping[str, Any] | None = None) -> Availability:
+    def availability(
+        self, facts: Facts | Mapping[str, Any] | None = None, who: Who | None = None
+    ) -> Availability:
         """Every tool's availability under a facts snapshot, each unavailable one with its
-        reasons (`requires`, the six MCP conditions, a dynamic tool's provider)."""
-        return self.checker.check(facts)
+        reasons (`requires`, the six MCP conditions, a dynamic tool's provider); `who`: the
+        session's actor, task, resource and environment a `requires` may read."""
+        return self.checker.check(facts, who)
 
     def exposure_index(self) -> ExposureIndex:
         """The ranking index over every tool a surface or a skill can hold (built once)."""

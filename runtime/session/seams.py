@@ -21,7 +21,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..exposure.ranker import ExposureIndex
-from ..judge.availability import Availability, AvailabilityChecker, Facts, ToolAvailability
+from ..judge.availability import (
+    Availability,
+    AvailabilityChecker,
+    Facts,
+    ToolAvailability,
+    Who,
+)
 from ..judge.context import CallContext
 from ..judge.history import Ledger
 from ..judge.normalize import PendingCall, ToolNames, Validator
@@ -94,7 +100,9 @@ class HarnessSeam(Protocol):
     def expire_approvals(
         self, request_ids: Iterable[str] | None = None
     ) -> list[ApprovalRequest]: ...
-    def availability(self, facts: Facts | Mapping[str, Any] | None = None) -> Availability: ...
+    def availability(
+        self, facts: Facts | Mapping[str, Any] | None = None, who: Who | None = None
+    ) -> Availability: ...
     def exposure_index(self) -> ExposureIndex: ...
     def surface_tools(self, surface: str) -> tuple[str, ...]: ...
     def release(self, session_id: str) -> bool: ...

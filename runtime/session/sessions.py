@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..exposure.ranker import QUERY_CAP, Exposure
-from ..judge.availability import Availability, Facts, ToolAvailability
+from ..judge.availability import Availability, Facts, ToolAvailability, Who
 from ..judge.history import FACTS_UPDATED, USER_SAID, Ledger, apply_fact_changes
 from ..judge.normalize import (
     DELEGATE_TASK,
@@ -259,7 +259,7 @@ class Session:
         facts, version, found = self.state.snapshot
         if found is None or facts is not self.facts or version != h.policy_version:
             facts, version = self.facts, h.policy_version
-            found = h.availability(facts)
+            found = h.availability(facts, self._who())
             self.state.snapshot = (facts, version, found)
         return found
 
@@ -273,8 +273,14 @@ class Session:
             self.state.availability = (facts, h.policy_version, known)
         found = known.get(tool_id)
         if found is None:
-            found = known[tool_id] = h.checker.tool(h.spec.tools[tool_id], facts)
+            ctx = h.checker.context(facts, self._who())
+            found = known[tool_id] = h.checker.tool(h.spec.tools[tool_id], facts, ctx)
         return found
+
+    def _who(self) -> Who:
+        """Whom this session's availability is judged for: its actor, task, resource and
+        environment (a `requires` may read them beside the facts)."""
+        return Who(self.actor, self.task, self.resource, self.env)
 
     def expose(self, query: str, *, packs: tuple[str, ...] | list[str] = ()) -> Exposure:
         """The tools the planner sees this turn: the surface ∩ available, ranked when more than

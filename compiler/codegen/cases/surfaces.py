@@ -10,10 +10,12 @@ from harnessc.runtime.judge.availability import AvailabilityChecker, Facts
 from harnessc.runtime.model import (
     DELEGATE_TASK,
     Condition,
+    Path,
     Spec,
     Tool,
 )
 from harnessc.runtime.model.semantics import surface_tools
+from pydantic import BaseModel
 
 from ...analysis.availability import availability_condition
 from ...analysis.examples import NoExampleError
@@ -80,7 +82,7 @@ def plan_schemas(
         if case["via"] != "validator":
             case["facts"] = tool_facts(spec, tool, solved, mcp)
             if case["facts"] is None:
-                note = "its availability conditions never hold: its schema is checked directly"
+                note = f"{_unheld(tool)}: its schema is checked directly"
                 case.update({"via": "validator", "agent": None, "skill": None, "note": note})
         try:
             valid = example_input(tool.input.fields)
@@ -280,7 +282,7 @@ def plan_availability(
         if route["via"] == "validator":
             skip = route["note"].split(":")[0] + ": no session can call it"
         elif base is None:
-            skip = "its availability conditions never hold"
+            skip = _unheld(tool)
         items: dict[str, Condition] = {}
         for item in conjuncts(condition):
             items.setdefault(condition_text(item), item)
@@ -314,3 +316,25 @@ def plan_delegation(spec: Spec) -> list[dict[str, Any]]:
         {"id": name, "agent": name, "targets": sorted(spec.agents[name].delegates)}
         for name in sorted(spec.agents)
     ]
+
+
+_WHO = ("actor", "task", "resource", "env")
+
+
+def _unheld(tool: Tool) -> str:
+    """Why no facts make a tool available for the generated cases: its `requires` never holds,
+    or it reads the session's actor, task, resource or environment, which these cases (facts
+    only) do not give."""
+    stack: list[object] = [tool.requires]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Path) and node.root in _WHO:
+            return (
+                "its availability reads the session's `" + node.root + "`, which these cases "
+                "(facts only) do not give"
+            )
+        if isinstance(node, BaseModel):
+            stack.extend(getattr(node, name) for name in type(node).model_fields)
+        elif isinstance(node, tuple):
+            stack.extend(node)
+    return "its availability conditions never hold"
