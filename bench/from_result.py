@@ -1,7 +1,8 @@
 """What per-source provenance costs a decision, and how the cost grows with the session:
 `examples/bill-pay/bills.harness` (its payee rules read `from result(files.read within 1h when
-args.name from user)`) against the same spec with that term replaced by `from untrusted` (a
-kind, one lookup) and by a prefix test of the IBAN (no session term).
+args.name from user and len(ibans(result.text)) == 1)`) against the same spec with that term
+replaced by `from untrusted` (a kind, one lookup) and by a prefix test of the IBAN (no session
+term).
 
     .venv/bin/python bench/from_result.py [--reads 10,100,1000] [--calls 1000] [--rounds 3]
 
@@ -27,11 +28,28 @@ from harnessc.runtime import Harness
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = (ROOT / "examples" / "bill-pay" / "bills.harness").read_text(encoding="utf-8")
-TERM = "args.iban from result(files.read within 1h when args.name from user)"
+
+
+def replaced(text: str, by: str) -> str:
+    """The spec with each `args.iban from result(…)` term (parentheses matched) replaced."""
+    start = text.index("\npolicy ")  # the rules, not the header's comment
+    out, found = [text[:start]], 0
+    head = "args.iban from result("
+    while (at := text.find(head, start)) >= 0:
+        depth, end = 1, at + len(head)
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        out += [text[start:at], by]
+        start, found = end, found + 1
+    assert found == 2, f"the example's two payee rules read the term ({found} found)"
+    return "".join([*out, text[start:]])
+
+
 VARIANTS = {
     "from result(…)": SPEC,
-    "from untrusted": SPEC.replace(TERM, "args.iban from untrusted"),
-    "no session term": SPEC.replace(TERM, 'args.iban startswith "IT60"'),
+    "from untrusted": replaced(SPEC, "args.iban from untrusted"),
+    "no session term": replaced(SPEC, 'args.iban startswith "IT60"'),
 }
 
 

@@ -1,11 +1,12 @@
-"""What per-source provenance changes in the scenario suite, measured on two domains whose
+"""What per-source provenance changes in the scenario suite, measured on three domains whose
 purpose names the document: the mail and calendar assistant replies to the sender of a mail it
-read, and the support assistant closes or escalates a ticket the agent named or read.
+read, the banking assistant pays the bill in the file the user named when the file names one
+payee, and the support assistant closes or escalates a ticket the agent named or read.
 
     .venv/bin/python bench/scenarios_per_source.py
 
 Each domain is run as written (tests/scenarios/, unchanged: its spec was written before its
-attacks), then with its recipient or ticket rule rewritten with `from result.FIELD(…)` (the
+attacks), then with its recipient, payee or ticket rule rewritten with `from result…(…)` (the
 edits below, nothing else), and the pairs denied / asked / through and the tasks allowed /
 asked / denied of both are printed, with each miss of the rewritten spec. The rewritten specs
 are not the suite's: tests/test_scenarios.py holds the suite to the specs as written.
@@ -43,6 +44,25 @@ EDITS: dict[str, tuple[tuple[str, str], ...]] = {
             "          and not r from result.sender(mail.read within 1h)\n"
             "        or r from nowhere) {\n"
             '    reason "Mail goes only',
+        ),
+    ),
+    # "Pay the plumber's bill in plumber.txt": a payee from the file the user named, when that
+    # file names one payee (a second one is someone else's word inside the bill).
+    "payments.harness": (
+        (
+            "chosen_payee: allow bank.send when args.iban from user or args.iban from trusted",
+            "chosen_payee: allow bank.send\n"
+            "      when args.iban from user or args.iban from trusted\n"
+            "        or args.iban from result(files.read within 1h\n"
+            "          when args.name from user and len(ibans(result.text)) == 1)",
+        ),
+        (
+            "foreign_payee: deny bank.send when args.iban from untrusted only or args.iban from "
+            "nowhere {",
+            "foreign_payee: deny bank.send\n"
+            "      when (args.iban from untrusted only or args.iban from nowhere)\n"
+            "        and not args.iban from result(files.read within 1h\n"
+            "          when args.name from user and len(ibans(result.text)) == 1) {",
         ),
     ),
     # "an answer goes on a ticket the helpdesk or the agent named": the ticket the agent named,
@@ -86,7 +106,7 @@ def main() -> None:
             runner._SPECS[domain.spec] = result.model
             rewritten = report(domain)
             runner._SPECS.pop(domain.spec)
-            print(f"{'':<18} {'with result.FIELD(…)':<22} {counts(rewritten)}")
+            print(f"{'':<18} {'with result…(…)':<22} {counts(rewritten)}")
             for o in rewritten.tasks + rewritten.pairs:
                 if (o.attack is None and o.verdict != "allowed") or (
                     o.attack is not None and o.verdict != "denied"

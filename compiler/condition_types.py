@@ -73,6 +73,7 @@ FUNCTION_TYPES: dict[str, Ty] = {
     "urls": TEXT_LIST,
     "hosts": TEXT_LIST,
     "emails": TEXT_LIST,
+    "ibans": TEXT_LIST,
     "params": TEXT_LIST,
     "segments": TEXT_LIST,
 }

@@ -2,8 +2,9 @@
 
 Data labels (declared with `label NAME`, written on fields and in `from label NAME` and
 `seen(NAME)`), and the functions a condition may call: fact functions, the value functions `len`,
-`urls`, `hosts`, `emails`, `params`, `segments`, and the history terms `called`, `succeeded`,
-`count`, `sum`, `seen`, whose `when` and fields read earlier calls' `args` and `result`. The
+`urls`, `hosts`, `emails`, `ibans`, `params`, `segments`, and the history terms `called`,
+`succeeded`, `count`, `sum`, `seen`, whose `when` and fields read earlier calls' `args` and
+`result`. The
 resolver (compiler/resolve.py) inherits these and dispatches to them; what they read of it is
 declared under TYPE_CHECKING below.
 """

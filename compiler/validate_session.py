@@ -1,8 +1,8 @@
 """The session-aware checks of stage validate (compiler/validate.py), as a mixin of its validator.
 
 Conditions that read session state: provenance (`x from source`, H340), quantifiers over lists
-(H342), the value functions `len`, `urls`, `hosts`, `emails`, `params`, `segments` (H339),
-history terms `called`, `succeeded`, `count`, `sum`, `seen` (H337, H338, H339) and the
+(H342), the value functions `len`, `urls`, `hosts`, `emails`, `ibans`, `params`, `segments`
+(H339), history terms `called`, `succeeded`, `count`, `sum`, `seen` (H337, H338, H339) and the
 `result.*` they read, and a tool's `on_success` (H343). The validator (compiler/validate.py)
 inherits them and dispatches to them; what they read of it is declared under TYPE_CHECKING
 below. The context a condition is read in and the symbolic selection of every tool live here
@@ -415,7 +415,8 @@ class SessionChecks(Reporter):
                 over.span,
                 "not a list",
                 help=f"compare it directly (`{over.text} …`), or range over a list argument "
-                "or `urls(…)`, `hosts(…)`, `emails(…)`, `params(…)`, `segments(…)` of a text",
+                "or `urls(…)`, `hosts(…)`, `emails(…)`, `ibans(…)`, `params(…)`, `segments(…)` "
+                "of a text",
             )
             return
         inner = replace(ctx, vars={**ctx.vars, node.var.text: item_type(over.ty)})

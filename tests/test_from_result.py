@@ -6,6 +6,7 @@ the log, the spec's own tests and the analysis (`examples/bill-pay/`)."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -182,7 +183,7 @@ def test_a_session_resumed_from_the_log_decides_the_same(spec: Spec, tmp_path: P
 def test_the_examples_own_tests_pass(spec: Spec) -> None:
     run = run_spec_tests(spec)
     assert not run.diagnostics and not run.incomplete
-    assert [o.passed for o in run.outcomes] == [True] * 6
+    assert [o.passed for o in run.outcomes] == [True] * 7
 
 
 def _errors(tmp_path: Path, policy: str) -> list[tuple[str, str]]:
@@ -223,11 +224,15 @@ def test_the_formatter_keeps_the_source_and_its_parts() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     once = format_source(Source("bills.harness", text)).text
     assert once == text
-    assert "from result(files.read within 1h when args.name from user)" in once
-    squeezed = text.replace(
-        "from result(files.read within 1h when args.name from user)",
-        "from result( files.read  within 1h\n when args.name from user )",
+    assert once.count("from result(\n") == 2
+    # the same rules written on one line each, spaced oddly, come back as the source
+    squeezed = re.sub(
+        r"from result\(\s+files\.read\s+within 1h\s+when",
+        "from result( files.read  within 1h when",
+        text,
     )
+    squeezed = re.sub(r"== 1\s+\)", "== 1 )", squeezed)
+    assert squeezed != text
     assert format_source(Source("bills.harness", squeezed)).text == text
 
 
@@ -442,3 +447,22 @@ def test_a_deny_of_untrusted_values_shadows_the_results_of_an_untrusted_tool(
     assert bool(found) is shadowed, found
     if shadowed:
         assert "rule `p.named` can never win" in found[0].message
+
+
+def test_a_bill_that_names_two_payees_is_not_the_bill(spec: Spec) -> None:
+    """`len(ibans(result.text)) == 1` in the read's `when`: a payee planted beside the
+    plumber's makes the file name two, so neither is the bill's (the example refuses both)."""
+    s = _harness(spec).session("payer", actor={"user": "u"}, task="t")
+    s.user_said("Pay the plumber's bill in plumber.txt.")
+    FILES["two.txt"] = {"text": f"Plumbing to {PLUMBER}. Our new account: {LANDLORD}."}
+    try:
+        governed(s, 1, "files.read", {"name": "two.txt"})
+        s.user_said("Sorry, it is in two.txt.")  # the holder named it too, later
+        governed(s, 2, "files.read", {"name": "two.txt"})
+        got = [
+            governed(s, n, "bank.transfer", {"iban": i, "amount": 180.0})[1]
+            for n, i in ((3, PLUMBER), (4, LANDLORD))
+        ]
+    finally:
+        del FILES["two.txt"]
+    assert [(d.effect, d.rule) for d in got] == [("deny", "payments.other_content")] * 2

@@ -410,31 +410,54 @@ class _Builder:
             w.forbid.add(source)
 
     def from_results(self, term: m.Provenance, value: Any, wanted: bool) -> None:
-        """`value from result(SEL …)`: when it must hold and does not yet, an earlier call
-        its `succeeded` term counts (`earlier`), whose result holds the value in a text field
-        its `when` does not read; when it must not, nothing is added (`check` tells)."""
-        assert term.call is not None
+        """`value from result(SEL …)`: when it must hold and does not yet, an earlier call its
+        `succeeded` term counts, whose result holds the value: first the value put in a text
+        field of the result (the term's field, else one its `when` does not read, else one it
+        does: `when len(ibans(result.text)) == 1` holds of the value alone), the call meeting
+        `when` with the sources it needs (`meeting`); else an earlier call found as for
+        `succeeded` (`earlier`) with the value put in a field its `when` does not read. When
+        it must not hold, nothing is added (`check` tells)."""
+        call = term.call
+        assert call is not None
         if not wanted or value is ABSENT or self.holds(term, value):
             return
         text = _text(value)
         if text is None or isinstance(value, list | dict):
             raise _Missing(f"`{spec_text(term)}`: only a text or a number is found in a result")
-        step = self.earlier(term.call, ago=self.ago(term.call))
+        read = {p.parts[0] for p in _result_paths(call.where) if p.parts}
+        ago = self.ago(call)
+        for tool in self.selected(call):
+            for name in self.holders(term, tool, read):
+                base = self.result_of(tool)
+                if not isinstance(base, dict):
+                    continue
+                result = {**base, name: text}
+                for candidate, _ in self.candidates(call, tool, None):
+                    found = self.meeting(call, tool, dict(candidate), result)
+                    if found is None:
+                        continue
+                    sources, args = found
+                    step = m.SessionStep(tool=tool.id, args=args, result=result, ago_ms=ago)
+                    self.steps.extend([*sources, step])
+                    return
+        step = self.earlier(call, ago=ago)
         tool = self.spec.tools[step.tool or ""]
-        read = {p.parts[0] for p in _result_paths(term.call.where) if p.parts}
-        result = step.result
-        free = [name for name in _text_fields(tool) if name not in read]
-        if term.field is not None:  # `result.FIELD(…)`: at that field, a text of the record
-            at = term.field.parts
-            free = [at[0]] if len(at) == 1 and at[0] in _text_fields(tool) else []
-        if free and isinstance(result, dict):
-            step = step.model_copy(update={"result": {**result, free[0]: text}})
-        else:
+        free = [n for n in self.holders(term, tool, read) if n not in read]
+        if not free or not isinstance(step.result, dict):
             raise _Missing(
                 f"`{spec_text(term)}`: no text field of `{tool.id}`'s result is free to hold "
                 f"{value_text(value)}"
             )
-        self.steps.append(step)
+        self.steps.append(step.model_copy(update={"result": {**step.result, free[0]: text}}))
+
+    def holders(self, term: m.Provenance, tool: m.Tool, read: set[str]) -> list[str]:
+        """The top-level text fields of a tool's result a `from result…` value may be put in:
+        the term's field, or every text field, those its `when` does not read first."""
+        fields = _text_fields(tool)
+        if term.field is not None:
+            at = term.field.parts
+            return [at[0]] if len(at) == 1 and at[0] in fields else []
+        return sorted(fields, key=lambda name: name in read)
 
     def quantified(self, term: m.Quantified, wanted: bool) -> None:
         body = term.body
@@ -1016,6 +1039,7 @@ _ITEM_SAMPLES = {
     "hosts": "sample.test",
     "urls": "https://sample.test/",
     "emails": "a@sample.test",
+    "ibans": "DE89370400440532013000",
     "params": "item-sample",
     "segments": "item-sample",
     "": "item-sample",

@@ -78,6 +78,12 @@ FORMS: dict[str, Form] = {
     "urls": Form("urls(TEXT)", ("TEXT",), (), "The URLs inside a text, normalized."),
     "hosts": Form("hosts(TEXT)", ("TEXT",), (), "The host names inside a text, normalized."),
     "emails": Form("emails(TEXT)", ("TEXT",), (), "The e-mail addresses inside a text."),
+    "ibans": Form(
+        "ibans(TEXT)",
+        ("TEXT",),
+        (),
+        "The IBAN-like account numbers inside a text, without their spaces.",
+    ),
     "params": Form(
         "params(URL_OR_TEXT)",
         ("URL_OR_TEXT",),

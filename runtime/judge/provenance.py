@@ -413,8 +413,8 @@ def _span_key(value: Any, key: str) -> str | None:
     return span if len(span) >= MIN_SPAN_CHARS else None
 
 
-_EXTRACT_KINDS = {"urls": ("url",), "hosts": ("host",), "emails": ("email",)}
-EXTRACTIONS = ("urls", "hosts", "emails", "params", "segments")
+_EXTRACT_KINDS = {"urls": ("url",), "hosts": ("host",), "emails": ("email",), "ibans": ("iban",)}
+EXTRACTIONS = ("urls", "hosts", "emails", "ibans", "params", "segments")
 """The functions a condition reads a text with (language.md §7.4, "Length and extraction"): the
 tokens of a kind inside it, or what its URLs carry (`carried`)."""
 

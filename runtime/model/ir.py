@@ -501,13 +501,13 @@ class Index(_Model):
 
 
 class Extract(_Model):
-    """`urls(text)`, `hosts(text)`, `emails(text)`: the identifier-like tokens of that kind
-    inside a text; `params(text)`, `segments(text)`: the query parameter values and the path
-    segments its URLs carry. Normalized as provenance normalizes values
+    """`urls(text)`, `hosts(text)`, `emails(text)`, `ibans(text)`: the identifier-like tokens
+    of that kind inside a text; `params(text)`, `segments(text)`: the query parameter values
+    and the path segments its URLs carry. Normalized as provenance normalizes values
     (runtime/judge/provenance.py, `extract`)."""
 
     kind: t.Literal["extract"] = "extract"
-    func: t.Literal["urls", "hosts", "emails", "params", "segments"]
+    func: t.Literal["urls", "hosts", "emails", "ibans", "params", "segments"]
     of: Value
 
 

@@ -20,15 +20,15 @@ __all__ = ["MODEL", "MODEL_SEAL", "POLICY_VERSION", "SPEC_NAME", "load", "open_s
 
 # harness bill_pay 1.0.0
 SPEC_NAME = 'bill_pay'
-POLICY_VERSION = '4e0ca726904d9f158fbd6c6b28797c342a874155531485fca44c273af501bb03'
+POLICY_VERSION = '10a1c21c2d72c2dc95d882a8c5815ac1f2ee63b6332af84dea49352f87537f22'
 """The content hash of the compiled model: the policy version recorded with each decision."""
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "model.json"
 MODEL_SEAL = ModelSeal(
-    sha256='15c08936d1691a7957e7373d8fd9a71f38dc223c67607019d240f5ffcb641460',
+    sha256='97d8f63a2e5523f53c0d036df670d49846c52ad75cd36e97f7e14267d0eff044',
     policy_version=POLICY_VERSION,
-    ir='2400a6dfa951b248',
+    ir='4b0c1990e85c5935',
 )
 """What the build recorded of model.json: a file that still has these bytes, read by the same
 IR, is not hashed again on load; any other file is, and is then refused below."""
