@@ -593,7 +593,7 @@ COVERS: dict[str, tuple[str, ...]] = {
         "atom_cond operand -> provenance",
         "call_when",
     ),
-    "from_result": ("from_call",),
+    "from_result": ("from_call", "func_call ibans"),
     "map_facts": ("operand path -> index", "fact_key"),
     "exfil": (
         "func_call params",
