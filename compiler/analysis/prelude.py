@@ -67,7 +67,15 @@ from pydantic import BaseModel
 
 from .assemble import sample_value
 from .budget import query_rlimit
-from .concrete import ABSENT, Call, canonical, holds_for, read_value, session_terms
+from .concrete import (
+    ABSENT,
+    Call,
+    canonical,
+    holds_for,
+    read_value,
+    session_terms,
+    visit_nodes,
+)
 from .solve import a_call_meeting
 from .sources import FACTS, USER, call_of, holding_result, item_of, output_text_paths
 from .text import spec_text, term_of, value_text
@@ -424,7 +432,7 @@ class _Builder:
         text = _text(value)
         if text is None or isinstance(value, list | dict):
             raise _Missing(f"`{spec_text(term)}`: only a text or a number is found in a result")
-        read = {p.parts[0] for p in _result_paths(call.where) if p.parts}
+        read = _result_read(call.where)
         ago = self.ago(call)
         for tool in self.selected(call):
             for name in self.holders(term, tool, read):
@@ -673,7 +681,7 @@ class _Builder:
                 return None
             text = _text(args.get(f.name))
             if text is None or not _said_findable(text) or text in self.values:
-                if f.type.name not in _TEXT_TYPES or f.pattern is not None:
+                if not _any_text(f):
                     return None
                 if f.min is not None or f.max is not None:
                     return None
@@ -737,7 +745,7 @@ class _Builder:
     def filler(self, f: m.Field) -> Any:
         """A sample value of a field that no value of the call is (so it is no source of one)."""
         value = sample_value(f, f.type)
-        if _text(value) in self.values and f.type.name in _TEXT_TYPES and f.pattern is None:
+        if _text(value) in self.values and _any_text(f):
             value = f"{f.name}-sample"
         return value
 
@@ -1126,17 +1134,22 @@ def _placed(args: dict[str, Any], path: Sequence[str], text: str) -> dict[str, A
     return out
 
 
-def _result_paths(node: object) -> list[m.Path]:
-    """The `result.*` paths a condition reads."""
-    if isinstance(node, m.Path):
-        return [node] if node.root == "result" else []
-    out: list[m.Path] = []
-    if isinstance(node, BaseModel):
-        for name in type(node).model_fields:
-            value = getattr(node, name)
-            for child in value if isinstance(value, tuple) else (value,):
-                out += _result_paths(child)
-    return out
+def _result_read(cond: object) -> set[str]:
+    """The top-level fields of `result` a condition reads."""
+    found: set[str] = set()
+
+    def visit(node: object) -> bool:
+        if isinstance(node, m.Path) and node.root == "result" and node.parts:
+            found.add(node.parts[0])
+        return isinstance(node, m.Path)
+
+    visit_nodes(cond, visit)
+    return found
+
+
+def _any_text(f: m.Field) -> bool:
+    """Whether a field takes any text (a text type without a `pattern`)."""
+    return f.type.name in _TEXT_TYPES and f.pattern is None
 
 
 def _text_fields(tool: m.Tool) -> list[str]:
@@ -1145,8 +1158,4 @@ def _text_fields(tool: m.Tool) -> list[str]:
     output = tool.output
     if output is None or output.shape is not None:
         return []
-    return [
-        f.name
-        for f in output.fields
-        if f.type.name in _TEXT_TYPES and f.pattern is None and not f.secret
-    ]
+    return [f.name for f in output.fields if _any_text(f) and not f.secret]

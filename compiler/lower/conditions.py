@@ -58,12 +58,10 @@ class ConditionLowering(SchemaLowering):
             source = self.word(node.source, SOURCE_WORDS, "source") or "nowhere"
         if node.only and source in ("nowhere", "label"):
             written = f"label {node.label.text}" if node.label is not None else source
-            self.report(
-                "H341",
-                f"`only` does not apply to `from {written}`",
-                Span(node.span.source, node.span.end - len("only"), node.span.end),
-                f"after `from {written}`",
-                help="`only` follows `user`, `trusted`, `untrusted` or `result(…)`: "
+            self.only_not_applicable(
+                node,
+                written,
+                "`only` follows `user`, `trusted`, `untrusted` or `result(…)`: "
                 + (
                     "a value from nowhere has no sources at all"
                     if source == "nowhere"
@@ -111,14 +109,12 @@ class ConditionLowering(SchemaLowering):
                 "where the value came from in the rule itself: `args.x from result(…)`",
             )
         if field and node.only:
-            self.report(
-                "H341",
-                f"`only` does not apply to `from {call.name.text}(…)`",
-                Span(node.span.source, node.span.end - len("only"), node.span.end),
-                f"after `from {call.name.text}(…)`",
-                help="`only` asks that every source of the value be such a result; a field "
-                "names where in the result, and another field of the same result may hold the "
-                "value too: write `from result(…) only`, or leave `only` out",
+            self.only_not_applicable(
+                node,
+                f"{call.name.text}(…)",
+                "`only` asks that every source of the value be such a result; a field names "
+                "where in the result, and another field of the same result may hold the value "
+                "too: write `from result(…) only`, or leave `only` out",
             )
         history = self.history(s.history_of(call), module)
         return trusted(m.Provenance)(
@@ -127,6 +123,16 @@ class ConditionLowering(SchemaLowering):
             only=node.only and not field,
             call=history,
             field=trusted(m.Path)(root="result", parts=field) if field else None,
+        )
+
+    def only_not_applicable(self, node: s.Provenance, written: str, help: str) -> None:
+        """H341 at the `only` ending `value from WRITTEN only`."""
+        self.report(
+            "H341",
+            f"`only` does not apply to `from {written}`",
+            Span(node.span.source, node.span.end - len("only"), node.span.end),
+            f"after `from {written}`",
+            help=help,
         )
 
     def check_members(self, node: s.Compare, left: m.Value, right: m.Value) -> None:

@@ -590,7 +590,7 @@ class Not(_Model):
     item: Condition
 
 
-Value = Annotated[
+_Values: t.TypeAlias = (
     Literal
     | Path
     | EnumMember
@@ -600,26 +600,12 @@ Value = Annotated[
     | Length
     | Extract
     | History
-    | Index,
-    _Field(discriminator="kind"),
-]
+    | Index
+)
+"""The value nodes: a `Value`, and a `Condition` too (a bare operand is a condition)."""
+Value = Annotated[_Values, _Field(discriminator="kind")]
 Condition = Annotated[
-    Compare
-    | And
-    | Or
-    | Not
-    | Provenance
-    | Quantified
-    | Literal
-    | Path
-    | EnumMember
-    | FactCall
-    | ListValue
-    | RecordValue
-    | Length
-    | Extract
-    | History
-    | Index,
+    Compare | And | Or | Not | Provenance | Quantified | _Values,
     _Field(discriminator="kind"),
 ]
 

@@ -15,9 +15,9 @@ from harnessc.runtime.model import (
     Tool,
 )
 from harnessc.runtime.model.semantics import surface_tools
-from pydantic import BaseModel
 
 from ...analysis.availability import availability_condition
+from ...analysis.concrete import visit_nodes
 from ...analysis.examples import NoExampleError
 from ...analysis.policy import PolicyAnalysis
 from .context import CaseContext
@@ -325,16 +325,17 @@ def _unheld(tool: Tool) -> str:
     """Why no facts make a tool available for the generated cases: its `requires` never holds,
     or it reads the session's actor, task, resource or environment, which these cases (facts
     only) do not give."""
-    stack: list[object] = [tool.requires]
-    while stack:
-        node = stack.pop()
+    roots: list[str] = []
+
+    def visit(node: object) -> bool:
         if isinstance(node, Path) and node.root in _WHO:
-            return (
-                "its availability reads the session's `" + node.root + "`, which these cases "
-                "(facts only) do not give"
-            )
-        if isinstance(node, BaseModel):
-            stack.extend(getattr(node, name) for name in type(node).model_fields)
-        elif isinstance(node, tuple):
-            stack.extend(node)
+            roots.append(node.root)
+        return isinstance(node, Path)
+
+    visit_nodes(tool.requires, visit)
+    if roots:
+        return (
+            f"its availability reads the session's `{roots[0]}`, which these cases (facts "
+            "only) do not give"
+        )
     return "its availability conditions never hold"
